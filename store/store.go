@@ -1,0 +1,193 @@
+// Package store is the one storage seam of qo: a small key/value interface
+// with compare-and-swap writes, object versions and an authoritative clock.
+//
+// Everything above this package (queue, worker, monitor, UIs) talks to a
+// Store and never learns which implementation it runs on. Implementations:
+//
+//   - s3store: any S3-compatible server (AWS S3, MinIO, the embedded gateway)
+//   - memstore: an in-memory store for fast unit tests
+//
+// Every implementation passes the conformance suite in store/storetest.
+//
+// # Consistency assumption
+//
+// A Store must be strongly consistent: a successful Put is visible to every
+// later Get and List, and conditional writes are linearizable per key (of N
+// racing writers presenting the same ETag, exactly one wins). AWS S3 has
+// offered this since December 2020; MinIO and versitygw do too.
+//
+// # Concurrency
+//
+// Implementations must be safe for concurrent use by multiple goroutines.
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Sentinel errors. Implementations wrap them with the operation and key, so
+// callers branch with errors.Is.
+var (
+	// ErrNotFound: the key (or version) does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrPreconditionFailed: a conditional write or delete lost the race
+	// (HTTP 412, or 404 for If-Match on a missing key, which some servers
+	// answer instead). Either way the caller's view of the object is stale.
+	ErrPreconditionFailed = errors.New("precondition failed")
+	// ErrNotSupported: the provider lacks a feature qo relies on.
+	ErrNotSupported = errors.New("not supported by this provider")
+)
+
+// Condition guards a Put or Delete. The zero value is unconditional.
+type Condition struct {
+	// IfMatch, when set, applies the write only if the current object's ETag
+	// equals it (compare-and-swap).
+	IfMatch string
+	// IfNoneMatch applies the write only if no object exists at the key
+	// (create-only, "If-None-Match: *"). A delete marker in a versioned
+	// bucket may count as an object on some servers: never rely on
+	// re-creating a deleted key with a create-only write.
+	IfNoneMatch bool
+}
+
+// CreateOnly is the condition for a write that must not overwrite anything.
+var CreateOnly = Condition{IfNoneMatch: true}
+
+// IfMatch returns the compare-and-swap condition for etag.
+func IfMatch(etag string) Condition { return Condition{IfMatch: etag} }
+
+// Object is the body of a key plus the metadata qo relies on.
+type Object struct {
+	Key          string
+	Body         []byte
+	ETag         string // opaque; pass back unchanged in Condition.IfMatch
+	VersionID    string // empty when the bucket is not versioned
+	LastModified time.Time
+}
+
+// PutResult reports the identity of the version a Put created.
+type PutResult struct {
+	ETag      string
+	VersionID string
+}
+
+// ListParams selects a page of keys in lexicographic order.
+type ListParams struct {
+	Prefix     string
+	StartAfter string // only keys strictly greater than this
+	// Delimiter groups keys sharing the prefix up to the delimiter into
+	// ListPage.CommonPrefixes (e.g. "/" to list one "directory" level).
+	Delimiter string
+	Limit     int    // page size; <= 0 means the provider default (1000)
+	Token     string // continuation token from a previous ListPage
+}
+
+// ObjectInfo is one entry of a List page.
+type ObjectInfo struct {
+	Key          string
+	ETag         string
+	Size         int64
+	LastModified time.Time
+}
+
+// ListPage is one page of a listing. NextToken is empty on the last page.
+type ListPage struct {
+	Objects        []ObjectInfo
+	CommonPrefixes []string
+	NextToken      string
+}
+
+// Version is one version of a key, from ListVersions.
+type Version struct {
+	Key          string
+	VersionID    string
+	ETag         string
+	LastModified time.Time
+	IsLatest     bool
+	DeleteMarker bool
+	Size         int64
+}
+
+// Store is the storage interface qo is built on.
+type Store interface {
+	// Get returns the current version of key, or ErrNotFound.
+	Get(ctx context.Context, key string) (*Object, error)
+	// GetVersion returns one version of key by id, or ErrNotFound.
+	GetVersion(ctx context.Context, key, versionID string) (*Object, error)
+	// Put writes body at key if cond holds, else ErrPreconditionFailed.
+	Put(ctx context.Context, key string, body []byte, cond Condition) (PutResult, error)
+	// Delete removes key (a delete marker in a versioned bucket). Deleting a
+	// missing key is not an error. A conditional delete is best-effort: some
+	// servers ignore If-Match on DELETE and delete anyway.
+	Delete(ctx context.Context, key string, cond Condition) error
+	// List returns one page of keys under a prefix, in lexicographic order.
+	List(ctx context.Context, p ListParams) (ListPage, error)
+	// ListVersions returns every version (and delete marker) of exactly key,
+	// newest first.
+	ListVersions(ctx context.Context, key string) ([]Version, error)
+	// Now returns the server's current time: the authoritative clock for
+	// leases and scheduling. Implementations estimate it from responses they
+	// already receive and never write an object just to read the time.
+	Now(ctx context.Context) (time.Time, error)
+}
+
+// Clock is the time source above the store. Production code uses the
+// store's authoritative time (see ServerClock); tests inject a fake.
+type Clock interface {
+	Now() time.Time
+}
+
+// ClockFunc adapts a function to Clock.
+type ClockFunc func() time.Time
+
+// Now implements Clock.
+func (f ClockFunc) Now() time.Time { return f() }
+
+// ServerClock is a Clock reading s.Now. Implementations answer from a cached
+// offset, so this is cheap; if the store cannot answer (no response seen yet
+// and the server is unreachable) it falls back to the local clock.
+func ServerClock(s Store) Clock {
+	return ClockFunc(func() time.Time {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		t, err := s.Now(ctx)
+		if err != nil {
+			return time.Now()
+		}
+		return t
+	})
+}
+
+// Admin is implemented by stores that can inspect and configure their
+// bucket. qo init, qo doctor and qo dev use it; the queue never does.
+type Admin interface {
+	// CreateBucket creates the bucket if it does not exist.
+	CreateBucket(ctx context.Context) error
+	// Versioning reports whether bucket versioning is enabled.
+	Versioning(ctx context.Context) (bool, error)
+	// EnableVersioning turns bucket versioning on.
+	EnableVersioning(ctx context.Context) error
+	// SetLifecycle installs the given lifecycle rules, replacing existing
+	// ones. ErrNotSupported when the provider has no lifecycle support.
+	SetLifecycle(ctx context.Context, rules []LifecycleRule) error
+	// Lifecycle returns the installed rules (nil when none).
+	Lifecycle(ctx context.Context) ([]LifecycleRule, error)
+	// SetCORS allows browsers from origins to read and write the bucket and
+	// exposes the headers the web UI needs (ETag, Date, x-amz-version-id).
+	// ErrNotSupported when the provider rejects bucket CORS (MinIO exposes
+	// those headers by default).
+	SetCORS(ctx context.Context, origins []string) error
+}
+
+// LifecycleRule expires old data under a prefix.
+type LifecycleRule struct {
+	ID     string `json:"id"`
+	Prefix string `json:"prefix"`
+	// NoncurrentDays expires noncurrent versions this many days after they
+	// became noncurrent (0: keep).
+	NoncurrentDays int `json:"noncurrent_days"`
+	// ExpiredDeleteMarkers removes delete markers with no versions left.
+	ExpiredDeleteMarkers bool `json:"expired_delete_markers"`
+}
