@@ -16,6 +16,13 @@
 // racing writers presenting the same ETag, exactly one wins). AWS S3 has
 // offered this since December 2020; MinIO and versitygw do too.
 //
+// # Keys
+//
+// Keys are non-empty UTF-8 strings; "/" separates levels for listings with
+// a delimiter. A key must not equal another key's prefix up to a "/" ("a/b"
+// and "a/b/c" cannot both exist): servers that store objects as files
+// (versitygw's posix backend) refuse the second one.
+//
 // # Concurrency
 //
 // Implementations must be safe for concurrent use by multiple goroutines.
@@ -38,6 +45,20 @@ var (
 	ErrPreconditionFailed = errors.New("precondition failed")
 	// ErrNotSupported: the provider lacks a feature qo relies on.
 	ErrNotSupported = errors.New("not supported by this provider")
+
+	// The errors below describe a misconfigured or unavailable bucket rather
+	// than the state of one key. Implementations wrap them with the
+	// endpoint, the bucket and the fix, so the message can be shown to an
+	// operator as it is.
+
+	// ErrBucketNotFound: the configured bucket does not exist.
+	ErrBucketNotFound = errors.New("bucket not found")
+	// ErrAccessDenied: the credentials are missing, wrong, or lack a
+	// permission.
+	ErrAccessDenied = errors.New("access denied")
+	// ErrUnreachable: the endpoint could not be reached (connection
+	// refused, DNS failure, timeout).
+	ErrUnreachable = errors.New("storage endpoint unreachable")
 )
 
 // Condition guards a Put or Delete. The zero value is unconditional.
@@ -51,6 +72,15 @@ type Condition struct {
 	// re-creating a deleted key with a create-only write.
 	IfNoneMatch bool
 }
+
+// Conditions and deleted keys: servers disagree once a key's latest version
+// is a delete marker. A create-only write succeeds on AWS S3 and MinIO but
+// fails on versitygw. An If-Match write presenting the ETag of the version
+// the marker hides fails on AWS S3 and MinIO, but versitygw accepts it, and
+// with its sidecar metadata stores the write as another delete marker (the
+// write is lost although it reported success). So: never write a deleted
+// key conditionally. Objects that are compared-and-swapped (tasks, leases)
+// are updated in place, never deleted and re-created.
 
 // CreateOnly is the condition for a write that must not overwrite anything.
 var CreateOnly = Condition{IfNoneMatch: true}

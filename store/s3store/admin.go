@@ -1,0 +1,185 @@
+package s3store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/qo-queue/qo/store"
+)
+
+// CORSExposeHeaders are the response headers a browser client of the
+// bucket must be able to read.
+var CORSExposeHeaders = []string{"ETag", "Date", "x-amz-version-id", "Last-Modified"}
+
+// CORSMethods are the methods a browser client of the bucket uses.
+var CORSMethods = []string{"GET", "PUT", "HEAD", "DELETE"}
+
+// CreateBucket implements store.Admin: it creates the bucket unless it
+// already exists and belongs to the caller.
+func (s *Store) CreateBucket(ctx context.Context) error {
+	in := &s3.CreateBucketInput{Bucket: aws.String(s.bucket)}
+	if r := s.client.Options().Region; r != "" && r != DefaultRegion {
+		in.CreateBucketConfiguration = &types.CreateBucketConfiguration{
+			LocationConstraint: types.BucketLocationConstraint(r),
+		}
+	}
+	_, err := s.client.CreateBucket(ctx, in)
+	if err == nil {
+		return nil
+	}
+	var owned *types.BucketAlreadyOwnedByYou
+	if errors.As(err, &owned) {
+		return nil
+	}
+	var taken *types.BucketAlreadyExists
+	if errors.As(err, &taken) {
+		e := s.wrap("create bucket", "", err, mapOpts{}).(*Error)
+		e.Fix = "the name belongs to another account: choose another S3_BUCKET"
+		return e
+	}
+	return s.wrap("create bucket", "", err, mapOpts{})
+}
+
+// Versioning implements store.Admin.
+func (s *Store) Versioning(ctx context.Context) (bool, error) {
+	out, err := s.client.GetBucketVersioning(ctx, &s3.GetBucketVersioningInput{Bucket: aws.String(s.bucket)})
+	if err != nil {
+		return false, s.wrap("get bucket versioning", "", err, mapOpts{bucketLevel: true})
+	}
+	return versioningEnabled(out), nil
+}
+
+// EnableVersioning implements store.Admin.
+func (s *Store) EnableVersioning(ctx context.Context) error {
+	_, err := s.client.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{
+		Bucket:                  aws.String(s.bucket),
+		VersioningConfiguration: &types.VersioningConfiguration{Status: types.BucketVersioningStatusEnabled},
+	})
+	if err != nil {
+		return s.wrap("enable bucket versioning", "", err, mapOpts{bucketLevel: true})
+	}
+	return nil
+}
+
+// lifecycleRules converts rules to the S3 shape, refusing rules that would
+// be rejected or do nothing.
+func lifecycleRules(rules []store.LifecycleRule) ([]types.LifecycleRule, error) {
+	out := make([]types.LifecycleRule, 0, len(rules))
+	seen := map[string]bool{}
+	for i, r := range rules {
+		switch {
+		case r.ID == "":
+			return nil, fmt.Errorf("set lifecycle: rule %d (prefix %q) has no id: give every rule a unique id", i, r.Prefix)
+		case seen[r.ID]:
+			return nil, fmt.Errorf("set lifecycle: two rules have the id %q: give every rule a unique id", r.ID)
+		case r.NoncurrentDays < 0:
+			return nil, fmt.Errorf("set lifecycle: rule %q: noncurrent days %d is negative: use 0 to keep noncurrent versions", r.ID, r.NoncurrentDays)
+		case r.NoncurrentDays == 0 && !r.ExpiredDeleteMarkers:
+			return nil, fmt.Errorf("set lifecycle: rule %q has no action: set noncurrent days or expired delete markers", r.ID)
+		}
+		seen[r.ID] = true
+		lr := types.LifecycleRule{
+			ID:     aws.String(r.ID),
+			Status: types.ExpirationStatusEnabled,
+			Filter: &types.LifecycleRuleFilter{Prefix: aws.String(r.Prefix)},
+		}
+		if r.NoncurrentDays > 0 {
+			lr.NoncurrentVersionExpiration = &types.NoncurrentVersionExpiration{NoncurrentDays: aws.Int32(int32(r.NoncurrentDays))}
+		}
+		if r.ExpiredDeleteMarkers {
+			lr.Expiration = &types.LifecycleExpiration{ExpiredObjectDeleteMarker: aws.Bool(true)}
+		}
+		out = append(out, lr)
+	}
+	return out, nil
+}
+
+// SetLifecycle implements store.Admin. An empty rule set deletes the
+// bucket's lifecycle configuration.
+func (s *Store) SetLifecycle(ctx context.Context, rules []store.LifecycleRule) error {
+	if len(rules) == 0 {
+		_, err := s.client.DeleteBucketLifecycle(ctx, &s3.DeleteBucketLifecycleInput{Bucket: aws.String(s.bucket)})
+		if err != nil {
+			return s.wrap("delete bucket lifecycle", "", err, mapOpts{bucketLevel: true})
+		}
+		return nil
+	}
+	lrs, err := lifecycleRules(rules)
+	if err != nil {
+		return err
+	}
+	_, err = s.client.PutBucketLifecycleConfiguration(ctx, &s3.PutBucketLifecycleConfigurationInput{
+		Bucket:                 aws.String(s.bucket),
+		LifecycleConfiguration: &types.BucketLifecycleConfiguration{Rules: lrs},
+	})
+	if err != nil {
+		return s.wrap("set bucket lifecycle", "", err, mapOpts{bucketLevel: true})
+	}
+	return nil
+}
+
+// Lifecycle implements store.Admin. Rules qo cannot express (other filters
+// or actions) are returned with the parts it understands.
+func (s *Store) Lifecycle(ctx context.Context) ([]store.LifecycleRule, error) {
+	out, err := s.client.GetBucketLifecycleConfiguration(ctx, &s3.GetBucketLifecycleConfigurationInput{Bucket: aws.String(s.bucket)})
+	if err != nil {
+		e := s.wrap("get bucket lifecycle", "", err, mapOpts{})
+		var se *Error
+		if errors.As(e, &se) && se.Code == "NoSuchLifecycleConfiguration" {
+			return nil, nil
+		}
+		if errors.As(e, &se) && se.Status == 404 && se.Kind == nil {
+			se.Kind = store.ErrBucketNotFound
+		}
+		return nil, e
+	}
+	var rules []store.LifecycleRule
+	for _, r := range out.Rules {
+		lr := store.LifecycleRule{ID: aws.ToString(r.ID)}
+		switch {
+		case r.Filter != nil && r.Filter.Prefix != nil:
+			lr.Prefix = aws.ToString(r.Filter.Prefix)
+		case r.Filter != nil && r.Filter.And != nil:
+			lr.Prefix = aws.ToString(r.Filter.And.Prefix)
+		case r.Prefix != nil: //nolint:staticcheck // legacy rules without a filter
+			lr.Prefix = aws.ToString(r.Prefix)
+		}
+		if r.NoncurrentVersionExpiration != nil {
+			lr.NoncurrentDays = int(aws.ToInt32(r.NoncurrentVersionExpiration.NoncurrentDays))
+		}
+		if r.Expiration != nil {
+			lr.ExpiredDeleteMarkers = aws.ToBool(r.Expiration.ExpiredObjectDeleteMarker)
+		}
+		rules = append(rules, lr)
+	}
+	return rules, nil
+}
+
+// SetCORS implements store.Admin: browsers from origins may GET, PUT, HEAD
+// and DELETE, and read the ETag, Date, x-amz-version-id and Last-Modified
+// headers. A server that answers 501 (MinIO, which exposes those headers
+// by default) yields store.ErrNotSupported.
+func (s *Store) SetCORS(ctx context.Context, origins []string) error {
+	if len(origins) == 0 {
+		return errors.New("set CORS: no origins given: pass the web UI's origin, e.g. http://localhost:8080, or * for any")
+	}
+	_, err := s.client.PutBucketCors(ctx, &s3.PutBucketCorsInput{
+		Bucket: aws.String(s.bucket),
+		CORSConfiguration: &types.CORSConfiguration{CORSRules: []types.CORSRule{{
+			AllowedOrigins: origins,
+			AllowedMethods: CORSMethods,
+			AllowedHeaders: []string{"*"},
+			ExposeHeaders:  CORSExposeHeaders,
+			MaxAgeSeconds:  aws.Int32(3600),
+		}}},
+	})
+	if err != nil {
+		return s.wrap("set bucket CORS", "", err, mapOpts{bucketLevel: true})
+	}
+	return nil
+}

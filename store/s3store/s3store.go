@@ -1,0 +1,531 @@
+// Package s3store implements store.Store on any S3-compatible server (AWS
+// S3, MinIO, the embedded versitygw gateway) with aws-sdk-go-v2.
+//
+// Every HTTP request, SDK retries included, is counted by store.Op and
+// outcome (see Requests), and the Date header of every response feeds the
+// estimate of the server clock (see Now and ClockOffset).
+//
+// Errors are wrapped in *Error, which names the operation, the key, the
+// bucket and endpoint and, for configuration problems, the fix; callers
+// branch on the store sentinels with errors.Is.
+//
+// Server differences this package absorbs:
+//   - If-Match on a missing key: MinIO and versitygw answer 404 NoSuchKey,
+//     others 412. Both become store.ErrPreconditionFailed.
+//   - A 501 to a bucket configuration request becomes store.ErrNotSupported
+//     (MinIO answers 501 to PutBucketCors).
+//
+// Differences it cannot absorb, which callers must tolerate:
+//   - MinIO ignores If-Match on DELETE (deletes anyway).
+//   - versitygw answers 412 to a create-only PUT over a delete marker.
+//   - The SDK retries a request whose response was lost. A conditional PUT
+//     that succeeded on the server but whose response was lost is retried
+//     and then fails with store.ErrPreconditionFailed against its own
+//     write; callers that must know re-read the object and compare.
+package s3store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/qo-queue/qo/store"
+)
+
+// Compile-time conformance.
+var (
+	_ store.Store   = (*Store)(nil)
+	_ store.Counted = (*Store)(nil)
+	_ store.Admin   = (*Store)(nil)
+)
+
+// DefaultRegion is used when Config.Region is empty.
+const DefaultRegion = "us-east-1"
+
+// DefaultMaxAttempts bounds the attempts of one operation (first try plus
+// retries) when Config.MaxAttempts is zero.
+const DefaultMaxAttempts = 3
+
+// maxBackoff caps the wait between two attempts: a queue prefers failing
+// fast (and retrying at its own level) over stalling a worker.
+const maxBackoff = 2 * time.Second
+
+// Config selects a bucket and how to reach it.
+type Config struct {
+	// Endpoint is the server URL, e.g. http://127.0.0.1:9000. Empty means
+	// AWS S3 (or AWS_ENDPOINT_URL / AWS_ENDPOINT_URL_S3 when set).
+	Endpoint string
+	// Region; when empty, AWS_REGION or the profile's region, else
+	// DefaultRegion.
+	Region string
+	// Bucket is required.
+	Bucket string
+	// AccessKey and SecretKey (and SessionToken) are static credentials.
+	// When AccessKey is empty the standard AWS chain is used: environment,
+	// shared config and credentials files (Profile), SSO, web identity,
+	// container and instance roles.
+	AccessKey, SecretKey, SessionToken string
+	// Profile selects a profile of the shared AWS config files.
+	Profile string
+	// PathStyle addresses the bucket as endpoint/bucket instead of
+	// bucket.endpoint; MinIO and most self-hosted servers need it.
+	PathStyle bool
+	// HTTPClient replaces the SDK's HTTP client (tests inject faults here).
+	HTTPClient *http.Client
+	// MaxAttempts bounds the attempts of one operation, retries included
+	// (default DefaultMaxAttempts; 1 disables retries).
+	MaxAttempts int
+	// Observe, when set, is called after every HTTP request (each retry
+	// too) with its kind, its latency and its outcome: nil for a 2xx/3xx
+	// answer, otherwise an error naming the status or the transport failure.
+	// It must be safe for concurrent use and must not block.
+	Observe func(op store.Op, d time.Duration, err error)
+}
+
+// Store is a store.Store on one S3 bucket. It is safe for concurrent use.
+type Store struct {
+	client   *s3.Client
+	bucket   string
+	endpoint string // for messages: the configured endpoint or "AWS S3"
+	counters store.Counters
+	clock    serverClock
+	observe  func(op store.Op, d time.Duration, err error)
+}
+
+// New returns a Store for cfg. It sends no request: a wrong endpoint,
+// credentials or bucket show up as errors of the first operation (use Ping
+// to check them early).
+func New(ctx context.Context, cfg Config) (*Store, error) {
+	if cfg.Bucket == "" {
+		return nil, errors.New("s3 store: no bucket configured: set S3_BUCKET (or --bucket)")
+	}
+	if cfg.Endpoint != "" {
+		u, err := url.Parse(cfg.Endpoint)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("s3 store: endpoint %q is not a URL like http://127.0.0.1:9000: check S3_ENDPOINT (or --endpoint)", cfg.Endpoint)
+		}
+	}
+	if cfg.AccessKey != "" && cfg.SecretKey == "" {
+		return nil, errors.New("s3 store: an access key is set but no secret key: set AWS_SECRET_ACCESS_KEY too")
+	}
+	if cfg.MaxAttempts <= 0 {
+		cfg.MaxAttempts = DefaultMaxAttempts
+	}
+
+	s := &Store{bucket: cfg.Bucket, endpoint: cfg.Endpoint, observe: cfg.Observe}
+	s.clock.now = time.Now
+	if s.endpoint == "" {
+		s.endpoint = "AWS S3"
+	}
+
+	opts := []func(*config.LoadOptions) error{
+		config.WithRetryer(func() aws.Retryer {
+			return retry.NewStandard(func(o *retry.StandardOptions) {
+				o.MaxAttempts = cfg.MaxAttempts
+				o.MaxBackoff = maxBackoff
+				// No client-side retry quota: every operation gets its
+				// bounded attempts, so an outage does not turn into
+				// "quota exceeded" errors long after the server is back.
+				o.RateLimiter = ratelimit.None
+			})
+		}),
+	}
+	if cfg.Region != "" {
+		opts = append(opts, config.WithRegion(cfg.Region))
+	}
+	if cfg.Profile != "" {
+		opts = append(opts, config.WithSharedConfigProfile(cfg.Profile))
+	}
+	if cfg.AccessKey != "" {
+		opts = append(opts, config.WithCredentialsProvider(
+			credentials.NewStaticCredentialsProvider(cfg.AccessKey, cfg.SecretKey, cfg.SessionToken)))
+	}
+	if cfg.HTTPClient != nil {
+		opts = append(opts, config.WithHTTPClient(cfg.HTTPClient))
+	}
+	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("s3 store: load AWS configuration: %w (check AWS_PROFILE and the files under ~/.aws)", err)
+	}
+	if awsCfg.Region == "" {
+		awsCfg.Region = DefaultRegion // neither configured nor in the environment or profile
+	}
+	if cfg.Endpoint == "" && awsCfg.BaseEndpoint != nil {
+		s.endpoint = *awsCfg.BaseEndpoint // from AWS_ENDPOINT_URL(_S3) or the profile
+	}
+	s.client = s3.NewFromConfig(awsCfg, func(o *s3.Options) {
+		if cfg.Endpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.Endpoint)
+		}
+		o.UsePathStyle = cfg.PathStyle
+		// Checksums only where the API requires them: third-party servers
+		// vary in their support of the newer flexible checksums.
+		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
+		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
+		o.APIOptions = append(o.APIOptions, s.addMiddleware)
+	})
+	return s, nil
+}
+
+// Bucket returns the bucket name.
+func (s *Store) Bucket() string { return s.bucket }
+
+// Endpoint returns the configured endpoint ("AWS S3" when none was set).
+func (s *Store) Endpoint() string { return s.endpoint }
+
+// Client returns the underlying SDK client, for checks the Store does not
+// cover. Requests made with it are counted too.
+func (s *Store) Client() *s3.Client { return s.client }
+
+// Requests implements store.Counted.
+func (s *Store) Requests() *store.Counters { return &s.counters }
+
+// String describes the store for logs.
+func (s *Store) String() string { return fmt.Sprintf("s3://%s at %s", s.bucket, s.endpoint) }
+
+// ContentType returns the Content-Type a Put sets for key, by extension.
+func ContentType(key string) string {
+	switch ext := strings.ToLower(path.Ext(key)); ext {
+	case ".json":
+		return "application/json"
+	case "":
+	default:
+		if t := mime.TypeByExtension(ext); t != "" {
+			return t
+		}
+	}
+	return "application/octet-stream"
+}
+
+func checkKey(op, key string) error {
+	if key == "" {
+		return fmt.Errorf("%s: empty key: every object needs a non-empty key", op)
+	}
+	return nil
+}
+
+// Get implements store.Store.
+func (s *Store) Get(ctx context.Context, key string) (*store.Object, error) {
+	if err := checkKey("get", key); err != nil {
+		return nil, err
+	}
+	return s.get(ctx, "get", key, nil)
+}
+
+// GetVersion implements store.Store. The version of a delete marker, and
+// a malformed version id, answer store.ErrNotFound.
+func (s *Store) GetVersion(ctx context.Context, key, versionID string) (*store.Object, error) {
+	if err := checkKey("get version", key); err != nil {
+		return nil, err
+	}
+	if versionID == "" {
+		return nil, fmt.Errorf("get version of %s: empty version id: %w", key, store.ErrNotFound)
+	}
+	return s.get(ctx, "get version "+versionID+" of", key, aws.String(versionID))
+}
+
+func (s *Store) get(ctx context.Context, op, key string, versionID *string) (*store.Object, error) {
+	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{
+		Bucket:    aws.String(s.bucket),
+		Key:       aws.String(key),
+		VersionId: versionID,
+	})
+	if err != nil {
+		return nil, s.wrap(op, key, err, mapOpts{version: versionID != nil})
+	}
+	defer out.Body.Close()
+	body, err := io.ReadAll(out.Body)
+	if err != nil {
+		return nil, s.wrap(op, key, fmt.Errorf("read body: %w", err), mapOpts{})
+	}
+	return &store.Object{
+		Key:          key,
+		Body:         body,
+		ETag:         aws.ToString(out.ETag),
+		VersionID:    versionIDOf(out.VersionId),
+		LastModified: aws.ToTime(out.LastModified),
+	}, nil
+}
+
+// versionIDOf maps the "null" version of unversioned buckets to "".
+func versionIDOf(v *string) string {
+	if id := aws.ToString(v); id != "null" {
+		return id
+	}
+	return ""
+}
+
+// Put implements store.Store. The Content-Type follows the key's extension.
+func (s *Store) Put(ctx context.Context, key string, body []byte, cond store.Condition) (store.PutResult, error) {
+	if err := checkKey("put", key); err != nil {
+		return store.PutResult{}, err
+	}
+	in := &s3.PutObjectInput{
+		Bucket:        aws.String(s.bucket),
+		Key:           aws.String(key),
+		Body:          bytes.NewReader(body),
+		ContentLength: aws.Int64(int64(len(body))),
+		ContentType:   aws.String(ContentType(key)),
+	}
+	if cond.IfMatch != "" {
+		in.IfMatch = aws.String(cond.IfMatch)
+	}
+	if cond.IfNoneMatch {
+		in.IfNoneMatch = aws.String("*")
+	}
+	out, err := s.client.PutObject(ctx, in)
+	if err != nil {
+		return store.PutResult{}, s.wrap("put", key, err, mapOpts{ifMatch: cond.IfMatch != "", ifNoneMatch: cond.IfNoneMatch})
+	}
+	return store.PutResult{ETag: aws.ToString(out.ETag), VersionID: versionIDOf(out.VersionId)}, nil
+}
+
+// Delete implements store.Store. If-Match is sent, but some servers ignore
+// it (MinIO deletes anyway); a create-only condition is refused.
+func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) error {
+	if err := checkKey("delete", key); err != nil {
+		return err
+	}
+	if cond.IfNoneMatch {
+		return fmt.Errorf("delete %s: a create-only condition cannot guard a delete; use If-Match or no condition: %w", key, store.ErrNotSupported)
+	}
+	in := &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)}
+	if cond.IfMatch != "" {
+		in.IfMatch = aws.String(cond.IfMatch)
+	}
+	if _, err := s.client.DeleteObject(ctx, in); err != nil {
+		err = s.wrap("delete", key, err, mapOpts{ifMatch: cond.IfMatch != ""})
+		if cond.IfMatch == "" && errors.Is(err, store.ErrNotFound) {
+			return nil // deleting a missing key is not an error
+		}
+		return err
+	}
+	return nil
+}
+
+// List implements store.Store with ListObjectsV2.
+func (s *Store) List(ctx context.Context, p store.ListParams) (store.ListPage, error) {
+	in := &s3.ListObjectsV2Input{Bucket: aws.String(s.bucket)}
+	if p.Prefix != "" {
+		in.Prefix = aws.String(p.Prefix)
+	}
+	if p.StartAfter != "" {
+		in.StartAfter = aws.String(p.StartAfter)
+	}
+	if p.Delimiter != "" {
+		in.Delimiter = aws.String(p.Delimiter)
+	}
+	if p.Limit > 0 {
+		in.MaxKeys = aws.Int32(int32(min(p.Limit, 1000)))
+	}
+	if p.Token != "" {
+		in.ContinuationToken = aws.String(p.Token)
+	}
+	out, err := s.client.ListObjectsV2(ctx, in)
+	if err != nil {
+		return store.ListPage{}, s.wrap("list", p.Prefix+"*", err, mapOpts{bucketLevel: true})
+	}
+	page := store.ListPage{Objects: make([]store.ObjectInfo, 0, len(out.Contents))}
+	for _, o := range out.Contents {
+		page.Objects = append(page.Objects, store.ObjectInfo{
+			Key:          aws.ToString(o.Key),
+			ETag:         aws.ToString(o.ETag),
+			Size:         aws.ToInt64(o.Size),
+			LastModified: aws.ToTime(o.LastModified),
+		})
+	}
+	for _, cp := range out.CommonPrefixes {
+		page.CommonPrefixes = append(page.CommonPrefixes, aws.ToString(cp.Prefix))
+	}
+	if aws.ToBool(out.IsTruncated) {
+		page.NextToken = aws.ToString(out.NextContinuationToken)
+		if page.NextToken == "" {
+			// Defensive: a truncated page without a token would loop.
+			return page, s.wrap("list", p.Prefix+"*", errors.New("server answered a truncated page without a continuation token"), mapOpts{})
+		}
+	}
+	return page, nil
+}
+
+// ListVersions implements store.Store: every version and delete marker of
+// exactly key (not of the other keys sharing it as a prefix), newest first,
+// across as many ListObjectVersions pages as it takes.
+func (s *Store) ListVersions(ctx context.Context, key string) ([]store.Version, error) {
+	if err := checkKey("list versions", key); err != nil {
+		return nil, err
+	}
+	var (
+		all               []store.Version
+		keyMarker, idMark *string
+	)
+	for {
+		out, err := s.client.ListObjectVersions(ctx, &s3.ListObjectVersionsInput{
+			Bucket:          aws.String(s.bucket),
+			Prefix:          aws.String(key),
+			KeyMarker:       keyMarker,
+			VersionIdMarker: idMark,
+		})
+		if err != nil {
+			return nil, s.wrap("list versions", key, err, mapOpts{bucketLevel: true})
+		}
+		var page []store.Version
+		beyond := false // saw a longer key: exactly-key versions are done
+		for _, v := range out.Versions {
+			if aws.ToString(v.Key) != key {
+				beyond = true
+				continue
+			}
+			page = append(page, store.Version{
+				Key:          key,
+				VersionID:    aws.ToString(v.VersionId),
+				ETag:         aws.ToString(v.ETag),
+				LastModified: aws.ToTime(v.LastModified),
+				IsLatest:     aws.ToBool(v.IsLatest),
+				Size:         aws.ToInt64(v.Size),
+			})
+		}
+		for _, m := range out.DeleteMarkers {
+			if aws.ToString(m.Key) != key {
+				beyond = true
+				continue
+			}
+			page = append(page, store.Version{
+				Key:          key,
+				VersionID:    aws.ToString(m.VersionId),
+				LastModified: aws.ToTime(m.LastModified),
+				IsLatest:     aws.ToBool(m.IsLatest),
+				DeleteMarker: true,
+			})
+		}
+		pageOrder, _ := out.ResultMetadata.Get(versionOrderKey{}).([]string)
+		all = append(all, orderVersions(page, pageOrder)...)
+		if beyond || !aws.ToBool(out.IsTruncated) {
+			return all, nil
+		}
+		keyMarker, idMark = out.NextKeyMarker, out.NextVersionIdMarker
+		if keyMarker == nil && idMark == nil {
+			return all, nil
+		}
+	}
+}
+
+// orderVersions sorts one page's versions and delete markers of one key
+// newest first. The SDK returns them as two separate lists, and servers
+// differ in what the response says about their order:
+//
+//   - AWS S3 and MinIO interleave versions and delete markers in the
+//     document, newest first; order holds the version ids in document order.
+//   - versitygw lists all delete markers before all versions, but its
+//     version ids are ULIDs, which sort by creation time.
+//
+// So: the latest entry first; then, when every id is a ULID, ids
+// descending; else document order; else (no order recorded)
+// LastModified descending.
+func orderVersions(vs []store.Version, order []string) []store.Version {
+	pos := make(map[string]int, len(order))
+	for i, id := range order {
+		if _, dup := pos[id]; !dup {
+			pos[id] = i
+		}
+	}
+	byDocument := len(order) > 0
+	byULID := true
+	for _, v := range vs {
+		if _, ok := pos[v.VersionID]; !ok {
+			byDocument = false
+		}
+		if !isULID(v.VersionID) {
+			byULID = false
+		}
+	}
+	sort.SliceStable(vs, func(i, j int) bool {
+		a, b := vs[i], vs[j]
+		switch {
+		case a.IsLatest != b.IsLatest:
+			return a.IsLatest
+		case byULID:
+			return a.VersionID > b.VersionID
+		case byDocument:
+			return pos[a.VersionID] < pos[b.VersionID]
+		default:
+			return a.LastModified.After(b.LastModified)
+		}
+	})
+	return vs
+}
+
+// isULID reports whether id looks like a ULID: 26 characters of Crockford
+// base32, upper case, starting with 0-7 (the 48-bit millisecond time
+// first, so ULIDs sort by time).
+func isULID(id string) bool {
+	if len(id) != 26 || id[0] > '7' {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		switch {
+		case c >= '0' && c <= '9':
+		case c >= 'A' && c <= 'Z' && c != 'I' && c != 'L' && c != 'O' && c != 'U':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// Now implements store.Store: local time plus the server clock offset
+// estimated from the responses seen so far. Only when no response has been
+// seen yet does it send one request (HeadBucket) to learn the offset.
+func (s *Store) Now(ctx context.Context) (time.Time, error) {
+	if off, _, ok := s.clock.estimate(); ok {
+		return s.clock.now().Add(off), nil
+	}
+	err := s.Ping(ctx)
+	if off, _, ok := s.clock.estimate(); ok {
+		// Any answer carries a Date, even an error (e.g. access denied).
+		return s.clock.now().Add(off), nil
+	}
+	if err == nil {
+		err = errors.New("the server's responses carry no Date header")
+	}
+	return time.Time{}, fmt.Errorf("read the server clock: %w", err)
+}
+
+// ClockOffset reports the estimated server clock minus the local clock and
+// the half-width of its uncertainty interval; ok is false until a response
+// has been seen.
+func (s *Store) ClockOffset() (offset, uncertainty time.Duration, ok bool) {
+	return s.clock.estimate()
+}
+
+// Ping checks that the endpoint answers, the credentials are accepted and
+// the bucket exists (one HeadBucket request).
+func (s *Store) Ping(ctx context.Context) error {
+	_, err := s.client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(s.bucket)})
+	if err != nil {
+		return s.wrap("check bucket", "", err, mapOpts{bucketLevel: true})
+	}
+	return nil
+}
+
+// versioningEnabled is shared by Versioning and tests.
+func versioningEnabled(out *s3.GetBucketVersioningOutput) bool {
+	return out.Status == types.BucketVersioningStatusEnabled
+}
