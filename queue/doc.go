@@ -1,0 +1,264 @@
+/*
+Package queue is the task lifecycle of qo: a task is one JSON object in an
+S3-compatible bucket, every state change is a conditional PUT on it, and
+bucket versioning keeps every state it ever had. This file is the single
+source of truth for the layout, the state machine and the rules every
+writer follows; the code implements exactly what is written here.
+
+# Key layout
+
+	queue.json                                   queue configuration (Init; read by Open)
+	tasks/{shard}/{id}.json                      THE task object: the only truth
+	ready/{avail-ms}/{shard}/{type}/{id}         ready index: one empty object per pending task
+	leases/{expires-ms}/{shard}/{id}             lease index: one empty object per running task
+	workers/{worker_id}.json                     worker registry (observability only)
+	shard-leases/{shard}.json                    named lease: which worker polls a shard
+	monitor/leader.json                          named lease: which monitor is the leader
+
+{id} is the canonical lowercase UUID. {shard} is the first ShardChars hex
+characters of the id: 1 (16 shards) or 2 (256 shards), chosen once by Init
+and stored in queue.json; every component reads it from there and nothing
+assumes 16. Random (v4) and idempotency-derived (v5) ids spread evenly.
+
+{avail-ms} and {expires-ms} are Unix milliseconds, zero-padded to 13
+digits, so key order is time order. Time comes first in both index keys:
+one LIST of "ready/" returns the entries that became available earliest
+across ALL shards, so the first key answers "is anything ready?" with a
+single request, however many shards there are; the listing stops at the
+first key in the future. The task type sits in the ready key so a worker
+skips types it cannot run (and shards it does not own) without a GET.
+{type} matches [A-Za-z0-9_.:-]{1,64}; worker ids [A-Za-z0-9_.:-]{1,128}.
+
+# Task object (format 1)
+
+Every object qo writes carries "format": 1. Readers refuse other versions:
+a future format is reported as malformed, never misread. Fields (all
+present in every object; absent values are null, "" or 0):
+
+	format              1
+	id                  task id (UUID)
+	task_type           handler name
+	shard               first ShardChars hex chars of id
+	status              pending | running | completed | failed | cancelled | archived
+	available_at        RFC 3339 time; claimable when <= now (delay, backoff)
+	lease_expires_at    RFC 3339 time or null; running only
+	input               any JSON (null when none); never changes
+	output              any JSON or null; set by succeeded
+	timeout_seconds     lease length of one attempt (default 300)
+	max_retries         retries after the first attempt (default 3)
+	retry_count         retries consumed (0..max_retries)
+	retry_policy        {initial_interval_ms, max_interval_ms, multiplier, jitter_percent}
+	                    default {1000, 60000, 2, 0.25}: 1 s, 2 s, 4 s ... 60 s, each ±25 %
+	created_at          submit time
+	updated_at          time of the write that made this version
+	completed_at        time the task reached a terminal status, or null
+	worker_id           lease holder (running); last holder (terminal); "" when pending
+	lease_id            random UUID of the current lease (the fence), "" when not running
+	attempt             number of claims so far
+	last_error          why the last attempt ended badly ("" after success)
+	rev                 1 on submit, +1 on every write
+	request_id          random UUID of the write that made this version
+	last_event          canonical event of that write (see Events)
+	cancel_requested    an operator asked to cancel
+	cancel_requested_at time of that request, or null
+	cancel_reason       operator's reason
+	idempotency_key     submit's idempotency key, or ""
+
+Times are UTC with millisecond precision (the resolution of index keys).
+An object that does not decode (bad JSON, wrong field types, unknown format
+or status, invalid type name, id or shard not matching its key) is a
+*MalformedError: listings skip and report it, single reads return it,
+nothing panics.
+
+queue.json is {"format":1,"shard_chars":1|2,"created_at":...}. Worker
+entries are WorkerInfo as JSON ("format":1). Named leases are
+{"format":1,"name":key,"holder":...,"expires_at":...,"acquired_at":...,
+"updated_at":...,"request_id":...}; a released lease has holder "".
+Index objects are empty: the key is the whole entry.
+
+# State machine
+
+	                       Submit
+	                         |
+	                         v
+	+----------------->  PENDING  <---+  RequeueNow
+	|                    |     ^  \---+  (delay/backoff -> now)
+	|             Claim  |     |  Retry, ExpireLease (retries left);
+	|                    v     |  Release, RequeueNow
+	|                  RUNNING ----+
+	|                 /   |   \ <--+  Extend; Cancel (cancel_requested)
+	|     Complete   /    |    \   AckCancel; or Retry, Release,
+	|               /     |     \  ExpireLease once cancel_requested
+	|              v      |      v
+	|      COMPLETED      |     CANCELLED  <----  Cancel (pending)
+	|          |          |        |  |
+	|          |   Fail; Retry or  |  |
+	|          |   ExpireLease     |  |
+	|          |   when exhausted  |  |
+	|          |          v        |  |
+	|          |       FAILED      |  |
+	|          |       |    |      |  |
+	+----------|-------+----|------+  |   Replay (failed, cancelled)
+	           |            |         |
+	           +------------+---------+   Archive
+	                        v
+	                    ARCHIVED
+
+# Allowed transitions
+
+The table below is Transitions(); ValidateTransition enforces it before
+every write, together with the per-status invariants, and refuses anything
+else with a *TransitionError (errors.Is ErrInvalidTransition) and no write.
+
+	from       event             to         performed by
+	(new)      enqueued          pending    Submit
+	pending    claimed           running    Claim
+	running    lease_extended    running    Extend
+	running    succeeded         completed  Complete
+	running    retried           pending    Retry (retries left)
+	running    failed            failed     Fail; Retry with retries exhausted
+	running    timed_out         pending    ExpireLease (retries left)
+	running    timed_out         failed     ExpireLease (retries exhausted)
+	running    requeued          pending    Release; RequeueNow
+	pending    requeued          pending    RequeueNow (available now)
+	running    cancel_requested  running    Cancel
+	pending    cancelled         cancelled  Cancel
+	running    cancelled         cancelled  AckCancel; Retry/Release/ExpireLease after cancel_requested
+	failed     replayed          pending    Replay
+	cancelled  replayed          pending    Replay
+	completed  archived          archived   Archive
+	failed     archived          archived   Archive
+	cancelled  archived          archived   Archive
+
+# Per-status invariants
+
+Checked on the version about to be written (CheckInvariants), for every
+status: format 1, rev >= 1, request_id set, timeout_seconds >= 1,
+0 <= retry_count <= max_retries, created_at <= updated_at, valid type and
+retry policy, shard a prefix of id. Then:
+
+	pending    no worker_id, lease_id, lease_expires_at, completed_at, output;
+	           cancel_requested false; available_at set
+	running    worker_id, lease_id, lease_expires_at set; attempt >= 1;
+	           no completed_at or output
+	completed  no lease_id/lease_expires_at; completed_at set; last_error ""
+	failed     no lease; completed_at set; last_error says why; no output
+	cancelled  no lease; completed_at set; cancel_requested(+_at) set; no output
+	archived   no lease; completed_at set (history of how it ended is kept)
+
+Across a write (prev -> next): rev grows by exactly 1; attempt grows by 1
+on claimed and never otherwise; request_id is fresh; id, task_type, shard,
+created_at, input and idempotency_key never change; updated_at never goes
+back.
+
+# rev, attempt and request_id
+
+rev counts accepted writes: it orders the versions, with no gaps.
+attempt counts claims (a retry does not bump it; the next claim does).
+request_id is a random UUID minted per logical operation. When a PUT's
+outcome is unknown (timeout, connection reset after the request was sent,
+5xx, or a 412 that may come from an SDK retry of a PUT that had in fact
+committed), the writer re-reads the task: if it carries this request_id
+the write landed and the operation succeeds without writing again; if it
+is still the version the change was based on (and the error was not a
+412) the PUT is sent again with the same request_id; otherwise another
+writer won. So a repeated operation never counts twice.
+
+# Leases and fencing
+
+Claim writes a fresh lease_id and lease_expires_at = now + timeout. The
+worker keeps the ETag of the version it wrote (Lease.ETag) and presents it
+as If-Match on its next write, so Extend and Complete need no GET. Every
+worker write (Extend, Complete, Retry, Fail, Release, AckCancel) is fenced
+twice: the ETag must match (the object is still exactly the version the
+worker wrote, which carries its lease_id), and whenever the task has to be
+re-read it must still be running with the worker's lease_id. When the If-Match fails (412), the task is re-read; if
+it is still running with the same lease_id (an operator's Cancel changed
+the ETag, nothing else), the change is re-applied to the current version;
+otherwise the lease is gone (timed out, requeued, finished) and the call
+returns ErrLeaseLost having written nothing.
+
+The monitor's ExpireLease is fenced the same way on the lease_id it saw
+expire, and re-checks the expiry on every re-application, so a lease
+extended in the meantime is left alone.
+
+Cancel of a running task sets cancel_requested; the worker learns it from
+Extend (ErrCancelRequested, the lease stays valid), stops and calls
+AckCancel. A worker that dies is covered by ExpireLease, which cancels
+instead of retrying. Complete still wins when the work finished.
+
+# Clock and skew bound
+
+All times come from the queue clock: by default the store's estimate of
+the server's time (from response Date headers), never the local clock, so
+hosts with wrong clocks agree. That estimate is good to about a second
+plus one round trip; two processes therefore disagree by at most
+MaxClockSkew. A worker must treat its lease as lost from
+lease_expires_at - MaxClockSkew (by its own view of the queue clock) and
+extend well before that (every timeout/3 is a good cadence); the monitor
+expires a lease once its own now >= lease_expires_at. If a worker still
+overruns (a GC pause, a stalled network), fencing rejects its late writes:
+the worst case is that a handler runs twice (at-least-once execution),
+never that a state change is lost or applied twice. Delayed tasks may be
+claimed up to MaxClockSkew early.
+
+# Index objects are projections
+
+The ready and lease entries only make "what can I claim?" and "which
+leases expired?" cheap to answer; the task object decides everything.
+Index writes are best-effort (failures are logged at debug level and
+ignored) and every reader checks the task:
+
+  - a missing entry (a crash between the task PUT and the entry PUT) hides
+    a task until Sweep, which walks tasks/{shard}/ page by page, writes the
+    entry back;
+  - a leftover or duplicate entry (a crash before the DELETE, a retry that
+    moved available_at) leads a reader to a task that is not in that state,
+    or to an entry that is not the canonical key of the task: Claim and
+    ExpireLease delete it and report ErrConflict, List reports it in
+    TaskPage.Stale and skips it. It never causes a wrong transition,
+    because transitions are decided on the task object under If-Match.
+
+# Requests and storage per task
+
+Happy path (asserted in tests, so a regression fails CI):
+
+	Submit    2 PUT (task create-only, ready entry)
+	Claim     1 GET + 2 PUT (task If-Match, lease entry) + 1 DELETE (ready entry)
+	Complete  1 PUT (task If-Match, ETag from the claim) + 1 DELETE (lease entry)
+
+plus the worker's share of the LIST over ready/. Extend costs 1 PUT + the
+lease entry move (1 PUT + 1 DELETE); Retry and Release cost 2 PUT (task,
+new ready entry) + 1 DELETE (lease entry), Fail 1 PUT + 1 DELETE. An
+operator action costs 1 GET + 1 PUT + its index changes. A write whose
+response is lost costs 1 extra GET (the re-read), a lost claim race 1 extra
+GET as well.
+
+With versioning every write keeps the old version. One task that succeeds
+first time leaves 3 task versions (pending, running, completed; each about
+1 KB plus the input, and the output on the last), 2 empty index versions
+and 2 delete markers. Each extension adds 1 task version, 1 index version
+and 1 delete marker; each retry adds 2 task versions and 2 of each index
+kind. Index and registry churn is worthless after a day, and many delete
+markers slow LIST on some providers, so qo init installs lifecycle rules
+(LifecycleRules): under ready/, leases/, workers/, shard-leases/ and
+monitor/ noncurrent versions expire after 1 day and expired delete markers
+are removed; tasks/ history is kept unless a retention in days is given
+(--tasks-retention-days). Providers without lifecycle support get a
+warning (qo doctor explains the manual clean-up) instead of a failure.
+
+# Idempotency keys
+
+Submit with an idempotency key derives the id as
+uuid.NewSHA1(namespace, task_type + "\x00" + key), so a duplicate submit
+targets the same object and is caught by the create-only PUT: it returns
+the existing task with created=false. The same key with another input is
+ErrIdempotencyMismatch. The key lives as long as the task object does.
+*/
+package queue
+
+import "time"
+
+// MaxClockSkew bounds how far two processes' views of the queue clock may
+// differ (see "Clock and skew bound" above).
+const MaxClockSkew = 2 * time.Second

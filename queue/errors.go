@@ -1,0 +1,77 @@
+package queue
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Operations wrap them with the operation and the task id,
+// so callers branch with errors.Is.
+var (
+	// ErrNotInitialized: the bucket has no queue.json; run `qo init`.
+	ErrNotInitialized = errors.New("queue not initialized (run `qo init` first)")
+	// ErrNotFound: the task (or worker, or named lease) does not exist. Errors
+	// carrying it for a missing object also match store.ErrNotFound.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict: the object changed under the caller (lost a claim race, a
+	// stale index entry, a lease held by someone else, a queue initialised
+	// differently). Nothing was written.
+	ErrConflict = errors.New("conflict")
+	// ErrLeaseLost: fencing rejected a worker's write because the task no
+	// longer carries the worker's lease_id (it timed out, was requeued or
+	// finished elsewhere). Nothing was written.
+	ErrLeaseLost = errors.New("lease lost")
+	// ErrInvalidTransition: the requested change is not in the transition
+	// table, or the resulting task would break a per-status invariant.
+	// Returned as a *TransitionError; nothing was written.
+	ErrInvalidTransition = errors.New("invalid transition")
+	// ErrInvalidInput: a request argument is malformed (bad id, type name,
+	// JSON, timeout, cursor...). Nothing was written.
+	ErrInvalidInput = errors.New("invalid input")
+	// ErrIdempotencyMismatch: a submit reused an idempotency key with a
+	// different input than the task it already created.
+	ErrIdempotencyMismatch = errors.New("idempotency key reused with different input")
+	// ErrCancelRequested: returned by Extend after a successful extension
+	// when an operator has asked to cancel the task. The lease is still
+	// valid; the worker should stop the handler and call AckCancel.
+	ErrCancelRequested = errors.New("cancel requested")
+)
+
+// TransitionError reports a change the transition validator refused. It
+// matches ErrInvalidTransition with errors.Is.
+type TransitionError struct {
+	From   Status // "" for a task that does not exist yet
+	Event  string
+	To     Status
+	Reason string // which rule refused it
+}
+
+func (e *TransitionError) Error() string {
+	from := string(e.From)
+	if from == "" {
+		from = "(new)"
+	}
+	return fmt.Sprintf("invalid transition %s -> %s (event %q): %s", from, e.To, e.Event, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrInvalidTransition) true.
+func (e *TransitionError) Is(target error) bool { return target == ErrInvalidTransition }
+
+// MalformedError reports an object in the bucket that qo cannot decode: bad
+// JSON, an unknown format version, wrong field types, or an id that does not
+// match its key. Listings skip and report these; single-object reads return
+// them (errors.As).
+type MalformedError struct {
+	Key string
+	Err error
+}
+
+func (e *MalformedError) Error() string {
+	return fmt.Sprintf("malformed object %s: %v", e.Key, e.Err)
+}
+
+func (e *MalformedError) Unwrap() error { return e.Err }
+
+func invalidInput(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalidInput, fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,221 @@
+package queue_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math/rand"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/store"
+	"github.com/qo-queue/qo/store/storetest"
+)
+
+// fakeClock is the injected queue clock: tests move time, never sleep.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{t: time.Now().UTC().Truncate(time.Second)}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// faultStore wraps a store. When dropPut returns true for a key, the Put is
+// committed but the caller gets an error instead of the response (a timeout
+// or reset after the request reached the server).
+type faultStore struct {
+	store.Store
+	mu      sync.Mutex
+	dropPut func(key string) bool
+	failPut func(key string) bool // fail without committing
+	failDel func(key string) bool
+}
+
+var errLostResponse = errors.New("connection reset by peer (response lost)")
+
+func (f *faultStore) Put(ctx context.Context, key string, body []byte, cond store.Condition) (store.PutResult, error) {
+	f.mu.Lock()
+	drop, fail := f.dropPut, f.failPut
+	f.mu.Unlock()
+	if fail != nil && fail(key) {
+		if c, ok := f.Store.(store.Counted); ok {
+			c.Requests().Add(store.OpPut, true)
+		}
+		return store.PutResult{}, errors.New("injected put failure")
+	}
+	res, err := f.Store.Put(ctx, key, body, cond)
+	if err == nil && drop != nil && drop(key) {
+		return store.PutResult{}, errLostResponse
+	}
+	return res, err
+}
+
+func (f *faultStore) Delete(ctx context.Context, key string, cond store.Condition) error {
+	f.mu.Lock()
+	fail := f.failDel
+	f.mu.Unlock()
+	if fail != nil && fail(key) {
+		return errors.New("injected delete failure")
+	}
+	return f.Store.Delete(ctx, key, cond)
+}
+
+func (f *faultStore) set(fn func(*faultStore)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fn(f)
+}
+
+func (f *faultStore) Requests() *store.Counters { return f.Store.(store.Counted).Requests() }
+
+// bundle is what every test gets from setup.
+type bundle struct {
+	ctx   context.Context
+	q     *queue.Queue
+	s     *faultStore
+	raw   store.Store
+	clock *fakeClock
+}
+
+func (b *bundle) counts() store.Counts { return b.s.Requests().Snapshot() }
+
+type setupOpts struct {
+	shardChars int
+}
+
+// setup initialises a queue on a fresh store of backend be.
+func setup(t *testing.T, be storetest.Backend, opts ...func(*setupOpts)) *bundle {
+	t.Helper()
+	o := setupOpts{shardChars: 1}
+	for _, fn := range opts {
+		fn(&o)
+	}
+	raw := be.New(t)
+	fs := &faultStore{Store: raw}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	clock := newFakeClock()
+	_, err := queue.Init(ctx, raw, o.shardChars)
+	require.NoError(t, err)
+	q, err := queue.Open(ctx, fs, queue.Options{Clock: clock, Rand: rand.New(rand.NewSource(1))})
+	require.NoError(t, err)
+	return &bundle{ctx: ctx, q: q, s: fs, raw: raw, clock: clock}
+}
+
+func shardChars(n int) func(*setupOpts) { return func(o *setupOpts) { o.shardChars = n } }
+
+// forBackends runs fn once per store backend.
+func forBackends(t *testing.T, fn func(t *testing.T, be storetest.Backend)) {
+	t.Helper()
+	for _, be := range storetest.Backends() {
+		t.Run(be.Name, func(t *testing.T) {
+			t.Parallel()
+			fn(t, be)
+		})
+	}
+}
+
+func (b *bundle) submit(t *testing.T, typ string, input string) *queue.Task {
+	t.Helper()
+	task, created, err := b.q.Submit(b.ctx, queue.SubmitRequest{Type: typ, Input: json.RawMessage(input)})
+	require.NoError(t, err)
+	require.True(t, created)
+	return task
+}
+
+// readyEntries pages through every ready entry.
+func (b *bundle) readyEntries(t *testing.T, qry queue.ReadyQuery) []queue.ReadyEntry {
+	t.Helper()
+	var all []queue.ReadyEntry
+	for {
+		es, next, err := b.q.ListReady(b.ctx, qry)
+		require.NoError(t, err)
+		all = append(all, es...)
+		if next == "" {
+			return all
+		}
+		qry.StartAfter = next
+	}
+}
+
+// claim claims the ready entry of task id.
+func (b *bundle) claim(t *testing.T, task *queue.Task, worker string) *queue.Lease {
+	t.Helper()
+	l, err := b.q.Claim(b.ctx, readyEntryOf(task), worker)
+	require.NoError(t, err)
+	return l
+}
+
+func readyEntryOf(task *queue.Task) queue.ReadyEntry {
+	e, err := queue.ParseReadyKey(queue.ReadyKey(task))
+	if err != nil {
+		panic(err)
+	}
+	return e
+}
+
+// keys lists every current key under prefix.
+func (b *bundle) keys(t *testing.T, prefix string) []string {
+	t.Helper()
+	var out []string
+	token := ""
+	for {
+		p, err := b.raw.List(b.ctx, store.ListParams{Prefix: prefix, Token: token})
+		require.NoError(t, err)
+		for _, o := range p.Objects {
+			out = append(out, o.Key)
+		}
+		if p.NextToken == "" {
+			return out
+		}
+		token = p.NextToken
+	}
+}
+
+func (b *bundle) get(t *testing.T, task *queue.Task) *queue.Task {
+	t.Helper()
+	got, err := b.q.Get(b.ctx, task.ID)
+	require.NoError(t, err)
+	return got
+}
+
+// requireCounts asserts the exact requests made since before.
+func requireCounts(t *testing.T, what string, before, after store.Counts, want map[store.Op]int64) {
+	t.Helper()
+	d := after.Sub(before)
+	got := map[store.Op]int64{}
+	for _, op := range store.Ops {
+		if n := d.Total(op); n != 0 {
+			got[op] = n
+		}
+	}
+	require.Equal(t, want, got, "%s: requests %s", what, d)
+}
+
+func hasPrefixAny(s string, prefixes ...string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
+}

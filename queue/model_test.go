@@ -1,0 +1,292 @@
+package queue_test
+
+import (
+	"encoding/json"
+	"math/rand"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/qo-queue/qo/queue"
+)
+
+// validTask returns a task that satisfies the invariants of status st.
+func validTask(st queue.Status) *queue.Task {
+	id := uuid.MustParse("3f2a1b4c-5d6e-4f70-8192-a3b4c5d6e7f8")
+	now := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	t := &queue.Task{
+		Format: 1, ID: id, Type: "t", Shard: "3", Status: st, AvailableAt: now,
+		Input: json.RawMessage(`{}`), TimeoutSeconds: 30, MaxRetries: 3, RetryPolicy: queue.DefaultRetryPolicy,
+		CreatedAt: now, UpdatedAt: now, Rev: 5, RequestID: "r", LastEvent: "x", Attempt: 1,
+	}
+	exp := now.Add(time.Minute)
+	switch st {
+	case queue.StatusRunning:
+		t.WorkerID, t.LeaseID, t.LeaseExpiresAt = "w", "l", &exp
+	case queue.StatusCompleted, queue.StatusArchived:
+		t.CompletedAt = &now
+	case queue.StatusFailed:
+		t.CompletedAt, t.LastError = &now, "boom"
+	case queue.StatusCancelled:
+		t.CompletedAt, t.CancelRequested, t.CancelRequestedAt = &now, true, &now
+	}
+	return t
+}
+
+// TestTransitionTable checks every (from, event, to) triple: exactly the
+// table's rows pass the validator.
+func TestTransitionTable(t *testing.T) {
+	t.Parallel()
+	froms := append([]queue.Status{""}, queue.Statuses...)
+	allowed := 0
+	for _, from := range froms {
+		for _, ev := range queue.Events {
+			for _, to := range queue.Statuses {
+				next := validTask(to)
+				next.LastEvent = ev
+				next.RequestID = "new"
+				var prev *queue.Task
+				if from == "" {
+					next.Rev, next.Attempt = 1, 0
+				} else {
+					prev = validTask(from)
+					next.Rev = prev.Rev + 1
+					if ev == queue.EventClaimed {
+						next.Attempt = prev.Attempt + 1
+					}
+				}
+				err := queue.ValidateTransition(prev, next)
+				if queue.Allowed(from, ev, to) {
+					allowed++
+					require.NoError(t, err, "%q -%s-> %s", from, ev, to)
+					continue
+				}
+				require.ErrorIs(t, err, queue.ErrInvalidTransition, "%q -%s-> %s", from, ev, to)
+				var te *queue.TransitionError
+				require.ErrorAs(t, err, &te)
+				require.Equal(t, from, te.From)
+				require.Equal(t, to, te.To)
+				require.Contains(t, err.Error(), string(to))
+			}
+		}
+	}
+	require.Equal(t, len(queue.Transitions()), allowed)
+}
+
+func TestTransitionRules(t *testing.T) {
+	t.Parallel()
+	claim := func(mod func(prev, next *queue.Task)) error {
+		prev := validTask(queue.StatusPending)
+		next := validTask(queue.StatusRunning)
+		next.Rev, next.Attempt, next.LastEvent, next.RequestID = prev.Rev+1, prev.Attempt+1, queue.EventClaimed, "new"
+		mod(prev, next)
+		return queue.ValidateTransition(prev, next)
+	}
+	require.NoError(t, claim(func(prev, next *queue.Task) {}))
+	tests := []struct {
+		name string
+		mod  func(prev, next *queue.Task)
+		want string
+	}{
+		{"rev skips", func(p, n *queue.Task) { n.Rev += 1 }, "rev must go"},
+		{"attempt unchanged", func(p, n *queue.Task) { n.Attempt = p.Attempt }, "attempt must be"},
+		{"same request id", func(p, n *queue.Task) { n.RequestID = p.RequestID }, "fresh request_id"},
+		{"input changed", func(p, n *queue.Task) { n.Input = json.RawMessage(`1`) }, "never change"},
+		{"type changed", func(p, n *queue.Task) { n.Type = "u" }, "never change"},
+		{"time backwards", func(p, n *queue.Task) { p.UpdatedAt = n.UpdatedAt.Add(time.Second) }, "backwards"},
+		{"running without lease", func(p, n *queue.Task) { n.LeaseID = "" }, "lease_id"},
+		{"running with output", func(p, n *queue.Task) { n.Output = json.RawMessage(`1`) }, "output"},
+		{"bad shard", func(p, n *queue.Task) { p.Shard, n.Shard = "4", "4" }, "prefix"},
+		{"retries over max", func(p, n *queue.Task) { n.RetryCount = 4 }, "retry_count"},
+	}
+	for _, tc := range tests {
+		err := claim(tc.mod)
+		require.ErrorIs(t, err, queue.ErrInvalidTransition, tc.name)
+		require.Contains(t, err.Error(), tc.want, tc.name)
+	}
+	// Per-status invariants.
+	inv := []struct {
+		st   queue.Status
+		mod  func(*queue.Task)
+		want string
+	}{
+		{queue.StatusPending, func(t *queue.Task) { t.WorkerID = "w" }, "pending"},
+		{queue.StatusPending, func(t *queue.Task) { t.CancelRequested = true }, "cancel_requested"},
+		{queue.StatusCompleted, func(t *queue.Task) { t.LastError = "x" }, "last_error"},
+		{queue.StatusCompleted, func(t *queue.Task) { t.CompletedAt = nil }, "completed_at"},
+		{queue.StatusFailed, func(t *queue.Task) { t.LastError = "" }, "why"},
+		{queue.StatusCancelled, func(t *queue.Task) { t.CancelRequested = false }, "cancel_requested"},
+		{queue.StatusArchived, func(t *queue.Task) { t.LeaseID = "l" }, "lease"},
+		{queue.StatusRunning, func(t *queue.Task) { t.Attempt = 0 }, "attempt"},
+	}
+	for _, tc := range inv {
+		task := validTask(tc.st)
+		require.NoError(t, queue.CheckInvariants(task), tc.st)
+		tc.mod(task)
+		err := queue.CheckInvariants(task)
+		require.Error(t, err, "%s %s", tc.st, tc.want)
+		require.Contains(t, err.Error(), tc.want)
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	t.Parallel()
+	p := queue.DefaultRetryPolicy
+	for n, want := range map[int]time.Duration{0: time.Second, 1: time.Second, 2: 2 * time.Second, 3: 4 * time.Second, 7: 60 * time.Second, 100: 60 * time.Second, 100000: 60 * time.Second} {
+		require.Equal(t, want, p.Backoff(n, nil), "retry %d", n)
+	}
+	rnd := rand.New(rand.NewSource(7))
+	var lo, hi bool
+	for i := 0; i < 1000; i++ {
+		d := p.Backoff(3, rnd)
+		require.GreaterOrEqual(t, d, 3*time.Second)
+		require.LessOrEqual(t, d, 5*time.Second)
+		lo = lo || d < 3500*time.Millisecond
+		hi = hi || d > 4500*time.Millisecond
+		require.LessOrEqual(t, p.Backoff(20, rnd), 60*time.Second, "jitter never exceeds the cap")
+	}
+	require.True(t, lo && hi, "jitter spreads both ways")
+	require.ErrorIs(t, queue.RetryPolicy{InitialIntervalMS: 1, MaxIntervalMS: 2, Multiplier: 0.5}.Validate(), queue.ErrInvalidInput)
+	require.ErrorIs(t, queue.RetryPolicy{InitialIntervalMS: 1, MaxIntervalMS: 2, Multiplier: 2, JitterPercent: 2}.Validate(), queue.ErrInvalidInput)
+}
+
+func TestKeys(t *testing.T) {
+	t.Parallel()
+	task := validTask(queue.StatusPending)
+	task.AvailableAt = time.UnixMilli(1_700_000_000_123).UTC()
+	rk := queue.ReadyKey(task)
+	require.Equal(t, "ready/1700000000123/3/t/"+task.ID.String(), rk)
+	e, err := queue.ParseReadyKey(rk)
+	require.NoError(t, err)
+	require.Equal(t, queue.ReadyEntry{Key: rk, ID: task.ID, Shard: "3", Type: "t", AvailableAt: task.AvailableAt}, e)
+
+	exp := time.UnixMilli(42).UTC()
+	task.LeaseExpiresAt = &exp
+	lk := queue.LeaseKey(task)
+	require.Equal(t, "leases/0000000000042/3/"+task.ID.String(), lk)
+	le, err := queue.ParseLeaseKey(lk)
+	require.NoError(t, err)
+	require.Equal(t, exp, le.ExpiresAt)
+	require.Equal(t, "tasks/3/"+task.ID.String()+".json", task.Key())
+
+	// Time order is key order.
+	a := validTask(queue.StatusPending)
+	a.AvailableAt = time.UnixMilli(999).UTC()
+	b := validTask(queue.StatusPending)
+	b.AvailableAt = time.UnixMilli(1000).UTC()
+	require.Less(t, queue.ReadyKey(a), queue.ReadyKey(b))
+
+	for _, bad := range []string{"ready/x", "ready/123/3/t/" + task.ID.String(), "ready/1700000000123/4/t/" + task.ID.String(),
+		"ready/1700000000123/3/t!/" + task.ID.String(), "ready/1700000000123/3/t/nope", "leases/1700000000123/3"} {
+		_, err1 := queue.ParseReadyKey(bad)
+		_, err2 := queue.ParseLeaseKey(bad)
+		require.True(t, err1 != nil && err2 != nil, bad)
+	}
+
+	for _, ok := range []string{"a", "send_email", "img.resize:v2-fast", strings.Repeat("x", 64)} {
+		require.NoError(t, queue.ValidateType(ok))
+	}
+	for _, bad := range []string{"", "a b", "a/b", "é", strings.Repeat("x", 65)} {
+		require.ErrorIs(t, queue.ValidateType(bad), queue.ErrInvalidInput, bad)
+	}
+
+	_, err = queue.ParseID("nope")
+	require.ErrorIs(t, err, queue.ErrInvalidInput)
+	require.Contains(t, err.Error(), "not a task id")
+	_, err = queue.ParseID("00000000-0000-0000-0000-000000000000")
+	require.ErrorIs(t, err, queue.ErrInvalidInput)
+	id, err := queue.ParseID(strings.ToUpper(task.ID.String()))
+	require.NoError(t, err)
+	require.Equal(t, task.ID, id)
+}
+
+func TestTaskJSONRoundTrip(t *testing.T) {
+	t.Parallel()
+	for _, st := range queue.Statuses {
+		task := validTask(st)
+		task.Output = json.RawMessage(`{"x":1}`)
+		body, err := queue.EncodeTask(task)
+		require.NoError(t, err)
+		got, err := queue.DecodeTask(task.Key(), body)
+		require.NoError(t, err)
+		require.Equal(t, task, got)
+	}
+	// The on-bucket field names are part of the format.
+	body, err := queue.EncodeTask(validTask(queue.StatusRunning))
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(body, &m))
+	for _, f := range []string{"format", "id", "task_type", "shard", "status", "available_at", "lease_expires_at", "input", "output",
+		"timeout_seconds", "max_retries", "retry_count", "retry_policy", "created_at", "updated_at", "completed_at", "worker_id",
+		"lease_id", "attempt", "last_error", "rev", "request_id", "last_event", "cancel_requested", "cancel_requested_at",
+		"cancel_reason", "idempotency_key"} {
+		require.Contains(t, m, f)
+	}
+	require.Len(t, m, 27, "a new field must be added to doc.go and this list")
+	_, err = queue.DecodeTask("tasks/3/"+uuid.NewString()+".json", body)
+	var mal *queue.MalformedError
+	require.ErrorAs(t, err, &mal)
+	_, err = queue.DecodeTask("", []byte(`{"format":1,"id":"`+uuid.NewString()+`","status":"weird","task_type":"t"}`))
+	require.ErrorAs(t, err, &mal)
+}
+
+func BenchmarkEncodeTask(b *testing.B) {
+	task := validTask(queue.StatusRunning)
+	task.Input = json.RawMessage(`{"to":"user@example.com","subject":"hello","body":"a short message body"}`)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := queue.EncodeTask(task); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDecodeTask(b *testing.B) {
+	task := validTask(queue.StatusRunning)
+	task.Input = json.RawMessage(`{"to":"user@example.com","subject":"hello","body":"a short message body"}`)
+	body, err := queue.EncodeTask(task)
+	if err != nil {
+		b.Fatal(err)
+	}
+	key := task.Key()
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for i := 0; i < b.N; i++ {
+		if _, err := queue.DecodeTask(key, body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkReadyKey(b *testing.B) {
+	task := validTask(queue.StatusPending)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		_ = queue.ReadyKey(task)
+	}
+}
+
+func BenchmarkParseReadyKey(b *testing.B) {
+	key := queue.ReadyKey(validTask(queue.StatusPending))
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := queue.ParseReadyKey(key); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkValidateTransition(b *testing.B) {
+	prev := validTask(queue.StatusPending)
+	next := validTask(queue.StatusRunning)
+	next.Rev, next.Attempt, next.LastEvent, next.RequestID = prev.Rev+1, prev.Attempt+1, queue.EventClaimed, "new"
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if err := queue.ValidateTransition(prev, next); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

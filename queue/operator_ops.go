@@ -1,0 +1,114 @@
+package queue
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Cancel cancels a task: a pending task becomes cancelled at once; a running
+// task gets cancel_requested (its worker sees it on the next Extend, stops
+// and acks; if the worker is gone, the lease expiry cancels it). Cancelling
+// a task whose cancellation is already requested writes nothing. Terminal
+// tasks: ErrInvalidTransition.
+func (q *Queue) Cancel(ctx context.Context, id uuid.UUID, reason string) (*Task, error) {
+	res, err := q.operate(ctx, id, "cancel", func(t *Task, now time.Time) (string, error) {
+		switch t.Status {
+		case StatusPending:
+			toCancelled(t, now)
+			t.CancelReason = reason
+			return EventCancelled, nil
+		case StatusRunning:
+			if t.CancelRequested {
+				return "", nil
+			}
+			t.CancelRequested = true
+			t.CancelRequestedAt = timePtr(now)
+			t.CancelReason = reason
+			return EventCancelRequested, nil
+		}
+		return "", &TransitionError{From: t.Status, Event: EventCancelled, To: StatusCancelled, Reason: "only pending or running tasks can be cancelled"}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if res.next != res.prev && res.prev.Status == StatusPending {
+		q.deleteIndex(ctx, ReadyKey(res.prev))
+	}
+	return res.next, nil
+}
+
+// Replay re-runs a failed or cancelled task: pending, available now,
+// retry_count reset to 0, cancellation cleared (last_error is kept until
+// the next attempt ends). attempt keeps counting.
+func (q *Queue) Replay(ctx context.Context, id uuid.UUID) (*Task, error) {
+	res, err := q.operate(ctx, id, "replay", func(t *Task, now time.Time) (string, error) {
+		switch t.Status {
+		case StatusFailed, StatusCancelled:
+		default:
+			return "", &TransitionError{From: t.Status, Event: EventReplayed, To: StatusPending, Reason: "only failed or cancelled tasks can be replayed"}
+		}
+		t.RetryCount = 0
+		toPending(t, now)
+		return EventReplayed, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	q.putIndex(ctx, ReadyKey(res.next))
+	return res.next, nil
+}
+
+// Archive hides a completed, failed or cancelled task from default
+// listings. Its object and history stay.
+func (q *Queue) Archive(ctx context.Context, id uuid.UUID) (*Task, error) {
+	res, err := q.operate(ctx, id, "archive", func(t *Task, now time.Time) (string, error) {
+		switch t.Status {
+		case StatusCompleted, StatusFailed, StatusCancelled:
+		default:
+			return "", &TransitionError{From: t.Status, Event: EventArchived, To: StatusArchived, Reason: "only completed, failed or cancelled tasks can be archived"}
+		}
+		t.Status = StatusArchived
+		return EventArchived, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res.next, nil
+}
+
+// RequeueNow makes a task runnable now without counting a retry: a running
+// task loses its lease (its worker's next write is fenced off with
+// ErrLeaseLost) and goes back to pending; a pending task waiting for
+// available_at (backoff or delay) becomes available now. A pending task
+// that is already available is left alone (no write).
+func (q *Queue) RequeueNow(ctx context.Context, id uuid.UUID) (*Task, error) {
+	res, err := q.operate(ctx, id, "requeue", func(t *Task, now time.Time) (string, error) {
+		switch t.Status {
+		case StatusRunning:
+		case StatusPending:
+			if !t.AvailableAt.After(now) {
+				return "", nil
+			}
+		default:
+			return "", &TransitionError{From: t.Status, Event: EventRequeued, To: StatusPending, Reason: "only running or pending tasks can be requeued"}
+		}
+		toPending(t, now)
+		return EventRequeued, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if res.next == res.prev {
+		return res.next, nil
+	}
+	q.putIndex(ctx, ReadyKey(res.next))
+	switch res.prev.Status {
+	case StatusRunning:
+		q.deleteIndex(ctx, LeaseKey(res.prev))
+	case StatusPending:
+		q.deleteIndex(ctx, ReadyKey(res.prev))
+	}
+	return res.next, nil
+}

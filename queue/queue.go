@@ -1,0 +1,361 @@
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/qo-queue/qo/store"
+)
+
+// Options tune a Queue. The zero value is ready to use.
+type Options struct {
+	// Clock is the time source for every timestamp the queue writes and
+	// compares. Default: store.ServerClock(s), the store's authoritative time.
+	Clock store.Clock
+	// Logger receives debug logs for best-effort index writes that failed.
+	// Default: discard.
+	Logger *slog.Logger
+	// Rand drives backoff jitter. Default: seeded from the time. The queue
+	// serialises its use, so it may be shared with nobody else.
+	Rand *rand.Rand
+}
+
+// Queue is a handle on one qo queue (one bucket). Safe for concurrent use.
+type Queue struct {
+	s      store.Store
+	cfg    Config
+	shards []string
+	clock  store.Clock
+	log    *slog.Logger
+
+	rndMu sync.Mutex
+	rnd   *rand.Rand
+}
+
+// Open reads queue.json and returns a handle. ErrNotInitialized when the
+// bucket has no queue yet.
+func Open(ctx context.Context, s store.Store, opts Options) (*Queue, error) {
+	obj, err := s.Get(ctx, ConfigKey)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("open queue: %w", ErrNotInitialized)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open queue: read %s: %w", ConfigKey, err)
+	}
+	cfg, err := decodeConfig(obj.Body)
+	if err != nil {
+		return nil, fmt.Errorf("open queue: %w", err)
+	}
+	return newQueue(s, cfg, opts), nil
+}
+
+func newQueue(s store.Store, cfg Config, opts Options) *Queue {
+	q := &Queue{s: s, cfg: cfg, shards: allShards(cfg.ShardChars), clock: opts.Clock, log: opts.Logger, rnd: opts.Rand}
+	if q.clock == nil {
+		q.clock = store.ServerClock(s)
+	}
+	if q.log == nil {
+		q.log = slog.New(slog.DiscardHandler)
+	}
+	if q.rnd == nil {
+		q.rnd = rand.New(rand.NewSource(time.Now().UnixNano()))
+	}
+	return q
+}
+
+// Config returns the queue configuration read from queue.json.
+func (q *Queue) Config() Config { return q.cfg }
+
+// Shards returns every shard name in key order ("0".."f" or "00".."ff").
+func (q *Queue) Shards() []string { return append([]string(nil), q.shards...) }
+
+// Store returns the underlying store.
+func (q *Queue) Store() store.Store { return q.s }
+
+// Now returns the queue's current time (UTC, millisecond precision: the
+// resolution of index keys).
+func (q *Queue) Now() time.Time { return q.clock.Now().UTC().Truncate(time.Millisecond) }
+
+// ShardOf returns the shard of a task id.
+func (q *Queue) ShardOf(id uuid.UUID) string { return shardOf(id, q.cfg.ShardChars) }
+
+// TaskKey returns the key of a task object.
+func (q *Queue) TaskKey(id uuid.UUID) string { return taskKeyFor(q.ShardOf(id), id) }
+
+// ValidShard reports whether name is one of this queue's shards.
+func (q *Queue) ValidShard(name string) bool {
+	return len(name) == q.cfg.ShardChars && isHex(name)
+}
+
+func (q *Queue) backoff(p RetryPolicy, retry int) time.Duration {
+	q.rndMu.Lock()
+	defer q.rndMu.Unlock()
+	return p.Backoff(retry, q.rnd)
+}
+
+func newRequestID() string { return uuid.NewString() }
+
+// Get returns the current version of a task. ErrNotFound when there is none;
+// a *MalformedError when the object cannot be decoded.
+func (q *Queue) Get(ctx context.Context, id uuid.UUID) (*Task, error) {
+	t, _, err := q.getTask(ctx, id)
+	return t, err
+}
+
+// GetWithETag is Get plus the ETag of the version read, for callers that
+// write back conditionally.
+func (q *Queue) GetWithETag(ctx context.Context, id uuid.UUID) (*Task, string, error) {
+	return q.getTask(ctx, id)
+}
+
+func (q *Queue) getTask(ctx context.Context, id uuid.UUID) (*Task, string, error) {
+	key := q.TaskKey(id)
+	obj, err := q.s.Get(ctx, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, "", fmt.Errorf("get task %s: %w (%w)", id, ErrNotFound, err)
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("get task %s: %w", id, err)
+	}
+	t, err := DecodeTask(key, obj.Body)
+	if err != nil {
+		return nil, "", fmt.Errorf("get task %s: %w", id, err)
+	}
+	return t, obj.ETag, nil
+}
+
+// staleError reports that a conditional task write did not apply because the
+// object is not the version the writer based its change on. current is the
+// version found on re-read (nil when the task does not exist).
+type staleError struct {
+	current *Task
+	etag    string
+	cause   error
+}
+
+func (e *staleError) Error() string {
+	return fmt.Sprintf("task changed concurrently: %v", e.cause)
+}
+
+func (e *staleError) Unwrap() error { return store.ErrPreconditionFailed }
+
+// maxPutAttempts bounds how often one logical write is re-sent after an
+// unknown outcome.
+const maxPutAttempts = 3
+
+// putTask writes next under cond (create-only or If-Match on the version
+// whose request_id is prevRequestID) and resolves uncertainty:
+//
+//   - success: returns the new ETag.
+//   - any failure (a 412, a timeout, a reset connection, a 5xx): the outcome
+//     may be unknown (an SDK retry of a PUT that had committed answers 412),
+//     so the task is re-read. If it carries next.RequestID, the write landed:
+//     success without a second write. If it is still the base version (same
+//     request_id as before) and the failure was not a 412, the PUT is sent
+//     again. Otherwise someone else wrote first: *staleError with the
+//     current version.
+func (q *Queue) putTask(ctx context.Context, next *Task, cond store.Condition, prevRequestID string) (string, error) {
+	body, err := EncodeTask(next)
+	if err != nil {
+		return "", err
+	}
+	key := next.Key()
+	for attempt := 1; ; attempt++ {
+		res, perr := q.s.Put(ctx, key, body, cond)
+		if perr == nil {
+			return res.ETag, nil
+		}
+		if isDefinite(perr) {
+			return "", fmt.Errorf("write task %s: %w", next.ID, perr)
+		}
+		// Re-read even when the caller's context is done: the write may
+		// have landed and the caller deserves to know.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		cur, etag, gerr := q.getTask(rctx, next.ID)
+		cancel()
+		switch {
+		case gerr == nil && cur.RequestID == next.RequestID:
+			q.log.Debug("task write landed despite an error", "task", next.ID, "err", perr)
+			return etag, nil
+		case gerr == nil && cur.RequestID == prevRequestID && !cond.IfNoneMatch && !errors.Is(perr, store.ErrPreconditionFailed):
+			// Still the base version: the write did not land; send it again.
+		case errors.Is(gerr, ErrNotFound) && cond.IfNoneMatch && !errors.Is(perr, store.ErrPreconditionFailed):
+			// Create did not land; send it again.
+		case gerr == nil:
+			return "", &staleError{current: cur, etag: etag, cause: perr}
+		case errors.Is(gerr, ErrNotFound):
+			return "", &staleError{cause: perr}
+		default:
+			return "", fmt.Errorf("write task %s: outcome unknown: %w (re-read failed: %v)", next.ID, perr, gerr)
+		}
+		if attempt >= maxPutAttempts || ctx.Err() != nil {
+			return "", fmt.Errorf("write task %s: %w", next.ID, perr)
+		}
+	}
+}
+
+// isDefinite reports errors that certainly did not write anything and that
+// a re-read cannot clarify (credentials, missing bucket, unsupported).
+func isDefinite(err error) bool {
+	return errors.Is(err, store.ErrAccessDenied) || errors.Is(err, store.ErrBucketNotFound) || errors.Is(err, store.ErrNotSupported)
+}
+
+// mutation describes one state change of an existing task.
+type mutation struct {
+	op string // operation name for errors ("complete")
+	// fence, when set, is the lease_id the task must still carry (and be
+	// running); otherwise the write is refused with fenceErr.
+	fence    string
+	fenceErr error
+	// rebase re-applies the change to the current version when the
+	// conditional write lost to a concurrent writer (re-validated, fenced).
+	rebase bool
+	// change edits next (a copy of the base version) and returns the event.
+	// An empty event means "already in the requested state": no write.
+	change func(next *Task, now time.Time) (event string, err error)
+}
+
+// maxRebases bounds re-applying a change over concurrent writes.
+const maxRebases = 8
+
+// applied is the outcome of apply: the version replaced, the version
+// written and its ETag. When the change was a no-op, next == prev.
+type applied struct {
+	prev, next *Task
+	etag       string
+}
+
+// apply runs m against base (read with etag): the change, the transition
+// validator, a conditional PUT with a fresh request_id and rev+1, and the
+// uncertainty handling of putTask. It returns the written version and its
+// ETag. Nothing is written when validation fails.
+func (q *Queue) apply(ctx context.Context, base *Task, etag string, m mutation) (applied, error) {
+	reqID := newRequestID()
+	for rebases := 0; ; rebases++ {
+		if m.fence != "" && (base.Status != StatusRunning || base.LeaseID != m.fence) {
+			return applied{}, fmt.Errorf("%s task %s: %w (task is %s, lease %q; this lease is %q)",
+				m.op, base.ID, m.fenceErr, base.Status, base.LeaseID, m.fence)
+		}
+		now := q.Now()
+		next := base.Clone()
+		event, err := m.change(next, now)
+		if err != nil {
+			return applied{}, fmt.Errorf("%s task %s: %w", m.op, base.ID, err)
+		}
+		if event == "" {
+			return applied{prev: base, next: base, etag: etag}, nil
+		}
+		next.Rev = base.Rev + 1
+		next.RequestID = reqID
+		next.LastEvent = event
+		next.UpdatedAt = now
+		if next.UpdatedAt.Before(base.UpdatedAt) {
+			next.UpdatedAt = base.UpdatedAt // the clock moved back: never reorder updated_at
+		}
+		if err := ValidateTransition(base, next); err != nil {
+			return applied{}, fmt.Errorf("%s task %s: %w", m.op, base.ID, err)
+		}
+		newETag, err := q.putTask(ctx, next, store.IfMatch(etag), base.RequestID)
+		if err == nil {
+			return applied{prev: base, next: next, etag: newETag}, nil
+		}
+		var stale *staleError
+		if !errors.As(err, &stale) {
+			return applied{}, fmt.Errorf("%s task %s: %w", m.op, base.ID, err)
+		}
+		if stale.current == nil {
+			return applied{}, fmt.Errorf("%s task %s: %w (it disappeared)", m.op, base.ID, ErrNotFound)
+		}
+		if !m.rebase || rebases >= maxRebases {
+			conflict := ErrConflict
+			if m.fence != "" && (stale.current.Status != StatusRunning || stale.current.LeaseID != m.fence) {
+				conflict = m.fenceErr
+			}
+			return applied{}, fmt.Errorf("%s task %s: %w (task is now %s at rev %d)", m.op, base.ID, conflict, stale.current.Status, stale.current.Rev)
+		}
+		base, etag = stale.current, stale.etag
+	}
+}
+
+// operate reads a task and applies an operator change, re-validating over
+// concurrent writes.
+func (q *Queue) operate(ctx context.Context, id uuid.UUID, op string, change func(next *Task, now time.Time) (string, error)) (applied, error) {
+	base, etag, err := q.getTask(ctx, id)
+	if err != nil {
+		return applied{}, fmt.Errorf("%s: %w", op, err)
+	}
+	return q.apply(ctx, base, etag, mutation{op: op, rebase: true, change: change})
+}
+
+// putIndex writes an index entry; best-effort: the task object is the truth
+// and Sweep repairs a missing entry.
+func (q *Queue) putIndex(ctx context.Context, key string) {
+	if key == "" {
+		return
+	}
+	if _, err := q.s.Put(ctx, key, nil, store.Condition{}); err != nil {
+		q.log.Debug("index put failed (repaired by sweep)", "key", key, "err", err)
+	}
+}
+
+// deleteIndex removes an index entry; best-effort: a leftover entry is
+// detected as stale and removed by its next reader.
+func (q *Queue) deleteIndex(ctx context.Context, key string) {
+	if key == "" {
+		return
+	}
+	if err := q.s.Delete(ctx, key, store.Condition{}); err != nil {
+		q.log.Debug("index delete failed (stale entry cleaned later)", "key", key, "err", err)
+	}
+}
+
+// sameJSON compares two JSON documents semantically (key order and
+// whitespace do not matter).
+func sameJSON(a, b json.RawMessage) bool {
+	if isJSONNull(a) || isJSONNull(b) {
+		return isJSONNull(a) && isJSONNull(b)
+	}
+	var va, vb any
+	if json.Unmarshal(a, &va) != nil || json.Unmarshal(b, &vb) != nil {
+		return string(a) == string(b)
+	}
+	return jsonEqual(va, vb)
+}
+
+func jsonEqual(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, v := range x {
+			w, ok := y[k]
+			if !ok || !jsonEqual(v, w) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !jsonEqual(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	default:
+		return a == b
+	}
+}

@@ -1,0 +1,308 @@
+package queue
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// FormatVersion is the on-bucket format written into every object qo owns
+// ("format": 1). Readers refuse objects with another version (they are
+// reported as *MalformedError), so a future format can never be misread.
+const FormatVersion = 1
+
+// Status is the lifecycle state of a task. See doc.go for the diagram.
+type Status string
+
+// Task statuses.
+const (
+	StatusPending   Status = "pending"   // waiting; claimable once available_at <= now
+	StatusRunning   Status = "running"   // leased by one worker until lease_expires_at
+	StatusCompleted Status = "completed" // terminal: succeeded
+	StatusFailed    Status = "failed"    // terminal: dead letter (permanent error or retries exhausted)
+	StatusCancelled Status = "cancelled" // terminal: cancelled by an operator
+	StatusArchived  Status = "archived"  // terminal, hidden from default listings
+)
+
+// Statuses lists every status in lifecycle order.
+var Statuses = []Status{StatusPending, StatusRunning, StatusCompleted, StatusFailed, StatusCancelled, StatusArchived}
+
+// Valid reports whether s is a known status.
+func (s Status) Valid() bool {
+	for _, v := range Statuses {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Terminal reports whether no worker will ever run the task again without
+// an operator's replay.
+func (s Status) Terminal() bool {
+	switch s {
+	case StatusCompleted, StatusFailed, StatusCancelled, StatusArchived:
+		return true
+	}
+	return false
+}
+
+// ParseStatus parses a status name, with a clear ErrInvalidInput otherwise.
+func ParseStatus(s string) (Status, error) {
+	st := Status(s)
+	if !st.Valid() {
+		return "", invalidInput("unknown status %q (want one of pending, running, completed, failed, cancelled, archived)", s)
+	}
+	return st, nil
+}
+
+// RetryPolicy shapes the exponential backoff between attempts.
+type RetryPolicy struct {
+	InitialIntervalMS int64   `json:"initial_interval_ms"` // first retry delay; default 1000
+	MaxIntervalMS     int64   `json:"max_interval_ms"`     // cap; default 60000
+	Multiplier        float64 `json:"multiplier"`          // growth per retry; default 2
+	JitterPercent     float64 `json:"jitter_percent"`      // 0.25 = ±25%; default 0.25
+}
+
+// DefaultRetryPolicy is used when a submit does not name one: 1 s, 2 s, 4 s,
+// ... capped at 60 s, each ±25%.
+var DefaultRetryPolicy = RetryPolicy{InitialIntervalMS: 1000, MaxIntervalMS: 60000, Multiplier: 2, JitterPercent: 0.25}
+
+// Submit defaults.
+const (
+	DefaultTimeout    = 300 * time.Second
+	DefaultMaxRetries = 3
+)
+
+// Validate checks the policy's ranges.
+func (p RetryPolicy) Validate() error {
+	switch {
+	case p.InitialIntervalMS < 0:
+		return invalidInput("retry policy: initial_interval_ms %d is negative", p.InitialIntervalMS)
+	case p.MaxIntervalMS < p.InitialIntervalMS:
+		return invalidInput("retry policy: max_interval_ms %d is below initial_interval_ms %d", p.MaxIntervalMS, p.InitialIntervalMS)
+	case p.Multiplier < 1 || math.IsInf(p.Multiplier, 0) || math.IsNaN(p.Multiplier):
+		return invalidInput("retry policy: multiplier %v must be a finite number >= 1", p.Multiplier)
+	case p.JitterPercent < 0 || p.JitterPercent > 1 || math.IsNaN(p.JitterPercent):
+		return invalidInput("retry policy: jitter_percent %v must be within 0..1 (0.25 = ±25%%)", p.JitterPercent)
+	}
+	return nil
+}
+
+// Backoff returns the delay before retry number retryCount (1 for the first
+// retry; smaller values count as 1): initial * multiplier^(retryCount-1),
+// capped at max, then spread by ±jitter and clamped to [0, max]. rnd may be
+// nil (no jitter).
+func (p RetryPolicy) Backoff(retryCount int, rnd *rand.Rand) time.Duration {
+	if retryCount < 1 {
+		retryCount = 1
+	}
+	d := float64(p.InitialIntervalMS) * math.Pow(p.Multiplier, float64(retryCount-1))
+	maxMS := float64(p.MaxIntervalMS)
+	if d > maxMS || math.IsInf(d, 0) || math.IsNaN(d) {
+		d = maxMS
+	}
+	if rnd != nil && p.JitterPercent > 0 {
+		d += d * p.JitterPercent * (2*rnd.Float64() - 1)
+	}
+	if d > maxMS {
+		d = maxMS
+	}
+	if d < 0 {
+		d = 0
+	}
+	return time.Duration(d * float64(time.Millisecond))
+}
+
+// Task is one unit of work: a single JSON object at tasks/{shard}/{id}.json
+// for its whole life. Every field is documented in doc.go ("Task object").
+type Task struct {
+	Format int       `json:"format"`
+	ID     uuid.UUID `json:"id"`
+	Type   string    `json:"task_type"`
+	Shard  string    `json:"shard"`
+	Status Status    `json:"status"`
+
+	AvailableAt    time.Time  `json:"available_at"`
+	LeaseExpiresAt *time.Time `json:"lease_expires_at"`
+
+	Input  json.RawMessage `json:"input"`
+	Output json.RawMessage `json:"output"`
+
+	TimeoutSeconds int         `json:"timeout_seconds"`
+	MaxRetries     int         `json:"max_retries"`
+	RetryCount     int         `json:"retry_count"`
+	RetryPolicy    RetryPolicy `json:"retry_policy"`
+
+	CreatedAt   time.Time  `json:"created_at"`
+	UpdatedAt   time.Time  `json:"updated_at"`
+	CompletedAt *time.Time `json:"completed_at"`
+
+	WorkerID  string `json:"worker_id"`
+	LeaseID   string `json:"lease_id"`
+	Attempt   int    `json:"attempt"`
+	LastError string `json:"last_error"`
+
+	Rev       int64  `json:"rev"`
+	RequestID string `json:"request_id"`
+	LastEvent string `json:"last_event"`
+
+	CancelRequested   bool       `json:"cancel_requested"`
+	CancelRequestedAt *time.Time `json:"cancel_requested_at"`
+	CancelReason      string     `json:"cancel_reason"`
+
+	IdempotencyKey string `json:"idempotency_key"`
+}
+
+// Timeout returns the lease duration of one attempt.
+func (t *Task) Timeout() time.Duration { return time.Duration(t.TimeoutSeconds) * time.Second }
+
+// Key returns the task object's key.
+func (t *Task) Key() string { return taskKeyFor(t.Shard, t.ID) }
+
+// Clone returns a deep copy.
+func (t *Task) Clone() *Task {
+	c := *t
+	c.LeaseExpiresAt = cloneTime(t.LeaseExpiresAt)
+	c.CompletedAt = cloneTime(t.CompletedAt)
+	c.CancelRequestedAt = cloneTime(t.CancelRequestedAt)
+	if t.Input != nil {
+		c.Input = append(json.RawMessage(nil), t.Input...)
+	}
+	if t.Output != nil {
+		c.Output = append(json.RawMessage(nil), t.Output...)
+	}
+	return &c
+}
+
+func cloneTime(p *time.Time) *time.Time {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+func timePtr(t time.Time) *time.Time { return &t }
+
+// EncodeTask renders t in the on-bucket format.
+func EncodeTask(t *Task) ([]byte, error) {
+	b, err := json.Marshal(t)
+	if err != nil {
+		return nil, fmt.Errorf("encode task %s: %w", t.ID, err)
+	}
+	return b, nil
+}
+
+// DecodeTask parses an on-bucket task object found at key ("" skips the
+// key check). Anything qo cannot trust (bad JSON, wrong field types, an
+// unknown format version, an unknown status, an id or shard that does not
+// match the key) is a *MalformedError.
+func DecodeTask(key string, body []byte) (*Task, error) {
+	var t Task
+	if err := json.Unmarshal(body, &t); err != nil {
+		return nil, &MalformedError{Key: key, Err: err}
+	}
+	if t.Format != FormatVersion {
+		return nil, &MalformedError{Key: key, Err: fmt.Errorf("unknown format version %d (this qo reads format %d)", t.Format, FormatVersion)}
+	}
+	if t.ID == uuid.Nil {
+		return nil, &MalformedError{Key: key, Err: errors.New("missing id")}
+	}
+	if !t.Status.Valid() {
+		return nil, &MalformedError{Key: key, Err: fmt.Errorf("unknown status %q", t.Status)}
+	}
+	if err := ValidateType(t.Type); err != nil {
+		return nil, &MalformedError{Key: key, Err: err}
+	}
+	if key != "" {
+		shard, id, ok := parseTaskKey(key)
+		if !ok {
+			return nil, &MalformedError{Key: key, Err: errors.New("not a task key")}
+		}
+		if id != t.ID || shard != t.Shard {
+			return nil, &MalformedError{Key: key, Err: fmt.Errorf("object says id %s shard %q, key says id %s shard %q", t.ID, t.Shard, id, shard)}
+		}
+	}
+	if isJSONNull(t.Output) {
+		t.Output = nil
+	}
+	if isJSONNull(t.Input) {
+		t.Input = nil
+	}
+	return &t, nil
+}
+
+func isJSONNull(m json.RawMessage) bool {
+	return m == nil || bytes.Equal(bytes.TrimSpace(m), []byte("null"))
+}
+
+// Config is the queue-wide configuration, written once by Init at
+// "queue.json" and read by every component on Open.
+type Config struct {
+	Format     int       `json:"format"`
+	ShardChars int       `json:"shard_chars"` // hex chars of the id used as shard: 1 (16 shards) or 2 (256)
+	CreatedAt  time.Time `json:"created_at"`
+}
+
+func decodeConfig(body []byte) (Config, error) {
+	var c Config
+	if err := json.Unmarshal(body, &c); err != nil {
+		return Config{}, &MalformedError{Key: ConfigKey, Err: err}
+	}
+	if c.Format != FormatVersion {
+		return Config{}, &MalformedError{Key: ConfigKey, Err: fmt.Errorf("unknown format version %d (this qo reads format %d)", c.Format, FormatVersion)}
+	}
+	if c.ShardChars != 1 && c.ShardChars != 2 {
+		return Config{}, &MalformedError{Key: ConfigKey, Err: fmt.Errorf("shard_chars %d (want 1 or 2)", c.ShardChars)}
+	}
+	return c, nil
+}
+
+// ValidateType checks a task type name: 1..64 characters from
+// [A-Za-z0-9_.:-]. Types appear in index keys, so nothing else is allowed.
+func ValidateType(s string) error {
+	return validateName("task type", s, 64)
+}
+
+// ValidateWorkerID checks a worker id: 1..128 characters from [A-Za-z0-9_.:-].
+func ValidateWorkerID(s string) error {
+	return validateName("worker id", s, 128)
+}
+
+func validateName(what, s string, max int) error {
+	if s == "" {
+		return invalidInput("%s is empty", what)
+	}
+	if len(s) > max {
+		return invalidInput("%s %q is %d characters long (at most %d)", what, s, len(s), max)
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '.', c == ':', c == '-':
+		default:
+			return invalidInput("%s %q contains %q (allowed: letters, digits, _ . : -)", what, s, string(rune(c)))
+		}
+	}
+	return nil
+}
+
+// ParseID parses a task id, with an ErrInvalidInput that says what a task
+// id looks like.
+func ParseID(s string) (uuid.UUID, error) {
+	id, err := uuid.Parse(s)
+	if err != nil || len(s) != 36 {
+		return uuid.Nil, invalidInput("%q is not a task id (want a UUID like 0b6f4c2e-8d1a-4f7e-9c3b-2a5d6e7f8a9b)", s)
+	}
+	if id == uuid.Nil {
+		return uuid.Nil, invalidInput("the nil UUID is not a task id")
+	}
+	return id, nil
+}

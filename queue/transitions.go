@@ -1,0 +1,217 @@
+package queue
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Canonical event names. Each write records the event that produced it in
+// the task's last_event field, so every object version names its own cause.
+const (
+	EventEnqueued        = "enqueued"         // submit created the task
+	EventClaimed         = "claimed"          // a worker took a lease
+	EventLeaseExtended   = "lease_extended"   // the lease holder pushed lease_expires_at forward
+	EventSucceeded       = "succeeded"        // the handler finished; output stored
+	EventFailed          = "failed"           // permanent failure or retries exhausted (dead letter)
+	EventRetried         = "retried"          // a failed attempt scheduled another one after backoff
+	EventTimedOut        = "timed_out"        // the lease expired without a result (monitor)
+	EventRequeued        = "requeued"         // put back without counting a retry (shutdown, operator)
+	EventCancelRequested = "cancel_requested" // an operator asked a running task to stop
+	EventCancelled       = "cancelled"        // cancelled (pending at once; running once the worker or monitor acks)
+	EventReplayed        = "replayed"         // an operator re-ran a failed or cancelled task
+	EventArchived        = "archived"         // hidden from default listings; history kept
+)
+
+// Events lists the canonical events in lifecycle order.
+var Events = []string{
+	EventEnqueued, EventClaimed, EventLeaseExtended, EventSucceeded, EventFailed, EventRetried,
+	EventTimedOut, EventRequeued, EventCancelRequested, EventCancelled, EventReplayed, EventArchived,
+}
+
+// Transition is one allowed change: a task in status From may be written
+// with event Event, producing status To. From is "" for the creation.
+type Transition struct {
+	From  Status `json:"from"`
+	Event string `json:"event"`
+	To    Status `json:"to"`
+	By    string `json:"by"`   // operation that performs it
+	Note  string `json:"note"` // when it applies
+}
+
+// transitions is THE table. Anything not listed here is refused before any
+// write, by validateTransition. doc.go renders the same table for humans.
+var transitions = []Transition{
+	{"", EventEnqueued, StatusPending, "Submit", "create-only PUT; available_at may lie in the future"},
+	{StatusPending, EventClaimed, StatusRunning, "Claim", "available_at <= now; new lease_id, attempt+1"},
+	{StatusRunning, EventLeaseExtended, StatusRunning, "Extend", "lease holder only"},
+	{StatusRunning, EventSucceeded, StatusCompleted, "Complete", "lease holder only"},
+	{StatusRunning, EventRetried, StatusPending, "Retry", "lease holder; retries left; available_at = now + backoff"},
+	{StatusRunning, EventFailed, StatusFailed, "Fail, Retry", "lease holder; permanent error or retries exhausted"},
+	{StatusRunning, EventTimedOut, StatusPending, "ExpireLease", "lease expired; retries left; available_at = now + backoff"},
+	{StatusRunning, EventTimedOut, StatusFailed, "ExpireLease", "lease expired; retries exhausted"},
+	{StatusRunning, EventRequeued, StatusPending, "Release, RequeueNow", "available now; no retry counted"},
+	{StatusPending, EventRequeued, StatusPending, "RequeueNow", "a task in backoff or delayed becomes available now"},
+	{StatusRunning, EventCancelRequested, StatusRunning, "Cancel", "the worker sees it on its next Extend"},
+	{StatusPending, EventCancelled, StatusCancelled, "Cancel", "immediately"},
+	{StatusRunning, EventCancelled, StatusCancelled, "AckCancel, Retry, Release, ExpireLease", "only after cancel_requested"},
+	{StatusFailed, EventReplayed, StatusPending, "Replay", "retry_count reset; available now"},
+	{StatusCancelled, EventReplayed, StatusPending, "Replay", "retry_count reset; available now"},
+	{StatusCompleted, EventArchived, StatusArchived, "Archive", ""},
+	{StatusFailed, EventArchived, StatusArchived, "Archive", ""},
+	{StatusCancelled, EventArchived, StatusArchived, "Archive", ""},
+}
+
+// Transitions returns a copy of the allowed-transition table.
+func Transitions() []Transition {
+	return append([]Transition(nil), transitions...)
+}
+
+// Allowed reports whether the table lists (from, event, to).
+func Allowed(from Status, event string, to Status) bool {
+	for _, tr := range transitions {
+		if tr.From == from && tr.Event == event && tr.To == to {
+			return true
+		}
+	}
+	return false
+}
+
+// ValidateTransition is the one validator run before every task write:
+// prev is the version being replaced (nil for a create), next the version
+// about to be written (next.LastEvent names the event). It checks the table,
+// the per-status invariants of next, the rev/attempt rules and that the
+// identity fields never change. A refusal is a *TransitionError.
+func ValidateTransition(prev, next *Task) error {
+	var from Status
+	if prev != nil {
+		from = prev.Status
+	}
+	fail := func(format string, args ...any) error {
+		return &TransitionError{From: from, Event: next.LastEvent, To: next.Status, Reason: fmt.Sprintf(format, args...)}
+	}
+	if !Allowed(from, next.LastEvent, next.Status) {
+		return fail("not in the transition table")
+	}
+	if prev == nil {
+		if next.Rev != 1 {
+			return fail("a new task starts at rev 1, not %d", next.Rev)
+		}
+		if next.Attempt != 0 || next.RetryCount != 0 {
+			return fail("a new task starts with attempt 0 and retry_count 0")
+		}
+	} else {
+		if next.Rev != prev.Rev+1 {
+			return fail("rev must go from %d to %d, not %d", prev.Rev, prev.Rev+1, next.Rev)
+		}
+		wantAttempt := prev.Attempt
+		if next.LastEvent == EventClaimed {
+			wantAttempt++
+		}
+		if next.Attempt != wantAttempt {
+			return fail("attempt must be %d, not %d (it grows only on claim)", wantAttempt, next.Attempt)
+		}
+		if next.RequestID == prev.RequestID {
+			return fail("every write needs a fresh request_id")
+		}
+		if next.ID != prev.ID || next.Type != prev.Type || next.Shard != prev.Shard ||
+			!next.CreatedAt.Equal(prev.CreatedAt) || next.IdempotencyKey != prev.IdempotencyKey ||
+			string(next.Input) != string(prev.Input) {
+			return fail("id, task_type, shard, created_at, input and idempotency_key never change")
+		}
+		if next.UpdatedAt.Before(prev.UpdatedAt) {
+			return fail("updated_at went backwards")
+		}
+	}
+	if err := CheckInvariants(next); err != nil {
+		return fail("%v", err)
+	}
+	return nil
+}
+
+// CheckInvariants checks the rules every stored task of its status obeys
+// (see doc.go, "Per-status invariants").
+func CheckInvariants(t *Task) error {
+	switch {
+	case t.Format != FormatVersion:
+		return fmt.Errorf("format must be %d", FormatVersion)
+	case !t.Status.Valid():
+		return fmt.Errorf("unknown status %q", t.Status)
+	case t.Rev < 1:
+		return fmt.Errorf("rev must be >= 1")
+	case t.RequestID == "":
+		return fmt.Errorf("request_id is empty")
+	case t.TimeoutSeconds < 1:
+		return fmt.Errorf("timeout_seconds must be >= 1")
+	case t.MaxRetries < 0 || t.RetryCount < 0 || t.RetryCount > t.MaxRetries:
+		return fmt.Errorf("need 0 <= retry_count (%d) <= max_retries (%d)", t.RetryCount, t.MaxRetries)
+	case t.Attempt < 0:
+		return fmt.Errorf("attempt is negative")
+	case t.CreatedAt.IsZero() || t.UpdatedAt.Before(t.CreatedAt):
+		return fmt.Errorf("need created_at <= updated_at")
+	case t.Input != nil && !json.Valid(t.Input):
+		return fmt.Errorf("input is not valid JSON")
+	case t.Output != nil && !json.Valid(t.Output):
+		return fmt.Errorf("output is not valid JSON")
+	case t.Shard == "" || len(t.ID.String()) < len(t.Shard) || t.ID.String()[:len(t.Shard)] != t.Shard:
+		return fmt.Errorf("shard %q is not a prefix of id %s", t.Shard, t.ID)
+	}
+	if err := ValidateType(t.Type); err != nil {
+		return err
+	}
+	if err := t.RetryPolicy.Validate(); err != nil {
+		return err
+	}
+	noLease := t.LeaseID == "" && t.LeaseExpiresAt == nil
+	switch t.Status {
+	case StatusPending:
+		switch {
+		case !noLease || t.WorkerID != "":
+			return fmt.Errorf("pending: worker_id, lease_id and lease_expires_at must be empty")
+		case t.CompletedAt != nil || t.Output != nil:
+			return fmt.Errorf("pending: completed_at and output must be empty")
+		case t.CancelRequested:
+			return fmt.Errorf("pending: cancel_requested must be false")
+		case t.AvailableAt.IsZero():
+			return fmt.Errorf("pending: available_at must be set")
+		}
+	case StatusRunning:
+		switch {
+		case t.WorkerID == "" || t.LeaseID == "" || t.LeaseExpiresAt == nil:
+			return fmt.Errorf("running: worker_id, lease_id and lease_expires_at must be set")
+		case t.Attempt < 1:
+			return fmt.Errorf("running: attempt must be >= 1")
+		case t.CompletedAt != nil || t.Output != nil:
+			return fmt.Errorf("running: completed_at and output must be empty")
+		case t.CancelRequested != (t.CancelRequestedAt != nil):
+			return fmt.Errorf("running: cancel_requested and cancel_requested_at go together")
+		}
+	case StatusCompleted, StatusFailed, StatusCancelled, StatusArchived:
+		switch {
+		case !noLease:
+			return fmt.Errorf("%s: lease_id and lease_expires_at must be empty", t.Status)
+		case t.CompletedAt == nil:
+			return fmt.Errorf("%s: completed_at must be set", t.Status)
+		}
+		switch t.Status {
+		case StatusCompleted:
+			if t.LastError != "" {
+				return fmt.Errorf("completed: last_error must be empty")
+			}
+		case StatusFailed:
+			if t.LastError == "" {
+				return fmt.Errorf("failed: last_error must say why")
+			}
+			if t.Output != nil {
+				return fmt.Errorf("failed: output must be empty")
+			}
+		case StatusCancelled:
+			if !t.CancelRequested || t.CancelRequestedAt == nil {
+				return fmt.Errorf("cancelled: cancel_requested and cancel_requested_at must be set")
+			}
+			if t.Output != nil {
+				return fmt.Errorf("cancelled: output must be empty")
+			}
+		}
+	}
+	return nil
+}

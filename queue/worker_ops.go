@@ -1,0 +1,346 @@
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/qo-queue/qo/store"
+)
+
+// ReadyEntry is one ready-index entry, decoded from its key alone.
+type ReadyEntry struct {
+	Key         string
+	ID          uuid.UUID
+	Shard, Type string
+	AvailableAt time.Time
+}
+
+// ReadyQuery selects ready entries.
+type ReadyQuery struct {
+	Shards     []string // nil: all shards; empty non-nil: none
+	Types      []string // nil: all types; empty non-nil: none
+	Limit      int      // LIST page size; <= 0: 1000
+	StartAfter string   // resume after this key (the next value of a previous call)
+}
+
+// ListReady returns ready entries with AvailableAt <= now matching the
+// filters, in key order (oldest first), from ONE store LIST page. next is
+// the StartAfter for the next call, "" when no ready entry follows (the
+// listing reached the end or an entry that is not yet available). Entries
+// of other shards or types are skipped without any GET; keys that do not
+// parse are skipped and logged.
+func (q *Queue) ListReady(ctx context.Context, qry ReadyQuery) ([]ReadyEntry, string, error) {
+	limit := qry.Limit
+	if limit <= 0 {
+		limit = 1000
+	}
+	page, err := q.s.List(ctx, store.ListParams{Prefix: ReadyPrefix, StartAfter: qry.StartAfter, Limit: limit})
+	if err != nil {
+		return nil, "", fmt.Errorf("list ready: %w", err)
+	}
+	now := q.Now()
+	var out []ReadyEntry
+	for _, o := range page.Objects {
+		e, err := ParseReadyKey(o.Key)
+		if err != nil {
+			q.log.Debug("skipping unparseable ready entry", "key", o.Key, "err", err)
+			continue
+		}
+		if e.AvailableAt.After(now) {
+			return out, "", nil // keys are time-ordered: nothing later is ready
+		}
+		if !contains(qry.Shards, e.Shard) || !contains(qry.Types, e.Type) {
+			continue
+		}
+		out = append(out, e)
+	}
+	next := ""
+	if page.NextToken != "" && len(page.Objects) > 0 {
+		next = page.Objects[len(page.Objects)-1].Key
+	}
+	return out, next, nil
+}
+
+func contains(set []string, s string) bool {
+	if set == nil {
+		return true
+	}
+	for _, v := range set {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Lease is what a worker holds while it runs a task: the version it wrote
+// (Task), that version's ETag (the If-Match of the next write, so finishing
+// needs no GET) and the lease-index key to remove when done.
+type Lease struct {
+	Task     *Task
+	ETag     string
+	LeaseKey string
+}
+
+// Claim takes the task of a ready entry for workerID: GET the task, check it
+// is pending and available, CAS PUT it running (new lease_id, attempt+1,
+// lease_expires_at = now + timeout), PUT the lease index entry, DELETE the
+// ready entry. Losing the race, or a stale entry (task gone, not pending,
+// not yet available), is ErrConflict; stale entries are deleted.
+func (q *Queue) Claim(ctx context.Context, e ReadyEntry, workerID string) (*Lease, error) {
+	if err := ValidateWorkerID(workerID); err != nil {
+		return nil, fmt.Errorf("claim: %w", err)
+	}
+	base, etag, err := q.getTask(ctx, e.ID)
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			q.deleteIndex(ctx, e.Key)
+			return nil, fmt.Errorf("claim task %s: %w (stale ready entry: no such task)", e.ID, ErrConflict)
+		}
+		return nil, fmt.Errorf("claim: %w", err)
+	}
+	now := q.Now()
+	canonical := ""
+	if base.Status == StatusPending {
+		canonical = ReadyKey(base)
+	}
+	if e.Key != "" && canonical != e.Key {
+		// A leftover entry (the task moved on or has a newer entry).
+		q.deleteIndex(ctx, e.Key)
+	}
+	if base.Status != StatusPending {
+		return nil, fmt.Errorf("claim task %s: %w (task is %s)", e.ID, ErrConflict, base.Status)
+	}
+	if base.AvailableAt.After(now) {
+		return nil, fmt.Errorf("claim task %s: %w (not available until %s)", e.ID, ErrConflict, base.AvailableAt.Format(time.RFC3339Nano))
+	}
+	leaseID := uuid.NewString()
+	res, err := q.apply(ctx, base, etag, mutation{
+		op: "claim",
+		change: func(t *Task, now time.Time) (string, error) {
+			t.Status = StatusRunning
+			t.WorkerID = workerID
+			t.LeaseID = leaseID
+			t.Attempt++
+			t.LeaseExpiresAt = timePtr(now.Add(t.Timeout()))
+			return EventClaimed, nil
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	l := &Lease{Task: res.next, ETag: res.etag, LeaseKey: LeaseKey(res.next)}
+	q.putIndex(ctx, l.LeaseKey)
+	q.deleteIndex(ctx, canonical)
+	return l, nil
+}
+
+// leaseMutation fences a worker's change on its lease and re-applies it over
+// concurrent writes that kept the lease (an operator's cancel request).
+func (l *Lease) mutation(op string, change func(*Task, time.Time) (string, error)) mutation {
+	return mutation{op: op, fence: l.Task.LeaseID, fenceErr: ErrLeaseLost, rebase: true, change: change}
+}
+
+func checkLease(op string, l *Lease) error {
+	if l == nil || l.Task == nil || l.Task.LeaseID == "" {
+		return fmt.Errorf("%s: %w: no lease", op, ErrInvalidInput)
+	}
+	return nil
+}
+
+// Extend pushes the lease forward to now + timeout (one CAS PUT, plus
+// moving the lease-index entry) and updates l. ErrLeaseLost when the lease
+// is gone. When an operator has requested cancellation the extension is
+// still written and ErrCancelRequested is returned: stop, then AckCancel.
+func (q *Queue) Extend(ctx context.Context, l *Lease) error {
+	if err := checkLease("extend", l); err != nil {
+		return err
+	}
+	res, err := q.apply(ctx, l.Task, l.ETag, l.mutation("extend", func(t *Task, now time.Time) (string, error) {
+		t.LeaseExpiresAt = timePtr(now.Add(t.Timeout()))
+		return EventLeaseExtended, nil
+	}))
+	if err != nil {
+		return err
+	}
+	next, etag := res.next, res.etag
+	oldKey := l.LeaseKey
+	l.Task, l.ETag, l.LeaseKey = next, etag, LeaseKey(next)
+	if l.LeaseKey != oldKey {
+		q.putIndex(ctx, l.LeaseKey)
+		q.deleteIndex(ctx, oldKey)
+	}
+	if next.CancelRequested {
+		return fmt.Errorf("extend task %s: %w (reason: %s)", next.ID, ErrCancelRequested, orNone(next.CancelReason))
+	}
+	return nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none given"
+	}
+	return s
+}
+
+// finish applies a lease-ending change and moves the indexes.
+func (q *Queue) finish(ctx context.Context, l *Lease, op string, change func(*Task, time.Time) (string, error)) (*Task, error) {
+	if err := checkLease(op, l); err != nil {
+		return nil, err
+	}
+	res, err := q.apply(ctx, l.Task, l.ETag, l.mutation(op, change))
+	if err != nil {
+		return nil, err
+	}
+	next, etag := res.next, res.etag
+	oldKey := l.LeaseKey
+	l.Task, l.ETag, l.LeaseKey = next, etag, ""
+	if next.Status == StatusPending {
+		q.putIndex(ctx, ReadyKey(next))
+	}
+	q.deleteIndex(ctx, oldKey)
+	if k := LeaseKey(res.prev); k != oldKey {
+		q.deleteIndex(ctx, k)
+	}
+	return next, nil
+}
+
+// Complete records success: one CAS PUT over the ETag of the claim or last
+// extension (no GET), then the lease-index DELETE. A concurrent change that
+// kept the lease (a cancel request) is re-read and the completion re-applied.
+func (q *Queue) Complete(ctx context.Context, l *Lease, output json.RawMessage) (*Task, error) {
+	if !isJSONNull(output) && !json.Valid(output) {
+		return nil, fmt.Errorf("complete: %w", invalidInput("output is not valid JSON"))
+	}
+	return q.finish(ctx, l, "complete", func(t *Task, now time.Time) (string, error) {
+		t.Status = StatusCompleted
+		t.Output = nil
+		if !isJSONNull(output) {
+			t.Output = append(json.RawMessage(nil), output...)
+		}
+		t.CompletedAt = timePtr(now)
+		t.LastError = ""
+		endLease(t)
+		return EventSucceeded, nil
+	})
+}
+
+func endLease(t *Task) {
+	t.LeaseID = ""
+	t.LeaseExpiresAt = nil
+}
+
+// toPending clears everything a pending task must not carry.
+func toPending(t *Task, availableAt time.Time) {
+	t.Status = StatusPending
+	t.AvailableAt = availableAt
+	t.WorkerID = ""
+	endLease(t)
+	t.CompletedAt = nil
+	t.Output = nil
+	t.CancelRequested = false
+	t.CancelRequestedAt = nil
+	t.CancelReason = ""
+}
+
+func toCancelled(t *Task, now time.Time) {
+	t.Status = StatusCancelled
+	endLease(t)
+	t.CompletedAt = timePtr(now)
+	t.Output = nil
+	if !t.CancelRequested {
+		t.CancelRequested = true
+		t.CancelRequestedAt = timePtr(now)
+	}
+}
+
+// Retry records a failed attempt. With retries left the task goes back to
+// pending with available_at = now + backoff (or now + delay when delay > 0)
+// and retry_count+1; otherwise it fails (dead letter). lastErr is kept in
+// last_error. A task whose cancellation was requested is cancelled instead.
+func (q *Queue) Retry(ctx context.Context, l *Lease, lastErr string, delay time.Duration) (*Task, error) {
+	if delay < 0 {
+		return nil, fmt.Errorf("retry: %w", invalidInput("negative delay %s", delay))
+	}
+	return q.finish(ctx, l, "retry", func(t *Task, now time.Time) (string, error) {
+		t.LastError = errorText(lastErr)
+		return q.retryOrFail(t, now, delay, EventRetried, EventFailed), nil
+	})
+}
+
+// retryOrFail moves a running task to pending-after-backoff, failed
+// (retries exhausted) or cancelled (cancel requested).
+func (q *Queue) retryOrFail(t *Task, now time.Time, delay time.Duration, retryEvent, failEvent string) string {
+	if t.CancelRequested {
+		toCancelled(t, now)
+		return EventCancelled
+	}
+	if t.RetryCount >= t.MaxRetries {
+		t.Status = StatusFailed
+		t.CompletedAt = timePtr(now)
+		t.Output = nil
+		endLease(t)
+		return failEvent
+	}
+	t.RetryCount++
+	if delay <= 0 {
+		delay = q.backoff(t.RetryPolicy, t.RetryCount)
+	}
+	toPending(t, now.Add(delay).Truncate(time.Millisecond))
+	return retryEvent
+}
+
+func errorText(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "(no error message)"
+	}
+	return s
+}
+
+// Fail records a permanent failure: the task goes to failed (dead letter)
+// without further retries.
+func (q *Queue) Fail(ctx context.Context, l *Lease, lastErr string) (*Task, error) {
+	return q.finish(ctx, l, "fail", func(t *Task, now time.Time) (string, error) {
+		t.Status = StatusFailed
+		t.LastError = errorText(lastErr)
+		t.CompletedAt = timePtr(now)
+		t.Output = nil
+		endLease(t)
+		return EventFailed, nil
+	})
+}
+
+// Release gives the task back without counting a retry (graceful shutdown):
+// pending, available now. reason, when given, is kept in last_error. A task
+// whose cancellation was requested is cancelled instead.
+func (q *Queue) Release(ctx context.Context, l *Lease, reason string) (*Task, error) {
+	return q.finish(ctx, l, "release", func(t *Task, now time.Time) (string, error) {
+		if t.CancelRequested {
+			toCancelled(t, now)
+			return EventCancelled, nil
+		}
+		if reason != "" {
+			t.LastError = "released: " + reason
+		}
+		toPending(t, now)
+		return EventRequeued, nil
+	})
+}
+
+// AckCancel confirms a requested cancellation: running -> cancelled.
+// Without a cancel request it is an ErrInvalidTransition.
+func (q *Queue) AckCancel(ctx context.Context, l *Lease) (*Task, error) {
+	return q.finish(ctx, l, "ack cancel", func(t *Task, now time.Time) (string, error) {
+		if !t.CancelRequested {
+			return "", &TransitionError{From: t.Status, Event: EventCancelled, To: StatusCancelled, Reason: "no cancellation was requested"}
+		}
+		toCancelled(t, now)
+		return EventCancelled, nil
+	})
+}
