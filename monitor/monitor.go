@@ -1,0 +1,471 @@
+// Package monitor recovers work that workers could not finish and keeps
+// the indexes honest. One monitor is the leader at a time; the others
+// stand by.
+//
+// # Leadership
+//
+// The leader holds the named lease queue.MonitorLeaderKey: acquired with a
+// create-only PUT (or an If-Match take-over once expired), renewed with
+// If-Match every LeaderTTL/3, released on shutdown. Lease times come from
+// the queue's clock (the store's authoritative time). A standby retries the
+// acquisition on the same cadence and takes over within about LeaderTTL
+// after a leader dies (at once after a clean shutdown, which releases the
+// lease).
+//
+// Leadership saves requests; it is not needed for correctness: every task
+// change the monitor makes is a compare-and-swap that re-checks the task,
+// so two monitors that both believe they lead (for at most one TTL after a
+// partition) cannot corrupt anything.
+//
+// # Work done by the leader
+//
+//   - Timeouts, every CheckInterval: list the lease index for expired
+//     entries only (keys sort by expiry time, so the listing stops at now),
+//     and expire each task (requeue with backoff, or failed when retries
+//     are exhausted, or cancelled when a cancel was requested).
+//   - Worker health, every CheckInterval: judge heartbeats (see Health),
+//     log workers that turn stale or dead, optionally delete registrations
+//     dead for longer than PruneDeadAfter.
+//   - Sweep, every SweepInterval: repair the ready and lease indexes, one
+//     bounded page per shard per round, the cursor kept between rounds so a
+//     large shard is covered over several rounds.
+package monitor
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/store"
+)
+
+// Defaults.
+const (
+	DefaultCheckInterval   = 30 * time.Second
+	DefaultSweepInterval   = 5 * time.Minute
+	DefaultSweepPageSize   = 1000
+	DefaultExpiredPageSize = 100
+	// maxExpiredPages bounds one timeout round.
+	maxExpiredPages = 100
+)
+
+// Options configure a Monitor. Zero values take the defaults.
+type Options struct {
+	// ID names this monitor as the leader-lease holder (default:
+	// "monitor-{hostname}-{random}"). Must be unique per running monitor.
+	ID string
+	// CheckInterval is how often the leader looks for expired leases and
+	// stale workers (default 30s).
+	CheckInterval time.Duration
+	// WorkerHealthThreshold is the heartbeat age after which a worker is
+	// stale (default 60s; dead after DeadFactor times that).
+	WorkerHealthThreshold time.Duration
+	// SweepInterval is how often the index sweeper runs (default 5m;
+	// negative disables the sweeper).
+	SweepInterval time.Duration
+	// SweepPageSize bounds the objects one sweep page looks at, per shard
+	// (default 1000).
+	SweepPageSize int
+	// ExpiredPageSize is the page size when listing expired leases
+	// (default 100).
+	ExpiredPageSize int
+	// LeaderTTL is the leader lease's time to live (default 3 x
+	// CheckInterval, clamped to [5s, 90s]). Renewed every LeaderTTL/3.
+	LeaderTTL time.Duration
+	// PruneDeadAfter deletes registrations of workers whose last heartbeat
+	// is older than this (0: never). A worker killed without a chance to
+	// deregister otherwise stays listed as dead.
+	PruneDeadAfter time.Duration
+	// Clock is the time source (default: the queue's clock).
+	Clock store.Clock
+	// Logger receives the monitor's logs (default slog.Default()).
+	Logger *slog.Logger
+}
+
+func (o Options) withDefaults(q *queue.Queue) Options {
+	if o.ID == "" {
+		o.ID = DefaultID("monitor")
+	}
+	if o.CheckInterval <= 0 {
+		o.CheckInterval = DefaultCheckInterval
+	}
+	if o.WorkerHealthThreshold <= 0 {
+		o.WorkerHealthThreshold = DefaultHealthThreshold
+	}
+	if o.SweepInterval == 0 {
+		o.SweepInterval = DefaultSweepInterval
+	}
+	if o.SweepPageSize <= 0 {
+		o.SweepPageSize = DefaultSweepPageSize
+	}
+	if o.ExpiredPageSize <= 0 {
+		o.ExpiredPageSize = DefaultExpiredPageSize
+	}
+	if o.LeaderTTL <= 0 {
+		o.LeaderTTL = min(max(3*o.CheckInterval, 5*time.Second), 90*time.Second)
+	}
+	if o.Clock == nil {
+		o.Clock = store.ClockFunc(q.Now)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}
+
+// DefaultID returns "{prefix}-{hostname}-{6 random hex}".
+func DefaultID(prefix string) string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "host"
+	}
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return prefix + "-" + sanitizeID(host) + "-" + hex.EncodeToString(b[:])
+}
+
+func sanitizeID(s string) string {
+	out := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_', c == '.':
+			out = append(out, c)
+		default:
+			out = append(out, '-')
+		}
+	}
+	return string(out)
+}
+
+// Monitor is a timeout monitor, worker-health checker and index sweeper.
+type Monitor struct {
+	q    *queue.Queue
+	opts Options
+	log  *slog.Logger
+
+	mu     sync.Mutex
+	leader *queue.NamedLease
+	health []WorkerHealth
+	states map[string]State // last logged state per worker
+	cursor map[string]string
+	// kick asks the work loop for an immediate check (on becoming leader).
+	kick chan struct{}
+}
+
+// New returns a monitor for q.
+func New(q *queue.Queue, opts Options) *Monitor {
+	opts = opts.withDefaults(q)
+	return &Monitor{
+		q:      q,
+		opts:   opts,
+		log:    opts.Logger.With("component", "monitor", "monitor_id", opts.ID),
+		states: map[string]State{},
+		cursor: map[string]string{},
+		kick:   make(chan struct{}, 1),
+	}
+}
+
+// ID returns the monitor's leader-lease holder name.
+func (m *Monitor) ID() string { return m.opts.ID }
+
+// Options returns the effective options (defaults filled in).
+func (m *Monitor) Options() Options { return m.opts }
+
+// IsLeader reports whether this monitor holds an unexpired leader lease.
+func (m *Monitor) IsLeader() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.leader != nil && m.opts.Clock.Now().Before(m.leader.ExpiresAt)
+}
+
+// WorkerHealth returns the result of the last worker-health check.
+func (m *Monitor) WorkerHealth() []WorkerHealth {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]WorkerHealth(nil), m.health...)
+}
+
+// Run elects, works while leading, and stands by otherwise, until ctx is
+// cancelled; then it releases the leader lease and returns nil.
+func (m *Monitor) Run(ctx context.Context) error {
+	m.log.Info("monitor started",
+		"check_interval", m.opts.CheckInterval.String(), "sweep_interval", m.opts.SweepInterval.String(),
+		"worker_health_threshold", m.opts.WorkerHealthThreshold.String(), "leader_ttl", m.opts.LeaderTTL.String())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		m.leadLoop(ctx)
+	}()
+	m.workLoop(ctx)
+	wg.Wait()
+
+	bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	m.resign(bg)
+	m.log.Info("monitor stopped")
+	return nil
+}
+
+func (m *Monitor) leadLoop(ctx context.Context) {
+	every := m.opts.LeaderTTL / 3
+	for {
+		m.Elect(ctx)
+		t := time.NewTimer(every)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Elect runs one leadership step: renew the lease when leading, else try to
+// acquire it. It reports whether this monitor leads afterwards.
+func (m *Monitor) Elect(ctx context.Context) bool {
+	m.mu.Lock()
+	held := m.leader
+	m.mu.Unlock()
+
+	if held != nil {
+		renewed := *held // RenewLease updates its argument; IsLeader reads m.leader
+		err := m.q.RenewLease(ctx, &renewed, m.opts.LeaderTTL)
+		switch {
+		case err == nil:
+			m.mu.Lock()
+			if m.leader == held {
+				m.leader = &renewed
+			}
+			m.mu.Unlock()
+			return true
+		case errors.Is(err, queue.ErrLeaseLost):
+			m.log.Warn("lost monitor leadership")
+			m.setLeader(nil)
+		default:
+			if ctx.Err() != nil {
+				return m.IsLeader()
+			}
+			// Keep believing until the lease's own expiry: a renewal may
+			// succeed on the next try.
+			m.log.Warn("renewing monitor leadership failed", "err", err)
+			if !m.IsLeader() {
+				m.setLeader(nil)
+			}
+			return m.IsLeader()
+		}
+	}
+
+	l, err := m.q.AcquireLease(ctx, queue.MonitorLeaderKey, m.opts.ID, m.opts.LeaderTTL)
+	switch {
+	case err == nil:
+		m.setLeader(l)
+		m.log.Info("monitor is now the leader", "lease_expires_at", l.ExpiresAt)
+		select {
+		case m.kick <- struct{}{}:
+		default:
+		}
+		return true
+	case errors.Is(err, queue.ErrConflict):
+		return false
+	default:
+		if ctx.Err() == nil {
+			m.log.Warn("acquiring monitor leadership failed", "err", err)
+		}
+		return false
+	}
+}
+
+func (m *Monitor) setLeader(l *queue.NamedLease) {
+	m.mu.Lock()
+	m.leader = l
+	m.mu.Unlock()
+}
+
+// resign releases the leader lease so a standby takes over at once.
+func (m *Monitor) resign(ctx context.Context) {
+	m.mu.Lock()
+	l := m.leader
+	m.leader = nil
+	m.mu.Unlock()
+	if l == nil {
+		return
+	}
+	if err := m.q.ReleaseLease(ctx, l); err != nil && !errors.Is(err, queue.ErrLeaseLost) {
+		m.log.Warn("releasing monitor leadership failed", "err", err)
+		return
+	}
+	m.log.Info("released monitor leadership")
+}
+
+func (m *Monitor) workLoop(ctx context.Context) {
+	check := time.NewTicker(m.opts.CheckInterval)
+	defer check.Stop()
+	var sweep <-chan time.Time
+	if m.opts.SweepInterval > 0 {
+		t := time.NewTicker(m.opts.SweepInterval)
+		defer t.Stop()
+		sweep = t.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.kick:
+			m.check(ctx)
+		case <-check.C:
+			m.check(ctx)
+		case <-sweep:
+			if m.IsLeader() {
+				if err := m.SweepRound(ctx); err != nil && ctx.Err() == nil {
+					m.log.Warn("sweep round failed", "err", err)
+				}
+			}
+		}
+	}
+}
+
+func (m *Monitor) check(ctx context.Context) {
+	if !m.IsLeader() {
+		return
+	}
+	if _, err := m.CheckTimeouts(ctx); err != nil && ctx.Err() == nil {
+		m.log.Warn("timeout check failed", "err", err)
+	}
+	if _, err := m.CheckWorkers(ctx); err != nil && ctx.Err() == nil {
+		m.log.Warn("worker health check failed", "err", err)
+	}
+}
+
+// CheckTimeouts expires every lease that is past its deadline: the task is
+// requeued with backoff, failed when its retries are exhausted, or
+// cancelled when a cancel was requested. It returns how many tasks it
+// changed. Leadership is not checked here (Run only calls it while
+// leading); calling it from a non-leader is safe, just wasteful.
+func (m *Monitor) CheckTimeouts(ctx context.Context) (int, error) {
+	changed := 0
+	cursor := ""
+	for page := 0; page < maxExpiredPages; page++ {
+		entries, next, err := m.q.ListExpired(ctx, m.opts.ExpiredPageSize, cursor)
+		if err != nil {
+			return changed, fmt.Errorf("list expired leases: %w", err)
+		}
+		for _, e := range entries {
+			if ctx.Err() != nil {
+				return changed, ctx.Err()
+			}
+			t, err := m.q.ExpireLease(ctx, e)
+			switch {
+			case err == nil:
+				changed++
+				attrs := []any{"task_id", e.ID, "shard", e.Shard, "lease_expired_at", e.ExpiresAt}
+				if t != nil {
+					attrs = append(attrs, "task_type", t.Type, "status", t.Status, "retry_count", t.RetryCount, "available_at", t.AvailableAt)
+				}
+				m.log.Info("task lease expired", attrs...)
+			case errors.Is(err, queue.ErrConflict), errors.Is(err, queue.ErrNotFound):
+				// Finished, renewed or already handled meanwhile.
+				m.log.Debug("expired lease entry needs no action", "task_id", e.ID, "reason", err)
+			default:
+				m.log.Warn("expiring lease failed", "task_id", e.ID, "key", e.Key, "err", err)
+			}
+		}
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	return changed, nil
+}
+
+// CheckWorkers reads the worker registry, judges each heartbeat, logs
+// workers whose state changed, and prunes long-dead registrations when
+// PruneDeadAfter is set.
+func (m *Monitor) CheckWorkers(ctx context.Context) ([]WorkerHealth, error) {
+	workers, err := m.q.ListWorkers(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list workers: %w", err)
+	}
+	now := m.opts.Clock.Now()
+	health := Health(workers, now, m.opts.WorkerHealthThreshold)
+	seen := make(map[string]bool, len(health))
+	for _, h := range health {
+		id := h.Worker.ID
+		seen[id] = true
+		m.mu.Lock()
+		prev, known := m.states[id]
+		m.states[id] = h.State
+		m.mu.Unlock()
+		if h.State != Active && (!known || prev != h.State) {
+			m.log.Warn("worker heartbeat is "+string(h.State), "worker_id", id,
+				"last_heartbeat", h.Worker.LastHeartbeat, "age", h.Age.Round(time.Second).String(),
+				"current_tasks", len(h.Worker.CurrentTasks), "host", h.Worker.Host)
+		} else if h.State == Active && known && prev != Active {
+			m.log.Info("worker heartbeat is active again", "worker_id", id)
+		}
+		if m.opts.PruneDeadAfter > 0 && h.State == Dead && h.Age > m.opts.PruneDeadAfter {
+			if err := m.q.DeleteWorker(ctx, id); err != nil {
+				m.log.Warn("pruning dead worker failed", "worker_id", id, "err", err)
+			} else {
+				m.log.Info("pruned dead worker registration", "worker_id", id, "age", h.Age.Round(time.Second).String())
+			}
+		}
+	}
+	m.mu.Lock()
+	for id := range m.states {
+		if !seen[id] {
+			delete(m.states, id)
+		}
+	}
+	m.health = health
+	m.mu.Unlock()
+	return health, nil
+}
+
+// SweepRound sweeps one bounded page of every shard, continuing where the
+// previous round stopped. It stops early if leadership is lost.
+func (m *Monitor) SweepRound(ctx context.Context) error {
+	var errs []error
+	for _, shard := range m.q.Shards() {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if !m.IsLeader() {
+			return nil
+		}
+		m.mu.Lock()
+		cursor := m.cursor[shard]
+		m.mu.Unlock()
+		res, next, err := m.q.Sweep(ctx, shard, m.opts.SweepPageSize, cursor)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("sweep shard %s: %w", shard, err))
+			continue
+		}
+		m.mu.Lock()
+		m.cursor[shard] = next
+		m.mu.Unlock()
+		m.logSweep(shard, res)
+	}
+	return errors.Join(errs...)
+}
+
+func (m *Monitor) logSweep(shard string, res queue.SweepResult) {
+	for _, bad := range res.Malformed {
+		m.log.Warn("sweep: skipping malformed task object", "key", bad.Key, "err", bad.Err)
+	}
+	attrs := []any{"shard", shard, "scanned", res.Scanned, "ready_repaired", res.ReadyRepaired,
+		"leases_repaired", res.LeasesRepaired, "errors", res.Errors}
+	if res.ReadyRepaired > 0 || res.LeasesRepaired > 0 || res.Errors > 0 {
+		m.log.Info("sweep repaired indexes", attrs...)
+		return
+	}
+	m.log.Debug("swept shard page", attrs...)
+}

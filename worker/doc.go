@@ -1,0 +1,84 @@
+// Package worker runs task handlers: it claims tasks from a queue, keeps
+// their leases alive while handlers run, writes the outcome, heartbeats in
+// the worker registry and shuts down without losing a task.
+//
+// # Handlers, three ways
+//
+// Go API, for programs that embed qo:
+//
+//	w := worker.New(q, worker.Options{Concurrency: 4})
+//	w.Handle("send_email", func(ctx context.Context, t *queue.Task) (json.RawMessage, error) {
+//		var in struct{ To string }
+//		if err := json.Unmarshal(t.Input, &in); err != nil {
+//			return nil, worker.Permanent(err) // bad input: no retry
+//		}
+//		if err := send(ctx, in.To); err != nil {
+//			return nil, err // retried with the task's backoff
+//		}
+//		return json.RawMessage(`{"sent":true}`), nil
+//	})
+//	err := w.Run(ctx) // until ctx is cancelled, then a graceful shutdown
+//
+// Exec handlers (Exec, and `qo run-worker --exec TYPE=COMMAND`), for any
+// language: the input JSON on stdin, the output JSON on stdout, exit 0 =
+// success, 75 = retryable, anything else = permanent; see exec.go.
+//
+// Built-in handlers (Builtins, `--builtins`): echo, sleep and fail, for
+// demos and tests; see builtin.go.
+//
+// # Outcomes
+//
+//	handler returns           task becomes
+//	nil error                 completed (output stored)
+//	Retryable(err), other err pending after backoff, retry_count+1; failed when retries are exhausted
+//	Permanent(err)            failed at once
+//	Reschedule(d)             pending, available after d, retry_count+1 (bounded by max_retries)
+//	panic                     recovered; as a retryable error carrying the panic message
+//	(type not served)         failed: "no handler for task type" (cannot happen through the index)
+//
+// Execution is at least once: a task whose worker dies, stalls past its
+// lease, or shuts down mid-task runs again elsewhere. Handlers must be
+// idempotent (or deduplicate their side effects).
+//
+// # Discovery and cost
+//
+// A worker only ever sees ready-index entries of the types it serves and
+// the shards it polls: the type and shard are part of the ready key, so
+// other entries are skipped without reading their task. When idle it sends
+// one LIST per poll, whatever the shard count, backing off from PollMin to
+// PollMax. See poll.go for fairness (random order within a page, a cursor
+// that pages forward and wraps) and IndexMode for the fallback scans.
+//
+// # Leases and time
+//
+// The lease is renewed every timeout/3 while the handler runs, so a task's
+// timeout bounds how long a dead worker holds it, not how long a healthy
+// handler may run. Deadlines are read from Options.Clock (the store's
+// authoritative time by default), never from the local clock alone. See
+// task.go for the reasons a handler's context is cancelled.
+//
+// # Registry and heartbeat
+//
+// The worker writes workers/{id}.json when it starts, then every
+// HeartbeatInterval on its own ticker (independent of running tasks):
+// started_at, last_heartbeat, shards (empty: all; with shard leasing, the
+// shards held), current_tasks, types, concurrency, tasks_completed,
+// tasks_failed (failed attempts, retried or final), host, pid, version. It
+// deletes the entry on exit. Heartbeats are for observability and shard
+// balancing; task safety never depends on them.
+//
+// # Shutdown
+//
+// Cancelling Run's context stops claiming, waits up to ShutdownTimeout for
+// running handlers, then cancels the rest (cause ErrShuttingDown) and
+// releases their tasks: pending, available at once, no retry counted.
+// Abort (the CLI's second signal) skips the wait. Then shard leases are
+// released, the embedded monitor resigns, the worker deregisters and Run
+// returns nil. A task is never lost on any path: what is not completed,
+// retried, failed or released is recovered when its lease expires.
+//
+// # Monitor
+//
+// Each worker embeds a monitor (package monitor) unless NoMonitor is set;
+// only one monitor among all workers does the work at a time.
+package worker

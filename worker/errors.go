@@ -1,0 +1,98 @@
+package worker
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Handler results that steer a task. A handler returns nil for success, or
+// one of the errors below; any other error counts as retryable.
+//
+//	nil                 -> completed, the handler's output is stored
+//	Retryable(err)      -> retried with the task's backoff (failed once retries are exhausted)
+//	any other error     -> same as Retryable
+//	Permanent(err)      -> failed now, no more retries
+//	Reschedule(d)       -> pending again, available after d; counts as a retry
+//	panic               -> recovered, retryable, the panic message is kept as the error
+
+// RetryableError marks a failure worth another attempt.
+type RetryableError struct{ Err error }
+
+func (e *RetryableError) Error() string { return "retryable: " + e.Err.Error() }
+func (e *RetryableError) Unwrap() error { return e.Err }
+
+// PermanentError marks a failure that no retry can fix (bad input, a
+// rejected request): the task fails at once.
+type PermanentError struct{ Err error }
+
+func (e *PermanentError) Error() string { return "permanent: " + e.Err.Error() }
+func (e *PermanentError) Unwrap() error { return e.Err }
+
+// RescheduleError asks for the task to run again after Delay. It is written
+// as a retry (retry_count+1, so MaxRetries bounds how often a task can
+// reschedule itself) with available_at = now + Delay instead of the
+// backoff.
+type RescheduleError struct {
+	Delay  time.Duration
+	Reason string
+}
+
+func (e *RescheduleError) Error() string {
+	if e.Reason != "" {
+		return fmt.Sprintf("rescheduled in %s: %s", e.Delay, e.Reason)
+	}
+	return fmt.Sprintf("rescheduled in %s", e.Delay)
+}
+
+// Retryable wraps err so the task is retried with backoff.
+func Retryable(err error) error {
+	if err == nil {
+		err = errors.New("handler asked for a retry")
+	}
+	return &RetryableError{Err: err}
+}
+
+// Permanent wraps err so the task fails without further retries.
+func Permanent(err error) error {
+	if err == nil {
+		err = errors.New("handler reported a permanent failure")
+	}
+	return &PermanentError{Err: err}
+}
+
+// Reschedule asks for the task to run again after delay (at least 1 ms).
+// It counts as a retry: a task that reschedules itself more than its
+// MaxRetries ends failed.
+func Reschedule(delay time.Duration) error {
+	if delay < time.Millisecond {
+		delay = time.Millisecond
+	}
+	return &RescheduleError{Delay: delay}
+}
+
+// IsPermanent reports whether err (or an error it wraps) is permanent.
+func IsPermanent(err error) bool {
+	var p *PermanentError
+	return errors.As(err, &p)
+}
+
+// Internal causes for cancelling a handler's context. Handlers see them via
+// context.Cause(ctx).
+var (
+	// ErrLeaseLost: someone else now owns the task (the lease expired and
+	// was taken over, or the task was requeued by an operator).
+	ErrLeaseLost = errors.New("task lease lost")
+	// ErrCancelRequested: an operator asked for the task to be cancelled.
+	ErrCancelRequested = errors.New("task cancellation requested")
+	// ErrLeaseExpired: the lease deadline passed without a successful
+	// renewal (the store was unreachable, or the process was stopped); the
+	// task may already be running elsewhere.
+	ErrLeaseExpired = errors.New("task lease expired without renewal")
+	// ErrShuttingDown: the worker is shutting down and the shutdown timeout
+	// passed; the task is released for another worker.
+	ErrShuttingDown = errors.New("worker shutting down")
+	// errAbort: shutdown without waiting (second signal); exec handlers are
+	// killed at once.
+	errAbort = fmt.Errorf("%w: aborted", ErrShuttingDown)
+)

@@ -1,0 +1,307 @@
+package worker
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/qo-queue/qo/queue"
+)
+
+// Exec handler protocol (any language, no SDK):
+//
+//   - the task input JSON is written to the child's stdin ("null" when the
+//     task has no input), then stdin is closed;
+//   - the child writes its output as one JSON value on stdout (empty stdout
+//     means null; anything else that is not valid JSON fails the task
+//     permanently, so keep logs on stderr);
+//   - exit 0 = success, exit 75 (EX_TEMPFAIL) = retryable failure, any other
+//     exit = permanent failure; the last StderrTail bytes of stderr are kept
+//     as the task's error;
+//   - the environment carries QO_TASK_ID, QO_TASK_TYPE, QO_ATTEMPT,
+//     QO_WORKER_ID and QO_TASK_TIMEOUT_SECONDS;
+//   - on timeout, cancellation or lease loss the child's process group gets
+//     SIGTERM, then SIGKILL after KillGrace (Windows: killed at once);
+//   - stdout larger than MaxStdout kills the child and fails the task
+//     permanently: store large results elsewhere and return a reference.
+
+// ExitRetryable is the exit code an exec handler uses to ask for a retry
+// (EX_TEMPFAIL from sysexits.h).
+const ExitRetryable = 75
+
+// Exec handler defaults.
+const (
+	DefaultKillGrace  = 5 * time.Second
+	DefaultMaxStdout  = 1 << 20
+	DefaultStderrTail = 4 << 10
+)
+
+// ExecOptions configure exec handlers. Zero values take the defaults.
+type ExecOptions struct {
+	// KillGrace is the time between SIGTERM and SIGKILL.
+	KillGrace time.Duration
+	// MaxStdout caps the output read from stdout, in bytes.
+	MaxStdout int64
+	// StderrTail is how many trailing bytes of stderr are kept as the error.
+	StderrTail int
+	// Dir is the child's working directory (default: the worker's).
+	Dir string
+	// Env is added to the worker's environment for the child.
+	Env []string
+	// WorkerID is exported to the child as QO_WORKER_ID.
+	WorkerID string
+}
+
+func (o ExecOptions) withDefaults() ExecOptions {
+	if o.KillGrace <= 0 {
+		o.KillGrace = DefaultKillGrace
+	}
+	if o.MaxStdout <= 0 {
+		o.MaxStdout = DefaultMaxStdout
+	}
+	if o.StderrTail <= 0 {
+		o.StderrTail = DefaultStderrTail
+	}
+	return o
+}
+
+// ExecSpec is one --exec TYPE=COMMAND flag.
+type ExecSpec struct {
+	Type    string
+	Command []string // program and arguments
+}
+
+// ParseExecSpec parses "TYPE=COMMAND [ARGS...]". The command is split on
+// white space and run directly, without a shell (no quoting, pipes or
+// variable expansion: put anything more complex in a script).
+func ParseExecSpec(s string) (ExecSpec, error) {
+	typ, cmd, ok := strings.Cut(s, "=")
+	typ = strings.TrimSpace(typ)
+	if !ok || typ == "" || strings.TrimSpace(cmd) == "" {
+		return ExecSpec{}, fmt.Errorf("invalid exec handler %q: want TYPE=COMMAND, e.g. send_email=./send.sh", s)
+	}
+	if err := queue.ValidateType(typ); err != nil {
+		return ExecSpec{}, fmt.Errorf("invalid exec handler %q: %w", s, err)
+	}
+	return ExecSpec{Type: typ, Command: strings.Fields(cmd)}, nil
+}
+
+// Check verifies that the spec's program exists and is executable, so a
+// typo fails at startup rather than on every task.
+func (s ExecSpec) Check() error {
+	if len(s.Command) == 0 {
+		return fmt.Errorf("exec handler %s: empty command", s.Type)
+	}
+	if _, err := exec.LookPath(s.Command[0]); err != nil {
+		return fmt.Errorf("exec handler %s: %w (give a path to an executable file, e.g. ./send.sh, and chmod +x it)", s.Type, err)
+	}
+	return nil
+}
+
+// Exec returns a handler that runs command (program and arguments) once
+// per task, following the exec protocol described above.
+func Exec(command []string, opts ExecOptions) HandlerFunc {
+	opts = opts.withDefaults()
+	cmdline := append([]string(nil), command...)
+	return func(ctx context.Context, t *queue.Task) (json.RawMessage, error) {
+		return runExec(ctx, cmdline, opts, t)
+	}
+}
+
+func runExec(ctx context.Context, command []string, opts ExecOptions, t *queue.Task) (json.RawMessage, error) {
+	if len(command) == 0 {
+		return nil, Permanent(errors.New("exec handler: empty command"))
+	}
+	// The parent-death signal (Linux) is tied to the thread that started
+	// the child: keep this goroutine on one thread until the child is
+	// reaped, so no thread exit can kill a healthy handler.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+
+	name := command[0]
+	cmd := exec.Command(name, command[1:]...)
+	cmd.Dir = opts.Dir
+	cmd.Env = append(os.Environ(), opts.Env...)
+	cmd.Env = append(cmd.Env,
+		"QO_TASK_ID="+t.ID.String(),
+		"QO_TASK_TYPE="+t.Type,
+		"QO_ATTEMPT="+strconv.Itoa(t.Attempt),
+		"QO_WORKER_ID="+opts.WorkerID,
+		"QO_TASK_TIMEOUT_SECONDS="+strconv.Itoa(t.TimeoutSeconds),
+	)
+	input := []byte(t.Input)
+	if len(bytes.TrimSpace(input)) == 0 {
+		input = []byte("null")
+	}
+	cmd.Stdin = bytes.NewReader(input)
+	overflow := make(chan struct{})
+	stdout := &capWriter{max: opts.MaxStdout, overflow: overflow}
+	stderr := &tailWriter{max: opts.StderrTail}
+	cmd.Stdout = stdout
+	cmd.Stderr = stderr
+	// Do not wait forever for pipes held open by grandchildren that outlive
+	// the handler process.
+	cmd.WaitDelay = 2 * time.Second
+	setProcessGroup(cmd)
+
+	if err := cmd.Start(); err != nil {
+		// Most likely a deployment problem on this worker: let another
+		// attempt (maybe on a healthy worker) run it.
+		return nil, Retryable(fmt.Errorf("exec %s: start: %w", name, err))
+	}
+
+	exited := make(chan struct{})
+	var killedForOverflow bool
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		select {
+		case <-exited:
+			return
+		case <-overflow:
+			killedForOverflow = true
+			killGroup(cmd)
+			return
+		case <-ctx.Done():
+		}
+		if errors.Is(context.Cause(ctx), errAbort) {
+			killGroup(cmd)
+			return
+		}
+		terminateGroup(cmd)
+		timer := time.NewTimer(opts.KillGrace)
+		defer timer.Stop()
+		select {
+		case <-exited:
+		case <-timer.C:
+			killGroup(cmd)
+		}
+	}()
+	waitErr := cmd.Wait()
+	close(exited)
+	wg.Wait()
+	// Leave nothing behind: stray members of the handler's process group
+	// die with it.
+	killGroup(cmd)
+
+	tail := strings.TrimSpace(stderr.String())
+	withTail := func(msg string) string {
+		if tail == "" {
+			return msg
+		}
+		return msg + ": " + tail
+	}
+
+	if killedForOverflow {
+		return nil, Permanent(fmt.Errorf("exec %s: stdout exceeded the %d-byte limit and the process was killed; write large results elsewhere (e.g. the bucket) and print a reference", name, opts.MaxStdout))
+	}
+	if ctx.Err() != nil {
+		cause := context.Cause(ctx)
+		return nil, fmt.Errorf("exec %s: stopped: %w%s", name, cause, tailSuffix(tail))
+	}
+	if waitErr != nil && !errors.Is(waitErr, exec.ErrWaitDelay) {
+		var ee *exec.ExitError
+		if errors.As(waitErr, &ee) {
+			code := ee.ExitCode()
+			switch {
+			case code == 0:
+				// Exited 0 but Wait complained (pipes): fall through to
+				// success handling below.
+			case code == ExitRetryable:
+				return nil, Retryable(errors.New(withTail(fmt.Sprintf("exec %s: exit status %d (retry requested)", name, code))))
+			case code < 0:
+				// Killed by a signal we did not send (OOM killer, operator):
+				// worth another attempt.
+				return nil, Retryable(errors.New(withTail(fmt.Sprintf("exec %s: %s", name, ee.String()))))
+			default:
+				return nil, Permanent(errors.New(withTail(fmt.Sprintf("exec %s: exit status %d", name, code))))
+			}
+		} else {
+			return nil, Retryable(fmt.Errorf("exec %s: %w", name, waitErr))
+		}
+	}
+
+	out := bytes.TrimSpace(stdout.buf.Bytes())
+	if len(out) == 0 {
+		return nil, nil
+	}
+	if !json.Valid(out) {
+		return nil, Permanent(fmt.Errorf("exec %s: stdout is not valid JSON (starts with %q); print the result as one JSON value on stdout and send logs to stderr", name, preview(out, 80)))
+	}
+	return json.RawMessage(bytes.Clone(out)), nil
+}
+
+func tailSuffix(tail string) string {
+	if tail == "" {
+		return ""
+	}
+	return "; stderr: " + tail
+}
+
+func preview(b []byte, n int) string {
+	if len(b) > n {
+		return string(b[:n]) + "..."
+	}
+	return string(b)
+}
+
+// capWriter keeps up to max bytes and signals overflow once.
+type capWriter struct {
+	mu       sync.Mutex
+	buf      bytes.Buffer
+	max      int64
+	over     bool
+	overflow chan struct{}
+}
+
+func (w *capWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.over {
+		return len(p), nil // discard; the process is being killed
+	}
+	if int64(w.buf.Len()+len(p)) > w.max {
+		w.over = true
+		close(w.overflow)
+		return len(p), nil
+	}
+	w.buf.Write(p)
+	return len(p), nil
+}
+
+// tailWriter keeps the last max bytes written.
+type tailWriter struct {
+	mu  sync.Mutex
+	buf []byte
+	max int
+}
+
+func (w *tailWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(p) >= w.max {
+		w.buf = append(w.buf[:0], p[len(p)-w.max:]...)
+		return len(p), nil
+	}
+	w.buf = append(w.buf, p...)
+	if len(w.buf) > w.max {
+		w.buf = append(w.buf[:0], w.buf[len(w.buf)-w.max:]...)
+	}
+	return len(p), nil
+}
+
+func (w *tailWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.ToValidUTF8(string(w.buf), "")
+}

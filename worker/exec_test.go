@@ -1,0 +1,236 @@
+//go:build unix
+
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/store/storetest"
+)
+
+// script writes an executable shell script and returns its path.
+func script(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "handler.sh")
+	require.NoError(t, os.WriteFile(p, []byte("#!/bin/sh\n"+body+"\n"), 0o755))
+	return p
+}
+
+func execTask(input string) *queue.Task {
+	return &queue.Task{ID: uuid.New(), Type: "job", Input: json.RawMessage(input), Attempt: 2, TimeoutSeconds: 30}
+}
+
+func TestExecHandler(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		body      string
+		input     string
+		opts      ExecOptions
+		wantOut   string // JSON; "" = nil output
+		wantErr   string // substring
+		permanent bool
+		retryable bool
+	}{
+		{name: "success echoes stdin", body: `cat`, input: `{"x":[1,2]}`, wantOut: `{"x":[1,2]}`},
+		{name: "environment", body: `printf '{"id":"%s","type":"%s","attempt":%s,"worker":"%s"}' "$QO_TASK_ID" "$QO_TASK_TYPE" "$QO_ATTEMPT" "$QO_WORKER_ID"`,
+			input: `{}`, opts: ExecOptions{WorkerID: "w1"}, wantOut: `ENV`},
+		{name: "empty stdout is null", body: `cat >/dev/null; echo "log line" >&2`, input: `{}`},
+		{name: "no input gives null on stdin", body: `read x; [ "$x" = null ] || exit 9`, input: ``},
+		{name: "exit 75 is retryable", body: `echo "db busy" >&2; exit 75`, input: `{}`, wantErr: "db busy", retryable: true},
+		{name: "other exit is permanent", body: `echo "bad input" >&2; exit 3`, input: `{}`, wantErr: "exit status 3: bad input", permanent: true},
+		{name: "non-JSON stdout", body: `echo "hello there"`, input: `{}`, wantErr: "stdout is not valid JSON", permanent: true},
+		{name: "huge stdout", body: `head -c 100000 /dev/zero | tr '\0' a`, input: `{}`, opts: ExecOptions{MaxStdout: 1024},
+			wantErr: "stdout exceeded the 1024-byte limit", permanent: true},
+		{name: "stderr tail only", body: `i=0; while [ $i -lt 300 ]; do echo "line $i of noise" >&2; i=$((i+1)); done; exit 2`, input: `{}`,
+			opts: ExecOptions{StderrTail: 64}, wantErr: "line 299 of noise", permanent: true},
+		{name: "killed by a foreign signal is retryable", body: `kill -9 $$`, input: `{}`, wantErr: "signal: killed", retryable: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			task := execTask(tc.input)
+			h := Exec([]string{script(t, tc.body)}, tc.opts)
+			out, err := h(context.Background(), task)
+			if tc.wantErr != "" {
+				require.Error(t, err)
+				require.Contains(t, err.Error(), tc.wantErr)
+				require.Equal(t, tc.permanent, IsPermanent(err), "permanent: %v", err)
+				var re *RetryableError
+				require.Equal(t, tc.retryable, errors.As(err, &re), "retryable: %v", err)
+				require.Nil(t, out)
+				return
+			}
+			require.NoError(t, err)
+			switch tc.wantOut {
+			case "":
+				require.Nil(t, out)
+			case "ENV":
+				require.JSONEq(t, `{"id":"`+task.ID.String()+`","type":"job","attempt":2,"worker":"w1"}`, string(out))
+			default:
+				require.JSONEq(t, tc.wantOut, string(out))
+			}
+		})
+	}
+	t.Run("stderr tail is bounded", func(t *testing.T) {
+		t.Parallel()
+		h := Exec([]string{script(t, `i=0; while [ $i -lt 300 ]; do echo "line $i of noise" >&2; i=$((i+1)); done; exit 2`)}, ExecOptions{StderrTail: 64})
+		_, err := h(context.Background(), execTask(`{}`))
+		require.Error(t, err)
+		require.NotContains(t, err.Error(), "line 1 of noise")
+		require.Less(t, len(err.Error()), 200)
+	})
+	t.Run("missing program is retryable", func(t *testing.T) {
+		t.Parallel()
+		_, err := Exec([]string{filepath.Join(t.TempDir(), "nope")}, ExecOptions{})(context.Background(), execTask(`{}`))
+		var re *RetryableError
+		require.ErrorAs(t, err, &re)
+	})
+}
+
+// On cancellation the whole process group gets SIGTERM, and SIGKILL after
+// the grace period when it ignores SIGTERM.
+func TestExecHandlerKill(t *testing.T) {
+	t.Parallel()
+	for _, ignoreTerm := range []bool{false, true} {
+		t.Run("ignores SIGTERM="+strconv.FormatBool(ignoreTerm), func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			trap := ""
+			if ignoreTerm {
+				trap = `trap '' TERM`
+			}
+			body := trap + `
+sleep 1000 &
+echo $! > ` + dir + `/child.pid
+echo $$ > ` + dir + `/parent.pid
+echo started >&2
+wait`
+			h := Exec([]string{script(t, body)}, ExecOptions{KillGrace: 200 * time.Millisecond})
+			ctx, cancel := context.WithCancelCause(context.Background())
+			done := make(chan error, 1)
+			go func() {
+				_, err := h(ctx, execTask(`{}`))
+				done <- err
+			}()
+			eventuallyFile(t, filepath.Join(dir, "parent.pid"))
+			cancel(ErrLeaseExpired)
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(30 * time.Second):
+				t.Fatal("exec handler was not killed")
+			}
+			require.ErrorIs(t, err, ErrLeaseExpired)
+			require.Contains(t, err.Error(), "started")
+			for _, f := range []string{"parent.pid", "child.pid"} {
+				pid := readPid(t, filepath.Join(dir, f))
+				eventually(t, func() bool { return !alive(pid) }, "%s %d to be gone", f, pid)
+			}
+		})
+	}
+}
+
+func eventuallyFile(t *testing.T, p string) {
+	t.Helper()
+	eventually(t, func() bool {
+		b, err := os.ReadFile(p)
+		return err == nil && strings.HasSuffix(string(b), "\n")
+	}, "file %s", p)
+}
+
+func readPid(t *testing.T, p string) int {
+	t.Helper()
+	eventuallyFile(t, p)
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	require.NoError(t, err)
+	return pid
+}
+
+// alive reports whether pid exists and is not a zombie.
+func alive(pid int) bool {
+	if err := syscall.Kill(pid, 0); err != nil {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	// The state follows the command name in parentheses.
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2] != 'Z'
+	}
+	return true
+}
+
+func TestParseExecSpec(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in      string
+		typ     string
+		cmd     []string
+		wantErr string
+	}{
+		{in: "send_email=./send.sh", typ: "send_email", cmd: []string{"./send.sh"}},
+		{in: "resize = /usr/bin/convert -resize 50% ", typ: "resize", cmd: []string{"/usr/bin/convert", "-resize", "50%"}},
+		{in: "noequals", wantErr: "want TYPE=COMMAND"},
+		{in: "=cmd", wantErr: "want TYPE=COMMAND"},
+		{in: "t=", wantErr: "want TYPE=COMMAND"},
+		{in: "bad/type=cmd", wantErr: "task type"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			spec, err := ParseExecSpec(tc.in)
+			if tc.wantErr != "" {
+				require.ErrorContains(t, err, tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.typ, spec.Type)
+			require.Equal(t, tc.cmd, spec.Command)
+		})
+	}
+	require.ErrorContains(t, ExecSpec{Type: "x", Command: []string{"/definitely/not/here"}}.Check(), "chmod +x")
+	require.NoError(t, ExecSpec{Type: "x", Command: []string{"sh"}}.Check())
+}
+
+// An exec handler run by a worker: output stored, exit codes steer the task.
+func TestExecThroughWorker(t *testing.T) {
+	t.Parallel()
+	for _, b := range storetest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			bd := setup(t, b, setupOpts{})
+			w := New(bd.q, bd.opts(t))
+			w.Handle("upper", Exec([]string{script(t, `tr a-z A-Z`)}, ExecOptions{}))
+			w.Handle("tempfail", Exec([]string{script(t, `echo "try later" >&2; exit 75`)}, ExecOptions{}))
+			ok := bd.submit(t, "upper", `{"msg":"hi"}`)
+			tf := bd.submit(t, "tempfail", `{}`, retries(1), func(r *queue.SubmitRequest) {
+				r.RetryPolicy = &queue.RetryPolicy{InitialIntervalMS: 1, MaxIntervalMS: 1, Multiplier: 1}
+			})
+			r := start(t, w)
+			got := bd.waitStatus(t, ok.ID, queue.StatusCompleted)
+			require.JSONEq(t, `{"MSG":"HI"}`, string(got.Output))
+			got = bd.waitStatus(t, tf.ID, queue.StatusFailed)
+			require.Equal(t, 1, got.RetryCount)
+			require.Contains(t, got.LastError, "try later")
+			require.NoError(t, r.stop(t))
+		})
+	}
+}

@@ -1,0 +1,291 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/store"
+	"github.com/qo-queue/qo/store/storetest"
+)
+
+// fakeClock is a settable clock; tests advance it to expire leases
+// without sleeping.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{t: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+type bundle struct {
+	s     store.Store
+	q     *queue.Queue
+	clock store.Clock // nil: the store's clock
+	fake  *fakeClock  // set when the bundle runs on a fake clock
+}
+
+type setupOpts struct {
+	fake       bool
+	shardChars int
+}
+
+func setup(t *testing.T, b storetest.Backend, o setupOpts) *bundle {
+	t.Helper()
+	ctx := context.Background()
+	s := b.New(t)
+	if o.shardChars == 0 {
+		o.shardChars = 1
+	}
+	_, err := queue.Init(ctx, s, o.shardChars)
+	require.NoError(t, err)
+	bd := &bundle{s: s}
+	qo := queue.Options{Logger: testLogger(t)}
+	if o.fake {
+		bd.fake = newFakeClock()
+		bd.clock = bd.fake
+		qo.Clock = bd.fake
+	}
+	bd.q, err = queue.Open(ctx, s, qo)
+	require.NoError(t, err)
+	return bd
+}
+
+// testLogger logs to the test output when QO_TEST_LOG=1, else discards.
+func testLogger(t testing.TB) *slog.Logger {
+	if os.Getenv("QO_TEST_LOG") == "1" {
+		return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+type tWriter struct{ t testing.TB }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p))
+	return len(p), nil
+}
+
+// opts returns fast test options for a worker on bd.
+func (bd *bundle) opts(t *testing.T) Options {
+	return Options{
+		ID:                "w-" + uuid.NewString()[:8],
+		PollMin:           5 * time.Millisecond,
+		PollMax:           50 * time.Millisecond,
+		HeartbeatInterval: 50 * time.Millisecond,
+		ShutdownTimeout:   time.Minute,
+		HandlerGrace:      5 * time.Second,
+		NoMonitor:         true,
+		IndexMode:         IndexOnly,
+		Clock:             bd.clock,
+		Logger:            testLogger(t),
+	}
+}
+
+func (bd *bundle) submit(t *testing.T, typ string, input string, mod ...func(*queue.SubmitRequest)) *queue.Task {
+	t.Helper()
+	req := queue.SubmitRequest{Type: typ, Input: json.RawMessage(input), Timeout: 30 * time.Second}
+	for _, m := range mod {
+		m(&req)
+	}
+	task, created, err := bd.q.Submit(context.Background(), req)
+	require.NoError(t, err)
+	require.True(t, created)
+	return task
+}
+
+func retries(n int) func(*queue.SubmitRequest) {
+	return func(r *queue.SubmitRequest) { r.MaxRetries = &n }
+}
+
+func timeout(d time.Duration) func(*queue.SubmitRequest) {
+	return func(r *queue.SubmitRequest) { r.Timeout = d }
+}
+
+func (bd *bundle) get(t *testing.T, id uuid.UUID) *queue.Task {
+	t.Helper()
+	task, err := bd.q.Get(context.Background(), id)
+	require.NoError(t, err)
+	return task
+}
+
+// waitStatus waits (generously: this is a liveness condition, not a timing
+// assertion) until the task reaches status.
+func (bd *bundle) waitStatus(t *testing.T, id uuid.UUID, status queue.Status) *queue.Task {
+	t.Helper()
+	var last *queue.Task
+	eventually(t, func() bool {
+		task, err := bd.q.Get(context.Background(), id)
+		if err != nil {
+			return false
+		}
+		last = task
+		return task.Status == status
+	}, "task %s to become %s", id, status)
+	return last
+}
+
+func eventually(t *testing.T, cond func() bool, what string, args ...any) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for "+what, args...)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// running starts w.Run in the background; stop cancels it and returns
+// Run's error once it returned.
+type running struct {
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func start(t *testing.T, w *Worker) *running {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- w.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		w.Abort()
+		select {
+		case <-r.done:
+		case <-time.After(60 * time.Second):
+			t.Errorf("worker did not stop")
+		}
+	})
+	return r
+}
+
+func (r *running) stop(t *testing.T) error {
+	t.Helper()
+	r.cancel()
+	select {
+	case err := <-r.done:
+		r.done <- err // keep it for the cleanup
+		return err
+	case <-time.After(60 * time.Second):
+		t.Fatal("worker did not stop")
+		return nil
+	}
+}
+
+// finished reports whether Run returned.
+func (r *running) finished() bool {
+	select {
+	case err := <-r.done:
+		r.done <- err
+		return true
+	default:
+		return false
+	}
+}
+
+// waitRegistered waits until the worker's registry entry exists.
+func (bd *bundle) waitRegistered(t *testing.T, id string) *queue.WorkerInfo {
+	t.Helper()
+	var found *queue.WorkerInfo
+	eventually(t, func() bool {
+		ws, err := bd.q.ListWorkers(context.Background())
+		if err != nil {
+			return false
+		}
+		for _, w := range ws {
+			if w.ID == id {
+				found = w
+				return true
+			}
+		}
+		return false
+	}, "worker %s to register", id)
+	return found
+}
+
+func (bd *bundle) registered(t *testing.T, id string) bool {
+	t.Helper()
+	ws, err := bd.q.ListWorkers(context.Background())
+	require.NoError(t, err)
+	for _, w := range ws {
+		if w.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// blocker is a handler that signals when it starts and returns when
+// released (or, with honourCtx, when its context ends).
+type blocker struct {
+	started   chan *queue.Task
+	release   chan struct{}
+	honourCtx bool
+	result    json.RawMessage
+	causes    chan error
+}
+
+func newBlocker(honourCtx bool) *blocker {
+	return &blocker{started: make(chan *queue.Task, 16), release: make(chan struct{}), honourCtx: honourCtx,
+		result: json.RawMessage(`{"ok":true}`), causes: make(chan error, 16)}
+}
+
+func (b *blocker) handle(ctx context.Context, t *queue.Task) (json.RawMessage, error) {
+	b.started <- t
+	if b.honourCtx {
+		select {
+		case <-b.release:
+			return b.result, nil
+		case <-ctx.Done():
+			b.causes <- context.Cause(ctx)
+			return nil, context.Cause(ctx)
+		}
+	}
+	<-b.release
+	if ctx.Err() != nil {
+		b.causes <- context.Cause(ctx)
+	}
+	return b.result, nil
+}
+
+func (b *blocker) waitStarted(t *testing.T) *queue.Task {
+	t.Helper()
+	select {
+	case task := <-b.started:
+		return task
+	case <-time.After(60 * time.Second):
+		t.Fatal("handler did not start")
+		return nil
+	}
+}
+
+func counts(s store.Store) store.Counts {
+	if c, ok := s.(store.Counted); ok {
+		return c.Requests().Snapshot()
+	}
+	return store.Counts{}
+}

@@ -1,0 +1,211 @@
+package worker
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/qo-queue/qo/monitor"
+	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/store"
+)
+
+// IndexMode selects how a worker discovers claimable tasks.
+type IndexMode string
+
+// Index modes.
+const (
+	// IndexOnly lists the ready index only (cheapest; relies on the index,
+	// which the monitor's sweeper repairs).
+	IndexOnly IndexMode = "index-only"
+	// Hybrid lists the ready index, and when it has looked empty for
+	// HybridScanAfter, scans one page of tasks/ per shard for pending tasks
+	// the index lost (at most once per HybridScanAfter while it stays
+	// empty). The default.
+	Hybrid IndexMode = "hybrid"
+	// LogScan ignores the ready index and pages through tasks/ shard by
+	// shard (expensive: every page reads the task objects).
+	LogScan IndexMode = "log-scan"
+)
+
+// ParseIndexMode validates an index mode name ("" means Hybrid).
+func ParseIndexMode(s string) (IndexMode, error) {
+	switch IndexMode(s) {
+	case "":
+		return Hybrid, nil
+	case IndexOnly, Hybrid, LogScan:
+		return IndexMode(s), nil
+	}
+	return "", fmt.Errorf("invalid index mode %q: want index-only, hybrid or log-scan", s)
+}
+
+// Defaults.
+const (
+	DefaultPollMin           = 100 * time.Millisecond
+	DefaultPollMax           = 5 * time.Second
+	DefaultShutdownTimeout   = 30 * time.Second
+	DefaultHeartbeatInterval = 10 * time.Second
+	DefaultReadyPageSize     = 100
+	DefaultLogScanPageSize   = 50
+	DefaultHybridScanAfter   = time.Minute
+	DefaultHandlerGrace      = DefaultKillGrace + 2*time.Second
+)
+
+// ShardLeasing configures exclusive shard ownership (see doc.go).
+type ShardLeasing struct {
+	// Enabled turns shard leasing on: the worker polls only the shards it
+	// holds a lease on.
+	Enabled bool
+	// ShardsPerWorker caps how many shards one worker holds (0: no cap,
+	// the balanced share ceil(shards / live workers) applies).
+	ShardsPerWorker int
+	// TTL is the shard lease's time to live (default 30s).
+	TTL time.Duration
+	// RenewInterval is how often leases are renewed and the balance
+	// re-evaluated (default 10s; must be below TTL).
+	RenewInterval time.Duration
+	// LiveAfter: a worker counts towards the balance while its heartbeat
+	// is younger than this (default max(TTL, 3 x HeartbeatInterval)).
+	LiveAfter time.Duration
+}
+
+// Shard leasing defaults.
+const (
+	DefaultShardLeaseTTL   = 30 * time.Second
+	DefaultShardLeaseRenew = 10 * time.Second
+)
+
+// Options configure a Worker. Zero values take the defaults.
+type Options struct {
+	// ID names the worker in the registry and in task records (default
+	// "{hostname}-{6 random hex}"). Letters, digits, '_', '.', ':' and '-'.
+	ID string
+	// Shards restricts the worker to these shards (nil: all).
+	Shards []string
+	// Concurrency is how many tasks run at once (default 1).
+	Concurrency int
+	// Types are the task types served (default: every registered type).
+	// Each needs a handler.
+	Types []string
+	// IndexMode selects task discovery (default Hybrid).
+	IndexMode IndexMode
+	// PollMin and PollMax bound the adaptive idle backoff: after an empty
+	// poll the wait doubles from PollMin up to PollMax; any work resets it
+	// (defaults 100ms and 5s).
+	PollMin, PollMax time.Duration
+	// ReadyPageSize is the page size of one ready-index LIST (default 100).
+	ReadyPageSize int
+	// LogScanPageSize is the page size of one tasks/ scan (default 50).
+	LogScanPageSize int
+	// HybridScanAfter: in Hybrid mode, how long the ready index must look
+	// empty before a scan of tasks/ (default 1m).
+	HybridScanAfter time.Duration
+	// ShutdownTimeout is how long Run waits for running handlers after its
+	// context is cancelled before releasing their tasks (default 30s).
+	ShutdownTimeout time.Duration
+	// HandlerGrace is how long Run waits for cancelled handlers to return
+	// once their tasks were released (default 7s, above the exec kill
+	// grace, so exec children are reaped before Run returns).
+	HandlerGrace time.Duration
+	// HeartbeatInterval is the registry heartbeat period (default 10s).
+	HeartbeatInterval time.Duration
+	// NoMonitor disables the embedded monitor.
+	NoMonitor bool
+	// Monitor configures the embedded monitor (its ID defaults to the
+	// worker's ID with a "-monitor" suffix; Clock and Logger default to
+	// the worker's).
+	Monitor monitor.Options
+	// ShardLeasing configures shard leasing (off by default).
+	ShardLeasing ShardLeasing
+	// Clock is the time source for lease deadlines (default: the queue's
+	// clock, i.e. the store's authoritative time).
+	Clock store.Clock
+	// Logger receives the worker's logs (default slog.Default()).
+	Logger *slog.Logger
+	// Version is reported in the registry.
+	Version string
+}
+
+func (o Options) withDefaults() Options {
+	if o.ID == "" {
+		o.ID = DefaultID()
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 1
+	}
+	if o.IndexMode == "" {
+		o.IndexMode = Hybrid
+	}
+	if o.PollMin <= 0 {
+		o.PollMin = DefaultPollMin
+	}
+	if o.PollMax <= 0 {
+		o.PollMax = DefaultPollMax
+	}
+	if o.PollMax < o.PollMin {
+		o.PollMax = o.PollMin
+	}
+	if o.ReadyPageSize <= 0 {
+		o.ReadyPageSize = DefaultReadyPageSize
+	}
+	if o.LogScanPageSize <= 0 {
+		o.LogScanPageSize = DefaultLogScanPageSize
+	}
+	if o.HybridScanAfter <= 0 {
+		o.HybridScanAfter = DefaultHybridScanAfter
+	}
+	if o.ShutdownTimeout <= 0 {
+		o.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if o.HandlerGrace <= 0 {
+		o.HandlerGrace = DefaultHandlerGrace
+	}
+	if o.HeartbeatInterval <= 0 {
+		o.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	sl := &o.ShardLeasing
+	if sl.TTL <= 0 {
+		sl.TTL = DefaultShardLeaseTTL
+	}
+	if sl.RenewInterval <= 0 {
+		sl.RenewInterval = min(DefaultShardLeaseRenew, sl.TTL/3)
+	}
+	if sl.LiveAfter <= 0 {
+		sl.LiveAfter = max(sl.TTL, 3*o.HeartbeatInterval)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Monitor.ID == "" {
+		o.Monitor.ID = o.ID + "-monitor"
+		if len(o.Monitor.ID) > 128 {
+			o.Monitor.ID = monitor.DefaultID("monitor")
+		}
+	}
+	if o.Monitor.Logger == nil {
+		o.Monitor.Logger = o.Logger
+	}
+	if o.Monitor.Clock == nil {
+		o.Monitor.Clock = o.Clock
+	}
+	return o
+}
+
+func (o Options) validate() error {
+	if err := queue.ValidateWorkerID(o.ID); err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	if o.ShardLeasing.Enabled && o.ShardLeasing.RenewInterval >= o.ShardLeasing.TTL {
+		return fmt.Errorf("shard leasing: renew interval %s must be shorter than the lease TTL %s", o.ShardLeasing.RenewInterval, o.ShardLeasing.TTL)
+	}
+	if o.ShardLeasing.ShardsPerWorker < 0 {
+		return fmt.Errorf("shard leasing: shards per worker must be >= 0, got %d", o.ShardLeasing.ShardsPerWorker)
+	}
+	return nil
+}
+
+// DefaultID returns "{hostname}-{6 random hex}".
+func DefaultID() string {
+	id := monitor.DefaultID("w")
+	return id[len("w-"):]
+}

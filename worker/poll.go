@@ -1,0 +1,243 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/qo-queue/qo/queue"
+)
+
+// Polling
+//
+// The ready index is keyed "ready/{available_at ms}/{shard}/{type}/{id}":
+// time first, so one LIST over "ready/" answers for every shard at once,
+// and the queue skips entries of other shards and types without reading
+// them. An idle worker therefore sends one LIST per poll whatever the shard
+// count, and waits PollMin, 2xPollMin, ... up to PollMax between polls
+// (jittered ±20%); any claimed task resets the wait.
+//
+// Fairness: the page's entries are tried in random order, so racing
+// workers spread over the page instead of fighting over its first key. The
+// worker keeps a cursor: while a page still has untried entries the next
+// poll reads the same page again; once every entry was tried the cursor
+// moves to the next page, and wraps to the oldest entries when the listing
+// reaches now. Old entries therefore come first (FIFO by available_at) and
+// every page is reached, whatever its shard or type.
+
+type pollResult struct {
+	claimed int
+	// more: there is more to read right away (next page, rest of a scan
+	// pass), so do not sleep.
+	more bool
+	// empty: a listing from the start found nothing claimable.
+	empty bool
+	err   error
+}
+
+type scanState struct {
+	idx     int               // next shard (index into the scanned list)
+	cursors map[string]string // per-shard page cursor
+}
+
+func (w *Worker) dispatch(ctx context.Context) {
+	wait := w.opts.PollMin
+	var lastErr string
+	for {
+		if w.stopping(ctx) {
+			return
+		}
+		free := w.opts.Concurrency - w.runningCount()
+		if free <= 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-w.abort:
+				return
+			case <-w.taskDone:
+			}
+			continue
+		}
+		r := w.poll(ctx, free)
+		if w.stopping(ctx) {
+			return
+		}
+		if r.err != nil {
+			if msg := r.err.Error(); msg != lastErr {
+				w.log.Warn("polling failed (backing off)", "err", r.err)
+				lastErr = msg
+			}
+		} else if lastErr != "" {
+			w.log.Info("polling recovered")
+			lastErr = ""
+		}
+		if r.claimed > 0 {
+			wait = w.opts.PollMin
+			continue
+		}
+		if r.more && r.err == nil {
+			continue
+		}
+		t := time.NewTimer(w.jitter(wait))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-w.abort:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		wait = min(2*wait, w.opts.PollMax)
+	}
+}
+
+// pollShards returns the shard filter (nil: all) and false when the worker
+// must not poll at all (shard leasing on and no shard held).
+func (w *Worker) pollShards() ([]string, bool) {
+	if w.leaser != nil {
+		owned := w.leaser.owned()
+		return owned, len(owned) > 0
+	}
+	if len(w.opts.Shards) > 0 {
+		return w.opts.Shards, true
+	}
+	return nil, true
+}
+
+func (w *Worker) poll(ctx context.Context, free int) pollResult {
+	shards, ok := w.pollShards()
+	if !ok {
+		return pollResult{}
+	}
+	switch w.opts.IndexMode {
+	case LogScan:
+		return w.scanStep(ctx, shards, free)
+	case Hybrid:
+		if w.scanning {
+			r := w.scanStep(ctx, shards, free)
+			if r.claimed > 0 {
+				w.log.Warn("found pending tasks missing from the ready index (the monitor's sweeper repairs the index)", "claimed", r.claimed)
+			}
+			if !r.more {
+				w.scanning = false
+				w.lastScan = time.Now()
+			}
+			return r
+		}
+		r := w.indexStep(ctx, shards, free)
+		now := time.Now()
+		switch {
+		case r.empty:
+			if w.emptySince.IsZero() {
+				w.emptySince = now
+			}
+			if now.Sub(w.emptySince) >= w.opts.HybridScanAfter && now.Sub(w.lastScan) >= w.opts.HybridScanAfter {
+				w.log.Debug("ready index looks empty; scanning tasks/ for pending tasks")
+				w.scanning = true
+				w.scan.idx = 0
+				r.more = true
+			}
+		case r.err == nil:
+			w.emptySince = time.Time{}
+		}
+		return r
+	default:
+		return w.indexStep(ctx, shards, free)
+	}
+}
+
+// indexStep reads one ready-index page and claims up to free entries.
+func (w *Worker) indexStep(ctx context.Context, shards []string, free int) pollResult {
+	start := w.cursor
+	entries, next, err := w.q.ListReady(ctx, queue.ReadyQuery{
+		Shards: shards, Types: w.types, Limit: w.opts.ReadyPageSize, StartAfter: start,
+	})
+	if err != nil {
+		return pollResult{err: err}
+	}
+	w.shuffle(len(entries), func(i, j int) { entries[i], entries[j] = entries[j], entries[i] })
+	claimed, tried := w.claimEntries(ctx, entries, free)
+	if tried >= len(entries) {
+		w.cursor = next
+	}
+	return pollResult{
+		claimed: claimed,
+		more:    tried >= len(entries) && next != "",
+		empty:   start == "" && next == "" && len(entries) == 0,
+	}
+}
+
+// scanStep reads one page of tasks/ in the next shard of the rotation and
+// claims pending, available tasks of served types. A pass covers one page
+// of every shard; more is true until the pass is complete.
+func (w *Worker) scanStep(ctx context.Context, shards []string, free int) pollResult {
+	if len(shards) == 0 {
+		shards = w.q.Shards()
+	}
+	if w.scan.cursors == nil {
+		w.scan.cursors = map[string]string{}
+	}
+	if w.scan.idx >= len(shards) {
+		w.scan.idx = 0
+	}
+	shard := shards[w.scan.idx]
+	// No status filter: List answers pending queries from the ready index,
+	// and this scan exists to find what the index lost.
+	qry := queue.ListQuery{Shard: shard, Limit: w.opts.LogScanPageSize, MaxScan: w.opts.LogScanPageSize, Cursor: w.scan.cursors[shard]}
+	if len(w.types) == 1 {
+		qry.Type = w.types[0]
+	}
+	page, err := w.q.List(ctx, qry)
+	if err != nil {
+		w.scan.idx++
+		return pollResult{err: err, more: w.scan.idx < len(shards)}
+	}
+	for _, m := range page.Malformed {
+		w.log.Warn("skipping malformed task object", "key", m.Key, "err", m.Err)
+	}
+	now := w.clock.Now()
+	entries := make([]queue.ReadyEntry, 0, len(page.Tasks))
+	for _, t := range page.Tasks {
+		if t == nil || t.Status != queue.StatusPending || t.AvailableAt.After(now) || !w.typeSet[t.Type] {
+			continue
+		}
+		entries = append(entries, queue.ReadyEntry{
+			Key: queue.ReadyKey(t), ID: t.ID, Shard: t.Shard, Type: t.Type, AvailableAt: t.AvailableAt,
+		})
+	}
+	w.shuffle(len(entries), func(i, j int) { entries[i], entries[j] = entries[j], entries[i] })
+	claimed, tried := w.claimEntries(ctx, entries, free)
+	if tried >= len(entries) {
+		w.scan.cursors[shard] = page.Cursor
+		w.scan.idx++
+	}
+	return pollResult{claimed: claimed, more: w.scan.idx < len(shards)}
+}
+
+// claimEntries claims entries in order until free tasks were claimed. It
+// returns how many were claimed and how many entries were tried.
+func (w *Worker) claimEntries(ctx context.Context, entries []queue.ReadyEntry, free int) (claimed, tried int) {
+	for _, e := range entries {
+		if claimed >= free || w.stopping(ctx) {
+			break
+		}
+		tried++
+		// The claim runs to completion even if shutdown starts meanwhile:
+		// a claim whose answer we never saw would leave the task running
+		// until its lease expires.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		l, err := w.q.Claim(cctx, e, w.opts.ID)
+		cancel()
+		switch {
+		case err == nil:
+			w.start(l)
+			claimed++
+		case errors.Is(err, queue.ErrConflict), errors.Is(err, queue.ErrNotFound):
+			w.log.Debug("ready entry not claimable", "task_id", e.ID, "reason", err)
+		default:
+			w.log.Warn("claim failed", "task_id", e.ID, "key", e.Key, "err", err)
+		}
+	}
+	return claimed, tried
+}

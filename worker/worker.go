@@ -1,0 +1,442 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand"
+	"os"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/qo-queue/qo/monitor"
+	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/store"
+)
+
+// HandlerFunc runs one task. It returns the task's output (valid JSON, or
+// nil for none) or an error that steers the task (see Retryable, Permanent,
+// Reschedule). ctx is cancelled, with a cause from this package
+// (context.Cause), when the lease is lost, a cancel is requested, the lease
+// expires without renewal, or the worker shuts down past its timeout.
+// Handlers must be safe to run more than once for the same task
+// (at-least-once execution).
+type HandlerFunc func(ctx context.Context, t *queue.Task) (json.RawMessage, error)
+
+// Worker claims tasks from a queue and runs their handlers.
+type Worker struct {
+	q        *queue.Queue
+	opts     Options
+	log      *slog.Logger
+	clock    store.Clock
+	handlers map[string]HandlerFunc
+	types    []string
+	typeSet  map[string]bool
+	host     string
+
+	started   atomic.Bool
+	startedAt time.Time
+
+	mu      sync.Mutex
+	running map[uuid.UUID]*runningTask
+	rnd     *rand.Rand
+
+	tasks    sync.WaitGroup
+	taskDone chan struct{} // a slot freed up
+	hbNow    chan struct{} // publish a heartbeat soon
+
+	abortOnce sync.Once
+	abort     chan struct{}
+
+	completed atomic.Int64
+	failed    atomic.Int64
+
+	handlerBase context.Context
+
+	leaser *shardLeaser
+	mon    *monitor.Monitor
+
+	// Poll state, owned by the dispatch loop.
+	cursor     string
+	scan       scanState
+	scanning   bool
+	emptySince time.Time
+	lastScan   time.Time
+}
+
+// New returns a worker for q. Register handlers with Handle before Run.
+func New(q *queue.Queue, opts Options) *Worker {
+	opts = opts.withDefaults()
+	clock := opts.Clock
+	if clock == nil {
+		clock = store.ClockFunc(q.Now)
+	}
+	if opts.Monitor.Clock == nil {
+		opts.Monitor.Clock = clock
+	}
+	host, _ := os.Hostname()
+	w := &Worker{
+		q:        q,
+		opts:     opts,
+		log:      opts.Logger.With("worker_id", opts.ID),
+		clock:    clock,
+		handlers: map[string]HandlerFunc{},
+		host:     host,
+		running:  map[uuid.UUID]*runningTask{},
+		rnd:      rand.New(rand.NewSource(time.Now().UnixNano())),
+		taskDone: make(chan struct{}, 1),
+		hbNow:    make(chan struct{}, 1),
+		abort:    make(chan struct{}),
+	}
+	if !opts.NoMonitor {
+		w.mon = monitor.New(q, opts.Monitor)
+	}
+	return w
+}
+
+// ID returns the worker's id.
+func (w *Worker) ID() string { return w.opts.ID }
+
+// Options returns the effective options (defaults filled in).
+func (w *Worker) Options() Options { return w.opts }
+
+// Handle registers h for tasks of type typ, replacing any earlier handler
+// for it. Call it before Run; it panics afterwards or on an invalid type.
+func (w *Worker) Handle(typ string, h HandlerFunc) {
+	if w.started.Load() {
+		panic("worker: Handle called after Run")
+	}
+	if err := queue.ValidateType(typ); err != nil {
+		panic("worker: " + err.Error())
+	}
+	if h == nil {
+		panic("worker: nil handler for type " + typ)
+	}
+	w.handlers[typ] = h
+}
+
+// Types returns the types this worker serves (after Run started: the
+// effective list).
+func (w *Worker) Types() []string {
+	if w.types != nil {
+		return append([]string(nil), w.types...)
+	}
+	out := make([]string, 0, len(w.handlers))
+	for t := range w.handlers {
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Abort ends a shutdown without waiting: running handlers are cancelled
+// (exec children killed at once) and their tasks released immediately. If
+// Run's context was not cancelled yet, Abort also starts the shutdown.
+// Safe to call more than once, from any goroutine.
+func (w *Worker) Abort() { w.abortOnce.Do(func() { close(w.abort) }) }
+
+// Validate checks the options and handlers without starting anything: the
+// errors Run would return before registering.
+func (w *Worker) Validate() error { return w.prepare() }
+
+func (w *Worker) prepare() error {
+	if err := w.opts.validate(); err != nil {
+		return err
+	}
+	if len(w.handlers) == 0 {
+		return errors.New("worker: no handlers registered (register one with Handle, --exec TYPE=COMMAND, or --builtins)")
+	}
+	types := w.opts.Types
+	if len(types) == 0 {
+		types = w.Types()
+	}
+	w.typeSet = map[string]bool{}
+	for _, t := range types {
+		if _, ok := w.handlers[t]; !ok {
+			return fmt.Errorf("worker: type %q has no handler (registered: %v)", t, w.Types())
+		}
+		w.typeSet[t] = true
+	}
+	w.types = make([]string, 0, len(w.typeSet))
+	for t := range w.typeSet {
+		w.types = append(w.types, t)
+	}
+	sort.Strings(w.types)
+	if len(w.opts.Shards) > 0 {
+		all := w.q.Shards()
+		for _, s := range w.opts.Shards {
+			if !slices.Contains(all, s) {
+				return fmt.Errorf("worker: unknown shard %q: this queue has %d shards named %s..%s", s, len(all), all[0], all[len(all)-1])
+			}
+		}
+	}
+	return nil
+}
+
+// Run registers the worker, claims and runs tasks until ctx is cancelled,
+// then shuts down gracefully: it stops claiming, waits up to
+// ShutdownTimeout for running handlers, releases the tasks of those still
+// running (available again at once, no retry counted), releases its shard
+// leases, deregisters and returns nil. It returns an error only when the
+// worker cannot start (bad options, no handlers, registration failed).
+func (w *Worker) Run(ctx context.Context) error {
+	if !w.started.CompareAndSwap(false, true) {
+		return errors.New("worker: Run called more than once")
+	}
+	if err := w.prepare(); err != nil {
+		return err
+	}
+	bg := context.WithoutCancel(ctx)
+	w.handlerBase = bg
+	w.startedAt = w.clock.Now()
+	if w.opts.ShardLeasing.Enabled {
+		w.leaser = newShardLeaser(w)
+	}
+
+	regCtx, cancelReg := context.WithTimeout(ctx, 30*time.Second)
+	err := w.q.PutWorker(regCtx, w.info())
+	cancelReg()
+	if err != nil {
+		return fmt.Errorf("worker %s: register in the worker registry: %w", w.opts.ID, err)
+	}
+	w.log.Info("worker started", "types", w.types, "concurrency", w.opts.Concurrency,
+		"shards", w.describeShards(), "index_mode", w.opts.IndexMode,
+		"shard_leasing", w.opts.ShardLeasing.Enabled, "monitor", !w.opts.NoMonitor)
+
+	auxCtx, stopAux := context.WithCancel(bg)
+	var aux sync.WaitGroup
+	aux.Add(1)
+	go func() {
+		defer aux.Done()
+		w.heartbeatLoop(auxCtx)
+	}()
+	if w.leaser != nil {
+		aux.Add(1)
+		go func() {
+			defer aux.Done()
+			w.leaser.run(auxCtx)
+		}()
+	}
+	monCtx, stopMon := context.WithCancel(bg)
+	var mon sync.WaitGroup
+	if w.mon != nil {
+		mon.Add(1)
+		go func() {
+			defer mon.Done()
+			_ = w.mon.Run(monCtx)
+		}()
+	}
+
+	w.dispatch(ctx)
+
+	w.drain()
+	stopMon()
+	mon.Wait()
+	stopAux()
+	aux.Wait()
+	if w.leaser != nil {
+		w.leaser.releaseAll(bg)
+	}
+	w.deregister(bg)
+	w.log.Info("worker stopped", "tasks_completed", w.completed.Load(), "tasks_failed", w.failed.Load())
+	return nil
+}
+
+// Monitor returns the embedded monitor (nil with NoMonitor).
+func (w *Worker) Monitor() *monitor.Monitor { return w.mon }
+
+func (w *Worker) describeShards() any {
+	if w.opts.ShardLeasing.Enabled {
+		return "leased"
+	}
+	if len(w.opts.Shards) == 0 {
+		return "all"
+	}
+	return w.opts.Shards
+}
+
+// stopping reports whether claiming must stop.
+func (w *Worker) stopping(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	select {
+	case <-w.abort:
+		return true
+	default:
+		return false
+	}
+}
+
+// drain waits for running handlers, then releases what still runs.
+func (w *Worker) drain() {
+	n := w.runningCount()
+	allDone := make(chan struct{})
+	go func() {
+		w.tasks.Wait()
+		close(allDone)
+	}()
+	if n == 0 {
+		<-allDone
+		return
+	}
+	w.log.Info("shutting down: waiting for running tasks", "running", n, "timeout", w.opts.ShutdownTimeout.String())
+	timer := time.NewTimer(w.opts.ShutdownTimeout)
+	defer timer.Stop()
+	cause := ErrShuttingDown
+	select {
+	case <-allDone:
+		w.log.Info("running tasks finished")
+		return
+	case <-timer.C:
+	case <-w.abort:
+		cause = errAbort
+	}
+	running := w.snapshotRunning()
+	w.log.Warn("releasing tasks still running", "running", len(running), "reason", cause)
+	var wg sync.WaitGroup
+	for _, rt := range running {
+		rt.cancel(cause)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.release(rt, "worker "+w.opts.ID+" shut down before the task finished")
+		}()
+	}
+	wg.Wait()
+	grace := w.opts.HandlerGrace
+	if cause == errAbort {
+		grace = min(grace, 2*time.Second)
+	}
+	gt := time.NewTimer(grace)
+	defer gt.Stop()
+	select {
+	case <-allDone:
+	case <-gt.C:
+		w.log.Warn("handlers did not return after cancellation; their tasks were released anyway", "running", w.runningCount())
+	}
+}
+
+func (w *Worker) runningCount() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.running)
+}
+
+func (w *Worker) snapshotRunning() []*runningTask {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]*runningTask, 0, len(w.running))
+	for _, rt := range w.running {
+		out = append(out, rt)
+	}
+	return out
+}
+
+// info is the registry record as of now.
+func (w *Worker) info() *queue.WorkerInfo {
+	w.mu.Lock()
+	current := make([]string, 0, len(w.running))
+	for id := range w.running {
+		current = append(current, id.String())
+	}
+	w.mu.Unlock()
+	sort.Strings(current)
+	var shards []string
+	switch {
+	case w.leaser != nil:
+		shards = w.leaser.owned()
+	case len(w.opts.Shards) > 0:
+		shards = append([]string(nil), w.opts.Shards...)
+	default:
+		// Empty means every shard. (Not the full list: leasing workers
+		// read the registry to see which shards are taken, and a worker
+		// without leasing takes none.)
+	}
+	return &queue.WorkerInfo{
+		ID:             w.opts.ID,
+		StartedAt:      w.startedAt,
+		LastHeartbeat:  w.clock.Now(),
+		Shards:         shards,
+		CurrentTasks:   current,
+		Types:          append([]string(nil), w.types...),
+		Concurrency:    w.opts.Concurrency,
+		TasksCompleted: w.completed.Load(),
+		TasksFailed:    w.failed.Load(),
+		Host:           w.host,
+		PID:            os.Getpid(),
+		Version:        w.opts.Version,
+	}
+}
+
+// Heartbeat writes the registry record now.
+func (w *Worker) Heartbeat(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := w.q.PutWorker(ctx, w.info()); err != nil {
+		return fmt.Errorf("worker %s: heartbeat: %w", w.opts.ID, err)
+	}
+	return nil
+}
+
+// requestHeartbeat asks the heartbeat loop to publish soon (after shard
+// ownership changed).
+func (w *Worker) requestHeartbeat() {
+	select {
+	case w.hbNow <- struct{}{}:
+	default:
+	}
+}
+
+// heartbeatLoop runs on its own ticker, independent of running tasks.
+func (w *Worker) heartbeatLoop(ctx context.Context) {
+	t := time.NewTicker(w.opts.HeartbeatInterval)
+	defer t.Stop()
+	failing := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-w.hbNow:
+		}
+		err := w.Heartbeat(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			if !failing {
+				w.log.Warn("heartbeat failed (will keep trying)", "err", err)
+			}
+			failing = true
+		case err == nil && failing:
+			w.log.Info("heartbeat recovered")
+			failing = false
+		}
+	}
+}
+
+func (w *Worker) deregister(bg context.Context) {
+	ctx, cancel := context.WithTimeout(bg, 30*time.Second)
+	defer cancel()
+	if err := w.q.DeleteWorker(ctx, w.opts.ID); err != nil {
+		w.log.Warn("deregistering failed; the registry entry will show as stale", "err", err)
+	}
+}
+
+func (w *Worker) jitter(d time.Duration) time.Duration {
+	w.mu.Lock()
+	f := 0.8 + 0.4*w.rnd.Float64()
+	w.mu.Unlock()
+	return time.Duration(float64(d) * f)
+}
+
+func (w *Worker) shuffle(n int, swap func(i, j int)) {
+	w.mu.Lock()
+	w.rnd.Shuffle(n, swap)
+	w.mu.Unlock()
+}
