@@ -1,0 +1,543 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/store"
+	"github.com/qo-queue/qo/store/memstore"
+	"github.com/qo-queue/qo/worker"
+)
+
+func TestDefaultDevDataDir(t *testing.T) {
+	t.Parallel()
+	homeOK := func() (string, error) { return "/home/ann", nil }
+	homeErr := func() (string, error) { return "", errors.New("no home") }
+	env := func(kv ...string) func(string) string {
+		return func(k string) string {
+			for i := 0; i+1 < len(kv); i += 2 {
+				if kv[i] == k {
+					return kv[i+1]
+				}
+			}
+			return ""
+		}
+	}
+	tests := []struct {
+		name    string
+		goos    string
+		getenv  func(string) string
+		home    func() (string, error)
+		want    string
+		wantErr string
+	}{
+		{"xdg", "linux", env("XDG_DATA_HOME", "/data/ann"), homeOK, filepath.Join("/data/ann", "qo", "dev"), ""},
+		{"no xdg", "linux", env(), homeOK, filepath.Join("/home/ann", ".local", "share", "qo", "dev"), ""},
+		{"relative xdg is ignored", "linux", env("XDG_DATA_HOME", "rel/dir"), homeOK, filepath.Join("/home/ann", ".local", "share", "qo", "dev"), ""},
+		{"darwin follows the unix rule", "darwin", env(), homeOK, filepath.Join("/home/ann", ".local", "share", "qo", "dev"), ""},
+		{"no home", "linux", env(), homeErr, "", "--data-dir"},
+		{"windows", "windows", env("LocalAppData", `C:\Users\ann\AppData\Local`), homeOK, filepath.Join(`C:\Users\ann\AppData\Local`, "qo", "dev"), ""},
+		{"windows without LocalAppData", "windows", env(), homeOK, filepath.Join("/home/ann", "AppData", "Local", "qo", "dev"), ""},
+		{"windows ignores XDG", "windows", env("XDG_DATA_HOME", "/x", "LocalAppData", `D:\l`), homeOK, filepath.Join(`D:\l`, "qo", "dev"), ""},
+		{"windows nothing", "windows", env(), homeErr, "", "--data-dir"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := defaultDevDataDir(tt.goos, tt.getenv, tt.home)
+			if tt.wantErr != "" {
+				require.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestDevDataDirExplicitIsAbsolute(t *testing.T) {
+	t.Parallel()
+	got, err := devDataDir("  some/rel  ")
+	require.NoError(t, err)
+	require.True(t, filepath.IsAbs(got), got)
+	require.Equal(t, "rel", filepath.Base(got))
+}
+
+func testDevState(endpoint string, pid int) *devState {
+	return &devState{
+		Endpoint: endpoint, Bucket: "qo-dev", Region: "us-east-1",
+		AccessKey: "QODEVKEY", SecretKey: "secret", PID: pid,
+		StartedAt: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC),
+	}
+}
+
+func TestDevStateRoundTrip(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	_, err := readDevState(dir)
+	require.ErrorIs(t, err, os.ErrNotExist)
+
+	st := testDevState("http://127.0.0.1:9470", 4242)
+	require.NoError(t, writeDevState(dir, st))
+	got, err := readDevState(dir)
+	require.NoError(t, err)
+	want := *st
+	want.Format = devStateFormat
+	want.DataDir = dir
+	require.Equal(t, &want, got)
+
+	if runtime.GOOS != "windows" {
+		fi, err := os.Stat(filepath.Join(dir, devStateFile))
+		require.NoError(t, err)
+		require.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "the state file holds the secret key")
+	}
+	// The documented shape other tools may read.
+	raw, err := os.ReadFile(filepath.Join(dir, devStateFile))
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(raw, &m))
+	for _, k := range []string{"format", "endpoint", "bucket", "region", "access_key_id", "secret_access_key", "pid", "started_at"} {
+		require.Contains(t, m, k)
+	}
+
+	// Another server's state is left alone; our own is removed.
+	require.NoError(t, removeDevState(dir, 1))
+	_, err = readDevState(dir)
+	require.NoError(t, err)
+	require.NoError(t, removeDevState(dir, 4242))
+	_, err = readDevState(dir)
+	require.ErrorIs(t, err, os.ErrNotExist)
+	require.NoError(t, removeDevState(dir, 4242), "removing twice is fine")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Empty(t, entries, "no temporary files are left behind")
+}
+
+func TestReadDevStateRejectsBadFiles(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, body, want string
+	}{
+		{"not json", "{", "not valid JSON"},
+		{"incomplete", `{"format":1,"endpoint":"http://x"}`, "incomplete"},
+		{"other format", `{"format":9,"endpoint":"http://x","bucket":"b","access_key_id":"a","secret_access_key":"s","pid":1}`, "another qo version"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(dir, devStateFile), []byte(tt.body), 0o600))
+			_, err := readDevState(dir)
+			require.ErrorContains(t, err, tt.want)
+			_, ok := runningDevIn(context.Background(), dir)
+			require.False(t, ok)
+		})
+	}
+}
+
+func TestDevCredentialsGeneratedOnce(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	first, err := loadDevCredentials(dir)
+	require.NoError(t, err)
+	require.Len(t, first.AccessKey, 20)
+	require.True(t, strings.HasPrefix(first.AccessKey, "QODEV"))
+	require.Len(t, first.SecretKey, 40)
+	again, err := loadDevCredentials(dir)
+	require.NoError(t, err)
+	require.Equal(t, first, again, "credentials survive a restart")
+	if runtime.GOOS != "windows" {
+		fi, err := os.Stat(filepath.Join(dir, devCredentialsFile))
+		require.NoError(t, err)
+		require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+	}
+	other, err := loadDevCredentials(t.TempDir())
+	require.NoError(t, err)
+	require.NotEqual(t, first, other, "each data directory gets its own credentials")
+
+	bad := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(bad, devCredentialsFile), []byte(`{"access_key_id":""}`), 0o600))
+	_, err = loadDevCredentials(bad)
+	require.ErrorContains(t, err, "--reset")
+}
+
+// deadPID returns the pid of a process that has exited (and been reaped).
+func deadPID(t *testing.T) int {
+	t.Helper()
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	cmd := exec.Command(exe, "-test.run=^$")
+	require.NoError(t, cmd.Run())
+	return cmd.Process.Pid
+}
+
+func TestProcessAlive(t *testing.T) {
+	t.Parallel()
+	require.True(t, processAlive(os.Getpid()))
+	require.False(t, processAlive(0))
+	require.False(t, processAlive(-1))
+	require.False(t, processAlive(deadPID(t)))
+}
+
+func TestRunningDevIn(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusForbidden) // like S3 to an unsigned request
+	}))
+	t.Cleanup(srv.Close) // after the parallel subtests
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closedURL := closed.URL
+	closed.Close()
+	dead := deadPID(t)
+
+	tests := []struct {
+		name  string
+		state *devState
+		want  bool
+	}{
+		{"alive and answering", testDevState(srv.URL, os.Getpid()), true},
+		{"process gone", testDevState(srv.URL, dead), false},
+		{"endpoint not answering", testDevState(closedURL, os.Getpid()), false},
+		{"no state file", nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			if tt.state != nil {
+				require.NoError(t, writeDevState(dir, tt.state))
+			}
+			st, ok := runningDevIn(context.Background(), dir)
+			require.Equal(t, tt.want, ok)
+			if ok {
+				require.Equal(t, tt.state.Endpoint, st.Endpoint)
+				require.Equal(t, dir, st.DataDir)
+			}
+		})
+	}
+}
+
+// TestDiscoverDev uses QO_DEV_DATA_DIR, the way other processes find a dev
+// server, so it cannot run in parallel.
+func TestDiscoverDev(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusForbidden)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	t.Setenv(envDevDataDir, dir)
+
+	_, ok := discoverDev()
+	require.False(t, ok, "no state file")
+
+	require.NoError(t, writeDevState(dir, testDevState(srv.URL, os.Getpid())))
+	st, ok := discoverDev()
+	require.True(t, ok)
+	cfg := st.storeConfig()
+	require.Equal(t, srv.URL, cfg.Endpoint)
+	require.Equal(t, "qo-dev", cfg.Bucket)
+	require.Equal(t, "us-east-1", cfg.Region)
+	require.Equal(t, "QODEVKEY", cfg.AccessKey)
+	require.Equal(t, "secret", cfg.SecretKey)
+	require.True(t, cfg.PathStyle)
+
+	srv.Close()
+	_, ok = discoverDev()
+	require.False(t, ok, "a server that stopped answering is not running")
+
+	// The per-user default when QO_DEV_DATA_DIR is unset.
+	t.Setenv(envDevDataDir, "")
+	xdg := t.TempDir()
+	t.Setenv("XDG_DATA_HOME", xdg)
+	t.Setenv("LocalAppData", xdg)
+	got, err := devDataDir("")
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(xdg, "qo", "dev"), got)
+}
+
+func TestWipeDevDataKeepsForeignFiles(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		foreign bool
+	}{{"only qo dev data", false}, {"with a foreign file", true}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := filepath.Join(t.TempDir(), "dev")
+			require.NoError(t, os.MkdirAll(filepath.Join(dir, devGatewayDir, "buckets", "qo-dev"), 0o700))
+			_, err := loadDevCredentials(dir)
+			require.NoError(t, err)
+			require.NoError(t, writeDevState(dir, testDevState("http://127.0.0.1:1", 1)))
+			require.NoError(t, os.WriteFile(filepath.Join(dir, devLogFile), []byte("log"), 0o600))
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "."+devStateFile+".tmp123"), nil, 0o600))
+			if tt.foreign {
+				require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o600))
+			}
+			require.NoError(t, wipeDevData(dir))
+			entries, err := os.ReadDir(dir)
+			if !tt.foreign {
+				require.ErrorIs(t, err, os.ErrNotExist, "an emptied data directory is removed")
+				return
+			}
+			require.NoError(t, err)
+			require.Len(t, entries, 1)
+			require.Equal(t, "notes.txt", entries[0].Name())
+		})
+	}
+}
+
+func TestDevEnvLines(t *testing.T) {
+	t.Parallel()
+	st := testDevState("http://127.0.0.1:9470", 1)
+	require.Equal(t, []string{
+		"export S3_ENDPOINT=http://127.0.0.1:9470 S3_BUCKET=qo-dev AWS_ACCESS_KEY_ID=QODEVKEY AWS_SECRET_ACCESS_KEY=secret AWS_REGION=us-east-1",
+	}, devEnvLines(st, "linux"))
+	require.Equal(t, []string{
+		`$env:S3_ENDPOINT="http://127.0.0.1:9470"`, `$env:S3_BUCKET="qo-dev"`,
+		`$env:AWS_ACCESS_KEY_ID="QODEVKEY"`, `$env:AWS_SECRET_ACCESS_KEY="secret"`, `$env:AWS_REGION="us-east-1"`,
+	}, devEnvLines(st, "windows"))
+}
+
+// runApp shares the command tree: tests calling it do not run in parallel.
+func TestDevFlagErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"addr without port", []string{"--addr", "127.0.0.1"}, "invalid --addr"},
+		{"addr bad port", []string{"--addr", "127.0.0.1:99999"}, "port must be a number"},
+		{"bucket", []string{"--bucket", "Bad_Bucket"}, "invalid --bucket"},
+		{"concurrency", []string{"--concurrency", "0"}, "invalid --concurrency"},
+		{"demo rate zero", []string{"--demo-rate", "0"}, "invalid --demo-rate"},
+		{"demo rate too high", []string{"--demo-rate", "1000"}, "invalid --demo-rate"},
+		{"exec", []string{"--exec", "noequals"}, "invalid --exec"},
+		{"exec twice", []string{"--exec", "a=/bin/true", "--exec", "a=/bin/false"}, "given twice"},
+		{"shutdown timeout", []string{"--shutdown-timeout", "soon"}, "invalid --shutdown-timeout"},
+		{"argument", []string{"extra"}, "takes no arguments"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			args := append([]string{"qo", "dev", "--data-dir", t.TempDir()}, tt.args...)
+			code := runApp(args, &out, &errOut)
+			require.Equal(t, exitUsage, code, errOut.String())
+			require.Contains(t, errOut.String(), tt.want)
+			require.Equal(t, 1, strings.Count(errOut.String(), "\n"), "one line: %q", errOut.String())
+		})
+	}
+}
+
+func TestCheckDevAddrBusy(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	err = checkDevAddr(l.Addr().String())
+	require.Error(t, err)
+	require.Equal(t, exitConflict, exitCode(err))
+	require.Contains(t, err.Error(), "--addr")
+	require.Contains(t, err.Error(), "another 'qo dev' may be running")
+
+	free, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := free.Addr().String()
+	require.NoError(t, free.Close())
+	require.NoError(t, checkDevAddr(addr))
+	require.NoError(t, checkDevAddr("127.0.0.1:0"))
+}
+
+func TestDevResetRefusesWhileRunning(t *testing.T) {
+	dir := t.TempDir()
+	// The state names a live process other than this one (our parent).
+	require.NoError(t, writeDevState(dir, testDevState("http://127.0.0.1:1", os.Getppid())))
+	var out, errOut bytes.Buffer
+	code := runApp([]string{"qo", "dev", "--reset", "--yes", "--data-dir", dir, "--addr", "127.0.0.1:0"}, &out, &errOut)
+	require.Equal(t, exitConflict, code, errOut.String())
+	require.Contains(t, errOut.String(), "stop it before --reset")
+	_, err := os.Stat(filepath.Join(dir, devStateFile))
+	require.NoError(t, err, "nothing was deleted")
+}
+
+func TestDemoCycle(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	builtins := worker.Builtins()
+	kinds := map[string]bool{}
+	for n := 0; n < len(demoCycle); n++ {
+		req := demoRequest(n, now)
+		require.Contains(t, builtins, req.Type, "demo tasks run on the built-in handlers")
+		require.True(t, json.Valid(req.Input), "input %s", req.Input)
+		require.NotNil(t, req.MaxRetries)
+		var in struct {
+			Mode string `json:"mode"`
+		}
+		_ = json.Unmarshal(req.Input, &in)
+		switch {
+		case !req.AvailableAt.IsZero():
+			require.True(t, req.AvailableAt.After(now))
+			kinds["delayed"] = true
+		case req.Type == worker.BuiltinFail && in.Mode == "permanent":
+			kinds["permanent"] = true
+		case req.Type == worker.BuiltinFail:
+			require.Positive(t, *req.MaxRetries, "a retryable demo failure is retried")
+			kinds["retryable"] = true
+		case req.Type == worker.BuiltinSleep:
+			kinds["sleep"] = true
+		case req.Type == worker.BuiltinEcho:
+			kinds["echo"] = true
+		}
+	}
+	require.Len(t, kinds, 5, "every kind of demo task is in the cycle: %v", kinds)
+	require.Equal(t, demoRequest(0, now).Input, demoRequest(len(demoCycle), now).Input, "the cycle repeats")
+}
+
+func TestDevCounter(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := memstore.New()
+	_, err := queue.Init(ctx, s, 1)
+	require.NoError(t, err)
+	q, err := queue.Open(ctx, s, queue.Options{})
+	require.NoError(t, err)
+	submit := func(at time.Time) *queue.Task {
+		task, _, err := q.Submit(ctx, queue.SubmitRequest{Type: "echo", Input: json.RawMessage(`{}`), AvailableAt: at})
+		require.NoError(t, err)
+		return task
+	}
+	claim := func() *queue.Lease {
+		entries, _, err := q.ListReady(ctx, queue.ReadyQuery{Limit: 1})
+		require.NoError(t, err)
+		require.Len(t, entries, 1)
+		l, err := q.Claim(ctx, entries[0], "w1")
+		require.NoError(t, err)
+		return l
+	}
+
+	c := newDevCounter(s)
+	counts, err := c.Refresh(ctx, q.Now())
+	require.NoError(t, err)
+	require.Empty(t, counts.ByStatus)
+
+	submit(time.Time{})
+	submit(time.Time{})
+	submit(time.Time{})
+	submit(q.Now().Add(time.Hour))
+	done := claim()
+	_, err = q.Complete(ctx, done, json.RawMessage(`{}`))
+	require.NoError(t, err)
+	failed := claim()
+	_, err = q.Fail(ctx, failed, "boom")
+	require.NoError(t, err)
+	run := claim() // stays running
+	// A malformed task object is skipped, not counted.
+	_, err = s.Put(ctx, queue.TasksPrefix+"0/00000000-0000-0000-0000-000000000000.json", []byte("{"), store.Condition{})
+	require.NoError(t, err)
+
+	counts, err = c.Refresh(ctx, q.Now())
+	require.NoError(t, err)
+	require.False(t, counts.Partial)
+	require.Equal(t, map[queue.Status]int{
+		queue.StatusPending: 1, queue.StatusRunning: 1, queue.StatusCompleted: 1, queue.StatusFailed: 1,
+	}, counts.ByStatus)
+	require.Equal(t, 1, counts.Delayed)
+	require.Equal(t, "pending 1 (1 later)  running 1  completed 1  failed 1", counts.String())
+
+	// Only changed tasks are read again.
+	before := s.Requests().Snapshot()
+	counts, err = c.Refresh(ctx, q.Now())
+	require.NoError(t, err)
+	require.Equal(t, int64(0), s.Requests().Snapshot().Sub(before).Total(store.OpGet), "nothing changed: no task read")
+	require.Equal(t, 1, counts.ByStatus[queue.StatusRunning])
+
+	// A change is seen, reading only the task that changed.
+	_, err = q.Complete(ctx, run, json.RawMessage(`{}`))
+	require.NoError(t, err)
+	afterWrite := s.Requests().Snapshot()
+	counts, err = c.Refresh(ctx, q.Now())
+	require.NoError(t, err)
+	require.Equal(t, int64(1), s.Requests().Snapshot().Sub(afterWrite).Total(store.OpGet), "one task changed: one read")
+	require.Equal(t, 0, counts.ByStatus[queue.StatusRunning])
+	require.Equal(t, 2, counts.ByStatus[queue.StatusCompleted])
+
+	// A refresh with a read budget says its counts are partial.
+	small := newDevCounter(s)
+	small.maxReads = 2
+	counts, err = small.Refresh(ctx, q.Now())
+	require.NoError(t, err)
+	require.True(t, counts.Partial)
+	require.Contains(t, counts.String(), "counting")
+	total := 0
+	for _, n := range counts.ByStatus {
+		total += n
+	}
+	require.Less(t, total, 4, "not every task was counted")
+}
+
+// corsStore records SetCORS calls and answers with err.
+type corsStore struct {
+	*memstore.Store
+	err     error
+	origins []string
+}
+
+func (s *corsStore) SetCORS(ctx context.Context, origins []string) error {
+	s.origins = origins
+	return s.err
+}
+
+func TestPrepareDevQueue(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		corsErr error
+		wantErr string
+	}{
+		{"cors set", nil, ""},
+		{"cors not supported", fmt.Errorf("put bucket cors: %w", store.ErrNotSupported), ""},
+		{"cors failed", errors.New("boom"), "set CORS"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			s := &corsStore{Store: memstore.New(), err: tt.corsErr}
+			log := slog.New(slog.DiscardHandler)
+			q, err := prepareDevQueue(ctx, s, "qo-dev", log)
+			require.Equal(t, []string{"*"}, s.origins)
+			if tt.wantErr != "" {
+				require.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, 1, q.Config().ShardChars)
+			task, _, err := q.Submit(ctx, queue.SubmitRequest{Type: "echo"})
+			require.NoError(t, err)
+
+			// A restart opens the same queue.
+			again, err := prepareDevQueue(ctx, s, "qo-dev", log)
+			require.NoError(t, err)
+			got, err := again.Get(ctx, task.ID)
+			require.NoError(t, err)
+			require.Equal(t, queue.StatusPending, got.Status)
+		})
+	}
+}

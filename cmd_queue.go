@@ -1,0 +1,895 @@
+package main
+
+// Queue commands: init, submit, status, history, list, replay, archive,
+// cancel.
+//
+// --json output shapes (stable; new fields may be added, none removed):
+//
+//   - submit, status, replay, archive, cancel: the task object exactly as
+//     stored in the bucket (see queue/doc.go, "Task object").
+//   - list: {"tasks": [task...], "next_cursor": "..." | "",
+//     "malformed": [{"key": "...", "error": "..."}],
+//     "stale_index_entries": ["..."]}
+//   - history: {"id": "...", "events": [{"event", "at", "status",
+//     "worker_id", "attempt", "rev", "version_id", "error", "task"}]}
+//   - init: {"format", "shard_chars", "shards", "created_at", "created",
+//     "versioning", "lifecycle"}
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/urfave/cli/v2"
+
+	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/store"
+)
+
+func init() {
+	registerExitCode(queue.ErrInvalidInput, exitUsage)
+	registerExitCode(queue.ErrNotFound, exitNotFound)
+	registerExitCode(queue.ErrInvalidTransition, exitConflict)
+	registerExitCode(queue.ErrConflict, exitConflict)
+	registerExitCode(queue.ErrLeaseLost, exitConflict)
+	registerExitCode(queue.ErrIdempotencyMismatch, exitConflict)
+	registerExitCode(queue.ErrNotInitialized, exitStorage)
+
+	commands = append(commands,
+		initCommand(), submitCommand(), statusCommand(), historyCommand(), listCommand(),
+		replayCommand(), archiveCommand(), cancelCommand(),
+	)
+}
+
+// queueStore opens the bucket for the queue commands. Tests replace it.
+var queueStore = func(c *cli.Context) (store.Store, error) {
+	s, err := openStore(c)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// initStore opens the bucket for qo init: like openStore, but a bucket
+// without versioning is fine (init turns it on) and --create-bucket creates
+// a missing bucket. Tests replace it.
+var initStore = func(c *cli.Context) (store.Store, error) {
+	s, cfg, err := newStore(c)
+	if err != nil {
+		return nil, err
+	}
+	if c.Bool("create-bucket") {
+		if err := s.CreateBucket(c.Context); err != nil {
+			return nil, connError(c.Context, cfg, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(c.Context, connectTimeout)
+	defer cancel()
+	if _, err := s.Versioning(ctx); err != nil {
+		if errors.Is(err, store.ErrBucketNotFound) {
+			return nil, storageError("bucket %q does not exist at %s: pass --create-bucket to create it, or check --bucket (S3_BUCKET)",
+				cfg.Bucket, endpointName(cfg))
+		}
+		return nil, connError(c.Context, cfg, err)
+	}
+	return s, nil
+}
+
+// stderrLogger prints warnings (and nothing chattier) on the app's error
+// writer.
+func stderrLogger(c *cli.Context) *slog.Logger {
+	return slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// openQueue connects to the bucket and opens the queue in it.
+func openQueue(c *cli.Context) (*queue.Queue, error) {
+	s, err := queueStore(c)
+	if err != nil {
+		return nil, err
+	}
+	q, err := queue.Open(c.Context, s, queue.Options{Logger: stderrLogger(c)})
+	if errors.Is(err, queue.ErrNotInitialized) {
+		return nil, fmt.Errorf("bucket %q holds no qo queue (no queue.json): run 'qo init' first: %w", connString(c, "bucket"), queue.ErrNotInitialized)
+	}
+	return q, err
+}
+
+func jsonFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "json", Usage: "print JSON for scripts (a stable shape: fields may be added, never removed)"}
+}
+
+// positionalArgs returns the command's positional arguments. The flag
+// parser stops at the first positional argument, so flags written after it
+// ("qo status ID --json") arrive as arguments: they are parsed here with
+// the command's own flags and applied to c.
+func positionalArgs(c *cli.Context) ([]string, error) {
+	args := c.Args().Slice()
+	fs := flag.NewFlagSet(c.Command.Name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	for _, f := range c.Command.Flags {
+		if err := f.Apply(fs); err != nil {
+			return nil, err
+		}
+	}
+	var pos []string
+	for rest := args; len(rest) > 0; {
+		switch {
+		case rest[0] == "--":
+			pos = append(pos, rest[1:]...)
+			rest = nil
+		case !strings.HasPrefix(rest[0], "-") || rest[0] == "-":
+			pos = append(pos, rest[0])
+			rest = rest[1:]
+		default:
+			if err := fs.Parse(rest); err != nil {
+				return nil, usageError("%v (see 'qo %s --help')", err, c.Command.Name)
+			}
+			rest = fs.Args()
+		}
+	}
+	var setErr error
+	fs.Visit(func(f *flag.Flag) {
+		if err := c.Set(f.Name, f.Value.String()); err != nil && setErr == nil {
+			setErr = usageError("-%s: %v", f.Name, err)
+		}
+	})
+	return pos, setErr
+}
+
+// oneID parses the single task id argument.
+func oneID(c *cli.Context) (uuid.UUID, error) {
+	args, err := positionalArgs(c)
+	if err != nil {
+		return uuid.Nil, err
+	}
+	if len(args) != 1 {
+		return uuid.Nil, usageError("want exactly one task id, got %d arguments (usage: %s)", len(args), c.Command.UsageText)
+	}
+	id, err := queue.ParseID(args[0])
+	if err != nil {
+		return uuid.Nil, usageError("%s", inputMessage(err))
+	}
+	return id, nil
+}
+
+func noArgs(c *cli.Context) error {
+	args, err := positionalArgs(c)
+	if err != nil {
+		return err
+	}
+	if len(args) > 0 {
+		return usageError("unexpected argument %q (usage: %s)", args[0], c.Command.UsageText)
+	}
+	return nil
+}
+
+// --- init -----------------------------------------------------------------
+
+func initCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "init",
+		Usage:     "create the queue in a bucket (idempotent)",
+		UsageText: "qo init [--shard-chars 1|2] [--tasks-retention-days N] [--create-bucket] [--json]",
+		Description: `Writes queue.json (the shard width every component reads), turns bucket
+versioning on (task history) and installs lifecycle rules that expire old
+versions and delete markers of index objects after a day. Task history is kept
+unless --tasks-retention-days is given. Running init again is safe; it cannot
+change the shard width of an existing queue. --json prints {"format",
+"shard_chars", "shards", "created_at", "created", "versioning", "lifecycle"}.
+
+Examples:
+  qo init --bucket jobs
+  qo init --bucket jobs --create-bucket --json
+  qo init --bucket jobs --shard-chars 2 --tasks-retention-days 90`,
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "shard-chars", Value: 1, Usage: "hex characters of the task id used as shard: 1 (16 shards) or 2 (256 shards)"},
+			&cli.IntFlag{Name: "tasks-retention-days", Usage: "expire replaced task versions (history) after `N` days (0: keep forever)"},
+			&cli.BoolFlag{Name: "create-bucket", Usage: "create the bucket when it does not exist"},
+			jsonFlag(),
+		},
+		Action: func(c *cli.Context) error {
+			if err := noArgs(c); err != nil {
+				return err
+			}
+			chars := c.Int("shard-chars")
+			if chars != 1 && chars != 2 {
+				return usageError("--shard-chars %d: want 1 (16 shards) or 2 (256 shards)", chars)
+			}
+			days := c.Int("tasks-retention-days")
+			if days < 0 {
+				return usageError("--tasks-retention-days %d is negative (0 keeps task history forever)", days)
+			}
+			s, err := initStore(c)
+			if err != nil {
+				return err
+			}
+			res, err := queue.InitWithOptions(c.Context, s, queue.InitOptions{
+				ShardChars: chars, TasksRetentionDays: days, Logger: stderrLogger(c),
+			})
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				return emitJSON(c.App.Writer, map[string]any{
+					"format":      res.Config.Format,
+					"shard_chars": res.Config.ShardChars,
+					"shards":      1 << (4 * res.Config.ShardChars),
+					"created_at":  res.Config.CreatedAt,
+					"created":     res.Created,
+					"versioning":  res.Versioning,
+					"lifecycle":   res.Lifecycle,
+				})
+			}
+			verb := "initialised"
+			if !res.Created {
+				verb = "already initialised"
+			}
+			w := c.App.Writer
+			fmt.Fprintf(w, "queue %s in bucket %s: %d shards (%d hex char%s of the task id)\n", verb,
+				connString(c, "bucket"), 1<<(4*res.Config.ShardChars), res.Config.ShardChars, plural(res.Config.ShardChars))
+			fmt.Fprintf(w, "versioning: %s\nlifecycle:  %s\n", res.Versioning, res.Lifecycle)
+			return nil
+		},
+	}
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// --- submit -----------------------------------------------------------------
+
+func submitCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "submit",
+		Usage: "add a task to the queue, or one per line of a JSON Lines file",
+		UsageText: `qo submit --type TYPE [--input JSON | --input-file FILE|-] [--timeout D] [--retries N] [--delay D | --at TIME] [--idempotency-key K] [--json]
+qo submit --file FILE|- [--type TYPE] [--timeout D] [--retries N] [--delay D | --at TIME] [--concurrency N] [--json]`,
+		Description: `Prints the new task's id (or the whole task with --json). With
+--idempotency-key, submitting the same type and key again returns the existing
+task instead of a new one (a note goes to stderr); the same key with a different
+input is refused (exit 4).
+
+Bulk: --file FILE ('-' for stdin) submits one task per line of a JSON Lines
+file. Each line is an object with any of these fields:
+  type             task type (alias task_type; required unless --type is given)
+  input            any JSON document
+  timeout_seconds  lease of one attempt (default: --timeout)
+  max_retries      retries after the first attempt (default: --retries)
+  retry_policy     {"initial_interval_ms", "max_interval_ms", "multiplier",
+                   "jitter_percent"}; missing fields keep their defaults
+  delay            "90s", "1h30m" or a number of seconds (default: --delay)
+  available_at     RFC 3339 time (default: --at)
+  idempotency_key  deduplicates like --idempotency-key
+Every line is checked before anything is sent: a bad line refuses the whole
+file (exit 2, each bad line named with its number) and nothing is submitted.
+Then --concurrency submits run at once, with a progress bar on a terminal
+(stderr). The summary is JSON when stdout is not a terminal or with --json:
+{"submitted", "duplicates", "failed", "skipped", "ids", "errors": [{"line",
+"error"}]}. Lines whose idempotency key already made a task (same input) are
+counted as duplicates, not errors; a line repeating an earlier line's type and
+key is not sent at all (the first one wins). Failed lines are listed with their numbers
+and the exit code is that of the first failure (4 conflict, 5 storage); a
+storage error stops the run and the remaining lines are counted as skipped.
+
+Examples:
+  qo submit --type send_email --input '{"to":"ann@example.com"}'
+  echo '{"n": 3}' | qo submit --type resize --input-file - --timeout 10m --retries 5
+  qo submit --file tasks.jsonl --type resize | jq -r '.ids[]' | qo wait -`,
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "type", Aliases: []string{"t"}, Usage: "task `TYPE` (the handler name; letters, digits, _ . : -); with --file, the default type of the lines"},
+			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "task input as a `JSON` document"},
+			&cli.StringFlag{Name: "input-file", TakesFile: true, Usage: "read the input JSON from `FILE` ('-' for stdin)"},
+			&cli.DurationFlag{Name: "timeout", Value: queue.DefaultTimeout, Usage: "lease of one attempt; a worker that does not finish or extend within it loses the task"},
+			&cli.IntFlag{Name: "retries", Value: queue.DefaultMaxRetries, Usage: "retries after the first attempt (0: run once)"},
+			&cli.DurationFlag{Name: "delay", Usage: "make the task available after `DURATION`"},
+			&cli.StringFlag{Name: "at", Usage: "make the task available at `TIME` (RFC 3339, e.g. 2025-06-01T08:00:00Z)"},
+			&cli.StringFlag{Name: "idempotency-key", Usage: "deduplicate submits: the same type and `KEY` yield the same task"},
+			jsonFlag(),
+		}, bulkFlags()...),
+		Action: func(c *cli.Context) error {
+			if err := noArgs(c); err != nil {
+				return err
+			}
+			if c.IsSet("file") {
+				return runBulkSubmit(c)
+			}
+			req, err := submitRequest(c)
+			if err != nil {
+				return err
+			}
+			q, err := openQueue(c)
+			if err != nil {
+				return err
+			}
+			if d := c.Duration("delay"); d > 0 {
+				req.AvailableAt = q.Now().Add(d)
+			}
+			task, created, err := q.Submit(c.Context, req)
+			if err != nil {
+				return err
+			}
+			if !created {
+				fmt.Fprintf(c.App.ErrWriter, "qo: task %s already exists for idempotency key %q (%s); nothing submitted\n",
+					task.ID, req.IdempotencyKey, task.Status)
+			}
+			if c.Bool("json") {
+				return emitJSON(c.App.Writer, task)
+			}
+			_, err = fmt.Fprintln(c.App.Writer, task.ID)
+			return err
+		},
+	}
+}
+
+// submitRequest validates the submit flags before anything is contacted.
+func submitRequest(c *cli.Context) (queue.SubmitRequest, error) {
+	var req queue.SubmitRequest
+	req.Type = c.String("type")
+	if req.Type == "" {
+		return req, usageError("--type is required (the task type a worker handles, e.g. --type send_email)")
+	}
+	if err := queue.ValidateType(req.Type); err != nil {
+		return req, usageError("--type: %s", inputMessage(err))
+	}
+	if c.IsSet("input") && c.IsSet("input-file") {
+		return req, usageError("give either --input or --input-file, not both")
+	}
+	var raw []byte
+	switch {
+	case c.IsSet("input"):
+		raw = []byte(c.String("input"))
+	case c.IsSet("input-file"):
+		name := c.String("input-file")
+		var err error
+		if name == "-" {
+			raw, err = io.ReadAll(stdin)
+		} else {
+			raw, err = os.ReadFile(name)
+		}
+		if err != nil {
+			return req, usageError("--input-file: %v", err)
+		}
+	}
+	if raw != nil {
+		if !json.Valid(raw) {
+			var v any
+			err := json.Unmarshal(raw, &v)
+			return req, usageError("the input is not valid JSON (%v); quote it for the shell, e.g. --input '{\"to\":\"ann@example.com\"}'", err)
+		}
+		req.Input = raw
+	}
+	req.Timeout = c.Duration("timeout")
+	if req.Timeout < time.Second {
+		return req, usageError("--timeout %s is below the 1s minimum", req.Timeout)
+	}
+	retries := c.Int("retries")
+	if retries < 0 {
+		return req, usageError("--retries %d is negative (0 runs the task once)", retries)
+	}
+	req.MaxRetries = &retries
+	if c.IsSet("delay") && c.IsSet("at") {
+		return req, usageError("give either --delay or --at, not both")
+	}
+	if c.Duration("delay") < 0 {
+		return req, usageError("--delay %s is negative", c.Duration("delay"))
+	}
+	if c.IsSet("at") {
+		at, err := time.Parse(time.RFC3339, c.String("at"))
+		if err != nil {
+			return req, usageError("--at %q is not an RFC 3339 time (e.g. 2025-06-01T08:00:00Z)", c.String("at"))
+		}
+		req.AvailableAt = at
+	}
+	req.IdempotencyKey = c.String("idempotency-key")
+	if len(req.IdempotencyKey) > queue.MaxIdempotencyKeyLen {
+		return req, usageError("--idempotency-key is %d bytes long (at most %d)", len(req.IdempotencyKey), queue.MaxIdempotencyKeyLen)
+	}
+	return req, nil
+}
+
+// inputMessage strips the sentinel's prefix from a queue input error.
+func inputMessage(err error) string {
+	return strings.TrimPrefix(err.Error(), queue.ErrInvalidInput.Error()+": ")
+}
+
+// --- status -----------------------------------------------------------------
+
+func statusCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "status",
+		Usage:     "show one task",
+		UsageText: "qo status ID [--json]",
+		Description: `Shows the task's current state. A pending task in backoff or delayed shows
+when it becomes available; a running task shows when its lease expires.
+--json prints the task object as stored in the bucket.
+
+Examples:
+  qo status 0b6f4c2e-8d1a-4f7e-9c3b-2a5d6e7f8a9b
+  qo status 0b6f4c2e-8d1a-4f7e-9c3b-2a5d6e7f8a9b --json | jq -r .status`,
+		Flags: []cli.Flag{jsonFlag()},
+		Action: func(c *cli.Context) error {
+			id, err := oneID(c)
+			if err != nil {
+				return err
+			}
+			q, err := openQueue(c)
+			if err != nil {
+				return err
+			}
+			task, err := q.Get(c.Context, id)
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				return emitJSON(c.App.Writer, task)
+			}
+			return printTask(c.App.Writer, task, q.Now())
+		},
+	}
+}
+
+// printTask renders one task as aligned "field: value" lines.
+func printTask(w io.Writer, t *queue.Task, now time.Time) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
+	row("id", t.ID.String())
+	row("type", t.Type)
+	row("status", statusLine(t, now))
+	row("shard", t.Shard)
+	switch t.Status {
+	case queue.StatusPending:
+		row("available", timeWithCountdown(t.AvailableAt, now, "now"))
+	case queue.StatusRunning:
+		if t.LeaseExpiresAt != nil {
+			row("lease expires", timeWithCountdown(*t.LeaseExpiresAt, now, "expired"))
+		}
+		row("worker", t.WorkerID)
+	}
+	row("attempt", fmt.Sprintf("%d (retries used %d of %d; timeout %ds)", t.Attempt, t.RetryCount, t.MaxRetries, t.TimeoutSeconds))
+	row("created", formatTime(t.CreatedAt))
+	row("updated", fmt.Sprintf("%s (%s, rev %d)", formatTime(t.UpdatedAt), t.LastEvent, t.Rev))
+	if t.CompletedAt != nil {
+		row("finished", formatTime(*t.CompletedAt))
+	}
+	if t.Status != queue.StatusRunning && t.WorkerID != "" {
+		row("last worker", t.WorkerID)
+	}
+	if t.LastError != "" {
+		row("last error", oneLine(t.LastError))
+	}
+	if t.CancelRequested {
+		row("cancel", fmt.Sprintf("requested %s%s", formatTimePtr(t.CancelRequestedAt), reasonSuffix(t.CancelReason)))
+	}
+	if t.IdempotencyKey != "" {
+		row("idempotency key", t.IdempotencyKey)
+	}
+	row("input", jsonText(t.Input))
+	if t.Output != nil {
+		row("output", jsonText(t.Output))
+	}
+	return tw.Flush()
+}
+
+func statusLine(t *queue.Task, now time.Time) string {
+	s := string(t.Status)
+	switch {
+	case t.Status == queue.StatusPending && t.AvailableAt.After(now) && t.RetryCount > 0:
+		s += " (backoff before retry " + fmt.Sprint(t.RetryCount) + ")"
+	case t.Status == queue.StatusPending && t.AvailableAt.After(now):
+		s += " (delayed)"
+	case t.Status == queue.StatusRunning && t.CancelRequested:
+		s += " (cancel requested)"
+	}
+	return s
+}
+
+func reasonSuffix(r string) string {
+	if r == "" {
+		return ""
+	}
+	return ": " + oneLine(r)
+}
+
+func formatTime(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05.000Z") }
+
+func formatTimePtr(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return formatTime(*t)
+}
+
+// timeWithCountdown renders t with how far it is from now: "(in 4m12s)",
+// or past (pastWord + " 3s ago").
+func timeWithCountdown(t, now time.Time, pastWord string) string {
+	d := t.Sub(now)
+	if d > 0 {
+		return fmt.Sprintf("%s (in %s)", formatTime(t), roundDuration(d))
+	}
+	if pastWord == "now" {
+		return fmt.Sprintf("%s (now)", formatTime(t))
+	}
+	return fmt.Sprintf("%s (%s %s ago)", formatTime(t), pastWord, roundDuration(-d))
+}
+
+func roundDuration(d time.Duration) time.Duration {
+	if d >= time.Second {
+		return d.Round(time.Second)
+	}
+	return d.Round(time.Millisecond)
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 200 {
+		s = s[:200] + "..."
+	}
+	return s
+}
+
+func jsonText(m json.RawMessage) string {
+	if m == nil {
+		return "null"
+	}
+	s := string(m)
+	if len(s) > 200 {
+		s = s[:200] + "... (--json shows all)"
+	}
+	return s
+}
+
+// --- history ----------------------------------------------------------------
+
+type historyEventJSON struct {
+	Event     string       `json:"event"`
+	At        time.Time    `json:"at"`
+	Status    queue.Status `json:"status"`
+	WorkerID  string       `json:"worker_id"`
+	Attempt   int          `json:"attempt"`
+	Rev       int64        `json:"rev"`
+	VersionID string       `json:"version_id"`
+	Error     string       `json:"error,omitempty"`
+	Task      *queue.Task  `json:"task"`
+}
+
+func historyCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "history",
+		Usage:     "show every state a task went through (from bucket versioning)",
+		UsageText: "qo history ID [--json]",
+		Description: `Lists the task's object versions, oldest first, with the event that made each
+(enqueued, claimed, lease_extended, succeeded, failed, retried, timed_out,
+requeued, cancel_requested, cancelled, replayed, archived). Versions that
+cannot be decoded are shown with their error. --json prints {"id", "events":
+[{"event", "at", "status", "worker_id", "attempt", "rev", "version_id",
+"error", "task"}]}.
+
+Examples:
+  qo history 0b6f4c2e-8d1a-4f7e-9c3b-2a5d6e7f8a9b
+  qo history 0b6f4c2e-8d1a-4f7e-9c3b-2a5d6e7f8a9b --json | jq -r '.events[].event'`,
+		Flags: []cli.Flag{jsonFlag()},
+		Action: func(c *cli.Context) error {
+			id, err := oneID(c)
+			if err != nil {
+				return err
+			}
+			q, err := openQueue(c)
+			if err != nil {
+				return err
+			}
+			events, err := q.History(c.Context, id)
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				out := struct {
+					ID     uuid.UUID          `json:"id"`
+					Events []historyEventJSON `json:"events"`
+				}{ID: id, Events: []historyEventJSON{}}
+				for _, e := range events {
+					j := historyEventJSON{Event: e.Name, At: e.At, Status: e.Status, WorkerID: e.WorkerID,
+						Attempt: e.Attempt, Rev: e.Rev, VersionID: e.VersionID, Task: e.Task}
+					if e.Err != nil {
+						j.Error = e.Err.Error()
+					}
+					out.Events = append(out.Events, j)
+				}
+				return emitJSON(c.App.Writer, out)
+			}
+			tw := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "REV\tAT\tEVENT\tSTATUS\tATTEMPT\tWORKER\tDETAIL")
+			for _, e := range events {
+				if e.Task == nil {
+					detail := "delete marker"
+					if e.Err != nil {
+						detail = "unreadable version " + e.VersionID + ": " + oneLine(e.Err.Error())
+					}
+					fmt.Fprintf(tw, "-\t%s\t%s\t-\t-\t-\t%s\n", formatTime(e.At), e.Name, detail)
+					continue
+				}
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\n", e.Rev, formatTime(e.At), e.Name, e.Status,
+					e.Attempt, dash(e.WorkerID), eventDetail(e))
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+// eventDetail is the one fact worth showing next to an event.
+func eventDetail(e queue.Event) string {
+	t := e.Task
+	switch e.Name {
+	case queue.EventClaimed, queue.EventLeaseExtended:
+		if t.LeaseExpiresAt != nil {
+			return "lease until " + formatTime(*t.LeaseExpiresAt)
+		}
+	case queue.EventRetried, queue.EventTimedOut:
+		if t.Status == queue.StatusPending {
+			return "retry " + fmt.Sprint(t.RetryCount) + " at " + formatTime(t.AvailableAt) + "; " + oneLine(t.LastError)
+		}
+		return oneLine(t.LastError)
+	case queue.EventFailed:
+		return oneLine(t.LastError)
+	case queue.EventCancelRequested, queue.EventCancelled:
+		return strings.TrimPrefix(reasonSuffix(t.CancelReason), ": ")
+	case queue.EventEnqueued, queue.EventRequeued, queue.EventReplayed:
+		return "available " + formatTime(t.AvailableAt)
+	case queue.EventSucceeded:
+		return "output " + oneLine(jsonText(t.Output))
+	}
+	return ""
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// --- list -------------------------------------------------------------------
+
+type malformedJSON struct {
+	Key   string `json:"key"`
+	Error string `json:"error"`
+}
+
+func listCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "list",
+		Usage:     "list tasks, one page at a time",
+		UsageText: "qo list [--shard S] [--status STATUS] [--type TYPE] [--limit N] [--cursor C] [--json]",
+		Description: `Pending and running tasks come from the ready and lease indexes; other
+statuses are found by scanning the task objects shard by shard. Without
+--status every task but archived ones is listed. A page may hold fewer tasks
+than --limit and still have more after it: pass the printed cursor back with
+--cursor. Objects that cannot be decoded are reported on stderr and skipped.
+--json prints {"tasks": [task...], "next_cursor", "malformed": [{"key",
+"error"}], "stale_index_entries": [key...]}.
+
+Examples:
+  qo list --status failed
+  qo list --status pending --type send_email --limit 20
+  qo list --shard a --json | jq -r '.tasks[].id'`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "shard", Usage: "only this `SHARD` (e.g. 0..f)"},
+			&cli.StringFlag{Name: "status", Usage: "pending, running, completed, failed, cancelled or archived"},
+			&cli.StringFlag{Name: "type", Usage: "only tasks of this `TYPE`"},
+			&cli.IntFlag{Name: "limit", Value: queue.DefaultListLimit, Usage: fmt.Sprintf("tasks per page (at most %d)", queue.MaxListLimit)},
+			&cli.StringFlag{Name: "cursor", Usage: "continue after the page that printed this `CURSOR`"},
+			jsonFlag(),
+		},
+		Action: func(c *cli.Context) error {
+			if err := noArgs(c); err != nil {
+				return err
+			}
+			qry := queue.ListQuery{Shard: c.String("shard"), Type: c.String("type"), Limit: c.Int("limit"), Cursor: c.String("cursor")}
+			if s := c.String("status"); s != "" {
+				st, err := queue.ParseStatus(s)
+				if err != nil {
+					return usageError("--status: %s", inputMessage(err))
+				}
+				qry.Status = st
+			}
+			if qry.Type != "" {
+				if err := queue.ValidateType(qry.Type); err != nil {
+					return usageError("--type: %s", inputMessage(err))
+				}
+			}
+			if qry.Limit < 1 || qry.Limit > queue.MaxListLimit {
+				return usageError("--limit %d: want 1..%d", qry.Limit, queue.MaxListLimit)
+			}
+			q, err := openQueue(c)
+			if err != nil {
+				return err
+			}
+			if qry.Shard != "" && !q.ValidShard(qry.Shard) {
+				shards := q.Shards()
+				return usageError("--shard %q: this queue's shards are %s..%s", qry.Shard, shards[0], shards[len(shards)-1])
+			}
+			page, err := q.List(c.Context, qry)
+			if err != nil {
+				return err
+			}
+			for _, m := range page.Malformed {
+				fmt.Fprintf(c.App.ErrWriter, "qo: skipped malformed object %s: %v\n", m.Key, m.Err)
+			}
+			if c.Bool("json") {
+				out := struct {
+					Tasks      []*queue.Task   `json:"tasks"`
+					NextCursor string          `json:"next_cursor"`
+					Malformed  []malformedJSON `json:"malformed"`
+					Stale      []string        `json:"stale_index_entries"`
+				}{Tasks: page.Tasks, NextCursor: page.Cursor, Malformed: []malformedJSON{}, Stale: page.Stale}
+				if out.Stale == nil {
+					out.Stale = []string{}
+				}
+				for _, m := range page.Malformed {
+					out.Malformed = append(out.Malformed, malformedJSON{Key: m.Key, Error: m.Err.Error()})
+				}
+				return emitJSON(c.App.Writer, out)
+			}
+			now := q.Now()
+			w := c.App.Writer
+			if len(page.Tasks) == 0 {
+				fmt.Fprintln(w, "no tasks on this page")
+			} else {
+				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+				fmt.Fprintln(tw, "ID\tTYPE\tSTATUS\tATTEMPT\tUPDATED\tWHEN")
+				for _, t := range page.Tasks {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", t.ID, t.Type, t.Status, t.Attempt, formatTime(t.UpdatedAt), listWhen(t, now))
+				}
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+			}
+			if len(page.Stale) > 0 {
+				fmt.Fprintf(c.App.ErrWriter, "qo: skipped %d stale index entries (cleaned up by workers and the monitor)\n", len(page.Stale))
+			}
+			if page.Cursor != "" {
+				fmt.Fprintf(w, "more: qo list%s --cursor %s\n", listFlagsEcho(c), page.Cursor)
+			}
+			return nil
+		},
+	}
+}
+
+// listWhen is the countdown column: availability of pending tasks, lease
+// expiry of running ones, end time of finished ones.
+func listWhen(t *queue.Task, now time.Time) string {
+	switch t.Status {
+	case queue.StatusPending:
+		if d := t.AvailableAt.Sub(now); d > 0 {
+			return "available in " + roundDuration(d).String()
+		}
+		return "available"
+	case queue.StatusRunning:
+		if t.LeaseExpiresAt == nil {
+			return "-"
+		}
+		if d := t.LeaseExpiresAt.Sub(now); d > 0 {
+			return "lease " + roundDuration(d).String() + " left (" + t.WorkerID + ")"
+		}
+		return "lease expired (" + t.WorkerID + ")"
+	}
+	if t.CompletedAt != nil {
+		return "finished " + formatTime(*t.CompletedAt)
+	}
+	return "-"
+}
+
+// listFlagsEcho repeats the filters so the "more:" line is copy-pastable.
+func listFlagsEcho(c *cli.Context) string {
+	var b strings.Builder
+	for _, f := range []string{"shard", "status", "type"} {
+		if v := c.String(f); v != "" {
+			fmt.Fprintf(&b, " --%s %s", f, v)
+		}
+	}
+	if c.IsSet("limit") {
+		fmt.Fprintf(&b, " --limit %d", c.Int("limit"))
+	}
+	return b.String()
+}
+
+// --- replay, archive, cancel ----------------------------------------------------
+
+// operatorCommand builds a command that applies one operator action to a task.
+func operatorCommand(name, usage, description string, extra []cli.Flag,
+	do func(ctx context.Context, c *cli.Context, q *queue.Queue, id uuid.UUID) (*queue.Task, error)) *cli.Command {
+	usageText := "qo " + name + " ID"
+	for _, f := range extra {
+		usageText += " [--" + f.Names()[0] + " ...]"
+	}
+	usageText += " [--json]"
+	return &cli.Command{
+		Name:        name,
+		Usage:       usage,
+		UsageText:   usageText,
+		Description: description,
+		Flags:       append(extra, jsonFlag()),
+		Action: func(c *cli.Context) error {
+			id, err := oneID(c)
+			if err != nil {
+				return err
+			}
+			q, err := openQueue(c)
+			if err != nil {
+				return err
+			}
+			before, err := q.Get(c.Context, id)
+			if err != nil {
+				return err
+			}
+			task, err := do(c.Context, c, q, id)
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				return emitJSON(c.App.Writer, task)
+			}
+			if task.Rev == before.Rev {
+				_, err = fmt.Fprintf(c.App.Writer, "task %s: already %s; nothing to do\n", task.ID, statusLine(task, q.Now()))
+				return err
+			}
+			_, err = fmt.Fprintf(c.App.Writer, "task %s: %s -> %s (%s)\n", task.ID, before.Status, statusLine(task, q.Now()), task.LastEvent)
+			return err
+		},
+	}
+}
+
+func replayCommand() *cli.Command {
+	return operatorCommand("replay", "run a failed or cancelled task again",
+		`Puts the task back to pending, available now, with its retry count reset.
+--json prints the task object after the change.
+
+Examples:
+  qo replay 0b6f4c2e-8d1a-4f7e-9c3b-2a5d6e7f8a9b
+  qo list --status failed --json | jq -r '.tasks[].id' | xargs -n1 qo replay`, nil,
+		func(ctx context.Context, _ *cli.Context, q *queue.Queue, id uuid.UUID) (*queue.Task, error) {
+			return q.Replay(ctx, id)
+		})
+}
+
+func archiveCommand() *cli.Command {
+	return operatorCommand("archive", "hide a finished task from default listings",
+		`Archives a completed, failed or cancelled task. The object and its history
+stay; 'qo list --status archived' still finds it. --json prints the task
+object after the change.
+
+Examples:
+  qo archive 0b6f4c2e-8d1a-4f7e-9c3b-2a5d6e7f8a9b
+  qo list --status completed --json | jq -r '.tasks[].id' | xargs -n1 qo archive`, nil,
+		func(ctx context.Context, _ *cli.Context, q *queue.Queue, id uuid.UUID) (*queue.Task, error) {
+			return q.Archive(ctx, id)
+		})
+}
+
+func cancelCommand() *cli.Command {
+	return operatorCommand("cancel", "cancel a pending or running task",
+		`A pending task is cancelled at once. A running task is marked
+cancel_requested: its worker notices on its next lease extension, stops the
+handler and confirms (if the worker is gone, the lease expiry cancels it).
+--json prints the task object after the change.
+
+Examples:
+  qo cancel 0b6f4c2e-8d1a-4f7e-9c3b-2a5d6e7f8a9b --reason "customer withdrew"
+  qo cancel 0b6f4c2e-8d1a-4f7e-9c3b-2a5d6e7f8a9b && qo wait 0b6f4c2e-8d1a-4f7e-9c3b-2a5d6e7f8a9b`,
+		[]cli.Flag{&cli.StringFlag{Name: "reason", Usage: "why, as `TEXT` kept in the task's cancel_reason"}},
+		func(ctx context.Context, c *cli.Context, q *queue.Queue, id uuid.UUID) (*queue.Task, error) {
+			return q.Cancel(ctx, id, c.String("reason"))
+		})
+}

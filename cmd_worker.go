@@ -1,0 +1,587 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/urfave/cli/v2"
+
+	"github.com/qo-queue/qo/monitor"
+	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/worker"
+)
+
+// Commands of the worker runtime: run-worker (alias worker), monitor,
+// workers.
+
+func init() {
+	commands = append(commands, runWorkerCommand(), monitorCommand(), workersCommand())
+}
+
+const runWorkerDescription = `Claims tasks and runs their handlers until SIGTERM or SIGINT. The first signal
+stops claiming, waits up to --shutdown-timeout for running tasks and releases
+the rest (pending again, available at once, no retry counted); a second signal
+releases them at once. Either way the worker deregisters and exits 0.
+
+Handlers, three ways:
+  --exec TYPE=COMMAND   run COMMAND (split on spaces, no shell) per task: the
+                        task input JSON on stdin, the output JSON on stdout
+                        (empty = null); exit 0 = success, 75 = retry, anything
+                        else = permanent failure; the stderr tail is kept as the
+                        error. QO_TASK_ID, QO_TASK_TYPE, QO_ATTEMPT, QO_WORKER_ID
+                        are set. On timeout, cancel or lease loss the process
+                        group gets SIGTERM, then SIGKILL after --kill-grace.
+  --builtins            echo (output = input), sleep ({"ms": N}) and fail
+                        ({"mode": "retryable"|"permanent"}), for demos and tests;
+                        on by default when no --exec is given.
+  Go API                embed qo: worker.New(q, opts).Handle("type", fn).
+
+A task's timeout is a lease: while a handler runs its lease is renewed every
+timeout/3, so a slow handler keeps running as long as the worker is healthy;
+a dead or partitioned worker's tasks come back when their lease expires.
+
+The worker runs the timeout monitor too (one of all running monitors leads at
+a time); --no-monitor turns it off when a separate 'qo monitor' runs.
+
+Shard leasing (--shard-leasing): each worker polls only the shards it holds a
+lease on; leases are balanced to ceil(shards / live workers) per worker. A
+worker with no free shard keeps heartbeating and retries with jittered backoff.
+All workers of a leasing pool must serve the same task types.
+
+Durations accept Go syntax (500ms, 30s, 2m) or a bare number of seconds.
+
+Examples:
+  qo run-worker --exec send_email=./send.sh --concurrency 4
+  QO_SHARD_LEASING=1 qo worker --exec resize=/usr/local/bin/resize
+  qo run-worker --builtins --types echo,sleep`
+
+func runWorkerCommand() *cli.Command {
+	const (
+		catWorker  = "Worker"
+		catHandler = "Handlers"
+		catPoll    = "Polling"
+		catLease   = "Shard leasing"
+	)
+	flags := []cli.Flag{
+		&cli.StringFlag{Name: "id", Category: catWorker, EnvVars: []string{"QO_WORKER_ID"},
+			Usage: "worker `ID` in the registry and in task records (default: hostname-random)"},
+		&cli.StringSliceFlag{Name: "shards", Category: catWorker, EnvVars: []string{"QO_SHARDS"},
+			Usage: "only poll these shards, comma separated (default: all)"},
+		&cli.IntFlag{Name: "concurrency", Aliases: []string{"c"}, Category: catWorker, EnvVars: []string{"QO_CONCURRENCY"}, Value: 1,
+			Usage: "tasks run at once"},
+		&cli.StringSliceFlag{Name: "types", Category: catWorker, EnvVars: []string{"QO_TYPES"},
+			Usage: "task types to serve, comma separated (default: every type with a handler)"},
+		&cli.StringFlag{Name: "shutdown-timeout", Category: catWorker, EnvVars: []string{"QO_SHUTDOWN_TIMEOUT"}, Value: "30s",
+			Usage: "on SIGTERM/SIGINT, wait this long for running tasks before releasing them"},
+		&cli.StringFlag{Name: "heartbeat-interval", Category: catWorker, EnvVars: []string{"QO_HEARTBEAT_INTERVAL"}, Value: "10s",
+			Usage: "registry heartbeat period"},
+		&cli.BoolFlag{Name: "no-monitor", Category: catWorker, EnvVars: []string{"QO_NO_MONITOR"},
+			Usage: "do not run the embedded timeout monitor"},
+
+		&cli.StringSliceFlag{Name: "exec", Category: catHandler, EnvVars: []string{"QO_EXEC"},
+			Usage: "`TYPE=COMMAND` handler, repeatable (in QO_EXEC: comma separated)"},
+		&cli.BoolFlag{Name: "builtins", Category: catHandler, EnvVars: []string{"QO_BUILTINS"},
+			Usage: "register the echo, sleep and fail handlers (default: on when no --exec is given)"},
+		&cli.StringFlag{Name: "kill-grace", Category: catHandler, EnvVars: []string{"QO_KILL_GRACE"}, Value: "5s",
+			Usage: "exec handlers: time between SIGTERM and SIGKILL"},
+		&cli.Int64Flag{Name: "exec-max-output", Category: catHandler, EnvVars: []string{"QO_EXEC_MAX_OUTPUT"}, Value: worker.DefaultMaxStdout,
+			Usage: "exec handlers: stdout size limit in `BYTES` (larger output fails the task)"},
+
+		&cli.StringFlag{Name: "index-mode", Category: catPoll, EnvVars: []string{"QO_INDEX_MODE"}, Value: string(worker.Hybrid),
+			Usage: "task discovery: index-only, hybrid (index, scanning tasks/ when it looks empty for a while) or log-scan"},
+		&cli.StringFlag{Name: "poll-min", Category: catPoll, EnvVars: []string{"QO_POLL_MIN"}, Value: "100ms",
+			Usage: "idle poll interval after work (doubles while idle)"},
+		&cli.StringFlag{Name: "poll-max", Category: catPoll, EnvVars: []string{"QO_POLL_MAX"}, Value: "5s",
+			Usage: "longest idle poll interval"},
+		&cli.IntFlag{Name: "ready-page-size", Category: catPoll, EnvVars: []string{"QO_READY_PAGE_SIZE"}, Value: worker.DefaultReadyPageSize,
+			Usage: "keys per ready-index LIST"},
+		&cli.IntFlag{Name: "log-scan-page-size", Category: catPoll, EnvVars: []string{"QO_LOG_SCAN_PAGE_SIZE"}, Value: worker.DefaultLogScanPageSize,
+			Usage: "tasks per tasks/ scan page (hybrid and log-scan modes)"},
+
+		&cli.BoolFlag{Name: "shard-leasing", Category: catLease, EnvVars: []string{"QO_SHARD_LEASING"},
+			Usage: "poll only shards this worker holds a lease on"},
+		&cli.IntFlag{Name: "shard-leasing-shards-per-worker", Category: catLease, EnvVars: []string{"QO_SHARD_LEASING_SHARDS_PER_WORKER"},
+			Usage: "cap on shards held per worker (0: the balanced share ceil(shards / live workers))"},
+		&cli.StringFlag{Name: "shard-leasing-ttl", Category: catLease, EnvVars: []string{"QO_SHARD_LEASING_TTL_SECS"}, Value: "30s",
+			Usage: "shard lease time to live"},
+		&cli.StringFlag{Name: "shard-leasing-renew", Category: catLease, EnvVars: []string{"QO_SHARD_LEASING_RENEW_SECS"}, Value: "10s",
+			Usage: "shard lease renewal and rebalancing period (below the TTL)"},
+	}
+	flags = append(flags, monitorFlags()...)
+	flags = append(flags, logFlags()...)
+	return &cli.Command{
+		Name:        "run-worker",
+		Aliases:     []string{"worker"},
+		Usage:       "claim tasks and run their handlers (exec, built-in) until stopped",
+		UsageText:   "qo run-worker [--exec TYPE=COMMAND ...] [--builtins] [flags]",
+		Description: runWorkerDescription,
+		Flags:       flags,
+		Action:      runWorker,
+	}
+}
+
+// monitorFlags are shared by run-worker (for the embedded monitor) and
+// monitor.
+func monitorFlags() []cli.Flag {
+	const cat = "Monitor"
+	return []cli.Flag{
+		&cli.StringFlag{Name: "check-interval", Category: cat, EnvVars: []string{"QO_MONITOR_CHECK_INTERVAL"}, Value: "30s",
+			Usage: "how often the leading monitor expires timed-out leases and checks worker heartbeats"},
+		&cli.StringFlag{Name: "worker-health-threshold", Category: cat, EnvVars: []string{"QO_MONITOR_WORKER_HEALTH_THRESHOLD"}, Value: "60s",
+			Usage: "heartbeat age after which a worker is stale (dead after 3x)"},
+		&cli.StringFlag{Name: "sweep-interval", Category: cat, EnvVars: []string{"QO_MONITOR_SWEEP_INTERVAL"}, Value: "5m",
+			Usage: "how often the index sweeper runs (0 disables it)"},
+		&cli.IntFlag{Name: "sweep-page-size", Category: cat, EnvVars: []string{"QO_MONITOR_SWEEP_PAGE_SIZE"}, Value: monitor.DefaultSweepPageSize,
+			Usage: "task objects one sweep round reads per shard"},
+		&cli.StringFlag{Name: "leader-ttl", Category: cat, EnvVars: []string{"QO_MONITOR_LEADER_TTL"},
+			Usage: "monitor leader lease time to live (default: 3x check interval, within 5s..90s)"},
+		&cli.StringFlag{Name: "prune-dead-after", Category: cat, EnvVars: []string{"QO_MONITOR_PRUNE_DEAD_AFTER"}, Value: "24h",
+			Usage: "delete registry entries of workers silent this long (0: never)"},
+	}
+}
+
+func logFlags() []cli.Flag {
+	const cat = "Logging"
+	return []cli.Flag{
+		&cli.StringFlag{Name: "log-level", Category: cat, EnvVars: []string{"QO_LOG_LEVEL"}, Value: "info",
+			Usage: "debug, info, warn or error"},
+		&cli.StringFlag{Name: "log-format", Category: cat, EnvVars: []string{"QO_LOG_FORMAT"}, Value: "auto",
+			Usage: "text, json, or auto (text on a terminal, JSON otherwise)"},
+	}
+}
+
+// cmdDuration reads a duration flag: Go syntax (500ms, 2m) or a bare number
+// of seconds (as QO_MONITOR_CHECK_INTERVAL=30).
+func cmdDuration(c *cli.Context, name string) (time.Duration, error) {
+	s := strings.TrimSpace(c.String(name))
+	if s == "" {
+		return 0, nil
+	}
+	d, err := parseSecondsOrDuration(s)
+	if err != nil {
+		return 0, usageError("invalid --%s %q: want a duration like 500ms, 30s or 2m, or a number of seconds", name, s)
+	}
+	if d < 0 {
+		return 0, usageError("invalid --%s %q: must not be negative", name, s)
+	}
+	return d, nil
+}
+
+func parseSecondsOrDuration(s string) (time.Duration, error) {
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		return time.Duration(f * float64(time.Second)), nil
+	}
+	return time.ParseDuration(s)
+}
+
+// cmdLogger builds the slog logger of long-running commands: on stderr,
+// text on a terminal and JSON otherwise (or as --log-format says).
+func cmdLogger(c *cli.Context) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.String("log-level"))); err != nil {
+		return nil, usageError("invalid --log-level %q: want debug, info, warn or error", c.String("log-level"))
+	}
+	w := c.App.ErrWriter
+	if w == nil {
+		w = os.Stderr
+	}
+	ho := &slog.HandlerOptions{Level: level}
+	switch f := c.String("log-format"); f {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, ho)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, ho)), nil
+	case "auto", "":
+		if isTerminal(w) {
+			return slog.New(slog.NewTextHandler(w, ho)), nil
+		}
+		return slog.New(slog.NewJSONHandler(w, ho)), nil
+	default:
+		return nil, usageError("invalid --log-format %q: want text, json or auto", f)
+	}
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
+}
+
+// monitorOptions reads the monitor flags.
+func monitorOptions(c *cli.Context) (monitor.Options, error) {
+	var o monitor.Options
+	var err error
+	if o.CheckInterval, err = cmdDuration(c, "check-interval"); err != nil {
+		return o, err
+	}
+	if o.WorkerHealthThreshold, err = cmdDuration(c, "worker-health-threshold"); err != nil {
+		return o, err
+	}
+	if o.SweepInterval, err = cmdDuration(c, "sweep-interval"); err != nil {
+		return o, err
+	}
+	if o.SweepInterval == 0 {
+		o.SweepInterval = -1 // 0 on the command line disables the sweeper
+	}
+	if o.LeaderTTL, err = cmdDuration(c, "leader-ttl"); err != nil {
+		return o, err
+	}
+	if o.PruneDeadAfter, err = cmdDuration(c, "prune-dead-after"); err != nil {
+		return o, err
+	}
+	if o.SweepPageSize = c.Int("sweep-page-size"); o.SweepPageSize <= 0 {
+		return o, usageError("invalid --sweep-page-size %d: must be positive", o.SweepPageSize)
+	}
+	if o.LeaderTTL > 0 && o.CheckInterval > 0 && o.LeaderTTL < o.CheckInterval {
+		return o, usageError("--leader-ttl %s is shorter than --check-interval %s: the leader would lose its lease between checks", o.LeaderTTL, o.CheckInterval)
+	}
+	return o, nil
+}
+
+// splitList flattens repeated and comma-separated values, dropping blanks.
+func splitList(vals []string) []string {
+	var out []string
+	for _, v := range vals {
+		for _, p := range strings.Split(v, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// workerSetup is what run-worker's flags describe.
+type workerSetup struct {
+	opts     worker.Options
+	execs    []worker.ExecSpec
+	builtins bool
+	execOpts worker.ExecOptions
+}
+
+func workerSetupFromFlags(c *cli.Context) (*workerSetup, error) {
+	ws := &workerSetup{}
+	o := &ws.opts
+	o.ID = strings.TrimSpace(c.String("id"))
+	if o.ID != "" {
+		if err := queue.ValidateWorkerID(o.ID); err != nil {
+			return nil, usageError("invalid --id: %v", err)
+		}
+	}
+	o.Shards = splitList(c.StringSlice("shards"))
+	if o.Concurrency = c.Int("concurrency"); o.Concurrency < 1 {
+		return nil, usageError("invalid --concurrency %d: must be at least 1", o.Concurrency)
+	}
+	o.Types = splitList(c.StringSlice("types"))
+	for _, t := range o.Types {
+		if err := queue.ValidateType(t); err != nil {
+			return nil, usageError("invalid --types: %v", err)
+		}
+	}
+	mode, err := worker.ParseIndexMode(c.String("index-mode"))
+	if err != nil {
+		return nil, usageError("invalid --index-mode: %v", err)
+	}
+	o.IndexMode = mode
+	for _, d := range []struct {
+		flag string
+		dst  *time.Duration
+	}{
+		{"poll-min", &o.PollMin}, {"poll-max", &o.PollMax}, {"shutdown-timeout", &o.ShutdownTimeout},
+		{"heartbeat-interval", &o.HeartbeatInterval}, {"kill-grace", &ws.execOpts.KillGrace},
+		{"shard-leasing-ttl", &o.ShardLeasing.TTL}, {"shard-leasing-renew", &o.ShardLeasing.RenewInterval},
+	} {
+		if *d.dst, err = cmdDuration(c, d.flag); err != nil {
+			return nil, err
+		}
+	}
+	if o.PollMin > 0 && o.PollMax > 0 && o.PollMax < o.PollMin {
+		return nil, usageError("--poll-max %s is below --poll-min %s", o.PollMax, o.PollMin)
+	}
+	if o.ReadyPageSize = c.Int("ready-page-size"); o.ReadyPageSize < 1 || o.ReadyPageSize > 1000 {
+		return nil, usageError("invalid --ready-page-size %d: want 1..1000", o.ReadyPageSize)
+	}
+	if o.LogScanPageSize = c.Int("log-scan-page-size"); o.LogScanPageSize < 1 || o.LogScanPageSize > 1000 {
+		return nil, usageError("invalid --log-scan-page-size %d: want 1..1000", o.LogScanPageSize)
+	}
+	if ws.execOpts.MaxStdout = c.Int64("exec-max-output"); ws.execOpts.MaxStdout < 1 {
+		return nil, usageError("invalid --exec-max-output %d: must be positive", ws.execOpts.MaxStdout)
+	}
+	if ws.execOpts.KillGrace > 0 {
+		o.HandlerGrace = ws.execOpts.KillGrace + 2*time.Second
+	}
+	o.NoMonitor = c.Bool("no-monitor")
+	o.ShardLeasing.Enabled = c.Bool("shard-leasing")
+	if o.ShardLeasing.ShardsPerWorker = c.Int("shard-leasing-shards-per-worker"); o.ShardLeasing.ShardsPerWorker < 0 {
+		return nil, usageError("invalid --shard-leasing-shards-per-worker %d: must be >= 0", o.ShardLeasing.ShardsPerWorker)
+	}
+	if o.ShardLeasing.Enabled && o.ShardLeasing.RenewInterval >= o.ShardLeasing.TTL {
+		return nil, usageError("--shard-leasing-renew %s must be shorter than --shard-leasing-ttl %s", o.ShardLeasing.RenewInterval, o.ShardLeasing.TTL)
+	}
+	if o.Monitor, err = monitorOptions(c); err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	for _, raw := range c.StringSlice("exec") {
+		spec, err := worker.ParseExecSpec(raw)
+		if err != nil {
+			return nil, usageError("invalid --exec: %v", err)
+		}
+		if seen[spec.Type] {
+			return nil, usageError("invalid --exec: type %q is given twice", spec.Type)
+		}
+		seen[spec.Type] = true
+		if err := spec.Check(); err != nil {
+			return nil, usageError("invalid --exec: %v", err)
+		}
+		ws.execs = append(ws.execs, spec)
+	}
+	ws.builtins = len(ws.execs) == 0
+	if c.IsSet("builtins") {
+		ws.builtins = c.Bool("builtins")
+	}
+	if len(ws.execs) == 0 && !ws.builtins {
+		return nil, usageError("no handlers: give --exec TYPE=COMMAND (repeatable) or --builtins")
+	}
+	o.Version = versionString()
+	return ws, nil
+}
+
+func runWorker(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return usageError("run-worker takes no arguments, got %q (handlers are given with --exec TYPE=COMMAND)", c.Args().First())
+	}
+	log, err := cmdLogger(c)
+	if err != nil {
+		return err
+	}
+	ws, err := workerSetupFromFlags(c)
+	if err != nil {
+		return err
+	}
+	q, err := openQueue(c)
+	if err != nil {
+		return err
+	}
+	ws.opts.Logger = log
+	w := worker.New(q, ws.opts)
+	if ws.builtins {
+		worker.RegisterBuiltins(w)
+	}
+	ws.execOpts.WorkerID = w.ID()
+	for _, spec := range ws.execs {
+		w.Handle(spec.Type, worker.Exec(spec.Command, ws.execOpts)) // an exec handler replaces a built-in of the same name
+	}
+	if err := w.Validate(); err != nil {
+		return usageError("%v", err)
+	}
+
+	ctx, cancel := context.WithCancel(c.Context)
+	defer cancel()
+	stop := onSignals(func(n int) {
+		if n == 1 {
+			log.Info("signal received: shutting down (send it again to release running tasks at once)")
+			cancel()
+			return
+		}
+		log.Warn("second signal: releasing running tasks now")
+		w.Abort()
+	})
+	defer stop()
+	return w.Run(ctx)
+}
+
+// onSignals calls f with a running count for each SIGINT or SIGTERM until
+// the returned stop is called. While registered, signals do not kill the
+// process.
+func onSignals(f func(n int)) (stop func()) {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-sigs:
+				n++
+				f(n)
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(sigs)
+		close(done)
+	}
+}
+
+func monitorCommand() *cli.Command {
+	flags := []cli.Flag{
+		&cli.StringFlag{Name: "id", EnvVars: []string{"QO_MONITOR_ID"},
+			Usage: "monitor `ID` as the leader-lease holder (default: monitor-hostname-random)"},
+	}
+	flags = append(flags, monitorFlags()...)
+	flags = append(flags, logFlags()...)
+	return &cli.Command{
+		Name:      "monitor",
+		Usage:     "expire timed-out leases, watch worker heartbeats and repair indexes",
+		UsageText: "qo monitor [--check-interval 30s] [--worker-health-threshold 60s] [--sweep-interval 5m] [flags]",
+		Description: `Runs until SIGTERM or SIGINT. Any number of monitors may run (each worker embeds
+one unless --no-monitor): one leads at a time, through a lease object written
+with conditional PUTs, and the others stand by and take over when it expires.
+
+The leader, every --check-interval, lists only the lease-index entries that
+expired and requeues their tasks with backoff (or fails them when their retries
+are exhausted), and logs workers whose heartbeat is older than
+--worker-health-threshold; every --sweep-interval it repairs the ready and lease
+indexes, one bounded page per shard per round.
+
+Durations accept Go syntax (500ms, 30s, 2m) or a bare number of seconds.`,
+		Flags: flags,
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return usageError("monitor takes no arguments, got %q", c.Args().First())
+			}
+			log, err := cmdLogger(c)
+			if err != nil {
+				return err
+			}
+			o, err := monitorOptions(c)
+			if err != nil {
+				return err
+			}
+			if o.ID = strings.TrimSpace(c.String("id")); o.ID != "" {
+				if err := queue.ValidateWorkerID(o.ID); err != nil {
+					return usageError("invalid --id: %v", err)
+				}
+			}
+			o.Logger = log
+			q, err := openQueue(c)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithCancel(c.Context)
+			defer cancel()
+			stop := onSignals(func(int) { cancel() })
+			defer stop()
+			return monitor.New(q, o).Run(ctx)
+		},
+	}
+}
+
+// workerJSON is one worker in `qo workers --json`: the registry record plus
+// its judged state.
+type workerJSON struct {
+	*queue.WorkerInfo
+	State               monitor.State `json:"state"`
+	HeartbeatAgeSeconds float64       `json:"heartbeat_age_seconds"`
+}
+
+type workersJSON struct {
+	Now              time.Time    `json:"now"`
+	ThresholdSeconds float64      `json:"threshold_seconds"`
+	Workers          []workerJSON `json:"workers"`
+}
+
+func workersCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "workers",
+		Usage:     "list registered workers: active, stale or dead by heartbeat age",
+		UsageText: "qo workers [--json] [--worker-health-threshold 60s]",
+		Description: `A worker is active while its last heartbeat is at most --worker-health-threshold
+old, stale beyond that, and dead beyond 3x the threshold. Heartbeats are for
+observability only: a dead worker's tasks come back when their leases expire.
+SHARDS "all" means the worker polls every shard (no shard leasing).
+
+--json prints {"now", "threshold_seconds", "workers": [...]} where each worker
+is its registry record (worker_id, started_at, last_heartbeat, shards,
+current_tasks, types, concurrency, tasks_completed, tasks_failed, host, pid,
+version) plus "state" and "heartbeat_age_seconds".`,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "json", Usage: "print as JSON"},
+			&cli.StringFlag{Name: "worker-health-threshold", EnvVars: []string{"QO_MONITOR_WORKER_HEALTH_THRESHOLD"}, Value: "60s",
+				Usage: "heartbeat age after which a worker is stale (dead after 3x)"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return usageError("workers takes no arguments, got %q", c.Args().First())
+			}
+			threshold, err := cmdDuration(c, "worker-health-threshold")
+			if err != nil {
+				return err
+			}
+			if threshold == 0 {
+				return usageError("--worker-health-threshold must be positive")
+			}
+			q, err := openQueue(c)
+			if err != nil {
+				return err
+			}
+			infos, err := q.ListWorkers(c.Context)
+			if err != nil {
+				return err
+			}
+			now := q.Now()
+			health := monitor.Health(infos, now, threshold)
+			if c.Bool("json") {
+				out := workersJSON{Now: now, ThresholdSeconds: threshold.Seconds(), Workers: []workerJSON{}}
+				for _, h := range health {
+					out.Workers = append(out.Workers, workerJSON{WorkerInfo: h.Worker, State: h.State, HeartbeatAgeSeconds: h.Age.Seconds()})
+				}
+				return emitJSON(c.App.Writer, out)
+			}
+			return printWorkers(c.App.Writer, health)
+		},
+	}
+}
+
+func printWorkers(w io.Writer, health []monitor.WorkerHealth) error {
+	if len(health) == 0 {
+		_, err := fmt.Fprintln(w, "no workers registered")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "WORKER\tSTATE\tHEARTBEAT\tRUNNING\tDONE\tFAILED\tSHARDS\tTYPES\tHOST\tPID")
+	counts := map[monitor.State]int{}
+	for _, h := range health {
+		wi := h.Worker
+		counts[h.State]++
+		fmt.Fprintf(tw, "%s\t%s\t%s ago\t%d/%d\t%d\t%d\t%s\t%s\t%s\t%d\n",
+			wi.ID, h.State, h.Age.Round(time.Second), len(wi.CurrentTasks), wi.Concurrency,
+			wi.TasksCompleted, wi.TasksFailed, shardsText(wi.Shards), strings.Join(wi.Types, ","), wi.Host, wi.PID)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, h := range health {
+		if len(h.Worker.CurrentTasks) > 0 {
+			fmt.Fprintf(w, "%s running: %s\n", h.Worker.ID, strings.Join(h.Worker.CurrentTasks, " "))
+		}
+	}
+	_, err := fmt.Fprintf(w, "%d active, %d stale, %d dead\n", counts[monitor.Active], counts[monitor.Stale], counts[monitor.Dead])
+	return err
+}
+
+// shardsText renders a shard list compactly: "all", "0-7", "0,3,a".
+func shardsText(shards []string) string {
+	if len(shards) == 0 {
+		return "all"
+	}
+	s := append([]string(nil), shards...)
+	sort.Strings(s)
+	if len(s) > 8 {
+		return fmt.Sprintf("%s..%s (%d)", s[0], s[len(s)-1], len(s))
+	}
+	return strings.Join(s, ",")
+}

@@ -1,0 +1,422 @@
+package e2e
+
+// Process-level tests of the worker runtime: real `qo` processes against
+// the test S3 server, killed, stopped and signalled for real.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/store/s3store"
+	"github.com/qo-queue/qo/store/storetest"
+)
+
+// wkBinary returns the qo binary under test (built once by TestMain).
+func wkBinary(t *testing.T) string {
+	t.Helper()
+	require.NotEmpty(t, qoBin, "TestMain did not set the binary path")
+	return qoBin
+}
+
+// wkEnv is a fresh queue on the test S3 server and the environment that
+// points qo processes at it.
+type wkEnv struct {
+	q   *queue.Queue
+	s   *s3store.Store
+	env []string
+}
+
+func wkSetup(t *testing.T) *wkEnv {
+	t.Helper()
+	if runtime.GOOS == "windows" {
+		t.Skip("process signals")
+	}
+	wkBinary(t)
+	s := storetest.MinIO(t)
+	ctx := context.Background()
+	_, err := queue.Init(ctx, s, 1)
+	require.NoError(t, err)
+	q, err := queue.Open(ctx, s, queue.Options{})
+	require.NoError(t, err)
+	cfg := storetest.S3Config(t, s.Bucket())
+	env := append(os.Environ(),
+		"S3_ENDPOINT="+cfg.Endpoint, "S3_BUCKET="+cfg.Bucket, "S3_REGION="+cfg.Region,
+		"AWS_ACCESS_KEY_ID="+cfg.AccessKey, "AWS_SECRET_ACCESS_KEY="+cfg.SecretKey,
+		"QO_LOG_FORMAT=json", "QO_LOG_LEVEL=debug")
+	return &wkEnv{q: q, s: s, env: env}
+}
+
+// wkProc is a running qo process.
+type wkProc struct {
+	name string
+	cmd  *exec.Cmd
+	out  *lockedBuffer
+	done chan error
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func (e *wkEnv) start(t *testing.T, name string, args ...string) *wkProc {
+	t.Helper()
+	cmd := exec.Command(wkBinary(t), args...)
+	cmd.Env = e.env
+	p := &wkProc{name: name, cmd: cmd, out: &lockedBuffer{}, done: make(chan error, 1)}
+	cmd.Stdout = p.out
+	cmd.Stderr = p.out
+	require.NoError(t, cmd.Start())
+	go func() { p.done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGCONT)
+		_ = cmd.Process.Kill()
+		<-p.done
+		if t.Failed() {
+			t.Logf("--- output of %s:\n%s", name, p.out.String())
+		}
+	})
+	return p
+}
+
+// wait returns the process's exit code once it exited.
+func (p *wkProc) wait(t *testing.T) int {
+	t.Helper()
+	select {
+	case err := <-p.done:
+		p.done <- err
+		if err == nil {
+			return 0
+		}
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode()
+		}
+		t.Fatalf("%s: %v", p.name, err)
+	case <-time.After(90 * time.Second):
+		t.Fatalf("%s did not exit", p.name)
+	}
+	return -1
+}
+
+func (p *wkProc) signal(t *testing.T, sig syscall.Signal) {
+	t.Helper()
+	require.NoError(t, p.cmd.Process.Signal(sig))
+}
+
+func (e *wkEnv) submit(t *testing.T, typ, input string, timeout time.Duration, maxRetries int) uuid.UUID {
+	t.Helper()
+	task, _, err := e.q.Submit(context.Background(), queue.SubmitRequest{
+		Type: typ, Input: json.RawMessage(input), Timeout: timeout, MaxRetries: &maxRetries,
+		RetryPolicy: &queue.RetryPolicy{InitialIntervalMS: 100, MaxIntervalMS: 100, Multiplier: 1},
+	})
+	require.NoError(t, err)
+	return task.ID
+}
+
+// waitTask polls (generously) until cond holds for the task.
+func (e *wkEnv) waitTask(t *testing.T, id uuid.UUID, what string, cond func(*queue.Task) bool) *queue.Task {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		task, err := e.q.Get(context.Background(), id)
+		if err == nil && cond(task) {
+			return task
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for task %s: %s (last: %+v, err %v)", id, what, task, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (e *wkEnv) registered(t *testing.T, id string) bool {
+	t.Helper()
+	ws, err := e.q.ListWorkers(context.Background())
+	require.NoError(t, err)
+	for _, w := range ws {
+		if w.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+func workerArgs(id string, extra ...string) []string {
+	return append([]string{"run-worker", "--id", id, "--poll-min", "20ms", "--poll-max", "200ms",
+		"--heartbeat-interval", "500ms", "--check-interval", "200ms"}, extra...)
+}
+
+// kill -9 of a worker mid-task: the lease expires, the monitor embedded in
+// another worker requeues the task, and it completes there.
+func TestWorkerKill9Recovery(t *testing.T) {
+	t.Parallel()
+	e := wkSetup(t)
+	id := e.submit(t, "sleep", `{"ms":1500}`, 2*time.Second, 3)
+	a := e.start(t, "worker-a", workerArgs("worker-a", "--no-monitor")...)
+	e.waitTask(t, id, "running on worker-a", func(task *queue.Task) bool {
+		return task.Status == queue.StatusRunning && task.WorkerID == "worker-a"
+	})
+	a.signal(t, syscall.SIGKILL)
+	a.wait(t)
+
+	b := e.start(t, "worker-b", workerArgs("worker-b")...)
+	got := e.waitTask(t, id, "completed", func(task *queue.Task) bool { return task.Status == queue.StatusCompleted })
+	require.Equal(t, "worker-b", got.WorkerID)
+	require.Equal(t, 2, got.Attempt)
+	require.Equal(t, 1, got.RetryCount, "the timed-out attempt counts as a retry")
+	require.JSONEq(t, `{"slept_ms":1500}`, string(got.Output))
+	require.True(t, e.registered(t, "worker-a"), "a killed worker cannot deregister")
+
+	b.signal(t, syscall.SIGTERM)
+	require.Equal(t, 0, b.wait(t))
+	require.False(t, e.registered(t, "worker-b"))
+}
+
+func TestWorkerSignals(t *testing.T) {
+	t.Parallel()
+	t.Run("idle SIGTERM", func(t *testing.T) {
+		t.Parallel()
+		e := wkSetup(t)
+		w := e.start(t, "w", workerArgs("w-idle")...)
+		deadline := time.Now().Add(60 * time.Second)
+		for !e.registered(t, "w-idle") {
+			require.True(t, time.Now().Before(deadline), "worker did not register")
+			time.Sleep(50 * time.Millisecond)
+		}
+		w.signal(t, syscall.SIGTERM)
+		require.Equal(t, 0, w.wait(t))
+		require.False(t, e.registered(t, "w-idle"))
+	})
+	t.Run("SIGTERM past the shutdown timeout releases", func(t *testing.T) {
+		t.Parallel()
+		e := wkSetup(t)
+		id := e.submit(t, "sleep", `{"ms":600000}`, 30*time.Second, 3)
+		w := e.start(t, "w", workerArgs("w-release", "--shutdown-timeout", "300ms")...)
+		e.waitTask(t, id, "running", func(task *queue.Task) bool { return task.Status == queue.StatusRunning })
+		w.signal(t, syscall.SIGTERM)
+		require.Equal(t, 0, w.wait(t))
+		got := e.waitTask(t, id, "pending", func(task *queue.Task) bool { return task.Status == queue.StatusPending })
+		require.Equal(t, 0, got.RetryCount)
+		require.False(t, e.registered(t, "w-release"))
+	})
+	t.Run("SIGTERM waits for a finishing task", func(t *testing.T) {
+		t.Parallel()
+		e := wkSetup(t)
+		id := e.submit(t, "sleep", `{"ms":1500}`, 30*time.Second, 3)
+		w := e.start(t, "w", workerArgs("w-finish", "--shutdown-timeout", "1m")...)
+		e.waitTask(t, id, "running", func(task *queue.Task) bool { return task.Status == queue.StatusRunning })
+		w.signal(t, syscall.SIGTERM)
+		require.Equal(t, 0, w.wait(t))
+		got, err := e.q.Get(context.Background(), id)
+		require.NoError(t, err)
+		require.Equal(t, queue.StatusCompleted, got.Status)
+	})
+	t.Run("second signal releases at once", func(t *testing.T) {
+		t.Parallel()
+		e := wkSetup(t)
+		id := e.submit(t, "sleep", `{"ms":600000}`, 30*time.Second, 3)
+		w := e.start(t, "w", workerArgs("w-twice", "--shutdown-timeout", "10m")...)
+		e.waitTask(t, id, "running", func(task *queue.Task) bool { return task.Status == queue.StatusRunning })
+		w.signal(t, syscall.SIGTERM)
+		time.Sleep(200 * time.Millisecond)
+		w.signal(t, syscall.SIGINT)
+		require.Equal(t, 0, w.wait(t))
+		got, err := e.q.Get(context.Background(), id)
+		require.NoError(t, err)
+		require.Equal(t, queue.StatusPending, got.Status)
+		require.Equal(t, 0, got.RetryCount)
+	})
+}
+
+// A worker stopped (SIGSTOP) past its lease and then resumed cannot
+// complete the task another worker now owns.
+func TestStaleWorkerProcess(t *testing.T) {
+	t.Parallel()
+	e := wkSetup(t)
+	id := e.submit(t, "sleep", `{"ms":2500}`, time.Second, 3)
+	a := e.start(t, "worker-a", workerArgs("worker-a", "--no-monitor")...)
+	e.waitTask(t, id, "running on worker-a", func(task *queue.Task) bool {
+		return task.Status == queue.StatusRunning && task.WorkerID == "worker-a"
+	})
+	a.signal(t, syscall.SIGSTOP)
+
+	b := e.start(t, "worker-b", workerArgs("worker-b")...)
+	e.waitTask(t, id, "running on worker-b", func(task *queue.Task) bool {
+		return task.Status == queue.StatusRunning && task.WorkerID == "worker-b"
+	})
+	a.signal(t, syscall.SIGCONT)
+
+	got := e.waitTask(t, id, "completed", func(task *queue.Task) bool { return task.Status.Terminal() })
+	require.Equal(t, queue.StatusCompleted, got.Status)
+	require.Equal(t, "worker-b", got.WorkerID)
+	hist, err := e.q.History(context.Background(), id)
+	require.NoError(t, err)
+	succeeded := 0
+	for _, ev := range hist {
+		if ev.Name == queue.EventSucceeded {
+			succeeded++
+			require.Equal(t, "worker-b", ev.WorkerID)
+		}
+	}
+	require.Equal(t, 1, succeeded)
+	// A's later writes (its retry of the lapsed attempt) must not have
+	// landed after B's completion either.
+	require.Equal(t, queue.EventSucceeded, hist[len(hist)-1].Name)
+
+	for _, p := range []*wkProc{a, b} {
+		p.signal(t, syscall.SIGTERM)
+		require.Equal(t, 0, p.wait(t))
+	}
+}
+
+// Two monitor processes: one leads; kill -9 it and the other takes over.
+func TestTwoMonitorProcesses(t *testing.T) {
+	t.Parallel()
+	e := wkSetup(t)
+	ctx := context.Background()
+	args := func(id string) []string {
+		return []string{"monitor", "--id", id, "--check-interval", "200ms", "--leader-ttl", "2s"}
+	}
+	procs := map[string]*wkProc{
+		"mon-1": e.start(t, "mon-1", args("mon-1")...),
+		"mon-2": e.start(t, "mon-2", args("mon-2")...),
+	}
+	leader := func() string {
+		l, err := e.q.ReadLease(ctx, queue.MonitorLeaderKey)
+		if err != nil || !l.ExpiresAt.After(e.q.Now()) {
+			return ""
+		}
+		return l.Holder
+	}
+	var first string
+	deadline := time.Now().Add(60 * time.Second)
+	for first = leader(); first == ""; first = leader() {
+		require.True(t, time.Now().Before(deadline), "no monitor became leader")
+		time.Sleep(50 * time.Millisecond)
+	}
+	// It keeps the lead while alive.
+	for range 10 {
+		time.Sleep(100 * time.Millisecond)
+		require.Equal(t, first, leader())
+	}
+	procs[first].signal(t, syscall.SIGKILL)
+	procs[first].wait(t)
+	other := "mon-1"
+	if first == "mon-1" {
+		other = "mon-2"
+	}
+	deadline = time.Now().Add(60 * time.Second)
+	for leader() != other {
+		require.True(t, time.Now().Before(deadline), "the standby did not take over")
+		time.Sleep(50 * time.Millisecond)
+	}
+	procs[other].signal(t, syscall.SIGTERM)
+	require.Equal(t, 0, procs[other].wait(t))
+	l, err := e.q.ReadLease(ctx, queue.MonitorLeaderKey)
+	require.NoError(t, err)
+	require.Empty(t, l.Holder, "a clean shutdown releases the leadership")
+}
+
+// Exec handlers through the real binary: output, retry (exit 75) and
+// permanent failure (other exit codes).
+func TestExecHandlerProcess(t *testing.T) {
+	t.Parallel()
+	e := wkSetup(t)
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte("#!/bin/sh\n"+body+"\n"), 0o755))
+		return p
+	}
+	up := write("up.sh", `tr a-z A-Z`)
+	tmp := write("tmp.sh", `echo "busy, try later" >&2; exit 75`)
+	bad := write("bad.sh", `echo "cannot parse input" >&2; exit 2`)
+	ok := e.submit(t, "up", `{"msg":"hi"}`, 10*time.Second, 3)
+	retried := e.submit(t, "tmp", `{}`, 10*time.Second, 1)
+	failed := e.submit(t, "bad", `{}`, 10*time.Second, 3)
+	w := e.start(t, "w", workerArgs("w-exec", "--exec", "up="+up, "--exec", "tmp="+tmp, "--exec", "bad="+bad)...)
+
+	got := e.waitTask(t, ok, "completed", func(task *queue.Task) bool { return task.Status == queue.StatusCompleted })
+	require.JSONEq(t, `{"MSG":"HI"}`, string(got.Output))
+	got = e.waitTask(t, retried, "failed", func(task *queue.Task) bool { return task.Status == queue.StatusFailed })
+	require.Equal(t, 1, got.RetryCount)
+	require.Contains(t, got.LastError, "busy, try later")
+	got = e.waitTask(t, failed, "failed", func(task *queue.Task) bool { return task.Status == queue.StatusFailed })
+	require.Equal(t, 0, got.RetryCount)
+	require.Contains(t, got.LastError, "cannot parse input")
+
+	w.signal(t, syscall.SIGTERM)
+	require.Equal(t, 0, w.wait(t))
+}
+
+// kill -9 of a worker does not leave its exec handler running as an
+// orphan (Linux: parent-death signal).
+func TestKilledWorkerTakesExecChildAlong(t *testing.T) {
+	t.Parallel()
+	if runtime.GOOS != "linux" {
+		t.Skip("parent-death signal is Linux only")
+	}
+	e := wkSetup(t)
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "pid")
+	script := filepath.Join(dir, "hang.sh")
+	require.NoError(t, os.WriteFile(script, []byte("#!/bin/sh\necho $$ > "+pidFile+".tmp && mv "+pidFile+".tmp "+pidFile+"\nexec sleep 1000\n"), 0o755))
+	e.submit(t, "hang", `{}`, 30*time.Second, 3)
+	w := e.start(t, "w", workerArgs("w-hang", "--no-monitor", "--exec", "hang="+script)...)
+	var pid int
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		b, err := os.ReadFile(pidFile)
+		if err == nil {
+			_, err = fmt.Sscan(string(b), &pid)
+			require.NoError(t, err)
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "exec handler did not start")
+		time.Sleep(20 * time.Millisecond)
+	}
+	w.signal(t, syscall.SIGKILL)
+	w.wait(t)
+	deadline = time.Now().Add(60 * time.Second)
+	for syscall.Kill(pid, 0) == nil && !zombie(pid) {
+		require.True(t, time.Now().Before(deadline), "exec child %d outlived its killed worker", pid)
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func zombie(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && i+2 < len(s) && s[i+2] == 'Z'
+}

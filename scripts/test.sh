@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# THE test command for qo (README and .ci/run call exactly this).
+#
+# On a fresh machine with only the Go toolchain it installs what the tests need
+# (MinIO, built once into a cache outside the repository), starts a throwaway
+# MinIO on 127.0.0.1, runs go vet, a gofmt check and the whole test suite with
+# the race detector, stops MinIO and exits with the test status.
+#
+# Environment:
+#   QO_CACHE_DIR       where tools are cached (default ${XDG_CACHE_HOME:-$HOME/.cache}/qo)
+#   QO_TEST_TIMEOUT    go test -timeout (default 30m)
+#   QO_TEST_PKGS       packages to test (default ./...)
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+
+step() { echo "==> $*" >&2; }
+
+command -v go >/dev/null || {
+	echo "test.sh: error: the Go toolchain is required (go not found in PATH)" >&2
+	exit 1
+}
+
+# --- System packages -------------------------------------------------------
+# Tools the tests drive that do not come with Go (e.g. tmux for terminal UI
+# tests, chromium for the web UI) are installed here with apt-get. Each entry
+# is "command:debian-package"; only missing commands are installed.
+SYSTEM_PACKAGES=()
+
+install_system_packages() {
+	local missing=() entry cmd pkg
+	for entry in "${SYSTEM_PACKAGES[@]}"; do
+		cmd=${entry%%:*}
+		pkg=${entry#*:}
+		command -v "$cmd" >/dev/null || missing+=("$pkg")
+	done
+	((${#missing[@]} == 0)) && return
+	step "installing system packages: ${missing[*]}"
+	local sudo=()
+	((EUID == 0)) || sudo=(sudo -n)
+	DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get update -qq >&2
+	DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+}
+
+if ((${#SYSTEM_PACKAGES[@]} > 0)); then
+	install_system_packages
+fi
+
+# --- MinIO -------------------------------------------------------------------
+step "MinIO"
+bash scripts/minio.sh install
+minio_env=$(bash scripts/minio.sh start)
+eval "$minio_env"
+trap 'bash scripts/minio.sh stop "$QO_MINIO_STATE_DIR" || true' EXIT
+export QO_TEST_REQUIRE_S3=1
+
+# --- Static checks -------------------------------------------------------------
+step "go vet ./..."
+go vet ./...
+
+step "gofmt"
+unformatted=$(find . -name '*.go' -not -path './.git/*' -not -path '*/testdata/*' -print0 | xargs -0 -r gofmt -l)
+if [[ -n $unformatted ]]; then
+	echo "test.sh: these files are not gofmt-formatted (run gofmt -w on them):" >&2
+	echo "$unformatted" | sed 's/^/  /' >&2
+	exit 1
+fi
+
+# --- Tests ---------------------------------------------------------------------
+step "go test -race ${QO_TEST_PKGS:-./...}"
+status=0
+# shellcheck disable=SC2086 # QO_TEST_PKGS is a space-separated package list
+go test -race -count=1 -timeout "${QO_TEST_TIMEOUT:-30m}" ${QO_TEST_PKGS:-./...} || status=$?
+exit "$status"
