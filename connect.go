@@ -31,13 +31,22 @@ func allowNoVersioning() bool {
 }
 
 // storeConfig builds the S3 configuration from the connection flags (and
-// their environment variables). Credentials are left to the AWS chain.
+// their environment variables); credentials are left to the AWS chain.
+// Without a bucket or an endpoint it falls back to a running `qo dev`
+// (see discoverDev).
 func storeConfig(c *cli.Context) (s3store.Config, error) {
 	bucket := strings.TrimSpace(connString(c, "bucket"))
-	if bucket == "" {
-		return s3store.Config{}, usageError("no bucket configured: set S3_BUCKET or pass --bucket NAME")
-	}
 	endpoint := strings.TrimSpace(connString(c, "endpoint"))
+	if bucket == "" {
+		// No S3 settings at all: a running `qo dev` on this machine is the
+		// default, so a developer's other terminals need no environment.
+		if endpoint == "" {
+			if st, ok := discoverDev(); ok {
+				return st.storeConfig(), nil
+			}
+		}
+		return s3store.Config{}, usageError("no bucket configured: set S3_BUCKET or pass --bucket NAME (or start a local one with 'qo dev')")
+	}
 	pathStyle, set := connBool(c, "path-style")
 	if !set && endpoint != "" {
 		// Self-hosted servers (MinIO, versitygw, Garage, ...) rarely

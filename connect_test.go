@@ -71,6 +71,7 @@ func TestStoreConfigFromFlags(t *testing.T) {
 			for k, v := range tt.env {
 				t.Setenv(k, v)
 			}
+			t.Setenv(envDevDataDir, t.TempDir()) // no `qo dev` to discover
 			var got s3store.Config
 			var stderr bytes.Buffer
 			err := probeApp(&stderr, func(c *cli.Context) error {

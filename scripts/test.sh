@@ -25,7 +25,10 @@ command -v go >/dev/null || {
 # Tools the tests drive that do not come with Go (e.g. tmux for terminal UI
 # tests, chromium for the web UI) are installed here with apt-get. Each entry
 # is "command:debian-package"; only missing commands are installed.
-SYSTEM_PACKAGES=()
+SYSTEM_PACKAGES=(
+	"zsh:zsh"   # shell completion scripts are run in real shells
+	"fish:fish"
+)
 
 install_system_packages() {
 	local missing=() entry cmd pkg
@@ -65,6 +68,12 @@ if [[ -n $unformatted ]]; then
 	echo "$unformatted" | sed 's/^/  /' >&2
 	exit 1
 fi
+
+# --- Release ---------------------------------------------------------------------
+# goreleaser (pinned, cached outside the repository) checks .goreleaser.yaml and
+# cross-builds the release matrix as a snapshot.
+step "goreleaser check + snapshot build"
+bash scripts/release.sh snapshot >&2
 
 # --- Tests ---------------------------------------------------------------------
 step "go test -race ${QO_TEST_PKGS:-./...}"

@@ -45,11 +45,13 @@ func runChild() int {
 	// go to stderr, which the parent keeps for diagnostics.
 	status := os.Stdout
 	os.Stdout = os.Stderr
-	// The parent decides when the gateway stops: ignore terminal interrupts
-	// sent to the whole process group.
-	signal.Ignore(os.Interrupt)
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
-	defer stop()
+	// The parent decides when the gateway stops (it closes our stdin): ignore
+	// interrupts and terminations sent to the whole process group (Ctrl+C,
+	// systemd's control-group kill, timeout(1)), so the parent's workers can
+	// still finish or release their tasks through us while it shuts down. A
+	// parent that dies outright takes us along (stdin EOF, Pdeathsig).
+	signal.Ignore(os.Interrupt, syscall.SIGTERM)
+	ctx := context.Background()
 
 	in := bufio.NewReader(os.Stdin)
 	line, err := in.ReadBytes('\n')
