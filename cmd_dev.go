@@ -171,36 +171,13 @@ func devConfigFromFlags(c *cli.Context) (*devConfig, error) {
 	if dc.shutdownTimeout, err = cmdDuration(c, "shutdown-timeout"); err != nil {
 		return nil, err
 	}
-	seen := map[string]bool{}
-	for _, raw := range splitExecFlags(c.StringSlice("exec")) {
-		spec, err := worker.ParseExecSpec(raw)
-		if err != nil {
-			return nil, usageError("invalid --exec: %v", err)
-		}
-		if seen[spec.Type] {
-			return nil, usageError("invalid --exec: type %q is given twice", spec.Type)
-		}
-		seen[spec.Type] = true
-		if err := spec.Check(); err != nil {
-			return nil, usageError("invalid --exec: %v", err)
-		}
-		dc.execs = append(dc.execs, spec)
+	if dc.execs, err = parseExecFlags(c.StringSlice("exec")); err != nil {
+		return nil, err
 	}
 	if dc.dataDir, err = devDataDir(c.String("data-dir")); err != nil {
 		return nil, usageError("%v", err)
 	}
 	return dc, nil
-}
-
-// splitExecFlags drops blank --exec values (a trailing comma in QO_DEV_EXEC).
-func splitExecFlags(vals []string) []string {
-	var out []string
-	for _, v := range vals {
-		if v = strings.TrimSpace(v); v != "" {
-			out = append(out, v)
-		}
-	}
-	return out
 }
 
 // devSession is a running qo dev, as its terminal view sees it.

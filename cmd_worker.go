@@ -331,20 +331,8 @@ func workerSetupFromFlags(c *cli.Context) (*workerSetup, error) {
 	if o.Monitor, err = monitorOptions(c); err != nil {
 		return nil, err
 	}
-	seen := map[string]bool{}
-	for _, raw := range c.StringSlice("exec") {
-		spec, err := worker.ParseExecSpec(raw)
-		if err != nil {
-			return nil, usageError("invalid --exec: %v", err)
-		}
-		if seen[spec.Type] {
-			return nil, usageError("invalid --exec: type %q is given twice", spec.Type)
-		}
-		seen[spec.Type] = true
-		if err := spec.Check(); err != nil {
-			return nil, usageError("invalid --exec: %v", err)
-		}
-		ws.execs = append(ws.execs, spec)
+	if ws.execs, err = parseExecFlags(c.StringSlice("exec")); err != nil {
+		return nil, err
 	}
 	ws.builtins = len(ws.execs) == 0
 	if c.IsSet("builtins") {
@@ -584,4 +572,29 @@ func shardsText(shards []string) string {
 		return fmt.Sprintf("%s..%s (%d)", s[0], s[len(s)-1], len(s))
 	}
 	return strings.Join(s, ",")
+}
+
+// parseExecFlags parses repeated --exec TYPE=COMMAND values (blank ones are
+// ignored), refusing a type given twice or a command that cannot run.
+func parseExecFlags(vals []string) ([]worker.ExecSpec, error) {
+	var specs []worker.ExecSpec
+	seen := map[string]bool{}
+	for _, raw := range vals {
+		if raw = strings.TrimSpace(raw); raw == "" {
+			continue
+		}
+		spec, err := worker.ParseExecSpec(raw)
+		if err != nil {
+			return nil, usageError("invalid --exec: %v", err)
+		}
+		if seen[spec.Type] {
+			return nil, usageError("invalid --exec: type %q is given twice", spec.Type)
+		}
+		seen[spec.Type] = true
+		if err := spec.Check(); err != nil {
+			return nil, usageError("invalid --exec: %v", err)
+		}
+		specs = append(specs, spec)
+	}
+	return specs, nil
 }

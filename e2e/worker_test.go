@@ -1,10 +1,11 @@
+//go:build unix
+
 package e2e
 
 // Process-level tests of the worker runtime: real `qo` processes against
 // the test S3 server, killed, stopped and signalled for real.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,7 +14,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -67,23 +67,6 @@ type wkProc struct {
 	cmd  *exec.Cmd
 	out  *lockedBuffer
 	done chan error
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func (e *wkEnv) start(t *testing.T, name string, args ...string) *wkProc {

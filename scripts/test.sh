@@ -58,8 +58,10 @@ trap 'bash scripts/minio.sh stop "$QO_MINIO_STATE_DIR" || true' EXIT
 export QO_TEST_REQUIRE_S3=1
 
 # --- Static checks -------------------------------------------------------------
-step "go vet ./..."
+step "go vet ./... (linux, and windows + darwin: the release targets)"
 go vet ./...
+GOOS=windows go vet ./...
+GOOS=darwin go vet ./...
 
 step "gofmt"
 unformatted=$(find . -name '*.go' -not -path './.git/*' -not -path '*/testdata/*' -print0 | xargs -0 -r gofmt -l)
