@@ -12,12 +12,17 @@ import (
 // the Date header of every response it receives anyway, so reading the time
 // costs no request once any request has been made.
 //
-// A Date header has one-second resolution. For one response:
+// A Date header has one-second resolution, and some servers (those built on
+// fasthttp, such as the embedded gateway) serve a cached value refreshed
+// once a second, so it can be up to a further second old. For one response:
 //
-//	server time when the response was made: T in [Date, Date+1s)
+//	server time when the response was made: T in [Date, Date+2s)
 //	local time at that moment:              t in [sent, received]
 //
-// so the offset T - t lies in [Date - received, Date + 1s - sent]. Every
+// so the offset T - t lies in [Date - received, Date + 2s - sent]. The
+// estimate is therefore good to about a second against any server, well
+// inside the queue's clock-skew bound; it never claims more precision than
+// the header carries. Every
 // response narrows the interval by intersection. If an intersection is
 // empty (the local or server clock jumped), the estimate restarts from the
 // newest response. To tolerate slow drift between the clocks (NTP slewing
@@ -30,6 +35,9 @@ const driftDivisor = 2000
 
 // dateResolution is the resolution of the HTTP Date header.
 const dateResolution = time.Second
+
+// dateStaleness is how old a server's cached Date header may be.
+const dateStaleness = time.Second
 
 // clockSample is one response's timing: local times around the request and
 // the Date header of the response.
@@ -48,7 +56,7 @@ type offsetEstimate struct {
 
 // interval returns the offset interval one sample alone allows.
 func (s clockSample) interval() (lo, hi time.Duration) {
-	return s.date.Sub(s.received), s.date.Add(dateResolution).Sub(s.sent)
+	return s.date.Sub(s.received), s.date.Add(dateResolution + dateStaleness).Sub(s.sent)
 }
 
 // add folds a sample into the estimate and returns the new estimate. A
