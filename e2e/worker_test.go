@@ -43,9 +43,6 @@ type wkEnv struct {
 
 func wkSetup(t *testing.T) *wkEnv {
 	t.Helper()
-	if runtime.GOOS == "windows" {
-		t.Skip("process signals")
-	}
 	wkBinary(t)
 	s := storetest.MinIO(t)
 	ctx := context.Background()

@@ -121,8 +121,6 @@ func setup(t *testing.T, be storetest.Backend, opts ...func(*setupOpts)) *bundle
 	return &bundle{ctx: ctx, q: q, s: fs, raw: raw, clock: clock}
 }
 
-func shardChars(n int) func(*setupOpts) { return func(o *setupOpts) { o.shardChars = n } }
-
 // forBackends runs fn once per store backend.
 func forBackends(t *testing.T, fn func(t *testing.T, be storetest.Backend)) {
 	t.Helper()

@@ -3,7 +3,8 @@
 #
 # On a fresh machine with only the Go toolchain it installs what the tests need
 # (MinIO, built once into a cache outside the repository), starts a throwaway
-# MinIO on 127.0.0.1, runs go vet, a gofmt check and the whole test suite with
+# MinIO on 127.0.0.1, runs go vet, staticcheck, a gofmt check, the release
+# check with a snapshot build, and the whole test suite with
 # the race detector, stops MinIO and exits with the test status.
 #
 # Environment:
@@ -62,6 +63,15 @@ step "go vet ./... (linux, and windows + darwin: the release targets)"
 go vet ./...
 GOOS=windows go vet ./...
 GOOS=darwin go vet ./...
+
+step "staticcheck"
+STATICCHECK_VERSION=v0.8.2
+staticcheck_bin=${QO_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/qo}/staticcheck/$STATICCHECK_VERSION/bin
+if [[ ! -x $staticcheck_bin/staticcheck ]]; then
+	mkdir -p "$staticcheck_bin"
+	GOBIN=$staticcheck_bin go install "honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION"
+fi
+"$staticcheck_bin/staticcheck" ./...
 
 step "gofmt"
 unformatted=$(find . -name '*.go' -not -path './.git/*' -not -path '*/testdata/*' -print0 | xargs -0 -r gofmt -l)

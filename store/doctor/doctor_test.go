@@ -26,14 +26,6 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func statuses(r doctor.Report) map[string]doctor.Status {
-	m := map[string]doctor.Status{}
-	for _, c := range r.Checks {
-		m[c.Name] = c.Status
-	}
-	return m
-}
-
 var allChecks = []string{
 	doctor.CheckReachable, doctor.CheckCredentials, doctor.CheckBucket, doctor.CheckVersioning,
 	doctor.CheckCreateOnly, doctor.CheckIfMatch, doctor.CheckListPaging, doctor.CheckVersions,

@@ -146,7 +146,8 @@ func (s *Store) Lifecycle(ctx context.Context) ([]store.LifecycleRule, error) {
 			lr.Prefix = aws.ToString(r.Filter.Prefix)
 		case r.Filter != nil && r.Filter.And != nil:
 			lr.Prefix = aws.ToString(r.Filter.And.Prefix)
-		case r.Prefix != nil: //nolint:staticcheck // legacy rules without a filter
+		case r.Prefix != nil: //lint:ignore SA1019 legacy rules without a filter still exist
+			//lint:ignore SA1019 as above
 			lr.Prefix = aws.ToString(r.Prefix)
 		}
 		if r.NoncurrentVersionExpiration != nil {
