@@ -92,11 +92,17 @@ func stderrLogger(c *cli.Context) *slog.Logger {
 
 // openQueue connects to the bucket and opens the queue in it.
 func openQueue(c *cli.Context) (*queue.Queue, error) {
+	return openQueueLogged(c, stderrLogger(c))
+}
+
+// openQueueLogged is openQueue for long-running commands that have their own
+// logger (so the queue's warnings share its format).
+func openQueueLogged(c *cli.Context, log *slog.Logger) (*queue.Queue, error) {
 	s, err := queueStore(c)
 	if err != nil {
 		return nil, err
 	}
-	q, err := queue.Open(c.Context, s, queue.Options{Logger: stderrLogger(c)})
+	q, err := queue.Open(c.Context, s, queue.Options{Logger: log})
 	if errors.Is(err, queue.ErrNotInitialized) {
 		return nil, fmt.Errorf("bucket %q holds no qo queue (no queue.json): run 'qo init' first: %w", connString(c, "bucket"), queue.ErrNotInitialized)
 	}

@@ -357,7 +357,7 @@ func runWorker(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	q, err := openQueue(c)
+	q, err := openQueueLogged(c, log)
 	if err != nil {
 		return err
 	}
@@ -455,7 +455,7 @@ Durations accept Go syntax (500ms, 30s, 2m) or a bare number of seconds.`,
 				}
 			}
 			o.Logger = log
-			q, err := openQueue(c)
+			q, err := openQueueLogged(c, log)
 			if err != nil {
 				return err
 			}

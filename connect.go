@@ -141,7 +141,7 @@ func connError(parent context.Context, cfg s3store.Config, err error) error {
 		return storageKind(store.ErrAccessDenied, "S3 at %s refused the credentials for bucket %q (%s): check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or --profile / AWS_PROFILE) and their permissions on the bucket",
 			endpoint, cfg.Bucket, httpStatus(se))
 	case errors.Is(err, store.ErrBucketNotFound):
-		return storageKind(store.ErrBucketNotFound, "bucket %q does not exist at %s: create it with 'qo init', or check --bucket (S3_BUCKET)",
+		return storageKind(store.ErrBucketNotFound, "bucket %q does not exist at %s: create it with 'qo init --create-bucket', or check --bucket (S3_BUCKET)",
 			cfg.Bucket, endpoint)
 	case se != nil && se.Status == 400:
 		return storageError("S3 at %s rejected a request for bucket %q as malformed (%s): check the bucket name (--bucket, S3_BUCKET) and the region (--region, S3_REGION)",

@@ -159,7 +159,7 @@ func classify(e *Error, o mapOpts) {
 		return
 	case "NoSuchBucket":
 		e.Kind = store.ErrBucketNotFound
-		e.Fix = "create it with qo init, or check S3_BUCKET (or --bucket)"
+		e.Fix = "create it with qo init --create-bucket, or check S3_BUCKET (or --bucket)"
 		return
 	case "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken",
 		"ExpiredToken", "TokenRefreshRequired", "AllAccessDisabled", "AccountProblem":
@@ -200,7 +200,7 @@ func classify(e *Error, o mapOpts) {
 		switch {
 		case o.bucketLevel:
 			e.Kind = store.ErrBucketNotFound
-			e.Fix = "create it with qo init, or check S3_BUCKET (or --bucket)"
+			e.Fix = "create it with qo init --create-bucket, or check S3_BUCKET (or --bucket)"
 		case o.ifMatch:
 			e.Kind = store.ErrPreconditionFailed
 		default:
