@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,36 +15,19 @@ import (
 	"github.com/qo-queue/qo/store/storetest"
 )
 
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // setup returns a queue on a fresh store; with fake, on a fake clock.
-func setup(t *testing.T, b storetest.Backend, fake bool) (*queue.Queue, store.Store, *fakeClock) {
+func setup(t *testing.T, b storetest.Backend, fake bool) (*queue.Queue, store.Store, *storetest.Clock) {
 	t.Helper()
 	ctx := context.Background()
 	s := b.New(t)
 	_, err := queue.Init(ctx, s, 1)
 	require.NoError(t, err)
-	var clock *fakeClock
+	var clock *storetest.Clock
 	o := queue.Options{}
 	if fake {
-		clock = &fakeClock{t: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+		clock = storetest.NewClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 		o.Clock = clock
 	}
 	q, err := queue.Open(ctx, s, o)

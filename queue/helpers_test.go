@@ -17,26 +17,8 @@ import (
 	"github.com/qo-queue/qo/store/storetest"
 )
 
-// fakeClock is the injected queue clock: tests move time, never sleep.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{t: time.Now().UTC().Truncate(time.Second)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
+func newFakeClock() *storetest.Clock {
+	return storetest.NewClock(time.Now().UTC().Truncate(time.Second))
 }
 
 // faultStore wraps a store. When dropPut returns true for a key, the Put is
@@ -93,7 +75,7 @@ type bundle struct {
 	q     *queue.Queue
 	s     *faultStore
 	raw   store.Store
-	clock *fakeClock
+	clock *storetest.Clock
 }
 
 func (b *bundle) counts() store.Counts { return b.s.Requests().Snapshot() }

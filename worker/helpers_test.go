@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,34 +17,15 @@ import (
 	"github.com/qo-queue/qo/store/storetest"
 )
 
-// fakeClock is a settable clock; tests advance it to expire leases
-// without sleeping.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{t: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
+func newFakeClock() *storetest.Clock {
+	return storetest.NewClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
 }
 
 type bundle struct {
 	s     store.Store
 	q     *queue.Queue
-	clock store.Clock // nil: the store's clock
-	fake  *fakeClock  // set when the bundle runs on a fake clock
+	clock store.Clock      // nil: the store's clock
+	fake  *storetest.Clock // set when the bundle runs on a fake clock
 }
 
 type setupOpts struct {

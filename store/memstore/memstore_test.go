@@ -2,7 +2,6 @@ package memstore_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,33 +17,15 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, func(testing.TB) store.Store { return memstore.New() })
 }
 
-// fakeClock is a settable clock.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 func TestClock(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clk := &fakeClock{t: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
+	clk := storetest.NewClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
 	s := memstore.New(memstore.WithClock(clk))
 
 	now, err := s.Now(ctx)
 	require.NoError(t, err)
-	require.Equal(t, clk.t, now)
+	require.Equal(t, clk.Now(), now)
 
 	_, err = s.Put(ctx, "a", []byte("1"), store.Condition{})
 	require.NoError(t, err)
