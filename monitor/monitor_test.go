@@ -76,184 +76,169 @@ func TestHealth(t *testing.T) {
 
 func TestCheckTimeouts(t *testing.T) {
 	t.Parallel()
-	for _, b := range storetest.Backends() {
-		t.Run(b.Name, func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			q, _, clock := setup(t, b, true)
-			retry := submitAndClaim(t, q, 3)
-			exhausted := submitAndClaim(t, q, 0)
-			m := New(q, Options{Logger: discard, ExpiredPageSize: 1})
+	storetest.ForEach(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		q, _, clock := setup(t, b, true)
+		retry := submitAndClaim(t, q, 3)
+		exhausted := submitAndClaim(t, q, 0)
+		m := New(q, Options{Logger: discard, ExpiredPageSize: 1})
 
-			n, err := m.CheckTimeouts(ctx)
-			require.NoError(t, err)
-			require.Zero(t, n, "nothing expired yet")
+		n, err := m.CheckTimeouts(ctx)
+		require.NoError(t, err)
+		require.Zero(t, n, "nothing expired yet")
 
-			clock.Advance(5 * time.Second)
-			fresh := submitAndClaim(t, q, 3) // lease runs 10s from here
-			clock.Advance(6 * time.Second)
-			n, err = m.CheckTimeouts(ctx)
-			require.NoError(t, err)
-			require.Equal(t, 2, n)
+		clock.Advance(5 * time.Second)
+		fresh := submitAndClaim(t, q, 3) // lease runs 10s from here
+		clock.Advance(6 * time.Second)
+		n, err = m.CheckTimeouts(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 2, n)
 
-			got, err := q.Get(ctx, retry.Task.ID)
-			require.NoError(t, err)
-			require.Equal(t, queue.StatusPending, got.Status)
-			require.Equal(t, 1, got.RetryCount)
-			require.True(t, got.AvailableAt.After(q.Now()), "requeued with backoff")
-			require.Contains(t, got.LastError, "lease expired")
+		got, err := q.Get(ctx, retry.Task.ID)
+		require.NoError(t, err)
+		require.Equal(t, queue.StatusPending, got.Status)
+		require.Equal(t, 1, got.RetryCount)
+		require.True(t, got.AvailableAt.After(q.Now()), "requeued with backoff")
+		require.Contains(t, got.LastError, "lease expired")
 
-			got, err = q.Get(ctx, exhausted.Task.ID)
-			require.NoError(t, err)
-			require.Equal(t, queue.StatusFailed, got.Status)
+		got, err = q.Get(ctx, exhausted.Task.ID)
+		require.NoError(t, err)
+		require.Equal(t, queue.StatusFailed, got.Status)
 
-			got, err = q.Get(ctx, fresh.Task.ID)
-			require.NoError(t, err)
-			require.Equal(t, queue.StatusRunning, got.Status, "an unexpired lease is left alone")
+		got, err = q.Get(ctx, fresh.Task.ID)
+		require.NoError(t, err)
+		require.Equal(t, queue.StatusRunning, got.Status, "an unexpired lease is left alone")
 
-			n, err = m.CheckTimeouts(ctx)
-			require.NoError(t, err)
-			require.Zero(t, n, "idempotent")
-		})
-	}
+		n, err = m.CheckTimeouts(ctx)
+		require.NoError(t, err)
+		require.Zero(t, n, "idempotent")
+	})
 }
 
 func TestLeaderElection(t *testing.T) {
 	t.Parallel()
-	for _, b := range storetest.Backends() {
-		t.Run(b.Name, func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			q, _, clock := setup(t, b, true)
-			m1 := New(q, Options{ID: "m1", LeaderTTL: 30 * time.Second, Logger: discard})
-			m2 := New(q, Options{ID: "m2", LeaderTTL: 30 * time.Second, Logger: discard})
+	storetest.ForEach(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		q, _, clock := setup(t, b, true)
+		m1 := New(q, Options{ID: "m1", LeaderTTL: 30 * time.Second, Logger: discard})
+		m2 := New(q, Options{ID: "m2", LeaderTTL: 30 * time.Second, Logger: discard})
 
-			require.True(t, m1.Elect(ctx))
-			require.False(t, m2.Elect(ctx))
-			require.True(t, m1.IsLeader())
-			require.False(t, m2.IsLeader())
+		require.True(t, m1.Elect(ctx))
+		require.False(t, m2.Elect(ctx))
+		require.True(t, m1.IsLeader())
+		require.False(t, m2.IsLeader())
 
-			// Renewal keeps it.
-			clock.Advance(20 * time.Second)
-			require.True(t, m1.Elect(ctx))
-			clock.Advance(20 * time.Second)
-			require.True(t, m1.IsLeader())
-			require.False(t, m2.Elect(ctx))
+		// Renewal keeps it.
+		clock.Advance(20 * time.Second)
+		require.True(t, m1.Elect(ctx))
+		clock.Advance(20 * time.Second)
+		require.True(t, m1.IsLeader())
+		require.False(t, m2.Elect(ctx))
 
-			// The leader stops renewing (dies): the standby takes over once
-			// the lease expired, and the old leader finds out.
-			clock.Advance(31 * time.Second)
-			require.False(t, m1.IsLeader())
-			require.True(t, m2.Elect(ctx))
-			require.False(t, m1.Elect(ctx))
-			require.False(t, m1.IsLeader())
-			l, err := q.ReadLease(ctx, queue.MonitorLeaderKey)
-			require.NoError(t, err)
-			require.Equal(t, "m2", l.Holder)
+		// The leader stops renewing (dies): the standby takes over once
+		// the lease expired, and the old leader finds out.
+		clock.Advance(31 * time.Second)
+		require.False(t, m1.IsLeader())
+		require.True(t, m2.Elect(ctx))
+		require.False(t, m1.Elect(ctx))
+		require.False(t, m1.IsLeader())
+		l, err := q.ReadLease(ctx, queue.MonitorLeaderKey)
+		require.NoError(t, err)
+		require.Equal(t, "m2", l.Holder)
 
-			// A clean shutdown hands over at once.
-			m2.resign(ctx)
-			require.False(t, m2.IsLeader())
-			require.True(t, m1.Elect(ctx))
-		})
-	}
+		// A clean shutdown hands over at once.
+		m2.resign(ctx)
+		require.False(t, m2.IsLeader())
+		require.True(t, m1.Elect(ctx))
+	})
 }
 
 // Two running monitors: exactly one leads; when it stops, the other takes
 // over.
 func TestTwoMonitorsOneLeader(t *testing.T) {
 	t.Parallel()
-	for _, b := range storetest.Backends() {
-		t.Run(b.Name, func(t *testing.T) {
-			t.Parallel()
-			q, _, _ := setup(t, b, false)
-			opts := Options{CheckInterval: 20 * time.Millisecond, LeaderTTL: 3 * time.Second, SweepInterval: -1, Logger: discard}
-			o1, o2 := opts, opts
-			o1.ID, o2.ID = "m1", "m2"
-			ms := []*Monitor{New(q, o1), New(q, o2)}
-			cancels := make([]context.CancelFunc, 2)
-			dones := make([]chan struct{}, 2)
+	storetest.ForEach(t, func(t *testing.T, b storetest.Backend) {
+		q, _, _ := setup(t, b, false)
+		opts := Options{CheckInterval: 20 * time.Millisecond, LeaderTTL: 3 * time.Second, SweepInterval: -1, Logger: discard}
+		o1, o2 := opts, opts
+		o1.ID, o2.ID = "m1", "m2"
+		ms := []*Monitor{New(q, o1), New(q, o2)}
+		cancels := make([]context.CancelFunc, 2)
+		dones := make([]chan struct{}, 2)
+		for i, m := range ms {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancels[i] = cancel
+			dones[i] = make(chan struct{})
+			go func() {
+				defer close(dones[i])
+				_ = m.Run(ctx)
+			}()
+			t.Cleanup(func() { cancel(); <-dones[i] })
+		}
+		leader := -1
+		eventually(t, func() bool {
 			for i, m := range ms {
-				ctx, cancel := context.WithCancel(context.Background())
-				cancels[i] = cancel
-				dones[i] = make(chan struct{})
-				go func() {
-					defer close(dones[i])
-					_ = m.Run(ctx)
-				}()
-				t.Cleanup(func() { cancel(); <-dones[i] })
-			}
-			leader := -1
-			eventually(t, func() bool {
-				for i, m := range ms {
-					if m.IsLeader() {
-						leader = i
-						return true
-					}
+				if m.IsLeader() {
+					leader = i
+					return true
 				}
-				return false
-			}, "a leader")
-			for range 50 {
-				require.False(t, ms[0].IsLeader() && ms[1].IsLeader(), "two leaders at once")
-				time.Sleep(5 * time.Millisecond)
 			}
-			cancels[leader]()
-			<-dones[leader]
-			other := ms[1-leader]
-			eventually(t, other.IsLeader, "the standby to take over")
-		})
-	}
+			return false
+		}, "a leader")
+		for range 50 {
+			require.False(t, ms[0].IsLeader() && ms[1].IsLeader(), "two leaders at once")
+			time.Sleep(5 * time.Millisecond)
+		}
+		cancels[leader]()
+		<-dones[leader]
+		other := ms[1-leader]
+		eventually(t, other.IsLeader, "the standby to take over")
+	})
 }
 
 func TestCheckWorkers(t *testing.T) {
 	t.Parallel()
-	for _, b := range storetest.Backends() {
-		t.Run(b.Name, func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			q, _, clock := setup(t, b, true)
-			now := clock.Now()
-			for id, age := range map[string]time.Duration{"fresh": time.Second, "late": 2 * time.Minute, "gone": time.Hour, "ancient": 48 * time.Hour} {
-				require.NoError(t, q.PutWorker(ctx, &queue.WorkerInfo{ID: id, StartedAt: now.Add(-age), LastHeartbeat: now.Add(-age)}))
-			}
-			m := New(q, Options{WorkerHealthThreshold: time.Minute, PruneDeadAfter: 24 * time.Hour, Logger: discard})
-			hs, err := m.CheckWorkers(ctx)
-			require.NoError(t, err)
-			got := map[string]State{}
-			for _, h := range hs {
-				got[h.Worker.ID] = h.State
-			}
-			require.Equal(t, map[string]State{"fresh": Active, "late": Stale, "gone": Dead, "ancient": Dead}, got)
-			require.Len(t, m.WorkerHealth(), 4)
-			ws, err := q.ListWorkers(ctx)
-			require.NoError(t, err)
-			require.Len(t, ws, 3, "the registration dead for over PruneDeadAfter is pruned")
-		})
-	}
+	storetest.ForEach(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		q, _, clock := setup(t, b, true)
+		now := clock.Now()
+		for id, age := range map[string]time.Duration{"fresh": time.Second, "late": 2 * time.Minute, "gone": time.Hour, "ancient": 48 * time.Hour} {
+			require.NoError(t, q.PutWorker(ctx, &queue.WorkerInfo{ID: id, StartedAt: now.Add(-age), LastHeartbeat: now.Add(-age)}))
+		}
+		m := New(q, Options{WorkerHealthThreshold: time.Minute, PruneDeadAfter: 24 * time.Hour, Logger: discard})
+		hs, err := m.CheckWorkers(ctx)
+		require.NoError(t, err)
+		got := map[string]State{}
+		for _, h := range hs {
+			got[h.Worker.ID] = h.State
+		}
+		require.Equal(t, map[string]State{"fresh": Active, "late": Stale, "gone": Dead, "ancient": Dead}, got)
+		require.Len(t, m.WorkerHealth(), 4)
+		ws, err := q.ListWorkers(ctx)
+		require.NoError(t, err)
+		require.Len(t, ws, 3, "the registration dead for over PruneDeadAfter is pruned")
+	})
 }
 
 func TestSweepRound(t *testing.T) {
 	t.Parallel()
-	for _, b := range storetest.Backends() {
-		t.Run(b.Name, func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			q, s, _ := setup(t, b, true)
-			task, _, err := q.Submit(ctx, queue.SubmitRequest{Type: "job", Input: json.RawMessage(`{}`)})
-			require.NoError(t, err)
-			require.NoError(t, s.Delete(ctx, queue.ReadyKey(task), store.Condition{}))
+	storetest.ForEach(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		q, s, _ := setup(t, b, true)
+		task, _, err := q.Submit(ctx, queue.SubmitRequest{Type: "job", Input: json.RawMessage(`{}`)})
+		require.NoError(t, err)
+		require.NoError(t, s.Delete(ctx, queue.ReadyKey(task), store.Condition{}))
 
-			m := New(q, Options{ID: "m", Logger: discard, SweepPageSize: 1})
-			require.NoError(t, m.SweepRound(ctx))
-			_, err = s.Get(ctx, queue.ReadyKey(task))
-			require.ErrorIs(t, err, store.ErrNotFound, "only the leader sweeps")
+		m := New(q, Options{ID: "m", Logger: discard, SweepPageSize: 1})
+		require.NoError(t, m.SweepRound(ctx))
+		_, err = s.Get(ctx, queue.ReadyKey(task))
+		require.ErrorIs(t, err, store.ErrNotFound, "only the leader sweeps")
 
-			require.True(t, m.Elect(ctx))
-			require.NoError(t, m.SweepRound(ctx))
-			_, err = s.Get(ctx, queue.ReadyKey(task))
-			require.NoError(t, err, "the sweeper recreates the missing ready entry")
-		})
-	}
+		require.True(t, m.Elect(ctx))
+		require.NoError(t, m.SweepRound(ctx))
+		_, err = s.Get(ctx, queue.ReadyKey(task))
+		require.NoError(t, err, "the sweeper recreates the missing ready entry")
+	})
 }
 
 func eventually(t *testing.T, cond func() bool, what string) {

@@ -103,17 +103,6 @@ func setup(t *testing.T, be storetest.Backend, opts ...func(*setupOpts)) *bundle
 	return &bundle{ctx: ctx, q: q, s: fs, raw: raw, clock: clock}
 }
 
-// forBackends runs fn once per store backend.
-func forBackends(t *testing.T, fn func(t *testing.T, be storetest.Backend)) {
-	t.Helper()
-	for _, be := range storetest.Backends() {
-		t.Run(be.Name, func(t *testing.T) {
-			t.Parallel()
-			fn(t, be)
-		})
-	}
-}
-
 func (b *bundle) submit(t *testing.T, typ string, input string) *queue.Task {
 	t.Helper()
 	task, created, err := b.q.Submit(b.ctx, queue.SubmitRequest{Type: typ, Input: json.RawMessage(input)})

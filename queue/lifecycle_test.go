@@ -16,7 +16,7 @@ import (
 
 func TestSubmitClaimComplete(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, be storetest.Backend) {
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
 		b := setup(t, be)
 
 		before := b.counts()
@@ -71,7 +71,7 @@ func TestSubmitClaimComplete(t *testing.T) {
 
 func TestConcurrentClaimExactlyOneWins(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, be storetest.Backend) {
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
 		b := setup(t, be)
 		task := b.submit(t, "race", `{}`)
 		e := readyEntryOf(task)
@@ -114,7 +114,7 @@ func TestConcurrentClaimExactlyOneWins(t *testing.T) {
 
 func TestRetryExhaustionFails(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, be storetest.Backend) {
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
 		b := setup(t, be)
 		retries := 2
 		task, _, err := b.q.Submit(b.ctx, queue.SubmitRequest{Type: "flaky", MaxRetries: &retries})
@@ -150,7 +150,7 @@ func TestRetryExhaustionFails(t *testing.T) {
 
 func TestBackoffViaAvailableAt(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, be storetest.Backend) {
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
 		b := setup(t, be)
 		policy := queue.RetryPolicy{InitialIntervalMS: 10_000, MaxIntervalMS: 60_000, Multiplier: 3, JitterPercent: 0.25}
 		retries := 5
@@ -193,7 +193,7 @@ func TestBackoffViaAvailableAt(t *testing.T) {
 
 func TestDelayedSubmit(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, be storetest.Backend) {
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
 		b := setup(t, be)
 		at := b.clock.Now().Add(time.Minute)
 		task, _, err := b.q.Submit(b.ctx, queue.SubmitRequest{Type: "later", AvailableAt: at})
@@ -223,7 +223,7 @@ func TestDelayedSubmit(t *testing.T) {
 
 func TestVersionHistory(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, be storetest.Backend) {
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
 		b := setup(t, be)
 		retries := 1
 		task, _, err := b.q.Submit(b.ctx, queue.SubmitRequest{Type: "h", Input: json.RawMessage(`1`), MaxRetries: &retries, Timeout: 10 * time.Second})
@@ -293,7 +293,7 @@ func TestVersionHistory(t *testing.T) {
 
 func TestExpireLease(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, be storetest.Backend) {
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
 		b := setup(t, be)
 		zero := 0
 		retry, _, err := b.q.Submit(b.ctx, queue.SubmitRequest{Type: "t", Timeout: 5 * time.Second})
@@ -356,7 +356,7 @@ func TestExpireLease(t *testing.T) {
 
 func TestExpireLeaseMovesEntryOfExtendedLease(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, be storetest.Backend) {
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
 		b := setup(t, be)
 		task, _, err := b.q.Submit(b.ctx, queue.SubmitRequest{Type: "t", Timeout: 5 * time.Second})
 		require.NoError(t, err)
@@ -383,7 +383,7 @@ func TestExpireLeaseMovesEntryOfExtendedLease(t *testing.T) {
 
 func TestOperatorActions(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, be storetest.Backend) {
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
 		b := setup(t, be)
 
 		// Cancel a pending task: immediate, ready entry removed.
@@ -463,7 +463,7 @@ func TestOperatorActions(t *testing.T) {
 
 func TestIdempotencyKeys(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, be storetest.Backend) {
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
 		b := setup(t, be)
 		req := queue.SubmitRequest{Type: "charge", Input: json.RawMessage(`{"amount": 5, "user": "u1"}`), IdempotencyKey: "order-17"}
 		first, created, err := b.q.Submit(b.ctx, req)

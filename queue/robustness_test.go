@@ -20,7 +20,7 @@ import (
 
 func TestIndexOrphansAreHarmless(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, be storetest.Backend) {
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
 		b := setup(t, be)
 
 		// A ready entry left behind for a completed task (its DELETE failed).
@@ -108,7 +108,7 @@ func TestIndexOrphansAreHarmless(t *testing.T) {
 
 func TestSweepRepairsMissingEntries(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, be storetest.Backend) {
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
 		b := setup(t, be)
 		// Submits and a claim whose index PUTs all fail.
 		b.s.set(func(f *faultStore) {
@@ -164,7 +164,7 @@ func TestSweepRepairsMissingEntries(t *testing.T) {
 
 func TestReadyPaginationWithoutStarvation(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, be storetest.Backend) {
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
 		b := setup(t, be)
 		const n = 40
 		want := map[uuid.UUID]bool{}
@@ -244,7 +244,7 @@ func TestReadyPaginationWithoutStarvation(t *testing.T) {
 
 func TestListPagination(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, be storetest.Backend) {
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
 		b := setup(t, be)
 		const n = 30
 		byStatus := map[queue.Status]map[uuid.UUID]bool{}
@@ -355,7 +355,7 @@ func TestListPagination(t *testing.T) {
 
 func TestInvalidTransitionsWriteNothing(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, be storetest.Backend) {
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
 		b := setup(t, be)
 		// One task in every status.
 		mk := func(st queue.Status) *queue.Task {
@@ -434,7 +434,7 @@ func TestInvalidTransitionsWriteNothing(t *testing.T) {
 
 func TestFencing(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, be storetest.Backend) {
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
 		b := setup(t, be)
 
 		// A stale worker (its lease expired and the task was re-claimed) is
@@ -487,7 +487,7 @@ func TestFencing(t *testing.T) {
 
 func TestLostResponseIdempotency(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, be storetest.Backend) {
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
 		b := setup(t, be)
 		dropTasks := func(f *faultStore) {
 			f.dropPut = func(k string) bool { return strings.HasPrefix(k, queue.TasksPrefix) }
@@ -557,7 +557,7 @@ func TestLostResponseIdempotency(t *testing.T) {
 
 func TestMalformedObjectsReportedAndSkipped(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, be storetest.Backend) {
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
 		b := setup(t, be)
 		good := b.submit(t, "m", `{}`)
 
@@ -640,7 +640,7 @@ func TestMalformedObjectsReportedAndSkipped(t *testing.T) {
 
 func TestHistoryNotFound(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, be storetest.Backend) {
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
 		b := setup(t, be)
 		_, err := b.q.History(b.ctx, uuid.New())
 		require.ErrorIs(t, err, queue.ErrNotFound)
@@ -651,7 +651,7 @@ func TestHistoryNotFound(t *testing.T) {
 
 func TestWorkersRegistry(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, be storetest.Backend) {
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
 		b := setup(t, be)
 		now := b.clock.Now()
 		for _, id := range []string{"w-b", "w-a"} {
@@ -677,7 +677,7 @@ func TestWorkersRegistry(t *testing.T) {
 
 func TestNamedLeases(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, be storetest.Backend) {
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
 		b := setup(t, be)
 		key := queue.ShardLeaseKey("3")
 		require.Equal(t, "shard-leases/3.json", key)
@@ -755,7 +755,7 @@ func TestNamedLeases(t *testing.T) {
 
 func TestInitAndOpen(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, be storetest.Backend) {
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
 		s := be.New(t)
 		ctx := t.Context()
 		_, err := queue.Open(ctx, s, queue.Options{})

@@ -213,24 +213,21 @@ func TestParseExecSpec(t *testing.T) {
 // An exec handler run by a worker: output stored, exit codes steer the task.
 func TestExecThroughWorker(t *testing.T) {
 	t.Parallel()
-	for _, b := range storetest.Backends() {
-		t.Run(b.Name, func(t *testing.T) {
-			t.Parallel()
-			bd := setup(t, b, setupOpts{})
-			w := New(bd.q, bd.opts(t))
-			w.Handle("upper", Exec([]string{script(t, `tr a-z A-Z`)}, ExecOptions{}))
-			w.Handle("tempfail", Exec([]string{script(t, `echo "try later" >&2; exit 75`)}, ExecOptions{}))
-			ok := bd.submit(t, "upper", `{"msg":"hi"}`)
-			tf := bd.submit(t, "tempfail", `{}`, retries(1), func(r *queue.SubmitRequest) {
-				r.RetryPolicy = &queue.RetryPolicy{InitialIntervalMS: 1, MaxIntervalMS: 1, Multiplier: 1}
-			})
-			r := start(t, w)
-			got := bd.waitStatus(t, ok.ID, queue.StatusCompleted)
-			require.JSONEq(t, `{"MSG":"HI"}`, string(got.Output))
-			got = bd.waitStatus(t, tf.ID, queue.StatusFailed)
-			require.Equal(t, 1, got.RetryCount)
-			require.Contains(t, got.LastError, "try later")
-			require.NoError(t, r.stop(t))
+	storetest.ForEach(t, func(t *testing.T, b storetest.Backend) {
+		bd := setup(t, b, setupOpts{})
+		w := New(bd.q, bd.opts(t))
+		w.Handle("upper", Exec([]string{script(t, `tr a-z A-Z`)}, ExecOptions{}))
+		w.Handle("tempfail", Exec([]string{script(t, `echo "try later" >&2; exit 75`)}, ExecOptions{}))
+		ok := bd.submit(t, "upper", `{"msg":"hi"}`)
+		tf := bd.submit(t, "tempfail", `{}`, retries(1), func(r *queue.SubmitRequest) {
+			r.RetryPolicy = &queue.RetryPolicy{InitialIntervalMS: 1, MaxIntervalMS: 1, Multiplier: 1}
 		})
-	}
+		r := start(t, w)
+		got := bd.waitStatus(t, ok.ID, queue.StatusCompleted)
+		require.JSONEq(t, `{"MSG":"HI"}`, string(got.Output))
+		got = bd.waitStatus(t, tf.ID, queue.StatusFailed)
+		require.Equal(t, 1, got.RetryCount)
+		require.Contains(t, got.LastError, "try later")
+		require.NoError(t, r.stop(t))
+	})
 }

@@ -29,35 +29,32 @@ func prepared(t *testing.T, w *Worker) *Worker {
 // never reads tasks of types it does not serve.
 func TestIdlePollCost(t *testing.T) {
 	t.Parallel()
-	for _, b := range storetest.Backends() {
-		t.Run(b.Name, func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			bd := setup(t, b, setupOpts{shardChars: 2}) // 256 shards
-			w := New(bd.q, bd.opts(t))
-			w.Handle("mine", echoHandler)
-			prepared(t, w)
+	storetest.ForEach(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		bd := setup(t, b, setupOpts{shardChars: 2}) // 256 shards
+		w := New(bd.q, bd.opts(t))
+		w.Handle("mine", echoHandler)
+		prepared(t, w)
 
-			before := counts(bd.s)
-			r := w.poll(ctx, 1)
-			require.NoError(t, r.err)
-			require.Zero(t, r.claimed)
-			d := counts(bd.s).Sub(before)
-			require.Equal(t, int64(1), d.Total(store.OpList), "requests: %s", d)
-			require.Equal(t, int64(1), total(d), "requests: %s", d)
+		before := counts(bd.s)
+		r := w.poll(ctx, 1)
+		require.NoError(t, r.err)
+		require.Zero(t, r.claimed)
+		d := counts(bd.s).Sub(before)
+		require.Equal(t, int64(1), d.Total(store.OpList), "requests: %s", d)
+		require.Equal(t, int64(1), total(d), "requests: %s", d)
 
-			for range 5 {
-				bd.submit(t, "other", `{}`)
-			}
-			before = counts(bd.s)
-			r = w.poll(ctx, 1)
-			require.NoError(t, r.err)
-			require.Zero(t, r.claimed)
-			d = counts(bd.s).Sub(before)
-			require.Equal(t, int64(1), d.Total(store.OpList), "requests: %s", d)
-			require.Zero(t, d.Total(store.OpGet), "a worker must not read tasks it cannot run: %s", d)
-		})
-	}
+		for range 5 {
+			bd.submit(t, "other", `{}`)
+		}
+		before = counts(bd.s)
+		r = w.poll(ctx, 1)
+		require.NoError(t, r.err)
+		require.Zero(t, r.claimed)
+		d = counts(bd.s).Sub(before)
+		require.Equal(t, int64(1), d.Total(store.OpList), "requests: %s", d)
+		require.Zero(t, d.Total(store.OpGet), "a worker must not read tasks it cannot run: %s", d)
+	})
 }
 
 func total(c store.Counts) int64 {
@@ -71,81 +68,75 @@ func total(c store.Counts) int64 {
 // Pages full of other types' entries are paged through, not stuck on.
 func TestPollPagesPastOtherTypes(t *testing.T) {
 	t.Parallel()
-	for _, b := range storetest.Backends() {
-		t.Run(b.Name, func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			bd := setup(t, b, setupOpts{})
-			o := bd.opts(t)
-			o.ReadyPageSize = 2
-			w := New(bd.q, o)
-			blk := newBlocker(true)
-			w.Handle("mine", blk.handle)
-			prepared(t, w)
-			var others []*queue.Task
-			for range 7 {
-				others = append(others, bd.submit(t, "other", `{}`))
-			}
-			mine := bd.submit(t, "mine", `{}`)
+	storetest.ForEach(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		bd := setup(t, b, setupOpts{})
+		o := bd.opts(t)
+		o.ReadyPageSize = 2
+		w := New(bd.q, o)
+		blk := newBlocker(true)
+		w.Handle("mine", blk.handle)
+		prepared(t, w)
+		var others []*queue.Task
+		for range 7 {
+			others = append(others, bd.submit(t, "other", `{}`))
+		}
+		mine := bd.submit(t, "mine", `{}`)
 
-			claimed := 0
-			for i := 0; i < 20 && claimed == 0; i++ {
-				r := w.poll(ctx, 1)
-				require.NoError(t, r.err)
-				claimed += r.claimed
-				if r.claimed == 0 && !r.more {
-					w.cursor = "" // what the dispatch loop does after its idle wait
-				}
+		claimed := 0
+		for i := 0; i < 20 && claimed == 0; i++ {
+			r := w.poll(ctx, 1)
+			require.NoError(t, r.err)
+			claimed += r.claimed
+			if r.claimed == 0 && !r.more {
+				w.cursor = "" // what the dispatch loop does after its idle wait
 			}
-			require.Equal(t, 1, claimed)
-			require.Equal(t, mine.ID, blk.waitStarted(t).ID)
-			for _, o := range others {
-				require.Equal(t, queue.StatusPending, bd.get(t, o.ID).Status)
-			}
-			close(blk.release)
-			bd.waitStatus(t, mine.ID, queue.StatusCompleted)
-		})
-	}
+		}
+		require.Equal(t, 1, claimed)
+		require.Equal(t, mine.ID, blk.waitStarted(t).ID)
+		for _, o := range others {
+			require.Equal(t, queue.StatusPending, bd.get(t, o.ID).Status)
+		}
+		close(blk.release)
+		bd.waitStatus(t, mine.ID, queue.StatusCompleted)
+	})
 }
 
 // Hybrid mode finds a pending task whose ready entry was lost; index-only
 // does not (the sweeper would repair it); log-scan never needs the index.
 func TestIndexModes(t *testing.T) {
 	t.Parallel()
-	for _, b := range storetest.Backends() {
-		t.Run(b.Name, func(t *testing.T) {
-			t.Parallel()
-			for _, mode := range []IndexMode{IndexOnly, Hybrid, LogScan} {
-				t.Run(string(mode), func(t *testing.T) {
-					t.Parallel()
-					ctx := context.Background()
-					bd := setup(t, b, setupOpts{})
-					o := bd.opts(t)
-					o.IndexMode = mode
-					o.HybridScanAfter = 1 // ns: scan on the second empty poll
-					w := New(bd.q, o)
-					w.Handle("mine", echoHandler)
-					prepared(t, w)
-					task := bd.submit(t, "mine", `{}`)
-					require.NoError(t, bd.s.Delete(ctx, queue.ReadyKey(task), store.Condition{}))
+	storetest.ForEach(t, func(t *testing.T, b storetest.Backend) {
+		for _, mode := range []IndexMode{IndexOnly, Hybrid, LogScan} {
+			t.Run(string(mode), func(t *testing.T) {
+				t.Parallel()
+				ctx := context.Background()
+				bd := setup(t, b, setupOpts{})
+				o := bd.opts(t)
+				o.IndexMode = mode
+				o.HybridScanAfter = 1 // ns: scan on the second empty poll
+				w := New(bd.q, o)
+				w.Handle("mine", echoHandler)
+				prepared(t, w)
+				task := bd.submit(t, "mine", `{}`)
+				require.NoError(t, bd.s.Delete(ctx, queue.ReadyKey(task), store.Condition{}))
 
-					claimed := 0
-					for i := 0; i < 60 && claimed == 0; i++ {
-						r := w.poll(ctx, 1)
-						require.NoError(t, r.err)
-						claimed += r.claimed
-					}
-					if mode == IndexOnly {
-						require.Zero(t, claimed)
-						require.Equal(t, queue.StatusPending, bd.get(t, task.ID).Status)
-						return
-					}
-					require.Equal(t, 1, claimed)
-					bd.waitStatus(t, task.ID, queue.StatusCompleted)
-				})
-			}
-		})
-	}
+				claimed := 0
+				for i := 0; i < 60 && claimed == 0; i++ {
+					r := w.poll(ctx, 1)
+					require.NoError(t, r.err)
+					claimed += r.claimed
+				}
+				if mode == IndexOnly {
+					require.Zero(t, claimed)
+					require.Equal(t, queue.StatusPending, bd.get(t, task.ID).Status)
+					return
+				}
+				require.Equal(t, 1, claimed)
+				bd.waitStatus(t, task.ID, queue.StatusCompleted)
+			})
+		}
+	})
 }
 
 func TestParseIndexMode(t *testing.T) {

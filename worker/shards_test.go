@@ -44,98 +44,95 @@ func holder(t *testing.T, bd *bundle, shard string) *queue.NamedLease {
 
 func TestShardLeasing(t *testing.T) {
 	t.Parallel()
-	for _, b := range storetest.Backends() {
-		t.Run(b.Name, func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			bd := setup(t, b, setupOpts{fake: true})
-			all := bd.q.Shards()
+	storetest.ForEach(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		bd := setup(t, b, setupOpts{fake: true})
+		all := bd.q.Shards()
 
-			// Acquire: a lone worker takes every shard.
-			w1 := leasingWorker(t, bd, "w1")
-			require.Equal(t, all, step(t, w1))
-			for _, sh := range all {
-				require.Equal(t, "w1", holder(t, bd, sh).Holder)
+		// Acquire: a lone worker takes every shard.
+		w1 := leasingWorker(t, bd, "w1")
+		require.Equal(t, all, step(t, w1))
+		for _, sh := range all {
+			require.Equal(t, "w1", holder(t, bd, sh).Holder)
+		}
+
+		// Balance: a second worker appears; w1 sheds half, w2 takes it.
+		w2 := leasingWorker(t, bd, "w2")
+		require.Empty(t, step(t, w2), "nothing is free while w1 holds everything")
+		require.Len(t, step(t, w1), 8)
+		o2 := step(t, w2)
+		require.Len(t, o2, 8)
+		o1 := w1.leaser.owned()
+		union := append(append([]string(nil), o1...), o2...)
+		sort.Strings(union)
+		require.Equal(t, all, union, "every shard owned exactly once")
+		for _, sh := range o2 {
+			require.Equal(t, "w2", holder(t, bd, sh).Holder)
+		}
+
+		// Only owned shards are polled.
+		var inOwned, elsewhere *queue.Task
+		for inOwned == nil || elsewhere == nil {
+			task := bd.submit(t, "echo", `{}`)
+			switch {
+			case contains(o1, task.Shard) && inOwned == nil:
+				inOwned = task
+			case !contains(o1, task.Shard) && elsewhere == nil:
+				elsewhere = task
+			default:
+				_, err := bd.q.Cancel(ctx, task.ID, "not needed")
+				require.NoError(t, err)
 			}
+		}
+		claimed := 0
+		for range 5 {
+			r := w1.poll(ctx, 5)
+			require.NoError(t, r.err)
+			claimed += r.claimed
+		}
+		require.Equal(t, 1, claimed)
+		bd.waitStatus(t, inOwned.ID, queue.StatusCompleted)
+		require.Equal(t, queue.StatusPending, bd.get(t, elsewhere.ID).Status)
 
-			// Balance: a second worker appears; w1 sheds half, w2 takes it.
-			w2 := leasingWorker(t, bd, "w2")
-			require.Empty(t, step(t, w2), "nothing is free while w1 holds everything")
-			require.Len(t, step(t, w1), 8)
-			o2 := step(t, w2)
-			require.Len(t, o2, 8)
-			o1 := w1.leaser.owned()
-			union := append(append([]string(nil), o1...), o2...)
-			sort.Strings(union)
-			require.Equal(t, all, union, "every shard owned exactly once")
-			for _, sh := range o2 {
-				require.Equal(t, "w2", holder(t, bd, sh).Holder)
-			}
+		// Renew: leases move forward with the clock.
+		sh := o2[0]
+		before := holder(t, bd, sh).ExpiresAt
+		bd.fake.Advance(10 * time.Second)
+		step(t, w1)
+		require.Len(t, step(t, w2), 8)
+		require.True(t, holder(t, bd, sh).ExpiresAt.After(before))
 
-			// Only owned shards are polled.
-			var inOwned, elsewhere *queue.Task
-			for inOwned == nil || elsewhere == nil {
-				task := bd.submit(t, "echo", `{}`)
-				switch {
-				case contains(o1, task.Shard) && inOwned == nil:
-					inOwned = task
-				case !contains(o1, task.Shard) && elsewhere == nil:
-					elsewhere = task
-				default:
-					_, err := bd.q.Cancel(ctx, task.ID, "not needed")
-					require.NoError(t, err)
-				}
-			}
-			claimed := 0
-			for range 5 {
-				r := w1.poll(ctx, 5)
-				require.NoError(t, r.err)
-				claimed += r.claimed
-			}
-			require.Equal(t, 1, claimed)
-			bd.waitStatus(t, inOwned.ID, queue.StatusCompleted)
-			require.Equal(t, queue.StatusPending, bd.get(t, elsewhere.ID).Status)
+		// No free shard: a third worker stays under its target, sends
+		// no acquisition requests, and backs off; the others shed to
+		// their share of ceil(16/3) = 6 and it picks up the rest.
+		w3 := leasingWorker(t, bd, "w3")
+		c0 := counts(bd.s)
+		w3.leaser.round(ctx, true)
+		require.Zero(t, counts(bd.s).Sub(c0).Total(store.OpPut), "no lease writes when the registry shows nothing free")
+		require.Empty(t, w3.leaser.owned())
+		require.False(t, w3.leaser.nextAcquire.IsZero(), "acquisition backs off")
+		require.Len(t, step(t, w1), 6)
+		require.Len(t, step(t, w2), 6)
+		require.Len(t, step(t, w3), 4)
 
-			// Renew: leases move forward with the clock.
-			sh := o2[0]
-			before := holder(t, bd, sh).ExpiresAt
-			bd.fake.Advance(10 * time.Second)
-			step(t, w1)
-			require.Len(t, step(t, w2), 8)
-			require.True(t, holder(t, bd, sh).ExpiresAt.After(before))
+		// Takeover: w1 and w3 die; once their heartbeats and leases are
+		// old, w2 takes every shard over.
+		bd.fake.Advance(31 * time.Second)
+		require.Equal(t, all, step(t, w2))
+		for _, sh := range all {
+			require.Equal(t, "w2", holder(t, bd, sh).Holder)
+		}
+		// The dead holder's renewal now fails and it drops the shard.
+		w1.leaser.renew(ctx)
+		require.Empty(t, w1.leaser.owned())
 
-			// No free shard: a third worker stays under its target, sends
-			// no acquisition requests, and backs off; the others shed to
-			// their share of ceil(16/3) = 6 and it picks up the rest.
-			w3 := leasingWorker(t, bd, "w3")
-			c0 := counts(bd.s)
-			w3.leaser.round(ctx, true)
-			require.Zero(t, counts(bd.s).Sub(c0).Total(store.OpPut), "no lease writes when the registry shows nothing free")
-			require.Empty(t, w3.leaser.owned())
-			require.False(t, w3.leaser.nextAcquire.IsZero(), "acquisition backs off")
-			require.Len(t, step(t, w1), 6)
-			require.Len(t, step(t, w2), 6)
-			require.Len(t, step(t, w3), 4)
-
-			// Takeover: w1 and w3 die; once their heartbeats and leases are
-			// old, w2 takes every shard over.
-			bd.fake.Advance(31 * time.Second)
-			require.Equal(t, all, step(t, w2))
-			for _, sh := range all {
-				require.Equal(t, "w2", holder(t, bd, sh).Holder)
-			}
-			// The dead holder's renewal now fails and it drops the shard.
-			w1.leaser.renew(ctx)
-			require.Empty(t, w1.leaser.owned())
-
-			// Release: on shutdown every lease is given back.
-			w2.leaser.releaseAll(ctx)
-			require.Empty(t, w2.leaser.owned())
-			for _, sh := range all {
-				require.Empty(t, holder(t, bd, sh).Holder)
-			}
-		})
-	}
+		// Release: on shutdown every lease is given back.
+		w2.leaser.releaseAll(ctx)
+		require.Empty(t, w2.leaser.owned())
+		for _, sh := range all {
+			require.Empty(t, holder(t, bd, sh).Holder)
+		}
+	})
 }
 
 // A cap on shards per worker limits what one worker takes.
@@ -151,29 +148,26 @@ func TestShardLeasingCap(t *testing.T) {
 // and registry entry on shutdown.
 func TestShardLeasingRun(t *testing.T) {
 	t.Parallel()
-	for _, b := range storetest.Backends() {
-		t.Run(b.Name, func(t *testing.T) {
-			t.Parallel()
-			bd := setup(t, b, setupOpts{})
-			o := bd.opts(t)
-			o.ShardLeasing = ShardLeasing{Enabled: true, TTL: 3 * time.Second, RenewInterval: time.Second}
-			w := New(bd.q, o)
-			w.Handle("echo", echoHandler)
-			r := start(t, w)
-			tasks := make([]*queue.Task, 5)
-			for i := range tasks {
-				tasks[i] = bd.submit(t, "echo", `{"i":1}`)
-			}
-			for _, task := range tasks {
-				bd.waitStatus(t, task.ID, queue.StatusCompleted)
-			}
-			eventually(t, func() bool { return len(bd.waitRegistered(t, w.ID()).Shards) == 16 }, "registry to list the held shards")
-			require.NoError(t, r.stop(t))
-			for _, sh := range bd.q.Shards() {
-				require.Empty(t, holder(t, bd, sh).Holder)
-			}
-		})
-	}
+	storetest.ForEach(t, func(t *testing.T, b storetest.Backend) {
+		bd := setup(t, b, setupOpts{})
+		o := bd.opts(t)
+		o.ShardLeasing = ShardLeasing{Enabled: true, TTL: 3 * time.Second, RenewInterval: time.Second}
+		w := New(bd.q, o)
+		w.Handle("echo", echoHandler)
+		r := start(t, w)
+		tasks := make([]*queue.Task, 5)
+		for i := range tasks {
+			tasks[i] = bd.submit(t, "echo", `{"i":1}`)
+		}
+		for _, task := range tasks {
+			bd.waitStatus(t, task.ID, queue.StatusCompleted)
+		}
+		eventually(t, func() bool { return len(bd.waitRegistered(t, w.ID()).Shards) == 16 }, "registry to list the held shards")
+		require.NoError(t, r.stop(t))
+		for _, sh := range bd.q.Shards() {
+			require.Empty(t, holder(t, bd, sh).Holder)
+		}
+	})
 }
 
 func contains(set []string, s string) bool {

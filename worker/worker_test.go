@@ -20,395 +20,374 @@ import (
 
 func TestHandlerOutcomes(t *testing.T) {
 	t.Parallel()
-	for _, b := range storetest.Backends() {
-		t.Run(b.Name, func(t *testing.T) {
-			t.Parallel()
-			bd := setup(t, b, setupOpts{})
-			w := New(bd.q, bd.opts(t))
-			RegisterBuiltins(w)
-			w.Handle("panics", func(context.Context, *queue.Task) (json.RawMessage, error) { panic("boom") })
-			w.Handle("reschedules", func(_ context.Context, task *queue.Task) (json.RawMessage, error) {
-				if task.Attempt == 1 {
-					return nil, Reschedule(time.Hour)
-				}
-				return nil, nil
-			})
-			w.Handle("badjson", func(context.Context, *queue.Task) (json.RawMessage, error) {
-				return json.RawMessage("{not json"), nil
-			})
-			w.Handle("plainerr", func(context.Context, *queue.Task) (json.RawMessage, error) {
-				return nil, errors.New("plain error")
-			})
-
-			tests := []struct {
-				name, typ, input string
-				mod              []func(*queue.SubmitRequest)
-				want             queue.Status
-				check            func(t *testing.T, task *queue.Task)
-			}{
-				{name: "echo", typ: "echo", input: `{"a":1}`, want: queue.StatusCompleted, check: func(t *testing.T, task *queue.Task) {
-					require.JSONEq(t, `{"a":1}`, string(task.Output))
-					require.Equal(t, 1, task.Attempt)
-				}},
-				{name: "sleep", typ: "sleep", input: `{"ms":1}`, want: queue.StatusCompleted, check: func(t *testing.T, task *queue.Task) {
-					require.JSONEq(t, `{"slept_ms":1}`, string(task.Output))
-				}},
-				{name: "permanent", typ: "fail", input: `{"mode":"permanent","message":"nope"}`, mod: []func(*queue.SubmitRequest){retries(3)},
-					want: queue.StatusFailed, check: func(t *testing.T, task *queue.Task) {
-						require.Equal(t, 0, task.RetryCount)
-						require.Contains(t, task.LastError, "nope")
-					}},
-				{name: "retryable exhausted", typ: "fail", input: `{"mode":"retryable"}`, mod: []func(*queue.SubmitRequest){retries(0)},
-					want: queue.StatusFailed, check: func(t *testing.T, task *queue.Task) {
-						require.Contains(t, task.LastError, "failed on purpose")
-					}},
-				{name: "plain error is retryable", typ: "plainerr", input: `{}`, mod: []func(*queue.SubmitRequest){retries(1), func(r *queue.SubmitRequest) {
-					r.RetryPolicy = &queue.RetryPolicy{InitialIntervalMS: 1, MaxIntervalMS: 1, Multiplier: 1}
-				}}, want: queue.StatusFailed, check: func(t *testing.T, task *queue.Task) {
-					require.Equal(t, 1, task.RetryCount)
-					require.Equal(t, 2, task.Attempt)
-					require.Contains(t, task.LastError, "plain error")
-				}},
-				{name: "panic is recovered and retryable", typ: "panics", input: `{}`, mod: []func(*queue.SubmitRequest){retries(0)},
-					want: queue.StatusFailed, check: func(t *testing.T, task *queue.Task) {
-						require.Contains(t, task.LastError, "handler panicked: boom")
-					}},
-				{name: "invalid output JSON fails permanently", typ: "badjson", input: `{}`, mod: []func(*queue.SubmitRequest){retries(3)},
-					want: queue.StatusFailed, check: func(t *testing.T, task *queue.Task) {
-						require.Contains(t, task.LastError, "invalid JSON")
-						require.Equal(t, 0, task.RetryCount)
-					}},
+	storetest.ForEach(t, func(t *testing.T, b storetest.Backend) {
+		bd := setup(t, b, setupOpts{})
+		w := New(bd.q, bd.opts(t))
+		RegisterBuiltins(w)
+		w.Handle("panics", func(context.Context, *queue.Task) (json.RawMessage, error) { panic("boom") })
+		w.Handle("reschedules", func(_ context.Context, task *queue.Task) (json.RawMessage, error) {
+			if task.Attempt == 1 {
+				return nil, Reschedule(time.Hour)
 			}
-			ids := make([]*queue.Task, len(tests))
-			for i, tc := range tests {
-				ids[i] = bd.submit(t, tc.typ, tc.input, tc.mod...)
-			}
-			resched := bd.submit(t, "reschedules", `{}`, retries(5))
-			r := start(t, w)
-			for i, tc := range tests {
-				task := bd.waitStatus(t, ids[i].ID, tc.want)
-				t.Run(tc.name, func(t *testing.T) { tc.check(t, task) })
-			}
-			// Reschedule: back to pending, an hour out, counted as a retry.
-			var task *queue.Task
-			eventually(t, func() bool {
-				task = bd.get(t, resched.ID)
-				return task.Status == queue.StatusPending && task.Attempt == 1
-			}, "rescheduled task")
-			require.Equal(t, 1, task.RetryCount)
-			require.WithinDuration(t, bd.q.Now().Add(time.Hour), task.AvailableAt, 5*time.Minute)
-			require.NoError(t, r.stop(t))
+			return nil, nil
 		})
-	}
+		w.Handle("badjson", func(context.Context, *queue.Task) (json.RawMessage, error) {
+			return json.RawMessage("{not json"), nil
+		})
+		w.Handle("plainerr", func(context.Context, *queue.Task) (json.RawMessage, error) {
+			return nil, errors.New("plain error")
+		})
+
+		tests := []struct {
+			name, typ, input string
+			mod              []func(*queue.SubmitRequest)
+			want             queue.Status
+			check            func(t *testing.T, task *queue.Task)
+		}{
+			{name: "echo", typ: "echo", input: `{"a":1}`, want: queue.StatusCompleted, check: func(t *testing.T, task *queue.Task) {
+				require.JSONEq(t, `{"a":1}`, string(task.Output))
+				require.Equal(t, 1, task.Attempt)
+			}},
+			{name: "sleep", typ: "sleep", input: `{"ms":1}`, want: queue.StatusCompleted, check: func(t *testing.T, task *queue.Task) {
+				require.JSONEq(t, `{"slept_ms":1}`, string(task.Output))
+			}},
+			{name: "permanent", typ: "fail", input: `{"mode":"permanent","message":"nope"}`, mod: []func(*queue.SubmitRequest){retries(3)},
+				want: queue.StatusFailed, check: func(t *testing.T, task *queue.Task) {
+					require.Equal(t, 0, task.RetryCount)
+					require.Contains(t, task.LastError, "nope")
+				}},
+			{name: "retryable exhausted", typ: "fail", input: `{"mode":"retryable"}`, mod: []func(*queue.SubmitRequest){retries(0)},
+				want: queue.StatusFailed, check: func(t *testing.T, task *queue.Task) {
+					require.Contains(t, task.LastError, "failed on purpose")
+				}},
+			{name: "plain error is retryable", typ: "plainerr", input: `{}`, mod: []func(*queue.SubmitRequest){retries(1), func(r *queue.SubmitRequest) {
+				r.RetryPolicy = &queue.RetryPolicy{InitialIntervalMS: 1, MaxIntervalMS: 1, Multiplier: 1}
+			}}, want: queue.StatusFailed, check: func(t *testing.T, task *queue.Task) {
+				require.Equal(t, 1, task.RetryCount)
+				require.Equal(t, 2, task.Attempt)
+				require.Contains(t, task.LastError, "plain error")
+			}},
+			{name: "panic is recovered and retryable", typ: "panics", input: `{}`, mod: []func(*queue.SubmitRequest){retries(0)},
+				want: queue.StatusFailed, check: func(t *testing.T, task *queue.Task) {
+					require.Contains(t, task.LastError, "handler panicked: boom")
+				}},
+			{name: "invalid output JSON fails permanently", typ: "badjson", input: `{}`, mod: []func(*queue.SubmitRequest){retries(3)},
+				want: queue.StatusFailed, check: func(t *testing.T, task *queue.Task) {
+					require.Contains(t, task.LastError, "invalid JSON")
+					require.Equal(t, 0, task.RetryCount)
+				}},
+		}
+		ids := make([]*queue.Task, len(tests))
+		for i, tc := range tests {
+			ids[i] = bd.submit(t, tc.typ, tc.input, tc.mod...)
+		}
+		resched := bd.submit(t, "reschedules", `{}`, retries(5))
+		r := start(t, w)
+		for i, tc := range tests {
+			task := bd.waitStatus(t, ids[i].ID, tc.want)
+			t.Run(tc.name, func(t *testing.T) { tc.check(t, task) })
+		}
+		// Reschedule: back to pending, an hour out, counted as a retry.
+		var task *queue.Task
+		eventually(t, func() bool {
+			task = bd.get(t, resched.ID)
+			return task.Status == queue.StatusPending && task.Attempt == 1
+		}, "rescheduled task")
+		require.Equal(t, 1, task.RetryCount)
+		require.WithinDuration(t, bd.q.Now().Add(time.Hour), task.AvailableAt, 5*time.Minute)
+		require.NoError(t, r.stop(t))
+	})
 }
 
 func TestRegistrationAndHeartbeat(t *testing.T) {
 	t.Parallel()
-	for _, b := range storetest.Backends() {
-		t.Run(b.Name, func(t *testing.T) {
-			t.Parallel()
-			bd := setup(t, b, setupOpts{})
-			o := bd.opts(t)
-			o.Concurrency = 3
-			o.Version = "v-test"
-			w := New(bd.q, o)
-			blk := newBlocker(true)
-			w.Handle("block", blk.handle)
-			w.Handle("echo", echoHandler)
-			r := start(t, w)
+	storetest.ForEach(t, func(t *testing.T, b storetest.Backend) {
+		bd := setup(t, b, setupOpts{})
+		o := bd.opts(t)
+		o.Concurrency = 3
+		o.Version = "v-test"
+		w := New(bd.q, o)
+		blk := newBlocker(true)
+		w.Handle("block", blk.handle)
+		w.Handle("echo", echoHandler)
+		r := start(t, w)
 
-			info := bd.waitRegistered(t, w.ID())
-			require.Equal(t, []string{"block", "echo"}, info.Types)
-			require.Equal(t, 3, info.Concurrency)
-			require.Equal(t, os.Getpid(), info.PID)
-			require.Equal(t, "v-test", info.Version)
-			require.Empty(t, info.Shards, "empty means all shards")
-			require.False(t, info.StartedAt.IsZero())
+		info := bd.waitRegistered(t, w.ID())
+		require.Equal(t, []string{"block", "echo"}, info.Types)
+		require.Equal(t, 3, info.Concurrency)
+		require.Equal(t, os.Getpid(), info.PID)
+		require.Equal(t, "v-test", info.Version)
+		require.Empty(t, info.Shards, "empty means all shards")
+		require.False(t, info.StartedAt.IsZero())
 
-			// A running task shows up in the heartbeat, which keeps beating
-			// while the handler runs.
-			task := bd.submit(t, "block", `{}`)
-			blk.waitStarted(t)
-			first := info.LastHeartbeat
-			eventually(t, func() bool {
-				cur := bd.waitRegistered(t, w.ID())
-				return len(cur.CurrentTasks) == 1 && cur.CurrentTasks[0] == task.ID.String() && cur.LastHeartbeat.After(first)
-			}, "heartbeat listing the running task")
-			close(blk.release)
-			bd.waitStatus(t, task.ID, queue.StatusCompleted)
-			eventually(t, func() bool {
-				cur := bd.waitRegistered(t, w.ID())
-				return len(cur.CurrentTasks) == 0 && cur.TasksCompleted == 1
-			}, "heartbeat with the completed counter")
+		// A running task shows up in the heartbeat, which keeps beating
+		// while the handler runs.
+		task := bd.submit(t, "block", `{}`)
+		blk.waitStarted(t)
+		first := info.LastHeartbeat
+		eventually(t, func() bool {
+			cur := bd.waitRegistered(t, w.ID())
+			return len(cur.CurrentTasks) == 1 && cur.CurrentTasks[0] == task.ID.String() && cur.LastHeartbeat.After(first)
+		}, "heartbeat listing the running task")
+		close(blk.release)
+		bd.waitStatus(t, task.ID, queue.StatusCompleted)
+		eventually(t, func() bool {
+			cur := bd.waitRegistered(t, w.ID())
+			return len(cur.CurrentTasks) == 0 && cur.TasksCompleted == 1
+		}, "heartbeat with the completed counter")
 
-			require.NoError(t, r.stop(t))
-			require.False(t, bd.registered(t, w.ID()), "worker must deregister on exit")
-		})
-	}
+		require.NoError(t, r.stop(t))
+		require.False(t, bd.registered(t, w.ID()), "worker must deregister on exit")
+	})
 }
 
 func TestGracefulShutdown(t *testing.T) {
 	t.Parallel()
-	for _, b := range storetest.Backends() {
-		t.Run(b.Name, func(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, b storetest.Backend) {
+		t.Run("idle", func(t *testing.T) {
 			t.Parallel()
-			t.Run("idle", func(t *testing.T) {
+			bd := setup(t, b, setupOpts{})
+			w := New(bd.q, bd.opts(t))
+			w.Handle("echo", echoHandler)
+			r := start(t, w)
+			bd.waitRegistered(t, w.ID())
+			require.NoError(t, r.stop(t))
+			require.False(t, bd.registered(t, w.ID()))
+		})
+		t.Run("mid-task finishing", func(t *testing.T) {
+			t.Parallel()
+			bd := setup(t, b, setupOpts{})
+			w := New(bd.q, bd.opts(t)) // ShutdownTimeout: 1 minute
+			blk := newBlocker(true)
+			w.Handle("block", blk.handle)
+			r := start(t, w)
+			task := bd.submit(t, "block", `{}`)
+			blk.waitStarted(t)
+			r.cancel()
+			// The worker waits for the handler; it has not returned and
+			// the task is still running.
+			time.Sleep(100 * time.Millisecond)
+			require.False(t, r.finished(), "Run returned while a handler was still running")
+			require.Equal(t, queue.StatusRunning, bd.get(t, task.ID).Status)
+			close(blk.release)
+			require.NoError(t, r.stop(t))
+			got := bd.get(t, task.ID)
+			require.Equal(t, queue.StatusCompleted, got.Status)
+			require.JSONEq(t, `{"ok":true}`, string(got.Output))
+			require.False(t, bd.registered(t, w.ID()))
+		})
+		for _, honour := range []bool{true, false} {
+			t.Run(fmt.Sprintf("mid-task released (handler honours ctx: %v)", honour), func(t *testing.T) {
 				t.Parallel()
 				bd := setup(t, b, setupOpts{})
-				w := New(bd.q, bd.opts(t))
-				w.Handle("echo", echoHandler)
-				r := start(t, w)
-				bd.waitRegistered(t, w.ID())
-				require.NoError(t, r.stop(t))
-				require.False(t, bd.registered(t, w.ID()))
-			})
-			t.Run("mid-task finishing", func(t *testing.T) {
-				t.Parallel()
-				bd := setup(t, b, setupOpts{})
-				w := New(bd.q, bd.opts(t)) // ShutdownTimeout: 1 minute
-				blk := newBlocker(true)
-				w.Handle("block", blk.handle)
-				r := start(t, w)
-				task := bd.submit(t, "block", `{}`)
-				blk.waitStarted(t)
-				r.cancel()
-				// The worker waits for the handler; it has not returned and
-				// the task is still running.
-				time.Sleep(100 * time.Millisecond)
-				require.False(t, r.finished(), "Run returned while a handler was still running")
-				require.Equal(t, queue.StatusRunning, bd.get(t, task.ID).Status)
-				close(blk.release)
-				require.NoError(t, r.stop(t))
-				got := bd.get(t, task.ID)
-				require.Equal(t, queue.StatusCompleted, got.Status)
-				require.JSONEq(t, `{"ok":true}`, string(got.Output))
-				require.False(t, bd.registered(t, w.ID()))
-			})
-			for _, honour := range []bool{true, false} {
-				t.Run(fmt.Sprintf("mid-task released (handler honours ctx: %v)", honour), func(t *testing.T) {
-					t.Parallel()
-					bd := setup(t, b, setupOpts{})
-					o := bd.opts(t)
-					o.ShutdownTimeout = 50 * time.Millisecond
-					o.HandlerGrace = 50 * time.Millisecond
-					w := New(bd.q, o)
-					blk := newBlocker(honour)
-					t.Cleanup(func() {
-						select {
-						case <-blk.release:
-						default:
-							close(blk.release)
-						}
-					})
-					w.Handle("block", blk.handle)
-					r := start(t, w)
-					task := bd.submit(t, "block", `{}`, retries(3))
-					blk.waitStarted(t)
-					require.NoError(t, r.stop(t))
-					got := bd.get(t, task.ID)
-					require.Equal(t, queue.StatusPending, got.Status, "a released task is pending again")
-					require.Equal(t, 0, got.RetryCount, "a release does not count as a retry")
-					require.False(t, got.AvailableAt.After(got.UpdatedAt), "released tasks are available at once")
-					require.Contains(t, got.LastError, "shut down")
-					if honour {
-						require.ErrorIs(t, <-blk.causes, ErrShuttingDown)
+				o := bd.opts(t)
+				o.ShutdownTimeout = 50 * time.Millisecond
+				o.HandlerGrace = 50 * time.Millisecond
+				w := New(bd.q, o)
+				blk := newBlocker(honour)
+				t.Cleanup(func() {
+					select {
+					case <-blk.release:
+					default:
+						close(blk.release)
 					}
 				})
-			}
-			t.Run("abort", func(t *testing.T) {
-				t.Parallel()
-				bd := setup(t, b, setupOpts{})
-				w := New(bd.q, bd.opts(t)) // ShutdownTimeout: 1 minute
-				blk := newBlocker(true)
 				w.Handle("block", blk.handle)
 				r := start(t, w)
-				task := bd.submit(t, "block", `{}`)
+				task := bd.submit(t, "block", `{}`, retries(3))
 				blk.waitStarted(t)
-				r.cancel()
-				time.Sleep(50 * time.Millisecond)
-				w.Abort() // second signal
 				require.NoError(t, r.stop(t))
-				require.Equal(t, queue.StatusPending, bd.get(t, task.ID).Status)
-				require.ErrorIs(t, <-blk.causes, ErrShuttingDown)
+				got := bd.get(t, task.ID)
+				require.Equal(t, queue.StatusPending, got.Status, "a released task is pending again")
+				require.Equal(t, 0, got.RetryCount, "a release does not count as a retry")
+				require.False(t, got.AvailableAt.After(got.UpdatedAt), "released tasks are available at once")
+				require.Contains(t, got.LastError, "shut down")
+				if honour {
+					require.ErrorIs(t, <-blk.causes, ErrShuttingDown)
+				}
 			})
+		}
+		t.Run("abort", func(t *testing.T) {
+			t.Parallel()
+			bd := setup(t, b, setupOpts{})
+			w := New(bd.q, bd.opts(t)) // ShutdownTimeout: 1 minute
+			blk := newBlocker(true)
+			w.Handle("block", blk.handle)
+			r := start(t, w)
+			task := bd.submit(t, "block", `{}`)
+			blk.waitStarted(t)
+			r.cancel()
+			time.Sleep(50 * time.Millisecond)
+			w.Abort() // second signal
+			require.NoError(t, r.stop(t))
+			require.Equal(t, queue.StatusPending, bd.get(t, task.ID).Status)
+			require.ErrorIs(t, <-blk.causes, ErrShuttingDown)
 		})
-	}
+	})
 }
 
 // The lease is renewed while a handler outlives its timeout: the monitor
 // (checking often) never expires it, and the task completes on attempt 1.
 func TestLeaseRenewal(t *testing.T) {
 	t.Parallel()
-	for _, b := range storetest.Backends() {
-		t.Run(b.Name, func(t *testing.T) {
-			t.Parallel()
-			bd := setup(t, b, setupOpts{})
-			o := bd.opts(t)
-			o.NoMonitor = false
-			o.Monitor.CheckInterval = 50 * time.Millisecond
-			w := New(bd.q, o)
-			w.Handle("sleep", sleepHandler)
-			r := start(t, w)
-			task := bd.submit(t, "sleep", `{"ms":2500}`, timeout(time.Second), retries(0))
-			got := bd.waitStatus(t, task.ID, queue.StatusCompleted)
-			require.Equal(t, 1, got.Attempt)
-			hist, err := bd.q.History(context.Background(), task.ID)
-			require.NoError(t, err)
-			extended := 0
-			for _, ev := range hist {
-				if ev.Name == queue.EventLeaseExtended {
-					extended++
-				}
+	storetest.ForEach(t, func(t *testing.T, b storetest.Backend) {
+		bd := setup(t, b, setupOpts{})
+		o := bd.opts(t)
+		o.NoMonitor = false
+		o.Monitor.CheckInterval = 50 * time.Millisecond
+		w := New(bd.q, o)
+		w.Handle("sleep", sleepHandler)
+		r := start(t, w)
+		task := bd.submit(t, "sleep", `{"ms":2500}`, timeout(time.Second), retries(0))
+		got := bd.waitStatus(t, task.ID, queue.StatusCompleted)
+		require.Equal(t, 1, got.Attempt)
+		hist, err := bd.q.History(context.Background(), task.ID)
+		require.NoError(t, err)
+		extended := 0
+		for _, ev := range hist {
+			if ev.Name == queue.EventLeaseExtended {
+				extended++
 			}
-			require.GreaterOrEqual(t, extended, 2, "the lease must have been extended")
-			require.NoError(t, r.stop(t))
-		})
-	}
+		}
+		require.GreaterOrEqual(t, extended, 2, "the lease must have been extended")
+		require.NoError(t, r.stop(t))
+	})
 }
 
 func TestCancelRequestedStopsHandler(t *testing.T) {
 	t.Parallel()
-	for _, b := range storetest.Backends() {
-		t.Run(b.Name, func(t *testing.T) {
-			t.Parallel()
-			bd := setup(t, b, setupOpts{})
-			w := New(bd.q, bd.opts(t))
-			blk := newBlocker(true)
-			w.Handle("block", blk.handle)
-			r := start(t, w)
-			task := bd.submit(t, "block", `{}`, timeout(time.Second))
-			blk.waitStarted(t)
-			_, err := bd.q.Cancel(context.Background(), task.ID, "operator said so")
-			require.NoError(t, err)
-			got := bd.waitStatus(t, task.ID, queue.StatusCancelled)
-			require.Equal(t, "operator said so", got.CancelReason)
-			require.ErrorIs(t, <-blk.causes, ErrCancelRequested)
-			require.NoError(t, r.stop(t))
-		})
-	}
+	storetest.ForEach(t, func(t *testing.T, b storetest.Backend) {
+		bd := setup(t, b, setupOpts{})
+		w := New(bd.q, bd.opts(t))
+		blk := newBlocker(true)
+		w.Handle("block", blk.handle)
+		r := start(t, w)
+		task := bd.submit(t, "block", `{}`, timeout(time.Second))
+		blk.waitStarted(t)
+		_, err := bd.q.Cancel(context.Background(), task.ID, "operator said so")
+		require.NoError(t, err)
+		got := bd.waitStatus(t, task.ID, queue.StatusCancelled)
+		require.Equal(t, "operator said so", got.CancelReason)
+		require.ErrorIs(t, <-blk.causes, ErrCancelRequested)
+		require.NoError(t, r.stop(t))
+	})
 }
 
 // A worker whose lease ran out (it was stopped past its lease) cannot
 // write over the task once another worker owns it.
 func TestStaleWorkerCannotComplete(t *testing.T) {
 	t.Parallel()
-	for _, b := range storetest.Backends() {
-		t.Run(b.Name, func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			bd := setup(t, b, setupOpts{fake: true})
-			task := bd.submit(t, "work", `{}`, timeout(10*time.Second), retries(3), func(r *queue.SubmitRequest) {
-				r.RetryPolicy = &queue.RetryPolicy{InitialIntervalMS: 1, MaxIntervalMS: 1, Multiplier: 1}
-			})
-
-			// Worker A claims and starts running.
-			oa := bd.opts(t)
-			oa.ID = "worker-a"
-			a := New(bd.q, oa)
-			a.Handle("work", echoHandler)
-			require.NoError(t, a.prepare())
-			a.handlerBase = ctx
-			entries, _, err := bd.q.ListReady(ctx, queue.ReadyQuery{})
-			require.NoError(t, err)
-			require.Len(t, entries, 1)
-			staleLease, err := bd.q.Claim(ctx, entries[0], a.ID())
-			require.NoError(t, err)
-
-			// A is frozen; its lease runs out and the monitor requeues the
-			// task; worker B claims it.
-			bd.fake.Advance(11 * time.Second)
-			le, _, err := bd.q.ListExpired(ctx, 10, "")
-			require.NoError(t, err)
-			require.Len(t, le, 1)
-			_, err = bd.q.ExpireLease(ctx, le[0])
-			require.NoError(t, err)
-			bd.fake.Advance(time.Second)
-			entries, _, err = bd.q.ListReady(ctx, queue.ReadyQuery{})
-			require.NoError(t, err)
-			require.Len(t, entries, 1)
-			bLease, err := bd.q.Claim(ctx, entries[0], "worker-b")
-			require.NoError(t, err)
-
-			// A resumes and reports success: the write is fenced off.
-			rt := &runningTask{id: task.ID, lease: staleLease, cancel: func(error) {}}
-			a.finish(ctx, rt, a.log, json.RawMessage(`{"from":"a"}`), nil, time.Second)
-			require.Zero(t, a.completed.Load())
-			got := bd.get(t, task.ID)
-			require.Equal(t, queue.StatusRunning, got.Status)
-			require.Equal(t, "worker-b", got.WorkerID)
-			require.Equal(t, 2, got.Attempt)
-
-			// Nor can it release, retry or fail it.
-			for _, op := range []func() (*queue.Task, error){
-				func() (*queue.Task, error) { return bd.q.Release(ctx, staleLease, "x") },
-				func() (*queue.Task, error) { return bd.q.Fail(ctx, staleLease, "x") },
-				func() (*queue.Task, error) { return bd.q.Retry(ctx, staleLease, "x", 0) },
-			} {
-				_, err := op()
-				require.ErrorIs(t, err, queue.ErrLeaseLost)
-			}
-			// B finishes normally.
-			_, err = bd.q.Complete(ctx, bLease, json.RawMessage(`{"from":"b"}`))
-			require.NoError(t, err)
-			got = bd.get(t, task.ID)
-			require.Equal(t, queue.StatusCompleted, got.Status)
-			require.JSONEq(t, `{"from":"b"}`, string(got.Output))
+	storetest.ForEach(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		bd := setup(t, b, setupOpts{fake: true})
+		task := bd.submit(t, "work", `{}`, timeout(10*time.Second), retries(3), func(r *queue.SubmitRequest) {
+			r.RetryPolicy = &queue.RetryPolicy{InitialIntervalMS: 1, MaxIntervalMS: 1, Multiplier: 1}
 		})
-	}
+
+		// Worker A claims and starts running.
+		oa := bd.opts(t)
+		oa.ID = "worker-a"
+		a := New(bd.q, oa)
+		a.Handle("work", echoHandler)
+		require.NoError(t, a.prepare())
+		a.handlerBase = ctx
+		entries, _, err := bd.q.ListReady(ctx, queue.ReadyQuery{})
+		require.NoError(t, err)
+		require.Len(t, entries, 1)
+		staleLease, err := bd.q.Claim(ctx, entries[0], a.ID())
+		require.NoError(t, err)
+
+		// A is frozen; its lease runs out and the monitor requeues the
+		// task; worker B claims it.
+		bd.fake.Advance(11 * time.Second)
+		le, _, err := bd.q.ListExpired(ctx, 10, "")
+		require.NoError(t, err)
+		require.Len(t, le, 1)
+		_, err = bd.q.ExpireLease(ctx, le[0])
+		require.NoError(t, err)
+		bd.fake.Advance(time.Second)
+		entries, _, err = bd.q.ListReady(ctx, queue.ReadyQuery{})
+		require.NoError(t, err)
+		require.Len(t, entries, 1)
+		bLease, err := bd.q.Claim(ctx, entries[0], "worker-b")
+		require.NoError(t, err)
+
+		// A resumes and reports success: the write is fenced off.
+		rt := &runningTask{id: task.ID, lease: staleLease, cancel: func(error) {}}
+		a.finish(ctx, rt, a.log, json.RawMessage(`{"from":"a"}`), nil, time.Second)
+		require.Zero(t, a.completed.Load())
+		got := bd.get(t, task.ID)
+		require.Equal(t, queue.StatusRunning, got.Status)
+		require.Equal(t, "worker-b", got.WorkerID)
+		require.Equal(t, 2, got.Attempt)
+
+		// Nor can it release, retry or fail it.
+		for _, op := range []func() (*queue.Task, error){
+			func() (*queue.Task, error) { return bd.q.Release(ctx, staleLease, "x") },
+			func() (*queue.Task, error) { return bd.q.Fail(ctx, staleLease, "x") },
+			func() (*queue.Task, error) { return bd.q.Retry(ctx, staleLease, "x", 0) },
+		} {
+			_, err := op()
+			require.ErrorIs(t, err, queue.ErrLeaseLost)
+		}
+		// B finishes normally.
+		_, err = bd.q.Complete(ctx, bLease, json.RawMessage(`{"from":"b"}`))
+		require.NoError(t, err)
+		got = bd.get(t, task.ID)
+		require.Equal(t, queue.StatusCompleted, got.Status)
+		require.JSONEq(t, `{"from":"b"}`, string(got.Output))
+	})
 }
 
 // The same through running workers: A's handler ignores its context and
 // is resumed after B took over; A's result never lands.
 func TestStaleRunningWorker(t *testing.T) {
 	t.Parallel()
-	for _, b := range storetest.Backends() {
-		t.Run(b.Name, func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			bd := setup(t, b, setupOpts{fake: true})
-			task := bd.submit(t, "work", `{}`, timeout(3*time.Second), retries(3), func(r *queue.SubmitRequest) {
-				r.RetryPolicy = &queue.RetryPolicy{InitialIntervalMS: 1, MaxIntervalMS: 1, Multiplier: 1}
-			})
-			oa := bd.opts(t)
-			a := New(bd.q, oa)
-			blkA := newBlocker(false)
-			blkA.result = json.RawMessage(`{"from":"a"}`)
-			a.Handle("work", blkA.handle)
-			ra := start(t, a)
-			blkA.waitStarted(t)
-
-			// Time jumps past A's lease (A's renewals could not keep up);
-			// A notices and cancels its handler, which ignores that.
-			require.ErrorIs(t, advanceUntilCancelled(t, bd, a, task.ID), ErrLeaseExpired)
-			le, _, err := bd.q.ListExpired(ctx, 10, "")
-			require.NoError(t, err)
-			require.Len(t, le, 1)
-			_, err = bd.q.ExpireLease(ctx, le[0])
-			require.NoError(t, err)
-			bd.fake.Advance(time.Second)
-
-			ob := bd.opts(t)
-			bw := New(bd.q, ob)
-			blkB := newBlocker(true)
-			blkB.result = json.RawMessage(`{"from":"b"}`)
-			bw.Handle("work", blkB.handle)
-			rb := start(t, bw)
-			blkB.waitStarted(t)
-
-			close(blkA.release) // A resumes and returns success
-			eventually(t, func() bool { return a.runningCount() == 0 }, "A to finish")
-			got := bd.get(t, task.ID)
-			require.Equal(t, queue.StatusRunning, got.Status)
-			require.Equal(t, bw.ID(), got.WorkerID)
-			require.Zero(t, a.completed.Load())
-
-			close(blkB.release)
-			got = bd.waitStatus(t, task.ID, queue.StatusCompleted)
-			require.JSONEq(t, `{"from":"b"}`, string(got.Output))
-			require.NoError(t, ra.stop(t))
-			require.NoError(t, rb.stop(t))
+	storetest.ForEach(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		bd := setup(t, b, setupOpts{fake: true})
+		task := bd.submit(t, "work", `{}`, timeout(3*time.Second), retries(3), func(r *queue.SubmitRequest) {
+			r.RetryPolicy = &queue.RetryPolicy{InitialIntervalMS: 1, MaxIntervalMS: 1, Multiplier: 1}
 		})
-	}
+		oa := bd.opts(t)
+		a := New(bd.q, oa)
+		blkA := newBlocker(false)
+		blkA.result = json.RawMessage(`{"from":"a"}`)
+		a.Handle("work", blkA.handle)
+		ra := start(t, a)
+		blkA.waitStarted(t)
+
+		// Time jumps past A's lease (A's renewals could not keep up);
+		// A notices and cancels its handler, which ignores that.
+		require.ErrorIs(t, advanceUntilCancelled(t, bd, a, task.ID), ErrLeaseExpired)
+		le, _, err := bd.q.ListExpired(ctx, 10, "")
+		require.NoError(t, err)
+		require.Len(t, le, 1)
+		_, err = bd.q.ExpireLease(ctx, le[0])
+		require.NoError(t, err)
+		bd.fake.Advance(time.Second)
+
+		ob := bd.opts(t)
+		bw := New(bd.q, ob)
+		blkB := newBlocker(true)
+		blkB.result = json.RawMessage(`{"from":"b"}`)
+		bw.Handle("work", blkB.handle)
+		rb := start(t, bw)
+		blkB.waitStarted(t)
+
+		close(blkA.release) // A resumes and returns success
+		eventually(t, func() bool { return a.runningCount() == 0 }, "A to finish")
+		got := bd.get(t, task.ID)
+		require.Equal(t, queue.StatusRunning, got.Status)
+		require.Equal(t, bw.ID(), got.WorkerID)
+		require.Zero(t, a.completed.Load())
+
+		close(blkB.release)
+		got = bd.waitStatus(t, task.ID, queue.StatusCompleted)
+		require.JSONEq(t, `{"from":"b"}`, string(got.Output))
+		require.NoError(t, ra.stop(t))
+		require.NoError(t, rb.stop(t))
+	})
 }
 
 // advanceUntilCancelled moves the fake clock forward until the running
@@ -482,89 +461,83 @@ func TestErrorHelpers(t *testing.T) {
 // monitor embedded in another worker, and completes there.
 func TestMonitorRecoversTimeout(t *testing.T) {
 	t.Parallel()
-	for _, b := range storetest.Backends() {
-		t.Run(b.Name, func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			bd := setup(t, b, setupOpts{fake: true})
-			task := bd.submit(t, "echo", `{"v":1}`, timeout(10*time.Second), retries(2))
-			entries, _, err := bd.q.ListReady(ctx, queue.ReadyQuery{})
-			require.NoError(t, err)
-			_, err = bd.q.Claim(ctx, entries[0], "dead-worker")
-			require.NoError(t, err)
+	storetest.ForEach(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		bd := setup(t, b, setupOpts{fake: true})
+		task := bd.submit(t, "echo", `{"v":1}`, timeout(10*time.Second), retries(2))
+		entries, _, err := bd.q.ListReady(ctx, queue.ReadyQuery{})
+		require.NoError(t, err)
+		_, err = bd.q.Claim(ctx, entries[0], "dead-worker")
+		require.NoError(t, err)
 
-			o := bd.opts(t)
-			o.NoMonitor = false
-			o.Monitor.CheckInterval = 20 * time.Millisecond
-			o.Monitor.LeaderTTL = time.Hour // fake time moves in big steps here
-			w := New(bd.q, o)
-			w.Handle("echo", echoHandler)
-			r := start(t, w)
-			eventually(t, func() bool { return w.Monitor() != nil && w.Monitor().IsLeader() }, "the embedded monitor to lead")
+		o := bd.opts(t)
+		o.NoMonitor = false
+		o.Monitor.CheckInterval = 20 * time.Millisecond
+		o.Monitor.LeaderTTL = time.Hour // fake time moves in big steps here
+		w := New(bd.q, o)
+		w.Handle("echo", echoHandler)
+		r := start(t, w)
+		eventually(t, func() bool { return w.Monitor() != nil && w.Monitor().IsLeader() }, "the embedded monitor to lead")
 
-			bd.fake.Advance(11 * time.Second) // the dead worker's lease runs out
-			got := bd.waitStatus(t, task.ID, queue.StatusPending)
-			require.Equal(t, 1, got.RetryCount)
-			bd.fake.Advance(5 * time.Minute) // past the retry backoff
-			got = bd.waitStatus(t, task.ID, queue.StatusCompleted)
-			require.Equal(t, 2, got.Attempt)
-			require.Equal(t, w.ID(), got.WorkerID)
-			require.JSONEq(t, `{"v":1}`, string(got.Output))
-			require.NoError(t, r.stop(t))
-		})
-	}
+		bd.fake.Advance(11 * time.Second) // the dead worker's lease runs out
+		got := bd.waitStatus(t, task.ID, queue.StatusPending)
+		require.Equal(t, 1, got.RetryCount)
+		bd.fake.Advance(5 * time.Minute) // past the retry backoff
+		got = bd.waitStatus(t, task.ID, queue.StatusCompleted)
+		require.Equal(t, 2, got.Attempt)
+		require.Equal(t, w.ID(), got.WorkerID)
+		require.JSONEq(t, `{"v":1}`, string(got.Output))
+		require.NoError(t, r.stop(t))
+	})
 }
 
 // Several workers racing over the same tasks: every task completes exactly
 // once, and each completion is counted by exactly one worker.
 func TestWorkersRace(t *testing.T) {
 	t.Parallel()
-	for _, b := range storetest.Backends() {
-		t.Run(b.Name, func(t *testing.T) {
-			t.Parallel()
-			bd := setup(t, b, setupOpts{})
-			const n = 40
-			var mu sync.Mutex
-			runs := map[string]int{}
-			h := func(_ context.Context, task *queue.Task) (json.RawMessage, error) {
-				mu.Lock()
-				runs[task.ID.String()]++
-				mu.Unlock()
-				return task.Input, nil
-			}
-			tasks := make([]*queue.Task, n)
-			for i := range tasks {
-				tasks[i] = bd.submit(t, "job", fmt.Sprintf(`{"i":%d}`, i))
-			}
-			var ws []*Worker
-			var rs []*running
-			for range 3 {
-				o := bd.opts(t)
-				o.Concurrency = 4
-				w := New(bd.q, o)
-				w.Handle("job", h)
-				ws = append(ws, w)
-				rs = append(rs, start(t, w))
-			}
-			for i, task := range tasks {
-				got := bd.waitStatus(t, task.ID, queue.StatusCompleted)
-				require.JSONEq(t, fmt.Sprintf(`{"i":%d}`, i), string(got.Output))
-				require.Equal(t, 1, got.Attempt, "a lost claim race must not count as an attempt")
-			}
-			for _, r := range rs {
-				require.NoError(t, r.stop(t))
-			}
-			var completed int64
-			for _, w := range ws {
-				completed += w.completed.Load()
-			}
-			require.Equal(t, int64(n), completed)
+	storetest.ForEach(t, func(t *testing.T, b storetest.Backend) {
+		bd := setup(t, b, setupOpts{})
+		const n = 40
+		var mu sync.Mutex
+		runs := map[string]int{}
+		h := func(_ context.Context, task *queue.Task) (json.RawMessage, error) {
 			mu.Lock()
-			defer mu.Unlock()
-			require.Len(t, runs, n)
-			for id, c := range runs {
-				require.Equal(t, 1, c, "task %s ran more than once without any failure", id)
-			}
-		})
-	}
+			runs[task.ID.String()]++
+			mu.Unlock()
+			return task.Input, nil
+		}
+		tasks := make([]*queue.Task, n)
+		for i := range tasks {
+			tasks[i] = bd.submit(t, "job", fmt.Sprintf(`{"i":%d}`, i))
+		}
+		var ws []*Worker
+		var rs []*running
+		for range 3 {
+			o := bd.opts(t)
+			o.Concurrency = 4
+			w := New(bd.q, o)
+			w.Handle("job", h)
+			ws = append(ws, w)
+			rs = append(rs, start(t, w))
+		}
+		for i, task := range tasks {
+			got := bd.waitStatus(t, task.ID, queue.StatusCompleted)
+			require.JSONEq(t, fmt.Sprintf(`{"i":%d}`, i), string(got.Output))
+			require.Equal(t, 1, got.Attempt, "a lost claim race must not count as an attempt")
+		}
+		for _, r := range rs {
+			require.NoError(t, r.stop(t))
+		}
+		var completed int64
+		for _, w := range ws {
+			completed += w.completed.Load()
+		}
+		require.Equal(t, int64(n), completed)
+		mu.Lock()
+		defer mu.Unlock()
+		require.Len(t, runs, n)
+		for id, c := range runs {
+			require.Equal(t, 1, c, "task %s ran more than once without any failure", id)
+		}
+	})
 }

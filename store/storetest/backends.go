@@ -154,3 +154,15 @@ func RemoveBucket(t testing.TB, s *s3store.Store) {
 		t.Logf("cleanup of bucket %s: delete bucket: %v", s.Bucket(), err)
 	}
 }
+
+// ForEach runs fn as a parallel subtest once per backend in Backends, named
+// after it.
+func ForEach(t *testing.T, fn func(t *testing.T, b Backend)) {
+	t.Helper()
+	for _, b := range Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			fn(t, b)
+		})
+	}
+}
