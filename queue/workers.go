@@ -27,6 +27,11 @@ type WorkerInfo struct {
 	Host           string    `json:"host"`
 	PID            int       `json:"pid"`
 	Version        string    `json:"version"`
+	// Requests counts the S3 requests the worker's process has sent since
+	// it started, by kind (nil when its store does not count them). The
+	// sum over workers, differenced between heartbeats, is the fleet's
+	// request rate and cost.
+	Requests *store.Counts `json:"s3_requests,omitempty"`
 }
 
 // PutWorker writes (registers or heartbeats) a worker entry. Format is set

@@ -111,3 +111,61 @@ func (s Counts) String() string {
 type Counted interface {
 	Requests() *Counters
 }
+
+// Prices are per-request prices in US dollars per 1,000 requests, by kind.
+// S3 bills PUT, COPY, POST and LIST at one rate and GET (and everything
+// else) at another; DELETE is free.
+type Prices struct {
+	PutPer1000    float64 `json:"put_per_1000"`    // PUT, LIST, LIST-VERSIONS, bucket configuration
+	GetPer1000    float64 `json:"get_per_1000"`    // GET, HEAD
+	DeletePer1000 float64 `json:"delete_per_1000"` // DELETE
+}
+
+// AWSStandardPrices are AWS S3 Standard's list prices (us-east-1):
+// $0.005 per 1,000 PUT/COPY/POST/LIST, $0.0004 per 1,000 GET, DELETE free.
+var AWSStandardPrices = Prices{PutPer1000: 0.005, GetPer1000: 0.0004, DeletePer1000: 0}
+
+// Per1000 returns the price of 1,000 requests of kind op.
+func (p Prices) Per1000(op Op) float64 {
+	switch op {
+	case OpGet, OpHead:
+		return p.GetPer1000
+	case OpDelete:
+		return p.DeletePer1000
+	default:
+		return p.PutPer1000
+	}
+}
+
+// Cost returns what the requests in s cost at prices p, in US dollars.
+// Failed requests are billed like successful ones.
+func (s Counts) Cost(p Prices) float64 {
+	total := 0.0
+	for _, op := range Ops {
+		total += float64(s.Total(op)) * p.Per1000(op) / 1000
+	}
+	return total
+}
+
+// Add returns s plus other (for summing the counters of several processes).
+func (s Counts) Add(other Counts) Counts {
+	d := Counts{OK: map[Op]int64{}, Failed: map[Op]int64{}}
+	for _, op := range Ops {
+		if n := s.OK[op] + other.OK[op]; n != 0 {
+			d.OK[op] = n
+		}
+		if n := s.Failed[op] + other.Failed[op]; n != 0 {
+			d.Failed[op] = n
+		}
+	}
+	return d
+}
+
+// All returns the total number of requests of every kind.
+func (s Counts) All() int64 {
+	var n int64
+	for _, op := range Ops {
+		n += s.Total(op)
+	}
+	return n
+}

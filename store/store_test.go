@@ -41,6 +41,35 @@ func TestCounters(t *testing.T) {
 	require.Equal(t, "GET=800 PUT=800", before.String())
 }
 
+func TestCountsCost(t *testing.T) {
+	t.Parallel()
+	c := store.Counts{
+		OK:     map[store.Op]int64{store.OpPut: 4000, store.OpGet: 1000, store.OpDelete: 2000, store.OpList: 100},
+		Failed: map[store.Op]int64{store.OpPut: 1000, store.OpHead: 1000},
+	}
+	tests := []struct {
+		name   string
+		prices store.Prices
+		want   float64
+	}{
+		// 5,100 PUT-class ($0.0255) + 2,000 GET-class ($0.0008); DELETE free.
+		{"aws standard", store.AWSStandardPrices, 0.0263},
+		{"free", store.Prices{}, 0},
+		{"deletes billed", store.Prices{DeletePer1000: 1}, 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			require.InDelta(t, tc.want, c.Cost(tc.prices), 1e-9)
+		})
+	}
+	sum := c.Add(c)
+	require.Equal(t, int64(8000), sum.OK[store.OpPut])
+	require.Equal(t, int64(2000), sum.Failed[store.OpPut])
+	require.Equal(t, 2*c.All(), sum.All())
+	require.Equal(t, int64(9100), c.All())
+}
+
 // failingStore answers Now with an error.
 type failingStore struct{ store.Store }
 

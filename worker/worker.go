@@ -359,7 +359,13 @@ func (w *Worker) info() *queue.WorkerInfo {
 		// read the registry to see which shards are taken, and a worker
 		// without leasing takes none.)
 	}
+	var requests *store.Counts
+	if c, ok := w.q.Store().(store.Counted); ok {
+		snap := c.Requests().Snapshot()
+		requests = &snap
+	}
 	return &queue.WorkerInfo{
+		Requests:       requests,
 		ID:             w.opts.ID,
 		StartedAt:      w.startedAt,
 		LastHeartbeat:  w.clock.Now(),

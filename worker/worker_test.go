@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/storetest"
 )
 
@@ -133,8 +134,9 @@ func TestRegistrationAndHeartbeat(t *testing.T) {
 		bd.waitStatus(t, task.ID, queue.StatusCompleted)
 		eventually(t, func() bool {
 			cur := bd.waitRegistered(t, w.ID())
-			return len(cur.CurrentTasks) == 0 && cur.TasksCompleted == 1
-		}, "heartbeat with the completed counter")
+			return len(cur.CurrentTasks) == 0 && cur.TasksCompleted == 1 &&
+				cur.Requests != nil && cur.Requests.Total(store.OpPut) > 0
+		}, "heartbeat with the completed counter and the request counts")
 
 		require.NoError(t, r.stop(t))
 		require.False(t, bd.registered(t, w.ID()), "worker must deregister on exit")
