@@ -32,6 +32,7 @@ import (
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/gateway"
 	"github.com/qo-queue/qo/store/s3store"
+	"github.com/qo-queue/qo/tui"
 	"github.com/qo-queue/qo/worker"
 )
 
@@ -63,9 +64,11 @@ it runs other qo commands given no S3 settings find it by themselves (through
 a state file in the data directory). Data survives a restart: same data
 directory, same address, same credentials. --reset deletes the data first.
 
-On a terminal it shows what runs and a status line (its log goes to dev.log
-in the data directory); otherwise it logs to stderr (JSON) and prints only the
-export line on stdout. Ctrl+C (or SIGTERM) stops it cleanly: running tasks
+On a terminal it opens the operations console (qo tui) on the dev queue and
+its log goes to dev.log in the data directory; quitting the console (q or
+Ctrl+C) stops qo dev. --no-tui shows what runs and a status line instead.
+Otherwise it logs to stderr (JSON) and prints only the export line on
+stdout. Ctrl+C (or SIGTERM) stops it cleanly: running tasks
 get --shutdown-timeout to finish and are released otherwise (none is lost); a
 second Ctrl+C releases them at once.
 
@@ -106,6 +109,8 @@ func devCommand() *cli.Command {
 		&cli.StringFlag{Name: "shutdown-timeout", Category: catWorker, EnvVars: []string{"QO_DEV_SHUTDOWN_TIMEOUT"}, Value: "10s",
 			Usage: "on Ctrl+C, wait this long for running tasks before releasing them"},
 
+		&cli.BoolFlag{Name: "no-tui", EnvVars: []string{"QO_DEV_NO_TUI"},
+			Usage: "on a terminal, print a banner and a status line instead of opening the console (qo tui)"},
 		&cli.BoolFlag{Name: "demo", Category: catDemo, EnvVars: []string{"QO_DEV_DEMO"},
 			Usage: "submit a steady trickle of sample tasks"},
 		&cli.Float64Flag{Name: "demo-rate", Category: catDemo, EnvVars: []string{"QO_DEV_DEMO_RATE"}, Value: defaultDevDemoRate,
@@ -132,6 +137,7 @@ type devConfig struct {
 	execs           []worker.ExecSpec
 	shutdownTimeout time.Duration
 	demo            bool
+	noTUI           bool
 	demoRate        float64
 }
 
@@ -150,6 +156,7 @@ func devConfigFromFlags(c *cli.Context) (*devConfig, error) {
 		yes:         c.Bool("yes"),
 		concurrency: c.Int("concurrency"),
 		demo:        c.Bool("demo"),
+		noTUI:       c.Bool("no-tui"),
 		demoRate:    c.Float64("demo-rate"),
 	}
 	host, port, err := net.SplitHostPort(dc.addr)
@@ -193,6 +200,10 @@ type devSession struct {
 	Concurrency int
 	Out         io.Writer
 	GOOS        string
+	// NoTUI shows the banner and a status line instead of the console.
+	NoTUI bool
+	// Stop stops qo dev (the console's quit does what Ctrl+C does).
+	Stop func()
 }
 
 func runDev(c *cli.Context) error {
@@ -317,7 +328,8 @@ func runDev(c *cli.Context) error {
 
 	// Read before Run starts (Run settles the worker's types).
 	sess := &devSession{State: st, DataDir: dc.dataDir, LogPath: logPath, Demo: dc.demo, Queue: q,
-		WorkerID: w.ID(), Types: w.Types(), Concurrency: dc.concurrency, Out: c.App.Writer, GOOS: runtime.GOOS}
+		WorkerID: w.ID(), Types: w.Types(), Concurrency: dc.concurrency, Out: c.App.Writer, GOOS: runtime.GOOS,
+		NoTUI: dc.noTUI, Stop: cancel}
 	var wg sync.WaitGroup
 	workerErr := make(chan error, 1)
 	wg.Add(1)
@@ -573,11 +585,32 @@ func devEnvLines(st *devState, goos string) []string {
 	return []string{strings.Join(parts, " ")}
 }
 
-// devTTYView is what qo dev shows on a terminal while it runs, until ctx
-// is cancelled: a banner (what runs, the environment lines, what to try,
-// how to stop) and a status line refreshed every few seconds. It is the
-// one place to replace with the TUI dashboard.
+// devTTYView is what qo dev shows on a terminal while it runs: the
+// operations console (qo tui) on the dev queue. Quitting the console stops
+// qo dev as Ctrl+C does. With --no-tui it is devBannerView instead.
 func devTTYView(ctx context.Context, s *devSession) {
+	if s.NoTUI {
+		devBannerView(ctx, s)
+		return
+	}
+	opts := tui.Options{
+		Refresh: 2 * time.Second,
+		Title:   fmt.Sprintf("dev · %s · bucket %s · worker %s", s.State.Endpoint, s.State.Bucket, s.WorkerID),
+	}
+	err := tui.Run(ctx, s.Queue, opts)
+	if ctx.Err() == nil && s.Stop != nil {
+		fmt.Fprintln(s.Out, "qo dev: console closed: stopping (waiting for running tasks)")
+		s.Stop()
+	}
+	if err != nil {
+		fmt.Fprintf(s.Out, "qo dev: console: %v\n", err)
+	}
+}
+
+// devBannerView prints what runs, the environment lines, what to try and
+// how to stop, then a status line refreshed every few seconds, until ctx
+// is cancelled.
+func devBannerView(ctx context.Context, s *devSession) {
 	w := s.Out
 	st := s.State
 	fmt.Fprintf(w, "qo dev is running\n\n")
@@ -601,7 +634,7 @@ func devTTYView(ctx context.Context, s *devSession) {
 	fmt.Fprintf(w, "\nTry:  qo submit --type echo --input '{\"hi\":1}'\n      qo list\n\n")
 	fmt.Fprintf(w, "Press Ctrl+C to stop (data is kept; 'qo dev --reset' starts over).\n\n")
 
-	counter := newDevCounter(s.Queue.Store())
+	counter := s.Queue.NewStatsCounter(queue.StatsOptions{MaxReads: 500})
 	t := time.NewTicker(devStatusEvery)
 	defer t.Stop()
 	for {
@@ -616,18 +649,18 @@ func devTTYView(ctx context.Context, s *devSession) {
 }
 
 // devStatusLine is one line: task counts by status and live workers.
-func devStatusLine(ctx context.Context, q *queue.Queue, counter *devCounter) string {
+func devStatusLine(ctx context.Context, q *queue.Queue, counter *queue.StatsCounter) string {
 	ctx, cancel := context.WithTimeout(ctx, devStatusEvery)
 	defer cancel()
+	stats, err := counter.Refresh(ctx)
 	now := q.Now()
-	counts, err := counter.Refresh(ctx, now)
 	if err != nil {
 		if ctx.Err() != nil {
 			return now.Local().Format("15:04:05") + "  stopping"
 		}
 		return now.Local().Format("15:04:05") + "  status unavailable: " + oneLine(err.Error())
 	}
-	line := now.Local().Format("15:04:05") + "  " + counts.String()
+	line := now.Local().Format("15:04:05") + "  " + countsLine(stats)
 	if infos, err := q.ListWorkers(ctx); err == nil {
 		active := 0
 		for _, h := range monitor.Health(infos, now, monitor.DefaultHealthThreshold) {
@@ -640,107 +673,25 @@ func devStatusLine(ctx context.Context, q *queue.Queue, counter *devCounter) str
 	return line
 }
 
-// devCounts are task counts by status.
-type devCounts struct {
-	ByStatus map[queue.Status]int
-	Delayed  int  // pending tasks not available yet (delayed or in backoff)
-	Partial  bool // some tasks were not read yet (counts are low)
-}
-
-func (c devCounts) String() string {
+// countsLine renders task counts by status on one line.
+func countsLine(st queue.Stats) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "pending %d", c.ByStatus[queue.StatusPending])
-	if c.Delayed > 0 {
-		fmt.Fprintf(&b, " (%d later)", c.Delayed)
+	fmt.Fprintf(&b, "pending %d", st.ByStatus[queue.StatusPending])
+	if st.Delayed > 0 {
+		fmt.Fprintf(&b, " (%d later)", st.Delayed)
 	}
 	for _, s := range []queue.Status{queue.StatusRunning, queue.StatusCompleted, queue.StatusFailed} {
-		fmt.Fprintf(&b, "  %s %d", s, c.ByStatus[s])
+		fmt.Fprintf(&b, "  %s %d", s, st.ByStatus[s])
 	}
 	for _, s := range []queue.Status{queue.StatusCancelled, queue.StatusArchived} {
-		if n := c.ByStatus[s]; n > 0 {
+		if n := st.ByStatus[s]; n > 0 {
 			fmt.Fprintf(&b, "  %s %d", s, n)
 		}
 	}
-	if c.Partial {
+	if st.Partial {
 		b.WriteString("  (counting...)")
 	}
 	return b.String()
-}
-
-// devCounter counts tasks by status cheaply enough to refresh every few
-// seconds: it lists tasks/ (one request per 1000 tasks) and reads only the
-// tasks whose ETag changed since the last refresh. Finished tasks never
-// change, so after the first pass the cost is the listing plus the tasks
-// that moved.
-type devCounter struct {
-	s        store.Store
-	maxReads int // task reads per refresh (the rest wait for the next one)
-	seen     map[string]devCounted
-}
-
-type devCounted struct {
-	etag        string
-	status      queue.Status
-	availableAt time.Time
-}
-
-func newDevCounter(s store.Store) *devCounter {
-	return &devCounter{s: s, maxReads: 500, seen: map[string]devCounted{}}
-}
-
-// Refresh lists the tasks and returns the counts as of now. Malformed task
-// objects are skipped.
-func (dc *devCounter) Refresh(ctx context.Context, now time.Time) (devCounts, error) {
-	counts := devCounts{ByStatus: map[queue.Status]int{}}
-	present := make(map[string]bool, len(dc.seen))
-	reads := 0
-	token := ""
-	for {
-		page, err := dc.s.List(ctx, store.ListParams{Prefix: queue.TasksPrefix, Token: token})
-		if err != nil {
-			return counts, err
-		}
-		for _, o := range page.Objects {
-			present[o.Key] = true
-			c, ok := dc.seen[o.Key]
-			if !ok || c.etag != o.ETag {
-				if reads >= dc.maxReads {
-					counts.Partial = true
-					continue
-				}
-				reads++
-				obj, err := dc.s.Get(ctx, o.Key)
-				if errors.Is(err, store.ErrNotFound) {
-					continue
-				}
-				if err != nil {
-					return counts, err
-				}
-				c = devCounted{etag: o.ETag}
-				if t, err := queue.DecodeTask(o.Key, obj.Body); err == nil {
-					c.status, c.availableAt = t.Status, t.AvailableAt
-				}
-				dc.seen[o.Key] = c // malformed too, so it is not read again
-			}
-			if c.status == "" {
-				continue // malformed: not a task to count
-			}
-			counts.ByStatus[c.status]++
-			if c.status == queue.StatusPending && c.availableAt.After(now) {
-				counts.Delayed++
-			}
-		}
-		if page.NextToken == "" {
-			break
-		}
-		token = page.NextToken
-	}
-	for k := range dc.seen {
-		if !present[k] {
-			delete(dc.seen, k)
-		}
-	}
-	return counts, nil
 }
 
 // demoTask is one kind of sample task --demo submits.

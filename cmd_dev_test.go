@@ -410,86 +410,29 @@ func TestDemoCycle(t *testing.T) {
 	require.Equal(t, demoRequest(0, now).Input, demoRequest(len(demoCycle), now).Input, "the cycle repeats")
 }
 
-func TestDevCounter(t *testing.T) {
+func TestCountsLine(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	s := memstore.New()
-	_, err := queue.Init(ctx, s, 1)
-	require.NoError(t, err)
-	q, err := queue.Open(ctx, s, queue.Options{})
-	require.NoError(t, err)
-	submit := func(at time.Time) *queue.Task {
-		task, _, err := q.Submit(ctx, queue.SubmitRequest{Type: "echo", Input: json.RawMessage(`{}`), AvailableAt: at})
-		require.NoError(t, err)
-		return task
+	by := func(p, r, c, f, x, a int) map[queue.Status]int {
+		return map[queue.Status]int{queue.StatusPending: p, queue.StatusRunning: r, queue.StatusCompleted: c,
+			queue.StatusFailed: f, queue.StatusCancelled: x, queue.StatusArchived: a}
 	}
-	claim := func() *queue.Lease {
-		entries, _, err := q.ListReady(ctx, queue.ReadyQuery{Limit: 1})
-		require.NoError(t, err)
-		require.Len(t, entries, 1)
-		l, err := q.Claim(ctx, entries[0], "w1")
-		require.NoError(t, err)
-		return l
+	tests := []struct {
+		name  string
+		stats queue.Stats
+		want  string
+	}{
+		{"empty", queue.Stats{ByStatus: by(0, 0, 0, 0, 0, 0)}, "pending 0  running 0  completed 0  failed 0"},
+		{"delayed", queue.Stats{ByStatus: by(2, 1, 1, 1, 0, 0), Delayed: 1}, "pending 2 (1 later)  running 1  completed 1  failed 1"},
+		{"cancelled and archived only when present", queue.Stats{ByStatus: by(0, 0, 3, 0, 1, 2)},
+			"pending 0  running 0  completed 3  failed 0  cancelled 1  archived 2"},
+		{"partial", queue.Stats{ByStatus: by(1, 0, 0, 0, 0, 0), Partial: true}, "pending 1  running 0  completed 0  failed 0  (counting...)"},
 	}
-
-	c := newDevCounter(s)
-	counts, err := c.Refresh(ctx, q.Now())
-	require.NoError(t, err)
-	require.Empty(t, counts.ByStatus)
-
-	submit(time.Time{})
-	submit(time.Time{})
-	submit(time.Time{})
-	submit(q.Now().Add(time.Hour))
-	done := claim()
-	_, err = q.Complete(ctx, done, json.RawMessage(`{}`))
-	require.NoError(t, err)
-	failed := claim()
-	_, err = q.Fail(ctx, failed, "boom")
-	require.NoError(t, err)
-	run := claim() // stays running
-	// A malformed task object is skipped, not counted.
-	_, err = s.Put(ctx, queue.TasksPrefix+"0/00000000-0000-0000-0000-000000000000.json", []byte("{"), store.Condition{})
-	require.NoError(t, err)
-
-	counts, err = c.Refresh(ctx, q.Now())
-	require.NoError(t, err)
-	require.False(t, counts.Partial)
-	require.Equal(t, map[queue.Status]int{
-		queue.StatusPending: 1, queue.StatusRunning: 1, queue.StatusCompleted: 1, queue.StatusFailed: 1,
-	}, counts.ByStatus)
-	require.Equal(t, 1, counts.Delayed)
-	require.Equal(t, "pending 1 (1 later)  running 1  completed 1  failed 1", counts.String())
-
-	// Only changed tasks are read again.
-	before := s.Requests().Snapshot()
-	counts, err = c.Refresh(ctx, q.Now())
-	require.NoError(t, err)
-	require.Equal(t, int64(0), s.Requests().Snapshot().Sub(before).Total(store.OpGet), "nothing changed: no task read")
-	require.Equal(t, 1, counts.ByStatus[queue.StatusRunning])
-
-	// A change is seen, reading only the task that changed.
-	_, err = q.Complete(ctx, run, json.RawMessage(`{}`))
-	require.NoError(t, err)
-	afterWrite := s.Requests().Snapshot()
-	counts, err = c.Refresh(ctx, q.Now())
-	require.NoError(t, err)
-	require.Equal(t, int64(1), s.Requests().Snapshot().Sub(afterWrite).Total(store.OpGet), "one task changed: one read")
-	require.Equal(t, 0, counts.ByStatus[queue.StatusRunning])
-	require.Equal(t, 2, counts.ByStatus[queue.StatusCompleted])
-
-	// A refresh with a read budget says its counts are partial.
-	small := newDevCounter(s)
-	small.maxReads = 2
-	counts, err = small.Refresh(ctx, q.Now())
-	require.NoError(t, err)
-	require.True(t, counts.Partial)
-	require.Contains(t, counts.String(), "counting")
-	total := 0
-	for _, n := range counts.ByStatus {
-		total += n
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, tt.want, countsLine(tt.stats))
+		})
 	}
-	require.Less(t, total, 4, "not every task was counted")
 }
 
 // corsStore records SetCORS calls and answers with err.

@@ -29,6 +29,7 @@ command -v go >/dev/null || {
 SYSTEM_PACKAGES=(
 	"zsh:zsh"   # shell completion scripts are run in real shells
 	"fish:fish"
+	"tmux:tmux" # the console is driven in a real terminal
 )
 
 install_system_packages() {

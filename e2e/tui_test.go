@@ -1,0 +1,146 @@
+//go:build unix
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/qo-queue/qo/queue"
+)
+
+// tmuxSession runs one program in a detached tmux session on a private
+// server, so the test sees exactly what a terminal would.
+type tmuxSession struct {
+	t      *testing.T
+	socket string
+	name   string
+}
+
+func startTmux(t *testing.T, w, h int, script string) *tmuxSession {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("QO_TEST_REQUIRE_S3") == "1" {
+			t.Fatalf("tmux is not installed (scripts/test.sh installs it): %v", err)
+		}
+		t.Skip("tmux is not installed")
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "run.sh")
+	require.NoError(t, os.WriteFile(path, []byte("#!/bin/sh\n"+script+"\n"), 0o755))
+	s := &tmuxSession{t: t, socket: "qo-e2e-" + uuid.NewString()[:8], name: "qo"}
+	s.tmux("new-session", "-d", "-s", s.name, "-x", fmt.Sprint(w), "-y", fmt.Sprint(h), path)
+	t.Cleanup(func() { _ = exec.Command("tmux", "-L", s.socket, "kill-server").Run() })
+	return s
+}
+
+func (s *tmuxSession) tmux(args ...string) string {
+	s.t.Helper()
+	out, err := exec.Command("tmux", append([]string{"-L", s.socket}, args...)...).CombinedOutput()
+	require.NoError(s.t, err, "tmux %v: %s", args, out)
+	return string(out)
+}
+
+func (s *tmuxSession) keys(keys ...string) {
+	s.tmux(append([]string{"send-keys", "-t", s.name}, keys...)...)
+}
+
+func (s *tmuxSession) screen() string { return s.tmux("capture-pane", "-p", "-t", s.name) }
+
+// waitFor polls the screen until it contains all of want.
+func (s *tmuxSession) waitFor(want ...string) string {
+	s.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		scr := s.screen()
+		ok := true
+		for _, w := range want {
+			ok = ok && strings.Contains(scr, w)
+		}
+		if ok {
+			return scr
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("the screen never showed %q; it shows:\n%s", want, scr)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestTUIInTmux runs the real console in tmux against MinIO: it finds a
+// failed task, opens its timeline, replays it, and the change shows in the
+// console and through qo status.
+func TestTUIInTmux(t *testing.T) {
+	t.Parallel()
+	e := wkSetup(t)
+	ctx := context.Background()
+	submit := func(typ, input string) *queue.Task {
+		task, _, err := e.q.Submit(ctx, queue.SubmitRequest{Type: typ, Input: json.RawMessage(input)})
+		require.NoError(t, err)
+		return task
+	}
+	claim := func(task *queue.Task) *queue.Lease {
+		entry, err := queue.ParseReadyKey(queue.ReadyKey(task))
+		require.NoError(t, err)
+		l, err := e.q.Claim(ctx, entry, "e2e-worker")
+		require.NoError(t, err)
+		return l
+	}
+	submit("resize", `{"w":1}`) // pending
+	done := submit("email", `{"to":"a@example.com"}`)
+	_, err := e.q.Complete(ctx, claim(done), json.RawMessage(`{"ok":true}`))
+	require.NoError(t, err)
+	claim(submit("resize", `{"w":2}`)) // running
+	failed := submit("email", `{"to":"bounce@example.com"}`)
+	_, err = e.q.Fail(ctx, claim(failed), "smtp: 550 no such user")
+	require.NoError(t, err)
+
+	var script strings.Builder
+	for _, kv := range e.env {
+		name, value, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "S3_") || strings.HasPrefix(name, "AWS_") {
+			fmt.Fprintf(&script, "export %s='%s'\n", name, value)
+		}
+	}
+	fmt.Fprintf(&script, "export NO_COLOR=1 TERM=xterm-256color\nexec '%s' tui --refresh off\n", wkBinary(t))
+	s := startTmux(t, 100, 30, script.String())
+
+	s.waitFor("1 Overview", "running 1", "failed 1")
+	s.keys("2")
+	s.waitFor("NEXT / LEASE", "lease")
+	s.keys("s", "s", "s", "s") // all, pending, running, completed, failed
+	s.waitFor("status: failed", failed.ID.String()[:8])
+	s.keys("Enter")
+	s.waitFor("Timeline: 3 versions", "smtp: 550 no such user", "enqueued", "claimed")
+	s.keys("R")
+	s.waitFor("Replay task " + failed.ID.String())
+	s.keys("y")
+	scr := s.waitFor("pending again", "Timeline: 4 versions", "replayed")
+	t.Logf("console after the replay:\n%s", scr)
+
+	r := qo(t, append(e.env, "NO_COLOR=1"), "status", failed.ID.String(), "--json")
+	require.Equal(t, 0, r.code, r.String())
+	var got queue.Task
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &got), r.String())
+	require.Equal(t, queue.StatusPending, got.Status)
+
+	// q goes back to the list, a second q quits and the session ends.
+	s.keys("q")
+	s.waitFor("NEXT / LEASE")
+	s.keys("q")
+	deadline := time.Now().Add(10 * time.Second)
+	for exec.Command("tmux", "-L", s.socket, "has-session", "-t", s.name).Run() == nil {
+		require.True(t, time.Now().Before(deadline), "the console did not quit:\n%s", s.screen())
+		time.Sleep(100 * time.Millisecond)
+	}
+}

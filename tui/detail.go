@@ -1,0 +1,313 @@
+package tui
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aymanbagabas/go-udiff"
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/qo-queue/qo/queue"
+)
+
+// detail shows one task: every field, the version timeline (one row per
+// version) and its input and output as a foldable JSON tree. Two versions
+// marked with m can be compared with d.
+type detail struct {
+	st   Styles
+	keys KeyMap
+	w, h int
+
+	loaded bool
+	task   *queue.Task
+	events []queue.Event
+	tree   jsonTree
+
+	focusTree bool // false: the timeline has the cursor
+	evSel     int
+	evOff     int
+	treeSel   int
+	treeOff   int
+	marks     []int // up to two marked versions (indexes into events)
+
+	diff    []string // the diff being shown, nil when none
+	diffOff int
+}
+
+func newDetail(st Styles, keys KeyMap) detail { return detail{st: st, keys: keys} }
+
+func (d *detail) SetSize(w, h int) { d.w, d.h = w, h }
+
+func (d *detail) apply(m detailMsg) {
+	keepSel := d.loaded && d.task != nil && m.task != nil && d.task.ID == m.task.ID
+	onLast := d.evSel == len(d.events)-1
+	d.loaded, d.task, d.events = true, m.task, m.events
+	if keepSel && onLast {
+		d.evSel = len(d.events) - 1 // follow new versions
+	}
+	if !keepSel {
+		d.evSel, d.evOff, d.treeSel, d.treeOff, d.marks, d.diff, d.focusTree = len(m.events)-1, 0, 0, 0, nil, nil, false
+	}
+	d.evSel = max(min(d.evSel, len(d.events)-1), 0)
+	// Rebuild the tree, keeping what was folded.
+	folded := map[string]bool{}
+	for _, l := range d.tree.lines() {
+		if l.node.collapsed {
+			folded[l.node.label+fmt.Sprint(l.depth)] = true
+		}
+	}
+	d.tree = jsonTree{}
+	if m.task != nil {
+		d.tree.addRoot("input", m.task.Input)
+		d.tree.addRoot("output", m.task.Output)
+	}
+	for _, l := range d.tree.lines() {
+		if keepSel && folded[l.node.label+fmt.Sprint(l.depth)] {
+			l.node.collapsed = true
+		}
+	}
+}
+
+// Update handles a key. It returns true when the key was used.
+func (d *detail) Update(msg tea.KeyMsg) (bool, tea.Cmd) {
+	k := d.keys
+	if d.diff != nil {
+		switch {
+		case key.Matches(msg, k.Back):
+			d.diff = nil
+		case key.Matches(msg, k.Up):
+			d.diffOff = max(d.diffOff-1, 0)
+		case key.Matches(msg, k.Down):
+			d.diffOff = min(d.diffOff+1, max(len(d.diff)-d.h+2, 0))
+		case key.Matches(msg, k.PageUp):
+			d.diffOff = max(d.diffOff-d.h, 0)
+		case key.Matches(msg, k.PageDown):
+			d.diffOff = min(d.diffOff+d.h, max(len(d.diff)-d.h+2, 0))
+		default:
+			return false, nil
+		}
+		return true, nil
+	}
+	sel, n := &d.evSel, len(d.events)
+	if d.focusTree {
+		sel, n = &d.treeSel, len(d.tree.lines())
+	}
+	switch {
+	case key.Matches(msg, k.Focus):
+		d.focusTree = !d.focusTree
+	case key.Matches(msg, k.Up):
+		*sel = max(*sel-1, 0)
+	case key.Matches(msg, k.Down):
+		*sel = max(min(*sel+1, n-1), 0)
+	case key.Matches(msg, k.Top):
+		*sel = 0
+	case key.Matches(msg, k.Bottom):
+		*sel = max(n-1, 0)
+	case d.focusTree && key.Matches(msg, k.Toggle):
+		d.tree.toggle(d.treeSel)
+		d.treeSel = min(d.treeSel, len(d.tree.lines())-1)
+	case !d.focusTree && key.Matches(msg, k.Mark):
+		d.mark(d.evSel)
+	case key.Matches(msg, k.Diff):
+		d.showDiff()
+	default:
+		return false, nil
+	}
+	return true, nil
+}
+
+// mark toggles version i as one of the two to compare.
+func (d *detail) mark(i int) {
+	for j, m := range d.marks {
+		if m == i {
+			d.marks = append(d.marks[:j], d.marks[j+1:]...)
+			return
+		}
+	}
+	d.marks = append(d.marks, i)
+	if len(d.marks) > 2 {
+		d.marks = d.marks[1:]
+	}
+}
+
+// showDiff compares the two marked versions, or, with fewer marks, the
+// version under the cursor with the one before it.
+func (d *detail) showDiff() {
+	a, b := d.evSel-1, d.evSel
+	if len(d.marks) == 2 {
+		a, b = min(d.marks[0], d.marks[1]), max(d.marks[0], d.marks[1])
+	}
+	if a < 0 || b >= len(d.events) || a == b {
+		d.diff = []string{"Mark two versions with m (or put the cursor on any version but the first) to compare them."}
+		return
+	}
+	ea, eb := d.events[a], d.events[b]
+	text := udiff.Unified(versionLabel(a, ea), versionLabel(b, eb), pretty(ea), pretty(eb))
+	if text == "" {
+		text = "The two versions are identical.\n"
+	}
+	d.diff = strings.Split(strings.TrimRight(text, "\n"), "\n")
+	d.diffOff = 0
+}
+
+func versionLabel(i int, e queue.Event) string {
+	return fmt.Sprintf("v%d %s rev %d", i+1, e.Name, e.Rev)
+}
+
+// pretty renders a version for diffing.
+func pretty(e queue.Event) string {
+	if e.Task == nil {
+		if e.Err != nil {
+			return "(unreadable version: " + e.Err.Error() + ")\n"
+		}
+		return "(" + e.Name + ")\n"
+	}
+	b, err := json.MarshalIndent(e.Task, "", "  ")
+	if err != nil {
+		return err.Error()
+	}
+	return string(b) + "\n"
+}
+
+func (d *detail) View(now time.Time) string {
+	if !d.loaded || d.task == nil {
+		return d.st.Dim.Render("Loading task…")
+	}
+	if d.diff != nil {
+		return d.diffView()
+	}
+	t := d.task
+	var b strings.Builder
+	field := func(name, value string) string { return d.st.Dim.Render(fmt.Sprintf("%-10s", name)) + value }
+	lease := "-"
+	if t.LeaseExpiresAt != nil {
+		lease = t.LeaseExpiresAt.UTC().Format(time.DateTime) + " (" + ago(*t.LeaseExpiresAt, now) + ")"
+	}
+	colW := max(d.w/2, 36)
+	two := func(a, c string) { b.WriteString(fit(a, colW) + cut(c, max(d.w-colW, 10)) + "\n") }
+	b.WriteString(d.st.Header.Render(t.ID.String()) + "  " + d.st.status(t.Status) + "  " + t.Type + "\n")
+	two(field("shard", t.Shard), field("rev", fmt.Sprint(t.Rev)))
+	two(field("attempt", fmt.Sprintf("%d (retries %d of %d)", t.Attempt, t.RetryCount, t.MaxRetries)), field("timeout", fmt.Sprintf("%ds", t.TimeoutSeconds)))
+	two(field("created", t.CreatedAt.UTC().Format(time.DateTime)), field("updated", t.UpdatedAt.UTC().Format(time.DateTime)+" ("+ago(t.UpdatedAt, now)+")"))
+	two(field("available", t.AvailableAt.UTC().Format(time.DateTime)+" ("+ago(t.AvailableAt, now)+")"), field("lease", lease))
+	two(field("worker", orDash(t.WorkerID)), field("event", orDash(t.LastEvent)))
+	extra := []string{}
+	if t.IdempotencyKey != "" {
+		extra = append(extra, "idempotency key "+t.IdempotencyKey)
+	}
+	if t.CancelRequested {
+		extra = append(extra, "cancel requested: "+orDash(t.CancelReason))
+	}
+	if len(extra) > 0 {
+		b.WriteString(cut(strings.Join(extra, " · "), d.w) + "\n")
+	}
+	if t.LastError != "" {
+		b.WriteString(d.st.Error.Render("last error ") + cut(oneLine(t.LastError), max(d.w-11, 10)) + "\n")
+	}
+
+	used := strings.Count(b.String(), "\n")
+	space := max(d.h-used-2, 4)
+	evRows := min(max(len(d.events), 1), max(space/2, 2))
+	treeRows := max(space-evRows, 2)
+
+	// The timeline.
+	title := fmt.Sprintf("Timeline: %d versions", len(d.events))
+	if !d.focusTree {
+		title = "▶ " + title + d.st.Dim.Render("  m marks, d diffs, tab to data")
+	}
+	b.WriteString(d.st.Header.Render(title) + "\n")
+	if len(d.events) == 0 {
+		b.WriteString(d.st.Dim.Render("  no versions (bucket versioning off?)") + "\n")
+	}
+	d.evOff = scroll(d.evSel, d.evOff, evRows)
+	for i := d.evOff; i < len(d.events) && i < d.evOff+evRows; i++ {
+		e := d.events[i]
+		mark := " "
+		for _, m := range d.marks {
+			if m == i {
+				mark = "*"
+			}
+		}
+		st := string(e.Status)
+		if e.Status != "" {
+			st = d.st.status(e.Status)
+		}
+		cursor := " "
+		if !d.focusTree && i == d.evSel {
+			cursor = ">"
+		}
+		line := fmt.Sprintf("%s v%-3d %-19s %-14s %s a%-2d %s", mark, i+1, e.At.UTC().Format(time.DateTime), cut(e.Name, 14), fit(st, 10), e.Attempt, cut(orDash(e.WorkerID), 24))
+		line = cursor + line
+		if e.Err != nil {
+			line += d.st.Error.Render(" unreadable")
+		}
+		if !d.focusTree && i == d.evSel {
+			b.WriteString(d.st.Selected.Render(fit(line, d.w)) + "\n")
+		} else {
+			b.WriteString(cut(line, d.w) + "\n")
+		}
+	}
+
+	// The data.
+	title = "Input and output"
+	if d.focusTree {
+		title = "▶ " + title + d.st.Dim.Render("  space folds, tab to timeline")
+	}
+	b.WriteString(d.st.Header.Render(title) + "\n")
+	lines := d.tree.lines()
+	d.treeOff = scroll(d.treeSel, d.treeOff, treeRows)
+	for i := d.treeOff; i < len(lines) && i < d.treeOff+treeRows; i++ {
+		text := "  " + lines[i].render()
+		if d.focusTree && i == d.treeSel {
+			text = "> " + lines[i].render()
+			b.WriteString(d.st.Selected.Render(fit(text, d.w)))
+		} else {
+			b.WriteString(cut(text, d.w))
+		}
+		if i < len(lines)-1 && i < d.treeOff+treeRows-1 {
+			b.WriteString("\n")
+		}
+	}
+	return b.String()
+}
+
+func (d *detail) diffView() string {
+	var b strings.Builder
+	b.WriteString(d.st.Header.Render("Diff") + d.st.Dim.Render("  q/esc closes, ↑/↓ scrolls") + "\n")
+	rows := max(d.h-1, 1)
+	for i := d.diffOff; i < len(d.diff) && i < d.diffOff+rows; i++ {
+		l := cut(d.diff[i], d.w)
+		switch {
+		case strings.HasPrefix(l, "+") && !strings.HasPrefix(l, "+++"):
+			l = d.st.DiffAdd.Render(l)
+		case strings.HasPrefix(l, "-") && !strings.HasPrefix(l, "---"):
+			l = d.st.DiffDel.Render(l)
+		}
+		b.WriteString(l)
+		if i < len(d.diff)-1 && i < d.diffOff+rows-1 {
+			b.WriteString("\n")
+		}
+	}
+	return b.String()
+}
+
+// scroll returns the offset that keeps sel inside a window of rows.
+func scroll(sel, off, rows int) int {
+	if sel < off {
+		return sel
+	}
+	if sel >= off+rows {
+		return sel - rows + 1
+	}
+	return off
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

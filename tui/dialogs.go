@@ -1,0 +1,183 @@
+package tui
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/cursor"
+	"github.com/charmbracelet/bubbles/textinput"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/google/uuid"
+
+	"github.com/qo-queue/qo/queue"
+)
+
+// confirm asks before an action changes a task.
+type confirm struct {
+	action string
+	id     uuid.UUID
+	text   string
+}
+
+func (c confirm) View(st Styles, w int) string {
+	return st.Box.Render(cut(c.text, max(w-6, 20)) + "\n\n" + st.Key.Render("y") + " yes   " + st.Key.Render("n/esc") + " no")
+}
+
+// actionPrompt is the question asked before an action on t.
+func actionPrompt(action string, t *queue.Task) string {
+	what := fmt.Sprintf("task %s (%s, %s)", t.ID, t.Type, t.Status)
+	switch action {
+	case actReplay:
+		return "Replay " + what + "? It runs again from attempt 1 with its retries reset."
+	case actArchive:
+		return "Archive " + what + "? It is hidden from default listings; 'qo list --status archived' still finds it."
+	case actCancel:
+		if t.Status == queue.StatusRunning {
+			return "Cancel " + what + "? Its worker is asked to stop it at the next lease renewal."
+		}
+		return "Cancel " + what + "? It will not run."
+	case actRequeue:
+		return "Requeue " + what + " now? It skips the rest of its wait."
+	}
+	return action + " " + what + "?"
+}
+
+// submitForm is the new-task form.
+type submitForm struct {
+	inputs []textinput.Model
+	focus  int
+	err    string
+}
+
+const (
+	fieldType = iota
+	fieldInput
+	fieldDelay
+	fieldRetries
+)
+
+var formLabels = []string{"type", "input (JSON)", "delay (e.g. 30s, empty = now)", "max retries (empty = 3)"}
+
+func newSubmitForm() *submitForm {
+	f := &submitForm{}
+	for range formLabels {
+		ti := textinput.New()
+		ti.Cursor.SetMode(cursor.CursorStatic) // no blinking: calmer over SSH
+		ti.Prompt = "> "
+		ti.CharLimit = 64 * 1024
+		f.inputs = append(f.inputs, ti)
+	}
+	f.inputs[fieldInput].SetValue("{}")
+	f.inputs[fieldType].Focus()
+	return f
+}
+
+// formResult is what a key on the form did.
+type formResult int
+
+const (
+	formEditing formResult = iota
+	formCancelled
+	formSubmitted
+)
+
+func (f *submitForm) Update(msg tea.KeyMsg, now time.Time) (formResult, queue.SubmitRequest, tea.Cmd) {
+	switch msg.Type {
+	case tea.KeyEsc:
+		return formCancelled, queue.SubmitRequest{}, nil
+	case tea.KeyTab, tea.KeyDown, tea.KeyShiftTab, tea.KeyUp:
+		step := 1
+		if msg.Type == tea.KeyShiftTab || msg.Type == tea.KeyUp {
+			step = len(f.inputs) - 1
+		}
+		f.inputs[f.focus].Blur()
+		f.focus = (f.focus + step) % len(f.inputs)
+		return formEditing, queue.SubmitRequest{}, f.inputs[f.focus].Focus()
+	case tea.KeyEnter:
+		if f.focus < len(f.inputs)-1 {
+			f.inputs[f.focus].Blur()
+			f.focus++
+			return formEditing, queue.SubmitRequest{}, f.inputs[f.focus].Focus()
+		}
+		req, err := f.request(now)
+		if err != nil {
+			f.err = err.Error()
+			return formEditing, queue.SubmitRequest{}, nil
+		}
+		return formSubmitted, req, nil
+	}
+	var cmd tea.Cmd
+	f.inputs[f.focus], cmd = f.inputs[f.focus].Update(msg)
+	return formEditing, queue.SubmitRequest{}, cmd
+}
+
+// request validates the form into a submit request.
+func (f *submitForm) request(now time.Time) (queue.SubmitRequest, error) {
+	var req queue.SubmitRequest
+	req.Type = strings.TrimSpace(f.inputs[fieldType].Value())
+	if err := queue.ValidateType(req.Type); err != nil {
+		return req, err
+	}
+	in := strings.TrimSpace(f.inputs[fieldInput].Value())
+	if in == "" {
+		in = "null"
+	}
+	if !json.Valid([]byte(in)) {
+		return req, fmt.Errorf("input is not valid JSON (e.g. {\"to\":\"a@b.c\"}, or null)")
+	}
+	req.Input = json.RawMessage(in)
+	if s := strings.TrimSpace(f.inputs[fieldDelay].Value()); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d < 0 {
+			return req, fmt.Errorf("delay %q is not a duration (e.g. 30s, 5m, 1h)", s)
+		}
+		req.AvailableAt = now.Add(d)
+	}
+	if s := strings.TrimSpace(f.inputs[fieldRetries].Value()); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			return req, fmt.Errorf("max retries %q must be a whole number >= 0", s)
+		}
+		req.MaxRetries = &n
+	}
+	return req, nil
+}
+
+func (f *submitForm) View(st Styles, w int) string {
+	var b strings.Builder
+	b.WriteString(st.Header.Render("Submit a task") + st.Dim.Render("  tab/↓ next field, enter on the last submits, esc cancels") + "\n\n")
+	for i, ti := range f.inputs {
+		ti.Width = max(w-8, 20)
+		b.WriteString(st.Dim.Render(formLabels[i]) + "\n" + ti.View() + "\n")
+	}
+	if f.err != "" {
+		b.WriteString("\n" + st.Error.Render(cut(f.err, w-4)))
+	}
+	return b.String()
+}
+
+// helpView lists every key.
+func helpView(st Styles, keys KeyMap, w int) string {
+	var b strings.Builder
+	b.WriteString(st.Header.Render("Keys") + st.Dim.Render("  q/esc closes") + "\n")
+	for _, sec := range keys.helpSections() {
+		b.WriteString("\n" + st.Title.Render(sec.title) + "\n")
+		var items []string
+		for _, k := range sec.keys {
+			items = append(items, st.Key.Render(k.Help().Key)+" "+k.Help().Desc)
+		}
+		// Two columns when they fit.
+		colW := max(w/2-2, 30)
+		for i := 0; i < len(items); i += 2 {
+			line := "  " + fit(items[i], colW)
+			if i+1 < len(items) {
+				line += items[i+1]
+			}
+			b.WriteString(cut(line, w) + "\n")
+		}
+	}
+	return b.String()
+}

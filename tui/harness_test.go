@@ -1,0 +1,191 @@
+package tui
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
+	"github.com/stretchr/testify/require"
+
+	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/store"
+	"github.com/qo-queue/qo/store/memstore"
+	"github.com/qo-queue/qo/store/storetest"
+)
+
+func TestMain(m *testing.M) {
+	// Golden files are plain text: no colour, whatever the terminal.
+	lipgloss.SetColorProfile(termenv.Ascii)
+	os.Exit(m.Run())
+}
+
+// epoch is the fixed time every console test starts at.
+var epoch = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// harness runs the console model synchronously: every command runs at once
+// and its message goes straight back into Update; timers never fire.
+type harness struct {
+	t     *testing.T
+	ctx   context.Context
+	q     *queue.Queue
+	raw   store.Store
+	clock *storetest.Clock
+	m     *Model
+	quit  bool
+	ids   map[string]*queue.Task // seeded tasks by name
+}
+
+func newHarness(t *testing.T, s store.Store, opts Options) *harness {
+	t.Helper()
+	ctx := context.Background()
+	clock := storetest.NewClock(epoch)
+	if s == nil {
+		s = memstore.New(memstore.WithClock(clock))
+	}
+	if _, err := queue.Init(ctx, s, 1); err != nil && !strings.Contains(err.Error(), "already") {
+		require.NoError(t, err)
+	}
+	q, err := queue.Open(ctx, s, queue.Options{Clock: clock})
+	require.NoError(t, err)
+	h := &harness{t: t, ctx: ctx, q: q, raw: s, clock: clock, ids: map[string]*queue.Task{}}
+	h.newModel(opts)
+	return h
+}
+
+// newModel (re)creates the model at 100x30 without running Init.
+func (h *harness) newModel(opts Options) {
+	h.t.Helper()
+	if opts.Clock == nil {
+		opts.Clock = h.clock
+	}
+	m, err := New(h.ctx, h.q, opts)
+	require.NoError(h.t, err)
+	m.tick = func(time.Duration, func(time.Time) tea.Msg) tea.Cmd { return nil }
+	m.SetSize(100, 30)
+	h.m = m
+}
+
+// run executes cmd and everything it leads to.
+func (h *harness) run(cmd tea.Cmd) {
+	if cmd == nil {
+		return
+	}
+	msg := cmd()
+	switch msg := msg.(type) {
+	case nil:
+	case tea.BatchMsg:
+		for _, c := range msg {
+			h.run(c)
+		}
+	case tea.QuitMsg:
+		h.quit = true
+	default:
+		_, next := h.m.Update(msg)
+		h.run(next)
+	}
+}
+
+func (h *harness) init() *harness { h.run(h.m.Init()); return h }
+
+// keyMsg turns a key name into a key message.
+func keyMsg(k string) tea.KeyMsg {
+	named := map[string]tea.KeyType{
+		"enter": tea.KeyEnter, "esc": tea.KeyEsc, "tab": tea.KeyTab, "up": tea.KeyUp, "down": tea.KeyDown,
+		"left": tea.KeyLeft, "right": tea.KeyRight, "ctrl+c": tea.KeyCtrlC, "home": tea.KeyHome, "end": tea.KeyEnd,
+		"pgdown": tea.KeyPgDown, "pgup": tea.KeyPgUp, "backspace": tea.KeyBackspace, "space": tea.KeySpace,
+	}
+	if t, ok := named[k]; ok {
+		if t == tea.KeySpace {
+			return tea.KeyMsg{Type: tea.KeySpace, Runes: []rune{' '}}
+		}
+		return tea.KeyMsg{Type: t}
+	}
+	return tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(k)}
+}
+
+// press sends keys one after another.
+func (h *harness) press(keys ...string) *harness {
+	for _, k := range keys {
+		_, cmd := h.m.Update(keyMsg(k))
+		h.run(cmd)
+	}
+	return h
+}
+
+func (h *harness) view() string { return h.m.View() }
+
+// seed fills the queue with a task in every state and three workers, all
+// with fixed ids and times so views are reproducible.
+func (h *harness) seed() *harness {
+	t := h.t
+	submit := func(name, typ, input string, at time.Time) *queue.Task {
+		task, _, err := h.q.Submit(h.ctx, queue.SubmitRequest{Type: typ, Input: json.RawMessage(input), IdempotencyKey: name, AvailableAt: at, Timeout: time.Minute})
+		require.NoError(t, err)
+		h.ids[name] = task
+		return task
+	}
+	claim := func(task *queue.Task, worker string) *queue.Lease {
+		e, err := queue.ParseReadyKey(queue.ReadyKey(task))
+		require.NoError(t, err)
+		l, err := h.q.Claim(h.ctx, e, worker)
+		require.NoError(t, err)
+		return l
+	}
+	done := submit("done", "send_email", `{"to":"ada@example.com","subject":"Welcome","tags":["new","vip"]}`, time.Time{})
+	failed := submit("failed", "send_email", `{"to":"bob@example.com"}`, time.Time{})
+	running := submit("running", "resize_image", `{"src":"s3://in/cat.png","w":640}`, time.Time{})
+	submit("waiting", "resize_image", `{"src":"s3://in/dog.png"}`, time.Time{})
+	submit("later", "report", `{"month":"2029-12"}`, epoch.Add(10*time.Minute))
+	cancelled := submit("cancelled", "report", `{}`, time.Time{})
+	archived := submit("archived", "send_email", `{"to":"eve@example.com"}`, time.Time{})
+	h.clock.Advance(30 * time.Second)
+	_, err := h.q.Complete(h.ctx, claim(done, "worker-a"), json.RawMessage(`{"message_id":"m-1"}`))
+	require.NoError(t, err)
+	_, err = h.q.Fail(h.ctx, claim(failed, "worker-a"), "smtp: 550 mailbox unavailable")
+	require.NoError(t, err)
+	claim(running, "worker-a")
+	_, err = h.q.Cancel(h.ctx, cancelled.ID, "not needed")
+	require.NoError(t, err)
+	_, err = h.q.Complete(h.ctx, claim(archived, "worker-b"), nil)
+	require.NoError(t, err)
+	_, err = h.q.Archive(h.ctx, archived.ID)
+	require.NoError(t, err)
+	for name, task := range h.ids {
+		got, err := h.q.Get(h.ctx, task.ID)
+		require.NoError(t, err)
+		h.ids[name] = got
+	}
+	now := h.clock.Now()
+	reqs := store.Counts{OK: map[store.Op]int64{store.OpPut: 100, store.OpGet: 50, store.OpList: 20}}
+	for _, w := range []queue.WorkerInfo{
+		{ID: "worker-a", StartedAt: now.Add(-time.Hour), LastHeartbeat: now.Add(-5 * time.Second), CurrentTasks: []string{running.ID.String()},
+			Types: []string{"send_email", "resize_image"}, Concurrency: 4, TasksCompleted: 41, TasksFailed: 2, Host: "node-1", PID: 4242, Version: "v1.2.3", Requests: &reqs},
+		{ID: "worker-b", StartedAt: now.Add(-2 * time.Hour), LastHeartbeat: now.Add(-90 * time.Second), Shards: []string{"0", "1"}, Concurrency: 2, TasksCompleted: 7, Host: "node-2", PID: 17},
+		{ID: "worker-gone", StartedAt: now.Add(-24 * time.Hour), LastHeartbeat: now.Add(-20 * time.Minute), Concurrency: 1, Host: "node-3", PID: 9},
+	} {
+		w := w
+		require.NoError(t, h.q.PutWorker(h.ctx, &w))
+	}
+	return h
+}
+
+// heartbeat moves worker-a's request counters on, as its next heartbeat
+// would.
+func (h *harness) heartbeat(extra int64) {
+	ws, err := h.q.ListWorkers(h.ctx)
+	require.NoError(h.t, err)
+	for _, w := range ws {
+		if w.ID == "worker-a" {
+			r := w.Requests.Add(store.Counts{OK: map[store.Op]int64{store.OpPut: extra}})
+			w.Requests = &r
+			w.LastHeartbeat = h.clock.Now()
+			require.NoError(h.t, h.q.PutWorker(h.ctx, w))
+		}
+	}
+}

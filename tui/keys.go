@@ -1,0 +1,77 @@
+package tui
+
+import "github.com/charmbracelet/bubbles/key"
+
+// KeyMap is every key binding of the console. Screens pick the ones they
+// use; the help screen lists them all.
+type KeyMap struct {
+	Quit, Back, Help                            key.Binding
+	Overview, Tasks, Workers, NextTab           key.Binding
+	Up, Down, Top, Bottom, PageUp, PageDown     key.Binding
+	Open, Toggle, Focus                         key.Binding
+	Refresh, Interval                           key.Binding
+	Status, Search, ShardPrev, ShardNext, Clear key.Binding
+	NextPage, PrevPage                          key.Binding
+	Mark, Diff                                  key.Binding
+	Replay, Archive, Cancel, Requeue, Submit    key.Binding
+	Confirm, Deny                               key.Binding
+}
+
+// DefaultKeyMap returns the console's keys: vim and arrow keys alike.
+func DefaultKeyMap() KeyMap {
+	k := func(help string, desc string, keys ...string) key.Binding {
+		return key.NewBinding(key.WithKeys(keys...), key.WithHelp(help, desc))
+	}
+	return KeyMap{
+		Quit:      k("ctrl+c", "quit", "ctrl+c"),
+		Back:      k("q/esc", "back (quit from a top screen)", "q", "esc"),
+		Help:      k("?", "all keys", "?"),
+		Overview:  k("1", "overview", "1"),
+		Tasks:     k("2", "tasks", "2"),
+		Workers:   k("3", "workers", "3"),
+		NextTab:   k("tab", "next screen / pane", "tab"),
+		Up:        k("↑/k", "up", "up", "k"),
+		Down:      k("↓/j", "down", "down", "j"),
+		Top:       k("g/home", "first", "g", "home"),
+		Bottom:    k("G/end", "last", "G", "end"),
+		PageUp:    k("pgup/ctrl+b", "page up", "pgup", "ctrl+b"),
+		PageDown:  k("pgdn/ctrl+f", "page down", "pgdown", "ctrl+f"),
+		Open:      k("enter", "open task", "enter"),
+		Toggle:    k("space/enter", "fold/unfold JSON node", " ", "enter"),
+		Focus:     k("tab", "switch pane", "tab"),
+		Refresh:   k("r", "refresh now", "r"),
+		Interval:  k("i", "auto-refresh: off/2s/5s/10s", "i"),
+		Status:    k("s", "filter by status", "s"),
+		Search:    k("/", "search id prefix or type", "/"),
+		ShardPrev: k("h/←", "previous shard", "h", "left"),
+		ShardNext: k("l/→", "next shard", "l", "right"),
+		Clear:     k("c", "clear filters", "c"),
+		NextPage:  k("]", "next page", "]"),
+		PrevPage:  k("[", "previous page", "["),
+		Mark:      k("m", "mark version for diff", "m"),
+		Diff:      k("d", "diff the two marked versions", "d"),
+		Replay:    k("R", "replay (failed, cancelled, archived)", "R"),
+		Archive:   k("A", "archive (finished)", "A"),
+		Cancel:    k("C", "cancel (pending, running)", "C"),
+		Requeue:   k("N", "requeue now (pending in backoff)", "N"),
+		Submit:    k("n", "submit a new task", "n"),
+		Confirm:   k("y", "confirm", "y", "Y"),
+		Deny:      k("n/esc", "do not", "n", "N", "esc", "q"),
+	}
+}
+
+// helpSections groups the bindings for the help screen.
+func (k KeyMap) helpSections() []helpSection {
+	return []helpSection{
+		{"Everywhere", []key.Binding{k.Overview, k.Tasks, k.Workers, k.NextTab, k.Refresh, k.Interval, k.Help, k.Back, k.Quit}},
+		{"Lists", []key.Binding{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown, k.Open}},
+		{"Tasks", []key.Binding{k.Status, k.Search, k.ShardPrev, k.ShardNext, k.Clear, k.NextPage, k.PrevPage}},
+		{"Task detail", []key.Binding{k.Focus, k.Toggle, k.Mark, k.Diff}},
+		{"Actions (ask first)", []key.Binding{k.Replay, k.Archive, k.Cancel, k.Requeue, k.Submit}},
+	}
+}
+
+type helpSection struct {
+	title string
+	keys  []key.Binding
+}

@@ -1,0 +1,201 @@
+package tui
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/qo-queue/qo/monitor"
+	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/store"
+)
+
+// overview is the first screen: counts by status, a grid of every shard,
+// recent throughput, the oldest waiting task, and what the fleet's S3
+// requests cost.
+type overview struct {
+	st     Styles
+	prices store.Prices
+	shards []string
+	w, h   int
+
+	loaded    bool
+	stats     queue.Stats
+	workers   []monitor.WorkerHealth
+	badWorker []queue.MalformedError
+
+	// Fleet request rate: each worker publishes its cumulative request
+	// counts; the rate is the sum of per-worker deltas between refreshes.
+	prevReq  map[string]store.Counts
+	prevAt   time.Time
+	rate     store.Counts // requests in the last interval
+	rateSecs float64
+}
+
+func newOverview(st Styles, prices store.Prices, shards []string) overview {
+	return overview{st: st, prices: prices, shards: shards}
+}
+
+func (o *overview) SetSize(w, h int) { o.w, o.h = w, h }
+
+// apply takes a fresh overviewMsg.
+func (o *overview) apply(m overviewMsg) {
+	o.loaded = true
+	o.stats, o.workers, o.badWorker = m.stats, m.workers, m.malformed
+	cur := map[string]store.Counts{}
+	var delta store.Counts
+	for _, h := range m.workers {
+		if h.Worker.Requests == nil {
+			continue
+		}
+		c := *h.Worker.Requests
+		cur[h.Worker.ID] = c
+		if prev, ok := o.prevReq[h.Worker.ID]; ok {
+			delta = delta.Add(c.Sub(prev))
+		}
+	}
+	if o.prevReq != nil && m.stats.At.After(o.prevAt) {
+		o.rate, o.rateSecs = delta, m.stats.At.Sub(o.prevAt).Seconds()
+	}
+	o.prevReq, o.prevAt = cur, m.stats.At
+}
+
+// requestRate returns the fleet's S3 requests per second and the cost per
+// hour at that rate; ok is false until two refreshes have been seen.
+func (o *overview) requestRate() (perSec, perHour float64, ok bool) {
+	if o.rateSecs <= 0 {
+		return 0, 0, false
+	}
+	return float64(o.rate.All()) / o.rateSecs, o.rate.Cost(o.prices) * 3600 / o.rateSecs, true
+}
+
+func (o *overview) View() string {
+	if !o.loaded {
+		return o.st.Dim.Render("Counting tasks…")
+	}
+	s := o.stats
+	var b strings.Builder
+
+	// Totals by status.
+	var parts []string
+	for _, st := range queue.Statuses {
+		parts = append(parts, fmt.Sprintf("%s %s", o.st.status(st), count(s.ByStatus[st])))
+	}
+	b.WriteString(o.st.Header.Render("Tasks") + "  " + strings.Join(parts, "  "))
+	if s.Partial {
+		b.WriteString(o.st.Dim.Render("  (still counting)"))
+	}
+	b.WriteString("\n")
+	waiting := "nothing waiting"
+	if !s.OldestPending.IsZero() {
+		waiting = "oldest waiting " + short(s.OldestPendingAge)
+	}
+	fmt.Fprintf(&b, "       total %s  ·  %s  ·  %s delayed or in backoff\n\n", count(s.Total), waiting, count(s.Delayed))
+
+	// Throughput over the last minutes.
+	var done, failed []int
+	sumDone, sumFailed := 0, 0
+	for _, m := range s.Recent {
+		done = append(done, m.Completed)
+		failed = append(failed, m.Failed)
+		sumDone += m.Completed
+		sumFailed += m.Failed
+	}
+	rate := "-"
+	if sumDone+sumFailed > 0 {
+		rate = fmt.Sprintf("%.1f%%", 100*float64(sumFailed)/float64(sumDone+sumFailed))
+	}
+	mins := len(s.Recent)
+	fmt.Fprintf(&b, "%s last %d min, one mark per minute\n", o.st.Header.Render("Throughput"), mins)
+	fmt.Fprintf(&b, "  completed %s %s (%.1f/min)\n", sparkline(done), count(sumDone), float64(sumDone)/float64(max(mins, 1)))
+	fmt.Fprintf(&b, "  failed    %s %s (failure rate %s)\n\n", sparkline(failed), count(sumFailed), rate)
+
+	// The fleet.
+	active := 0
+	for _, h := range o.workers {
+		if h.State == monitor.Active {
+			active++
+		}
+	}
+	fmt.Fprintf(&b, "%s %d active of %d registered", o.st.Header.Render("Workers"), active, len(o.workers))
+	if perSec, perHour, ok := o.requestRate(); ok {
+		fmt.Fprintf(&b, "  ·  S3 %.1f req/s ≈ %s/hour", perSec, dollars(perHour))
+	} else {
+		b.WriteString(o.st.Dim.Render("  ·  S3 request rate after the next refresh"))
+	}
+	b.WriteString("\n\n")
+
+	b.WriteString(o.shardGrid())
+
+	var warn []string
+	if n := len(s.Malformed); n > 0 {
+		warn = append(warn, fmt.Sprintf("%d malformed task object(s) skipped, e.g. %s: %v", n, s.Malformed[0].Key, s.Malformed[0].Err))
+	}
+	if n := len(o.badWorker); n > 0 {
+		warn = append(warn, fmt.Sprintf("%d malformed worker entr(ies) skipped, e.g. %s", n, o.badWorker[0].Key))
+	}
+	for _, w := range warn {
+		b.WriteString("\n" + o.st.Error.Render("! ") + cut(oneLine(w), max(o.w-2, 10)))
+	}
+	return b.String()
+}
+
+// shardGrid draws one cell per shard, coloured by what it holds, with the
+// backlog as a digit, so 16 and 256 shards both fit on one screen; below it
+// the busiest shards by backlog.
+func (o *overview) shardGrid() string {
+	var b strings.Builder
+	b.WriteString(o.st.Header.Render("Shards") + o.st.Dim.Render("  backlog per shard: · none  1-9  + 10 or more  ! has failed tasks") + "\n")
+	perRow := 16
+	if len(o.shards) <= 16 {
+		perRow = len(o.shards)
+	}
+	for i := 0; i < len(o.shards); i += perRow {
+		row := o.shards[i:min(i+perRow, len(o.shards))]
+		fmt.Fprintf(&b, "  %-3s", row[0])
+		for _, sh := range row {
+			c := o.stats.ByShard[sh]
+			backlog := c[queue.StatusPending] + c[queue.StatusRunning]
+			cell := "·"
+			switch {
+			case backlog >= 10:
+				cell = "+"
+			case backlog > 0:
+				cell = fmt.Sprint(backlog)
+			}
+			if c[queue.StatusFailed] > 0 {
+				cell = o.st.Status[queue.StatusFailed].Render("!")
+			} else if c[queue.StatusRunning] > 0 {
+				cell = o.st.Status[queue.StatusRunning].Render(cell)
+			}
+			b.WriteString(" " + cell)
+		}
+		b.WriteString("\n")
+	}
+	type busy struct {
+		shard string
+		n     int
+	}
+	var top []busy
+	for sh, c := range o.stats.ByShard {
+		if n := c[queue.StatusPending] + c[queue.StatusRunning] + c[queue.StatusFailed]; n > 0 {
+			top = append(top, busy{sh, n})
+		}
+	}
+	sort.Slice(top, func(i, j int) bool {
+		if top[i].n != top[j].n {
+			return top[i].n > top[j].n
+		}
+		return top[i].shard < top[j].shard
+	})
+	if rows := min(len(top), 4); rows > 0 {
+		b.WriteString(o.st.Dim.Render("  busiest:"))
+		for _, t := range top[:rows] {
+			c := o.stats.ByShard[t.shard]
+			fmt.Fprintf(&b, "  %s p%d r%d f%d", t.shard, c[queue.StatusPending], c[queue.StatusRunning], c[queue.StatusFailed])
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}

@@ -1,0 +1,312 @@
+package tui
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/cursor"
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/textinput"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/google/uuid"
+
+	"github.com/qo-queue/qo/queue"
+)
+
+// tasks is the task browser: one page of queue.List at a time, filtered by
+// shard, status, type and id prefix.
+type tasks struct {
+	st     Styles
+	keys   KeyMap
+	shards []string
+	w, h   int
+
+	shard    int // index into shards; -1 = all shards
+	status   queue.Status
+	typ      string
+	idPrefix string
+
+	cursors []string // cursors[i] starts page i; cursors[0] = ""
+	pageIdx int
+	page    queue.TaskPage
+	loaded  bool
+	sel     int
+	offset  int
+
+	searching bool
+	search    textinput.Model
+}
+
+// statusCycle is the order s steps through; "" is every status but archived.
+var statusCycle = []queue.Status{"", queue.StatusPending, queue.StatusRunning, queue.StatusCompleted,
+	queue.StatusFailed, queue.StatusCancelled, queue.StatusArchived}
+
+func newTasks(st Styles, keys KeyMap, shards []string) tasks {
+	ti := textinput.New()
+	ti.Cursor.SetMode(cursor.CursorStatic) // no blinking: calmer over SSH
+	ti.Prompt = "/"
+	ti.Placeholder = "id prefix, full id, or task type (type:NAME forces a type)"
+	ti.CharLimit = 64
+	return tasks{st: st, keys: keys, shards: shards, shard: -1, cursors: []string{""}, search: ti}
+}
+
+func (t *tasks) SetSize(w, h int) { t.w, t.h = w, h; t.search.Width = max(w-4, 10) }
+
+// pageSize is how many tasks one List call asks for: a screenful, so paging
+// never loads more than what is shown.
+func (t *tasks) pageSize() int { return max(t.h-4, 5) }
+
+// query is the List query for the current page.
+func (t *tasks) query() queue.ListQuery {
+	q := queue.ListQuery{Status: t.status, Type: t.typ, Limit: t.pageSize(), Cursor: t.cursors[t.pageIdx]}
+	if t.shard >= 0 {
+		q.Shard = t.shards[t.shard]
+	}
+	return q
+}
+
+// resetPaging goes back to the first page after a filter change.
+func (t *tasks) resetPaging() {
+	t.cursors, t.pageIdx, t.sel, t.offset = []string{""}, 0, 0, 0
+}
+
+// visible returns the page's tasks that pass the id-prefix filter.
+func (t *tasks) visible() []*queue.Task {
+	if t.idPrefix == "" {
+		return t.page.Tasks
+	}
+	var out []*queue.Task
+	for _, task := range t.page.Tasks {
+		if strings.HasPrefix(task.ID.String(), t.idPrefix) {
+			out = append(out, task)
+		}
+	}
+	return out
+}
+
+// selected returns the task under the cursor, if any.
+func (t *tasks) selected() *queue.Task {
+	v := t.visible()
+	if t.sel < 0 || t.sel >= len(v) {
+		return nil
+	}
+	return v[t.sel]
+}
+
+func (t *tasks) apply(m tasksMsg) {
+	t.loaded = true
+	t.page = m.page
+	n := len(t.visible())
+	t.sel = max(min(t.sel, n-1), 0)
+}
+
+// tasksEffect is what a key on the task list asks the root model to do.
+type tasksEffect int
+
+const (
+	tasksNone tasksEffect = iota
+	tasksReload
+	tasksOpen
+	tasksOpenID // open the task whose full id was typed
+)
+
+var idPrefixRE = regexp.MustCompile(`^[0-9a-f][0-9a-f-]{0,35}$`)
+
+// Update handles a key; the effect tells the root what to load.
+func (t *tasks) Update(msg tea.KeyMsg) (tasksEffect, uuid.UUID, tea.Cmd) {
+	if t.searching {
+		switch msg.Type {
+		case tea.KeyEnter:
+			t.searching = false
+			t.search.Blur()
+			return t.applySearch(strings.TrimSpace(t.search.Value()))
+		case tea.KeyEsc:
+			t.searching = false
+			t.search.Blur()
+			return tasksNone, uuid.Nil, nil
+		}
+		var cmd tea.Cmd
+		t.search, cmd = t.search.Update(msg)
+		return tasksNone, uuid.Nil, cmd
+	}
+	n := len(t.visible())
+	k := t.keys
+	switch {
+	case key.Matches(msg, k.Up):
+		t.sel = max(t.sel-1, 0)
+	case key.Matches(msg, k.Down):
+		t.sel = max(min(t.sel+1, n-1), 0)
+	case key.Matches(msg, k.Top):
+		t.sel = 0
+	case key.Matches(msg, k.Bottom):
+		t.sel = max(n-1, 0)
+	case key.Matches(msg, k.PageUp):
+		t.sel = max(t.sel-t.rows(), 0)
+	case key.Matches(msg, k.PageDown):
+		t.sel = max(min(t.sel+t.rows(), n-1), 0)
+	case key.Matches(msg, k.Open):
+		if t.selected() != nil {
+			return tasksOpen, t.selected().ID, nil
+		}
+	case key.Matches(msg, k.Status):
+		for i, s := range statusCycle {
+			if s == t.status {
+				t.status = statusCycle[(i+1)%len(statusCycle)]
+				break
+			}
+		}
+		t.resetPaging()
+		return tasksReload, uuid.Nil, nil
+	case key.Matches(msg, k.ShardNext):
+		t.shard = (t.shard+2)%(len(t.shards)+1) - 1
+		t.idPrefix = ""
+		t.resetPaging()
+		return tasksReload, uuid.Nil, nil
+	case key.Matches(msg, k.ShardPrev):
+		t.shard = (t.shard+len(t.shards)+1)%(len(t.shards)+1) - 1
+		t.idPrefix = ""
+		t.resetPaging()
+		return tasksReload, uuid.Nil, nil
+	case key.Matches(msg, k.Clear):
+		t.shard, t.status, t.typ, t.idPrefix = -1, "", "", ""
+		t.resetPaging()
+		return tasksReload, uuid.Nil, nil
+	case key.Matches(msg, k.NextPage):
+		if t.page.Cursor != "" {
+			t.cursors = append(t.cursors[:t.pageIdx+1], t.page.Cursor)
+			t.pageIdx++
+			t.sel, t.offset = 0, 0
+			return tasksReload, uuid.Nil, nil
+		}
+	case key.Matches(msg, k.PrevPage):
+		if t.pageIdx > 0 {
+			t.pageIdx--
+			t.sel, t.offset = 0, 0
+			return tasksReload, uuid.Nil, nil
+		}
+	case key.Matches(msg, k.Search):
+		t.searching = true
+		t.search.SetValue("")
+		return tasksNone, uuid.Nil, t.search.Focus()
+	}
+	return tasksNone, uuid.Nil, nil
+}
+
+// applySearch reads the search box: a whole id opens that task; "type:X"
+// or anything that is not hex is a task type; hex (with dashes) is an id
+// prefix, which also narrows the listing to the prefix's shard.
+func (t *tasks) applySearch(s string) (tasksEffect, uuid.UUID, tea.Cmd) {
+	s = strings.TrimSpace(s)
+	t.idPrefix, t.typ = "", ""
+	if typ, ok := strings.CutPrefix(s, "type:"); ok {
+		t.typ = strings.TrimSpace(typ)
+	} else if id, err := uuid.Parse(s); err == nil && len(s) == 36 {
+		return tasksOpenID, id, nil
+	} else if p := strings.ToLower(s); idPrefixRE.MatchString(p) {
+		t.idPrefix = p
+		for i, sh := range t.shards {
+			if strings.HasPrefix(p, sh) {
+				t.shard = i
+			}
+		}
+	} else {
+		t.typ = s
+	}
+	t.resetPaging()
+	return tasksReload, uuid.Nil, nil
+}
+
+func (t *tasks) rows() int { return max(t.h-3, 1) }
+
+// filterLine describes the current filters.
+func (t *tasks) filterLine() string {
+	shard := "all shards"
+	if t.shard >= 0 {
+		shard = "shard " + t.shards[t.shard]
+	}
+	status := "status: all but archived"
+	if t.status != "" {
+		status = "status: " + string(t.status)
+	}
+	parts := []string{shard, status}
+	if t.typ != "" {
+		parts = append(parts, "type: "+t.typ)
+	}
+	if t.idPrefix != "" {
+		parts = append(parts, "id: "+t.idPrefix+"…")
+	}
+	page := fmt.Sprintf("page %d", t.pageIdx+1)
+	if t.page.Cursor != "" {
+		page += " (] for more)"
+	}
+	return strings.Join(parts, " · ") + " · " + page
+}
+
+func (t *tasks) View(now time.Time) string {
+	var b strings.Builder
+	if t.searching {
+		b.WriteString(t.search.View() + "\n")
+	} else {
+		b.WriteString(t.st.Dim.Render(cut(t.filterLine(), t.w)) + "\n")
+	}
+	// Columns: id, type, status, attempt, updated, when.
+	typeW := max(t.w-8-2-10-4-10-18-6, 8)
+	header := fmt.Sprintf("  %-8s %s %-10s %4s %-10s %s", "ID", fit("TYPE", typeW), "STATUS", "ATT", "UPDATED", "NEXT / LEASE")
+	b.WriteString(t.st.Header.Render(cut(header, t.w)) + "\n")
+	v := t.visible()
+	if !t.loaded {
+		b.WriteString(t.st.Dim.Render("  loading…"))
+		return b.String()
+	}
+	if len(v) == 0 {
+		b.WriteString(t.st.Dim.Render("  no tasks match (c clears the filters)"))
+	}
+	rows := t.rows()
+	if t.sel < t.offset {
+		t.offset = t.sel
+	}
+	if t.sel >= t.offset+rows {
+		t.offset = t.sel - rows + 1
+	}
+	for i := t.offset; i < len(v) && i < t.offset+rows; i++ {
+		task := v[i]
+		line := fmt.Sprintf("%-8s %s %s %4d %-10s %s", task.ID.String()[:8], fit(task.Type, typeW),
+			fit(t.st.status(task.Status), 10), task.Attempt, ago(task.UpdatedAt, now), when(task, now))
+		if i == t.sel {
+			b.WriteString(t.st.Selected.Render(fit("> "+line, t.w)))
+		} else {
+			b.WriteString(fit("  "+line, t.w))
+		}
+		if i < len(v)-1 && i < t.offset+rows-1 {
+			b.WriteString("\n")
+		}
+	}
+	if n := len(t.page.Malformed); n > 0 {
+		b.WriteString("\n" + t.st.Error.Render(cut(fmt.Sprintf("! %d malformed task object(s) skipped on this page, e.g. %s", n, t.page.Malformed[0].Key), t.w)))
+	}
+	return b.String()
+}
+
+// when is the live countdown column: time until a pending task becomes
+// available, or until a running task's lease runs out.
+func when(t *queue.Task, now time.Time) string {
+	switch t.Status {
+	case queue.StatusPending:
+		if t.AvailableAt.After(now) {
+			return "runs in " + short(t.AvailableAt.Sub(now))
+		}
+		return "ready " + short(now.Sub(t.AvailableAt))
+	case queue.StatusRunning:
+		if t.LeaseExpiresAt == nil {
+			return ""
+		}
+		left := t.LeaseExpiresAt.Sub(now)
+		if left < 0 {
+			return "lease expired " + short(-left) + " ago"
+		}
+		return "lease " + short(left) + " left"
+	}
+	return ""
+}

@@ -1,0 +1,556 @@
+// Package tui is qo's operations console: a bubbletea program over the
+// queue and monitor APIs. The root Model only routes: each screen
+// (overview, tasks, task detail, workers) is its own component with
+// Update, View and SetSize. Every read and action runs in a tea.Cmd and
+// comes back as a typed message; responses older than the newest request
+// of their kind are dropped. Time comes from an injected clock, so the
+// countdowns are testable.
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/google/uuid"
+
+	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/store"
+)
+
+// Options configures the console.
+type Options struct {
+	// Clock is the time shown and counted down against. Default: the
+	// queue's clock (the S3 server's time).
+	Clock store.Clock
+	// Refresh is the initial auto-refresh interval; 0 means off. It must
+	// be one of RefreshIntervals.
+	Refresh time.Duration
+	// Prices price the fleet's S3 requests. Default: AWS S3 Standard.
+	Prices *store.Prices
+	// Title names the queue in the header (e.g. the bucket).
+	Title string
+	// Status, Shard and Type start the task list filtered.
+	Status queue.Status
+	Shard  string
+	Type   string
+	// Screen is the screen to start on: "overview" (default), "tasks" or "workers".
+	Screen string
+}
+
+// RefreshIntervals are the auto-refresh choices, in the order i cycles.
+var RefreshIntervals = []time.Duration{0, 2 * time.Second, 5 * time.Second, 10 * time.Second}
+
+type screen int
+
+const (
+	scrOverview screen = iota
+	scrTasks
+	scrWorkers
+	scrDetail
+)
+
+var screenNames = []string{"1 Overview", "2 Tasks", "3 Workers"}
+
+// Model is the root model.
+type Model struct {
+	ctx   context.Context
+	q     *queue.Queue
+	clock store.Clock
+	keys  KeyMap
+	st    Styles
+	title string
+	w, h  int
+
+	screen   screen
+	help     bool
+	confirm  *confirm
+	form     *submitForm
+	interval int // index into RefreshIntervals
+	gen      int // auto-refresh timer generation
+
+	counter  *queue.StatsCounter
+	overview overview
+	tasks    tasks
+	workers  workers
+	detail   detail
+	detailID uuid.UUID
+
+	tick     ticker
+	seq      map[string]int // newest request per kind
+	inflight map[string]bool
+
+	flash    string // the result of the last action
+	flashErr bool
+	loadErr  error // the last read failed: shown until a read succeeds
+}
+
+// New returns the console's model over q.
+func New(ctx context.Context, q *queue.Queue, opts Options) (*Model, error) {
+	interval := -1
+	for i, d := range RefreshIntervals {
+		if d == opts.Refresh {
+			interval = i
+		}
+	}
+	if interval < 0 {
+		return nil, fmt.Errorf("refresh interval %s: want one of off, 2s, 5s, 10s", opts.Refresh)
+	}
+	clock := opts.Clock
+	if clock == nil {
+		clock = store.ClockFunc(q.Now)
+	}
+	prices := store.AWSStandardPrices
+	if opts.Prices != nil {
+		prices = *opts.Prices
+	}
+	st, keys := DefaultStyles(), DefaultKeyMap()
+	m := &Model{
+		ctx: ctx, q: q, clock: clock, keys: keys, st: st, title: opts.Title,
+		interval: interval,
+		counter:  q.NewStatsCounter(queue.StatsOptions{}),
+		overview: newOverview(st, prices, q.Shards()),
+		tasks:    newTasks(st, keys, q.Shards()),
+		workers:  newWorkers(st, keys),
+		detail:   newDetail(st, keys),
+		tick:     tea.Tick,
+		seq:      map[string]int{},
+		inflight: map[string]bool{},
+	}
+	if opts.Status != "" && !opts.Status.Valid() {
+		return nil, fmt.Errorf("status %q: want one of pending, running, completed, failed, cancelled, archived", opts.Status)
+	}
+	m.tasks.status, m.tasks.typ = opts.Status, opts.Type
+	if opts.Shard != "" {
+		if !q.ValidShard(opts.Shard) {
+			return nil, fmt.Errorf("shard %q is not a shard of this queue (shards are %s…%s)", opts.Shard, q.Shards()[0], q.Shards()[len(q.Shards())-1])
+		}
+		for i, s := range q.Shards() {
+			if s == opts.Shard {
+				m.tasks.shard = i
+			}
+		}
+	}
+	switch opts.Screen {
+	case "", "overview":
+	case "tasks":
+		m.screen = scrTasks
+	case "workers":
+		m.screen = scrWorkers
+	default:
+		return nil, fmt.Errorf("screen %q: want overview, tasks or workers", opts.Screen)
+	}
+	m.SetSize(100, 30)
+	return m, nil
+}
+
+// SetSize lays the screens out for a terminal of w×h cells.
+func (m *Model) SetSize(w, h int) {
+	m.w, m.h = w, h
+	body := max(h-4, 4) // header, tab line, status line, key hints
+	m.overview.SetSize(w, body)
+	m.tasks.SetSize(w, body)
+	m.workers.SetSize(w, body)
+	m.detail.SetSize(w, body)
+}
+
+// Init loads the first screen and starts the timers.
+func (m *Model) Init() tea.Cmd {
+	return tea.Batch(m.reload(), m.schedule(), m.clockTick())
+}
+
+// schedule starts a new auto-refresh timer (replacing the old one).
+func (m *Model) schedule() tea.Cmd {
+	m.gen++
+	if d := RefreshIntervals[m.interval]; d > 0 {
+		return m.refreshAfter(d, m.gen)
+	}
+	return nil
+}
+
+// next returns the sequence number of a new request of kind.
+func (m *Model) next(kind string) int {
+	m.seq[kind]++
+	m.inflight[kind] = true
+	return m.seq[kind]
+}
+
+// fresh reports whether a response is for the newest request of kind.
+func (m *Model) fresh(kind string, seq int) bool {
+	if seq != m.seq[kind] {
+		return false
+	}
+	m.inflight[kind] = false
+	return true
+}
+
+// reload loads what the current screen shows. The overview's counts feed
+// the workers screen and the header too, so they are always loaded.
+func (m *Model) reload() tea.Cmd {
+	cmds := []tea.Cmd{m.loadOverview()}
+	switch m.screen {
+	case scrTasks:
+		cmds = append(cmds, loadTasks(m.ctx, m.q, m.tasks.query(), m.next("tasks")))
+	case scrDetail:
+		cmds = append(cmds, loadDetail(m.ctx, m.q, m.detailID, m.next("detail")))
+	}
+	return tea.Batch(cmds...)
+}
+
+func (m *Model) loadOverview() tea.Cmd {
+	if m.inflight["overview"] {
+		return nil // a slow refresh is still counting: do not pile up
+	}
+	return loadOverview(m.ctx, m.q, m.counter, m.next("overview"))
+}
+
+// Update routes a message.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.SetSize(msg.Width, msg.Height)
+		return m, nil
+	case clockMsg:
+		return m, m.clockTick() // the countdowns move on the next View
+	case refreshMsg:
+		if msg.gen != m.gen {
+			return m, nil
+		}
+		return m, tea.Batch(m.reload(), m.schedule())
+	case overviewMsg:
+		if m.fresh("overview", msg.seq) {
+			m.noteLoad(msg.err)
+			if msg.err == nil {
+				m.overview.apply(msg)
+			}
+		}
+		return m, nil
+	case tasksMsg:
+		if m.fresh("tasks", msg.seq) {
+			m.noteLoad(msg.err)
+			if msg.err == nil {
+				m.tasks.apply(msg)
+			}
+		}
+		return m, nil
+	case detailMsg:
+		if m.fresh("detail", msg.seq) {
+			m.noteLoad(msg.err)
+			if msg.err == nil || m.detail.task == nil {
+				m.detail.apply(msg)
+			}
+		}
+		return m, nil
+	case actionMsg:
+		m.flash, m.flashErr = actionResult(msg), msg.err != nil
+		if msg.err == nil && msg.action == actSubmit && msg.task != nil {
+			m.open(msg.task.ID)
+		}
+		return m, m.reload()
+	case tea.KeyMsg:
+		// Keys typed faster than the terminal is read arrive as one
+		// message ("ssss"); outside a text box each is its own command.
+		if msg.Type == tea.KeyRunes && len(msg.Runes) > 1 && !msg.Paste && !m.typing() {
+			var cmds []tea.Cmd
+			for _, r := range msg.Runes {
+				cmds = append(cmds, m.key(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}, Alt: msg.Alt}))
+			}
+			return m, tea.Batch(cmds...)
+		}
+		return m, m.key(msg)
+	}
+	return m, nil
+}
+
+// typing reports whether a text box has the keyboard.
+func (m *Model) typing() bool {
+	return m.form != nil || (m.screen == scrTasks && m.tasks.searching)
+}
+
+// noteLoad remembers whether the last read worked.
+func (m *Model) noteLoad(err error) {
+	if err == nil {
+		m.loadErr = nil
+		return
+	}
+	m.loadErr = err
+}
+
+func actionResult(msg actionMsg) string {
+	if msg.err != nil {
+		return msg.action + " failed: " + oneLine(msg.err.Error())
+	}
+	switch msg.action {
+	case actSubmit:
+		return "submitted " + msg.task.ID.String()
+	case actReplay:
+		return "replayed " + msg.task.ID.String() + ": pending again"
+	case actArchive:
+		return "archived " + msg.task.ID.String()
+	case actCancel:
+		if msg.task.Status == queue.StatusRunning {
+			return "cancel requested for " + msg.task.ID.String() + ": its worker stops it"
+		}
+		return "cancelled " + msg.task.ID.String()
+	case actRequeue:
+		return "requeued " + msg.task.ID.String() + ": available now"
+	}
+	return msg.action + " done"
+}
+
+func (m *Model) open(id uuid.UUID) {
+	if m.detailID != id {
+		m.detail = newDetail(m.st, m.keys)
+		m.detail.SetSize(m.w, max(m.h-4, 4))
+	}
+	m.detailID = id
+	m.screen = scrDetail
+}
+
+// key handles a key press: dialogs first, then global keys, then the screen.
+func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
+	k := m.keys
+	if key.Matches(msg, k.Quit) {
+		return tea.Quit
+	}
+	if m.form != nil {
+		res, req, cmd := m.form.Update(msg, m.clock.Now())
+		switch res {
+		case formCancelled:
+			m.form = nil
+		case formSubmitted:
+			m.form = nil
+			m.flash, m.flashErr = "submitting…", false
+			return submitTask(m.ctx, m.q, req)
+		}
+		return cmd
+	}
+	if m.confirm != nil {
+		c := m.confirm
+		switch {
+		case key.Matches(msg, k.Confirm):
+			m.confirm = nil
+			m.flash, m.flashErr = c.action+"…", false
+			return runAction(m.ctx, m.q, c.action, c.id)
+		case key.Matches(msg, k.Deny):
+			m.confirm = nil
+		}
+		return nil
+	}
+	if m.help {
+		if key.Matches(msg, k.Back) || key.Matches(msg, k.Help) {
+			m.help = false
+		}
+		return nil
+	}
+	if m.screen == scrTasks && m.tasks.searching {
+		return m.tasksKey(msg)
+	}
+	if m.screen == scrDetail {
+		if used, cmd := m.detail.Update(msg); used {
+			return cmd
+		}
+	}
+	switch {
+	case key.Matches(msg, k.Help):
+		m.help = true
+		return nil
+	case key.Matches(msg, k.Back):
+		if m.screen == scrDetail {
+			m.screen = scrTasks
+			return m.reload()
+		}
+		return tea.Quit
+	case key.Matches(msg, k.Overview):
+		return m.show(scrOverview)
+	case key.Matches(msg, k.Tasks):
+		return m.show(scrTasks)
+	case key.Matches(msg, k.Workers):
+		return m.show(scrWorkers)
+	case key.Matches(msg, k.NextTab) && m.screen != scrDetail:
+		return m.show((m.screen + 1) % 3)
+	case key.Matches(msg, k.Refresh):
+		m.inflight["overview"] = false
+		return m.reload()
+	case key.Matches(msg, k.Interval):
+		m.interval = (m.interval + 1) % len(RefreshIntervals)
+		return m.schedule()
+	case key.Matches(msg, k.Submit):
+		m.form = newSubmitForm()
+		return m.form.inputs[fieldType].Focus()
+	}
+	if t := m.target(); t != nil {
+		for _, a := range []struct {
+			b      key.Binding
+			action string
+		}{{k.Replay, actReplay}, {k.Archive, actArchive}, {k.Cancel, actCancel}, {k.Requeue, actRequeue}} {
+			if key.Matches(msg, a.b) {
+				m.confirm = &confirm{action: a.action, id: t.ID, text: actionPrompt(a.action, t)}
+				return nil
+			}
+		}
+	}
+	switch m.screen {
+	case scrTasks:
+		return m.tasksKey(msg)
+	case scrWorkers:
+		m.workers.Update(msg, len(m.overview.workers))
+	}
+	return nil
+}
+
+// target is the task an action applies to: the open task or the selected row.
+func (m *Model) target() *queue.Task {
+	switch m.screen {
+	case scrDetail:
+		return m.detail.task
+	case scrTasks:
+		return m.tasks.selected()
+	}
+	return nil
+}
+
+func (m *Model) tasksKey(msg tea.KeyMsg) tea.Cmd {
+	eff, id, cmd := m.tasks.Update(msg)
+	switch eff {
+	case tasksReload:
+		return tea.Batch(cmd, loadTasks(m.ctx, m.q, m.tasks.query(), m.next("tasks")))
+	case tasksOpen, tasksOpenID:
+		m.open(id)
+		return tea.Batch(cmd, loadDetail(m.ctx, m.q, id, m.next("detail")))
+	}
+	return cmd
+}
+
+func (m *Model) show(s screen) tea.Cmd {
+	m.screen = s
+	return m.reload()
+}
+
+// View draws the header, the screen, and the status line.
+func (m *Model) View() string {
+	now := m.clock.Now()
+	var b strings.Builder
+
+	// Header: name, tabs, refresh, time.
+	refresh := "auto-refresh off"
+	if d := RefreshIntervals[m.interval]; d > 0 {
+		refresh = "every " + d.String()
+	}
+	right := refresh + " · " + now.UTC().Format("15:04:05") + " UTC"
+	left := m.st.Title.Render("qo") + " " + m.title
+	b.WriteString(fit(left, max(m.w-len(right)-1, 0)) + " " + m.st.Dim.Render(right) + "\n")
+	var tabs []string
+	for i, name := range screenNames {
+		if screen(i) == m.screen || (m.screen == scrDetail && i == int(scrTasks)) {
+			tabs = append(tabs, m.st.TabOn.Render(name))
+		} else {
+			tabs = append(tabs, m.st.Tab.Render(name))
+		}
+	}
+	if m.screen == scrDetail {
+		tabs = append(tabs, m.st.TabOn.Render("› task "+m.detailID.String()[:8]))
+	}
+	b.WriteString(cut(strings.Join(tabs, "  "), m.w) + "\n")
+
+	body := ""
+	switch {
+	case m.help:
+		body = helpView(m.st, m.keys, m.w)
+	case m.form != nil:
+		body = m.form.View(m.st, m.w)
+	default:
+		switch m.screen {
+		case scrOverview:
+			body = m.overview.View()
+		case scrTasks:
+			body = m.tasks.View(now)
+		case scrWorkers:
+			body = m.workers.View(m.overview.workers, m.overview.loaded, now)
+		case scrDetail:
+			body = m.detail.View(now)
+		}
+		if m.confirm != nil {
+			body = m.confirm.View(m.st, m.w) + "\n" + body
+		}
+	}
+	bodyH := max(m.h-4, 1)
+	lines := strings.Split(body, "\n")
+	if len(lines) > bodyH {
+		lines = lines[:bodyH]
+	}
+	for len(lines) < bodyH {
+		lines = append(lines, "")
+	}
+	for i := range lines {
+		lines[i] = cut(lines[i], m.w)
+	}
+	b.WriteString(strings.Join(lines, "\n") + "\n")
+
+	// Status line: the last read's failure wins, then the last action.
+	status := ""
+	switch {
+	case m.loadErr != nil:
+		status = m.st.Error.Render("! showing the last data (r retries): " + describe(m.loadErr))
+	case m.flash != "":
+		if m.flashErr {
+			status = m.st.Error.Render("! " + m.flash)
+		} else {
+			status = m.st.OK.Render(m.flash)
+		}
+	}
+	b.WriteString(cut(status, m.w) + "\n")
+	b.WriteString(m.st.Dim.Render(cut(m.hints(), m.w)))
+	return b.String()
+}
+
+// hints is the key line for the current screen.
+func (m *Model) hints() string {
+	switch {
+	case m.help:
+		return "q/esc close help"
+	case m.form != nil:
+		return "tab next field · enter submit · esc cancel"
+	case m.confirm != nil:
+		return "y confirm · n/esc cancel"
+	}
+	common := "? keys · r refresh · i interval · n new task · q quit"
+	switch m.screen {
+	case scrTasks:
+		return "enter open · s status · / search · h/l shard · [/] page · R replay A archive C cancel N requeue · " + common
+	case scrDetail:
+		return "tab pane · m mark · d diff · R replay A archive C cancel N requeue · q back · ? keys"
+	}
+	return "1 overview 2 tasks 3 workers · " + common
+}
+
+// describe turns an error into a line an operator can act on.
+func describe(err error) string {
+	switch {
+	case errors.Is(err, queue.ErrNotFound):
+		return "not found: " + oneLine(err.Error())
+	case errors.Is(err, context.DeadlineExceeded):
+		return "S3 did not answer in " + requestTimeout.String()
+	case errors.Is(err, store.ErrUnreachable):
+		return "S3 unreachable: " + oneLine(err.Error())
+	}
+	return oneLine(err.Error())
+}
+
+// Run runs the console full-screen until the user quits or ctx ends.
+func Run(ctx context.Context, q *queue.Queue, opts Options, progOpts ...tea.ProgramOption) error {
+	m, err := New(ctx, q, opts)
+	if err != nil {
+		return err
+	}
+	progOpts = append([]tea.ProgramOption{tea.WithAltScreen(), tea.WithContext(ctx)}, progOpts...)
+	_, err = tea.NewProgram(m, progOpts...).Run()
+	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
+		return nil // stopped from outside (qo dev shutting down)
+	}
+	return err
+}

@@ -1,0 +1,81 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/qo-queue/qo/monitor"
+)
+
+// workers lists the worker registry with each worker's health.
+type workers struct {
+	st   Styles
+	keys KeyMap
+	w, h int
+	sel  int
+	off  int
+}
+
+func newWorkers(st Styles, keys KeyMap) workers { return workers{st: st, keys: keys} }
+
+func (w *workers) SetSize(width, h int) { w.w, w.h = width, h }
+
+func (w *workers) Update(msg tea.KeyMsg, n int) {
+	switch {
+	case key.Matches(msg, w.keys.Up):
+		w.sel = max(w.sel-1, 0)
+	case key.Matches(msg, w.keys.Down):
+		w.sel = max(min(w.sel+1, n-1), 0)
+	case key.Matches(msg, w.keys.Top):
+		w.sel = 0
+	case key.Matches(msg, w.keys.Bottom):
+		w.sel = max(n-1, 0)
+	}
+}
+
+func (w *workers) View(hs []monitor.WorkerHealth, loaded bool, now time.Time) string {
+	if !loaded {
+		return w.st.Dim.Render("Loading workers…")
+	}
+	if len(hs) == 0 {
+		return w.st.Dim.Render("No workers registered. Start one with: qo worker --exec TYPE=COMMAND (see qo worker --help)")
+	}
+	var b strings.Builder
+	idW := max(w.w-64, 12)
+	b.WriteString(w.st.Header.Render(cut(fmt.Sprintf("  %s %-6s %5s %7s %7s %-11s %-11s %s", fit("WORKER", idW), "HEALTH", "TASKS", "DONE", "FAILED", "HEARTBEAT", "STARTED", "SHARDS"), w.w)) + "\n")
+	rows := max(w.h-4, 1)
+	w.sel = max(min(w.sel, len(hs)-1), 0)
+	w.off = scroll(w.sel, w.off, rows)
+	for i := w.off; i < len(hs) && i < w.off+rows; i++ {
+		h := hs[i]
+		state := string(h.State)
+		if s, ok := w.st.Health[h.State]; ok {
+			state = s.Render(state)
+		}
+		shards := "all"
+		if len(h.Worker.Shards) > 0 {
+			shards = strings.Join(h.Worker.Shards, ",")
+		}
+		line := fmt.Sprintf("%s %s %5d %7d %7d %-11s %-11s %s", fit(h.Worker.ID, idW), fit(state, 6), len(h.Worker.CurrentTasks),
+			h.Worker.TasksCompleted, h.Worker.TasksFailed, short(h.Age)+" ago", ago(h.Worker.StartedAt, now), shards)
+		if i == w.sel {
+			b.WriteString(w.st.Selected.Render(fit("> "+line, w.w)) + "\n")
+		} else {
+			b.WriteString(cut("  "+line, w.w) + "\n")
+		}
+	}
+	// The selected worker's running tasks and where it runs.
+	h := hs[w.sel]
+	info := fmt.Sprintf("%s on %s pid %d, %s, concurrency %d", h.Worker.ID, orDash(h.Worker.Host), h.Worker.PID, orDash(h.Worker.Version), h.Worker.Concurrency)
+	b.WriteString(w.st.Dim.Render(cut(info, w.w)) + "\n")
+	if len(h.Worker.CurrentTasks) > 0 {
+		b.WriteString(cut("running: "+strings.Join(h.Worker.CurrentTasks, " "), w.w))
+	} else {
+		b.WriteString(w.st.Dim.Render("running: nothing"))
+	}
+	return b.String()
+}
