@@ -31,6 +31,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/urfave/cli/v2"
 
+	"github.com/qo-queue/qo/monitor/view"
 	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/store"
 )
@@ -559,18 +560,6 @@ func jsonText(m json.RawMessage) string {
 
 // --- history ----------------------------------------------------------------
 
-type historyEventJSON struct {
-	Event     string       `json:"event"`
-	At        time.Time    `json:"at"`
-	Status    queue.Status `json:"status"`
-	WorkerID  string       `json:"worker_id"`
-	Attempt   int          `json:"attempt"`
-	Rev       int64        `json:"rev"`
-	VersionID string       `json:"version_id"`
-	Error     string       `json:"error,omitempty"`
-	Task      *queue.Task  `json:"task"`
-}
-
 func historyCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "history",
@@ -601,19 +590,7 @@ Examples:
 				return err
 			}
 			if c.Bool("json") {
-				out := struct {
-					ID     uuid.UUID          `json:"id"`
-					Events []historyEventJSON `json:"events"`
-				}{ID: id, Events: []historyEventJSON{}}
-				for _, e := range events {
-					j := historyEventJSON{Event: e.Name, At: e.At, Status: e.Status, WorkerID: e.WorkerID,
-						Attempt: e.Attempt, Rev: e.Rev, VersionID: e.VersionID, Task: e.Task}
-					if e.Err != nil {
-						j.Error = e.Err.Error()
-					}
-					out.Events = append(out.Events, j)
-				}
-				return emitJSON(c.App.Writer, out)
+				return emitJSON(c.App.Writer, view.HistoryOf(id, events))
 			}
 			tw := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "REV\tAT\tEVENT\tSTATUS\tATTEMPT\tWORKER\tDETAIL")
@@ -667,11 +644,6 @@ func dash(s string) string {
 }
 
 // --- list -------------------------------------------------------------------
-
-type malformedJSON struct {
-	Key   string `json:"key"`
-	Error string `json:"error"`
-}
 
 func listCommand() *cli.Command {
 	return &cli.Command{
@@ -734,19 +706,7 @@ Examples:
 				fmt.Fprintf(c.App.ErrWriter, "qo: skipped malformed object %s: %v\n", m.Key, m.Err)
 			}
 			if c.Bool("json") {
-				out := struct {
-					Tasks      []*queue.Task   `json:"tasks"`
-					NextCursor string          `json:"next_cursor"`
-					Malformed  []malformedJSON `json:"malformed"`
-					Stale      []string        `json:"stale_index_entries"`
-				}{Tasks: page.Tasks, NextCursor: page.Cursor, Malformed: []malformedJSON{}, Stale: page.Stale}
-				if out.Stale == nil {
-					out.Stale = []string{}
-				}
-				for _, m := range page.Malformed {
-					out.Malformed = append(out.Malformed, malformedJSON{Key: m.Key, Error: m.Err.Error()})
-				}
-				return emitJSON(c.App.Writer, out)
+				return emitJSON(c.App.Writer, view.PageOf(page))
 			}
 			now := q.Now()
 			w := c.App.Writer

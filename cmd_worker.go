@@ -18,6 +18,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/qo-queue/qo/monitor"
+	"github.com/qo-queue/qo/monitor/view"
 	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/worker"
 )
@@ -76,6 +77,7 @@ func runWorkerCommand() *cli.Command {
 	flags := []cli.Flag{
 		&cli.StringFlag{Name: "id", Category: catWorker, EnvVars: []string{"QO_WORKER_ID"},
 			Usage: "worker `ID` in the registry and in task records (default: hostname-random)"},
+		metricsAddrFlag(catWorker),
 		&cli.StringSliceFlag{Name: "shards", Category: catWorker, EnvVars: []string{"QO_SHARDS"},
 			Usage: "only poll these shards, comma separated (default: all)"},
 		&cli.IntFlag{Name: "concurrency", Aliases: []string{"c"}, Category: catWorker, EnvVars: []string{"QO_CONCURRENCY"}, Value: 1,
@@ -357,9 +359,18 @@ func runWorker(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	m, stopMetrics, err := metricsFromFlag(c, log)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	q, err := openQueueLogged(c, log)
 	if err != nil {
 		return err
+	}
+	if m != nil {
+		watchStoreMetrics(m, q)
+		ws.opts.Observer, ws.opts.Monitor.Observer = m, m
 	}
 	ws.opts.Logger = log
 	w := worker.New(q, ws.opts)
@@ -419,6 +430,7 @@ func monitorCommand() *cli.Command {
 		&cli.StringFlag{Name: "id", EnvVars: []string{"QO_MONITOR_ID"},
 			Usage: "monitor `ID` as the leader-lease holder (default: monitor-hostname-random)"},
 	}
+	flags = append(flags, metricsAddrFlag(""))
 	flags = append(flags, monitorFlags()...)
 	flags = append(flags, logFlags()...)
 	return &cli.Command{
@@ -455,9 +467,18 @@ Durations accept Go syntax (500ms, 30s, 2m) or a bare number of seconds.`,
 				}
 			}
 			o.Logger = log
+			m, stopMetrics, err := metricsFromFlag(c, log)
+			if err != nil {
+				return err
+			}
+			defer stopMetrics()
 			q, err := openQueueLogged(c, log)
 			if err != nil {
 				return err
+			}
+			if m != nil {
+				watchStoreMetrics(m, q)
+				o.Observer = m
 			}
 			ctx, cancel := context.WithCancel(c.Context)
 			defer cancel()
@@ -466,20 +487,6 @@ Durations accept Go syntax (500ms, 30s, 2m) or a bare number of seconds.`,
 			return monitor.New(q, o).Run(ctx)
 		},
 	}
-}
-
-// workerJSON is one worker in `qo workers --json`: the registry record plus
-// its judged state.
-type workerJSON struct {
-	*queue.WorkerInfo
-	State               monitor.State `json:"state"`
-	HeartbeatAgeSeconds float64       `json:"heartbeat_age_seconds"`
-}
-
-type workersJSON struct {
-	Now              time.Time    `json:"now"`
-	ThresholdSeconds float64      `json:"threshold_seconds"`
-	Workers          []workerJSON `json:"workers"`
 }
 
 func workersCommand() *cli.Command {
@@ -523,11 +530,7 @@ version) plus "state" and "heartbeat_age_seconds".`,
 			now := q.Now()
 			health := monitor.Health(infos, now, threshold)
 			if c.Bool("json") {
-				out := workersJSON{Now: now, ThresholdSeconds: threshold.Seconds(), Workers: []workerJSON{}}
-				for _, h := range health {
-					out.Workers = append(out.Workers, workerJSON{WorkerInfo: h.Worker, State: h.State, HeartbeatAgeSeconds: h.Age.Seconds()})
-				}
-				return emitJSON(c.App.Writer, out)
+				return emitJSON(c.App.Writer, view.WorkersOf(health, now, threshold))
 			}
 			return printWorkers(c.App.Writer, health)
 		},

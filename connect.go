@@ -68,6 +68,9 @@ func newStore(c *cli.Context) (*s3store.Store, s3store.Config, error) {
 	if err != nil {
 		return nil, cfg, err
 	}
+	if fn, ok := c.Context.Value(s3ObserverKey{}).(func(store.Op, time.Duration, error)); ok {
+		cfg.Observe = fn
+	}
 	s, err := s3store.New(c.Context, cfg)
 	if err != nil {
 		// Only configuration mistakes fail here (a malformed endpoint, a
@@ -75,6 +78,14 @@ func newStore(c *cli.Context) (*s3store.Store, s3store.Config, error) {
 		return nil, cfg, usageError("%w", err)
 	}
 	return s, cfg, nil
+}
+
+type s3ObserverKey struct{}
+
+// withS3Observer makes the stores opened under ctx report every request to
+// fn (the metrics' latency histogram).
+func withS3Observer(ctx context.Context, fn func(store.Op, time.Duration, error)) context.Context {
+	return context.WithValue(ctx, s3ObserverKey{}, fn)
 }
 
 // openStore connects to the configured bucket and checks it is usable:

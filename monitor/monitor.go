@@ -87,6 +87,18 @@ type Options struct {
 	Clock store.Clock
 	// Logger receives the monitor's logs (default slog.Default()).
 	Logger *slog.Logger
+	// Observer, when set, is told about leadership changes and expired
+	// leases (for metrics).
+	Observer Observer
+}
+
+// Observer is told what a monitor does. Its methods must be quick and safe
+// for concurrent use.
+type Observer interface {
+	// Leadership: this monitor became (true) or stopped being (false) the leader.
+	Leadership(leader bool)
+	// TimedOut: a task's lease expired and the monitor took it back.
+	TimedOut(taskType string)
 }
 
 func (o Options) withDefaults(q *queue.Queue) Options {
@@ -286,8 +298,12 @@ func (m *Monitor) Elect(ctx context.Context) bool {
 
 func (m *Monitor) setLeader(l *queue.NamedLease) {
 	m.mu.Lock()
+	was := m.leader != nil
 	m.leader = l
 	m.mu.Unlock()
+	if o := m.opts.Observer; o != nil && was != (l != nil) {
+		o.Leadership(l != nil)
+	}
 }
 
 // resign releases the leader lease so a standby takes over at once.
@@ -298,6 +314,9 @@ func (m *Monitor) resign(ctx context.Context) {
 	m.mu.Unlock()
 	if l == nil {
 		return
+	}
+	if o := m.opts.Observer; o != nil {
+		o.Leadership(false)
 	}
 	if err := m.q.ReleaseLease(ctx, l); err != nil && !errors.Is(err, queue.ErrLeaseLost) {
 		m.log.Warn("releasing monitor leadership failed", "err", err)
@@ -369,6 +388,9 @@ func (m *Monitor) CheckTimeouts(ctx context.Context) (int, error) {
 				attrs := []any{"task_id", e.ID, "shard", e.Shard, "lease_expired_at", e.ExpiresAt}
 				if t != nil {
 					attrs = append(attrs, "task_type", t.Type, "status", t.Status, "retry_count", t.RetryCount, "available_at", t.AvailableAt)
+					if o := m.opts.Observer; o != nil {
+						o.TimedOut(t.Type)
+					}
 				}
 				m.log.Info("task lease expired", attrs...)
 			case errors.Is(err, queue.ErrConflict), errors.Is(err, queue.ErrNotFound):

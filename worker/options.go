@@ -124,6 +124,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Version is reported in the registry.
 	Version string
+	// Observer, when set, is told about claims, outcomes and lease
+	// renewals (for metrics).
+	Observer Observer
 }
 
 func (o Options) withDefaults() Options {

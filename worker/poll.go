@@ -231,9 +231,11 @@ func (w *Worker) claimEntries(ctx context.Context, entries []queue.ReadyEntry, f
 		cancel()
 		switch {
 		case err == nil:
+			w.observer().Claimed(e.Type)
 			w.start(l)
 			claimed++
 		case errors.Is(err, queue.ErrConflict), errors.Is(err, queue.ErrNotFound):
+			w.observer().ClaimConflict(e.Type)
 			w.log.Debug("ready entry not claimable", "task_id", e.ID, "reason", err)
 		default:
 			w.log.Warn("claim failed", "task_id", e.ID, "key", e.Key, "err", err)

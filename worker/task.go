@@ -39,6 +39,7 @@ const maxLastError = 8 << 10
 
 type runningTask struct {
 	id     uuid.UUID
+	typ    string
 	ctx    context.Context // the handler's context
 	cancel context.CancelCauseFunc
 
@@ -60,7 +61,7 @@ func (rt *runningTask) ctxCause() error {
 
 func (w *Worker) start(l *queue.Lease) {
 	ctx, cancel := context.WithCancelCause(w.handlerBase)
-	rt := &runningTask{id: l.Task.ID, ctx: ctx, lease: l, cancel: cancel}
+	rt := &runningTask{id: l.Task.ID, typ: l.Task.Type, ctx: ctx, lease: l, cancel: cancel}
 	w.mu.Lock()
 	w.running[rt.id] = rt
 	w.mu.Unlock()
@@ -139,9 +140,11 @@ func (w *Worker) finish(ctx context.Context, rt *runningTask, log *slog.Logger, 
 		rt.settled = true
 		rt.mu.Unlock()
 		log.Warn("lease lost while the handler ran; its result is discarded (the task belongs to someone else now)", "took", took.String())
+		w.observer().Finished(rt.typ, OutcomeLost, took)
 		return
 	case errors.Is(cause, ErrShuttingDown):
 		w.release(rt, "worker "+w.opts.ID+" shut down before the task finished")
+		w.observer().Finished(rt.typ, OutcomeReleased, took)
 		return
 	case errors.Is(cause, ErrCancelRequested):
 		if herr == nil {
@@ -151,6 +154,7 @@ func (w *Worker) finish(ctx context.Context, rt *runningTask, log *slog.Logger, 
 			if err == nil {
 				w.completed.Add(1)
 				log.Info("task completed (a cancel was requested but the handler had finished)", "took", took.String(), "status", statusOf(t))
+				w.observer().Finished(rt.typ, OutcomeCompleted, took)
 				return
 			}
 			if !errors.Is(err, queue.ErrInvalidTransition) {
@@ -169,6 +173,7 @@ func (w *Worker) finish(ctx context.Context, rt *runningTask, log *slog.Logger, 
 			return
 		}
 		log.Info("task cancelled", "took", took.String(), "status", statusOf(t))
+		w.observer().Finished(rt.typ, OutcomeCancelled, took)
 		return
 	case errors.Is(cause, ErrLeaseExpired) && herr != nil:
 		// The handler most likely stopped because of the cancellation.
@@ -187,6 +192,7 @@ func (w *Worker) finish(ctx context.Context, rt *runningTask, log *slog.Logger, 
 		}
 		w.completed.Add(1)
 		log.Info("task completed", "took", took.String(), "status", statusOf(t))
+		w.observer().Finished(rt.typ, OutcomeCompleted, took)
 		return
 	}
 
@@ -223,6 +229,14 @@ func (w *Worker) finish(ctx context.Context, rt *runningTask, log *slog.Logger, 
 	}
 	if op != "reschedule" {
 		w.failed.Add(1)
+	}
+	switch {
+	case op == "reschedule":
+		w.observer().Finished(rt.typ, OutcomeRescheduled, took)
+	case t != nil && t.Status == queue.StatusFailed:
+		w.observer().Finished(rt.typ, OutcomeFailed, took)
+	default:
+		w.observer().Finished(rt.typ, OutcomeRetried, took)
 	}
 	attrs := []any{"took", took.String(), "err", msg, "status", statusOf(t)}
 	if t != nil && t.Status == queue.StatusPending {
@@ -347,6 +361,7 @@ func (w *Worker) keepLease(rt *runningTask, task *queue.Task, log *slog.Logger) 
 			cancel()
 			deadline = leaseDeadline(rt.lease, deadline)
 			rt.mu.Unlock()
+			w.observer().LeaseRenewed(rt.typ, err == nil || errors.Is(err, queue.ErrCancelRequested))
 			switch {
 			case err == nil:
 			case errors.Is(err, queue.ErrCancelRequested):

@@ -1,0 +1,258 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/qo-queue/qo/monitor/httpapi"
+	"github.com/qo-queue/qo/monitor/metrics"
+	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/store"
+)
+
+func init() {
+	commands = append(commands, serveCommand())
+}
+
+const envAPIToken = "QO_API_TOKEN"
+
+func serveCommand() *cli.Command {
+	flags := []cli.Flag{
+		&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8080", EnvVars: []string{"QO_API_ADDR"},
+			Usage: "listen `ADDRESS` (host:port); beyond loopback a token is required"},
+		&cli.StringFlag{Name: "token-file", EnvVars: []string{"QO_API_TOKEN_FILE"},
+			Usage: "read the bearer token from `FILE` (or set " + envAPIToken + ")"},
+		&cli.Int64Flag{Name: "max-body", Value: httpapi.DefaultMaxBody, Usage: "largest request body in `BYTES`"},
+		&cli.StringFlag{Name: "allow-origin", Usage: "send Access-Control-Allow-Origin: `ORIGIN` on /api/ (a web page served elsewhere)"},
+	}
+	flags = append(flags, logFlags()...)
+	return &cli.Command{
+		Name:      "serve",
+		Usage:     "serve the HTTP API and Prometheus metrics",
+		UsageText: "qo serve [--addr 127.0.0.1:8080] [--token-file FILE] [flags]",
+		Description: `Serves the queue over HTTP, with the same JSON shapes as the CLI's --json:
+
+  GET    /health                    liveness (?check=s3 also asks S3); no token
+  GET    /api/stats                 counts by status, shard and type; workers
+  GET    /api/workers               the worker registry with health
+  GET    /api/tasks                 ?status=&type=&shard=&cursor=&limit= (paged)
+  POST   /api/tasks                 submit: {"type", "input", "timeout_seconds",
+                                    "max_retries", "delay", "idempotency_key", ...}
+  GET    /api/tasks/{id}            one task
+  GET    /api/tasks/{id}/history    every version of it
+  POST   /api/tasks/{id}/cancel     cancel ({"reason": "..."} optional)
+  GET    /api/dead                  failed tasks (paged)
+  POST   /api/dead/{id}/retry       replay a failed task
+  DELETE /api/dead/{id}             archive a failed task (nothing is deleted)
+  GET    /api/openapi.json          the OpenAPI 3 document
+  GET    /metrics                   Prometheus metrics
+
+Errors are {"error": {"code", "message"}} with status 400 (bad input), 401
+(token), 404, 409 (not allowed in the task's state), 412, 413 (body too large)
+or 503 (S3 unavailable).
+
+Authentication: with a token (` + envAPIToken + ` or --token-file), every route but
+/health needs "Authorization: Bearer TOKEN". Listening beyond loopback without
+a token is refused. The server has read, write and idle timeouts and stops
+gracefully on SIGINT or SIGTERM.
+
+Examples:
+  qo serve
+  QO_API_TOKEN=$(openssl rand -hex 16) qo serve --addr 0.0.0.0:8080
+  curl -s localhost:8080/api/stats | jq .by_status
+  curl -s -XPOST localhost:8080/api/tasks -d '{"type":"echo","input":{"hi":1}}'`,
+		Flags:  flags,
+		Action: runServe,
+	}
+}
+
+// apiToken reads the token from --token-file or QO_API_TOKEN.
+func apiToken(c *cli.Context) (string, error) {
+	if path := c.String("token-file"); path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return "", usageError("--token-file: %v", err)
+		}
+		tok := strings.TrimSpace(string(b))
+		if tok == "" {
+			return "", usageError("--token-file %s is empty", path)
+		}
+		return tok, nil
+	}
+	return strings.TrimSpace(os.Getenv(envAPIToken)), nil
+}
+
+// isLoopback reports whether a listen address only accepts local
+// connections.
+func isLoopback(addr string) (bool, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false, usageError("invalid --addr %q: want host:port, e.g. 127.0.0.1:8080", addr)
+	}
+	if host == "localhost" {
+		return true, nil
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback(), nil
+}
+
+func runServe(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return usageError("serve takes no arguments, got %q", c.Args().First())
+	}
+	log, err := cmdLogger(c)
+	if err != nil {
+		return err
+	}
+	addr := c.String("addr")
+	loopback, err := isLoopback(addr)
+	if err != nil {
+		return err
+	}
+	token, err := apiToken(c)
+	if err != nil {
+		return err
+	}
+	if !loopback && token == "" {
+		return usageError("refusing to serve the API on %s without a token: set %s (or --token-file), or listen on 127.0.0.1", addr, envAPIToken)
+	}
+	if c.Int64("max-body") < 1024 {
+		return usageError("--max-body %d is too small (at least 1024 bytes)", c.Int64("max-body"))
+	}
+	m := metrics.New()
+	c.Context = withS3Observer(c.Context, m.ObserveS3)
+	q, err := openQueueLogged(c, log)
+	if err != nil {
+		return err
+	}
+	watchStoreMetrics(m, q)
+	h := httpapi.New(q, httpapi.Options{
+		Token: token, MaxBody: c.Int64("max-body"), Metrics: m, AllowOrigin: c.String("allow-origin"),
+	})
+	return serveHTTP(c, log, addr, logRequests(log, h), "API")
+}
+
+// watchStoreMetrics exports the queue's store request counters.
+func watchStoreMetrics(m *metrics.Metrics, q *queue.Queue) {
+	if cs, ok := q.Store().(store.Counted); ok {
+		m.WatchStore(cs.Requests(), store.AWSStandardPrices)
+	}
+}
+
+// newHTTPServer returns a server with timeouts suited to the API.
+func newHTTPServer(addr string, h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Addr: addr, Handler: h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+}
+
+// serveHTTP listens on addr and serves h until SIGINT or SIGTERM, then
+// shuts down gracefully.
+func serveHTTP(c *cli.Context, log *slog.Logger, addr string, h http.Handler, what string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return usageError("cannot listen on %s: %v (is another server using it? pick another with --addr)", addr, err)
+	}
+	srv := newHTTPServer(addr, h, log)
+	ctx, cancel := context.WithCancel(c.Context)
+	defer cancel()
+	stop := onSignals(func(int) { cancel() })
+	defer stop()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	log.Info("qo "+strings.ToLower(what)+" listening", "addr", ln.Addr().String())
+	fmt.Fprintf(c.App.ErrWriter, "qo: %s on http://%s\n", what, ln.Addr())
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutCtx, shutCancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer shutCancel()
+	if err := srv.Shutdown(shutCtx); err != nil {
+		return fmt.Errorf("shut down the %s server: %w", what, err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// startMetricsServer serves /metrics on addr in the background (for
+// workers and monitors); the returned stop shuts it down.
+func startMetricsServer(addr string, m *metrics.Metrics, log *slog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, usageError("--metrics-addr %s: %v", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.Handler())
+	srv := newHTTPServer(addr, mux, log)
+	go func() { _ = srv.Serve(ln) }()
+	log.Info("metrics listening", "addr", ln.Addr().String(), "path", "/metrics")
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}, nil
+}
+
+// logRequests logs every request at debug level, and failures at warn.
+func logRequests(log *slog.Logger, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		h.ServeHTTP(rec, r)
+		level := slog.LevelDebug
+		if rec.status >= 500 {
+			level = slog.LevelWarn
+		}
+		log.Log(r.Context(), level, "http request", "method", r.Method, "path", r.URL.Path, "status", rec.status, "took", time.Since(start).String())
+	})
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) { s.status = code; s.ResponseWriter.WriteHeader(code) }
+
+func metricsAddrFlag(category string) cli.Flag {
+	return &cli.StringFlag{Name: "metrics-addr", Category: category, EnvVars: []string{"QO_METRICS_ADDR"},
+		Usage: "serve Prometheus metrics at http://`ADDRESS`/metrics (e.g. 127.0.0.1:9091)"}
+}
+
+// metricsFromFlag starts the metrics server of --metrics-addr, if given, and
+// makes the stores opened from now on report their request latency to it.
+// Without the flag it returns nil metrics and a no-op stop.
+func metricsFromFlag(c *cli.Context, log *slog.Logger) (*metrics.Metrics, func(), error) {
+	addr := c.String("metrics-addr")
+	if addr == "" {
+		return nil, func() {}, nil
+	}
+	if _, err := isLoopback(addr); err != nil {
+		return nil, nil, usageError("invalid --metrics-addr %q: want host:port, e.g. 127.0.0.1:9091", addr)
+	}
+	m := metrics.New()
+	stop, err := startMetricsServer(addr, m, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	c.Context = withS3Observer(c.Context, m.ObserveS3)
+	return m, stop, nil
+}

@@ -1,0 +1,121 @@
+//go:build unix
+
+package e2e
+
+import (
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/qo-queue/qo/queue"
+)
+
+// freeAddr returns a 127.0.0.1 address nobody listens on right now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return addr
+}
+
+// httpDo sends a request and returns the status and body.
+func httpDo(t *testing.T, method, url, body, token string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	require.NoError(t, err)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
+}
+
+// waitHTTP polls url until it answers.
+func waitHTTP(t *testing.T, url string, p *wkProc) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never answered; output:\n%s", url, p.out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestServeAndMetrics runs qo serve and a worker with --metrics-addr: a
+// task submitted over HTTP is run by the worker, read back over HTTP, and
+// both processes' metrics show it.
+func TestServeAndMetrics(t *testing.T) {
+	t.Parallel()
+	e := wkSetup(t)
+	apiAddr, metricsAddr := freeAddr(t), freeAddr(t)
+	const token = "e2e-token"
+	e.env = append(e.env, "QO_API_TOKEN="+token)
+	srv := e.start(t, "serve", "serve", "--addr", apiAddr)
+	base := "http://" + apiAddr
+	waitHTTP(t, base+"/health", srv)
+	wk := e.start(t, "worker", workerArgs("metrics-worker", "--builtins", "--metrics-addr", metricsAddr)...)
+	waitHTTP(t, "http://"+metricsAddr+"/metrics", wk)
+
+	status, body := httpDo(t, "GET", base+"/api/stats", "", "")
+	require.Equal(t, 401, status, body)
+
+	status, body = httpDo(t, "POST", base+"/api/tasks", `{"type":"echo","input":{"hello":"api"}}`, token)
+	require.Equal(t, 201, status, body)
+	var task queue.Task
+	require.NoError(t, json.Unmarshal([]byte(body), &task))
+	e.waitTask(t, task.ID, "completed", func(t *queue.Task) bool { return t.Status == queue.StatusCompleted })
+
+	status, body = httpDo(t, "GET", base+"/api/tasks/"+task.ID.String(), "", token)
+	require.Equal(t, 200, status, body)
+	require.Contains(t, body, `"status": "completed"`)
+	require.Contains(t, body, `"hello": "api"`)
+
+	status, body = httpDo(t, "GET", base+"/api/tasks/"+task.ID.String()+"/history", "", token)
+	require.Equal(t, 200, status, body)
+	require.Contains(t, body, `"event": "succeeded"`)
+
+	status, body = httpDo(t, "POST", base+"/api/tasks", `{"type":"echo","input":`, token)
+	require.Equal(t, 400, status, body)
+	require.Contains(t, body, `"code": "invalid_input"`)
+
+	status, body = httpDo(t, "GET", base+"/metrics", "", token)
+	require.Equal(t, 200, status)
+	require.Contains(t, body, `qo_tasks_submitted_total{type="echo"} 1`)
+	require.Contains(t, body, `qo_s3_requests_total{op="PUT",outcome="ok"}`)
+
+	_, body = httpDo(t, "GET", "http://"+metricsAddr+"/metrics", "", "")
+	require.Contains(t, body, `qo_tasks_claimed_total{type="echo"} 1`)
+	require.Contains(t, body, `qo_tasks_finished_total{outcome="completed",type="echo"} 1`)
+	require.Contains(t, body, `qo_handler_duration_seconds_count{outcome="completed",type="echo"} 1`)
+}
+
+// TestServeRefusesOpenAddressWithoutToken: beyond loopback, no token, no
+// server.
+func TestServeRefusesOpenAddressWithoutToken(t *testing.T) {
+	t.Parallel()
+	e := wkSetup(t)
+	for _, kv := range e.env {
+		require.False(t, strings.HasPrefix(kv, "QO_API_TOKEN="), "the test environment must not carry a token")
+	}
+	p := e.start(t, "serve", "serve", "--addr", "0.0.0.0:0")
+	require.Equal(t, 2, p.wait(t), p.out.String())
+	require.Contains(t, p.out.String(), "refusing to serve the API on 0.0.0.0:0 without a token")
+}

@@ -1,0 +1,483 @@
+// Package httpapi is qo's HTTP API: the queue's reads and operator actions
+// as JSON over HTTP, with the same shapes as the CLI's --json output
+// (package view), plus /health, /metrics and the OpenAPI document.
+//
+// Every route is listed in openapi.json (served at /api/openapi.json); a
+// test keeps the two in step. Errors are {"error": {"code", "message"}}
+// with the HTTP status of the condition (see errorStatus).
+package httpapi
+
+import (
+	"context"
+	"crypto/subtle"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/qo-queue/qo/monitor"
+	"github.com/qo-queue/qo/monitor/metrics"
+	"github.com/qo-queue/qo/monitor/view"
+	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/store"
+)
+
+//go:embed openapi.json
+var openAPI []byte
+
+// DefaultMaxBody is the default request body limit (a task input of up to
+// about 1 MiB).
+const DefaultMaxBody = 1 << 20
+
+// Options configures the API.
+type Options struct {
+	// Token, when set, is required as "Authorization: Bearer TOKEN" on
+	// every route but /health. The command refuses to listen on a
+	// non-loopback address without one.
+	Token string
+	// MaxBody bounds request bodies (default DefaultMaxBody).
+	MaxBody int64
+	// UI, when set, is served at / (the static web UI).
+	UI http.Handler
+	// Metrics, when set, is served at /metrics and counts submits.
+	Metrics *metrics.Metrics
+	// AllowOrigin, when set, is sent as Access-Control-Allow-Origin on
+	// /api/ responses (a web page served from another origin).
+	AllowOrigin string
+	// HealthThreshold judges workers (default monitor.DefaultHealthThreshold).
+	HealthThreshold time.Duration
+	// RequestTimeout bounds the S3 work of one request (default 30s).
+	RequestTimeout time.Duration
+}
+
+type api struct {
+	q     *queue.Queue
+	opts  Options
+	stats *queue.StatsCounter
+}
+
+// New returns the API's handler over q.
+func New(q *queue.Queue, opts Options) http.Handler {
+	if opts.MaxBody <= 0 {
+		opts.MaxBody = DefaultMaxBody
+	}
+	if opts.HealthThreshold <= 0 {
+		opts.HealthThreshold = monitor.DefaultHealthThreshold
+	}
+	if opts.RequestTimeout <= 0 {
+		opts.RequestTimeout = 30 * time.Second
+	}
+	a := &api{q: q, opts: opts, stats: q.NewStatsCounter(queue.StatsOptions{})}
+	mux := http.NewServeMux()
+	for _, r := range a.routes() {
+		mux.Handle(r.pattern, a.wrap(r))
+	}
+	unknown := func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no API route %s %s (the routes are listed at /api/openapi.json)", r.Method, r.URL.Path))
+	}
+	for _, m := range []string{"GET", "POST", "DELETE", "PUT", "PATCH"} {
+		mux.HandleFunc(m+" /api/", unknown)
+	}
+	return mux
+}
+
+// route is one endpoint.
+type route struct {
+	pattern string // ServeMux pattern: "METHOD /path"
+	public  bool   // no token needed
+	handler func(w http.ResponseWriter, r *http.Request) error
+}
+
+func (a *api) routes() []route {
+	rs := []route{
+		{"GET /health", true, a.health},
+		{"GET /api/openapi.json", false, a.openapi},
+		{"GET /api/stats", false, a.getStats},
+		{"GET /api/workers", false, a.getWorkers},
+		{"GET /api/tasks", false, a.listTasks},
+		{"POST /api/tasks", false, a.submit},
+		{"GET /api/tasks/{id}", false, a.getTask},
+		{"GET /api/tasks/{id}/history", false, a.history},
+		{"POST /api/tasks/{id}/cancel", false, a.cancel},
+		{"GET /api/dead", false, a.listDead},
+		{"POST /api/dead/{id}/retry", false, a.retryDead},
+		{"DELETE /api/dead/{id}", false, a.archiveDead},
+		{"GET /", true, a.index},
+	}
+	if a.opts.Metrics != nil {
+		rs = append(rs, route{"GET /metrics", false, func(w http.ResponseWriter, r *http.Request) error {
+			a.opts.Metrics.Handler().ServeHTTP(w, r)
+			return nil
+		}})
+	}
+	if a.opts.AllowOrigin != "" {
+		rs = append(rs, route{"OPTIONS /api/", true, func(w http.ResponseWriter, r *http.Request) error {
+			w.Header().Set("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS")
+			w.Header().Set("Access-Control-Allow-Headers", "Authorization, Content-Type")
+			w.Header().Set("Access-Control-Max-Age", "600")
+			w.WriteHeader(http.StatusNoContent)
+			return nil
+		}})
+	}
+	return rs
+}
+
+// wrap adds authentication, CORS, the body limit, the timeout and error
+// rendering to a route.
+func (a *api) wrap(rt route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if a.opts.AllowOrigin != "" && strings.HasPrefix(r.URL.Path, "/api/") {
+			w.Header().Set("Access-Control-Allow-Origin", a.opts.AllowOrigin)
+			w.Header().Set("Vary", "Origin")
+		}
+		if !rt.public && a.opts.Token != "" && !a.authorized(r) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="qo"`)
+			writeError(w, http.StatusUnauthorized, "unauthorized", "missing or invalid token: send the header 'Authorization: Bearer TOKEN' with the server's QO_API_TOKEN")
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, a.opts.MaxBody)
+		ctx, cancel := context.WithTimeout(r.Context(), a.opts.RequestTimeout)
+		defer cancel()
+		if err := rt.handler(w, r.WithContext(ctx)); err != nil {
+			status, code := errorStatus(err)
+			writeError(w, status, code, err.Error())
+		}
+	})
+}
+
+func (a *api) authorized(r *http.Request) bool {
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(a.opts.Token)) == 1
+}
+
+// errorStatus maps an error to its HTTP status and a stable code.
+func errorStatus(err error) (int, string) {
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return http.StatusRequestEntityTooLarge, "body_too_large"
+	case errors.Is(err, queue.ErrInvalidInput):
+		return http.StatusBadRequest, "invalid_input"
+	case errors.Is(err, queue.ErrNotFound), errors.Is(err, store.ErrNotFound):
+		return http.StatusNotFound, "not_found"
+	case errors.Is(err, queue.ErrInvalidTransition):
+		return http.StatusConflict, "invalid_transition"
+	case errors.Is(err, queue.ErrIdempotencyMismatch):
+		return http.StatusConflict, "idempotency_mismatch"
+	case errors.Is(err, queue.ErrConflict):
+		return http.StatusConflict, "conflict"
+	case errors.Is(err, store.ErrPreconditionFailed):
+		return http.StatusPreconditionFailed, "precondition_failed"
+	case errors.Is(err, store.ErrUnreachable), errors.Is(err, store.ErrAccessDenied),
+		errors.Is(err, store.ErrBucketNotFound), errors.Is(err, context.DeadlineExceeded):
+		return http.StatusServiceUnavailable, "storage_unavailable"
+	}
+	return http.StatusInternalServerError, "internal"
+}
+
+// Error is the body of every error response.
+type Error struct {
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	var e Error
+	e.Error.Code, e.Error.Message = code, msg
+	writeJSON(w, status, e)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+// badInput is an ErrInvalidInput with a message.
+func badInput(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", queue.ErrInvalidInput, fmt.Sprintf(format, args...))
+}
+
+func pathID(r *http.Request) (uuid.UUID, error) {
+	id, err := queue.ParseID(r.PathValue("id"))
+	if err != nil {
+		return uuid.Nil, badInput("task id %q: %v", r.PathValue("id"), err)
+	}
+	return id, nil
+}
+
+// --- handlers -----------------------------------------------------------------
+
+// health answers 200 while the process runs; ?check=s3 also asks the S3
+// server for its time (503 when it does not answer).
+func (a *api) health(w http.ResponseWriter, r *http.Request) error {
+	out := map[string]any{"status": "ok"}
+	if r.URL.Query().Get("check") == "s3" {
+		now, err := a.q.Store().Now(r.Context())
+		if err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "s3": err.Error()})
+			return nil
+		}
+		out["s3"], out["time"] = "ok", now
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (a *api) openapi(w http.ResponseWriter, _ *http.Request) error {
+	w.Header().Set("Content-Type", "application/json")
+	_, err := w.Write(openAPI)
+	return err
+}
+
+func (a *api) index(w http.ResponseWriter, r *http.Request) error {
+	if a.opts.UI != nil {
+		a.opts.UI.ServeHTTP(w, r)
+		return nil
+	}
+	if r.URL.Path != "/" {
+		return fmt.Errorf("%w: %s (the API is under /api/; see /api/openapi.json)", queue.ErrNotFound, r.URL.Path)
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"service": "qo", "api": "/api/", "openapi": "/api/openapi.json", "health": "/health"})
+	return nil
+}
+
+func (a *api) getStats(w http.ResponseWriter, r *http.Request) error {
+	st, err := a.stats.Refresh(r.Context())
+	if err != nil {
+		return err
+	}
+	health, err := a.health0(r.Context(), st.At)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, view.StatsOf(st, health))
+	return nil
+}
+
+func (a *api) health0(ctx context.Context, now time.Time) ([]monitor.WorkerHealth, error) {
+	ws, _, err := a.q.ListWorkersReport(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return monitor.Health(ws, now, a.opts.HealthThreshold), nil
+}
+
+func (a *api) getWorkers(w http.ResponseWriter, r *http.Request) error {
+	now := a.q.Now()
+	health, err := a.health0(r.Context(), now)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, view.WorkersOf(health, now, a.opts.HealthThreshold))
+	return nil
+}
+
+// listQuery reads ?status=&type=&shard=&cursor=&limit=.
+func (a *api) listQuery(r *http.Request) (queue.ListQuery, error) {
+	v := r.URL.Query()
+	qry := queue.ListQuery{Type: v.Get("type"), Shard: v.Get("shard"), Cursor: v.Get("cursor")}
+	if s := v.Get("status"); s != "" {
+		st, err := queue.ParseStatus(s)
+		if err != nil {
+			return qry, err
+		}
+		qry.Status = st
+	}
+	if qry.Type != "" {
+		if err := queue.ValidateType(qry.Type); err != nil {
+			return qry, err
+		}
+	}
+	if qry.Shard != "" && !a.q.ValidShard(qry.Shard) {
+		return qry, badInput("shard %q is not a shard of this queue", qry.Shard)
+	}
+	if s := v.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > queue.MaxListLimit {
+			return qry, badInput("limit %q: want a number from 1 to %d", s, queue.MaxListLimit)
+		}
+		qry.Limit = n
+	}
+	for k := range v {
+		switch k {
+		case "status", "type", "shard", "cursor", "limit":
+		default:
+			return qry, badInput("unknown query parameter %q (known: status, type, shard, cursor, limit)", k)
+		}
+	}
+	return qry, nil
+}
+
+func (a *api) listTasks(w http.ResponseWriter, r *http.Request) error {
+	qry, err := a.listQuery(r)
+	if err != nil {
+		return err
+	}
+	page, err := a.q.List(r.Context(), qry)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, view.PageOf(page))
+	return nil
+}
+
+func (a *api) listDead(w http.ResponseWriter, r *http.Request) error {
+	qry, err := a.listQuery(r)
+	if err != nil {
+		return err
+	}
+	if qry.Status != "" && qry.Status != queue.StatusFailed {
+		return badInput("/api/dead lists failed tasks only; use /api/tasks?status=%s", qry.Status)
+	}
+	qry.Status = queue.StatusFailed
+	page, err := a.q.List(r.Context(), qry)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, view.PageOf(page))
+	return nil
+}
+
+func (a *api) submit(w http.ResponseWriter, r *http.Request) error {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return err
+	}
+	doc, err := queue.DecodeSubmit(body, queue.DefaultSubmitDefaults)
+	if err != nil {
+		return err
+	}
+	req := doc.Request
+	if doc.Delay > 0 {
+		req.AvailableAt = a.q.Now().Add(doc.Delay)
+	}
+	t, created, err := a.q.Submit(r.Context(), req)
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK // a duplicate of an idempotency key: the first task
+	if created {
+		status = http.StatusCreated
+		if a.opts.Metrics != nil {
+			a.opts.Metrics.Submitted(t.Type)
+		}
+	}
+	w.Header().Set("Location", "/api/tasks/"+t.ID.String())
+	writeJSON(w, status, t)
+	return nil
+}
+
+func (a *api) getTask(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	t, err := a.q.Get(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, t)
+	return nil
+}
+
+func (a *api) history(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	events, err := a.q.History(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	if len(events) == 0 {
+		return fmt.Errorf("task %s: %w", id, queue.ErrNotFound)
+	}
+	writeJSON(w, http.StatusOK, view.HistoryOf(id, events))
+	return nil
+}
+
+func (a *api) cancel(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	var body struct {
+		Reason string `json:"reason"`
+	}
+	raw, err := io.ReadAll(r.Body)
+	if err != nil {
+		return err
+	}
+	if len(strings.TrimSpace(string(raw))) > 0 {
+		dec := json.NewDecoder(strings.NewReader(string(raw)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&body); err != nil {
+			return badInput("cancel body: want {\"reason\": \"...\"} or nothing: %v", err)
+		}
+	}
+	if body.Reason == "" {
+		body.Reason = "cancelled through the HTTP API"
+	}
+	t, err := a.q.Cancel(r.Context(), id, body.Reason)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, t)
+	return nil
+}
+
+// deadTask reads a task that must be failed.
+func (a *api) deadTask(r *http.Request) (uuid.UUID, error) {
+	id, err := pathID(r)
+	if err != nil {
+		return id, err
+	}
+	t, err := a.q.Get(r.Context(), id)
+	if err != nil {
+		return id, err
+	}
+	if t.Status != queue.StatusFailed {
+		return id, fmt.Errorf("%w: task %s is %s, not failed (dead-letter actions apply to failed tasks; see /api/tasks/%s)", queue.ErrInvalidTransition, id, t.Status, id)
+	}
+	return id, nil
+}
+
+func (a *api) retryDead(w http.ResponseWriter, r *http.Request) error {
+	id, err := a.deadTask(r)
+	if err != nil {
+		return err
+	}
+	t, err := a.q.Replay(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, t)
+	return nil
+}
+
+// archiveDead archives a failed task: DELETE hides it from the dead
+// letters; nothing is deleted from the bucket.
+func (a *api) archiveDead(w http.ResponseWriter, r *http.Request) error {
+	id, err := a.deadTask(r)
+	if err != nil {
+		return err
+	}
+	t, err := a.q.Archive(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, t)
+	return nil
+}

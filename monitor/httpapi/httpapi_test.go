@@ -1,0 +1,385 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/qo-queue/qo/monitor/metrics"
+	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/store"
+	"github.com/qo-queue/qo/store/storetest"
+)
+
+// spec is the parsed OpenAPI document.
+type spec struct {
+	Paths map[string]map[string]struct {
+		Responses map[string]struct {
+			Content map[string]struct {
+				Schema schema `json:"schema"`
+			} `json:"content"`
+		} `json:"responses"`
+	} `json:"paths"`
+	Components struct {
+		Schemas map[string]schema `json:"schemas"`
+	} `json:"components"`
+}
+
+type schema struct {
+	Ref        string            `json:"$ref"`
+	Type       string            `json:"type"`
+	Required   []string          `json:"required"`
+	Properties map[string]schema `json:"properties"`
+	Items      *schema           `json:"items"`
+}
+
+func loadSpec(t *testing.T) spec {
+	t.Helper()
+	var s spec
+	require.NoError(t, json.Unmarshal(openAPI, &s))
+	return s
+}
+
+// resolve follows a $ref.
+func (s spec) resolve(sc schema) schema {
+	if name, ok := strings.CutPrefix(sc.Ref, "#/components/schemas/"); ok {
+		return s.Components.Schemas[name]
+	}
+	return sc
+}
+
+// check validates a decoded JSON value against a schema: types, required
+// properties, recursively through objects and arrays.
+func (s spec) check(t *testing.T, where string, sc schema, v any) {
+	t.Helper()
+	sc = s.resolve(sc)
+	switch sc.Type {
+	case "object":
+		obj, ok := v.(map[string]any)
+		require.True(t, ok, "%s: want an object, got %T", where, v)
+		for _, r := range sc.Required {
+			require.Contains(t, obj, r, "%s: required property %q missing", where, r)
+		}
+		for name, p := range sc.Properties {
+			if val, ok := obj[name]; ok && val != nil {
+				s.check(t, where+"."+name, p, val)
+			}
+		}
+	case "array":
+		arr, ok := v.([]any)
+		require.True(t, ok, "%s: want an array, got %T", where, v)
+		for i, e := range arr {
+			if sc.Items != nil {
+				s.check(t, fmt.Sprintf("%s[%d]", where, i), *sc.Items, e)
+			}
+		}
+	case "string":
+		_, ok := v.(string)
+		require.True(t, ok, "%s: want a string, got %T", where, v)
+	case "integer", "number":
+		_, ok := v.(float64)
+		require.True(t, ok, "%s: want a number, got %T", where, v)
+	case "boolean":
+		_, ok := v.(bool)
+		require.True(t, ok, "%s: want a boolean, got %T", where, v)
+	}
+}
+
+// TestRoutesMatchOpenAPI checks that every route is documented and every
+// documented operation is served.
+func TestRoutesMatchOpenAPI(t *testing.T) {
+	t.Parallel()
+	a := &api{opts: Options{Metrics: metrics.New()}}
+	var served []string
+	for _, r := range a.routes() {
+		served = append(served, r.pattern)
+	}
+	var documented []string
+	for path, ops := range loadSpec(t).Paths {
+		for method := range ops {
+			documented = append(documented, strings.ToUpper(method)+" "+path)
+		}
+	}
+	sort.Strings(served)
+	sort.Strings(documented)
+	require.Equal(t, documented, served)
+}
+
+// env is an API over a fresh queue with a task in each interesting state.
+type env struct {
+	srv   *httptest.Server
+	q     *queue.Queue
+	raw   store.Store
+	spec  spec
+	token string
+	tasks map[string]*queue.Task
+}
+
+func newEnv(t *testing.T, be storetest.Backend, opts Options) *env {
+	t.Helper()
+	ctx := context.Background()
+	raw := be.New(t)
+	_, err := queue.Init(ctx, raw, 1)
+	require.NoError(t, err)
+	// A settable clock: a submit followed at once by a claim must not
+	// depend on how precisely the server's time is estimated.
+	q, err := queue.Open(ctx, raw, queue.Options{Clock: storetest.NewClock(time.Now().UTC().Truncate(time.Second))})
+	require.NoError(t, err)
+	e := &env{q: q, raw: raw, spec: loadSpec(t), token: opts.Token, tasks: map[string]*queue.Task{}}
+	e.srv = httptest.NewServer(New(q, opts))
+	t.Cleanup(e.srv.Close)
+	submit := func(name, typ string) *queue.Task {
+		task, _, err := q.Submit(ctx, queue.SubmitRequest{Type: typ, Input: json.RawMessage(`{"n":"` + name + `"}`)})
+		require.NoError(t, err)
+		e.tasks[name] = task
+		return task
+	}
+	claim := func(task *queue.Task) *queue.Lease {
+		entry, err := queue.ParseReadyKey(queue.ReadyKey(task))
+		require.NoError(t, err)
+		l, err := q.Claim(ctx, entry, "api-test")
+		require.NoError(t, err)
+		return l
+	}
+	submit("pending", "email")
+	_, err = q.Complete(ctx, claim(submit("done", "email")), json.RawMessage(`{"ok":true}`))
+	require.NoError(t, err)
+	_, err = q.Fail(ctx, claim(submit("failed", "email")), "boom")
+	require.NoError(t, err)
+	_, err = q.Fail(ctx, claim(submit("failed2", "resize")), "boom")
+	require.NoError(t, err)
+	require.NoError(t, q.PutWorker(ctx, &queue.WorkerInfo{ID: "w1", StartedAt: q.Now(), LastHeartbeat: q.Now(), Concurrency: 2}))
+	return e
+}
+
+// do sends a request and returns the status and the decoded JSON body.
+func (e *env) do(t *testing.T, method, path, body string, hdr ...string) (int, any, http.Header) {
+	t.Helper()
+	req, err := http.NewRequest(method, e.srv.URL+path, strings.NewReader(body))
+	require.NoError(t, err)
+	if e.token != "" {
+		req.Header.Set("Authorization", "Bearer "+e.token)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	var v any
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		require.NoError(t, json.Unmarshal(raw, &v), "body: %s", raw)
+	}
+	return resp.StatusCode, v, resp.Header
+}
+
+// documented checks a response against the OpenAPI document: the status is
+// listed for the operation and the body fits its schema.
+func (e *env) documented(t *testing.T, method, pattern string, status int, body any) {
+	t.Helper()
+	op, ok := e.spec.Paths[pattern][strings.ToLower(method)]
+	require.True(t, ok, "%s %s is not documented", method, pattern)
+	resp, ok := op.Responses[fmt.Sprint(status)]
+	require.True(t, ok, "%s %s: status %d is not documented", method, pattern, status)
+	if c, ok := resp.Content["application/json"]; ok && body != nil {
+		e.spec.check(t, fmt.Sprintf("%s %s %d", method, pattern, status), c.Schema, body)
+	}
+}
+
+func TestEndpoints(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
+		e := newEnv(t, be, Options{Metrics: metrics.New()})
+		id := func(name string) string { return e.tasks[name].ID.String() }
+		missing := "00000000-0000-4000-8000-000000000000"
+		tests := []struct {
+			method, path, pattern, body string
+			status                      int
+			check                       func(t *testing.T, v map[string]any)
+		}{
+			{"GET", "/health", "/health", "", 200, nil},
+			{"GET", "/health?check=s3", "/health", "", 200, func(t *testing.T, v map[string]any) { require.Equal(t, "ok", v["s3"]) }},
+			{"GET", "/api/openapi.json", "/api/openapi.json", "", 200, nil},
+			{"GET", "/", "/", "", 200, nil},
+			{"GET", "/api/stats", "/api/stats", "", 200, func(t *testing.T, v map[string]any) {
+				require.Equal(t, 4.0, v["total"])
+				require.Equal(t, 2.0, v["by_status"].(map[string]any)["failed"])
+				require.Equal(t, 1.0, v["workers"].(map[string]any)["active"])
+			}},
+			{"GET", "/api/workers", "/api/workers", "", 200, func(t *testing.T, v map[string]any) {
+				require.Len(t, v["workers"], 1)
+			}},
+			{"GET", "/api/tasks", "/api/tasks", "", 200, func(t *testing.T, v map[string]any) { require.Len(t, v["tasks"], 4) }},
+			{"GET", "/api/tasks?status=failed&type=email", "/api/tasks", "", 200, func(t *testing.T, v map[string]any) { require.Len(t, v["tasks"], 1) }},
+			{"GET", "/api/tasks?limit=1", "/api/tasks", "", 200, func(t *testing.T, v map[string]any) {
+				require.Len(t, v["tasks"], 1)
+				require.NotEmpty(t, v["next_cursor"])
+			}},
+			{"GET", "/api/tasks?status=sleeping", "/api/tasks", "", 400, nil},
+			{"GET", "/api/tasks?limit=0", "/api/tasks", "", 400, nil},
+			{"GET", "/api/tasks?shard=zz", "/api/tasks", "", 400, nil},
+			{"GET", "/api/tasks?colour=red", "/api/tasks", "", 400, nil},
+			{"GET", "/api/tasks?cursor=garbage", "/api/tasks", "", 400, nil},
+			{"POST", "/api/tasks", "/api/tasks", `{"type":"email","input":{"to":"a@b.c"},"max_retries":1}`, 201, func(t *testing.T, v map[string]any) {
+				require.Equal(t, "pending", v["status"])
+				require.Equal(t, 1.0, v["max_retries"])
+			}},
+			{"POST", "/api/tasks", "/api/tasks", `{"type":"email","input":1,"idempotency_key":"k"}`, 201, nil},
+			{"POST", "/api/tasks", "/api/tasks", `{"type":"email","input":1,"idempotency_key":"k"}`, 200, nil},
+			{"POST", "/api/tasks", "/api/tasks", `{"type":"email","input":2,"idempotency_key":"k"}`, 409, nil},
+			{"POST", "/api/tasks", "/api/tasks", `{"type":"email",`, 400, func(t *testing.T, v map[string]any) {
+				require.Contains(t, v["error"].(map[string]any)["message"], "not valid JSON")
+			}},
+			{"POST", "/api/tasks", "/api/tasks", `{"input":1}`, 400, nil},
+			{"POST", "/api/tasks", "/api/tasks", `{"type":"e","priority":9}`, 400, nil},
+			{"GET", "/api/tasks/" + id("done"), "/api/tasks/{id}", "", 200, func(t *testing.T, v map[string]any) { require.Equal(t, "completed", v["status"]) }},
+			{"GET", "/api/tasks/" + missing, "/api/tasks/{id}", "", 404, nil},
+			{"GET", "/api/tasks/not-an-id", "/api/tasks/{id}", "", 400, nil},
+			{"GET", "/api/tasks/" + id("done") + "/history", "/api/tasks/{id}/history", "", 200, func(t *testing.T, v map[string]any) {
+				require.Len(t, v["events"], 3)
+			}},
+			{"GET", "/api/tasks/" + missing + "/history", "/api/tasks/{id}/history", "", 404, nil},
+			{"GET", "/api/dead", "/api/dead", "", 200, func(t *testing.T, v map[string]any) { require.Len(t, v["tasks"], 2) }},
+			{"GET", "/api/dead?type=resize", "/api/dead", "", 200, func(t *testing.T, v map[string]any) { require.Len(t, v["tasks"], 1) }},
+			{"POST", "/api/dead/" + id("done") + "/retry", "/api/dead/{id}/retry", "", 409, nil},
+			{"POST", "/api/dead/" + id("failed") + "/retry", "/api/dead/{id}/retry", "", 200, func(t *testing.T, v map[string]any) { require.Equal(t, "pending", v["status"]) }},
+			{"POST", "/api/dead/" + missing + "/retry", "/api/dead/{id}/retry", "", 404, nil},
+			{"DELETE", "/api/dead/" + id("failed2"), "/api/dead/{id}", "", 200, func(t *testing.T, v map[string]any) { require.Equal(t, "archived", v["status"]) }},
+			{"DELETE", "/api/dead/" + id("pending"), "/api/dead/{id}", "", 409, nil},
+			{"POST", "/api/tasks/" + id("done") + "/cancel", "/api/tasks/{id}/cancel", "", 409, nil},
+			{"POST", "/api/tasks/" + id("pending") + "/cancel", "/api/tasks/{id}/cancel", `{"reason":"not needed"}`, 200, func(t *testing.T, v map[string]any) {
+				require.Equal(t, "cancelled", v["status"])
+				require.Equal(t, "not needed", v["cancel_reason"])
+			}},
+			{"POST", "/api/tasks/" + id("pending") + "/cancel", "/api/tasks/{id}/cancel", `{"why":1}`, 400, nil},
+			{"GET", "/metrics", "/metrics", "", 200, nil},
+		}
+		// Run in order: later cases see earlier changes.
+		for _, tt := range tests {
+			status, body, _ := e.do(t, tt.method, tt.path, tt.body)
+			require.Equal(t, tt.status, status, "%s %s %s: %v", tt.method, tt.path, tt.body, body)
+			e.documented(t, tt.method, tt.pattern, status, body)
+			if status >= 400 {
+				e.documented(t, tt.method, tt.pattern, status, body) // errors are Error objects
+				e.spec.check(t, tt.path, schema{Ref: "#/components/schemas/Error"}, body)
+			}
+			if tt.check != nil {
+				tt.check(t, body.(map[string]any))
+			}
+		}
+		status, body, _ := e.do(t, "GET", "/api/nowhere", "")
+		require.Equal(t, 404, status)
+		require.Contains(t, body.(map[string]any)["error"].(map[string]any)["message"], "/api/openapi.json")
+	})
+}
+
+func TestAuthAndLimits(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, storetest.Backends()[0], Options{Token: "s3cret", MaxBody: 2048})
+	tests := []struct {
+		name   string
+		method string
+		path   string
+		body   string
+		auth   string
+		status int
+	}{
+		{"health needs no token", "GET", "/health", "", "-", 200},
+		{"missing token", "GET", "/api/stats", "", "-", 401},
+		{"wrong token", "GET", "/api/stats", "", "Bearer nope", 401},
+		{"wrong scheme", "GET", "/api/stats", "", "Basic s3cret", 401},
+		{"right token", "GET", "/api/stats", "", "Bearer s3cret", 200},
+		{"openapi needs the token", "GET", "/api/openapi.json", "", "-", 401},
+		{"body over the limit", "POST", "/api/tasks", `{"type":"e","input":"` + strings.Repeat("x", 4096) + `"}`, "Bearer s3cret", 413},
+		{"body under the limit", "POST", "/api/tasks", `{"type":"e","input":"` + strings.Repeat("x", 1024) + `"}`, "Bearer s3cret", 201},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, err := http.NewRequest(tt.method, e.srv.URL+tt.path, strings.NewReader(tt.body))
+			require.NoError(t, err)
+			if tt.auth != "-" {
+				req.Header.Set("Authorization", tt.auth)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			require.Equal(t, tt.status, resp.StatusCode)
+			if tt.status == 401 {
+				require.Equal(t, `Bearer realm="qo"`, resp.Header.Get("WWW-Authenticate"))
+			}
+		})
+	}
+}
+
+// TestMalformedObjects puts broken objects in the bucket: listings and
+// stats still answer and report them.
+func TestMalformedObjects(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
+		e := newEnv(t, be, Options{})
+		ctx := context.Background()
+		_, err := e.raw.Put(ctx, "tasks/0/00000000-0000-4000-8000-000000000000.json", []byte(`{"format":1,"id":`), store.Condition{})
+		require.NoError(t, err)
+		_, err = e.raw.Put(ctx, "workers/broken.json", []byte(`nope`), store.Condition{})
+		require.NoError(t, err)
+		status, body, _ := e.do(t, "GET", "/api/stats", "")
+		require.Equal(t, 200, status)
+		require.Len(t, body.(map[string]any)["malformed"], 1)
+		status, body, _ = e.do(t, "GET", "/api/tasks?status=completed", "")
+		require.Equal(t, 200, status)
+		require.Len(t, body.(map[string]any)["malformed"], 1)
+		status, _, _ = e.do(t, "GET", "/api/workers", "")
+		require.Equal(t, 200, status)
+	})
+}
+
+// downStore fails every read, as an S3 outage does.
+type downStore struct{ store.Store }
+
+func (d downStore) List(context.Context, store.ListParams) (store.ListPage, error) {
+	return store.ListPage{}, fmt.Errorf("list: %w: %w", store.ErrUnreachable, errors.New("connection refused"))
+}
+
+func TestOutageIs503(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, storetest.Backends()[0], Options{})
+	q, err := queue.Open(context.Background(), downStore{e.raw}, queue.Options{})
+	require.NoError(t, err)
+	srv := httptest.NewServer(New(q, Options{}))
+	defer srv.Close()
+	for _, path := range []string{"/api/stats", "/api/tasks", "/api/workers"} {
+		resp, err := http.Get(srv.URL + path)
+		require.NoError(t, err)
+		var body Error
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+		resp.Body.Close()
+		require.Equal(t, 503, resp.StatusCode, path)
+		require.Equal(t, "storage_unavailable", body.Error.Code)
+	}
+}
+
+// TestCORS checks the preflight and the header when an origin is allowed.
+func TestCORS(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, storetest.Backends()[0], Options{AllowOrigin: "https://ops.example.com"})
+	req, _ := http.NewRequest("OPTIONS", e.srv.URL+"/api/tasks", nil)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, 204, resp.StatusCode)
+	require.Equal(t, "https://ops.example.com", resp.Header.Get("Access-Control-Allow-Origin"))
+	_, _, hdr := e.do(t, "GET", "/api/stats", "")
+	require.Equal(t, "https://ops.example.com", hdr.Get("Access-Control-Allow-Origin"))
+}

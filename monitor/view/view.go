@@ -1,0 +1,134 @@
+// Package view holds the JSON shapes qo prints and serves: the CLI's
+// --json output and the HTTP API's bodies are the same types, so a script
+// can move from one to the other without changes. Shapes are stable:
+// fields may be added, never removed or renamed.
+package view
+
+import (
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/qo-queue/qo/monitor"
+	"github.com/qo-queue/qo/queue"
+)
+
+// Malformed is an object in the bucket that could not be decoded.
+type Malformed struct {
+	Key   string `json:"key"`
+	Error string `json:"error"`
+}
+
+// MalformedOf converts the queue's reports.
+func MalformedOf(ms []queue.MalformedError) []Malformed {
+	out := []Malformed{}
+	for _, m := range ms {
+		out = append(out, Malformed{Key: m.Key, Error: m.Err.Error()})
+	}
+	return out
+}
+
+// Page is one page of tasks (qo list --json, GET /api/tasks).
+type Page struct {
+	Tasks      []*queue.Task `json:"tasks"`
+	NextCursor string        `json:"next_cursor"`
+	Malformed  []Malformed   `json:"malformed"`
+	Stale      []string      `json:"stale_index_entries"`
+}
+
+// PageOf converts a queue page; lists are never null.
+func PageOf(p queue.TaskPage) Page {
+	out := Page{Tasks: p.Tasks, NextCursor: p.Cursor, Malformed: MalformedOf(p.Malformed), Stale: p.Stale}
+	if out.Tasks == nil {
+		out.Tasks = []*queue.Task{}
+	}
+	if out.Stale == nil {
+		out.Stale = []string{}
+	}
+	return out
+}
+
+// Event is one version in a task's history.
+type Event struct {
+	Event     string       `json:"event"`
+	At        time.Time    `json:"at"`
+	Status    queue.Status `json:"status"`
+	WorkerID  string       `json:"worker_id"`
+	Attempt   int          `json:"attempt"`
+	Rev       int64        `json:"rev"`
+	VersionID string       `json:"version_id"`
+	Error     string       `json:"error,omitempty"`
+	Task      *queue.Task  `json:"task"`
+}
+
+// History is a task's history (qo history --json, GET /api/tasks/{id}/history).
+type History struct {
+	ID     uuid.UUID `json:"id"`
+	Events []Event   `json:"events"`
+}
+
+// HistoryOf converts a queue history.
+func HistoryOf(id uuid.UUID, events []queue.Event) History {
+	h := History{ID: id, Events: []Event{}}
+	for _, e := range events {
+		j := Event{Event: e.Name, At: e.At, Status: e.Status, WorkerID: e.WorkerID,
+			Attempt: e.Attempt, Rev: e.Rev, VersionID: e.VersionID, Task: e.Task}
+		if e.Err != nil {
+			j.Error = e.Err.Error()
+		}
+		h.Events = append(h.Events, j)
+	}
+	return h
+}
+
+// Worker is one registry record with its judged health.
+type Worker struct {
+	*queue.WorkerInfo
+	State               monitor.State `json:"state"`
+	HeartbeatAgeSeconds float64       `json:"heartbeat_age_seconds"`
+}
+
+// Workers is the worker registry (qo workers --json, GET /api/workers).
+type Workers struct {
+	Now              time.Time `json:"now"`
+	ThresholdSeconds float64   `json:"threshold_seconds"`
+	Workers          []Worker  `json:"workers"`
+}
+
+// WorkersOf converts judged workers.
+func WorkersOf(health []monitor.WorkerHealth, now time.Time, threshold time.Duration) Workers {
+	out := Workers{Now: now, ThresholdSeconds: threshold.Seconds(), Workers: []Worker{}}
+	for _, h := range health {
+		out.Workers = append(out.Workers, Worker{WorkerInfo: h.Worker, State: h.State, HeartbeatAgeSeconds: h.Age.Seconds()})
+	}
+	return out
+}
+
+// Stats is the queue at a glance (GET /api/stats).
+type Stats struct {
+	At                   time.Time                       `json:"at"`
+	Total                int                             `json:"total"`
+	ByStatus             map[queue.Status]int            `json:"by_status"`
+	ByShard              map[string]map[queue.Status]int `json:"by_shard"`
+	ByType               map[string]map[queue.Status]int `json:"by_type"`
+	Delayed              int                             `json:"delayed"`
+	OldestPendingSeconds float64                         `json:"oldest_pending_age_seconds"`
+	Recent               []queue.MinuteCount             `json:"recent"`
+	Partial              bool                            `json:"partial"`
+	Malformed            []Malformed                     `json:"malformed"`
+	Workers              map[monitor.State]int           `json:"workers"`
+}
+
+// StatsOf converts task counts and judged workers.
+func StatsOf(st queue.Stats, health []monitor.WorkerHealth) Stats {
+	out := Stats{
+		At: st.At, Total: st.Total, ByStatus: st.ByStatus, ByShard: st.ByShard, ByType: st.ByType,
+		Delayed: st.Delayed, OldestPendingSeconds: st.OldestPendingAge.Seconds(), Recent: st.Recent,
+		Partial: st.Partial, Malformed: MalformedOf(st.Malformed),
+		Workers: map[monitor.State]int{monitor.Active: 0, monitor.Stale: 0, monitor.Dead: 0},
+	}
+	for _, h := range health {
+		out.Workers[h.State]++
+	}
+	return out
+}

@@ -1,0 +1,291 @@
+package queue
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// SubmitFields are the keys a submit document may carry.
+var SubmitFields = []string{"type", "task_type", "input", "timeout_seconds", "max_retries", "retry_policy",
+	"delay", "available_at", "idempotency_key"}
+
+// SubmitDefaults fill the fields a submit document leaves out.
+type SubmitDefaults struct {
+	Type        string
+	Timeout     time.Duration
+	MaxRetries  int
+	Delay       time.Duration
+	AvailableAt time.Time
+	// TypeHint is added to the "missing type" error (e.g. how to give a
+	// default type).
+	TypeHint string
+}
+
+// DefaultSubmitDefaults are the defaults of qo submit.
+var DefaultSubmitDefaults = SubmitDefaults{Timeout: DefaultTimeout, MaxRetries: DefaultMaxRetries}
+
+// SubmitDoc is a decoded submit document. Delay, when set, is relative to
+// the moment of submission: the caller sets Request.AvailableAt to now +
+// Delay just before submitting.
+type SubmitDoc struct {
+	Request SubmitRequest
+	Delay   time.Duration
+}
+
+// inputText strips the ErrInvalidInput prefix from err's text.
+func inputText(err error) string {
+	return strings.TrimPrefix(err.Error(), ErrInvalidInput.Error()+": ")
+}
+
+// DecodeSubmit decodes and validates a submit document: one JSON object
+// with the SubmitFields, as qo submit --file reads per line and the HTTP
+// API takes as a body. Fields left out take def's values. Every problem is
+// an ErrInvalidInput naming the field and what it wants.
+func DecodeSubmit(doc []byte, def SubmitDefaults) (SubmitDoc, error) {
+	t, err := decodeSubmit(doc, def)
+	if err != nil {
+		return SubmitDoc{}, fmt.Errorf("%w: %w", ErrInvalidInput, err)
+	}
+	return t, nil
+}
+
+func decodeSubmit(line []byte, def SubmitDefaults) (SubmitDoc, error) {
+	var t SubmitDoc
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.UseNumber()
+	var fields map[string]json.RawMessage
+	if err := dec.Decode(&fields); err != nil {
+		return t, errors.New(jsonErrorText(err))
+	}
+	if fields == nil {
+		return t, errors.New("want a JSON object, got null")
+	}
+	if dec.More() {
+		return t, errors.New("more than one JSON value (want one object)")
+	}
+	names := make([]string, 0, len(fields))
+	for k := range fields {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		if !slices.Contains(SubmitFields, k) {
+			return t, fmt.Errorf("unknown field %q (known: %s)", k, strings.Join(SubmitFields, ", "))
+		}
+	}
+	req := &t.Request
+
+	// type
+	typ, err := stringField(fields, "type")
+	if err != nil {
+		return t, err
+	}
+	alias, err := stringField(fields, "task_type")
+	if err != nil {
+		return t, err
+	}
+	switch {
+	case typ != "" && alias != "":
+		return t, errors.New(`give either "type" or "task_type", not both`)
+	case alias != "":
+		typ = alias
+	case typ == "":
+		typ = def.Type
+	}
+	if typ == "" {
+		hint := ""
+		if def.TypeHint != "" {
+			hint = "; " + def.TypeHint
+		}
+		return t, fmt.Errorf(`missing "type" (the task type a worker handles%s)`, hint)
+	}
+	if err := ValidateType(typ); err != nil {
+		return t, fmt.Errorf("type: %s", inputText(err))
+	}
+	req.Type = typ
+
+	// input: any JSON value, kept as written (compacted by Submit).
+	if raw, ok := fields["input"]; ok && !isNull(raw) {
+		req.Input = raw
+	}
+
+	// timeout_seconds
+	req.Timeout = def.Timeout
+	if raw, ok := fields["timeout_seconds"]; ok && !isNull(raw) {
+		n, err := intField("timeout_seconds", raw)
+		if err != nil {
+			return t, err
+		}
+		if n < 1 {
+			return t, fmt.Errorf("timeout_seconds %d is below the 1 second minimum", n)
+		}
+		req.Timeout = time.Duration(n) * time.Second
+	}
+
+	// max_retries
+	retries := def.MaxRetries
+	if raw, ok := fields["max_retries"]; ok && !isNull(raw) {
+		n, err := intField("max_retries", raw)
+		if err != nil {
+			return t, err
+		}
+		if n < 0 {
+			return t, fmt.Errorf("max_retries %d is negative (0 runs the task once)", n)
+		}
+		retries = int(n)
+	}
+	req.MaxRetries = &retries
+
+	// retry_policy: fields not given keep their defaults.
+	if raw, ok := fields["retry_policy"]; ok && !isNull(raw) {
+		p := DefaultRetryPolicy
+		pd := json.NewDecoder(bytes.NewReader(raw))
+		pd.DisallowUnknownFields()
+		if err := pd.Decode(&p); err != nil {
+			return t, fmt.Errorf("retry_policy: %s (want {\"initial_interval_ms\", \"max_interval_ms\", \"multiplier\", \"jitter_percent\"})", jsonErrorText(err))
+		}
+		if err := p.Validate(); err != nil {
+			return t, errors.New(inputText(err))
+		}
+		req.RetryPolicy = &p
+	}
+
+	// delay | available_at
+	rawDelay, hasDelay := fields["delay"]
+	hasDelay = hasDelay && !isNull(rawDelay)
+	rawAt, hasAt := fields["available_at"]
+	hasAt = hasAt && !isNull(rawAt)
+	switch {
+	case hasDelay && hasAt:
+		return t, errors.New(`give either "delay" or "available_at", not both`)
+	case hasDelay:
+		d, err := durationField("delay", rawDelay)
+		if err != nil {
+			return t, err
+		}
+		t.Delay = d
+	case hasAt:
+		s, err := stringField(fields, "available_at")
+		if err != nil {
+			return t, err
+		}
+		at, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			return t, fmt.Errorf("available_at %q is not an RFC 3339 time (e.g. 2025-06-01T08:00:00Z)", s)
+		}
+		req.AvailableAt = at
+	default:
+		t.Delay, req.AvailableAt = def.Delay, def.AvailableAt
+	}
+
+	// idempotency_key
+	key, err := stringField(fields, "idempotency_key")
+	if err != nil {
+		return t, err
+	}
+	if len(key) > MaxIdempotencyKeyLen {
+		return t, fmt.Errorf("idempotency_key is %d bytes long (at most %d)", len(key), MaxIdempotencyKeyLen)
+	}
+	req.IdempotencyKey = key
+	return t, nil
+}
+
+// jsonErrorText words a decoding error for a human.
+func jsonErrorText(err error) string {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return fmt.Sprintf("not valid JSON: %s (at byte %d)", strings.TrimPrefix(syn.Error(), "json: "), syn.Offset)
+	case errors.As(err, &typ) && typ.Field == "":
+		return fmt.Sprintf("want a JSON object, got a JSON %s", typ.Value)
+	case errors.As(err, &typ):
+		return fmt.Sprintf("field %s: want a %s, got a JSON %s", typ.Field, typ.Type, typ.Value)
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return "not valid JSON: unexpected end of input"
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
+
+// stringField returns fields[name] as a string ("" when absent or null).
+func stringField(fields map[string]json.RawMessage, name string) (string, error) {
+	raw, ok := fields[name]
+	if !ok || isNull(raw) {
+		return "", nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", fmt.Errorf("%s: want a string, got %s", name, jsonKind(raw))
+	}
+	return s, nil
+}
+
+func intField(name string, raw json.RawMessage) (int64, error) {
+	var n json.Number
+	if jsonKind(raw) != "a number" || json.Unmarshal(raw, &n) != nil {
+		return 0, fmt.Errorf("%s: want a whole number, got %s", name, jsonKind(raw))
+	}
+	i, err := n.Int64()
+	if err != nil {
+		return 0, fmt.Errorf("%s: want a whole number, got %s", name, n)
+	}
+	return i, nil
+}
+
+// durationField accepts a Go duration string ("90s", "1h30m") or a number
+// of seconds.
+func durationField(name string, raw json.RawMessage) (time.Duration, error) {
+	var d time.Duration
+	var s string
+	var n json.Number
+	switch {
+	case json.Unmarshal(raw, &s) == nil:
+		var err error
+		d, err = time.ParseDuration(s)
+		if err != nil {
+			return 0, fmt.Errorf("%s %q is not a duration (e.g. \"90s\", \"1h30m\", or a number of seconds)", name, s)
+		}
+	case jsonKind(raw) == "a number" && json.Unmarshal(raw, &n) == nil:
+		f, err := n.Float64()
+		if err != nil {
+			return 0, fmt.Errorf("%s: %s is not a number of seconds", name, n)
+		}
+		d = time.Duration(f * float64(time.Second))
+	default:
+		return 0, fmt.Errorf("%s: want a duration string or a number of seconds, got %s", name, jsonKind(raw))
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("%s %s is negative", name, d)
+	}
+	return d, nil
+}
+
+// jsonKind names the JSON type of raw for error messages.
+func jsonKind(raw json.RawMessage) string {
+	s := bytes.TrimSpace(raw)
+	if len(s) == 0 {
+		return "nothing"
+	}
+	switch s[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}

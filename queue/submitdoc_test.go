@@ -1,0 +1,65 @@
+package queue_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/qo-queue/qo/queue"
+)
+
+func TestDecodeSubmit(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2031, 1, 2, 3, 4, 5, 0, time.UTC)
+	tests := []struct {
+		name    string
+		doc     string
+		wantErr string
+		check   func(t *testing.T, d queue.SubmitDoc)
+	}{
+		{"defaults", `{"type":"email","input":{"to":"a"}}`, "", func(t *testing.T, d queue.SubmitDoc) {
+			require.Equal(t, "email", d.Request.Type)
+			require.JSONEq(t, `{"to":"a"}`, string(d.Request.Input))
+			require.Equal(t, queue.DefaultTimeout, d.Request.Timeout)
+			require.Equal(t, queue.DefaultMaxRetries, *d.Request.MaxRetries)
+		}},
+		{"every field", `{"task_type":"email","timeout_seconds":30,"max_retries":0,"delay":"90s","idempotency_key":"k1","retry_policy":{"initial_interval_ms":10}}`, "", func(t *testing.T, d queue.SubmitDoc) {
+			require.Equal(t, 30*time.Second, d.Request.Timeout)
+			require.Equal(t, 0, *d.Request.MaxRetries)
+			require.Equal(t, 90*time.Second, d.Delay)
+			require.Equal(t, "k1", d.Request.IdempotencyKey)
+			require.Equal(t, int64(10), d.Request.RetryPolicy.InitialIntervalMS)
+			require.Equal(t, queue.DefaultRetryPolicy.MaxIntervalMS, d.Request.RetryPolicy.MaxIntervalMS)
+		}},
+		{"available_at", `{"type":"e","available_at":"2031-01-02T03:04:05Z"}`, "", func(t *testing.T, d queue.SubmitDoc) {
+			require.Equal(t, at, d.Request.AvailableAt)
+		}},
+		{"not JSON", `{"type":`, "not valid JSON", nil},
+		{"not an object", `[1]`, "want a JSON object", nil},
+		{"unknown field", `{"type":"e","priority":1}`, `unknown field "priority"`, nil},
+		{"missing type", `{"input":1}`, `missing "type"`, nil},
+		{"bad type", `{"type":"has space"}`, "type:", nil},
+		{"wrong field type", `{"type":"e","max_retries":"3"}`, "max_retries: want a whole number, got a string", nil},
+		{"negative retries", `{"type":"e","max_retries":-1}`, "negative", nil},
+		{"short timeout", `{"type":"e","timeout_seconds":0}`, "below the 1 second minimum", nil},
+		{"delay and available_at", `{"type":"e","delay":1,"available_at":"2031-01-02T03:04:05Z"}`, "not both", nil},
+		{"bad time", `{"type":"e","available_at":"tomorrow"}`, "RFC 3339", nil},
+		{"two values", `{"type":"e"} {}`, "more than one JSON value", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			d, err := queue.DecodeSubmit([]byte(tt.doc), queue.DefaultSubmitDefaults)
+			if tt.wantErr != "" {
+				require.Error(t, err)
+				require.True(t, errors.Is(err, queue.ErrInvalidInput), "%v wraps ErrInvalidInput", err)
+				require.Contains(t, err.Error(), tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			tt.check(t, d)
+		})
+	}
+}

@@ -1,0 +1,46 @@
+package worker
+
+import "time"
+
+// Outcome is how one attempt ended, as an Observer sees it.
+type Outcome string
+
+// Outcomes.
+const (
+	OutcomeCompleted   Outcome = "completed"   // the task succeeded
+	OutcomeRetried     Outcome = "retried"     // failed, will run again after a backoff
+	OutcomeRescheduled Outcome = "rescheduled" // the handler asked to run again later
+	OutcomeFailed      Outcome = "failed"      // failed for good (dead letter)
+	OutcomeCancelled   Outcome = "cancelled"   // an operator cancelled it while it ran
+	OutcomeReleased    Outcome = "released"    // the worker shut down and gave it back
+	OutcomeLost        Outcome = "lost"        // the lease was lost; the result was discarded
+)
+
+// Observer is told what a worker does, for metrics. Its methods are called
+// from the worker's goroutines and must be quick and safe for concurrent
+// use. Options.Observer nil means nobody listens.
+type Observer interface {
+	// Claimed: the worker took a task of this type.
+	Claimed(taskType string)
+	// ClaimConflict: another worker (or a change) won the race for a task.
+	ClaimConflict(taskType string)
+	// Finished: an attempt ended; handlerTime is the handler's run time.
+	Finished(taskType string, outcome Outcome, handlerTime time.Duration)
+	// LeaseRenewed: a lease extension was tried; ok is false when it failed.
+	LeaseRenewed(taskType string, ok bool)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) Claimed(string)                          {}
+func (nopObserver) ClaimConflict(string)                    {}
+func (nopObserver) Finished(string, Outcome, time.Duration) {}
+func (nopObserver) LeaseRenewed(string, bool)               {}
+
+// observer returns the configured observer or one that ignores everything.
+func (w *Worker) observer() Observer {
+	if w.opts.Observer == nil {
+		return nopObserver{}
+	}
+	return w.opts.Observer
+}
