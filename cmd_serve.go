@@ -17,6 +17,7 @@ import (
 	"github.com/qo-queue/qo/monitor/metrics"
 	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/store"
+	"github.com/qo-queue/qo/webui"
 )
 
 func init() {
@@ -33,6 +34,7 @@ func serveCommand() *cli.Command {
 			Usage: "read the bearer token from `FILE` (or set " + envAPIToken + ")"},
 		&cli.Int64Flag{Name: "max-body", Value: httpapi.DefaultMaxBody, Usage: "largest request body in `BYTES`"},
 		&cli.StringFlag{Name: "allow-origin", Usage: "send Access-Control-Allow-Origin: `ORIGIN` on /api/ (a web page served elsewhere)"},
+		&cli.BoolFlag{Name: "no-ui", Usage: "do not serve the web UI at /"},
 	}
 	flags = append(flags, logFlags()...)
 	return &cli.Command{
@@ -55,6 +57,7 @@ func serveCommand() *cli.Command {
   DELETE /api/dead/{id}             archive a failed task (nothing is deleted)
   GET    /api/openapi.json          the OpenAPI 3 document
   GET    /metrics                   Prometheus metrics
+  GET    /                          the web UI (open /#api=/ to use this API)
 
 Errors are {"error": {"code", "message"}} with status 400 (bad input), 401
 (token), 404, 409 (not allowed in the task's state), 412, 413 (body too large)
@@ -135,10 +138,12 @@ func runServe(c *cli.Context) error {
 		return err
 	}
 	watchStoreMetrics(m, q)
-	h := httpapi.New(q, httpapi.Options{
-		Token: token, MaxBody: c.Int64("max-body"), Metrics: m, AllowOrigin: c.String("allow-origin"),
-	})
-	return serveHTTP(c, log, addr, logRequests(log, h), "API")
+	opts := httpapi.Options{Token: token, MaxBody: c.Int64("max-body"), Metrics: m, AllowOrigin: c.String("allow-origin")}
+	if !c.Bool("no-ui") {
+		opts.UI = webui.Handler()
+		fmt.Fprintf(c.App.ErrWriter, "qo: web UI through this API: http://%s/#api=/ (add &token=TOKEN when the API has one)\n", addr)
+	}
+	return serveHTTP(c, log, addr, logRequests(log, httpapi.New(q, opts)), "API")
 }
 
 // watchStoreMetrics exports the queue's store request counters.

@@ -13,23 +13,7 @@ import (
 // a task whose cancellation is already requested writes nothing. Terminal
 // tasks: ErrInvalidTransition.
 func (q *Queue) Cancel(ctx context.Context, id uuid.UUID, reason string) (*Task, error) {
-	res, err := q.operate(ctx, id, "cancel", func(t *Task, now time.Time) (string, error) {
-		switch t.Status {
-		case StatusPending:
-			toCancelled(t, now)
-			t.CancelReason = reason
-			return EventCancelled, nil
-		case StatusRunning:
-			if t.CancelRequested {
-				return "", nil
-			}
-			t.CancelRequested = true
-			t.CancelRequestedAt = timePtr(now)
-			t.CancelReason = reason
-			return EventCancelRequested, nil
-		}
-		return "", &TransitionError{From: t.Status, Event: EventCancelled, To: StatusCancelled, Reason: "only pending or running tasks can be cancelled"}
-	})
+	res, err := q.operate(ctx, id, "cancel", operatorChange(OpCancel, reason))
 	if err != nil {
 		return nil, err
 	}
@@ -43,16 +27,7 @@ func (q *Queue) Cancel(ctx context.Context, id uuid.UUID, reason string) (*Task,
 // retry_count reset to 0, cancellation cleared (last_error is kept until
 // the next attempt ends). attempt keeps counting.
 func (q *Queue) Replay(ctx context.Context, id uuid.UUID) (*Task, error) {
-	res, err := q.operate(ctx, id, "replay", func(t *Task, now time.Time) (string, error) {
-		switch t.Status {
-		case StatusFailed, StatusCancelled:
-		default:
-			return "", &TransitionError{From: t.Status, Event: EventReplayed, To: StatusPending, Reason: "only failed or cancelled tasks can be replayed"}
-		}
-		t.RetryCount = 0
-		toPending(t, now)
-		return EventReplayed, nil
-	})
+	res, err := q.operate(ctx, id, "replay", operatorChange(OpReplay, ""))
 	if err != nil {
 		return nil, err
 	}
@@ -63,15 +38,7 @@ func (q *Queue) Replay(ctx context.Context, id uuid.UUID) (*Task, error) {
 // Archive hides a completed, failed or cancelled task from default
 // listings. Its object and history stay.
 func (q *Queue) Archive(ctx context.Context, id uuid.UUID) (*Task, error) {
-	res, err := q.operate(ctx, id, "archive", func(t *Task, now time.Time) (string, error) {
-		switch t.Status {
-		case StatusCompleted, StatusFailed, StatusCancelled:
-		default:
-			return "", &TransitionError{From: t.Status, Event: EventArchived, To: StatusArchived, Reason: "only completed, failed or cancelled tasks can be archived"}
-		}
-		t.Status = StatusArchived
-		return EventArchived, nil
-	})
+	res, err := q.operate(ctx, id, "archive", operatorChange(OpArchive, ""))
 	if err != nil {
 		return nil, err
 	}
@@ -84,19 +51,7 @@ func (q *Queue) Archive(ctx context.Context, id uuid.UUID) (*Task, error) {
 // available_at (backoff or delay) becomes available now. A pending task
 // that is already available is left alone (no write).
 func (q *Queue) RequeueNow(ctx context.Context, id uuid.UUID) (*Task, error) {
-	res, err := q.operate(ctx, id, "requeue", func(t *Task, now time.Time) (string, error) {
-		switch t.Status {
-		case StatusRunning:
-		case StatusPending:
-			if !t.AvailableAt.After(now) {
-				return "", nil
-			}
-		default:
-			return "", &TransitionError{From: t.Status, Event: EventRequeued, To: StatusPending, Reason: "only running or pending tasks can be requeued"}
-		}
-		toPending(t, now)
-		return EventRequeued, nil
-	})
+	res, err := q.operate(ctx, id, "requeue", operatorChange(OpRequeue, ""))
 	if err != nil {
 		return nil, err
 	}
@@ -111,4 +66,101 @@ func (q *Queue) RequeueNow(ctx context.Context, id uuid.UUID) (*Task, error) {
 		q.deleteIndex(ctx, ReadyKey(res.prev))
 	}
 	return res.next, nil
+}
+
+// Operator actions, as ApplyOperator names them.
+const (
+	OpCancel  = "cancel"
+	OpReplay  = "replay"
+	OpArchive = "archive"
+	OpRequeue = "requeue"
+)
+
+// operatorChange is the change an operator action makes to a task (see the
+// methods above). Every client that acts on tasks (this package, the web
+// UI) applies exactly these rules; ApplyOperator exposes them.
+func operatorChange(op, reason string) func(t *Task, now time.Time) (string, error) {
+	switch op {
+	case OpCancel:
+		return func(t *Task, now time.Time) (string, error) {
+			switch t.Status {
+			case StatusPending:
+				toCancelled(t, now)
+				t.CancelReason = reason
+				return EventCancelled, nil
+			case StatusRunning:
+				if t.CancelRequested {
+					return "", nil
+				}
+				t.CancelRequested = true
+				t.CancelRequestedAt = timePtr(now)
+				t.CancelReason = reason
+				return EventCancelRequested, nil
+			}
+			return "", &TransitionError{From: t.Status, Event: EventCancelled, To: StatusCancelled, Reason: "only pending or running tasks can be cancelled"}
+		}
+	case OpReplay:
+		return func(t *Task, now time.Time) (string, error) {
+			switch t.Status {
+			case StatusFailed, StatusCancelled:
+			default:
+				return "", &TransitionError{From: t.Status, Event: EventReplayed, To: StatusPending, Reason: "only failed or cancelled tasks can be replayed"}
+			}
+			t.RetryCount = 0
+			toPending(t, now)
+			return EventReplayed, nil
+		}
+	case OpArchive:
+		return func(t *Task, now time.Time) (string, error) {
+			switch t.Status {
+			case StatusCompleted, StatusFailed, StatusCancelled:
+			default:
+				return "", &TransitionError{From: t.Status, Event: EventArchived, To: StatusArchived, Reason: "only completed, failed or cancelled tasks can be archived"}
+			}
+			t.Status = StatusArchived
+			return EventArchived, nil
+		}
+	case OpRequeue:
+		return func(t *Task, now time.Time) (string, error) {
+			switch t.Status {
+			case StatusRunning:
+			case StatusPending:
+				if !t.AvailableAt.After(now) {
+					return "", nil
+				}
+			default:
+				return "", &TransitionError{From: t.Status, Event: EventRequeued, To: StatusPending, Reason: "only running or pending tasks can be requeued"}
+			}
+			toPending(t, now)
+			return EventRequeued, nil
+		}
+	}
+	return func(*Task, time.Time) (string, error) {
+		return "", invalidInput("unknown operator action %q", op)
+	}
+}
+
+// ApplyOperator computes, without writing anything, the version an
+// operator action op (OpCancel, OpReplay, OpArchive, OpRequeue) makes of
+// base at time now: the change, rev+1, requestID, last_event, updated_at
+// (never moving back), and the transition validator. A nil task with a nil
+// error means the action changes nothing. The web UI implements the same
+// function in JavaScript and is tested against this one on shared cases.
+func ApplyOperator(base *Task, op, reason string, now time.Time, requestID string) (*Task, error) {
+	next := base.Clone()
+	event, err := operatorChange(op, reason)(next, now)
+	if err != nil || event == "" {
+		return nil, err
+	}
+	next.Rev = base.Rev + 1
+	next.RequestID = requestID
+	next.LastEvent = event
+	next.UpdatedAt = now
+	if next.UpdatedAt.Before(base.UpdatedAt) {
+		next.UpdatedAt = base.UpdatedAt
+	}
+	if err := ValidateTransition(base, next); err != nil {
+		return nil, err
+	}
+	return next, nil
 }

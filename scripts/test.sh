@@ -3,7 +3,8 @@
 #
 # On a fresh machine with only the Go toolchain it installs what the tests need
 # (MinIO, built once into a cache outside the repository), starts a throwaway
-# MinIO on 127.0.0.1, runs go vet, staticcheck, a gofmt check, the release
+# MinIO on 127.0.0.1, runs go vet, staticcheck, a gofmt check, the web UI's
+# build check and JavaScript tests, the release
 # check with a snapshot build, and the whole test suite with
 # the race detector, stops MinIO and exits with the test status.
 #
@@ -29,7 +30,10 @@ command -v go >/dev/null || {
 SYSTEM_PACKAGES=(
 	"zsh:zsh"   # shell completion scripts are run in real shells
 	"fish:fish"
-	"tmux:tmux" # the console is driven in a real terminal
+	"tmux:tmux"         # the console is driven in a real terminal
+	"chromium:chromium" # the web UI is driven in a real browser
+	"node:nodejs"       # the web UI's build and unit tests
+	"npm:npm"
 )
 
 install_system_packages() {
@@ -85,6 +89,10 @@ fi
 # --- Release ---------------------------------------------------------------------
 # goreleaser (pinned, cached outside the repository) checks .goreleaser.yaml and
 # cross-builds the release matrix as a snapshot.
+step "web UI: built assets match their sources; JavaScript unit tests"
+bash scripts/build-webui.sh --check
+(cd webui && node --test test/)
+
 step "goreleaser check + snapshot build"
 bash scripts/release.sh snapshot >&2
 

@@ -50,7 +50,7 @@ func DefaultKeyMap() KeyMap {
 		PrevPage:  k("[", "previous page", "["),
 		Mark:      k("m", "mark version for diff", "m"),
 		Diff:      k("d", "diff the two marked versions", "d"),
-		Replay:    k("R", "replay (failed, cancelled, archived)", "R"),
+		Replay:    k("R", "replay (failed, cancelled)", "R"),
 		Archive:   k("A", "archive (finished)", "A"),
 		Cancel:    k("C", "cancel (pending, running)", "C"),
 		Requeue:   k("N", "requeue now (pending in backoff)", "N"),

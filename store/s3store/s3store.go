@@ -107,6 +107,9 @@ type Store struct {
 	counters store.Counters
 	clock    serverClock
 	observe  func(op store.Op, d time.Duration, err error)
+
+	awsCfg      aws.Config // for other AWS APIs (STS) with the same credentials
+	rawEndpoint string     // the configured endpoint, "" for AWS
 }
 
 // New returns a Store for cfg. It sends no request: a wrong endpoint,
@@ -170,6 +173,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Endpoint == "" && awsCfg.BaseEndpoint != nil {
 		s.endpoint = *awsCfg.BaseEndpoint // from AWS_ENDPOINT_URL(_S3) or the profile
 	}
+	s.awsCfg, s.rawEndpoint = awsCfg, cfg.Endpoint
 	s.client = s3.NewFromConfig(awsCfg, func(o *s3.Options) {
 		if cfg.Endpoint != "" {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)

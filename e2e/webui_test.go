@@ -1,0 +1,227 @@
+//go:build unix
+
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/qo-queue/qo/queue"
+)
+
+const chromiumPath = "/usr/bin/chromium"
+
+// browser starts headless Chromium (Debian's) and returns a context for
+// chromedp actions; JavaScript dialogs (confirm) are accepted.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	if _, err := os.Stat(chromiumPath); err != nil {
+		if os.Getenv("QO_TEST_REQUIRE_S3") == "1" {
+			t.Fatalf("chromium is not installed at %s (scripts/test.sh installs it)", chromiumPath)
+		}
+		t.Skip("chromium is not installed")
+	}
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromiumPath), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck, chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1400, 900),
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelCtx := chromedp.NewContext(actx)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 3*time.Minute)
+	t.Cleanup(func() { cancelTimeout(); cancelCtx(); cancelAlloc() })
+	chromedp.ListenTarget(ctx, func(ev any) {
+		if _, ok := ev.(*page.EventJavascriptDialogOpening); ok {
+			go func() { _ = chromedp.Run(ctx, page.HandleJavaScriptDialog(true)) }()
+		}
+	})
+	require.NoError(t, chromedp.Run(ctx)) // start the browser
+	return ctx
+}
+
+// artifacts is where screenshots go: $QO_TEST_ARTIFACTS or a temp dir.
+func artifacts(t *testing.T) string {
+	dir := os.Getenv("QO_TEST_ARTIFACTS")
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "qo-test-artifacts")
+	}
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	return dir
+}
+
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	var png []byte
+	require.NoError(t, chromedp.Run(ctx, chromedp.FullScreenshot(&png, 100)))
+	path := filepath.Join(artifacts(t), "webui-"+name+".png")
+	require.NoError(t, os.WriteFile(path, png, 0o644))
+	t.Logf("screenshot: %s", path)
+	if os.Getenv("QO_UPDATE_SCREENSHOTS") == "1" && name == "task" {
+		require.NoError(t, os.WriteFile(filepath.Join("..", "docs", "images", "webui.png"), png, 0o644))
+	}
+}
+
+// TestWebUIInChromium serves the UI with the real binary and drives it in
+// headless Chromium against MinIO, with tasks in every state and a live
+// worker: list, detail, timeline, a replay seen through qo status, the
+// workers view, and task input shown as text, never as markup.
+func TestWebUIInChromium(t *testing.T) {
+	t.Parallel()
+	ctx := browser(t)
+	e := wkSetup(t)
+	bg := context.Background()
+	submit := func(typ, input string, mod func(*queue.SubmitRequest)) *queue.Task {
+		req := queue.SubmitRequest{Type: typ, Input: json.RawMessage(input)}
+		if mod != nil {
+			mod(&req)
+		}
+		task, _, err := e.q.Submit(bg, req)
+		require.NoError(t, err)
+		return task
+	}
+	claimNow := func(task *queue.Task) *queue.Lease {
+		entry, err := queue.ParseReadyKey(queue.ReadyKey(task))
+		require.NoError(t, err)
+		var l *queue.Lease
+		require.Eventually(t, func() bool { l, err = e.q.Claim(bg, entry, "e2e-setup"); return err == nil }, 10*time.Second, 50*time.Millisecond)
+		return l
+	}
+	done := submit("report", `{"month":"2030-01"}`, nil)
+	_, err := e.q.Complete(bg, claimNow(done), json.RawMessage(`{"rows":3}`))
+	require.NoError(t, err)
+	failed := submit("report", `{"month":"bad"}`, nil)
+	_, err = e.q.Fail(bg, claimNow(failed), "report: no such month")
+	require.NoError(t, err)
+	cancelled := submit("report", `{}`, nil)
+	_, err = e.q.Cancel(bg, cancelled.ID, "not needed")
+	require.NoError(t, err)
+	archived := submit("report", `{}`, nil)
+	_, err = e.q.Complete(bg, claimNow(archived), nil)
+	require.NoError(t, err)
+	_, err = e.q.Archive(bg, archived.ID)
+	require.NoError(t, err)
+	submit("report", `{}`, func(r *queue.SubmitRequest) { r.AvailableAt = time.Now().Add(time.Hour) }) // pending, later
+	evil := submit("report", `{"html":"<script>window.pwned=1</script><img src=x onerror=window.pwned=2>"}`,
+		func(r *queue.SubmitRequest) { r.AvailableAt = time.Now().Add(time.Hour) })
+	slow := submit("sleep", `{"ms":60000}`, nil) // the worker will be running it
+
+	workerID := "ui-worker-" + uuid.NewString()[:6]
+	e.start(t, "worker", workerArgs(workerID, "--builtins", "--types", "sleep")...)
+	e.waitTask(t, slow.ID, "running", func(t *queue.Task) bool { return t.Status == queue.StatusRunning })
+
+	// qo ui serve prints the link (with STS credentials from MinIO).
+	cmd := exec.Command(wkBinary(t), "ui", "serve", "--addr", "127.0.0.1:0")
+	cmd.Env = e.env
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	link, err := bufio.NewReader(stdout).ReadString('\n')
+	require.NoError(t, err, stderr.String())
+	link = strings.TrimSpace(link)
+	require.Contains(t, link, "endpoint=")
+	require.Contains(t, link, "st=", "short-lived credentials with a session token")
+	require.Eventually(t, func() bool { return strings.Contains(stderr.String(), "credentials scoped to bucket") },
+		10*time.Second, 20*time.Millisecond, stderr.String())
+
+	short := func(task *queue.Task) string { return task.ID.String()[:8] }
+	row := func(task *queue.Task) string { return `tr[data-id="` + task.ID.String() + `"]` }
+	var text string
+	require.NoError(t, chromedp.Run(ctx,
+		chromedp.Navigate(link),
+		chromedp.WaitVisible(row(failed), chromedp.ByQuery),
+		chromedp.Text("#tasks", &text, chromedp.ByQuery),
+	))
+	for _, task := range []*queue.Task{done, failed, cancelled, slow} {
+		require.Contains(t, text, short(task))
+	}
+	require.NotContains(t, text, short(archived), "archived tasks are hidden by default")
+	require.Contains(t, text, "lease", "the running task shows its lease countdown")
+	require.Contains(t, text, "runs in", "the delayed task shows its countdown")
+	var location string
+	require.NoError(t, chromedp.Run(ctx, chromedp.Location(&location)))
+	require.NotContains(t, location, "sk=", "the credentials leave the address bar")
+	require.NoError(t, chromedp.Run(ctx, chromedp.Text("#expiry", &text, chromedp.ByQuery)))
+	require.Contains(t, text, "credentials expire in", "the page shows when its credentials expire")
+	screenshot(t, ctx, "tasks")
+
+	// The failed task: detail, timeline, diff, replay.
+	require.NoError(t, chromedp.Run(ctx,
+		chromedp.Click(row(failed), chromedp.ByQuery),
+		chromedp.WaitVisible("#timeline tr.version", chromedp.ByQuery),
+		chromedp.Text("#detail", &text, chromedp.ByQuery),
+	))
+	require.Contains(t, text, "report: no such month")
+	require.Contains(t, text, "Timeline (3 versions)")
+	for _, ev := range []string{"enqueued", "claimed", "failed"} {
+		require.Contains(t, text, ev)
+	}
+	require.NoError(t, chromedp.Run(ctx,
+		chromedp.Click(`#timeline tr.version:nth-of-type(2) input`, chromedp.ByQuery),
+		chromedp.Click(`#timeline tr.version:nth-of-type(4) input`, chromedp.ByQuery),
+		chromedp.Click("#diff-btn", chromedp.ByQuery),
+		chromedp.WaitVisible("#diff", chromedp.ByQuery),
+		chromedp.Text("#diff", &text, chromedp.ByQuery),
+	))
+	require.Contains(t, text, `+   "status": "failed"`)
+	screenshot(t, ctx, "task")
+	require.NoError(t, chromedp.Run(ctx,
+		chromedp.Click("#act-replay", chromedp.ByQuery),
+		chromedp.Poll(`document.querySelector('#status').textContent.length > 0`, nil, chromedp.WithPollingTimeout(30*time.Second)),
+		chromedp.Text("#status", &text, chromedp.ByQuery),
+	))
+	require.Contains(t, text, "is now pending")
+	r := qo(t, e.env, "status", failed.ID.String(), "--json")
+	require.Equal(t, 0, r.code, r.String())
+	var got queue.Task
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &got))
+	require.Equal(t, queue.StatusPending, got.Status, "qo status sees the replay")
+	require.Equal(t, "replayed", got.LastEvent)
+	entries, _, err := e.q.ListReady(bg, queue.ReadyQuery{Types: []string{"report"}})
+	require.NoError(t, err)
+	found := false
+	for _, en := range entries {
+		found = found || en.ID == failed.ID
+	}
+	require.True(t, found, "the replay wrote the ready index entry, as the Go code does")
+
+	// Task input is text, never markup.
+	var pwned bool
+	var scripts int
+	require.NoError(t, chromedp.Run(ctx,
+		chromedp.Click(row(evil), chromedp.ByQuery),
+		chromedp.WaitVisible("#data", chromedp.ByQuery),
+		chromedp.Sleep(300*time.Millisecond),
+		chromedp.Text("#data", &text, chromedp.ByQuery),
+		chromedp.Evaluate(`Boolean(window.pwned)`, &pwned),
+		chromedp.Evaluate(`document.querySelectorAll('#detail script, #detail img').length`, &scripts),
+	))
+	require.Contains(t, text, "<script>window.pwned=1</script>")
+	require.False(t, pwned, "task input ran as script")
+	require.Zero(t, scripts, "task input became elements")
+
+	// The workers view shows the running worker.
+	require.NoError(t, chromedp.Run(ctx,
+		chromedp.Click("#tab-workers", chromedp.ByQuery),
+		chromedp.WaitVisible("#workers tr.worker", chromedp.ByQuery),
+		chromedp.Text("#workers", &text, chromedp.ByQuery),
+	))
+	require.Contains(t, text, workerID)
+	require.Contains(t, text, "active")
+	screenshot(t, ctx, "workers")
+}

@@ -1,0 +1,1399 @@
+// node_modules/diff/libesm/diff/base.js
+var Diff = class {
+  diff(oldStr, newStr, options = {}) {
+    let callback;
+    if (typeof options === "function") {
+      callback = options;
+      options = {};
+    } else if ("callback" in options) {
+      callback = options.callback;
+    }
+    const oldString = this.castInput(oldStr, options);
+    const newString = this.castInput(newStr, options);
+    const oldTokens = this.removeEmpty(this.tokenize(oldString, options));
+    const newTokens = this.removeEmpty(this.tokenize(newString, options));
+    return this.diffWithOptionsObj(oldTokens, newTokens, options, callback);
+  }
+  diffWithOptionsObj(oldTokens, newTokens, options, callback) {
+    var _a;
+    const done = (value) => {
+      value = this.postProcess(value, options);
+      if (callback) {
+        setTimeout(function() {
+          callback(value);
+        }, 0);
+        return void 0;
+      } else {
+        return value;
+      }
+    };
+    const newLen = newTokens.length, oldLen = oldTokens.length;
+    let editLength = 1;
+    let maxEditLength = newLen + oldLen;
+    if (options.maxEditLength != null) {
+      maxEditLength = Math.min(maxEditLength, options.maxEditLength);
+    }
+    const maxExecutionTime = (_a = options.timeout) !== null && _a !== void 0 ? _a : Infinity;
+    const abortAfterTimestamp = Date.now() + maxExecutionTime;
+    const bestPath = [{ oldPos: -1, lastComponent: void 0 }];
+    let newPos = this.extractCommon(bestPath[0], newTokens, oldTokens, 0, options);
+    if (bestPath[0].oldPos + 1 >= oldLen && newPos + 1 >= newLen) {
+      return done(this.buildValues(bestPath[0].lastComponent, newTokens, oldTokens));
+    }
+    let minDiagonalToConsider = -Infinity, maxDiagonalToConsider = Infinity;
+    const execEditLength = () => {
+      for (let diagonalPath = Math.max(minDiagonalToConsider, -editLength); diagonalPath <= Math.min(maxDiagonalToConsider, editLength); diagonalPath += 2) {
+        let basePath;
+        const removePath = bestPath[diagonalPath - 1], addPath = bestPath[diagonalPath + 1];
+        if (removePath) {
+          bestPath[diagonalPath - 1] = void 0;
+        }
+        let canAdd = false;
+        if (addPath) {
+          const addPathNewPos = addPath.oldPos - diagonalPath;
+          canAdd = addPath && 0 <= addPathNewPos && addPathNewPos < newLen;
+        }
+        const canRemove = removePath && removePath.oldPos + 1 < oldLen;
+        if (!canAdd && !canRemove) {
+          bestPath[diagonalPath] = void 0;
+          continue;
+        }
+        if (!canRemove || canAdd && removePath.oldPos < addPath.oldPos) {
+          basePath = this.addToPath(addPath, true, false, 0, options);
+        } else {
+          basePath = this.addToPath(removePath, false, true, 1, options);
+        }
+        newPos = this.extractCommon(basePath, newTokens, oldTokens, diagonalPath, options);
+        if (basePath.oldPos + 1 >= oldLen && newPos + 1 >= newLen) {
+          return done(this.buildValues(basePath.lastComponent, newTokens, oldTokens)) || true;
+        } else {
+          bestPath[diagonalPath] = basePath;
+          if (basePath.oldPos + 1 >= oldLen) {
+            maxDiagonalToConsider = Math.min(maxDiagonalToConsider, diagonalPath - 1);
+          }
+          if (newPos + 1 >= newLen) {
+            minDiagonalToConsider = Math.max(minDiagonalToConsider, diagonalPath + 1);
+          }
+        }
+      }
+      editLength++;
+    };
+    if (callback) {
+      (function exec() {
+        setTimeout(function() {
+          if (editLength > maxEditLength || Date.now() > abortAfterTimestamp) {
+            return callback(void 0);
+          }
+          if (!execEditLength()) {
+            exec();
+          }
+        }, 0);
+      })();
+    } else {
+      while (editLength <= maxEditLength && Date.now() <= abortAfterTimestamp) {
+        const ret = execEditLength();
+        if (ret) {
+          return ret;
+        }
+      }
+    }
+  }
+  addToPath(path, added, removed, oldPosInc, options) {
+    const last = path.lastComponent;
+    if (last && !options.oneChangePerToken && last.added === added && last.removed === removed) {
+      return {
+        oldPos: path.oldPos + oldPosInc,
+        lastComponent: { count: last.count + 1, added, removed, previousComponent: last.previousComponent }
+      };
+    } else {
+      return {
+        oldPos: path.oldPos + oldPosInc,
+        lastComponent: { count: 1, added, removed, previousComponent: last }
+      };
+    }
+  }
+  extractCommon(basePath, newTokens, oldTokens, diagonalPath, options) {
+    const newLen = newTokens.length, oldLen = oldTokens.length;
+    let oldPos = basePath.oldPos, newPos = oldPos - diagonalPath, commonCount = 0;
+    while (newPos + 1 < newLen && oldPos + 1 < oldLen && this.equals(oldTokens[oldPos + 1], newTokens[newPos + 1], options)) {
+      newPos++;
+      oldPos++;
+      commonCount++;
+      if (options.oneChangePerToken) {
+        basePath.lastComponent = { count: 1, previousComponent: basePath.lastComponent, added: false, removed: false };
+      }
+    }
+    if (commonCount && !options.oneChangePerToken) {
+      basePath.lastComponent = { count: commonCount, previousComponent: basePath.lastComponent, added: false, removed: false };
+    }
+    basePath.oldPos = oldPos;
+    return newPos;
+  }
+  equals(left, right, options) {
+    if (options.comparator) {
+      return options.comparator(left, right);
+    } else {
+      return left === right || !!options.ignoreCase && left.toLowerCase() === right.toLowerCase();
+    }
+  }
+  removeEmpty(array) {
+    const ret = [];
+    for (let i = 0; i < array.length; i++) {
+      if (array[i]) {
+        ret.push(array[i]);
+      }
+    }
+    return ret;
+  }
+  // eslint-disable-next-line @typescript-eslint/no-unused-vars
+  castInput(value, options) {
+    return value;
+  }
+  // eslint-disable-next-line @typescript-eslint/no-unused-vars
+  tokenize(value, options) {
+    return Array.from(value);
+  }
+  join(chars) {
+    return chars.join("");
+  }
+  postProcess(changeObjects, options) {
+    return changeObjects;
+  }
+  get useLongestToken() {
+    return false;
+  }
+  buildValues(lastComponent, newTokens, oldTokens) {
+    const components = [];
+    let nextComponent;
+    while (lastComponent) {
+      components.push(lastComponent);
+      nextComponent = lastComponent.previousComponent;
+      delete lastComponent.previousComponent;
+      lastComponent = nextComponent;
+    }
+    components.reverse();
+    const componentLen = components.length;
+    let componentPos = 0, newPos = 0, oldPos = 0;
+    for (; componentPos < componentLen; componentPos++) {
+      const component = components[componentPos];
+      if (!component.removed) {
+        if (!component.added && this.useLongestToken) {
+          let value = newTokens.slice(newPos, newPos + component.count);
+          value = value.map(function(value2, i) {
+            const oldValue = oldTokens[oldPos + i];
+            return oldValue.length > value2.length ? oldValue : value2;
+          });
+          component.value = this.join(value);
+        } else {
+          component.value = this.join(newTokens.slice(newPos, newPos + component.count));
+        }
+        newPos += component.count;
+        if (!component.added) {
+          oldPos += component.count;
+        }
+      } else {
+        component.value = this.join(oldTokens.slice(oldPos, oldPos + component.count));
+        oldPos += component.count;
+      }
+    }
+    return components;
+  }
+};
+
+// node_modules/diff/libesm/diff/line.js
+var LineDiff = class extends Diff {
+  constructor() {
+    super(...arguments);
+    this.tokenize = tokenize;
+  }
+  equals(left, right, options) {
+    if (options.ignoreWhitespace) {
+      if (!options.newlineIsToken || !left.includes("\n")) {
+        left = left.trim();
+      }
+      if (!options.newlineIsToken || !right.includes("\n")) {
+        right = right.trim();
+      }
+    } else if (options.ignoreNewlineAtEof && !options.newlineIsToken) {
+      if (left.endsWith("\n")) {
+        left = left.slice(0, -1);
+      }
+      if (right.endsWith("\n")) {
+        right = right.slice(0, -1);
+      }
+    }
+    return super.equals(left, right, options);
+  }
+};
+var lineDiff = new LineDiff();
+function diffLines(oldStr, newStr, options) {
+  return lineDiff.diff(oldStr, newStr, options);
+}
+function tokenize(value, options) {
+  if (options.stripTrailingCr) {
+    value = value.replace(/\r\n/g, "\n");
+  }
+  const retLines = [], linesAndNewlines = value.split(/(\n|\r\n)/);
+  if (!linesAndNewlines[linesAndNewlines.length - 1]) {
+    linesAndNewlines.pop();
+  }
+  for (let i = 0; i < linesAndNewlines.length; i++) {
+    const line = linesAndNewlines[i];
+    if (i % 2 && !options.newlineIsToken) {
+      retLines[retLines.length - 1] += line;
+    } else {
+      retLines.push(line);
+    }
+  }
+  return retLines;
+}
+
+// node_modules/aws4fetch/dist/aws4fetch.esm.mjs
+var encoder = new TextEncoder();
+var HOST_SERVICES = {
+  appstream2: "appstream",
+  cloudhsmv2: "cloudhsm",
+  email: "ses",
+  marketplace: "aws-marketplace",
+  mobile: "AWSMobileHubService",
+  pinpoint: "mobiletargeting",
+  queue: "sqs",
+  "git-codecommit": "codecommit",
+  "mturk-requester-sandbox": "mturk-requester",
+  "personalize-runtime": "personalize"
+};
+var UNSIGNABLE_HEADERS = /* @__PURE__ */ new Set([
+  "authorization",
+  "content-type",
+  "content-length",
+  "user-agent",
+  "presigned-expires",
+  "expect",
+  "x-amzn-trace-id",
+  "range",
+  "connection"
+]);
+var AwsClient = class {
+  constructor({ accessKeyId, secretAccessKey, sessionToken, service, region, cache, retries, initRetryMs }) {
+    if (accessKeyId == null) throw new TypeError("accessKeyId is a required option");
+    if (secretAccessKey == null) throw new TypeError("secretAccessKey is a required option");
+    this.accessKeyId = accessKeyId;
+    this.secretAccessKey = secretAccessKey;
+    this.sessionToken = sessionToken;
+    this.service = service;
+    this.region = region;
+    this.cache = cache || /* @__PURE__ */ new Map();
+    this.retries = retries != null ? retries : 10;
+    this.initRetryMs = initRetryMs || 50;
+  }
+  async sign(input, init) {
+    if (input instanceof Request) {
+      const { method, url, headers, body } = input;
+      init = Object.assign({ method, url, headers }, init);
+      if (init.body == null && headers.has("Content-Type")) {
+        init.body = body != null && headers.has("X-Amz-Content-Sha256") ? body : await input.clone().arrayBuffer();
+      }
+      input = url;
+    }
+    const signer = new AwsV4Signer(Object.assign({ url: input.toString() }, init, this, init && init.aws));
+    const signed = Object.assign({}, init, await signer.sign());
+    delete signed.aws;
+    try {
+      return new Request(signed.url.toString(), signed);
+    } catch (e) {
+      if (e instanceof TypeError) {
+        return new Request(signed.url.toString(), Object.assign({ duplex: "half" }, signed));
+      }
+      throw e;
+    }
+  }
+  async fetch(input, init) {
+    for (let i = 0; i <= this.retries; i++) {
+      const fetched = fetch(await this.sign(input, init));
+      if (i === this.retries) {
+        return fetched;
+      }
+      const res = await fetched;
+      if (res.status < 500 && res.status !== 429) {
+        return res;
+      }
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * this.initRetryMs * Math.pow(2, i)));
+    }
+    throw new Error("An unknown error occurred, ensure retries is not negative");
+  }
+};
+var AwsV4Signer = class {
+  constructor({ method, url, headers, body, accessKeyId, secretAccessKey, sessionToken, service, region, cache, datetime, signQuery, appendSessionToken, allHeaders, singleEncode }) {
+    if (url == null) throw new TypeError("url is a required option");
+    if (accessKeyId == null) throw new TypeError("accessKeyId is a required option");
+    if (secretAccessKey == null) throw new TypeError("secretAccessKey is a required option");
+    this.method = method || (body ? "POST" : "GET");
+    this.url = new URL(url);
+    this.headers = new Headers(headers || {});
+    this.body = body;
+    this.accessKeyId = accessKeyId;
+    this.secretAccessKey = secretAccessKey;
+    this.sessionToken = sessionToken;
+    let guessedService, guessedRegion;
+    if (!service || !region) {
+      [guessedService, guessedRegion] = guessServiceRegion(this.url, this.headers);
+    }
+    this.service = service || guessedService || "";
+    this.region = region || guessedRegion || "us-east-1";
+    this.cache = cache || /* @__PURE__ */ new Map();
+    this.datetime = datetime || (/* @__PURE__ */ new Date()).toISOString().replace(/[:-]|\.\d{3}/g, "");
+    this.signQuery = signQuery;
+    this.appendSessionToken = appendSessionToken || this.service === "iotdevicegateway";
+    this.headers.delete("Host");
+    if (this.service === "s3" && !this.signQuery && !this.headers.has("X-Amz-Content-Sha256")) {
+      this.headers.set("X-Amz-Content-Sha256", "UNSIGNED-PAYLOAD");
+    }
+    const params = this.signQuery ? this.url.searchParams : this.headers;
+    params.set("X-Amz-Date", this.datetime);
+    if (this.sessionToken && !this.appendSessionToken) {
+      params.set("X-Amz-Security-Token", this.sessionToken);
+    }
+    this.signableHeaders = ["host", ...this.headers.keys()].filter((header) => allHeaders || !UNSIGNABLE_HEADERS.has(header)).sort();
+    this.signedHeaders = this.signableHeaders.join(";");
+    this.canonicalHeaders = this.signableHeaders.map((header) => header + ":" + (header === "host" ? this.url.host : (this.headers.get(header) || "").replace(/\s+/g, " "))).join("\n");
+    this.credentialString = [this.datetime.slice(0, 8), this.region, this.service, "aws4_request"].join("/");
+    if (this.signQuery) {
+      if (this.service === "s3" && !params.has("X-Amz-Expires")) {
+        params.set("X-Amz-Expires", "86400");
+      }
+      params.set("X-Amz-Algorithm", "AWS4-HMAC-SHA256");
+      params.set("X-Amz-Credential", this.accessKeyId + "/" + this.credentialString);
+      params.set("X-Amz-SignedHeaders", this.signedHeaders);
+    }
+    if (this.service === "s3") {
+      try {
+        this.encodedPath = decodeURIComponent(this.url.pathname.replace(/\+/g, " "));
+      } catch (e) {
+        this.encodedPath = this.url.pathname;
+      }
+    } else {
+      this.encodedPath = this.url.pathname.replace(/\/+/g, "/");
+    }
+    if (!singleEncode) {
+      this.encodedPath = encodeURIComponent(this.encodedPath).replace(/%2F/g, "/");
+    }
+    this.encodedPath = encodeRfc3986(this.encodedPath);
+    const seenKeys = /* @__PURE__ */ new Set();
+    this.encodedSearch = [...this.url.searchParams].filter(([k]) => {
+      if (!k) return false;
+      if (this.service === "s3") {
+        if (seenKeys.has(k)) return false;
+        seenKeys.add(k);
+      }
+      return true;
+    }).map((pair) => pair.map((p) => encodeRfc3986(encodeURIComponent(p)))).sort(([k1, v1], [k2, v2]) => k1 < k2 ? -1 : k1 > k2 ? 1 : v1 < v2 ? -1 : v1 > v2 ? 1 : 0).map((pair) => pair.join("=")).join("&");
+  }
+  async sign() {
+    if (this.signQuery) {
+      this.url.searchParams.set("X-Amz-Signature", await this.signature());
+      if (this.sessionToken && this.appendSessionToken) {
+        this.url.searchParams.set("X-Amz-Security-Token", this.sessionToken);
+      }
+    } else {
+      this.headers.set("Authorization", await this.authHeader());
+    }
+    return {
+      method: this.method,
+      url: this.url,
+      headers: this.headers,
+      body: this.body
+    };
+  }
+  async authHeader() {
+    return [
+      "AWS4-HMAC-SHA256 Credential=" + this.accessKeyId + "/" + this.credentialString,
+      "SignedHeaders=" + this.signedHeaders,
+      "Signature=" + await this.signature()
+    ].join(", ");
+  }
+  async signature() {
+    const date = this.datetime.slice(0, 8);
+    const cacheKey = [this.secretAccessKey, date, this.region, this.service].join();
+    let kCredentials = this.cache.get(cacheKey);
+    if (!kCredentials) {
+      const kDate = await hmac("AWS4" + this.secretAccessKey, date);
+      const kRegion = await hmac(kDate, this.region);
+      const kService = await hmac(kRegion, this.service);
+      kCredentials = await hmac(kService, "aws4_request");
+      this.cache.set(cacheKey, kCredentials);
+    }
+    return buf2hex(await hmac(kCredentials, await this.stringToSign()));
+  }
+  async stringToSign() {
+    return [
+      "AWS4-HMAC-SHA256",
+      this.datetime,
+      this.credentialString,
+      buf2hex(await hash(await this.canonicalString()))
+    ].join("\n");
+  }
+  async canonicalString() {
+    return [
+      this.method.toUpperCase(),
+      this.encodedPath,
+      this.encodedSearch,
+      this.canonicalHeaders + "\n",
+      this.signedHeaders,
+      await this.hexBodyHash()
+    ].join("\n");
+  }
+  async hexBodyHash() {
+    let hashHeader = this.headers.get("X-Amz-Content-Sha256") || (this.service === "s3" && this.signQuery ? "UNSIGNED-PAYLOAD" : null);
+    if (hashHeader == null) {
+      if (this.body && typeof this.body !== "string" && !("byteLength" in this.body)) {
+        throw new Error("body must be a string, ArrayBuffer or ArrayBufferView, unless you include the X-Amz-Content-Sha256 header");
+      }
+      hashHeader = buf2hex(await hash(this.body || ""));
+    }
+    return hashHeader;
+  }
+};
+async function hmac(key, string) {
+  const cryptoKey = await crypto.subtle.importKey(
+    "raw",
+    typeof key === "string" ? encoder.encode(key) : key,
+    { name: "HMAC", hash: { name: "SHA-256" } },
+    false,
+    ["sign"]
+  );
+  return crypto.subtle.sign("HMAC", cryptoKey, encoder.encode(string));
+}
+async function hash(content) {
+  return crypto.subtle.digest("SHA-256", typeof content === "string" ? encoder.encode(content) : content);
+}
+var HEX_CHARS = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "a", "b", "c", "d", "e", "f"];
+function buf2hex(arrayBuffer) {
+  const buffer = new Uint8Array(arrayBuffer);
+  let out = "";
+  for (let idx = 0; idx < buffer.length; idx++) {
+    const n = buffer[idx];
+    out += HEX_CHARS[n >>> 4 & 15];
+    out += HEX_CHARS[n & 15];
+  }
+  return out;
+}
+function encodeRfc3986(urlEncodedStr) {
+  return urlEncodedStr.replace(/[!'()*]/g, (c) => "%" + c.charCodeAt(0).toString(16).toUpperCase());
+}
+function guessServiceRegion(url, headers) {
+  const { hostname, pathname } = url;
+  if (hostname.endsWith(".on.aws")) {
+    const match2 = hostname.match(/^[^.]{1,63}\.lambda-url\.([^.]{1,63})\.on\.aws$/);
+    return match2 != null ? ["lambda", match2[1] || ""] : ["", ""];
+  }
+  if (hostname.endsWith(".r2.cloudflarestorage.com")) {
+    return ["s3", "auto"];
+  }
+  if (hostname.endsWith(".backblazeb2.com")) {
+    const match2 = hostname.match(/^(?:[^.]{1,63}\.)?s3\.([^.]{1,63})\.backblazeb2\.com$/);
+    return match2 != null ? ["s3", match2[1] || ""] : ["", ""];
+  }
+  const match = hostname.replace("dualstack.", "").match(/([^.]{1,63})\.(?:([^.]{0,63})\.)?amazonaws\.com(?:\.cn)?$/);
+  let service = match && match[1] || "";
+  let region = match && match[2];
+  if (region === "us-gov") {
+    region = "us-gov-west-1";
+  } else if (region === "s3" || region === "s3-accelerate") {
+    region = "us-east-1";
+    service = "s3";
+  } else if (service === "iot") {
+    if (hostname.startsWith("iot.")) {
+      service = "execute-api";
+    } else if (hostname.startsWith("data.jobs.iot.")) {
+      service = "iot-jobs-data";
+    } else {
+      service = pathname === "/mqtt" ? "iotdevicegateway" : "iotdata";
+    }
+  } else if (service === "autoscaling") {
+    const targetPrefix = (headers.get("X-Amz-Target") || "").split(".")[0];
+    if (targetPrefix === "AnyScaleFrontendService") {
+      service = "application-autoscaling";
+    } else if (targetPrefix === "AnyScaleScalingPlannerFrontendService") {
+      service = "autoscaling-plans";
+    }
+  } else if (region == null && service.startsWith("s3-")) {
+    region = service.slice(3).replace(/^fips-|^external-1/, "");
+    service = "s3";
+  } else if (service.endsWith("-fips")) {
+    service = service.slice(0, -5);
+  } else if (region && /-\d$/.test(service) && !/-\d$/.test(region)) {
+    [service, region] = [region, service];
+  }
+  return [HOST_SERVICES[service] || service, region || ""];
+}
+
+// src/s3.js
+var S3Error = class extends Error {
+  constructor(status, code, message) {
+    super(`S3 ${status} ${code}: ${message}`);
+    this.status = status;
+    this.code = code;
+  }
+};
+var xmlText = (el, name) => el.getElementsByTagName(name)[0]?.textContent ?? "";
+var S3 = class {
+  constructor({ endpoint, bucket, region, accessKeyId, secretAccessKey, sessionToken }) {
+    if (!bucket) throw new Error("no bucket given");
+    this.base = `${(endpoint || `https://s3.${region || "us-east-1"}.amazonaws.com`).replace(/\/+$/, "")}/${encodeURIComponent(bucket)}`;
+    this.client = new AwsClient({ accessKeyId, secretAccessKey, sessionToken, service: "s3", region: region || "us-east-1" });
+    this.offset = 0;
+  }
+  /** now is the server's time estimate. */
+  now() {
+    return new Date(Date.now() + this.offset);
+  }
+  url(key, params) {
+    const path = key.split("/").map(encodeURIComponent).join("/");
+    const qs = params ? `?${new URLSearchParams(params)}` : "";
+    return `${this.base}/${path}${qs}`;
+  }
+  async request(method, url, { body, headers } = {}) {
+    const res = await this.client.fetch(url, { method, body, headers });
+    const date = res.headers.get("Date");
+    if (date) this.offset = Date.parse(date) + 500 - Date.now();
+    return res;
+  }
+  async fail(res) {
+    const text = await res.text();
+    let code = res.statusText;
+    let message = text.slice(0, 200);
+    if (text.startsWith("<")) {
+      const doc = new DOMParser().parseFromString(text, "application/xml");
+      code = xmlText(doc, "Code") || code;
+      message = xmlText(doc, "Message") || message;
+    }
+    throw new S3Error(res.status, code, message);
+  }
+  /** list returns one page of keys under prefix. */
+  async list(prefix, { startAfter, token, maxKeys = 1e3 } = {}) {
+    const params = { "list-type": "2", prefix, "max-keys": String(maxKeys) };
+    if (token) params["continuation-token"] = token;
+    else if (startAfter) params["start-after"] = startAfter;
+    const res = await this.request("GET", `${this.base}/?${new URLSearchParams(params)}`);
+    if (!res.ok) await this.fail(res);
+    const doc = new DOMParser().parseFromString(await res.text(), "application/xml");
+    const keys = [...doc.getElementsByTagName("Contents")].map((c) => ({
+      key: xmlText(c, "Key"),
+      etag: xmlText(c, "ETag"),
+      lastModified: xmlText(c, "LastModified")
+    }));
+    const truncated = xmlText(doc, "IsTruncated") === "true";
+    return { keys, next: truncated ? xmlText(doc, "NextContinuationToken") : "" };
+  }
+  /** get returns {text, etag} or null when the key does not exist. */
+  async get(key, versionId) {
+    const res = await this.request("GET", this.url(key, versionId ? { versionId } : void 0));
+    if (res.status === 404) return null;
+    if (!res.ok) await this.fail(res);
+    return { text: await res.text(), etag: res.headers.get("ETag") };
+  }
+  /** put writes body; ifMatch makes it a compare-and-swap. */
+  async put(key, body, { ifMatch } = {}) {
+    const headers = { "Content-Type": "application/json" };
+    if (ifMatch) headers["If-Match"] = ifMatch;
+    const res = await this.request("PUT", this.url(key), { body, headers });
+    if (!res.ok) await this.fail(res);
+    return res.headers.get("ETag");
+  }
+  async del(key) {
+    const res = await this.request("DELETE", this.url(key));
+    if (!res.ok && res.status !== 404) await this.fail(res);
+  }
+  /** versions lists every version of key, newest first. */
+  async versions(key) {
+    const out = [];
+    let keyMarker = "";
+    let versionMarker = "";
+    for (; ; ) {
+      const params = { versions: "", prefix: key };
+      if (keyMarker) Object.assign(params, { "key-marker": keyMarker, "version-id-marker": versionMarker });
+      const res = await this.request("GET", `${this.base}/?${new URLSearchParams(params)}`);
+      if (!res.ok) await this.fail(res);
+      const doc = new DOMParser().parseFromString(await res.text(), "application/xml");
+      for (const el of [...doc.documentElement.children]) {
+        if (el.tagName !== "Version" && el.tagName !== "DeleteMarker" || xmlText(el, "Key") !== key) continue;
+        out.push({ versionId: xmlText(el, "VersionId"), lastModified: xmlText(el, "LastModified"), deleteMarker: el.tagName === "DeleteMarker" });
+      }
+      if (xmlText(doc, "IsTruncated") !== "true") return out;
+      keyMarker = xmlText(doc, "NextKeyMarker");
+      versionMarker = xmlText(doc, "NextVersionIdMarker");
+    }
+  }
+};
+
+// src/transitions.json
+var transitions_default = [
+  {
+    from: "",
+    event: "enqueued",
+    to: "pending",
+    by: "Submit",
+    note: "create-only PUT; available_at may lie in the future"
+  },
+  {
+    from: "pending",
+    event: "claimed",
+    to: "running",
+    by: "Claim",
+    note: "available_at <= now; new lease_id, attempt+1"
+  },
+  {
+    from: "running",
+    event: "lease_extended",
+    to: "running",
+    by: "Extend",
+    note: "lease holder only"
+  },
+  {
+    from: "running",
+    event: "succeeded",
+    to: "completed",
+    by: "Complete",
+    note: "lease holder only"
+  },
+  {
+    from: "running",
+    event: "retried",
+    to: "pending",
+    by: "Retry",
+    note: "lease holder; retries left; available_at = now + backoff"
+  },
+  {
+    from: "running",
+    event: "failed",
+    to: "failed",
+    by: "Fail, Retry",
+    note: "lease holder; permanent error or retries exhausted"
+  },
+  {
+    from: "running",
+    event: "timed_out",
+    to: "pending",
+    by: "ExpireLease",
+    note: "lease expired; retries left; available_at = now + backoff"
+  },
+  {
+    from: "running",
+    event: "timed_out",
+    to: "failed",
+    by: "ExpireLease",
+    note: "lease expired; retries exhausted"
+  },
+  {
+    from: "running",
+    event: "requeued",
+    to: "pending",
+    by: "Release, RequeueNow",
+    note: "available now; no retry counted"
+  },
+  {
+    from: "pending",
+    event: "requeued",
+    to: "pending",
+    by: "RequeueNow",
+    note: "a task in backoff or delayed becomes available now"
+  },
+  {
+    from: "running",
+    event: "cancel_requested",
+    to: "running",
+    by: "Cancel",
+    note: "the worker sees it on its next Extend"
+  },
+  {
+    from: "pending",
+    event: "cancelled",
+    to: "cancelled",
+    by: "Cancel",
+    note: "immediately"
+  },
+  {
+    from: "running",
+    event: "cancelled",
+    to: "cancelled",
+    by: "AckCancel, Retry, Release, ExpireLease",
+    note: "only after cancel_requested"
+  },
+  {
+    from: "failed",
+    event: "replayed",
+    to: "pending",
+    by: "Replay",
+    note: "retry_count reset; available now"
+  },
+  {
+    from: "cancelled",
+    event: "replayed",
+    to: "pending",
+    by: "Replay",
+    note: "retry_count reset; available now"
+  },
+  {
+    from: "completed",
+    event: "archived",
+    to: "archived",
+    by: "Archive",
+    note: ""
+  },
+  {
+    from: "failed",
+    event: "archived",
+    to: "archived",
+    by: "Archive",
+    note: ""
+  },
+  {
+    from: "cancelled",
+    event: "archived",
+    to: "archived",
+    by: "Archive",
+    note: ""
+  }
+];
+
+// src/queue.js
+var STATUSES = ["pending", "running", "completed", "failed", "cancelled", "archived"];
+var FORMAT_VERSION = 1;
+var TASKS_PREFIX = "tasks/";
+var WORKERS_PREFIX = "workers/";
+var TransitionError = class extends Error {
+  constructor(from, event, to, reason) {
+    super(`invalid transition: ${from || "(new)"} -${event}-> ${to}: ${reason}`);
+    this.name = "TransitionError";
+    this.code = "invalid_transition";
+  }
+};
+function allowed(from, event, to) {
+  return transitions_default.some((t) => t.from === from && t.event === event && t.to === to);
+}
+function shards(shardChars) {
+  const n = 16 ** shardChars;
+  return Array.from({ length: n }, (_, i) => i.toString(16).padStart(shardChars, "0"));
+}
+function taskKey(shard, id) {
+  return `${TASKS_PREFIX}${shard}/${id}.json`;
+}
+function unixMS(iso2) {
+  return String(Date.parse(iso2)).padStart(13, "0");
+}
+function readyKey(t) {
+  return `ready/${unixMS(t.available_at)}/${t.shard}/${t.task_type}/${t.id}`;
+}
+function decodeTask(key, text) {
+  let t;
+  try {
+    t = JSON.parse(text);
+  } catch (e) {
+    throw new Error(`malformed object ${key}: ${e.message}`);
+  }
+  if (t === null || typeof t !== "object" || Array.isArray(t)) throw new Error(`malformed object ${key}: not a JSON object`);
+  if (t.format !== FORMAT_VERSION) throw new Error(`malformed object ${key}: unknown format version ${t.format}`);
+  if (typeof t.id !== "string" || !STATUSES.includes(t.status)) throw new Error(`malformed object ${key}: missing id or unknown status`);
+  if (key && key !== taskKey(t.shard, t.id)) throw new Error(`malformed object ${key}: the object says task ${t.id} in shard ${t.shard}`);
+  return t;
+}
+var iso = (d) => new Date(d).toISOString();
+function endLease(t) {
+  t.lease_id = "";
+  t.lease_expires_at = null;
+}
+function toPending(t, now) {
+  t.status = "pending";
+  t.available_at = now;
+  t.worker_id = "";
+  endLease(t);
+  t.completed_at = null;
+  t.output = null;
+  t.cancel_requested = false;
+  t.cancel_requested_at = null;
+  t.cancel_reason = "";
+}
+function toCancelled(t, now) {
+  t.status = "cancelled";
+  endLease(t);
+  t.completed_at = now;
+  t.output = null;
+  if (!t.cancel_requested) {
+    t.cancel_requested = true;
+    t.cancel_requested_at = now;
+  }
+}
+var changes = {
+  cancel(t, now, reason) {
+    if (t.status === "pending") {
+      toCancelled(t, now);
+      t.cancel_reason = reason;
+      return "cancelled";
+    }
+    if (t.status === "running") {
+      if (t.cancel_requested) return "";
+      t.cancel_requested = true;
+      t.cancel_requested_at = now;
+      t.cancel_reason = reason;
+      return "cancel_requested";
+    }
+    throw new TransitionError(t.status, "cancelled", "cancelled", "only pending or running tasks can be cancelled");
+  },
+  replay(t, now) {
+    if (t.status !== "failed" && t.status !== "cancelled") {
+      throw new TransitionError(t.status, "replayed", "pending", "only failed or cancelled tasks can be replayed");
+    }
+    t.retry_count = 0;
+    toPending(t, now);
+    return "replayed";
+  },
+  archive(t) {
+    if (!["completed", "failed", "cancelled"].includes(t.status)) {
+      throw new TransitionError(t.status, "archived", "archived", "only completed, failed or cancelled tasks can be archived");
+    }
+    t.status = "archived";
+    return "archived";
+  }
+};
+function applyOperator(base, op, reason, now, requestID) {
+  const change = changes[op];
+  if (!change) throw new Error(`unknown action ${op}`);
+  const next = structuredClone(base);
+  const at = iso(now);
+  const event = change(next, at, reason);
+  if (!event) return null;
+  next.rev = base.rev + 1;
+  next.request_id = requestID;
+  next.last_event = event;
+  next.updated_at = Date.parse(at) < Date.parse(base.updated_at) ? base.updated_at : at;
+  if (!allowed(base.status, event, next.status)) {
+    throw new TransitionError(base.status, event, next.status, "not in the lifecycle table");
+  }
+  return next;
+}
+function indexChanges(prev, next) {
+  const out = { put: [], del: [] };
+  if (next.status === "pending" && prev.status !== "pending") out.put.push(readyKey(next));
+  if (prev.status === "pending" && next.status !== "pending") out.del.push(readyKey(prev));
+  return out;
+}
+var DEAD_FACTOR = 3;
+function health(lastHeartbeat, now, thresholdMS = 6e4) {
+  const age = Date.parse(now) - Date.parse(lastHeartbeat);
+  if (age <= thresholdMS) return "active";
+  if (age <= DEAD_FACTOR * thresholdMS) return "stale";
+  return "dead";
+}
+
+// src/backend.js
+var PAGE = 50;
+var S3Backend = class {
+  constructor(cfg2) {
+    this.s3 = new S3(cfg2);
+    this.kind = "S3";
+  }
+  now() {
+    return this.s3.now();
+  }
+  /** shards reads queue.json for the shard layout. */
+  async shards() {
+    const obj = await this.s3.get("queue.json");
+    if (!obj) throw new Error("this bucket holds no qo queue (no queue.json): run qo init");
+    return shards(JSON.parse(obj.text).shard_chars || 1);
+  }
+  /** listTasks returns one page: tasks whose status passes the filter. */
+  async listTasks({ shard = "", status = "", cursor = "" } = {}) {
+    const prefix = TASKS_PREFIX + (shard ? `${shard}/` : "");
+    const page = await this.s3.list(prefix, { startAfter: cursor, maxKeys: PAGE });
+    const tasks = [];
+    const malformed = [];
+    await Promise.all(page.keys.map(async ({ key }, i) => {
+      const obj = await this.s3.get(key);
+      if (!obj) return;
+      try {
+        tasks[i] = decodeTask(key, obj.text);
+      } catch (e) {
+        malformed.push({ key, error: e.message });
+      }
+    }));
+    const wanted = (t) => t && (status ? t.status === status : t.status !== "archived");
+    const last = page.keys.at(-1)?.key ?? "";
+    return { tasks: tasks.filter(wanted), malformed, next_cursor: page.next ? last : "" };
+  }
+  async getTask(id, shardChars) {
+    const key = taskKey(id.slice(0, shardChars), id);
+    const obj = await this.s3.get(key);
+    if (!obj) throw new Error(`task ${id} not found`);
+    return { task: decodeTask(key, obj.text), etag: obj.etag };
+  }
+  /** history reads every version of a task, oldest first. */
+  async history(task) {
+    const key = taskKey(task.shard, task.id);
+    const versions = (await this.s3.versions(key)).reverse();
+    return Promise.all(versions.map(async (v) => {
+      if (v.deleteMarker) return { event: "deleted", at: v.lastModified, version_id: v.versionId, task: null };
+      const obj = await this.s3.get(key, v.versionId);
+      try {
+        const t = decodeTask(key, obj.text);
+        return { event: t.last_event || "unknown", at: t.updated_at, status: t.status, worker_id: t.worker_id, attempt: t.attempt, rev: t.rev, version_id: v.versionId, task: t };
+      } catch (e) {
+        return { event: "unknown", at: v.lastModified, version_id: v.versionId, error: e.message, task: null };
+      }
+    }));
+  }
+  async workers() {
+    const out = [];
+    const malformed = [];
+    let token = "";
+    do {
+      const page = await this.s3.list(WORKERS_PREFIX, { token });
+      await Promise.all(page.keys.map(async ({ key }) => {
+        const obj = await this.s3.get(key);
+        if (!obj) return;
+        try {
+          const w = JSON.parse(obj.text);
+          if (w.format !== 1 || typeof w.worker_id !== "string") throw new Error("not a worker record");
+          out.push(w);
+        } catch (e) {
+          malformed.push({ key, error: e.message });
+        }
+      }));
+      token = page.next;
+    } while (token);
+    out.sort((a, b) => a.worker_id.localeCompare(b.worker_id));
+    return { workers: out, malformed };
+  }
+  /**
+   * act applies an operator action the way qo does: read the task, apply
+   * the shared rules, write it back only if it did not change meanwhile
+   * (If-Match on its ETag), then fix the ready index (best effort, as in
+   * Go: a sweep repairs a missed index write).
+   */
+  async act(op, id, shardChars, reason = "from the web UI") {
+    for (let tries = 0; tries < 5; tries++) {
+      const { task, etag } = await this.getTask(id, shardChars);
+      const next = applyOperator(task, op, reason, this.now(), crypto.randomUUID());
+      if (!next) return task;
+      try {
+        await this.s3.put(taskKey(next.shard, next.id), JSON.stringify(next), { ifMatch: etag });
+      } catch (e) {
+        if (e.status === 412) continue;
+        throw e;
+      }
+      const idx = indexChanges(task, next);
+      await Promise.allSettled([...idx.put.map((k) => this.s3.put(k, "")), ...idx.del.map((k) => this.s3.del(k))]);
+      return next;
+    }
+    throw new Error(`task ${id} kept changing; try again`);
+  }
+};
+var ApiBackend = class {
+  constructor({ api, token }) {
+    this.base = api.replace(/\/+$/, "");
+    this.token = token;
+    this.kind = "API";
+    this.offset = 0;
+  }
+  now() {
+    return new Date(Date.now() + this.offset);
+  }
+  async call(method, path, body) {
+    const headers = body ? { "Content-Type": "application/json" } : {};
+    if (this.token) headers.Authorization = `Bearer ${this.token}`;
+    const res = await fetch(this.base + path, { method, headers, body: body && JSON.stringify(body) });
+    const date = res.headers.get("Date");
+    if (date) this.offset = Date.parse(date) + 500 - Date.now();
+    const data = await res.json().catch(() => ({}));
+    if (!res.ok) throw new Error(data.error?.message || `${res.status} ${res.statusText}`);
+    return data;
+  }
+  async shards() {
+    const st = await this.call("GET", "/api/stats");
+    const n = Object.keys(st.by_shard || {}).reduce((m, s) => Math.max(m, s.length), 1);
+    return shards(n);
+  }
+  async listTasks({ shard = "", status = "", cursor = "" } = {}) {
+    const q = new URLSearchParams({ limit: String(PAGE) });
+    if (shard) q.set("shard", shard);
+    if (status) q.set("status", status);
+    if (cursor) q.set("cursor", cursor);
+    return this.call("GET", `/api/tasks?${q}`);
+  }
+  async getTask(id) {
+    return { task: await this.call("GET", `/api/tasks/${id}`) };
+  }
+  async history(task) {
+    return (await this.call("GET", `/api/tasks/${task.id}/history`)).events;
+  }
+  async workers() {
+    const w = await this.call("GET", "/api/workers");
+    return { workers: w.workers, malformed: [] };
+  }
+  async act(op, id) {
+    switch (op) {
+      case "replay":
+        return this.call("POST", `/api/dead/${id}/retry`);
+      case "archive":
+        return this.call("DELETE", `/api/dead/${id}`);
+      case "cancel":
+        return this.call("POST", `/api/tasks/${id}/cancel`, { reason: "from the web UI" });
+    }
+    throw new Error(`unknown action ${op}`);
+  }
+};
+
+// src/app.js
+function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+    else if (v === true) el.setAttribute(k, "");
+    else if (v !== false && v != null) el.setAttribute(k, String(v));
+  }
+  for (const c of children.flat()) {
+    if (c == null || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+var $ = (sel) => document.querySelector(sel);
+function short(ms) {
+  const s = Math.round(Math.abs(ms) / 1e3);
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, "0")}s`;
+  if (s < 86400) return `${Math.floor(s / 3600)}h${String(Math.floor(s % 3600 / 60)).padStart(2, "0")}m`;
+  return `${Math.floor(s / 86400)}d${Math.floor(s % 86400 / 3600)}h`;
+}
+function ago(iso2, now) {
+  if (!iso2) return "-";
+  const d = now - Date.parse(iso2);
+  return d >= -1e3 ? `${short(Math.max(d, 0))} ago` : `in ${short(d)}`;
+}
+function countdown(t, now) {
+  if (t.status === "pending") {
+    const d = Date.parse(t.available_at) - now;
+    return d > 0 ? `runs in ${short(d)}` : `ready ${short(d)}`;
+  }
+  if (t.status === "running" && t.lease_expires_at) {
+    const d = Date.parse(t.lease_expires_at) - now;
+    return d >= 0 ? `lease ${short(d)} left` : `lease expired ${short(d)} ago`;
+  }
+  return "";
+}
+function jsonTree(name, value) {
+  if (value !== null && typeof value === "object") {
+    const entries = Array.isArray(value) ? value.map((v, i) => [`[${i}]`, v]) : Object.entries(value);
+    const unit = Array.isArray(value) ? "item" : "key";
+    return h(
+      "details",
+      { open: true, class: "json" },
+      h("summary", {}, h("span", { class: "jkey" }, name), ` ${Array.isArray(value) ? "[" : "{"} ${entries.length} ${unit}${entries.length === 1 ? "" : "s"}`),
+      entries.map(([k, v]) => jsonTree(Array.isArray(value) ? k : JSON.stringify(k), v))
+    );
+  }
+  return h("div", { class: "json leaf" }, h("span", { class: "jkey" }, name), ": ", h("span", { class: "jval" }, JSON.stringify(value)));
+}
+function readFragment() {
+  const p = new URLSearchParams(location.hash.slice(1));
+  if (location.hash) history.replaceState(null, "", location.pathname + location.search);
+  return Object.fromEntries(p);
+}
+var state = {
+  backend: null,
+  cfg: {},
+  shards: [],
+  shardChars: 1,
+  filter: { shard: "", status: "" },
+  cursors: [""],
+  page: 0,
+  tasks: [],
+  next: "",
+  selected: null,
+  detail: null,
+  events: [],
+  marks: [],
+  workers: [],
+  view: "tasks",
+  refreshTimer: null,
+  error: "",
+  flash: ""
+};
+function connect(cfg2) {
+  state.cfg = cfg2;
+  state.backend = cfg2.api ? new ApiBackend({ api: cfg2.api, token: cfg2.token }) : new S3Backend({ endpoint: cfg2.endpoint, bucket: cfg2.bucket, region: cfg2.region, accessKeyId: cfg2.ak, secretAccessKey: cfg2.sk, sessionToken: cfg2.st });
+  $("#login").hidden = true;
+  $("#app").hidden = false;
+  $("#where").textContent = cfg2.api ? `API ${cfg2.api}` : `bucket ${cfg2.bucket}${cfg2.endpoint ? ` at ${cfg2.endpoint}` : ""}`;
+  start();
+}
+function showLogin(message) {
+  $("#app").hidden = true;
+  $("#login").hidden = false;
+  $("#login-msg").textContent = message || "";
+}
+$("#login-form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  const f = new FormData(e.target);
+  connect(Object.fromEntries([...f.entries()].filter(([, v]) => v)));
+});
+async function guard(fn) {
+  try {
+    await fn();
+    state.error = "";
+  } catch (e) {
+    state.error = e.message;
+  }
+  renderStatus();
+}
+async function start() {
+  await guard(async () => {
+    state.shards = await state.backend.shards();
+    state.shardChars = state.shards[0]?.length || 1;
+  });
+  renderFilters();
+  await refresh();
+  tick();
+  setInterval(tick, 1e3);
+}
+async function refresh() {
+  await guard(async () => {
+    if (state.view === "tasks") {
+      const page = await state.backend.listTasks({ ...state.filter, cursor: state.cursors[state.page] });
+      state.tasks = page.tasks;
+      state.next = page.next_cursor;
+      state.malformed = page.malformed || [];
+      if (state.selected) await loadDetail(state.selected);
+    } else {
+      const w = await state.backend.workers();
+      state.workers = w.workers;
+      state.malformed = w.malformed;
+    }
+  });
+  $("#refreshed").textContent = `refreshed ${(/* @__PURE__ */ new Date()).toLocaleTimeString()}`;
+  render();
+}
+async function loadDetail(id) {
+  const { task } = await state.backend.getTask(id, state.shardChars);
+  state.detail = task;
+  state.events = await state.backend.history(task);
+}
+function setRefresh(seconds) {
+  clearInterval(state.refreshTimer);
+  state.refreshTimer = seconds > 0 ? setInterval(refresh, seconds * 1e3) : null;
+}
+function tick() {
+  const now = state.backend.now();
+  for (const el2 of document.querySelectorAll("[data-countdown]")) {
+    const t = state.tasks.find((x) => x.id === el2.dataset.countdown);
+    if (t) el2.textContent = countdown(t, now);
+  }
+  const exp = state.cfg.exp;
+  const el = $("#expiry");
+  if (!exp) {
+    el.textContent = state.cfg.api ? "" : "credentials: entered by hand or long-lived (kept in this page only)";
+  } else {
+    const left = Date.parse(exp) - Date.now();
+    el.textContent = left > 0 ? `credentials expire in ${short(left)}` : "credentials expired: get a new link with qo ui url";
+    el.className = left > 3e5 ? "" : "warn";
+  }
+}
+function renderStatus() {
+  const el = $("#status");
+  el.textContent = state.error ? `Error: ${state.error}` : state.flash;
+  el.className = state.error ? "error" : "ok";
+}
+function renderFilters() {
+  const shard = $("#shard");
+  shard.replaceChildren(h("option", { value: "" }, "all shards"), ...state.shards.map((s) => h("option", { value: s }, `shard ${s}`)));
+  const status = $("#statusf");
+  status.replaceChildren(h("option", { value: "" }, "all but archived"), ...STATUSES.map((s) => h("option", { value: s }, s)));
+}
+function render() {
+  $("#tab-tasks").classList.toggle("on", state.view === "tasks");
+  $("#tab-workers").classList.toggle("on", state.view === "workers");
+  $("#tasks-view").hidden = state.view !== "tasks";
+  $("#workers-view").hidden = state.view !== "workers";
+  const now = state.backend.now();
+  $("#malformed").textContent = state.malformed?.length ? `${state.malformed.length} malformed object(s) skipped, e.g. ${state.malformed[0].key}: ${state.malformed[0].error}` : "";
+  if (state.view === "tasks") renderTasks(now);
+  else renderWorkers(now);
+  renderStatus();
+}
+function renderTasks(now) {
+  const rows = state.tasks.map((t) => h(
+    "tr",
+    {
+      class: `row ${t.id === state.selected ? "sel" : ""}`,
+      "data-id": t.id,
+      onclick: () => select(t.id)
+    },
+    h("td", { class: "mono" }, t.id.slice(0, 8)),
+    h("td", {}, t.task_type),
+    h("td", {}, h("span", { class: `st ${t.status}` }, t.status)),
+    h("td", { class: "num" }, t.attempt),
+    h("td", {}, ago(t.updated_at, now)),
+    h("td", { "data-countdown": t.id }, countdown(t, now))
+  ));
+  $("#tasks").replaceChildren(...rows.length ? rows : [h("tr", {}, h("td", { colspan: 6, class: "dim" }, "no tasks on this page"))]);
+  $("#more").disabled = !state.next;
+  $("#prev").disabled = state.page === 0;
+  $("#page").textContent = `page ${state.page + 1}`;
+  renderDetail(now);
+}
+function field(name, value) {
+  return h("tr", {}, h("th", {}, name), h("td", {}, value ?? "-"));
+}
+function renderDetail(now) {
+  const box = $("#detail");
+  const t = state.detail;
+  if (!t || t.id !== state.selected) {
+    box.replaceChildren(h("p", { class: "dim" }, "Select a task to see its fields, data and history."));
+    return;
+  }
+  const actions = [
+    ["replay", ["failed", "cancelled"], "Replay"],
+    ["archive", ["completed", "failed", "cancelled"], "Archive"],
+    ["cancel", ["pending", "running"], "Cancel"]
+  ].filter(([, from]) => from.includes(t.status)).map(([op, , label]) => h("button", { id: `act-${op}`, onclick: () => act(op, t) }, label));
+  const timeline = state.events.map((e, i) => h(
+    "tr",
+    { class: "version" },
+    h("td", {}, h("input", {
+      type: "checkbox",
+      "aria-label": `compare version ${i + 1}`,
+      checked: state.marks.includes(i),
+      onchange: () => mark(i)
+    })),
+    h("td", {}, `v${i + 1}`),
+    h("td", {}, e.at ? new Date(e.at).toISOString().replace("T", " ").slice(0, 19) : "-"),
+    h("td", {}, e.event),
+    h("td", {}, e.status || ""),
+    h("td", { class: "num" }, e.attempt ?? ""),
+    h("td", {}, e.worker_id || "-"),
+    h("td", { class: "error" }, e.error || "")
+  ));
+  box.replaceChildren(
+    h("h2", { class: "mono" }, t.id),
+    h("div", { class: "actions" }, actions),
+    h(
+      "table",
+      { class: "fields" },
+      field("type", t.task_type),
+      field("status", h("span", { class: `st ${t.status}` }, t.status)),
+      field("shard", t.shard),
+      field("attempt", `${t.attempt} (retries ${t.retry_count} of ${t.max_retries})`),
+      field("rev", t.rev),
+      field("created", t.created_at),
+      field("updated", `${t.updated_at} (${ago(t.updated_at, now)})`),
+      field("available", t.available_at),
+      field("lease expires", t.lease_expires_at),
+      field("worker", t.worker_id || "-"),
+      field("timeout", `${t.timeout_seconds}s`),
+      field("last event", t.last_event),
+      field("idempotency key", t.idempotency_key || "-"),
+      t.cancel_requested ? field("cancel", `requested: ${t.cancel_reason || "-"}`) : null,
+      t.last_error ? field("last error", h("span", { class: "error" }, t.last_error)) : null
+    ),
+    h("h3", {}, "Data"),
+    h("div", { id: "data" }, jsonTree("input", t.input), jsonTree("output", t.output)),
+    h(
+      "h3",
+      {},
+      `Timeline (${state.events.length} versions)`,
+      " ",
+      h("button", { id: "diff-btn", disabled: state.marks.length !== 2, onclick: showDiff }, "Diff the two checked versions")
+    ),
+    h("table", { id: "timeline" }, h("tr", {}, ["", "", "at", "event", "status", "attempt", "worker", ""].map((c) => h("th", {}, c))), timeline),
+    h("pre", { id: "diff", hidden: true })
+  );
+}
+function mark(i) {
+  state.marks = state.marks.includes(i) ? state.marks.filter((m) => m !== i) : [...state.marks, i].slice(-2);
+  renderDetail(state.backend.now());
+}
+function showDiff() {
+  const [a, b] = [...state.marks].sort((x, y) => x - y);
+  const text = (e) => e.task ? `${JSON.stringify(e.task, null, 2)}
+` : `(${e.event})
+`;
+  const pre = $("#diff");
+  pre.replaceChildren(
+    h("div", {}, `--- v${a + 1} ${state.events[a].event}`),
+    h("div", {}, `+++ v${b + 1} ${state.events[b].event}`),
+    ...diffLines(text(state.events[a]), text(state.events[b])).flatMap((part) => part.value.replace(/\n$/, "").split("\n").map((line) => {
+      const sign = part.added ? "+" : part.removed ? "-" : " ";
+      return h("div", { class: part.added ? "add" : part.removed ? "del" : "" }, `${sign} ${line}`);
+    }))
+  );
+  pre.hidden = false;
+}
+async function select(id) {
+  state.selected = id;
+  state.marks = [];
+  await guard(() => loadDetail(id));
+  render();
+}
+async function act(op, t) {
+  if (!confirm(`${op[0].toUpperCase()}${op.slice(1)} task ${t.id} (${t.task_type}, ${t.status})?`)) return;
+  await guard(async () => {
+    const next = await state.backend.act(op, t.id, state.shardChars);
+    state.flash = `${op}: task ${t.id} is now ${next.status}`;
+  });
+  await refresh();
+}
+function renderWorkers(now) {
+  const rows = state.workers.map((w) => {
+    const st = health(w.last_heartbeat, now.toISOString());
+    return h(
+      "tr",
+      { class: "worker" },
+      h("td", { class: "mono" }, w.worker_id),
+      h("td", {}, h("span", { class: `health ${st}` }, st)),
+      h("td", { class: "num" }, (w.current_tasks || []).length),
+      h("td", { class: "num" }, w.tasks_completed),
+      h("td", { class: "num" }, w.tasks_failed),
+      h("td", {}, ago(w.last_heartbeat, now)),
+      h("td", {}, ago(w.started_at, now)),
+      h("td", {}, (w.shards || []).length ? w.shards.join(",") : "all"),
+      h("td", {}, `${w.host || "-"} pid ${w.pid ?? "-"}`)
+    );
+  });
+  $("#workers").replaceChildren(...rows.length ? rows : [h("tr", {}, h("td", { colspan: 9, class: "dim" }, "no workers registered"))]);
+}
+$("#tab-tasks").addEventListener("click", () => {
+  state.view = "tasks";
+  refresh();
+});
+$("#tab-workers").addEventListener("click", () => {
+  state.view = "workers";
+  refresh();
+});
+$("#refresh-now").addEventListener("click", refresh);
+$("#interval").addEventListener("change", (e) => setRefresh(Number(e.target.value)));
+$("#shard").addEventListener("change", (e) => {
+  state.filter.shard = e.target.value;
+  state.cursors = [""];
+  state.page = 0;
+  refresh();
+});
+$("#statusf").addEventListener("change", (e) => {
+  state.filter.status = e.target.value;
+  state.cursors = [""];
+  state.page = 0;
+  refresh();
+});
+$("#more").addEventListener("click", () => {
+  state.cursors[state.page + 1] = state.next;
+  state.page++;
+  refresh();
+});
+$("#prev").addEventListener("click", () => {
+  state.page = Math.max(0, state.page - 1);
+  refresh();
+});
+var cfg = readFragment();
+if (cfg.api || cfg.bucket && cfg.ak && cfg.sk) connect(cfg);
+else showLogin(cfg.bucket ? `Enter credentials for bucket ${cfg.bucket}.` : "");
+if (cfg.bucket) {
+  for (const k of ["endpoint", "bucket", "region"]) if (cfg[k]) document.querySelector(`#login-form [name=${k}]`).value = cfg[k];
+}

@@ -1,0 +1,137 @@
+package webui
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/qo-queue/qo/queue"
+)
+
+var update = flag.Bool("update", false, "rewrite src/transitions.json and testdata/cases.json")
+
+// requireFile compares a generated file with the checked-in one (or
+// rewrites it with -update).
+func requireFile(t *testing.T, path string, v any) {
+	t.Helper()
+	want, err := json.MarshalIndent(v, "", "  ")
+	require.NoError(t, err)
+	want = append(want, '\n')
+	if *update {
+		require.NoError(t, os.WriteFile(path, want, 0o644))
+		return
+	}
+	got, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, string(want), string(got), "%s is stale: run go test ./webui -update, then scripts/build-webui.sh", path)
+}
+
+// TestTransitionTable keeps the page's copy of the lifecycle table equal to
+// the Go one.
+func TestTransitionTable(t *testing.T) {
+	t.Parallel()
+	requireFile(t, filepath.Join("src", "transitions.json"), queue.Transitions())
+}
+
+// opCase is one shared case: an operator action on a task at a time, and
+// what queue.ApplyOperator makes of it.
+type opCase struct {
+	Name      string      `json:"name"`
+	Op        string      `json:"op"`
+	Reason    string      `json:"reason"`
+	Now       time.Time   `json:"now"`
+	RequestID string      `json:"request_id"`
+	Base      *queue.Task `json:"base"`
+	Want      *queue.Task `json:"want"`  // nil: no write
+	Error     string      `json:"error"` // "" or "invalid_transition"
+	// The index entries the action writes and deletes after the task
+	// (see Replay and Cancel in queue/operator_ops.go).
+	IndexPut    []string `json:"index_put,omitempty"`
+	IndexDelete []string `json:"index_delete,omitempty"`
+}
+
+// fixture returns a valid task in status st.
+func fixture(st queue.Status, now time.Time) *queue.Task {
+	id := uuid.MustParse("0b6f4c2e-8d1a-4f7e-9c3b-2a5d6e7f8a9b")
+	created := now.Add(-time.Hour)
+	t := &queue.Task{
+		Format: queue.FormatVersion, ID: id, Type: "send_email", Shard: "0", Status: st,
+		AvailableAt: created, Input: json.RawMessage(`{"to":"a@example.com"}`),
+		TimeoutSeconds: 60, MaxRetries: 3, RetryPolicy: queue.DefaultRetryPolicy,
+		CreatedAt: created, UpdatedAt: now.Add(-time.Minute), Rev: 4, RequestID: "prev-request", Attempt: 2,
+	}
+	lease := now.Add(30 * time.Second)
+	done := now.Add(-time.Minute)
+	switch st {
+	case queue.StatusPending:
+		t.LastEvent, t.RetryCount, t.AvailableAt, t.LastError = queue.EventRetried, 1, now.Add(10*time.Second), "smtp timeout"
+	case queue.StatusRunning:
+		t.LastEvent, t.WorkerID, t.LeaseID, t.LeaseExpiresAt = queue.EventClaimed, "w1", "lease-1", &lease
+	case queue.StatusCompleted:
+		t.LastEvent, t.WorkerID, t.CompletedAt, t.Output = queue.EventSucceeded, "w1", &done, json.RawMessage(`{"id":"m-1"}`)
+	case queue.StatusFailed:
+		t.LastEvent, t.WorkerID, t.CompletedAt, t.LastError, t.RetryCount = queue.EventFailed, "w1", &done, "smtp: 550", 3
+	case queue.StatusCancelled:
+		t.LastEvent, t.CompletedAt, t.CancelRequested, t.CancelRequestedAt, t.CancelReason = queue.EventCancelled, &done, true, &done, "not needed"
+	case queue.StatusArchived:
+		t.LastEvent, t.WorkerID, t.CompletedAt, t.Output = queue.EventArchived, "w1", &done, json.RawMessage(`{"id":"m-1"}`)
+	}
+	return t
+}
+
+// TestOperatorCases writes (and checks) the cases the JavaScript rules are
+// tested on: every action on every status, the answers from the Go rules.
+func TestOperatorCases(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2030, 5, 6, 7, 8, 9, 123e6, time.UTC)
+	var cases []opCase
+	for _, op := range []string{queue.OpReplay, queue.OpArchive, queue.OpCancel} {
+		for _, st := range queue.Statuses {
+			bases := map[string]*queue.Task{string(st): fixture(st, now)}
+			if st == queue.StatusRunning {
+				cr := fixture(st, now)
+				cr.CancelRequested, cr.CancelRequestedAt, cr.CancelReason, cr.LastEvent = true, &now, "stop", queue.EventCancelRequested
+				bases["running, cancel requested"] = cr
+			}
+			if st == queue.StatusFailed {
+				skew := fixture(st, now)
+				skew.UpdatedAt = now.Add(time.Second) // the clock moved back
+				bases["failed, updated in the future"] = skew
+			}
+			for name, base := range bases {
+				c := opCase{Name: op + " " + name, Op: op, Reason: "from the web UI", Now: now, RequestID: "req-" + op, Base: base}
+				next, err := queue.ApplyOperator(base, op, c.Reason, now, c.RequestID)
+				switch {
+				case err != nil:
+					require.ErrorIs(t, err, queue.ErrInvalidTransition)
+					c.Error = "invalid_transition"
+				default:
+					c.Want = next
+					if next != nil && next.Status == queue.StatusPending && base.Status != queue.StatusPending {
+						c.IndexPut = []string{queue.ReadyKey(next)}
+					}
+					if next != nil && base.Status == queue.StatusPending && next.Status != queue.StatusPending {
+						c.IndexDelete = []string{queue.ReadyKey(base)}
+					}
+				}
+				cases = append(cases, c)
+			}
+		}
+	}
+	sortCases(cases)
+	requireFile(t, filepath.Join("testdata", "cases.json"), cases)
+}
+
+func sortCases(cs []opCase) {
+	for i := 1; i < len(cs); i++ {
+		for j := i; j > 0 && cs[j].Name < cs[j-1].Name; j-- {
+			cs[j], cs[j-1] = cs[j-1], cs[j]
+		}
+	}
+}

@@ -1,0 +1,316 @@
+// qo's dashboard. Everything the page shows comes from the bucket (or qo's
+// API) and is rendered as text: task data never reaches innerHTML.
+import { diffLines } from 'diff';
+import { S3Backend, ApiBackend } from './backend.js';
+import { STATUSES, health } from './queue.js';
+
+// h builds an element; string children become text nodes.
+function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else if (v === true) el.setAttribute(k, '');
+    else if (v !== false && v != null) el.setAttribute(k, String(v));
+  }
+  for (const c of children.flat()) {
+    if (c == null || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+
+const $ = (sel) => document.querySelector(sel);
+
+function short(ms) {
+  const s = Math.round(Math.abs(ms) / 1000);
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;
+  if (s < 86400) return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
+  return `${Math.floor(s / 86400)}d${Math.floor((s % 86400) / 3600)}h`;
+}
+
+function ago(iso, now) {
+  if (!iso) return '-';
+  const d = now - Date.parse(iso);
+  return d >= -1000 ? `${short(Math.max(d, 0))} ago` : `in ${short(d)}`; // within the clock estimate's error: now
+}
+
+// countdown is the live column: time to available_at, or lease left.
+function countdown(t, now) {
+  if (t.status === 'pending') {
+    const d = Date.parse(t.available_at) - now;
+    return d > 0 ? `runs in ${short(d)}` : `ready ${short(d)}`;
+  }
+  if (t.status === 'running' && t.lease_expires_at) {
+    const d = Date.parse(t.lease_expires_at) - now;
+    return d >= 0 ? `lease ${short(d)} left` : `lease expired ${short(d)} ago`;
+  }
+  return '';
+}
+
+// jsonTree renders a JSON value as nested <details> (collapsible).
+function jsonTree(name, value) {
+  if (value !== null && typeof value === 'object') {
+    const entries = Array.isArray(value) ? value.map((v, i) => [`[${i}]`, v]) : Object.entries(value);
+    const unit = Array.isArray(value) ? 'item' : 'key';
+    return h('details', { open: true, class: 'json' },
+      h('summary', {}, h('span', { class: 'jkey' }, name), ` ${Array.isArray(value) ? '[' : '{'} ${entries.length} ${unit}${entries.length === 1 ? '' : 's'}`),
+      entries.map(([k, v]) => jsonTree(Array.isArray(value) ? k : JSON.stringify(k), v)));
+  }
+  return h('div', { class: 'json leaf' }, h('span', { class: 'jkey' }, name), ': ', h('span', { class: 'jval' }, JSON.stringify(value)));
+}
+
+// ---- configuration --------------------------------------------------------
+
+// The URL fragment carries the configuration (never sent to any server):
+// endpoint, bucket, region, ak, sk, st (session token), exp (expiry), or
+// api (+ token) to use qo's HTTP API. It is read once and removed from the
+// address bar; credentials live in this page's memory only.
+function readFragment() {
+  const p = new URLSearchParams(location.hash.slice(1));
+  if (location.hash) history.replaceState(null, '', location.pathname + location.search);
+  return Object.fromEntries(p);
+}
+
+const state = {
+  backend: null, cfg: {}, shards: [], shardChars: 1,
+  filter: { shard: '', status: '' }, cursors: [''], page: 0, tasks: [], next: '',
+  selected: null, detail: null, events: [], marks: [],
+  workers: [], view: 'tasks', refreshTimer: null, error: '', flash: '',
+};
+
+function connect(cfg) {
+  state.cfg = cfg;
+  state.backend = cfg.api ? new ApiBackend({ api: cfg.api, token: cfg.token })
+    : new S3Backend({ endpoint: cfg.endpoint, bucket: cfg.bucket, region: cfg.region, accessKeyId: cfg.ak, secretAccessKey: cfg.sk, sessionToken: cfg.st });
+  $('#login').hidden = true;
+  $('#app').hidden = false;
+  $('#where').textContent = cfg.api ? `API ${cfg.api}` : `bucket ${cfg.bucket}${cfg.endpoint ? ` at ${cfg.endpoint}` : ''}`;
+  start();
+}
+
+function showLogin(message) {
+  $('#app').hidden = true;
+  $('#login').hidden = false;
+  $('#login-msg').textContent = message || '';
+}
+
+$('#login-form').addEventListener('submit', (e) => {
+  e.preventDefault();
+  const f = new FormData(e.target);
+  connect(Object.fromEntries([...f.entries()].filter(([, v]) => v)));
+});
+
+// ---- loading ----------------------------------------------------------------
+
+async function guard(fn) {
+  try {
+    await fn();
+    state.error = '';
+  } catch (e) {
+    state.error = e.message;
+  }
+  renderStatus();
+}
+
+async function start() {
+  await guard(async () => {
+    state.shards = await state.backend.shards();
+    state.shardChars = state.shards[0]?.length || 1;
+  });
+  renderFilters();
+  await refresh();
+  tick();
+  setInterval(tick, 1000);
+}
+
+async function refresh() {
+  await guard(async () => {
+    if (state.view === 'tasks') {
+      const page = await state.backend.listTasks({ ...state.filter, cursor: state.cursors[state.page] });
+      state.tasks = page.tasks;
+      state.next = page.next_cursor;
+      state.malformed = page.malformed || [];
+      if (state.selected) await loadDetail(state.selected);
+    } else {
+      const w = await state.backend.workers();
+      state.workers = w.workers;
+      state.malformed = w.malformed;
+    }
+  });
+  $('#refreshed').textContent = `refreshed ${new Date().toLocaleTimeString()}`;
+  render();
+}
+
+async function loadDetail(id) {
+  const { task } = await state.backend.getTask(id, state.shardChars);
+  state.detail = task;
+  state.events = await state.backend.history(task);
+}
+
+function setRefresh(seconds) {
+  clearInterval(state.refreshTimer);
+  state.refreshTimer = seconds > 0 ? setInterval(refresh, seconds * 1000) : null;
+}
+
+// tick moves the countdowns and the credential expiry every second.
+function tick() {
+  const now = state.backend.now();
+  for (const el of document.querySelectorAll('[data-countdown]')) {
+    const t = state.tasks.find((x) => x.id === el.dataset.countdown);
+    if (t) el.textContent = countdown(t, now);
+  }
+  const exp = state.cfg.exp;
+  const el = $('#expiry');
+  if (!exp) {
+    el.textContent = state.cfg.api ? '' : 'credentials: entered by hand or long-lived (kept in this page only)';
+  } else {
+    const left = Date.parse(exp) - Date.now();
+    el.textContent = left > 0 ? `credentials expire in ${short(left)}` : 'credentials expired: get a new link with qo ui url';
+    el.className = left > 300000 ? '' : 'warn';
+  }
+}
+
+// ---- rendering ----------------------------------------------------------------
+
+function renderStatus() {
+  const el = $('#status');
+  el.textContent = state.error ? `Error: ${state.error}` : state.flash;
+  el.className = state.error ? 'error' : 'ok';
+}
+
+function renderFilters() {
+  const shard = $('#shard');
+  shard.replaceChildren(h('option', { value: '' }, 'all shards'), ...state.shards.map((s) => h('option', { value: s }, `shard ${s}`)));
+  const status = $('#statusf');
+  status.replaceChildren(h('option', { value: '' }, 'all but archived'), ...STATUSES.map((s) => h('option', { value: s }, s)));
+}
+
+function render() {
+  $('#tab-tasks').classList.toggle('on', state.view === 'tasks');
+  $('#tab-workers').classList.toggle('on', state.view === 'workers');
+  $('#tasks-view').hidden = state.view !== 'tasks';
+  $('#workers-view').hidden = state.view !== 'workers';
+  const now = state.backend.now();
+  $('#malformed').textContent = state.malformed?.length
+    ? `${state.malformed.length} malformed object(s) skipped, e.g. ${state.malformed[0].key}: ${state.malformed[0].error}` : '';
+  if (state.view === 'tasks') renderTasks(now);
+  else renderWorkers(now);
+  renderStatus();
+}
+
+function renderTasks(now) {
+  const rows = state.tasks.map((t) => h('tr', {
+    class: `row ${t.id === state.selected ? 'sel' : ''}`, 'data-id': t.id, onclick: () => select(t.id),
+  },
+  h('td', { class: 'mono' }, t.id.slice(0, 8)), h('td', {}, t.task_type),
+  h('td', {}, h('span', { class: `st ${t.status}` }, t.status)), h('td', { class: 'num' }, t.attempt),
+  h('td', {}, ago(t.updated_at, now)), h('td', { 'data-countdown': t.id }, countdown(t, now))));
+  $('#tasks').replaceChildren(...(rows.length ? rows : [h('tr', {}, h('td', { colspan: 6, class: 'dim' }, 'no tasks on this page'))]));
+  $('#more').disabled = !state.next;
+  $('#prev').disabled = state.page === 0;
+  $('#page').textContent = `page ${state.page + 1}`;
+  renderDetail(now);
+}
+
+function field(name, value) {
+  return h('tr', {}, h('th', {}, name), h('td', {}, value ?? '-'));
+}
+
+function renderDetail(now) {
+  const box = $('#detail');
+  const t = state.detail;
+  if (!t || t.id !== state.selected) {
+    box.replaceChildren(h('p', { class: 'dim' }, 'Select a task to see its fields, data and history.'));
+    return;
+  }
+  const actions = [
+    ['replay', ['failed', 'cancelled'], 'Replay'],
+    ['archive', ['completed', 'failed', 'cancelled'], 'Archive'],
+    ['cancel', ['pending', 'running'], 'Cancel'],
+  ].filter(([, from]) => from.includes(t.status)).map(([op, , label]) => h('button', { id: `act-${op}`, onclick: () => act(op, t) }, label));
+  const timeline = state.events.map((e, i) => h('tr', { class: 'version' },
+    h('td', {}, h('input', {
+      type: 'checkbox', 'aria-label': `compare version ${i + 1}`, checked: state.marks.includes(i),
+      onchange: () => mark(i),
+    })),
+    h('td', {}, `v${i + 1}`), h('td', {}, e.at ? new Date(e.at).toISOString().replace('T', ' ').slice(0, 19) : '-'),
+    h('td', {}, e.event), h('td', {}, e.status || ''), h('td', { class: 'num' }, e.attempt ?? ''), h('td', {}, e.worker_id || '-'),
+    h('td', { class: 'error' }, e.error || '')));
+  box.replaceChildren(
+    h('h2', { class: 'mono' }, t.id), h('div', { class: 'actions' }, actions),
+    h('table', { class: 'fields' },
+      field('type', t.task_type), field('status', h('span', { class: `st ${t.status}` }, t.status)), field('shard', t.shard),
+      field('attempt', `${t.attempt} (retries ${t.retry_count} of ${t.max_retries})`), field('rev', t.rev),
+      field('created', t.created_at), field('updated', `${t.updated_at} (${ago(t.updated_at, now)})`),
+      field('available', t.available_at), field('lease expires', t.lease_expires_at), field('worker', t.worker_id || '-'),
+      field('timeout', `${t.timeout_seconds}s`), field('last event', t.last_event), field('idempotency key', t.idempotency_key || '-'),
+      t.cancel_requested ? field('cancel', `requested: ${t.cancel_reason || '-'}`) : null,
+      t.last_error ? field('last error', h('span', { class: 'error' }, t.last_error)) : null),
+    h('h3', {}, 'Data'), h('div', { id: 'data' }, jsonTree('input', t.input), jsonTree('output', t.output)),
+    h('h3', {}, `Timeline (${state.events.length} versions)`, ' ',
+      h('button', { id: 'diff-btn', disabled: state.marks.length !== 2, onclick: showDiff }, 'Diff the two checked versions')),
+    h('table', { id: 'timeline' }, h('tr', {}, ['', '', 'at', 'event', 'status', 'attempt', 'worker', ''].map((c) => h('th', {}, c))), timeline),
+    h('pre', { id: 'diff', hidden: true }));
+}
+
+function mark(i) {
+  state.marks = state.marks.includes(i) ? state.marks.filter((m) => m !== i) : [...state.marks, i].slice(-2);
+  renderDetail(state.backend.now());
+}
+
+function showDiff() {
+  const [a, b] = [...state.marks].sort((x, y) => x - y);
+  const text = (e) => (e.task ? `${JSON.stringify(e.task, null, 2)}\n` : `(${e.event})\n`);
+  const pre = $('#diff');
+  pre.replaceChildren(h('div', {}, `--- v${a + 1} ${state.events[a].event}`), h('div', {}, `+++ v${b + 1} ${state.events[b].event}`),
+    ...diffLines(text(state.events[a]), text(state.events[b])).flatMap((part) => part.value.replace(/\n$/, '').split('\n').map((line) => {
+      const sign = part.added ? '+' : part.removed ? '-' : ' ';
+      return h('div', { class: part.added ? 'add' : part.removed ? 'del' : '' }, `${sign} ${line}`);
+    })));
+  pre.hidden = false;
+}
+
+async function select(id) {
+  state.selected = id;
+  state.marks = [];
+  await guard(() => loadDetail(id));
+  render();
+}
+
+async function act(op, t) {
+  if (!confirm(`${op[0].toUpperCase()}${op.slice(1)} task ${t.id} (${t.task_type}, ${t.status})?`)) return;
+  await guard(async () => {
+    const next = await state.backend.act(op, t.id, state.shardChars);
+    state.flash = `${op}: task ${t.id} is now ${next.status}`;
+  });
+  await refresh();
+}
+
+function renderWorkers(now) {
+  const rows = state.workers.map((w) => {
+    const st = health(w.last_heartbeat, now.toISOString());
+    return h('tr', { class: 'worker' },
+      h('td', { class: 'mono' }, w.worker_id), h('td', {}, h('span', { class: `health ${st}` }, st)),
+      h('td', { class: 'num' }, (w.current_tasks || []).length), h('td', { class: 'num' }, w.tasks_completed),
+      h('td', { class: 'num' }, w.tasks_failed), h('td', {}, ago(w.last_heartbeat, now)), h('td', {}, ago(w.started_at, now)),
+      h('td', {}, (w.shards || []).length ? w.shards.join(',') : 'all'), h('td', {}, `${w.host || '-'} pid ${w.pid ?? '-'}`));
+  });
+  $('#workers').replaceChildren(...(rows.length ? rows : [h('tr', {}, h('td', { colspan: 9, class: 'dim' }, 'no workers registered'))]));
+}
+
+// ---- wiring -----------------------------------------------------------------
+
+$('#tab-tasks').addEventListener('click', () => { state.view = 'tasks'; refresh(); });
+$('#tab-workers').addEventListener('click', () => { state.view = 'workers'; refresh(); });
+$('#refresh-now').addEventListener('click', refresh);
+$('#interval').addEventListener('change', (e) => setRefresh(Number(e.target.value)));
+$('#shard').addEventListener('change', (e) => { state.filter.shard = e.target.value; state.cursors = ['']; state.page = 0; refresh(); });
+$('#statusf').addEventListener('change', (e) => { state.filter.status = e.target.value; state.cursors = ['']; state.page = 0; refresh(); });
+$('#more').addEventListener('click', () => { state.cursors[state.page + 1] = state.next; state.page++; refresh(); });
+$('#prev').addEventListener('click', () => { state.page = Math.max(0, state.page - 1); refresh(); });
+
+const cfg = readFragment();
+if (cfg.api || (cfg.bucket && cfg.ak && cfg.sk)) connect(cfg);
+else showLogin(cfg.bucket ? `Enter credentials for bucket ${cfg.bucket}.` : '');
+if (cfg.bucket) for (const k of ['endpoint', 'bucket', 'region']) if (cfg[k]) document.querySelector(`#login-form [name=${k}]`).value = cfg[k];

@@ -1,0 +1,167 @@
+// The queue's rules in the browser: key layout, statuses and the operator
+// actions. They mirror the Go package queue (queue/doc.go is the reference);
+// test/queue.test.js runs them on cases produced by the Go code.
+import transitions from './transitions.json' with { type: 'json' };
+
+export const STATUSES = ['pending', 'running', 'completed', 'failed', 'cancelled', 'archived'];
+export const FORMAT_VERSION = 1;
+export const TASKS_PREFIX = 'tasks/';
+export const WORKERS_PREFIX = 'workers/';
+
+/** An action the task's state does not allow (HTTP 409 in the API). */
+export class TransitionError extends Error {
+  constructor(from, event, to, reason) {
+    super(`invalid transition: ${from || '(new)'} -${event}-> ${to}: ${reason}`);
+    this.name = 'TransitionError';
+    this.code = 'invalid_transition';
+  }
+}
+
+/** allowed reports whether the lifecycle table lists (from, event, to). */
+export function allowed(from, event, to) {
+  return transitions.some((t) => t.from === from && t.event === event && t.to === to);
+}
+
+/** shards lists the shard names of a queue with shardChars hex digits. */
+export function shards(shardChars) {
+  const n = 16 ** shardChars;
+  return Array.from({ length: n }, (_, i) => i.toString(16).padStart(shardChars, '0'));
+}
+
+export function taskKey(shard, id) {
+  return `${TASKS_PREFIX}${shard}/${id}.json`;
+}
+
+function unixMS(iso) {
+  return String(Date.parse(iso)).padStart(13, '0');
+}
+
+/** readyKey is the ready-index key of a pending task. */
+export function readyKey(t) {
+  return `ready/${unixMS(t.available_at)}/${t.shard}/${t.task_type}/${t.id}`;
+}
+
+/** leaseKey is the lease-index key of a running task. */
+export function leaseKey(t) {
+  return `leases/${unixMS(t.lease_expires_at)}/${t.shard}/${t.id}`;
+}
+
+/** decodeTask parses a task object, refusing what qo would not trust. */
+export function decodeTask(key, text) {
+  let t;
+  try {
+    t = JSON.parse(text);
+  } catch (e) {
+    throw new Error(`malformed object ${key}: ${e.message}`);
+  }
+  if (t === null || typeof t !== 'object' || Array.isArray(t)) throw new Error(`malformed object ${key}: not a JSON object`);
+  if (t.format !== FORMAT_VERSION) throw new Error(`malformed object ${key}: unknown format version ${t.format}`);
+  if (typeof t.id !== 'string' || !STATUSES.includes(t.status)) throw new Error(`malformed object ${key}: missing id or unknown status`);
+  if (key && key !== taskKey(t.shard, t.id)) throw new Error(`malformed object ${key}: the object says task ${t.id} in shard ${t.shard}`);
+  return t;
+}
+
+const iso = (d) => new Date(d).toISOString();
+
+function endLease(t) {
+  t.lease_id = '';
+  t.lease_expires_at = null;
+}
+
+function toPending(t, now) {
+  t.status = 'pending';
+  t.available_at = now;
+  t.worker_id = '';
+  endLease(t);
+  t.completed_at = null;
+  t.output = null;
+  t.cancel_requested = false;
+  t.cancel_requested_at = null;
+  t.cancel_reason = '';
+}
+
+function toCancelled(t, now) {
+  t.status = 'cancelled';
+  endLease(t);
+  t.completed_at = now;
+  t.output = null;
+  if (!t.cancel_requested) {
+    t.cancel_requested = true;
+    t.cancel_requested_at = now;
+  }
+}
+
+const changes = {
+  cancel(t, now, reason) {
+    if (t.status === 'pending') {
+      toCancelled(t, now);
+      t.cancel_reason = reason;
+      return 'cancelled';
+    }
+    if (t.status === 'running') {
+      if (t.cancel_requested) return '';
+      t.cancel_requested = true;
+      t.cancel_requested_at = now;
+      t.cancel_reason = reason;
+      return 'cancel_requested';
+    }
+    throw new TransitionError(t.status, 'cancelled', 'cancelled', 'only pending or running tasks can be cancelled');
+  },
+  replay(t, now) {
+    if (t.status !== 'failed' && t.status !== 'cancelled') {
+      throw new TransitionError(t.status, 'replayed', 'pending', 'only failed or cancelled tasks can be replayed');
+    }
+    t.retry_count = 0;
+    toPending(t, now);
+    return 'replayed';
+  },
+  archive(t) {
+    if (!['completed', 'failed', 'cancelled'].includes(t.status)) {
+      throw new TransitionError(t.status, 'archived', 'archived', 'only completed, failed or cancelled tasks can be archived');
+    }
+    t.status = 'archived';
+    return 'archived';
+  },
+};
+
+/**
+ * applyOperator returns the version an operator action makes of base at
+ * time now (an ISO string), or null when the action changes nothing; it
+ * throws a TransitionError when the task's state does not allow it. Same
+ * rules as queue.ApplyOperator in Go.
+ */
+export function applyOperator(base, op, reason, now, requestID) {
+  const change = changes[op];
+  if (!change) throw new Error(`unknown action ${op}`);
+  const next = structuredClone(base);
+  const at = iso(now);
+  const event = change(next, at, reason);
+  if (!event) return null;
+  next.rev = base.rev + 1;
+  next.request_id = requestID;
+  next.last_event = event;
+  next.updated_at = Date.parse(at) < Date.parse(base.updated_at) ? base.updated_at : at;
+  if (!allowed(base.status, event, next.status)) {
+    throw new TransitionError(base.status, event, next.status, 'not in the lifecycle table');
+  }
+  return next;
+}
+
+/** indexChanges lists the index writes that follow an applied action. */
+export function indexChanges(prev, next) {
+  const out = { put: [], del: [] };
+  if (next.status === 'pending' && prev.status !== 'pending') out.put.push(readyKey(next));
+  if (prev.status === 'pending' && next.status !== 'pending') out.del.push(readyKey(prev));
+  return out;
+}
+
+/** DEAD_FACTOR: a worker is dead after this many health thresholds (monitor.DeadFactor). */
+export const DEAD_FACTOR = 3;
+
+/** health judges a worker by heartbeat age, as monitor.StateOf does. */
+export function health(lastHeartbeat, now, thresholdMS = 60000) {
+  const age = Date.parse(now) - Date.parse(lastHeartbeat);
+  if (age <= thresholdMS) return 'active';
+  if (age <= DEAD_FACTOR * thresholdMS) return 'stale';
+  return 'dead';
+}

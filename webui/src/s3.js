@@ -1,0 +1,111 @@
+// A small S3 client for the page: SigV4 signing by aws4fetch, path-style
+// URLs, and the few calls qo needs. The server's Date header is tracked so
+// countdowns use the bucket's clock, as qo does.
+import { AwsClient } from 'aws4fetch';
+
+export class S3Error extends Error {
+  constructor(status, code, message) {
+    super(`S3 ${status} ${code}: ${message}`);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+const xmlText = (el, name) => el.getElementsByTagName(name)[0]?.textContent ?? '';
+
+export class S3 {
+  constructor({ endpoint, bucket, region, accessKeyId, secretAccessKey, sessionToken }) {
+    if (!bucket) throw new Error('no bucket given');
+    this.base = `${(endpoint || `https://s3.${region || 'us-east-1'}.amazonaws.com`).replace(/\/+$/, '')}/${encodeURIComponent(bucket)}`;
+    this.client = new AwsClient({ accessKeyId, secretAccessKey, sessionToken, service: 's3', region: region || 'us-east-1' });
+    this.offset = 0; // server time minus local time, from Date headers
+  }
+
+  /** now is the server's time estimate. */
+  now() {
+    return new Date(Date.now() + this.offset);
+  }
+
+  url(key, params) {
+    const path = key.split('/').map(encodeURIComponent).join('/');
+    const qs = params ? `?${new URLSearchParams(params)}` : '';
+    return `${this.base}/${path}${qs}`;
+  }
+
+  async request(method, url, { body, headers } = {}) {
+    const res = await this.client.fetch(url, { method, body, headers });
+    const date = res.headers.get('Date');
+    if (date) this.offset = Date.parse(date) + 500 - Date.now(); // Date has second resolution
+    return res;
+  }
+
+  async fail(res) {
+    const text = await res.text();
+    let code = res.statusText;
+    let message = text.slice(0, 200);
+    if (text.startsWith('<')) {
+      const doc = new DOMParser().parseFromString(text, 'application/xml');
+      code = xmlText(doc, 'Code') || code;
+      message = xmlText(doc, 'Message') || message;
+    }
+    throw new S3Error(res.status, code, message);
+  }
+
+  /** list returns one page of keys under prefix. */
+  async list(prefix, { startAfter, token, maxKeys = 1000 } = {}) {
+    const params = { 'list-type': '2', prefix, 'max-keys': String(maxKeys) };
+    if (token) params['continuation-token'] = token;
+    else if (startAfter) params['start-after'] = startAfter;
+    const res = await this.request('GET', `${this.base}/?${new URLSearchParams(params)}`);
+    if (!res.ok) await this.fail(res);
+    const doc = new DOMParser().parseFromString(await res.text(), 'application/xml');
+    const keys = [...doc.getElementsByTagName('Contents')].map((c) => ({
+      key: xmlText(c, 'Key'), etag: xmlText(c, 'ETag'), lastModified: xmlText(c, 'LastModified'),
+    }));
+    const truncated = xmlText(doc, 'IsTruncated') === 'true';
+    return { keys, next: truncated ? xmlText(doc, 'NextContinuationToken') : '' };
+  }
+
+  /** get returns {text, etag} or null when the key does not exist. */
+  async get(key, versionId) {
+    const res = await this.request('GET', this.url(key, versionId ? { versionId } : undefined));
+    if (res.status === 404) return null;
+    if (!res.ok) await this.fail(res);
+    return { text: await res.text(), etag: res.headers.get('ETag') };
+  }
+
+  /** put writes body; ifMatch makes it a compare-and-swap. */
+  async put(key, body, { ifMatch } = {}) {
+    const headers = { 'Content-Type': 'application/json' };
+    if (ifMatch) headers['If-Match'] = ifMatch;
+    const res = await this.request('PUT', this.url(key), { body, headers });
+    if (!res.ok) await this.fail(res);
+    return res.headers.get('ETag');
+  }
+
+  async del(key) {
+    const res = await this.request('DELETE', this.url(key));
+    if (!res.ok && res.status !== 404) await this.fail(res);
+  }
+
+  /** versions lists every version of key, newest first. */
+  async versions(key) {
+    const out = [];
+    let keyMarker = '';
+    let versionMarker = '';
+    for (;;) {
+      const params = { versions: '', prefix: key };
+      if (keyMarker) Object.assign(params, { 'key-marker': keyMarker, 'version-id-marker': versionMarker });
+      const res = await this.request('GET', `${this.base}/?${new URLSearchParams(params)}`);
+      if (!res.ok) await this.fail(res);
+      const doc = new DOMParser().parseFromString(await res.text(), 'application/xml');
+      for (const el of [...doc.documentElement.children]) {
+        if ((el.tagName !== 'Version' && el.tagName !== 'DeleteMarker') || xmlText(el, 'Key') !== key) continue;
+        out.push({ versionId: xmlText(el, 'VersionId'), lastModified: xmlText(el, 'LastModified'), deleteMarker: el.tagName === 'DeleteMarker' });
+      }
+      if (xmlText(doc, 'IsTruncated') !== 'true') return out;
+      keyMarker = xmlText(doc, 'NextKeyMarker');
+      versionMarker = xmlText(doc, 'NextVersionIdMarker');
+    }
+  }
+}

@@ -1,0 +1,58 @@
+// The page's queue rules, run on the cases the Go rules produced
+// (webui/testdata/cases.json, written by go test ./webui).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { applyOperator, TransitionError, allowed, indexChanges, decodeTask, health, shards } from '../src/queue.js';
+
+const cases = JSON.parse(readFileSync(new URL('../testdata/cases.json', import.meta.url)));
+
+// normalize makes two task objects comparable: times as milliseconds.
+function normalize(t) {
+  const out = {};
+  for (const [k, v] of Object.entries(t)) {
+    out[k] = typeof v === 'string' && /^\d{4}-\d\d-\d\dT/.test(v) ? Date.parse(v) : v;
+  }
+  return out;
+}
+
+for (const c of cases) {
+  test(`shared case: ${c.name}`, () => {
+    if (c.error) {
+      assert.throws(() => applyOperator(c.base, c.op, c.reason, c.now, c.request_id), TransitionError);
+      return;
+    }
+    const got = applyOperator(c.base, c.op, c.reason, c.now, c.request_id);
+    if (c.want === null) {
+      assert.equal(got, null);
+      return;
+    }
+    assert.deepEqual(normalize(got), normalize(c.want));
+    assert.deepEqual(indexChanges(c.base, got), { put: c.index_put ?? [], del: c.index_delete ?? [] });
+  });
+}
+
+test('there are cases of every kind', () => {
+  assert.ok(cases.length >= 20);
+  assert.ok(cases.some((c) => c.error));
+  assert.ok(cases.some((c) => c.want === null && !c.error));
+});
+
+test('the lifecycle table', () => {
+  assert.ok(allowed('failed', 'replayed', 'pending'));
+  assert.ok(!allowed('completed', 'replayed', 'pending'));
+});
+
+test('malformed objects are refused with the key named', () => {
+  assert.throws(() => decodeTask('tasks/0/x.json', '{"format":1'), /malformed object tasks\/0\/x.json/);
+  assert.throws(() => decodeTask('tasks/0/x.json', '{"format":2,"id":"x","status":"pending"}'), /format version 2/);
+  assert.throws(() => decodeTask('tasks/0/x.json', '[]'), /not a JSON object/);
+});
+
+test('worker health', () => {
+  const now = '2030-01-01T00:10:00Z';
+  assert.equal(health('2030-01-01T00:09:30Z', now), 'active');
+  assert.equal(health('2030-01-01T00:08:00Z', now), 'stale');
+  assert.equal(health('2030-01-01T00:00:00Z', now), 'dead');
+  assert.deepEqual(shards(1).slice(0, 3), ['0', '1', '2']);
+});
