@@ -69,7 +69,14 @@ func (t *tasks) query() queue.ListQuery {
 
 // resetPaging goes back to the first page after a filter change.
 func (t *tasks) resetPaging() {
-	t.cursors, t.pageIdx, t.sel, t.offset = []string{""}, 0, 0, 0
+	t.cursors, t.pageIdx = []string{""}, 0
+	t.clearPage()
+}
+
+// clearPage forgets the rows shown until the next page arrives, so no key
+// acts on a row of the previous filter or page.
+func (t *tasks) clearPage() {
+	t.page, t.loaded, t.sel, t.offset = queue.TaskPage{}, false, 0, 0
 }
 
 // visible returns the page's tasks that pass the id-prefix filter.
@@ -177,13 +184,13 @@ func (t *tasks) Update(msg tea.KeyMsg) (tasksEffect, uuid.UUID, tea.Cmd) {
 		if t.page.Cursor != "" {
 			t.cursors = append(t.cursors[:t.pageIdx+1], t.page.Cursor)
 			t.pageIdx++
-			t.sel, t.offset = 0, 0
+			t.clearPage()
 			return tasksReload, uuid.Nil, nil
 		}
 	case key.Matches(msg, k.PrevPage):
 		if t.pageIdx > 0 {
 			t.pageIdx--
-			t.sel, t.offset = 0, 0
+			t.clearPage()
 			return tasksReload, uuid.Nil, nil
 		}
 	case key.Matches(msg, k.Search):

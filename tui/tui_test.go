@@ -330,3 +330,18 @@ func TestBatchedKeys(t *testing.T) {
 	h.m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("ss")})
 	require.Equal(t, "ss", h.m.tasks.search.Value())
 }
+
+// TestFilterChangeClearsRows: after a filter change, until the new page
+// arrives, no row of the old page can be opened or acted on.
+func TestFilterChangeClearsRows(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil, Options{}).seed()
+	h.newModel(Options{Screen: "tasks"})
+	h.init()
+	require.NotNil(t, h.m.tasks.selected())
+	h.m.Update(keyMsg("s")) // the reload command is not run: the answer is "in flight"
+	require.Nil(t, h.m.tasks.selected())
+	require.Contains(t, h.view(), "loading")
+	h.m.Update(keyMsg("enter"))
+	require.Equal(t, scrTasks, h.m.screen, "enter on a list still loading opens nothing")
+}

@@ -184,3 +184,45 @@ func (s *Store) SetCORS(ctx context.Context, origins []string) error {
 	}
 	return nil
 }
+
+// RemoveBucket deletes every object version and delete marker in the
+// bucket, then the bucket. It is for throwaway buckets (tests, qo bench):
+// nothing is kept.
+func (s *Store) RemoveBucket(ctx context.Context) error {
+	bucket := aws.String(s.bucket)
+	// List everything first: deleting while paging would move the markers.
+	var ids []types.ObjectIdentifier
+	p := s3.NewListObjectVersionsPaginator(s.client, &s3.ListObjectVersionsInput{Bucket: bucket})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return s.wrap("remove bucket: list versions", "", err, mapOpts{bucketLevel: true})
+		}
+		for _, v := range page.Versions {
+			ids = append(ids, types.ObjectIdentifier{Key: v.Key, VersionId: v.VersionId})
+		}
+		for _, m := range page.DeleteMarkers {
+			ids = append(ids, types.ObjectIdentifier{Key: m.Key, VersionId: m.VersionId})
+		}
+	}
+	for len(ids) > 0 {
+		n := min(len(ids), 1000)
+		out, err := s.client.DeleteObjects(ctx, &s3.DeleteObjectsInput{
+			Bucket: bucket,
+			Delete: &types.Delete{Objects: ids[:n], Quiet: aws.Bool(true)},
+		})
+		if err != nil {
+			return s.wrap("remove bucket: delete versions", "", err, mapOpts{bucketLevel: true})
+		}
+		if len(out.Errors) > 0 {
+			e := out.Errors[0]
+			return fmt.Errorf("remove bucket %s: delete %s version %s: %s %s (and %d more)", s.bucket,
+				aws.ToString(e.Key), aws.ToString(e.VersionId), aws.ToString(e.Code), aws.ToString(e.Message), len(out.Errors)-1)
+		}
+		ids = ids[n:]
+	}
+	if _, err := s.client.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: bucket}); err != nil {
+		return s.wrap("remove bucket", "", err, mapOpts{bucketLevel: true})
+	}
+	return nil
+}

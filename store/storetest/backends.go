@@ -8,10 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/s3/types"
-
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/memstore"
 	"github.com/qo-queue/qo/store/s3store"
@@ -116,42 +112,8 @@ func RemoveBucket(t testing.TB, s *s3store.Store) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c := s.Client()
-	bucket := aws.String(s.Bucket())
-	// List everything first: deleting while paging would move the markers.
-	var ids []types.ObjectIdentifier
-	p := s3.NewListObjectVersionsPaginator(c, &s3.ListObjectVersionsInput{Bucket: bucket})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			t.Logf("cleanup of bucket %s: list versions: %v", s.Bucket(), err)
-			return
-		}
-		for _, v := range page.Versions {
-			ids = append(ids, types.ObjectIdentifier{Key: v.Key, VersionId: v.VersionId})
-		}
-		for _, m := range page.DeleteMarkers {
-			ids = append(ids, types.ObjectIdentifier{Key: m.Key, VersionId: m.VersionId})
-		}
-	}
-	for len(ids) > 0 {
-		n := min(len(ids), 1000)
-		out, err := c.DeleteObjects(ctx, &s3.DeleteObjectsInput{
-			Bucket: bucket,
-			Delete: &types.Delete{Objects: ids[:n], Quiet: aws.Bool(true)},
-		})
-		if err != nil {
-			t.Logf("cleanup of bucket %s: delete versions: %v", s.Bucket(), err)
-			return
-		}
-		for _, e := range out.Errors {
-			t.Logf("cleanup of bucket %s: delete %s version %s: %s %s", s.Bucket(),
-				aws.ToString(e.Key), aws.ToString(e.VersionId), aws.ToString(e.Code), aws.ToString(e.Message))
-		}
-		ids = ids[n:]
-	}
-	if _, err := c.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: bucket}); err != nil {
-		t.Logf("cleanup of bucket %s: delete bucket: %v", s.Bucket(), err)
+	if err := s.RemoveBucket(ctx); err != nil {
+		t.Logf("cleanup of bucket %s: %v", s.Bucket(), err)
 	}
 }
 
