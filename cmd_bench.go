@@ -1,0 +1,220 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/store"
+	"github.com/qo-queue/qo/store/s3store"
+	"github.com/qo-queue/qo/worker/bench"
+)
+
+func init() {
+	commands = append(commands, benchCommand())
+}
+
+func benchCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "bench",
+		Usage:     "measure throughput, latency, S3 requests per task and their cost on this S3 server",
+		UsageText: "qo bench [--tasks 2000] [--workers 4] [--concurrency 8] [--idle 30s] [--json]",
+		Description: `Runs a fixed workload against the configured S3 server (the dev server when
+nothing is configured) and prints what it measured, with each target of
+docs/performance.md met or not:
+
+  - submit throughput at concurrency 1 and 32;
+  - end to end: --tasks no-op tasks through --workers x --concurrency, from
+    the first submit to the last completion, with S3 requests per task by
+    kind (qo's own counters) and the cost per million tasks;
+  - claim latency (one claim at a time) and pickup latency (submitted to
+    running, with a warm idle worker);
+  - the server's raw ceiling (conditional PUT and GET per second at the same
+    concurrency) and the efficiency ratio against it;
+  - idle cost: requests per minute of idle workers, with and without shard
+    leasing, priced per month;
+  - with --seed-finished N, the end-to-end run again over N finished tasks;
+  - the peak memory of a real 'qo worker' at concurrency 32 (Linux).
+
+Each phase runs in a fresh bucket named qo-bench-..., removed afterwards
+(--keep leaves them): a real queue is never touched. Prices are flags, so
+other providers can be priced. The machine's other load shows in the
+numbers: compare runs on the same machine.
+
+Examples:
+  qo bench
+  qo bench --tasks 5000 --workers 8 --concurrency 16 --json > run.json
+  qo bench --price-put 0.0045 --price-get 0.00036     # another provider's prices`,
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "tasks", Value: 2000, Usage: "tasks of the end-to-end run"},
+			&cli.IntFlag{Name: "workers", Value: 4, Usage: "workers of the end-to-end run (in this process)"},
+			&cli.IntFlag{Name: "concurrency", Value: 8, Usage: "concurrency per worker"},
+			&cli.IntFlag{Name: "submit-tasks", Value: 500, Usage: "tasks per submit-throughput run"},
+			&cli.IntFlag{Name: "samples", Value: 200, Usage: "claim-latency samples (pickup takes a quarter as many)"},
+			&cli.DurationFlag{Name: "idle", Value: 30 * time.Second, Usage: "how long idle workers are watched (each mode)"},
+			&cli.IntFlag{Name: "idle-workers", Value: 4, Usage: "idle workers watched"},
+			&cli.IntFlag{Name: "seed-finished", Usage: "also run end to end over `N` finished tasks"},
+			&cli.BoolFlag{Name: "no-rss", Usage: "skip the worker memory measurement"},
+			&cli.Float64Flag{Name: "price-put", Value: store.AWSStandardPrices.PutPer1000, Usage: "US$ per 1,000 PUT/COPY/POST/LIST"},
+			&cli.Float64Flag{Name: "price-get", Value: store.AWSStandardPrices.GetPer1000, Usage: "US$ per 1,000 GET/HEAD"},
+			&cli.Float64Flag{Name: "price-delete", Value: store.AWSStandardPrices.DeletePer1000, Usage: "US$ per 1,000 DELETE"},
+			&cli.BoolFlag{Name: "keep", Usage: "keep the qo-bench-* buckets"},
+			jsonFlag(),
+		},
+		Action: runBench,
+	}
+}
+
+// benchStoreConfig is the connection of the configured S3 server; the
+// bucket is set per phase.
+func benchStoreConfig(c *cli.Context) (s3store.Config, error) {
+	cfg, err := storeConfig(c)
+	if err == nil {
+		return cfg, nil
+	}
+	endpoint := strings.TrimSpace(connString(c, "endpoint"))
+	if endpoint == "" && connString(c, "region") == "" {
+		return cfg, usageError("no S3 server configured: set S3_ENDPOINT (and credentials), or start one with 'qo dev'")
+	}
+	return s3store.Config{Endpoint: endpoint, Region: connString(c, "region"), Profile: connString(c, "profile"), PathStyle: endpoint != ""}, nil
+}
+
+func runBench(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return usageError("bench takes no arguments, got %q", c.Args().First())
+	}
+	base, err := benchStoreConfig(c)
+	if err != nil {
+		return err
+	}
+	for _, f := range []string{"tasks", "workers", "concurrency", "submit-tasks", "samples", "idle-workers"} {
+		if c.Int(f) < 1 {
+			return usageError("--%s %d: want at least 1", f, c.Int(f))
+		}
+	}
+	if c.Int("seed-finished") < 0 {
+		return usageError("--seed-finished %d is negative", c.Int("seed-finished"))
+	}
+	prices := store.Prices{PutPer1000: c.Float64("price-put"), GetPer1000: c.Float64("price-get"), DeletePer1000: c.Float64("price-delete")}
+	if prices.PutPer1000 < 0 || prices.GetPer1000 < 0 || prices.DeletePer1000 < 0 {
+		return usageError("prices cannot be negative")
+	}
+	newBucket := func(ctx context.Context, name string) (bench.Bucket, error) {
+		cfg := base
+		cfg.Bucket = name
+		return s3store.New(ctx, cfg)
+	}
+	cfg := bench.Config{
+		NewBucket: newBucket, Keep: c.Bool("keep"),
+		Tasks: c.Int("tasks"), Workers: c.Int("workers"), Concurrency: c.Int("concurrency"),
+		SubmitTasks: c.Int("submit-tasks"), LatencySamples: c.Int("samples"),
+		Idle: c.Duration("idle"), IdleWorkers: c.Int("idle-workers"), SeedFinished: c.Int("seed-finished"),
+		Prices: prices, Log: c.App.ErrWriter,
+	}
+	r, err := bench.Run(c.Context, cfg)
+	if err != nil {
+		return err
+	}
+	if !c.Bool("no-rss") && runtime.GOOS == "linux" {
+		fmt.Fprintln(c.App.ErrWriter, "bench: worker memory...")
+		mb, err := workerRSS(c.Context, base, newBucket)
+		if err != nil {
+			return fmt.Errorf("bench: worker memory: %w", err)
+		}
+		r.AddRSS(mb)
+	}
+	if c.Bool("json") {
+		return emitJSON(c.App.Writer, r)
+	}
+	r.WriteText(c.App.Writer)
+	return nil
+}
+
+// workerRSS runs a real 'qo worker' at concurrency 32 through 1,000 echo
+// tasks in a fresh bucket and returns its peak resident memory (VmHWM).
+func workerRSS(ctx context.Context, base s3store.Config, newBucket func(context.Context, string) (bench.Bucket, error)) (float64, error) {
+	name := "qo-bench-rss-" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
+	b, err := newBucket(ctx, name)
+	if err != nil {
+		return 0, err
+	}
+	if err := b.CreateBucket(ctx); err != nil {
+		return 0, err
+	}
+	defer func() { _ = b.RemoveBucket(context.WithoutCancel(ctx)) }()
+	if err := b.EnableVersioning(ctx); err != nil {
+		return 0, err
+	}
+	if _, err := queue.Init(ctx, b, 1); err != nil {
+		return 0, err
+	}
+	q, err := queue.Open(ctx, b, queue.Options{})
+	if err != nil {
+		return 0, err
+	}
+	const n = 1000
+	for range n {
+		if _, _, err := q.Submit(ctx, queue.SubmitRequest{Type: "echo", Input: json.RawMessage(`{"payload":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}`)}); err != nil {
+			return 0, err
+		}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return 0, err
+	}
+	cmd := exec.CommandContext(ctx, exe, "worker", "--builtins", "--types", "echo", "--concurrency", "32",
+		"--endpoint", base.Endpoint, "--bucket", name, "--log-level", "error")
+	cmd.Env = os.Environ()
+	if base.Region != "" {
+		cmd.Env = append(cmd.Env, "S3_REGION="+base.Region)
+	}
+	if base.AccessKey != "" {
+		cmd.Env = append(cmd.Env, "AWS_ACCESS_KEY_ID="+base.AccessKey, "AWS_SECRET_ACCESS_KEY="+base.SecretKey)
+	}
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		page, err := q.List(ctx, queue.ListQuery{Status: queue.StatusCompleted, Limit: queue.MaxListLimit, MaxScan: 2000})
+		if err == nil && len(page.Tasks) >= n {
+			break
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("the worker did not finish %d tasks in 5 minutes", n)
+		}
+		time.Sleep(time.Second)
+	}
+	return peakRSS(cmd.Process.Pid)
+}
+
+// peakRSS reads VmHWM of a Linux process, in MB.
+func peakRSS(pid int) (float64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			if err != nil {
+				return 0, err
+			}
+			return kb / 1024, nil
+		}
+	}
+	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
+}

@@ -1,0 +1,101 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/qo-queue/qo/store"
+)
+
+// targets checks the report against the goals of docs/performance.md.
+func targets(r *Report) []Target {
+	e := r.EndToEnd
+	ts := []Target{
+		{"PUT per task", "<= 5", e.RequestsPerTask[store.OpPut], e.RequestsPerTask[store.OpPut] <= 5},
+		{"GET per task", "<= 1", e.RequestsPerTask[store.OpGet], e.RequestsPerTask[store.OpGet] <= 1},
+		{"DELETE per task", "<= 2", e.RequestsPerTask[store.OpDelete], e.RequestsPerTask[store.OpDelete] <= 2},
+		{"LIST per task", "<= 0.05", e.RequestsPerTask[store.OpList], e.RequestsPerTask[store.OpList] <= 0.05},
+		{"efficiency vs raw ceiling", ">= 0.7", r.Efficiency, r.Efficiency >= 0.7},
+		{"claim p99 (ms)", "< 20", r.Claim.P99, r.Claim.P99 < 20},
+		{"pickup p50 (ms)", "< 150", r.Pickup.P50, r.Pickup.P50 < 150},
+	}
+	for _, idle := range r.Idle {
+		name := "idle LIST per worker per poll"
+		if idle.ShardLeasing {
+			name += " (shard leasing)"
+		}
+		ts = append(ts, Target{name, "<= 1", idle.ListsPerPoll, idle.ListsPerPoll <= 1.0001})
+	}
+	if r.Seeded != nil && e.TasksPerSecond > 0 {
+		ratio := r.Seeded.TasksPerSecond / e.TasksPerSecond
+		ts = append(ts, Target{fmt.Sprintf("throughput over %d finished tasks vs empty", r.Config.SeedFinished), ">= 0.95", ratio, ratio >= 0.95})
+	}
+	return ts
+}
+
+// AddRSS records a worker's peak memory and its target.
+func (r *Report) AddRSS(mb float64) {
+	r.WorkerRSSMB = mb
+	r.Targets = append(r.Targets, Target{"worker RSS at concurrency 32 (MB)", "< 60", mb, mb < 60})
+}
+
+// WriteText prints the report as tables.
+func (r *Report) WriteText(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	p := func(format string, args ...any) { fmt.Fprintf(tw, format+"\n", args...) }
+	p("MEASUREMENT\tVALUE")
+	for _, s := range r.Submit {
+		p("submit throughput, concurrency %d\t%.0f tasks/s", s.Concurrency, s.PerSecond)
+	}
+	e := r.EndToEnd
+	p("end to end, %d no-op tasks, %d workers x %d\t%.0f tasks/s (%.1f s)", e.Tasks, r.Config.Workers, r.Config.Concurrency, e.TasksPerSecond, e.Seconds)
+	p("S3 requests per task\t%s", opsLine(e.RequestsPerTask))
+	p("cost per million tasks\t$%.2f", e.CostPerMillion)
+	p("duplicate executions\t%d", e.Duplicates)
+	if r.Seeded != nil {
+		p("end to end over %d finished tasks\t%.0f tasks/s (%s)", r.Config.SeedFinished, r.Seeded.TasksPerSecond, opsLine(r.Seeded.RequestsPerTask))
+	}
+	p("claim latency p50 / p95 / p99\t%.1f / %.1f / %.1f ms (n=%d)", r.Claim.P50, r.Claim.P95, r.Claim.P99, r.Claim.N)
+	p("pickup latency p50 / p99 (warm idle worker)\t%.0f / %.0f ms (n=%d)", r.Pickup.P50, r.Pickup.P99, r.Pickup.N)
+	p("raw ceiling at concurrency %d\t%.0f conditional PUT/s, %.0f GET/s", r.Raw.Concurrency, r.Raw.PutPerSec, r.Raw.GetPerSec)
+	p("efficiency (end to end requests/s / raw)\t%.2f", r.Efficiency)
+	for _, idle := range r.Idle {
+		mode := "without shard leasing"
+		if idle.ShardLeasing {
+			mode = "with shard leasing"
+		}
+		p("idle worker %s\t%s per minute, %.2f LIST per poll, $%.4f per month", mode, opsLine(idle.RequestsPerMinute), idle.ListsPerPoll, idle.CostPerMonth)
+	}
+	if r.WorkerRSSMB > 0 {
+		p("worker RSS at concurrency 32 (peak)\t%.1f MB", r.WorkerRSSMB)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TARGET\tGOAL\tMEASURED\tMET")
+	for _, t := range r.Targets {
+		met := "yes"
+		if !t.Met {
+			met = "NO"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.3g\t%s\n", t.Name, t.Goal, t.Measured, met)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\nPrices: $%g per 1,000 PUT/LIST, $%g per 1,000 GET, $%g per 1,000 DELETE.\n",
+		r.Prices.PutPer1000, r.Prices.GetPer1000, r.Prices.DeletePer1000)
+}
+
+func opsLine(m map[store.Op]float64) string {
+	var parts []string
+	for _, op := range store.Ops {
+		if v, ok := m[op]; ok {
+			parts = append(parts, fmt.Sprintf("%s %.2f", op, v))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
