@@ -27,6 +27,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/urfave/cli/v2"
@@ -375,6 +376,9 @@ func submitRequest(c *cli.Context) (queue.SubmitRequest, error) {
 			var v any
 			err := json.Unmarshal(raw, &v)
 			return req, usageError("the input is not valid JSON (%v); quote it for the shell, e.g. --input '{\"to\":\"ann@example.com\"}'", err)
+		}
+		if !utf8.Valid(raw) {
+			return req, usageError("the input is not valid UTF-8 (JSON text must be UTF-8): convert it first, e.g. iconv -f latin1 -t utf-8 FILE")
 		}
 		req.Input = raw
 	}

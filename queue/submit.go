@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -87,6 +88,9 @@ func (q *Queue) newTask(req SubmitRequest) (*Task, error) {
 		var buf bytes.Buffer
 		if err := json.Compact(&buf, input); err != nil {
 			return nil, invalidInput("input is not valid JSON: %v", err)
+		}
+		if !utf8.Valid(input) {
+			return nil, invalidInput("input is not valid UTF-8 (JSON text must be UTF-8): convert it first, e.g. iconv -f latin1 -t utf-8")
 		}
 		input = buf.Bytes()
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/store/storetest"
 )
 
 func TestDecodeSubmit(t *testing.T) {
@@ -62,4 +63,13 @@ func TestDecodeSubmit(t *testing.T) {
 			tt.check(t, d)
 		})
 	}
+}
+
+func TestSubmitRefusesNonUTF8(t *testing.T) {
+	t.Parallel()
+	b := setup(t, storetest.Backends()[0])
+	_, _, err := b.q.Submit(b.ctx, queue.SubmitRequest{Type: "e", Input: []byte("{\"name\":\"caf\xe9\"}")})
+	require.ErrorIs(t, err, queue.ErrInvalidInput)
+	require.Contains(t, err.Error(), "UTF-8")
+	require.Empty(t, b.keys(t, queue.TasksPrefix), "nothing written")
 }

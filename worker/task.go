@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/qo-queue/qo/queue"
@@ -124,6 +125,10 @@ func callHandler(ctx context.Context, h HandlerFunc, t *queue.Task) (out json.Ra
 func (w *Worker) finish(ctx context.Context, rt *runningTask, log *slog.Logger, out json.RawMessage, herr error, took time.Duration) {
 	if herr == nil && len(out) > 0 && !json.Valid(out) {
 		herr = Permanent(fmt.Errorf("handler returned invalid JSON output (starts with %q)", preview(out, 80)))
+		out = nil
+	}
+	if herr == nil && !utf8.Valid(out) {
+		herr = Permanent(fmt.Errorf("handler returned output that is not valid UTF-8 (starts with %q)", preview(out, 80)))
 		out = nil
 	}
 	var pe *panicError
