@@ -183,7 +183,7 @@ func TestChaosKill9(t *testing.T) {
 	kills := make(chan int, 1)
 	go func() { kills <- c.killer(t, procs, ids, stop) }()
 	start := time.Now()
-	c.waitAllDone(t, 6*time.Minute)
+	c.waitAllDone(t, 10*time.Minute)
 	close(stop)
 	k := <-kills
 	v := checkHistories(t, c.q, c.ids, c.log)

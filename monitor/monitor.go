@@ -339,7 +339,15 @@ func (m *Monitor) workLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-m.kick:
+			// A new leader checks at once and sweeps once right away: with
+			// leaders changing often (workers restarting), waiting a whole
+			// SweepInterval would leave index repairs undone.
 			m.check(ctx)
+			if sweep != nil && m.IsLeader() {
+				if err := m.SweepRound(ctx); err != nil && ctx.Err() == nil {
+					m.log.Warn("sweep round failed", "err", err)
+				}
+			}
 		case <-check.C:
 			m.check(ctx)
 		case <-sweep:

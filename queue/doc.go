@@ -166,7 +166,11 @@ writer won. So a repeated operation never counts twice.
 
 # Leases and fencing
 
-Claim writes a fresh lease_id and lease_expires_at = now + timeout. The
+Claim writes a fresh lease_id and lease_expires_at = now + timeout. It
+writes the lease entry first and only then turns the task running, so a
+crash between the two writes cannot leave a running task that the
+monitor's expiry scan does not see; the entry of a claim that lost its race
+is deleted at once (or found stale and removed by the monitor). The
 worker keeps the ETag of the version it wrote (Lease.ETag) and presents it
 as If-Match on its next write, so Extend and Complete need no GET. Every
 worker write (Extend, Complete, Retry, Fail, Release, AckCancel) is fenced
@@ -224,15 +228,16 @@ ignored) and every reader checks the task:
 Happy path (asserted in tests, so a regression fails CI):
 
 	Submit    2 PUT (task create-only, ready entry)
-	Claim     1 GET + 2 PUT (task If-Match, lease entry) + 1 DELETE (ready entry)
+	Claim     1 GET + 2 PUT (lease entry, task If-Match) + 1 DELETE (ready entry)
 	Complete  1 PUT (task If-Match, ETag from the claim) + 1 DELETE (lease entry)
 
 plus the worker's share of the LIST over ready/. Extend costs 1 PUT + the
 lease entry move (1 PUT + 1 DELETE); Retry and Release cost 2 PUT (task,
 new ready entry) + 1 DELETE (lease entry), Fail 1 PUT + 1 DELETE. An
 operator action costs 1 GET + 1 PUT + its index changes. A write whose
-response is lost costs 1 extra GET (the re-read), a lost claim race 1 extra
-GET as well.
+response is lost costs 1 extra GET (the re-read); a lost claim race costs
+its GET, and when the task changed between the read and the write also the
+lease entry it wrote (1 PUT + 1 DELETE).
 
 With versioning every write keeps the old version. One task that succeeds
 first time leaves 3 task versions (pending, running, completed; each about

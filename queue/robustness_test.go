@@ -110,7 +110,7 @@ func TestSweepRepairsMissingEntries(t *testing.T) {
 	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
 		b := setup(t, be)
-		// Submits and a claim whose index PUTs all fail.
+		// Submits whose ready-entry PUTs fail.
 		b.s.set(func(f *faultStore) {
 			f.failPut = func(k string) bool { return hasPrefixAny(k, queue.ReadyPrefix, queue.LeasesPrefix) }
 		})
@@ -118,8 +118,14 @@ func TestSweepRepairsMissingEntries(t *testing.T) {
 		for i := 0; i < 5; i++ {
 			tasks = append(tasks, b.submit(t, "lost", `{}`))
 		}
-		l := b.claim(t, tasks[0], "w1")
+		// A claim cannot happen without its lease entry...
+		_, err := b.q.Claim(b.ctx, readyEntryOf(tasks[0]), "w1")
+		require.ErrorContains(t, err, "write lease entry")
+		require.Equal(t, queue.StatusPending, b.get(t, tasks[0]).Status, "nothing claimed")
 		b.s.set(func(f *faultStore) { f.failPut = nil })
+		// ...but one can go missing later (deleted by hand, say).
+		l := b.claim(t, tasks[0], "w1")
+		require.NoError(t, b.raw.Delete(b.ctx, l.LeaseKey, store.Condition{}))
 		require.Empty(t, b.keys(t, queue.ReadyPrefix))
 		require.Empty(t, b.keys(t, queue.LeasesPrefix))
 		require.Empty(t, b.readyEntries(t, queue.ReadyQuery{}), "invisible to workers until swept")
@@ -155,7 +161,7 @@ func TestSweepRepairsMissingEntries(t *testing.T) {
 		}
 		require.Zero(t, b.counts().Sub(before).Total(store.OpPut))
 
-		_, _, err := b.q.Sweep(b.ctx, "g", 10, "")
+		_, _, err = b.q.Sweep(b.ctx, "g", 10, "")
 		require.ErrorIs(t, err, queue.ErrInvalidInput)
 		_, _, err = b.q.Sweep(b.ctx, "0", 10, "tasks/1/x")
 		require.ErrorIs(t, err, queue.ErrInvalidInput)

@@ -120,7 +120,16 @@ func (q *Queue) Claim(ctx context.Context, e ReadyEntry, workerID string) (*Leas
 	if base.AvailableAt.After(now) {
 		return nil, fmt.Errorf("claim task %s: %w (not available until %s)", e.ID, ErrConflict, base.AvailableAt.Format(time.RFC3339Nano))
 	}
+	// The lease entry goes in before the task turns running, so a crash
+	// between the two writes can never leave a running task that the
+	// monitor's expiry scan does not see (a leftover entry of a claim that
+	// lost is removed here, or by the monitor as stale).
 	leaseID := uuid.NewString()
+	expires := q.Now().Add(base.Timeout())
+	leaseKey := leaseKey(expires, base.Shard, base.ID)
+	if _, err := q.s.Put(ctx, leaseKey, nil, store.Condition{}); err != nil {
+		return nil, fmt.Errorf("claim task %s: write lease entry: %w", e.ID, err)
+	}
 	res, err := q.apply(ctx, base, etag, mutation{
 		op: "claim",
 		change: func(t *Task, now time.Time) (string, error) {
@@ -128,15 +137,15 @@ func (q *Queue) Claim(ctx context.Context, e ReadyEntry, workerID string) (*Leas
 			t.WorkerID = workerID
 			t.LeaseID = leaseID
 			t.Attempt++
-			t.LeaseExpiresAt = timePtr(now.Add(t.Timeout()))
+			t.LeaseExpiresAt = timePtr(expires)
 			return EventClaimed, nil
 		},
 	})
 	if err != nil {
+		q.deleteIndex(ctx, leaseKey)
 		return nil, err
 	}
 	l := &Lease{Task: res.next, ETag: res.etag, LeaseKey: LeaseKey(res.next)}
-	q.putIndex(ctx, l.LeaseKey)
 	q.deleteIndex(ctx, canonical)
 	return l, nil
 }
