@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -69,6 +70,7 @@ Examples:
 			&cli.Float64Flag{Name: "price-get", Value: store.AWSStandardPrices.GetPer1000, Usage: "US$ per 1,000 GET/HEAD"},
 			&cli.Float64Flag{Name: "price-delete", Value: store.AWSStandardPrices.DeletePer1000, Usage: "US$ per 1,000 DELETE"},
 			&cli.BoolFlag{Name: "keep", Usage: "keep the qo-bench-* buckets"},
+			&cli.StringFlag{Name: "plot", Usage: "instead of the standard run, sweep workers x concurrency (1x1 to 8x8) and poll ceilings (1s to 10s) and draw them as SVG into `DIR`"},
 			jsonFlag(),
 		},
 		Action: runBench,
@@ -121,6 +123,13 @@ func runBench(c *cli.Context) error {
 		Idle: c.Duration("idle"), IdleWorkers: c.Int("idle-workers"), SeedFinished: c.Int("seed-finished"),
 		Prices: prices, Log: c.App.ErrWriter,
 	}
+	if dir := c.String("plot"); dir != "" {
+		if err := benchPlots(c.Context, cfg, dir); err != nil {
+			return fmt.Errorf("bench: plots: %w", err)
+		}
+		fmt.Fprintf(c.App.ErrWriter, "bench: wrote %s and %s\n", filepath.Join(dir, "throughput.svg"), filepath.Join(dir, "idle-cost.svg"))
+		return nil
+	}
 	r, err := bench.Run(c.Context, cfg)
 	if err != nil {
 		return err
@@ -138,6 +147,30 @@ func runBench(c *cli.Context) error {
 	}
 	r.WriteText(c.App.Writer)
 	return nil
+}
+
+// benchPlots sweeps shapes and poll ceilings and writes throughput.svg and
+// idle-cost.svg into dir.
+func benchPlots(ctx context.Context, cfg bench.Config, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var shapes []bench.Shape
+	for _, wc := range [][2]int{{1, 1}, {1, 8}, {2, 8}, {4, 8}, {4, 16}, {8, 8}} {
+		shapes = append(shapes, bench.Shape{Workers: wc[0], Concurrency: wc[1]})
+	}
+	points, err := bench.Sweep(ctx, cfg, shapes)
+	if err != nil {
+		return err
+	}
+	if err := bench.PlotSweep(points, filepath.Join(dir, "throughput.svg")); err != nil {
+		return err
+	}
+	polls, err := bench.PollSweep(ctx, cfg, []time.Duration{time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second})
+	if err != nil {
+		return err
+	}
+	return bench.PlotPolls(polls, filepath.Join(dir, "idle-cost.svg"))
 }
 
 // workerRSS runs a real 'qo worker' at concurrency 32 through 1,000 echo

@@ -482,7 +482,12 @@ func pickupLatency(ctx context.Context, q *queue.Queue, n int) (Latency, error) 
 // idleCost runs idle workers (with their embedded monitors, as deployed)
 // and counts their requests.
 func idleCost(ctx context.Context, b Bucket, q *queue.Queue, cfg Config, leasing bool) (Idle, error) {
-	opts := worker.Options{Concurrency: 1, ShardLeasing: worker.ShardLeasing{Enabled: leasing}}
+	return idleCostPoll(ctx, b, q, cfg, leasing, worker.DefaultPollMax)
+}
+
+// idleCostPoll is idleCost with the workers' poll ceiling set to pollMax.
+func idleCostPoll(ctx context.Context, b Bucket, q *queue.Queue, cfg Config, leasing bool, pollMax time.Duration) (Idle, error) {
+	opts := worker.Options{Concurrency: 1, PollMax: pollMax, ShardLeasing: worker.ShardLeasing{Enabled: leasing}}
 	stop := startWorkers(ctx, q, cfg.IdleWorkers, opts, func(context.Context, *queue.Task) (json.RawMessage, error) { return nil, nil })
 	time.Sleep(cfg.IdleSettle) // past start-up and the adaptive backoff ramp
 	before := b.Requests().Snapshot()
@@ -504,7 +509,7 @@ func idleCost(ctx context.Context, b Bucket, q *queue.Queue, cfg Config, leasing
 			idle.RequestsPerMinute[op] = float64(n) / perWorker
 		}
 	}
-	polls := mins * 60 / worker.DefaultPollMax.Seconds()
+	polls := mins * 60 / pollMax.Seconds()
 	idle.ListsPerPoll = float64(d.Total(store.OpList)) / float64(cfg.IdleWorkers) / polls
 	idle.CostPerMonth = d.Cost(cfg.Prices) / perWorker * 60 * 24 * 30
 	return idle, nil

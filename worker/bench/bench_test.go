@@ -2,6 +2,8 @@ package bench_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -66,4 +68,22 @@ func TestRunSmall(t *testing.T) {
 		_, err = s.Versioning(context.Background())
 		require.ErrorIs(t, err, store.ErrBucketNotFound, "bucket %s was left behind", name)
 	}
+}
+
+// TestPlots draws both charts from fixed points.
+func TestPlots(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	sweep := []bench.SweepPoint{{Shape: bench.Shape{Workers: 1, Concurrency: 1}, TasksPerSecond: 10}, {Shape: bench.Shape{Workers: 4, Concurrency: 8}, TasksPerSecond: 40}}
+	require.NoError(t, bench.PlotSweep(sweep, filepath.Join(dir, "t.svg")))
+	polls := []bench.PollPoint{{PollMax: time.Second, CostPerMonth: 20}, {PollMax: 5 * time.Second, CostPerMonth: 4.6}}
+	require.NoError(t, bench.PlotPolls(polls, filepath.Join(dir, "c.svg")))
+	for _, f := range []string{"t.svg", "c.svg"} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		require.NoError(t, err)
+		require.Contains(t, string(b), "<svg")
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "t.svg"))
+	require.NoError(t, err)
+	require.Contains(t, string(b), "4x8", "the shapes label the bars")
 }
