@@ -66,11 +66,11 @@ func newFaultChain(t *testing.T, upstream string) *faultChain {
 	}
 	f.server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.Requests.Add(1)
-		fail, lose := f.roll(r)
+		fail, slowDown, lose := f.roll(r)
 		switch {
 		case fail:
 			f.Errors.Add(1)
-			if f.rnd.Intn(2) == 0 {
+			if slowDown {
 				writeS3Error(w, http.StatusServiceUnavailable, "SlowDown", "Please reduce your request rate.")
 			} else {
 				writeS3Error(w, http.StatusInternalServerError, "InternalError", "We encountered an internal error. Please try again.")
@@ -87,13 +87,15 @@ func newFaultChain(t *testing.T, upstream string) *faultChain {
 	return f
 }
 
-func (f *faultChain) roll(r *http.Request) (fail, lose bool) {
+// roll decides a request's fate: fail it (as 503 SlowDown or 500), lose
+// its response, or pass it through.
+func (f *faultChain) roll(r *http.Request) (fail, slowDown, lose bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.errorRate > 0 && f.rnd.Float64() < f.errorRate {
-		return true, false
+		return true, f.rnd.Intn(2) == 0, false
 	}
-	return false, r.Method == http.MethodPut && f.lostRate > 0 && f.rnd.Float64() < f.lostRate
+	return false, false, r.Method == http.MethodPut && f.lostRate > 0 && f.rnd.Float64() < f.lostRate
 }
 
 // Endpoint is the S3 endpoint qo processes should use.
