@@ -140,7 +140,9 @@ func TestTUIInTmux(t *testing.T) {
 	s.keys("q")
 	deadline := time.Now().Add(10 * time.Second)
 	for exec.Command("tmux", "-L", s.socket, "has-session", "-t", s.name).Run() == nil {
-		require.True(t, time.Now().Before(deadline), "the console did not quit:\n%s", s.screen())
+		if time.Now().After(deadline) {
+			t.Fatalf("the console did not quit:\n%s", s.screen())
+		}
 		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -240,7 +240,9 @@ func TestLeaseRenewal(t *testing.T) {
 		w := New(bd.q, o)
 		w.Handle("sleep", sleepHandler)
 		r := start(t, w)
-		task := bd.submit(t, "sleep", `{"ms":2500}`, timeout(time.Second), retries(0))
+		// Leases of 2 s, renewed about every 0.7 s, for a 5 s handler: loose
+		// enough for a loaded machine, still several renewals.
+		task := bd.submit(t, "sleep", `{"ms":5000}`, timeout(2*time.Second), retries(0))
 		got := bd.waitStatus(t, task.ID, queue.StatusCompleted)
 		require.Equal(t, 1, got.Attempt)
 		hist, err := bd.q.History(context.Background(), task.ID)
