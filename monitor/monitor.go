@@ -343,20 +343,24 @@ func (m *Monitor) workLoop(ctx context.Context) {
 			// leaders changing often (workers restarting), waiting a whole
 			// SweepInterval would leave index repairs undone.
 			m.check(ctx)
-			if sweep != nil && m.IsLeader() {
-				if err := m.SweepRound(ctx); err != nil && ctx.Err() == nil {
-					m.log.Warn("sweep round failed", "err", err)
-				}
+			if sweep != nil {
+				m.sweep(ctx)
 			}
 		case <-check.C:
 			m.check(ctx)
 		case <-sweep:
-			if m.IsLeader() {
-				if err := m.SweepRound(ctx); err != nil && ctx.Err() == nil {
-					m.log.Warn("sweep round failed", "err", err)
-				}
-			}
+			m.sweep(ctx)
 		}
+	}
+}
+
+// sweep runs one sweep round when this monitor leads.
+func (m *Monitor) sweep(ctx context.Context) {
+	if !m.IsLeader() {
+		return
+	}
+	if err := m.SweepRound(ctx); err != nil && ctx.Err() == nil {
+		m.log.Warn("sweep round failed", "err", err)
 	}
 }
 

@@ -152,14 +152,7 @@ func ApplyOperator(base *Task, op, reason string, now time.Time, requestID strin
 	if err != nil || event == "" {
 		return nil, err
 	}
-	next.Rev = base.Rev + 1
-	next.RequestID = requestID
-	next.LastEvent = event
-	next.UpdatedAt = now
-	if next.UpdatedAt.Before(base.UpdatedAt) {
-		next.UpdatedAt = base.UpdatedAt
-	}
-	if err := ValidateTransition(base, next); err != nil {
+	if err := stamp(base, next, event, now, requestID); err != nil {
 		return nil, err
 	}
 	return next, nil

@@ -253,14 +253,7 @@ func (q *Queue) apply(ctx context.Context, base *Task, etag string, m mutation) 
 		if event == "" {
 			return applied{prev: base, next: base, etag: etag}, nil
 		}
-		next.Rev = base.Rev + 1
-		next.RequestID = reqID
-		next.LastEvent = event
-		next.UpdatedAt = now
-		if next.UpdatedAt.Before(base.UpdatedAt) {
-			next.UpdatedAt = base.UpdatedAt // the clock moved back: never reorder updated_at
-		}
-		if err := ValidateTransition(base, next); err != nil {
+		if err := stamp(base, next, event, now, reqID); err != nil {
 			return applied{}, fmt.Errorf("%s task %s: %w", m.op, base.ID, err)
 		}
 		newETag, err := q.putTask(ctx, next, store.IfMatch(etag), base.RequestID)
@@ -283,6 +276,20 @@ func (q *Queue) apply(ctx context.Context, base *Task, etag string, m mutation) 
 		}
 		base, etag = stale.current, stale.etag
 	}
+}
+
+// stamp makes next the version after base: rev+1, the request id, the
+// event, updated_at = now (never moving back when the clock does), then
+// runs the transition validator.
+func stamp(base, next *Task, event string, now time.Time, requestID string) error {
+	next.Rev = base.Rev + 1
+	next.RequestID = requestID
+	next.LastEvent = event
+	next.UpdatedAt = now
+	if next.UpdatedAt.Before(base.UpdatedAt) {
+		next.UpdatedAt = base.UpdatedAt // the clock moved back: never reorder updated_at
+	}
+	return ValidateTransition(base, next)
 }
 
 // operate reads a task and applies an operator change, re-validating over
