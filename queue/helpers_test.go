@@ -111,6 +111,21 @@ func (b *bundle) submit(t *testing.T, typ string, input string) *queue.Task {
 	return task
 }
 
+// expired submits a task that expires in a second, lets the clock pass it
+// and has a claim attempt expire it.
+func (b *bundle) expired(t *testing.T, typ string) *queue.Task {
+	t.Helper()
+	task, _, err := b.q.Submit(b.ctx, queue.SubmitRequest{Type: typ, ExpiresAt: b.q.Now().Add(time.Second)})
+	require.NoError(t, err)
+	b.clock.Advance(time.Second)
+	_, err = b.q.Claim(b.ctx, queue.ReadyEntry{ID: task.ID, Key: queue.ReadyKey(task)}, "w1")
+	require.ErrorIs(t, err, queue.ErrConflict)
+	got, err := b.q.Get(b.ctx, task.ID)
+	require.NoError(t, err)
+	require.Equal(t, queue.StatusExpired, got.Status)
+	return got
+}
+
 // readyEntries pages through every ready entry.
 func (b *bundle) readyEntries(t *testing.T, qry queue.ReadyQuery) []queue.ReadyEntry {
 	t.Helper()

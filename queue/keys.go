@@ -19,6 +19,9 @@ const (
 	ShardLeasePrefix = "shard-leases/"
 	MonitorPrefix    = "monitor/"
 	MonitorLeaderKey = "monitor/leader.json"
+	ControlKey       = "control.json"
+	SchedulesPrefix  = "schedules/"
+	DataPrefix       = "data/"
 )
 
 // msDigits is the fixed width of the millisecond timestamps in index keys:
@@ -26,6 +29,15 @@ const (
 const msDigits = 13
 
 const maxMS = 9999999999999
+
+// DataKey is where an offloaded input or output ("input" or "output") of a
+// task lives: "data/{shard}/{id}/{what}.json".
+func DataKey(shard string, id uuid.UUID, what string) string {
+	return DataPrefix + shard + "/" + id.String() + "/" + what + ".json"
+}
+
+// ScheduleKey is the key of a cron schedule.
+func ScheduleKey(name string) string { return SchedulesPrefix + name + ".json" }
 
 // ShardLeaseKey is the named-lease key that grants ownership of a shard.
 func ShardLeaseKey(shard string) string { return ShardLeasePrefix + shard + ".json" }
@@ -103,33 +115,46 @@ func parseMS(s string) (time.Time, bool) {
 }
 
 // ReadyKey is the ready-index key of a pending task:
-// "ready/{available_at ms}/{shard}/{type}/{id}".
+// "ready/{rank ms}/{shard}/{type}/{priority}/{id}", where the rank is
+// available_at moved by the priority (see doc.go, "Priorities").
 func ReadyKey(t *Task) string {
-	return readyKey(t.AvailableAt, t.Shard, t.Type, t.ID)
+	return readyKey(t.AvailableAt, t.Priority, t.Shard, t.Type, t.ID)
 }
 
-func readyKey(at time.Time, shard, typ string, id uuid.UUID) string {
+// rankOf is the time a ready entry sorts under.
+func rankOf(availableAt time.Time, p Priority) time.Time { return availableAt.Add(p.offset()) }
+
+func readyKey(availableAt time.Time, p Priority, shard, typ string, id uuid.UUID) string {
+	if !p.Valid() {
+		p = PriorityNormal
+	}
 	var b strings.Builder
-	b.Grow(len(ReadyPrefix) + msDigits + len(shard) + len(typ) + 36 + 3)
+	b.Grow(len(ReadyPrefix) + msDigits + len(shard) + len(typ) + len(p) + 36 + 4)
 	b.WriteString(ReadyPrefix)
-	b.WriteString(unixMS(at))
+	b.WriteString(unixMS(rankOf(availableAt, p)))
 	b.WriteByte('/')
 	b.WriteString(shard)
 	b.WriteByte('/')
 	b.WriteString(typ)
 	b.WriteByte('/')
+	b.WriteString(string(p))
+	b.WriteByte('/')
 	b.WriteString(id.String())
 	return b.String()
 }
 
-// ParseReadyKey decodes a ready-index key.
+// ParseReadyKey decodes a ready-index key. Keys written before priorities
+// existed ("ready/{ms}/{shard}/{type}/{id}") read as normal priority.
 func ParseReadyKey(key string) (ReadyEntry, error) {
 	rest, ok := strings.CutPrefix(key, ReadyPrefix)
 	parts := strings.Split(rest, "/")
-	if !ok || len(parts) != 4 {
-		return ReadyEntry{}, fmt.Errorf("%q is not a ready index key (want ready/{ms}/{shard}/{type}/{id})", key)
+	if ok && len(parts) == 4 {
+		parts = []string{parts[0], parts[1], parts[2], string(PriorityNormal), parts[3]}
 	}
-	at, ok := parseMS(parts[0])
+	if !ok || len(parts) != 5 {
+		return ReadyEntry{}, fmt.Errorf("%q is not a ready index key (want ready/{ms}/{shard}/{type}/{priority}/{id})", key)
+	}
+	rank, ok := parseMS(parts[0])
 	if !ok {
 		return ReadyEntry{}, fmt.Errorf("ready index key %q: bad timestamp %q", key, parts[0])
 	}
@@ -139,11 +164,15 @@ func ParseReadyKey(key string) (ReadyEntry, error) {
 	if ValidateType(parts[2]) != nil {
 		return ReadyEntry{}, fmt.Errorf("ready index key %q: bad task type %q", key, parts[2])
 	}
-	id, err := uuid.Parse(parts[3])
-	if err != nil || len(parts[3]) != 36 || !strings.HasPrefix(id.String(), parts[1]) {
-		return ReadyEntry{}, fmt.Errorf("ready index key %q: bad task id %q", key, parts[3])
+	p := Priority(parts[3])
+	if !p.Valid() {
+		return ReadyEntry{}, fmt.Errorf("ready index key %q: bad priority %q", key, parts[3])
 	}
-	return ReadyEntry{Key: key, ID: id, Shard: parts[1], Type: parts[2], AvailableAt: at}, nil
+	id, err := uuid.Parse(parts[4])
+	if err != nil || len(parts[4]) != 36 || !strings.HasPrefix(id.String(), parts[1]) {
+		return ReadyEntry{}, fmt.Errorf("ready index key %q: bad task id %q", key, parts[4])
+	}
+	return ReadyEntry{Key: key, ID: id, Shard: parts[1], Type: parts[2], Priority: p, Rank: rank, AvailableAt: rank.Add(-p.offset())}, nil
 }
 
 // LeaseKey is the lease-index key of a running task:

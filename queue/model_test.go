@@ -21,6 +21,7 @@ func validTask(st queue.Status) *queue.Task {
 		Format: 1, ID: id, Type: "t", Shard: "3", Status: st, AvailableAt: now,
 		Input: json.RawMessage(`{}`), TimeoutSeconds: 30, MaxRetries: 3, RetryPolicy: queue.DefaultRetryPolicy,
 		CreatedAt: now, UpdatedAt: now, Rev: 5, RequestID: "r", LastEvent: "x", Attempt: 1,
+		Priority: queue.PriorityNormal,
 	}
 	exp := now.Add(time.Minute)
 	switch st {
@@ -32,6 +33,8 @@ func validTask(st queue.Status) *queue.Task {
 		t.CompletedAt, t.LastError = &now, "boom"
 	case queue.StatusCancelled:
 		t.CompletedAt, t.CancelRequested, t.CancelRequestedAt = &now, true, &now
+	case queue.StatusExpired:
+		t.CompletedAt, t.ExpiresAt = &now, &now
 	}
 	return t
 }
@@ -158,10 +161,31 @@ func TestKeys(t *testing.T) {
 	task := validTask(queue.StatusPending)
 	task.AvailableAt = time.UnixMilli(1_700_000_000_123).UTC()
 	rk := queue.ReadyKey(task)
-	require.Equal(t, "ready/1700000000123/3/t/"+task.ID.String(), rk)
+	require.Equal(t, "ready/1700000000123/3/t/normal/"+task.ID.String(), rk)
 	e, err := queue.ParseReadyKey(rk)
 	require.NoError(t, err)
-	require.Equal(t, queue.ReadyEntry{Key: rk, ID: task.ID, Shard: "3", Type: "t", AvailableAt: task.AvailableAt}, e)
+	require.Equal(t, queue.ReadyEntry{Key: rk, ID: task.ID, Shard: "3", Type: "t", Priority: queue.PriorityNormal,
+		Rank: task.AvailableAt, AvailableAt: task.AvailableAt}, e)
+	// A key written before priorities existed reads as normal.
+	legacy := "ready/1700000000123/3/t/" + task.ID.String()
+	e, err = queue.ParseReadyKey(legacy)
+	require.NoError(t, err)
+	require.Equal(t, queue.PriorityNormal, e.Priority)
+	require.Equal(t, task.AvailableAt, e.AvailableAt)
+
+	// Priority moves the rank, never the availability.
+	for _, tc := range []struct {
+		p    queue.Priority
+		rank time.Duration
+	}{{queue.PriorityHigh, -queue.PriorityStep}, {queue.PriorityNormal, 0}, {queue.PriorityLow, queue.PriorityStep}} {
+		task.Priority = tc.p
+		e, err := queue.ParseReadyKey(queue.ReadyKey(task))
+		require.NoError(t, err)
+		require.Equal(t, tc.p, e.Priority)
+		require.Equal(t, task.AvailableAt.Add(tc.rank), e.Rank, tc.p)
+		require.Equal(t, task.AvailableAt, e.AvailableAt, tc.p)
+	}
+	task.Priority = queue.PriorityNormal
 
 	exp := time.UnixMilli(42).UTC()
 	task.LeaseExpiresAt = &exp
@@ -180,7 +204,8 @@ func TestKeys(t *testing.T) {
 	require.Less(t, queue.ReadyKey(a), queue.ReadyKey(b))
 
 	for _, bad := range []string{"ready/x", "ready/123/3/t/" + task.ID.String(), "ready/1700000000123/4/t/" + task.ID.String(),
-		"ready/1700000000123/3/t!/" + task.ID.String(), "ready/1700000000123/3/t/nope", "leases/1700000000123/3"} {
+		"ready/1700000000123/3/t!/" + task.ID.String(), "ready/1700000000123/3/t/nope", "leases/1700000000123/3",
+		"ready/1700000000123/3/t/urgent/" + task.ID.String()} {
 		_, err1 := queue.ParseReadyKey(bad)
 		_, err2 := queue.ParseLeaseKey(bad)
 		require.True(t, err1 != nil && err2 != nil, bad)
@@ -222,10 +247,10 @@ func TestTaskJSONRoundTrip(t *testing.T) {
 	for _, f := range []string{"format", "id", "task_type", "shard", "status", "available_at", "lease_expires_at", "input", "output",
 		"timeout_seconds", "max_retries", "retry_count", "retry_policy", "created_at", "updated_at", "completed_at", "worker_id",
 		"lease_id", "attempt", "last_error", "rev", "request_id", "last_event", "cancel_requested", "cancel_requested_at",
-		"cancel_reason", "idempotency_key"} {
+		"cancel_reason", "idempotency_key", "priority", "expires_at", "input_ref", "output_ref"} {
 		require.Contains(t, m, f)
 	}
-	require.Len(t, m, 27, "a new field must be added to doc.go and this list")
+	require.Len(t, m, 31, "a new field must be added to doc.go and this list")
 	_, err = queue.DecodeTask("tasks/3/"+uuid.NewString()+".json", body)
 	var mal *queue.MalformedError
 	require.ErrorAs(t, err, &mal)

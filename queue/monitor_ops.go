@@ -112,6 +112,7 @@ type SweepResult struct {
 	Scanned        int              `json:"scanned"`         // task objects read
 	ReadyRepaired  int              `json:"ready_repaired"`  // missing ready entries written
 	LeasesRepaired int              `json:"leases_repaired"` // missing lease entries written
+	Expired        int              `json:"expired"`         // pending tasks past expires_at, now expired
 	Malformed      []MalformedError `json:"-"`               // objects that could not be decoded
 	Errors         int              `json:"errors"`          // reads that failed (retried next pass)
 }
@@ -151,6 +152,7 @@ func (q *Queue) Sweep(ctx context.Context, shard string, pageSize int, cursor st
 		res.Scanned++
 		res.ReadyRepaired += r.ReadyRepaired
 		res.LeasesRepaired += r.LeasesRepaired
+		res.Expired += r.Expired
 		res.Errors += r.Errors
 		res.Malformed = append(res.Malformed, r.Malformed...)
 	})
@@ -179,6 +181,15 @@ func (q *Queue) sweepOne(ctx context.Context, key string) SweepResult {
 			r.Malformed = append(r.Malformed, *m)
 		} else {
 			r.Errors++
+		}
+		return r
+	}
+	if expiredAt(t, q.Now()) {
+		if _, err := q.expire(ctx, t, obj.ETag); err != nil {
+			q.log.Debug("sweep: expire failed", "key", key, "err", err)
+			r.Errors++
+		} else {
+			r.Expired++
 		}
 		return r
 	}

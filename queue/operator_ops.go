@@ -23,9 +23,10 @@ func (q *Queue) Cancel(ctx context.Context, id uuid.UUID, reason string) (*Task,
 	return res.next, nil
 }
 
-// Replay re-runs a failed or cancelled task: pending, available now,
-// retry_count reset to 0, cancellation cleared (last_error is kept until
-// the next attempt ends). attempt keeps counting.
+// Replay re-runs a failed, cancelled or expired task: pending, available
+// now, retry_count reset to 0, cancellation cleared, an expiry that has
+// passed cleared (last_error is kept until the next attempt ends). attempt
+// keeps counting.
 func (q *Queue) Replay(ctx context.Context, id uuid.UUID) (*Task, error) {
 	res, err := q.operate(ctx, id, "replay", operatorChange(OpReplay, ""))
 	if err != nil {
@@ -102,9 +103,12 @@ func operatorChange(op, reason string) func(t *Task, now time.Time) (string, err
 	case OpReplay:
 		return func(t *Task, now time.Time) (string, error) {
 			switch t.Status {
-			case StatusFailed, StatusCancelled:
+			case StatusFailed, StatusCancelled, StatusExpired:
 			default:
-				return "", &TransitionError{From: t.Status, Event: EventReplayed, To: StatusPending, Reason: "only failed or cancelled tasks can be replayed"}
+				return "", &TransitionError{From: t.Status, Event: EventReplayed, To: StatusPending, Reason: "only failed, cancelled or expired tasks can be replayed"}
+			}
+			if t.ExpiresAt != nil && !t.ExpiresAt.After(now) {
+				t.ExpiresAt = nil
 			}
 			t.RetryCount = 0
 			toPending(t, now)
@@ -113,9 +117,9 @@ func operatorChange(op, reason string) func(t *Task, now time.Time) (string, err
 	case OpArchive:
 		return func(t *Task, now time.Time) (string, error) {
 			switch t.Status {
-			case StatusCompleted, StatusFailed, StatusCancelled:
+			case StatusCompleted, StatusFailed, StatusCancelled, StatusExpired:
 			default:
-				return "", &TransitionError{From: t.Status, Event: EventArchived, To: StatusArchived, Reason: "only completed, failed or cancelled tasks can be archived"}
+				return "", &TransitionError{From: t.Status, Event: EventArchived, To: StatusArchived, Reason: "only completed, failed, cancelled or expired tasks can be archived"}
 			}
 			t.Status = StatusArchived
 			return EventArchived, nil

@@ -23,6 +23,10 @@ type Options struct {
 	// Logger receives debug logs for best-effort index writes that failed.
 	// Default: discard.
 	Logger *slog.Logger
+	// OffloadThreshold is the size in bytes above which inputs and
+	// outputs are stored under data/ (default DefaultOffloadThreshold;
+	// negative: never offload).
+	OffloadThreshold int
 	// Rand drives backoff jitter. Default: seeded from the time. The queue
 	// serialises its use, so it may be shared with nobody else.
 	Rand *rand.Rand
@@ -35,6 +39,8 @@ type Queue struct {
 	shards []string
 	clock  store.Clock
 	log    *slog.Logger
+	// threshold: offload payloads above this many bytes (0: never).
+	threshold int
 
 	rndMu sync.Mutex
 	rnd   *rand.Rand
@@ -64,6 +70,12 @@ func newQueue(s store.Store, cfg Config, opts Options) *Queue {
 	}
 	if q.log == nil {
 		q.log = slog.New(slog.DiscardHandler)
+	}
+	switch {
+	case opts.OffloadThreshold == 0:
+		q.threshold = DefaultOffloadThreshold
+	case opts.OffloadThreshold > 0:
+		q.threshold = opts.OffloadThreshold
 	}
 	if q.rnd == nil {
 		q.rnd = rand.New(rand.NewSource(time.Now().UnixNano()))

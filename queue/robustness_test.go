@@ -313,7 +313,7 @@ func TestListPagination(t *testing.T) {
 			return m
 		}
 		for _, st := range queue.Statuses {
-			if st == queue.StatusCancelled {
+			if st == queue.StatusCancelled || st == queue.StatusExpired {
 				continue
 			}
 			got := listAll(queue.ListQuery{Status: st, Limit: 2})
@@ -384,6 +384,8 @@ func TestInvalidTransitionsWriteNothing(t *testing.T) {
 				require.NoError(t, err)
 				_, err = b.q.Archive(b.ctx, task.ID)
 				require.NoError(t, err)
+			case queue.StatusExpired:
+				task = b.expired(t, "inv")
 			}
 			got := b.get(t, task)
 			require.Equal(t, st, got.Status)
@@ -398,9 +400,9 @@ func TestInvalidTransitionsWriteNothing(t *testing.T) {
 			{"cancel", func(id uuid.UUID) error { _, err := b.q.Cancel(b.ctx, id, ""); return err },
 				map[queue.Status]bool{queue.StatusPending: true, queue.StatusRunning: true}},
 			{"replay", func(id uuid.UUID) error { _, err := b.q.Replay(b.ctx, id); return err },
-				map[queue.Status]bool{queue.StatusFailed: true, queue.StatusCancelled: true}},
+				map[queue.Status]bool{queue.StatusFailed: true, queue.StatusCancelled: true, queue.StatusExpired: true}},
 			{"archive", func(id uuid.UUID) error { _, err := b.q.Archive(b.ctx, id); return err },
-				map[queue.Status]bool{queue.StatusCompleted: true, queue.StatusFailed: true, queue.StatusCancelled: true}},
+				map[queue.Status]bool{queue.StatusCompleted: true, queue.StatusFailed: true, queue.StatusCancelled: true, queue.StatusExpired: true}},
 			{"requeue", func(id uuid.UUID) error { _, err := b.q.RequeueNow(b.ctx, id); return err },
 				map[queue.Status]bool{queue.StatusPending: true, queue.StatusRunning: true}},
 		}

@@ -37,7 +37,7 @@ func TestStatsCounter(t *testing.T) {
 		require.Equal(t, 5, st.Total)
 		require.Equal(t, map[queue.Status]int{
 			queue.StatusPending: 2, queue.StatusRunning: 1, queue.StatusCompleted: 1,
-			queue.StatusFailed: 1, queue.StatusCancelled: 0, queue.StatusArchived: 0,
+			queue.StatusFailed: 1, queue.StatusCancelled: 0, queue.StatusExpired: 0, queue.StatusArchived: 0,
 		}, st.ByStatus)
 		require.Equal(t, 1, st.Delayed)
 		require.Equal(t, 90*time.Second, st.OldestPendingAge)

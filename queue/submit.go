@@ -41,6 +41,11 @@ type SubmitRequest struct {
 	// IdempotencyKey, when set, derives the task id from (type, key): a
 	// second submit with the same pair returns the first task.
 	IdempotencyKey string
+	// Priority is the task's level ("" is normal).
+	Priority Priority
+	// ExpiresAt, when set, is the deadline for starting: a task not
+	// claimed by then becomes expired instead of running.
+	ExpiresAt time.Time
 }
 
 // Submit creates a pending task: a create-only PUT of the task object, then
@@ -55,6 +60,14 @@ func (q *Queue) Submit(ctx context.Context, req SubmitRequest) (*Task, bool, err
 	if err := ValidateTransition(nil, t); err != nil {
 		return nil, false, fmt.Errorf("submit: %w", err)
 	}
+	input := t.Input
+	if q.offload(len(input)) {
+		ref, err := q.putInput(ctx, t, input)
+		if err != nil {
+			return nil, false, fmt.Errorf("submit task %s: store input: %w", t.ID, err)
+		}
+		t.Input, t.InputRef = nil, ref
+	}
 	if _, err := q.putTask(ctx, t, store.CreateOnly, ""); err != nil {
 		var stale *staleError
 		if !errors.As(err, &stale) {
@@ -67,14 +80,26 @@ func (q *Queue) Submit(ctx context.Context, req SubmitRequest) (*Task, bool, err
 		if req.IdempotencyKey == "" {
 			return nil, false, fmt.Errorf("submit task %s: %w (id already taken)", t.ID, ErrConflict)
 		}
-		if !sameJSON(existing.Input, t.Input) {
+		if !sameInput(existing, input) {
+			shown := string(existing.Input)
+			if existing.InputRef != nil {
+				shown = fmt.Sprintf("of %d bytes in %s", existing.InputRef.Bytes, existing.InputRef.Key)
+			}
 			return existing, false, fmt.Errorf("submit: %w: key %q already made task %s with input %s",
-				ErrIdempotencyMismatch, req.IdempotencyKey, existing.ID, truncate(string(existing.Input), 200))
+				ErrIdempotencyMismatch, req.IdempotencyKey, existing.ID, truncate(shown, 200))
 		}
 		return existing, false, nil
 	}
 	q.putIndex(ctx, ReadyKey(t))
 	return t, true, nil
+}
+
+// sameInput reports whether a task's input is the (compacted) JSON input.
+func sameInput(t *Task, input json.RawMessage) bool {
+	if t.InputRef != nil {
+		return t.InputRef.SHA256 == digest(input)
+	}
+	return sameJSON(t.Input, input)
 }
 
 func (q *Queue) newTask(req SubmitRequest) (*Task, error) {
@@ -123,10 +148,22 @@ func (q *Queue) newTask(req SubmitRequest) (*Task, error) {
 	if req.IdempotencyKey != "" {
 		id = IDForKey(req.Type, req.IdempotencyKey)
 	}
+	prio, err := ParsePriority(string(req.Priority))
+	if err != nil {
+		return nil, err
+	}
 	now := q.Now()
 	avail := now
 	if !req.AvailableAt.IsZero() {
 		avail = req.AvailableAt.UTC().Truncate(time.Millisecond)
+	}
+	var expires *time.Time
+	if !req.ExpiresAt.IsZero() {
+		e := req.ExpiresAt.UTC().Truncate(time.Millisecond)
+		if !e.After(avail) {
+			return nil, invalidInput("expiry %s is not after the time the task becomes available (%s): it could never run; give a later expiry", e.Format(time.RFC3339), avail.Format(time.RFC3339))
+		}
+		expires = &e
 	}
 	return &Task{
 		Format:         FormatVersion,
@@ -145,6 +182,8 @@ func (q *Queue) newTask(req SubmitRequest) (*Task, error) {
 		RequestID:      newRequestID(),
 		LastEvent:      EventEnqueued,
 		IdempotencyKey: req.IdempotencyKey,
+		Priority:       prio,
+		ExpiresAt:      expires,
 	}, nil
 }
 

@@ -27,11 +27,12 @@ const (
 	StatusCompleted Status = "completed" // terminal: succeeded
 	StatusFailed    Status = "failed"    // terminal: dead letter (permanent error or retries exhausted)
 	StatusCancelled Status = "cancelled" // terminal: cancelled by an operator
+	StatusExpired   Status = "expired"   // terminal: not started before expires_at
 	StatusArchived  Status = "archived"  // terminal, hidden from default listings
 )
 
 // Statuses lists every status in lifecycle order.
-var Statuses = []Status{StatusPending, StatusRunning, StatusCompleted, StatusFailed, StatusCancelled, StatusArchived}
+var Statuses = []Status{StatusPending, StatusRunning, StatusCompleted, StatusFailed, StatusCancelled, StatusExpired, StatusArchived}
 
 // Valid reports whether s is a known status.
 func (s Status) Valid() bool {
@@ -47,7 +48,7 @@ func (s Status) Valid() bool {
 // an operator's replay.
 func (s Status) Terminal() bool {
 	switch s {
-	case StatusCompleted, StatusFailed, StatusCancelled, StatusArchived:
+	case StatusCompleted, StatusFailed, StatusCancelled, StatusExpired, StatusArchived:
 		return true
 	}
 	return false
@@ -57,7 +58,7 @@ func (s Status) Terminal() bool {
 func ParseStatus(s string) (Status, error) {
 	st := Status(s)
 	if !st.Valid() {
-		return "", invalidInput("unknown status %q (want one of pending, running, completed, failed, cancelled, archived)", s)
+		return "", invalidInput("unknown status %q (want one of %s)", s, joinNames(Statuses))
 	}
 	return st, nil
 }
@@ -158,6 +159,11 @@ type Task struct {
 	CancelReason      string     `json:"cancel_reason"`
 
 	IdempotencyKey string `json:"idempotency_key"`
+
+	Priority  Priority   `json:"priority"`
+	ExpiresAt *time.Time `json:"expires_at"`
+	InputRef  *DataRef   `json:"input_ref"`
+	OutputRef *DataRef   `json:"output_ref"`
 }
 
 // Timeout returns the lease duration of one attempt.
@@ -172,6 +178,15 @@ func (t *Task) Clone() *Task {
 	c.LeaseExpiresAt = cloneTime(t.LeaseExpiresAt)
 	c.CompletedAt = cloneTime(t.CompletedAt)
 	c.CancelRequestedAt = cloneTime(t.CancelRequestedAt)
+	c.ExpiresAt = cloneTime(t.ExpiresAt)
+	if t.InputRef != nil {
+		r := *t.InputRef
+		c.InputRef = &r
+	}
+	if t.OutputRef != nil {
+		r := *t.OutputRef
+		c.OutputRef = &r
+	}
 	if t.Input != nil {
 		c.Input = append(json.RawMessage(nil), t.Input...)
 	}
@@ -219,7 +234,15 @@ func DecodeTask(key string, body []byte) (*Task, error) {
 		return nil, &MalformedError{Key: key, Err: fmt.Errorf("unknown status %q", t.Status)}
 	}
 	if err := ValidateType(t.Type); err != nil {
-		return nil, &MalformedError{Key: key, Err: err}
+		// A bad name in the bucket is the object's fault, not the caller's:
+		// keep the message, drop ErrInvalidInput.
+		return nil, &MalformedError{Key: key, Err: errors.New(err.Error())}
+	}
+	if t.Priority == "" {
+		t.Priority = PriorityNormal // written before priorities existed
+	}
+	if !t.Priority.Valid() {
+		return nil, &MalformedError{Key: key, Err: fmt.Errorf("unknown priority %q", t.Priority)}
 	}
 	if key != "" {
 		shard, id, ok := parseTaskKey(key)
@@ -288,7 +311,7 @@ func validateName(what, s string, max int) error {
 		switch {
 		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '.', c == ':', c == '-':
 		default:
-			return invalidInput("%s %q contains %q (allowed: letters, digits, _ . : -)", what, s, string(rune(c)))
+			return invalidInput("%s %q contains %q (allowed: letters, digits, _ . : -)", what, s, s[i:i+1])
 		}
 	}
 	return nil

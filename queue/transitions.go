@@ -3,6 +3,7 @@ package queue
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
 // Canonical event names. Each write records the event that produced it in
@@ -20,12 +21,13 @@ const (
 	EventCancelled       = "cancelled"        // cancelled (pending at once; running once the worker or monitor acks)
 	EventReplayed        = "replayed"         // an operator re-ran a failed or cancelled task
 	EventArchived        = "archived"         // hidden from default listings; history kept
+	EventExpired         = "expired"          // not started before expires_at
 )
 
 // Events lists the canonical events in lifecycle order.
 var Events = []string{
 	EventEnqueued, EventClaimed, EventLeaseExtended, EventSucceeded, EventFailed, EventRetried,
-	EventTimedOut, EventRequeued, EventCancelRequested, EventCancelled, EventReplayed, EventArchived,
+	EventTimedOut, EventRequeued, EventCancelRequested, EventCancelled, EventReplayed, EventArchived, EventExpired,
 }
 
 // Transition is one allowed change: a task in status From may be written
@@ -54,11 +56,14 @@ var transitions = []Transition{
 	{StatusRunning, EventCancelRequested, StatusRunning, "Cancel", "the worker sees it on its next Extend"},
 	{StatusPending, EventCancelled, StatusCancelled, "Cancel", "immediately"},
 	{StatusRunning, EventCancelled, StatusCancelled, "AckCancel, Retry, Release, ExpireLease", "only after cancel_requested"},
+	{StatusPending, EventExpired, StatusExpired, "Claim, Sweep", "expires_at <= now; the task never runs"},
 	{StatusFailed, EventReplayed, StatusPending, "Replay", "retry_count reset; available now"},
 	{StatusCancelled, EventReplayed, StatusPending, "Replay", "retry_count reset; available now"},
+	{StatusExpired, EventReplayed, StatusPending, "Replay", "expires_at cleared; available now"},
 	{StatusCompleted, EventArchived, StatusArchived, "Archive", ""},
 	{StatusFailed, EventArchived, StatusArchived, "Archive", ""},
 	{StatusCancelled, EventArchived, StatusArchived, "Archive", ""},
+	{StatusExpired, EventArchived, StatusArchived, "Archive", ""},
 }
 
 // Transitions returns a copy of the allowed-transition table.
@@ -115,8 +120,8 @@ func ValidateTransition(prev, next *Task) error {
 		}
 		if next.ID != prev.ID || next.Type != prev.Type || next.Shard != prev.Shard ||
 			!next.CreatedAt.Equal(prev.CreatedAt) || next.IdempotencyKey != prev.IdempotencyKey ||
-			string(next.Input) != string(prev.Input) {
-			return fail("id, task_type, shard, created_at, input and idempotency_key never change")
+			string(next.Input) != string(prev.Input) || !sameRef(next.InputRef, prev.InputRef) {
+			return fail("id, task_type, shard, created_at, input, input_ref and idempotency_key never change")
 		}
 		if next.UpdatedAt.Before(prev.UpdatedAt) {
 			return fail("updated_at went backwards")
@@ -161,6 +166,18 @@ func CheckInvariants(t *Task) error {
 	if err := t.RetryPolicy.Validate(); err != nil {
 		return err
 	}
+	switch {
+	case t.Priority != "" && !t.Priority.Valid(): // "" reads as normal
+		return fmt.Errorf("unknown priority %q", t.Priority)
+	case t.InputRef != nil && t.Input != nil:
+		return fmt.Errorf("input and input_ref are exclusive")
+	case t.OutputRef != nil && t.Output != nil:
+		return fmt.Errorf("output and output_ref are exclusive")
+	case t.OutputRef != nil && t.Status != StatusCompleted && t.Status != StatusArchived:
+		return fmt.Errorf("%s: output_ref must be empty", t.Status)
+	case !validRef(t.InputRef) || !validRef(t.OutputRef):
+		return fmt.Errorf("a data reference needs a data/ key, a size and a sha256")
+	}
 	noLease := t.LeaseID == "" && t.LeaseExpiresAt == nil
 	switch t.Status {
 	case StatusPending:
@@ -185,7 +202,7 @@ func CheckInvariants(t *Task) error {
 		case t.CancelRequested != (t.CancelRequestedAt != nil):
 			return fmt.Errorf("running: cancel_requested and cancel_requested_at go together")
 		}
-	case StatusCompleted, StatusFailed, StatusCancelled, StatusArchived:
+	case StatusCompleted, StatusFailed, StatusCancelled, StatusExpired, StatusArchived:
 		switch {
 		case !noLease:
 			return fmt.Errorf("%s: lease_id and lease_expires_at must be empty", t.Status)
@@ -204,6 +221,10 @@ func CheckInvariants(t *Task) error {
 			if t.Output != nil {
 				return fmt.Errorf("failed: output must be empty")
 			}
+		case StatusExpired:
+			if t.ExpiresAt == nil || t.CompletedAt.Before(*t.ExpiresAt) || t.Output != nil {
+				return fmt.Errorf("expired: expires_at must be set and passed (completed_at >= expires_at), output empty")
+			}
 		case StatusCancelled:
 			if !t.CancelRequested || t.CancelRequestedAt == nil {
 				return fmt.Errorf("cancelled: cancel_requested and cancel_requested_at must be set")
@@ -214,4 +235,15 @@ func CheckInvariants(t *Task) error {
 		}
 	}
 	return nil
+}
+
+func sameRef(a, b *DataRef) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+func validRef(r *DataRef) bool {
+	return r == nil || strings.HasPrefix(r.Key, DataPrefix) && r.Bytes >= 0 && len(r.SHA256) == 64
 }

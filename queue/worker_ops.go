@@ -18,7 +18,9 @@ type ReadyEntry struct {
 	Key         string
 	ID          uuid.UUID
 	Shard, Type string
-	AvailableAt time.Time
+	Priority    Priority
+	Rank        time.Time // the time the key sorts under
+	AvailableAt time.Time // when the task may run (Rank minus the priority's offset)
 }
 
 // ReadyQuery selects ready entries.
@@ -30,10 +32,11 @@ type ReadyQuery struct {
 }
 
 // ListReady returns ready entries with AvailableAt <= now matching the
-// filters, in key order (oldest first), from ONE store LIST page. next is
-// the StartAfter for the next call, "" when no ready entry follows (the
-// listing reached the end or an entry that is not yet available). Entries
-// of other shards or types are skipped without any GET; keys that do not
+// filters, in key (rank) order, from ONE store LIST page. next is the
+// StartAfter for the next call, "" when no ready entry can follow (the
+// listing reached the end, or a rank later than now + PriorityStep, after
+// which no entry can be available). Entries of other shards or types, and
+// entries not yet available, are skipped without any GET; keys that do not
 // parse are skipped and logged.
 func (q *Queue) ListReady(ctx context.Context, qry ReadyQuery) ([]ReadyEntry, string, error) {
 	limit := qry.Limit
@@ -45,6 +48,7 @@ func (q *Queue) ListReady(ctx context.Context, qry ReadyQuery) ([]ReadyEntry, st
 		return nil, "", fmt.Errorf("list ready: %w", err)
 	}
 	now := q.Now()
+	horizon := now.Add(PriorityStep)
 	var out []ReadyEntry
 	for _, o := range page.Objects {
 		e, err := ParseReadyKey(o.Key)
@@ -52,10 +56,10 @@ func (q *Queue) ListReady(ctx context.Context, qry ReadyQuery) ([]ReadyEntry, st
 			q.log.Debug("skipping unparseable ready entry", "key", o.Key, "err", err)
 			continue
 		}
-		if e.AvailableAt.After(now) {
-			return out, "", nil // keys are time-ordered: nothing later is ready
+		if e.Rank.After(horizon) {
+			return out, "", nil // keys are rank-ordered: nothing later is ready
 		}
-		if !contains(qry.Shards, e.Shard) || !contains(qry.Types, e.Type) {
+		if e.AvailableAt.After(now) || !contains(qry.Shards, e.Shard) || !contains(qry.Types, e.Type) {
 			continue
 		}
 		out = append(out, e)
@@ -120,6 +124,12 @@ func (q *Queue) Claim(ctx context.Context, e ReadyEntry, workerID string) (*Leas
 	if base.AvailableAt.After(now) {
 		return nil, fmt.Errorf("claim task %s: %w (not available until %s)", e.ID, ErrConflict, base.AvailableAt.Format(time.RFC3339Nano))
 	}
+	if expiredAt(base, now) {
+		if _, err := q.expire(ctx, base, etag); err != nil {
+			return nil, fmt.Errorf("claim task %s: %w", e.ID, err)
+		}
+		return nil, fmt.Errorf("claim task %s: %w (it expired at %s before it could start)", e.ID, ErrConflict, base.ExpiresAt.Format(time.RFC3339))
+	}
 	// The lease entry goes in before the task turns running, so a crash
 	// between the two writes can never leave a running task that the
 	// monitor's expiry scan does not see (a leftover entry of a claim that
@@ -148,6 +158,32 @@ func (q *Queue) Claim(ctx context.Context, e ReadyEntry, workerID string) (*Leas
 	l := &Lease{Task: res.next, ETag: res.etag, LeaseKey: LeaseKey(res.next)}
 	q.deleteIndex(ctx, canonical)
 	return l, nil
+}
+
+// expiredAt reports whether a pending task has passed its expires_at.
+func expiredAt(t *Task, now time.Time) bool {
+	return t.Status == StatusPending && t.ExpiresAt != nil && !t.ExpiresAt.After(now)
+}
+
+// expire turns a pending task past its expires_at into expired and removes
+// its ready entry. A task that is no longer pending and expired is left
+// alone (the returned task is then the current version, unchanged).
+func (q *Queue) expire(ctx context.Context, base *Task, etag string) (*Task, error) {
+	res, err := q.apply(ctx, base, etag, mutation{op: "expire", rebase: true, change: func(t *Task, now time.Time) (string, error) {
+		if !expiredAt(t, now) {
+			return "", nil
+		}
+		t.Status = StatusExpired
+		t.CompletedAt = timePtr(now)
+		return EventExpired, nil
+	}})
+	if err != nil {
+		return nil, err
+	}
+	if res.next != res.prev {
+		q.deleteIndex(ctx, ReadyKey(res.prev))
+	}
+	return res.next, nil
 }
 
 // leaseMutation fences a worker's change on its lease and re-applies it over
@@ -227,10 +263,28 @@ func (q *Queue) Complete(ctx context.Context, l *Lease, output json.RawMessage) 
 	if !isJSONNull(output) && !json.Valid(output) {
 		return nil, fmt.Errorf("complete: %w", invalidInput("output is not valid JSON"))
 	}
+	var ref *DataRef
+	if !isJSONNull(output) && q.offload(len(output)) {
+		if err := checkLease("complete", l); err != nil {
+			return nil, err
+		}
+		// The reference pins the version written (on a versioned bucket), so
+		// a late write by a worker that lost its lease cannot replace this
+		// output; elsewhere the digest reports such a write.
+		var err error
+		ref, err = q.writeData(ctx, DataKey(l.Task.Shard, l.Task.ID, "output"), output, store.Condition{})
+		if err != nil {
+			return nil, fmt.Errorf("complete task %s: store output: %w", l.Task.ID, err)
+		}
+	}
 	return q.finish(ctx, l, "complete", func(t *Task, now time.Time) (string, error) {
 		t.Status = StatusCompleted
-		t.Output = nil
-		if !isJSONNull(output) {
+		t.Output, t.OutputRef = nil, nil
+		switch {
+		case ref != nil:
+			r := *ref
+			t.OutputRef = &r
+		case !isJSONNull(output):
 			t.Output = append(json.RawMessage(nil), output...)
 		}
 		t.CompletedAt = timePtr(now)
@@ -252,7 +306,7 @@ func toPending(t *Task, availableAt time.Time) {
 	t.WorkerID = ""
 	endLease(t)
 	t.CompletedAt = nil
-	t.Output = nil
+	t.Output, t.OutputRef = nil, nil
 	t.CancelRequested = false
 	t.CancelRequestedAt = nil
 	t.CancelReason = ""
@@ -262,7 +316,7 @@ func toCancelled(t *Task, now time.Time) {
 	t.Status = StatusCancelled
 	endLease(t)
 	t.CompletedAt = timePtr(now)
-	t.Output = nil
+	t.Output, t.OutputRef = nil, nil
 	if !t.CancelRequested {
 		t.CancelRequested = true
 		t.CancelRequestedAt = timePtr(now)
@@ -293,7 +347,7 @@ func (q *Queue) retryOrFail(t *Task, now time.Time, delay time.Duration, retryEv
 	if t.RetryCount >= t.MaxRetries {
 		t.Status = StatusFailed
 		t.CompletedAt = timePtr(now)
-		t.Output = nil
+		t.Output, t.OutputRef = nil, nil
 		endLease(t)
 		return failEvent
 	}
@@ -319,7 +373,7 @@ func (q *Queue) Fail(ctx context.Context, l *Lease, lastErr string) (*Task, erro
 		t.Status = StatusFailed
 		t.LastError = errorText(lastErr)
 		t.CompletedAt = timePtr(now)
-		t.Output = nil
+		t.Output, t.OutputRef = nil, nil
 		endLease(t)
 		return EventFailed, nil
 	})

@@ -1,0 +1,183 @@
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/qo-queue/qo/store"
+)
+
+// Control is the queue-wide switchboard at control.json: whether the whole
+// queue or single task types are paused. Workers read it before claiming
+// (see doc.go, "Pause"); it is compared-and-swapped, never deleted.
+type Control struct {
+	Format int `json:"format"`
+	// Paused stops claiming of every type.
+	Paused bool `json:"paused"`
+	// PausedAt and Reason describe the whole-queue pause.
+	PausedAt *time.Time `json:"paused_at"`
+	Reason   string     `json:"reason"`
+	// Types holds the paused task types.
+	Types     map[string]Pause `json:"paused_types"`
+	UpdatedAt time.Time        `json:"updated_at"`
+	Rev       int64            `json:"rev"`
+}
+
+// Pause records why and since when a task type is paused.
+type Pause struct {
+	At     time.Time `json:"at"`
+	Reason string    `json:"reason"`
+}
+
+// IsPaused reports whether workers must not claim tasks of type typ.
+func (c Control) IsPaused(typ string) bool {
+	if c.Paused {
+		return true
+	}
+	_, ok := c.Types[typ]
+	return ok
+}
+
+// PausedTypes returns the paused types in name order.
+func (c Control) PausedTypes() []string {
+	out := make([]string, 0, len(c.Types))
+	for t := range c.Types {
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func decodeControl(body []byte) (Control, error) {
+	var c Control
+	if err := json.Unmarshal(body, &c); err != nil {
+		return Control{}, &MalformedError{Key: ControlKey, Err: err}
+	}
+	if c.Format != FormatVersion {
+		return Control{}, &MalformedError{Key: ControlKey, Err: fmt.Errorf("unknown format version %d (this qo reads format %d)", c.Format, FormatVersion)}
+	}
+	for t := range c.Types {
+		if err := ValidateType(t); err != nil {
+			return Control{}, &MalformedError{Key: ControlKey, Err: errors.New(err.Error())}
+		}
+	}
+	return c, nil
+}
+
+// Control reads control.json. A queue that was never paused has none: the
+// zero Control (nothing paused) is returned.
+func (q *Queue) Control(ctx context.Context) (Control, error) {
+	c, _, err := q.readControl(ctx)
+	return c, err
+}
+
+func (q *Queue) readControl(ctx context.Context) (Control, string, error) {
+	obj, err := q.s.Get(ctx, ControlKey)
+	if errors.Is(err, store.ErrNotFound) {
+		return Control{Format: FormatVersion}, "", nil
+	}
+	if err != nil {
+		return Control{}, "", fmt.Errorf("read %s: %w", ControlKey, err)
+	}
+	c, err := decodeControl(obj.Body)
+	if err != nil {
+		return Control{}, "", err
+	}
+	return c, obj.ETag, nil
+}
+
+// Pause stops workers from claiming tasks of type typ, or of every type when
+// typ is "". Running tasks finish; submits are still accepted and wait.
+// Pausing what is paused already changes nothing.
+func (q *Queue) Pause(ctx context.Context, typ, reason string) (Control, error) {
+	if typ != "" {
+		if err := ValidateType(typ); err != nil {
+			return Control{}, fmt.Errorf("pause: %w", err)
+		}
+	}
+	return q.updateControl(ctx, "pause", func(c *Control, now time.Time) bool {
+		if typ == "" {
+			if c.Paused {
+				return false
+			}
+			c.Paused, c.PausedAt, c.Reason = true, timePtr(now), reason
+			return true
+		}
+		if _, ok := c.Types[typ]; ok {
+			return false
+		}
+		if c.Types == nil {
+			c.Types = map[string]Pause{}
+		}
+		c.Types[typ] = Pause{At: now, Reason: reason}
+		return true
+	})
+}
+
+// Resume lets workers claim tasks of type typ again, or lifts the
+// whole-queue pause when typ is "" (types paused one by one stay paused).
+func (q *Queue) Resume(ctx context.Context, typ string) (Control, error) {
+	if typ != "" {
+		if err := ValidateType(typ); err != nil {
+			return Control{}, fmt.Errorf("resume: %w", err)
+		}
+	}
+	return q.updateControl(ctx, "resume", func(c *Control, now time.Time) bool {
+		if typ == "" {
+			if !c.Paused {
+				return false
+			}
+			c.Paused, c.PausedAt, c.Reason = false, nil, ""
+			return true
+		}
+		if _, ok := c.Types[typ]; !ok {
+			return false
+		}
+		delete(c.Types, typ)
+		return true
+	})
+}
+
+// updateControl applies change to control.json with compare-and-swap,
+// re-reading and re-applying when another writer got there first.
+func (q *Queue) updateControl(ctx context.Context, op string, change func(c *Control, now time.Time) bool) (Control, error) {
+	var lastErr error
+	for range maxRebases {
+		c, etag, err := q.readControl(ctx)
+		if err != nil {
+			return Control{}, fmt.Errorf("%s: %w", op, err)
+		}
+		now := q.Now()
+		if !change(&c, now) {
+			return c, nil
+		}
+		c.Format, c.Rev, c.UpdatedAt = FormatVersion, c.Rev+1, now
+		body, err := json.Marshal(c)
+		if err != nil {
+			return Control{}, fmt.Errorf("%s: %w", op, err)
+		}
+		cond := store.CreateOnly
+		if etag != "" {
+			cond = store.IfMatch(etag)
+		}
+		_, err = q.s.Put(ctx, ControlKey, body, cond)
+		if err == nil {
+			return c, nil
+		}
+		// A 412 means another writer got there first; any other error may
+		// hide a write that landed. Either way the next round re-reads, and
+		// a change already applied is then a no-op.
+		if ctx.Err() != nil || isDefinite(err) {
+			return Control{}, fmt.Errorf("%s: write %s: %w", op, ControlKey, err)
+		}
+		lastErr = err
+	}
+	if !errors.Is(lastErr, store.ErrPreconditionFailed) {
+		return Control{}, fmt.Errorf("%s: write %s: %w", op, ControlKey, lastErr)
+	}
+	return Control{}, fmt.Errorf("%s: %w (%s kept changing; try again)", op, ErrConflict, ControlKey)
+}

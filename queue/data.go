@@ -1,0 +1,140 @@
+package queue
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/qo-queue/qo/store"
+)
+
+// DefaultOffloadThreshold is the size above which an input or output is
+// stored in its own object under data/ instead of inside the task.
+const DefaultOffloadThreshold = 256 << 10
+
+// DataRef points at an offloaded input or output (see doc.go, "Large
+// payloads"). VersionID pins the exact version written (empty on an
+// unversioned bucket, where SHA256 still catches a changed object).
+type DataRef struct {
+	Key       string `json:"key"`
+	VersionID string `json:"version_id"`
+	Bytes     int64  `json:"bytes"`
+	SHA256    string `json:"sha256"`
+}
+
+func digest(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// offload reports whether a payload of n bytes goes to data/.
+func (q *Queue) offload(n int) bool { return q.threshold > 0 && n > q.threshold }
+
+// writeData stores body at key and returns its reference.
+func (q *Queue) writeData(ctx context.Context, key string, body []byte, cond store.Condition) (*DataRef, error) {
+	res, err := q.s.Put(ctx, key, body, cond)
+	if err != nil {
+		return nil, err
+	}
+	return &DataRef{Key: key, VersionID: res.VersionID, Bytes: int64(len(body)), SHA256: digest(body)}, nil
+}
+
+// readData loads the payload a reference points at and checks its digest.
+func (q *Queue) readData(ctx context.Context, ref *DataRef) (json.RawMessage, error) {
+	var obj *store.Object
+	var err error
+	if ref.VersionID != "" {
+		obj, err = q.s.GetVersion(ctx, ref.Key, ref.VersionID)
+	} else {
+		obj, err = q.s.Get(ctx, ref.Key)
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("read %s: %w (the offloaded payload is gone)", ref.Key, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", ref.Key, err)
+	}
+	if got := digest(obj.Body); got != ref.SHA256 {
+		return nil, &MalformedError{Key: ref.Key, Err: fmt.Errorf("sha256 %s, the task expects %s (the object was overwritten)", got, ref.SHA256)}
+	}
+	if !json.Valid(obj.Body) {
+		return nil, &MalformedError{Key: ref.Key, Err: errors.New("not valid JSON")}
+	}
+	return obj.Body, nil
+}
+
+// LoadInput returns the task's input, reading it from data/ when it was
+// offloaded. Handlers, the CLI and the UIs see the same JSON either way.
+func (q *Queue) LoadInput(ctx context.Context, t *Task) (json.RawMessage, error) {
+	if t.InputRef == nil {
+		return t.Input, nil
+	}
+	b, err := q.readData(ctx, t.InputRef)
+	if err != nil {
+		return nil, fmt.Errorf("load input of task %s: %w", t.ID, err)
+	}
+	return b, nil
+}
+
+// LoadOutput returns the task's output, reading it from data/ when it was
+// offloaded.
+func (q *Queue) LoadOutput(ctx context.Context, t *Task) (json.RawMessage, error) {
+	if t.OutputRef == nil {
+		return t.Output, nil
+	}
+	b, err := q.readData(ctx, t.OutputRef)
+	if err != nil {
+		return nil, fmt.Errorf("load output of task %s: %w", t.ID, err)
+	}
+	return b, nil
+}
+
+// WithPayloads returns a copy of t with Input and Output filled in from
+// data/ where they were offloaded (the references stay, so a reader can
+// still tell). A task without references is returned as is.
+func (q *Queue) WithPayloads(ctx context.Context, t *Task) (*Task, error) {
+	if t == nil || (t.InputRef == nil && t.OutputRef == nil) {
+		return t, nil
+	}
+	c := t.Clone()
+	var err error
+	if c.Input, err = q.LoadInput(ctx, t); err != nil {
+		return nil, err
+	}
+	if c.Output, err = q.LoadOutput(ctx, t); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// putInput stores an input too large to live in the task (create-only, so
+// the input of an existing task is never replaced) and returns its
+// reference. When the object exists already, an identical payload (a
+// repeated submit) is reused; a different one is left alone when a task
+// owns it (the caller's create-only task PUT then reports the duplicate)
+// and replaced when no task does (a submit that crashed half-way).
+func (q *Queue) putInput(ctx context.Context, t *Task, body []byte) (*DataRef, error) {
+	key := DataKey(t.Shard, t.ID, "input")
+	ref, err := q.writeData(ctx, key, body, store.CreateOnly)
+	if err == nil || !errors.Is(err, store.ErrPreconditionFailed) {
+		return ref, err
+	}
+	obj, gerr := q.s.Get(ctx, key)
+	if gerr == nil && bytes.Equal(obj.Body, body) {
+		return &DataRef{Key: key, VersionID: obj.VersionID, Bytes: int64(len(body)), SHA256: digest(body)}, nil
+	}
+	_, _, terr := q.getTask(ctx, t.ID)
+	switch {
+	case terr == nil:
+		// A task owns the object: hand back a reference to the new bytes
+		// without writing them; the task create will be refused.
+		return &DataRef{Key: key, Bytes: int64(len(body)), SHA256: digest(body)}, nil
+	case !errors.Is(terr, ErrNotFound):
+		return nil, terr
+	}
+	return q.writeData(ctx, key, body, store.Condition{})
+}
