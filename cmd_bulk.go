@@ -63,9 +63,11 @@ const (
 
 // bulkTask is one validated line.
 type bulkTask struct {
-	line  int
-	req   queue.SubmitRequest
-	delay time.Duration // applied at submit time, relative to the queue clock
+	line int
+	req  queue.SubmitRequest
+	// doc keeps the relative times (delay, expires_in), resolved against
+	// the queue clock at submit time.
+	doc queue.SubmitDoc
 	// dupOf is the index (in the task list) of an earlier line with the
 	// same type and idempotency key, or -1. Such a line is not sent: it
 	// gets the earlier line's task, so the first line wins however the
@@ -80,6 +82,7 @@ type bulkDefaults struct {
 	retries int
 	delay   time.Duration
 	at      time.Time
+	extra   submitExtras
 }
 
 // lineError is a problem with one line of the file.
@@ -208,7 +211,9 @@ func bulkDefaultsFromFlags(c *cli.Context) (bulkDefaults, error) {
 		}
 		def.at = at
 	}
-	return def, nil
+	var err error
+	def.extra, err = submitExtrasFromFlags(c)
+	return def, err
 }
 
 // parseBulk reads and validates every line. bad lists the invalid lines; err
@@ -286,12 +291,13 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 func parseBulkLine(line []byte, def bulkDefaults) (bulkTask, error) {
 	doc, err := queue.DecodeSubmit(line, queue.SubmitDefaults{
 		Type: def.typ, Timeout: def.timeout, MaxRetries: def.retries, Delay: def.delay, AvailableAt: def.at,
+		Priority: def.extra.priority, ExpiresIn: def.extra.expiresIn, ExpiresAt: def.extra.expiresAt,
 		TypeHint: "or pass --type as the default for every line",
 	})
 	if err != nil {
 		return bulkTask{}, errors.New(inputMessage(err))
 	}
-	return bulkTask{req: doc.Request, delay: doc.Delay}, nil
+	return bulkTask{req: doc.Request, doc: doc}, nil
 }
 
 // sameInput compares two task inputs as JSON values (absent = null).
@@ -357,10 +363,7 @@ func submitAll(ctx context.Context, q *queue.Queue, tasks []bulkTask, conc int, 
 			defer wg.Done()
 			for i := range next {
 				t := tasks[i]
-				req := t.req
-				if t.delay > 0 {
-					req.AvailableAt = q.Now().Add(t.delay)
-				}
+				req := t.doc.Resolve(q.Now())
 				task, created, err := q.Submit(ctx, req)
 				o := bulkOutcome{created: created, err: err, done: true}
 				if err == nil {

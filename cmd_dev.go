@@ -104,6 +104,7 @@ func devCommand() *cli.Command {
 
 		&cli.IntFlag{Name: "concurrency", Aliases: []string{"c"}, Category: catWorker, EnvVars: []string{"QO_DEV_CONCURRENCY"}, Value: defaultDevConcurrency,
 			Usage: "tasks the worker runs at once"},
+		limitFlag(catWorker, "QO_DEV_LIMITS"),
 		&cli.StringSliceFlag{Name: "exec", Category: catWorker, EnvVars: []string{"QO_DEV_EXEC"},
 			Usage: "`TYPE=COMMAND` handler, repeatable (see 'qo run-worker --help'); replaces a built-in of the same name"},
 		&cli.StringFlag{Name: "shutdown-timeout", Category: catWorker, EnvVars: []string{"QO_DEV_SHUTDOWN_TIMEOUT"}, Value: "10s",
@@ -134,6 +135,7 @@ type devConfig struct {
 	bucket          string
 	reset, yes      bool
 	concurrency     int
+	limits          map[string]int
 	execs           []worker.ExecSpec
 	shutdownTimeout time.Duration
 	demo            bool
@@ -159,6 +161,11 @@ func devConfigFromFlags(c *cli.Context) (*devConfig, error) {
 		noTUI:       c.Bool("no-tui"),
 		demoRate:    c.Float64("demo-rate"),
 	}
+	limits, err := parseLimits(c.StringSlice("limit"))
+	if err != nil {
+		return nil, err
+	}
+	dc.limits = limits
 	host, port, err := net.SplitHostPort(dc.addr)
 	if err != nil || host == "" {
 		return nil, usageError("invalid --addr %q: want HOST:PORT, e.g. %s", dc.addr, defaultDevAddr)
@@ -285,6 +292,7 @@ func runDev(c *cli.Context) error {
 	w := worker.New(q, worker.Options{
 		ID:                devWorkerID,
 		Concurrency:       dc.concurrency,
+		Limits:            dc.limits,
 		PollMax:           time.Second,
 		HeartbeatInterval: 5 * time.Second,
 		ShutdownTimeout:   dc.shutdownTimeout,

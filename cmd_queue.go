@@ -263,12 +263,19 @@ func submitCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "submit",
 		Usage: "add a task to the queue, or one per line of a JSON Lines file",
-		UsageText: `qo submit --type TYPE [--input JSON | --input-file FILE|-] [--timeout D] [--retries N] [--delay D | --at TIME] [--idempotency-key K] [--json]
-qo submit --file FILE|- [--type TYPE] [--timeout D] [--retries N] [--delay D | --at TIME] [--concurrency N] [--json]`,
+		UsageText: `qo submit --type TYPE [--input JSON | --input-file FILE|-] [--timeout D] [--retries N] [--delay D | --at TIME] [--priority P] [--expires-in D | --expires-at TIME] [--idempotency-key K] [--json]
+qo submit --file FILE|- [--type TYPE] [--timeout D] [--retries N] [--delay D | --at TIME] [--priority P] [--expires-in D] [--concurrency N] [--json]`,
 		Description: `Prints the new task's id (or the whole task with --json). With
 --idempotency-key, submitting the same type and key again returns the existing
 task instead of a new one (a note goes to stderr); the same key with a different
 input is refused (exit 4).
+
+--priority high|normal|low moves the task in line: workers take a high task
+ahead of normal ones that became ready up to 15 minutes earlier, and a low one
+after normal ones that become ready up to 15 minutes later (so nothing waits
+forever). --expires-in/--expires-at give a deadline for starting: a task no
+worker started by then becomes "expired" instead of running. Inputs over 256 KiB
+are stored in their own object and loaded back transparently.
 
 Bulk: --file FILE ('-' for stdin) submits one task per line of a JSON Lines
 file. Each line is an object with any of these fields:
@@ -281,6 +288,9 @@ file. Each line is an object with any of these fields:
   delay            "90s", "1h30m" or a number of seconds (default: --delay)
   available_at     RFC 3339 time (default: --at)
   idempotency_key  deduplicates like --idempotency-key
+  priority         high, normal or low (default: --priority)
+  expires_in       deadline for starting, after available (default: --expires-in)
+  expires_at       RFC 3339 deadline for starting
 Every line is checked before anything is sent: a bad line refuses the whole
 file (exit 2, each bad line named with its number) and nothing is submitted.
 Then --concurrency submits run at once, with a progress bar on a terminal
@@ -305,6 +315,9 @@ Examples:
 			&cli.DurationFlag{Name: "delay", Usage: "make the task available after `DURATION`"},
 			&cli.StringFlag{Name: "at", Usage: "make the task available at `TIME` (RFC 3339, e.g. 2025-06-01T08:00:00Z)"},
 			&cli.StringFlag{Name: "idempotency-key", Usage: "deduplicate submits: the same type and `KEY` yield the same task"},
+			&cli.StringFlag{Name: "priority", Aliases: []string{"p"}, Value: string(queue.PriorityNormal), Usage: "`LEVEL`: high, normal or low"},
+			&cli.DurationFlag{Name: "expires-in", Usage: "expire the task if no worker starts it within `DURATION` of becoming available"},
+			&cli.StringFlag{Name: "expires-at", Usage: "expire the task if no worker starts it by `TIME` (RFC 3339)"},
 			jsonFlag(),
 		}, bulkFlags()...),
 		Action: func(c *cli.Context) error {
@@ -322,9 +335,8 @@ Examples:
 			if err != nil {
 				return err
 			}
-			if d := c.Duration("delay"); d > 0 {
-				req.AvailableAt = q.Now().Add(d)
-			}
+			extra, _ := submitExtrasFromFlags(c) // validated by submitRequest
+			req = queue.SubmitDoc{Request: req, Delay: c.Duration("delay"), ExpiresIn: extra.expiresIn}.Resolve(q.Now())
 			task, created, err := q.Submit(c.Context, req)
 			if err != nil {
 				return err
@@ -408,7 +420,42 @@ func submitRequest(c *cli.Context) (queue.SubmitRequest, error) {
 	if len(req.IdempotencyKey) > queue.MaxIdempotencyKeyLen {
 		return req, usageError("--idempotency-key is %d bytes long (at most %d)", len(req.IdempotencyKey), queue.MaxIdempotencyKeyLen)
 	}
+	extra, err := submitExtrasFromFlags(c)
+	if err != nil {
+		return req, err
+	}
+	req.Priority, req.ExpiresAt = extra.priority, extra.expiresAt
 	return req, nil
+}
+
+// submitExtras are the priority and expiry flags of qo submit.
+type submitExtras struct {
+	priority  queue.Priority
+	expiresIn time.Duration
+	expiresAt time.Time
+}
+
+func submitExtrasFromFlags(c *cli.Context) (submitExtras, error) {
+	var x submitExtras
+	var err error
+	if x.priority, err = queue.ParsePriority(c.String("priority")); err != nil {
+		return x, usageError("--priority: %s", inputMessage(err))
+	}
+	if c.IsSet("expires-in") && c.IsSet("expires-at") {
+		return x, usageError("give either --expires-in or --expires-at, not both")
+	}
+	if c.IsSet("expires-in") {
+		x.expiresIn = c.Duration("expires-in")
+		if x.expiresIn <= 0 {
+			return x, usageError("--expires-in %s must be positive (leave it out for a task that never expires)", x.expiresIn)
+		}
+	}
+	if c.IsSet("expires-at") {
+		if x.expiresAt, err = time.Parse(time.RFC3339, c.String("expires-at")); err != nil {
+			return x, usageError("--expires-at %q is not an RFC 3339 time (e.g. 2025-06-01T08:00:00Z)", c.String("expires-at"))
+		}
+	}
+	return x, nil
 }
 
 // inputMessage strips the sentinel's prefix from a queue input error.
@@ -425,7 +472,9 @@ func statusCommand() *cli.Command {
 		UsageText: "qo status ID [--json]",
 		Description: `Shows the task's current state. A pending task in backoff or delayed shows
 when it becomes available; a running task shows when its lease expires.
---json prints the task object as stored in the bucket.
+--json prints the task object as stored in the bucket, except that an input or
+output stored in its own object (over 256 KiB) is loaded in; input_ref and
+output_ref still say where it lives.
 
 Examples:
   qo status 0b6f4c2e-8d1a-4f7e-9c3b-2a5d6e7f8a9b
@@ -444,10 +493,19 @@ Examples:
 			if err != nil {
 				return err
 			}
-			if c.Bool("json") {
-				return emitJSON(c.App.Writer, task)
+			full, loadErr := q.WithPayloads(c.Context, task)
+			if loadErr != nil {
+				full = task
 			}
-			return printTask(c.App.Writer, task, q.Now())
+			if c.Bool("json") {
+				err = emitJSON(c.App.Writer, full)
+			} else {
+				err = printTask(c.App.Writer, full, q.Now())
+			}
+			if err == nil && loadErr != nil {
+				return fmt.Errorf("task shown without its offloaded payload: %w", loadErr)
+			}
+			return err
 		},
 	}
 }
@@ -459,6 +517,7 @@ func printTask(w io.Writer, t *queue.Task, now time.Time) error {
 	row("id", t.ID.String())
 	row("type", t.Type)
 	row("status", statusLine(t, now))
+	row("priority", string(t.Priority))
 	row("shard", t.Shard)
 	switch t.Status {
 	case queue.StatusPending:
@@ -484,14 +543,29 @@ func printTask(w io.Writer, t *queue.Task, now time.Time) error {
 	if t.CancelRequested {
 		row("cancel", fmt.Sprintf("requested %s%s", formatTimePtr(t.CancelRequestedAt), reasonSuffix(t.CancelReason)))
 	}
+	if t.ExpiresAt != nil {
+		past := "expired"
+		if t.Status != queue.StatusPending && t.Status != queue.StatusExpired {
+			past = "passed"
+		}
+		row("expires", timeWithCountdown(*t.ExpiresAt, now, past))
+	}
 	if t.IdempotencyKey != "" {
 		row("idempotency key", t.IdempotencyKey)
 	}
-	row("input", jsonText(t.Input))
-	if t.Output != nil {
-		row("output", jsonText(t.Output))
+	row("input", jsonText(t.Input)+refNote(t.InputRef))
+	if t.Output != nil || t.OutputRef != nil {
+		row("output", jsonText(t.Output)+refNote(t.OutputRef))
 	}
 	return tw.Flush()
+}
+
+// refNote says where an offloaded payload lives.
+func refNote(r *queue.DataRef) string {
+	if r == nil {
+		return ""
+	}
+	return fmt.Sprintf(" (offloaded: %d bytes in %s)", r.Bytes, r.Key)
 }
 
 func statusLine(t *queue.Task, now time.Time) string {
@@ -718,9 +792,9 @@ Examples:
 				fmt.Fprintln(w, "no tasks on this page")
 			} else {
 				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-				fmt.Fprintln(tw, "ID\tTYPE\tSTATUS\tATTEMPT\tUPDATED\tWHEN")
+				fmt.Fprintln(tw, "ID\tTYPE\tPRIORITY\tSTATUS\tATTEMPT\tUPDATED\tWHEN")
 				for _, t := range page.Tasks {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", t.ID, t.Type, t.Status, t.Attempt, formatTime(t.UpdatedAt), listWhen(t, now))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", t.ID, t.Type, t.Priority, t.Status, t.Attempt, formatTime(t.UpdatedAt), listWhen(t, now))
 				}
 				if err := tw.Flush(); err != nil {
 					return err

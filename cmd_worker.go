@@ -84,6 +84,7 @@ func runWorkerCommand() *cli.Command {
 			Usage: "tasks run at once"},
 		&cli.StringSliceFlag{Name: "types", Category: catWorker, EnvVars: []string{"QO_TYPES"},
 			Usage: "task types to serve, comma separated (default: every type with a handler)"},
+		limitFlag(catWorker, "QO_LIMITS"),
 		&cli.StringFlag{Name: "shutdown-timeout", Category: catWorker, EnvVars: []string{"QO_SHUTDOWN_TIMEOUT"}, Value: "30s",
 			Usage: "on SIGTERM/SIGINT, wait this long for running tasks before releasing them"},
 		&cli.StringFlag{Name: "heartbeat-interval", Category: catWorker, EnvVars: []string{"QO_HEARTBEAT_INTERVAL"}, Value: "10s",
@@ -273,6 +274,10 @@ type workerSetup struct {
 
 func workerSetupFromFlags(c *cli.Context) (*workerSetup, error) {
 	ws := &workerSetup{}
+	var (
+		err  error
+		mode worker.IndexMode
+	)
 	o := &ws.opts
 	o.ID = strings.TrimSpace(c.String("id"))
 	if o.ID != "" {
@@ -290,7 +295,10 @@ func workerSetupFromFlags(c *cli.Context) (*workerSetup, error) {
 			return nil, usageError("invalid --types: %v", err)
 		}
 	}
-	mode, err := worker.ParseIndexMode(c.String("index-mode"))
+	if o.Limits, err = parseLimits(c.StringSlice("limit")); err != nil {
+		return nil, err
+	}
+	mode, err = worker.ParseIndexMode(c.String("index-mode"))
 	if err != nil {
 		return nil, usageError("invalid --index-mode: %v", err)
 	}
@@ -600,4 +608,37 @@ func parseExecFlags(vals []string) ([]worker.ExecSpec, error) {
 		specs = append(specs, spec)
 	}
 	return specs, nil
+}
+
+// limitFlag is --limit TYPE=N, shared by run-worker and dev.
+func limitFlag(category, env string) cli.Flag {
+	return &cli.StringSliceFlag{Name: "limit", Category: category, EnvVars: []string{env},
+		Usage: "`TYPE=N`: run at most N tasks of TYPE at once in this worker, repeatable (in " + env + ": comma separated)"}
+}
+
+// parseLimits reads --limit values ("send_email=4").
+func parseLimits(vals []string) (map[string]int, error) {
+	var out map[string]int
+	for _, v := range splitList(vals) {
+		typ, num, ok := strings.Cut(v, "=")
+		n, err := strconv.Atoi(strings.TrimSpace(num))
+		typ = strings.TrimSpace(typ)
+		if !ok || err != nil {
+			return nil, usageError("invalid --limit %q: want TYPE=N, e.g. --limit send_email=4", v)
+		}
+		if err := queue.ValidateType(typ); err != nil {
+			return nil, usageError("invalid --limit %q: %s", v, inputMessage(err))
+		}
+		if n < 1 {
+			return nil, usageError("invalid --limit %q: N must be at least 1 (to stop a type, use: qo pause %s)", v, typ)
+		}
+		if _, dup := out[typ]; dup {
+			return nil, usageError("--limit names type %q twice", typ)
+		}
+		if out == nil {
+			out = map[string]int{}
+		}
+		out[typ] = n
+	}
+	return out, nil
 }

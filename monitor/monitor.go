@@ -28,7 +28,12 @@
 //     dead for longer than PruneDeadAfter.
 //   - Sweep, every SweepInterval: repair the ready and lease indexes, one
 //     bounded page per shard per round, the cursor kept between rounds so a
-//     large shard is covered over several rounds.
+//     large shard is covered over several rounds; pending tasks past their
+//     expires_at become expired.
+//   - Schedules: re-read schedules/ every ScheduleRefresh (1 LIST, plus a
+//     GET per changed schedule) and wake at the next due time to submit it
+//     (see queue.Scheduler; each due time submits one task however many
+//     monitors run).
 package monitor
 
 import (
@@ -42,6 +47,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/store"
 )
@@ -52,6 +59,7 @@ const (
 	DefaultSweepInterval   = 5 * time.Minute
 	DefaultSweepPageSize   = 1000
 	DefaultExpiredPageSize = 100
+	DefaultScheduleRefresh = 30 * time.Second
 	// maxExpiredPages bounds one timeout round.
 	maxExpiredPages = 100
 )
@@ -79,6 +87,10 @@ type Options struct {
 	// LeaderTTL is the leader lease's time to live (default 3 x
 	// CheckInterval, clamped to [5s, 90s]). Renewed every LeaderTTL/3.
 	LeaderTTL time.Duration
+	// ScheduleRefresh is how often the leader re-reads the cron schedules
+	// (default 30s; negative: this monitor runs no schedules). Due times
+	// themselves are met to within a second or so.
+	ScheduleRefresh time.Duration
 	// PruneDeadAfter deletes registrations of workers whose last heartbeat
 	// is older than this (0: never). A worker killed without a chance to
 	// deregister otherwise stays listed as dead.
@@ -119,6 +131,9 @@ func (o Options) withDefaults(q *queue.Queue) Options {
 	}
 	if o.ExpiredPageSize <= 0 {
 		o.ExpiredPageSize = DefaultExpiredPageSize
+	}
+	if o.ScheduleRefresh == 0 {
+		o.ScheduleRefresh = DefaultScheduleRefresh
 	}
 	if o.LeaderTTL <= 0 {
 		o.LeaderTTL = min(max(3*o.CheckInterval, 5*time.Second), 90*time.Second)
@@ -170,6 +185,11 @@ type Monitor struct {
 	cursor map[string]string
 	// kick asks the work loop for an immediate check (on becoming leader).
 	kick chan struct{}
+	// schedKick wakes the schedule loop (on becoming leader).
+	schedKick chan struct{}
+	sched     *queue.Scheduler
+	// schedReadAt is when the schedules were last re-read (wall time).
+	schedReadAt time.Time
 }
 
 // New returns a monitor for q.
@@ -182,6 +202,9 @@ func New(q *queue.Queue, opts Options) *Monitor {
 		states: map[string]State{},
 		cursor: map[string]string{},
 		kick:   make(chan struct{}, 1),
+
+		schedKick: make(chan struct{}, 1),
+		sched:     q.NewScheduler(),
 	}
 }
 
@@ -217,6 +240,13 @@ func (m *Monitor) Run(ctx context.Context) error {
 		defer wg.Done()
 		m.leadLoop(ctx)
 	}()
+	if m.opts.ScheduleRefresh > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m.scheduleLoop(ctx)
+		}()
+	}
 	m.workLoop(ctx)
 	wg.Wait()
 
@@ -281,9 +311,11 @@ func (m *Monitor) Elect(ctx context.Context) bool {
 	case err == nil:
 		m.setLeader(l)
 		m.log.Info("monitor is now the leader", "lease_expires_at", l.ExpiresAt)
-		select {
-		case m.kick <- struct{}{}:
-		default:
+		for _, k := range []chan struct{}{m.kick, m.schedKick} {
+			select {
+			case k <- struct{}{}:
+			default:
+			}
 		}
 		return true
 	case errors.Is(err, queue.ErrConflict):
@@ -374,6 +406,69 @@ func (m *Monitor) check(ctx context.Context) {
 	if _, err := m.CheckWorkers(ctx); err != nil && ctx.Err() == nil {
 		m.log.Warn("worker health check failed", "err", err)
 	}
+}
+
+// scheduleLoop runs the cron schedules while this monitor leads: it wakes
+// at the next due time, or after ScheduleRefresh to re-read them.
+func (m *Monitor) scheduleLoop(ctx context.Context) {
+	for {
+		wait := m.opts.ScheduleRefresh
+		if m.IsLeader() {
+			if _, err := m.RunSchedules(ctx); err != nil && ctx.Err() == nil {
+				m.log.Warn("running schedules failed", "err", err)
+			}
+			if next := m.sched.NextDue(); !next.IsZero() {
+				wait = min(wait, max(next.Sub(m.opts.Clock.Now()), 100*time.Millisecond))
+			}
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-m.schedKick:
+			t.Stop()
+			m.schedReadAt = time.Time{}
+		case <-t.C:
+		}
+	}
+}
+
+// RunSchedules re-reads the schedules when ScheduleRefresh has passed since
+// the last read, then submits what is due (see queue.Scheduler.RunDue) and
+// logs it. Not safe for concurrent use; Run calls it from one goroutine.
+func (m *Monitor) RunSchedules(ctx context.Context) ([]queue.ScheduleRun, error) {
+	if m.schedReadAt.IsZero() || time.Since(m.schedReadAt) >= m.opts.ScheduleRefresh {
+		malformed, err := m.sched.Refresh(ctx)
+		if err != nil {
+			return nil, err
+		}
+		m.schedReadAt = time.Now()
+		for _, bad := range malformed {
+			m.log.Warn("skipping malformed schedule", "key", bad.Key, "err", bad.Err)
+		}
+	}
+	runs := m.sched.RunDue(ctx)
+	for _, r := range runs {
+		attrs := []any{"schedule", r.Schedule, "due", r.Due}
+		switch {
+		case r.Err != nil:
+			m.log.Warn("schedule run failed (retried on the next pass)", append(attrs, "err", r.Err)...)
+		case r.TaskID == uuid.Nil:
+			m.log.Warn("schedule skipped a missed run (policy skip, or its expiry passed)", append(attrs, "skipped", r.Skipped)...)
+		case !r.Created:
+			m.log.Debug("schedule run was submitted by another monitor", append(attrs, "task_id", r.TaskID)...)
+		default:
+			if r.Late {
+				attrs = append(attrs, "late", true)
+			}
+			if r.Skipped > 0 {
+				attrs = append(attrs, "skipped", r.Skipped)
+			}
+			m.log.Info("schedule submitted a task", append(attrs, "task_id", r.TaskID)...)
+		}
+	}
+	return runs, nil
 }
 
 // CheckTimeouts expires every lease that is past its deadline: the task is

@@ -498,7 +498,8 @@ func (sc *Scheduler) NextDue() time.Time {
 // RunDue handles every cached schedule with a due time <= now: it submits
 // the latest due time's task (or skips it: see MissedPolicy) and records it
 // in the schedule. Earlier due times of the same pass are counted as
-// skipped. It costs nothing when nothing is due.
+// skipped. It costs nothing when nothing is due, and 1 GET + 2 PUT (task
+// create, schedule update) plus the ready entry per due time.
 func (sc *Scheduler) RunDue(ctx context.Context) []ScheduleRun {
 	var runs []ScheduleRun
 	keys := make([]string, 0, len(sc.cache))
@@ -511,13 +512,31 @@ func (sc *Scheduler) RunDue(ctx context.Context) []ScheduleRun {
 		if !s.Enabled || s.Deleted {
 			continue
 		}
+		if _, count := s.latestDue(sc.q.Now()); count == 0 {
+			continue
+		}
+		// Something is due by the cached copy: decide on a fresh one, so a
+		// schedule disabled, edited or deleted since the last refresh is
+		// honoured (1 GET per due time).
+		fresh, err := sc.q.getSchedule(ctx, s.Name)
+		if err != nil {
+			if errors.Is(err, ErrNotFound) {
+				delete(sc.cache, k)
+				continue
+			}
+			runs = append(runs, ScheduleRun{Schedule: s.Name, Err: err})
+			continue
+		}
+		sc.cache[k] = fresh
+		if !fresh.Enabled || fresh.Deleted {
+			continue
+		}
 		now := sc.q.Now()
-		due, count := s.latestDue(now)
+		due, count := fresh.latestDue(now)
 		if count == 0 {
 			continue
 		}
-		run := sc.runOne(ctx, s, due, count, now)
-		runs = append(runs, run)
+		runs = append(runs, sc.runOne(ctx, fresh, due, count, now))
 	}
 	return runs
 }

@@ -14,7 +14,7 @@ import (
 
 // SubmitFields are the keys a submit document may carry.
 var SubmitFields = []string{"type", "task_type", "input", "timeout_seconds", "max_retries", "retry_policy",
-	"delay", "available_at", "idempotency_key"}
+	"delay", "available_at", "idempotency_key", "priority", "expires_in", "expires_at"}
 
 // SubmitDefaults fill the fields a submit document leaves out.
 type SubmitDefaults struct {
@@ -23,6 +23,9 @@ type SubmitDefaults struct {
 	MaxRetries  int
 	Delay       time.Duration
 	AvailableAt time.Time
+	Priority    Priority
+	ExpiresIn   time.Duration // relative to the moment of submission
+	ExpiresAt   time.Time
 	// TypeHint is added to the "missing type" error (e.g. how to give a
 	// default type).
 	TypeHint string
@@ -31,12 +34,30 @@ type SubmitDefaults struct {
 // DefaultSubmitDefaults are the defaults of qo submit.
 var DefaultSubmitDefaults = SubmitDefaults{Timeout: DefaultTimeout, MaxRetries: DefaultMaxRetries}
 
-// SubmitDoc is a decoded submit document. Delay, when set, is relative to
-// the moment of submission: the caller sets Request.AvailableAt to now +
-// Delay just before submitting.
+// SubmitDoc is a decoded submit document. Delay and ExpiresIn, when set,
+// are relative to the moment of submission: Resolve turns them into times
+// just before submitting.
 type SubmitDoc struct {
-	Request SubmitRequest
-	Delay   time.Duration
+	Request   SubmitRequest
+	Delay     time.Duration
+	ExpiresIn time.Duration
+}
+
+// Resolve returns the request with Delay and ExpiresIn applied at now (the
+// queue clock). ExpiresIn counts from when the task becomes available.
+func (d SubmitDoc) Resolve(now time.Time) SubmitRequest {
+	req := d.Request
+	if d.Delay > 0 {
+		req.AvailableAt = now.Add(d.Delay)
+	}
+	if d.ExpiresIn > 0 {
+		from := req.AvailableAt
+		if from.IsZero() {
+			from = now
+		}
+		req.ExpiresAt = from.Add(d.ExpiresIn)
+	}
+	return req
 }
 
 // inputText strips the ErrInvalidInput prefix from err's text.
@@ -194,6 +215,49 @@ func decodeSubmit(line []byte, def SubmitDefaults) (SubmitDoc, error) {
 		return t, fmt.Errorf("idempotency_key is %d bytes long (at most %d)", len(key), MaxIdempotencyKeyLen)
 	}
 	req.IdempotencyKey = key
+
+	// priority
+	prio, err := stringField(fields, "priority")
+	if err != nil {
+		return t, err
+	}
+	if prio == "" {
+		prio = string(def.Priority)
+	}
+	if req.Priority, err = ParsePriority(prio); err != nil {
+		return t, fmt.Errorf("priority: %s", inputText(err))
+	}
+
+	// expires_in | expires_at
+	rawIn, hasIn := fields["expires_in"]
+	hasIn = hasIn && !isNull(rawIn)
+	rawExp, hasExp := fields["expires_at"]
+	hasExp = hasExp && !isNull(rawExp)
+	switch {
+	case hasIn && hasExp:
+		return t, errors.New(`give either "expires_in" or "expires_at", not both`)
+	case hasIn:
+		d, err := durationField("expires_in", rawIn)
+		if err != nil {
+			return t, err
+		}
+		if d <= 0 {
+			return t, errors.New("expires_in must be positive (leave it out for a task that never expires)")
+		}
+		t.ExpiresIn = d
+	case hasExp:
+		s, err := stringField(fields, "expires_at")
+		if err != nil {
+			return t, err
+		}
+		at, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			return t, fmt.Errorf("expires_at %q is not an RFC 3339 time (e.g. 2025-06-01T08:00:00Z)", s)
+		}
+		req.ExpiresAt = at
+	default:
+		t.ExpiresIn, req.ExpiresAt = def.ExpiresIn, def.ExpiresAt
+	}
 	return t, nil
 }
 

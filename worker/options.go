@@ -42,6 +42,7 @@ func ParseIndexMode(s string) (IndexMode, error) {
 // Defaults.
 const (
 	DefaultPollMin           = 100 * time.Millisecond
+	DefaultControlRefresh    = 5 * time.Second
 	DefaultPollMax           = 5 * time.Second
 	DefaultShutdownTimeout   = 30 * time.Second
 	DefaultHeartbeatInterval = 10 * time.Second
@@ -87,6 +88,12 @@ type Options struct {
 	// Types are the task types served (default: every registered type).
 	// Each needs a handler.
 	Types []string
+	// Limits caps how many tasks of a type run at once in this worker; a
+	// type not listed is bounded by Concurrency only.
+	Limits map[string]int
+	// ControlRefresh is how often the worker re-reads the queue's pause
+	// switches (control.json) while it polls (default 5s).
+	ControlRefresh time.Duration
 	// IndexMode selects task discovery (default Hybrid).
 	IndexMode IndexMode
 	// PollMin and PollMax bound the adaptive idle backoff: after an empty
@@ -138,6 +145,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.IndexMode == "" {
 		o.IndexMode = Hybrid
+	}
+	if o.ControlRefresh <= 0 {
+		o.ControlRefresh = DefaultControlRefresh
 	}
 	if o.PollMin <= 0 {
 		o.PollMin = DefaultPollMin

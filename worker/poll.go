@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/qo-queue/qo/queue"
@@ -110,12 +111,16 @@ func (w *Worker) poll(ctx context.Context, free int) pollResult {
 	if !ok {
 		return pollResult{}
 	}
+	types, ok := w.claimableTypes(ctx)
+	if !ok {
+		return pollResult{}
+	}
 	switch w.opts.IndexMode {
 	case LogScan:
-		return w.scanStep(ctx, shards, free)
+		return w.scanStep(ctx, shards, types, free)
 	case Hybrid:
 		if w.scanning {
-			r := w.scanStep(ctx, shards, free)
+			r := w.scanStep(ctx, shards, types, free)
 			if r.claimed > 0 {
 				w.log.Warn("found pending tasks missing from the ready index (the monitor's sweeper repairs the index)", "claimed", r.claimed)
 			}
@@ -125,7 +130,7 @@ func (w *Worker) poll(ctx context.Context, free int) pollResult {
 			}
 			return r
 		}
-		r := w.indexStep(ctx, shards, free)
+		r := w.indexStep(ctx, shards, types, free)
 		now := time.Now()
 		switch {
 		case r.empty:
@@ -143,20 +148,22 @@ func (w *Worker) poll(ctx context.Context, free int) pollResult {
 		}
 		return r
 	default:
-		return w.indexStep(ctx, shards, free)
+		return w.indexStep(ctx, shards, types, free)
 	}
 }
 
-// indexStep reads one ready-index page and claims up to free entries.
-func (w *Worker) indexStep(ctx context.Context, shards []string, free int) pollResult {
+// indexStep reads one ready-index page and claims up to free entries,
+// higher priorities first.
+func (w *Worker) indexStep(ctx context.Context, shards, types []string, free int) pollResult {
 	start := w.cursor
 	entries, next, err := w.q.ListReady(ctx, queue.ReadyQuery{
-		Shards: shards, Types: w.types, Limit: w.opts.ReadyPageSize, StartAfter: start,
+		Shards: shards, Types: types, Limit: w.opts.ReadyPageSize, StartAfter: start,
 	})
 	if err != nil {
 		return pollResult{err: err}
 	}
 	w.shuffle(len(entries), func(i, j int) { entries[i], entries[j] = entries[j], entries[i] })
+	byPriority(entries)
 	claimed, tried := w.claimEntries(ctx, entries, free)
 	if tried >= len(entries) {
 		w.cursor = next
@@ -171,7 +178,7 @@ func (w *Worker) indexStep(ctx context.Context, shards []string, free int) pollR
 // scanStep reads one page of tasks/ in the next shard of the rotation and
 // claims pending, available tasks of served types. A pass covers one page
 // of every shard; more is true until the pass is complete.
-func (w *Worker) scanStep(ctx context.Context, shards []string, free int) pollResult {
+func (w *Worker) scanStep(ctx context.Context, shards, types []string, free int) pollResult {
 	if len(shards) == 0 {
 		shards = w.q.Shards()
 	}
@@ -199,14 +206,15 @@ func (w *Worker) scanStep(ctx context.Context, shards []string, free int) pollRe
 	now := w.clock.Now()
 	entries := make([]queue.ReadyEntry, 0, len(page.Tasks))
 	for _, t := range page.Tasks {
-		if t == nil || t.Status != queue.StatusPending || t.AvailableAt.After(now) || !w.typeSet[t.Type] {
+		if t == nil || t.Status != queue.StatusPending || t.AvailableAt.After(now) || !slices.Contains(types, t.Type) {
 			continue
 		}
 		entries = append(entries, queue.ReadyEntry{
-			Key: queue.ReadyKey(t), ID: t.ID, Shard: t.Shard, Type: t.Type, AvailableAt: t.AvailableAt,
+			Key: queue.ReadyKey(t), ID: t.ID, Shard: t.Shard, Type: t.Type, Priority: t.Priority, AvailableAt: t.AvailableAt,
 		})
 	}
 	w.shuffle(len(entries), func(i, j int) { entries[i], entries[j] = entries[j], entries[i] })
+	byPriority(entries)
 	claimed, tried := w.claimEntries(ctx, entries, free)
 	if tried >= len(entries) {
 		w.scan.cursors[shard] = page.Cursor
@@ -218,11 +226,18 @@ func (w *Worker) scanStep(ctx context.Context, shards []string, free int) pollRe
 // claimEntries claims entries in order until free tasks were claimed. It
 // returns how many were claimed and how many entries were tried.
 func (w *Worker) claimEntries(ctx context.Context, entries []queue.ReadyEntry, free int) (claimed, tried int) {
+	var perType map[string]int
+	if len(w.opts.Limits) > 0 {
+		perType = w.runningByType()
+	}
 	for _, e := range entries {
 		if claimed >= free || w.stopping(ctx) {
 			break
 		}
 		tried++
+		if w.atLimit(e.Type, perType) {
+			continue // this type is full; another poll takes it
+		}
 		// The claim runs to completion even if shutdown starts meanwhile:
 		// a claim whose answer we never saw would leave the task running
 		// until its lease expires.
@@ -234,6 +249,9 @@ func (w *Worker) claimEntries(ctx context.Context, entries []queue.ReadyEntry, f
 			w.observer().Claimed(e.Type)
 			w.start(l)
 			claimed++
+			if perType != nil {
+				perType[e.Type]++
+			}
 		case errors.Is(err, queue.ErrConflict), errors.Is(err, queue.ErrNotFound):
 			w.observer().ClaimConflict(e.Type)
 			w.log.Debug("ready entry not claimable", "task_id", e.ID, "reason", err)

@@ -96,6 +96,21 @@ func (w *Worker) runTask(ctx context.Context, rt *runningTask) {
 		return
 	}
 	stop := w.keepLease(rt, task, log)
+	if task.InputRef != nil {
+		// An input too large for the task object lives under data/: the
+		// handler gets it in Input like any other.
+		in, err := w.q.LoadInput(ctx, task)
+		if err != nil {
+			var m *queue.MalformedError
+			if errors.As(err, &m) || errors.Is(err, queue.ErrNotFound) {
+				err = Permanent(err) // retrying cannot bring it back
+			}
+			stop()
+			w.finish(ctx, rt, log, nil, err, 0)
+			return
+		}
+		task.Input = in
+	}
 	began := time.Now()
 	out, err := callHandler(ctx, h, task)
 	took := time.Since(began)

@@ -63,6 +63,7 @@ type Worker struct {
 	mon    *monitor.Monitor
 
 	// Poll state, owned by the dispatch loop.
+	control    controlState
 	cursor     string
 	scan       scanState
 	scanning   bool
@@ -168,6 +169,14 @@ func (w *Worker) prepare() error {
 		w.types = append(w.types, t)
 	}
 	sort.Strings(w.types)
+	for t, n := range w.opts.Limits {
+		if !w.typeSet[t] {
+			return fmt.Errorf("worker: a limit is set for type %q, which this worker does not serve (serves %v)", t, w.types)
+		}
+		if n < 1 {
+			return fmt.Errorf("worker: the limit for type %q is %d; it must be at least 1 (pause the type to stop it: qo pause %s)", t, n, t)
+		}
+	}
 	if len(w.opts.Shards) > 0 {
 		all := w.q.Shards()
 		for _, s := range w.opts.Shards {

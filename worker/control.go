@@ -1,0 +1,115 @@
+package worker
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/qo-queue/qo/queue"
+)
+
+// Pause switches and per-type limits
+//
+// Before each poll the worker works out which of its types it may claim:
+// not paused (the queue's control.json, re-read every ControlRefresh, so a
+// pause takes effect within that time plus one poll) and below its Limits.
+// When nothing is claimable it does not list at all. A control.json that
+// cannot be read keeps the last known switches (a warning is logged once).
+
+type controlState struct {
+	ctl     queue.Control
+	readAt  time.Time
+	failing bool
+	summary string // last logged pause state
+}
+
+// claimableTypes returns the types a poll may claim now (nil, false when
+// none).
+func (w *Worker) claimableTypes(ctx context.Context) ([]string, bool) {
+	w.refreshControl(ctx)
+	running := w.runningByType()
+	out := make([]string, 0, len(w.types))
+	for _, t := range w.types {
+		if w.control.ctl.IsPaused(t) {
+			continue
+		}
+		if n, ok := w.opts.Limits[t]; ok && running[t] >= n {
+			continue
+		}
+		out = append(out, t)
+	}
+	return out, len(out) > 0
+}
+
+func (w *Worker) refreshControl(ctx context.Context) {
+	cs := &w.control
+	if !cs.readAt.IsZero() && time.Since(cs.readAt) < w.opts.ControlRefresh {
+		return
+	}
+	ctl, err := w.q.Control(ctx)
+	cs.readAt = time.Now()
+	if err != nil {
+		if !cs.failing {
+			w.log.Warn("cannot read the queue's pause switches; keeping the last known ones", "err", err)
+			cs.failing = true
+		}
+		return
+	}
+	cs.failing = false
+	cs.ctl = ctl
+	if s := w.pauseSummary(); s != cs.summary {
+		if s == "" {
+			w.log.Info("resumed: no served type is paused")
+		} else {
+			w.log.Info("paused by an operator: not claiming " + s)
+		}
+		cs.summary = s
+	}
+}
+
+// pauseSummary names what of this worker's types is paused ("" for
+// nothing).
+func (w *Worker) pauseSummary() string {
+	ctl := w.control.ctl
+	if ctl.Paused {
+		return "any task (the whole queue is paused" + reasonText(ctl.Reason) + ")"
+	}
+	var paused []string
+	for _, t := range w.types {
+		if p, ok := ctl.Types[t]; ok {
+			paused = append(paused, t+reasonText(p.Reason))
+		}
+	}
+	return strings.Join(paused, ", ")
+}
+
+func reasonText(r string) string {
+	if r == "" {
+		return ""
+	}
+	return ": " + r
+}
+
+func (w *Worker) runningByType() map[string]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	m := make(map[string]int, len(w.types))
+	for _, rt := range w.running {
+		m[rt.typ]++
+	}
+	return m
+}
+
+// atLimit reports whether starting one more task of typ would exceed its
+// limit, counting claimed (tasks already running plus claims of this poll).
+func (w *Worker) atLimit(typ string, claimed map[string]int) bool {
+	n, ok := w.opts.Limits[typ]
+	return ok && claimed[typ] >= n
+}
+
+// byPriority orders entries high first, keeping the (shuffled) order within
+// each level.
+func byPriority(entries []queue.ReadyEntry) {
+	slices.SortStableFunc(entries, func(a, b queue.ReadyEntry) int { return a.Priority.Level() - b.Priority.Level() })
+}
