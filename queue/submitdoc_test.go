@@ -39,7 +39,21 @@ func TestDecodeSubmit(t *testing.T) {
 		}},
 		{"not JSON", `{"type":`, "not valid JSON", nil},
 		{"not an object", `[1]`, "want a JSON object", nil},
-		{"unknown field", `{"type":"e","priority":1}`, `unknown field "priority"`, nil},
+		{"unknown field", `{"type":"e","prio":"high"}`, `unknown field "prio"`, nil},
+		{"priority and expiry", `{"type":"e","priority":"HIGH","expires_in":"10m","delay":"1m"}`, "", func(t *testing.T, d queue.SubmitDoc) {
+			require.Equal(t, queue.PriorityHigh, d.Request.Priority)
+			require.Equal(t, 10*time.Minute, d.ExpiresIn)
+			req := d.Resolve(at)
+			require.Equal(t, at.Add(time.Minute), req.AvailableAt)
+			require.Equal(t, at.Add(11*time.Minute), req.ExpiresAt, "expires_in counts from availability")
+		}},
+		{"expires_at", `{"type":"e","expires_at":"2031-01-02T03:04:05Z"}`, "", func(t *testing.T, d queue.SubmitDoc) {
+			require.Equal(t, at, d.Request.ExpiresAt)
+		}},
+		{"bad priority", `{"type":"e","priority":"urgent"}`, "priority: unknown priority", nil},
+		{"numeric priority", `{"type":"e","priority":1}`, "priority: want a string", nil},
+		{"both expiries", `{"type":"e","expires_in":"1m","expires_at":"2031-01-02T03:04:05Z"}`, "not both", nil},
+		{"zero expires_in", `{"type":"e","expires_in":0}`, "must be positive", nil},
 		{"missing type", `{"input":1}`, `missing "type"`, nil},
 		{"bad type", `{"type":"has space"}`, "type:", nil},
 		{"wrong field type", `{"type":"e","max_retries":"3"}`, "max_retries: want a whole number, got a string", nil},
