@@ -251,3 +251,33 @@ func eventually(t *testing.T, cond func() bool, what string) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+func TestRunSchedules(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		q, _, clock := setup(t, b, true)
+		_, err := q.CreateSchedule(ctx, queue.ScheduleSpec{Name: "minutely", Cron: "* * * * *", Task: queue.ScheduleTask{Type: "job"}})
+		require.NoError(t, err)
+		// Two monitors, as after a leadership change.
+		m1 := New(q, Options{Clock: clock, Logger: discard})
+		m2 := New(q, Options{Clock: clock, Logger: discard})
+		for _, m := range []*Monitor{m1, m2} {
+			runs, err := m.RunSchedules(ctx)
+			require.NoError(t, err)
+			require.Empty(t, runs)
+		}
+		clock.Advance(time.Minute)
+		runs, err := m1.RunSchedules(ctx)
+		require.NoError(t, err)
+		require.Len(t, runs, 1)
+		require.True(t, runs[0].Created)
+		runs, err = m2.RunSchedules(ctx)
+		require.NoError(t, err)
+		require.Empty(t, runs, "the other monitor finds the due time handled")
+		page, err := q.List(ctx, queue.ListQuery{Status: queue.StatusPending})
+		require.NoError(t, err)
+		require.Len(t, page.Tasks, 1)
+		require.Equal(t, "job", page.Tasks[0].Type)
+	})
+}
