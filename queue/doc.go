@@ -9,8 +9,11 @@ writer follows; the code implements exactly what is written here.
 
 	queue.json                                   queue configuration (Init; read by Open)
 	tasks/{shard}/{id}.json                      THE task object: the only truth
-	ready/{avail-ms}/{shard}/{type}/{id}         ready index: one empty object per pending task
+	ready/{rank-ms}/{shard}/{type}/{priority}/{id}  ready index: one empty object per pending task
 	leases/{expires-ms}/{shard}/{id}             lease index: one empty object per running task
+	data/{shard}/{id}/input.json|output.json     offloaded payloads (see Large payloads)
+	control.json                                 pause switches (see Pause)
+	schedules/{name}.json                        cron schedules (see Schedules)
 	workers/{worker_id}.json                     worker registry (observability only)
 	shard-leases/{shard}.json                    named lease: which worker polls a shard
 	monitor/leader.json                          named lease: which monitor is the leader
@@ -20,14 +23,19 @@ characters of the id: 1 (16 shards) or 2 (256 shards), chosen once by Init
 and stored in queue.json; every component reads it from there and nothing
 assumes 16. Random (v4) and idempotency-derived (v5) ids spread evenly.
 
-{avail-ms} and {expires-ms} are Unix milliseconds, zero-padded to 13
-digits, so key order is time order. Time comes first in both index keys:
-one LIST of "ready/" returns the entries that became available earliest
-across ALL shards, so the first key answers "is anything ready?" with a
-single request, however many shards there are; the listing stops at the
-first key in the future. The task type sits in the ready key so a worker
-skips types it cannot run (and shards it does not own) without a GET.
-{type} matches [A-Za-z0-9_.:-]{1,64}; worker ids [A-Za-z0-9_.:-]{1,128}.
+{rank-ms} and {expires-ms} are Unix milliseconds, zero-padded to 13
+digits, so key order is time order. {rank-ms} is available_at moved by the
+task's priority (see Priorities); for normal tasks it is available_at.
+Time comes first in both index keys: one LIST of "ready/" returns the
+entries to run first across ALL shards, so the first key answers "is
+anything ready?" with a single request, however many shards there are; the
+listing stops at the first rank later than now + PriorityStep, after which
+nothing can be available. The task type and priority sit in the ready key
+so a worker skips types it cannot run (and shards it does not own), and
+computes available_at, without a GET. Ready keys written before
+priorities existed have no {priority} part and read as normal.
+{type} matches [A-Za-z0-9_.:-]{1,64}; worker ids [A-Za-z0-9_.:-]{1,128};
+schedule names [A-Za-z0-9_.:-]{1,64}.
 
 # Task object (format 1)
 
@@ -39,7 +47,7 @@ present in every object; absent values are null, "" or 0):
 	id                  task id (UUID)
 	task_type           handler name
 	shard               first ShardChars hex chars of id
-	status              pending | running | completed | failed | cancelled | archived
+	status              pending | running | completed | failed | cancelled | expired | archived
 	available_at        RFC 3339 time; claimable when <= now (delay, backoff)
 	lease_expires_at    RFC 3339 time or null; running only
 	input               any JSON (null when none); never changes
@@ -63,6 +71,10 @@ present in every object; absent values are null, "" or 0):
 	cancel_requested_at time of that request, or null
 	cancel_reason       operator's reason
 	idempotency_key     submit's idempotency key, or ""
+	priority            high | normal | low (objects without it read as normal)
+	expires_at          RFC 3339 deadline for starting, or null (never expires)
+	input_ref           null, or {key, version_id, bytes, sha256} of an offloaded input
+	output_ref          null, or the same for an offloaded output
 
 Times are UTC with millisecond precision (the resolution of index keys).
 An object that does not decode (bad JSON, wrong field types, unknown format
@@ -91,6 +103,9 @@ Index objects are empty: the key is the whole entry.
 	|               /     |     \  ExpireLease once cancel_requested
 	|              v      |      v
 	|      COMPLETED      |     CANCELLED  <----  Cancel (pending)
+	|          |          |        |  |           EXPIRED <- Claim or Sweep of a
+	|          |          |        |  |             pending task past expires_at;
+	|          |          |        |  |             Replay and Archive as CANCELLED
 	|          |          |        |  |
 	|          |   Fail; Retry or  |  |
 	|          |   ExpireLease     |  |
@@ -123,19 +138,24 @@ else with a *TransitionError (errors.Is ErrInvalidTransition) and no write.
 	pending    requeued          pending    RequeueNow (available now)
 	running    cancel_requested  running    Cancel
 	pending    cancelled         cancelled  Cancel
+	pending    expired           expired    Claim, Sweep (expires_at <= now; never ran)
 	running    cancelled         cancelled  AckCancel; Retry/Release/ExpireLease after cancel_requested
 	failed     replayed          pending    Replay
 	cancelled  replayed          pending    Replay
+	expired    replayed          pending    Replay (a passed expires_at is cleared)
 	completed  archived          archived   Archive
 	failed     archived          archived   Archive
 	cancelled  archived          archived   Archive
+	expired    archived          archived   Archive
 
 # Per-status invariants
 
 Checked on the version about to be written (CheckInvariants), for every
 status: format 1, rev >= 1, request_id set, timeout_seconds >= 1,
-0 <= retry_count <= max_retries, created_at <= updated_at, valid type and
-retry policy, shard a prefix of id. Then:
+0 <= retry_count <= max_retries, created_at <= updated_at, valid type,
+priority and retry policy, shard a prefix of id, input and input_ref not
+both set (output and output_ref likewise), output_ref only on completed or
+archived tasks. Then:
 
 	pending    no worker_id, lease_id, lease_expires_at, completed_at, output;
 	           cancel_requested false; available_at set
@@ -144,12 +164,13 @@ retry policy, shard a prefix of id. Then:
 	completed  no lease_id/lease_expires_at; completed_at set; last_error ""
 	failed     no lease; completed_at set; last_error says why; no output
 	cancelled  no lease; completed_at set; cancel_requested(+_at) set; no output
+	expired    no lease; completed_at >= expires_at; no output
 	archived   no lease; completed_at set (history of how it ended is kept)
 
 Across a write (prev -> next): rev grows by exactly 1; attempt grows by 1
 on claimed and never otherwise; request_id is fresh; id, task_type, shard,
-created_at, input and idempotency_key never change; updated_at never goes
-back.
+created_at, input, input_ref and idempotency_key never change; updated_at
+never goes back.
 
 # rev, attempt and request_id
 
@@ -248,9 +269,72 @@ kind. Index and registry churn is worthless after a day, and many delete
 markers slow LIST on some providers, so qo init installs lifecycle rules
 (LifecycleRules): under ready/, leases/, workers/, shard-leases/ and
 monitor/ noncurrent versions expire after 1 day and expired delete markers
-are removed; tasks/ history is kept unless a retention in days is given
-(--tasks-retention-days). Providers without lifecycle support get a
+are removed; tasks/ and data/ history is kept unless a retention in days
+is given (--tasks-retention-days). Providers without lifecycle support get a
 warning (qo doctor explains the manual clean-up) instead of a failure.
+
+# Priorities
+
+A task is high, normal (the default) or low. Its ready key sorts under its
+rank: available_at - PriorityStep for high, available_at for normal,
+available_at + PriorityStep for low (PriorityStep is 15 minutes). Workers
+read the ready index in key order and, within the page they read, claim
+high before normal before low. So a high task goes ahead of normal tasks
+that became available less than 15 minutes before it and of low ones up to
+30 minutes before it, and an idle queue runs a low task at once (the
+listing looks PriorityStep past now). No level starves: a task is never
+passed by one that became available more than 2 x PriorityStep after it.
+A retry or requeue keeps the priority.
+
+# Expiry
+
+expires_at is a deadline for starting. A pending task past it is never
+claimed: Claim turns it expired (and removes its ready entry) instead, and
+the monitor's Sweep expires pending tasks nobody tries to claim (a paused
+type, a type no worker serves). A running task is not affected. Replay runs
+an expired task after all, clearing the deadline.
+
+# Large payloads
+
+An input or output larger than the offload threshold (Options.
+OffloadThreshold, 256 KiB by default) is stored in its own object,
+data/{shard}/{id}/input.json or output.json, and the task carries
+input_ref/output_ref {key, version_id, bytes, sha256} with input/output
+null. Submit writes the input object first (create-only; an identical one
+left by a submit that crashed is reused), then the task; Complete writes
+the output object (a new version per write), then the task. version_id pins
+the exact version, so a late write by a worker that lost its lease cannot
+swap the output; without versioning the sha256 reports such a change.
+LoadInput, LoadOutput and WithPayloads return the JSON either way: workers
+hand it to handlers, and the CLI, console, web UI and HTTP API show it.
+An offloaded submit costs 1 PUT more, and reading the payload 1 GET.
+
+# Pause
+
+control.json holds the pause switches: the whole queue ("paused") and
+single types ("paused_types", each with when and why). Workers re-read it
+every ControlRefresh (5 s; 1 GET) and claim nothing of a paused type; tasks
+already running finish and submits are still accepted. Like every shared
+object it is compared-and-swapped (created with a create-only PUT), never
+deleted.
+
+# Schedules
+
+schedules/{name}.json holds a cron schedule: a 5-field expression (minute
+hour day-of-month month day-of-week, or @hourly, @daily...) read in an
+IANA time zone, the task to submit, enabled, the missed-run policy and
+last_due, the latest due time handled. The leading monitor runs them (any
+number of schedulers is safe): for a schedule whose due times in
+(last_due, now] are not empty it re-reads the schedule, submits ONE task
+for the latest due time with the idempotency key "schedule:{name}:{due in
+RFC 3339}" (so two schedulers create one task) and compare-and-swaps
+last_due forward; earlier due times of the same pass count as skipped.
+Times come from the queue clock. A due time handled more than ScheduleGrace
+(2 minutes) late is missed: policy catch-up (default) still submits it,
+skip does not. So downtime never floods the queue. Enabling a schedule
+sets last_due to now (due times passed while disabled do not run); delete
+writes a tombstone ("deleted": true) in place, since deleted keys are
+never written conditionally again; create over a tombstone replaces it.
 
 # Idempotency keys
 

@@ -45,8 +45,8 @@ var indexPrefixes = []string{ReadyPrefix, LeasesPrefix, WorkersPrefix, ShardLeas
 
 // LifecycleRules returns the rules qo init installs: noncurrent versions
 // and expired delete markers under the index prefixes, workers/,
-// shard-leases/ and monitor/ expire after 1 day; under tasks/ (history)
-// only when tasksRetentionDays > 0.
+// shard-leases/ and monitor/ expire after 1 day; under tasks/ and data/
+// (history) only when tasksRetentionDays > 0.
 func LifecycleRules(tasksRetentionDays int) []store.LifecycleRule {
 	var rules []store.LifecycleRule
 	for _, p := range indexPrefixes {
@@ -61,6 +61,12 @@ func LifecycleRules(tasksRetentionDays int) []store.LifecycleRule {
 		rules = append(rules, store.LifecycleRule{
 			ID:                   LifecycleRulePrefix + "expire-old-tasks",
 			Prefix:               TasksPrefix,
+			NoncurrentDays:       tasksRetentionDays,
+			ExpiredDeleteMarkers: true,
+		}, store.LifecycleRule{
+			// Offloaded payloads are part of a task's history.
+			ID:                   LifecycleRulePrefix + "expire-old-data",
+			Prefix:               DataPrefix,
 			NoncurrentDays:       tasksRetentionDays,
 			ExpiredDeleteMarkers: true,
 		})

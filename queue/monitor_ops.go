@@ -122,7 +122,8 @@ const sweepParallelism = 8
 
 // Sweep repairs the indexes of one page of a shard: for every pending task
 // the ready entry at its available_at must exist, for every running task
-// the lease entry at its lease_expires_at; missing ones are written. Cost:
+// the lease entry at its lease_expires_at; missing ones are written. A
+// pending task past its expires_at is expired instead. Cost:
 // 1 LIST + 1 GET per task + 1 GET per pending or running task (the entry
 // check) + 1 PUT per repair. Stale entries are not searched for here: the
 // readers (Claim, ExpireLease, List) remove them when they meet them.
