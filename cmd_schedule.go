@@ -82,9 +82,9 @@ due time. Either way a long outage never floods the queue.`,
   qo schedule create nightly-report --cron "30 2 * * *" --tz Europe/Berlin --type report --input '{"kind":"daily"}'
   qo schedule create poll-feeds --cron "*/5 * * * *" --type poll --missed skip --expires-in 4m`,
 				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "cron", Usage: "`EXPR`: 5 fields (minute hour day-of-month month day-of-week) or @hourly, @daily, @weekly, @monthly", Required: true},
+					&cli.StringFlag{Name: "cron", Usage: "`EXPR`: 5 fields (minute hour day-of-month month day-of-week) or @hourly, @daily, @weekly, @monthly"},
 					&cli.StringFlag{Name: "tz", Value: "UTC", Usage: "IANA time `ZONE` the cron fields are read in (e.g. Europe/Berlin)"},
-					&cli.StringFlag{Name: "type", Aliases: []string{"t"}, Usage: "task `TYPE` each run submits", Required: true},
+					&cli.StringFlag{Name: "type", Aliases: []string{"t"}, Usage: "task `TYPE` each run submits"},
 					&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "task input as a `JSON` document"},
 					&cli.StringFlag{Name: "missed", Value: string(queue.MissedCatchUp), Usage: "`POLICY` for due times missed while no monitor ran: catch-up (run the latest once) or skip"},
 					&cli.StringFlag{Name: "priority", Aliases: []string{"p"}, Value: string(queue.PriorityNormal), Usage: "`LEVEL` of the tasks: high, normal or low"},
@@ -238,7 +238,13 @@ func scheduleSpecFromFlags(c *cli.Context, name string) (queue.ScheduleSpec, err
 		Name: name, Cron: c.String("cron"), Timezone: c.String("tz"),
 		Missed: queue.MissedPolicy(c.String("missed")), Disabled: c.Bool("disabled"),
 	}
+	if spec.Cron == "" {
+		return spec, usageError("--cron is required (5 fields: minute hour day-of-month month day-of-week, e.g. --cron \"30 2 * * *\")")
+	}
 	spec.Task.Type = c.String("type")
+	if spec.Task.Type == "" {
+		return spec, usageError("--type is required (the task type each run submits, e.g. --type report)")
+	}
 	if err := queue.ValidateType(spec.Task.Type); err != nil {
 		return spec, usageError("--type: %s", inputMessage(err))
 	}

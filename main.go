@@ -9,6 +9,7 @@
 package main
 
 import (
+	_ "time/tzdata" // schedules name IANA zones; containers often lack zoneinfo
 	"context"
 	"errors"
 	"flag"
