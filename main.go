@@ -9,7 +9,6 @@
 package main
 
 import (
-	_ "time/tzdata" // schedules name IANA zones; containers often lack zoneinfo
 	"context"
 	"errors"
 	"flag"
@@ -24,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	_ "time/tzdata" // schedules name IANA zones; containers often lack zoneinfo
 
 	"github.com/urfave/cli/v2"
 
