@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -23,6 +25,18 @@ func TestSubmitPriorityAndExpiry(t *testing.T) {
 	require.Contains(t, out, "high")
 	require.Contains(t, out, "expires:")
 	require.Contains(t, q.ok("list"), "PRIORITY")
+
+	// A task nobody started in time: qo wait reports it expired, exit 6.
+	short := q.task("submit", "--type", "nobody", "--expires-in", "1ms")
+	time.Sleep(5 * time.Millisecond)
+	qq, err := queue.Open(context.Background(), q.s, queue.Options{})
+	require.NoError(t, err)
+	res, _, err := qq.Sweep(context.Background(), short.Shard, 0, "")
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Expired)
+	code, out, _ := q.run("wait", short.ID.String())
+	require.Equal(t, exitTaskFailed, code)
+	require.Contains(t, out, "expired")
 
 	for _, tc := range []struct {
 		args []string

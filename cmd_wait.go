@@ -6,7 +6,7 @@ package main
 // --json output shape (stable; new fields may be added, none removed):
 //
 //	{"outcome": "completed" | "failed" | "timeout",
-//	 "tasks": [{"id": "...", "outcome": "completed" | "failed" | "cancelled" | "unfinished",
+//	 "tasks": [{"id": "...", "outcome": "completed" | "failed" | "cancelled" | "expired" | "unfinished",
 //	            "status": "...", "task": {task object as stored}}]}
 
 import (
@@ -49,8 +49,14 @@ const (
 	outcomeCompleted  = "completed"
 	outcomeFailed     = "failed"
 	outcomeCancelled  = "cancelled"
+	outcomeExpired    = "expired"
 	outcomeUnfinished = "unfinished"
 )
+
+// badOutcome reports outcomes that make qo wait exit 6.
+func badOutcome(o string) bool {
+	return o == outcomeFailed || o == outcomeCancelled || o == outcomeExpired
+}
 
 func waitCommand() *cli.Command {
 	return &cli.Command{
@@ -58,8 +64,8 @@ func waitCommand() *cli.Command {
 		Usage:     "block until tasks finish; the exit code says how they ended",
 		UsageText: "qo wait ID... | - [--timeout D] [--interval D] [--max-interval D] [--fail-fast] [--json]",
 		Description: `Polls each task (one GET per unfinished task per round) until every one is
-terminal: completed, failed, cancelled or archived. Finished tasks are not
-polled again. Rounds start --interval apart and stretch by half each time
+terminal: completed, failed, cancelled, expired or archived. Finished tasks
+are not polled again. Rounds start --interval apart and stretch by half each time
 nothing changed, up to --max-interval; any change brings them back to
 --interval. An argument '-' reads the ids from stdin (whitespace separated).
 An archived task counts as the status it had before it was archived.
@@ -67,11 +73,11 @@ An archived task counts as the status it had before it was archived.
 Each task is printed as it finishes ("ID completed", "ID failed: error").
 --json prints one object at the end instead: {"outcome": "completed" |
 "failed" | "timeout", "tasks": [{"id", "outcome", "status", "task"}]}, where a
-task's outcome is completed, failed, cancelled or unfinished and task is the
-task object as stored.
+task's outcome is completed, failed, cancelled, expired or unfinished and task
+is the task object as stored.
 
-Exit codes: 0 every task completed; 6 at least one failed or was cancelled;
-7 --timeout ran out first (the tasks still unfinished are listed); 3 a task
+Exit codes: 0 every task completed; 6 at least one failed, was cancelled or
+expired; 7 --timeout ran out first (the tasks still unfinished are listed); 3 a task
 does not exist; 2 bad arguments; 130 interrupted.
 
 Examples:
@@ -85,7 +91,7 @@ Examples:
 				Usage: "wait `DURATION` between polls while tasks change"},
 			&cli.DurationFlag{Name: "max-interval", Value: defaultWaitMaxInterval, EnvVars: []string{"QO_WAIT_MAX_INTERVAL"},
 				Usage: "wait at most `DURATION` between polls while nothing changes"},
-			&cli.BoolFlag{Name: "fail-fast", Usage: "return (exit 6) as soon as one task failed or was cancelled"},
+			&cli.BoolFlag{Name: "fail-fast", Usage: "return (exit 6) as soon as one task failed, was cancelled or expired"},
 			jsonFlag(),
 		},
 		Action: runWait,
@@ -204,7 +210,7 @@ func runWait(c *cli.Context) error {
 		}
 		if c.Bool("fail-fast") {
 			for _, it := range items {
-				failFast = failFast || it.outcome == outcomeFailed || it.outcome == outcomeCancelled
+				failFast = failFast || badOutcome(it.outcome)
 			}
 		}
 		open := 0
@@ -286,6 +292,8 @@ func outcomeOf(ctx context.Context, q *queue.Queue, t *queue.Task) string {
 		return outcomeFailed
 	case queue.StatusCancelled:
 		return outcomeCancelled
+	case queue.StatusExpired:
+		return outcomeExpired
 	case queue.StatusArchived:
 		return archivedOutcome(ctx, q, t)
 	}
@@ -307,6 +315,8 @@ func archivedOutcome(ctx context.Context, q *queue.Queue, t *queue.Task) string 
 		}
 	}
 	switch {
+	case t.ExpiresAt != nil && t.Attempt == 0 && t.Output == nil:
+		return outcomeExpired
 	case t.LastError != "" && t.Output == nil && !t.CancelRequested:
 		return outcomeFailed
 	case t.CancelRequested && t.Output == nil:
@@ -352,7 +362,7 @@ func waitResult(c *cli.Context, items []*waitItem, asJSON bool) error {
 	for _, it := range items {
 		counts[it.outcome]++
 	}
-	bad := counts[outcomeFailed] + counts[outcomeCancelled]
+	bad := counts[outcomeFailed] + counts[outcomeCancelled] + counts[outcomeExpired]
 	outcome := outcomeCompleted
 	if bad > 0 {
 		outcome = outcomeFailed
@@ -366,12 +376,12 @@ func waitResult(c *cli.Context, items []*waitItem, asJSON bool) error {
 		return nil
 	}
 	var parts []string
-	for _, o := range []string{outcomeFailed, outcomeCancelled, outcomeUnfinished} {
+	for _, o := range []string{outcomeFailed, outcomeCancelled, outcomeExpired, outcomeUnfinished} {
 		if counts[o] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[o], o))
 		}
 	}
-	return withExitCode(exitTaskFailed, fmt.Errorf("%d of %d task%s failed or were cancelled (%s)",
+	return withExitCode(exitTaskFailed, fmt.Errorf("%d of %d task%s did not complete (%s)",
 		bad, len(items), plural(len(items)), strings.Join(parts, ", ")))
 }
 

@@ -54,7 +54,7 @@ func TestWaitExitCodes(t *testing.T) {
 		require.Equal(t, exitTaskFailed, res.code, res)
 		require.Contains(t, res.stdout, id(failed)+" failed: disk full\n")
 		require.Contains(t, res.stdout, id(cancelled)+" cancelled: not needed\n")
-		require.Equal(t, "qo: 2 of 3 tasks failed or were cancelled (1 failed, 1 cancelled)\n", res.stderr)
+		require.Equal(t, "qo: 2 of 3 tasks did not complete (1 failed, 1 cancelled)\n", res.stderr)
 
 		// An archived task counts as what it was before archiving.
 		res = e.run("wait", id(archivedFailed), "--interval", "10ms")

@@ -21,7 +21,7 @@ const (
 	exitNotFound    = 3   // the task (or other object) does not exist
 	exitConflict    = 4   // lost a race, or the transition is not allowed
 	exitStorage     = 5   // S3 unreachable, credentials rejected, bucket missing or unfit
-	exitTaskFailed  = 6   // qo wait: the task ended failed or cancelled
+	exitTaskFailed  = 6   // qo wait: the task ended failed, cancelled or expired
 	exitInterrupted = 130 // SIGINT/SIGTERM, as shells report it
 )
 

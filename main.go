@@ -129,8 +129,8 @@ Examples:
 
 Exit codes: 0 ok, 1 internal error, 2 usage or invalid input, 3 not found,
 4 conflict or invalid transition, 5 S3 unreachable, credentials or bucket
-problem, 6 the task ended failed or cancelled (qo wait), 7 qo wait --timeout ran
-out, 130 interrupted.`
+problem, 6 the task ended failed, cancelled or expired (qo wait), 7 qo wait
+--timeout ran out, 130 interrupted.`
 
 // connectionFlags returns fresh instances of the connection flags (a flag
 // value may not be shared between the app and a command).
