@@ -691,7 +691,7 @@ func countsLine(st queue.Stats) string {
 	for _, s := range []queue.Status{queue.StatusRunning, queue.StatusCompleted, queue.StatusFailed} {
 		fmt.Fprintf(&b, "  %s %d", s, st.ByStatus[s])
 	}
-	for _, s := range []queue.Status{queue.StatusCancelled, queue.StatusArchived} {
+	for _, s := range []queue.Status{queue.StatusCancelled, queue.StatusExpired, queue.StatusArchived} {
 		if n := st.ByStatus[s]; n > 0 {
 			fmt.Fprintf(&b, "  %s %d", s, n)
 		}
