@@ -363,8 +363,8 @@ func pauseCommand() *cli.Command {
 		Name:      "pause",
 		Usage:     "stop workers from starting tasks of some types, or of all",
 		UsageText: "qo pause TYPE... [--reason TEXT] [--json]\nqo pause --all [--reason TEXT] [--json]\nqo pause [--json]",
-		Description: `Workers stop claiming the paused types within a few seconds; tasks already
-running finish. Submits are still accepted and wait. 'qo resume' undoes it.
+		Description: `Workers stop claiming the paused types within about a second; tasks
+already running finish. Submits are still accepted and wait. 'qo resume' undoes it.
 Without arguments, shows what is paused (so does the console, qo tui).
 
 Examples:

@@ -312,9 +312,12 @@ An offloaded submit costs 1 PUT more, and reading the payload 1 GET.
 # Pause
 
 control.json holds the pause switches: the whole queue ("paused") and
-single types ("paused_types", each with when and why). Workers re-read it
-every ControlRefresh (5 s; 1 GET) and claim nothing of a paused type; tasks
-already running finish and submits are still accepted. Like every shared
+single types ("paused_types", each with when and why). Workers claim
+nothing of a paused type: before claiming what a listing found they re-read
+it when their copy is older than a second (1 GET), and while a type they
+serve is paused they re-read it every few seconds to notice the resume
+instead of listing. An idle worker with nothing paused never reads it.
+Tasks already running finish and submits are still accepted. Like every shared
 object it is compared-and-swapped (created with a create-only PUT), never
 deleted.
 

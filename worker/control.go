@@ -12,10 +12,17 @@ import (
 // Pause switches and per-type limits
 //
 // Before each poll the worker works out which of its types it may claim:
-// not paused (the queue's control.json, re-read every ControlRefresh, so a
-// pause takes effect within that time plus one poll) and below its Limits.
-// When nothing is claimable it does not list at all. A control.json that
-// cannot be read keeps the last known switches (a warning is logged once).
+// not paused by the queue's control.json and below its Limits; when
+// nothing is claimable it does not list at all. The switches are read
+// when a listing found something to claim and the copy in hand is older
+// than a second (so a pause stops new claims within about a second), and,
+// while something the worker serves is paused, every ControlRefresh (so it
+// notices a resume). An idle worker with nothing paused never reads them.
+// A control.json that cannot be read keeps the last known switches (a
+// warning is logged once).
+
+// controlFresh is the oldest copy of the switches a claim relies on.
+const controlFresh = time.Second
 
 type controlState struct {
 	ctl     queue.Control
@@ -27,7 +34,9 @@ type controlState struct {
 // claimableTypes returns the types a poll may claim now (nil, false when
 // none).
 func (w *Worker) claimableTypes(ctx context.Context) ([]string, bool) {
-	w.refreshControl(ctx)
+	if w.pauseSummary() != "" {
+		w.refreshControl(ctx, w.opts.ControlRefresh)
+	}
 	running := w.runningByType()
 	out := make([]string, 0, len(w.types))
 	for _, t := range w.types {
@@ -42,9 +51,21 @@ func (w *Worker) claimableTypes(ctx context.Context) ([]string, bool) {
 	return out, len(out) > 0
 }
 
-func (w *Worker) refreshControl(ctx context.Context) {
+// dropPaused re-reads the switches when they are older than controlFresh
+// and removes the entries of types paused meanwhile.
+func (w *Worker) dropPaused(ctx context.Context, entries []queue.ReadyEntry) []queue.ReadyEntry {
+	if len(entries) == 0 {
+		return entries
+	}
+	w.refreshControl(ctx, min(controlFresh, w.opts.ControlRefresh))
+	return slices.DeleteFunc(entries, func(e queue.ReadyEntry) bool { return w.control.ctl.IsPaused(e.Type) })
+}
+
+// refreshControl reads control.json when the copy in hand is older than
+// maxAge.
+func (w *Worker) refreshControl(ctx context.Context, maxAge time.Duration) {
 	cs := &w.control
-	if !cs.readAt.IsZero() && time.Since(cs.readAt) < w.opts.ControlRefresh {
+	if !cs.readAt.IsZero() && time.Since(cs.readAt) < maxAge {
 		return
 	}
 	ctl, err := w.q.Control(ctx)

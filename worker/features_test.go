@@ -48,11 +48,14 @@ func TestPauseStopsClaiming(t *testing.T) {
 
 		_, err := bd.q.Pause(ctx, "", "maintenance")
 		require.NoError(t, err)
-		before := counts(bd.s)
 		r := w.poll(ctx, 10)
 		require.NoError(t, r.err)
+		require.Zero(t, r.claimed, "the switches are read before claiming what the listing found")
+		before := counts(bd.s)
+		r = w.poll(ctx, 10)
+		require.NoError(t, r.err)
 		require.Zero(t, r.claimed)
-		require.Zero(t, counts(bd.s).Sub(before).Total(store.OpList), "a paused worker does not even list")
+		require.Zero(t, counts(bd.s).Sub(before).Total(store.OpList), "a worker that knows it is paused does not even list")
 
 		_, err = bd.q.Resume(ctx, "")
 		require.NoError(t, err)

@@ -91,8 +91,10 @@ type Options struct {
 	// Limits caps how many tasks of a type run at once in this worker; a
 	// type not listed is bounded by Concurrency only.
 	Limits map[string]int
-	// ControlRefresh is how often the worker re-reads the queue's pause
-	// switches (control.json) while it polls (default 5s).
+	// ControlRefresh is how often a worker with a paused type re-reads the
+	// queue's pause switches (control.json) to notice a resume (default
+	// 5s). Before claiming, it never relies on a copy older than a second
+	// (or than ControlRefresh, when that is shorter).
 	ControlRefresh time.Duration
 	// IndexMode selects task discovery (default Hybrid).
 	IndexMode IndexMode

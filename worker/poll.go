@@ -162,6 +162,8 @@ func (w *Worker) indexStep(ctx context.Context, shards, types []string, free int
 	if err != nil {
 		return pollResult{err: err}
 	}
+	listed := len(entries)
+	entries = w.dropPaused(ctx, entries)
 	w.shuffle(len(entries), func(i, j int) { entries[i], entries[j] = entries[j], entries[i] })
 	byPriority(entries)
 	claimed, tried := w.claimEntries(ctx, entries, free)
@@ -171,7 +173,7 @@ func (w *Worker) indexStep(ctx context.Context, shards, types []string, free int
 	return pollResult{
 		claimed: claimed,
 		more:    tried >= len(entries) && next != "",
-		empty:   start == "" && next == "" && len(entries) == 0,
+		empty:   start == "" && next == "" && listed == 0,
 	}
 }
 
@@ -213,6 +215,7 @@ func (w *Worker) scanStep(ctx context.Context, shards, types []string, free int)
 			Key: queue.ReadyKey(t), ID: t.ID, Shard: t.Shard, Type: t.Type, Priority: t.Priority, AvailableAt: t.AvailableAt,
 		})
 	}
+	entries = w.dropPaused(ctx, entries)
 	w.shuffle(len(entries), func(i, j int) { entries[i], entries[j] = entries[j], entries[i] })
 	byPriority(entries)
 	claimed, tried := w.claimEntries(ctx, entries, free)
