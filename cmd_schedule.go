@@ -33,17 +33,15 @@ func scheduleCommand() *cli.Command {
 		}
 		return args[0], nil
 	}
-	show := func(c *cli.Context, s *queue.Schedule) error {
+	show := func(c *cli.Context, q *queue.Queue, s *queue.Schedule) error {
 		if c.Bool("json") {
 			return emitJSON(c.App.Writer, scheduleJSON(s))
 		}
-		q, err := openQueue(c)
-		if err != nil {
-			return err
-		}
 		return printSchedule(c.App.Writer, s, q.Now())
 	}
-	toggle := func(enabled bool) cli.ActionFunc {
+	// onSchedule makes the action of a subcommand on one schedule: it reads
+	// NAME and opens the queue, then runs fn.
+	onSchedule := func(fn func(c *cli.Context, q *queue.Queue, name string) error) cli.ActionFunc {
 		return func(c *cli.Context) error {
 			name, err := nameArg(c)
 			if err != nil {
@@ -53,12 +51,17 @@ func scheduleCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			return fn(c, q, name)
+		}
+	}
+	toggle := func(enabled bool) cli.ActionFunc {
+		return onSchedule(func(c *cli.Context, q *queue.Queue, name string) error {
 			s, err := q.SetScheduleEnabled(c.Context, name, enabled)
 			if err != nil {
 				return err
 			}
-			return show(c, s)
-		}
+			return show(c, q, s)
+		})
 	}
 	return &cli.Command{
 		Name:  "schedule",
@@ -99,7 +102,7 @@ due time. Either way a long outage never floods the queue.`,
 					if err != nil {
 						return err
 					}
-					spec, err := scheduleSpecFromFlags(c, name)
+					spec, err := scheduleSpecFromFlags(c, name) // before anything is contacted
 					if err != nil {
 						return err
 					}
@@ -111,7 +114,7 @@ due time. Either way a long outage never floods the queue.`,
 					if err != nil {
 						return err
 					}
-					return show(c, s)
+					return show(c, q, s)
 				},
 			},
 			{
@@ -160,21 +163,13 @@ due time. Either way a long outage never floods the queue.`,
 				Usage:     "show one schedule",
 				UsageText: "qo schedule show NAME [--json]",
 				Flags:     []cli.Flag{jsonFlag()},
-				Action: func(c *cli.Context) error {
-					name, err := nameArg(c)
-					if err != nil {
-						return err
-					}
-					q, err := openQueue(c)
-					if err != nil {
-						return err
-					}
+				Action: onSchedule(func(c *cli.Context, q *queue.Queue, name string) error {
 					s, err := q.GetSchedule(c.Context, name)
 					if err != nil {
 						return err
 					}
-					return show(c, s)
-				},
+					return show(c, q, s)
+				}),
 			},
 			{
 				Name: "enable", Usage: "enable a schedule (due times start from now)", UsageText: "qo schedule enable NAME [--json]",
@@ -188,36 +183,20 @@ due time. Either way a long outage never floods the queue.`,
 				Name:      "delete",
 				Usage:     "delete a schedule (tasks it submitted stay)",
 				UsageText: "qo schedule delete NAME",
-				Action: func(c *cli.Context) error {
-					name, err := nameArg(c)
-					if err != nil {
-						return err
-					}
-					q, err := openQueue(c)
-					if err != nil {
-						return err
-					}
+				Action: onSchedule(func(c *cli.Context, q *queue.Queue, name string) error {
 					if err := q.DeleteSchedule(c.Context, name); err != nil {
 						return err
 					}
 					fmt.Fprintf(c.App.Writer, "deleted schedule %s\n", name)
 					return nil
-				},
+				}),
 			},
 			{
 				Name:      "trigger",
 				Usage:     "submit the schedule's task now (its due times stay as they are)",
 				UsageText: "qo schedule trigger NAME [--json]",
 				Flags:     []cli.Flag{jsonFlag()},
-				Action: func(c *cli.Context) error {
-					name, err := nameArg(c)
-					if err != nil {
-						return err
-					}
-					q, err := openQueue(c)
-					if err != nil {
-						return err
-					}
+				Action: onSchedule(func(c *cli.Context, q *queue.Queue, name string) error {
 					t, err := q.TriggerSchedule(c.Context, name)
 					if err != nil {
 						return err
@@ -227,7 +206,7 @@ due time. Either way a long outage never floods the queue.`,
 					}
 					_, err = fmt.Fprintln(c.App.Writer, t.ID)
 					return err
-				},
+				}),
 			},
 		},
 	}
