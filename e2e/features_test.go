@@ -57,7 +57,10 @@ func TestPauseLimitsExpiryAndLargePayloads(t *testing.T) {
 	for _, id := range append([]uuid.UUID{expiring, bigID}, sleeps...) {
 		task, err := e.q.Get(ctx, id)
 		require.NoError(t, err)
-		require.Equal(t, queue.StatusPending, task.Status, "task %s of a paused type started", id)
+		require.Zero(t, task.Attempt, "task %s of a paused type started", id)
+		if id != expiring { // the monitor's sweep may expire that one already
+			require.Equal(t, queue.StatusPending, task.Status)
+		}
 	}
 
 	e.cli(t, "resume", "echo")
