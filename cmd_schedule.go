@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/qo-queue/qo/monitor/view"
 	"github.com/qo-queue/qo/queue"
 )
 
@@ -35,7 +36,7 @@ func scheduleCommand() *cli.Command {
 	}
 	show := func(c *cli.Context, q *queue.Queue, s *queue.Schedule) error {
 		if c.Bool("json") {
-			return emitJSON(c.App.Writer, scheduleJSON(s))
+			return emitJSON(c.App.Writer, view.ScheduleOf(s))
 		}
 		return printSchedule(c.App.Writer, s, q.Now())
 	}
@@ -138,11 +139,7 @@ due time. Either way a long outage never floods the queue.`,
 						fmt.Fprintf(c.App.ErrWriter, "qo: skipping %v\n", &m)
 					}
 					if c.Bool("json") {
-						out := make([]scheduleView, 0, len(list))
-						for _, s := range list {
-							out = append(out, scheduleJSON(s))
-						}
-						return emitJSON(c.App.Writer, out)
+						return emitJSON(c.App.Writer, view.SchedulesOf(list, malformed))
 					}
 					if len(list) == 0 {
 						fmt.Fprintln(c.App.Writer, "no schedules (create one with: qo schedule create NAME --cron EXPR --type TYPE)")
@@ -256,21 +253,6 @@ func scheduleSpecFromFlags(c *cli.Context, name string) (queue.ScheduleSpec, err
 		spec.Task.ExpiresAfterSeconds = int(d / time.Second)
 	}
 	return spec, nil
-}
-
-// scheduleView is the --json shape of a schedule: the stored object plus
-// its next due time.
-type scheduleView struct {
-	*queue.Schedule
-	NextDue *time.Time `json:"next_due"`
-}
-
-func scheduleJSON(s *queue.Schedule) scheduleView {
-	v := scheduleView{Schedule: s}
-	if d := s.NextDue(); !d.IsZero() {
-		v.NextDue = &d
-	}
-	return v
 }
 
 func printSchedule(w io.Writer, s *queue.Schedule, now time.Time) error {

@@ -109,6 +109,16 @@ func (a *api) routes() []route {
 		{"GET /api/dead", false, a.listDead},
 		{"POST /api/dead/{id}/retry", false, a.retryDead},
 		{"DELETE /api/dead/{id}", false, a.archiveDead},
+		{"GET /api/control", false, a.getControl},
+		{"POST /api/pause", false, a.pause},
+		{"POST /api/resume", false, a.resume},
+		{"GET /api/schedules", false, a.listSchedules},
+		{"POST /api/schedules", false, a.createSchedule},
+		{"GET /api/schedules/{name}", false, a.getSchedule},
+		{"DELETE /api/schedules/{name}", false, a.deleteSchedule},
+		{"POST /api/schedules/{name}/enable", false, a.enableSchedule(true)},
+		{"POST /api/schedules/{name}/disable", false, a.enableSchedule(false)},
+		{"POST /api/schedules/{name}/trigger", false, a.triggerSchedule},
 		{"GET /", true, a.index},
 	}
 	if a.opts.Metrics != nil {
@@ -359,11 +369,7 @@ func (a *api) submit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	req := doc.Request
-	if doc.Delay > 0 {
-		req.AvailableAt = a.q.Now().Add(doc.Delay)
-	}
-	t, created, err := a.q.Submit(r.Context(), req)
+	t, created, err := a.q.Submit(r.Context(), a.resolveSubmit(doc))
 	if err != nil {
 		return err
 	}
@@ -388,7 +394,7 @@ func (a *api) getTask(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, t)
+	writeJSON(w, http.StatusOK, a.withPayloads(r, t))
 	return nil
 }
 

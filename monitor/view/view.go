@@ -132,3 +132,35 @@ func StatsOf(st queue.Stats, health []monitor.WorkerHealth) Stats {
 	}
 	return out
 }
+
+// Schedule is a cron schedule as stored plus its next due time (qo
+// schedule show --json, GET /api/schedules/{name}).
+type Schedule struct {
+	*queue.Schedule
+	NextDue *time.Time `json:"next_due"`
+}
+
+// ScheduleOf adds the next due time (null when disabled).
+func ScheduleOf(s *queue.Schedule) Schedule {
+	v := Schedule{Schedule: s}
+	if d := s.NextDue(); !d.IsZero() {
+		v.NextDue = &d
+	}
+	return v
+}
+
+// Schedules is the list of schedules (qo schedule list --json, GET
+// /api/schedules).
+type Schedules struct {
+	Schedules []Schedule  `json:"schedules"`
+	Malformed []Malformed `json:"malformed"`
+}
+
+// SchedulesOf converts a listing; lists are never null.
+func SchedulesOf(list []*queue.Schedule, malformed []queue.MalformedError) Schedules {
+	out := Schedules{Schedules: []Schedule{}, Malformed: MalformedOf(malformed)}
+	for _, s := range list {
+		out.Schedules = append(out.Schedules, ScheduleOf(s))
+	}
+	return out
+}
