@@ -23,6 +23,25 @@ import (
 
 const chromiumPath = "/usr/bin/chromium"
 
+// uiLink starts qo ui serve on e's bucket and returns the link it prints
+// (with short-lived STS credentials from MinIO).
+func uiLink(t *testing.T, e *wkEnv) string {
+	t.Helper()
+	cmd := exec.Command(wkBinary(t), "ui", "serve", "--addr", "127.0.0.1:0")
+	cmd.Env = e.env
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	link, err := bufio.NewReader(stdout).ReadString('\n')
+	require.NoError(t, err, stderr.String())
+	require.Eventually(t, func() bool { return strings.Contains(stderr.String(), "credentials scoped to bucket") },
+		10*time.Second, 20*time.Millisecond, stderr.String())
+	return strings.TrimSpace(link)
+}
+
 // browser starts headless Chromium (Debian's) and returns a context for
 // chromedp actions; JavaScript dialogs (confirm) are accepted.
 func browser(t *testing.T) context.Context {
@@ -33,16 +52,27 @@ func browser(t *testing.T) context.Context {
 		}
 		t.Skip("chromium is not installed")
 	}
+	// Not t.TempDir: Chromium may still write its profile for a moment
+	// after the browser is told to stop, which fails t.TempDir's check.
+	profile, err := os.MkdirTemp("", "qo-chromium-")
+	require.NoError(t, err)
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromiumPath), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck, chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1400, 900),
+		chromedp.NoDefaultBrowserCheck, chromedp.UserDataDir(profile), chromedp.WindowSize(1400, 900),
 		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelCtx := chromedp.NewContext(actx)
 	ctx, cancelTimeout := context.WithTimeout(ctx, 3*time.Minute)
-	t.Cleanup(func() { cancelTimeout(); cancelCtx(); cancelAlloc() })
+	t.Cleanup(func() {
+		cancelTimeout()
+		cancelCtx()
+		cancelAlloc()
+		for i := 0; i < 50 && os.RemoveAll(profile) != nil; i++ {
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
 	chromedp.ListenTarget(ctx, func(ev any) {
 		if _, ok := ev.(*page.EventJavascriptDialogOpening); ok {
 			go func() { _ = chromedp.Run(ctx, page.HandleJavaScriptDialog(true)) }()
@@ -122,22 +152,9 @@ func TestWebUIInChromium(t *testing.T) {
 	e.start(t, "worker", workerArgs(workerID, "--builtins", "--types", "sleep")...)
 	e.waitTask(t, slow.ID, "running", func(t *queue.Task) bool { return t.Status == queue.StatusRunning })
 
-	// qo ui serve prints the link (with STS credentials from MinIO).
-	cmd := exec.Command(wkBinary(t), "ui", "serve", "--addr", "127.0.0.1:0")
-	cmd.Env = e.env
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	var stderr lockedBuffer
-	cmd.Stderr = &stderr
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	link, err := bufio.NewReader(stdout).ReadString('\n')
-	require.NoError(t, err, stderr.String())
-	link = strings.TrimSpace(link)
+	link := uiLink(t, e)
 	require.Contains(t, link, "endpoint=")
 	require.Contains(t, link, "st=", "short-lived credentials with a session token")
-	require.Eventually(t, func() bool { return strings.Contains(stderr.String(), "credentials scoped to bucket") },
-		10*time.Second, 20*time.Millisecond, stderr.String())
 
 	short := func(task *queue.Task) string { return task.ID.String()[:8] }
 	row := func(task *queue.Task) string { return `tr[data-id="` + task.ID.String() + `"]` }
@@ -224,4 +241,51 @@ func TestWebUIInChromium(t *testing.T) {
 	require.Contains(t, text, workerID)
 	require.Contains(t, text, "active")
 	screenshot(t, ctx, "workers")
+}
+
+// TestWebUIFeatures: priorities, the expired status, a payload stored in
+// its own object, the pause banner and the schedules view, in Chromium.
+func TestWebUIFeatures(t *testing.T) {
+	t.Parallel()
+	ctx := browser(t)
+	e := wkSetup(t)
+	bg := context.Background()
+	later := time.Now().Add(time.Hour)
+	high, _, err := e.q.Submit(bg, queue.SubmitRequest{Type: "report", Priority: queue.PriorityHigh, AvailableAt: later})
+	require.NoError(t, err)
+	big := `{"blob":"` + strings.Repeat("q", queue.DefaultOffloadThreshold) + `"}`
+	offloaded, _, err := e.q.Submit(bg, queue.SubmitRequest{Type: "report", Input: json.RawMessage(big), AvailableAt: later})
+	require.NoError(t, err)
+	require.NotNil(t, offloaded.InputRef)
+	_, err = e.q.Pause(bg, "report", "month end")
+	require.NoError(t, err)
+	_, err = e.q.CreateSchedule(bg, queue.ScheduleSpec{Name: "nightly", Cron: "30 2 * * *", Timezone: "Europe/Berlin", Task: queue.ScheduleTask{Type: "report"}})
+	require.NoError(t, err)
+
+	row := func(task *queue.Task) string { return `tr[data-id="` + task.ID.String() + `"]` }
+	var tasks, banner, data string
+	require.NoError(t, chromedp.Run(ctx,
+		chromedp.Navigate(uiLink(t, e)),
+		chromedp.WaitVisible(row(high), chromedp.ByQuery),
+		chromedp.WaitVisible("#paused", chromedp.ByQuery),
+		chromedp.Text("#tasks", &tasks, chromedp.ByQuery),
+		chromedp.Text("#paused", &banner, chromedp.ByQuery),
+		chromedp.Click(row(offloaded), chromedp.ByQuery),
+		chromedp.WaitVisible("#data .offloaded", chromedp.ByQuery),
+		chromedp.Text("#data", &data, chromedp.ByQuery),
+	))
+	require.Contains(t, tasks, "high", "the list shows priorities")
+	require.Contains(t, banner, "report (month end)", "the paused type is named with its reason")
+	require.Contains(t, data, "offloaded: ", "the detail says where the input lives")
+	require.Contains(t, data, strings.Repeat("q", 100), "and shows it, loaded from its own object")
+
+	var schedules string
+	require.NoError(t, chromedp.Run(ctx,
+		chromedp.Click("#tab-schedules", chromedp.ByQuery),
+		chromedp.WaitVisible("#schedules tr.schedule", chromedp.ByQuery),
+		chromedp.Text("#schedules", &schedules, chromedp.ByQuery),
+	))
+	require.Contains(t, schedules, "nightly")
+	require.Contains(t, schedules, "Europe/Berlin")
+	screenshot(t, ctx, "schedules")
 }

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,6 +66,7 @@ func fixture(st queue.Status, now time.Time) *queue.Task {
 		AvailableAt: created, Input: json.RawMessage(`{"to":"a@example.com"}`),
 		TimeoutSeconds: 60, MaxRetries: 3, RetryPolicy: queue.DefaultRetryPolicy,
 		CreatedAt: created, UpdatedAt: now.Add(-time.Minute), Rev: 4, RequestID: "prev-request", Attempt: 2,
+		Priority: queue.PriorityNormal,
 	}
 	lease := now.Add(30 * time.Second)
 	done := now.Add(-time.Minute)
@@ -79,6 +81,8 @@ func fixture(st queue.Status, now time.Time) *queue.Task {
 		t.LastEvent, t.WorkerID, t.CompletedAt, t.LastError, t.RetryCount = queue.EventFailed, "w1", &done, "smtp: 550", 3
 	case queue.StatusCancelled:
 		t.LastEvent, t.CompletedAt, t.CancelRequested, t.CancelRequestedAt, t.CancelReason = queue.EventCancelled, &done, true, &done, "not needed"
+	case queue.StatusExpired:
+		t.LastEvent, t.Attempt, t.CompletedAt, t.ExpiresAt = queue.EventExpired, 0, &done, &done
 	case queue.StatusArchived:
 		t.LastEvent, t.WorkerID, t.CompletedAt, t.Output = queue.EventArchived, "w1", &done, json.RawMessage(`{"id":"m-1"}`)
 	}
@@ -103,6 +107,24 @@ func TestOperatorCases(t *testing.T) {
 				skew := fixture(st, now)
 				skew.UpdatedAt = now.Add(time.Second) // the clock moved back
 				bases["failed, updated in the future"] = skew
+				// Priorities move the ready key; an expiry still ahead stays.
+				for _, p := range []queue.Priority{queue.PriorityHigh, queue.PriorityLow} {
+					pt := fixture(st, now)
+					pt.Priority = p
+					later := now.Add(time.Hour)
+					pt.ExpiresAt = &later
+					bases["failed, priority "+string(p)+", expiry ahead"] = pt
+				}
+			}
+			if st == queue.StatusCompleted {
+				big := fixture(st, now)
+				big.Output, big.OutputRef = nil, &queue.DataRef{Key: "data/0/" + big.ID.String() + "/output.json", VersionID: "v1", Bytes: 300000, SHA256: strings.Repeat("ab", 32)}
+				bases["completed, output offloaded"] = big
+			}
+			if st == queue.StatusPending {
+				low := fixture(st, now)
+				low.Priority = queue.PriorityLow
+				bases["pending, priority low"] = low
 			}
 			for name, base := range bases {
 				c := opCase{Name: op + " " + name, Op: op, Reason: "from the web UI", Now: now, RequestID: "req-" + op, Base: base}

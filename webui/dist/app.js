@@ -720,6 +720,13 @@ var transitions_default = [
     note: "only after cancel_requested"
   },
   {
+    from: "pending",
+    event: "expired",
+    to: "expired",
+    by: "Claim, Sweep",
+    note: "expires_at <= now; the task never runs"
+  },
+  {
     from: "failed",
     event: "replayed",
     to: "pending",
@@ -732,6 +739,13 @@ var transitions_default = [
     to: "pending",
     by: "Replay",
     note: "retry_count reset; available now"
+  },
+  {
+    from: "expired",
+    event: "replayed",
+    to: "pending",
+    by: "Replay",
+    note: "expires_at cleared; available now"
   },
   {
     from: "completed",
@@ -753,14 +767,25 @@ var transitions_default = [
     to: "archived",
     by: "Archive",
     note: ""
+  },
+  {
+    from: "expired",
+    event: "archived",
+    to: "archived",
+    by: "Archive",
+    note: ""
   }
 ];
 
 // src/queue.js
-var STATUSES = ["pending", "running", "completed", "failed", "cancelled", "archived"];
+var STATUSES = ["pending", "running", "completed", "failed", "cancelled", "expired", "archived"];
+var PRIORITIES = ["high", "normal", "low"];
+var PRIORITY_STEP_MS = 15 * 60 * 1e3;
 var FORMAT_VERSION = 1;
 var TASKS_PREFIX = "tasks/";
 var WORKERS_PREFIX = "workers/";
+var SCHEDULES_PREFIX = "schedules/";
+var CONTROL_KEY = "control.json";
 var TransitionError = class extends Error {
   constructor(from, event, to, reason) {
     super(`invalid transition: ${from || "(new)"} -${event}-> ${to}: ${reason}`);
@@ -778,11 +803,16 @@ function shards(shardChars) {
 function taskKey(shard, id) {
   return `${TASKS_PREFIX}${shard}/${id}.json`;
 }
-function unixMS(iso2) {
-  return String(Date.parse(iso2)).padStart(13, "0");
+function unixMS(ms) {
+  return String(ms).padStart(13, "0");
+}
+function priorityOf(t) {
+  return PRIORITIES.includes(t.priority) ? t.priority : "normal";
 }
 function readyKey(t) {
-  return `ready/${unixMS(t.available_at)}/${t.shard}/${t.task_type}/${t.id}`;
+  const p = priorityOf(t);
+  const offset = p === "high" ? -PRIORITY_STEP_MS : p === "low" ? PRIORITY_STEP_MS : 0;
+  return `ready/${unixMS(Date.parse(t.available_at) + offset)}/${t.shard}/${t.task_type}/${p}/${t.id}`;
 }
 function decodeTask(key, text) {
   let t;
@@ -809,6 +839,7 @@ function toPending(t, now) {
   endLease(t);
   t.completed_at = null;
   t.output = null;
+  t.output_ref = null;
   t.cancel_requested = false;
   t.cancel_requested_at = null;
   t.cancel_reason = "";
@@ -818,6 +849,7 @@ function toCancelled(t, now) {
   endLease(t);
   t.completed_at = now;
   t.output = null;
+  t.output_ref = null;
   if (!t.cancel_requested) {
     t.cancel_requested = true;
     t.cancel_requested_at = now;
@@ -840,16 +872,17 @@ var changes = {
     throw new TransitionError(t.status, "cancelled", "cancelled", "only pending or running tasks can be cancelled");
   },
   replay(t, now) {
-    if (t.status !== "failed" && t.status !== "cancelled") {
-      throw new TransitionError(t.status, "replayed", "pending", "only failed or cancelled tasks can be replayed");
+    if (!["failed", "cancelled", "expired"].includes(t.status)) {
+      throw new TransitionError(t.status, "replayed", "pending", "only failed, cancelled or expired tasks can be replayed");
     }
+    if (t.expires_at && Date.parse(t.expires_at) <= Date.parse(now)) t.expires_at = null;
     t.retry_count = 0;
     toPending(t, now);
     return "replayed";
   },
   archive(t) {
-    if (!["completed", "failed", "cancelled"].includes(t.status)) {
-      throw new TransitionError(t.status, "archived", "archived", "only completed, failed or cancelled tasks can be archived");
+    if (!["completed", "failed", "cancelled", "expired"].includes(t.status)) {
+      throw new TransitionError(t.status, "archived", "archived", "only completed, failed, cancelled or expired tasks can be archived");
     }
     t.status = "archived";
     return "archived";
@@ -941,27 +974,55 @@ var S3Backend = class {
       }
     }));
   }
+  /**
+   * payloads returns a task's input and output, reading the ones stored in
+   * their own object (input_ref, output_ref) at the version recorded.
+   */
+  async payloads(task) {
+    const load = async (inline, ref) => {
+      if (!ref) return inline;
+      const obj = await this.s3.get(ref.key, ref.version_id || void 0);
+      if (!obj) throw new Error(`the offloaded payload ${ref.key} is gone`);
+      return JSON.parse(obj.text);
+    };
+    return { input: await load(task.input, task.input_ref), output: await load(task.output, task.output_ref) };
+  }
+  /** control reads the pause switches (none stored: nothing paused). */
+  async control() {
+    const obj = await this.s3.get(CONTROL_KEY);
+    return obj ? JSON.parse(obj.text) : { paused: false, paused_types: {} };
+  }
+  /** schedules reads every live schedule. */
+  async schedules() {
+    const { records, malformed } = await this.readAll(SCHEDULES_PREFIX, (s) => s.format === 1 && typeof s.name === "string");
+    return { schedules: records.filter((s) => !s.deleted).sort((a, b) => a.name.localeCompare(b.name)), malformed };
+  }
   async workers() {
+    const { records, malformed } = await this.readAll(WORKERS_PREFIX, (w) => w.format === 1 && typeof w.worker_id === "string");
+    records.sort((a, b) => a.worker_id.localeCompare(b.worker_id));
+    return { workers: records, malformed };
+  }
+  /** readAll reads every JSON object under prefix; ok says which are trusted. */
+  async readAll(prefix, ok) {
     const out = [];
     const malformed = [];
     let token = "";
     do {
-      const page = await this.s3.list(WORKERS_PREFIX, { token });
+      const page = await this.s3.list(prefix, { token });
       await Promise.all(page.keys.map(async ({ key }) => {
         const obj = await this.s3.get(key);
         if (!obj) return;
         try {
-          const w = JSON.parse(obj.text);
-          if (w.format !== 1 || typeof w.worker_id !== "string") throw new Error("not a worker record");
-          out.push(w);
+          const v = JSON.parse(obj.text);
+          if (!ok(v)) throw new Error("not a qo record");
+          out.push(v);
         } catch (e) {
           malformed.push({ key, error: e.message });
         }
       }));
       token = page.next;
     } while (token);
-    out.sort((a, b) => a.worker_id.localeCompare(b.worker_id));
-    return { workers: out, malformed };
+    return { records: out, malformed };
   }
   /**
    * act applies an operator action the way qo does: read the task, apply
@@ -1028,6 +1089,17 @@ var ApiBackend = class {
   async workers() {
     const w = await this.call("GET", "/api/workers");
     return { workers: w.workers, malformed: [] };
+  }
+  /** payloads: the API returns offloaded payloads already loaded. */
+  async payloads(task) {
+    if (task.payload_error) throw new Error(task.payload_error);
+    return { input: task.input, output: task.output };
+  }
+  async control() {
+    return this.call("GET", "/api/control");
+  }
+  async schedules() {
+    return this.call("GET", "/api/schedules");
   }
   async act(op, id) {
     switch (op) {
@@ -1110,9 +1182,12 @@ var state = {
   next: "",
   selected: null,
   detail: null,
+  payloads: null,
   events: [],
   marks: [],
   workers: [],
+  schedules: [],
+  control: null,
   view: "tasks",
   refreshTimer: null,
   error: "",
@@ -1163,11 +1238,16 @@ async function refresh() {
       state.next = page.next_cursor;
       state.malformed = page.malformed || [];
       if (state.selected) await loadDetail(state.selected);
+    } else if (state.view === "schedules") {
+      const s = await state.backend.schedules();
+      state.schedules = s.schedules;
+      state.malformed = s.malformed;
     } else {
       const w = await state.backend.workers();
       state.workers = w.workers;
       state.malformed = w.malformed;
     }
+    state.control = await state.backend.control().catch((e) => ({ error: e.message }));
   });
   $("#refreshed").textContent = `refreshed ${(/* @__PURE__ */ new Date()).toLocaleTimeString()}`;
   render();
@@ -1175,6 +1255,7 @@ async function refresh() {
 async function loadDetail(id) {
   const { task } = await state.backend.getTask(id, state.shardChars);
   state.detail = task;
+  state.payloads = await state.backend.payloads(task).catch((e) => ({ error: e.message }));
   state.events = await state.backend.history(task);
 }
 function setRefresh(seconds) {
@@ -1208,14 +1289,27 @@ function renderFilters() {
   const status = $("#statusf");
   status.replaceChildren(h("option", { value: "" }, "all but archived"), ...STATUSES.map((s) => h("option", { value: s }, s)));
 }
+function renderPaused() {
+  const c = state.control;
+  const types = Object.entries(c?.paused_types || {}).sort(([a], [b]) => a.localeCompare(b));
+  const parts = [];
+  if (c?.error) parts.push(`The pause switches (control.json) could not be read: ${c.error}`);
+  if (c?.paused) parts.push(`The whole queue is paused${c.reason ? `: ${c.reason}` : ""} (since ${c.paused_at || "-"}). Workers start nothing until qo resume --all.`);
+  if (types.length) parts.push(`Paused types: ${types.map(([t, p]) => p.reason ? `${t} (${p.reason})` : t).join(", ")}.`);
+  const el = $("#paused");
+  el.textContent = parts.join(" ");
+  el.hidden = parts.length === 0;
+}
 function render() {
-  $("#tab-tasks").classList.toggle("on", state.view === "tasks");
-  $("#tab-workers").classList.toggle("on", state.view === "workers");
-  $("#tasks-view").hidden = state.view !== "tasks";
-  $("#workers-view").hidden = state.view !== "workers";
+  for (const v of ["tasks", "workers", "schedules"]) {
+    $(`#tab-${v}`).classList.toggle("on", state.view === v);
+    $(`#${v}-view`).hidden = state.view !== v;
+  }
+  renderPaused();
   const now = state.backend.now();
   $("#malformed").textContent = state.malformed?.length ? `${state.malformed.length} malformed object(s) skipped, e.g. ${state.malformed[0].key}: ${state.malformed[0].error}` : "";
   if (state.view === "tasks") renderTasks(now);
+  else if (state.view === "schedules") renderSchedules(now);
   else renderWorkers(now);
   renderStatus();
 }
@@ -1229,12 +1323,13 @@ function renderTasks(now) {
     },
     h("td", { class: "mono" }, t.id.slice(0, 8)),
     h("td", {}, t.task_type),
+    h("td", {}, h("span", { class: `prio ${priorityOf(t)}` }, priorityOf(t))),
     h("td", {}, h("span", { class: `st ${t.status}` }, t.status)),
     h("td", { class: "num" }, t.attempt),
     h("td", {}, ago(t.updated_at, now)),
     h("td", { "data-countdown": t.id }, countdown(t, now))
   ));
-  $("#tasks").replaceChildren(...rows.length ? rows : [h("tr", {}, h("td", { colspan: 6, class: "dim" }, "no tasks on this page"))]);
+  $("#tasks").replaceChildren(...rows.length ? rows : [h("tr", {}, h("td", { colspan: 7, class: "dim" }, "no tasks on this page"))]);
   $("#more").disabled = !state.next;
   $("#prev").disabled = state.page === 0;
   $("#page").textContent = `page ${state.page + 1}`;
@@ -1251,8 +1346,8 @@ function renderDetail(now) {
     return;
   }
   const actions = [
-    ["replay", ["failed", "cancelled"], "Replay"],
-    ["archive", ["completed", "failed", "cancelled"], "Archive"],
+    ["replay", ["failed", "cancelled", "expired"], "Replay"],
+    ["archive", ["completed", "failed", "cancelled", "expired"], "Archive"],
     ["cancel", ["pending", "running"], "Cancel"]
   ].filter(([, from]) => from.includes(t.status)).map(([op, , label]) => h("button", { id: `act-${op}`, onclick: () => act(op, t) }, label));
   const timeline = state.events.map((e, i) => h(
@@ -1280,6 +1375,7 @@ function renderDetail(now) {
       { class: "fields" },
       field("type", t.task_type),
       field("status", h("span", { class: `st ${t.status}` }, t.status)),
+      field("priority", priorityOf(t)),
       field("shard", t.shard),
       field("attempt", `${t.attempt} (retries ${t.retry_count} of ${t.max_retries})`),
       field("rev", t.rev),
@@ -1288,6 +1384,7 @@ function renderDetail(now) {
       field("available", t.available_at),
       field("lease expires", t.lease_expires_at),
       field("worker", t.worker_id || "-"),
+      t.expires_at ? field("expires", `${t.expires_at} (${ago(t.expires_at, now)})`) : null,
       field("timeout", `${t.timeout_seconds}s`),
       field("last event", t.last_event),
       field("idempotency key", t.idempotency_key || "-"),
@@ -1295,7 +1392,7 @@ function renderDetail(now) {
       t.last_error ? field("last error", h("span", { class: "error" }, t.last_error)) : null
     ),
     h("h3", {}, "Data"),
-    h("div", { id: "data" }, jsonTree("input", t.input), jsonTree("output", t.output)),
+    h("div", { id: "data" }, dataView(t)),
     h(
       "h3",
       {},
@@ -1306,6 +1403,15 @@ function renderDetail(now) {
     h("table", { id: "timeline" }, h("tr", {}, ["", "", "at", "event", "status", "attempt", "worker", ""].map((c) => h("th", {}, c))), timeline),
     h("pre", { id: "diff", hidden: true })
   );
+}
+function dataView(t) {
+  const p = state.payloads || {};
+  const part = (name, inline, ref) => {
+    const note = ref ? h("p", { class: "dim offloaded" }, `${name} offloaded: ${ref.bytes} bytes in ${ref.key}`) : null;
+    if (ref && p.error) return [note, h("p", { class: "error" }, `${name} not loaded: ${p.error}`)];
+    return [note, jsonTree(name, ref ? p[name] : inline)];
+  };
+  return [...part("input", t.input, t.input_ref), ...part("output", t.output, t.output_ref)];
 }
 function mark(i) {
   state.marks = state.marks.includes(i) ? state.marks.filter((m) => m !== i) : [...state.marks, i].slice(-2);
@@ -1360,12 +1466,34 @@ function renderWorkers(now) {
   });
   $("#workers").replaceChildren(...rows.length ? rows : [h("tr", {}, h("td", { colspan: 9, class: "dim" }, "no workers registered"))]);
 }
+function renderSchedules(now) {
+  const rows = state.schedules.map((s) => h(
+    "tr",
+    { class: "schedule" },
+    h("td", { class: "mono" }, s.name),
+    h("td", { class: "mono" }, s.cron),
+    h("td", {}, s.timezone),
+    h("td", {}, s.task?.task_type),
+    h("td", {}, s.enabled ? "enabled" : "disabled"),
+    // next_due comes from the HTTP API, which evaluates the cron fields;
+    // reading the bucket directly, the page does not.
+    h("td", {}, s.next_due ? ago(s.next_due, now) : "-"),
+    h("td", {}, s.last_due ? ago(s.last_due, now) : "-"),
+    h("td", { class: "mono" }, (s.last_task_id || "-").slice(0, 8)),
+    h("td", { class: "num" }, s.skipped || 0)
+  ));
+  $("#schedules").replaceChildren(...rows.length ? rows : [h("tr", {}, h("td", { colspan: 9, class: "dim" }, "no schedules (qo schedule create)"))]);
+}
 $("#tab-tasks").addEventListener("click", () => {
   state.view = "tasks";
   refresh();
 });
 $("#tab-workers").addEventListener("click", () => {
   state.view = "workers";
+  refresh();
+});
+$("#tab-schedules").addEventListener("click", () => {
+  state.view = "schedules";
   refresh();
 });
 $("#refresh-now").addEventListener("click", refresh);

@@ -2,7 +2,7 @@
 // API) and is rendered as text: task data never reaches innerHTML.
 import { diffLines } from 'diff';
 import { S3Backend, ApiBackend } from './backend.js';
-import { STATUSES, health } from './queue.js';
+import { STATUSES, health, priorityOf } from './queue.js';
 
 // h builds an element; string children become text nodes.
 function h(tag, attrs = {}, ...children) {
@@ -75,8 +75,8 @@ function readFragment() {
 const state = {
   backend: null, cfg: {}, shards: [], shardChars: 1,
   filter: { shard: '', status: '' }, cursors: [''], page: 0, tasks: [], next: '',
-  selected: null, detail: null, events: [], marks: [],
-  workers: [], view: 'tasks', refreshTimer: null, error: '', flash: '',
+  selected: null, detail: null, payloads: null, events: [], marks: [],
+  workers: [], schedules: [], control: null, view: 'tasks', refreshTimer: null, error: '', flash: '',
 };
 
 function connect(cfg) {
@@ -132,11 +132,16 @@ async function refresh() {
       state.next = page.next_cursor;
       state.malformed = page.malformed || [];
       if (state.selected) await loadDetail(state.selected);
+    } else if (state.view === 'schedules') {
+      const s = await state.backend.schedules();
+      state.schedules = s.schedules;
+      state.malformed = s.malformed;
     } else {
       const w = await state.backend.workers();
       state.workers = w.workers;
       state.malformed = w.malformed;
     }
+    state.control = await state.backend.control().catch((e) => ({ error: e.message }));
   });
   $('#refreshed').textContent = `refreshed ${new Date().toLocaleTimeString()}`;
   render();
@@ -145,6 +150,9 @@ async function refresh() {
 async function loadDetail(id) {
   const { task } = await state.backend.getTask(id, state.shardChars);
   state.detail = task;
+  // An offloaded payload that cannot be read is shown as an error in its
+  // place; the rest of the detail still renders.
+  state.payloads = await state.backend.payloads(task).catch((e) => ({ error: e.message }));
   state.events = await state.backend.history(task);
 }
 
@@ -186,15 +194,30 @@ function renderFilters() {
   status.replaceChildren(h('option', { value: '' }, 'all but archived'), ...STATUSES.map((s) => h('option', { value: s }, s)));
 }
 
+// renderPaused shows the pause switches: the whole queue, and paused types.
+function renderPaused() {
+  const c = state.control;
+  const types = Object.entries(c?.paused_types || {}).sort(([a], [b]) => a.localeCompare(b));
+  const parts = [];
+  if (c?.error) parts.push(`The pause switches (control.json) could not be read: ${c.error}`);
+  if (c?.paused) parts.push(`The whole queue is paused${c.reason ? `: ${c.reason}` : ''} (since ${c.paused_at || '-'}). Workers start nothing until qo resume --all.`);
+  if (types.length) parts.push(`Paused types: ${types.map(([t, p]) => (p.reason ? `${t} (${p.reason})` : t)).join(', ')}.`);
+  const el = $('#paused');
+  el.textContent = parts.join(' ');
+  el.hidden = parts.length === 0;
+}
+
 function render() {
-  $('#tab-tasks').classList.toggle('on', state.view === 'tasks');
-  $('#tab-workers').classList.toggle('on', state.view === 'workers');
-  $('#tasks-view').hidden = state.view !== 'tasks';
-  $('#workers-view').hidden = state.view !== 'workers';
+  for (const v of ['tasks', 'workers', 'schedules']) {
+    $(`#tab-${v}`).classList.toggle('on', state.view === v);
+    $(`#${v}-view`).hidden = state.view !== v;
+  }
+  renderPaused();
   const now = state.backend.now();
   $('#malformed').textContent = state.malformed?.length
     ? `${state.malformed.length} malformed object(s) skipped, e.g. ${state.malformed[0].key}: ${state.malformed[0].error}` : '';
   if (state.view === 'tasks') renderTasks(now);
+  else if (state.view === 'schedules') renderSchedules(now);
   else renderWorkers(now);
   renderStatus();
 }
@@ -204,9 +227,10 @@ function renderTasks(now) {
     class: `row ${t.id === state.selected ? 'sel' : ''}`, 'data-id': t.id, onclick: () => select(t.id),
   },
   h('td', { class: 'mono' }, t.id.slice(0, 8)), h('td', {}, t.task_type),
+  h('td', {}, h('span', { class: `prio ${priorityOf(t)}` }, priorityOf(t))),
   h('td', {}, h('span', { class: `st ${t.status}` }, t.status)), h('td', { class: 'num' }, t.attempt),
   h('td', {}, ago(t.updated_at, now)), h('td', { 'data-countdown': t.id }, countdown(t, now))));
-  $('#tasks').replaceChildren(...(rows.length ? rows : [h('tr', {}, h('td', { colspan: 6, class: 'dim' }, 'no tasks on this page'))]));
+  $('#tasks').replaceChildren(...(rows.length ? rows : [h('tr', {}, h('td', { colspan: 7, class: 'dim' }, 'no tasks on this page'))]));
   $('#more').disabled = !state.next;
   $('#prev').disabled = state.page === 0;
   $('#page').textContent = `page ${state.page + 1}`;
@@ -225,8 +249,8 @@ function renderDetail(now) {
     return;
   }
   const actions = [
-    ['replay', ['failed', 'cancelled'], 'Replay'],
-    ['archive', ['completed', 'failed', 'cancelled'], 'Archive'],
+    ['replay', ['failed', 'cancelled', 'expired'], 'Replay'],
+    ['archive', ['completed', 'failed', 'cancelled', 'expired'], 'Archive'],
     ['cancel', ['pending', 'running'], 'Cancel'],
   ].filter(([, from]) => from.includes(t.status)).map(([op, , label]) => h('button', { id: `act-${op}`, onclick: () => act(op, t) }, label));
   const timeline = state.events.map((e, i) => h('tr', { class: 'version' },
@@ -240,18 +264,32 @@ function renderDetail(now) {
   box.replaceChildren(
     h('h2', { class: 'mono' }, t.id), h('div', { class: 'actions' }, actions),
     h('table', { class: 'fields' },
-      field('type', t.task_type), field('status', h('span', { class: `st ${t.status}` }, t.status)), field('shard', t.shard),
+      field('type', t.task_type), field('status', h('span', { class: `st ${t.status}` }, t.status)),
+      field('priority', priorityOf(t)), field('shard', t.shard),
       field('attempt', `${t.attempt} (retries ${t.retry_count} of ${t.max_retries})`), field('rev', t.rev),
       field('created', t.created_at), field('updated', `${t.updated_at} (${ago(t.updated_at, now)})`),
       field('available', t.available_at), field('lease expires', t.lease_expires_at), field('worker', t.worker_id || '-'),
+      t.expires_at ? field('expires', `${t.expires_at} (${ago(t.expires_at, now)})`) : null,
       field('timeout', `${t.timeout_seconds}s`), field('last event', t.last_event), field('idempotency key', t.idempotency_key || '-'),
       t.cancel_requested ? field('cancel', `requested: ${t.cancel_reason || '-'}`) : null,
       t.last_error ? field('last error', h('span', { class: 'error' }, t.last_error)) : null),
-    h('h3', {}, 'Data'), h('div', { id: 'data' }, jsonTree('input', t.input), jsonTree('output', t.output)),
+    h('h3', {}, 'Data'), h('div', { id: 'data' }, dataView(t)),
     h('h3', {}, `Timeline (${state.events.length} versions)`, ' ',
       h('button', { id: 'diff-btn', disabled: state.marks.length !== 2, onclick: showDiff }, 'Diff the two checked versions')),
     h('table', { id: 'timeline' }, h('tr', {}, ['', '', 'at', 'event', 'status', 'attempt', 'worker', ''].map((c) => h('th', {}, c))), timeline),
     h('pre', { id: 'diff', hidden: true }));
+}
+
+// dataView shows input and output, loaded from their own objects when they
+// were offloaded (with a note saying so), or the error that prevented it.
+function dataView(t) {
+  const p = state.payloads || {};
+  const part = (name, inline, ref) => {
+    const note = ref ? h('p', { class: 'dim offloaded' }, `${name} offloaded: ${ref.bytes} bytes in ${ref.key}`) : null;
+    if (ref && p.error) return [note, h('p', { class: 'error' }, `${name} not loaded: ${p.error}`)];
+    return [note, jsonTree(name, ref ? p[name] : inline)];
+  };
+  return [...part('input', t.input, t.input_ref), ...part('output', t.output, t.output_ref)];
 }
 
 function mark(i) {
@@ -299,10 +337,23 @@ function renderWorkers(now) {
   $('#workers').replaceChildren(...(rows.length ? rows : [h('tr', {}, h('td', { colspan: 9, class: 'dim' }, 'no workers registered'))]));
 }
 
+function renderSchedules(now) {
+  const rows = state.schedules.map((s) => h('tr', { class: 'schedule' },
+    h('td', { class: 'mono' }, s.name), h('td', { class: 'mono' }, s.cron), h('td', {}, s.timezone),
+    h('td', {}, s.task?.task_type), h('td', {}, s.enabled ? 'enabled' : 'disabled'),
+    // next_due comes from the HTTP API, which evaluates the cron fields;
+    // reading the bucket directly, the page does not.
+    h('td', {}, s.next_due ? ago(s.next_due, now) : '-'),
+    h('td', {}, s.last_due ? ago(s.last_due, now) : '-'), h('td', { class: 'mono' }, (s.last_task_id || '-').slice(0, 8)),
+    h('td', { class: 'num' }, s.skipped || 0)));
+  $('#schedules').replaceChildren(...(rows.length ? rows : [h('tr', {}, h('td', { colspan: 9, class: 'dim' }, 'no schedules (qo schedule create)'))]));
+}
+
 // ---- wiring -----------------------------------------------------------------
 
 $('#tab-tasks').addEventListener('click', () => { state.view = 'tasks'; refresh(); });
 $('#tab-workers').addEventListener('click', () => { state.view = 'workers'; refresh(); });
+$('#tab-schedules').addEventListener('click', () => { state.view = 'schedules'; refresh(); });
 $('#refresh-now').addEventListener('click', refresh);
 $('#interval').addEventListener('change', (e) => setRefresh(Number(e.target.value)));
 $('#shard').addEventListener('change', (e) => { state.filter.shard = e.target.value; state.cursors = ['']; state.page = 0; refresh(); });

@@ -3,7 +3,7 @@
 // with the same shapes (the CLI's --json shapes).
 import { S3 } from './s3.js';
 import {
-  TASKS_PREFIX, WORKERS_PREFIX, applyOperator, indexChanges, decodeTask, taskKey, shards,
+  TASKS_PREFIX, WORKERS_PREFIX, SCHEDULES_PREFIX, CONTROL_KEY, applyOperator, indexChanges, decodeTask, taskKey, shards,
 } from './queue.js';
 
 const PAGE = 50;
@@ -68,27 +68,59 @@ export class S3Backend {
     }));
   }
 
+  /**
+   * payloads returns a task's input and output, reading the ones stored in
+   * their own object (input_ref, output_ref) at the version recorded.
+   */
+  async payloads(task) {
+    const load = async (inline, ref) => {
+      if (!ref) return inline;
+      const obj = await this.s3.get(ref.key, ref.version_id || undefined);
+      if (!obj) throw new Error(`the offloaded payload ${ref.key} is gone`);
+      return JSON.parse(obj.text);
+    };
+    return { input: await load(task.input, task.input_ref), output: await load(task.output, task.output_ref) };
+  }
+
+  /** control reads the pause switches (none stored: nothing paused). */
+  async control() {
+    const obj = await this.s3.get(CONTROL_KEY);
+    return obj ? JSON.parse(obj.text) : { paused: false, paused_types: {} };
+  }
+
+  /** schedules reads every live schedule. */
+  async schedules() {
+    const { records, malformed } = await this.readAll(SCHEDULES_PREFIX, (s) => s.format === 1 && typeof s.name === 'string');
+    return { schedules: records.filter((s) => !s.deleted).sort((a, b) => a.name.localeCompare(b.name)), malformed };
+  }
+
   async workers() {
+    const { records, malformed } = await this.readAll(WORKERS_PREFIX, (w) => w.format === 1 && typeof w.worker_id === 'string');
+    records.sort((a, b) => a.worker_id.localeCompare(b.worker_id));
+    return { workers: records, malformed };
+  }
+
+  /** readAll reads every JSON object under prefix; ok says which are trusted. */
+  async readAll(prefix, ok) {
     const out = [];
     const malformed = [];
     let token = '';
     do {
-      const page = await this.s3.list(WORKERS_PREFIX, { token });
+      const page = await this.s3.list(prefix, { token });
       await Promise.all(page.keys.map(async ({ key }) => {
         const obj = await this.s3.get(key);
         if (!obj) return;
         try {
-          const w = JSON.parse(obj.text);
-          if (w.format !== 1 || typeof w.worker_id !== 'string') throw new Error('not a worker record');
-          out.push(w);
+          const v = JSON.parse(obj.text);
+          if (!ok(v)) throw new Error('not a qo record');
+          out.push(v);
         } catch (e) {
           malformed.push({ key, error: e.message });
         }
       }));
       token = page.next;
     } while (token);
-    out.sort((a, b) => a.worker_id.localeCompare(b.worker_id));
-    return { workers: out, malformed };
+    return { records: out, malformed };
   }
 
   /**
@@ -164,6 +196,20 @@ export class ApiBackend {
   async workers() {
     const w = await this.call('GET', '/api/workers');
     return { workers: w.workers, malformed: [] };
+  }
+
+  /** payloads: the API returns offloaded payloads already loaded. */
+  async payloads(task) {
+    if (task.payload_error) throw new Error(task.payload_error);
+    return { input: task.input, output: task.output };
+  }
+
+  async control() {
+    return this.call('GET', '/api/control');
+  }
+
+  async schedules() {
+    return this.call('GET', '/api/schedules');
   }
 
   async act(op, id) {

@@ -3,10 +3,15 @@
 // test/queue.test.js runs them on cases produced by the Go code.
 import transitions from './transitions.json' with { type: 'json' };
 
-export const STATUSES = ['pending', 'running', 'completed', 'failed', 'cancelled', 'archived'];
+export const STATUSES = ['pending', 'running', 'completed', 'failed', 'cancelled', 'expired', 'archived'];
+export const PRIORITIES = ['high', 'normal', 'low'];
+/** PRIORITY_STEP_MS moves a high task ahead, a low one behind (queue.PriorityStep). */
+export const PRIORITY_STEP_MS = 15 * 60 * 1000;
 export const FORMAT_VERSION = 1;
 export const TASKS_PREFIX = 'tasks/';
 export const WORKERS_PREFIX = 'workers/';
+export const SCHEDULES_PREFIX = 'schedules/';
+export const CONTROL_KEY = 'control.json';
 
 /** An action the task's state does not allow (HTTP 409 in the API). */
 export class TransitionError extends Error {
@@ -32,18 +37,25 @@ export function taskKey(shard, id) {
   return `${TASKS_PREFIX}${shard}/${id}.json`;
 }
 
-function unixMS(iso) {
-  return String(Date.parse(iso)).padStart(13, '0');
+function unixMS(ms) {
+  return String(ms).padStart(13, '0');
 }
 
-/** readyKey is the ready-index key of a pending task. */
+/** priorityOf is the task's priority; objects without one are normal. */
+export function priorityOf(t) {
+  return PRIORITIES.includes(t.priority) ? t.priority : 'normal';
+}
+
+/** readyKey is the ready-index key of a pending task: its rank is available_at moved by the priority. */
 export function readyKey(t) {
-  return `ready/${unixMS(t.available_at)}/${t.shard}/${t.task_type}/${t.id}`;
+  const p = priorityOf(t);
+  const offset = p === 'high' ? -PRIORITY_STEP_MS : p === 'low' ? PRIORITY_STEP_MS : 0;
+  return `ready/${unixMS(Date.parse(t.available_at) + offset)}/${t.shard}/${t.task_type}/${p}/${t.id}`;
 }
 
 /** leaseKey is the lease-index key of a running task. */
 export function leaseKey(t) {
-  return `leases/${unixMS(t.lease_expires_at)}/${t.shard}/${t.id}`;
+  return `leases/${unixMS(Date.parse(t.lease_expires_at))}/${t.shard}/${t.id}`;
 }
 
 /** decodeTask parses a task object, refusing what qo would not trust. */
@@ -75,6 +87,7 @@ function toPending(t, now) {
   endLease(t);
   t.completed_at = null;
   t.output = null;
+  t.output_ref = null;
   t.cancel_requested = false;
   t.cancel_requested_at = null;
   t.cancel_reason = '';
@@ -85,6 +98,7 @@ function toCancelled(t, now) {
   endLease(t);
   t.completed_at = now;
   t.output = null;
+  t.output_ref = null;
   if (!t.cancel_requested) {
     t.cancel_requested = true;
     t.cancel_requested_at = now;
@@ -108,16 +122,17 @@ const changes = {
     throw new TransitionError(t.status, 'cancelled', 'cancelled', 'only pending or running tasks can be cancelled');
   },
   replay(t, now) {
-    if (t.status !== 'failed' && t.status !== 'cancelled') {
-      throw new TransitionError(t.status, 'replayed', 'pending', 'only failed or cancelled tasks can be replayed');
+    if (!['failed', 'cancelled', 'expired'].includes(t.status)) {
+      throw new TransitionError(t.status, 'replayed', 'pending', 'only failed, cancelled or expired tasks can be replayed');
     }
+    if (t.expires_at && Date.parse(t.expires_at) <= Date.parse(now)) t.expires_at = null;
     t.retry_count = 0;
     toPending(t, now);
     return 'replayed';
   },
   archive(t) {
-    if (!['completed', 'failed', 'cancelled'].includes(t.status)) {
-      throw new TransitionError(t.status, 'archived', 'archived', 'only completed, failed or cancelled tasks can be archived');
+    if (!['completed', 'failed', 'cancelled', 'expired'].includes(t.status)) {
+      throw new TransitionError(t.status, 'archived', 'archived', 'only completed, failed, cancelled or expired tasks can be archived');
     }
     t.status = 'archived';
     return 'archived';
