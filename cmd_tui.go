@@ -21,7 +21,7 @@ func tuiFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "refresh", Value: "5s", EnvVars: []string{"QO_TUI_REFRESH"},
 			Usage: "auto-refresh interval: off, 2s, 5s or 10s (i cycles it while running)"},
-		&cli.StringFlag{Name: "screen", Value: "overview", Usage: "screen to open first: overview, tasks or workers"},
+		&cli.StringFlag{Name: "screen", Value: "overview", Usage: "screen to open first: overview, tasks, workers or schedules"},
 		&cli.StringFlag{Name: "status", Usage: "start the task list filtered to `STATUS`"},
 		&cli.StringFlag{Name: "shard", Usage: "start the task list on one `SHARD`"},
 		&cli.StringFlag{Name: "type", Usage: "start the task list filtered to task `TYPE`"},
@@ -35,22 +35,27 @@ func tuiFlags() []cli.Flag {
 func tuiCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "tui",
-		Usage: "open the operations console: browse, inspect and act on tasks and workers",
+		Usage: "open the operations console: browse, inspect and act on tasks, workers and schedules",
 		Description: `A full-screen console for the queue in the bucket, made for SSH sessions.
 
-Screens (switch with 1, 2, 3 or tab; ? lists every key):
+Screens (switch with 1, 2, 3, 4 or tab; ? lists every key):
   1 Overview  task counts by status, a cell per shard, completions and
               failures per minute, the oldest waiting task, live workers,
-              and the fleet's S3 requests per second and cost per hour
+              the fleet's S3 requests per second and cost per hour, and
+              what is paused
   2 Tasks     browse by shard (h/l), filter by status (s), search (/) by id
-              prefix, full id or type; enter opens a task
+              prefix, full id or type; priorities shown; enter opens a task
   3 Workers   health (active/stale/dead by heartbeat age), running tasks,
               counters, shards held
-  Task detail every field, input/output as a foldable JSON tree, the
+  4 Schedules cron schedules with their next due time and last run
+  Task detail every field, input/output as a foldable JSON tree (loaded
+              from its own object when it was too large for the task), the
               version timeline; m marks two versions, d shows their diff
 
 Actions ask for confirmation first: R replay, A archive, C cancel,
-N requeue now, n submit a new task. Errors show in the status line; the
+N requeue now, n submit a new task, p pause or resume the selected task's
+type, P pause or resume the whole queue; on the schedules screen e enables
+or disables, t triggers a run now, X deletes. Errors show in the status line; the
 console keeps running through S3 outages and malformed objects.
 
 The console needs a terminal. It works without colour (NO_COLOR=1 or a
@@ -87,10 +92,10 @@ func tuiOptions(c *cli.Context) (tui.Options, error) {
 		return opts, usageError("invalid --refresh %q: want off, 2s, 5s or 10s", c.String("refresh"))
 	}
 	switch s := c.String("screen"); s {
-	case "overview", "tasks", "workers":
+	case "overview", "tasks", "workers", "schedules":
 		opts.Screen = s
 	default:
-		return opts, usageError("invalid --screen %q: want overview, tasks or workers", s)
+		return opts, usageError("invalid --screen %q: want overview, tasks, workers or schedules", s)
 	}
 	if s := c.String("status"); s != "" {
 		st, err := queue.ParseStatus(s)

@@ -18,13 +18,16 @@ import (
 // the newest request of its kind is dropped, so a slow answer never
 // overwrites a newer one.
 
-// overviewMsg carries the task counts and the worker registry.
+// overviewMsg carries the task counts, the worker registry and the pause
+// switches.
 type overviewMsg struct {
-	seq       int
-	stats     queue.Stats
-	workers   []monitor.WorkerHealth
-	malformed []queue.MalformedError // malformed worker entries
-	err       error
+	seq        int
+	stats      queue.Stats
+	workers    []monitor.WorkerHealth
+	malformed  []queue.MalformedError // malformed worker entries
+	control    queue.Control
+	controlErr error // the switches could not be read (shown, not fatal)
+	err        error
 }
 
 // tasksMsg carries one page of the task list.
@@ -34,18 +37,31 @@ type tasksMsg struct {
 	err  error
 }
 
-// detailMsg carries one task and its version history.
+// detailMsg carries one task and its version history. Offloaded input and
+// output are loaded into data; payloadErr says why they could not be.
 type detailMsg struct {
-	seq    int
-	task   *queue.Task
-	events []queue.Event
-	err    error
+	seq        int
+	task       *queue.Task
+	data       *queue.Task
+	payloadErr error
+	events     []queue.Event
+	err        error
 }
 
-// actionMsg reports an operator action.
+// schedulesMsg carries the cron schedules.
+type schedulesMsg struct {
+	seq       int
+	list      []*queue.Schedule
+	malformed []queue.MalformedError
+	err       error
+}
+
+// actionMsg reports an operator action; note describes the result of one
+// that is not about a task (pause, schedules).
 type actionMsg struct {
 	action string
 	task   *queue.Task
+	note   string
 	err    error
 }
 
@@ -75,6 +91,7 @@ func loadOverview(ctx context.Context, q *queue.Queue, counter *queue.StatsCount
 		}
 		msg.workers = monitor.Health(ws, msg.stats.At, monitor.DefaultHealthThreshold)
 		msg.malformed = bad
+		msg.control, msg.controlErr = q.Control(ctx)
 		return msg
 	}
 }
@@ -97,6 +114,10 @@ func loadDetail(ctx context.Context, q *queue.Queue, id uuid.UUID, seq int) tea.
 		if msg.err != nil {
 			return msg
 		}
+		msg.data, msg.payloadErr = q.WithPayloads(ctx, msg.task)
+		if msg.payloadErr != nil {
+			msg.data = msg.task
+		}
 		msg.events, msg.err = q.History(ctx, id)
 		if errors.Is(msg.err, store.ErrNotSupported) {
 			msg.err = nil // no versioning: the detail still shows the task
@@ -105,14 +126,71 @@ func loadDetail(ctx context.Context, q *queue.Queue, id uuid.UUID, seq int) tea.
 	}
 }
 
+func loadSchedules(ctx context.Context, q *queue.Queue, seq int) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+		defer cancel()
+		list, bad, err := q.ListSchedules(ctx)
+		return schedulesMsg{seq: seq, list: list, malformed: bad, err: err}
+	}
+}
+
 // action names.
 const (
-	actReplay  = "replay"
-	actArchive = "archive"
-	actCancel  = "cancel"
-	actRequeue = "requeue"
-	actSubmit  = "submit"
+	actReplay   = "replay"
+	actArchive  = "archive"
+	actCancel   = "cancel"
+	actRequeue  = "requeue"
+	actSubmit   = "submit"
+	actPause    = "pause"
+	actResume   = "resume"
+	actEnable   = "enable"
+	actDisable  = "disable"
+	actTrigger  = "trigger"
+	actDelSched = "delete schedule"
 )
+
+// pauseAction pauses or resumes typ ("" for the whole queue).
+func pauseAction(ctx context.Context, q *queue.Queue, pause bool, typ string) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+		defer cancel()
+		what := "the whole queue"
+		if typ != "" {
+			what = "task type " + typ
+		}
+		if pause {
+			_, err := q.Pause(ctx, typ, "paused from qo tui")
+			return actionMsg{action: actPause, note: "paused " + what + ": workers start none of it until resumed", err: err}
+		}
+		_, err := q.Resume(ctx, typ)
+		return actionMsg{action: actResume, note: "resumed " + what, err: err}
+	}
+}
+
+// scheduleAction enables, disables, triggers or deletes a schedule.
+func scheduleAction(ctx context.Context, q *queue.Queue, action, name string) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+		defer cancel()
+		msg := actionMsg{action: action}
+		switch action {
+		case actEnable, actDisable:
+			_, msg.err = q.SetScheduleEnabled(ctx, name, action == actEnable)
+			msg.note = action + "d schedule " + name
+		case actTrigger:
+			var t *queue.Task
+			t, msg.err = q.TriggerSchedule(ctx, name)
+			if msg.err == nil {
+				msg.note = "schedule " + name + " submitted " + t.ID.String()
+			}
+		case actDelSched:
+			msg.err = q.DeleteSchedule(ctx, name)
+			msg.note = "deleted schedule " + name
+		}
+		return msg
+	}
+}
 
 func runAction(ctx context.Context, q *queue.Queue, action string, id uuid.UUID) tea.Cmd {
 	return func() tea.Msg {

@@ -21,10 +21,11 @@ type detail struct {
 	keys KeyMap
 	w, h int
 
-	loaded bool
-	task   *queue.Task
-	events []queue.Event
-	tree   jsonTree
+	loaded     bool
+	task       *queue.Task
+	payloadErr error // offloaded input/output could not be loaded
+	events     []queue.Event
+	tree       jsonTree
 
 	focusTree bool // false: the timeline has the cursor
 	evSel     int
@@ -44,7 +45,7 @@ func (d *detail) SetSize(w, h int) { d.w, d.h = w, h }
 func (d *detail) apply(m detailMsg) {
 	keepSel := d.loaded && d.task != nil && m.task != nil && d.task.ID == m.task.ID
 	onLast := d.evSel == len(d.events)-1
-	d.loaded, d.task, d.events = true, m.task, m.events
+	d.loaded, d.task, d.events, d.payloadErr = true, m.task, m.events, m.payloadErr
 	if keepSel && onLast {
 		d.evSel = len(d.events) - 1 // follow new versions
 	}
@@ -60,9 +61,12 @@ func (d *detail) apply(m detailMsg) {
 		}
 	}
 	d.tree = jsonTree{}
-	if m.task != nil {
-		d.tree.addRoot("input", m.task.Input)
-		d.tree.addRoot("output", m.task.Output)
+	if data := m.data; data != nil || m.task != nil {
+		if data == nil {
+			data = m.task
+		}
+		d.tree.addRoot("input", data.Input)
+		d.tree.addRoot("output", data.Output)
 	}
 	for _, l := range d.tree.lines() {
 		if keepSel && folded[l.node.label+fmt.Sprint(l.depth)] {
@@ -188,13 +192,24 @@ func (d *detail) View(now time.Time) string {
 	}
 	colW := max(d.w/2, 36)
 	two := func(a, c string) { b.WriteString(fit(a, colW) + cut(c, max(d.w-colW, 10)) + "\n") }
-	b.WriteString(d.st.Header.Render(t.ID.String()) + "  " + d.st.status(t.Status) + "  " + t.Type + "\n")
+	b.WriteString(d.st.Header.Render(t.ID.String()) + "  " + d.st.status(t.Status) + "  " + t.Type + "  priority " + string(t.Priority) + "\n")
 	two(field("shard", t.Shard), field("rev", fmt.Sprint(t.Rev)))
 	two(field("attempt", fmt.Sprintf("%d (retries %d of %d)", t.Attempt, t.RetryCount, t.MaxRetries)), field("timeout", fmt.Sprintf("%ds", t.TimeoutSeconds)))
 	two(field("created", t.CreatedAt.UTC().Format(time.DateTime)), field("updated", t.UpdatedAt.UTC().Format(time.DateTime)+" ("+ago(t.UpdatedAt, now)+")"))
 	two(field("available", t.AvailableAt.UTC().Format(time.DateTime)+" ("+ago(t.AvailableAt, now)+")"), field("lease", lease))
 	two(field("worker", orDash(t.WorkerID)), field("event", orDash(t.LastEvent)))
 	extra := []string{}
+	if t.ExpiresAt != nil {
+		extra = append(extra, "expires "+t.ExpiresAt.UTC().Format(time.DateTime)+" ("+ago(*t.ExpiresAt, now)+")")
+	}
+	for _, r := range []struct {
+		name string
+		ref  *queue.DataRef
+	}{{"input", t.InputRef}, {"output", t.OutputRef}} {
+		if r.ref != nil {
+			extra = append(extra, fmt.Sprintf("%s offloaded: %d bytes in %s", r.name, r.ref.Bytes, r.ref.Key))
+		}
+	}
 	if t.IdempotencyKey != "" {
 		extra = append(extra, "idempotency key "+t.IdempotencyKey)
 	}
@@ -206,6 +221,9 @@ func (d *detail) View(now time.Time) string {
 	}
 	if t.LastError != "" {
 		b.WriteString(d.st.Error.Render("last error ") + cut(oneLine(t.LastError), max(d.w-11, 10)) + "\n")
+	}
+	if d.payloadErr != nil {
+		b.WriteString(d.st.Error.Render("! ") + cut("offloaded data not loaded: "+oneLine(d.payloadErr.Error()), max(d.w-2, 10)) + "\n")
 	}
 
 	used := strings.Count(b.String(), "\n")

@@ -20,6 +20,7 @@ type confirm struct {
 	action string
 	id     uuid.UUID
 	text   string
+	run    tea.Cmd // the action, when it is not one on task id
 }
 
 func (c confirm) View(st Styles, w int) string {

@@ -189,3 +189,30 @@ func (h *harness) heartbeat(extra int64) {
 		}
 	}
 }
+
+// features adds what the beyond-the-core features show: a paused type, two
+// schedules (one disabled), a high-priority task and a task whose input is
+// offloaded to its own object.
+func (h *harness) features() *harness {
+	t := h.t
+	_, err := h.q.Pause(h.ctx, "report", "month end")
+	require.NoError(t, err)
+	_, err = h.q.CreateSchedule(h.ctx, queue.ScheduleSpec{Name: "nightly", Cron: "30 2 * * *", Timezone: "Europe/Berlin",
+		Task: queue.ScheduleTask{Type: "report", Input: json.RawMessage(`{"kind":"daily"}`)}})
+	require.NoError(t, err)
+	_, err = h.q.CreateSchedule(h.ctx, queue.ScheduleSpec{Name: "poll", Cron: "*/5 * * * *", Disabled: true, Missed: queue.MissedSkip,
+		Task: queue.ScheduleTask{Type: "poll"}})
+	require.NoError(t, err)
+	urgent, _, err := h.q.Submit(h.ctx, queue.SubmitRequest{Type: "send_email", IdempotencyKey: "urgent", Priority: queue.PriorityHigh,
+		Input: json.RawMessage(`{"to":"ops@example.com"}`), ExpiresAt: h.clock.Now().Add(10 * time.Minute)})
+	require.NoError(t, err)
+	h.ids["urgent"] = urgent
+	small, err := queue.Open(h.ctx, h.raw, queue.Options{Clock: h.clock, OffloadThreshold: 16})
+	require.NoError(t, err)
+	big, _, err := small.Submit(h.ctx, queue.SubmitRequest{Type: "bulk_import", IdempotencyKey: "big",
+		Input: json.RawMessage(`{"rows":["alpha","beta","gamma"]}`)})
+	require.NoError(t, err)
+	require.NotNil(t, big.InputRef)
+	h.ids["big"] = big
+	return h
+}

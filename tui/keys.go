@@ -5,16 +5,18 @@ import "github.com/charmbracelet/bubbles/key"
 // KeyMap is every key binding of the console. Screens pick the ones they
 // use; the help screen lists them all.
 type KeyMap struct {
-	Quit, Back, Help                            key.Binding
-	Overview, Tasks, Workers, NextTab           key.Binding
-	Up, Down, Top, Bottom, PageUp, PageDown     key.Binding
-	Open, Toggle, Focus                         key.Binding
-	Refresh, Interval                           key.Binding
-	Status, Search, ShardPrev, ShardNext, Clear key.Binding
-	NextPage, PrevPage                          key.Binding
-	Mark, Diff                                  key.Binding
-	Replay, Archive, Cancel, Requeue, Submit    key.Binding
-	Confirm, Deny                               key.Binding
+	Quit, Back, Help                             key.Binding
+	Overview, Tasks, Workers, Schedules, NextTab key.Binding
+	Up, Down, Top, Bottom, PageUp, PageDown      key.Binding
+	Open, Toggle, Focus                          key.Binding
+	Refresh, Interval                            key.Binding
+	Status, Search, ShardPrev, ShardNext, Clear  key.Binding
+	NextPage, PrevPage                           key.Binding
+	Mark, Diff                                   key.Binding
+	Replay, Archive, Cancel, Requeue, Submit     key.Binding
+	PauseType, PauseAll                          key.Binding
+	ToggleSchedule, Trigger, DeleteSchedule      key.Binding
+	Confirm, Deny                                key.Binding
 }
 
 // DefaultKeyMap returns the console's keys: vim and arrow keys alike.
@@ -29,6 +31,7 @@ func DefaultKeyMap() KeyMap {
 		Overview:  k("1", "overview", "1"),
 		Tasks:     k("2", "tasks", "2"),
 		Workers:   k("3", "workers", "3"),
+		Schedules: k("4", "schedules", "4"),
 		NextTab:   k("tab", "next screen / pane", "tab"),
 		Up:        k("↑/k", "up", "up", "k"),
 		Down:      k("↓/j", "down", "down", "j"),
@@ -50,24 +53,31 @@ func DefaultKeyMap() KeyMap {
 		PrevPage:  k("[", "previous page", "["),
 		Mark:      k("m", "mark version for diff", "m"),
 		Diff:      k("d", "diff the two marked versions", "d"),
-		Replay:    k("R", "replay (failed, cancelled)", "R"),
+		Replay:    k("R", "replay (failed, cancelled, expired)", "R"),
 		Archive:   k("A", "archive (finished)", "A"),
 		Cancel:    k("C", "cancel (pending, running)", "C"),
 		Requeue:   k("N", "requeue now (pending in backoff)", "N"),
 		Submit:    k("n", "submit a new task", "n"),
-		Confirm:   k("y", "confirm", "y", "Y"),
-		Deny:      k("n/esc", "do not", "n", "N", "esc", "q"),
+		PauseType: k("p", "pause/resume the selected task's type", "p"),
+		PauseAll:  k("P", "pause/resume the whole queue", "P"),
+
+		ToggleSchedule: k("e", "enable/disable the schedule", "e"),
+		Trigger:        k("t", "trigger the schedule now", "t"),
+		DeleteSchedule: k("X", "delete the schedule", "X"),
+		Confirm:        k("y", "confirm", "y", "Y"),
+		Deny:           k("n/esc", "do not", "n", "N", "esc", "q"),
 	}
 }
 
 // helpSections groups the bindings for the help screen.
 func (k KeyMap) helpSections() []helpSection {
 	return []helpSection{
-		{"Everywhere", []key.Binding{k.Overview, k.Tasks, k.Workers, k.NextTab, k.Refresh, k.Interval, k.Help, k.Back, k.Quit}},
+		{"Everywhere", []key.Binding{k.Overview, k.Tasks, k.Workers, k.Schedules, k.NextTab, k.Refresh, k.Interval, k.Help, k.Back, k.Quit}},
 		{"Lists", []key.Binding{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown, k.Open}},
 		{"Tasks", []key.Binding{k.Status, k.Search, k.ShardPrev, k.ShardNext, k.Clear, k.NextPage, k.PrevPage}},
 		{"Task detail", []key.Binding{k.Focus, k.Toggle, k.Mark, k.Diff}},
-		{"Actions (ask first)", []key.Binding{k.Replay, k.Archive, k.Cancel, k.Requeue, k.Submit}},
+		{"Actions (ask first)", []key.Binding{k.Replay, k.Archive, k.Cancel, k.Requeue, k.Submit, k.PauseType, k.PauseAll}},
+		{"Schedules (ask first)", []key.Binding{k.ToggleSchedule, k.Trigger, k.DeleteSchedule}},
 	}
 }
 

@@ -20,10 +20,12 @@ type overview struct {
 	shards []string
 	w, h   int
 
-	loaded    bool
-	stats     queue.Stats
-	workers   []monitor.WorkerHealth
-	badWorker []queue.MalformedError
+	loaded     bool
+	stats      queue.Stats
+	workers    []monitor.WorkerHealth
+	badWorker  []queue.MalformedError
+	control    queue.Control
+	controlErr error
 
 	// Fleet request rate: each worker publishes its cumulative request
 	// counts; the rate is the sum of per-worker deltas between refreshes.
@@ -43,6 +45,10 @@ func (o *overview) SetSize(w, h int) { o.w, o.h = w, h }
 func (o *overview) apply(m overviewMsg) {
 	o.loaded = true
 	o.stats, o.workers, o.badWorker = m.stats, m.workers, m.malformed
+	o.controlErr = m.controlErr
+	if m.controlErr == nil {
+		o.control = m.control
+	}
 	cur := map[string]store.Counts{}
 	var delta store.Counts
 	for _, h := range m.workers {
@@ -76,6 +82,7 @@ func (o *overview) View() string {
 	}
 	s := o.stats
 	var b strings.Builder
+	b.WriteString(o.pauseBanner())
 
 	// Totals by status.
 	var parts []string
@@ -139,6 +146,44 @@ func (o *overview) View() string {
 		b.WriteString("\n" + o.st.Error.Render("! ") + cut(oneLine(w), max(o.w-2, 10)))
 	}
 	return b.String()
+}
+
+// pauseBanner says what is paused (nothing when nothing is).
+func (o *overview) pauseBanner() string {
+	var lines []string
+	c := o.control
+	if c.Paused {
+		since := ""
+		if c.PausedAt != nil {
+			since = " since " + c.PausedAt.UTC().Format("15:04:05")
+		}
+		lines = append(lines, "PAUSED: the whole queue"+since+reasonText(c.Reason)+" · P resumes")
+	}
+	if ts := c.PausedTypes(); len(ts) > 0 {
+		var parts []string
+		for _, t := range ts {
+			parts = append(parts, t+reasonText(c.Types[t].Reason))
+		}
+		lines = append(lines, "PAUSED types: "+strings.Join(parts, ", ")+" · p on one of their tasks resumes")
+	}
+	if o.controlErr != nil {
+		lines = append(lines, "pause switches unreadable: "+oneLine(o.controlErr.Error()))
+	}
+	var b strings.Builder
+	for _, l := range lines {
+		b.WriteString(o.st.Error.Render(cut(l, max(o.w, 20))) + "\n")
+	}
+	if len(lines) > 0 {
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func reasonText(r string) string {
+	if r == "" {
+		return ""
+	}
+	return " (" + oneLine(r) + ")"
 }
 
 // shardGrid draws one cell per shard, coloured by what it holds, with the

@@ -48,6 +48,7 @@ func DefaultStyles() Styles {
 			queue.StatusCompleted: c("42"),
 			queue.StatusFailed:    c("196"),
 			queue.StatusCancelled: c("245"),
+			queue.StatusExpired:   c("130"),
 			queue.StatusArchived:  c("240"),
 		},
 		Health: map[monitor.State]lipgloss.Style{

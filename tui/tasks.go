@@ -41,7 +41,7 @@ type tasks struct {
 
 // statusCycle is the order s steps through; "" is every status but archived.
 var statusCycle = []queue.Status{"", queue.StatusPending, queue.StatusRunning, queue.StatusCompleted,
-	queue.StatusFailed, queue.StatusCancelled, queue.StatusArchived}
+	queue.StatusFailed, queue.StatusCancelled, queue.StatusExpired, queue.StatusArchived}
 
 func newTasks(st Styles, keys KeyMap, shards []string) tasks {
 	ti := textinput.New()
@@ -258,9 +258,9 @@ func (t *tasks) View(now time.Time) string {
 	} else {
 		b.WriteString(t.st.Dim.Render(cut(t.filterLine(), t.w)) + "\n")
 	}
-	// Columns: id, type, status, attempt, updated, when.
-	typeW := max(t.w-8-2-10-4-10-18-6, 8)
-	header := fmt.Sprintf("  %-8s %s %-10s %4s %-10s %s", "ID", fit("TYPE", typeW), "STATUS", "ATT", "UPDATED", "NEXT / LEASE")
+	// Columns: id, type, priority, status, attempt, updated, when.
+	typeW := max(t.w-8-2-10-4-10-18-6-7, 8)
+	header := fmt.Sprintf("  %-8s %s %-6s %-10s %4s %-10s %s", "ID", fit("TYPE", typeW), "PRIO", "STATUS", "ATT", "UPDATED", "NEXT / LEASE")
 	b.WriteString(t.st.Header.Render(cut(header, t.w)) + "\n")
 	v := t.visible()
 	if !t.loaded {
@@ -279,7 +279,7 @@ func (t *tasks) View(now time.Time) string {
 	}
 	for i := t.offset; i < len(v) && i < t.offset+rows; i++ {
 		task := v[i]
-		line := fmt.Sprintf("%-8s %s %s %4d %-10s %s", task.ID.String()[:8], fit(task.Type, typeW),
+		line := fmt.Sprintf("%-8s %s %-6s %s %4d %-10s %s", task.ID.String()[:8], fit(task.Type, typeW), task.Priority,
 			fit(t.st.status(task.Status), 10), task.Attempt, ago(task.UpdatedAt, now), when(task, now))
 		if i == t.sel {
 			b.WriteString(t.st.Selected.Render(fit("> "+line, t.w)))

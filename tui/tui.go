@@ -1,6 +1,6 @@
 // Package tui is qo's operations console: a bubbletea program over the
 // queue and monitor APIs. The root Model only routes: each screen
-// (overview, tasks, task detail, workers) is its own component with
+// (overview, tasks, task detail, workers, schedules) is its own component with
 // Update, View and SetSize. Every read and action runs in a tea.Cmd and
 // comes back as a typed message; responses older than the newest request
 // of their kind are dropped. Time comes from an injected clock, so the
@@ -38,7 +38,8 @@ type Options struct {
 	Status queue.Status
 	Shard  string
 	Type   string
-	// Screen is the screen to start on: "overview" (default), "tasks" or "workers".
+	// Screen is the screen to start on: "overview" (default), "tasks",
+	// "workers" or "schedules".
 	Screen string
 }
 
@@ -51,10 +52,11 @@ const (
 	scrOverview screen = iota
 	scrTasks
 	scrWorkers
+	scrSchedules
 	scrDetail
 )
 
-var screenNames = []string{"1 Overview", "2 Tasks", "3 Workers"}
+var screenNames = []string{"1 Overview", "2 Tasks", "3 Workers", "4 Schedules"}
 
 // Model is the root model.
 type Model struct {
@@ -68,6 +70,7 @@ type Model struct {
 
 	screen   screen
 	help     bool
+	helpOff  int // first help line shown (the help scrolls)
 	confirm  *confirm
 	form     *submitForm
 	interval int // index into RefreshIntervals
@@ -77,6 +80,7 @@ type Model struct {
 	overview overview
 	tasks    tasks
 	workers  workers
+	scheds   schedules
 	detail   detail
 	detailID uuid.UUID
 
@@ -116,13 +120,16 @@ func New(ctx context.Context, q *queue.Queue, opts Options) (*Model, error) {
 		overview: newOverview(st, prices, q.Shards()),
 		tasks:    newTasks(st, keys, q.Shards()),
 		workers:  newWorkers(st, keys),
+		scheds:   newSchedules(st, keys),
 		detail:   newDetail(st, keys),
 		tick:     tea.Tick,
 		seq:      map[string]int{},
 		inflight: map[string]bool{},
 	}
-	if opts.Status != "" && !opts.Status.Valid() {
-		return nil, fmt.Errorf("status %q: want one of pending, running, completed, failed, cancelled, archived", opts.Status)
+	if opts.Status != "" {
+		if _, err := queue.ParseStatus(string(opts.Status)); err != nil {
+			return nil, err
+		}
 	}
 	m.tasks.status, m.tasks.typ = opts.Status, opts.Type
 	if opts.Shard != "" {
@@ -141,8 +148,10 @@ func New(ctx context.Context, q *queue.Queue, opts Options) (*Model, error) {
 		m.screen = scrTasks
 	case "workers":
 		m.screen = scrWorkers
+	case "schedules":
+		m.screen = scrSchedules
 	default:
-		return nil, fmt.Errorf("screen %q: want overview, tasks or workers", opts.Screen)
+		return nil, fmt.Errorf("screen %q: want overview, tasks, workers or schedules", opts.Screen)
 	}
 	m.SetSize(100, 30)
 	return m, nil
@@ -155,6 +164,7 @@ func (m *Model) SetSize(w, h int) {
 	m.overview.SetSize(w, body)
 	m.tasks.SetSize(w, body)
 	m.workers.SetSize(w, body)
+	m.scheds.SetSize(w, body)
 	m.detail.SetSize(w, body)
 }
 
@@ -197,6 +207,8 @@ func (m *Model) reload() tea.Cmd {
 		cmds = append(cmds, loadTasks(m.ctx, m.q, m.tasks.query(), m.next("tasks")))
 	case scrDetail:
 		cmds = append(cmds, loadDetail(m.ctx, m.q, m.detailID, m.next("detail")))
+	case scrSchedules:
+		cmds = append(cmds, loadSchedules(m.ctx, m.q, m.next("schedules")))
 	}
 	return tea.Batch(cmds...)
 }
@@ -234,6 +246,14 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.noteLoad(msg.err)
 			if msg.err == nil {
 				m.tasks.apply(msg)
+			}
+		}
+		return m, nil
+	case schedulesMsg:
+		if m.fresh("schedules", msg.seq) {
+			m.noteLoad(msg.err)
+			if msg.err == nil {
+				m.scheds.apply(msg)
 			}
 		}
 		return m, nil
@@ -283,6 +303,9 @@ func (m *Model) noteLoad(err error) {
 func actionResult(msg actionMsg) string {
 	if msg.err != nil {
 		return msg.action + " failed: " + oneLine(msg.err.Error())
+	}
+	if msg.note != "" {
+		return msg.note
 	}
 	switch msg.action {
 	case actSubmit:
@@ -335,6 +358,9 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 		case key.Matches(msg, k.Confirm):
 			m.confirm = nil
 			m.flash, m.flashErr = c.action+"…", false
+			if c.run != nil {
+				return c.run
+			}
 			return runAction(m.ctx, m.q, c.action, c.id)
 		case key.Matches(msg, k.Deny):
 			m.confirm = nil
@@ -342,8 +368,17 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 		return nil
 	}
 	if m.help {
-		if key.Matches(msg, k.Back) || key.Matches(msg, k.Help) {
+		switch {
+		case key.Matches(msg, k.Back) || key.Matches(msg, k.Help):
 			m.help = false
+		case key.Matches(msg, k.Down):
+			m.helpOff++
+		case key.Matches(msg, k.Up):
+			m.helpOff = max(m.helpOff-1, 0)
+		case key.Matches(msg, k.PageDown):
+			m.helpOff += max(m.h-6, 1)
+		case key.Matches(msg, k.PageUp):
+			m.helpOff = max(m.helpOff-max(m.h-6, 1), 0)
 		}
 		return nil
 	}
@@ -357,7 +392,7 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	}
 	switch {
 	case key.Matches(msg, k.Help):
-		m.help = true
+		m.help, m.helpOff = true, 0
 		return nil
 	case key.Matches(msg, k.Back):
 		if m.screen == scrDetail {
@@ -371,8 +406,10 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 		return m.show(scrTasks)
 	case key.Matches(msg, k.Workers):
 		return m.show(scrWorkers)
+	case key.Matches(msg, k.Schedules):
+		return m.show(scrSchedules)
 	case key.Matches(msg, k.NextTab) && m.screen != scrDetail:
-		return m.show((m.screen + 1) % 3)
+		return m.show((m.screen + 1) % screen(len(screenNames)))
 	case key.Matches(msg, k.Refresh):
 		m.inflight["overview"] = false
 		return m.reload()
@@ -382,6 +419,30 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.Submit):
 		m.form = newSubmitForm()
 		return m.form.inputs[fieldType].Focus()
+	case key.Matches(msg, k.PauseAll):
+		m.confirm = m.pauseConfirm("")
+		return nil
+	case key.Matches(msg, k.PauseType) && m.target() != nil:
+		m.confirm = m.pauseConfirm(m.target().Type)
+		return nil
+	}
+	if sc := m.scheds.selected(); m.screen == scrSchedules && sc != nil {
+		action := ""
+		switch {
+		case key.Matches(msg, k.ToggleSchedule):
+			action = actEnable
+			if sc.Enabled {
+				action = actDisable
+			}
+		case key.Matches(msg, k.Trigger):
+			action = actTrigger
+		case key.Matches(msg, k.DeleteSchedule):
+			action = actDelSched
+		}
+		if action != "" {
+			m.confirm = &confirm{action: action, text: schedulePrompt(action, sc), run: scheduleAction(m.ctx, m.q, action, sc.Name)}
+			return nil
+		}
 	}
 	if t := m.target(); t != nil {
 		for _, a := range []struct {
@@ -399,8 +460,27 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 		return m.tasksKey(msg)
 	case scrWorkers:
 		m.workers.Update(msg, len(m.overview.workers))
+	case scrSchedules:
+		m.scheds.Update(msg)
 	}
 	return nil
+}
+
+// pauseConfirm asks before pausing or resuming typ ("" for the whole
+// queue), whichever the switches say is the change.
+func (m *Model) pauseConfirm(typ string) *confirm {
+	ctl := m.overview.control
+	paused := ctl.Paused
+	what := "the whole queue"
+	if typ != "" {
+		_, paused = ctl.Types[typ]
+		what = "task type " + typ
+	}
+	if paused {
+		return &confirm{action: actResume, text: "Resume " + what + "? Workers start its tasks again.", run: pauseAction(m.ctx, m.q, false, typ)}
+	}
+	text := "Pause " + what + "? Workers start none of its tasks until resumed; running tasks finish, submits are still accepted."
+	return &confirm{action: actPause, text: text, run: pauseAction(m.ctx, m.q, true, typ)}
 }
 
 // target is the task an action applies to: the open task or the selected row.
@@ -461,6 +541,9 @@ func (m *Model) View() string {
 	switch {
 	case m.help:
 		body = helpView(m.st, m.keys, m.w)
+		lines := strings.Split(body, "\n")
+		m.helpOff = min(m.helpOff, max(len(lines)-max(m.h-4, 1), 0))
+		body = strings.Join(lines[m.helpOff:], "\n")
 	case m.form != nil:
 		body = m.form.View(m.st, m.w)
 	default:
@@ -471,6 +554,8 @@ func (m *Model) View() string {
 			body = m.tasks.View(now)
 		case scrWorkers:
 			body = m.workers.View(m.overview.workers, m.overview.loaded, now)
+		case scrSchedules:
+			body = m.scheds.View(now)
 		case scrDetail:
 			body = m.detail.View(now)
 		}
@@ -512,7 +597,7 @@ func (m *Model) View() string {
 func (m *Model) hints() string {
 	switch {
 	case m.help:
-		return "q/esc close help"
+		return "↑/↓ pgup/pgdn scroll · q/esc close help"
 	case m.form != nil:
 		return "tab next field · enter submit · esc cancel"
 	case m.confirm != nil:
@@ -521,11 +606,13 @@ func (m *Model) hints() string {
 	common := "? keys · r refresh · i interval · n new task · q quit"
 	switch m.screen {
 	case scrTasks:
-		return "enter open · s status · / search · h/l shard · [/] page · R replay A archive C cancel N requeue · " + common
+		return "enter open · s status · / search · h/l shard · [/] page · R replay A archive C cancel N requeue p pause · " + common
 	case scrDetail:
-		return "tab pane · m mark · d diff · R replay A archive C cancel N requeue · q back · ? keys"
+		return "tab pane · m mark · d diff · R replay A archive C cancel N requeue p pause · q back · ? keys"
+	case scrSchedules:
+		return "e enable/disable · t trigger · X delete · P pause queue · " + common
 	}
-	return "1 overview 2 tasks 3 workers · " + common
+	return "1-4 screens · P pause queue · " + common
 }
 
 // describe turns an error into a line an operator can act on.

@@ -199,21 +199,27 @@ func TestRequestRate(t *testing.T) {
 func TestViews(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		name string
-		opts Options
-		keys []string
+		name     string
+		opts     Options
+		keys     []string
+		features bool
 	}{
-		{"overview", Options{}, nil},
-		{"tasks", Options{Screen: "tasks"}, nil},
-		{"tasks_failed", Options{Screen: "tasks", Status: queue.StatusFailed}, nil},
-		{"detail", Options{Screen: "tasks", Status: queue.StatusCompleted, Type: "send_email"}, []string{"enter"}},
-		{"detail_tree_folded", Options{Screen: "tasks", Status: queue.StatusCompleted, Type: "send_email"}, []string{"enter", "tab", "j", "j", "space"}},
-		{"diff", Options{Screen: "tasks", Status: queue.StatusCompleted, Type: "send_email"}, []string{"enter", "d"}},
-		{"workers", Options{Screen: "workers"}, nil},
-		{"help", Options{}, []string{"?"}},
-		{"confirm", Options{Screen: "tasks", Status: queue.StatusFailed}, []string{"R"}},
-		{"submit_form", Options{}, []string{"n", "t", "y", "p", "o", "!", "tab", "enter", "enter", "enter"}},
-		{"search", Options{Screen: "tasks"}, []string{"/", "r", "e"}},
+		{"overview", Options{}, nil, false},
+		{"overview_paused", Options{}, nil, true},
+		{"tasks_priorities", Options{Screen: "tasks", Status: queue.StatusPending}, nil, true},
+		{"detail_offloaded", Options{Screen: "tasks", Type: "bulk_import"}, []string{"enter"}, true},
+		{"schedules", Options{Screen: "schedules"}, nil, true},
+		{"schedule_confirm", Options{Screen: "schedules"}, []string{"X"}, true},
+		{"tasks", Options{Screen: "tasks"}, nil, false},
+		{"tasks_failed", Options{Screen: "tasks", Status: queue.StatusFailed}, nil, false},
+		{"detail", Options{Screen: "tasks", Status: queue.StatusCompleted, Type: "send_email"}, []string{"enter"}, false},
+		{"detail_tree_folded", Options{Screen: "tasks", Status: queue.StatusCompleted, Type: "send_email"}, []string{"enter", "tab", "j", "j", "space"}, false},
+		{"diff", Options{Screen: "tasks", Status: queue.StatusCompleted, Type: "send_email"}, []string{"enter", "d"}, false},
+		{"workers", Options{Screen: "workers"}, nil, false},
+		{"help", Options{}, []string{"?"}, false},
+		{"confirm", Options{Screen: "tasks", Status: queue.StatusFailed}, []string{"R"}, false},
+		{"submit_form", Options{}, []string{"n", "t", "y", "p", "o", "!", "tab", "enter", "enter", "enter"}, false},
+		{"search", Options{Screen: "tasks"}, []string{"/", "r", "e"}, false},
 	}
 	for _, size := range [][2]int{{100, 30}, {80, 24}} {
 		for _, tt := range tests {
@@ -224,6 +230,9 @@ func TestViews(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
 				h := newHarness(t, nil, Options{}).seed()
+				if tt.features {
+					h.features()
+				}
 				h.newModel(tt.opts)
 				h.m.SetSize(size[0], size[1])
 				h.init()
@@ -344,4 +353,118 @@ func TestFilterChangeClearsRows(t *testing.T) {
 	require.Contains(t, h.view(), "loading")
 	h.m.Update(keyMsg("enter"))
 	require.Equal(t, scrTasks, h.m.screen, "enter on a list still loading opens nothing")
+}
+
+// TestFeatureKeys drives pause, resume and the schedule actions and checks
+// the bucket through the queue API.
+func TestFeatureKeys(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		opts  Options
+		keys  []string
+		check func(t *testing.T, h *harness)
+	}{
+		{"the overview shows what is paused", Options{}, nil, func(t *testing.T, h *harness) {
+			require.Contains(t, h.view(), "PAUSED types: report (month end)")
+		}},
+		{"P then y pauses the whole queue", Options{}, []string{"P", "y"}, func(t *testing.T, h *harness) {
+			c, err := h.q.Control(h.ctx)
+			require.NoError(t, err)
+			require.True(t, c.Paused)
+			require.Contains(t, h.view(), "PAUSED: the whole queue")
+		}},
+		{"P twice resumes it", Options{}, []string{"P", "y", "P", "y"}, func(t *testing.T, h *harness) {
+			c, err := h.q.Control(h.ctx)
+			require.NoError(t, err)
+			require.False(t, c.Paused)
+			require.Contains(t, h.m.flash, "resumed the whole queue")
+		}},
+		{"p on a task of a paused type resumes the type", Options{Screen: "tasks", Type: "report"}, []string{"p", "y"}, func(t *testing.T, h *harness) {
+			c, err := h.q.Control(h.ctx)
+			require.NoError(t, err)
+			require.False(t, c.IsPaused("report"))
+		}},
+		{"p on another type pauses it, n declines", Options{Screen: "tasks", Type: "resize_image"}, []string{"p", "n", "p", "y"}, func(t *testing.T, h *harness) {
+			c, err := h.q.Control(h.ctx)
+			require.NoError(t, err)
+			require.Equal(t, []string{"report", "resize_image"}, c.PausedTypes())
+		}},
+		{"4 lists the schedules", Options{}, []string{"4"}, func(t *testing.T, h *harness) {
+			require.Equal(t, scrSchedules, h.m.screen)
+			require.Len(t, h.m.scheds.list, 2)
+		}},
+		{"e then y disables the selected schedule", Options{Screen: "schedules"}, []string{"e", "y"}, func(t *testing.T, h *harness) {
+			s, err := h.q.GetSchedule(h.ctx, "nightly")
+			require.NoError(t, err)
+			require.False(t, s.Enabled)
+		}},
+		{"j e y enables the disabled one", Options{Screen: "schedules"}, []string{"j", "e", "y"}, func(t *testing.T, h *harness) {
+			s, err := h.q.GetSchedule(h.ctx, "poll")
+			require.NoError(t, err)
+			require.True(t, s.Enabled)
+		}},
+		{"t then y triggers a run", Options{Screen: "schedules"}, []string{"t", "y"}, func(t *testing.T, h *harness) {
+			s, err := h.q.GetSchedule(h.ctx, "nightly")
+			require.NoError(t, err)
+			require.NotEmpty(t, s.LastTaskID)
+			id, err := queue.ParseID(s.LastTaskID)
+			require.NoError(t, err)
+			task, err := h.q.Get(h.ctx, id)
+			require.NoError(t, err)
+			require.Equal(t, "report", task.Type)
+			require.Contains(t, h.m.flash, "submitted")
+		}},
+		{"X then y deletes it", Options{Screen: "schedules"}, []string{"X", "y"}, func(t *testing.T, h *harness) {
+			_, err := h.q.GetSchedule(h.ctx, "nightly")
+			require.ErrorIs(t, err, queue.ErrNotFound)
+			require.Len(t, h.m.scheds.list, 1, "the list is reloaded")
+		}},
+		{"the help scrolls to every key", Options{}, []string{"?", "pgdown", "pgdown"}, func(t *testing.T, h *harness) {
+			v := h.view()
+			require.Contains(t, v, "Schedules (ask first)")
+			require.Contains(t, v, "delete the schedule")
+		}},
+		{"the detail loads an offloaded input", Options{Screen: "tasks", Type: "bulk_import"}, []string{"enter"}, func(t *testing.T, h *harness) {
+			require.Nil(t, h.m.detail.payloadErr)
+			v := h.view()
+			require.Contains(t, v, "input offloaded")
+			require.Contains(t, v, "alpha")
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, nil, Options{}).seed().features()
+			h.newModel(tt.opts)
+			h.init()
+			h.press(tt.keys...)
+			tt.check(t, h)
+		})
+	}
+}
+
+// TestBrokenPayloadAndSchedule: an offloaded input that is gone and a
+// schedule object that does not decode are reported, never fatal.
+func TestBrokenPayloadAndSchedule(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil, Options{}).seed().features()
+	big := h.ids["big"]
+	broken := big.Clone()
+	broken.InputRef.SHA256 = strings.Repeat("0", 64)
+	body, err := queue.EncodeTask(broken)
+	require.NoError(t, err)
+	_, err = h.raw.Put(h.ctx, big.Key(), body, store.Condition{})
+	require.NoError(t, err)
+	_, err = h.raw.Put(h.ctx, queue.ScheduleKey("bad"), []byte(`{"format":1,"name":"bad","cron":"never"}`), store.Condition{})
+	require.NoError(t, err)
+
+	h.newModel(Options{Screen: "tasks", Type: "bulk_import"})
+	h.init()
+	h.press("enter")
+	require.Contains(t, h.view(), "offloaded data not loaded")
+	h.press("q", "4")
+	v := h.view()
+	require.Contains(t, v, "1 malformed schedule object(s) skipped")
+	require.Contains(t, v, "nightly")
 }
