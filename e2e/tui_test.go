@@ -134,9 +134,29 @@ func TestTUIInTmux(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &got), r.String())
 	require.Equal(t, queue.StatusPending, got.Status)
 
-	// q goes back to the list, a second q quits and the session ends.
+	// q goes back to the list. P pauses the whole queue (the overview says
+	// so), and the schedules screen triggers a run of a schedule.
 	s.keys("q")
 	s.waitFor("NEXT / LEASE")
+	_, err = e.q.CreateSchedule(ctx, queue.ScheduleSpec{Name: "nightly", Cron: "30 2 * * *", Task: queue.ScheduleTask{Type: "report"}})
+	require.NoError(t, err)
+	s.keys("1", "P")
+	s.waitFor("Pause the whole queue?")
+	s.keys("y")
+	s.waitFor("PAUSED: the whole queue")
+	ctl, err := e.q.Control(ctx)
+	require.NoError(t, err)
+	require.True(t, ctl.Paused)
+	s.keys("4")
+	s.waitFor("nightly", "30 2 * * *")
+	s.keys("t")
+	s.waitFor("Trigger schedule nightly")
+	s.keys("y")
+	s.waitFor("schedule nightly submitted")
+	sc, err := e.q.GetSchedule(ctx, "nightly")
+	require.NoError(t, err)
+	require.NotEmpty(t, sc.LastTaskID)
+
 	s.keys("q")
 	deadline := time.Now().Add(10 * time.Second)
 	for exec.Command("tmux", "-L", s.socket, "has-session", "-t", s.name).Run() == nil {
