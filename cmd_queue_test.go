@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -454,4 +455,18 @@ func TestHelpTeaches(t *testing.T) {
 			require.GreaterOrEqual(t, n, 2, "want 2+ examples of qo %s:\n%s", name, examples)
 		})
 	}
+}
+
+// A task object with an invalid type name is the bucket's problem, not the
+// user's: qo status reports it as malformed (exit 1), not as bad input.
+func TestStatusOfMalformedTypeName(t *testing.T) {
+	q := newQueueCLI(t)
+	q.ok("init")
+	id := uuid.MustParse("0b6f4c2e-8d1a-4f7e-9c3b-2a5d6e7f8a9b")
+	body := `{"format":1,"id":"` + id.String() + `","shard":"0","status":"pending","task_type":"has space"}`
+	_, err := q.s.Put(context.Background(), "tasks/0/"+id.String()+".json", []byte(body), store.Condition{})
+	require.NoError(t, err)
+	code, _, errs := q.run("status", id.String())
+	require.Equal(t, exitInternal, code, errs)
+	require.Contains(t, errs, "malformed object")
 }

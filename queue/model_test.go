@@ -256,6 +256,14 @@ func TestTaskJSONRoundTrip(t *testing.T) {
 	require.ErrorAs(t, err, &mal)
 	_, err = queue.DecodeTask("", []byte(`{"format":1,"id":"`+uuid.NewString()+`","status":"weird","task_type":"t"}`))
 	require.ErrorAs(t, err, &mal)
+	// A bad type name in the bucket is the object's fault: malformed, never
+	// the caller's invalid input (which would exit 2 and blame the user).
+	_, err = queue.DecodeTask("", []byte(`{"format":1,"id":"`+uuid.NewString()+`","status":"pending","task_type":"a b"}`))
+	require.ErrorAs(t, err, &mal)
+	require.NotErrorIs(t, err, queue.ErrInvalidInput)
+	_, err = queue.DecodeTask("", []byte(`{"format":1,"id":"`+uuid.NewString()+`","status":"pending","task_type":"t","priority":"urgent"}`))
+	require.ErrorAs(t, err, &mal)
+	require.Contains(t, queue.ValidateType("caf\u00e9").Error(), "contains \"\u00e9\"", "the character is named, not its first byte")
 }
 
 func BenchmarkEncodeTask(b *testing.B) {

@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 )
@@ -311,7 +312,8 @@ func validateName(what, s string, max int) error {
 		switch {
 		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '.', c == ':', c == '-':
 		default:
-			return invalidInput("%s %q contains %q (allowed: letters, digits, _ . : -)", what, s, s[i:i+1])
+			r, _ := utf8.DecodeRuneInString(s[i:])
+			return invalidInput("%s %q contains %q (allowed: letters, digits, _ . : -)", what, s, string(r))
 		}
 	}
 	return nil
