@@ -150,7 +150,7 @@ due time. Either way a long outage never floods the queue.`,
 					fmt.Fprintln(tw, "NAME\tCRON\tTZ\tTYPE\tSTATE\tNEXT\tLAST TASK")
 					for _, s := range list {
 						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Cron, s.Timezone, s.Task.Type,
-							enabledWord(s.Enabled), nextDueText(s, now), orDash(s.LastTaskID))
+							enabledWord(s.Enabled), nextDueText(s, now), dash(s.LastTaskID))
 					}
 					return tw.Flush()
 				},
@@ -308,13 +308,6 @@ func enabledWord(on bool) string {
 		return "enabled"
 	}
 	return "disabled"
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 // --- pause / resume ---------------------------------------------------------

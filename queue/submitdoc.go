@@ -179,30 +179,11 @@ func decodeSubmit(line []byte, def SubmitDefaults) (SubmitDoc, error) {
 	}
 
 	// delay | available_at
-	rawDelay, hasDelay := fields["delay"]
-	hasDelay = hasDelay && !isNull(rawDelay)
-	rawAt, hasAt := fields["available_at"]
-	hasAt = hasAt && !isNull(rawAt)
-	switch {
-	case hasDelay && hasAt:
-		return t, errors.New(`give either "delay" or "available_at", not both`)
-	case hasDelay:
-		d, err := durationField("delay", rawDelay)
-		if err != nil {
-			return t, err
-		}
-		t.Delay = d
-	case hasAt:
-		s, err := stringField(fields, "available_at")
-		if err != nil {
-			return t, err
-		}
-		at, err := time.Parse(time.RFC3339, s)
-		if err != nil {
-			return t, fmt.Errorf("available_at %q is not an RFC 3339 time (e.g. 2025-06-01T08:00:00Z)", s)
-		}
-		req.AvailableAt = at
-	default:
+	given := false
+	if t.Delay, req.AvailableAt, given, err = whenField(fields, "delay", "available_at"); err != nil {
+		return t, err
+	}
+	if !given {
 		t.Delay, req.AvailableAt = def.Delay, def.AvailableAt
 	}
 
@@ -229,36 +210,44 @@ func decodeSubmit(line []byte, def SubmitDefaults) (SubmitDoc, error) {
 	}
 
 	// expires_in | expires_at
-	rawIn, hasIn := fields["expires_in"]
-	hasIn = hasIn && !isNull(rawIn)
-	rawExp, hasExp := fields["expires_at"]
-	hasExp = hasExp && !isNull(rawExp)
+	if t.ExpiresIn, req.ExpiresAt, given, err = whenField(fields, "expires_in", "expires_at"); err != nil {
+		return t, err
+	}
 	switch {
-	case hasIn && hasExp:
-		return t, errors.New(`give either "expires_in" or "expires_at", not both`)
-	case hasIn:
-		d, err := durationField("expires_in", rawIn)
-		if err != nil {
-			return t, err
-		}
-		if d <= 0 {
-			return t, errors.New("expires_in must be positive (leave it out for a task that never expires)")
-		}
-		t.ExpiresIn = d
-	case hasExp:
-		s, err := stringField(fields, "expires_at")
-		if err != nil {
-			return t, err
-		}
-		at, err := time.Parse(time.RFC3339, s)
-		if err != nil {
-			return t, fmt.Errorf("expires_at %q is not an RFC 3339 time (e.g. 2025-06-01T08:00:00Z)", s)
-		}
-		req.ExpiresAt = at
-	default:
+	case !given:
 		t.ExpiresIn, req.ExpiresAt = def.ExpiresIn, def.ExpiresAt
+	case t.ExpiresIn == 0 && req.ExpiresAt.IsZero():
+		return t, errors.New("expires_in must be positive (leave it out for a task that never expires)")
 	}
 	return t, nil
+}
+
+// whenField reads a pair of fields giving one moment: rel, a duration from
+// the moment of submission, or abs, an RFC 3339 time (not both). given is
+// false when neither is there (or both are null).
+func whenField(fields map[string]json.RawMessage, rel, abs string) (d time.Duration, at time.Time, given bool, err error) {
+	rawRel, hasRel := fields[rel]
+	hasRel = hasRel && !isNull(rawRel)
+	rawAbs, hasAbs := fields[abs]
+	hasAbs = hasAbs && !isNull(rawAbs)
+	switch {
+	case hasRel && hasAbs:
+		return 0, time.Time{}, true, fmt.Errorf("give either %q or %q, not both", rel, abs)
+	case hasRel:
+		d, err = durationField(rel, rawRel)
+		return d, time.Time{}, true, err
+	case hasAbs:
+		s, err := stringField(fields, abs)
+		if err != nil {
+			return 0, time.Time{}, true, err
+		}
+		at, err = time.Parse(time.RFC3339, s)
+		if err != nil {
+			return 0, time.Time{}, true, fmt.Errorf("%s %q is not an RFC 3339 time (e.g. 2025-06-01T08:00:00Z)", abs, s)
+		}
+		return 0, at, true, nil
+	}
+	return 0, time.Time{}, false, nil
 }
 
 // jsonErrorText words a decoding error for a human.

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/qo-queue/qo/queue"
@@ -40,19 +39,7 @@ func (s *schedules) selected() *queue.Schedule {
 	return s.list[s.sel]
 }
 
-func (s *schedules) Update(msg tea.KeyMsg) {
-	n := len(s.list)
-	switch {
-	case key.Matches(msg, s.keys.Up):
-		s.sel = max(s.sel-1, 0)
-	case key.Matches(msg, s.keys.Down):
-		s.sel = max(min(s.sel+1, n-1), 0)
-	case key.Matches(msg, s.keys.Top):
-		s.sel = 0
-	case key.Matches(msg, s.keys.Bottom):
-		s.sel = max(n-1, 0)
-	}
-}
+func (s *schedules) Update(msg tea.KeyMsg) { s.sel = moveSel(s.keys, msg, s.sel, len(s.list)) }
 
 func (s *schedules) View(now time.Time) string {
 	if !s.loaded {

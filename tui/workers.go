@@ -24,17 +24,21 @@ func newWorkers(st Styles, keys KeyMap) workers { return workers{st: st, keys: k
 
 func (w *workers) SetSize(width, h int) { w.w, w.h = width, h }
 
-func (w *workers) Update(msg tea.KeyMsg, n int) {
+func (w *workers) Update(msg tea.KeyMsg, n int) { w.sel = moveSel(w.keys, msg, w.sel, n) }
+
+// moveSel moves a list cursor by the up, down, first and last keys.
+func moveSel(k KeyMap, msg tea.KeyMsg, sel, n int) int {
 	switch {
-	case key.Matches(msg, w.keys.Up):
-		w.sel = max(w.sel-1, 0)
-	case key.Matches(msg, w.keys.Down):
-		w.sel = max(min(w.sel+1, n-1), 0)
-	case key.Matches(msg, w.keys.Top):
-		w.sel = 0
-	case key.Matches(msg, w.keys.Bottom):
-		w.sel = max(n-1, 0)
+	case key.Matches(msg, k.Up):
+		return max(sel-1, 0)
+	case key.Matches(msg, k.Down):
+		return max(min(sel+1, n-1), 0)
+	case key.Matches(msg, k.Top):
+		return 0
+	case key.Matches(msg, k.Bottom):
+		return max(n-1, 0)
 	}
+	return sel
 }
 
 func (w *workers) View(hs []monitor.WorkerHealth, loaded bool, now time.Time) string {
