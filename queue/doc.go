@@ -138,7 +138,7 @@ else with a *TransitionError (errors.Is ErrInvalidTransition) and no write.
 	pending    requeued          pending    RequeueNow (available now)
 	running    cancel_requested  running    Cancel
 	pending    cancelled         cancelled  Cancel
-	pending    expired           expired    Claim, Sweep (expires_at <= now; never ran)
+	pending    expired           expired    Claim, Sweep (expires_at <= now; no further attempt)
 	running    cancelled         cancelled  AckCancel; Retry/Release/ExpireLease after cancel_requested
 	failed     replayed          pending    Replay
 	cancelled  replayed          pending    Replay
@@ -291,8 +291,9 @@ A retry or requeue keeps the priority.
 expires_at is a deadline for starting. A pending task past it is never
 claimed: Claim turns it expired (and removes its ready entry) instead, and
 the monitor's Sweep expires pending tasks nobody tries to claim (a paused
-type, a type no worker serves). A running task is not affected. Replay runs
-an expired task after all, clearing the deadline.
+type, a type no worker serves). A running task is not affected, but the
+deadline bounds every start: a task waiting to retry past it expires too.
+Replay runs an expired task after all, clearing the deadline.
 
 # Large payloads
 

@@ -56,7 +56,7 @@ var transitions = []Transition{
 	{StatusRunning, EventCancelRequested, StatusRunning, "Cancel", "the worker sees it on its next Extend"},
 	{StatusPending, EventCancelled, StatusCancelled, "Cancel", "immediately"},
 	{StatusRunning, EventCancelled, StatusCancelled, "AckCancel, Retry, Release, ExpireLease", "only after cancel_requested"},
-	{StatusPending, EventExpired, StatusExpired, "Claim, Sweep", "expires_at <= now; the task never runs"},
+	{StatusPending, EventExpired, StatusExpired, "Claim, Sweep", "expires_at <= now; no further attempt starts"},
 	{StatusFailed, EventReplayed, StatusPending, "Replay", "retry_count reset; available now"},
 	{StatusCancelled, EventReplayed, StatusPending, "Replay", "retry_count reset; available now"},
 	{StatusExpired, EventReplayed, StatusPending, "Replay", "expires_at cleared; available now"},

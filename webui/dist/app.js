@@ -724,7 +724,7 @@ var transitions_default = [
     event: "expired",
     to: "expired",
     by: "Claim, Sweep",
-    note: "expires_at <= now; the task never runs"
+    note: "expires_at <= now; no further attempt starts"
   },
   {
     from: "failed",
