@@ -67,6 +67,22 @@ func TestStatusLoadsOffloadedInput(t *testing.T) {
 	out := q.ok("status", task.ID.String())
 	require.Contains(t, out, "offloaded: ")
 	require.Contains(t, out, task.InputRef.Key)
+
+	// qo wait --json shows an offloaded output like any other.
+	qq, err := queue.Open(context.Background(), q.s, queue.Options{})
+	require.NoError(t, err)
+	l, err := qq.Claim(context.Background(), queue.ReadyEntry{ID: task.ID, Key: queue.ReadyKey(task)}, "w1")
+	require.NoError(t, err)
+	_, err = qq.Complete(context.Background(), l, json.RawMessage(big))
+	require.NoError(t, err)
+	var res struct {
+		Tasks []struct {
+			Task queue.Task `json:"task"`
+		} `json:"tasks"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(q.ok("wait", task.ID.String(), "--json")), &res))
+	require.NotNil(t, res.Tasks[0].Task.OutputRef)
+	require.JSONEq(t, big, string(res.Tasks[0].Task.Output))
 }
 
 func TestPauseResumeCommands(t *testing.T) {

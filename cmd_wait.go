@@ -74,7 +74,7 @@ Each task is printed as it finishes ("ID completed", "ID failed: error").
 --json prints one object at the end instead: {"outcome": "completed" |
 "failed" | "timeout", "tasks": [{"id", "outcome", "status", "task"}]}, where a
 task's outcome is completed, failed, cancelled, expired or unfinished and task
-is the task object as stored.
+is the task object as stored (an output kept in its own object loaded in).
 
 Exit codes: 0 every task completed; 6 at least one failed, was cancelled or
 expired; 7 --timeout ran out first (the tasks still unfinished are listed); 3 a task
@@ -267,6 +267,12 @@ func pollWait(ctx context.Context, q *queue.Queue, items []*waitItem) (done []*w
 		it.task = tasks[i]
 		if o := outcomeOf(ctx, q, it.task); o != outcomeUnfinished {
 			it.outcome = o
+			// --json shows the output, also when it was stored in its own
+			// object; if that cannot be read, the stored task (with its
+			// output_ref) is shown.
+			if full, err := q.WithPayloads(ctx, it.task); err == nil {
+				it.task = full
+			}
 			done = append(done, it)
 		}
 	}
