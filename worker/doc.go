@@ -46,8 +46,17 @@
 // the shards it polls: the type and shard are part of the ready key, so
 // other entries are skipped without reading their task. When idle it sends
 // one LIST per poll, whatever the shard count, backing off from PollMin to
-// PollMax. See poll.go for fairness (random order within a page, a cursor
-// that pages forward and wraps) and IndexMode for the fallback scans.
+// PollMax. See poll.go for fairness (high priority first, random order
+// within a level, a cursor that pages forward and wraps) and IndexMode for
+// the fallback scans.
+//
+// # Pause, limits and large inputs
+//
+// Types paused in the queue's control.json are not claimed (control.go
+// says when the switches are read); Options.Limits caps how many tasks of
+// a type run at once in this worker. An input stored in its own object
+// (over the queue's offload threshold) is loaded before the handler runs,
+// and a large output is offloaded by Complete: handlers see plain JSON.
 //
 // # Leases and time
 //

@@ -11,20 +11,22 @@ import (
 
 // Polling
 //
-// The ready index is keyed "ready/{available_at ms}/{shard}/{type}/{id}":
+// The ready index is keyed "ready/{rank ms}/{shard}/{type}/{priority}/{id}"
+// (the rank is available_at moved by the priority, see queue/doc.go):
 // time first, so one LIST over "ready/" answers for every shard at once,
 // and the queue skips entries of other shards and types without reading
 // them. An idle worker therefore sends one LIST per poll whatever the shard
 // count, and waits PollMin, 2xPollMin, ... up to PollMax between polls
 // (jittered ±20%); any claimed task resets the wait.
 //
-// Fairness: the page's entries are tried in random order, so racing
-// workers spread over the page instead of fighting over its first key. The
-// worker keeps a cursor: while a page still has untried entries the next
-// poll reads the same page again; once every entry was tried the cursor
-// moves to the next page, and wraps to the oldest entries when the listing
-// reaches now. Old entries therefore come first (FIFO by available_at) and
-// every page is reached, whatever its shard or type.
+// Fairness: the page's entries are tried high priority first, and in
+// random order within a level, so racing workers spread over the page
+// instead of fighting over its first key. The worker keeps a cursor: while
+// a page still has untried entries the next poll reads the same page
+// again; once every entry was tried the cursor moves to the next page, and
+// wraps to the first entries when the listing reaches its end. Entries
+// therefore come in rank order (FIFO by available_at within a priority)
+// and every page is reached, whatever its shard or type.
 
 type pollResult struct {
 	claimed int
