@@ -155,6 +155,28 @@ func (a *api) triggerSchedule(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// taskAction replays or archives any task whose state allows it (the dead
+// letter routes do the same for failed tasks only).
+func (a *api) taskAction(op string) func(w http.ResponseWriter, r *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		id, err := pathID(r)
+		if err != nil {
+			return err
+		}
+		var t *queue.Task
+		if op == "replay" {
+			t, err = a.q.Replay(r.Context(), id)
+		} else {
+			t, err = a.q.Archive(r.Context(), id)
+		}
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, t)
+		return nil
+	}
+}
+
 // fullTask is a task with offloaded payloads loaded; a payload that cannot
 // be loaded is reported in payload_error instead of failing the request.
 type fullTask struct {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -16,6 +17,13 @@ func TestFeatureEndpoints(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
 		e := newEnv(t, be, Options{})
 		ctx := context.Background()
+		// An expired task: not started before its deadline.
+		exp, _, err := e.q.Submit(ctx, queue.SubmitRequest{Type: "email", ExpiresAt: e.q.Now().Add(time.Second)})
+		require.NoError(t, err)
+		e.clock.Advance(2 * time.Second)
+		_, _, err = e.q.Sweep(ctx, exp.Shard, 0, "")
+		require.NoError(t, err)
+		expPath := "/api/tasks/" + exp.ID.String()
 		big := `{"blob":"` + strings.Repeat("x", queue.DefaultOffloadThreshold) + `"}`
 		var bigID string
 		tests := []struct {
@@ -33,7 +41,17 @@ func TestFeatureEndpoints(t *testing.T) {
 			}},
 			{"POST", "/api/tasks", "/api/tasks", `{"type":"email","expires_in":"1m","expires_at":"2030-01-01T00:00:00Z"}`, 400, nil},
 			{"POST", "/api/tasks", "/api/tasks", `{"type":"email","delay":"1h","expires_at":"2000-01-01T00:00:00Z"}`, 400, nil},
-			{"GET", "/api/tasks?status=expired", "/api/tasks", "", 200, func(t *testing.T, v map[string]any) { require.Empty(t, v["tasks"]) }},
+			{"GET", "/api/tasks?status=expired", "/api/tasks", "", 200, func(t *testing.T, v map[string]any) { require.Len(t, v["tasks"], 1) }},
+			{"POST", expPath + "/replay", "/api/tasks/{id}/replay", "", 200, func(t *testing.T, v map[string]any) {
+				require.Equal(t, "pending", v["status"])
+				require.Nil(t, v["expires_at"], "the passed deadline is cleared")
+			}},
+			{"POST", expPath + "/archive", "/api/tasks/{id}/archive", "", 409, nil},
+			{"POST", "/api/tasks/" + e.tasks["failed"].ID.String() + "/archive", "/api/tasks/{id}/archive", "", 200, func(t *testing.T, v map[string]any) {
+				require.Equal(t, "archived", v["status"])
+			}},
+			{"POST", "/api/tasks/" + e.tasks["done"].ID.String() + "/replay", "/api/tasks/{id}/replay", "", 409, nil},
+			{"POST", "/api/tasks/nope/archive", "/api/tasks/{id}/archive", "", 400, nil},
 			// A payload over the threshold: stored apart, returned whole.
 			{"POST", "/api/tasks", "/api/tasks", `{"type":"big","input":` + big + `}`, 201, func(t *testing.T, v map[string]any) {
 				require.Nil(t, v["input"])

@@ -106,6 +106,8 @@ func (a *api) routes() []route {
 		{"GET /api/tasks/{id}", false, a.getTask},
 		{"GET /api/tasks/{id}/history", false, a.history},
 		{"POST /api/tasks/{id}/cancel", false, a.cancel},
+		{"POST /api/tasks/{id}/replay", false, a.taskAction("replay")},
+		{"POST /api/tasks/{id}/archive", false, a.taskAction("archive")},
 		{"GET /api/dead", false, a.listDead},
 		{"POST /api/dead/{id}/retry", false, a.retryDead},
 		{"DELETE /api/dead/{id}", false, a.archiveDead},

@@ -123,6 +123,7 @@ type env struct {
 	spec  spec
 	token string
 	tasks map[string]*queue.Task
+	clock *storetest.Clock
 }
 
 func newEnv(t *testing.T, be storetest.Backend, opts Options) *env {
@@ -133,9 +134,10 @@ func newEnv(t *testing.T, be storetest.Backend, opts Options) *env {
 	require.NoError(t, err)
 	// A settable clock: a submit followed at once by a claim must not
 	// depend on how precisely the server's time is estimated.
-	q, err := queue.Open(ctx, raw, queue.Options{Clock: storetest.NewClock(time.Now().UTC().Truncate(time.Second))})
+	clock := storetest.NewClock(time.Now().UTC().Truncate(time.Second))
+	q, err := queue.Open(ctx, raw, queue.Options{Clock: clock})
 	require.NoError(t, err)
-	e := &env{q: q, raw: raw, spec: loadSpec(t), token: opts.Token, tasks: map[string]*queue.Task{}}
+	e := &env{q: q, raw: raw, spec: loadSpec(t), token: opts.Token, tasks: map[string]*queue.Task{}, clock: clock}
 	e.srv = httptest.NewServer(New(q, opts))
 	t.Cleanup(e.srv.Close)
 	submit := func(name, typ string) *queue.Task {

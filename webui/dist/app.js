@@ -1104,9 +1104,9 @@ var ApiBackend = class {
   async act(op, id) {
     switch (op) {
       case "replay":
-        return this.call("POST", `/api/dead/${id}/retry`);
+        return this.call("POST", `/api/tasks/${id}/replay`);
       case "archive":
-        return this.call("DELETE", `/api/dead/${id}`);
+        return this.call("POST", `/api/tasks/${id}/archive`);
       case "cancel":
         return this.call("POST", `/api/tasks/${id}/cancel`, { reason: "from the web UI" });
     }

@@ -214,8 +214,8 @@ export class ApiBackend {
 
   async act(op, id) {
     switch (op) {
-      case 'replay': return this.call('POST', `/api/dead/${id}/retry`);
-      case 'archive': return this.call('DELETE', `/api/dead/${id}`);
+      case 'replay': return this.call('POST', `/api/tasks/${id}/replay`);
+      case 'archive': return this.call('POST', `/api/tasks/${id}/archive`);
       case 'cancel': return this.call('POST', `/api/tasks/${id}/cancel`, { reason: 'from the web UI' });
     }
     throw new Error(`unknown action ${op}`);
