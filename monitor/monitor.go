@@ -111,6 +111,10 @@ type Observer interface {
 	Leadership(leader bool)
 	// TimedOut: a task's lease expired and the monitor took it back.
 	TimedOut(taskType string)
+	// ScheduleRun: a schedule's due time was handled; outcome is
+	// "submitted", "duplicate" (another monitor submitted it), "skipped"
+	// (missed, policy skip or expired) or "failed" (retried next pass).
+	ScheduleRun(schedule, outcome string)
 }
 
 func (o Options) withDefaults(q *queue.Queue) Options {
@@ -451,12 +455,16 @@ func (m *Monitor) RunSchedules(ctx context.Context) ([]queue.ScheduleRun, error)
 	runs := m.sched.RunDue(ctx)
 	for _, r := range runs {
 		attrs := []any{"schedule", r.Schedule, "due", r.Due}
+		outcome := "submitted"
 		switch {
 		case r.Err != nil:
+			outcome = "failed"
 			m.log.Warn("schedule run failed (retried on the next pass)", append(attrs, "err", r.Err)...)
 		case r.TaskID == uuid.Nil:
+			outcome = "skipped"
 			m.log.Warn("schedule skipped a missed run (policy skip, or its expiry passed)", append(attrs, "skipped", r.Skipped)...)
 		case !r.Created:
+			outcome = "duplicate"
 			m.log.Debug("schedule run was submitted by another monitor", append(attrs, "task_id", r.TaskID)...)
 		default:
 			if r.Late {
@@ -466,6 +474,9 @@ func (m *Monitor) RunSchedules(ctx context.Context) ([]queue.ScheduleRun, error)
 				attrs = append(attrs, "skipped", r.Skipped)
 			}
 			m.log.Info("schedule submitted a task", append(attrs, "task_id", r.TaskID)...)
+		}
+		if o := m.opts.Observer; o != nil {
+			o.ScheduleRun(r.Schedule, outcome)
 		}
 	}
 	return runs, nil
@@ -591,9 +602,9 @@ func (m *Monitor) logSweep(shard string, res queue.SweepResult) {
 		m.log.Warn("sweep: skipping malformed task object", "key", bad.Key, "err", bad.Err)
 	}
 	attrs := []any{"shard", shard, "scanned", res.Scanned, "ready_repaired", res.ReadyRepaired,
-		"leases_repaired", res.LeasesRepaired, "errors", res.Errors}
-	if res.ReadyRepaired > 0 || res.LeasesRepaired > 0 || res.Errors > 0 {
-		m.log.Info("sweep repaired indexes", attrs...)
+		"leases_repaired", res.LeasesRepaired, "expired", res.Expired, "errors", res.Errors}
+	if res.ReadyRepaired > 0 || res.LeasesRepaired > 0 || res.Expired > 0 || res.Errors > 0 {
+		m.log.Info("sweep repaired indexes or expired tasks", attrs...)
 		return
 	}
 	m.log.Debug("swept shard page", attrs...)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -260,8 +261,9 @@ func TestRunSchedules(t *testing.T) {
 		_, err := q.CreateSchedule(ctx, queue.ScheduleSpec{Name: "minutely", Cron: "* * * * *", Task: queue.ScheduleTask{Type: "job"}})
 		require.NoError(t, err)
 		// Two monitors, as after a leadership change.
-		m1 := New(q, Options{Clock: clock, Logger: discard})
-		m2 := New(q, Options{Clock: clock, Logger: discard})
+		obs := &scheduleObserver{}
+		m1 := New(q, Options{Clock: clock, Logger: discard, Observer: obs})
+		m2 := New(q, Options{Clock: clock, Logger: discard, Observer: obs})
 		for _, m := range []*Monitor{m1, m2} {
 			runs, err := m.RunSchedules(ctx)
 			require.NoError(t, err)
@@ -279,5 +281,26 @@ func TestRunSchedules(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, page.Tasks, 1)
 		require.Equal(t, "job", page.Tasks[0].Type)
+		require.Equal(t, []string{"minutely submitted"}, obs.get())
 	})
+}
+
+// scheduleObserver records schedule runs.
+type scheduleObserver struct {
+	mu   sync.Mutex
+	runs []string
+}
+
+func (o *scheduleObserver) Leadership(bool) {}
+func (o *scheduleObserver) TimedOut(string) {}
+func (o *scheduleObserver) ScheduleRun(s, outcome string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.runs = append(o.runs, s+" "+outcome)
+}
+
+func (o *scheduleObserver) get() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]string(nil), o.runs...)
 }

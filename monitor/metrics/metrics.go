@@ -31,6 +31,7 @@ type Metrics struct {
 	handlerSecs    *prometheus.HistogramVec
 	renewals       *prometheus.CounterVec
 	timedOut       *prometheus.CounterVec
+	scheduleRuns   *prometheus.CounterVec
 	leader         prometheus.Gauge
 	s3Latency      *prometheus.HistogramVec
 }
@@ -59,6 +60,9 @@ func New() *Metrics {
 		renewals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "qo_lease_renewals_total", Help: "Lease extensions tried, by type and result (ok, failed).",
 		}, []string{"type", "result"}),
+		scheduleRuns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "qo_schedule_runs_total", Help: "Due times of cron schedules handled by this process's monitor, by schedule and outcome (submitted, duplicate, skipped, failed).",
+		}, []string{"schedule", "outcome"}),
 		timedOut: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "qo_tasks_timed_out_total", Help: "Leases the monitor found expired and took back, by type.",
 		}, []string{"type"}),
@@ -71,7 +75,7 @@ func New() *Metrics {
 		}, []string{"op", "outcome"}),
 	}
 	m.reg.MustRegister(m.submitted, m.claimed, m.claimConflicts, m.finished, m.handlerSecs, m.renewals,
-		m.timedOut, m.leader, m.s3Latency,
+		m.timedOut, m.scheduleRuns, m.leader, m.s3Latency,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -119,6 +123,11 @@ func (m *Metrics) Leadership(leader bool) {
 
 // TimedOut implements monitor.Observer.
 func (m *Metrics) TimedOut(taskType string) { m.timedOut.WithLabelValues(taskType).Inc() }
+
+// ScheduleRun counts a handled due time of a schedule.
+func (m *Metrics) ScheduleRun(schedule, outcome string) {
+	m.scheduleRuns.WithLabelValues(schedule, outcome).Inc()
+}
 
 // ObserveS3 records one S3 request's latency; it fits s3store.Config.Observe.
 func (m *Metrics) ObserveS3(op store.Op, d time.Duration, err error) {
