@@ -5,37 +5,65 @@ bucket versioning keeps every state it ever had. This file is the single
 source of truth for the layout, the state machine and the rules every
 writer follows; the code implements exactly what is written here.
 
-# Key layout
+# Key layout (layout 2)
 
-	queue.json                                   queue configuration (Init; read by Open)
-	tasks/{shard}/{id}.json                      THE task object: the only truth
-	ready/{rank-ms}/{shard}/{type}/{priority}/{id}  ready index: one empty object per pending task
-	leases/{expires-ms}/{shard}/{id}             lease index: one empty object per running task
-	data/{shard}/{id}/input.json|output.json     offloaded payloads (see Large payloads)
-	control.json                                 pause switches (see Pause)
-	schedules/{name}.json                        cron schedules (see Schedules)
-	workers/{worker_id}.json                     worker registry (observability only)
-	shard-leases/{shard}.json                    named lease: which worker polls a shard
-	monitor/leader.json                          named lease: which monitor is the leader
+	queue.json                                          queue configuration (Init; read by Open)
+	tasks/{shard}/{id}.json                             THE task object: the only truth
+	ready/{shard}/{rank-ms}/{type}/{priority}/{id}      ready index: one empty object per pending task
+	leases/{shard}/{expires-ms}/{type}/{id}/{lease_id}  lease index: one empty object per running task
+	dead/{inv-ms}/{shard}/{type}/{id}                   dead letters: one empty object per failed task
+	data/{shard}/{id}/input.json|output.json            offloaded payloads (see Large payloads)
+	control.json                                        pause switches (see Pause)
+	schedules/{name}.json                               cron schedules (see Schedules)
+	workers/{worker_id}.json                            worker registry (observability, stats)
+	shard-leases/{shard}.json                           named lease: which worker polls a shard
+	monitor/leader.json                                 named lease: which monitor is the leader
+	monitor/sweep.json                                  the sweeper's cursor and last pass
 
-{id} is the canonical lowercase UUID. {shard} is the first ShardChars hex
-characters of the id: 1 (16 shards) or 2 (256 shards), chosen once by Init
-and stored in queue.json; every component reads it from there and nothing
-assumes 16. Random (v4) and idempotency-derived (v5) ids spread evenly.
+{id} is the canonical lowercase UUID. New tasks get a UUIDv7 (NewID): its
+first 48 bits are the creation time in milliseconds, so within a shard
+task keys sort by creation time and "tasks created since T" is a listing
+that starts after T (see Listing). Idempotency keys derive a v5 id (see
+Idempotency keys); tasks of layout 1 keep their random v4 ids.
 
-{rank-ms} and {expires-ms} are Unix milliseconds, zero-padded to 13
-digits, so key order is time order. {rank-ms} is available_at moved by the
-task's priority (see Priorities); for normal tasks it is available_at.
-Time comes first in both index keys: one LIST of "ready/" returns the
-entries to run first across ALL shards, so the first key answers "is
-anything ready?" with a single request, however many shards there are; the
-listing stops at the first rank later than now + PriorityStep, after which
-nothing can be available. The task type and priority sit in the ready key
-so a worker skips types it cannot run (and shards it does not own), and
-computes available_at, without a GET. Ready keys written before
-priorities existed have no {priority} part and read as normal.
+{shard} is ShardOf(id): ShardChars hex characters, 1 (16 shards) or 2
+(256 shards), chosen once by Init and stored in queue.json; every
+component reads it from there and nothing assumes 16. For a v7 id they are
+its LAST characters (random), for any other id its first ones (as random),
+so at every instant new tasks spread evenly over the shards, and task keys
+written under layout 1 stay where they are.
+
+Every index puts the shard right after its prefix, so the request load of
+a busy queue spreads over as many key prefixes as there are shards, each of
+which S3 can partition on its own (docs/scaling.md has the arithmetic): no
+prefix is written per task by more than 1/shards of the traffic. Within a
+partition the time comes first: {rank-ms} and {expires-ms} are Unix
+milliseconds, zero-padded to 13 digits, so key order is time order, and a
+LIST of one partition returns the entries to run (or expire) first and
+stops at the first one in the future. {rank-ms} is available_at moved by
+the task's priority (see Priorities). The task type and priority sit in
+the ready key so a worker skips types it cannot run, and computes
+available_at, without a GET. The lease key carries the lease id, so every
+claim and extension writes a key of its own: two claimers of one task never
+share (or delete) each other's entry.
+
+dead/ is the one index whose key begins with a time: {inv-ms} is
+9999999999999 minus the failure time (completed_at), so ONE LIST of
+"dead/" returns the newest dead letters first, across every shard. It is
+written only when a task fails for good (a small fraction of the traffic;
+docs/scaling.md states the rate at which it would need partitioning).
+
 {type} matches [A-Za-z0-9_.:-]{1,64}; worker ids [A-Za-z0-9_.:-]{1,128};
 schedule names [A-Za-z0-9_.:-]{1,64}.
+
+queue.json says which layout the bucket uses: {"format":2,...} is layout 2
+(this one). A bucket of layout 1 ("format":1: time-first index keys, no
+dead-letter index) is refused by Open with ErrLayoutOutdated, naming
+`qo migrate`, which converts it in place (Migrate): it rewrites the
+ready and lease entries under the new keys, builds the dead-letter index
+from the failed tasks, and only then writes queue.json format 2. Task
+objects, their history and their payloads do not move. qo versions that
+read layout 1 refuse format 2, so old and new workers never share a bucket.
 
 # Task object (format 1)
 

@@ -10,6 +10,9 @@ import (
 var (
 	// ErrNotInitialized: the bucket has no queue.json; run `qo init`.
 	ErrNotInitialized = errors.New("queue not initialized (run `qo init` first)")
+	// ErrLayoutOutdated: queue.json says the bucket uses an older key
+	// layout; `qo migrate` converts it (see doc.go, "Key layout").
+	ErrLayoutOutdated = errors.New("this queue uses an older key layout: stop its workers and run `qo migrate` to convert it (no task is moved or lost)")
 	// ErrNotFound: the task (or worker, or named lease) does not exist. Errors
 	// carrying it for a missing object also match store.ErrNotFound.
 	ErrNotFound = errors.New("not found")

@@ -121,7 +121,7 @@ func InitWithOptions(ctx context.Context, s store.Store, opts InitOptions) (Init
 }
 
 func writeConfig(ctx context.Context, s store.Store, shardChars int, clock store.Clock) (Config, bool, error) {
-	want := Config{Format: FormatVersion, ShardChars: shardChars, CreatedAt: clock.Now().UTC()}
+	want := Config{Format: LayoutVersion, ShardChars: shardChars, CreatedAt: clock.Now().UTC()}
 	body, err := json.Marshal(want)
 	if err != nil {
 		return Config{}, false, err

@@ -15,10 +15,12 @@ const (
 	TasksPrefix      = "tasks/"
 	ReadyPrefix      = "ready/"
 	LeasesPrefix     = "leases/"
+	DeadPrefix       = "dead/"
 	WorkersPrefix    = "workers/"
 	ShardLeasePrefix = "shard-leases/"
 	MonitorPrefix    = "monitor/"
 	MonitorLeaderKey = "monitor/leader.json"
+	SweepStateKey    = "monitor/sweep.json"
 	ControlKey       = "control.json"
 	SchedulesPrefix  = "schedules/"
 	DataPrefix       = "data/"
@@ -29,6 +31,52 @@ const (
 const msDigits = 13
 
 const maxMS = 9999999999999
+
+// NewID returns a fresh task id: a UUIDv7, whose first 48 bits are the
+// Unix time in milliseconds, so ids (and task keys within a shard) sort by
+// creation time and "tasks created after T" is a bounded listing.
+func NewID() uuid.UUID { return uuid.Must(uuid.NewV7()) }
+
+// IDTime is the creation time a time-ordered (v7) id carries; ok is false
+// for other ids (random v4 ids of layout 1, idempotency-derived v5 ids).
+func IDTime(id uuid.UUID) (time.Time, bool) {
+	if id.Version() != 7 {
+		return time.Time{}, false
+	}
+	sec, nsec := id.Time().UnixTime()
+	return time.Unix(sec, nsec).UTC().Truncate(time.Millisecond), true
+}
+
+// idFloor is the smallest v7 id string of millisecond t: every id created
+// at t or later sorts after it (as a key), every earlier one before.
+func idFloor(t time.Time) string {
+	ms := t.UnixMilli()
+	if ms < 0 {
+		ms = 0
+	}
+	h := fmt.Sprintf("%012x", ms)
+	return h[:8] + "-" + h[8:12] + "-7000-8000-000000000000"
+}
+
+// ShardOf returns the shard of a task id for a queue of shardChars hex
+// characters: the LAST shardChars characters of a time-ordered (v7) id,
+// which are random, and the first ones of any other id (random v4 ids and
+// idempotency-derived v5 ids, whose leading characters are as random). So
+// new tasks spread evenly over the shards at every instant, and ids
+// written under layout 1 keep their shard (and key).
+func ShardOf(id uuid.UUID, shardChars int) string {
+	s := id.String()
+	if id.Version() == 7 {
+		return s[len(s)-shardChars:]
+	}
+	return s[:shardChars]
+}
+
+// shardMatches reports whether shard is the shard of id.
+func shardMatches(id uuid.UUID, shard string) bool {
+	n := len(shard)
+	return (n == 1 || n == 2) && ShardOf(id, n) == shard
+}
 
 // DataKey is where an offloaded input or output ("input" or "output") of a
 // task lives: "data/{shard}/{id}/{what}.json".
@@ -44,9 +92,6 @@ func ShardLeaseKey(shard string) string { return ShardLeasePrefix + shard + ".js
 
 // WorkerKey is the registry key of a worker.
 func WorkerKey(id string) string { return WorkersPrefix + id + ".json" }
-
-// shardOf returns the first n hex characters of the id (lowercase).
-func shardOf(id uuid.UUID, n int) string { return id.String()[:n] }
 
 func taskKeyFor(shard string, id uuid.UUID) string {
 	return TasksPrefix + shard + "/" + id.String() + ".json"
@@ -67,7 +112,7 @@ func parseTaskKey(key string) (shard string, id uuid.UUID, ok bool) {
 		return "", uuid.Nil, false
 	}
 	id, err := uuid.Parse(name)
-	if err != nil || !strings.HasPrefix(id.String(), shard) {
+	if err != nil || id.String() != name || !shardMatches(id, shard) {
 		return "", uuid.Nil, false
 	}
 	return shard, id, true
@@ -88,14 +133,13 @@ func isHex(s string) bool {
 
 // unixMS renders t as the fixed-width millisecond stamp of index keys,
 // clamped to the representable range.
-func unixMS(t time.Time) string {
-	ms := t.UnixMilli()
-	if ms < 0 {
-		ms = 0
-	}
-	if ms > maxMS {
-		ms = maxMS
-	}
+func unixMS(t time.Time) string { return padMS(t.UnixMilli()) }
+
+// invMS renders maxMS minus t's milliseconds: keys using it sort newest first.
+func invMS(t time.Time) string { return padMS(maxMS - t.UnixMilli()) }
+
+func padMS(ms int64) string {
+	ms = max(0, min(ms, maxMS))
 	s := strconv.FormatInt(ms, 10)
 	if len(s) < msDigits {
 		s = strings.Repeat("0", msDigits-len(s)) + s
@@ -114,8 +158,22 @@ func parseMS(s string) (time.Time, bool) {
 	return time.UnixMilli(ms).UTC(), true
 }
 
+func parseInvMS(s string) (time.Time, bool) {
+	t, ok := parseMS(s)
+	if !ok {
+		return t, false
+	}
+	return time.UnixMilli(maxMS - t.UnixMilli()).UTC(), true
+}
+
+// ReadyShardPrefix is the ready-index partition of one shard.
+func ReadyShardPrefix(shard string) string { return ReadyPrefix + shard + "/" }
+
+// LeaseShardPrefix is the lease-index partition of one shard.
+func LeaseShardPrefix(shard string) string { return LeasesPrefix + shard + "/" }
+
 // ReadyKey is the ready-index key of a pending task:
-// "ready/{rank ms}/{shard}/{type}/{priority}/{id}", where the rank is
+// "ready/{shard}/{rank ms}/{type}/{priority}/{id}", where the rank is
 // available_at moved by the priority (see doc.go, "Priorities").
 func ReadyKey(t *Task) string {
 	return readyKey(t.AvailableAt, t.Priority, t.Shard, t.Type, t.ID)
@@ -128,38 +186,22 @@ func readyKey(availableAt time.Time, p Priority, shard, typ string, id uuid.UUID
 	if !p.Valid() {
 		p = PriorityNormal
 	}
-	var b strings.Builder
-	b.Grow(len(ReadyPrefix) + msDigits + len(shard) + len(typ) + len(p) + 36 + 4)
-	b.WriteString(ReadyPrefix)
-	b.WriteString(unixMS(rankOf(availableAt, p)))
-	b.WriteByte('/')
-	b.WriteString(shard)
-	b.WriteByte('/')
-	b.WriteString(typ)
-	b.WriteByte('/')
-	b.WriteString(string(p))
-	b.WriteByte('/')
-	b.WriteString(id.String())
-	return b.String()
+	return ReadyShardPrefix(shard) + unixMS(rankOf(availableAt, p)) + "/" + typ + "/" + string(p) + "/" + id.String()
 }
 
-// ParseReadyKey decodes a ready-index key. Keys written before priorities
-// existed ("ready/{ms}/{shard}/{type}/{id}") read as normal priority.
+// ParseReadyKey decodes a ready-index key.
 func ParseReadyKey(key string) (ReadyEntry, error) {
 	rest, ok := strings.CutPrefix(key, ReadyPrefix)
 	parts := strings.Split(rest, "/")
-	if ok && len(parts) == 4 {
-		parts = []string{parts[0], parts[1], parts[2], string(PriorityNormal), parts[3]}
-	}
 	if !ok || len(parts) != 5 {
-		return ReadyEntry{}, fmt.Errorf("%q is not a ready index key (want ready/{ms}/{shard}/{type}/{priority}/{id})", key)
+		return ReadyEntry{}, fmt.Errorf("%q is not a ready index key (want ready/{shard}/{ms}/{type}/{priority}/{id})", key)
 	}
-	rank, ok := parseMS(parts[0])
+	if !isHex(parts[0]) || len(parts[0]) > 2 {
+		return ReadyEntry{}, fmt.Errorf("ready index key %q: bad shard %q", key, parts[0])
+	}
+	rank, ok := parseMS(parts[1])
 	if !ok {
-		return ReadyEntry{}, fmt.Errorf("ready index key %q: bad timestamp %q", key, parts[0])
-	}
-	if !isHex(parts[1]) {
-		return ReadyEntry{}, fmt.Errorf("ready index key %q: bad shard %q", key, parts[1])
+		return ReadyEntry{}, fmt.Errorf("ready index key %q: bad timestamp %q", key, parts[1])
 	}
 	if ValidateType(parts[2]) != nil {
 		return ReadyEntry{}, fmt.Errorf("ready index key %q: bad task type %q", key, parts[2])
@@ -169,44 +211,95 @@ func ParseReadyKey(key string) (ReadyEntry, error) {
 		return ReadyEntry{}, fmt.Errorf("ready index key %q: bad priority %q", key, parts[3])
 	}
 	id, err := uuid.Parse(parts[4])
-	if err != nil || len(parts[4]) != 36 || !strings.HasPrefix(id.String(), parts[1]) {
+	if err != nil || id.String() != parts[4] || !shardMatches(id, parts[0]) {
 		return ReadyEntry{}, fmt.Errorf("ready index key %q: bad task id %q", key, parts[4])
 	}
-	return ReadyEntry{Key: key, ID: id, Shard: parts[1], Type: parts[2], Priority: p, Rank: rank, AvailableAt: rank.Add(-p.offset())}, nil
+	return ReadyEntry{Key: key, ID: id, Shard: parts[0], Type: parts[2], Priority: p, Rank: rank, AvailableAt: rank.Add(-p.offset())}, nil
 }
 
 // LeaseKey is the lease-index key of a running task:
-// "leases/{lease_expires_at ms}/{shard}/{id}". Empty when the task has no lease.
+// "leases/{shard}/{lease_expires_at ms}/{type}/{id}/{lease_id}". The lease
+// id makes the key of every claim and extension unique, so two claimers
+// never share an entry. Empty when the task has no lease.
 func LeaseKey(t *Task) string {
-	if t.LeaseExpiresAt == nil {
+	if t.LeaseExpiresAt == nil || t.LeaseID == "" {
 		return ""
 	}
-	return leaseKey(*t.LeaseExpiresAt, t.Shard, t.ID)
+	return leaseKey(*t.LeaseExpiresAt, t.Shard, t.Type, t.ID, t.LeaseID)
 }
 
-func leaseKey(at time.Time, shard string, id uuid.UUID) string {
-	return LeasesPrefix + unixMS(at) + "/" + shard + "/" + id.String()
+func leaseKey(at time.Time, shard, typ string, id uuid.UUID, leaseID string) string {
+	return LeaseShardPrefix(shard) + unixMS(at) + "/" + typ + "/" + id.String() + "/" + leaseID
 }
 
 // ParseLeaseKey decodes a lease-index key.
 func ParseLeaseKey(key string) (LeaseEntry, error) {
 	rest, ok := strings.CutPrefix(key, LeasesPrefix)
 	parts := strings.Split(rest, "/")
-	if !ok || len(parts) != 3 {
-		return LeaseEntry{}, fmt.Errorf("%q is not a lease index key (want leases/{ms}/{shard}/{id})", key)
+	if !ok || len(parts) != 5 {
+		return LeaseEntry{}, fmt.Errorf("%q is not a lease index key (want leases/{shard}/{ms}/{type}/{id}/{lease id})", key)
 	}
-	at, ok := parseMS(parts[0])
+	if !isHex(parts[0]) || len(parts[0]) > 2 {
+		return LeaseEntry{}, fmt.Errorf("lease index key %q: bad shard %q", key, parts[0])
+	}
+	at, ok := parseMS(parts[1])
 	if !ok {
-		return LeaseEntry{}, fmt.Errorf("lease index key %q: bad timestamp %q", key, parts[0])
+		return LeaseEntry{}, fmt.Errorf("lease index key %q: bad timestamp %q", key, parts[1])
 	}
-	if !isHex(parts[1]) {
-		return LeaseEntry{}, fmt.Errorf("lease index key %q: bad shard %q", key, parts[1])
+	if ValidateType(parts[2]) != nil {
+		return LeaseEntry{}, fmt.Errorf("lease index key %q: bad task type %q", key, parts[2])
 	}
-	id, err := uuid.Parse(parts[2])
-	if err != nil || len(parts[2]) != 36 || !strings.HasPrefix(id.String(), parts[1]) {
-		return LeaseEntry{}, fmt.Errorf("lease index key %q: bad task id %q", key, parts[2])
+	id, err := uuid.Parse(parts[3])
+	if err != nil || id.String() != parts[3] || !shardMatches(id, parts[0]) {
+		return LeaseEntry{}, fmt.Errorf("lease index key %q: bad task id %q", key, parts[3])
 	}
-	return LeaseEntry{Key: key, ID: id, Shard: parts[1], ExpiresAt: at}, nil
+	if _, err := uuid.Parse(parts[4]); err != nil || len(parts[4]) != 36 {
+		return LeaseEntry{}, fmt.Errorf("lease index key %q: bad lease id %q", key, parts[4])
+	}
+	return LeaseEntry{Key: key, ID: id, Shard: parts[0], Type: parts[2], LeaseID: parts[4], ExpiresAt: at}, nil
+}
+
+// DeadEntry is one dead-letter index entry, decoded from its key alone.
+type DeadEntry struct {
+	Key      string
+	ID       uuid.UUID
+	Shard    string
+	Type     string
+	FailedAt time.Time
+}
+
+// DeadKey is the dead-letter index key of a failed task:
+// "dead/{inverted completed_at ms}/{shard}/{type}/{id}" (newest failure
+// first). Empty for a task that is not failed.
+func DeadKey(t *Task) string {
+	if t.Status != StatusFailed || t.CompletedAt == nil {
+		return ""
+	}
+	return DeadPrefix + invMS(*t.CompletedAt) + "/" + t.Shard + "/" + t.Type + "/" + t.ID.String()
+}
+
+// ParseDeadKey decodes a dead-letter index key.
+func ParseDeadKey(key string) (DeadEntry, error) {
+	rest, ok := strings.CutPrefix(key, DeadPrefix)
+	parts := strings.Split(rest, "/")
+	if !ok || len(parts) != 4 {
+		return DeadEntry{}, fmt.Errorf("%q is not a dead-letter index key (want dead/{inverted ms}/{shard}/{type}/{id})", key)
+	}
+	at, ok := parseInvMS(parts[0])
+	if !ok {
+		return DeadEntry{}, fmt.Errorf("dead-letter key %q: bad timestamp %q", key, parts[0])
+	}
+	if !isHex(parts[1]) || len(parts[1]) > 2 {
+		return DeadEntry{}, fmt.Errorf("dead-letter key %q: bad shard %q", key, parts[1])
+	}
+	if ValidateType(parts[2]) != nil {
+		return DeadEntry{}, fmt.Errorf("dead-letter key %q: bad task type %q", key, parts[2])
+	}
+	id, err := uuid.Parse(parts[3])
+	if err != nil || id.String() != parts[3] || !shardMatches(id, parts[1]) {
+		return DeadEntry{}, fmt.Errorf("dead-letter key %q: bad task id %q", key, parts[3])
+	}
+	return DeadEntry{Key: key, ID: id, Shard: parts[1], Type: parts[2], FailedAt: at}, nil
 }
 
 // allShards lists every shard name for n hex characters, in key order.

@@ -17,7 +17,12 @@ type LeaseEntry struct {
 	Key       string
 	ID        uuid.UUID
 	Shard     string
+	Type      string
+	LeaseID   string
 	ExpiresAt time.Time
+	// Modified is when the entry was written (from the listing; zero when
+	// not known).
+	Modified time.Time
 }
 
 // ListExpired returns lease entries whose expiry is <= now, oldest first,

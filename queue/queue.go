@@ -60,6 +60,9 @@ func Open(ctx context.Context, s store.Store, opts Options) (*Queue, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open queue: %w", err)
 	}
+	if cfg.Format < LayoutVersion {
+		return nil, fmt.Errorf("open queue: %w (queue.json format %d, this qo needs %d)", ErrLayoutOutdated, cfg.Format, LayoutVersion)
+	}
 	return newQueue(s, cfg, opts), nil
 }
 
@@ -97,7 +100,7 @@ func (q *Queue) Store() store.Store { return q.s }
 func (q *Queue) Now() time.Time { return q.clock.Now().UTC().Truncate(time.Millisecond) }
 
 // ShardOf returns the shard of a task id.
-func (q *Queue) ShardOf(id uuid.UUID) string { return shardOf(id, q.cfg.ShardChars) }
+func (q *Queue) ShardOf(id uuid.UUID) string { return ShardOf(id, q.cfg.ShardChars) }
 
 // TaskKey returns the key of a task object.
 func (q *Queue) TaskKey(id uuid.UUID) string { return taskKeyFor(q.ShardOf(id), id) }

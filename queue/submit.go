@@ -144,7 +144,7 @@ func (q *Queue) newTask(req SubmitRequest) (*Task, error) {
 	if len(req.IdempotencyKey) > MaxIdempotencyKeyLen {
 		return nil, invalidInput("idempotency key is %d bytes long (at most %d)", len(req.IdempotencyKey), MaxIdempotencyKeyLen)
 	}
-	id := uuid.New()
+	id := NewID()
 	if req.IdempotencyKey != "" {
 		id = IDForKey(req.Type, req.IdempotencyKey)
 	}

@@ -18,6 +18,11 @@ import (
 // reported as *MalformedError), so a future format can never be misread.
 const FormatVersion = 1
 
+// LayoutVersion is the key layout this qo reads and writes, recorded as
+// "format" in queue.json (see doc.go, "Key layout"). Buckets of an older
+// layout are refused with ErrLayoutOutdated until `qo migrate` converts them.
+const LayoutVersion = 2
+
 // Status is the lifecycle state of a task. See doc.go for the diagram.
 type Status string
 
@@ -280,8 +285,8 @@ func decodeConfig(body []byte) (Config, error) {
 	if err := json.Unmarshal(body, &c); err != nil {
 		return Config{}, &MalformedError{Key: ConfigKey, Err: err}
 	}
-	if c.Format != FormatVersion {
-		return Config{}, &MalformedError{Key: ConfigKey, Err: fmt.Errorf("unknown format version %d (this qo reads format %d)", c.Format, FormatVersion)}
+	if c.Format < 1 || c.Format > LayoutVersion {
+		return Config{}, &MalformedError{Key: ConfigKey, Err: fmt.Errorf("unknown format version %d (this qo reads format %d; a newer qo wrote it: upgrade qo)", c.Format, LayoutVersion)}
 	}
 	if c.ShardChars != 1 && c.ShardChars != 2 {
 		return Config{}, &MalformedError{Key: ConfigKey, Err: fmt.Errorf("shard_chars %d (want 1 or 2)", c.ShardChars)}

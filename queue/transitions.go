@@ -157,8 +157,8 @@ func CheckInvariants(t *Task) error {
 		return fmt.Errorf("input is not valid JSON")
 	case t.Output != nil && !json.Valid(t.Output):
 		return fmt.Errorf("output is not valid JSON")
-	case t.Shard == "" || len(t.ID.String()) < len(t.Shard) || t.ID.String()[:len(t.Shard)] != t.Shard:
-		return fmt.Errorf("shard %q is not a prefix of id %s", t.Shard, t.ID)
+	case !shardMatches(t.ID, t.Shard):
+		return fmt.Errorf("shard %q is not the shard of id %s (see ShardOf)", t.Shard, t.ID)
 	}
 	if err := ValidateType(t.Type); err != nil {
 		return err

@@ -21,6 +21,9 @@ type ReadyEntry struct {
 	Priority    Priority
 	Rank        time.Time // the time the key sorts under
 	AvailableAt time.Time // when the task may run (Rank minus the priority's offset)
+	// Modified is when the entry was written (from the listing; zero when
+	// not known).
+	Modified time.Time
 }
 
 // ReadyQuery selects ready entries.
@@ -136,7 +139,7 @@ func (q *Queue) Claim(ctx context.Context, e ReadyEntry, workerID string) (*Leas
 	// lost is removed here, or by the monitor as stale).
 	leaseID := uuid.NewString()
 	expires := q.Now().Add(base.Timeout())
-	leaseKey := leaseKey(expires, base.Shard, base.ID)
+	leaseKey := leaseKey(expires, base.Shard, base.Type, base.ID, leaseID)
 	if _, err := q.s.Put(ctx, leaseKey, nil, store.Condition{}); err != nil {
 		return nil, fmt.Errorf("claim task %s: write lease entry: %w", e.ID, err)
 	}
