@@ -642,7 +642,7 @@ func devBannerView(ctx context.Context, s *devSession) {
 	fmt.Fprintf(w, "\nTry:  qo submit --type echo --input '{\"hi\":1}'\n      qo list\n\n")
 	fmt.Fprintf(w, "Press Ctrl+C to stop (data is kept; 'qo dev --reset' starts over).\n\n")
 
-	counter := s.Queue.NewStatsCounter(queue.StatsOptions{MaxReads: 500})
+	counter := s.Queue.NewStatsCounter(queue.StatsOptions{})
 	t := time.NewTicker(devStatusEvery)
 	defer t.Stop()
 	for {
@@ -688,16 +688,15 @@ func countsLine(st queue.Stats) string {
 	if st.Delayed > 0 {
 		fmt.Fprintf(&b, " (%d later)", st.Delayed)
 	}
-	for _, s := range []queue.Status{queue.StatusRunning, queue.StatusCompleted, queue.StatusFailed} {
-		fmt.Fprintf(&b, "  %s %d", s, st.ByStatus[s])
+	fmt.Fprintf(&b, "  running %d  failed %d", st.ByStatus[queue.StatusRunning], st.ByStatus[queue.StatusFailed])
+	done, failed := 0, 0
+	for _, m := range st.Recent {
+		done += m.Completed
+		failed += m.Failed
 	}
-	for _, s := range []queue.Status{queue.StatusCancelled, queue.StatusExpired, queue.StatusArchived} {
-		if n := st.ByStatus[s]; n > 0 {
-			fmt.Fprintf(&b, "  %s %d", s, n)
-		}
-	}
+	fmt.Fprintf(&b, "  |  last %dm: completed %d, failed %d", len(st.Recent), done, failed)
 	if st.Partial {
-		b.WriteString("  (counting...)")
+		b.WriteString("  (lower bounds)")
 	}
 	return b.String()
 }

@@ -31,7 +31,7 @@ func TestSubmitPriorityAndExpiry(t *testing.T) {
 	time.Sleep(5 * time.Millisecond)
 	qq, err := queue.Open(context.Background(), q.s, queue.Options{})
 	require.NoError(t, err)
-	res, _, err := qq.Sweep(context.Background(), short.Shard, 0, "")
+	res, _, err := qq.Sweep(context.Background(), "", 0, 0)
 	require.NoError(t, err)
 	require.Equal(t, 1, res.Expired)
 	code, out, _ := q.run("wait", short.ID.String())

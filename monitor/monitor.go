@@ -26,10 +26,16 @@
 //   - Worker health, every CheckInterval: judge heartbeats (see Health),
 //     log workers that turn stale or dead, optionally delete registrations
 //     dead for longer than PruneDeadAfter.
-//   - Sweep, every SweepInterval: repair the ready and lease indexes, one
-//     bounded page per shard per round, the cursor kept between rounds so a
-//     large shard is covered over several rounds; pending tasks past their
-//     expires_at become expired.
+//   - Sweep, in a loop of its own (so it never delays the timeout check),
+//     every SweepInterval: one page of the ready index (see queue.Sweep:
+//     it reads only entries nobody claimed for SweepIdle, so it costs the
+//     same with 0 or with millions of finished tasks), the cursor and the
+//     pass times kept in the bucket (queue.SweepState) so a new leader
+//     resumes the pass; pending tasks past their expires_at become
+//     expired and stale entries are removed. Index entries are written
+//     before their task, so no single fault leaves one missing; the sweep
+//     is the safety net for what nobody claims. A full pass takes
+//     ceil(ready entries / SweepPageSize) rounds.
 //   - Schedules: re-read schedules/ every ScheduleRefresh (1 LIST, plus a
 //     GET per changed schedule) and wake at the next due time to submit it
 //     (see queue.Scheduler; each due time submits one task however many
@@ -55,9 +61,12 @@ import (
 
 // Defaults.
 const (
-	DefaultCheckInterval   = 30 * time.Second
-	DefaultSweepInterval   = 5 * time.Minute
-	DefaultSweepPageSize   = 1000
+	DefaultCheckInterval = 30 * time.Second
+	DefaultSweepInterval = 5 * time.Minute
+	DefaultSweepPageSize = 1000
+	// DefaultSweepIdle is how long an available ready entry must have gone
+	// unclaimed before the sweeper reads its task.
+	DefaultSweepIdle       = time.Minute
 	DefaultExpiredPageSize = 100
 	DefaultScheduleRefresh = 30 * time.Second
 	// maxExpiredPages bounds one timeout round.
@@ -78,9 +87,13 @@ type Options struct {
 	// SweepInterval is how often the index sweeper runs (default 5m;
 	// negative disables the sweeper).
 	SweepInterval time.Duration
-	// SweepPageSize bounds the objects one sweep page looks at, per shard
+	// SweepPageSize bounds the ready entries one sweep round lists
 	// (default 1000).
 	SweepPageSize int
+	// SweepIdle: the sweeper reads the task of an available ready entry
+	// only once the entry is this old (default 1m): workers claim what
+	// they can run long before.
+	SweepIdle time.Duration
 	// ExpiredPageSize is the page size when listing expired leases
 	// (default 100).
 	ExpiredPageSize int
@@ -132,6 +145,9 @@ func (o Options) withDefaults(q *queue.Queue) Options {
 	}
 	if o.SweepPageSize <= 0 {
 		o.SweepPageSize = DefaultSweepPageSize
+	}
+	if o.SweepIdle <= 0 {
+		o.SweepIdle = DefaultSweepIdle
 	}
 	if o.ExpiredPageSize <= 0 {
 		o.ExpiredPageSize = DefaultExpiredPageSize
@@ -186,9 +202,13 @@ type Monitor struct {
 	leader *queue.NamedLease
 	health []WorkerHealth
 	states map[string]State // last logged state per worker
-	cursor map[string]string
+	// sweepState is the sweeper's position, loaded from the bucket when
+	// this monitor becomes leader (nil: not loaded).
+	sweepState *queue.SweepState
 	// kick asks the work loop for an immediate check (on becoming leader).
 	kick chan struct{}
+	// sweepKick asks the sweep loop for a round (on becoming leader).
+	sweepKick chan struct{}
 	// schedKick wakes the schedule loop (on becoming leader).
 	schedKick chan struct{}
 	sched     *queue.Scheduler
@@ -200,12 +220,12 @@ type Monitor struct {
 func New(q *queue.Queue, opts Options) *Monitor {
 	opts = opts.withDefaults(q)
 	return &Monitor{
-		q:      q,
-		opts:   opts,
-		log:    opts.Logger.With("component", "monitor", "monitor_id", opts.ID),
-		states: map[string]State{},
-		cursor: map[string]string{},
-		kick:   make(chan struct{}, 1),
+		q:         q,
+		opts:      opts,
+		log:       opts.Logger.With("component", "monitor", "monitor_id", opts.ID),
+		states:    map[string]State{},
+		kick:      make(chan struct{}, 1),
+		sweepKick: make(chan struct{}, 1),
 
 		schedKick: make(chan struct{}, 1),
 		sched:     q.NewScheduler(),
@@ -249,6 +269,13 @@ func (m *Monitor) Run(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			m.scheduleLoop(ctx)
+		}()
+	}
+	if m.opts.SweepInterval > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m.sweepLoop(ctx)
 		}()
 	}
 	m.workLoop(ctx)
@@ -315,7 +342,10 @@ func (m *Monitor) Elect(ctx context.Context) bool {
 	case err == nil:
 		m.setLeader(l)
 		m.log.Info("monitor is now the leader", "lease_expires_at", l.ExpiresAt)
-		for _, k := range []chan struct{}{m.kick, m.schedKick} {
+		m.mu.Lock()
+		m.sweepState = nil // read the shared position again
+		m.mu.Unlock()
+		for _, k := range []chan struct{}{m.kick, m.schedKick, m.sweepKick} {
 			select {
 			case k <- struct{}{}:
 			default:
@@ -364,39 +394,37 @@ func (m *Monitor) resign(ctx context.Context) {
 func (m *Monitor) workLoop(ctx context.Context) {
 	check := time.NewTicker(m.opts.CheckInterval)
 	defer check.Stop()
-	var sweep <-chan time.Time
-	if m.opts.SweepInterval > 0 {
-		t := time.NewTicker(m.opts.SweepInterval)
-		defer t.Stop()
-		sweep = t.C
-	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-m.kick:
-			// A new leader checks at once and sweeps once right away: with
-			// leaders changing often (workers restarting), waiting a whole
-			// SweepInterval would leave index repairs undone.
-			m.check(ctx)
-			if sweep != nil {
-				m.sweep(ctx)
-			}
+			m.check(ctx) // a new leader checks at once
 		case <-check.C:
 			m.check(ctx)
-		case <-sweep:
-			m.sweep(ctx)
 		}
 	}
 }
 
-// sweep runs one sweep round when this monitor leads.
-func (m *Monitor) sweep(ctx context.Context) {
-	if !m.IsLeader() {
-		return
-	}
-	if err := m.SweepRound(ctx); err != nil && ctx.Err() == nil {
-		m.log.Warn("sweep round failed", "err", err)
+// sweepLoop runs a sweep round every SweepInterval while this monitor
+// leads, and one at once on becoming leader (the position is shared, so a
+// leader that changes often still makes progress).
+func (m *Monitor) sweepLoop(ctx context.Context) {
+	t := time.NewTicker(m.opts.SweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.sweepKick:
+		case <-t.C:
+		}
+		if !m.IsLeader() {
+			continue
+		}
+		if err := m.SweepRound(ctx); err != nil && ctx.Err() == nil {
+			m.log.Warn("sweep round failed", "err", err)
+		}
 	}
 }
 
@@ -570,42 +598,56 @@ func (m *Monitor) CheckWorkers(ctx context.Context) ([]WorkerHealth, error) {
 	return health, nil
 }
 
-// SweepRound sweeps one bounded page of every shard, continuing where the
-// previous round stopped. It stops early if leadership is lost.
+// SweepRound sweeps one page of the ready index (see queue.Sweep) from
+// the position kept in the bucket, and saves the new position. Cost: 1 LIST
+// + 1 GET per entry nobody claimed for SweepIdle + 1 PUT for the position
+// (+ 1 GET to load it on the first round of a leadership).
 func (m *Monitor) SweepRound(ctx context.Context) error {
-	var errs []error
-	for _, shard := range m.q.Shards() {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if !m.IsLeader() {
-			return nil
-		}
-		m.mu.Lock()
-		cursor := m.cursor[shard]
-		m.mu.Unlock()
-		res, next, err := m.q.Sweep(ctx, shard, m.opts.SweepPageSize, cursor)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("sweep shard %s: %w", shard, err))
-			continue
-		}
-		m.mu.Lock()
-		m.cursor[shard] = next
-		m.mu.Unlock()
-		m.logSweep(shard, res)
+	if !m.IsLeader() {
+		return nil
 	}
-	return errors.Join(errs...)
+	m.mu.Lock()
+	st := m.sweepState
+	m.mu.Unlock()
+	if st == nil {
+		loaded, err := m.q.LoadSweepState(ctx)
+		if err != nil {
+			return err
+		}
+		st = &loaded
+	}
+	now := m.opts.Clock.Now()
+	if st.Cursor == "" {
+		st.PassStartedAt = now
+	}
+	res, next, err := m.q.Sweep(ctx, st.Cursor, m.opts.SweepPageSize, m.opts.SweepIdle)
+	if err != nil {
+		return err
+	}
+	m.logSweep(res)
+	st.Cursor = next
+	if next == "" {
+		st.LastPassAt = now
+	}
+	st.LastRoundAt, st.Holder = now, m.opts.ID
+	if err := m.q.SaveSweepState(ctx, *st); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.sweepState = st
+	m.mu.Unlock()
+	return nil
 }
 
-func (m *Monitor) logSweep(shard string, res queue.SweepResult) {
+func (m *Monitor) logSweep(res queue.SweepResult) {
 	for _, bad := range res.Malformed {
 		m.log.Warn("sweep: skipping malformed task object", "key", bad.Key, "err", bad.Err)
 	}
-	attrs := []any{"shard", shard, "scanned", res.Scanned, "ready_repaired", res.ReadyRepaired,
-		"leases_repaired", res.LeasesRepaired, "expired", res.Expired, "errors", res.Errors}
-	if res.ReadyRepaired > 0 || res.LeasesRepaired > 0 || res.Expired > 0 || res.Errors > 0 {
-		m.log.Info("sweep repaired indexes or expired tasks", attrs...)
+	attrs := []any{"listed", res.Listed, "scanned", res.Scanned, "stale_removed", res.StaleRemoved,
+		"expired", res.Expired, "errors", res.Errors}
+	if res.StaleRemoved > 0 || res.Expired > 0 || res.Errors > 0 {
+		m.log.Info("sweep removed stale entries or expired tasks", attrs...)
 		return
 	}
-	m.log.Debug("swept shard page", attrs...)
+	m.log.Debug("swept a ready index page", attrs...)
 }

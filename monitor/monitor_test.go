@@ -225,20 +225,81 @@ func TestSweepRound(t *testing.T) {
 	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, b storetest.Backend) {
 		ctx := context.Background()
-		q, s, _ := setup(t, b, true)
-		task, _, err := q.Submit(ctx, queue.SubmitRequest{Type: "job", Input: json.RawMessage(`{}`)})
+		q, _, clock := setup(t, b, true)
+		// Tasks of a type nobody serves: one will expire, four just wait.
+		exp, _, err := q.Submit(ctx, queue.SubmitRequest{Type: "nobody", ExpiresAt: clock.Now().Add(time.Second)})
 		require.NoError(t, err)
-		require.NoError(t, s.Delete(ctx, queue.ReadyKey(task), store.Condition{}))
+		for i := 0; i < 4; i++ {
+			_, _, err = q.Submit(ctx, queue.SubmitRequest{Type: "nobody"})
+			require.NoError(t, err)
+		}
+		clock.Advance(2 * time.Minute)
 
-		m := New(q, Options{ID: "m", Logger: discard, SweepPageSize: 1})
-		require.NoError(t, m.SweepRound(ctx))
-		_, err = s.Get(ctx, queue.ReadyKey(task))
-		require.ErrorIs(t, err, store.ErrNotFound, "only the leader sweeps")
+		opts := Options{Clock: clock, Logger: discard, SweepPageSize: 1}
+		opts.ID = "m1"
+		m1 := New(q, opts)
+		require.NoError(t, m1.SweepRound(ctx))
+		st, err := q.LoadSweepState(ctx)
+		require.NoError(t, err)
+		require.Zero(t, st, "only the leader sweeps")
 
-		require.True(t, m.Elect(ctx))
-		require.NoError(t, m.SweepRound(ctx))
-		_, err = s.Get(ctx, queue.ReadyKey(task))
-		require.NoError(t, err, "the sweeper recreates the missing ready entry")
+		// The leader sweeps one page per round and keeps its place in the
+		// bucket; a new leader resumes there instead of starting over.
+		require.True(t, m1.Elect(ctx))
+		var cursors []string
+		for i := 0; i < 2; i++ {
+			require.NoError(t, m1.SweepRound(ctx))
+			st, err = q.LoadSweepState(ctx)
+			require.NoError(t, err)
+			require.Equal(t, "m1", st.Holder)
+			cursors = append(cursors, st.Cursor)
+		}
+		require.NotEqual(t, cursors[0], cursors[1])
+		m1.resign(ctx)
+		opts.ID = "m2"
+		m2 := New(q, opts)
+		require.True(t, m2.Elect(ctx))
+		require.NoError(t, m2.SweepRound(ctx))
+		st, err = q.LoadSweepState(ctx)
+		require.NoError(t, err)
+		require.Equal(t, "m2", st.Holder)
+		require.Greater(t, st.Cursor, cursors[1], "resumed after the last key m1 swept")
+		// The pass ends and the next one starts over.
+		for st.Cursor != "" {
+			require.NoError(t, m2.SweepRound(ctx))
+			st, err = q.LoadSweepState(ctx)
+			require.NoError(t, err)
+		}
+		require.False(t, st.LastPassAt.IsZero())
+		got, err := q.Get(ctx, exp.ID)
+		require.NoError(t, err)
+		require.Equal(t, queue.StatusExpired, got.Status, "the sweep expires a task nobody claimed before its deadline")
+	})
+}
+
+func TestSweepReadsOnlyIdleEntries(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		q, s, _ := setup(t, b, false) // the server's clock: entries' ages are real
+		for i := 0; i < 3; i++ {
+			_, _, err := q.Submit(ctx, queue.SubmitRequest{Type: "job"})
+			require.NoError(t, err)
+		}
+		counted := s.(store.Counted)
+		before := counted.Requests().Snapshot()
+		res, next, err := q.Sweep(ctx, "", 0, time.Hour)
+		require.NoError(t, err)
+		require.Empty(t, next)
+		require.Equal(t, 3, res.Listed)
+		require.Zero(t, res.Scanned, "entries younger than the idle bound are not read")
+		d := counted.Requests().Snapshot().Sub(before)
+		require.Equal(t, int64(1), d.Total(store.OpList), "%s", d)
+		require.Zero(t, d.Total(store.OpGet), "%s", d)
+		res, _, err = q.Sweep(ctx, "", 0, 0)
+		require.NoError(t, err)
+		require.Equal(t, 3, res.Scanned, "idle for long enough: each task is read once")
+		require.Zero(t, res.Expired+res.StaleRemoved)
 	})
 }
 

@@ -41,7 +41,7 @@ const LifecycleRulePrefix = "qo-"
 
 // indexPrefixes hold objects that churn (index entries, heartbeats, named
 // leases): their old versions and delete markers are worthless after a day.
-var indexPrefixes = []string{ReadyPrefix, LeasesPrefix, WorkersPrefix, ShardLeasePrefix, MonitorPrefix}
+var indexPrefixes = []string{ReadyPrefix, LeasesPrefix, DeadPrefix, WorkersPrefix, ShardLeasePrefix, MonitorPrefix}
 
 // LifecycleRules returns the rules qo init installs: noncurrent versions
 // and expired delete markers under the index prefixes, workers/,

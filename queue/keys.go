@@ -37,6 +37,19 @@ const maxMS = 9999999999999
 // creation time and "tasks created after T" is a bounded listing.
 func NewID() uuid.UUID { return uuid.Must(uuid.NewV7()) }
 
+// NewIDAt returns a UUIDv7 for creation time t (random otherwise), for
+// tools that write tasks with a past creation time (imports, benchmarks).
+func NewIDAt(t time.Time) uuid.UUID {
+	id := uuid.New() // random bits; the time and version are set below
+	ms := uint64(max(t.UnixMilli(), 0))
+	for i := 0; i < 6; i++ {
+		id[i] = byte(ms >> (40 - 8*i))
+	}
+	id[6] = 0x70 | id[6]&0x0f
+	id[8] = 0x80 | id[8]&0x3f
+	return id
+}
+
 // IDTime is the creation time a time-ordered (v7) id carries; ok is false
 // for other ids (random v4 ids of layout 1, idempotency-derived v5 ids).
 func IDTime(id uuid.UUID) (time.Time, bool) {

@@ -1,12 +1,18 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/qo-queue/qo/store"
 )
@@ -18,8 +24,12 @@ type ListQuery struct {
 	Type   string // "" = every type
 	Limit  int    // tasks per page; <= 0: 100; at most 1000
 	Cursor string // "" for the first page; TaskPage.Cursor for the next
-	// MaxScan bounds the objects examined by one call (<= 0: 1000), so a
-	// selective filter over millions of tasks returns a short page with a
+	// Since bounds the listings that are not served by an index (every
+	// status but pending, running and failed, or no status): only tasks
+	// created at or after it are listed (zero: DefaultListWindow ago).
+	Since time.Time
+	// MaxScan bounds the keys one call looks at (<= 0: 10,000), so a
+	// selective filter over a large window returns a short page with a
 	// cursor instead of reading everything.
 	MaxScan int
 }
@@ -31,23 +41,28 @@ type TaskPage struct {
 	Cursor    string           `json:"next_cursor"`
 	Malformed []MalformedError `json:"-"`
 	// Stale lists index entries that did not match their task (the task
-	// moved on, or the entry is a leftover); they were skipped.
+	// moved on, or the entry is a leftover); they were skipped, and deleted
+	// when older than IndexGrace.
 	Stale []string `json:"stale_index_entries,omitempty"`
+	// Since is the start of the creation window of a window listing (zero
+	// for index listings).
+	Since time.Time `json:"since,omitzero"`
 }
 
-// Default and maximum page sizes of List.
+// Default and maximum page sizes of List, and the default window.
 const (
-	DefaultListLimit = 100
-	MaxListLimit     = 1000
-	defaultMaxScan   = 1000
+	DefaultListLimit  = 100
+	MaxListLimit      = 1000
+	defaultMaxScan    = 10000
+	DefaultListWindow = 24 * time.Hour
 )
 
 // listCursor is the decoded form of the opaque cursor.
 type listCursor struct {
 	V      int    `json:"v"`
-	Mode   string `json:"m"`           // "ready", "leases" or "tasks"
-	Shard  string `json:"s,omitempty"` // tasks mode: the shard being scanned
-	After  string `json:"a,omitempty"` // resume after this key
+	Mode   string `json:"m"`           // "ready", "leases", "dead" or "window"
+	After  string `json:"a,omitempty"` // resume after this key (index modes) or below this id (window)
+	Since  int64  `json:"w,omitempty"` // window mode: start of the window (Unix ms)
 	Filter string `json:"f"`           // the query's shard/status/type, to refuse a cursor reused with other filters
 }
 
@@ -68,12 +83,23 @@ func decodeCursor(s string) (listCursor, error) {
 	return c, nil
 }
 
-// List returns one page of tasks. Pending and running tasks come from the
-// ready and lease indexes (each entry confirmed by a GET of its task; stale
-// entries are reported in Stale and skipped; a pending task whose entry is
-// missing shows up once Sweep has repaired it). Every other query scans
-// tasks/{shard}/ in key order, shard after shard, reading each task. The
-// cursor is opaque: it encodes the position (index or shard + key).
+// List returns one page of tasks, at a cost set by what it shows, never by
+// the number of tasks the bucket has held:
+//
+//   - pending, running and failed tasks come from their indexes (ready/,
+//     leases/, dead/; dead letters newest first), each entry confirmed by a
+//     GET of its task: 1 LIST per 1,000 entries passed plus 1 GET per task
+//     shown. Entries that do not match their task are reported in Stale,
+//     skipped, and deleted once older than IndexGrace.
+//   - every other status, or none, lists the tasks CREATED since
+//     qry.Since (default DefaultListWindow ago), newest first: task ids
+//     are time-ordered, so each shard's listing starts at the window and
+//     stops at now; 1 LIST per shard and per 1,000 tasks in the window,
+//     plus 1 GET per task read. Tasks of layout 1 (random ids) and tasks
+//     submitted with an idempotency key (derived ids) carry no time and
+//     are not in windows; the indexes and Get find them.
+//
+// The cursor is opaque: it encodes the position and the query.
 func (q *Queue) List(ctx context.Context, qry ListQuery) (TaskPage, error) {
 	var page TaskPage
 	if qry.Status != "" && !qry.Status.Valid() {
@@ -101,12 +127,14 @@ func (q *Queue) List(ctx context.Context, qry ListQuery) (TaskPage, error) {
 		qry.MaxScan = qry.Limit
 	}
 	filter := qry.Shard + "|" + string(qry.Status) + "|" + qry.Type
-	mode := "tasks"
+	mode := "window"
 	switch qry.Status {
 	case StatusPending:
 		mode = "ready"
 	case StatusRunning:
 		mode = "leases"
+	case StatusFailed:
+		mode = "dead"
 	}
 	cur := listCursor{V: 1, Mode: mode, Filter: filter}
 	if qry.Cursor != "" {
@@ -120,8 +148,15 @@ func (q *Queue) List(ctx context.Context, qry ListQuery) (TaskPage, error) {
 		cur = c
 	}
 	var err error
-	if mode == "tasks" {
-		page, err = q.listScan(ctx, qry, cur)
+	if mode == "window" {
+		if cur.Since == 0 {
+			since := qry.Since
+			if since.IsZero() {
+				since = q.Now().Add(-DefaultListWindow)
+			}
+			cur.Since = since.UnixMilli()
+		}
+		page, err = q.listWindow(ctx, qry, cur)
 	} else {
 		page, err = q.listIndex(ctx, qry, cur)
 	}
@@ -135,10 +170,11 @@ func (q *Queue) List(ctx context.Context, qry ListQuery) (TaskPage, error) {
 }
 
 type fetched struct {
-	key  string // task key
-	from string // index key it came from ("" for scans)
-	t    *Task
-	err  error
+	key      string // task key
+	from     string // index key it came from ("" for scans)
+	modified time.Time
+	t        *Task
+	err      error
 }
 
 // fetchAll GETs tasks in parallel, keeping order.
@@ -153,8 +189,8 @@ func (q *Queue) fetchAll(ctx context.Context, items []fetched) {
 	})
 }
 
-// absorb moves a fetched item into the page; returns false on a hard error.
-func (page *TaskPage) absorb(f fetched) error {
+// absorb moves a fetched item into the page; returns an error on a hard one.
+func (q *Queue) absorb(ctx context.Context, page *TaskPage, f fetched) error {
 	var m *MalformedError
 	switch {
 	case f.err == nil:
@@ -162,6 +198,7 @@ func (page *TaskPage) absorb(f fetched) error {
 	case errors.Is(f.err, store.ErrNotFound):
 		if f.from != "" {
 			page.Stale = append(page.Stale, f.from)
+			q.dropStale(ctx, f.from, f.modified)
 		}
 		return nil
 	case errors.As(f.err, &m):
@@ -171,11 +208,35 @@ func (page *TaskPage) absorb(f fetched) error {
 	return f.err
 }
 
+// indexEntry is what List needs of an index key.
+type indexEntry struct {
+	id         uuid.UUID
+	shard, typ string
+}
+
+func parseIndexEntry(mode, key string) (indexEntry, error) {
+	switch mode {
+	case "ready":
+		e, err := ParseReadyKey(key)
+		return indexEntry{e.ID, e.Shard, e.Type}, err
+	case "leases":
+		e, err := ParseLeaseKey(key)
+		return indexEntry{e.ID, e.Shard, e.Type}, err
+	default:
+		e, err := ParseDeadKey(key)
+		return indexEntry{e.ID, e.Shard, e.Type}, err
+	}
+}
+
+var indexRoots = map[string]string{"ready": ReadyPrefix, "leases": LeasesPrefix, "dead": DeadPrefix}
+
+var indexStatus = map[string]Status{"ready": StatusPending, "leases": StatusRunning, "dead": StatusFailed}
+
 func (q *Queue) listIndex(ctx context.Context, qry ListQuery, cur listCursor) (TaskPage, error) {
 	var page TaskPage
-	prefix := ReadyPrefix
-	if cur.Mode == "leases" {
-		prefix = LeasesPrefix
+	prefix := indexRoots[cur.Mode]
+	if qry.Shard != "" && cur.Mode != "dead" {
+		prefix += qry.Shard + "/" // ready and lease entries are partitioned by shard
 	}
 	scanned := 0
 	after := cur.After
@@ -197,47 +258,27 @@ func (q *Queue) listIndex(ctx context.Context, qry ListQuery, cur listCursor) (T
 			}
 			scanned++
 			lastKey = o.Key
-			var shard, typ string
-			var key string
-			if cur.Mode == "ready" {
-				e, err := ParseReadyKey(o.Key)
-				if err != nil {
-					page.Stale = append(page.Stale, o.Key)
-					continue
-				}
-				shard, typ, key = e.Shard, e.Type, taskKeyFor(e.Shard, e.ID)
-			} else {
-				e, err := ParseLeaseKey(o.Key)
-				if err != nil {
-					page.Stale = append(page.Stale, o.Key)
-					continue
-				}
-				shard, key = e.Shard, taskKeyFor(e.Shard, e.ID)
-			}
-			if len(shard) != q.cfg.ShardChars || (qry.Shard != "" && shard != qry.Shard) || (typ != "" && qry.Type != "" && typ != qry.Type) {
+			e, err := parseIndexEntry(cur.Mode, o.Key)
+			if err != nil {
+				page.Stale = append(page.Stale, o.Key)
 				continue
 			}
-			items = append(items, fetched{key: key, from: o.Key})
+			if len(e.shard) != q.cfg.ShardChars || (qry.Shard != "" && e.shard != qry.Shard) || (qry.Type != "" && e.typ != qry.Type) {
+				continue
+			}
+			items = append(items, fetched{key: taskKeyFor(e.shard, e.id), from: o.Key, modified: o.LastModified})
 		}
 		q.fetchAll(ctx, items)
 		for _, f := range items {
-			if err := page.absorb(f); err != nil {
+			if err := q.absorb(ctx, &page, f); err != nil {
 				return page, err
 			}
 			if f.t == nil {
 				continue
 			}
-			var canonical string
-			if cur.Mode == "ready" && f.t.Status == StatusPending {
-				canonical = ReadyKey(f.t)
-			} else if cur.Mode == "leases" && f.t.Status == StatusRunning {
-				canonical = LeaseKey(f.t)
-			}
-			if canonical != f.from {
+			if f.t.Status != indexStatus[cur.Mode] || !slices.Contains(indexKeys(f.t), f.from) {
 				page.Stale = append(page.Stale, f.from)
-				continue
-			}
-			if qry.Type != "" && f.t.Type != qry.Type {
+				q.dropStale(ctx, f.from, f.modified)
 				continue
 			}
 			page.Tasks = append(page.Tasks, f.t)
@@ -254,82 +295,103 @@ func (q *Queue) listIndex(ctx context.Context, qry ListQuery, cur listCursor) (T
 	return page, nil
 }
 
-func (q *Queue) listScan(ctx context.Context, qry ListQuery, cur listCursor) (TaskPage, error) {
-	var page TaskPage
+// listWindow lists the tasks created in [since, now + MaxClockSkew], newest
+// first: every shard's keys in the window (LIST only; time-ordered ids make
+// the window a key range), then GETs in id order below the cursor.
+func (q *Queue) listWindow(ctx context.Context, qry ListQuery, cur listCursor) (TaskPage, error) {
+	page := TaskPage{Since: time.UnixMilli(cur.Since).UTC()}
 	shards := q.shards
 	if qry.Shard != "" {
 		shards = []string{qry.Shard}
 	}
-	si := 0
-	if cur.Shard != "" {
-		for si < len(shards) && shards[si] != cur.Shard {
-			si++
-		}
-		if si == len(shards) {
-			return page, invalidInput("cursor names shard %q, not part of this query", cur.Shard)
-		}
+	lo := idFloor(page.Since)
+	hi := idFloor(q.Now().Add(MaxClockSkew + time.Millisecond))
+	if cur.After != "" && cur.After < hi {
+		hi = cur.After
 	}
-	after := cur.After
-	scanned := 0
-	chunk := qry.Limit
-	for si < len(shards) {
-		need := qry.Limit - len(page.Tasks)
-		budget := qry.MaxScan - scanned
-		if need <= 0 || budget <= 0 {
-			break
+	type key struct {
+		id, shard string
+	}
+	var keys []key
+	var mu sync.Mutex
+	var firstErr error
+	truncated := false
+	forEach(len(shards), sweepParallelism, func(i int) {
+		prefix := TasksPrefix + shards[i] + "/"
+		after := prefix + lo
+		var mine []key
+		trimmed := false
+		for {
+			lp, err := q.s.List(ctx, store.ListParams{Prefix: prefix, StartAfter: after, Limit: MaxListLimit})
+			if err != nil {
+				mu.Lock()
+				firstErr = cmp.Or(firstErr, err)
+				mu.Unlock()
+				return
+			}
+			stop := lp.NextToken == ""
+			for _, o := range lp.Objects {
+				id := strings.TrimSuffix(strings.TrimPrefix(o.Key, prefix), ".json")
+				if id >= hi {
+					stop = true
+					break
+				}
+				mine = append(mine, key{id, shards[i]})
+				after = o.Key
+			}
+			if len(mine) > 2*qry.MaxScan {
+				// Keep the newest MaxScan keys: memory stays bounded however
+				// large the window; older ones come back on later pages.
+				mine, trimmed = slices.Clip(mine[len(mine)-qry.MaxScan:]), true
+			}
+			if stop || len(lp.Objects) == 0 {
+				break
+			}
 		}
-		prefix := TasksPrefix + shards[si] + "/"
-		if after != "" && !strings.HasPrefix(after, prefix) {
-			return page, invalidInput("cursor position %q is not in shard %s", after, shards[si])
+		if len(mine) > qry.MaxScan {
+			mine, trimmed = mine[len(mine)-qry.MaxScan:], true
 		}
-		lp, err := q.s.List(ctx, store.ListParams{Prefix: prefix, StartAfter: after, Limit: min(MaxListLimit, budget, max(chunk, 10))})
-		if err != nil {
-			return page, err
-		}
-		items := make([]fetched, 0, len(lp.Objects))
-		for _, o := range lp.Objects {
-			items = append(items, fetched{key: o.Key})
+		mu.Lock()
+		keys = append(keys, mine...)
+		truncated = truncated || trimmed
+		mu.Unlock()
+	})
+	if firstErr != nil {
+		return page, firstErr
+	}
+	slices.SortFunc(keys, func(a, b key) int { return strings.Compare(b.id, a.id) })
+	read := 0
+	last := ""
+	for read < len(keys) && len(page.Tasks) < qry.Limit {
+		n := min(len(keys)-read, max(qry.Limit-len(page.Tasks), 10))
+		items := make([]fetched, n)
+		for j := range items {
+			k := keys[read+j]
+			items[j].key = TasksPrefix + k.shard + "/" + k.id + ".json"
 		}
 		q.fetchAll(ctx, items)
-		found := 0
-		stopped := false
-		for i, f := range items {
-			scanned++
-			after = f.key
-			if err := page.absorb(f); err != nil {
+		for _, f := range items {
+			if len(page.Tasks) >= qry.Limit {
+				break
+			}
+			read++
+			last = keys[read-1].id
+			if err := q.absorb(ctx, &page, f); err != nil {
 				return page, err
 			}
 			if f.t != nil && matches(f.t, qry) {
 				page.Tasks = append(page.Tasks, f.t)
-				found++
 			}
-			if len(page.Tasks) >= qry.Limit {
-				stopped = i < len(items)-1 || lp.NextToken != ""
-				break
-			}
-		}
-		if len(page.Tasks) >= qry.Limit {
-			if !stopped {
-				// The shard ended exactly at the page boundary.
-				si++
-				after = ""
-			}
-			break
-		}
-		if found == 0 {
-			chunk *= 4 // sparse matches: read bigger pages
-		}
-		if lp.NextToken == "" {
-			si++
-			after = ""
 		}
 	}
-	if si >= len(shards) {
-		return page, nil
+	if read < len(keys) || truncated {
+		c := cur
+		c.After = last
+		if last == "" {
+			c.After = hi
+		}
+		page.Cursor = encodeCursor(c)
 	}
-	c := cur
-	c.Shard, c.After = shards[si], after
-	page.Cursor = encodeCursor(c)
 	return page, nil
 }
 

@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"math/rand"
 	"strings"
 	"testing"
@@ -102,7 +103,7 @@ func TestTransitionRules(t *testing.T) {
 		{"time backwards", func(p, n *queue.Task) { p.UpdatedAt = n.UpdatedAt.Add(time.Second) }, "backwards"},
 		{"running without lease", func(p, n *queue.Task) { n.LeaseID = "" }, "lease_id"},
 		{"running with output", func(p, n *queue.Task) { n.Output = json.RawMessage(`1`) }, "output"},
-		{"bad shard", func(p, n *queue.Task) { p.Shard, n.Shard = "4", "4" }, "prefix"},
+		{"bad shard", func(p, n *queue.Task) { p.Shard, n.Shard = "4", "4" }, "not the shard of id"},
 		{"retries over max", func(p, n *queue.Task) { n.RetryCount = 4 }, "retry_count"},
 	}
 	for _, tc := range tests {
@@ -161,17 +162,16 @@ func TestKeys(t *testing.T) {
 	task := validTask(queue.StatusPending)
 	task.AvailableAt = time.UnixMilli(1_700_000_000_123).UTC()
 	rk := queue.ReadyKey(task)
-	require.Equal(t, "ready/1700000000123/3/t/normal/"+task.ID.String(), rk)
+	require.Equal(t, "ready/3/1700000000123/t/normal/"+task.ID.String(), rk, "shard first: one partition per shard")
 	e, err := queue.ParseReadyKey(rk)
 	require.NoError(t, err)
 	require.Equal(t, queue.ReadyEntry{Key: rk, ID: task.ID, Shard: "3", Type: "t", Priority: queue.PriorityNormal,
 		Rank: task.AvailableAt, AvailableAt: task.AvailableAt}, e)
-	// A key written before priorities existed reads as normal.
-	legacy := "ready/1700000000123/3/t/" + task.ID.String()
-	e, err = queue.ParseReadyKey(legacy)
-	require.NoError(t, err)
-	require.Equal(t, queue.PriorityNormal, e.Priority)
-	require.Equal(t, task.AvailableAt, e.AvailableAt)
+	// Layout-1 keys (time first) are not layout-2 keys: qo migrate moves them.
+	for _, legacy := range []string{"ready/1700000000123/3/t/" + task.ID.String(), "ready/1700000000123/3/t/normal/" + task.ID.String()} {
+		_, err = queue.ParseReadyKey(legacy)
+		require.Error(t, err, legacy)
+	}
 
 	// Priority moves the rank, never the availability.
 	for _, tc := range []struct {
@@ -189,12 +189,38 @@ func TestKeys(t *testing.T) {
 
 	exp := time.UnixMilli(42).UTC()
 	task.LeaseExpiresAt = &exp
+	require.Empty(t, queue.LeaseKey(task), "no lease id, no lease entry")
+	task.LeaseID = "0b6a3a55-4c1e-4f65-a7c0-6f2f5d3c9e11"
 	lk := queue.LeaseKey(task)
-	require.Equal(t, "leases/0000000000042/3/"+task.ID.String(), lk)
+	require.Equal(t, "leases/3/0000000000042/t/"+task.ID.String()+"/"+task.LeaseID, lk)
 	le, err := queue.ParseLeaseKey(lk)
 	require.NoError(t, err)
-	require.Equal(t, exp, le.ExpiresAt)
+	require.Equal(t, queue.LeaseEntry{Key: lk, ID: task.ID, Shard: "3", Type: "t", LeaseID: task.LeaseID, ExpiresAt: exp}, le)
 	require.Equal(t, "tasks/3/"+task.ID.String()+".json", task.Key())
+
+	// Dead letters: newest failure first, across shards.
+	older, newer := validTask(queue.StatusFailed), validTask(queue.StatusFailed)
+	older.CompletedAt, newer.CompletedAt = &exp, &task.AvailableAt
+	dk := queue.DeadKey(newer)
+	require.Equal(t, "dead/"+fmt.Sprintf("%013d", 9999999999999-1_700_000_000_123)+"/3/t/"+newer.ID.String(), dk)
+	require.Less(t, dk, queue.DeadKey(older))
+	de, err := queue.ParseDeadKey(dk)
+	require.NoError(t, err)
+	require.Equal(t, queue.DeadEntry{Key: dk, ID: newer.ID, Shard: "3", Type: "t", FailedAt: task.AvailableAt}, de)
+	require.Empty(t, queue.DeadKey(validTask(queue.StatusCompleted)))
+
+	// v7 ids: time-ordered, sharded by their random last characters.
+	at := time.UnixMilli(1_700_000_000_123).UTC()
+	id := queue.NewIDAt(at)
+	got, ok := queue.IDTime(id)
+	require.True(t, ok)
+	require.Equal(t, at, got)
+	require.Equal(t, id.String()[35:], queue.ShardOf(id, 1))
+	require.Equal(t, id.String()[34:], queue.ShardOf(id, 2))
+	require.Equal(t, "3f", queue.ShardOf(task.ID, 2), "other ids keep their first characters")
+	require.Less(t, queue.NewIDAt(at).String(), queue.NewIDAt(at.Add(time.Millisecond)).String())
+	_, ok = queue.IDTime(task.ID)
+	require.False(t, ok)
 
 	// Time order is key order.
 	a := validTask(queue.StatusPending)
@@ -203,12 +229,14 @@ func TestKeys(t *testing.T) {
 	b.AvailableAt = time.UnixMilli(1000).UTC()
 	require.Less(t, queue.ReadyKey(a), queue.ReadyKey(b))
 
-	for _, bad := range []string{"ready/x", "ready/123/3/t/" + task.ID.String(), "ready/1700000000123/4/t/" + task.ID.String(),
-		"ready/1700000000123/3/t!/" + task.ID.String(), "ready/1700000000123/3/t/nope", "leases/1700000000123/3",
-		"ready/1700000000123/3/t/urgent/" + task.ID.String()} {
+	for _, bad := range []string{"ready/x", "ready/3/123/t/normal/" + task.ID.String(), "ready/4/1700000000123/t/normal/" + task.ID.String(),
+		"ready/3/1700000000123/t!/normal/" + task.ID.String(), "ready/3/1700000000123/t/normal/nope", "leases/3/1700000000123",
+		"ready/3/1700000000123/t/urgent/" + task.ID.String(), "leases/3/1700000000123/t/" + task.ID.String() + "/nope",
+		"dead/3/x", "dead/0000000000001/4/t/" + task.ID.String()} {
 		_, err1 := queue.ParseReadyKey(bad)
 		_, err2 := queue.ParseLeaseKey(bad)
-		require.True(t, err1 != nil && err2 != nil, bad)
+		_, err3 := queue.ParseDeadKey(bad)
+		require.True(t, err1 != nil && err2 != nil && err3 != nil, bad)
 	}
 
 	for _, ok := range []string{"a", "send_email", "img.resize:v2-fast", strings.Repeat("x", 64)} {
@@ -223,7 +251,7 @@ func TestKeys(t *testing.T) {
 	require.Contains(t, err.Error(), "not a task id")
 	_, err = queue.ParseID("00000000-0000-0000-0000-000000000000")
 	require.ErrorIs(t, err, queue.ErrInvalidInput)
-	id, err := queue.ParseID(strings.ToUpper(task.ID.String()))
+	id, err = queue.ParseID(strings.ToUpper(task.ID.String()))
 	require.NoError(t, err)
 	require.Equal(t, task.ID, id)
 }

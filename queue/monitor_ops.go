@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,33 +26,32 @@ type LeaseEntry struct {
 	Modified time.Time
 }
 
-// ListExpired returns lease entries whose expiry is <= now, oldest first,
-// from one LIST page of at most limit keys (<= 0: 1000). next is the
-// startAfter of the next call, "" when no expired entry follows.
+// ListExpired returns lease entries whose expiry is <= now, from one LIST
+// page of at most limit keys (<= 0: 1000) walking the shard partitions of
+// leases/ (see walkPartitions): within a partition entries are in expiry
+// order, so the walk skips the rest of a partition at its first live
+// lease. next is the startAfter of the next call, "" at the end.
 func (q *Queue) ListExpired(ctx context.Context, limit int, startAfter string) ([]LeaseEntry, string, error) {
 	if limit <= 0 {
 		limit = 1000
 	}
-	page, err := q.s.List(ctx, store.ListParams{Prefix: LeasesPrefix, StartAfter: startAfter, Limit: limit})
-	if err != nil {
-		return nil, "", fmt.Errorf("list expired leases: %w", err)
-	}
 	now := q.Now()
 	var out []LeaseEntry
-	for _, o := range page.Objects {
+	next, err := q.walkPartitions(ctx, LeasesPrefix, nil, startAfter, limit, func(o store.ObjectInfo) bool {
 		e, err := ParseLeaseKey(o.Key)
 		if err != nil {
 			q.log.Debug("skipping unparseable lease entry", "key", o.Key, "err", err)
-			continue
+			return false
 		}
 		if e.ExpiresAt.After(now) {
-			return out, "", nil
+			return true
 		}
+		e.Modified = o.LastModified
 		out = append(out, e)
-	}
-	next := ""
-	if page.NextToken != "" && len(page.Objects) > 0 {
-		next = page.Objects[len(page.Objects)-1].Key
+		return false
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("list expired leases: %w", err)
 	}
 	return out, next, nil
 }
@@ -66,20 +66,19 @@ func (q *Queue) ExpireLease(ctx context.Context, e LeaseEntry) (*Task, error) {
 	base, etag, err := q.getTask(ctx, e.ID)
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
-			q.deleteIndex(ctx, e.Key)
+			q.dropStale(ctx, e.Key, e.Modified)
 			return nil, fmt.Errorf("expire lease of task %s: %w (stale lease entry: no such task)", e.ID, ErrConflict)
 		}
 		return nil, fmt.Errorf("expire lease: %w", err)
 	}
-	if base.Status != StatusRunning {
-		q.deleteIndex(ctx, e.Key)
-		return nil, fmt.Errorf("expire lease of task %s: %w (task is %s; stale entry removed)", e.ID, ErrConflict, base.Status)
+	if base.Status != StatusRunning || (e.LeaseID != "" && base.LeaseID != e.LeaseID) {
+		q.dropStale(ctx, e.Key, e.Modified)
+		return nil, fmt.Errorf("expire lease of task %s: %w (task is %s under another lease; stale entry)", e.ID, ErrConflict, base.Status)
 	}
 	now := q.Now()
 	if !leaseExpired(base, now) {
-		if k := LeaseKey(base); k != e.Key {
-			q.putIndex(ctx, k)
-			q.deleteIndex(ctx, e.Key)
+		if LeaseKey(base) != e.Key {
+			q.dropStale(ctx, e.Key, e.Modified) // left over by an extension
 		}
 		return nil, fmt.Errorf("expire lease of task %s: %w (lease runs until %s)", e.ID, ErrConflict, base.LeaseExpiresAt.Format(time.RFC3339Nano))
 	}
@@ -96,12 +95,8 @@ func (q *Queue) ExpireLease(ctx context.Context, e LeaseEntry) (*Task, error) {
 	if err != nil {
 		return nil, err
 	}
-	if res.next.Status == StatusPending {
-		q.putIndex(ctx, ReadyKey(res.next))
-	}
-	q.deleteIndex(ctx, e.Key)
 	if k := LeaseKey(res.prev); k != e.Key {
-		q.deleteIndex(ctx, k)
+		q.dropStale(ctx, e.Key, e.Modified)
 	}
 	return res.next, nil
 }
@@ -112,55 +107,77 @@ func leaseExpired(t *Task, now time.Time) bool {
 	return t.LeaseExpiresAt == nil || !t.LeaseExpiresAt.After(now)
 }
 
-// SweepResult counts what one Sweep page found and repaired.
+// SweepResult counts what one Sweep or Repair page found and repaired.
 type SweepResult struct {
+	Listed         int              `json:"listed"`          // keys listed
 	Scanned        int              `json:"scanned"`         // task objects read
 	ReadyRepaired  int              `json:"ready_repaired"`  // missing ready entries written
 	LeasesRepaired int              `json:"leases_repaired"` // missing lease entries written
+	DeadRepaired   int              `json:"dead_repaired"`   // missing dead-letter entries written
+	StaleRemoved   int              `json:"stale_removed"`   // stale entries deleted
 	Expired        int              `json:"expired"`         // pending tasks past expires_at, now expired
 	Malformed      []MalformedError `json:"-"`               // objects that could not be decoded
-	Errors         int              `json:"errors"`          // reads that failed (retried next pass)
+	Errors         int              `json:"errors"`          // reads or writes that failed (retried next pass)
+}
+
+func (r *SweepResult) add(o SweepResult) {
+	r.Listed += o.Listed
+	r.Scanned += o.Scanned
+	r.ReadyRepaired += o.ReadyRepaired
+	r.LeasesRepaired += o.LeasesRepaired
+	r.DeadRepaired += o.DeadRepaired
+	r.StaleRemoved += o.StaleRemoved
+	r.Expired += o.Expired
+	r.Errors += o.Errors
+	r.Malformed = append(r.Malformed, o.Malformed...)
 }
 
 // sweepParallelism bounds concurrent GETs of one sweep or list page.
 const sweepParallelism = 8
 
-// Sweep repairs the indexes of one page of a shard: for every pending task
-// the ready entry at its available_at must exist, for every running task
-// the lease entry at its lease_expires_at; missing ones are written. A
-// pending task past its expires_at is expired instead. Cost:
-// 1 LIST + 1 GET per task + 1 GET per pending or running task (the entry
-// check) + 1 PUT per repair. Stale entries are not searched for here: the
-// readers (Claim, ExpireLease, List) remove them when they meet them.
+// Sweep is the monitor's safety net over the ready index, one LIST page of
+// "ready/" (all partitions, pageSize keys, <= 0: 1000) per call. Workers
+// claim what they can run within seconds, so an entry that is available
+// and was written more than idle ago belongs to a task nobody claims (a
+// paused type, a type no worker serves) or to nothing at all: only those
+// are read (1 GET each). A pending task past its expires_at becomes
+// expired; an entry whose task is gone or moved on is deleted (once older
+// than IndexGrace). Nothing else is read, so a pass costs one LIST per
+// 1,000 ready entries plus one GET per stuck entry, whatever the number of
+// finished tasks in the bucket. Missing entries are not searched for:
+// index entries are written before their task (see doc.go), so no single
+// crash or lost response leaves one out; Repair rebuilds them after damage.
 // cursor is "" for the first page; the returned cursor is "" after the last.
-func (q *Queue) Sweep(ctx context.Context, shard string, pageSize int, cursor string) (SweepResult, string, error) {
+func (q *Queue) Sweep(ctx context.Context, cursor string, pageSize int, idle time.Duration) (SweepResult, string, error) {
 	var res SweepResult
-	if !q.ValidShard(shard) {
-		return res, "", fmt.Errorf("sweep: %w", invalidInput("shard %q is not one of this queue's %d shards", shard, len(q.shards)))
-	}
 	if pageSize <= 0 {
 		pageSize = 1000
 	}
-	prefix := TasksPrefix + shard + "/"
-	if cursor != "" && (len(cursor) <= len(prefix) || cursor[:len(prefix)] != prefix) {
-		return res, "", fmt.Errorf("sweep: %w", invalidInput("cursor %q does not belong to shard %s", cursor, shard))
-	}
-	page, err := q.s.List(ctx, store.ListParams{Prefix: prefix, StartAfter: cursor, Limit: pageSize})
+	page, err := q.s.List(ctx, store.ListParams{Prefix: ReadyPrefix, StartAfter: cursor, Limit: pageSize})
 	if err != nil {
-		return res, "", fmt.Errorf("sweep shard %s: %w", shard, err)
+		return res, "", fmt.Errorf("sweep ready index: %w", err)
+	}
+	now := q.Now()
+	var stuck []ReadyEntry
+	for _, o := range page.Objects {
+		res.Listed++
+		e, err := ParseReadyKey(o.Key)
+		if err != nil {
+			q.log.Debug("sweep: unparseable ready entry", "key", o.Key, "err", err)
+			continue
+		}
+		if e.AvailableAt.After(now) || (idle > 0 && now.Sub(o.LastModified) < idle) {
+			continue
+		}
+		e.Modified = o.LastModified
+		stuck = append(stuck, e)
 	}
 	var mu sync.Mutex
-	forEach(len(page.Objects), sweepParallelism, func(i int) {
-		key := page.Objects[i].Key
-		r := q.sweepOne(ctx, key)
+	forEach(len(stuck), sweepParallelism, func(i int) {
+		r := q.sweepEntry(ctx, stuck[i])
 		mu.Lock()
-		defer mu.Unlock()
-		res.Scanned++
-		res.ReadyRepaired += r.ReadyRepaired
-		res.LeasesRepaired += r.LeasesRepaired
-		res.Expired += r.Expired
-		res.Errors += r.Errors
-		res.Malformed = append(res.Malformed, r.Malformed...)
+		res.add(r)
+		mu.Unlock()
 	})
 	next := ""
 	if page.NextToken != "" && len(page.Objects) > 0 {
@@ -169,14 +186,92 @@ func (q *Queue) Sweep(ctx context.Context, shard string, pageSize int, cursor st
 	return res, next, ctx.Err()
 }
 
-func (q *Queue) sweepOne(ctx context.Context, key string) SweepResult {
-	var r SweepResult
+// sweepEntry checks one stuck ready entry against its task.
+func (q *Queue) sweepEntry(ctx context.Context, e ReadyEntry) SweepResult {
+	r := SweepResult{Scanned: 1}
+	t, etag, err := q.getTask(ctx, e.ID)
+	var m *MalformedError
+	switch {
+	case errors.As(err, &m):
+		r.Malformed = append(r.Malformed, *m)
+		return r
+	case errors.Is(err, ErrNotFound):
+		if q.staleEntry(e.Modified) {
+			q.deleteIndex(ctx, e.Key)
+			r.StaleRemoved++
+		}
+		return r
+	case err != nil:
+		q.log.Debug("sweep: read failed", "task", e.ID, "err", err)
+		r.Errors++
+		return r
+	}
+	if t.Status != StatusPending || ReadyKey(t) != e.Key {
+		if q.staleEntry(e.Modified) {
+			q.deleteIndex(ctx, e.Key)
+			r.StaleRemoved++
+		}
+		return r
+	}
+	if expiredAt(t, q.Now()) {
+		if _, err := q.expire(ctx, t, etag); err != nil {
+			q.log.Debug("sweep: expire failed", "task", e.ID, "err", err)
+			r.Errors++
+		} else {
+			r.Expired++
+		}
+	}
+	return r
+}
+
+// Repair walks one page of a shard's task objects (pageSize keys, <= 0:
+// 1000) and writes every missing index entry: the ready entry of a pending
+// task, the lease entry of a running one, the dead-letter entry of a
+// failed one; pending tasks past their expires_at become expired. It reads
+// every task of the page (1 LIST + 1 GET per task + 1 GET per entry
+// checked + 1 PUT per repair), so a pass costs in proportion to the
+// bucket's history: it is for `qo repair` after damage (objects deleted by
+// hand, a restored backup) and for Migrate, never for a background loop.
+// cursor is "" for the first page; the returned cursor is "" after the last.
+func (q *Queue) Repair(ctx context.Context, shard string, pageSize int, cursor string) (SweepResult, string, error) {
+	var res SweepResult
+	if !q.ValidShard(shard) {
+		return res, "", fmt.Errorf("repair: %w", invalidInput("shard %q is not one of this queue's %d shards", shard, len(q.shards)))
+	}
+	if pageSize <= 0 {
+		pageSize = 1000
+	}
+	prefix := TasksPrefix + shard + "/"
+	if cursor != "" && !strings.HasPrefix(cursor, prefix) {
+		return res, "", fmt.Errorf("repair: %w", invalidInput("cursor %q does not belong to shard %s", cursor, shard))
+	}
+	page, err := q.s.List(ctx, store.ListParams{Prefix: prefix, StartAfter: cursor, Limit: pageSize})
+	if err != nil {
+		return res, "", fmt.Errorf("repair shard %s: %w", shard, err)
+	}
+	var mu sync.Mutex
+	forEach(len(page.Objects), sweepParallelism, func(i int) {
+		r := q.repairOne(ctx, page.Objects[i].Key)
+		mu.Lock()
+		res.add(r)
+		mu.Unlock()
+	})
+	res.Listed = len(page.Objects)
+	next := ""
+	if page.NextToken != "" && len(page.Objects) > 0 {
+		next = page.Objects[len(page.Objects)-1].Key
+	}
+	return res, next, ctx.Err()
+}
+
+func (q *Queue) repairOne(ctx context.Context, key string) SweepResult {
+	r := SweepResult{Scanned: 1}
 	obj, err := q.s.Get(ctx, key)
 	if errors.Is(err, store.ErrNotFound) {
 		return r
 	}
 	if err != nil {
-		q.log.Debug("sweep: read failed", "key", key, "err", err)
+		q.log.Debug("repair: read failed", "key", key, "err", err)
 		r.Errors++
 		return r
 	}
@@ -192,40 +287,36 @@ func (q *Queue) sweepOne(ctx context.Context, key string) SweepResult {
 	}
 	if expiredAt(t, q.Now()) {
 		if _, err := q.expire(ctx, t, obj.ETag); err != nil {
-			q.log.Debug("sweep: expire failed", "key", key, "err", err)
+			q.log.Debug("repair: expire failed", "key", key, "err", err)
 			r.Errors++
 		} else {
 			r.Expired++
 		}
 		return r
 	}
-	var want string
-	switch t.Status {
-	case StatusPending:
-		want = ReadyKey(t)
-	case StatusRunning:
-		want = LeaseKey(t)
-	default:
-		return r
-	}
-	_, err = q.s.Get(ctx, want)
-	switch {
-	case err == nil:
-		return r
-	case !errors.Is(err, store.ErrNotFound):
-		q.log.Debug("sweep: index read failed", "key", want, "err", err)
-		r.Errors++
-		return r
-	}
-	if _, err := q.s.Put(ctx, want, nil, store.Condition{}); err != nil {
-		q.log.Debug("sweep: index repair failed", "key", want, "err", err)
-		r.Errors++
-		return r
-	}
-	if t.Status == StatusPending {
-		r.ReadyRepaired++
-	} else {
-		r.LeasesRepaired++
+	for _, want := range indexKeys(t) {
+		_, err = q.s.Get(ctx, want)
+		switch {
+		case err == nil:
+			continue
+		case !errors.Is(err, store.ErrNotFound):
+			q.log.Debug("repair: index read failed", "key", want, "err", err)
+			r.Errors++
+			continue
+		}
+		if _, err := q.s.Put(ctx, want, nil, store.Condition{}); err != nil {
+			q.log.Debug("repair: index write failed", "key", want, "err", err)
+			r.Errors++
+			continue
+		}
+		switch t.Status {
+		case StatusPending:
+			r.ReadyRepaired++
+		case StatusRunning:
+			r.LeasesRepaired++
+		case StatusFailed:
+			r.DeadRepaired++
+		}
 	}
 	return r
 }

@@ -17,9 +17,6 @@ func (q *Queue) Cancel(ctx context.Context, id uuid.UUID, reason string) (*Task,
 	if err != nil {
 		return nil, err
 	}
-	if res.next != res.prev && res.prev.Status == StatusPending {
-		q.deleteIndex(ctx, ReadyKey(res.prev))
-	}
 	return res.next, nil
 }
 
@@ -32,7 +29,6 @@ func (q *Queue) Replay(ctx context.Context, id uuid.UUID) (*Task, error) {
 	if err != nil {
 		return nil, err
 	}
-	q.putIndex(ctx, ReadyKey(res.next))
 	return res.next, nil
 }
 
@@ -55,16 +51,6 @@ func (q *Queue) RequeueNow(ctx context.Context, id uuid.UUID) (*Task, error) {
 	res, err := q.operate(ctx, id, "requeue", operatorChange(OpRequeue, ""))
 	if err != nil {
 		return nil, err
-	}
-	if res.next == res.prev {
-		return res.next, nil
-	}
-	q.putIndex(ctx, ReadyKey(res.next))
-	switch res.prev.Status {
-	case StatusRunning:
-		q.deleteIndex(ctx, LeaseKey(res.prev))
-	case StatusPending:
-		q.deleteIndex(ctx, ReadyKey(res.prev))
 	}
 	return res.next, nil
 }

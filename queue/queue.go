@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand"
+	"slices"
 	"sync"
 	"time"
 
@@ -252,10 +253,19 @@ type applied struct {
 // validator, a conditional PUT with a fresh request_id and rev+1, and the
 // uncertainty handling of putTask. It returns the written version and its
 // ETag. Nothing is written when validation fails.
+//
+// apply also keeps the indexes (see doc.go, "Index entries are written
+// first"): the entries the new version needs and the old one lacks are
+// PUT before the task (a failed entry PUT fails the operation with the
+// task untouched), and the entries only the old version had are DELETEd
+// after the task PUT is known to have landed. When the outcome stays
+// unknown, every entry is left in place.
 func (q *Queue) apply(ctx context.Context, base *Task, etag string, m mutation) (applied, error) {
 	reqID := newRequestID()
+	var written []string // entries this call wrote for a version that did not land
 	for rebases := 0; ; rebases++ {
 		if m.fence != "" && (base.Status != StatusRunning || base.LeaseID != m.fence) {
+			q.dropEntries(ctx, written, base)
 			return applied{}, fmt.Errorf("%s task %s: %w (task is %s, lease %q; this lease is %q)",
 				m.op, base.ID, m.fenceErr, base.Status, base.LeaseID, m.fence)
 		}
@@ -263,26 +273,41 @@ func (q *Queue) apply(ctx context.Context, base *Task, etag string, m mutation) 
 		next := base.Clone()
 		event, err := m.change(next, now)
 		if err != nil {
+			q.dropEntries(ctx, written, base)
 			return applied{}, fmt.Errorf("%s task %s: %w", m.op, base.ID, err)
 		}
 		if event == "" {
+			q.dropEntries(ctx, written, base)
 			return applied{prev: base, next: base, etag: etag}, nil
 		}
 		if err := stamp(base, next, event, now, reqID); err != nil {
+			q.dropEntries(ctx, written, base)
 			return applied{}, fmt.Errorf("%s task %s: %w", m.op, base.ID, err)
 		}
+		added, removed := indexDiff(base, next)
+		entriesAt := q.Now()
+		if err := q.putEntries(ctx, added); err != nil {
+			return applied{}, fmt.Errorf("%s task %s: %w (task not changed)", m.op, base.ID, err)
+		}
+		written = append(written, added...)
 		newETag, err := q.putTask(ctx, next, store.IfMatch(etag), base.RequestID)
 		if err == nil {
+			q.dropEntries(ctx, written[:len(written)-len(added)], next)
+			q.landed(ctx, added, removed, entriesAt)
 			return applied{prev: base, next: next, etag: newETag}, nil
 		}
 		var stale *staleError
 		if !errors.As(err, &stale) {
+			// Outcome unknown (or a definite refusal we cannot tell apart):
+			// keep every entry, old and new; readers sort them out.
 			return applied{}, fmt.Errorf("%s task %s: %w", m.op, base.ID, err)
 		}
 		if stale.current == nil {
+			q.dropEntries(ctx, written, nil)
 			return applied{}, fmt.Errorf("%s task %s: %w (it disappeared)", m.op, base.ID, ErrNotFound)
 		}
 		if !m.rebase || rebases >= maxRebases {
+			q.dropEntries(ctx, written, stale.current)
 			conflict := ErrConflict
 			if m.fence != "" && (stale.current.Status != StatusRunning || stale.current.LeaseID != m.fence) {
 				conflict = m.fenceErr
@@ -291,6 +316,93 @@ func (q *Queue) apply(ctx context.Context, base *Task, etag string, m mutation) 
 		}
 		base, etag = stale.current, stale.etag
 	}
+}
+
+// IndexGrace is how old an index entry must be before a reader that finds
+// it stale (its task gone, in another state, or keyed differently) deletes
+// it: a younger entry may belong to a write still in flight, whose entry is
+// PUT before its task. A writer whose entry PUT and task PUT end up more
+// than IndexGrace/2 apart writes the entry again after the task PUT, so no
+// reader can remove an entry a landed version needs.
+const IndexGrace = time.Minute
+
+// indexKeys lists the index entries a version of a task needs.
+func indexKeys(t *Task) []string {
+	if t == nil {
+		return nil
+	}
+	var k string
+	switch t.Status {
+	case StatusPending:
+		k = ReadyKey(t)
+	case StatusRunning:
+		k = LeaseKey(t)
+	case StatusFailed:
+		k = DeadKey(t)
+	}
+	if k == "" {
+		return nil
+	}
+	return []string{k}
+}
+
+// indexDiff returns the entries next needs that prev lacks, and the ones
+// only prev needs.
+func indexDiff(prev, next *Task) (added, removed []string) {
+	had, want := indexKeys(prev), indexKeys(next)
+	for _, k := range want {
+		if !slices.Contains(had, k) {
+			added = append(added, k)
+		}
+	}
+	for _, k := range had {
+		if !slices.Contains(want, k) {
+			removed = append(removed, k)
+		}
+	}
+	return added, removed
+}
+
+// putEntries writes index entries; the first failure is returned.
+func (q *Queue) putEntries(ctx context.Context, keys []string) error {
+	for _, k := range keys {
+		if _, err := q.s.Put(ctx, k, nil, store.Condition{}); err != nil {
+			return fmt.Errorf("write index entry %s: %w", k, err)
+		}
+	}
+	return nil
+}
+
+// landed finishes the index work of a task write that landed: entries
+// written long before the task (see IndexGrace) are written again, and the
+// entries of the replaced version are removed.
+func (q *Queue) landed(ctx context.Context, added, removed []string, entriesAt time.Time) {
+	if q.Now().Sub(entriesAt) > IndexGrace/2 {
+		for _, k := range added {
+			q.putIndex(ctx, k)
+		}
+	}
+	for _, k := range removed {
+		q.deleteIndex(ctx, k)
+	}
+}
+
+// dropEntries deletes entries this call wrote for a version that certainly
+// did not land, except those the current version (cur, may be nil) needs.
+func (q *Queue) dropEntries(ctx context.Context, written []string, cur *Task) {
+	keep := indexKeys(cur)
+	for _, k := range written {
+		if !slices.Contains(keep, k) {
+			q.deleteIndex(ctx, k)
+		}
+	}
+}
+
+// staleEntry reports whether an index entry a reader found not to match
+// its task may be deleted: only once it is older than IndexGrace (modified
+// is when it was written, from the listing; zero when unknown: kept).
+func (q *Queue) staleEntry(modified time.Time) bool {
+	return !modified.IsZero() && q.Now().Sub(modified) > IndexGrace
 }
 
 // stamp makes next the version after base: rev+1, the request id, the
@@ -317,8 +429,8 @@ func (q *Queue) operate(ctx context.Context, id uuid.UUID, op string, change fun
 	return q.apply(ctx, base, etag, mutation{op: op, rebase: true, change: change})
 }
 
-// putIndex writes an index entry; best-effort: the task object is the truth
-// and Sweep repairs a missing entry.
+// putIndex writes an index entry again (best effort: the entry was
+// already written once, before the task).
 func (q *Queue) putIndex(ctx context.Context, key string) {
 	if key == "" {
 		return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -11,15 +12,22 @@ import (
 	"github.com/qo-queue/qo/store"
 )
 
-// Stats is a snapshot of the queue's tasks: counts by status, shard and type,
-// the oldest waiting task, and recent finishes by minute. A StatsCounter
-// computes it.
+// Stats is a snapshot of the queue: counts of the live statuses by shard
+// and type, the oldest waiting task, and recent finishes by minute. A
+// StatsCounter computes it from the indexes and the worker heartbeats,
+// never from the task objects, so its cost does not grow with history.
 type Stats struct {
-	At       time.Time                 `json:"at"`        // authoritative time of the snapshot
-	ByStatus map[Status]int            `json:"by_status"` // every status, zero included
-	ByShard  map[string]map[Status]int `json:"by_shard"`  // shards with at least one task
+	At time.Time `json:"at"` // authoritative time of the snapshot
+	// ByStatus has every status; only those in Counted are real counts
+	// (the others are 0: finished tasks are not counted, see Recent).
+	ByStatus map[Status]int            `json:"by_status"`
+	ByShard  map[string]map[Status]int `json:"by_shard"` // shards with at least one counted task
 	ByType   map[string]map[Status]int `json:"by_type"`
-	Total    int                       `json:"total"`
+	// Total is the sum of the counted statuses.
+	Total int `json:"total"`
+	// Counted lists the statuses whose counts are real: pending (ready
+	// index), running (lease index) and failed (dead-letter index).
+	Counted []Status `json:"counted"`
 
 	// Delayed counts pending tasks whose available_at is still ahead
 	// (submitted with a delay, or in backoff between attempts).
@@ -30,113 +38,213 @@ type Stats struct {
 	OldestPendingAge time.Duration `json:"oldest_pending_age_ns"`
 
 	// Recent holds one bucket per minute, oldest first, ending with the
-	// minute of At: tasks that reached completed or failed in that minute.
+	// minute of At: tasks that workers completed or failed (permanently
+	// or for a retry) in that minute, summed from their heartbeats.
 	Recent []MinuteCount `json:"recent"`
 
-	// Partial is true when some tasks were not read yet because of the
-	// per-refresh read budget: counts are low and the next refresh goes on.
+	// Partial is true when an index held more entries than one refresh
+	// reads (StatsOptions.MaxIndexPages): its counts are lower bounds.
 	Partial bool `json:"partial"`
-	// Malformed lists task objects that could not be decoded (skipped).
+	// Malformed lists worker entries that could not be decoded (skipped).
 	Malformed []MalformedError `json:"-"`
 }
 
-// MinuteCount is one minute of Stats.Recent.
+// CountedStatuses are the statuses Stats counts (see Stats.Counted).
+var CountedStatuses = []Status{StatusPending, StatusRunning, StatusFailed}
+
+// MinuteCount is one minute of Stats.Recent and of WorkerInfo.Recent.
 type MinuteCount struct {
 	Start     time.Time `json:"start"`
 	Completed int       `json:"completed"`
 	Failed    int       `json:"failed"`
 }
 
+// DefaultRecentMinutes is the length of Stats.Recent and of the per-minute
+// counts a worker publishes in its heartbeat.
+const DefaultRecentMinutes = 15
+
 // StatsOptions tunes a StatsCounter.
 type StatsOptions struct {
-	// MaxReads bounds the task GETs of one Refresh (<= 0: 2000). Tasks not
-	// read yet are counted on later refreshes and make Stats.Partial true.
-	MaxReads int
+	// MaxIndexPages bounds the LIST pages (1,000 keys each) one Refresh
+	// reads of each index (<= 0: 10). Past it the counts are lower bounds
+	// and Stats.Partial is true.
+	MaxIndexPages int
 	// RecentMinutes is the length of Stats.Recent (<= 0: 15).
 	RecentMinutes int
 }
 
-// StatsCounter counts tasks cheaply enough to refresh every few seconds:
-// each Refresh lists tasks/ (one LIST per 1,000 tasks) and reads only the
-// tasks whose ETag changed since the previous refresh. Finished tasks never
-// change, so after the first pass a refresh costs the listing plus one GET
-// per task that moved. It is safe for concurrent use (refreshes serialize).
+// StatsCounter counts the queue cheaply enough to refresh every few
+// seconds. Each Refresh lists the ready, lease and dead-letter indexes (one
+// LIST per 1,000 entries, at most MaxIndexPages each) and the worker
+// registry (one LIST, plus one GET per worker whose heartbeat changed), and
+// reads no task object: a refresh costs about 4 requests plus one per live
+// worker, with 0 or with millions of finished tasks in the bucket. Memory
+// holds one entry per worker. It is safe for concurrent use.
 type StatsCounter struct {
 	q    *Queue
 	opts StatsOptions
 
-	mu   sync.Mutex
-	seen map[string]statsEntry // task key -> what it was at its ETag
+	mu      sync.Mutex
+	workers map[string]workerEntry // worker key -> last read at its ETag
 }
 
-type statsEntry struct {
+type workerEntry struct {
 	etag      string
+	info      *WorkerInfo
 	malformed *MalformedError
-	status    Status
-	shard     string
-	typ       string
-	available time.Time
-	finished  time.Time // completed_at, or updated_at for failed tasks
 }
 
-// NewStatsCounter returns a counter over q's tasks.
+// NewStatsCounter returns a counter over q.
 func (q *Queue) NewStatsCounter(opts StatsOptions) *StatsCounter {
-	if opts.MaxReads <= 0 {
-		opts.MaxReads = 2000
+	if opts.MaxIndexPages <= 0 {
+		opts.MaxIndexPages = 10
 	}
 	if opts.RecentMinutes <= 0 {
-		opts.RecentMinutes = 15
+		opts.RecentMinutes = DefaultRecentMinutes
 	}
-	return &StatsCounter{q: q, opts: opts, seen: map[string]statsEntry{}}
+	return &StatsCounter{q: q, opts: opts, workers: map[string]workerEntry{}}
 }
 
-// Refresh lists the tasks, reads the ones that changed (in parallel, up to
-// the read budget) and returns the counts as of now. Malformed task objects
-// are reported in Stats.Malformed and skipped.
+// Refresh reads the indexes and the heartbeats and returns the counts as
+// of now.
 func (c *StatsCounter) Refresh(ctx context.Context) (Stats, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	now := c.q.Now()
+	st := Stats{
+		At:       now,
+		ByStatus: map[Status]int{},
+		ByShard:  map[string]map[Status]int{},
+		ByType:   map[string]map[Status]int{},
+		Counted:  slices.Clone(CountedStatuses),
+	}
+	for _, s := range Statuses {
+		st.ByStatus[s] = 0
+	}
+	count := func(status Status, shard, typ string) {
+		st.Total++
+		st.ByStatus[status]++
+		bump(st.ByShard, shard, status)
+		bump(st.ByType, typ, status)
+	}
+	err := c.walk(ctx, ReadyPrefix, &st, func(key string) {
+		e, err := ParseReadyKey(key)
+		if err != nil {
+			return
+		}
+		count(StatusPending, e.Shard, e.Type)
+		if e.AvailableAt.After(now) {
+			st.Delayed++
+		} else if st.OldestPending.IsZero() || e.AvailableAt.Before(st.OldestPending) {
+			st.OldestPending = e.AvailableAt
+		}
+	})
+	if err == nil {
+		err = c.walk(ctx, LeasesPrefix, &st, func(key string) {
+			if e, err := ParseLeaseKey(key); err == nil {
+				count(StatusRunning, e.Shard, e.Type)
+			}
+		})
+	}
+	if err == nil {
+		err = c.walk(ctx, DeadPrefix, &st, func(key string) {
+			if e, err := ParseDeadKey(key); err == nil {
+				count(StatusFailed, e.Shard, e.Type)
+			}
+		})
+	}
+	if err != nil {
+		return Stats{}, fmt.Errorf("stats: %w", err)
+	}
+	if !st.OldestPending.IsZero() {
+		st.OldestPendingAge = now.Sub(st.OldestPending)
+	}
+	if err := c.readWorkers(ctx); err != nil {
+		return Stats{}, fmt.Errorf("stats: %w", err)
+	}
+	first := now.Truncate(time.Minute).Add(-time.Duration(c.opts.RecentMinutes-1) * time.Minute)
+	st.Recent = make([]MinuteCount, c.opts.RecentMinutes)
+	for i := range st.Recent {
+		st.Recent[i].Start = first.Add(time.Duration(i) * time.Minute)
+	}
+	for _, w := range c.workers {
+		if w.malformed != nil {
+			st.Malformed = append(st.Malformed, *w.malformed)
+			continue
+		}
+		for _, m := range w.info.Recent {
+			i := int(m.Start.Sub(first) / time.Minute)
+			if !m.Start.Before(first) && i < len(st.Recent) {
+				st.Recent[i].Completed += m.Completed
+				st.Recent[i].Failed += m.Failed
+			}
+		}
+	}
+	sort.Slice(st.Malformed, func(i, j int) bool { return st.Malformed[i].Key < st.Malformed[j].Key })
+	return st, nil
+}
 
+// walk lists an index, at most MaxIndexPages pages, calling fn per key.
+func (c *StatsCounter) walk(ctx context.Context, prefix string, st *Stats, fn func(key string)) error {
+	token := ""
+	for range c.opts.MaxIndexPages {
+		page, err := c.q.s.List(ctx, store.ListParams{Prefix: prefix, Token: token})
+		if err != nil {
+			return fmt.Errorf("list %s: %w", prefix, err)
+		}
+		for _, o := range page.Objects {
+			fn(o.Key)
+		}
+		if page.NextToken == "" {
+			return nil
+		}
+		token = page.NextToken
+	}
+	st.Partial = true
+	return nil
+}
+
+// readWorkers refreshes the worker cache: one LIST, a GET per changed entry.
+func (c *StatsCounter) readWorkers(ctx context.Context) error {
 	type listed struct{ key, etag string }
 	var objs []listed
 	token := ""
 	for {
-		page, err := c.q.s.List(ctx, store.ListParams{Prefix: TasksPrefix, Token: token})
+		page, err := c.q.s.List(ctx, store.ListParams{Prefix: WorkersPrefix, Token: token})
 		if err != nil {
-			return Stats{}, fmt.Errorf("stats: list tasks: %w", err)
+			return fmt.Errorf("list workers: %w", err)
 		}
 		for _, o := range page.Objects {
-			objs = append(objs, listed{o.Key, o.ETag}) // stray keys show up as malformed
+			objs = append(objs, listed{o.Key, o.ETag})
 		}
 		if page.NextToken == "" {
 			break
 		}
 		token = page.NextToken
 	}
-	now := c.q.Now()
-
-	var stale []int
-	partial := false
-	for i, o := range objs {
-		if e, ok := c.seen[o.key]; !ok || e.etag != o.etag {
-			if len(stale) == c.opts.MaxReads {
-				partial = true
-				break
-			}
-			stale = append(stale, i)
+	present := make(map[string]bool, len(objs))
+	var changed []listed
+	for _, o := range objs {
+		present[o.key] = true
+		if e, ok := c.workers[o.key]; !ok || e.etag != o.etag {
+			changed = append(changed, o)
 		}
 	}
-	read := make([]statsEntry, len(stale))
-	errs := make([]error, len(stale))
-	forEach(len(stale), sweepParallelism, func(j int) {
-		o := objs[stale[j]]
-		obj, err := c.q.s.Get(ctx, o.key)
+	for k := range c.workers {
+		if !present[k] {
+			delete(c.workers, k)
+		}
+	}
+	read := make([]workerEntry, len(changed))
+	errs := make([]error, len(changed))
+	forEach(len(changed), sweepParallelism, func(j int) {
+		obj, err := c.q.s.Get(ctx, changed[j].key)
 		if err != nil {
 			errs[j] = err
 			return
 		}
-		e := statsEntry{etag: obj.ETag}
-		t, err := DecodeTask(o.key, obj.Body)
+		e := workerEntry{etag: obj.ETag}
+		w, err := DecodeWorker(changed[j].key, obj.Body)
 		var m *MalformedError
 		switch {
 		case errors.As(err, &m):
@@ -145,89 +253,21 @@ func (c *StatsCounter) Refresh(ctx context.Context) (Stats, error) {
 			errs[j] = err
 			return
 		default:
-			e.status, e.shard, e.typ, e.available = t.Status, t.Shard, t.Type, t.AvailableAt
-			switch {
-			case t.Status == StatusCompleted && t.CompletedAt != nil:
-				e.finished = *t.CompletedAt
-			case t.Status == StatusFailed:
-				e.finished = t.UpdatedAt
-			}
+			e.info = w
 		}
 		read[j] = e
 	})
 	for j, err := range errs {
 		switch {
 		case err == nil:
-			c.seen[objs[stale[j]].key] = read[j]
+			c.workers[changed[j].key] = read[j]
 		case errors.Is(err, store.ErrNotFound):
-			delete(c.seen, objs[stale[j]].key) // deleted since the listing
+			delete(c.workers, changed[j].key) // deregistered since the listing
 		default:
-			return Stats{}, fmt.Errorf("stats: read %s: %w", objs[stale[j]].key, err)
+			return fmt.Errorf("read %s: %w", changed[j].key, err)
 		}
 	}
-
-	present := make(map[string]bool, len(objs))
-	for _, o := range objs {
-		present[o.key] = true
-	}
-	for k := range c.seen {
-		if !present[k] {
-			delete(c.seen, k)
-		}
-	}
-	st := c.summarize(now)
-	st.Partial = partial || len(c.seen) < len(objs)
-	return st, nil
-}
-
-// summarize builds Stats from the cache.
-func (c *StatsCounter) summarize(now time.Time) Stats {
-	st := Stats{
-		At:       now,
-		ByStatus: map[Status]int{},
-		ByShard:  map[string]map[Status]int{},
-		ByType:   map[string]map[Status]int{},
-	}
-	for _, s := range Statuses {
-		st.ByStatus[s] = 0
-	}
-	first := now.Truncate(time.Minute).Add(-time.Duration(c.opts.RecentMinutes-1) * time.Minute)
-	st.Recent = make([]MinuteCount, c.opts.RecentMinutes)
-	for i := range st.Recent {
-		st.Recent[i].Start = first.Add(time.Duration(i) * time.Minute)
-	}
-	for _, e := range c.seen {
-		if e.malformed != nil {
-			st.Malformed = append(st.Malformed, *e.malformed)
-			continue
-		}
-		st.Total++
-		st.ByStatus[e.status]++
-		bump(st.ByShard, e.shard, e.status)
-		bump(st.ByType, e.typ, e.status)
-		if e.status == StatusPending {
-			if e.available.After(now) {
-				st.Delayed++
-			} else if st.OldestPending.IsZero() || e.available.Before(st.OldestPending) {
-				st.OldestPending = e.available
-			}
-		}
-		if !e.finished.IsZero() && !e.finished.Before(first) {
-			i := int(e.finished.Sub(first) / time.Minute)
-			if i >= 0 && i < len(st.Recent) {
-				if e.status == StatusCompleted {
-					st.Recent[i].Completed++
-				} else {
-					st.Recent[i].Failed++
-				}
-			}
-		}
-	}
-	if !st.OldestPending.IsZero() {
-		st.OldestPendingAge = now.Sub(st.OldestPending)
-	}
-	sort.Slice(st.Malformed, func(i, j int) bool { return st.Malformed[i].Key < st.Malformed[j].Key })
-	return st
+	return nil
 }
 
 func bump(m map[string]map[Status]int, k string, s Status) {
@@ -235,4 +275,44 @@ func bump(m map[string]map[Status]int, k string, s Status) {
 		m[k] = map[Status]int{}
 	}
 	m[k][s]++
+}
+
+// MinuteCounter counts finishes by minute over the last
+// DefaultRecentMinutes minutes (what a worker publishes as
+// WorkerInfo.Recent). Safe for concurrent use; the zero value is ready.
+type MinuteCounter struct {
+	mu      sync.Mutex
+	minutes []MinuteCount // oldest first
+}
+
+// Add counts completed and failed finishes at time at.
+func (c *MinuteCounter) Add(at time.Time, completed, failed int) {
+	start := at.UTC().Truncate(time.Minute)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n := len(c.minutes); n > 0 && c.minutes[n-1].Start.Equal(start) {
+		c.minutes[n-1].Completed += completed
+		c.minutes[n-1].Failed += failed
+		return
+	}
+	c.minutes = append(c.trim(start), MinuteCount{Start: start, Completed: completed, Failed: failed})
+}
+
+// Snapshot returns the minutes within DefaultRecentMinutes of now that
+// counted anything, oldest first.
+func (c *MinuteCounter) Snapshot(now time.Time) []MinuteCount {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.minutes = c.trim(now.UTC().Truncate(time.Minute))
+	return slices.Clone(c.minutes)
+}
+
+// trim drops minutes that fell out of the window ending at minute end.
+func (c *MinuteCounter) trim(end time.Time) []MinuteCount {
+	first := end.Add(-time.Duration(DefaultRecentMinutes-1) * time.Minute)
+	i := 0
+	for i < len(c.minutes) && c.minutes[i].Start.Before(first) {
+		i++
+	}
+	return c.minutes[i:]
 }

@@ -1,6 +1,7 @@
 package queue_test
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -27,54 +28,75 @@ func TestStatsCounter(t *testing.T) {
 		b.claim(t, running, "w1")
 		_, _, err = b.q.Submit(b.ctx, queue.SubmitRequest{Type: "email", AvailableAt: b.q.Now().Add(time.Hour)})
 		require.NoError(t, err)
-		_, err = b.raw.Put(b.ctx, "tasks/0/not-a-task.json", []byte(`{"format":1`), store.Condition{})
+		// Workers publish their finishes by minute; a malformed entry is
+		// reported and skipped.
+		var recent queue.MinuteCounter
+		recent.Add(b.q.Now(), 3, 1)
+		recent.Add(b.q.Now().Add(-time.Hour), 100, 100) // out of the window
+		require.NoError(t, b.q.PutWorker(b.ctx, &queue.WorkerInfo{ID: "w1", LastHeartbeat: b.q.Now(), Recent: recent.Snapshot(b.q.Now())}))
+		_, err = b.raw.Put(b.ctx, queue.WorkerKey("broken"), []byte(`{"format":1`), store.Condition{})
 		require.NoError(t, err)
 
 		c := b.q.NewStatsCounter(queue.StatsOptions{RecentMinutes: 5})
 		st, err := c.Refresh(b.ctx)
 		require.NoError(t, err)
 		require.False(t, st.Partial)
-		require.Equal(t, 5, st.Total)
+		require.Equal(t, queue.CountedStatuses, st.Counted)
+		require.Equal(t, 4, st.Total, "pending, running and dead letters")
 		require.Equal(t, map[queue.Status]int{
-			queue.StatusPending: 2, queue.StatusRunning: 1, queue.StatusCompleted: 1,
+			queue.StatusPending: 2, queue.StatusRunning: 1, queue.StatusCompleted: 0,
 			queue.StatusFailed: 1, queue.StatusCancelled: 0, queue.StatusExpired: 0, queue.StatusArchived: 0,
 		}, st.ByStatus)
 		require.Equal(t, 1, st.Delayed)
 		require.Equal(t, 90*time.Second, st.OldestPendingAge)
 		require.Equal(t, map[queue.Status]int{queue.StatusPending: 1, queue.StatusRunning: 1}, st.ByType["resize"])
+		require.Equal(t, map[queue.Status]int{queue.StatusPending: 1, queue.StatusFailed: 1}, st.ByType["email"])
 		sum := 0
 		for _, m := range st.ByShard {
 			for _, n := range m {
 				sum += n
 			}
 		}
-		require.Equal(t, 5, sum)
+		require.Equal(t, 4, sum)
 		require.Len(t, st.Malformed, 1)
-		require.Equal(t, "tasks/0/not-a-task.json", st.Malformed[0].Key)
+		require.Equal(t, queue.WorkerKey("broken"), st.Malformed[0].Key)
 		require.Len(t, st.Recent, 5)
 		last := st.Recent[len(st.Recent)-1]
-		require.Equal(t, 1, last.Completed)
+		require.Equal(t, 3, last.Completed)
 		require.Equal(t, 1, last.Failed)
 
-		// A second refresh reads only what changed: one GET for the
-		// replayed task, none for the rest.
+		// A second refresh reads no task object and no unchanged worker:
+		// 4 LISTs (3 indexes + registry), no GET.
 		_, err = b.q.Replay(b.ctx, failed.ID)
 		require.NoError(t, err)
 		before := b.counts()
 		st, err = c.Refresh(b.ctx)
 		require.NoError(t, err)
-		require.Equal(t, int64(1), b.counts().Sub(before).Total(store.OpGet))
+		d := b.counts().Sub(before)
+		require.Zero(t, d.Total(store.OpGet), "%s", d)
+		require.Equal(t, int64(4), d.Total(store.OpList), "%s", d)
 		require.Equal(t, 3, st.ByStatus[queue.StatusPending])
 		require.Equal(t, 0, st.ByStatus[queue.StatusFailed])
 
-		// A small read budget gives partial counts that fill in.
-		small := b.q.NewStatsCounter(queue.StatsOptions{MaxReads: 4})
-		st, err = small.Refresh(b.ctx)
-		require.NoError(t, err)
-		require.True(t, st.Partial)
-		st, err = small.Refresh(b.ctx)
-		require.NoError(t, err)
-		require.False(t, st.Partial)
-		require.Equal(t, 5, st.Total)
 	})
+}
+
+func TestMinuteCounter(t *testing.T) {
+	t.Parallel()
+	var c queue.MinuteCounter
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	c.Add(t0, 1, 0)
+	c.Add(t0.Add(10*time.Second), 1, 1)
+	c.Add(t0.Add(time.Minute), 0, 2)
+	got := c.Snapshot(t0.Add(time.Minute))
+	require.Equal(t, []queue.MinuteCount{
+		{Start: t0.Truncate(time.Minute), Completed: 2, Failed: 1},
+		{Start: t0.Truncate(time.Minute).Add(time.Minute), Completed: 0, Failed: 2},
+	}, got)
+	// Minutes older than the window are dropped.
+	require.Len(t, c.Snapshot(t0.Add(time.Duration(queue.DefaultRecentMinutes)*time.Minute)), 1)
+	require.Empty(t, c.Snapshot(t0.Add(time.Hour)))
+	b, err := json.Marshal(got[0])
+	require.NoError(t, err)
+	require.JSONEq(t, `{"start":"2026-01-02T03:04:00Z","completed":2,"failed":1}`, string(b))
 }

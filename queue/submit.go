@@ -68,12 +68,26 @@ func (q *Queue) Submit(ctx context.Context, req SubmitRequest) (*Task, bool, err
 		}
 		t.Input, t.InputRef = nil, ref
 	}
+	// The ready entry goes in first (see doc.go, "Index entries are written
+	// first"): once the task exists, its entry does too.
+	ready := ReadyKey(t)
+	if err := q.putEntries(ctx, []string{ready}); err != nil {
+		return nil, false, fmt.Errorf("submit task %s: %w (nothing submitted)", t.ID, err)
+	}
+	entryAt := q.Now()
 	if _, err := q.putTask(ctx, t, store.CreateOnly, ""); err != nil {
 		var stale *staleError
 		if !errors.As(err, &stale) {
 			return nil, false, fmt.Errorf("submit: %w", err)
 		}
 		existing := stale.current
+		q.dropEntries(ctx, []string{ready}, existing)
+		if existing != nil && existing.Status == StatusPending && req.IdempotencyKey != "" {
+			// A duplicate of a pending task: its entry was written before
+			// it, but make sure (one PUT; a submit retried after a crash
+			// must leave the task claimable).
+			q.putIndex(ctx, ReadyKey(existing))
+		}
 		if existing == nil {
 			return nil, false, fmt.Errorf("submit task %s: %w (create refused but no object found; the key may hold a delete marker)", t.ID, ErrConflict)
 		}
@@ -90,7 +104,7 @@ func (q *Queue) Submit(ctx context.Context, req SubmitRequest) (*Task, bool, err
 		}
 		return existing, false, nil
 	}
-	q.putIndex(ctx, ReadyKey(t))
+	q.landed(ctx, []string{ready}, nil, entryAt)
 	return t, true, nil
 }
 

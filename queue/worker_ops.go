@@ -35,41 +35,48 @@ type ReadyQuery struct {
 }
 
 // ListReady returns ready entries with AvailableAt <= now matching the
-// filters, in key (rank) order, from ONE store LIST page. next is the
-// StartAfter for the next call, "" when no ready entry can follow (the
-// listing reached the end, or a rank later than now + PriorityStep, after
-// which no entry can be available). Entries of other shards or types, and
-// entries not yet available, are skipped without any GET; keys that do not
-// parse are skipped and logged.
+// filters, from ONE store LIST starting at the cursor (see walkPartitions):
+// the index is partitioned by shard ("ready/{shard}/{rank}/..."), each
+// partition in rank order, so the walk covers the wanted partitions one
+// after the other and, within each, skips everything after the first rank
+// later than now + PriorityStep (nothing after it can be available). next
+// is the StartAfter of the next call, "" when the walk reached the end.
+// Entries of other types, and entries not yet available, are skipped
+// without any GET; keys that do not parse are skipped and logged. An idle
+// queue therefore costs one LIST per call whatever the shard count; a
+// partition holding more than a page of delayed entries costs one more.
+// Successive calls walk the wanted partitions in shard order, each oldest
+// first, and the walk starts over after the last; a caller that starts
+// its walks at a rotating shard (StartAfter = ReadyShardPrefix(shard))
+// spreads its attention evenly over deep shards.
 func (q *Queue) ListReady(ctx context.Context, qry ReadyQuery) ([]ReadyEntry, string, error) {
+	if qry.Shards != nil && len(qry.Shards) == 0 {
+		return nil, "", nil
+	}
 	limit := qry.Limit
 	if limit <= 0 {
 		limit = 1000
 	}
-	page, err := q.s.List(ctx, store.ListParams{Prefix: ReadyPrefix, StartAfter: qry.StartAfter, Limit: limit})
-	if err != nil {
-		return nil, "", fmt.Errorf("list ready: %w", err)
-	}
 	now := q.Now()
 	horizon := now.Add(PriorityStep)
 	var out []ReadyEntry
-	for _, o := range page.Objects {
+	next, err := q.walkPartitions(ctx, ReadyPrefix, sortedShards(qry.Shards), qry.StartAfter, limit, func(o store.ObjectInfo) bool {
 		e, err := ParseReadyKey(o.Key)
 		if err != nil {
 			q.log.Debug("skipping unparseable ready entry", "key", o.Key, "err", err)
-			continue
+			return false
 		}
 		if e.Rank.After(horizon) {
-			return out, "", nil // keys are rank-ordered: nothing later is ready
+			return true // nothing later in this partition is ready
 		}
-		if e.AvailableAt.After(now) || !contains(qry.Shards, e.Shard) || !contains(qry.Types, e.Type) {
-			continue
+		if !e.AvailableAt.After(now) && contains(qry.Types, e.Type) {
+			e.Modified = o.LastModified
+			out = append(out, e)
 		}
-		out = append(out, e)
-	}
-	next := ""
-	if page.NextToken != "" && len(page.Objects) > 0 {
-		next = page.Objects[len(page.Objects)-1].Key
+		return false
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("list ready: %w", err)
 	}
 	return out, next, nil
 }
@@ -96,10 +103,11 @@ type Lease struct {
 }
 
 // Claim takes the task of a ready entry for workerID: GET the task, check it
-// is pending and available, CAS PUT it running (new lease_id, attempt+1,
-// lease_expires_at = now + timeout), PUT the lease index entry, DELETE the
+// is pending and available, PUT the lease entry, CAS PUT the task running
+// (new lease_id, attempt+1, lease_expires_at = now + timeout), DELETE the
 // ready entry. Losing the race, or a stale entry (task gone, not pending,
-// not yet available), is ErrConflict; stale entries are deleted.
+// not yet available), is ErrConflict; stale entries older than IndexGrace
+// are deleted.
 func (q *Queue) Claim(ctx context.Context, e ReadyEntry, workerID string) (*Lease, error) {
 	if err := ValidateWorkerID(workerID); err != nil {
 		return nil, fmt.Errorf("claim: %w", err)
@@ -107,19 +115,15 @@ func (q *Queue) Claim(ctx context.Context, e ReadyEntry, workerID string) (*Leas
 	base, etag, err := q.getTask(ctx, e.ID)
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
-			q.deleteIndex(ctx, e.Key)
+			q.dropStale(ctx, e.Key, e.Modified)
 			return nil, fmt.Errorf("claim task %s: %w (stale ready entry: no such task)", e.ID, ErrConflict)
 		}
 		return nil, fmt.Errorf("claim: %w", err)
 	}
 	now := q.Now()
-	canonical := ""
-	if base.Status == StatusPending {
-		canonical = ReadyKey(base)
-	}
-	if e.Key != "" && canonical != e.Key {
+	if e.Key != "" && (base.Status != StatusPending || ReadyKey(base) != e.Key) {
 		// A leftover entry (the task moved on or has a newer entry).
-		q.deleteIndex(ctx, e.Key)
+		q.dropStale(ctx, e.Key, e.Modified)
 	}
 	if base.Status != StatusPending {
 		return nil, fmt.Errorf("claim task %s: %w (task is %s)", e.ID, ErrConflict, base.Status)
@@ -133,16 +137,7 @@ func (q *Queue) Claim(ctx context.Context, e ReadyEntry, workerID string) (*Leas
 		}
 		return nil, fmt.Errorf("claim task %s: %w (it expired at %s before it could start)", e.ID, ErrConflict, base.ExpiresAt.Format(time.RFC3339))
 	}
-	// The lease entry goes in before the task turns running, so a crash
-	// between the two writes can never leave a running task that the
-	// monitor's expiry scan does not see (a leftover entry of a claim that
-	// lost is removed here, or by the monitor as stale).
 	leaseID := uuid.NewString()
-	expires := q.Now().Add(base.Timeout())
-	leaseKey := leaseKey(expires, base.Shard, base.Type, base.ID, leaseID)
-	if _, err := q.s.Put(ctx, leaseKey, nil, store.Condition{}); err != nil {
-		return nil, fmt.Errorf("claim task %s: write lease entry: %w", e.ID, err)
-	}
 	res, err := q.apply(ctx, base, etag, mutation{
 		op: "claim",
 		change: func(t *Task, now time.Time) (string, error) {
@@ -150,17 +145,22 @@ func (q *Queue) Claim(ctx context.Context, e ReadyEntry, workerID string) (*Leas
 			t.WorkerID = workerID
 			t.LeaseID = leaseID
 			t.Attempt++
-			t.LeaseExpiresAt = timePtr(expires)
+			t.LeaseExpiresAt = timePtr(now.Add(t.Timeout()))
 			return EventClaimed, nil
 		},
 	})
 	if err != nil {
-		q.deleteIndex(ctx, leaseKey)
 		return nil, err
 	}
-	l := &Lease{Task: res.next, ETag: res.etag, LeaseKey: LeaseKey(res.next)}
-	q.deleteIndex(ctx, canonical)
-	return l, nil
+	return &Lease{Task: res.next, ETag: res.etag, LeaseKey: LeaseKey(res.next)}, nil
+}
+
+// dropStale deletes an index entry a reader found stale, once it is older
+// than IndexGrace (see staleEntry).
+func (q *Queue) dropStale(ctx context.Context, key string, modified time.Time) {
+	if key != "" && q.staleEntry(modified) {
+		q.deleteIndex(ctx, key)
+	}
 }
 
 // expiredAt reports whether a pending task has passed its expires_at.
@@ -168,8 +168,8 @@ func expiredAt(t *Task, now time.Time) bool {
 	return t.Status == StatusPending && t.ExpiresAt != nil && !t.ExpiresAt.After(now)
 }
 
-// expire turns a pending task past its expires_at into expired and removes
-// its ready entry. A task that is no longer pending and expired is left
+// expire turns a pending task past its expires_at into expired (its ready
+// entry goes with it). A task that is no longer pending and expired is left
 // alone (the returned task is then the current version, unchanged).
 func (q *Queue) expire(ctx context.Context, base *Task, etag string) (*Task, error) {
 	res, err := q.apply(ctx, base, etag, mutation{op: "expire", rebase: true, change: func(t *Task, now time.Time) (string, error) {
@@ -182,9 +182,6 @@ func (q *Queue) expire(ctx context.Context, base *Task, etag string) (*Task, err
 	}})
 	if err != nil {
 		return nil, err
-	}
-	if res.next != res.prev {
-		q.deleteIndex(ctx, ReadyKey(res.prev))
 	}
 	return res.next, nil
 }
@@ -217,13 +214,8 @@ func (q *Queue) Extend(ctx context.Context, l *Lease) error {
 	if err != nil {
 		return err
 	}
-	next, etag := res.next, res.etag
-	oldKey := l.LeaseKey
-	l.Task, l.ETag, l.LeaseKey = next, etag, LeaseKey(next)
-	if l.LeaseKey != oldKey {
-		q.putIndex(ctx, l.LeaseKey)
-		q.deleteIndex(ctx, oldKey)
-	}
+	next := res.next
+	l.Task, l.ETag, l.LeaseKey = next, res.etag, LeaseKey(next)
 	if next.CancelRequested {
 		return fmt.Errorf("extend task %s: %w (reason: %s)", next.ID, ErrCancelRequested, orNone(next.CancelReason))
 	}
@@ -237,7 +229,7 @@ func orNone(s string) string {
 	return s
 }
 
-// finish applies a lease-ending change and moves the indexes.
+// finish applies a lease-ending change (apply moves the indexes).
 func (q *Queue) finish(ctx context.Context, l *Lease, op string, change func(*Task, time.Time) (string, error)) (*Task, error) {
 	if err := checkLease(op, l); err != nil {
 		return nil, err
@@ -246,17 +238,8 @@ func (q *Queue) finish(ctx context.Context, l *Lease, op string, change func(*Ta
 	if err != nil {
 		return nil, err
 	}
-	next, etag := res.next, res.etag
-	oldKey := l.LeaseKey
-	l.Task, l.ETag, l.LeaseKey = next, etag, ""
-	if next.Status == StatusPending {
-		q.putIndex(ctx, ReadyKey(next))
-	}
-	q.deleteIndex(ctx, oldKey)
-	if k := LeaseKey(res.prev); k != oldKey {
-		q.deleteIndex(ctx, k)
-	}
-	return next, nil
+	l.Task, l.ETag, l.LeaseKey = res.next, res.etag, ""
+	return res.next, nil
 }
 
 // Complete records success: one CAS PUT over the ETag of the claim or last

@@ -24,9 +24,12 @@ type WorkerInfo struct {
 	Concurrency    int       `json:"concurrency"`
 	TasksCompleted int64     `json:"tasks_completed"`
 	TasksFailed    int64     `json:"tasks_failed"`
-	Host           string    `json:"host"`
-	PID            int       `json:"pid"`
-	Version        string    `json:"version"`
+	// Recent counts the worker's finishes by minute, oldest first, for
+	// the last DefaultRecentMinutes minutes (see Stats.Recent).
+	Recent  []MinuteCount `json:"recent,omitempty"`
+	Host    string        `json:"host"`
+	PID     int           `json:"pid"`
+	Version string        `json:"version"`
 	// Requests counts the S3 requests the worker's process has sent since
 	// it started, by kind (nil when its store does not count them). The
 	// sum over workers, differenced between heartbeats, is the fleet's

@@ -86,12 +86,12 @@ func (o *overview) View() string {
 
 	// Totals by status.
 	var parts []string
-	for _, st := range queue.Statuses {
+	for _, st := range s.Counted {
 		parts = append(parts, fmt.Sprintf("%s %s", o.st.status(st), count(s.ByStatus[st])))
 	}
 	b.WriteString(o.st.Header.Render("Tasks") + "  " + strings.Join(parts, "  "))
 	if s.Partial {
-		b.WriteString(o.st.Dim.Render("  (still counting)"))
+		b.WriteString(o.st.Dim.Render("  (lower bounds: large backlog)"))
 	}
 	b.WriteString("\n")
 	waiting := "nothing waiting"

@@ -172,7 +172,7 @@ func (w *Worker) finish(ctx context.Context, rt *runningTask, log *slog.Logger, 
 				return w.q.Complete(ctx, l, out)
 			})
 			if err == nil {
-				w.completed.Add(1)
+				w.countFinish(1, 0)
 				log.Info("task completed (a cancel was requested but the handler had finished)", "took", took.String(), "status", statusOf(t))
 				w.observer().Finished(rt.typ, OutcomeCompleted, took)
 				return
@@ -210,7 +210,7 @@ func (w *Worker) finish(ctx context.Context, rt *runningTask, log *slog.Logger, 
 			w.logWriteErr(log, "complete", err)
 			return
 		}
-		w.completed.Add(1)
+		w.countFinish(1, 0)
 		log.Info("task completed", "took", took.String(), "status", statusOf(t))
 		w.observer().Finished(rt.typ, OutcomeCompleted, took)
 		return
@@ -248,7 +248,7 @@ func (w *Worker) finish(ctx context.Context, rt *runningTask, log *slog.Logger, 
 		return
 	}
 	if op != "reschedule" {
-		w.failed.Add(1)
+		w.countFinish(0, 1)
 	}
 	switch {
 	case op == "reschedule":

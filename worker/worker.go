@@ -56,6 +56,7 @@ type Worker struct {
 
 	completed atomic.Int64
 	failed    atomic.Int64
+	recent    queue.MinuteCounter // finishes by minute, for the heartbeat
 
 	handlerBase context.Context
 
@@ -384,10 +385,19 @@ func (w *Worker) info() *queue.WorkerInfo {
 		Concurrency:    w.opts.Concurrency,
 		TasksCompleted: w.completed.Load(),
 		TasksFailed:    w.failed.Load(),
+		Recent:         w.recent.Snapshot(w.clock.Now()),
 		Host:           w.host,
 		PID:            os.Getpid(),
 		Version:        w.opts.Version,
 	}
+}
+
+// countFinish counts finished attempts (for the totals and the per-minute
+// counts of the heartbeat).
+func (w *Worker) countFinish(completed, failed int) {
+	w.completed.Add(int64(completed))
+	w.failed.Add(int64(failed))
+	w.recent.Add(w.clock.Now(), completed, failed)
 }
 
 // Heartbeat writes the registry record now.

@@ -109,6 +109,7 @@ type Stats struct {
 	At                   time.Time                       `json:"at"`
 	Total                int                             `json:"total"`
 	ByStatus             map[queue.Status]int            `json:"by_status"`
+	Counted              []queue.Status                  `json:"counted"` // statuses whose counts are real (see queue.Stats)
 	ByShard              map[string]map[queue.Status]int `json:"by_shard"`
 	ByType               map[string]map[queue.Status]int `json:"by_type"`
 	Delayed              int                             `json:"delayed"`
@@ -122,7 +123,7 @@ type Stats struct {
 // StatsOf converts task counts and judged workers.
 func StatsOf(st queue.Stats, health []monitor.WorkerHealth) Stats {
 	out := Stats{
-		At: st.At, Total: st.Total, ByStatus: st.ByStatus, ByShard: st.ByShard, ByType: st.ByType,
+		At: st.At, Total: st.Total, ByStatus: st.ByStatus, Counted: st.Counted, ByShard: st.ByShard, ByType: st.ByType,
 		Delayed: st.Delayed, OldestPendingSeconds: st.OldestPendingAge.Seconds(), Recent: st.Recent,
 		Partial: st.Partial, Malformed: MalformedOf(st.Malformed),
 		Workers: map[monitor.State]int{monitor.Active: 0, monitor.Stale: 0, monitor.Dead: 0},
