@@ -132,7 +132,7 @@ func TestPayloadOffload(t *testing.T) {
 		task, created, err := q.Submit(b.ctx, queue.SubmitRequest{Type: "o", Input: big, IdempotencyKey: "k1"})
 		require.NoError(t, err)
 		require.True(t, created)
-		requireCounts(t, "offloaded submit", before, b.counts(), map[store.Op]int64{store.OpPut: 3})
+		requireCounts(t, "offloaded keyed submit", before, b.counts(), map[store.Op]int64{store.OpPut: 4}) // marker, input, entry, task
 		require.Nil(t, task.Input)
 		require.NotNil(t, task.InputRef)
 		require.Equal(t, queue.DataKey(task.Shard, task.ID, "input"), task.InputRef.Key)

@@ -1,9 +1,12 @@
 package queue
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -11,26 +14,45 @@ import (
 
 // Key layout (see doc.go for what each object means).
 const (
-	ConfigKey        = "queue.json"
-	TasksPrefix      = "tasks/"
-	ReadyPrefix      = "ready/"
-	LeasesPrefix     = "leases/"
-	DeadPrefix       = "dead/"
-	WorkersPrefix    = "workers/"
-	ShardLeasePrefix = "shard-leases/"
-	MonitorPrefix    = "monitor/"
-	MonitorLeaderKey = "monitor/leader.json"
-	SweepStateKey    = "monitor/sweep.json"
-	ControlKey       = "control.json"
-	SchedulesPrefix  = "schedules/"
-	DataPrefix       = "data/"
+	ConfigKey         = "queue.json"
+	TasksPrefix       = "tasks/"
+	ReadyPrefix       = "ready/"
+	LeasesPrefix      = "leases/"
+	DeadPrefix        = "dead/"
+	WorkersPrefix     = "workers/"
+	ShardLeasePrefix  = "shard-leases/"
+	MonitorPrefix     = "monitor/"
+	MonitorLeaderKey  = "monitor/leader.json"
+	SweepStateKey     = "monitor/sweep.json"
+	ControlKey        = "control.json"
+	SchedulesPrefix   = "schedules/"
+	DataPrefix        = "data/"
+	IdempotencyPrefix = "idempotency/"
 )
+
+// IdempotencyKey is the key of the marker that binds an idempotency key
+// to the task it made: "idempotency/{h[:2]}/{h}.json", h the hex SHA-256
+// of type NUL key (the first two characters spread the markers over 256
+// prefixes).
+func IdempotencyKey(taskType, key string) string {
+	sum := sha256.Sum256([]byte(taskType + "\x00" + key))
+	h := hex.EncodeToString(sum[:])
+	return IdempotencyPrefix + h[:2] + "/" + h + ".json"
+}
 
 // msDigits is the fixed width of the millisecond timestamps in index keys:
 // 13 digits cover 1970..2286, so lexicographic order is time order.
 const msDigits = 13
 
 const maxMS = 9999999999999
+
+// newID is the id of a task created at now (Options.NewID, or NewIDAt).
+func (q *Queue) newID(now time.Time) uuid.UUID {
+	if q.idSource != nil {
+		return q.idSource(now)
+	}
+	return NewIDAt(now)
+}
 
 // NewID returns a fresh task id: a UUIDv7, whose first 48 bits are the
 // Unix time in milliseconds, so ids (and task keys within a shard) sort by
@@ -39,8 +61,10 @@ func NewID() uuid.UUID { return uuid.Must(uuid.NewV7()) }
 
 // NewIDAt returns a UUIDv7 for creation time t (random otherwise), for
 // tools that write tasks with a past creation time (imports, benchmarks).
-func NewIDAt(t time.Time) uuid.UUID {
-	id := uuid.New() // random bits; the time and version are set below
+func NewIDAt(t time.Time) uuid.UUID { return stampV7(uuid.New(), t) }
+
+// stampV7 turns random bits into a UUIDv7 of time t.
+func stampV7(id uuid.UUID, t time.Time) uuid.UUID {
 	ms := uint64(max(t.UnixMilli(), 0))
 	for i := 0; i < 6; i++ {
 		id[i] = byte(ms >> (40 - 8*i))
@@ -329,4 +353,33 @@ func allShards(n int) []string {
 		out = next
 	}
 	return out
+}
+
+// SequentialIDs returns an id source for Options.NewID that gives the same
+// ids in the same order every run (UUIDv7 of the creation time, the random
+// bits drawn from seed and a counter): for tests and reproducible demos.
+func SequentialIDs(seed string) func(time.Time) uuid.UUID {
+	var mu sync.Mutex
+	n := 0
+	return func(at time.Time) uuid.UUID {
+		mu.Lock()
+		n++
+		sum := sha256.Sum256([]byte(fmt.Sprintf("%s/%d", seed, n)))
+		mu.Unlock()
+		var id uuid.UUID
+		copy(id[:], sum[:16])
+		return stampV7(id, at)
+	}
+}
+
+// ShortID is the 8 characters that tell tasks apart at a glance: the
+// random tail of a time-ordered (v7) id (its first characters are the
+// clock, the same for every task of the same minute), the head of any
+// other.
+func ShortID(id uuid.UUID) string {
+	s := id.String()
+	if id.Version() == 7 {
+		return s[len(s)-8:]
+	}
+	return s[:8]
 }

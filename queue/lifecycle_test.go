@@ -3,6 +3,7 @@ package queue_test
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -454,7 +455,7 @@ func TestOperatorActions(t *testing.T) {
 		require.Equal(t, "bad input", got.LastError)
 
 		// Missing task.
-		_, err = b.q.Cancel(b.ctx, queue.IDForKey("x", "missing"), "")
+		_, err = b.q.Cancel(b.ctx, queue.NewID(), "")
 		require.ErrorIs(t, err, queue.ErrNotFound)
 		require.ErrorIs(t, err, store.ErrNotFound)
 	})
@@ -465,22 +466,30 @@ func TestIdempotencyKeys(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
 		b := setup(t, be)
 		req := queue.SubmitRequest{Type: "charge", Input: json.RawMessage(`{"amount": 5, "user": "u1"}`), IdempotencyKey: "order-17"}
+		before := b.counts()
 		first, created, err := b.q.Submit(b.ctx, req)
 		require.NoError(t, err)
 		require.True(t, created)
-		require.Equal(t, queue.IDForKey("charge", "order-17"), first.ID)
+		requireCounts(t, "keyed submit", before, b.counts(), map[store.Op]int64{store.OpPut: 3})
+		id, err := b.q.LookupKey(b.ctx, "charge", "order-17")
+		require.NoError(t, err)
+		require.Equal(t, first.ID, id)
+		_, ok := queue.IDTime(first.ID)
+		require.True(t, ok, "a keyed task has a time-ordered id like any other")
 		require.Equal(t, "order-17", first.IdempotencyKey)
+		_, err = b.q.LookupKey(b.ctx, "charge", "order-18")
+		require.ErrorIs(t, err, queue.ErrNotFound)
 
 		// Same key, same input (other key order and spacing): the first task.
 		req.Input = json.RawMessage(`{"user":"u1","amount":5}`)
-		before := b.counts()
+		before = b.counts()
 		again, created, err := b.q.Submit(b.ctx, req)
 		require.NoError(t, err)
 		require.False(t, created)
 		require.Equal(t, first.ID, again.ID)
 		require.Equal(t, first.RequestID, again.RequestID)
-		require.Equal(t, int64(1), b.counts().Sub(before).OK[store.OpGet])
-		require.Len(t, b.keys(t, queue.ReadyPrefix), 1)
+		require.Equal(t, int64(2), b.counts().Sub(before).OK[store.OpGet], "the marker, then the task")
+		require.Equal(t, []string{queue.ReadyKey(first)}, b.keys(t, queue.ReadyPrefix), "a pending duplicate's entry is written again")
 
 		// The duplicate still finds the task after it moved on.
 		l := b.claim(t, first, "w1")
@@ -491,16 +500,31 @@ func TestIdempotencyKeys(t *testing.T) {
 		_, err = b.q.Complete(b.ctx, l, nil)
 		require.NoError(t, err)
 
-		// Same key, different input: a clear mismatch, nothing left written
-		// (the ready entry a submit writes first is removed again).
+		// Same key, different input: a clear mismatch, nothing written.
 		req.Input = json.RawMessage(`{"amount": 6, "user": "u1"}`)
 		before = b.counts()
 		_, _, err = b.q.Submit(b.ctx, req)
 		require.ErrorIs(t, err, queue.ErrIdempotencyMismatch)
 		require.Contains(t, err.Error(), "order-17")
-		d := b.counts().Sub(before)
-		require.Equal(t, d.OK[store.OpPut], d.OK[store.OpDelete], "the entry written first is removed again: %s", d)
+		require.Zero(t, b.counts().Sub(before).OK[store.OpPut])
 		require.Empty(t, b.keys(t, queue.ReadyPrefix))
+
+		// A submit that died between its marker and its task is finished
+		// by the retry, under the id the marker gave out.
+		b.s.set(func(f *faultStore) {
+			f.failPut = func(k string) bool { return strings.HasPrefix(k, queue.TasksPrefix) }
+		})
+		crash := queue.SubmitRequest{Type: "charge", IdempotencyKey: "order-99"}
+		_, _, err = b.q.Submit(b.ctx, crash)
+		require.Error(t, err)
+		b.s.set(func(f *faultStore) { f.failPut = nil })
+		id, err = b.q.LookupKey(b.ctx, "charge", "order-99")
+		require.NoError(t, err)
+		retried, created, err := b.q.Submit(b.ctx, crash)
+		require.NoError(t, err)
+		require.True(t, created)
+		require.Equal(t, id, retried.ID)
+		require.Contains(t, b.keys(t, queue.ReadyPrefix), queue.ReadyKey(retried))
 
 		// Same key, other type: another task.
 		req.Type = "refund"

@@ -28,6 +28,10 @@ type Options struct {
 	// outputs are stored under data/ (default DefaultOffloadThreshold;
 	// negative: never offload).
 	OffloadThreshold int
+	// NewID makes the id of a task created at the given time (default
+	// NewIDAt). It must return a UUIDv7 for that time and never repeat;
+	// tests set it for reproducible ids.
+	NewID func(createdAt time.Time) uuid.UUID
 	// Rand drives backoff jitter. Default: seeded from the time. The queue
 	// serialises its use, so it may be shared with nobody else.
 	Rand *rand.Rand
@@ -45,6 +49,8 @@ type Queue struct {
 
 	rndMu sync.Mutex
 	rnd   *rand.Rand
+
+	idSource func(time.Time) uuid.UUID
 }
 
 // Open reads queue.json and returns a handle. ErrNotInitialized when the
@@ -68,7 +74,7 @@ func Open(ctx context.Context, s store.Store, opts Options) (*Queue, error) {
 }
 
 func newQueue(s store.Store, cfg Config, opts Options) *Queue {
-	q := &Queue{s: s, cfg: cfg, shards: allShards(cfg.ShardChars), clock: opts.Clock, log: opts.Logger, rnd: opts.Rand}
+	q := &Queue{s: s, cfg: cfg, shards: allShards(cfg.ShardChars), clock: opts.Clock, log: opts.Logger, rnd: opts.Rand, idSource: opts.NewID}
 	if q.clock == nil {
 		q.clock = store.ServerClock(s)
 	}

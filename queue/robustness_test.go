@@ -104,7 +104,7 @@ func TestIndexOrphansAreHarmless(t *testing.T) {
 		require.Empty(t, b.keys(t, queue.ReadyPrefix))
 
 		// A ready entry for a task that never existed.
-		ghost := queue.IDForKey("orphan", "ghost")
+		ghost := queue.NewID()
 		ghostKey := fmt.Sprintf("ready/%s/%013d/orphan/normal/%s", b.q.ShardOf(ghost), b.clock.Now().UnixMilli(), ghost)
 		_, err = b.raw.Put(b.ctx, ghostKey, nil, store.Condition{})
 		require.NoError(t, err)

@@ -14,18 +14,66 @@ import (
 	"github.com/qo-queue/qo/store"
 )
 
-// idempotencyNamespace scopes the deterministic ids derived from
-// idempotency keys (uuid.NewSHA1(namespace, type + "\x00" + key)). Never
-// change it: ids already in buckets depend on it.
-var idempotencyNamespace = uuid.MustParse("5b0e8f7e-2f44-4c5e-9f0c-7a1d3c6b9e21")
-
 // MaxIdempotencyKeyLen bounds idempotency keys.
 const MaxIdempotencyKeyLen = 256
 
-// IDForKey returns the task id a submit with this type and idempotency key
-// gets, so callers can look the task up without submitting.
-func IDForKey(taskType, key string) uuid.UUID {
-	return uuid.NewSHA1(idempotencyNamespace, []byte(taskType+"\x00"+key))
+// idempotencyRecord is the body of an idempotency marker (see doc.go,
+// "Idempotency keys"): which task a (type, key) pair made.
+type idempotencyRecord struct {
+	Format    int       `json:"format"`
+	TaskID    uuid.UUID `json:"task_id"`
+	TaskType  string    `json:"task_type"`
+	Key       string    `json:"idempotency_key"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// LookupKey returns the id of the task a submit with this type and
+// idempotency key made (1 GET). ErrNotFound when none did.
+func (q *Queue) LookupKey(ctx context.Context, taskType, key string) (uuid.UUID, error) {
+	rec, err := q.readMarker(ctx, IdempotencyKey(taskType, key))
+	if err != nil {
+		return uuid.Nil, fmt.Errorf("look up idempotency key %q: %w", key, err)
+	}
+	return rec.TaskID, nil
+}
+
+func (q *Queue) readMarker(ctx context.Context, key string) (idempotencyRecord, error) {
+	var rec idempotencyRecord
+	obj, err := q.s.Get(ctx, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return rec, fmt.Errorf("%w (%w)", ErrNotFound, err)
+	}
+	if err != nil {
+		return rec, err
+	}
+	if err := json.Unmarshal(obj.Body, &rec); err != nil || rec.Format != FormatVersion || rec.TaskID == uuid.Nil {
+		return rec, &MalformedError{Key: key, Err: fmt.Errorf("not an idempotency record (%v)", err)}
+	}
+	return rec, nil
+}
+
+// claimKey binds an idempotency key to t.ID with a create-only PUT of its
+// marker, or finds the task the key was bound to before: it returns that
+// id (t.ID when the key is new).
+func (q *Queue) claimKey(ctx context.Context, t *Task) (uuid.UUID, error) {
+	key := IdempotencyKey(t.Type, t.IdempotencyKey)
+	body, err := json.Marshal(idempotencyRecord{Format: FormatVersion, TaskID: t.ID, TaskType: t.Type, Key: t.IdempotencyKey, CreatedAt: t.CreatedAt})
+	if err != nil {
+		return uuid.Nil, err
+	}
+	_, perr := q.s.Put(ctx, key, body, store.CreateOnly)
+	if perr == nil {
+		return t.ID, nil
+	}
+	if isDefinite(perr) {
+		return uuid.Nil, fmt.Errorf("write idempotency marker: %w", perr)
+	}
+	// Taken, or an outcome we cannot know: the marker says who owns the key.
+	rec, err := q.readMarker(ctx, key)
+	if err != nil {
+		return uuid.Nil, fmt.Errorf("write idempotency marker: %w (re-read: %w)", perr, err)
+	}
+	return rec.TaskID, nil
 }
 
 // SubmitRequest describes a new task. Zero values take the defaults.
@@ -38,8 +86,8 @@ type SubmitRequest struct {
 	MaxRetries  *int         // default 3; 0 means one attempt only
 	RetryPolicy *RetryPolicy // default DefaultRetryPolicy
 	AvailableAt time.Time    // zero: now; later: a delayed task
-	// IdempotencyKey, when set, derives the task id from (type, key): a
-	// second submit with the same pair returns the first task.
+	// IdempotencyKey, when set, makes the submit idempotent per (type,
+	// key): a second submit with the same pair returns the first task.
 	IdempotencyKey string
 	// Priority is the task's level ("" is normal).
 	Priority Priority
@@ -48,14 +96,33 @@ type SubmitRequest struct {
 	ExpiresAt time.Time
 }
 
-// Submit creates a pending task: a create-only PUT of the task object, then
-// the ready index entry (2 PUTs). With an idempotency key, a duplicate
-// returns the existing task and created=false; the same key with another
-// input is ErrIdempotencyMismatch.
+// Submit creates a pending task: its ready entry, then a create-only PUT
+// of the task object (2 PUTs). With an idempotency key, a create-only PUT
+// of the key's marker comes first (1 PUT more); a duplicate returns the
+// existing task and created=false; the same key with another input is
+// ErrIdempotencyMismatch.
 func (q *Queue) Submit(ctx context.Context, req SubmitRequest) (*Task, bool, error) {
 	t, err := q.newTask(req)
 	if err != nil {
 		return nil, false, fmt.Errorf("submit: %w", err)
+	}
+	if t.IdempotencyKey != "" {
+		id, err := q.claimKey(ctx, t)
+		if err != nil {
+			return nil, false, fmt.Errorf("submit: %w", err)
+		}
+		if id != t.ID {
+			existing, _, err := q.getTask(ctx, id)
+			switch {
+			case err == nil:
+				return q.duplicate(ctx, existing, t, t.Input)
+			case !errors.Is(err, ErrNotFound):
+				return nil, false, fmt.Errorf("submit: %w", err)
+			}
+			// The key's first submit died between its marker and its
+			// task: finish it under the id the marker gave out.
+			t.ID, t.Shard = id, q.ShardOf(id)
+		}
 	}
 	if err := ValidateTransition(nil, t); err != nil {
 		return nil, false, fmt.Errorf("submit: %w", err)
@@ -82,30 +149,37 @@ func (q *Queue) Submit(ctx context.Context, req SubmitRequest) (*Task, bool, err
 		}
 		existing := stale.current
 		q.dropEntries(ctx, []string{ready}, existing)
-		if existing != nil && existing.Status == StatusPending && req.IdempotencyKey != "" {
-			// A duplicate of a pending task: its entry was written before
-			// it, but make sure (one PUT; a submit retried after a crash
-			// must leave the task claimable).
-			q.putIndex(ctx, ReadyKey(existing))
-		}
 		if existing == nil {
 			return nil, false, fmt.Errorf("submit task %s: %w (create refused but no object found; the key may hold a delete marker)", t.ID, ErrConflict)
 		}
 		if req.IdempotencyKey == "" {
 			return nil, false, fmt.Errorf("submit task %s: %w (id already taken)", t.ID, ErrConflict)
 		}
-		if !sameInput(existing, input) {
-			shown := string(existing.Input)
-			if existing.InputRef != nil {
-				shown = fmt.Sprintf("of %d bytes in %s", existing.InputRef.Bytes, existing.InputRef.Key)
-			}
-			return existing, false, fmt.Errorf("submit: %w: key %q already made task %s with input %s",
-				ErrIdempotencyMismatch, req.IdempotencyKey, existing.ID, truncate(shown, 200))
-		}
-		return existing, false, nil
+		return q.duplicate(ctx, existing, t, input)
 	}
 	q.landed(ctx, []string{ready}, nil, entryAt)
 	return t, true, nil
+}
+
+// duplicate answers a submit whose idempotency key already made existing:
+// the existing task (created=false), or ErrIdempotencyMismatch when the
+// inputs differ. A pending duplicate gets its ready entry written again (1
+// PUT; it was written before the task, so this only matters when the
+// first submit's entry was lost to damage): retrying a submit always
+// leaves the task claimable.
+func (q *Queue) duplicate(ctx context.Context, existing, t *Task, input json.RawMessage) (*Task, bool, error) {
+	if !sameInput(existing, input) {
+		shown := string(existing.Input)
+		if existing.InputRef != nil {
+			shown = fmt.Sprintf("of %d bytes in %s", existing.InputRef.Bytes, existing.InputRef.Key)
+		}
+		return existing, false, fmt.Errorf("submit: %w: key %q already made task %s with input %s",
+			ErrIdempotencyMismatch, t.IdempotencyKey, existing.ID, truncate(shown, 200))
+	}
+	if existing.Status == StatusPending {
+		q.putIndex(ctx, ReadyKey(existing))
+	}
+	return existing, false, nil
 }
 
 // sameInput reports whether a task's input is the (compacted) JSON input.
@@ -158,15 +232,12 @@ func (q *Queue) newTask(req SubmitRequest) (*Task, error) {
 	if len(req.IdempotencyKey) > MaxIdempotencyKeyLen {
 		return nil, invalidInput("idempotency key is %d bytes long (at most %d)", len(req.IdempotencyKey), MaxIdempotencyKeyLen)
 	}
-	id := NewID()
-	if req.IdempotencyKey != "" {
-		id = IDForKey(req.Type, req.IdempotencyKey)
-	}
+	now := q.Now()
+	id := q.newID(now)
 	prio, err := ParsePriority(string(req.Priority))
 	if err != nil {
 		return nil, err
 	}
-	now := q.Now()
 	avail := now
 	if !req.AvailableAt.IsZero() {
 		avail = req.AvailableAt.UTC().Truncate(time.Millisecond)

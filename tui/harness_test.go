@@ -51,7 +51,7 @@ func newHarness(t *testing.T, s store.Store, opts Options) *harness {
 	if _, err := queue.Init(ctx, s, 1); err != nil && !strings.Contains(err.Error(), "already") {
 		require.NoError(t, err)
 	}
-	q, err := queue.Open(ctx, s, queue.Options{Clock: clock})
+	q, err := queue.Open(ctx, s, queue.Options{Clock: clock, NewID: queue.SequentialIDs("console")})
 	require.NoError(t, err)
 	h := &harness{t: t, ctx: ctx, q: q, raw: s, clock: clock, ids: map[string]*queue.Task{}}
 	h.newModel(opts)
@@ -162,10 +162,15 @@ func (h *harness) seed() *harness {
 		h.ids[name] = got
 	}
 	now := h.clock.Now()
+	var recent queue.MinuteCounter
+	for i, n := range []int{3, 5, 2, 8, 6} {
+		recent.Add(now.Add(time.Duration(i-4)*time.Minute), n, i%2)
+	}
 	reqs := store.Counts{OK: map[store.Op]int64{store.OpPut: 100, store.OpGet: 50, store.OpList: 20}}
 	for _, w := range []queue.WorkerInfo{
 		{ID: "worker-a", StartedAt: now.Add(-time.Hour), LastHeartbeat: now.Add(-5 * time.Second), CurrentTasks: []string{running.ID.String()},
-			Types: []string{"send_email", "resize_image"}, Concurrency: 4, TasksCompleted: 41, TasksFailed: 2, Host: "node-1", PID: 4242, Version: "v1.2.3", Requests: &reqs},
+			Types: []string{"send_email", "resize_image"}, Concurrency: 4, TasksCompleted: 41, TasksFailed: 2, Host: "node-1", PID: 4242, Version: "v1.2.3", Requests: &reqs,
+			Recent: recent.Snapshot(now)},
 		{ID: "worker-b", StartedAt: now.Add(-2 * time.Hour), LastHeartbeat: now.Add(-90 * time.Second), Shards: []string{"0", "1"}, Concurrency: 2, TasksCompleted: 7, Host: "node-2", PID: 17},
 		{ID: "worker-gone", StartedAt: now.Add(-24 * time.Hour), LastHeartbeat: now.Add(-20 * time.Minute), Concurrency: 1, Host: "node-3", PID: 9},
 	} {
@@ -207,7 +212,7 @@ func (h *harness) features() *harness {
 		Input: json.RawMessage(`{"to":"ops@example.com"}`), ExpiresAt: h.clock.Now().Add(10 * time.Minute)})
 	require.NoError(t, err)
 	h.ids["urgent"] = urgent
-	small, err := queue.Open(h.ctx, h.raw, queue.Options{Clock: h.clock, OffloadThreshold: 16})
+	small, err := queue.Open(h.ctx, h.raw, queue.Options{Clock: h.clock, OffloadThreshold: 16, NewID: queue.SequentialIDs("console-offload")})
 	require.NoError(t, err)
 	big, _, err := small.Submit(h.ctx, queue.SubmitRequest{Type: "bulk_import", IdempotencyKey: "big",
 		Input: json.RawMessage(`{"rows":["alpha","beta","gamma"]}`)})

@@ -135,10 +135,9 @@ func (o *overview) View() string {
 
 	b.WriteString(o.shardGrid())
 
+	// Counts come from the indexes, so malformed task objects show where
+	// they are met (the task list); malformed worker entries show here.
 	var warn []string
-	if n := len(s.Malformed); n > 0 {
-		warn = append(warn, fmt.Sprintf("%d malformed task object(s) skipped, e.g. %s: %v", n, s.Malformed[0].Key, s.Malformed[0].Err))
-	}
 	if n := len(o.badWorker); n > 0 {
 		warn = append(warn, fmt.Sprintf("%d malformed worker entr(ies) skipped, e.g. %s", n, o.badWorker[0].Key))
 	}

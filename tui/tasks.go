@@ -86,7 +86,7 @@ func (t *tasks) visible() []*queue.Task {
 	}
 	var out []*queue.Task
 	for _, task := range t.page.Tasks {
-		if strings.HasPrefix(task.ID.String(), t.idPrefix) {
+		if id := task.ID.String(); strings.HasPrefix(id, t.idPrefix) || strings.HasPrefix(queue.ShortID(task.ID), t.idPrefix) {
 			out = append(out, task)
 		}
 	}
@@ -238,6 +238,9 @@ func (t *tasks) filterLine() string {
 		status = "status: " + string(t.status)
 	}
 	parts := []string{shard, status}
+	if !t.page.Since.IsZero() {
+		parts = append(parts, "created since "+t.page.Since.Format("Jan 2 15:04"))
+	}
 	if t.typ != "" {
 		parts = append(parts, "type: "+t.typ)
 	}
@@ -279,7 +282,7 @@ func (t *tasks) View(now time.Time) string {
 	}
 	for i := t.offset; i < len(v) && i < t.offset+rows; i++ {
 		task := v[i]
-		line := fmt.Sprintf("%-8s %s %-6s %s %4d %-10s %s", task.ID.String()[:8], fit(task.Type, typeW), task.Priority,
+		line := fmt.Sprintf("%-8s %s %-6s %s %4d %-10s %s", queue.ShortID(task.ID), fit(task.Type, typeW), task.Priority,
 			fit(t.st.status(task.Status), 10), task.Attempt, ago(task.UpdatedAt, now), when(task, now))
 		if i == t.sel {
 			b.WriteString(t.st.Selected.Render(fit("> "+line, t.w)))

@@ -533,7 +533,7 @@ func (m *Model) View() string {
 		}
 	}
 	if m.screen == scrDetail {
-		tabs = append(tabs, m.st.TabOn.Render("› task "+m.detailID.String()[:8]))
+		tabs = append(tabs, m.st.TabOn.Render("› task "+queue.ShortID(m.detailID)))
 	}
 	b.WriteString(cut(strings.Join(tabs, "  "), m.w) + "\n")
 
