@@ -416,16 +416,18 @@ func TestCountsLine(t *testing.T) {
 		return map[queue.Status]int{queue.StatusPending: p, queue.StatusRunning: r, queue.StatusCompleted: c,
 			queue.StatusFailed: f, queue.StatusCancelled: x, queue.StatusArchived: a}
 	}
+	recent := []queue.MinuteCount{{Completed: 3, Failed: 1}, {Completed: 2}}
 	tests := []struct {
 		name  string
 		stats queue.Stats
 		want  string
 	}{
-		{"empty", queue.Stats{ByStatus: by(0, 0, 0, 0, 0, 0)}, "pending 0  running 0  completed 0  failed 0"},
-		{"delayed", queue.Stats{ByStatus: by(2, 1, 1, 1, 0, 0), Delayed: 1}, "pending 2 (1 later)  running 1  completed 1  failed 1"},
-		{"cancelled and archived only when present", queue.Stats{ByStatus: by(0, 0, 3, 0, 1, 2)},
-			"pending 0  running 0  completed 3  failed 0  cancelled 1  archived 2"},
-		{"partial", queue.Stats{ByStatus: by(1, 0, 0, 0, 0, 0), Partial: true}, "pending 1  running 0  completed 0  failed 0  (counting...)"},
+		{"empty", queue.Stats{ByStatus: by(0, 0, 0, 0, 0, 0), Recent: make([]queue.MinuteCount, 15)},
+			"pending 0  running 0  failed 0  |  last 15m: completed 0, failed 0"},
+		{"delayed", queue.Stats{ByStatus: by(2, 1, 1, 1, 0, 0), Delayed: 1, Recent: recent},
+			"pending 2 (1 later)  running 1  failed 1  |  last 2m: completed 5, failed 1"},
+		{"partial", queue.Stats{ByStatus: by(1, 0, 0, 0, 0, 0), Partial: true, Recent: recent},
+			"pending 1  running 0  failed 0  |  last 2m: completed 5, failed 1  (lower bounds)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

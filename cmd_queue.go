@@ -24,6 +24,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -107,6 +108,9 @@ func openQueueLogged(c *cli.Context, log *slog.Logger) (*queue.Queue, error) {
 	q, err := queue.Open(c.Context, s, queue.Options{Logger: log})
 	if errors.Is(err, queue.ErrNotInitialized) {
 		return nil, fmt.Errorf("bucket %q holds no qo queue (no queue.json): run 'qo init' first: %w", connString(c, "bucket"), queue.ErrNotInitialized)
+	}
+	if errors.Is(err, queue.ErrLayoutOutdated) {
+		return nil, fmt.Errorf("bucket %q: %w", connString(c, "bucket"), err)
 	}
 	return q, err
 }
@@ -723,21 +727,54 @@ func dash(s string) string {
 
 // --- list -------------------------------------------------------------------
 
+// parseSince reads --since: an age ("90m", "1h", "7d") before now, or an
+// RFC 3339 time.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	age, err := parseAge(s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("want an age such as 30m, 1h or 7d, or an RFC 3339 time such as 2026-01-02T15:04:05Z")
+	}
+	return now.Add(-age), nil
+}
+
+// parseAge is time.ParseDuration plus whole days ("7d").
+func parseAge(s string) (time.Duration, error) {
+	if d, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(d)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("bad number of days %q", d)
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("bad age %q", s)
+	}
+	return d, nil
+}
+
 func listCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "list",
 		Usage:     "list tasks, one page at a time",
-		UsageText: "qo list [--shard S] [--status STATUS] [--type TYPE] [--limit N] [--cursor C] [--json]",
-		Description: `Pending and running tasks come from the ready and lease indexes; other
-statuses are found by scanning the task objects shard by shard. Without
---status every task but archived ones is listed. A page may hold fewer tasks
-than --limit and still have more after it: pass the printed cursor back with
---cursor. Objects that cannot be decoded are reported on stderr and skipped.
---json prints {"tasks": [task...], "next_cursor", "malformed": [{"key",
-"error"}], "stale_index_entries": [key...]}.
+		UsageText: "qo list [--shard S] [--status STATUS] [--type TYPE] [--since AGE|TIME] [--limit N] [--cursor C] [--json]",
+		Description: `Pending, running and failed tasks (the dead letters, newest failure first)
+come from their indexes, whatever their age. Every other status, and a list
+without --status (every task but archived ones), shows the tasks CREATED in a
+window, newest first: the last 24 hours, or since --since (a duration such as
+1h or 7d, or an RFC 3339 time). Either way a page costs what it shows, not the
+size of the bucket's history. A page may hold fewer tasks than --limit and
+still have more after it: pass the printed cursor back with --cursor. Objects
+that cannot be decoded are reported on stderr and skipped. --json prints
+{"tasks": [task...], "next_cursor", "since", "malformed": [{"key", "error"}],
+"stale_index_entries": [key...]}.
 
 Examples:
   qo list --status failed
+  qo list --status completed --since 1h
   qo list --status pending --type send_email --limit 20
   qo list --shard a --json | jq -r '.tasks[].id'`,
 		Flags: []cli.Flag{
@@ -746,6 +783,7 @@ Examples:
 			&cli.StringFlag{Name: "type", Usage: "only tasks of this `TYPE`"},
 			&cli.IntFlag{Name: "limit", Value: queue.DefaultListLimit, Usage: fmt.Sprintf("tasks per page (at most %d)", queue.MaxListLimit)},
 			&cli.StringFlag{Name: "cursor", Usage: "continue after the page that printed this `CURSOR`"},
+			&cli.StringFlag{Name: "since", Usage: "window of the statuses not served by an index: tasks created in the last `AGE` (1h, 7d) or since a TIME (RFC 3339); default 24h"},
 			jsonFlag(),
 		},
 		Action: func(c *cli.Context) error {
@@ -753,6 +791,13 @@ Examples:
 				return err
 			}
 			qry := queue.ListQuery{Shard: c.String("shard"), Type: c.String("type"), Limit: c.Int("limit"), Cursor: c.String("cursor")}
+			if s := c.String("since"); s != "" {
+				since, err := parseSince(s, time.Now())
+				if err != nil {
+					return usageError("--since %q: %v", s, err)
+				}
+				qry.Since = since
+			}
 			if s := c.String("status"); s != "" {
 				st, err := queue.ParseStatus(s)
 				if err != nil {

@@ -82,7 +82,11 @@ func (b *bundle) counts() store.Counts { return b.s.Requests().Snapshot() }
 
 type setupOpts struct {
 	shardChars int
+	ids        string // seed of reproducible task ids ("": random)
 }
+
+// withIDs gives the queue reproducible task ids (queue.SequentialIDs).
+func withIDs(seed string) func(*setupOpts) { return func(o *setupOpts) { o.ids = seed } }
 
 // setup initialises a queue on a fresh store of backend be.
 func setup(t *testing.T, be storetest.Backend, opts ...func(*setupOpts)) *bundle {
@@ -98,7 +102,11 @@ func setup(t *testing.T, be storetest.Backend, opts ...func(*setupOpts)) *bundle
 	clock := newFakeClock()
 	_, err := queue.Init(ctx, raw, o.shardChars)
 	require.NoError(t, err)
-	q, err := queue.Open(ctx, fs, queue.Options{Clock: clock, Rand: rand.New(rand.NewSource(1))})
+	qo := queue.Options{Clock: clock, Rand: rand.New(rand.NewSource(1))}
+	if o.ids != "" {
+		qo.NewID = queue.SequentialIDs(o.ids)
+	}
+	q, err := queue.Open(ctx, fs, qo)
 	require.NoError(t, err)
 	return &bundle{ctx: ctx, q: q, s: fs, raw: raw, clock: clock}
 }

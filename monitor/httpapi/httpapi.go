@@ -296,7 +296,7 @@ func (a *api) getWorkers(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// listQuery reads ?status=&type=&shard=&cursor=&limit=.
+// listQuery reads ?status=&type=&shard=&since=&cursor=&limit=.
 func (a *api) listQuery(r *http.Request) (queue.ListQuery, error) {
 	v := r.URL.Query()
 	qry := queue.ListQuery{Type: v.Get("type"), Shard: v.Get("shard"), Cursor: v.Get("cursor")}
@@ -315,6 +315,13 @@ func (a *api) listQuery(r *http.Request) (queue.ListQuery, error) {
 	if qry.Shard != "" && !a.q.ValidShard(qry.Shard) {
 		return qry, badInput("shard %q is not a shard of this queue", qry.Shard)
 	}
+	if s := v.Get("since"); s != "" {
+		t, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			return qry, badInput("since %q: want an RFC 3339 time such as 2026-01-02T15:04:05Z", s)
+		}
+		qry.Since = t
+	}
 	if s := v.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > queue.MaxListLimit {
@@ -324,9 +331,9 @@ func (a *api) listQuery(r *http.Request) (queue.ListQuery, error) {
 	}
 	for k := range v {
 		switch k {
-		case "status", "type", "shard", "cursor", "limit":
+		case "status", "type", "shard", "since", "cursor", "limit":
 		default:
-			return qry, badInput("unknown query parameter %q (known: status, type, shard, cursor, limit)", k)
+			return qry, badInput("unknown query parameter %q (known: status, type, shard, since, cursor, limit)", k)
 		}
 	}
 	return qry, nil

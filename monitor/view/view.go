@@ -34,11 +34,17 @@ type Page struct {
 	NextCursor string        `json:"next_cursor"`
 	Malformed  []Malformed   `json:"malformed"`
 	Stale      []string      `json:"stale_index_entries"`
+	// Since is the start of the creation window of a window listing.
+	Since *time.Time `json:"since,omitempty"`
 }
 
 // PageOf converts a queue page; lists are never null.
 func PageOf(p queue.TaskPage) Page {
 	out := Page{Tasks: p.Tasks, NextCursor: p.Cursor, Malformed: MalformedOf(p.Malformed), Stale: p.Stale}
+	if !p.Since.IsZero() {
+		since := p.Since
+		out.Since = &since
+	}
 	if out.Tasks == nil {
 		out.Tasks = []*queue.Task{}
 	}

@@ -212,7 +212,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			name string
 			fn   func(ctx context.Context, b Bucket, q *queue.Queue) error
 		}{"end to end over finished tasks", func(ctx context.Context, b Bucket, q *queue.Queue) error {
-			if err := seedFinished(ctx, b, q, cfg.SeedFinished); err != nil {
+			if err := SeedFinished(ctx, b, q, Seed{Tasks: cfg.SeedFinished, FailedEvery: 100}); err != nil {
 				return err
 			}
 			e, err := endToEnd(ctx, b, q, cfg)
@@ -513,27 +513,6 @@ func idleCostPoll(ctx context.Context, b Bucket, q *queue.Queue, cfg Config, lea
 	idle.ListsPerPoll = float64(d.Total(store.OpList)) / float64(cfg.IdleWorkers) / polls
 	idle.CostPerMonth = d.Cost(cfg.Prices) / perWorker * 60 * 24 * 30
 	return idle, nil
-}
-
-// seedFinished writes n completed tasks straight into the bucket, as a
-// queue that has run for a while holds.
-func seedFinished(ctx context.Context, b Bucket, q *queue.Queue, n int) error {
-	now := q.Now()
-	return parallel(n, 64, func(int) error {
-		id := uuid.New()
-		done := now
-		t := &queue.Task{
-			Format: queue.FormatVersion, ID: id, Type: "noop", Shard: q.ShardOf(id), Status: queue.StatusCompleted,
-			AvailableAt: now, Input: json.RawMessage(`{}`), TimeoutSeconds: 60, MaxRetries: 3, RetryPolicy: queue.DefaultRetryPolicy,
-			CreatedAt: now, UpdatedAt: now, CompletedAt: &done, WorkerID: "seed", Attempt: 1, Rev: 3, RequestID: uuid.NewString(), LastEvent: queue.EventSucceeded,
-		}
-		body, err := queue.EncodeTask(t)
-		if err != nil {
-			return err
-		}
-		_, err = b.Put(ctx, q.TaskKey(id), body, store.Condition{})
-		return err
-	})
 }
 
 func percentiles(ds []time.Duration) Latency {
