@@ -101,8 +101,8 @@ func runWorkerCommand() *cli.Command {
 		&cli.Int64Flag{Name: "exec-max-output", Category: catHandler, EnvVars: []string{"QO_EXEC_MAX_OUTPUT"}, Value: worker.DefaultMaxStdout,
 			Usage: "exec handlers: stdout size limit in `BYTES` (larger output fails the task)"},
 
-		&cli.StringFlag{Name: "index-mode", Category: catPoll, EnvVars: []string{"QO_INDEX_MODE"}, Value: string(worker.Hybrid),
-			Usage: "task discovery: index-only, hybrid (index, scanning tasks/ when it looks empty for a while) or log-scan"},
+		&cli.StringFlag{Name: "index-mode", Category: catPoll, EnvVars: []string{"QO_INDEX_MODE"}, Value: string(worker.IndexOnly),
+			Usage: "task discovery: index-only; hybrid (also scans recent task objects when the index looks empty for a while: for a bucket damaged from outside) or log-scan (diagnosis)"},
 		&cli.StringFlag{Name: "poll-min", Category: catPoll, EnvVars: []string{"QO_POLL_MIN"}, Value: "100ms",
 			Usage: "idle poll interval after work (doubles while idle)"},
 		&cli.StringFlag{Name: "poll-max", Category: catPoll, EnvVars: []string{"QO_POLL_MAX"}, Value: "5s",

@@ -23,8 +23,9 @@ writer follows; the code implements exactly what is written here.
 {id} is the canonical lowercase UUID. New tasks get a UUIDv7 (NewID): its
 first 48 bits are the creation time in milliseconds, so within a shard
 task keys sort by creation time and "tasks created since T" is a listing
-that starts after T (see Listing). Idempotency keys derive a v5 id (see
-Idempotency keys); tasks of layout 1 keep their random v4 ids.
+that starts after T (see Listing). Tasks submitted with an idempotency key
+get one too (see Idempotency keys); tasks of layout 1 keep their random v4
+ids, and ids derived from idempotency keys by layout 1 (v5) keep theirs.
 
 {shard} is ShardOf(id): ShardChars hex characters, 1 (16 shards) or 2
 (256 shards), chosen once by Init and stored in queue.json; every
@@ -74,7 +75,7 @@ present in every object; absent values are null, "" or 0):
 	format              1
 	id                  task id (UUID)
 	task_type           handler name
-	shard               first ShardChars hex chars of id
+	shard               ShardOf(id): ShardChars hex chars (see Key layout)
 	status              pending | running | completed | failed | cancelled | expired | archived
 	available_at        RFC 3339 time; claimable when <= now (delay, backoff)
 	lease_expires_at    RFC 3339 time or null; running only
@@ -181,7 +182,7 @@ else with a *TransitionError (errors.Is ErrInvalidTransition) and no write.
 Checked on the version about to be written (CheckInvariants), for every
 status: format 1, rev >= 1, request_id set, timeout_seconds >= 1,
 0 <= retry_count <= max_retries, created_at <= updated_at, valid type,
-priority and retry policy, shard a prefix of id, input and input_ref not
+priority and retry policy, shard = ShardOf(id), input and input_ref not
 both set (output and output_ref likewise), output_ref only on completed or
 archived tasks. Then:
 
@@ -255,38 +256,106 @@ the worst case is that a handler runs twice (at-least-once execution),
 never that a state change is lost or applied twice. Delayed tasks may be
 claimed up to MaxClockSkew early.
 
-# Index objects are projections
+# Index entries are written first
 
-The ready and lease entries only make "what can I claim?" and "which
-leases expired?" cheap to answer; the task object decides everything.
-Index writes are best-effort (failures are logged at debug level and
-ignored) and every reader checks the task:
+The ready, lease and dead-letter entries make "what can I claim?", "which
+leases expired?" and "what failed?" cheap to answer; the task object
+decides everything. Every transition (apply) maintains them in one order:
 
-  - a missing entry (a crash between the task PUT and the entry PUT) hides
-    a task until Sweep, which walks tasks/{shard}/ page by page, writes the
-    entry back;
-  - a leftover or duplicate entry (a crash before the DELETE, a retry that
-    moved available_at) leads a reader to a task that is not in that state,
-    or to an entry that is not the canonical key of the task: Claim and
-    ExpireLease delete it and report ErrConflict, List reports it in
-    TaskPage.Stale and skips it. It never causes a wrong transition,
-    because transitions are decided on the task object under If-Match.
+ 1. PUT the entries the new version needs and the old one lacks. If one
+    fails, the operation fails and the task is not touched.
+ 2. PUT the task (If-Match, or create-only on Submit).
+ 3. Once the task write is known to have landed, DELETE the entries only
+    the old version needed. A failed DELETE leaves a stale entry.
+
+When the task write's outcome stays unknown (a lost response whose re-read
+failed too), every entry, old and new, is left in place. When it certainly
+did not land (a 412 from another writer, a fencing refusal) the entries
+this call wrote are deleted again, except any the current version needs.
+So after any single crash, lost response or failed re-read, a pending task
+has its ready entry, a running task its lease entry and a failed task its
+dead-letter entry: the entry was there before the task changed, and it is
+removed only after the task certainly left that state. Nothing waits for a
+sweep. The price is that a writer that loses (a stale worker, a claim race)
+has written an entry it then deletes: 1 PUT + 1 DELETE more, never a wrong
+state.
+
+Readers meet stale entries (the task is gone, in another state, or keyed
+differently): Claim, ExpireLease, List and Sweep skip them and delete them
+once they are older than IndexGrace (1 minute, by the entry's
+LastModified from the listing and the queue clock). A younger entry may
+belong to a write in flight, so it is kept. A writer whose entry PUT and
+task PUT end up more than IndexGrace/2 apart writes the entry again after
+the task PUT, so a reader can never delete an entry a landed version needs.
+
+# Listing
+
+List never costs in proportion to the bucket's history:
+
+  - pending, running and failed tasks come from their indexes: 1 LIST per
+    1,000 entries passed, 1 GET per task shown (ready and lease entries in
+    shard order, each shard oldest first; dead letters newest first);
+  - every other status, and a list of all statuses, shows the tasks
+    CREATED in a window (default the last DefaultListWindow, 24 hours),
+    newest first: ids are time-ordered, so each shard's listing starts at
+    the window's first id and stops at now. 1 LIST per shard and per 1,000
+    tasks in the window, 1 GET per task read. Tasks of layout 1 (random v4
+    ids) are not in windows; the indexes and Get still find them.
+
+Workers list the ready index with ListReady: one LIST walks the wanted
+shards' partitions in order and skips the rest of a partition at its first
+entry that is not due, so an idle queue costs one LIST per poll whatever
+the shard count (plus one per partition holding more than a page of
+delayed entries).
+
+# Counting
+
+A StatsCounter counts pending (and delayed), running and failed tasks from
+the keys of the three indexes alone (the shard and type are in every key),
+at most MaxIndexPages LISTs of 1,000 keys each per index, and finishes per
+minute from the workers' heartbeats (WorkerInfo.Recent: each worker counts
+its own completions and failures by minute). It reads no task object and
+keeps one entry per worker, so a refresh costs 3 LISTs plus 1 LIST and 1
+GET per changed heartbeat, with 0 or with millions of finished tasks.
+Lifetime totals of completed, cancelled, expired or archived tasks are not
+counted (Stats.Counted says which counts are real).
+
+# Sweeper
+
+The leading monitor's sweep is a safety net with a stated bound, not a
+mechanism: index entries are never missing after a single fault (above).
+Each round (every SweepInterval, 5 minutes by default, in a loop of its
+own so it never delays the expiry check) lists one page of 1,000 ready
+entries from the position kept in monitor/sweep.json (so a new leader
+resumes the pass) and reads only the tasks of entries that are available
+and older than SweepIdle (1 minute): entries no worker claimed, because
+their type is paused or served by no worker, or because they are stale.
+Such a task past its expires_at becomes expired, and a stale entry is
+deleted. Bound: a pending task nobody claims is expired, and a stale ready
+entry removed, within one pass, ceil(ready entries / 1,000) rounds; a
+round costs 1 LIST + 1 PUT (the position) + 1 GET per idle entry, whatever
+the number of finished tasks. Stale lease entries are removed by the
+expiry check when they expire, stale dead-letter entries by the listings
+that meet them. Entries lost to damage from outside (objects deleted by
+hand, a partial restore) are rebuilt by Repair (`qo repair`), which reads
+every task object once: the one operation whose cost is the history, run
+only when asked.
 
 # Requests and storage per task
 
 Happy path (asserted in tests, so a regression fails CI):
 
-	Submit    2 PUT (task create-only, ready entry)
+	Submit    2 PUT (ready entry, task create-only); with a key 3 PUT
 	Claim     1 GET + 2 PUT (lease entry, task If-Match) + 1 DELETE (ready entry)
 	Complete  1 PUT (task If-Match, ETag from the claim) + 1 DELETE (lease entry)
 
 plus the worker's share of the LIST over ready/. Extend costs 1 PUT + the
-lease entry move (1 PUT + 1 DELETE); Retry and Release cost 2 PUT (task,
-new ready entry) + 1 DELETE (lease entry), Fail 1 PUT + 1 DELETE. An
-operator action costs 1 GET + 1 PUT + its index changes. A write whose
-response is lost costs 1 extra GET (the re-read); a lost claim race costs
-its GET, and when the task changed between the read and the write also the
-lease entry it wrote (1 PUT + 1 DELETE).
+lease entry move (1 PUT + 1 DELETE); Retry and Release cost 2 PUT (new
+ready entry, task) + 1 DELETE (lease entry), Fail 2 PUT (dead-letter
+entry, task) + 1 DELETE. An operator action costs 1 GET + 1 PUT + its index
+changes. A write whose response is lost costs 1 extra GET (the re-read); a
+lost claim race costs its GET, and when the task changed between the read
+and the write also the lease entry it wrote (1 PUT + 1 DELETE).
 
 With versioning every write keeps the old version. One task that succeeds
 first time leaves 3 task versions (pending, running, completed; each about
@@ -370,11 +439,19 @@ never written conditionally again; create over a tombstone replaces it.
 
 # Idempotency keys
 
-Submit with an idempotency key derives the id as
-uuid.NewSHA1(namespace, task_type + "\x00" + key), so a duplicate submit
-targets the same object and is caught by the create-only PUT: it returns
-the existing task with created=false. The same key with another input is
-ErrIdempotencyMismatch. The key lives as long as the task object does.
+Submit with an idempotency key first binds the key to the new task's id
+with a create-only PUT of a marker, idempotency/{h[:2]}/{h}.json (h the
+hex SHA-256 of task_type NUL key; the first two characters spread the
+markers over 256 prefixes), holding {"format":1,"task_id",...}. If the
+marker exists, its task is the answer: created=false and the existing
+task, or ErrIdempotencyMismatch when the input differs; a pending duplicate
+gets its ready entry written again, so retrying a submit always leaves the
+task claimable. If the marker exists but its task does not (the first
+submit died between the two writes), the retry creates the task under the
+marker's id. So a keyed task has a time-ordered id like any other and
+shows in creation windows. A keyed submit costs 1 PUT more (3 PUT); a
+duplicate 2 GET (+1 PUT when pending). LookupKey finds a key's task. The
+key lives as long as its marker; markers are never deleted or rewritten.
 */
 package queue
 

@@ -75,7 +75,7 @@ func stampV7(id uuid.UUID, t time.Time) uuid.UUID {
 }
 
 // IDTime is the creation time a time-ordered (v7) id carries; ok is false
-// for other ids (random v4 ids of layout 1, idempotency-derived v5 ids).
+// for other ids (random v4 ids and idempotency-derived v5 ids of layout 1).
 func IDTime(id uuid.UUID) (time.Time, bool) {
 	if id.Version() != 7 {
 		return time.Time{}, false
@@ -98,7 +98,8 @@ func idFloor(t time.Time) string {
 // ShardOf returns the shard of a task id for a queue of shardChars hex
 // characters: the LAST shardChars characters of a time-ordered (v7) id,
 // which are random, and the first ones of any other id (random v4 ids and
-// idempotency-derived v5 ids, whose leading characters are as random). So
+// the v5 ids layout 1 derived from idempotency keys, whose leading
+// characters are as random). So
 // new tasks spread evenly over the shards at every instant, and ids
 // written under layout 1 keep their shard (and key).
 func ShardOf(id uuid.UUID, shardChars int) string {

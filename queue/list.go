@@ -95,9 +95,8 @@ func decodeCursor(s string) (listCursor, error) {
 //     qry.Since (default DefaultListWindow ago), newest first: task ids
 //     are time-ordered, so each shard's listing starts at the window and
 //     stops at now; 1 LIST per shard and per 1,000 tasks in the window,
-//     plus 1 GET per task read. Tasks of layout 1 (random ids) and tasks
-//     submitted with an idempotency key (derived ids) carry no time and
-//     are not in windows; the indexes and Get find them.
+//     plus 1 GET per task read. Tasks of layout 1 (random ids) carry no
+//     time and are not in windows; the indexes and Get find them.
 //
 // The cursor is opaque: it encodes the position and the query.
 func (q *Queue) List(ctx context.Context, qry ListQuery) (TaskPage, error) {

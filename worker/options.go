@@ -15,24 +15,28 @@ type IndexMode string
 
 // Index modes.
 const (
-	// IndexOnly lists the ready index only (cheapest; relies on the index,
-	// which the monitor's sweeper repairs).
+	// IndexOnly lists the ready index only: the default. The queue writes
+	// a task's ready entry before the task, so no crash or lost response
+	// hides a pending task from it (see queue/doc.go).
 	IndexOnly IndexMode = "index-only"
 	// Hybrid lists the ready index, and when it has looked empty for
-	// HybridScanAfter, scans one page of tasks/ per shard for pending tasks
-	// the index lost (at most once per HybridScanAfter while it stays
-	// empty). The default.
+	// HybridScanAfter, scans one page of recently created tasks per shard
+	// for pending tasks whose entry was removed from outside (at most once
+	// per HybridScanAfter while it stays empty). It costs reads of recent
+	// task objects while idle; `qo repair` is the cheaper fix for a
+	// damaged bucket.
 	Hybrid IndexMode = "hybrid"
-	// LogScan ignores the ready index and pages through tasks/ shard by
-	// shard (expensive: every page reads the task objects).
+	// LogScan ignores the ready index and pages through the tasks created
+	// in the last day, shard by shard (expensive: every page reads the
+	// task objects). For diagnosis only.
 	LogScan IndexMode = "log-scan"
 )
 
-// ParseIndexMode validates an index mode name ("" means Hybrid).
+// ParseIndexMode validates an index mode name ("" means IndexOnly).
 func ParseIndexMode(s string) (IndexMode, error) {
 	switch IndexMode(s) {
 	case "":
-		return Hybrid, nil
+		return IndexOnly, nil
 	case IndexOnly, Hybrid, LogScan:
 		return IndexMode(s), nil
 	}
@@ -96,7 +100,7 @@ type Options struct {
 	// 5s). Before claiming, it never relies on a copy older than a second
 	// (or than ControlRefresh, when that is shorter).
 	ControlRefresh time.Duration
-	// IndexMode selects task discovery (default Hybrid).
+	// IndexMode selects task discovery (default IndexOnly).
 	IndexMode IndexMode
 	// PollMin and PollMax bound the adaptive idle backoff: after an empty
 	// poll the wait doubles from PollMin up to PollMax; any work resets it
@@ -146,7 +150,7 @@ func (o Options) withDefaults() Options {
 		o.Concurrency = 1
 	}
 	if o.IndexMode == "" {
-		o.IndexMode = Hybrid
+		o.IndexMode = IndexOnly
 	}
 	if o.ControlRefresh <= 0 {
 		o.ControlRefresh = DefaultControlRefresh

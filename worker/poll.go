@@ -124,7 +124,7 @@ func (w *Worker) poll(ctx context.Context, free int) pollResult {
 		if w.scanning {
 			r := w.scanStep(ctx, shards, types, free)
 			if r.claimed > 0 {
-				w.log.Warn("found pending tasks missing from the ready index (the monitor's sweeper repairs the index)", "claimed", r.claimed)
+				w.log.Warn("found pending tasks missing from the ready index (run qo repair to rebuild the index of a damaged bucket)", "claimed", r.claimed)
 			}
 			if !r.more {
 				w.scanning = false

@@ -103,8 +103,9 @@ func TestPollPagesPastOtherTypes(t *testing.T) {
 	})
 }
 
-// Hybrid mode finds a pending task whose ready entry was lost; index-only
-// does not (the sweeper would repair it); log-scan never needs the index.
+// Hybrid mode finds a pending task whose ready entry was removed from
+// outside; index-only does not (qo repair would restore it); log-scan
+// never needs the index.
 func TestIndexModes(t *testing.T) {
 	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, b storetest.Backend) {
@@ -142,7 +143,7 @@ func TestIndexModes(t *testing.T) {
 
 func TestParseIndexMode(t *testing.T) {
 	t.Parallel()
-	for in, want := range map[string]IndexMode{"": Hybrid, "hybrid": Hybrid, "index-only": IndexOnly, "log-scan": LogScan} {
+	for in, want := range map[string]IndexMode{"": IndexOnly, "hybrid": Hybrid, "index-only": IndexOnly, "log-scan": LogScan} {
 		got, err := ParseIndexMode(in)
 		require.NoError(t, err)
 		require.Equal(t, want, got)
