@@ -99,9 +99,8 @@ func idFloor(t time.Time) string {
 // characters: the LAST shardChars characters of a time-ordered (v7) id,
 // which are random, and the first ones of any other id (random v4 ids and
 // the v5 ids layout 1 derived from idempotency keys, whose leading
-// characters are as random). So
-// new tasks spread evenly over the shards at every instant, and ids
-// written under layout 1 keep their shard (and key).
+// characters are as random). So new tasks spread evenly over the shards at
+// every instant, and ids written under layout 1 keep their shard (and key).
 func ShardOf(id uuid.UUID, shardChars int) string {
 	s := id.String()
 	if id.Version() == 7 {
