@@ -44,7 +44,12 @@ docs/performance.md met or not:
     concurrency) and the efficiency ratio against it;
   - idle cost: requests per minute of idle workers, with and without shard
     leasing, priced per month;
-  - with --seed-finished N, the end-to-end run again over N finished tasks;
+  - with --seed-finished N (1% of them failed): what reads cost beside that
+    history and in an empty bucket, side by side (an idle worker whose
+    embedded monitor leads, over its first --leader-window; a stats refresh
+    cold and warm; two pages of 100 dead letters; the tasks completed in the
+    last hour), then the end-to-end run again over the N tasks
+    (--history-only skips everything else);
   - the peak memory of a real 'qo worker' at concurrency 32 (Linux).
 
 Each phase runs in a fresh bucket named qo-bench-..., removed afterwards
@@ -64,7 +69,9 @@ Examples:
 			&cli.IntFlag{Name: "samples", Value: 200, Usage: "claim-latency samples (pickup takes a quarter as many)"},
 			&cli.DurationFlag{Name: "idle", Value: 30 * time.Second, Usage: "how long idle workers are watched (each mode)"},
 			&cli.IntFlag{Name: "idle-workers", Value: 4, Usage: "idle workers watched"},
-			&cli.IntFlag{Name: "seed-finished", Usage: "also run end to end over `N` finished tasks"},
+			&cli.IntFlag{Name: "seed-finished", Usage: "also measure reads and run end to end beside `N` finished tasks (written with parallel PUTs)"},
+			&cli.DurationFlag{Name: "leader-window", Value: time.Minute, Usage: "with --seed-finished: how long the idle leading worker is watched"},
+			&cli.BoolFlag{Name: "history-only", Usage: "with --seed-finished: measure only the reads beside history"},
 			&cli.BoolFlag{Name: "no-rss", Usage: "skip the worker memory measurement"},
 			&cli.Float64Flag{Name: "price-put", Value: store.AWSStandardPrices.PutPer1000, Usage: "US$ per 1,000 PUT/COPY/POST/LIST"},
 			&cli.Float64Flag{Name: "price-get", Value: store.AWSStandardPrices.GetPer1000, Usage: "US$ per 1,000 GET/HEAD"},
@@ -107,6 +114,9 @@ func runBench(c *cli.Context) error {
 	if c.Int("seed-finished") < 0 {
 		return usageError("--seed-finished %d is negative", c.Int("seed-finished"))
 	}
+	if c.Bool("history-only") && c.Int("seed-finished") == 0 {
+		return usageError("--history-only needs --seed-finished N")
+	}
 	prices := store.Prices{PutPer1000: c.Float64("price-put"), GetPer1000: c.Float64("price-get"), DeletePer1000: c.Float64("price-delete")}
 	if prices.PutPer1000 < 0 || prices.GetPer1000 < 0 || prices.DeletePer1000 < 0 {
 		return usageError("prices cannot be negative")
@@ -121,6 +131,7 @@ func runBench(c *cli.Context) error {
 		Tasks: c.Int("tasks"), Workers: c.Int("workers"), Concurrency: c.Int("concurrency"),
 		SubmitTasks: c.Int("submit-tasks"), LatencySamples: c.Int("samples"),
 		Idle: c.Duration("idle"), IdleWorkers: c.Int("idle-workers"), SeedFinished: c.Int("seed-finished"),
+		LeaderWindow: c.Duration("leader-window"), HistoryOnly: c.Bool("history-only"),
 		Prices: prices, Log: c.App.ErrWriter,
 	}
 	if dir := c.String("plot"); dir != "" {
@@ -134,7 +145,7 @@ func runBench(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if !c.Bool("no-rss") && runtime.GOOS == "linux" {
+	if !c.Bool("no-rss") && !cfg.HistoryOnly && runtime.GOOS == "linux" {
 		fmt.Fprintln(c.App.ErrWriter, "bench: worker memory...")
 		mb, err := workerRSS(c.Context, base, newBucket)
 		if err != nil {

@@ -29,15 +29,17 @@ func TestBadInputSweep(t *testing.T) {
 	good := e.submit(t, "echo", `{"before":"junk"}`, 10*time.Second, 1)
 	e.waitTask(t, good, "completed", func(t *queue.Task) bool { return t.Status == queue.StatusCompleted })
 
+	recent := queue.NewIDAt(time.Now()) // a broken object inside the listing window
 	junk := map[string][]byte{
-		"tasks/0/00000000-0000-4000-8000-000000000001.json":               []byte(`{"format":1,"id":"00000000-0000-4000-8000-000000000001","status":"pend`), // partial
-		"tasks/0/00000000-0000-4000-8000-000000000002.json":               []byte(`{"format":7,"id":"00000000-0000-4000-8000-000000000002","status":"pending"}`),
-		"tasks/0/00000000-0000-4000-8000-000000000003.json":               []byte(`{"format":1,"id":"00000000-0000-4000-8000-000000000003","status":"pending","attempt":"two"}`),
-		"tasks/0/00000000-0000-4000-8000-000000000004.json":               {0xff, 0xfe, 0x00, 0x7b},
-		"tasks/1/not-a-uuid.json":                                         []byte(`{}`),
-		"ready/0000000000000/0/echo/00000000-0000-4000-8000-000000000001": nil, // points at the partial task
+		"tasks/" + queue.ShardOf(recent, 1) + "/" + recent.String() + ".json":    []byte(`{"format":1,"id":"` + recent.String() + `","status":"runn`),
+		"tasks/0/00000000-0000-4000-8000-000000000001.json":                      []byte(`{"format":1,"id":"00000000-0000-4000-8000-000000000001","status":"pend`), // partial
+		"tasks/0/00000000-0000-4000-8000-000000000002.json":                      []byte(`{"format":7,"id":"00000000-0000-4000-8000-000000000002","status":"pending"}`),
+		"tasks/0/00000000-0000-4000-8000-000000000003.json":                      []byte(`{"format":1,"id":"00000000-0000-4000-8000-000000000003","status":"pending","attempt":"two"}`),
+		"tasks/0/00000000-0000-4000-8000-000000000004.json":                      {0xff, 0xfe, 0x00, 0x7b},
+		"tasks/1/not-a-uuid.json":                                                []byte(`{}`),
+		"ready/0/0000000000000/echo/normal/00000000-0000-4000-8000-000000000001": nil, // points at the partial task
 		"ready/garbage": nil,
-		"leases/0000000000001/0/00000000-0000-4000-8000-000000000003": nil, // an expired lease of a broken task
+		"leases/0/0000000000001/echo/00000000-0000-4000-8000-000000000003/00000000-0000-4000-8000-0000000000aa": nil, // an expired lease of a broken task
 		"workers/broken.json":     []byte(`{"format":1,"worker_id":`),
 		"monitor/leader.json.bak": []byte(`x`),
 	}

@@ -155,5 +155,5 @@ func TestScheduleRunsOncePerDueTime(t *testing.T) {
 
 	out := e.cli(t, "schedule", "list")
 	require.Contains(t, out, "tick")
-	require.Contains(t, out, first.LastTaskID[:8])
+	require.Contains(t, out, first.LastTaskID)
 }

@@ -119,7 +119,7 @@ func TestTUIInTmux(t *testing.T) {
 	s.keys("2")
 	s.waitFor("NEXT / LEASE", "lease")
 	s.keys("s", "s", "s", "s") // all, pending, running, completed, failed
-	s.waitFor("status: failed", failed.ID.String()[:8])
+	s.waitFor("status: failed", queue.ShortID(failed.ID))
 	s.keys("Enter")
 	s.waitFor("Timeline: 3 versions", "smtp: 550 no such user", "enqueued", "claimed")
 	s.keys("R")

@@ -156,7 +156,7 @@ func TestWebUIInChromium(t *testing.T) {
 	require.Contains(t, link, "endpoint=")
 	require.Contains(t, link, "st=", "short-lived credentials with a session token")
 
-	short := func(task *queue.Task) string { return task.ID.String()[:8] }
+	short := func(task *queue.Task) string { return queue.ShortID(task.ID) }
 	row := func(task *queue.Task) string { return `tr[data-id="` + task.ID.String() + `"]` }
 	var text string
 	require.NoError(t, chromedp.Run(ctx,

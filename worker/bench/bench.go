@@ -52,8 +52,13 @@ type Config struct {
 	Idle           time.Duration
 	IdleSettle     time.Duration // wait before idle counting starts (default 10s)
 	IdleWorkers    int
-	SeedFinished   int // finished tasks put in the bucket before a second end-to-end run (0: skip)
-	Prices         store.Prices
+	SeedFinished   int // finished tasks put in the bucket before a second end-to-end run and the history reads (0: skip)
+	// LeaderWindow is how long the history step watches an idle worker
+	// whose embedded monitor leads (default 60s).
+	LeaderWindow time.Duration
+	// HistoryOnly runs only the history step (with SeedFinished).
+	HistoryOnly bool
+	Prices      store.Prices
 	// Log receives progress lines (nil: none).
 	Log io.Writer
 }
@@ -83,6 +88,9 @@ func (c *Config) defaults() {
 	if c.Log == nil {
 		c.Log = io.Discard
 	}
+	if c.LeaderWindow <= 0 {
+		c.LeaderWindow = time.Minute
+	}
 }
 
 // Report is the result of a run. Durations are in milliseconds, rates per
@@ -92,14 +100,16 @@ type Report struct {
 		Tasks, Workers, Concurrency, SubmitTasks, IdleWorkers, SeedFinished int
 		IdleSeconds                                                         float64
 	} `json:"config"`
-	Submit      []Rate    `json:"submit"`
-	EndToEnd    EndToEnd  `json:"end_to_end"`
-	Seeded      *EndToEnd `json:"seeded,omitempty"`
-	Claim       Latency   `json:"claim_latency_ms"`
-	Pickup      Latency   `json:"pickup_latency_ms"`
-	Raw         Raw       `json:"raw"`
-	Efficiency  float64   `json:"efficiency"`
-	Idle        []Idle    `json:"idle"`
+	Submit     []Rate    `json:"submit"`
+	EndToEnd   EndToEnd  `json:"end_to_end"`
+	Seeded     *EndToEnd `json:"seeded,omitempty"`
+	Claim      Latency   `json:"claim_latency_ms"`
+	Pickup     Latency   `json:"pickup_latency_ms"`
+	Raw        Raw       `json:"raw"`
+	Efficiency float64   `json:"efficiency"`
+	Idle       []Idle    `json:"idle"`
+	// History holds the reads beside 0 and SeedFinished finished tasks.
+	History     []History `json:"history,omitempty"`
 	Prices      store.Prices
 	WorkerRSSMB float64  `json:"worker_rss_mb,omitempty"`
 	Targets     []Target `json:"targets"`
@@ -207,7 +217,27 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil
 		}},
 	}
+	if cfg.HistoryOnly {
+		steps = steps[:0]
+	}
 	if cfg.SeedFinished > 0 {
+		steps = append(steps, struct {
+			name string
+			fn   func(ctx context.Context, b Bucket, q *queue.Queue) error
+		}{"reads in an empty bucket", func(ctx context.Context, b Bucket, q *queue.Queue) error {
+			h, err := measureHistory(ctx, b, q, 0, cfg.LeaderWindow, cfg.Log)
+			r.History = append(r.History, h)
+			return err
+		}}, struct {
+			name string
+			fn   func(ctx context.Context, b Bucket, q *queue.Queue) error
+		}{fmt.Sprintf("reads beside %d finished tasks", cfg.SeedFinished), func(ctx context.Context, b Bucket, q *queue.Queue) error {
+			h, err := measureHistory(ctx, b, q, cfg.SeedFinished, cfg.LeaderWindow, cfg.Log)
+			r.History = append(r.History, h)
+			return err
+		}})
+	}
+	if cfg.SeedFinished > 0 && !cfg.HistoryOnly {
 		steps = append(steps, struct {
 			name string
 			fn   func(ctx context.Context, b Bucket, q *queue.Queue) error

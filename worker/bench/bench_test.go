@@ -29,7 +29,7 @@ func TestRunSmall(t *testing.T) {
 		},
 		Tasks: 60, Workers: 2, Concurrency: 3, SubmitTasks: 20, LatencySamples: 12, RawOps: 60,
 		Idle: 3 * time.Second, IdleSettle: 500 * time.Millisecond, IdleWorkers: 2,
-		SeedFinished: 50, Prices: store.AWSStandardPrices,
+		SeedFinished: 50, LeaderWindow: 2 * time.Second, Prices: store.AWSStandardPrices,
 	}
 	r, err := bench.Run(context.Background(), cfg)
 	require.NoError(t, err)
