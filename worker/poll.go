@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/qo-queue/qo/queue"
@@ -11,22 +12,28 @@ import (
 
 // Polling
 //
-// The ready index is keyed "ready/{rank ms}/{shard}/{type}/{priority}/{id}"
-// (the rank is available_at moved by the priority, see queue/doc.go):
-// time first, so one LIST over "ready/" answers for every shard at once,
-// and the queue skips entries of other shards and types without reading
-// them. An idle worker therefore sends one LIST per poll whatever the shard
+// The ready index is keyed "ready/{shard}/{rank ms}/{type}/{priority}/{id}"
+// (the rank is available_at moved by the priority, see queue/doc.go): one
+// partition per shard, each in time order. A walk (queue.ListReady) goes
+// through the worker's shards' partitions with one LIST per page, skipping
+// what is not due and entries of types it cannot run without reading them.
+// An idle worker therefore sends one LIST per poll whatever the shard
 // count, and waits PollMin, 2xPollMin, ... up to PollMax between polls
-// (jittered ±20%); any claimed task resets the wait.
+// (jittered ±20%); any claimed task resets the wait. Under a backlog a
+// shard's turn ends with the first page that gave work, so every shard's
+// oldest work comes in turn instead of one busy shard's whole backlog
+// first.
 //
 // Fairness: the page's entries are tried high priority first, and in
 // random order within a level, so racing workers spread over the page
 // instead of fighting over its first key. The worker keeps a cursor: while
 // a page still has untried entries the next poll reads the same page
-// again; once every entry was tried the cursor moves to the next page, and
-// wraps to the first entries when the listing reaches its end. Entries
-// therefore come in rank order (FIFO by available_at within a priority)
-// and every page is reached, whatever its shard or type.
+// again (until the shard has had a page's worth of claims); once every
+// entry was tried the cursor moves on (to the next shard when the page
+// gave work, to the shard's next page when it did not), and wraps to the
+// first shard when the walk reaches its end. Each shard's entries
+// therefore come in rank order (FIFO by available_at within a priority),
+// shards take turns, and every page is reached, whatever its shard or type.
 
 type pollResult struct {
 	claimed int
@@ -169,14 +176,52 @@ func (w *Worker) indexStep(ctx context.Context, shards, types []string, free int
 	w.shuffle(len(entries), func(i, j int) { entries[i], entries[j] = entries[j], entries[i] })
 	byPriority(entries)
 	claimed, tried := w.claimEntries(ctx, entries, free)
-	if tried >= len(entries) {
-		w.cursor = next
+	if tried < len(entries) {
+		// Out of free slots: the rest of this page next time, unless this
+		// shard has had a page's worth of claims in a row (its head keeps
+		// refilling as claimed entries go): then the next shard's turn.
+		w.turnClaims += claimed
+		if claimed > 0 && w.turnClaims >= w.opts.ReadyPageSize {
+			w.turnClaims = 0
+			w.cursor = nextPartition(queue.ReadyShardPrefix(entries[tried-1].Shard), shards, w.q.Shards())
+		}
+		return pollResult{claimed: claimed}
 	}
+	w.turnClaims = 0
+	if claimed > 0 && next != "" {
+		// A page that gave work ends this shard's turn: the walk goes on
+		// at the next shard, and this one's remaining work (now at its
+		// head) comes on the next walk. So one busy shard cannot keep
+		// the others waiting. A page with nothing claimable pages on
+		// within the shard instead, so entries the worker cannot take
+		// (a paused type) never hide the ones behind them.
+		next = nextPartition(next, shards, w.q.Shards())
+	}
+	w.cursor = next
 	return pollResult{
 		claimed: claimed,
-		more:    tried >= len(entries) && next != "",
+		more:    next != "",
 		empty:   start == "" && next == "" && listed == 0,
 	}
+}
+
+// nextPartition is the StartAfter of the first wanted shard's ready
+// partition after the one that key is in ("" when there is none).
+func nextPartition(key string, wanted, all []string) string {
+	shard, _, _ := strings.Cut(strings.TrimPrefix(key, queue.ReadyPrefix), "/")
+	if wanted == nil {
+		wanted = all
+	}
+	best := ""
+	for _, s := range wanted {
+		if s > shard && (best == "" || s < best) {
+			best = s
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return queue.ReadyShardPrefix(best)
 }
 
 // scanStep reads one page of tasks/ in the next shard of the rotation and

@@ -2,7 +2,10 @@ package worker
 
 import (
 	"context"
+	"encoding/json"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -150,4 +153,75 @@ func TestParseIndexMode(t *testing.T) {
 	}
 	_, err := ParseIndexMode("fast")
 	require.ErrorContains(t, err, "want index-only, hybrid or log-scan")
+}
+
+// Under a backlog a shard's turn ends with the first page that gave work:
+// one busy shard does not keep the others waiting.
+func TestPollTakesShardsInTurn(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		bd := setup(t, b, setupOpts{})
+		o := bd.opts(t)
+		o.ReadyPageSize = 2
+		w := New(bd.q, o)
+		var mu sync.Mutex
+		var shards []string
+		w.Handle("job", func(_ context.Context, task *queue.Task) (json.RawMessage, error) {
+			mu.Lock()
+			shards = append(shards, task.Shard)
+			mu.Unlock()
+			return nil, nil
+		})
+		prepared(t, w)
+		// Enough tasks that the first shard holding any has more than a
+		// page of them.
+		perShard := map[string]int{}
+		for perShard[minKey(perShard)] <= 2*o.ReadyPageSize {
+			task := bd.submit(t, "job", `{}`)
+			perShard[task.Shard]++
+		}
+		claimed := 0
+		for claimed < 2*o.ReadyPageSize+1 {
+			r := w.poll(ctx, 1)
+			require.NoError(t, r.err)
+			claimed += r.claimed
+			require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(shards) == claimed }, 10*time.Second, time.Millisecond)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		require.Equal(t, minKey(perShard), shards[0], "the walk starts at the first shard, oldest first")
+		distinct := map[string]bool{}
+		for _, s := range shards {
+			distinct[s] = true
+		}
+		require.Greater(t, len(distinct), 1, "after a page of one shard the next shard's turn comes: %v", shards)
+	})
+}
+
+func minKey(m map[string]int) string {
+	best := ""
+	for k := range m {
+		if best == "" || k < best {
+			best = k
+		}
+	}
+	return best
+}
+
+func TestNextPartition(t *testing.T) {
+	t.Parallel()
+	all := []string{"0", "1", "2", "3"}
+	for _, tc := range []struct {
+		key    string
+		wanted []string
+		want   string
+	}{
+		{"ready/0/0000000000001/t/normal/x", nil, "ready/1/"},
+		{"ready/1/0000000000001/t/normal/x", []string{"3", "0"}, "ready/3/"},
+		{"ready/3/0000000000001/t/normal/x", nil, ""},
+		{"ready/2/", nil, "ready/3/"},
+	} {
+		require.Equal(t, tc.want, nextPartition(tc.key, tc.wanted, all), tc.key)
+	}
 }

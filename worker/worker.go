@@ -66,6 +66,7 @@ type Worker struct {
 	// Poll state, owned by the dispatch loop.
 	control    controlState
 	cursor     string
+	turnClaims int // claims in the current shard's turn (see indexStep)
 	scan       scanState
 	scanning   bool
 	emptySince time.Time
