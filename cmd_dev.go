@@ -449,6 +449,17 @@ func prepareDevQueue(ctx context.Context, s adminStore, bucket string, log *slog
 		log.Info("queue created", "bucket", bucket, "shard_chars", res.Config.ShardChars, "versioning", res.Versioning, "lifecycle", res.Lifecycle)
 		q, err = queue.Open(ctx, s, qopts)
 	}
+	if errors.Is(err, queue.ErrLayoutOutdated) {
+		// The dev server's data was written by an older qo, and only this
+		// process uses it: convert it in place (nothing is lost).
+		res, merr := queue.Migrate(ctx, s, qopts, nil)
+		if merr != nil {
+			return nil, fmt.Errorf("convert the dev queue in bucket %q to the current key layout: %w ('qo dev --reset' starts over)", bucket, merr)
+		}
+		log.Info("dev queue converted to the current key layout", "bucket", bucket, "from", res.From, "to", res.To,
+			"tasks_checked", res.Repair.Scanned, "seconds", res.Duration.Seconds())
+		q, err = queue.Open(ctx, s, qopts)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open the queue in bucket %q: %w", bucket, err)
 	}

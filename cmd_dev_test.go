@@ -486,3 +486,15 @@ func TestPrepareDevQueue(t *testing.T) {
 		})
 	}
 }
+
+// A dev server whose data an older qo wrote is converted in place.
+func TestPrepareDevQueueMigrates(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := &corsStore{Store: memstore.New()}
+	_, err := s.Put(ctx, queue.ConfigKey, []byte(`{"format":1,"shard_chars":1,"created_at":"2026-01-01T00:00:00Z"}`), store.Condition{})
+	require.NoError(t, err)
+	q, err := prepareDevQueue(ctx, s, "qo-dev", slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	require.Equal(t, queue.LayoutVersion, q.Config().Format)
+}
