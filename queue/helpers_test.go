@@ -30,6 +30,17 @@ type faultStore struct {
 	dropPut func(key string) bool
 	failPut func(key string) bool // fail without committing
 	failDel func(key string) bool
+	failGet func(key string) bool // reads fail (a re-read after a lost response, say)
+}
+
+func (f *faultStore) Get(ctx context.Context, key string) (*store.Object, error) {
+	f.mu.Lock()
+	fail := f.failGet
+	f.mu.Unlock()
+	if fail != nil && fail(key) {
+		return nil, errors.New("injected get failure")
+	}
+	return f.Store.Get(ctx, key)
 }
 
 var errLostResponse = errors.New("connection reset by peer (response lost)")

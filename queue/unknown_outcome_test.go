@@ -1,0 +1,179 @@
+package queue_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/store"
+	"github.com/qo-queue/qo/store/storetest"
+)
+
+// requireIndexed checks the rule of doc.go, "Index entries are written
+// first": whatever state the task is in, the entry that state needs exists.
+func requireIndexed(t *testing.T, b *bundle, task *queue.Task, what string) {
+	t.Helper()
+	obj, err := b.raw.Get(b.ctx, task.Key())
+	if errors.Is(err, store.ErrNotFound) {
+		return // the write never landed: nothing to index
+	}
+	require.NoError(t, err, what)
+	cur, err := queue.DecodeTask(task.Key(), obj.Body)
+	require.NoError(t, err, what)
+	want := ""
+	switch cur.Status {
+	case queue.StatusPending:
+		want = queue.ReadyKey(cur)
+	case queue.StatusRunning:
+		want = queue.LeaseKey(cur)
+	case queue.StatusFailed:
+		want = queue.DeadKey(cur)
+	}
+	if want != "" {
+		_, err = b.raw.Get(b.ctx, want)
+		require.NoError(t, err, "%s: the task is %s but its entry %s is missing", what, cur.Status, want)
+	}
+}
+
+// TestUnknownOutcomesKeepEntries: every operation whose task PUT landed but
+// whose response was lost, and whose re-read failed too, leaves the task
+// with the entry its state needs, without waiting for any sweep.
+func TestUnknownOutcomesKeepEntries(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
+		b := setup(t, be)
+		isTask := func(k string) bool { return strings.HasPrefix(k, queue.TasksPrefix) }
+		// lose arms one lost task-PUT response followed by failing re-reads.
+		lose := func() (disarm func()) {
+			armed := false
+			b.s.set(func(f *faultStore) {
+				f.dropPut = func(k string) bool {
+					if isTask(k) && !armed {
+						armed = true
+						return true
+					}
+					return false
+				}
+				f.failGet = func(k string) bool { return armed && isTask(k) }
+			})
+			return func() { b.s.set(func(f *faultStore) { f.dropPut, f.failGet = nil, nil }) }
+		}
+		running := func(typ string) *queue.Lease {
+			return b.claim(t, b.submit(t, typ, `{}`), "w1")
+		}
+		failed := func() *queue.Task {
+			task, err := b.q.Fail(b.ctx, running("x"), "boom")
+			require.NoError(t, err)
+			return task
+		}
+		tests := []struct {
+			name string
+			op   func() (*queue.Task, error)
+		}{
+			{"submit", func() (*queue.Task, error) {
+				task, _, err := b.q.Submit(b.ctx, queue.SubmitRequest{Type: "x", Timeout: time.Minute})
+				return task, err
+			}},
+			{"submit with a key", func() (*queue.Task, error) {
+				task, _, err := b.q.Submit(b.ctx, queue.SubmitRequest{Type: "x", IdempotencyKey: "k-" + b.q.Now().String()})
+				return task, err
+			}},
+			{"claim", func() (*queue.Task, error) {
+				task := b.submit(t, "x", `{}`)
+				defer lose()()
+				_, err := b.q.Claim(b.ctx, readyEntryOf(task), "w1")
+				return task, err
+			}},
+			{"retry", func() (*queue.Task, error) {
+				l := running("x")
+				defer lose()()
+				_, err := b.q.Retry(b.ctx, l, "again", 0)
+				return l.Task, err
+			}},
+			{"fail", func() (*queue.Task, error) {
+				l := running("x")
+				defer lose()()
+				_, err := b.q.Fail(b.ctx, l, "boom")
+				return l.Task, err
+			}},
+			{"release", func() (*queue.Task, error) {
+				l := running("x")
+				defer lose()()
+				_, err := b.q.Release(b.ctx, l, "shutdown")
+				return l.Task, err
+			}},
+			{"extend", func() (*queue.Task, error) {
+				l := running("x")
+				b.clock.Advance(time.Second)
+				defer lose()()
+				return l.Task, b.q.Extend(b.ctx, l)
+			}},
+			{"replay", func() (*queue.Task, error) {
+				task := failed()
+				defer lose()()
+				_, err := b.q.Replay(b.ctx, task.ID)
+				return task, err
+			}},
+			{"requeue a running task", func() (*queue.Task, error) {
+				l := running("x")
+				defer lose()()
+				_, err := b.q.RequeueNow(b.ctx, l.Task.ID)
+				return l.Task, err
+			}},
+			{"expire a lease", func() (*queue.Task, error) {
+				l := running("x")
+				b.clock.Advance(time.Hour)
+				exp, _, err := b.q.ListExpired(b.ctx, 0, "")
+				require.NoError(t, err)
+				require.NotEmpty(t, exp)
+				defer lose()()
+				var last error
+				for _, e := range exp {
+					if e.ID == l.Task.ID {
+						_, last = b.q.ExpireLease(b.ctx, e)
+					}
+				}
+				return l.Task, last
+			}},
+		}
+		for _, tt := range tests {
+			var task *queue.Task
+			var err error
+			if strings.HasPrefix(tt.name, "submit") {
+				func() {
+					defer lose()()
+					task, err = tt.op()
+				}()
+			} else {
+				task, err = tt.op()
+			}
+			require.Error(t, err, "%s: the outcome is unknown, and the caller is told", tt.name)
+			if task != nil {
+				requireIndexed(t, b, task, tt.name)
+			}
+		}
+		// Every running task, whatever happened to it, is found by the
+		// expiry check once its lease runs out.
+		b.clock.Advance(2 * time.Hour)
+		exp, _, err := b.q.ListExpired(context.Background(), 0, "")
+		require.NoError(t, err)
+		found := map[string]bool{}
+		for _, e := range exp {
+			found[e.ID.String()] = true
+		}
+		for _, k := range b.keys(t, queue.TasksPrefix) {
+			obj, err := b.raw.Get(b.ctx, k)
+			require.NoError(t, err)
+			cur, err := queue.DecodeTask(k, obj.Body)
+			require.NoError(t, err)
+			if cur.Status == queue.StatusRunning {
+				require.True(t, found[cur.ID.String()], "running task %s is not found by the expiry check", cur.ID)
+			}
+		}
+	})
+}
