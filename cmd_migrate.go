@@ -127,13 +127,7 @@ Examples:
 						fmt.Fprintf(c.App.ErrWriter, "qo: skipped malformed object %s: %v\n", m.Key, m.Err)
 					}
 					res.Malformed = nil
-					total.Listed += res.Listed
-					total.Scanned += res.Scanned
-					total.ReadyRepaired += res.ReadyRepaired
-					total.LeasesRepaired += res.LeasesRepaired
-					total.DeadRepaired += res.DeadRepaired
-					total.Expired += res.Expired
-					total.Errors += res.Errors
+					total.Add(res)
 					if next == "" {
 						break
 					}

@@ -80,7 +80,7 @@ func Migrate(ctx context.Context, s store.Store, opts Options, progress func(msg
 			if err != nil {
 				return res, fmt.Errorf("migrate: %w", err)
 			}
-			res.Repair.add(r)
+			res.Repair.Add(r)
 			if next == "" {
 				break
 			}

@@ -120,7 +120,8 @@ type SweepResult struct {
 	Errors         int              `json:"errors"`          // reads or writes that failed (retried next pass)
 }
 
-func (r *SweepResult) add(o SweepResult) {
+// Add adds o's counts (and malformed objects) to r.
+func (r *SweepResult) Add(o SweepResult) {
 	r.Listed += o.Listed
 	r.Scanned += o.Scanned
 	r.ReadyRepaired += o.ReadyRepaired
@@ -176,7 +177,7 @@ func (q *Queue) Sweep(ctx context.Context, cursor string, pageSize int, idle tim
 	forEach(len(stuck), sweepParallelism, func(i int) {
 		r := q.sweepEntry(ctx, stuck[i])
 		mu.Lock()
-		res.add(r)
+		res.Add(r)
 		mu.Unlock()
 	})
 	next := ""
@@ -253,7 +254,7 @@ func (q *Queue) Repair(ctx context.Context, shard string, pageSize int, cursor s
 	forEach(len(page.Objects), sweepParallelism, func(i int) {
 		r := q.repairOne(ctx, page.Objects[i].Key)
 		mu.Lock()
-		res.add(r)
+		res.Add(r)
 		mu.Unlock()
 	})
 	res.Listed = len(page.Objects)
