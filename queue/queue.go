@@ -352,6 +352,12 @@ func indexKeys(t *Task) []string {
 	return []string{k}
 }
 
+// IndexChanges returns the index entries a change from prev to next
+// writes before the task (next needs them, prev lacks them) and deletes
+// after it (only prev needed them): the rule every client follows (see
+// doc.go, "Index entries are written first").
+func IndexChanges(prev, next *Task) (put, del []string) { return indexDiff(prev, next) }
+
 // indexDiff returns the entries next needs that prev lacks, and the ones
 // only prev needs.
 func indexDiff(prev, next *Task) (added, removed []string) {

@@ -51,8 +51,8 @@ type opCase struct {
 	Base      *queue.Task `json:"base"`
 	Want      *queue.Task `json:"want"`  // nil: no write
 	Error     string      `json:"error"` // "" or "invalid_transition"
-	// The index entries the action writes and deletes after the task
-	// (see Replay and Cancel in queue/operator_ops.go).
+	// The index entries the action writes before the task and deletes
+	// after it (queue.IndexChanges).
 	IndexPut    []string `json:"index_put,omitempty"`
 	IndexDelete []string `json:"index_delete,omitempty"`
 }
@@ -135,11 +135,8 @@ func TestOperatorCases(t *testing.T) {
 					c.Error = "invalid_transition"
 				default:
 					c.Want = next
-					if next != nil && next.Status == queue.StatusPending && base.Status != queue.StatusPending {
-						c.IndexPut = []string{queue.ReadyKey(next)}
-					}
-					if next != nil && base.Status == queue.StatusPending && next.Status != queue.StatusPending {
-						c.IndexDelete = []string{queue.ReadyKey(base)}
+					if next != nil {
+						c.IndexPut, c.IndexDelete = queue.IndexChanges(base, next)
 					}
 				}
 				cases = append(cases, c)

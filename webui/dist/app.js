@@ -782,7 +782,12 @@ var STATUSES = ["pending", "running", "completed", "failed", "cancelled", "expir
 var PRIORITIES = ["high", "normal", "low"];
 var PRIORITY_STEP_MS = 15 * 60 * 1e3;
 var FORMAT_VERSION = 1;
+var LAYOUT_VERSION = 2;
 var TASKS_PREFIX = "tasks/";
+var READY_PREFIX = "ready/";
+var LEASES_PREFIX = "leases/";
+var DEAD_PREFIX = "dead/";
+var LIST_WINDOW_MS = 24 * 3600 * 1e3;
 var WORKERS_PREFIX = "workers/";
 var SCHEDULES_PREFIX = "schedules/";
 var CONTROL_KEY = "control.json";
@@ -803,8 +808,22 @@ function shards(shardChars) {
 function taskKey(shard, id) {
   return `${TASKS_PREFIX}${shard}/${id}.json`;
 }
+function isV7(id) {
+  return id[14] === "7";
+}
+function shardOf(id, n) {
+  return isV7(id) ? id.slice(-n) : id.slice(0, n);
+}
+function shortID(id) {
+  return isV7(id) ? id.slice(-8) : id.slice(0, 8);
+}
+function idFloor(ms) {
+  const h2 = Math.max(0, Math.floor(ms)).toString(16).padStart(12, "0");
+  return `${h2.slice(0, 8)}-${h2.slice(8, 12)}-7000-8000-000000000000`;
+}
+var MAX_MS = 9999999999999;
 function unixMS(ms) {
-  return String(ms).padStart(13, "0");
+  return String(Math.min(Math.max(ms, 0), MAX_MS)).padStart(13, "0");
 }
 function priorityOf(t) {
   return PRIORITIES.includes(t.priority) ? t.priority : "normal";
@@ -812,7 +831,27 @@ function priorityOf(t) {
 function readyKey(t) {
   const p = priorityOf(t);
   const offset = p === "high" ? -PRIORITY_STEP_MS : p === "low" ? PRIORITY_STEP_MS : 0;
-  return `ready/${unixMS(Date.parse(t.available_at) + offset)}/${t.shard}/${t.task_type}/${p}/${t.id}`;
+  return `${READY_PREFIX}${t.shard}/${unixMS(Date.parse(t.available_at) + offset)}/${t.task_type}/${p}/${t.id}`;
+}
+function leaseKey(t) {
+  return `${LEASES_PREFIX}${t.shard}/${unixMS(Date.parse(t.lease_expires_at))}/${t.task_type}/${t.id}/${t.lease_id}`;
+}
+function deadKey(t) {
+  return `${DEAD_PREFIX}${unixMS(MAX_MS - Date.parse(t.completed_at))}/${t.shard}/${t.task_type}/${t.id}`;
+}
+function indexKeys(t) {
+  if (t.status === "pending") return [readyKey(t)];
+  if (t.status === "running" && t.lease_id && t.lease_expires_at) return [leaseKey(t)];
+  if (t.status === "failed" && t.completed_at) return [deadKey(t)];
+  return [];
+}
+function parseIndexKey(key) {
+  const parts = key.split("/");
+  const ok = (shard, id) => /^[0-9a-f]{1,2}$/.test(shard) && /^[0-9a-f-]{36}$/.test(id) ? { shard, id } : null;
+  if (parts[0] === "ready" && parts.length === 6) return ok(parts[1], parts[5]);
+  if (parts[0] === "leases" && parts.length === 6) return ok(parts[1], parts[4]);
+  if (parts[0] === "dead" && parts.length === 5) return ok(parts[2], parts[4]);
+  return null;
 }
 function decodeTask(key, text) {
   let t;
@@ -824,7 +863,9 @@ function decodeTask(key, text) {
   if (t === null || typeof t !== "object" || Array.isArray(t)) throw new Error(`malformed object ${key}: not a JSON object`);
   if (t.format !== FORMAT_VERSION) throw new Error(`malformed object ${key}: unknown format version ${t.format}`);
   if (typeof t.id !== "string" || !STATUSES.includes(t.status)) throw new Error(`malformed object ${key}: missing id or unknown status`);
-  if (key && key !== taskKey(t.shard, t.id)) throw new Error(`malformed object ${key}: the object says task ${t.id} in shard ${t.shard}`);
+  if (key && (key !== taskKey(t.shard, t.id) || shardOf(t.id, String(t.shard).length) !== t.shard)) {
+    throw new Error(`malformed object ${key}: the object says task ${t.id} in shard ${t.shard}`);
+  }
   return t;
 }
 var iso = (d) => new Date(d).toISOString();
@@ -905,10 +946,9 @@ function applyOperator(base, op, reason, now, requestID) {
   return next;
 }
 function indexChanges(prev, next) {
-  const out = { put: [], del: [] };
-  if (next.status === "pending" && prev.status !== "pending") out.put.push(readyKey(next));
-  if (prev.status === "pending" && next.status !== "pending") out.del.push(readyKey(prev));
-  return out;
+  const had = indexKeys(prev);
+  const want = indexKeys(next);
+  return { put: want.filter((k) => !had.includes(k)), del: had.filter((k) => !want.includes(k)) };
 }
 var DEAD_FACTOR = 3;
 function health(lastHeartbeat, now, thresholdMS = 6e4) {
@@ -920,6 +960,7 @@ function health(lastHeartbeat, now, thresholdMS = 6e4) {
 
 // src/backend.js
 var PAGE = 50;
+var INDEX_OF = { pending: READY_PREFIX, running: LEASES_PREFIX, failed: DEAD_PREFIX };
 var S3Backend = class {
   constructor(cfg2) {
     this.s3 = new S3(cfg2);
@@ -932,15 +973,28 @@ var S3Backend = class {
   async shards() {
     const obj = await this.s3.get("queue.json");
     if (!obj) throw new Error("this bucket holds no qo queue (no queue.json): run qo init");
-    return shards(JSON.parse(obj.text).shard_chars || 1);
+    const cfg2 = JSON.parse(obj.text);
+    if ((cfg2.format || 1) < LAYOUT_VERSION) {
+      throw new Error(`this queue uses an older key layout (format ${cfg2.format || 1}): stop its workers and run qo migrate`);
+    }
+    if (cfg2.format > LAYOUT_VERSION) throw new Error(`this queue was written by a newer qo (format ${cfg2.format}): use its web UI`);
+    this.shardList = shards(cfg2.shard_chars || 1);
+    return this.shardList;
   }
-  /** listTasks returns one page: tasks whose status passes the filter. */
+  /**
+   * listTasks returns one page. Pending, running and failed tasks come from
+   * their indexes (one LIST, a GET per task shown); other statuses, and all
+   * of them, from the tasks created in the last 24 hours, newest first (a
+   * LIST per shard, a GET per task shown): never the whole history.
+   */
   async listTasks({ shard = "", status = "", cursor = "" } = {}) {
-    const prefix = TASKS_PREFIX + (shard ? `${shard}/` : "");
-    const page = await this.s3.list(prefix, { startAfter: cursor, maxKeys: PAGE });
+    if (INDEX_OF[status]) return this.listIndex(INDEX_OF[status], status, shard, cursor);
+    return this.listWindow(status, shard, cursor);
+  }
+  async readTasks(keys) {
     const tasks = [];
     const malformed = [];
-    await Promise.all(page.keys.map(async ({ key }, i) => {
+    await Promise.all(keys.map(async (key, i) => {
       const obj = await this.s3.get(key);
       if (!obj) return;
       try {
@@ -949,12 +1003,53 @@ var S3Backend = class {
         malformed.push({ key, error: e.message });
       }
     }));
-    const wanted = (t) => t && (status ? t.status === status : t.status !== "archived");
+    return { tasks, malformed };
+  }
+  async listIndex(root, status, shard, cursor) {
+    const prefix = root === DEAD_PREFIX || !shard ? root : `${root}${shard}/`;
+    const page = await this.s3.list(prefix, { startAfter: cursor, maxKeys: PAGE });
+    const entries = page.keys.map(({ key }) => ({ key, ref: parseIndexKey(key) })).filter((e) => e.ref && (!shard || e.ref.shard === shard));
+    const { tasks, malformed } = await this.readTasks(entries.map((e) => taskKey(e.ref.shard, e.ref.id)));
+    const shown = entries.map((e, i) => tasks[i]).filter((t, i) => t && t.status === status && indexKeys(t).includes(entries[i].key));
     const last = page.keys.at(-1)?.key ?? "";
-    return { tasks: tasks.filter(wanted), malformed, next_cursor: page.next ? last : "" };
+    return { tasks: shown, malformed, next_cursor: page.next ? last : "" };
+  }
+  async listWindow(status, shard, cursor) {
+    const now = this.now().getTime();
+    const lo = idFloor(now - LIST_WINDOW_MS);
+    const hi = cursor || idFloor(now + 6e4);
+    const ids = [];
+    await Promise.all((shard ? [shard] : this.shardList || []).map(async (s) => {
+      const prefix = `${TASKS_PREFIX}${s}/`;
+      let startAfter = prefix + lo;
+      for (; ; ) {
+        const page = await this.s3.list(prefix, { startAfter });
+        let done = !page.next;
+        for (const { key } of page.keys) {
+          const id = key.slice(prefix.length, -".json".length);
+          if (id >= hi) {
+            done = true;
+            break;
+          }
+          ids.push({ id, shard: s });
+          startAfter = key;
+        }
+        if (done || page.keys.length === 0) return;
+      }
+    }));
+    ids.sort((a, b) => a.id < b.id ? 1 : -1);
+    const pageIDs = ids.slice(0, PAGE);
+    const { tasks, malformed } = await this.readTasks(pageIDs.map((x) => taskKey(x.shard, x.id)));
+    const wanted = (t) => t && (status ? t.status === status : t.status !== "archived");
+    return {
+      tasks: tasks.filter(wanted),
+      malformed,
+      since: new Date(now - LIST_WINDOW_MS).toISOString(),
+      next_cursor: ids.length > PAGE ? pageIDs.at(-1).id : ""
+    };
   }
   async getTask(id, shardChars) {
-    const key = taskKey(id.slice(0, shardChars), id);
+    const key = taskKey(shardOf(id, shardChars), id);
     const obj = await this.s3.get(key);
     if (!obj) throw new Error(`task ${id} not found`);
     return { task: decodeTask(key, obj.text), etag: obj.etag };
@@ -1026,23 +1121,27 @@ var S3Backend = class {
   }
   /**
    * act applies an operator action the way qo does: read the task, apply
-   * the shared rules, write it back only if it did not change meanwhile
-   * (If-Match on its ETag), then fix the ready index (best effort, as in
-   * Go: a sweep repairs a missed index write).
+   * the shared rules, write the index entries the new state needs, then the
+   * task only if it did not change meanwhile (If-Match on its ETag), then
+   * remove the entries of the old state (queue/doc.go, "Index entries are
+   * written first": an entry that cannot be written stops the action with
+   * the task untouched).
    */
   async act(op, id, shardChars, reason = "from the web UI") {
     for (let tries = 0; tries < 5; tries++) {
       const { task, etag } = await this.getTask(id, shardChars);
       const next = applyOperator(task, op, reason, this.now(), crypto.randomUUID());
       if (!next) return task;
+      const idx = indexChanges(task, next);
+      await Promise.all(idx.put.map((k) => this.s3.put(k, "")));
       try {
         await this.s3.put(taskKey(next.shard, next.id), JSON.stringify(next), { ifMatch: etag });
       } catch (e) {
+        await Promise.allSettled(idx.put.map((k) => this.s3.del(k)));
         if (e.status === 412) continue;
         throw e;
       }
-      const idx = indexChanges(task, next);
-      await Promise.allSettled([...idx.put.map((k) => this.s3.put(k, "")), ...idx.del.map((k) => this.s3.del(k))]);
+      await Promise.allSettled(idx.del.map((k) => this.s3.del(k)));
       return next;
     }
     throw new Error(`task ${id} kept changing; try again`);
@@ -1236,6 +1335,7 @@ async function refresh() {
       const page = await state.backend.listTasks({ ...state.filter, cursor: state.cursors[state.page] });
       state.tasks = page.tasks;
       state.next = page.next_cursor;
+      state.since = page.since || "";
       state.malformed = page.malformed || [];
       if (state.selected) await loadDetail(state.selected);
     } else if (state.view === "schedules") {
@@ -1287,7 +1387,10 @@ function renderFilters() {
   const shard = $("#shard");
   shard.replaceChildren(h("option", { value: "" }, "all shards"), ...state.shards.map((s) => h("option", { value: s }, `shard ${s}`)));
   const status = $("#statusf");
-  status.replaceChildren(h("option", { value: "" }, "all but archived"), ...STATUSES.map((s) => h("option", { value: s }, s)));
+  status.replaceChildren(
+    h("option", { value: "" }, "all but archived (last 24 h)"),
+    ...STATUSES.map((s) => h("option", { value: s }, ["pending", "running", "failed"].includes(s) ? s : `${s} (last 24 h)`))
+  );
 }
 function renderPaused() {
   const c = state.control;
@@ -1321,7 +1424,7 @@ function renderTasks(now) {
       "data-id": t.id,
       onclick: () => select(t.id)
     },
-    h("td", { class: "mono" }, t.id.slice(0, 8)),
+    h("td", { class: "mono", title: t.id }, shortID(t.id)),
     h("td", {}, t.task_type),
     h("td", {}, h("span", { class: `prio ${priorityOf(t)}` }, priorityOf(t))),
     h("td", {}, h("span", { class: `st ${t.status}` }, t.status)),
@@ -1332,7 +1435,7 @@ function renderTasks(now) {
   $("#tasks").replaceChildren(...rows.length ? rows : [h("tr", {}, h("td", { colspan: 7, class: "dim" }, "no tasks on this page"))]);
   $("#more").disabled = !state.next;
   $("#prev").disabled = state.page === 0;
-  $("#page").textContent = `page ${state.page + 1}`;
+  $("#page").textContent = `page ${state.page + 1}${state.since ? ` \xB7 created since ${new Date(state.since).toLocaleString()}` : ""}`;
   renderDetail(now);
 }
 function field(name, value) {
@@ -1479,7 +1582,7 @@ function renderSchedules(now) {
     // reading the bucket directly, the page does not.
     h("td", {}, s.next_due ? ago(s.next_due, now) : "-"),
     h("td", {}, s.last_due ? ago(s.last_due, now) : "-"),
-    h("td", { class: "mono" }, (s.last_task_id || "-").slice(0, 8)),
+    h("td", { class: "mono", title: s.last_task_id || "" }, s.last_task_id ? shortID(s.last_task_id) : "-"),
     h("td", { class: "num" }, s.skipped || 0)
   ));
   $("#schedules").replaceChildren(...rows.length ? rows : [h("tr", {}, h("td", { colspan: 9, class: "dim" }, "no schedules (qo schedule create)"))]);

@@ -2,7 +2,7 @@
 // API) and is rendered as text: task data never reaches innerHTML.
 import { diffLines } from 'diff';
 import { S3Backend, ApiBackend } from './backend.js';
-import { STATUSES, health, priorityOf } from './queue.js';
+import { STATUSES, health, priorityOf, shortID } from './queue.js';
 
 // h builds an element; string children become text nodes.
 function h(tag, attrs = {}, ...children) {
@@ -130,6 +130,7 @@ async function refresh() {
       const page = await state.backend.listTasks({ ...state.filter, cursor: state.cursors[state.page] });
       state.tasks = page.tasks;
       state.next = page.next_cursor;
+      state.since = page.since || '';
       state.malformed = page.malformed || [];
       if (state.selected) await loadDetail(state.selected);
     } else if (state.view === 'schedules') {
@@ -191,7 +192,8 @@ function renderFilters() {
   const shard = $('#shard');
   shard.replaceChildren(h('option', { value: '' }, 'all shards'), ...state.shards.map((s) => h('option', { value: s }, `shard ${s}`)));
   const status = $('#statusf');
-  status.replaceChildren(h('option', { value: '' }, 'all but archived'), ...STATUSES.map((s) => h('option', { value: s }, s)));
+  status.replaceChildren(h('option', { value: '' }, 'all but archived (last 24 h)'),
+    ...STATUSES.map((s) => h('option', { value: s }, ['pending', 'running', 'failed'].includes(s) ? s : `${s} (last 24 h)`)));
 }
 
 // renderPaused shows the pause switches: the whole queue, and paused types.
@@ -226,14 +228,16 @@ function renderTasks(now) {
   const rows = state.tasks.map((t) => h('tr', {
     class: `row ${t.id === state.selected ? 'sel' : ''}`, 'data-id': t.id, onclick: () => select(t.id),
   },
-  h('td', { class: 'mono' }, t.id.slice(0, 8)), h('td', {}, t.task_type),
+  h('td', { class: 'mono', title: t.id }, shortID(t.id)), h('td', {}, t.task_type),
   h('td', {}, h('span', { class: `prio ${priorityOf(t)}` }, priorityOf(t))),
   h('td', {}, h('span', { class: `st ${t.status}` }, t.status)), h('td', { class: 'num' }, t.attempt),
   h('td', {}, ago(t.updated_at, now)), h('td', { 'data-countdown': t.id }, countdown(t, now))));
   $('#tasks').replaceChildren(...(rows.length ? rows : [h('tr', {}, h('td', { colspan: 7, class: 'dim' }, 'no tasks on this page'))]));
   $('#more').disabled = !state.next;
   $('#prev').disabled = state.page === 0;
-  $('#page').textContent = `page ${state.page + 1}`;
+  // Finished tasks are listed from a creation window (pending, running and
+  // failed ones from their indexes, whatever their age).
+  $('#page').textContent = `page ${state.page + 1}${state.since ? ` · created since ${new Date(state.since).toLocaleString()}` : ''}`;
   renderDetail(now);
 }
 
@@ -344,7 +348,7 @@ function renderSchedules(now) {
     // next_due comes from the HTTP API, which evaluates the cron fields;
     // reading the bucket directly, the page does not.
     h('td', {}, s.next_due ? ago(s.next_due, now) : '-'),
-    h('td', {}, s.last_due ? ago(s.last_due, now) : '-'), h('td', { class: 'mono' }, (s.last_task_id || '-').slice(0, 8)),
+    h('td', {}, s.last_due ? ago(s.last_due, now) : '-'), h('td', { class: 'mono', title: s.last_task_id || '' }, s.last_task_id ? shortID(s.last_task_id) : '-'),
     h('td', { class: 'num' }, s.skipped || 0)));
   $('#schedules').replaceChildren(...(rows.length ? rows : [h('tr', {}, h('td', { colspan: 9, class: 'dim' }, 'no schedules (qo schedule create)'))]));
 }

@@ -3,10 +3,14 @@
 // with the same shapes (the CLI's --json shapes).
 import { S3 } from './s3.js';
 import {
-  TASKS_PREFIX, WORKERS_PREFIX, SCHEDULES_PREFIX, CONTROL_KEY, applyOperator, indexChanges, decodeTask, taskKey, shards,
+  TASKS_PREFIX, WORKERS_PREFIX, SCHEDULES_PREFIX, CONTROL_KEY, READY_PREFIX, LEASES_PREFIX, DEAD_PREFIX, LAYOUT_VERSION, LIST_WINDOW_MS,
+  applyOperator, indexChanges, indexKeys, parseIndexKey, decodeTask, taskKey, shards, shardOf, idFloor,
 } from './queue.js';
 
 const PAGE = 50;
+
+/** The index each status is listed from; other statuses use the creation window. */
+const INDEX_OF = { pending: READY_PREFIX, running: LEASES_PREFIX, failed: DEAD_PREFIX };
 
 export class S3Backend {
   constructor(cfg) {
@@ -22,16 +26,30 @@ export class S3Backend {
   async shards() {
     const obj = await this.s3.get('queue.json');
     if (!obj) throw new Error('this bucket holds no qo queue (no queue.json): run qo init');
-    return shards(JSON.parse(obj.text).shard_chars || 1);
+    const cfg = JSON.parse(obj.text);
+    if ((cfg.format || 1) < LAYOUT_VERSION) {
+      throw new Error(`this queue uses an older key layout (format ${cfg.format || 1}): stop its workers and run qo migrate`);
+    }
+    if (cfg.format > LAYOUT_VERSION) throw new Error(`this queue was written by a newer qo (format ${cfg.format}): use its web UI`);
+    this.shardList = shards(cfg.shard_chars || 1);
+    return this.shardList;
   }
 
-  /** listTasks returns one page: tasks whose status passes the filter. */
+  /**
+   * listTasks returns one page. Pending, running and failed tasks come from
+   * their indexes (one LIST, a GET per task shown); other statuses, and all
+   * of them, from the tasks created in the last 24 hours, newest first (a
+   * LIST per shard, a GET per task shown): never the whole history.
+   */
   async listTasks({ shard = '', status = '', cursor = '' } = {}) {
-    const prefix = TASKS_PREFIX + (shard ? `${shard}/` : '');
-    const page = await this.s3.list(prefix, { startAfter: cursor, maxKeys: PAGE });
+    if (INDEX_OF[status]) return this.listIndex(INDEX_OF[status], status, shard, cursor);
+    return this.listWindow(status, shard, cursor);
+  }
+
+  async readTasks(keys) {
     const tasks = [];
     const malformed = [];
-    await Promise.all(page.keys.map(async ({ key }, i) => {
+    await Promise.all(keys.map(async (key, i) => {
       const obj = await this.s3.get(key);
       if (!obj) return;
       try {
@@ -40,13 +58,56 @@ export class S3Backend {
         malformed.push({ key, error: e.message });
       }
     }));
-    const wanted = (t) => t && (status ? t.status === status : t.status !== 'archived');
+    return { tasks, malformed };
+  }
+
+  async listIndex(root, status, shard, cursor) {
+    const prefix = root === DEAD_PREFIX || !shard ? root : `${root}${shard}/`;
+    const page = await this.s3.list(prefix, { startAfter: cursor, maxKeys: PAGE });
+    const entries = page.keys.map(({ key }) => ({ key, ref: parseIndexKey(key) }))
+      .filter((e) => e.ref && (!shard || e.ref.shard === shard));
+    const { tasks, malformed } = await this.readTasks(entries.map((e) => taskKey(e.ref.shard, e.ref.id)));
+    // An entry whose task moved on is stale: skipped (qo cleans it up).
+    const shown = entries.map((e, i) => tasks[i]).filter((t, i) => t && t.status === status && indexKeys(t).includes(entries[i].key));
     const last = page.keys.at(-1)?.key ?? '';
-    return { tasks: tasks.filter(wanted), malformed, next_cursor: page.next ? last : '' };
+    return { tasks: shown, malformed, next_cursor: page.next ? last : '' };
+  }
+
+  async listWindow(status, shard, cursor) {
+    const now = this.now().getTime();
+    const lo = idFloor(now - LIST_WINDOW_MS);
+    const hi = cursor || idFloor(now + 60000);
+    const ids = [];
+    await Promise.all((shard ? [shard] : this.shardList || []).map(async (s) => {
+      const prefix = `${TASKS_PREFIX}${s}/`;
+      let startAfter = prefix + lo;
+      for (;;) {
+        const page = await this.s3.list(prefix, { startAfter });
+        let done = !page.next;
+        for (const { key } of page.keys) {
+          const id = key.slice(prefix.length, -'.json'.length);
+          if (id >= hi) {
+            done = true;
+            break;
+          }
+          ids.push({ id, shard: s });
+          startAfter = key;
+        }
+        if (done || page.keys.length === 0) return;
+      }
+    }));
+    ids.sort((a, b) => (a.id < b.id ? 1 : -1));
+    const pageIDs = ids.slice(0, PAGE);
+    const { tasks, malformed } = await this.readTasks(pageIDs.map((x) => taskKey(x.shard, x.id)));
+    const wanted = (t) => t && (status ? t.status === status : t.status !== 'archived');
+    return {
+      tasks: tasks.filter(wanted), malformed, since: new Date(now - LIST_WINDOW_MS).toISOString(),
+      next_cursor: ids.length > PAGE ? pageIDs.at(-1).id : '',
+    };
   }
 
   async getTask(id, shardChars) {
-    const key = taskKey(id.slice(0, shardChars), id);
+    const key = taskKey(shardOf(id, shardChars), id);
     const obj = await this.s3.get(key);
     if (!obj) throw new Error(`task ${id} not found`);
     return { task: decodeTask(key, obj.text), etag: obj.etag };
@@ -125,23 +186,28 @@ export class S3Backend {
 
   /**
    * act applies an operator action the way qo does: read the task, apply
-   * the shared rules, write it back only if it did not change meanwhile
-   * (If-Match on its ETag), then fix the ready index (best effort, as in
-   * Go: a sweep repairs a missed index write).
+   * the shared rules, write the index entries the new state needs, then the
+   * task only if it did not change meanwhile (If-Match on its ETag), then
+   * remove the entries of the old state (queue/doc.go, "Index entries are
+   * written first": an entry that cannot be written stops the action with
+   * the task untouched).
    */
   async act(op, id, shardChars, reason = 'from the web UI') {
     for (let tries = 0; tries < 5; tries++) {
       const { task, etag } = await this.getTask(id, shardChars);
       const next = applyOperator(task, op, reason, this.now(), crypto.randomUUID());
       if (!next) return task;
+      const idx = indexChanges(task, next);
+      await Promise.all(idx.put.map((k) => this.s3.put(k, '')));
       try {
         await this.s3.put(taskKey(next.shard, next.id), JSON.stringify(next), { ifMatch: etag });
       } catch (e) {
+        // Refused: the entries written for this version are not needed.
+        await Promise.allSettled(idx.put.map((k) => this.s3.del(k)));
         if (e.status === 412) continue; // changed meanwhile: apply again on the new version
         throw e;
       }
-      const idx = indexChanges(task, next);
-      await Promise.allSettled([...idx.put.map((k) => this.s3.put(k, '')), ...idx.del.map((k) => this.s3.del(k))]);
+      await Promise.allSettled(idx.del.map((k) => this.s3.del(k)));
       return next;
     }
     throw new Error(`task ${id} kept changing; try again`);

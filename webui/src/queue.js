@@ -8,7 +8,14 @@ export const PRIORITIES = ['high', 'normal', 'low'];
 /** PRIORITY_STEP_MS moves a high task ahead, a low one behind (queue.PriorityStep). */
 export const PRIORITY_STEP_MS = 15 * 60 * 1000;
 export const FORMAT_VERSION = 1;
+/** LAYOUT_VERSION is the key layout the page reads: queue.json's "format" (queue.LayoutVersion). */
+export const LAYOUT_VERSION = 2;
 export const TASKS_PREFIX = 'tasks/';
+export const READY_PREFIX = 'ready/';
+export const LEASES_PREFIX = 'leases/';
+export const DEAD_PREFIX = 'dead/';
+/** LIST_WINDOW_MS is how far back a listing of finished tasks looks by default (queue.DefaultListWindow). */
+export const LIST_WINDOW_MS = 24 * 3600 * 1000;
 export const WORKERS_PREFIX = 'workers/';
 export const SCHEDULES_PREFIX = 'schedules/';
 export const CONTROL_KEY = 'control.json';
@@ -37,8 +44,34 @@ export function taskKey(shard, id) {
   return `${TASKS_PREFIX}${shard}/${id}.json`;
 }
 
+/** isV7 tells a time-ordered id (UUIDv7: its version digit is 7). */
+function isV7(id) {
+  return id[14] === '7';
+}
+
+/**
+ * shardOf is queue.ShardOf: the last n hex digits of a time-ordered id
+ * (random), the first n of any other.
+ */
+export function shardOf(id, n) {
+  return isV7(id) ? id.slice(-n) : id.slice(0, n);
+}
+
+/** shortID is queue.ShortID: the 8 characters that tell tasks apart. */
+export function shortID(id) {
+  return isV7(id) ? id.slice(-8) : id.slice(0, 8);
+}
+
+/** idFloor is the smallest v7 id of millisecond ms: ids created at ms or later sort after it. */
+export function idFloor(ms) {
+  const h = Math.max(0, Math.floor(ms)).toString(16).padStart(12, '0');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-7000-8000-000000000000`;
+}
+
+const MAX_MS = 9999999999999;
+
 function unixMS(ms) {
-  return String(ms).padStart(13, '0');
+  return String(Math.min(Math.max(ms, 0), MAX_MS)).padStart(13, '0');
 }
 
 /** priorityOf is the task's priority; objects without one are normal. */
@@ -50,12 +83,38 @@ export function priorityOf(t) {
 export function readyKey(t) {
   const p = priorityOf(t);
   const offset = p === 'high' ? -PRIORITY_STEP_MS : p === 'low' ? PRIORITY_STEP_MS : 0;
-  return `ready/${unixMS(Date.parse(t.available_at) + offset)}/${t.shard}/${t.task_type}/${p}/${t.id}`;
+  return `${READY_PREFIX}${t.shard}/${unixMS(Date.parse(t.available_at) + offset)}/${t.task_type}/${p}/${t.id}`;
 }
 
 /** leaseKey is the lease-index key of a running task. */
 export function leaseKey(t) {
-  return `leases/${unixMS(Date.parse(t.lease_expires_at))}/${t.shard}/${t.id}`;
+  return `${LEASES_PREFIX}${t.shard}/${unixMS(Date.parse(t.lease_expires_at))}/${t.task_type}/${t.id}/${t.lease_id}`;
+}
+
+/** deadKey is the dead-letter key of a failed task: newest failure first. */
+export function deadKey(t) {
+  return `${DEAD_PREFIX}${unixMS(MAX_MS - Date.parse(t.completed_at))}/${t.shard}/${t.task_type}/${t.id}`;
+}
+
+/** indexKeys lists the index entries a version of a task needs. */
+export function indexKeys(t) {
+  if (t.status === 'pending') return [readyKey(t)];
+  if (t.status === 'running' && t.lease_id && t.lease_expires_at) return [leaseKey(t)];
+  if (t.status === 'failed' && t.completed_at) return [deadKey(t)];
+  return [];
+}
+
+/**
+ * parseIndexKey reads the task id and shard out of a ready, lease or
+ * dead-letter key (null when it is not one).
+ */
+export function parseIndexKey(key) {
+  const parts = key.split('/');
+  const ok = (shard, id) => (/^[0-9a-f]{1,2}$/.test(shard) && /^[0-9a-f-]{36}$/.test(id) ? { shard, id } : null);
+  if (parts[0] === 'ready' && parts.length === 6) return ok(parts[1], parts[5]);
+  if (parts[0] === 'leases' && parts.length === 6) return ok(parts[1], parts[4]);
+  if (parts[0] === 'dead' && parts.length === 5) return ok(parts[2], parts[4]);
+  return null;
 }
 
 /** decodeTask parses a task object, refusing what qo would not trust. */
@@ -69,7 +128,9 @@ export function decodeTask(key, text) {
   if (t === null || typeof t !== 'object' || Array.isArray(t)) throw new Error(`malformed object ${key}: not a JSON object`);
   if (t.format !== FORMAT_VERSION) throw new Error(`malformed object ${key}: unknown format version ${t.format}`);
   if (typeof t.id !== 'string' || !STATUSES.includes(t.status)) throw new Error(`malformed object ${key}: missing id or unknown status`);
-  if (key && key !== taskKey(t.shard, t.id)) throw new Error(`malformed object ${key}: the object says task ${t.id} in shard ${t.shard}`);
+  if (key && (key !== taskKey(t.shard, t.id) || shardOf(t.id, String(t.shard).length) !== t.shard)) {
+    throw new Error(`malformed object ${key}: the object says task ${t.id} in shard ${t.shard}`);
+  }
   return t;
 }
 
@@ -162,12 +223,14 @@ export function applyOperator(base, op, reason, now, requestID) {
   return next;
 }
 
-/** indexChanges lists the index writes that follow an applied action. */
+/**
+ * indexChanges lists the index entries an applied action puts (before the
+ * task write) and deletes (after it), as queue.IndexChanges does.
+ */
 export function indexChanges(prev, next) {
-  const out = { put: [], del: [] };
-  if (next.status === 'pending' && prev.status !== 'pending') out.put.push(readyKey(next));
-  if (prev.status === 'pending' && next.status !== 'pending') out.del.push(readyKey(prev));
-  return out;
+  const had = indexKeys(prev);
+  const want = indexKeys(next);
+  return { put: want.filter((k) => !had.includes(k)), del: had.filter((k) => !want.includes(k)) };
 }
 
 /** DEAD_FACTOR: a worker is dead after this many health thresholds (monitor.DeadFactor). */
