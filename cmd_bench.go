@@ -52,6 +52,13 @@ docs/performance.md met or not:
     (--history-only skips everything else);
   - the peak memory of a real 'qo worker' at concurrency 32 (Linux).
 
+--simulate-partitions needs no S3 server: it drives --sim-rate tasks per
+second for --sim-seconds of simulated time through qo's real queue code over
+an in-memory store, with workers owning an even share of --sim-shards shards,
+maps every request to the key prefix S3 could partition on, and reports the
+busiest prefix against S3's limits of 3,500 writes and 5,500 reads per second
+per prefix (docs/scaling.md).
+
 Each phase runs in a fresh bucket named qo-bench-..., removed afterwards
 (--keep leaves them): a real queue is never touched. Prices are flags, so
 other providers can be priced. The machine's other load shows in the
@@ -60,7 +67,8 @@ numbers: compare runs on the same machine.
 Examples:
   qo bench
   qo bench --tasks 5000 --workers 8 --concurrency 16 --json > run.json
-  qo bench --price-put 0.0045 --price-get 0.00036     # another provider's prices`,
+  qo bench --price-put 0.0045 --price-get 0.00036     # another provider's prices
+  qo bench --simulate-partitions --sim-rate 20000 --sim-shards 256`,
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "tasks", Value: 2000, Usage: "tasks of the end-to-end run"},
 			&cli.IntFlag{Name: "workers", Value: 4, Usage: "workers of the end-to-end run (in this process)"},
@@ -77,6 +85,11 @@ Examples:
 			&cli.Float64Flag{Name: "price-get", Value: store.AWSStandardPrices.GetPer1000, Usage: "US$ per 1,000 GET/HEAD"},
 			&cli.Float64Flag{Name: "price-delete", Value: store.AWSStandardPrices.DeletePer1000, Usage: "US$ per 1,000 DELETE"},
 			&cli.BoolFlag{Name: "keep", Usage: "keep the qo-bench-* buckets"},
+			&cli.BoolFlag{Name: "simulate-partitions", Usage: "instead of the standard run, simulate the request load per S3 key prefix (no S3 server needed)"},
+			&cli.IntFlag{Name: "sim-rate", Value: 20000, Usage: "with --simulate-partitions: tasks per `SECOND`"},
+			&cli.IntFlag{Name: "sim-seconds", Value: 2, Usage: "with --simulate-partitions: simulated `SECONDS`"},
+			&cli.IntFlag{Name: "sim-shards", Value: 256, Usage: "with --simulate-partitions: 16 or 256 shards"},
+			&cli.IntFlag{Name: "sim-workers", Value: 64, Usage: "with --simulate-partitions: workers sharing the shards"},
 			&cli.StringFlag{Name: "plot", Usage: "instead of the standard run, sweep workers x concurrency (1x1 to 8x8) and poll ceilings (1s to 10s) and draw them as SVG into `DIR`"},
 			jsonFlag(),
 		},
@@ -101,6 +114,9 @@ func benchStoreConfig(c *cli.Context) (s3store.Config, error) {
 func runBench(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return usageError("bench takes no arguments, got %q", c.Args().First())
+	}
+	if c.Bool("simulate-partitions") {
+		return simulatePartitions(c)
 	}
 	base, err := benchStoreConfig(c)
 	if err != nil {
@@ -152,6 +168,35 @@ func runBench(c *cli.Context) error {
 			return fmt.Errorf("bench: worker memory: %w", err)
 		}
 		r.AddRSS(mb)
+	}
+	if c.Bool("json") {
+		return emitJSON(c.App.Writer, r)
+	}
+	r.WriteText(c.App.Writer)
+	return nil
+}
+
+// simulatePartitions runs bench.SimulatePartitions from the flags.
+func simulatePartitions(c *cli.Context) error {
+	chars := 0
+	switch n := c.Int("sim-shards"); n {
+	case 16:
+		chars = 1
+	case 256:
+		chars = 2
+	default:
+		return usageError("--sim-shards %d: want 16 or 256", n)
+	}
+	for _, f := range []string{"sim-rate", "sim-seconds", "sim-workers"} {
+		if c.Int(f) < 1 {
+			return usageError("--%s %d: want at least 1", f, c.Int(f))
+		}
+	}
+	r, err := bench.SimulatePartitions(c.Context, bench.SimConfig{
+		Rate: c.Int("sim-rate"), Seconds: c.Int("sim-seconds"), ShardChars: chars, Workers: c.Int("sim-workers"),
+	})
+	if err != nil {
+		return fmt.Errorf("bench: simulate partitions: %w", err)
 	}
 	if c.Bool("json") {
 		return emitJSON(c.App.Writer, r)
