@@ -22,12 +22,12 @@
 package memstore
 
 import (
+	"slices"
 	"context"
 	"crypto/md5"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -70,6 +70,7 @@ type Store struct {
 	mu         sync.Mutex
 	versioning bool
 	keys       map[string][]*version // oldest first; never empty
+	sorted     []string              // the keys of keys, in order (List seeks in it)
 	seq        uint64                // last version id issued
 	lifecycle  []store.LifecycleRule
 	cors       []string
@@ -250,8 +251,16 @@ func (s *Store) Put(ctx context.Context, key string, body []byte, cond store.Con
 // append adds v as the newest version of key (replacing everything when
 // versioning is off). Caller holds mu.
 func (s *Store) append(key string, v *version) {
+	if _, ok := s.keys[key]; !ok && !(v.deleteMarker && !s.versioning) {
+		i, _ := slices.BinarySearch(s.sorted, key)
+		s.sorted = slices.Insert(s.sorted, i, key)
+	}
 	if !s.versioning {
 		if v.deleteMarker {
+			if _, ok := s.keys[key]; ok {
+				i, _ := slices.BinarySearch(s.sorted, key)
+				s.sorted = slices.Delete(s.sorted, i, i+1)
+			}
 			delete(s.keys, key)
 			return
 		}
@@ -330,13 +339,19 @@ func (s *Store) List(ctx context.Context, p store.ListParams) (store.ListPage, e
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	keys := make([]string, 0, len(s.keys))
-	for k := range s.keys {
-		if strings.HasPrefix(k, p.Prefix) && k > after.last && s.current(k) != nil {
+	// Seek to the first key after both the prefix and the position, and
+	// stop at the end of the prefix: a page costs what it returns.
+	from := max(p.Prefix, after.last)
+	i, _ := slices.BinarySearch(s.sorted, from)
+	var keys []string
+	for ; i < len(s.sorted) && strings.HasPrefix(s.sorted[i], p.Prefix); i++ {
+		if k := s.sorted[i]; k > after.last && s.current(k) != nil {
 			keys = append(keys, k)
 		}
+		if p.Delimiter == "" && len(keys) > limit {
+			break // enough for a page and to know another follows
+		}
 	}
-	sort.Strings(keys)
 
 	var page store.ListPage
 	n := 0
