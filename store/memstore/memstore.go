@@ -22,12 +22,12 @@
 package memstore
 
 import (
-	"slices"
 	"context"
 	"crypto/md5"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
