@@ -314,9 +314,12 @@ A StatsCounter counts pending (and delayed), running and failed tasks from
 the keys of the three indexes alone (the shard and type are in every key),
 at most MaxIndexPages LISTs of 1,000 keys each per index, and finishes per
 minute from the workers' heartbeats (WorkerInfo.Recent: each worker counts
-its own completions and failures by minute). It reads no task object and
-keeps one entry per worker, so a refresh costs 3 LISTs plus 1 LIST and 1
-GET per changed heartbeat, with 0 or with millions of finished tasks.
+its own completions and failures by minute). Dead-letter keys sort newest
+first, so between full counts (every DeadRecount, a minute) a refresh reads
+only the keys of new failures, and a replay or archive shows in the count
+up to a minute late. It reads no task object and keeps one entry per
+worker, so a refresh costs 3 LISTs plus 1 LIST and 1 GET per changed
+heartbeat, with 0 or with millions of finished tasks.
 Lifetime totals of completed, cancelled, expired or archived tasks are not
 counted (Stats.Counted says which counts are real).
 

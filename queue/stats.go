@@ -74,19 +74,41 @@ type StatsOptions struct {
 }
 
 // StatsCounter counts the queue cheaply enough to refresh every few
-// seconds. Each Refresh lists the ready, lease and dead-letter indexes (one
-// LIST per 1,000 entries, at most MaxIndexPages each) and the worker
-// registry (one LIST, plus one GET per worker whose heartbeat changed), and
-// reads no task object: a refresh costs about 4 requests plus one per live
-// worker, with 0 or with millions of finished tasks in the bucket. Memory
-// holds one entry per worker. It is safe for concurrent use.
+// seconds. Each Refresh lists the ready and lease indexes (one LIST per
+// 1,000 entries, at most MaxIndexPages each), the new dead letters (one
+// LIST, usually; a full count every DeadRecount) and the worker registry
+// (one LIST, plus one GET per worker whose heartbeat changed), and reads no
+// task object: a refresh costs about 4 requests plus one per live worker,
+// with 0 or with millions of finished tasks in the bucket. Memory holds one
+// entry per worker and the dead-letter counts by shard and type. It is safe
+// for concurrent use.
 type StatsCounter struct {
 	q    *Queue
 	opts StatsOptions
 
 	mu      sync.Mutex
 	workers map[string]workerEntry // worker key -> last read at its ETag
+	dead    *deadCount             // the dead letters counted (nil: none yet)
 }
+
+// deadCount is the dead-letter count a StatsCounter carries between
+// refreshes. Dead-letter keys sort newest failure first, so a refresh reads
+// only the keys before the newest it has counted (one LIST, usually);
+// removals (a replay, an archive) are only seen by a full count, made
+// every DeadRecount.
+type deadCount struct {
+	newest  string // the first key of the last listing
+	byShard map[string]int
+	byType  map[string]int
+	total   int
+	at      time.Time // when the last full count was made (queue clock)
+	partial bool
+}
+
+// DeadRecount is how often a StatsCounter counts the dead letters in full;
+// in between it reads only the new ones, so a replay or an archive shows
+// in the counts up to this late.
+const DeadRecount = time.Minute
 
 type workerEntry struct {
 	etag      string
@@ -147,11 +169,19 @@ func (c *StatsCounter) Refresh(ctx context.Context) (Stats, error) {
 		})
 	}
 	if err == nil {
-		err = c.walk(ctx, DeadPrefix, &st, func(key string) {
-			if e, err := ParseDeadKey(key); err == nil {
-				count(StatusFailed, e.Shard, e.Type)
-			}
-		})
+		err = c.countDead(ctx, now)
+	}
+	if err == nil {
+		d := c.dead
+		st.Total += d.total
+		st.ByStatus[StatusFailed] = d.total
+		for shard, n := range d.byShard {
+			bumpN(st.ByShard, shard, StatusFailed, n)
+		}
+		for typ, n := range d.byType {
+			bumpN(st.ByType, typ, StatusFailed, n)
+		}
+		st.Partial = st.Partial || d.partial
 	}
 	if err != nil {
 		return Stats{}, fmt.Errorf("stats: %w", err)
@@ -182,6 +212,63 @@ func (c *StatsCounter) Refresh(ctx context.Context) (Stats, error) {
 	}
 	sort.Slice(st.Malformed, func(i, j int) bool { return st.Malformed[i].Key < st.Malformed[j].Key })
 	return st, nil
+}
+
+// countDead brings c.dead up to date: a full count when there is none or
+// it is older than DeadRecount, else only the keys of new failures.
+func (c *StatsCounter) countDead(ctx context.Context, now time.Time) error {
+	if c.dead == nil || now.Sub(c.dead.at) >= DeadRecount {
+		d := &deadCount{byShard: map[string]int{}, byType: map[string]int{}, at: now}
+		var st Stats
+		first := true
+		err := c.walk(ctx, DeadPrefix, &st, func(key string) {
+			if first {
+				d.newest, first = key, false
+			}
+			if e, err := ParseDeadKey(key); err == nil {
+				d.byShard[e.Shard]++
+				d.byType[e.Type]++
+				d.total++
+			}
+		})
+		if err != nil {
+			return err
+		}
+		d.partial = st.Partial
+		c.dead = d
+		return nil
+	}
+	d := c.dead
+	newest := ""
+	token := ""
+	for range c.opts.MaxIndexPages {
+		page, err := c.q.s.List(ctx, store.ListParams{Prefix: DeadPrefix, Token: token})
+		if err != nil {
+			return fmt.Errorf("list %s: %w", DeadPrefix, err)
+		}
+		for _, o := range page.Objects {
+			if newest == "" {
+				newest = o.Key
+			}
+			if d.newest != "" && o.Key >= d.newest {
+				d.newest = newest
+				return nil // counted before: everything after it too
+			}
+			if e, err := ParseDeadKey(o.Key); err == nil {
+				d.byShard[e.Shard]++
+				d.byType[e.Type]++
+				d.total++
+			}
+		}
+		if page.NextToken == "" {
+			break
+		}
+		token = page.NextToken
+	}
+	if newest != "" {
+		d.newest = newest
+	}
+	return nil
 }
 
 // walk lists an index, at most MaxIndexPages pages, calling fn per key.
@@ -270,11 +357,13 @@ func (c *StatsCounter) readWorkers(ctx context.Context) error {
 	return nil
 }
 
-func bump(m map[string]map[Status]int, k string, s Status) {
+func bump(m map[string]map[Status]int, k string, s Status) { bumpN(m, k, s, 1) }
+
+func bumpN(m map[string]map[Status]int, k string, s Status, n int) {
 	if m[k] == nil {
 		m[k] = map[Status]int{}
 	}
-	m[k][s]++
+	m[k][s] += n
 }
 
 // MinuteCounter counts finishes by minute over the last

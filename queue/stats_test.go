@@ -76,8 +76,20 @@ func TestStatsCounter(t *testing.T) {
 		require.Zero(t, d.Total(store.OpGet), "%s", d)
 		require.Equal(t, int64(4), d.Total(store.OpList), "%s", d)
 		require.Equal(t, 3, st.ByStatus[queue.StatusPending])
-		require.Equal(t, 0, st.ByStatus[queue.StatusFailed])
+		require.Equal(t, 1, st.ByStatus[queue.StatusFailed], "a replay shows at the next full count of the dead letters")
 
+		// New dead letters are counted at once, from the one LIST.
+		l := b.claim(t, b.submit(t, "email", `{"n":5}`), "w1")
+		_, err = b.q.Fail(b.ctx, l, "boom")
+		require.NoError(t, err)
+		st, err = c.Refresh(b.ctx)
+		require.NoError(t, err)
+		require.Equal(t, 2, st.ByStatus[queue.StatusFailed])
+		require.Equal(t, 2, st.ByType["email"][queue.StatusFailed])
+		b.clock.Advance(queue.DeadRecount)
+		st, err = c.Refresh(b.ctx)
+		require.NoError(t, err)
+		require.Equal(t, 1, st.ByStatus[queue.StatusFailed], "the full count sees the replay")
 	})
 }
 
