@@ -193,10 +193,15 @@ func initCommand() *cli.Command {
 		UsageText: "qo init [--shard-chars 1|2] [--tasks-retention-days N] [--create-bucket] [--json]",
 		Description: `Writes queue.json (the shard width every component reads), turns bucket
 versioning on (task history) and installs lifecycle rules that expire old
-versions and delete markers of index objects after a day. Task history is kept
-unless --tasks-retention-days is given. Running init again is safe; it cannot
-change the shard width of an existing queue. --json prints {"format",
-"shard_chars", "shards", "created_at", "created", "versioning", "lifecycle"}.
+versions and delete markers of index objects after a day. Tasks and their
+history are kept forever unless --tasks-retention-days N is given: then every
+task version is tagged as it is written, and finished tasks (completed,
+cancelled, expired, archived; not failed ones, the dead letters) expire with
+their history N days after they finished. Running init again is safe: it
+cannot change the shard width of an existing queue, and it sets the retention
+to what it is given (0: keep forever). --json prints {"format",
+"shard_chars", "shards", "created_at", "created", "tasks_retention_days",
+"versioning", "lifecycle"}.
 
 Examples:
   qo init --bucket jobs
@@ -204,7 +209,7 @@ Examples:
   qo init --bucket jobs --shard-chars 2 --tasks-retention-days 90`,
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "shard-chars", Value: 1, Usage: "hex characters of the task id used as shard: 1 (16 shards) or 2 (256 shards)"},
-			&cli.IntFlag{Name: "tasks-retention-days", Usage: "expire replaced task versions (history) after `N` days (0: keep forever)"},
+			&cli.IntFlag{Name: "tasks-retention-days", Usage: "expire finished tasks and their history `N` days after they finish (0: keep forever; failed tasks are kept)"},
 			&cli.BoolFlag{Name: "create-bucket", Usage: "create the bucket when it does not exist"},
 			jsonFlag(),
 		},
@@ -232,13 +237,14 @@ Examples:
 			}
 			if c.Bool("json") {
 				return emitJSON(c.App.Writer, map[string]any{
-					"format":      res.Config.Format,
-					"shard_chars": res.Config.ShardChars,
-					"shards":      1 << (4 * res.Config.ShardChars),
-					"created_at":  res.Config.CreatedAt,
-					"created":     res.Created,
-					"versioning":  res.Versioning,
-					"lifecycle":   res.Lifecycle,
+					"format":               res.Config.Format,
+					"shard_chars":          res.Config.ShardChars,
+					"shards":               1 << (4 * res.Config.ShardChars),
+					"created_at":           res.Config.CreatedAt,
+					"created":              res.Created,
+					"tasks_retention_days": res.Config.TasksRetentionDays,
+					"versioning":           res.Versioning,
+					"lifecycle":            res.Lifecycle,
 				})
 			}
 			verb := "initialised"
@@ -249,6 +255,11 @@ Examples:
 			fmt.Fprintf(w, "queue %s in bucket %s: %d shards (%d hex char%s of the task id)\n", verb,
 				connString(c, "bucket"), 1<<(4*res.Config.ShardChars), res.Config.ShardChars, plural(res.Config.ShardChars))
 			fmt.Fprintf(w, "versioning: %s\nlifecycle:  %s\n", res.Versioning, res.Lifecycle)
+			if d := res.Config.TasksRetentionDays; d > 0 {
+				fmt.Fprintf(w, "retention:  finished tasks expire %d days after they finish (failed tasks are kept)\n", d)
+			} else {
+				fmt.Fprintln(w, "retention:  tasks are kept forever (--tasks-retention-days N to expire finished ones)")
+			}
 			return nil
 		},
 	}

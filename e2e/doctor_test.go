@@ -65,7 +65,7 @@ func requireHealthyReport(t *testing.T, r result) {
 	require.Empty(t, r.stderr)
 	require.Contains(t, r.stdout, "all checks passed", r.String())
 	for _, check := range []string{"reachable", "credentials", "bucket", "versioning", "create-only",
-		"if-match", "list-paging", "versions", "clock", "lifecycle", "cleanup"} {
+		"if-match", "list-paging", "versions", "clock", "lifecycle", "retention", "cleanup"} {
 		require.Contains(t, r.stdout, check)
 	}
 }

@@ -34,9 +34,10 @@ func digest(b []byte) string {
 // offload reports whether a payload of n bytes goes to data/.
 func (q *Queue) offload(n int) bool { return q.threshold > 0 && n > q.threshold }
 
-// writeData stores body at key and returns its reference.
-func (q *Queue) writeData(ctx context.Context, key string, body []byte, cond store.Condition) (*DataRef, error) {
-	res, err := q.s.Put(ctx, key, body, cond)
+// writeData stores body at key (with tags, when any) and returns its
+// reference.
+func (q *Queue) writeData(ctx context.Context, key string, body []byte, cond store.Condition, tags []store.Tag) (*DataRef, error) {
+	res, err := q.put(ctx, key, body, cond, tags)
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +120,7 @@ func (q *Queue) WithPayloads(ctx context.Context, t *Task) (*Task, error) {
 // and replaced when no task does (a submit that crashed half-way).
 func (q *Queue) putInput(ctx context.Context, t *Task, body []byte) (*DataRef, error) {
 	key := DataKey(t.Shard, t.ID, "input")
-	ref, err := q.writeData(ctx, key, body, store.CreateOnly)
+	ref, err := q.writeData(ctx, key, body, store.CreateOnly, nil)
 	if err == nil || !errors.Is(err, store.ErrPreconditionFailed) {
 		return ref, err
 	}
@@ -136,5 +137,5 @@ func (q *Queue) putInput(ctx context.Context, t *Task, body []byte) (*DataRef, e
 	case !errors.Is(terr, ErrNotFound):
 		return nil, terr
 	}
-	return q.writeData(ctx, key, body, store.Condition{})
+	return q.writeData(ctx, key, body, store.Condition{}, nil)
 }

@@ -367,11 +367,37 @@ and 2 delete markers. Each extension adds 1 task version, 1 index version
 and 1 delete marker; each retry adds 2 task versions and 2 of each index
 kind. Index and registry churn is worthless after a day, and many delete
 markers slow LIST on some providers, so qo init installs lifecycle rules
-(LifecycleRules): under ready/, leases/, workers/, shard-leases/ and
-monitor/ noncurrent versions expire after 1 day and expired delete markers
-are removed; tasks/ and data/ history is kept unless a retention in days
-is given (--tasks-retention-days). Providers without lifecycle support get a
-warning (qo doctor explains the manual clean-up) instead of a failure.
+(LifecycleRules): under ready/, leases/, dead/, workers/, shard-leases/
+and monitor/ noncurrent versions expire after 1 day and expired delete
+markers are removed. Tasks are kept as described under Retention.
+Providers without lifecycle support get a warning (qo doctor explains the
+manual clean-up) instead of a failure.
+
+# Retention
+
+Without a retention (the default) every task object, every version of it
+(its history), its payloads and idempotency markers are kept forever.
+qo init --tasks-retention-days N records N in queue.json
+(tasks_retention_days) and installs lifecycle rules; from then on every
+task write tags the version in the same PUT (no extra request):
+qo-retention=finished for completed, cancelled, expired and archived
+versions, qo-retention=live for the others (a tag is written on every
+version because some servers keep a version's tags across an untagged
+overwrite). The rules then expire, N days after they were written:
+current task objects tagged finished, offloaded outputs (tagged finished
+when written), idempotency markers, and every version replaced under
+tasks/, data/ and idempotency/ (N days after it was replaced). So a
+finished task and its history are gone about N days after it finished; a
+failed task (a dead letter) stays until it is replayed or archived, and a
+pending or running task is never expired. An offloaded input is not
+tagged (it is written before the task exists) and stays: delete data/
+objects of expired tasks by hand if that matters. Expiry on a versioned
+bucket leaves a delete marker, which the same rules remove. Running init
+again with another N (or 0) changes queue.json and the rules; versions
+written before keep the tags they had. Lifecycle rules act about once a
+day (AWS, MinIO); versitygw has no lifecycle rules (qo doctor says so).
+The credentials of writers need s3:PutObjectTagging when a retention is
+set.
 
 # Priorities
 

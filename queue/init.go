@@ -15,9 +15,10 @@ import (
 type InitOptions struct {
 	// ShardChars is the shard prefix length: 1 (16 shards) or 2 (256).
 	ShardChars int
-	// TasksRetentionDays, when > 0, expires noncurrent versions of task
-	// objects (their history) that many days after they were replaced.
-	// 0 keeps task history forever.
+	// TasksRetentionDays, when > 0, expires finished task objects (and
+	// their history, and idempotency markers) that many days after they
+	// finished (see doc.go, "Retention"). 0 keeps them forever. Running
+	// Init again with another value changes it.
 	TasksRetentionDays int
 	// Clock stamps created_at (default: the store's clock).
 	Clock store.Clock
@@ -45,8 +46,11 @@ var indexPrefixes = []string{ReadyPrefix, LeasesPrefix, DeadPrefix, WorkersPrefi
 
 // LifecycleRules returns the rules qo init installs: noncurrent versions
 // and expired delete markers under the index prefixes, workers/,
-// shard-leases/ and monitor/ expire after 1 day; under tasks/ and data/
-// (history) only when tasksRetentionDays > 0.
+// shard-leases/ and monitor/ expire after 1 day. With tasksRetentionDays
+// > 0 also: task objects tagged finished (RetentionTag) and offloaded
+// outputs expire that many days after they were written, idempotency
+// markers that many days after the submit, and the old versions under
+// tasks/, data/ and idempotency/ that many days after they were replaced.
 func LifecycleRules(tasksRetentionDays int) []store.LifecycleRule {
 	var rules []store.LifecycleRule
 	for _, p := range indexPrefixes {
@@ -69,9 +73,56 @@ func LifecycleRules(tasksRetentionDays int) []store.LifecycleRule {
 			Prefix:               DataPrefix,
 			NoncurrentDays:       tasksRetentionDays,
 			ExpiredDeleteMarkers: true,
+		}, store.LifecycleRule{
+			ID:             LifecycleRulePrefix + "expire-finished-tasks",
+			Prefix:         TasksPrefix,
+			Tag:            RetentionTag,
+			ExpirationDays: tasksRetentionDays,
+		}, store.LifecycleRule{
+			ID:             LifecycleRulePrefix + "expire-finished-outputs",
+			Prefix:         DataPrefix,
+			Tag:            RetentionTag,
+			ExpirationDays: tasksRetentionDays,
+		}, store.LifecycleRule{
+			ID:             LifecycleRulePrefix + "expire-idempotency-keys",
+			Prefix:         IdempotencyPrefix,
+			ExpirationDays: tasksRetentionDays,
+		}, store.LifecycleRule{
+			ID:                   LifecycleRulePrefix + "expire-old-idempotency-keys",
+			Prefix:               IdempotencyPrefix,
+			NoncurrentDays:       1,
+			ExpiredDeleteMarkers: true,
 		})
 	}
 	return rules
+}
+
+// RetentionTag marks a task version that is finished (completed,
+// cancelled, expired or archived: not failed, dead letters stay) for the
+// lifecycle rule of qo init --tasks-retention-days. Other versions of a
+// queue with a retention carry the tag with the value "live".
+var RetentionTag = store.Tag{Key: "qo-retention", Value: "finished"}
+
+// retentionTags are the tags of a task version (nil: none, the queue has
+// no retention).
+func (q *Queue) retentionTags(t *Task) []store.Tag {
+	if q.cfg.TasksRetentionDays <= 0 {
+		return nil
+	}
+	switch t.Status {
+	case StatusCompleted, StatusCancelled, StatusExpired, StatusArchived:
+		return []store.Tag{RetentionTag}
+	}
+	return []store.Tag{{Key: RetentionTag.Key, Value: "live"}}
+}
+
+// put writes an object with tags when there are any and the store can tag
+// in the same request, else untagged.
+func (q *Queue) put(ctx context.Context, key string, body []byte, cond store.Condition, tags []store.Tag) (store.PutResult, error) {
+	if tg, ok := q.s.(store.Tagger); ok && len(tags) > 0 {
+		return tg.PutTagged(ctx, key, body, cond, tags)
+	}
+	return q.s.Put(ctx, key, body, cond)
 }
 
 // Init creates the queue in an empty bucket with default options; see
@@ -103,7 +154,7 @@ func InitWithOptions(ctx context.Context, s store.Store, opts InitOptions) (Init
 	if clock == nil {
 		clock = store.ServerClock(s)
 	}
-	cfg, created, err := writeConfig(ctx, s, opts.ShardChars, clock)
+	cfg, created, err := writeConfig(ctx, s, opts.ShardChars, opts.TasksRetentionDays, clock)
 	if err != nil {
 		return res, err
 	}
@@ -120,8 +171,8 @@ func InitWithOptions(ctx context.Context, s store.Store, opts InitOptions) (Init
 	return res, nil
 }
 
-func writeConfig(ctx context.Context, s store.Store, shardChars int, clock store.Clock) (Config, bool, error) {
-	want := Config{Format: LayoutVersion, ShardChars: shardChars, CreatedAt: clock.Now().UTC()}
+func writeConfig(ctx context.Context, s store.Store, shardChars, retention int, clock store.Clock) (Config, bool, error) {
+	want := Config{Format: LayoutVersion, ShardChars: shardChars, CreatedAt: clock.Now().UTC(), TasksRetentionDays: retention}
 	body, err := json.Marshal(want)
 	if err != nil {
 		return Config{}, false, err
@@ -141,6 +192,17 @@ func writeConfig(ctx context.Context, s store.Store, shardChars int, clock store
 	if have.ShardChars != shardChars {
 		return have, false, fmt.Errorf("init: %w: this bucket's queue already uses %d shard character(s); the shard width cannot change once tasks exist (run init with --shard-chars %d, or use a new bucket)",
 			ErrConflict, have.ShardChars, have.ShardChars)
+	}
+	if have.TasksRetentionDays != retention && have.Format == LayoutVersion {
+		// Init again with another retention: record it (If-Match).
+		have.TasksRetentionDays = retention
+		body, err := json.Marshal(have)
+		if err != nil {
+			return have, false, err
+		}
+		if _, err := s.Put(ctx, ConfigKey, body, store.IfMatch(obj.ETag)); err != nil {
+			return have, false, fmt.Errorf("init: record the tasks retention in %s: %w (run init again)", ConfigKey, err)
+		}
 	}
 	if perr != nil && !errors.Is(perr, store.ErrPreconditionFailed) {
 		// The write failed in an unknown way but the object is there.

@@ -190,8 +190,9 @@ func (q *Queue) putTask(ctx context.Context, next *Task, cond store.Condition, p
 		return "", err
 	}
 	key := next.Key()
+	tags := q.retentionTags(next)
 	for attempt := 1; ; attempt++ {
-		res, perr := q.s.Put(ctx, key, body, cond)
+		res, perr := q.put(ctx, key, body, cond, tags)
 		if perr == nil {
 			return res.ETag, nil
 		}

@@ -824,7 +824,7 @@ func TestInitAndOpen(t *testing.T) {
 		require.NoError(t, err)
 		prefixes := map[string]int{}
 		for _, r := range rules {
-			prefixes[r.Prefix] = r.NoncurrentDays
+			prefixes[r.Prefix] = max(prefixes[r.Prefix], r.NoncurrentDays)
 		}
 		for _, p := range []string{"ready/", "leases/", "dead/", "workers/", "shard-leases/", "monitor/"} {
 			require.Equal(t, 1, prefixes[p], p)

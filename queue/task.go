@@ -278,6 +278,9 @@ type Config struct {
 	Format     int       `json:"format"`
 	ShardChars int       `json:"shard_chars"` // hex chars of the id used as shard: 1 (16 shards) or 2 (256)
 	CreatedAt  time.Time `json:"created_at"`
+	// TasksRetentionDays, when > 0, is how long finished tasks are kept
+	// (see doc.go, "Retention"); writers then tag every task version.
+	TasksRetentionDays int `json:"tasks_retention_days,omitempty"`
 }
 
 func decodeConfig(body []byte) (Config, error) {

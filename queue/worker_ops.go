@@ -258,7 +258,9 @@ func (q *Queue) Complete(ctx context.Context, l *Lease, output json.RawMessage) 
 		// a late write by a worker that lost its lease cannot replace this
 		// output; elsewhere the digest reports such a write.
 		var err error
-		ref, err = q.writeData(ctx, DataKey(l.Task.Shard, l.Task.ID, "output"), output, store.Condition{})
+		// Tagged as finished: it belongs to a completed task (or, when the
+		// completion is refused, to nobody), so it expires with the task.
+		ref, err = q.writeData(ctx, DataKey(l.Task.Shard, l.Task.ID, "output"), output, store.Condition{}, q.retentionTags(&Task{Status: StatusCompleted}))
 		if err != nil {
 			return nil, fmt.Errorf("complete task %s: store output: %w", l.Task.ID, err)
 		}

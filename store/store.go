@@ -29,6 +29,7 @@
 package store
 
 import (
+	"fmt"
 	"context"
 	"errors"
 	"time"
@@ -215,9 +216,47 @@ type Admin interface {
 type LifecycleRule struct {
 	ID     string `json:"id"`
 	Prefix string `json:"prefix"`
+	// Tag, when its Key is set, limits the rule to objects carrying it.
+	Tag Tag `json:"tag,omitzero"`
+	// ExpirationDays expires current versions this many days after they
+	// were written (0: keep). On a versioned bucket the current version
+	// becomes noncurrent behind a delete marker. Not with
+	// ExpiredDeleteMarkers in the same rule (S3 refuses that).
+	ExpirationDays int `json:"expiration_days,omitempty"`
 	// NoncurrentDays expires noncurrent versions this many days after they
 	// became noncurrent (0: keep).
 	NoncurrentDays int `json:"noncurrent_days"`
 	// ExpiredDeleteMarkers removes delete markers with no versions left.
 	ExpiredDeleteMarkers bool `json:"expired_delete_markers"`
+}
+
+// Tag is an object tag.
+type Tag struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+// Tagger is implemented by stores that tag an object in the request that
+// writes it (S3's x-amz-tagging header: no extra request), so lifecycle
+// rules can filter on the tag.
+type Tagger interface {
+	// PutTagged is Put with the tags set on the version written.
+	PutTagged(ctx context.Context, key string, body []byte, cond Condition, tags []Tag) (PutResult, error)
+	// Tags returns the tags of the current version of key.
+	Tags(ctx context.Context, key string) ([]Tag, error)
+}
+
+// CheckLifecycleRule reports a rule S3 would refuse or that does nothing.
+func CheckLifecycleRule(r LifecycleRule) error {
+	switch {
+	case r.ID == "":
+		return fmt.Errorf("rule (prefix %q) has no id: give every rule a unique id", r.Prefix)
+	case r.NoncurrentDays < 0 || r.ExpirationDays < 0:
+		return fmt.Errorf("rule %q: negative days: use 0 to keep objects", r.ID)
+	case r.NoncurrentDays == 0 && r.ExpirationDays == 0 && !r.ExpiredDeleteMarkers:
+		return fmt.Errorf("rule %q has no action: set expiration days, noncurrent days or expired delete markers", r.ID)
+	case r.ExpirationDays > 0 && r.ExpiredDeleteMarkers:
+		return fmt.Errorf("rule %q: expiration days and expired delete markers cannot share a rule: make two rules", r.ID)
+	}
+	return nil
 }

@@ -104,7 +104,7 @@ func (r Report) with(st Status) []Check {
 // leases). Their old versions have no value, and without a lifecycle rule a
 // versioned bucket keeps every one of them forever. Task objects (tasks/)
 // are deliberately not here: their versions are the task history.
-var IndexPrefixes = []string{"ready/", "leases/", "workers/", "shard-leases/", "monitor/"}
+var IndexPrefixes = []string{"ready/", "leases/", "dead/", "workers/", "shard-leases/", "monitor/"}
 
 // Check names.
 const (
@@ -118,6 +118,7 @@ const (
 	CheckVersions    = "versions"
 	CheckClock       = "clock"
 	CheckLifecycle   = "lifecycle"
+	CheckRetention   = "retention"
 	CheckCleanup     = "cleanup"
 )
 
@@ -237,6 +238,7 @@ func (d *doctor) run(ctx context.Context) {
 	d.checkVersions(ctx)
 	d.checkClock(ctx)
 	d.checkLifecycle(ctx)
+	d.checkRetention(ctx)
 	d.cleanup(ctx)
 }
 
@@ -257,7 +259,7 @@ func (d *doctor) connect(ctx context.Context) bool {
 		took = took.Round(10 * time.Microsecond)
 	}
 	after := []string{CheckVersioning, CheckCreateOnly, CheckIfMatch, CheckListPaging,
-		CheckVersions, CheckClock, CheckLifecycle, CheckCleanup}
+		CheckVersions, CheckClock, CheckLifecycle, CheckRetention, CheckCleanup}
 	switch {
 	case err == nil:
 		d.add(CheckReachable, StatusOK, fmt.Sprintf("answered in %v", took), "")
@@ -644,6 +646,56 @@ func (d *doctor) checkLifecycle(ctx context.Context) {
 	d.add(CheckLifecycle, StatusWarn,
 		"no rule expires old versions under "+strings.Join(missing, ", ")+": every state change leaves a version there, kept forever",
 		"run qo doctor --fix-lifecycle to add rules expiring them after 1 day")
+}
+
+// checkRetention reports whether finished task objects can expire: the
+// provider must keep a tag written with an object (tried on a probe), and
+// a lifecycle rule must expire current objects under tasks/ that carry
+// qo's retention tag (qo init --tasks-retention-days installs it).
+func (d *doctor) checkRetention(ctx context.Context) {
+	tg, ok := d.s.(store.Tagger)
+	if !ok {
+		d.add(CheckRetention, StatusSkip, "this store cannot tag objects", "")
+		return
+	}
+	key := d.prefix + "tagged"
+	tag := store.Tag{Key: "qo-retention", Value: "finished"}
+	_, err := tg.PutTagged(ctx, key, []byte(body("tagged")), store.Condition{}, []store.Tag{tag})
+	if err == nil {
+		d.remember(key)
+		var tags []store.Tag
+		tags, err = tg.Tags(ctx, key)
+		if err == nil && (len(tags) != 1 || tags[0] != tag) {
+			err = fmt.Errorf("the object came back tagged %v", tags)
+		}
+	}
+	if err != nil {
+		d.add(CheckRetention, StatusWarn, "objects cannot be tagged as they are written ("+err.Error()+"): finished tasks cannot expire by a lifecycle rule, only their old versions",
+			permFix(err, "s3:PutObjectTagging and s3:GetObjectTagging"))
+		return
+	}
+	a, ok := d.s.(store.Admin)
+	if !ok {
+		d.add(CheckRetention, StatusOK, "objects can be tagged as they are written", "")
+		return
+	}
+	rules, err := a.Lifecycle(ctx)
+	switch {
+	case errors.Is(err, store.ErrNotSupported):
+		d.add(CheckRetention, StatusOK, "objects can be tagged, but the provider has no lifecycle rules: finished tasks are kept until deleted by hand", "")
+		return
+	case err != nil:
+		d.add(CheckRetention, StatusWarn, "objects can be tagged, but lifecycle rules cannot be read: "+err.Error(), permFix(err, "s3:GetLifecycleConfiguration"))
+		return
+	}
+	for _, r := range rules {
+		if r.ExpirationDays > 0 && r.Tag == tag && strings.HasPrefix("tasks/", r.Prefix) {
+			d.add(CheckRetention, StatusOK, fmt.Sprintf("finished tasks expire %d days after they finish (rule %s)", r.ExpirationDays, r.ID), "")
+			return
+		}
+	}
+	d.add(CheckRetention, StatusOK, "objects can be tagged; finished tasks are kept forever (no expiry rule)",
+		"to expire them: qo init --tasks-retention-days N")
 }
 
 // ErrForeignLifecycle: the bucket has lifecycle rules qo did not write, so

@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 var allChecks = []string{
 	doctor.CheckReachable, doctor.CheckCredentials, doctor.CheckBucket, doctor.CheckVersioning,
 	doctor.CheckCreateOnly, doctor.CheckIfMatch, doctor.CheckListPaging, doctor.CheckVersions,
-	doctor.CheckClock, doctor.CheckLifecycle, doctor.CheckCleanup,
+	doctor.CheckClock, doctor.CheckLifecycle, doctor.CheckRetention, doctor.CheckCleanup,
 }
 
 // requireChecks asserts the report has every check, in order, with the
@@ -45,6 +45,9 @@ func requireChecks(t *testing.T, r doctor.Report, want map[string]doctor.Status)
 		st, ok := want[c.Name]
 		if !ok {
 			st = doctor.StatusOK
+		}
+		if !ok && c.Name == doctor.CheckRetention && c.Status == doctor.StatusSkip {
+			continue // a test wrapper that hides the store's tagging
 		}
 		require.Equal(t, st, c.Status, "check %s: %s (fix: %s)", c.Name, c.Detail, c.Fix)
 		if c.Status == doctor.StatusWarn || c.Status == doctor.StatusFail {

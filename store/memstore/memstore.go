@@ -83,6 +83,7 @@ type version struct {
 	etag         string
 	lastModified time.Time
 	deleteMarker bool
+	tags         []store.Tag
 }
 
 // New returns an empty, versioned store.
@@ -227,6 +228,11 @@ func (s *Store) checkCondition(op, key string, cond store.Condition) error {
 
 // Put implements store.Store.
 func (s *Store) Put(ctx context.Context, key string, body []byte, cond store.Condition) (store.PutResult, error) {
+	return s.PutTagged(ctx, key, body, cond, nil)
+}
+
+// PutTagged implements store.Tagger.
+func (s *Store) PutTagged(ctx context.Context, key string, body []byte, cond store.Condition, tags []store.Tag) (store.PutResult, error) {
 	if err := ctx.Err(); err != nil {
 		return store.PutResult{}, fmt.Errorf("put %s: %w", key, err)
 	}
@@ -243,9 +249,24 @@ func (s *Store) Put(ctx context.Context, key string, body []byte, cond store.Con
 		body:         append([]byte(nil), body...),
 		etag:         ETag(body),
 		lastModified: s.now(),
+		tags:         slices.Clone(tags),
 	}
 	s.append(key, v)
 	return store.PutResult{ETag: v.etag, VersionID: v.id}, s.count(store.OpPut, nil)
+}
+
+// Tags implements store.Tagger.
+func (s *Store) Tags(ctx context.Context, key string) ([]store.Tag, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("get tags %s: %w", key, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v := s.current(key)
+	if v == nil {
+		return nil, s.count(store.OpGet, fmt.Errorf("get tags %s: %w", key, store.ErrNotFound))
+	}
+	return append([]store.Tag{}, v.tags...), s.count(store.OpGet, nil)
 }
 
 // append adds v as the newest version of key (replacing everything when
@@ -462,8 +483,8 @@ func (s *Store) SetLifecycle(ctx context.Context, rules []store.LifecycleRule) e
 		return s.count(store.OpOther, err)
 	}
 	for i, r := range rules {
-		if r.ID == "" {
-			return s.count(store.OpOther, fmt.Errorf("set lifecycle: rule %d (prefix %q) has no id: give every rule a unique id", i, r.Prefix))
+		if err := store.CheckLifecycleRule(r); err != nil {
+			return s.count(store.OpOther, fmt.Errorf("set lifecycle: rule %d: %w", i, err))
 		}
 	}
 	s.mu.Lock()

@@ -72,15 +72,11 @@ func lifecycleRules(rules []store.LifecycleRule) ([]types.LifecycleRule, error) 
 	out := make([]types.LifecycleRule, 0, len(rules))
 	seen := map[string]bool{}
 	for i, r := range rules {
-		switch {
-		case r.ID == "":
-			return nil, fmt.Errorf("set lifecycle: rule %d (prefix %q) has no id: give every rule a unique id", i, r.Prefix)
-		case seen[r.ID]:
+		if err := store.CheckLifecycleRule(r); err != nil {
+			return nil, fmt.Errorf("set lifecycle: rule %d: %w", i, err)
+		}
+		if seen[r.ID] {
 			return nil, fmt.Errorf("set lifecycle: two rules have the id %q: give every rule a unique id", r.ID)
-		case r.NoncurrentDays < 0:
-			return nil, fmt.Errorf("set lifecycle: rule %q: noncurrent days %d is negative: use 0 to keep noncurrent versions", r.ID, r.NoncurrentDays)
-		case r.NoncurrentDays == 0 && !r.ExpiredDeleteMarkers:
-			return nil, fmt.Errorf("set lifecycle: rule %q has no action: set noncurrent days or expired delete markers", r.ID)
 		}
 		seen[r.ID] = true
 		lr := types.LifecycleRule{
@@ -88,11 +84,20 @@ func lifecycleRules(rules []store.LifecycleRule) ([]types.LifecycleRule, error) 
 			Status: types.ExpirationStatusEnabled,
 			Filter: &types.LifecycleRuleFilter{Prefix: aws.String(r.Prefix)},
 		}
+		if r.Tag.Key != "" {
+			lr.Filter = &types.LifecycleRuleFilter{And: &types.LifecycleRuleAndOperator{
+				Prefix: aws.String(r.Prefix),
+				Tags:   []types.Tag{{Key: aws.String(r.Tag.Key), Value: aws.String(r.Tag.Value)}},
+			}}
+		}
 		if r.NoncurrentDays > 0 {
 			lr.NoncurrentVersionExpiration = &types.NoncurrentVersionExpiration{NoncurrentDays: aws.Int32(int32(r.NoncurrentDays))}
 		}
 		if r.ExpiredDeleteMarkers {
 			lr.Expiration = &types.LifecycleExpiration{ExpiredObjectDeleteMarker: aws.Bool(true)}
+		}
+		if r.ExpirationDays > 0 {
+			lr.Expiration = &types.LifecycleExpiration{Days: aws.Int32(int32(r.ExpirationDays))}
 		}
 		out = append(out, lr)
 	}
@@ -146,6 +151,11 @@ func (s *Store) Lifecycle(ctx context.Context) ([]store.LifecycleRule, error) {
 			lr.Prefix = aws.ToString(r.Filter.Prefix)
 		case r.Filter != nil && r.Filter.And != nil:
 			lr.Prefix = aws.ToString(r.Filter.And.Prefix)
+			if len(r.Filter.And.Tags) == 1 {
+				lr.Tag = store.Tag{Key: aws.ToString(r.Filter.And.Tags[0].Key), Value: aws.ToString(r.Filter.And.Tags[0].Value)}
+			}
+		case r.Filter != nil && r.Filter.Tag != nil:
+			lr.Tag = store.Tag{Key: aws.ToString(r.Filter.Tag.Key), Value: aws.ToString(r.Filter.Tag.Value)}
 		case r.Prefix != nil: //lint:ignore SA1019 legacy rules without a filter still exist
 			//lint:ignore SA1019 as above
 			lr.Prefix = aws.ToString(r.Prefix)
@@ -155,6 +165,7 @@ func (s *Store) Lifecycle(ctx context.Context) ([]store.LifecycleRule, error) {
 		}
 		if r.Expiration != nil {
 			lr.ExpiredDeleteMarkers = aws.ToBool(r.Expiration.ExpiredObjectDeleteMarker)
+			lr.ExpirationDays = int(aws.ToInt32(r.Expiration.Days))
 		}
 		rules = append(rules, lr)
 	}

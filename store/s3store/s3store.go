@@ -278,6 +278,12 @@ func versionIDOf(v *string) string {
 
 // Put implements store.Store. The Content-Type follows the key's extension.
 func (s *Store) Put(ctx context.Context, key string, body []byte, cond store.Condition) (store.PutResult, error) {
+	return s.PutTagged(ctx, key, body, cond, nil)
+}
+
+// PutTagged implements store.Tagger: Put with the tags in the same request
+// (the x-amz-tagging header).
+func (s *Store) PutTagged(ctx context.Context, key string, body []byte, cond store.Condition, tags []store.Tag) (store.PutResult, error) {
 	if err := checkKey("put", key); err != nil {
 		return store.PutResult{}, err
 	}
@@ -294,11 +300,34 @@ func (s *Store) Put(ctx context.Context, key string, body []byte, cond store.Con
 	if cond.IfNoneMatch {
 		in.IfNoneMatch = aws.String("*")
 	}
+	if len(tags) > 0 {
+		v := url.Values{}
+		for _, t := range tags {
+			v.Set(t.Key, t.Value)
+		}
+		in.Tagging = aws.String(v.Encode())
+	}
 	out, err := s.client.PutObject(ctx, in)
 	if err != nil {
 		return store.PutResult{}, s.wrap("put", key, err, mapOpts{ifMatch: cond.IfMatch != "", ifNoneMatch: cond.IfNoneMatch})
 	}
 	return store.PutResult{ETag: aws.ToString(out.ETag), VersionID: versionIDOf(out.VersionId)}, nil
+}
+
+// Tags implements store.Tagger: the tags of the current version of key.
+func (s *Store) Tags(ctx context.Context, key string) ([]store.Tag, error) {
+	if err := checkKey("get tags", key); err != nil {
+		return nil, err
+	}
+	out, err := s.client.GetObjectTagging(ctx, &s3.GetObjectTaggingInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})
+	if err != nil {
+		return nil, s.wrap("get tags", key, err, mapOpts{})
+	}
+	tags := make([]store.Tag, 0, len(out.TagSet))
+	for _, t := range out.TagSet {
+		tags = append(tags, store.Tag{Key: aws.ToString(t.Key), Value: aws.ToString(t.Value)})
+	}
+	return tags, nil
 }
 
 // Delete implements store.Store. If-Match is sent, but some servers ignore
