@@ -88,13 +88,14 @@ fi
 
 # --- Release ---------------------------------------------------------------------
 # goreleaser (pinned, cached outside the repository) checks .goreleaser.yaml and
-# cross-builds the release matrix as a snapshot.
+# builds this machine's target as a snapshot (the full matrix is for releases:
+# scripts/release.sh snapshot).
 step "web UI: built assets match their sources; JavaScript unit tests"
 bash scripts/build-webui.sh --check
 (cd webui && node --test test/)
 
-step "goreleaser check + snapshot build"
-bash scripts/release.sh snapshot >&2
+step "goreleaser check + snapshot build of this machine's target"
+bash scripts/release.sh single >&2
 
 # --- Tests ---------------------------------------------------------------------
 step "go test -race ${QO_TEST_PKGS:-./...}"
