@@ -29,9 +29,9 @@
 package store
 
 import (
-	"fmt"
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
