@@ -82,7 +82,7 @@ func TestDoctorPassesOnMinIO(t *testing.T) {
 	var rep doctorJSON
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep), r.stdout)
 	require.True(t, rep.OK)
-	require.Len(t, rep.Checks, 11)
+	require.Len(t, rep.Checks, 12)
 	require.Contains(t, rep.Target, bucket)
 	for _, c := range rep.Checks {
 		require.Contains(t, []string{"ok", "warn"}, c.Status, "%s: %s", c.Name, c.Detail)

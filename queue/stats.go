@@ -93,16 +93,50 @@ type StatsCounter struct {
 
 // deadCount is the dead-letter count a StatsCounter carries between
 // refreshes. Dead-letter keys sort newest failure first, so a refresh reads
-// only the keys before the newest it has counted (one LIST, usually);
-// removals (a replay, an archive) are only seen by a full count, made
+// only the first keys, down to a little before the newest failure it has
+// counted (one LIST, usually). Failures in the same millisecond, or written
+// by workers whose clocks differ a little, may sort either side of each
+// other, so the keys of the last DeadSkew are remembered and counted once.
+// Removals (a replay, an archive) are only seen by a full count, made
 // every DeadRecount.
 type deadCount struct {
-	newest  string // the first key of the last listing
+	horizon time.Time           // keys failed before it were counted
+	recent  map[string]struct{} // counted keys failed at or after horizon
 	byShard map[string]int
 	byType  map[string]int
 	total   int
 	at      time.Time // when the last full count was made (queue clock)
 	partial bool
+}
+
+// DeadSkew is how far apart in time two failures may be written out of
+// order (clock differences between workers, the same millisecond).
+const DeadSkew = 5 * time.Second
+
+// add counts e unless it was counted already.
+func (d *deadCount) add(e DeadEntry) {
+	if _, ok := d.recent[e.Key]; ok {
+		return
+	}
+	if !e.FailedAt.Before(d.horizon) {
+		d.recent[e.Key] = struct{}{}
+	}
+	d.byShard[e.Shard]++
+	d.byType[e.Type]++
+	d.total++
+}
+
+// advance moves the horizon to DeadSkew before newest and forgets the keys
+// that fell behind it.
+func (d *deadCount) advance(newest time.Time) {
+	if h := newest.Add(-DeadSkew); h.After(d.horizon) {
+		d.horizon = h
+	}
+	for k := range d.recent {
+		if e, err := ParseDeadKey(k); err != nil || e.FailedAt.Before(d.horizon) {
+			delete(d.recent, k)
+		}
+	}
 }
 
 // DeadRecount is how often a StatsCounter counts the dead letters in full;
@@ -218,17 +252,16 @@ func (c *StatsCounter) Refresh(ctx context.Context) (Stats, error) {
 // it is older than DeadRecount, else only the keys of new failures.
 func (c *StatsCounter) countDead(ctx context.Context, now time.Time) error {
 	if c.dead == nil || now.Sub(c.dead.at) >= DeadRecount {
-		d := &deadCount{byShard: map[string]int{}, byType: map[string]int{}, at: now}
+		d := &deadCount{recent: map[string]struct{}{}, byShard: map[string]int{}, byType: map[string]int{}, at: now}
 		var st Stats
-		first := true
+		var newest time.Time
 		err := c.walk(ctx, DeadPrefix, &st, func(key string) {
-			if first {
-				d.newest, first = key, false
-			}
 			if e, err := ParseDeadKey(key); err == nil {
-				d.byShard[e.Shard]++
-				d.byType[e.Type]++
-				d.total++
+				if newest.IsZero() {
+					newest = e.FailedAt
+					d.horizon = newest.Add(-DeadSkew)
+				}
+				d.add(e)
 			}
 		})
 		if err != nil {
@@ -239,7 +272,7 @@ func (c *StatsCounter) countDead(ctx context.Context, now time.Time) error {
 		return nil
 	}
 	d := c.dead
-	newest := ""
+	var newest time.Time
 	token := ""
 	for range c.opts.MaxIndexPages {
 		page, err := c.q.s.List(ctx, store.ListParams{Prefix: DeadPrefix, Token: token})
@@ -247,26 +280,26 @@ func (c *StatsCounter) countDead(ctx context.Context, now time.Time) error {
 			return fmt.Errorf("list %s: %w", DeadPrefix, err)
 		}
 		for _, o := range page.Objects {
-			if newest == "" {
-				newest = o.Key
+			e, err := ParseDeadKey(o.Key)
+			if err != nil {
+				continue
 			}
-			if d.newest != "" && o.Key >= d.newest {
-				d.newest = newest
+			if newest.IsZero() {
+				newest = e.FailedAt
+			}
+			if e.FailedAt.Before(d.horizon) {
+				d.advance(newest)
 				return nil // counted before: everything after it too
 			}
-			if e, err := ParseDeadKey(o.Key); err == nil {
-				d.byShard[e.Shard]++
-				d.byType[e.Type]++
-				d.total++
-			}
+			d.add(e)
 		}
 		if page.NextToken == "" {
 			break
 		}
 		token = page.NextToken
 	}
-	if newest != "" {
-		d.newest = newest
+	if !newest.IsZero() {
+		d.advance(newest)
 	}
 	return nil
 }

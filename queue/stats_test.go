@@ -86,6 +86,21 @@ func TestStatsCounter(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, 2, st.ByStatus[queue.StatusFailed])
 		require.Equal(t, 2, st.ByType["email"][queue.StatusFailed])
+
+		// A failure written late by a worker whose clock is behind sorts
+		// after the newest key counted; it is counted once all the same.
+		at := b.q.Now().Add(-queue.DeadSkew / 2)
+		late := &queue.Task{ID: queue.NewIDAt(at), Type: "late", Status: queue.StatusFailed, CompletedAt: &at}
+		late.Shard = queue.ShardOf(late.ID, 1)
+		_, err = b.raw.Put(b.ctx, queue.DeadKey(late), nil, store.Condition{})
+		require.NoError(t, err)
+		for range 2 {
+			st, err = c.Refresh(b.ctx)
+			require.NoError(t, err)
+			require.Equal(t, 3, st.ByStatus[queue.StatusFailed])
+			require.Equal(t, 1, st.ByType["late"][queue.StatusFailed])
+		}
+		require.NoError(t, b.raw.Delete(b.ctx, queue.DeadKey(late), store.Condition{}))
 		b.clock.Advance(queue.DeadRecount)
 		st, err = c.Refresh(b.ctx)
 		require.NoError(t, err)
