@@ -518,6 +518,18 @@ func (f *queueFollower) poll(ctx context.Context) ([]tailEvent, error) {
 		f.seen[id] = seenTask{rev: t.Rev, status: t.Status, worker: t.WorkerID}
 	}
 	f.ready, f.leases = ready, leases
+	// Entries are written before their task: an entry whose task has not
+	// caught up yet is looked at again on the next poll.
+	for i, id := range ids {
+		if t := got[i]; t != nil {
+			if k, ok := leases[id]; ok && queue.LeaseKey(t) != k {
+				delete(f.leases, id)
+			}
+			if k, ok := ready[id]; ok && queue.ReadyKey(t) != k {
+				delete(f.ready, id)
+			}
+		}
+	}
 	// Forget tasks without index entries once they are terminal, or after a
 	// round in which nothing about them changed (a running task whose lease
 	// entry is not written yet is kept, so its claim is not printed twice).

@@ -88,7 +88,7 @@ func runWorkerCommand() *cli.Command {
 		&cli.StringFlag{Name: "shutdown-timeout", Category: catWorker, EnvVars: []string{"QO_SHUTDOWN_TIMEOUT"}, Value: "30s",
 			Usage: "on SIGTERM/SIGINT, wait this long for running tasks before releasing them"},
 		&cli.StringFlag{Name: "heartbeat-interval", Category: catWorker, EnvVars: []string{"QO_HEARTBEAT_INTERVAL"}, Value: "10s",
-			Usage: "registry heartbeat period"},
+			Usage: "registry heartbeat period; the heartbeat is the worker's liveness (see --dead-after)"},
 		&cli.BoolFlag{Name: "no-monitor", Category: catWorker, EnvVars: []string{"QO_NO_MONITOR"},
 			Usage: "do not run the embedded timeout monitor"},
 
@@ -139,8 +139,12 @@ func runWorkerCommand() *cli.Command {
 func monitorFlags() []cli.Flag {
 	const cat = "Monitor"
 	return []cli.Flag{
+		&cli.StringFlag{Name: "lease-check-interval", Category: cat, EnvVars: []string{"QO_MONITOR_LEASE_CHECK_INTERVAL"}, Value: "5s",
+			Usage: "how often the leading monitor takes back the tasks of expired leases and dead workers (one LIST when nothing runs)"},
+		&cli.StringFlag{Name: "dead-after", Category: cat, EnvVars: []string{"QO_DEAD_AFTER"}, Value: "20s",
+			Usage: "liveness bound: a worker whose heartbeat is older is dead and its tasks run again (a worker stops its own handlers past it); at least 2x --heartbeat-interval"},
 		&cli.StringFlag{Name: "check-interval", Category: cat, EnvVars: []string{"QO_MONITOR_CHECK_INTERVAL"}, Value: "30s",
-			Usage: "how often the leading monitor expires timed-out leases and checks worker heartbeats"},
+			Usage: "how often the leading monitor logs worker health and prunes dead registrations"},
 		&cli.StringFlag{Name: "worker-health-threshold", Category: cat, EnvVars: []string{"QO_MONITOR_WORKER_HEALTH_THRESHOLD"}, Value: "60s",
 			Usage: "heartbeat age after which a worker is stale (dead after 3x)"},
 		&cli.StringFlag{Name: "sweep-interval", Category: cat, EnvVars: []string{"QO_MONITOR_SWEEP_INTERVAL"}, Value: "5m",
@@ -148,7 +152,7 @@ func monitorFlags() []cli.Flag {
 		&cli.IntFlag{Name: "sweep-page-size", Category: cat, EnvVars: []string{"QO_MONITOR_SWEEP_PAGE_SIZE"}, Value: monitor.DefaultSweepPageSize,
 			Usage: "task objects one sweep round reads per shard"},
 		&cli.StringFlag{Name: "leader-ttl", Category: cat, EnvVars: []string{"QO_MONITOR_LEADER_TTL"},
-			Usage: "monitor leader lease time to live (default: 3x check interval, within 5s..90s)"},
+			Usage: "monitor leader lease time to live (default: 3x lease check interval, within 5s..90s)"},
 		&cli.StringFlag{Name: "prune-dead-after", Category: cat, EnvVars: []string{"QO_MONITOR_PRUNE_DEAD_AFTER"}, Value: "24h",
 			Usage: "delete registry entries of workers silent this long (0: never)"},
 	}
@@ -230,6 +234,12 @@ func monitorOptions(c *cli.Context) (monitor.Options, error) {
 	if o.WorkerHealthThreshold, err = cmdDuration(c, "worker-health-threshold"); err != nil {
 		return o, err
 	}
+	if o.LeaseCheckInterval, err = cmdDuration(c, "lease-check-interval"); err != nil {
+		return o, err
+	}
+	if o.DeadAfter, err = cmdDuration(c, "dead-after"); err != nil {
+		return o, err
+	}
 	if o.SweepInterval, err = cmdDuration(c, "sweep-interval"); err != nil {
 		return o, err
 	}
@@ -245,8 +255,8 @@ func monitorOptions(c *cli.Context) (monitor.Options, error) {
 	if o.SweepPageSize = c.Int("sweep-page-size"); o.SweepPageSize <= 0 {
 		return o, usageError("invalid --sweep-page-size %d: must be positive", o.SweepPageSize)
 	}
-	if o.LeaderTTL > 0 && o.CheckInterval > 0 && o.LeaderTTL < o.CheckInterval {
-		return o, usageError("--leader-ttl %s is shorter than --check-interval %s: the leader would lose its lease between checks", o.LeaderTTL, o.CheckInterval)
+	if o.LeaderTTL > 0 && o.LeaseCheckInterval > 0 && o.LeaderTTL < o.LeaseCheckInterval {
+		return o, usageError("--leader-ttl %s is shorter than --lease-check-interval %s: the leader would lose its lease between checks", o.LeaderTTL, o.LeaseCheckInterval)
 	}
 	return o, nil
 }
@@ -340,6 +350,10 @@ func workerSetupFromFlags(c *cli.Context) (*workerSetup, error) {
 	}
 	if o.Monitor, err = monitorOptions(c); err != nil {
 		return nil, err
+	}
+	o.DeadAfter = o.Monitor.DeadAfter
+	if o.HeartbeatInterval > 0 && o.DeadAfter > 0 && 2*o.HeartbeatInterval > o.DeadAfter {
+		return nil, usageError("--heartbeat-interval %s is more than half of --dead-after %s: one late heartbeat would get the worker's tasks taken back; raise --dead-after to at least %s", o.HeartbeatInterval, o.DeadAfter, 2*o.HeartbeatInterval)
 	}
 	if ws.execs, err = parseExecFlags(c.StringSlice("exec")); err != nil {
 		return nil, err

@@ -32,7 +32,7 @@ func TestWorkerCommandsRejectBadFlags(t *testing.T) {
 		{[]string{"run-worker", "--shard-leasing", "--shard-leasing-ttl", "5", "--shard-leasing-renew", "5"}, "must be shorter"},
 		{[]string{"run-worker", "--log-level", "loud"}, "invalid --log-level"},
 		{[]string{"run-worker", "extra"}, "takes no arguments"},
-		{[]string{"monitor", "--check-interval", "10s", "--leader-ttl", "1s"}, "shorter than --check-interval"},
+		{[]string{"monitor", "--lease-check-interval", "10s", "--leader-ttl", "1s"}, "shorter than --lease-check-interval"},
 		{[]string{"monitor", "--sweep-page-size", "0"}, "invalid --sweep-page-size"},
 		{[]string{"workers", "--worker-health-threshold", "0"}, "must be positive"},
 		{[]string{"worker", "--exec", "="}, "want TYPE=COMMAND"}, // the alias

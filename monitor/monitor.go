@@ -19,10 +19,17 @@
 //
 // # Work done by the leader
 //
-//   - Timeouts, every CheckInterval: list the lease index for expired
-//     entries only (keys sort by expiry time, so the listing stops at now),
-//     and expire each task (requeue with backoff, or failed when retries
-//     are exhausted, or cancelled when a cancel was requested).
+//   - Leases, every LeaseCheckInterval (5s): walk the lease index (one
+//     entry per running task, so one LIST when nothing runs) and take
+//     back every task whose lease ran out (timeout_seconds plus
+//     queue.LeaseGrace after its claim) or whose holder is dead: its
+//     registry entry, rewritten at every heartbeat, is older than its
+//     liveness bound (queue.DefaultDeadAfter, 20s). The task is requeued
+//     with backoff, failed when its retries are exhausted, or cancelled
+//     when a cancel was requested; every change is fenced on the lease id,
+//     so a holder that finishes meanwhile wins. A SIGKILLed worker's
+//     tasks are pending again within DeadAfter + LeaseCheckInterval of its
+//     last heartbeat.
 //   - Worker health, every CheckInterval: judge heartbeats (see Health),
 //     log workers that turn stale or dead, optionally delete registrations
 //     dead for longer than PruneDeadAfter.
@@ -50,6 +57,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
+	"sort"
 	"sync"
 	"time"
 
@@ -61,16 +70,14 @@ import (
 
 // Defaults.
 const (
-	DefaultCheckInterval = 30 * time.Second
-	DefaultSweepInterval = 5 * time.Minute
-	DefaultSweepPageSize = 1000
+	DefaultCheckInterval      = 30 * time.Second
+	DefaultLeaseCheckInterval = 5 * time.Second
+	DefaultSweepInterval      = 5 * time.Minute
+	DefaultSweepPageSize      = 1000
 	// DefaultSweepIdle is how long an available ready entry must have gone
 	// unclaimed before the sweeper reads its task.
 	DefaultSweepIdle       = time.Minute
-	DefaultExpiredPageSize = 100
 	DefaultScheduleRefresh = 30 * time.Second
-	// maxExpiredPages bounds one timeout round.
-	maxExpiredPages = 100
 )
 
 // Options configure a Monitor. Zero values take the defaults.
@@ -78,9 +85,17 @@ type Options struct {
 	// ID names this monitor as the leader-lease holder (default:
 	// "monitor-{hostname}-{random}"). Must be unique per running monitor.
 	ID string
-	// CheckInterval is how often the leader looks for expired leases and
-	// stale workers (default 30s).
+	// CheckInterval is how often the leader judges worker health for the
+	// logs and prunes dead registrations (default 30s).
 	CheckInterval time.Duration
+	// LeaseCheckInterval is how often the leader walks the lease index to
+	// take back the tasks of expired leases and of dead workers (default
+	// 5s; see CheckLeases).
+	LeaseCheckInterval time.Duration
+	// DeadAfter is the shortest liveness bound the fleet's workers state:
+	// a lease holder whose registry entry is older than this, and than
+	// its own stated bound, is dead (default queue.DefaultDeadAfter).
+	DeadAfter time.Duration
 	// WorkerHealthThreshold is the heartbeat age after which a worker is
 	// stale (default 60s; dead after DeadFactor times that).
 	WorkerHealthThreshold time.Duration
@@ -94,11 +109,10 @@ type Options struct {
 	// only once the entry is this old (default 1m): workers claim what
 	// they can run long before.
 	SweepIdle time.Duration
-	// ExpiredPageSize is the page size when listing expired leases
-	// (default 100).
-	ExpiredPageSize int
 	// LeaderTTL is the leader lease's time to live (default 3 x
-	// CheckInterval, clamped to [5s, 90s]). Renewed every LeaderTTL/3.
+	// LeaseCheckInterval, clamped to [5s, 90s]: 15s, so a standby takes
+	// over within about 20s of a leader's crash). Renewed every
+	// LeaderTTL/3.
 	LeaderTTL time.Duration
 	// ScheduleRefresh is how often the leader re-reads the cron schedules
 	// (default 30s; negative: this monitor runs no schedules). Due times
@@ -137,6 +151,12 @@ func (o Options) withDefaults(q *queue.Queue) Options {
 	if o.CheckInterval <= 0 {
 		o.CheckInterval = DefaultCheckInterval
 	}
+	if o.LeaseCheckInterval <= 0 {
+		o.LeaseCheckInterval = DefaultLeaseCheckInterval
+	}
+	if o.DeadAfter <= 0 {
+		o.DeadAfter = queue.DefaultDeadAfter
+	}
 	if o.WorkerHealthThreshold <= 0 {
 		o.WorkerHealthThreshold = DefaultHealthThreshold
 	}
@@ -149,14 +169,11 @@ func (o Options) withDefaults(q *queue.Queue) Options {
 	if o.SweepIdle <= 0 {
 		o.SweepIdle = DefaultSweepIdle
 	}
-	if o.ExpiredPageSize <= 0 {
-		o.ExpiredPageSize = DefaultExpiredPageSize
-	}
 	if o.ScheduleRefresh == 0 {
 		o.ScheduleRefresh = DefaultScheduleRefresh
 	}
 	if o.LeaderTTL <= 0 {
-		o.LeaderTTL = min(max(3*o.CheckInterval, 5*time.Second), 90*time.Second)
+		o.LeaderTTL = min(max(3*o.LeaseCheckInterval, 5*time.Second), 90*time.Second)
 	}
 	if o.Clock == nil {
 		o.Clock = store.ClockFunc(q.Now)
@@ -212,6 +229,8 @@ type Monitor struct {
 	// schedKick wakes the schedule loop (on becoming leader).
 	schedKick chan struct{}
 	sched     *queue.Scheduler
+	// declared caches the liveness bounds workers state, by heartbeat.
+	declared map[string]declaredBound
 	// schedReadAt is when the schedules were last re-read (wall time).
 	schedReadAt time.Time
 }
@@ -224,6 +243,7 @@ func New(q *queue.Queue, opts Options) *Monitor {
 		opts:      opts,
 		log:       opts.Logger.With("component", "monitor", "monitor_id", opts.ID),
 		states:    map[string]State{},
+		declared:  map[string]declaredBound{},
 		kick:      make(chan struct{}, 1),
 		sweepKick: make(chan struct{}, 1),
 
@@ -392,16 +412,21 @@ func (m *Monitor) resign(ctx context.Context) {
 }
 
 func (m *Monitor) workLoop(ctx context.Context) {
-	check := time.NewTicker(m.opts.CheckInterval)
-	defer check.Stop()
+	leases := time.NewTicker(m.opts.LeaseCheckInterval)
+	defer leases.Stop()
+	health := time.NewTicker(m.opts.CheckInterval)
+	defer health.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-m.kick:
-			m.check(ctx) // a new leader checks at once
-		case <-check.C:
-			m.check(ctx)
+			m.checkLeases(ctx) // a new leader checks at once
+			m.checkWorkers(ctx)
+		case <-leases.C:
+			m.checkLeases(ctx)
+		case <-health.C:
+			m.checkWorkers(ctx)
 		}
 	}
 }
@@ -428,12 +453,18 @@ func (m *Monitor) sweepLoop(ctx context.Context) {
 	}
 }
 
-func (m *Monitor) check(ctx context.Context) {
+func (m *Monitor) checkLeases(ctx context.Context) {
 	if !m.IsLeader() {
 		return
 	}
-	if _, err := m.CheckTimeouts(ctx); err != nil && ctx.Err() == nil {
-		m.log.Warn("timeout check failed", "err", err)
+	if _, err := m.CheckLeases(ctx); err != nil && ctx.Err() == nil {
+		m.log.Warn("lease check failed", "err", err)
+	}
+}
+
+func (m *Monitor) checkWorkers(ctx context.Context) {
+	if !m.IsLeader() {
+		return
 	}
 	if _, err := m.CheckWorkers(ctx); err != nil && ctx.Err() == nil {
 		m.log.Warn("worker health check failed", "err", err)
@@ -510,40 +541,45 @@ func (m *Monitor) RunSchedules(ctx context.Context) ([]queue.ScheduleRun, error)
 	return runs, nil
 }
 
-// CheckTimeouts expires every lease that is past its deadline: the task is
-// requeued with backoff, failed when its retries are exhausted, or
-// cancelled when a cancel was requested. It returns how many tasks it
-// changed. Leadership is not checked here (Run only calls it while
-// leading); calling it from a non-leader is safe, just wasteful.
+// CheckTimeouts is CheckLeases, returning only how many tasks it changed.
 func (m *Monitor) CheckTimeouts(ctx context.Context) (int, error) {
-	changed := 0
+	r, err := m.CheckLeases(ctx)
+	return r.Expired + r.Reclaimed, err
+}
+
+// LeaseCheck is what one CheckLeases round found and did.
+type LeaseCheck struct {
+	Leases    int // lease entries listed (running tasks)
+	Expired   int // tasks whose lease ran out, taken back
+	Reclaimed int // tasks whose holder stopped heartbeating, taken back
+	Dead      []string // holders whose tasks were taken back, sorted
+}
+
+// CheckLeases walks the lease index (one LIST per 1,000 running tasks; one
+// when nothing runs) and takes back every task whose lease ran out or
+// whose holder is dead: requeued with backoff, failed when its retries are
+// exhausted, or cancelled when a cancel was requested. A holder is dead
+// when its registry entry is older than its DeadAfter by the store's clock
+// (the registry is listed only when some lease is live; an entry is read
+// only when it looks dead by Options.DeadAfter), or when it has no entry
+// and its lease entry is older than DeadAfter. Leadership is not checked
+// here (Run only calls it while leading); calling it from a non-leader is
+// safe, just wasteful.
+func (m *Monitor) CheckLeases(ctx context.Context) (LeaseCheck, error) {
+	var r LeaseCheck
+	now := m.opts.Clock.Now()
+	var expired, live []queue.LeaseEntry
 	cursor := ""
-	for page := 0; page < maxExpiredPages; page++ {
-		entries, next, err := m.q.ListExpired(ctx, m.opts.ExpiredPageSize, cursor)
+	for page := 0; page < maxLeasePages; page++ {
+		entries, next, err := m.q.ListLeases(ctx, 1000, cursor)
 		if err != nil {
-			return changed, fmt.Errorf("list expired leases: %w", err)
+			return r, err
 		}
 		for _, e := range entries {
-			if ctx.Err() != nil {
-				return changed, ctx.Err()
-			}
-			t, err := m.q.ExpireLease(ctx, e)
-			switch {
-			case err == nil:
-				changed++
-				attrs := []any{"task_id", e.ID, "shard", e.Shard, "lease_expired_at", e.ExpiresAt}
-				if t != nil {
-					attrs = append(attrs, "task_type", t.Type, "status", t.Status, "retry_count", t.RetryCount, "available_at", t.AvailableAt)
-					if o := m.opts.Observer; o != nil {
-						o.TimedOut(t.Type)
-					}
-				}
-				m.log.Info("task lease expired", attrs...)
-			case errors.Is(err, queue.ErrConflict), errors.Is(err, queue.ErrNotFound):
-				// Finished, renewed or already handled meanwhile.
-				m.log.Debug("expired lease entry needs no action", "task_id", e.ID, "reason", err)
-			default:
-				m.log.Warn("expiring lease failed", "task_id", e.ID, "key", e.Key, "err", err)
+			if e.ExpiresAt.After(now) {
+				live = append(live, e)
+			} else {
+				expired = append(expired, e)
 			}
 		}
 		if next == "" {
@@ -551,7 +587,137 @@ func (m *Monitor) CheckTimeouts(ctx context.Context) (int, error) {
 		}
 		cursor = next
 	}
-	return changed, nil
+	r.Leases = len(expired) + len(live)
+	for _, e := range expired {
+		if ctx.Err() != nil {
+			return r, ctx.Err()
+		}
+		t, err := m.q.ExpireLease(ctx, e)
+		if m.logTakeBack(e, t, err, "task lease expired", "lease_expired_at", e.ExpiresAt) {
+			r.Expired++
+		}
+	}
+	if len(live) == 0 {
+		return r, nil
+	}
+	dead, err := m.deadHolders(ctx, live, now)
+	if err != nil {
+		return r, err
+	}
+	for _, e := range live {
+		beat, ok := dead[e.WorkerID]
+		if !ok {
+			continue
+		}
+		if ctx.Err() != nil {
+			return r, ctx.Err()
+		}
+		t, err := m.q.ReclaimLease(ctx, e, beat, m.opts.DeadAfter)
+		if m.logTakeBack(e, t, err, "worker stopped heartbeating: task taken back", "worker_id", e.WorkerID, "last_heartbeat", beat) {
+			r.Reclaimed++
+			if !slices.Contains(r.Dead, e.WorkerID) {
+				r.Dead = append(r.Dead, e.WorkerID)
+			}
+		}
+	}
+	sort.Strings(r.Dead)
+	return r, nil
+}
+
+// maxLeasePages bounds one lease round (100,000 running tasks).
+const maxLeasePages = 100
+
+// logTakeBack logs the outcome of expiring or reclaiming a lease and
+// reports whether the task was taken back.
+func (m *Monitor) logTakeBack(e queue.LeaseEntry, t *queue.Task, err error, msg string, extra ...any) bool {
+	switch {
+	case err == nil:
+		attrs := append([]any{"task_id", e.ID, "shard", e.Shard}, extra...)
+		if t != nil {
+			attrs = append(attrs, "task_type", t.Type, "status", t.Status, "retry_count", t.RetryCount, "available_at", t.AvailableAt)
+			if o := m.opts.Observer; o != nil {
+				o.TimedOut(t.Type)
+			}
+		}
+		m.log.Info(msg, attrs...)
+		return true
+	case errors.Is(err, queue.ErrConflict), errors.Is(err, queue.ErrNotFound):
+		// Finished, released or already handled meanwhile.
+		m.log.Debug("lease entry needs no action", "task_id", e.ID, "reason", err)
+	default:
+		m.log.Warn("taking a task back failed (retried next round)", "task_id", e.ID, "key", e.Key, "err", err)
+	}
+	return false
+}
+
+// deadHolders returns the holders of live leases that are dead, with their
+// last heartbeat (zero: no registry entry; ReclaimLease then judges the
+// claim's age).
+func (m *Monitor) deadHolders(ctx context.Context, live []queue.LeaseEntry, now time.Time) (map[string]time.Time, error) {
+	beats, err := m.q.WorkerBeats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	dead := map[string]time.Time{}
+	judged := map[string]bool{}
+	for _, e := range live {
+		id := e.WorkerID
+		if judged[id] {
+			continue
+		}
+		judged[id] = true
+		written, registered := beats[id]
+		switch {
+		case !registered:
+			// Deregistered or pruned while holding a lease (a worker
+			// registers before it claims).
+			dead[id] = time.Time{}
+		case now.Sub(written) <= m.opts.DeadAfter:
+		default:
+			if beat, ok := m.lastBeat(ctx, id, written, now); !ok {
+				dead[id] = beat
+			}
+		}
+	}
+	return dead, nil
+}
+
+// lastBeat reads the registry entry of a worker that looks dead by the
+// listing (once per write of the entry) and judges it by the heartbeat time
+// it carries and the liveness bound it states. ok is true while it lives,
+// or when the entry could not be read (judged again next round).
+func (m *Monitor) lastBeat(ctx context.Context, id string, written, now time.Time) (beat time.Time, ok bool) {
+	m.mu.Lock()
+	c, cached := m.declared[id]
+	m.mu.Unlock()
+	if !cached || !c.written.Equal(written) {
+		c = declaredBound{written: written, beat: written, bound: m.opts.DeadAfter}
+		info, err := m.q.GetWorker(ctx, id)
+		var bad *queue.MalformedError
+		switch {
+		case err == nil:
+			c.beat, c.bound = info.LastHeartbeat, max(c.bound, info.DeadAfter())
+		case errors.As(err, &bad):
+			m.log.Warn("malformed worker entry; judging it by its write time and the default liveness bound", "worker_id", id, "err", err)
+		case errors.Is(err, queue.ErrNotFound):
+			return time.Time{}, false // deregistered since the listing
+		default:
+			return time.Time{}, true
+		}
+		m.mu.Lock()
+		if len(m.declared) > 10000 {
+			clear(m.declared)
+		}
+		m.declared[id] = c
+		m.mu.Unlock()
+	}
+	return c.beat, now.Sub(c.beat) <= c.bound
+}
+
+type declaredBound struct {
+	written time.Time // the entry's write time, from the listing
+	beat    time.Time // the heartbeat time it carries
+	bound   time.Duration
 }
 
 // CheckWorkers reads the worker registry, judges each heartbeat, logs

@@ -42,9 +42,20 @@ func submitAndClaim(t *testing.T, q *queue.Queue, maxRetries int) *queue.Lease {
 	task, _, err := q.Submit(ctx, queue.SubmitRequest{Type: "job", Input: json.RawMessage(`{}`), Timeout: 10 * time.Second, MaxRetries: &maxRetries})
 	require.NoError(t, err)
 	e := queue.ReadyEntry{Key: queue.ReadyKey(task), ID: task.ID, Shard: task.Shard, Type: task.Type, AvailableAt: task.AvailableAt}
-	l, err := q.Claim(ctx, e, "gone-worker")
+	return claimAs(t, q, e, "long-lived")
+}
+
+func claimAs(t *testing.T, q *queue.Queue, e queue.ReadyEntry, worker string) *queue.Lease {
+	t.Helper()
+	l, err := q.Claim(context.Background(), e, worker)
 	require.NoError(t, err)
 	return l
+}
+
+// beat writes a heartbeat for worker at the queue's time.
+func beat(t *testing.T, q *queue.Queue, worker string, deadAfter time.Duration) {
+	t.Helper()
+	require.NoError(t, q.PutWorker(context.Background(), &queue.WorkerInfo{ID: worker, LastHeartbeat: q.Now(), DeadAfterSeconds: int(deadAfter / time.Second)}))
 }
 
 func TestHealth(t *testing.T) {
@@ -80,17 +91,18 @@ func TestCheckTimeouts(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, b storetest.Backend) {
 		ctx := context.Background()
 		q, _, clock := setup(t, b, true)
+		beat(t, q, "long-lived", time.Hour) // only the leases are under test
 		retry := submitAndClaim(t, q, 3)
 		exhausted := submitAndClaim(t, q, 0)
-		m := New(q, Options{Logger: discard, ExpiredPageSize: 1})
+		m := New(q, Options{Logger: discard})
 
 		n, err := m.CheckTimeouts(ctx)
 		require.NoError(t, err)
 		require.Zero(t, n, "nothing expired yet")
 
 		clock.Advance(5 * time.Second)
-		fresh := submitAndClaim(t, q, 3) // lease runs 10s from here
-		clock.Advance(6 * time.Second)
+		fresh := submitAndClaim(t, q, 3) // lease runs 10s + grace from here
+		clock.Advance(6*time.Second + queue.LeaseGrace)
 		n, err = m.CheckTimeouts(ctx)
 		require.NoError(t, err)
 		require.Equal(t, 2, n)
@@ -113,6 +125,88 @@ func TestCheckTimeouts(t *testing.T) {
 		n, err = m.CheckTimeouts(ctx)
 		require.NoError(t, err)
 		require.Zero(t, n, "idempotent")
+	})
+}
+
+// A worker that stops heartbeating loses its tasks within its liveness
+// bound, however long their timeouts; live workers, and workers that state
+// a longer bound, keep theirs; a holder without a registry entry loses its
+// tasks once the claim is older than the bound.
+func TestCheckLeasesDeadHolders(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		q, _, clock := setup(t, b, true)
+		claim := func(worker string) *queue.Lease {
+			task, _, err := q.Submit(ctx, queue.SubmitRequest{Type: "job", Timeout: time.Hour})
+			require.NoError(t, err)
+			return claimAs(t, q, queue.ReadyEntry{Key: queue.ReadyKey(task), ID: task.ID, Shard: task.Shard, Type: task.Type}, worker)
+		}
+		beat(t, q, "alive", 0)
+		beat(t, q, "killed", 0)
+		beat(t, q, "patient", time.Minute)
+		alive, killed, patient := claim("alive"), claim("killed"), claim("patient")
+		killed2 := claim("killed") // claimed after its last heartbeat
+		ghost := claim("ghost")    // never registered
+		m := New(q, Options{Logger: discard})
+
+		r, err := m.CheckLeases(ctx)
+		require.NoError(t, err)
+		require.Equal(t, LeaseCheck{Leases: 5}, r, "everyone is fresh")
+
+		clock.Advance(queue.DefaultDeadAfter + time.Second)
+		beat(t, q, "alive", 0)
+		r, err = m.CheckLeases(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 3, r.Reclaimed)
+		require.Equal(t, []string{"ghost", "killed"}, r.Dead)
+		for _, l := range []*queue.Lease{killed, killed2, ghost} {
+			got, err := q.Get(ctx, l.Task.ID)
+			require.NoError(t, err)
+			require.Equal(t, queue.StatusPending, got.Status)
+			require.Equal(t, 1, got.RetryCount)
+			require.Equal(t, queue.EventTimedOut, got.LastEvent)
+			require.Contains(t, got.LastError, "stopped heartbeating")
+		}
+		for _, l := range []*queue.Lease{alive, patient} {
+			got, err := q.Get(ctx, l.Task.ID)
+			require.NoError(t, err)
+			require.Equal(t, queue.StatusRunning, got.Status)
+		}
+		// The reclaimed holders' late writes are fenced off.
+		_, err = q.Complete(ctx, killed, nil)
+		require.ErrorIs(t, err, queue.ErrLeaseLost)
+
+		// The patient worker is dead once its own bound passed.
+		clock.Advance(time.Minute)
+		beat(t, q, "alive", 0)
+		r, err = m.CheckLeases(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 1, r.Reclaimed)
+		require.Equal(t, []string{"patient"}, r.Dead)
+	})
+}
+
+// With nothing running, a lease round is one LIST, with or without
+// workers registered.
+func TestCheckLeasesIdleCost(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		s := b.New(t)
+		_, err := queue.Init(ctx, s, 2)
+		require.NoError(t, err)
+		q, err := queue.Open(ctx, s, queue.Options{})
+		require.NoError(t, err)
+		beat(t, q, "w1", 0)
+		m := New(q, Options{Logger: discard})
+		counted := s.(store.Counted)
+		before := counted.Requests().Snapshot()
+		_, err = m.CheckLeases(ctx)
+		require.NoError(t, err)
+		d := counted.Requests().Snapshot().Sub(before)
+		require.Equal(t, int64(1), d.Total(store.OpList), "%s", d)
+		require.Equal(t, int64(1), d.All(), "%s", d)
 	})
 }
 

@@ -10,12 +10,13 @@ writer follows; the code implements exactly what is written here.
 	queue.json                                          queue configuration (Init; read by Open)
 	tasks/{shard}/{id}.json                             THE task object: the only truth
 	ready/{shard}/{rank-ms}/{type}/{priority}/{id}      ready index: one empty object per pending task
-	leases/{shard}/{expires-ms}/{type}/{id}/{lease_id}  lease index: one empty object per running task
+	leases/{shard}/{expires-ms}/{type}/{id}/{lease_id}/{worker_id}
+	                                                    lease index: one empty object per running task
 	dead/{inv-ms}/{shard}/{type}/{id}                   dead letters: one empty object per failed task
 	data/{shard}/{id}/input.json|output.json            offloaded payloads (see Large payloads)
 	control.json                                        pause switches (see Pause)
 	schedules/{name}.json                               cron schedules (see Schedules)
-	workers/{worker_id}.json                            worker registry (observability, stats)
+	workers/{worker_id}.json                            worker registry: heartbeats (liveness, stats)
 	shard-leases/{shard}.json                           named lease: which worker polls a shard
 	monitor/leader.json                                 named lease: which monitor is the leader
 	monitor/sweep.json                                  the sweeper's cursor and last pass
@@ -46,7 +47,9 @@ the task's priority (see Priorities). The task type and priority sit in
 the ready key so a worker skips types it cannot run, and computes
 available_at, without a GET. The lease key carries the lease id, so every
 claim and extension writes a key of its own: two claimers of one task never
-share (or delete) each other's entry.
+share (or delete) each other's entry; and it ends with the holder's worker
+id, so the monitor finds every task a dead worker held from the listing
+alone (see Leases and liveness).
 
 dead/ is the one index whose key begins with a time: {inv-ms} is
 9999999999999 minus the failure time (completed_at), so ONE LIST of
@@ -161,14 +164,14 @@ else with a *TransitionError (errors.Is ErrInvalidTransition) and no write.
 	running    succeeded         completed  Complete
 	running    retried           pending    Retry (retries left)
 	running    failed            failed     Fail; Retry with retries exhausted
-	running    timed_out         pending    ExpireLease (retries left)
-	running    timed_out         failed     ExpireLease (retries exhausted)
+	running    timed_out         pending    ExpireLease, ReclaimLease (retries left)
+	running    timed_out         failed     ExpireLease, ReclaimLease (retries exhausted)
 	running    requeued          pending    Release; RequeueNow
 	pending    requeued          pending    RequeueNow (available now)
 	running    cancel_requested  running    Cancel
 	pending    cancelled         cancelled  Cancel
 	pending    expired           expired    Claim, Sweep (expires_at <= now; no further attempt)
-	running    cancelled         cancelled  AckCancel; Retry/Release/ExpireLease after cancel_requested
+	running    cancelled         cancelled  AckCancel; Retry/Release/ExpireLease/ReclaimLease after cancel_requested
 	failed     replayed          pending    Replay
 	cancelled  replayed          pending    Replay
 	expired    replayed          pending    Replay (a passed expires_at is cleared)
@@ -216,8 +219,8 @@ writer won. So a repeated operation never counts twice.
 
 # Leases and fencing
 
-Claim writes a fresh lease_id and lease_expires_at = now + timeout. It
-writes the lease entry first and only then turns the task running, so a
+Claim writes a fresh lease_id and lease_expires_at = now + timeout +
+LeaseGrace (15s). It writes the lease entry first and only then turns the task running, so a
 crash between the two writes cannot leave a running task that the
 monitor's expiry scan does not see; the entry of a claim that lost its race
 is deleted at once (or found stale and removed by the monitor). The
@@ -232,14 +235,52 @@ the ETag, nothing else), the change is re-applied to the current version;
 otherwise the lease is gone (timed out, requeued, finished) and the call
 returns ErrLeaseLost having written nothing.
 
-The monitor's ExpireLease is fenced the same way on the lease_id it saw
-expire, and re-checks the expiry on every re-application, so a lease
-extended in the meantime is left alone.
+The monitor's ExpireLease and ReclaimLease are fenced the same way on the
+lease_id of the entry they act on, and ExpireLease re-checks the expiry on
+every re-application, so a lease extended in the meantime is left alone.
+
+# Leases and liveness
+
+The lease is the fence; the heartbeat is the liveness. qo's worker never
+extends a lease:
+
+  - timeout_seconds is a hard limit. At claim + timeout the worker cancels
+    the handler (an exec handler gets SIGTERM, then SIGKILL after its kill
+    grace) and writes a retry, or a failure once retries are exhausted,
+    with last_error "timed out after 2s". The lease outlives the timeout by
+    LeaseGrace so that the worker, not the monitor, ends the attempt; a
+    handler that will not stop loses the lease at lease_expires_at and
+    the monitor's ExpireLease takes the task back (the handler's late
+    writes are fenced off).
+  - A worker rewrites its registry entry (workers/{id}.json) every
+    heartbeat interval (10s), stating its liveness bound (DeadAfter, 20s
+    by default, at least twice the interval). The leading monitor walks
+    the lease index every 5s (one LIST while nothing runs; one per 1,000
+    running tasks) and, when some lease is live, lists the registry (one
+    LIST per 1,000 workers, no GET: an entry's LastModified is its last
+    heartbeat by the store's clock). A holder whose entry is older than the
+    bound (confirmed by one GET of the entry, which carries its heartbeat
+    time and bound) is dead: ReclaimLease takes back every task whose lease
+    entry names it, found by the listing, including those claimed after
+    its last heartbeat. A holder with no entry at all (deregistered,
+    pruned) is dead once the claim is older than the bound. A SIGKILLed
+    worker's tasks are therefore pending again within DeadAfter +
+    the lease check interval of its last heartbeat: 25s with the defaults,
+    whatever the tasks' timeouts, and the happy path pays nothing for it.
+  - A worker that is only slow (a long pause, a partition) knows when its
+    last heartbeat landed: once that is DeadAfter old it stops every
+    handler, releases each task where its lease still holds (fenced, so
+    nothing is written where the monitor already took it back) and claims
+    nothing until a heartbeat lands again.
+  - While a handler runs longer than the lease check interval (10s), the
+    worker re-reads its task that often (CheckLease: one GET, no write) to
+    see a cancel request or a lost lease.
 
 Cancel of a running task sets cancel_requested; the worker learns it from
-Extend (ErrCancelRequested, the lease stays valid), stops and calls
-AckCancel. A worker that dies is covered by ExpireLease, which cancels
-instead of retrying. Complete still wins when the work finished.
+CheckLease (ErrCancelRequested, the lease stays valid), stops the handler
+and calls AckCancel. A task whose worker dies is taken back by
+ReclaimLease or ExpireLease, which cancel instead of retrying. Complete
+still wins when the work finished.
 
 # Clock and skew bound
 
@@ -247,10 +288,9 @@ All times come from the queue clock: by default the store's estimate of
 the server's time (from response Date headers), never the local clock, so
 hosts with wrong clocks agree. That estimate is good to about a second
 plus one round trip; two processes therefore disagree by at most
-MaxClockSkew. A worker must treat its lease as lost from
-lease_expires_at - MaxClockSkew (by its own view of the queue clock) and
-extend well before that (every timeout/3 is a good cadence); the monitor
-expires a lease once its own now >= lease_expires_at. If a worker still
+MaxClockSkew. The worker ends an attempt at claim + timeout by its own view
+of the queue clock, LeaseGrace (far above MaxClockSkew) before the monitor
+expires the lease at its own now >= lease_expires_at. If a worker still
 overruns (a GC pause, a stalled network), fencing rejects its late writes:
 the worst case is that a handler runs twice (at-least-once execution),
 never that a state change is lost or applied twice. Delayed tasks may be
@@ -352,8 +392,10 @@ Happy path (asserted in tests, so a regression fails CI):
 	Claim     1 GET + 2 PUT (lease entry, task If-Match) + 1 DELETE (ready entry)
 	Complete  1 PUT (task If-Match, ETag from the claim) + 1 DELETE (lease entry)
 
-plus the worker's share of the LIST over ready/. Extend costs 1 PUT + the
-lease entry move (1 PUT + 1 DELETE); Retry and Release cost 2 PUT (new
+plus the worker's share of the LIST over ready/. A handler that runs
+longer than the lease check interval costs 1 GET per interval (CheckLease);
+Extend, which qo's worker never calls, costs 1 PUT + the lease entry move
+(1 PUT + 1 DELETE); Retry and Release cost 2 PUT (new
 ready entry, task) + 1 DELETE (lease entry), Fail 2 PUT (dead-letter
 entry, task) + 1 DELETE. An operator action costs 1 GET + 1 PUT + its index
 changes. A write whose response is lost costs 1 extra GET (the re-read); a

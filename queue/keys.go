@@ -259,22 +259,22 @@ func ParseReadyKey(key string) (ReadyEntry, error) {
 // id makes the key of every claim and extension unique, so two claimers
 // never share an entry. Empty when the task has no lease.
 func LeaseKey(t *Task) string {
-	if t.LeaseExpiresAt == nil || t.LeaseID == "" {
+	if t.LeaseExpiresAt == nil || t.LeaseID == "" || t.WorkerID == "" {
 		return ""
 	}
-	return leaseKey(*t.LeaseExpiresAt, t.Shard, t.Type, t.ID, t.LeaseID)
+	return leaseKey(*t.LeaseExpiresAt, t.Shard, t.Type, t.ID, t.LeaseID, t.WorkerID)
 }
 
-func leaseKey(at time.Time, shard, typ string, id uuid.UUID, leaseID string) string {
-	return LeaseShardPrefix(shard) + unixMS(at) + "/" + typ + "/" + id.String() + "/" + leaseID
+func leaseKey(at time.Time, shard, typ string, id uuid.UUID, leaseID, worker string) string {
+	return LeaseShardPrefix(shard) + unixMS(at) + "/" + typ + "/" + id.String() + "/" + leaseID + "/" + worker
 }
 
 // ParseLeaseKey decodes a lease-index key.
 func ParseLeaseKey(key string) (LeaseEntry, error) {
 	rest, ok := strings.CutPrefix(key, LeasesPrefix)
 	parts := strings.Split(rest, "/")
-	if !ok || len(parts) != 5 {
-		return LeaseEntry{}, fmt.Errorf("%q is not a lease index key (want leases/{shard}/{ms}/{type}/{id}/{lease id})", key)
+	if !ok || len(parts) != 6 {
+		return LeaseEntry{}, fmt.Errorf("%q is not a lease index key (want leases/{shard}/{ms}/{type}/{id}/{lease id}/{worker})", key)
 	}
 	if !isHex(parts[0]) || len(parts[0]) > 2 {
 		return LeaseEntry{}, fmt.Errorf("lease index key %q: bad shard %q", key, parts[0])
@@ -293,7 +293,10 @@ func ParseLeaseKey(key string) (LeaseEntry, error) {
 	if _, err := uuid.Parse(parts[4]); err != nil || len(parts[4]) != 36 {
 		return LeaseEntry{}, fmt.Errorf("lease index key %q: bad lease id %q", key, parts[4])
 	}
-	return LeaseEntry{Key: key, ID: id, Shard: parts[0], Type: parts[2], LeaseID: parts[4], ExpiresAt: at}, nil
+	if ValidateWorkerID(parts[5]) != nil {
+		return LeaseEntry{}, fmt.Errorf("lease index key %q: bad worker id %q", key, parts[5])
+	}
+	return LeaseEntry{Key: key, ID: id, Shard: parts[0], Type: parts[2], LeaseID: parts[4], WorkerID: parts[5], ExpiresAt: at}, nil
 }
 
 // DeadEntry is one dead-letter index entry, decoded from its key alone.

@@ -48,7 +48,7 @@ func TestSubmitClaimComplete(t *testing.T) {
 		require.Equal(t, "w1", l.Task.WorkerID)
 		require.Equal(t, 1, l.Task.Attempt)
 		require.NotEmpty(t, l.Task.LeaseID)
-		require.Equal(t, b.clock.Now().Add(300*time.Second), *l.Task.LeaseExpiresAt)
+		require.Equal(t, b.clock.Now().Add(300*time.Second+queue.LeaseGrace), *l.Task.LeaseExpiresAt)
 		require.Empty(t, b.keys(t, queue.ReadyPrefix))
 		require.Equal(t, []string{l.LeaseKey}, b.keys(t, queue.LeasesPrefix))
 
@@ -230,10 +230,10 @@ func TestVersionHistory(t *testing.T) {
 		task, _, err := b.q.Submit(b.ctx, queue.SubmitRequest{Type: "h", Input: json.RawMessage(`1`), MaxRetries: &retries, Timeout: 10 * time.Second})
 		require.NoError(t, err)
 
-		l := b.claim(t, task, "w1")                   // claimed
-		require.NoError(t, b.q.Extend(b.ctx, l))      // lease_extended
-		b.clock.Advance(11 * time.Second)             // lease runs out
-		exp, _, err := b.q.ListExpired(b.ctx, 10, "") //
+		l := b.claim(t, task, "w1")                        // claimed
+		require.NoError(t, b.q.Extend(b.ctx, l))           // lease_extended
+		b.clock.Advance(11*time.Second + queue.LeaseGrace) // lease runs out
+		exp, _, err := b.q.ListExpired(b.ctx, 10, "")      //
 		require.NoError(t, err)
 		require.Len(t, exp, 1)
 		got, err := b.q.ExpireLease(b.ctx, exp[0]) // timed_out -> pending
@@ -317,8 +317,8 @@ func TestExpireLease(t *testing.T) {
 		require.Empty(t, exp, "nothing expired yet")
 
 		b.clock.Advance(3 * time.Second)
-		require.NoError(t, b.q.Extend(b.ctx, le)) // now runs to +8s
-		b.clock.Advance(3 * time.Second)
+		require.NoError(t, b.q.Extend(b.ctx, le)) // now runs to +8s (and the grace)
+		b.clock.Advance(3*time.Second + queue.LeaseGrace)
 
 		exp, next, err := b.q.ListExpired(b.ctx, 0, "")
 		require.NoError(t, err)

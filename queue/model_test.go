@@ -191,11 +191,13 @@ func TestKeys(t *testing.T) {
 	task.LeaseExpiresAt = &exp
 	require.Empty(t, queue.LeaseKey(task), "no lease id, no lease entry")
 	task.LeaseID = "0b6a3a55-4c1e-4f65-a7c0-6f2f5d3c9e11"
+	require.Empty(t, queue.LeaseKey(task), "no holder, no lease entry")
+	task.WorkerID = "w-1"
 	lk := queue.LeaseKey(task)
-	require.Equal(t, "leases/3/0000000000042/t/"+task.ID.String()+"/"+task.LeaseID, lk)
+	require.Equal(t, "leases/3/0000000000042/t/"+task.ID.String()+"/"+task.LeaseID+"/w-1", lk)
 	le, err := queue.ParseLeaseKey(lk)
 	require.NoError(t, err)
-	require.Equal(t, queue.LeaseEntry{Key: lk, ID: task.ID, Shard: "3", Type: "t", LeaseID: task.LeaseID, ExpiresAt: exp}, le)
+	require.Equal(t, queue.LeaseEntry{Key: lk, ID: task.ID, Shard: "3", Type: "t", LeaseID: task.LeaseID, WorkerID: "w-1", ExpiresAt: exp}, le)
 	require.Equal(t, "tasks/3/"+task.ID.String()+".json", task.Key())
 
 	// Dead letters: newest failure first, across shards.
@@ -231,7 +233,7 @@ func TestKeys(t *testing.T) {
 
 	for _, bad := range []string{"ready/x", "ready/3/123/t/normal/" + task.ID.String(), "ready/4/1700000000123/t/normal/" + task.ID.String(),
 		"ready/3/1700000000123/t!/normal/" + task.ID.String(), "ready/3/1700000000123/t/normal/nope", "leases/3/1700000000123",
-		"ready/3/1700000000123/t/urgent/" + task.ID.String(), "leases/3/1700000000123/t/" + task.ID.String() + "/nope",
+		"ready/3/1700000000123/t/urgent/" + task.ID.String(), "leases/3/1700000000123/t/" + task.ID.String() + "/nope", "leases/3/1700000000123/t/" + task.ID.String() + "/" + task.LeaseID + "/bad worker",
 		"dead/3/x", "dead/0000000000001/4/t/" + task.ID.String()} {
 		_, err1 := queue.ParseReadyKey(bad)
 		_, err2 := queue.ParseLeaseKey(bad)

@@ -20,6 +20,7 @@ type LeaseEntry struct {
 	Shard     string
 	Type      string
 	LeaseID   string
+	WorkerID  string // the lease holder
 	ExpiresAt time.Time
 	// Modified is when the entry was written (from the listing; zero when
 	// not known).
@@ -32,6 +33,20 @@ type LeaseEntry struct {
 // order, so the walk skips the rest of a partition at its first live
 // lease. next is the startAfter of the next call, "" at the end.
 func (q *Queue) ListExpired(ctx context.Context, limit int, startAfter string) ([]LeaseEntry, string, error) {
+	return q.listLeases(ctx, limit, startAfter, true)
+}
+
+// ListLeases returns every lease entry, expired or not, from one LIST page
+// of at most limit keys (<= 0: 1000) walking the shard partitions of
+// leases/; next is the startAfter of the next call, "" at the end. The
+// lease index holds one entry per running task, so a full walk costs
+// ceil(running tasks / limit) LISTs (one when nothing runs), whatever the
+// bucket's history. Each entry names its holder (see ReclaimLease).
+func (q *Queue) ListLeases(ctx context.Context, limit int, startAfter string) ([]LeaseEntry, string, error) {
+	return q.listLeases(ctx, limit, startAfter, false)
+}
+
+func (q *Queue) listLeases(ctx context.Context, limit int, startAfter string, expiredOnly bool) ([]LeaseEntry, string, error) {
 	if limit <= 0 {
 		limit = 1000
 	}
@@ -43,7 +58,7 @@ func (q *Queue) ListExpired(ctx context.Context, limit int, startAfter string) (
 			q.log.Debug("skipping unparseable lease entry", "key", o.Key, "err", err)
 			return false
 		}
-		if e.ExpiresAt.After(now) {
+		if expiredOnly && e.ExpiresAt.After(now) {
 			return true
 		}
 		e.Modified = o.LastModified
@@ -51,9 +66,57 @@ func (q *Queue) ListExpired(ctx context.Context, limit int, startAfter string) (
 		return false
 	})
 	if err != nil {
-		return nil, "", fmt.Errorf("list expired leases: %w", err)
+		return nil, "", fmt.Errorf("list leases: %w", err)
 	}
 	return out, next, nil
+}
+
+// ReclaimLease ends the attempt of a running task whose lease holder
+// stopped heartbeating (the caller judged it dead, see WorkerBeats; a zero
+// lastBeat means the holder has no registry entry, and the task is then
+// taken back only once its claim is older than deadAfter), before the
+// lease itself runs out: back to pending after backoff while retries
+// remain, failed when exhausted, cancelled when cancellation was requested
+// (event timed_out, as for an expired lease; a crash may be the task's own
+// doing, so it counts as an attempt). The write is fenced on the entry's
+// lease id, so a holder that finished meanwhile wins and the entry is
+// ErrConflict; so is a stale entry (deleted once older than IndexGrace).
+func (q *Queue) ReclaimLease(ctx context.Context, e LeaseEntry, lastBeat time.Time, deadAfter time.Duration) (*Task, error) {
+	base, etag, err := q.getTask(ctx, e.ID)
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			q.dropStale(ctx, e.Key, e.Modified)
+			return nil, fmt.Errorf("reclaim lease of task %s: %w (stale lease entry: no such task)", e.ID, ErrConflict)
+		}
+		return nil, fmt.Errorf("reclaim lease: %w", err)
+	}
+	if base.Status != StatusRunning || base.LeaseID != e.LeaseID || base.WorkerID != e.WorkerID {
+		if LeaseKey(base) != e.Key {
+			q.dropStale(ctx, e.Key, e.Modified)
+		}
+		return nil, fmt.Errorf("reclaim lease of task %s: %w (task is %s under another lease)", e.ID, ErrConflict, base.Status)
+	}
+	beat := "no registry entry"
+	if lastBeat.IsZero() && q.Now().Sub(base.UpdatedAt) <= deadAfter {
+		return nil, fmt.Errorf("reclaim lease of task %s: %w (claimed at %s by %s, which has no registry entry yet)", e.ID, ErrConflict, base.UpdatedAt.Format(time.RFC3339Nano), base.WorkerID)
+	}
+	if !lastBeat.IsZero() {
+		beat = "last at " + lastBeat.UTC().Format(time.RFC3339)
+	}
+	res, err := q.apply(ctx, base, etag, mutation{
+		op: "reclaim lease", fence: base.LeaseID, fenceErr: ErrConflict, rebase: true,
+		change: func(t *Task, now time.Time) (string, error) {
+			t.LastError = fmt.Sprintf("worker %s stopped heartbeating (%s) while it ran attempt %d", t.WorkerID, beat, t.Attempt)
+			return q.retryOrFail(t, now, 0, EventTimedOut, EventTimedOut), nil
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if k := LeaseKey(res.prev); k != e.Key {
+		q.dropStale(ctx, e.Key, e.Modified)
+	}
+	return res.next, nil
 }
 
 // ExpireLease ends the attempt of a running task whose lease expired: back

@@ -488,7 +488,7 @@ func TestFencing(t *testing.T) {
 		task, _, err := b.q.Submit(b.ctx, queue.SubmitRequest{Type: "f", Timeout: 5 * time.Second})
 		require.NoError(t, err)
 		stale := b.claim(t, task, "slow")
-		b.clock.Advance(6 * time.Second)
+		b.clock.Advance(6*time.Second + queue.LeaseGrace)
 		exp, _, err := b.q.ListExpired(b.ctx, 0, "")
 		require.NoError(t, err)
 		require.Len(t, exp, 1)

@@ -15,7 +15,7 @@ const (
 	EventSucceeded       = "succeeded"        // the handler finished; output stored
 	EventFailed          = "failed"           // permanent failure or retries exhausted (dead letter)
 	EventRetried         = "retried"          // a failed attempt scheduled another one after backoff
-	EventTimedOut        = "timed_out"        // the lease expired without a result (monitor)
+	EventTimedOut        = "timed_out"        // the lease expired, or its holder died, without a result (monitor)
 	EventRequeued        = "requeued"         // put back without counting a retry (shutdown, operator)
 	EventCancelRequested = "cancel_requested" // an operator asked a running task to stop
 	EventCancelled       = "cancelled"        // cancelled (pending at once; running once the worker or monitor acks)
@@ -49,13 +49,13 @@ var transitions = []Transition{
 	{StatusRunning, EventSucceeded, StatusCompleted, "Complete", "lease holder only"},
 	{StatusRunning, EventRetried, StatusPending, "Retry", "lease holder; retries left; available_at = now + backoff"},
 	{StatusRunning, EventFailed, StatusFailed, "Fail, Retry", "lease holder; permanent error or retries exhausted"},
-	{StatusRunning, EventTimedOut, StatusPending, "ExpireLease", "lease expired; retries left; available_at = now + backoff"},
-	{StatusRunning, EventTimedOut, StatusFailed, "ExpireLease", "lease expired; retries exhausted"},
+	{StatusRunning, EventTimedOut, StatusPending, "ExpireLease, ReclaimLease", "lease expired or holder dead; retries left; available_at = now + backoff"},
+	{StatusRunning, EventTimedOut, StatusFailed, "ExpireLease, ReclaimLease", "lease expired or holder dead; retries exhausted"},
 	{StatusRunning, EventRequeued, StatusPending, "Release, RequeueNow", "available now; no retry counted"},
 	{StatusPending, EventRequeued, StatusPending, "RequeueNow", "a task in backoff or delayed becomes available now"},
-	{StatusRunning, EventCancelRequested, StatusRunning, "Cancel", "the worker sees it on its next Extend"},
+	{StatusRunning, EventCancelRequested, StatusRunning, "Cancel", "the worker sees it on its next lease check"},
 	{StatusPending, EventCancelled, StatusCancelled, "Cancel", "immediately"},
-	{StatusRunning, EventCancelled, StatusCancelled, "AckCancel, Retry, Release, ExpireLease", "only after cancel_requested"},
+	{StatusRunning, EventCancelled, StatusCancelled, "AckCancel, Retry, Release, ExpireLease, ReclaimLease", "only after cancel_requested"},
 	{StatusPending, EventExpired, StatusExpired, "Claim, Sweep", "expires_at <= now; no further attempt starts"},
 	{StatusFailed, EventReplayed, StatusPending, "Replay", "retry_count reset; available now"},
 	{StatusCancelled, EventReplayed, StatusPending, "Replay", "retry_count reset; available now"},

@@ -102,12 +102,19 @@ type Lease struct {
 	LeaseKey string
 }
 
+// LeaseGrace is how long a lease outlives its attempt's timeout. The
+// worker stops the handler at the timeout (an exec handler gets SIGTERM,
+// then SIGKILL after its kill grace) and writes the retry within this
+// grace; the monitor expires the lease only after it, so a timed-out
+// attempt is normally ended by its own worker, with its own error.
+const LeaseGrace = 15 * time.Second
+
 // Claim takes the task of a ready entry for workerID: GET the task, check it
 // is pending and available, PUT the lease entry, CAS PUT the task running
-// (new lease_id, attempt+1, lease_expires_at = now + timeout), DELETE the
-// ready entry. Losing the race, or a stale entry (task gone, not pending,
-// not yet available), is ErrConflict; stale entries older than IndexGrace
-// are deleted.
+// (new lease_id, attempt+1, lease_expires_at = now + timeout + LeaseGrace),
+// DELETE the ready entry. Losing the race, or a stale entry (task gone,
+// not pending, not yet available), is ErrConflict; stale entries older than
+// IndexGrace are deleted.
 func (q *Queue) Claim(ctx context.Context, e ReadyEntry, workerID string) (*Lease, error) {
 	if err := ValidateWorkerID(workerID); err != nil {
 		return nil, fmt.Errorf("claim: %w", err)
@@ -145,7 +152,7 @@ func (q *Queue) Claim(ctx context.Context, e ReadyEntry, workerID string) (*Leas
 			t.WorkerID = workerID
 			t.LeaseID = leaseID
 			t.Attempt++
-			t.LeaseExpiresAt = timePtr(now.Add(t.Timeout()))
+			t.LeaseExpiresAt = timePtr(now.Add(t.Timeout() + LeaseGrace))
 			return EventClaimed, nil
 		},
 	})
@@ -199,8 +206,10 @@ func checkLease(op string, l *Lease) error {
 	return nil
 }
 
-// Extend pushes the lease forward to now + timeout (one CAS PUT, plus
-// moving the lease-index entry) and updates l. ErrLeaseLost when the lease
+// Extend pushes the lease forward to now + timeout + LeaseGrace (one CAS
+// PUT, plus moving the lease-index entry) and updates l. qo's worker never
+// extends (its handlers stop at the timeout, and liveness comes from its
+// heartbeat); Extend is for callers that hold leases themselves. ErrLeaseLost when the lease
 // is gone. When an operator has requested cancellation the extension is
 // still written and ErrCancelRequested is returned: stop, then AckCancel.
 func (q *Queue) Extend(ctx context.Context, l *Lease) error {
@@ -208,7 +217,7 @@ func (q *Queue) Extend(ctx context.Context, l *Lease) error {
 		return err
 	}
 	res, err := q.apply(ctx, l.Task, l.ETag, l.mutation("extend", func(t *Task, now time.Time) (string, error) {
-		t.LeaseExpiresAt = timePtr(now.Add(t.Timeout()))
+		t.LeaseExpiresAt = timePtr(now.Add(t.Timeout() + LeaseGrace))
 		return EventLeaseExtended, nil
 	}))
 	if err != nil {
@@ -218,6 +227,33 @@ func (q *Queue) Extend(ctx context.Context, l *Lease) error {
 	l.Task, l.ETag, l.LeaseKey = next, res.etag, LeaseKey(next)
 	if next.CancelRequested {
 		return fmt.Errorf("extend task %s: %w (reason: %s)", next.ID, ErrCancelRequested, orNone(next.CancelReason))
+	}
+	return nil
+}
+
+// CheckLease reads the task (one GET, no write) and reports whether l still
+// holds it: ErrLeaseLost when the task moved on or another lease took it,
+// ErrCancelRequested when an operator asked it to stop (then AckCancel
+// once the handler returned). l takes the version read, so the next write
+// needs no re-read. qo's worker calls it while a handler runs (see
+// worker.Options.LeaseCheckInterval): a lease is never extended.
+func (q *Queue) CheckLease(ctx context.Context, l *Lease) error {
+	if err := checkLease("check lease", l); err != nil {
+		return err
+	}
+	cur, etag, err := q.getTask(ctx, l.Task.ID)
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return fmt.Errorf("check lease of task %s: %w (the task is gone)", l.Task.ID, ErrLeaseLost)
+		}
+		return fmt.Errorf("check lease: %w", err)
+	}
+	if cur.Status != StatusRunning || cur.LeaseID != l.Task.LeaseID {
+		return fmt.Errorf("check lease of task %s: %w (task is %s, lease %s)", cur.ID, ErrLeaseLost, cur.Status, orNone(cur.LeaseID))
+	}
+	l.Task, l.ETag = cur, etag
+	if cur.CancelRequested {
+		return fmt.Errorf("check lease of task %s: %w (reason: %s)", cur.ID, ErrCancelRequested, orNone(cur.CancelReason))
 	}
 	return nil
 }

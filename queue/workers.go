@@ -11,8 +11,10 @@ import (
 	"github.com/qo-queue/qo/store"
 )
 
-// WorkerInfo is a worker's registry entry at workers/{id}.json. It is for
-// observability only: correctness never depends on it.
+// WorkerInfo is a worker's registry entry at workers/{id}.json, rewritten
+// at every heartbeat. Its age is the worker's liveness: the monitor takes
+// back the tasks of a worker whose entry is older than its DeadAfter (task
+// leases stay the fence; see doc.go, "Leases and liveness").
 type WorkerInfo struct {
 	Format         int       `json:"format"`
 	ID             string    `json:"worker_id"`
@@ -35,6 +37,63 @@ type WorkerInfo struct {
 	// sum over workers, differenced between heartbeats, is the fleet's
 	// request rate and cost.
 	Requests *store.Counts `json:"s3_requests,omitempty"`
+	// DeadAfterSeconds is the worker's own liveness bound: once its entry
+	// is older than this (by the store's clock) the monitor takes back the
+	// tasks it holds, and the worker itself stops their handlers (0: the
+	// default, DefaultDeadAfter).
+	DeadAfterSeconds int `json:"dead_after_seconds,omitempty"`
+}
+
+// DefaultDeadAfter is the liveness bound of a worker that states none: a
+// worker whose registry entry was last written longer ago than this is
+// presumed dead (see doc.go, "Leases and liveness").
+const DefaultDeadAfter = 20 * time.Second
+
+// DeadAfter returns the worker's liveness bound.
+func (w *WorkerInfo) DeadAfter() time.Duration {
+	if w == nil || w.DeadAfterSeconds <= 0 {
+		return DefaultDeadAfter
+	}
+	return time.Duration(w.DeadAfterSeconds) * time.Second
+}
+
+// WorkerBeats lists the registry and returns, per worker id, when its entry
+// was last written by the store's clock: its last heartbeat. One LIST per
+// 1,000 workers and no GET; keys that are not registry entries are skipped.
+func (q *Queue) WorkerBeats(ctx context.Context) (map[string]time.Time, error) {
+	out := map[string]time.Time{}
+	token := ""
+	for {
+		page, err := q.s.List(ctx, store.ListParams{Prefix: WorkersPrefix, Token: token})
+		if err != nil {
+			return nil, fmt.Errorf("list workers: %w", err)
+		}
+		for _, o := range page.Objects {
+			id, ok := strings.CutSuffix(strings.TrimPrefix(o.Key, WorkersPrefix), ".json")
+			if ok && ValidateWorkerID(id) == nil {
+				out[id] = o.LastModified
+			}
+		}
+		if page.NextToken == "" {
+			return out, nil
+		}
+		token = page.NextToken
+	}
+}
+
+// GetWorker reads one registry entry (ErrNotFound when there is none).
+func (q *Queue) GetWorker(ctx context.Context, id string) (*WorkerInfo, error) {
+	if err := ValidateWorkerID(id); err != nil {
+		return nil, fmt.Errorf("get worker: %w", err)
+	}
+	obj, err := q.s.Get(ctx, WorkerKey(id))
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, fmt.Errorf("get worker %s: %w", id, ErrNotFound)
+		}
+		return nil, fmt.Errorf("get worker %s: %w", id, err)
+	}
+	return DecodeWorker(WorkerKey(id), obj.Body)
 }
 
 // PutWorker writes (registers or heartbeats) a worker entry. Format is set

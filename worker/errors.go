@@ -85,10 +85,15 @@ var (
 	ErrLeaseLost = errors.New("task lease lost")
 	// ErrCancelRequested: an operator asked for the task to be cancelled.
 	ErrCancelRequested = errors.New("task cancellation requested")
-	// ErrLeaseExpired: the lease deadline passed without a successful
-	// renewal (the store was unreachable, or the process was stopped); the
-	// task may already be running elsewhere.
-	ErrLeaseExpired = errors.New("task lease expired without renewal")
+	// ErrTimedOut: the attempt reached its timeout_seconds; the task is
+	// retried (or failed when its retries are exhausted). Handlers see a
+	// *TimeoutError, which wraps it.
+	ErrTimedOut = errors.New("task timed out")
+	// ErrPresumedDead: the worker's heartbeat has not reached the store
+	// for its liveness bound (DeadAfter), so the monitor may have given its
+	// tasks to other workers; the handlers are stopped and the tasks
+	// released where the lease still holds.
+	ErrPresumedDead = errors.New("worker heartbeat lost: presumed dead")
 	// ErrShuttingDown: the worker is shutting down and the shutdown timeout
 	// passed; the task is released for another worker.
 	ErrShuttingDown = errors.New("worker shutting down")
@@ -96,3 +101,10 @@ var (
 	// killed at once.
 	errAbort = fmt.Errorf("%w: aborted", ErrShuttingDown)
 )
+
+// TimeoutError is the cause of a handler's cancellation at its task's
+// timeout_seconds.
+type TimeoutError struct{ After time.Duration }
+
+func (e *TimeoutError) Error() string { return "timed out after " + e.After.String() }
+func (e *TimeoutError) Unwrap() error { return ErrTimedOut }

@@ -127,14 +127,14 @@ wait`
 				done <- err
 			}()
 			eventuallyFile(t, filepath.Join(dir, "parent.pid"))
-			cancel(ErrLeaseExpired)
+			cancel(&TimeoutError{After: time.Second})
 			var err error
 			select {
 			case err = <-done:
 			case <-time.After(30 * time.Second):
 				t.Fatal("exec handler was not killed")
 			}
-			require.ErrorIs(t, err, ErrLeaseExpired)
+			require.ErrorIs(t, err, ErrTimedOut)
 			require.Contains(t, err.Error(), "started")
 			for _, f := range []string{"parent.pid", "child.pid"} {
 				pid := readPid(t, filepath.Join(dir, f))

@@ -26,8 +26,9 @@ type Observer interface {
 	ClaimConflict(taskType string)
 	// Finished: an attempt ended; handlerTime is the handler's run time.
 	Finished(taskType string, outcome Outcome, handlerTime time.Duration)
-	// LeaseRenewed: a lease extension was tried; ok is false when it failed.
-	LeaseRenewed(taskType string, ok bool)
+	// LeaseChecked: a running task was re-read to see whether its lease
+	// still holds and no cancel was asked; ok is false when the read failed.
+	LeaseChecked(taskType string, ok bool)
 }
 
 type nopObserver struct{}
@@ -35,7 +36,7 @@ type nopObserver struct{}
 func (nopObserver) Claimed(string)                          {}
 func (nopObserver) ClaimConflict(string)                    {}
 func (nopObserver) Finished(string, Outcome, time.Duration) {}
-func (nopObserver) LeaseRenewed(string, bool)               {}
+func (nopObserver) LeaseChecked(string, bool)               {}
 
 // observer returns the configured observer or one that ignores everything.
 func (w *Worker) observer() Observer {

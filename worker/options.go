@@ -45,15 +45,16 @@ func ParseIndexMode(s string) (IndexMode, error) {
 
 // Defaults.
 const (
-	DefaultPollMin           = 100 * time.Millisecond
-	DefaultControlRefresh    = 5 * time.Second
-	DefaultPollMax           = 5 * time.Second
-	DefaultShutdownTimeout   = 30 * time.Second
-	DefaultHeartbeatInterval = 10 * time.Second
-	DefaultReadyPageSize     = 100
-	DefaultLogScanPageSize   = 50
-	DefaultHybridScanAfter   = time.Minute
-	DefaultHandlerGrace      = DefaultKillGrace + 2*time.Second
+	DefaultPollMin            = 100 * time.Millisecond
+	DefaultControlRefresh     = 5 * time.Second
+	DefaultPollMax            = 5 * time.Second
+	DefaultShutdownTimeout    = 30 * time.Second
+	DefaultHeartbeatInterval  = 10 * time.Second
+	DefaultLeaseCheckInterval = 10 * time.Second
+	DefaultReadyPageSize      = 100
+	DefaultLogScanPageSize    = 50
+	DefaultHybridScanAfter    = time.Minute
+	DefaultHandlerGrace       = DefaultKillGrace + 2*time.Second
 )
 
 // ShardLeasing configures exclusive shard ownership (see doc.go).
@@ -120,8 +121,18 @@ type Options struct {
 	// once their tasks were released (default 7s, above the exec kill
 	// grace, so exec children are reaped before Run returns).
 	HandlerGrace time.Duration
-	// HeartbeatInterval is the registry heartbeat period (default 10s).
+	// HeartbeatInterval is the registry heartbeat period (default 10s; at
+	// most half of DeadAfter).
 	HeartbeatInterval time.Duration
+	// DeadAfter is the worker's liveness bound, stated in its registry
+	// entry (default queue.DefaultDeadAfter, 20s): once its last heartbeat
+	// is older, the monitor takes its tasks back, and the worker itself
+	// stops their handlers and releases what it still holds.
+	DeadAfter time.Duration
+	// LeaseCheckInterval: a handler that runs longer than this has its
+	// task re-read (one GET) this often, to notice a cancel request or a
+	// lost lease (default 10s).
+	LeaseCheckInterval time.Duration
 	// NoMonitor disables the embedded monitor.
 	NoMonitor bool
 	// Monitor configures the embedded monitor (its ID defaults to the
@@ -138,7 +149,7 @@ type Options struct {
 	// Version is reported in the registry.
 	Version string
 	// Observer, when set, is told about claims, outcomes and lease
-	// renewals (for metrics).
+	// checks (for metrics).
 	Observer Observer
 }
 
@@ -179,8 +190,14 @@ func (o Options) withDefaults() Options {
 	if o.HandlerGrace <= 0 {
 		o.HandlerGrace = DefaultHandlerGrace
 	}
+	if o.DeadAfter <= 0 {
+		o.DeadAfter = queue.DefaultDeadAfter
+	}
 	if o.HeartbeatInterval <= 0 {
-		o.HeartbeatInterval = DefaultHeartbeatInterval
+		o.HeartbeatInterval = min(DefaultHeartbeatInterval, o.DeadAfter/2)
+	}
+	if o.LeaseCheckInterval <= 0 {
+		o.LeaseCheckInterval = DefaultLeaseCheckInterval
 	}
 	sl := &o.ShardLeasing
 	if sl.TTL <= 0 {
@@ -207,6 +224,9 @@ func (o Options) withDefaults() Options {
 	if o.Monitor.Clock == nil {
 		o.Monitor.Clock = o.Clock
 	}
+	if o.Monitor.DeadAfter <= 0 {
+		o.Monitor.DeadAfter = o.DeadAfter
+	}
 	return o
 }
 
@@ -216,6 +236,9 @@ func (o Options) validate() error {
 	}
 	if o.ShardLeasing.Enabled && o.ShardLeasing.RenewInterval >= o.ShardLeasing.TTL {
 		return fmt.Errorf("shard leasing: renew interval %s must be shorter than the lease TTL %s", o.ShardLeasing.RenewInterval, o.ShardLeasing.TTL)
+	}
+	if 2*o.HeartbeatInterval > o.DeadAfter {
+		return fmt.Errorf("worker: heartbeat interval %s is more than half the liveness bound %s: one late heartbeat would get the worker's tasks taken back (raise the dead-after bound or shorten the interval)", o.HeartbeatInterval, o.DeadAfter)
 	}
 	if o.ShardLeasing.ShardsPerWorker < 0 {
 		return fmt.Errorf("shard leasing: shards per worker must be >= 0, got %d", o.ShardLeasing.ShardsPerWorker)

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -68,7 +69,14 @@ func (w *Worker) dispatch(ctx context.Context) {
 			}
 			continue
 		}
-		r := w.poll(ctx, free)
+		var r pollResult
+		if w.presumedDead() {
+			// Tasks claimed now would be taken back at once: wait for a
+			// heartbeat to land.
+			r.err = fmt.Errorf("worker %s: no heartbeat has reached the store for %s; not claiming until one does", w.opts.ID, w.opts.DeadAfter)
+		} else {
+			r = w.poll(ctx, free)
+		}
 		if w.stopping(ctx) {
 			return
 		}

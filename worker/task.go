@@ -17,21 +17,27 @@ import (
 
 // Running a task
 //
-// While a handler runs, its lease is extended every timeout/3 (q.Extend
-// sets lease_expires_at = now + timeout). The task's timeout is therefore a
-// liveness lease, not a cap on run time: a healthy worker keeps a slow
-// handler's lease alive, and a dead or partitioned worker's lease lapses
-// within one timeout. The handler's context is cancelled, with a cause, when
+// A lease is never extended. The claim sets lease_expires_at to claim +
+// timeout_seconds + queue.LeaseGrace, and while the handler runs the worker
+// (see supervise):
 //
-//   - the lease deadline (as extended) passes without a successful renewal
-//     (ErrLeaseExpired): the task may already be running elsewhere;
-//   - a renewal finds the lease lost (ErrLeaseLost): nothing is written;
-//   - a renewal finds a cancel request (ErrCancelRequested): the task is
-//     acknowledged as cancelled once the handler returns (or completed, if
-//     the handler still returned success);
-//   - the worker shuts down and the shutdown timeout passed
-//     (ErrShuttingDown): the task is released.
+//   - cancels the handler's context at claim + timeout_seconds with a
+//     *TimeoutError (an exec handler gets SIGTERM, then SIGKILL after its
+//     kill grace) and writes a retry, or a failure once retries are
+//     exhausted, whose last_error reads "timed out after 2s";
+//   - re-reads the task every LeaseCheckInterval once the handler has run
+//     that long (one GET, no write) and cancels the handler when an
+//     operator asked for a cancel (ErrCancelRequested: the cancel is
+//     acknowledged once the handler returns) or the lease is gone
+//     (ErrLeaseLost: nothing is written);
+//   - cancels every handler when its own heartbeat has not reached the
+//     store for DeadAfter (ErrPresumedDead: the monitor may have handed
+//     the tasks to others; each is released where the lease still holds);
+//   - cancels the handlers left at shutdown once ShutdownTimeout passed
+//     (ErrShuttingDown: the task is released).
 //
+// Liveness comes from the heartbeat, not from the lease: the monitor takes
+// back the tasks of a worker whose registry entry is older than DeadAfter.
 // Every write presents the lease (lease_id fencing plus If-Match), so a
 // worker that lost its lease cannot overwrite the task's newer state.
 
@@ -95,7 +101,7 @@ func (w *Worker) runTask(ctx context.Context, rt *runningTask) {
 		w.finish(ctx, rt, log, nil, Permanent(fmt.Errorf("worker %s has no handler for task type %q (serves %v)", w.opts.ID, task.Type, w.types)), 0)
 		return
 	}
-	stop := w.keepLease(rt, task, log)
+	stop := w.supervise(rt, task, log)
 	if task.InputRef != nil {
 		// An input too large for the task object lives under data/: the
 		// handler gets it in Input like any other.
@@ -195,11 +201,14 @@ func (w *Worker) finish(ctx context.Context, rt *runningTask, log *slog.Logger, 
 		log.Info("task cancelled", "took", took.String(), "status", statusOf(t))
 		w.observer().Finished(rt.typ, OutcomeCancelled, took)
 		return
-	case errors.Is(cause, ErrLeaseExpired) && herr != nil:
-		// The handler most likely stopped because of the cancellation.
-		// (When it still succeeded, completing is tried below: fencing
-		// refuses it if someone else took the task meanwhile.)
-		herr = Retryable(fmt.Errorf("timed out: %w", cause))
+	case errors.Is(cause, ErrPresumedDead):
+		w.release(rt, "worker "+w.opts.ID+" lost its heartbeat while the task ran")
+		w.observer().Finished(rt.typ, OutcomeReleased, took)
+		return
+	case errors.Is(cause, ErrTimedOut):
+		// The attempt ended at its timeout, whatever the handler returned
+		// after it.
+		herr = cause
 	}
 
 	if herr == nil {
@@ -335,64 +344,63 @@ func (w *Worker) release(rt *runningTask, reason string) {
 	}
 }
 
-// keepLease extends the lease every timeout/3 until stop is called, and
-// cancels the handler (see the package comment above for the causes).
-func (w *Worker) keepLease(rt *runningTask, task *queue.Task, log *slog.Logger) (stop func()) {
+// supervise cancels the handler at its timeout and re-reads the task every
+// LeaseCheckInterval (see "Running a task" above), until stop is called.
+func (w *Worker) supervise(rt *runningTask, task *queue.Task, log *slog.Logger) (stop func()) {
 	timeout := task.Timeout()
 	if timeout <= 0 {
 		timeout = time.Second
 	}
-	every := max(timeout/3, 50*time.Millisecond)
-	callTimeout := max(every, 5*time.Second)
+	rt.mu.Lock()
+	deadline := attemptDeadline(rt.lease, w.clock.Now().Add(timeout))
+	rt.mu.Unlock()
+	every := w.opts.LeaseCheckInterval
 	stopCh := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		rt.mu.Lock()
-		deadline := leaseDeadline(rt.lease, w.clock.Now().Add(timeout))
-		rt.mu.Unlock()
-		lastRenew := time.Now()
+		nextCheck := w.clock.Now().Add(every)
 		for {
 			now := w.clock.Now()
 			if !now.Before(deadline) {
-				rt.cancel(fmt.Errorf("%w: the lease ran out at %s", ErrLeaseExpired, deadline.Format(time.RFC3339Nano)))
+				rt.cancel(&TimeoutError{After: timeout})
 				return
 			}
-			wait := min(every-time.Since(lastRenew), deadline.Sub(now))
-			wait = max(wait, 10*time.Millisecond)
-			t := time.NewTimer(wait)
+			// Timers run on the machine's clock while deadlines are on the
+			// queue's: wake at least every supervisePoll to look again.
+			wait := min(deadline.Sub(now), nextCheck.Sub(now), supervisePoll)
+			t := time.NewTimer(max(wait, time.Millisecond))
 			select {
 			case <-stopCh:
 				t.Stop()
 				return
 			case <-t.C:
 			}
-			if !w.clock.Now().Before(deadline) || time.Since(lastRenew) < every {
+			if w.clock.Now().Before(nextCheck) {
 				continue
 			}
-			lastRenew = time.Now()
 			rt.mu.Lock()
 			if rt.settled {
 				rt.mu.Unlock()
 				return
 			}
-			ctx, cancel := context.WithTimeout(w.handlerBase, callTimeout)
-			err := w.q.Extend(ctx, rt.lease)
+			ctx, cancel := context.WithTimeout(w.handlerBase, max(every, 5*time.Second))
+			err := w.q.CheckLease(ctx, rt.lease)
 			cancel()
-			deadline = leaseDeadline(rt.lease, deadline)
 			rt.mu.Unlock()
-			w.observer().LeaseRenewed(rt.typ, err == nil || errors.Is(err, queue.ErrCancelRequested))
+			nextCheck = w.clock.Now().Add(every)
+			w.observer().LeaseChecked(rt.typ, err == nil || errors.Is(err, queue.ErrCancelRequested) || errors.Is(err, queue.ErrLeaseLost))
 			switch {
 			case err == nil:
 			case errors.Is(err, queue.ErrCancelRequested):
-				// Keep extending while the handler winds down, so the
-				// acknowledgement finds the lease valid.
 				rt.cancel(ErrCancelRequested)
+				// Keep watching the deadline while the handler winds down.
+				nextCheck = deadline
 			case errors.Is(err, queue.ErrLeaseLost):
 				rt.cancel(ErrLeaseLost)
 				return
 			default:
-				log.Warn("lease renewal failed; retrying until the lease runs out", "err", err, "lease_expires_at", deadline)
+				log.Warn("re-reading the running task failed; trying again", "err", err)
 			}
 		}
 	}()
@@ -405,9 +413,15 @@ func (w *Worker) keepLease(rt *runningTask, task *queue.Task, log *slog.Logger) 
 	}
 }
 
-func leaseDeadline(l *queue.Lease, fallback time.Time) time.Time {
+// supervisePoll bounds how long supervise sleeps between looks at the
+// queue's clock.
+const supervisePoll = 250 * time.Millisecond
+
+// attemptDeadline is when the attempt of l times out: its claim time plus
+// timeout_seconds, i.e. the lease's expiry less queue.LeaseGrace.
+func attemptDeadline(l *queue.Lease, fallback time.Time) time.Time {
 	if l != nil && l.Task != nil && l.Task.LeaseExpiresAt != nil {
-		return *l.Task.LeaseExpiresAt
+		return l.Task.LeaseExpiresAt.Add(-queue.LeaseGrace)
 	}
 	return fallback
 }

@@ -50,6 +50,7 @@ type Worker struct {
 	tasks    sync.WaitGroup
 	taskDone chan struct{} // a slot freed up
 	hbNow    chan struct{} // publish a heartbeat soon
+	lastBeat atomic.Int64  // queue-clock unix ns when the last heartbeat that landed was sent
 
 	abortOnce sync.Once
 	abort     chan struct{}
@@ -211,8 +212,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 
 	regCtx, cancelReg := context.WithTimeout(ctx, 30*time.Second)
+	sent := w.clock.Now()
 	err := w.q.PutWorker(regCtx, w.info())
 	cancelReg()
+	w.lastBeat.Store(sent.UnixNano())
 	if err != nil {
 		return fmt.Errorf("worker %s: register in the worker registry: %w", w.opts.ID, err)
 	}
@@ -222,10 +225,14 @@ func (w *Worker) Run(ctx context.Context) error {
 
 	auxCtx, stopAux := context.WithCancel(bg)
 	var aux sync.WaitGroup
-	aux.Add(1)
+	aux.Add(2)
 	go func() {
 		defer aux.Done()
 		w.heartbeatLoop(auxCtx)
+	}()
+	go func() {
+		defer aux.Done()
+		w.watchdogLoop(auxCtx)
 	}()
 	if w.leaser != nil {
 		aux.Add(1)
@@ -376,20 +383,21 @@ func (w *Worker) info() *queue.WorkerInfo {
 		requests = &snap
 	}
 	return &queue.WorkerInfo{
-		Requests:       requests,
-		ID:             w.opts.ID,
-		StartedAt:      w.startedAt,
-		LastHeartbeat:  w.clock.Now(),
-		Shards:         shards,
-		CurrentTasks:   current,
-		Types:          append([]string(nil), w.types...),
-		Concurrency:    w.opts.Concurrency,
-		TasksCompleted: w.completed.Load(),
-		TasksFailed:    w.failed.Load(),
-		Recent:         w.recent.Snapshot(w.clock.Now()),
-		Host:           w.host,
-		PID:            os.Getpid(),
-		Version:        w.opts.Version,
+		Requests:         requests,
+		ID:               w.opts.ID,
+		StartedAt:        w.startedAt,
+		LastHeartbeat:    w.clock.Now(),
+		Shards:           shards,
+		CurrentTasks:     current,
+		Types:            append([]string(nil), w.types...),
+		Concurrency:      w.opts.Concurrency,
+		TasksCompleted:   w.completed.Load(),
+		TasksFailed:      w.failed.Load(),
+		Recent:           w.recent.Snapshot(w.clock.Now()),
+		Host:             w.host,
+		PID:              os.Getpid(),
+		Version:          w.opts.Version,
+		DeadAfterSeconds: int(w.opts.DeadAfter.Round(time.Second) / time.Second),
 	}
 }
 
@@ -401,13 +409,17 @@ func (w *Worker) countFinish(completed, failed int) {
 	w.recent.Add(w.clock.Now(), completed, failed)
 }
 
-// Heartbeat writes the registry record now.
+// Heartbeat writes the registry record now. The registry entry's age is the
+// worker's liveness (see queue.WorkerInfo.DeadAfter), so a heartbeat that
+// cannot land within half the bound is abandoned and tried again soon.
 func (w *Worker) Heartbeat(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, min(30*time.Second, w.opts.DeadAfter/2))
 	defer cancel()
+	sent := w.clock.Now()
 	if err := w.q.PutWorker(ctx, w.info()); err != nil {
 		return fmt.Errorf("worker %s: heartbeat: %w", w.opts.ID, err)
 	}
+	w.lastBeat.Store(sent.UnixNano())
 	return nil
 }
 
@@ -420,17 +432,26 @@ func (w *Worker) requestHeartbeat() {
 	}
 }
 
-// heartbeatLoop runs on its own ticker, independent of running tasks.
+// heartbeatRetry is how soon a failed heartbeat is tried again.
+const heartbeatRetry = time.Second
+
+// heartbeatLoop runs on its own timer, independent of running tasks; a
+// failed heartbeat is retried after heartbeatRetry.
 func (w *Worker) heartbeatLoop(ctx context.Context) {
-	t := time.NewTicker(w.opts.HeartbeatInterval)
-	defer t.Stop()
 	failing := false
 	for {
+		wait := w.opts.HeartbeatInterval
+		if failing {
+			wait = min(wait, heartbeatRetry)
+		}
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
 		case <-t.C:
 		case <-w.hbNow:
+			t.Stop()
 		}
 		err := w.Heartbeat(ctx)
 		switch {
@@ -442,6 +463,48 @@ func (w *Worker) heartbeatLoop(ctx context.Context) {
 		case err == nil && failing:
 			w.log.Info("heartbeat recovered")
 			failing = false
+		}
+	}
+}
+
+// presumedDead reports whether the last heartbeat that landed is older
+// than DeadAfter (the worker then claims nothing).
+func (w *Worker) presumedDead() bool {
+	return w.clock.Now().Sub(time.Unix(0, w.lastBeat.Load())) >= w.opts.DeadAfter
+}
+
+// watchdogLoop stops every handler once the last heartbeat that reached the
+// store is older than DeadAfter: from then on the monitor may take the
+// tasks back and run them elsewhere (each is released where the lease
+// still holds, see finish). It looks every DeadAfter/20 of the queue's
+// clock.
+func (w *Worker) watchdogLoop(ctx context.Context) {
+	every := max(w.opts.DeadAfter/20, 10*time.Millisecond)
+	t := time.NewTicker(min(every, time.Second))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !w.presumedDead() {
+			continue
+		}
+		last := time.Unix(0, w.lastBeat.Load())
+		age := w.clock.Now().Sub(last)
+		w.mu.Lock()
+		var stopped int
+		for _, rt := range w.running {
+			if rt.ctx.Err() == nil {
+				rt.cancel(fmt.Errorf("%w: last heartbeat %s ago", ErrPresumedDead, age.Round(time.Millisecond)))
+				stopped++
+			}
+		}
+		w.mu.Unlock()
+		if stopped > 0 {
+			w.log.Error("heartbeat has not reached the store for the liveness bound: stopping the handlers (their tasks may already run elsewhere)",
+				"last_heartbeat", last, "dead_after", w.opts.DeadAfter.String(), "stopped", stopped)
 		}
 	}
 }

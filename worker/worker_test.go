@@ -228,32 +228,54 @@ func TestGracefulShutdown(t *testing.T) {
 	})
 }
 
-// The lease is renewed while a handler outlives its timeout: the monitor
-// (checking often) never expires it, and the task completes on attempt 1.
-func TestLeaseRenewal(t *testing.T) {
+// timeout_seconds is a hard limit: the handler's context is cancelled at
+// the timeout, the attempt ends with "timed out after 1s", and the lease
+// is never extended.
+func TestHardTimeout(t *testing.T) {
 	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, b storetest.Backend) {
 		bd := setup(t, b, setupOpts{})
-		o := bd.opts(t)
-		o.NoMonitor = false
-		o.Monitor.CheckInterval = 50 * time.Millisecond
-		w := New(bd.q, o)
-		w.Handle("sleep", sleepHandler)
+		w := New(bd.q, bd.opts(t))
+		blk := newBlocker(true)
+		w.Handle("block", blk.handle)
 		r := start(t, w)
-		// Leases of 2 s, renewed about every 0.7 s, for a 5 s handler: loose
-		// enough for a loaded machine, still several renewals.
-		task := bd.submit(t, "sleep", `{"ms":5000}`, timeout(2*time.Second), retries(0))
-		got := bd.waitStatus(t, task.ID, queue.StatusCompleted)
+		task := bd.submit(t, "block", `{}`, timeout(time.Second), retries(0))
+		got := bd.waitStatus(t, task.ID, queue.StatusFailed)
+		var te *TimeoutError
+		require.ErrorAs(t, <-blk.causes, &te)
+		require.Equal(t, time.Second, te.After)
 		require.Equal(t, 1, got.Attempt)
+		require.Contains(t, got.LastError, "timed out after 1s")
 		hist, err := bd.q.History(context.Background(), task.ID)
 		require.NoError(t, err)
-		extended := 0
 		for _, ev := range hist {
-			if ev.Name == queue.EventLeaseExtended {
-				extended++
-			}
+			require.NotEqual(t, queue.EventLeaseExtended, ev.Name, "a lease is never extended")
 		}
-		require.GreaterOrEqual(t, extended, 2, "the lease must have been extended")
+		require.NoError(t, r.stop(t))
+	})
+}
+
+// A worker whose heartbeat has not landed for its liveness bound (a long
+// pause, a partition) stops its handlers and releases their tasks, and
+// claims nothing until a heartbeat lands again.
+func TestPresumedDeadStopsHandlers(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, b storetest.Backend) {
+		bd := setup(t, b, setupOpts{fake: true})
+		o := bd.opts(t)
+		o.HeartbeatInterval, o.DeadAfter = time.Hour, 2*time.Hour
+		w := New(bd.q, o)
+		blk := newBlocker(true)
+		w.Handle("block", blk.handle)
+		r := start(t, w)
+		task := bd.submit(t, "block", `{}`, timeout(10*time.Hour))
+		blk.waitStarted(t)
+		bd.fake.Advance(2*time.Hour + time.Second)
+		require.ErrorIs(t, <-blk.causes, ErrPresumedDead)
+		got := bd.waitStatus(t, task.ID, queue.StatusPending)
+		require.Zero(t, got.RetryCount, "released, not retried")
+		require.Equal(t, queue.EventRequeued, got.LastEvent)
+		require.True(t, w.presumedDead())
 		require.NoError(t, r.stop(t))
 	})
 }
@@ -303,7 +325,7 @@ func TestStaleWorkerCannotComplete(t *testing.T) {
 
 		// A is frozen; its lease runs out and the monitor requeues the
 		// task; worker B claims it.
-		bd.fake.Advance(11 * time.Second)
+		bd.fake.Advance(11*time.Second + queue.LeaseGrace)
 		le, _, err := bd.q.ListExpired(ctx, 10, "")
 		require.NoError(t, err)
 		require.Len(t, le, 1)
@@ -354,6 +376,7 @@ func TestStaleRunningWorker(t *testing.T) {
 			r.RetryPolicy = &queue.RetryPolicy{InitialIntervalMS: 1, MaxIntervalMS: 1, Multiplier: 1}
 		})
 		oa := bd.opts(t)
+		oa.DeadAfter = 10 * time.Hour // only the timeout is under test
 		a := New(bd.q, oa)
 		blkA := newBlocker(false)
 		blkA.result = json.RawMessage(`{"from":"a"}`)
@@ -361,9 +384,9 @@ func TestStaleRunningWorker(t *testing.T) {
 		ra := start(t, a)
 		blkA.waitStarted(t)
 
-		// Time jumps past A's lease (A's renewals could not keep up);
-		// A notices and cancels its handler, which ignores that.
-		require.ErrorIs(t, advanceUntilCancelled(t, bd, a, task.ID), ErrLeaseExpired)
+		// Time jumps past A's timeout and lease; A cancels its handler,
+		// which ignores that.
+		require.ErrorIs(t, advanceUntilCancelled(t, bd, a, task.ID), ErrTimedOut)
 		le, _, err := bd.q.ListExpired(ctx, 10, "")
 		require.NoError(t, err)
 		require.Len(t, le, 1)
@@ -476,14 +499,14 @@ func TestMonitorRecoversTimeout(t *testing.T) {
 
 		o := bd.opts(t)
 		o.NoMonitor = false
-		o.Monitor.CheckInterval = 20 * time.Millisecond
+		o.Monitor.LeaseCheckInterval = 20 * time.Millisecond
 		o.Monitor.LeaderTTL = time.Hour // fake time moves in big steps here
 		w := New(bd.q, o)
 		w.Handle("echo", echoHandler)
 		r := start(t, w)
 		eventually(t, func() bool { return w.Monitor() != nil && w.Monitor().IsLeader() }, "the embedded monitor to lead")
 
-		bd.fake.Advance(11 * time.Second) // the dead worker's lease runs out
+		bd.fake.Advance(11*time.Second + queue.LeaseGrace) // the dead worker's lease runs out
 		got := bd.waitStatus(t, task.ID, queue.StatusPending)
 		require.Equal(t, 1, got.RetryCount)
 		bd.fake.Advance(5 * time.Minute) // past the retry backoff

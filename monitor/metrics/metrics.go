@@ -29,7 +29,7 @@ type Metrics struct {
 	claimConflicts *prometheus.CounterVec
 	finished       *prometheus.CounterVec
 	handlerSecs    *prometheus.HistogramVec
-	renewals       *prometheus.CounterVec
+	leaseChecks       *prometheus.CounterVec
 	timedOut       *prometheus.CounterVec
 	scheduleRuns   *prometheus.CounterVec
 	leader         prometheus.Gauge
@@ -57,8 +57,8 @@ func New() *Metrics {
 			Name: "qo_handler_duration_seconds", Help: "Handler run time per attempt, by type and outcome.",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 12), // 5 ms to about 5 min
 		}, []string{"type", "outcome"}),
-		renewals: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "qo_lease_renewals_total", Help: "Lease extensions tried, by type and result (ok, failed).",
+		leaseChecks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "qo_lease_checks_total", Help: "Re-reads of running tasks (a cancel request or a lost lease), by type and result (ok, failed).",
 		}, []string{"type", "result"}),
 		scheduleRuns: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "qo_schedule_runs_total", Help: "Due times of cron schedules handled by this process's monitor, by schedule and outcome (submitted, duplicate, skipped, failed).",
@@ -74,7 +74,7 @@ func New() *Metrics {
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 		}, []string{"op", "outcome"}),
 	}
-	m.reg.MustRegister(m.submitted, m.claimed, m.claimConflicts, m.finished, m.handlerSecs, m.renewals,
+	m.reg.MustRegister(m.submitted, m.claimed, m.claimConflicts, m.finished, m.handlerSecs, m.leaseChecks,
 		m.timedOut, m.scheduleRuns, m.leader, m.s3Latency,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -103,13 +103,13 @@ func (m *Metrics) Finished(taskType string, o worker.Outcome, d time.Duration) {
 	m.handlerSecs.WithLabelValues(taskType, string(o)).Observe(d.Seconds())
 }
 
-// LeaseRenewed implements worker.Observer.
-func (m *Metrics) LeaseRenewed(taskType string, ok bool) {
+// LeaseChecked implements worker.Observer.
+func (m *Metrics) LeaseChecked(taskType string, ok bool) {
 	result := "ok"
 	if !ok {
 		result = "failed"
 	}
-	m.renewals.WithLabelValues(taskType, result).Inc()
+	m.leaseChecks.WithLabelValues(taskType, result).Inc()
 }
 
 // Leadership implements monitor.Observer.

@@ -86,9 +86,9 @@ export function readyKey(t) {
   return `${READY_PREFIX}${t.shard}/${unixMS(Date.parse(t.available_at) + offset)}/${t.task_type}/${p}/${t.id}`;
 }
 
-/** leaseKey is the lease-index key of a running task. */
+/** leaseKey is the lease-index key of a running task (its holder last). */
 export function leaseKey(t) {
-  return `${LEASES_PREFIX}${t.shard}/${unixMS(Date.parse(t.lease_expires_at))}/${t.task_type}/${t.id}/${t.lease_id}`;
+  return `${LEASES_PREFIX}${t.shard}/${unixMS(Date.parse(t.lease_expires_at))}/${t.task_type}/${t.id}/${t.lease_id}/${t.worker_id}`;
 }
 
 /** deadKey is the dead-letter key of a failed task: newest failure first. */
@@ -99,7 +99,7 @@ export function deadKey(t) {
 /** indexKeys lists the index entries a version of a task needs. */
 export function indexKeys(t) {
   if (t.status === 'pending') return [readyKey(t)];
-  if (t.status === 'running' && t.lease_id && t.lease_expires_at) return [leaseKey(t)];
+  if (t.status === 'running' && t.lease_id && t.worker_id && t.lease_expires_at) return [leaseKey(t)];
   if (t.status === 'failed' && t.completed_at) return [deadKey(t)];
   return [];
 }
@@ -112,7 +112,7 @@ export function parseIndexKey(key) {
   const parts = key.split('/');
   const ok = (shard, id) => (/^[0-9a-f]{1,2}$/.test(shard) && /^[0-9a-f-]{36}$/.test(id) ? { shard, id } : null);
   if (parts[0] === 'ready' && parts.length === 6) return ok(parts[1], parts[5]);
-  if (parts[0] === 'leases' && parts.length === 6) return ok(parts[1], parts[4]);
+  if (parts[0] === 'leases' && parts.length === 7) return ok(parts[1], parts[4]);
   if (parts[0] === 'dead' && parts.length === 5) return ok(parts[2], parts[4]);
   return null;
 }

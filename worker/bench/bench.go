@@ -385,7 +385,7 @@ type counter struct {
 
 func (c *counter) Claimed(string)            {}
 func (c *counter) ClaimConflict(string)      {}
-func (c *counter) LeaseRenewed(string, bool) {}
+func (c *counter) LeaseChecked(string, bool) {}
 func (c *counter) Finished(_ string, o worker.Outcome, _ time.Duration) {
 	if o == worker.OutcomeCompleted && c.completed.Add(1) >= c.want {
 		c.once.Do(func() { close(c.done) })
