@@ -549,9 +549,9 @@ func (m *Monitor) CheckTimeouts(ctx context.Context) (int, error) {
 
 // LeaseCheck is what one CheckLeases round found and did.
 type LeaseCheck struct {
-	Leases    int // lease entries listed (running tasks)
-	Expired   int // tasks whose lease ran out, taken back
-	Reclaimed int // tasks whose holder stopped heartbeating, taken back
+	Leases    int      // lease entries listed (running tasks)
+	Expired   int      // tasks whose lease ran out, taken back
+	Reclaimed int      // tasks whose holder stopped heartbeating, taken back
 	Dead      []string // holders whose tasks were taken back, sorted
 }
 

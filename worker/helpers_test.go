@@ -72,17 +72,17 @@ func (w tWriter) Write(p []byte) (int, error) {
 // opts returns fast test options for a worker on bd.
 func (bd *bundle) opts(t *testing.T) Options {
 	return Options{
-		ID:                "w-" + uuid.NewString()[:8],
-		PollMin:           5 * time.Millisecond,
-		PollMax:           50 * time.Millisecond,
+		ID:                 "w-" + uuid.NewString()[:8],
+		PollMin:            5 * time.Millisecond,
+		PollMax:            50 * time.Millisecond,
 		HeartbeatInterval:  50 * time.Millisecond,
 		LeaseCheckInterval: 50 * time.Millisecond,
 		ShutdownTimeout:    time.Minute,
-		HandlerGrace:      5 * time.Second,
-		NoMonitor:         true,
-		IndexMode:         IndexOnly,
-		Clock:             bd.clock,
-		Logger:            testLogger(t),
+		HandlerGrace:       5 * time.Second,
+		NoMonitor:          true,
+		IndexMode:          IndexOnly,
+		Clock:              bd.clock,
+		Logger:             testLogger(t),
 	}
 }
 

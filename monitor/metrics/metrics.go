@@ -29,7 +29,7 @@ type Metrics struct {
 	claimConflicts *prometheus.CounterVec
 	finished       *prometheus.CounterVec
 	handlerSecs    *prometheus.HistogramVec
-	leaseChecks       *prometheus.CounterVec
+	leaseChecks    *prometheus.CounterVec
 	timedOut       *prometheus.CounterVec
 	scheduleRuns   *prometheus.CounterVec
 	leader         prometheus.Gauge
