@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -150,7 +151,7 @@ func (e *wkEnv) registered(t *testing.T, id string) bool {
 
 func workerArgs(id string, extra ...string) []string {
 	return append([]string{"run-worker", "--id", id, "--poll-min", "20ms", "--poll-max", "200ms",
-		"--heartbeat-interval", "500ms", "--check-interval", "200ms"}, extra...)
+		"--heartbeat-interval", "500ms", "--check-interval", "200ms", "--lease-check-interval", "200ms"}, extra...)
 }
 
 // kill -9 of a worker mid-task: the lease expires, the monitor embedded in
@@ -177,6 +178,104 @@ func TestWorkerKill9Recovery(t *testing.T) {
 	b.signal(t, syscall.SIGTERM)
 	require.Equal(t, 0, b.wait(t))
 	require.False(t, e.registered(t, "worker-b"))
+}
+
+// kill -9 of a worker holding long tasks (timeout 10 minutes), with the
+// default heartbeat, liveness bound and monitor cadence, and with the
+// monitor leadership on the killed worker: every task it held runs on
+// another worker well within the 30 s bound, not after its timeout.
+func TestKilledWorkerTasksRunElsewhere(t *testing.T) {
+	t.Parallel()
+	e := wkSetup(t)
+	const n = 4
+	var ids []uuid.UUID
+	for range n {
+		ids = append(ids, e.submit(t, "sleep", `{"ms":3000}`, 10*time.Minute, 3))
+	}
+	defaults := func(id string, extra ...string) []string {
+		return append([]string{"run-worker", "--id", id, "--poll-min", "20ms", "--poll-max", "1s"}, extra...)
+	}
+	a := e.start(t, "worker-a", defaults("worker-a", "--concurrency", "4")...)
+	for _, id := range ids {
+		e.waitTask(t, id, "running on worker-a", func(task *queue.Task) bool {
+			return task.Status == queue.StatusRunning && task.WorkerID == "worker-a"
+		})
+	}
+	leaderIs := func(holder string) bool {
+		l, err := e.q.ReadLease(context.Background(), queue.MonitorLeaderKey)
+		return err == nil && l.Holder == holder && l.ExpiresAt.After(e.q.Now())
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for !leaderIs("worker-a-monitor") {
+		require.True(t, time.Now().Before(deadline), "worker-a's monitor did not lead")
+		time.Sleep(50 * time.Millisecond)
+	}
+	b := e.start(t, "worker-b", defaults("worker-b", "--concurrency", "2")...)
+	c := e.start(t, "worker-c", defaults("worker-c", "--concurrency", "2")...)
+	for _, w := range []string{"worker-b", "worker-c"} {
+		for !e.registered(t, w) {
+			require.True(t, time.Now().Before(deadline), "%s did not register", w)
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	killed := time.Now()
+	a.signal(t, syscall.SIGKILL)
+	a.wait(t)
+	var took []time.Duration
+	for _, id := range ids {
+		got := e.waitTask(t, id, "running elsewhere", func(task *queue.Task) bool {
+			return task.Attempt >= 2 && task.WorkerID != "worker-a" && task.WorkerID != ""
+		})
+		took = append(took, time.Since(killed))
+		require.Contains(t, got.LastError, "worker-a stopped heartbeating")
+	}
+	for _, id := range ids {
+		e.waitTask(t, id, "completed", func(task *queue.Task) bool { return task.Status == queue.StatusCompleted })
+	}
+	slices.Sort(took)
+	t.Logf("after SIGKILL of the worker holding %d tasks (and the monitor lead), each ran elsewhere after: %v", n, took)
+	require.Less(t, took[len(took)-1], 60*time.Second, "generous bound (the target is 30 s)")
+	for _, w := range []*wkProc{b, c} {
+		w.signal(t, syscall.SIGTERM)
+		require.Equal(t, 0, w.wait(t))
+	}
+}
+
+// A handler that ignores SIGTERM is killed at its timeout (SIGKILL after
+// the kill grace) and its task is retried with "timed out after 2s".
+func TestTimeoutKillsHandler(t *testing.T) {
+	t.Parallel()
+	e := wkSetup(t)
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "pid")
+	script := filepath.Join(dir, "stubborn.sh")
+	require.NoError(t, os.WriteFile(script, []byte("#!/bin/sh\ntrap '' TERM\necho $$ >> "+pidFile+"\nsleep 120 & wait $!\nsleep 120\n"), 0o755))
+	id := e.submit(t, "stubborn", `{}`, 2*time.Second, 1)
+	start := time.Now()
+	w := e.start(t, "w", workerArgs("w-timeout", "--kill-grace", "1s", "--exec", "stubborn="+script)...)
+	got := e.waitTask(t, id, "failed after two timed-out attempts", func(task *queue.Task) bool { return task.Status == queue.StatusFailed })
+	took := time.Since(start)
+	require.Equal(t, 2, got.Attempt)
+	require.Equal(t, 1, got.RetryCount)
+	require.Contains(t, got.LastError, "timed out after 2s")
+	t.Logf("two attempts of a handler that ignores SIGTERM (timeout 2s, kill grace 1s) ended in %s", took)
+	require.Less(t, took, 60*time.Second, "the timeout ends the attempt, not a lease expiry")
+	hist, err := e.q.History(context.Background(), id)
+	require.NoError(t, err)
+	for _, ev := range hist {
+		require.NotEqual(t, queue.EventLeaseExtended, ev.Name)
+		require.NotEqual(t, queue.EventTimedOut, ev.Name, "the worker ended the attempts, not the monitor")
+	}
+	b, err := os.ReadFile(pidFile)
+	require.NoError(t, err)
+	for _, f := range strings.Fields(string(b)) {
+		var pid int
+		_, err := fmt.Sscan(f, &pid)
+		require.NoError(t, err)
+		require.True(t, syscall.Kill(pid, 0) != nil || zombie(pid), "handler %d still runs", pid)
+	}
+	w.signal(t, syscall.SIGTERM)
+	require.Equal(t, 0, w.wait(t))
 }
 
 func TestWorkerSignals(t *testing.T) {
@@ -282,7 +381,7 @@ func TestTwoMonitorProcesses(t *testing.T) {
 	e := wkSetup(t)
 	ctx := context.Background()
 	args := func(id string) []string {
-		return []string{"monitor", "--id", id, "--check-interval", "200ms", "--leader-ttl", "2s"}
+		return []string{"monitor", "--id", id, "--check-interval", "200ms", "--lease-check-interval", "200ms", "--leader-ttl", "2s"}
 	}
 	procs := map[string]*wkProc{
 		"mon-1": e.start(t, "mon-1", args("mon-1")...),
