@@ -674,15 +674,15 @@ var transitions_default = [
     from: "running",
     event: "timed_out",
     to: "pending",
-    by: "ExpireLease",
-    note: "lease expired; retries left; available_at = now + backoff"
+    by: "ExpireLease, ReclaimLease",
+    note: "lease expired or holder dead; retries left; available_at = now + backoff"
   },
   {
     from: "running",
     event: "timed_out",
     to: "failed",
-    by: "ExpireLease",
-    note: "lease expired; retries exhausted"
+    by: "ExpireLease, ReclaimLease",
+    note: "lease expired or holder dead; retries exhausted"
   },
   {
     from: "running",
@@ -703,7 +703,7 @@ var transitions_default = [
     event: "cancel_requested",
     to: "running",
     by: "Cancel",
-    note: "the worker sees it on its next Extend"
+    note: "the worker sees it on its next lease check"
   },
   {
     from: "pending",
@@ -716,7 +716,7 @@ var transitions_default = [
     from: "running",
     event: "cancelled",
     to: "cancelled",
-    by: "AckCancel, Retry, Release, ExpireLease",
+    by: "AckCancel, Retry, Release, ExpireLease, ReclaimLease",
     note: "only after cancel_requested"
   },
   {
