@@ -111,9 +111,10 @@ func (q *Queue) writeLease(ctx context.Context, l *NamedLease, cond store.Condit
 	return "", perr
 }
 
-// AcquireLease takes the named lease for holder for ttl: a create-only PUT
-// when it never existed, else an If-Match takeover when it is free
-// (released, expired, unreadable) or already held by this holder.
+// AcquireLease takes the named lease for holder for ttl: it reads the lease
+// (so a standby that finds it held pays one GET), then writes it with a
+// create-only PUT when it never existed, else an If-Match takeover when it
+// is free (released, expired, unreadable) or already held by this holder.
 // ErrConflict when another holder's lease is still running or a racer won.
 func (q *Queue) AcquireLease(ctx context.Context, key, holder string, ttl time.Duration) (*NamedLease, error) {
 	if err := validateLeaseKey(key); err != nil {
@@ -127,14 +128,7 @@ func (q *Queue) AcquireLease(ctx context.Context, key, holder string, ttl time.D
 	}
 	now := q.Now()
 	l := &NamedLease{Name: key, Holder: holder, ExpiresAt: now.Add(ttl), AcquiredAt: now}
-	etag, err := q.writeLease(ctx, l, store.CreateOnly, now)
-	if err == nil {
-		l.ETag = etag
-		return l, nil
-	}
-	if !errors.Is(err, store.ErrPreconditionFailed) {
-		return nil, fmt.Errorf("acquire lease %s: %w", key, err)
-	}
+	// Read first: a standby that finds the lease held pays one GET.
 	cur, _, err := q.readLease(ctx, key)
 	var curETag string
 	var m *MalformedError
@@ -155,11 +149,20 @@ func (q *Queue) AcquireLease(ctx context.Context, key, holder string, ttl time.D
 		q.log.Warn("taking over a malformed lease object", "key", key, "err", m.Err)
 		curETag = obj.ETag
 	case errors.Is(err, ErrNotFound):
-		return nil, fmt.Errorf("acquire lease %s: %w (create refused but no object found: a delete marker this server treats as an object; an operator may remove it)", key, ErrConflict)
+		etag, err := q.writeLease(ctx, l, store.CreateOnly, now)
+		switch {
+		case err == nil:
+			l.ETag = etag
+			return l, nil
+		case errors.Is(err, store.ErrPreconditionFailed):
+			return nil, fmt.Errorf("acquire lease %s: %w (another holder created it first, or a delete marker this server treats as an object: an operator may remove it)", key, ErrConflict)
+		default:
+			return nil, fmt.Errorf("acquire lease %s: %w", key, err)
+		}
 	default:
 		return nil, fmt.Errorf("acquire lease %s: %w", key, err)
 	}
-	etag, err = q.writeLease(ctx, l, store.IfMatch(curETag), now)
+	etag, err := q.writeLease(ctx, l, store.IfMatch(curETag), now)
 	if errors.Is(err, store.ErrPreconditionFailed) {
 		return nil, fmt.Errorf("acquire lease %s: %w (another holder took it first)", key, ErrConflict)
 	}

@@ -129,7 +129,7 @@ func (w *Worker) atLimit(typ string, claimed map[string]int) bool {
 	return ok && claimed[typ] >= n
 }
 
-// byPriority orders entries high first, keeping the (shuffled) order within
+// byPriority orders entries high first, keeping the (key) order within
 // each level.
 func byPriority(entries []queue.ReadyEntry) {
 	slices.SortStableFunc(entries, func(a, b queue.ReadyEntry) int { return a.Priority.Level() - b.Priority.Level() })

@@ -46,9 +46,10 @@
 // the shards it polls: the type and shard are part of the ready key, so
 // other entries are skipped without reading their task. When idle it sends
 // one LIST per poll, whatever the shard count, backing off from PollMin to
-// PollMax. See poll.go for fairness (high priority first, random order
-// within a level, a cursor that pages forward and wraps) and IndexMode for
-// the fallback scans.
+// PollMax. See poll.go for order and fairness (high priority first, key
+// order within a level from a per-worker offset, shards taking turns, the
+// rest of a page held for the next free slots) and IndexMode for the
+// fallback scans.
 //
 // # Pause, limits and large inputs
 //

@@ -48,6 +48,8 @@ const (
 	DefaultPollMin            = 100 * time.Millisecond
 	DefaultControlRefresh     = 5 * time.Second
 	DefaultPollMax            = 5 * time.Second
+	DefaultWarmFor            = 2 * time.Second
+	DefaultPageHold           = 2 * time.Second
 	DefaultShutdownTimeout    = 30 * time.Second
 	DefaultHeartbeatInterval  = 10 * time.Second
 	DefaultLeaseCheckInterval = 10 * time.Second
@@ -107,6 +109,13 @@ type Options struct {
 	// poll the wait doubles from PollMin up to PollMax; any work resets it
 	// (defaults 100ms and 5s).
 	PollMin, PollMax time.Duration
+	// WarmFor: after a poll that claimed something, the worker keeps
+	// polling every PollMin this long before it backs off (default 2s).
+	WarmFor time.Duration
+	// PageHold: the rest of a page that had more claimable entries than
+	// free slots is claimed from, without listing again, for this long
+	// (default 2s): new work that arrives meanwhile waits at most this.
+	PageHold time.Duration
 	// ReadyPageSize is the page size of one ready-index LIST (default 100).
 	ReadyPageSize int
 	// LogScanPageSize is the page size of one tasks/ scan (default 50).
@@ -174,6 +183,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.PollMax < o.PollMin {
 		o.PollMax = o.PollMin
+	}
+	if o.PageHold <= 0 {
+		o.PageHold = DefaultPageHold
+	}
+	if o.WarmFor <= 0 {
+		o.WarmFor = DefaultWarmFor
 	}
 	if o.ReadyPageSize <= 0 {
 		o.ReadyPageSize = DefaultReadyPageSize

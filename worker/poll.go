@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"strings"
 	"time"
@@ -19,22 +20,31 @@ import (
 // through the worker's shards' partitions with one LIST per page, skipping
 // what is not due and entries of types it cannot run without reading them.
 // An idle worker therefore sends one LIST per poll whatever the shard
-// count, and waits PollMin, 2xPollMin, ... up to PollMax between polls
-// (jittered ±20%); any claimed task resets the wait. Under a backlog a
-// shard's turn ends with the first page that gave work, so every shard's
-// oldest work comes in turn instead of one busy shard's whole backlog
-// first.
+// count. After a poll that claimed something the worker polls again at
+// once while it has free slots, then every PollMin for WarmFor (so a task
+// that follows a burst is picked up within PollMin), then waits 2xPollMin,
+// 4xPollMin, ... up to PollMax (jittered ±20%).
 //
-// Fairness: the page's entries are tried high priority first, and in
-// random order within a level, so racing workers spread over the page
-// instead of fighting over its first key. The worker keeps a cursor: while
-// a page still has untried entries the next poll reads the same page
-// again (until the shard has had a page's worth of claims); once every
-// entry was tried the cursor moves on (to the next shard when the page
-// gave work, to the shard's next page when it did not), and wraps to the
-// first shard when the walk reaches its end. Each shard's entries
-// therefore come in rank order (FIFO by available_at within a priority),
-// shards take turns, and every page is reached, whatever its shard or type.
+// Claiming: a page's entries are tried high priority first and, within a
+// priority, in key order (oldest rank first) starting at the worker's
+// stable offset (a hash of its id) and wrapping around, so workers that
+// read the same page begin at different entries instead of racing for its
+// first key. When the page has more claimable entries than free slots,
+// the rest is held and claimed from as slots free up, without listing
+// again, for PageHold (2s); then it is listed afresh. A claim lost to
+// another worker means that worker is on the same page: the walk skips
+// ahead by a stable, per-worker number of shards, so workers part ways.
+// A page that gave work ends its shard's turn (the walk goes on at the
+// next shard), so every shard's oldest work comes in turn instead of one
+// busy shard's whole backlog first; while work is being found each walk
+// starts at the worker's home shard, then wraps to the first.
+//
+// Order: within a shard and a priority a task is overtaken only by tasks
+// of the same page (at most ReadyPageSize - 1); across shards, shards take
+// turns, so under a backlog a task can be overtaken by the work of every
+// other shard's turn (qo bench reports how far). Every page is reached,
+// whatever its shard or type: a page with nothing claimable pages on
+// within its shard.
 
 type pollResult struct {
 	claimed int
@@ -90,11 +100,15 @@ func (w *Worker) dispatch(ctx context.Context) {
 			lastErr = ""
 		}
 		if r.claimed > 0 {
+			w.lastWork = time.Now()
 			wait = w.opts.PollMin
 			continue
 		}
 		if r.more && r.err == nil {
 			continue
+		}
+		if r.err == nil && time.Since(w.lastWork) < w.opts.WarmFor {
+			wait = w.opts.PollMin
 		}
 		t := time.NewTimer(w.jitter(wait))
 		select {
@@ -172,30 +186,31 @@ func (w *Worker) poll(ctx context.Context, free int) pollResult {
 // indexStep reads one ready-index page and claims up to free entries,
 // higher priorities first.
 func (w *Worker) indexStep(ctx context.Context, shards, types []string, free int) pollResult {
-	start := w.cursor
+	if r, ok := w.claimHeld(ctx, free); ok {
+		return r
+	}
+	start, fromHome := w.walkStart(shards)
 	entries, next, err := w.q.ListReady(ctx, queue.ReadyQuery{
 		Shards: shards, Types: types, Limit: w.opts.ReadyPageSize, StartAfter: start,
 	})
 	if err != nil {
 		return pollResult{err: err}
 	}
+	if next == "" {
+		// The walk reached the end; one that began at the home shard goes
+		// on at the first shard.
+		w.wrap = fromHome
+	}
 	listed := len(entries)
 	entries = w.dropPaused(ctx, entries)
-	w.shuffle(len(entries), func(i, j int) { entries[i], entries[j] = entries[j], entries[i] })
 	byPriority(entries)
-	claimed, tried := w.claimEntries(ctx, entries, free)
-	if tried < len(entries) {
-		// Out of free slots: the rest of this page next time, unless this
-		// shard has had a page's worth of claims in a row (its head keeps
-		// refilling as claimed entries go): then the next shard's turn.
-		w.turnClaims += claimed
-		if claimed > 0 && w.turnClaims >= w.opts.ReadyPageSize {
-			w.turnClaims = 0
-			w.cursor = nextPartition(queue.ReadyShardPrefix(entries[tried-1].Shard), shards, w.q.Shards())
-		}
-		return pollResult{claimed: claimed}
+	w.spread(entries)
+	claimed, tried, lost := w.claimEntries(ctx, entries, free)
+	if lost > 0 {
+		// Another worker works this page: leave it to it.
+		w.cursor = w.moveOn(entries[0].Shard, next, shards)
+		return pollResult{claimed: claimed, more: claimed < free}
 	}
-	w.turnClaims = 0
 	if claimed > 0 && next != "" {
 		// A page that gave work ends this shard's turn: the walk goes on
 		// at the next shard, and this one's remaining work (now at its
@@ -205,12 +220,101 @@ func (w *Worker) indexStep(ctx context.Context, shards, types []string, free int
 		// (a paused type) never hide the ones behind them.
 		next = nextPartition(next, shards, w.q.Shards())
 	}
+	if tried < len(entries) {
+		// Out of free slots: the rest of the page is held and claimed as
+		// slots free up, without listing again (see claimHeld); the walk
+		// goes on once it is used up.
+		w.held, w.heldAt, w.heldNext = entries[tried:], time.Now(), next
+		w.cursor = start
+		return pollResult{claimed: claimed}
+	}
 	w.cursor = next
 	return pollResult{
 		claimed: claimed,
-		more:    next != "",
+		more:    next != "" || (fromHome && next == "" && claimed > 0),
 		empty:   start == "" && next == "" && listed == 0,
 	}
+}
+
+// claimHeld claims from the rest of the last page while it is younger than
+// PageHold; ok is false when there is nothing (fresh) to claim from, and
+// the caller lists.
+func (w *Worker) claimHeld(ctx context.Context, free int) (pollResult, bool) {
+	if len(w.held) == 0 {
+		return pollResult{}, false
+	}
+	if time.Since(w.heldAt) >= w.opts.PageHold {
+		w.held = nil // stale: list the page again (w.cursor is its start)
+		return pollResult{}, false
+	}
+	entries := w.dropPaused(ctx, w.held)
+	claimed, tried, lost := w.claimEntries(ctx, entries, free)
+	w.held = entries[tried:]
+	if lost > 0 && len(entries) > 0 {
+		// Another worker works this page: leave it to it.
+		w.held = nil
+		w.cursor = w.moveOn(entries[0].Shard, w.heldNext, nil)
+	}
+	if len(w.held) == 0 && lost == 0 {
+		w.cursor = w.heldNext
+	}
+	if claimed == 0 {
+		// Everything tried was taken by others (or is over a limit): the
+		// page is being worked elsewhere; list afresh.
+		w.held = nil
+		return pollResult{}, false
+	}
+	return pollResult{claimed: claimed, more: claimed < free && len(w.held) > 0}, true
+}
+
+// moveOn is the cursor after a page of shard was found contended: the walk
+// skips ahead by a stable, per-worker number of shards (so workers that
+// met on one partition part ways), or goes on at next when there are too
+// few shards to skip.
+func (w *Worker) moveOn(shard, next string, shards []string) string {
+	if shards == nil {
+		shards = w.q.Shards()
+	}
+	sorted := slices.Clone(shards)
+	slices.Sort(sorted)
+	i := slices.Index(sorted, shard)
+	if i < 0 || len(sorted) < 3 {
+		return next
+	}
+	j := i + 1 + int(w.offset()%uint32(len(sorted)-1))
+	if j >= len(sorted) {
+		return "" // the walk starts over
+	}
+	return queue.ReadyShardPrefix(sorted[j])
+}
+
+// walkStart returns where the next ready-index listing starts, and whether
+// that is a new walk from the worker's home shard: the cursor when a walk
+// is under way; else, while work is being found (WarmFor after the last
+// claim), the home shard, unless the previous walk began there (then the
+// first shard, so the shards before home are walked too); else the first
+// shard (an idle poll covers every shard in one LIST).
+func (w *Worker) walkStart(shards []string) (string, bool) {
+	if w.cursor != "" {
+		return w.cursor, false
+	}
+	if w.wrap || time.Since(w.lastWork) >= w.opts.WarmFor {
+		w.wrap = false
+		return "", false
+	}
+	if shards == nil {
+		shards = w.q.Shards()
+	}
+	if len(shards) < 2 {
+		return "", false
+	}
+	sorted := slices.Clone(shards)
+	slices.Sort(sorted)
+	i := int(w.offset() % uint32(len(sorted)))
+	if i == 0 {
+		return "", false
+	}
+	return queue.ReadyShardPrefix(sorted[i]), true
 }
 
 // nextPartition is the StartAfter of the first wanted shard's ready
@@ -271,9 +375,8 @@ func (w *Worker) scanStep(ctx context.Context, shards, types []string, free int)
 		})
 	}
 	entries = w.dropPaused(ctx, entries)
-	w.shuffle(len(entries), func(i, j int) { entries[i], entries[j] = entries[j], entries[i] })
 	byPriority(entries)
-	claimed, tried := w.claimEntries(ctx, entries, free)
+	claimed, tried, _ := w.claimEntries(ctx, entries, free)
 	if tried >= len(entries) {
 		w.scan.cursors[shard] = page.Cursor
 		w.scan.idx++
@@ -281,9 +384,28 @@ func (w *Worker) scanStep(ctx context.Context, shards, types []string, free int)
 	return pollResult{claimed: claimed, more: w.scan.idx < len(shards)}
 }
 
+// spread rotates the entries of the page's highest priority level by the
+// worker's stable offset (a function of its id), so that workers reading
+// the same page begin at different entries instead of racing for its
+// first key; the page keeps its key order from there, wrapping around.
+func (w *Worker) spread(entries []queue.ReadyEntry) {
+	n := 1
+	for n < len(entries) && entries[n].Priority.Level() == entries[0].Priority.Level() {
+		n++
+	}
+	if n < 2 {
+		return
+	}
+	k := int(w.offset() % uint32(n))
+	top := entries[:n]
+	rotated := append(slices.Clone(top[k:]), top[:k]...)
+	copy(top, rotated)
+}
+
 // claimEntries claims entries in order until free tasks were claimed. It
-// returns how many were claimed and how many entries were tried.
-func (w *Worker) claimEntries(ctx context.Context, entries []queue.ReadyEntry, free int) (claimed, tried int) {
+// returns how many were claimed, how many entries were tried and how many
+// of those were lost to another claimer (or gone).
+func (w *Worker) claimEntries(ctx context.Context, entries []queue.ReadyEntry, free int) (claimed, tried, lost int) {
 	var perType map[string]int
 	if len(w.opts.Limits) > 0 {
 		perType = w.runningByType()
@@ -298,7 +420,7 @@ func (w *Worker) claimEntries(ctx context.Context, entries []queue.ReadyEntry, f
 		}
 		// The claim runs to completion even if shutdown starts meanwhile:
 		// a claim whose answer we never saw would leave the task running
-		// until its lease expires.
+		// until its holder is found dead.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		l, err := w.q.Claim(cctx, e, w.opts.ID)
 		cancel()
@@ -313,9 +435,18 @@ func (w *Worker) claimEntries(ctx context.Context, entries []queue.ReadyEntry, f
 		case errors.Is(err, queue.ErrConflict), errors.Is(err, queue.ErrNotFound):
 			w.observer().ClaimConflict(e.Type)
 			w.log.Debug("ready entry not claimable", "task_id", e.ID, "reason", err)
+			lost++
 		default:
 			w.log.Warn("claim failed", "task_id", e.ID, "key", e.Key, "err", err)
 		}
 	}
-	return claimed, tried
+	return claimed, tried, lost
+}
+
+// offset is the worker's stable offset (a hash of its id): its home shard
+// and where it starts within a page.
+func (w *Worker) offset() uint32 {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(w.opts.ID))
+	return h.Sum32()
 }

@@ -3,10 +3,13 @@ package worker
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/qo-queue/qo/queue"
@@ -224,4 +227,82 @@ func TestNextPartition(t *testing.T) {
 	} {
 		require.Equal(t, tc.want, nextPartition(tc.key, tc.wanted, all), tc.key)
 	}
+}
+
+// Within a shard and a priority, a task is overtaken only by tasks of the
+// same page (the worker starts a page at its stable offset): with pages of
+// 4, by at most 3 (tasks of the same millisecond have no order).
+func TestOrderWithinShard(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, b storetest.Backend) {
+		bd := setup(t, b, setupOpts{fake: true})
+		const page = 4
+		var mu sync.Mutex
+		var order []*queue.Task
+		var ids []uuid.UUID
+		for i := range 160 {
+			task := bd.submit(t, "rec", fmt.Sprintf(`{"i":%d}`, i))
+			ids = append(ids, task.ID)
+			bd.fake.Advance(time.Millisecond)
+		}
+		o := bd.opts(t)
+		o.ReadyPageSize = page
+		w := New(bd.q, o)
+		w.Handle("rec", func(_ context.Context, task *queue.Task) (json.RawMessage, error) {
+			mu.Lock()
+			order = append(order, task)
+			mu.Unlock()
+			return nil, nil
+		})
+		r := start(t, w)
+		for _, id := range ids {
+			bd.waitStatus(t, id, queue.StatusCompleted)
+		}
+		require.NoError(t, r.stop(t))
+		var worst int
+		for i, task := range order {
+			overtaken := 0
+			for _, before := range order[:i] {
+				if before.Shard == task.Shard && before.CreatedAt.After(task.CreatedAt) {
+					overtaken++
+				}
+			}
+			worst = max(worst, overtaken)
+		}
+		require.Less(t, worst, page, "a task overtaken by more than its page")
+	})
+}
+
+// While work is being found, a walk begins at the worker's home shard and
+// the next one at the first shard; an idle worker's walk covers every
+// shard from the first.
+func TestWalkStart(t *testing.T) {
+	t.Parallel()
+	bd := setup(t, storetest.Backends()[0], setupOpts{})
+	o := bd.opts(t)
+	o.ID = "w-home"
+	w := New(bd.q, o)
+	start, fromHome := w.walkStart(nil)
+	require.Equal(t, "", start, "idle: from the first shard")
+	require.False(t, fromHome)
+
+	w.lastWork = time.Now()
+	start, fromHome = w.walkStart(nil)
+	require.True(t, fromHome)
+	require.True(t, strings.HasPrefix(start, queue.ReadyPrefix))
+	require.NotEqual(t, queue.ReadyShardPrefix("0"), start)
+	w.wrap = true
+	start, fromHome = w.walkStart(nil)
+	require.Equal(t, "", start, "after a walk from home: the first shard")
+	require.False(t, fromHome)
+	start, _ = w.walkStart([]string{"7"})
+	require.Equal(t, "", start, "a single wanted shard: no home")
+
+	homes := map[string]bool{}
+	for i := range 32 {
+		w.opts.ID = fmt.Sprintf("worker-%d", i)
+		s, _ := w.walkStart(nil)
+		homes[s] = true
+	}
+	require.Greater(t, len(homes), 8, "workers spread over the shards")
 }

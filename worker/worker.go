@@ -67,7 +67,11 @@ type Worker struct {
 	// Poll state, owned by the dispatch loop.
 	control    controlState
 	cursor     string
-	turnClaims int // claims in the current shard's turn (see indexStep)
+	held       []queue.ReadyEntry // the rest of the last page, claimed as slots free (see claimHeld)
+	heldAt     time.Time          // when it was listed (machine clock)
+	heldNext   string             // the cursor once it is used up
+	lastWork   time.Time          // when a poll last claimed something (machine clock)
+	wrap       bool               // the next walk starts at the first shard (see walkStart)
 	scan       scanState
 	scanning   bool
 	emptySince time.Time

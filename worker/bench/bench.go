@@ -129,6 +129,37 @@ type EndToEnd struct {
 	RequestsPerTask map[store.Op]float64 `json:"requests_per_task"`
 	CostPerMillion  float64              `json:"cost_per_million_tasks"`
 	Duplicates      int64                `json:"duplicate_executions"`
+	// Overtaken: per task, how many tasks of the run became ready after it
+	// (a later created_at) yet started before it.
+	Overtaken Overtaking `json:"overtaken"`
+}
+
+// Overtaking summarises how far tasks were overtaken (see EndToEnd).
+type Overtaking struct {
+	Max  int     `json:"max"`
+	P99  int     `json:"p99"`
+	Mean float64 `json:"mean"`
+}
+
+// overtaking computes Overtaking from the tasks' creation times in the
+// order they started.
+func overtaking(createdInStartOrder []time.Time) Overtaking {
+	n := len(createdInStartOrder)
+	if n == 0 {
+		return Overtaking{}
+	}
+	counts := make([]int, n)
+	sum := 0
+	for i, c := range createdInStartOrder {
+		for _, earlier := range createdInStartOrder[:i] {
+			if earlier.After(c) {
+				counts[i]++
+			}
+		}
+		sum += counts[i]
+	}
+	sort.Ints(counts)
+	return Overtaking{Max: counts[n-1], P99: counts[min(n-1, n*99/100)], Mean: float64(sum) / float64(n)}
 }
 
 // Latency holds percentiles in milliseconds.
@@ -418,10 +449,16 @@ func endToEnd(ctx context.Context, b Bucket, q *queue.Queue, cfg Config) (EndToE
 	cnt := &counter{done: make(chan struct{}), want: int64(cfg.Tasks)}
 	var runs sync.Map
 	var dups atomic.Int64
+	var startMu sync.Mutex
+	var started []time.Time // created_at of each task, in start order
 	handler := func(_ context.Context, t *queue.Task) (json.RawMessage, error) {
 		if _, seen := runs.LoadOrStore(t.ID, true); seen {
 			dups.Add(1)
+			return nil, nil
 		}
+		startMu.Lock()
+		started = append(started, t.CreatedAt)
+		startMu.Unlock()
 		return nil, nil
 	}
 	before := b.Requests().Snapshot()
@@ -443,7 +480,10 @@ func endToEnd(ctx context.Context, b Bucket, q *queue.Queue, cfg Config) (EndToE
 	}
 	secs := time.Since(start).Seconds()
 	d := b.Requests().Snapshot().Sub(before)
-	e := EndToEnd{Tasks: cfg.Tasks, Seconds: secs, TasksPerSecond: float64(cfg.Tasks) / secs, RequestsPerTask: map[store.Op]float64{}, Duplicates: dups.Load()}
+	startMu.Lock()
+	order := overtaking(started)
+	startMu.Unlock()
+	e := EndToEnd{Tasks: cfg.Tasks, Seconds: secs, TasksPerSecond: float64(cfg.Tasks) / secs, RequestsPerTask: map[store.Op]float64{}, Duplicates: dups.Load(), Overtaken: order}
 	for _, op := range store.Ops {
 		if n := d.Total(op); n > 0 {
 			e.RequestsPerTask[op] = float64(n) / float64(cfg.Tasks)
