@@ -50,6 +50,8 @@ docs/performance.md met or not:
     cold and warm; two pages of 100 dead letters; the tasks completed in the
     last hour), then the end-to-end run again over the N tasks
     (--history-only skips everything else);
+  - end to end again through --workers real 'qo worker' processes x
+    --concurrency, with requests per task from the processes' own counters;
   - the peak memory of a real 'qo worker' at concurrency 32 (Linux).
 
 --simulate-partitions needs no S3 server: it drives --sim-rate tasks per
@@ -81,6 +83,7 @@ Examples:
 			&cli.DurationFlag{Name: "leader-window", Value: time.Minute, Usage: "with --seed-finished: how long the idle leading worker is watched"},
 			&cli.BoolFlag{Name: "history-only", Usage: "with --seed-finished: measure only the reads beside history"},
 			&cli.BoolFlag{Name: "no-rss", Usage: "skip the worker memory measurement"},
+			&cli.BoolFlag{Name: "no-processes", Usage: "skip the end-to-end run through real worker processes"},
 			&cli.Float64Flag{Name: "price-put", Value: store.AWSStandardPrices.PutPer1000, Usage: "US$ per 1,000 PUT/COPY/POST/LIST"},
 			&cli.Float64Flag{Name: "price-get", Value: store.AWSStandardPrices.GetPer1000, Usage: "US$ per 1,000 GET/HEAD"},
 			&cli.Float64Flag{Name: "price-delete", Value: store.AWSStandardPrices.DeletePer1000, Usage: "US$ per 1,000 DELETE"},
@@ -161,6 +164,14 @@ func runBench(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if !c.Bool("no-processes") && !cfg.HistoryOnly {
+		fmt.Fprintln(c.App.ErrWriter, "bench: end to end through worker processes...")
+		e, err := workerProcesses(c.Context, base, newBucket, cfg)
+		if err != nil {
+			return fmt.Errorf("bench: worker processes: %w", err)
+		}
+		r.AddProcesses(e)
+	}
 	if !c.Bool("no-rss") && !cfg.HistoryOnly && runtime.GOOS == "linux" {
 		fmt.Fprintln(c.App.ErrWriter, "bench: worker memory...")
 		mb, err := workerRSS(c.Context, base, newBucket)
@@ -229,40 +240,38 @@ func benchPlots(ctx context.Context, cfg bench.Config, dir string) error {
 	return bench.PlotPolls(polls, filepath.Join(dir, "idle-cost.svg"))
 }
 
-// workerRSS runs a real 'qo worker' at concurrency 32 through 1,000 echo
-// tasks in a fresh bucket and returns its peak resident memory (VmHWM).
-func workerRSS(ctx context.Context, base s3store.Config, newBucket func(context.Context, string) (bench.Bucket, error)) (float64, error) {
-	name := "qo-bench-rss-" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
-	b, err := newBucket(ctx, name)
+// benchBucket creates a fresh versioned bucket with an initialised queue
+// for a phase that runs real worker processes; remove removes it.
+func benchBucket(ctx context.Context, prefix string, newBucket func(context.Context, string) (bench.Bucket, error)) (b bench.Bucket, q *queue.Queue, name string, remove func(), err error) {
+	name = prefix + strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
+	if b, err = newBucket(ctx, name); err != nil {
+		return nil, nil, "", nil, err
+	}
+	if err = b.CreateBucket(ctx); err != nil {
+		return nil, nil, "", nil, err
+	}
+	remove = func() { _ = b.RemoveBucket(context.WithoutCancel(ctx)) }
+	if err = b.EnableVersioning(ctx); err == nil {
+		_, err = queue.Init(ctx, b, 1)
+	}
+	if err == nil {
+		q, err = queue.Open(ctx, b, queue.Options{})
+	}
 	if err != nil {
-		return 0, err
+		remove()
+		return nil, nil, "", nil, err
 	}
-	if err := b.CreateBucket(ctx); err != nil {
-		return 0, err
-	}
-	defer func() { _ = b.RemoveBucket(context.WithoutCancel(ctx)) }()
-	if err := b.EnableVersioning(ctx); err != nil {
-		return 0, err
-	}
-	if _, err := queue.Init(ctx, b, 1); err != nil {
-		return 0, err
-	}
-	q, err := queue.Open(ctx, b, queue.Options{})
-	if err != nil {
-		return 0, err
-	}
-	const n = 1000
-	for range n {
-		if _, _, err := q.Submit(ctx, queue.SubmitRequest{Type: "echo", Input: json.RawMessage(`{"payload":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}`)}); err != nil {
-			return 0, err
-		}
-	}
+	return b, q, name, remove, nil
+}
+
+// startWorkerProcess starts a real 'qo worker' on bucket with args.
+func startWorkerProcess(ctx context.Context, base s3store.Config, bucket string, args ...string) (*exec.Cmd, error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, exe, "worker", "--builtins", "--types", "echo", "--concurrency", "32",
-		"--endpoint", base.Endpoint, "--bucket", name, "--log-level", "error")
+	args = append([]string{"worker", "--endpoint", base.Endpoint, "--bucket", bucket, "--log-level", "error"}, args...)
+	cmd := exec.CommandContext(ctx, exe, args...)
 	cmd.Env = os.Environ()
 	if base.Region != "" {
 		cmd.Env = append(cmd.Env, "S3_REGION="+base.Region)
@@ -270,7 +279,25 @@ func workerRSS(ctx context.Context, base s3store.Config, newBucket func(context.
 	if base.AccessKey != "" {
 		cmd.Env = append(cmd.Env, "AWS_ACCESS_KEY_ID="+base.AccessKey, "AWS_SECRET_ACCESS_KEY="+base.SecretKey)
 	}
-	if err := cmd.Start(); err != nil {
+	return cmd, cmd.Start()
+}
+
+// workerRSS runs a real 'qo worker' at concurrency 32 through 1,000 echo
+// tasks in a fresh bucket and returns its peak resident memory (VmHWM).
+func workerRSS(ctx context.Context, base s3store.Config, newBucket func(context.Context, string) (bench.Bucket, error)) (float64, error) {
+	_, q, name, remove, err := benchBucket(ctx, "qo-bench-rss-", newBucket)
+	if err != nil {
+		return 0, err
+	}
+	defer remove()
+	const n = 1000
+	for range n {
+		if _, _, err := q.Submit(ctx, queue.SubmitRequest{Type: "echo", Input: json.RawMessage(`{"payload":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}`)}); err != nil {
+			return 0, err
+		}
+	}
+	cmd, err := startWorkerProcess(ctx, base, name, "--builtins", "--types", "echo", "--concurrency", "32")
+	if err != nil {
 		return 0, err
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
@@ -286,6 +313,118 @@ func workerRSS(ctx context.Context, base s3store.Config, newBucket func(context.
 		time.Sleep(time.Second)
 	}
 	return peakRSS(cmd.Process.Pid)
+}
+
+// workerProcesses runs the end-to-end workload through real 'qo worker'
+// processes (procs x concurrency, echo tasks): the processes are started
+// and registered first, then the tasks are submitted, and the run ends when
+// the workers' heartbeats (every second) count every task finished.
+// Requests per task add the submitter's requests to the counts the
+// processes report in their last heartbeats.
+func workerProcesses(ctx context.Context, base s3store.Config, newBucket func(context.Context, string) (bench.Bucket, error), cfg bench.Config) (*bench.EndToEnd, error) {
+	b, q, name, remove, err := benchBucket(ctx, "qo-bench-procs-", newBucket)
+	if err != nil {
+		return nil, err
+	}
+	defer remove()
+	var cmds []*exec.Cmd
+	defer func() {
+		for _, cmd := range cmds {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	}()
+	for i := range cfg.Workers {
+		cmd, err := startWorkerProcess(ctx, base, name, "--builtins", "--types", "echo", "--id", fmt.Sprintf("bench-proc-%d", i),
+			"--concurrency", strconv.Itoa(cfg.Concurrency), "--heartbeat-interval", "1s")
+		if err != nil {
+			return nil, err
+		}
+		cmds = append(cmds, cmd)
+	}
+	workers := func() ([]*queue.WorkerInfo, error) {
+		ws, err := q.ListWorkers(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var out []*queue.WorkerInfo
+		for _, w := range ws {
+			if strings.HasPrefix(w.ID, "bench-proc-") {
+				out = append(out, w)
+			}
+		}
+		return out, nil
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		ws, err := workers()
+		if err == nil && len(ws) == cfg.Workers {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%d worker processes did not register within a minute", cfg.Workers)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	before := b.Requests().Snapshot()
+	start := time.Now()
+	errs := make(chan error, 1)
+	sem := make(chan struct{}, 32)
+	for range cfg.Tasks {
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem }()
+			if _, _, err := q.Submit(ctx, queue.SubmitRequest{Type: "echo"}); err != nil {
+				select {
+				case errs <- err:
+				default:
+				}
+			}
+		}()
+	}
+	for range cap(sem) {
+		sem <- struct{}{}
+	}
+	select {
+	case err := <-errs:
+		return nil, err
+	default:
+	}
+	submitted := b.Requests().Snapshot().Sub(before)
+	deadline = time.Now().Add(10 * time.Minute)
+	var ws []*queue.WorkerInfo
+	for {
+		time.Sleep(200 * time.Millisecond)
+		if ws, err = workers(); err != nil {
+			continue
+		}
+		var done int64
+		for _, w := range ws {
+			done += w.TasksCompleted + w.TasksFailed
+		}
+		if done >= int64(cfg.Tasks) {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("worker processes finished %d of %d tasks in 10 minutes", done, cfg.Tasks)
+		}
+	}
+	secs := time.Since(start).Seconds()
+	total := submitted
+	for _, w := range ws {
+		if w.Requests == nil {
+			return nil, fmt.Errorf("worker %s reports no request counts", w.ID)
+		}
+		total = total.Add(*w.Requests)
+	}
+	e := &bench.EndToEnd{Tasks: cfg.Tasks, Seconds: secs, TasksPerSecond: float64(cfg.Tasks) / secs, RequestsPerTask: map[store.Op]float64{}}
+	for _, op := range store.Ops {
+		if n := total.Total(op); n > 0 {
+			e.RequestsPerTask[op] = float64(n) / float64(cfg.Tasks)
+		}
+	}
+	e.CostPerMillion = total.Cost(cfg.Prices) / float64(cfg.Tasks) * 1e6
+	return e, nil
 }
 
 // peakRSS reads VmHWM of a Linux process, in MB.

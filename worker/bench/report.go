@@ -64,6 +64,16 @@ func historyTargets(hs []History) []Target {
 	return ts
 }
 
+// AddProcesses records the end-to-end run through worker processes and
+// its targets.
+func (r *Report) AddProcesses(e *EndToEnd) {
+	r.Processes = e
+	get, del := e.RequestsPerTask[store.OpGet], e.RequestsPerTask[store.OpDelete]
+	r.Targets = append(r.Targets,
+		Target{"GET per task, worker processes", "<= 1.1", get, get <= 1.1},
+		Target{"DELETE per task, worker processes", "<= 2.02", del, del <= 2.02})
+}
+
 // AddRSS records a worker's peak memory and its target.
 func (r *Report) AddRSS(mb float64) {
 	r.WorkerRSSMB = mb
@@ -90,6 +100,9 @@ func (r *Report) WriteText(w io.Writer) {
 	p("cost per million tasks\t$%.2f", e.CostPerMillion)
 	p("duplicate executions\t%d", e.Duplicates)
 	p("ordering: tasks that overtook a task (became ready after it, started before it)\tmax %d, p99 %d, mean %.1f", e.Overtaken.Max, e.Overtaken.P99, e.Overtaken.Mean)
+	if e := r.Processes; e != nil {
+		p("end to end, %d worker processes x %d\t%.0f tasks/s (%.1f s), %s", r.Config.Workers, r.Config.Concurrency, e.TasksPerSecond, e.Seconds, opsLine(e.RequestsPerTask))
+	}
 	if r.Seeded != nil {
 		p("end to end over %d finished tasks\t%.0f tasks/s (%s)", r.Config.SeedFinished, r.Seeded.TasksPerSecond, opsLine(r.Seeded.RequestsPerTask))
 	}
