@@ -100,12 +100,12 @@ type Report struct {
 		Tasks, Workers, Concurrency, SubmitTasks, IdleWorkers, SeedFinished int
 		IdleSeconds                                                         float64
 	} `json:"config"`
-	Submit     []Rate    `json:"submit"`
-	EndToEnd   EndToEnd  `json:"end_to_end"`
-	Seeded     *EndToEnd `json:"seeded,omitempty"`
+	Submit   []Rate    `json:"submit"`
+	EndToEnd EndToEnd  `json:"end_to_end"`
+	Seeded   *EndToEnd `json:"seeded,omitempty"`
 	// Processes is the end-to-end run through real worker processes (its
 	// requests from their own counters; duplicates are not measured).
-	Processes *EndToEnd `json:"processes,omitempty"`
+	Processes  *EndToEnd `json:"processes,omitempty"`
 	Claim      Latency   `json:"claim_latency_ms"`
 	Pickup     Latency   `json:"pickup_latency_ms"`
 	Raw        Raw       `json:"raw"`
