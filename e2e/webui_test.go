@@ -157,7 +157,6 @@ func TestWebUIInChromium(t *testing.T) {
 	require.Contains(t, link, "st=", "short-lived credentials with a session token")
 
 	short := func(task *queue.Task) string { return queue.ShortID(task.ID) }
-	row := func(task *queue.Task) string { return `tr[data-id="` + task.ID.String() + `"]` }
 	var text string
 	require.NoError(t, chromedp.Run(ctx,
 		chromedp.Navigate(link),
@@ -179,7 +178,7 @@ func TestWebUIInChromium(t *testing.T) {
 
 	// The failed task: detail, timeline, diff, replay.
 	require.NoError(t, chromedp.Run(ctx,
-		chromedp.Click(row(failed), chromedp.ByQuery),
+		clickRow(failed),
 		chromedp.WaitVisible("#timeline tr.version", chromedp.ByQuery),
 		chromedp.Text("#detail", &text, chromedp.ByQuery),
 	))
@@ -221,7 +220,7 @@ func TestWebUIInChromium(t *testing.T) {
 	var pwned bool
 	var scripts int
 	require.NoError(t, chromedp.Run(ctx,
-		chromedp.Click(row(evil), chromedp.ByQuery),
+		clickRow(evil),
 		chromedp.WaitVisible("#data", chromedp.ByQuery),
 		chromedp.Sleep(300*time.Millisecond),
 		chromedp.Text("#data", &text, chromedp.ByQuery),
@@ -262,7 +261,6 @@ func TestWebUIFeatures(t *testing.T) {
 	_, err = e.q.CreateSchedule(bg, queue.ScheduleSpec{Name: "nightly", Cron: "30 2 * * *", Timezone: "Europe/Berlin", Task: queue.ScheduleTask{Type: "report"}})
 	require.NoError(t, err)
 
-	row := func(task *queue.Task) string { return `tr[data-id="` + task.ID.String() + `"]` }
 	var tasks, banner, data string
 	require.NoError(t, chromedp.Run(ctx,
 		chromedp.Navigate(uiLink(t, e)),
@@ -270,7 +268,7 @@ func TestWebUIFeatures(t *testing.T) {
 		chromedp.WaitVisible("#paused", chromedp.ByQuery),
 		chromedp.Text("#tasks", &tasks, chromedp.ByQuery),
 		chromedp.Text("#paused", &banner, chromedp.ByQuery),
-		chromedp.Click(row(offloaded), chromedp.ByQuery),
+		clickRow(offloaded),
 		chromedp.WaitVisible("#data .offloaded", chromedp.ByQuery),
 		chromedp.Text("#data", &data, chromedp.ByQuery),
 	))
@@ -288,4 +286,22 @@ func TestWebUIFeatures(t *testing.T) {
 	require.Contains(t, schedules, "nightly")
 	require.Contains(t, schedules, "Europe/Berlin")
 	screenshot(t, ctx, "schedules")
+}
+
+// row selects a task's row in the task list.
+func row(task *queue.Task) string { return `tr[data-id="` + task.ID.String() + `"]` }
+
+// clickRow clicks a task's row, again when the list re-rendered between
+// finding the row and clicking it (auto-refresh replaces the rows).
+func clickRow(t *queue.Task) chromedp.ActionFunc {
+	return func(ctx context.Context) error {
+		var err error
+		for range 5 {
+			if err = chromedp.Click(row(t), chromedp.ByQuery).Do(ctx); err == nil || !strings.Contains(err.Error(), "Could not find node") {
+				return err
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		return err
+	}
 }

@@ -339,14 +339,16 @@ func TestWorkerSignals(t *testing.T) {
 func TestStaleWorkerProcess(t *testing.T) {
 	t.Parallel()
 	e := wkSetup(t)
-	id := e.submit(t, "sleep", `{"ms":2500}`, time.Second, 3)
-	a := e.start(t, "worker-a", workerArgs("worker-a", "--no-monitor")...)
+	id := e.submit(t, "sleep", `{"ms":2500}`, 10*time.Second, 3)
+	a := e.start(t, "worker-a", workerArgs("worker-a", "--no-monitor", "--dead-after", "3s")...)
 	e.waitTask(t, id, "running on worker-a", func(task *queue.Task) bool {
 		return task.Status == queue.StatusRunning && task.WorkerID == "worker-a"
 	})
 	a.signal(t, syscall.SIGSTOP)
 
-	b := e.start(t, "worker-b", workerArgs("worker-b")...)
+	// A's heartbeat stops: B's monitor takes the task back after A's
+	// liveness bound, long before its timeout.
+	b := e.start(t, "worker-b", workerArgs("worker-b", "--dead-after", "3s")...)
 	e.waitTask(t, id, "running on worker-b", func(task *queue.Task) bool {
 		return task.Status == queue.StatusRunning && task.WorkerID == "worker-b"
 	})
