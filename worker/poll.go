@@ -402,6 +402,10 @@ func (w *Worker) spread(entries []queue.ReadyEntry) {
 	copy(top, rotated)
 }
 
+// maxLostPerPoll: claims lost in one poll before the worker gives the page
+// up (see indexStep and claimHeld).
+const maxLostPerPoll = 1
+
 // claimEntries claims entries in order until free tasks were claimed. It
 // returns how many were claimed, how many entries were tried and how many
 // of those were lost to another claimer (or gone).
@@ -436,6 +440,11 @@ func (w *Worker) claimEntries(ctx context.Context, entries []queue.ReadyEntry, f
 			w.observer().ClaimConflict(e.Type)
 			w.log.Debug("ready entry not claimable", "task_id", e.ID, "reason", err)
 			lost++
+			if lost >= maxLostPerPoll {
+				// Another worker is on this page: every further try here
+				// would likely cost a GET for nothing.
+				return claimed, tried, lost
+			}
 		default:
 			w.log.Warn("claim failed", "task_id", e.ID, "key", e.Key, "err", err)
 		}
