@@ -82,13 +82,9 @@ func (q *Queue) listLeases(ctx context.Context, limit int, startAfter string, ex
 // lease id, so a holder that finished meanwhile wins and the entry is
 // ErrConflict; so is a stale entry (deleted once older than IndexGrace).
 func (q *Queue) ReclaimLease(ctx context.Context, e LeaseEntry, lastBeat time.Time, deadAfter time.Duration) (*Task, error) {
-	base, etag, err := q.getTask(ctx, e.ID)
+	base, etag, err := q.leasedTask(ctx, e, "reclaim lease")
 	if err != nil {
-		if errors.Is(err, ErrNotFound) {
-			q.dropStale(ctx, e.Key, e.Modified)
-			return nil, fmt.Errorf("reclaim lease of task %s: %w (stale lease entry: no such task)", e.ID, ErrConflict)
-		}
-		return nil, fmt.Errorf("reclaim lease: %w", err)
+		return nil, err
 	}
 	if base.Status != StatusRunning || base.LeaseID != e.LeaseID || base.WorkerID != e.WorkerID {
 		if LeaseKey(base) != e.Key {
@@ -103,13 +99,31 @@ func (q *Queue) ReclaimLease(ctx context.Context, e LeaseEntry, lastBeat time.Ti
 	if !lastBeat.IsZero() {
 		beat = "last at " + lastBeat.UTC().Format(time.RFC3339)
 	}
-	res, err := q.apply(ctx, base, etag, mutation{
-		op: "reclaim lease", fence: base.LeaseID, fenceErr: ErrConflict, rebase: true,
-		change: func(t *Task, now time.Time) (string, error) {
-			t.LastError = fmt.Sprintf("worker %s stopped heartbeating (%s) while it ran attempt %d", t.WorkerID, beat, t.Attempt)
-			return q.retryOrFail(t, now, 0, EventTimedOut, EventTimedOut), nil
-		},
+	return q.takeBack(ctx, base, etag, e, "reclaim lease", func(t *Task, now time.Time) (string, error) {
+		t.LastError = fmt.Sprintf("worker %s stopped heartbeating (%s) while it ran attempt %d", t.WorkerID, beat, t.Attempt)
+		return q.retryOrFail(t, now, 0, EventTimedOut, EventTimedOut), nil
 	})
+}
+
+// leasedTask reads the task of a lease entry for op; a missing task makes
+// the entry stale (ErrConflict, the entry removed once old enough).
+func (q *Queue) leasedTask(ctx context.Context, e LeaseEntry, op string) (*Task, string, error) {
+	base, etag, err := q.getTask(ctx, e.ID)
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			q.dropStale(ctx, e.Key, e.Modified)
+			return nil, "", fmt.Errorf("%s of task %s: %w (stale lease entry: no such task)", op, e.ID, ErrConflict)
+		}
+		return nil, "", fmt.Errorf("%s: %w", op, err)
+	}
+	return base, etag, nil
+}
+
+// takeBack applies the monitor's change to a running task, fenced on the
+// lease it saw (losing to the holder is ErrConflict), and removes the
+// entry e when it was not the task's own (left over by an extension).
+func (q *Queue) takeBack(ctx context.Context, base *Task, etag string, e LeaseEntry, op string, change func(*Task, time.Time) (string, error)) (*Task, error) {
+	res, err := q.apply(ctx, base, etag, mutation{op: op, fence: base.LeaseID, fenceErr: ErrConflict, rebase: true, change: change})
 	if err != nil {
 		return nil, err
 	}
@@ -126,13 +140,9 @@ func (q *Queue) ReclaimLease(ctx context.Context, e LeaseEntry, lastBeat time.Ti
 // that was extended is moved to the current expiry. Both are ErrConflict,
 // as is losing the race against the worker finishing.
 func (q *Queue) ExpireLease(ctx context.Context, e LeaseEntry) (*Task, error) {
-	base, etag, err := q.getTask(ctx, e.ID)
+	base, etag, err := q.leasedTask(ctx, e, "expire lease")
 	if err != nil {
-		if errors.Is(err, ErrNotFound) {
-			q.dropStale(ctx, e.Key, e.Modified)
-			return nil, fmt.Errorf("expire lease of task %s: %w (stale lease entry: no such task)", e.ID, ErrConflict)
-		}
-		return nil, fmt.Errorf("expire lease: %w", err)
+		return nil, err
 	}
 	if base.Status != StatusRunning || (e.LeaseID != "" && base.LeaseID != e.LeaseID) {
 		q.dropStale(ctx, e.Key, e.Modified)
@@ -145,23 +155,13 @@ func (q *Queue) ExpireLease(ctx context.Context, e LeaseEntry) (*Task, error) {
 		}
 		return nil, fmt.Errorf("expire lease of task %s: %w (lease runs until %s)", e.ID, ErrConflict, base.LeaseExpiresAt.Format(time.RFC3339Nano))
 	}
-	res, err := q.apply(ctx, base, etag, mutation{
-		op: "expire lease", fence: base.LeaseID, fenceErr: ErrConflict, rebase: true,
-		change: func(t *Task, now time.Time) (string, error) {
-			if !leaseExpired(t, now) {
-				return "", fmt.Errorf("%w (lease was extended to %s)", ErrConflict, t.LeaseExpiresAt.Format(time.RFC3339Nano))
-			}
-			t.LastError = fmt.Sprintf("lease expired: worker %s did not finish attempt %d within %ds", t.WorkerID, t.Attempt, t.TimeoutSeconds)
-			return q.retryOrFail(t, now, 0, EventTimedOut, EventTimedOut), nil
-		},
+	return q.takeBack(ctx, base, etag, e, "expire lease", func(t *Task, now time.Time) (string, error) {
+		if !leaseExpired(t, now) {
+			return "", fmt.Errorf("%w (lease was extended to %s)", ErrConflict, t.LeaseExpiresAt.Format(time.RFC3339Nano))
+		}
+		t.LastError = fmt.Sprintf("lease expired: worker %s did not finish attempt %d within %ds", t.WorkerID, t.Attempt, t.TimeoutSeconds)
+		return q.retryOrFail(t, now, 0, EventTimedOut, EventTimedOut), nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	if k := LeaseKey(res.prev); k != e.Key {
-		q.dropStale(ctx, e.Key, e.Modified)
-	}
-	return res.next, nil
 }
 
 // leaseExpired reports whether a running task's lease ran out (a missing
