@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -176,28 +177,29 @@ const maxPutAttempts = 3
 // putTask writes next under cond (create-only or If-Match on the version
 // whose request_id is prevRequestID) and resolves uncertainty:
 //
-//   - success: returns the new ETag.
+//   - success: returns next and the new ETag.
 //   - any failure (a 412, a timeout, a reset connection, a 5xx): the outcome
 //     may be unknown (an SDK retry of a PUT that had committed answers 412),
-//     so the task is re-read. If it carries next.RequestID, the write landed:
-//     success without a second write. If it is still the base version (same
+//     so the task is re-read. If it carries next.RequestID, a write of this
+//     operation landed (this one, or an earlier call's with the same request
+//     id): success without a second write, returning the version stored. If it is still the base version (same
 //     request_id as before) and the failure was not a 412, the PUT is sent
 //     again. Otherwise someone else wrote first: *staleError with the
 //     current version.
-func (q *Queue) putTask(ctx context.Context, next *Task, cond store.Condition, prevRequestID string) (string, error) {
+func (q *Queue) putTask(ctx context.Context, next *Task, cond store.Condition, prevRequestID string) (*Task, string, error) {
 	body, err := EncodeTask(next)
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
 	key := next.Key()
 	tags := q.retentionTags(next)
 	for attempt := 1; ; attempt++ {
 		res, perr := q.put(ctx, key, body, cond, tags)
 		if perr == nil {
-			return res.ETag, nil
+			return next, res.ETag, nil
 		}
 		if isDefinite(perr) {
-			return "", fmt.Errorf("write task %s: %w", next.ID, perr)
+			return nil, "", fmt.Errorf("write task %s: %w", next.ID, perr)
 		}
 		// Re-read even when the caller's context is done: the write may
 		// have landed and the caller deserves to know.
@@ -207,20 +209,23 @@ func (q *Queue) putTask(ctx context.Context, next *Task, cond store.Condition, p
 		switch {
 		case gerr == nil && cur.RequestID == next.RequestID:
 			q.log.Debug("task write landed despite an error", "task", next.ID, "err", perr)
-			return etag, nil
+			if b, err := EncodeTask(cur); err == nil && bytes.Equal(b, body) {
+				return next, etag, nil // this call's own write
+			}
+			return cur, etag, nil // an earlier call's, with the same request id
 		case gerr == nil && cur.RequestID == prevRequestID && !cond.IfNoneMatch && !errors.Is(perr, store.ErrPreconditionFailed):
 			// Still the base version: the write did not land; send it again.
 		case errors.Is(gerr, ErrNotFound) && cond.IfNoneMatch && !errors.Is(perr, store.ErrPreconditionFailed):
 			// Create did not land; send it again.
 		case gerr == nil:
-			return "", &staleError{current: cur, etag: etag, cause: perr}
+			return nil, "", &staleError{current: cur, etag: etag, cause: perr}
 		case errors.Is(gerr, ErrNotFound):
-			return "", &staleError{cause: perr}
+			return nil, "", &staleError{cause: perr}
 		default:
-			return "", fmt.Errorf("write task %s: outcome unknown: %w (re-read failed: %v)", next.ID, perr, gerr)
+			return nil, "", fmt.Errorf("write task %s: outcome unknown: %w (re-read failed: %v)", next.ID, perr, gerr)
 		}
 		if attempt >= maxPutAttempts || ctx.Err() != nil {
-			return "", fmt.Errorf("write task %s: %w", next.ID, perr)
+			return nil, "", fmt.Errorf("write task %s: %w", next.ID, perr)
 		}
 	}
 }
@@ -244,6 +249,11 @@ type mutation struct {
 	// change edits next (a copy of the base version) and returns the event.
 	// An empty event means "already in the requested state": no write.
 	change func(next *Task, now time.Time) (event string, err error)
+	// requestID, when set, is the request id of the write instead of a
+	// fresh one: a caller that repeats an operation whose outcome stayed
+	// unknown passes the same id, so the repeat recognises the earlier
+	// write if it landed (see Lease).
+	requestID string
 }
 
 // maxRebases bounds re-applying a change over concurrent writes.
@@ -268,7 +278,10 @@ type applied struct {
 // after the task PUT is known to have landed. When the outcome stays
 // unknown, every entry is left in place.
 func (q *Queue) apply(ctx context.Context, base *Task, etag string, m mutation) (applied, error) {
-	reqID := newRequestID()
+	reqID := m.requestID
+	if reqID == "" {
+		reqID = newRequestID()
+	}
 	var written []string // entries this call wrote for a version that did not land
 	for rebases := 0; ; rebases++ {
 		if m.fence != "" && (base.Status != StatusRunning || base.LeaseID != m.fence) {
@@ -297,7 +310,19 @@ func (q *Queue) apply(ctx context.Context, base *Task, etag string, m mutation) 
 			return applied{}, fmt.Errorf("%s task %s: %w (task not changed)", m.op, base.ID, err)
 		}
 		written = append(written, added...)
-		newETag, err := q.putTask(ctx, next, store.IfMatch(etag), base.RequestID)
+		stored, newETag, err := q.putTask(ctx, next, store.IfMatch(etag), base.RequestID)
+		if err == nil && stored != next {
+			// An earlier call of this operation (same request id) had
+			// landed: keep what that version needs, drop what this call
+			// wrote for its own, and finish the earlier call's index work.
+			q.dropEntries(ctx, written, stored)
+			added, removed = indexDiff(base, stored)
+			for _, k := range added {
+				q.putIndex(ctx, k) // written before, by the earlier call
+			}
+			q.landed(ctx, nil, removed, entriesAt)
+			return applied{prev: base, next: stored, etag: newETag}, nil
+		}
 		if err == nil {
 			q.dropEntries(ctx, written[:len(written)-len(added)], next)
 			q.landed(ctx, added, removed, entriesAt)

@@ -142,7 +142,7 @@ func (q *Queue) Submit(ctx context.Context, req SubmitRequest) (*Task, bool, err
 		return nil, false, fmt.Errorf("submit task %s: %w (nothing submitted)", t.ID, err)
 	}
 	entryAt := q.Now()
-	if _, err := q.putTask(ctx, t, store.CreateOnly, ""); err != nil {
+	if _, _, err := q.putTask(ctx, t, store.CreateOnly, ""); err != nil {
 		var stale *staleError
 		if !errors.As(err, &stale) {
 			return nil, false, fmt.Errorf("submit: %w", err)

@@ -177,3 +177,69 @@ func TestUnknownOutcomesKeepEntries(t *testing.T) {
 		}
 	})
 }
+
+// TestLeaseOpRepeatedAfterUnknownOutcome: a worker whose write's response
+// was lost (and whose re-read failed) calls the same operation again on
+// the same lease. The repeat recognises its own earlier write (the request
+// id lives for the whole operation): it succeeds with the version that
+// landed instead of reporting the lease lost, and every index entry is
+// right at once.
+func TestLeaseOpRepeatedAfterUnknownOutcome(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
+		b := setup(t, be)
+		isTask := func(k string) bool { return strings.HasPrefix(k, queue.TasksPrefix) }
+		tests := []struct {
+			name string
+			op   func(l *queue.Lease) (*queue.Task, error)
+			want queue.Status
+		}{
+			{"complete", func(l *queue.Lease) (*queue.Task, error) { return b.q.Complete(b.ctx, l, []byte(`{"ok":true}`)) }, queue.StatusCompleted},
+			{"retry", func(l *queue.Lease) (*queue.Task, error) { return b.q.Retry(b.ctx, l, "again", 0) }, queue.StatusPending},
+			{"fail", func(l *queue.Lease) (*queue.Task, error) { return b.q.Fail(b.ctx, l, "boom") }, queue.StatusFailed},
+			{"release", func(l *queue.Lease) (*queue.Task, error) { return b.q.Release(b.ctx, l, "shutdown") }, queue.StatusPending},
+		}
+		for _, tt := range tests {
+			l := b.claim(t, b.submit(t, "x", `{}`), "w1")
+			leaseKey := l.LeaseKey
+			armed := false
+			b.s.set(func(f *faultStore) {
+				f.dropPut = func(k string) bool {
+					if isTask(k) && !armed {
+						armed = true
+						return true
+					}
+					return false
+				}
+				f.failGet = func(k string) bool { return armed && isTask(k) }
+			})
+			_, err := tt.op(l)
+			b.s.set(func(f *faultStore) { f.dropPut, f.failGet = nil, nil })
+			require.Error(t, err, "%s: first call: the outcome is unknown", tt.name)
+			b.clock.Advance(10 * time.Millisecond) // the repeat computes another version
+
+			got, err := tt.op(l)
+			require.NoError(t, err, "%s: the repeat must recognise its own write", tt.name)
+			require.Equal(t, tt.want, got.Status, tt.name)
+			stored := b.get(t, got)
+			require.Equal(t, stored.Rev, got.Rev, "%s: the version returned is the one stored", tt.name)
+			require.Equal(t, stored.UpdatedAt, got.UpdatedAt, tt.name)
+			requireIndexed(t, b, got, tt.name)
+			_, err = b.raw.Get(b.ctx, leaseKey)
+			require.ErrorIs(t, err, store.ErrNotFound, "%s: the lease entry goes", tt.name)
+			for _, k := range b.keys(t, queue.LeasesPrefix) {
+				require.NotContains(t, k, got.ID.String(), "%s: no lease entry remains", tt.name)
+			}
+			if tt.want == queue.StatusPending {
+				ready := 0
+				for _, k := range b.keys(t, queue.ReadyPrefix) {
+					if strings.Contains(k, got.ID.String()) {
+						ready++
+						require.Equal(t, queue.ReadyKey(stored), k, "%s: only the stored version's entry", tt.name)
+					}
+				}
+				require.Equal(t, 1, ready, tt.name)
+			}
+		}
+	})
+}

@@ -96,10 +96,18 @@ func contains(set []string, s string) bool {
 // Lease is what a worker holds while it runs a task: the version it wrote
 // (Task), that version's ETag (the If-Match of the next write, so finishing
 // needs no GET) and the lease-index key to remove when done.
+//
+// A Lease also remembers the request id of an operation whose outcome
+// stayed unknown (the response and the re-read were both lost): calling
+// the same operation again on the same Lease reuses it, so the repeat
+// recognises the earlier write if it landed and returns that version
+// instead of reporting the lease lost.
 type Lease struct {
 	Task     *Task
 	ETag     string
 	LeaseKey string
+
+	pendingOp, pendingID string // the operation in flight and its request id
 }
 
 // LeaseGrace is how long a lease outlives its attempt's timeout. The
@@ -196,8 +204,14 @@ func (q *Queue) expire(ctx context.Context, base *Task, etag string) (*Task, err
 // leaseMutation fences a worker's change on its lease and re-applies it over
 // concurrent writes that kept the lease (an operator's cancel request).
 func (l *Lease) mutation(op string, change func(*Task, time.Time) (string, error)) mutation {
-	return mutation{op: op, fence: l.Task.LeaseID, fenceErr: ErrLeaseLost, rebase: true, change: change}
+	if l.pendingOp != op {
+		l.pendingOp, l.pendingID = op, newRequestID()
+	}
+	return mutation{op: op, fence: l.Task.LeaseID, fenceErr: ErrLeaseLost, rebase: true, change: change, requestID: l.pendingID}
 }
+
+// settled forgets the request id of an operation that completed.
+func (l *Lease) settled() { l.pendingOp, l.pendingID = "", "" }
 
 func checkLease(op string, l *Lease) error {
 	if l == nil || l.Task == nil || l.Task.LeaseID == "" {
@@ -225,6 +239,7 @@ func (q *Queue) Extend(ctx context.Context, l *Lease) error {
 	}
 	next := res.next
 	l.Task, l.ETag, l.LeaseKey = next, res.etag, LeaseKey(next)
+	l.settled()
 	if next.CancelRequested {
 		return fmt.Errorf("extend task %s: %w (reason: %s)", next.ID, ErrCancelRequested, orNone(next.CancelReason))
 	}
@@ -275,6 +290,7 @@ func (q *Queue) finish(ctx context.Context, l *Lease, op string, change func(*Ta
 		return nil, err
 	}
 	l.Task, l.ETag, l.LeaseKey = res.next, res.etag, ""
+	l.settled()
 	return res.next, nil
 }
 
