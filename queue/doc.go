@@ -13,7 +13,7 @@ writer follows; the code implements exactly what is written here.
 	leases/{shard}/{expires-ms}/{type}/{id}/{lease_id}/{worker_id}
 	                                                    lease index: one empty object per running task
 	dead/{inv-ms}/{shard}/{type}/{id}                   dead letters: one empty object per failed task
-	data/{shard}/{id}/input.json|output.json            offloaded payloads (see Large payloads)
+	data/{shard}/{id}/input.json|output-{lease_id}.json offloaded payloads (see Large payloads)
 	control.json                                        pause switches (see Pause)
 	schedules/{name}.json                               cron schedules (see Schedules)
 	workers/{worker_id}.json                            worker registry: heartbeats (liveness, stats)
@@ -467,13 +467,16 @@ Replay runs an expired task after all, clearing the deadline.
 
 An input or output larger than the offload threshold (Options.
 OffloadThreshold, 256 KiB by default) is stored in its own object,
-data/{shard}/{id}/input.json or output.json, and the task carries
-input_ref/output_ref {key, version_id, bytes, sha256} with input/output
-null. Submit writes the input object first (create-only; an identical one
-left by a submit that crashed is reused), then the task; Complete writes
-the output object (a new version per write), then the task. version_id pins
-the exact version, so a late write by a worker that lost its lease cannot
-swap the output; without versioning the sha256 reports such a change.
+data/{shard}/{id}/input.json or output-{lease_id}.json, and the task
+carries input_ref/output_ref {key, version_id, bytes, sha256} with
+input/output null. Submit writes the input object first (create-only; an
+identical one left by a submit that crashed is reused), then the task;
+Complete writes the output object of its own attempt (keyed by its
+lease_id), then the fenced task write. A worker that lost its lease thus
+writes an object no task points at, never the winner's (and removes it once
+its Complete is refused); version_id and sha256 still pin what the task
+points at. Tasks written before outputs were keyed by attempt point at
+output.json, which stays readable.
 LoadInput, LoadOutput and WithPayloads return the JSON either way: workers
 hand it to handlers, and the CLI, console, web UI and HTTP API show it.
 An offloaded submit costs 1 PUT more, and reading the payload 1 GET.

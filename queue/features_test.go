@@ -392,3 +392,47 @@ func TestScheduleMalformedSkipped(t *testing.T) {
 	require.True(t, errors.As(err, &m))
 	require.False(t, errors.Is(err, queue.ErrInvalidInput), "a bad object is not the caller's bad input")
 }
+
+// TestStaleOutputNeverReplacesWinner: an offloaded output is written under
+// its attempt's own key, so a worker that lost its lease cannot replace
+// the output of the attempt that completed the task (on an unversioned
+// bucket it would be lost), and its own orphan is removed.
+func TestStaleOutputNeverReplacesWinner(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
+		b := setup(t, be)
+		q, err := queue.Open(b.ctx, b.s, queue.Options{Clock: b.clock, OffloadThreshold: 64})
+		require.NoError(t, err)
+		task, _, err := q.Submit(b.ctx, queue.SubmitRequest{Type: "o", Timeout: time.Second})
+		require.NoError(t, err)
+		stale, err := q.Claim(b.ctx, readyEntryOf(task), "w1")
+		require.NoError(t, err)
+
+		// w1's lease runs out; the task is taken back and claimed by w2.
+		b.clock.Advance(time.Minute)
+		exp, _, err := q.ListExpired(b.ctx, 0, "")
+		require.NoError(t, err)
+		require.Len(t, exp, 1)
+		_, err = q.ExpireLease(b.ctx, exp[0])
+		require.NoError(t, err)
+		b.clock.Advance(time.Hour) // past the retry's backoff
+		winner, err := q.Claim(b.ctx, readyEntryOf(b.get(t, task)), "w2")
+		require.NoError(t, err)
+
+		won := json.RawMessage(`{"by":"w2","blob":"` + strings.Repeat("a", 200) + `"}`)
+		late := json.RawMessage(`{"by":"w1","blob":"` + strings.Repeat("b", 200) + `"}`)
+		done, err := q.Complete(b.ctx, winner, won)
+		require.NoError(t, err)
+		require.NotNil(t, done.OutputRef)
+		_, err = q.Complete(b.ctx, stale, late)
+		require.ErrorIs(t, err, queue.ErrLeaseLost)
+
+		obj, err := b.raw.Get(b.ctx, done.OutputRef.Key)
+		require.NoError(t, err)
+		require.JSONEq(t, string(won), string(obj.Body), "the winner's output object is untouched")
+		out, err := q.LoadOutput(b.ctx, b.get(t, task))
+		require.NoError(t, err)
+		require.JSONEq(t, string(won), string(out))
+		require.Equal(t, []string{done.OutputRef.Key}, b.keys(t, queue.DataPrefix), "the stale attempt's output is removed")
+	})
+}

@@ -115,10 +115,19 @@ func shardMatches(id uuid.UUID, shard string) bool {
 	return (n == 1 || n == 2) && ShardOf(id, n) == shard
 }
 
-// DataKey is where an offloaded input or output ("input" or "output") of a
-// task lives: "data/{shard}/{id}/{what}.json".
+// DataKey is where an offloaded payload of a task lives:
+// "data/{shard}/{id}/{what}.json" ("input", or an attempt's output, see
+// OutputKey).
 func DataKey(shard string, id uuid.UUID, what string) string {
 	return DataPrefix + shard + "/" + id.String() + "/" + what + ".json"
+}
+
+// OutputKey is where the offloaded output of the attempt holding leaseID
+// lives: "data/{shard}/{id}/output-{lease_id}.json". Each attempt writes
+// its own object, so an attempt that lost its lease never replaces the
+// output of the one that completed the task.
+func OutputKey(shard string, id uuid.UUID, leaseID string) string {
+	return DataKey(shard, id, "output-"+leaseID)
 }
 
 // ScheduleKey is the key of a cron schedule.

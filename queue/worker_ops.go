@@ -312,12 +312,12 @@ func (q *Queue) Complete(ctx context.Context, l *Lease, output json.RawMessage) 
 		var err error
 		// Tagged as finished: it belongs to a completed task (or, when the
 		// completion is refused, to nobody), so it expires with the task.
-		ref, err = q.writeData(ctx, DataKey(l.Task.Shard, l.Task.ID, "output"), output, store.Condition{}, q.retentionTags(&Task{Status: StatusCompleted}))
+		ref, err = q.writeData(ctx, OutputKey(l.Task.Shard, l.Task.ID, l.Task.LeaseID), output, store.Condition{}, q.retentionTags(&Task{Status: StatusCompleted}))
 		if err != nil {
 			return nil, fmt.Errorf("complete task %s: store output: %w", l.Task.ID, err)
 		}
 	}
-	return q.finish(ctx, l, "complete", func(t *Task, now time.Time) (string, error) {
+	done, err := q.finish(ctx, l, "complete", func(t *Task, now time.Time) (string, error) {
 		t.Status = StatusCompleted
 		t.Output, t.OutputRef = nil, nil
 		switch {
@@ -332,6 +332,14 @@ func (q *Queue) Complete(ctx context.Context, l *Lease, output json.RawMessage) 
 		endLease(t)
 		return EventSucceeded, nil
 	})
+	if ref != nil && (errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrConflict) || errors.Is(err, ErrNotFound)) {
+		// Certainly not this attempt's completion: its output belongs to
+		// nobody (an unknown outcome keeps it, the task may point at it).
+		if derr := q.s.Delete(ctx, ref.Key, store.Condition{}); derr != nil {
+			q.log.Warn("could not remove the output of an attempt that lost its lease (retention expires it)", "key", ref.Key, "err", derr)
+		}
+	}
+	return done, err
 }
 
 func endLease(t *Task) {
