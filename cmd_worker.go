@@ -142,7 +142,7 @@ func monitorFlags() []cli.Flag {
 		&cli.StringFlag{Name: "lease-check-interval", Category: cat, EnvVars: []string{"QO_MONITOR_LEASE_CHECK_INTERVAL"}, Value: "5s",
 			Usage: "how often the leading monitor takes back the tasks of expired leases and dead workers (one LIST when nothing runs)"},
 		&cli.StringFlag{Name: "dead-after", Category: cat, EnvVars: []string{"QO_DEAD_AFTER"}, Value: "20s",
-			Usage: "liveness bound: a worker whose heartbeat is older is dead and its tasks run again (a worker stops its own handlers past it); at least 2x --heartbeat-interval"},
+			Usage: "liveness bound: a worker whose heartbeat is older (plus 2s of clock skew) is dead and its tasks run again; a worker stops its own handlers at 3/4 of it without a landed heartbeat; at least 2x --heartbeat-interval"},
 		&cli.StringFlag{Name: "check-interval", Category: cat, EnvVars: []string{"QO_MONITOR_CHECK_INTERVAL"}, Value: "30s",
 			Usage: "how often the leading monitor logs worker health and prunes dead registrations"},
 		&cli.StringFlag{Name: "worker-health-threshold", Category: cat, EnvVars: []string{"QO_MONITOR_WORKER_HEALTH_THRESHOLD"}, Value: "60s",

@@ -24,12 +24,14 @@
 //     back every task whose lease ran out (timeout_seconds plus
 //     queue.LeaseGrace after its claim) or whose holder is dead: its
 //     registry entry, rewritten at every heartbeat, is older than its
-//     liveness bound (queue.DefaultDeadAfter, 20s). The task is requeued
+//     liveness bound (queue.DefaultDeadAfter, 20s) plus queue.MaxClockSkew
+//     (the worker stops its handlers at three quarters of the bound, so
+//     the attempts never overlap). The task is requeued
 //     with backoff, failed when its retries are exhausted, or cancelled
 //     when a cancel was requested; every change is fenced on the lease id,
 //     so a holder that finishes meanwhile wins. A SIGKILLed worker's
-//     tasks are pending again within DeadAfter + LeaseCheckInterval of its
-//     last heartbeat.
+//     tasks are pending again within DeadAfter + MaxClockSkew +
+//     LeaseCheckInterval of its last heartbeat.
 //   - Worker health, every CheckInterval: judge heartbeats (see Health),
 //     log workers that turn stale or dead, optionally delete registrations
 //     dead for longer than PruneDeadAfter.
@@ -559,8 +561,9 @@ type LeaseCheck struct {
 // when nothing runs) and takes back every task whose lease ran out or
 // whose holder is dead: requeued with backoff, failed when its retries are
 // exhausted, or cancelled when a cancel was requested. A holder is dead
-// when its registry entry is older than its DeadAfter by the store's clock
-// (the registry is listed only when some lease is live; an entry is read
+// when its registry entry is older than its DeadAfter plus
+// queue.MaxClockSkew by the store's clock (the worker itself stops its
+// handlers at three quarters of DeadAfter; the registry is listed only when some lease is live; an entry is read
 // only when it looks dead by Options.DeadAfter), or when it has no entry
 // and its lease entry is older than DeadAfter. Leadership is not checked
 // here (Run only calls it while leading); calling it from a non-leader is
@@ -672,7 +675,7 @@ func (m *Monitor) deadHolders(ctx context.Context, live []queue.LeaseEntry, now 
 			// Deregistered or pruned while holding a lease (a worker
 			// registers before it claims).
 			dead[id] = time.Time{}
-		case now.Sub(written) <= m.opts.DeadAfter:
+		case now.Sub(written) <= m.opts.DeadAfter+queue.MaxClockSkew:
 		default:
 			if beat, ok := m.lastBeat(ctx, id, written, now); !ok {
 				dead[id] = beat
@@ -711,7 +714,7 @@ func (m *Monitor) lastBeat(ctx context.Context, id string, written, now time.Tim
 		m.declared[id] = c
 		m.mu.Unlock()
 	}
-	return c.beat, now.Sub(c.beat) <= c.bound
+	return c.beat, now.Sub(c.beat) <= c.bound+queue.MaxClockSkew
 }
 
 type declaredBound struct {

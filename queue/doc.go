@@ -259,19 +259,23 @@ extends a lease:
     running tasks) and, when some lease is live, lists the registry (one
     LIST per 1,000 workers, no GET: an entry's LastModified is its last
     heartbeat by the store's clock). A holder whose entry is older than the
-    bound (confirmed by one GET of the entry, which carries its heartbeat
-    time and bound) is dead: ReclaimLease takes back every task whose lease
-    entry names it, found by the listing, including those claimed after
-    its last heartbeat. A holder with no entry at all (deregistered,
-    pruned) is dead once the claim is older than the bound. A SIGKILLed
-    worker's tasks are therefore pending again within DeadAfter +
-    the lease check interval of its last heartbeat: 25s with the defaults,
-    whatever the tasks' timeouts, and the happy path pays nothing for it.
+    bound plus MaxClockSkew (confirmed by one GET of the entry, which
+    carries its heartbeat time and bound) is dead: ReclaimLease takes back
+    every task whose lease entry names it, found by the listing, including
+    those claimed after its last heartbeat. A holder with no entry at all
+    (deregistered, pruned) is dead once the claim is older than the bound
+    plus MaxClockSkew. A SIGKILLed worker's tasks are therefore pending
+    again within DeadAfter + MaxClockSkew + the lease check interval of
+    its last heartbeat: 27s with the defaults, whatever the tasks'
+    timeouts, and the happy path pays nothing for it.
   - A worker that is only slow (a long pause, a partition) knows when its
-    last heartbeat landed: once that is DeadAfter old it stops every
-    handler, releases each task where its lease still holds (fenced, so
-    nothing is written where the monitor already took it back) and claims
-    nothing until a heartbeat lands again.
+    last heartbeat landed: once that is three quarters of DeadAfter old
+    (15s by default) it stops every handler, releases each task where its
+    lease still holds (fenced, so nothing is written where the monitor
+    already took it back) and claims nothing until a heartbeat lands
+    again. A handler that stops within the last quarter of the bound (an
+    exec handler's kill grace, 5s by default) has ended before the monitor,
+    even with its clock MaxClockSkew ahead, may run the task elsewhere.
   - While a handler runs longer than the lease check interval (10s), the
     worker re-reads its task that often (CheckLease: one GET, no write) to
     see a cancel request or a lost lease.
@@ -289,8 +293,13 @@ the server's time (from response Date headers), never the local clock, so
 hosts with wrong clocks agree. That estimate is good to about a second
 plus one round trip; two processes therefore disagree by at most
 MaxClockSkew. The worker ends an attempt at claim + timeout by its own view
-of the queue clock, LeaseGrace (far above MaxClockSkew) before the monitor
-expires the lease at its own now >= lease_expires_at. If a worker still
+of the queue clock, LeaseGrace (15s: MaxClockSkew plus an exec handler's
+kill grace plus the retry write, with room to spare) before the monitor
+expires the lease at its own now >= lease_expires_at; it stops its handlers
+at three quarters of DeadAfter without a landed heartbeat, while the
+monitor judges it dead only at DeadAfter + MaxClockSkew (see Leases and
+liveness). So two attempts overlap only when a worker overruns these
+margins. If a worker still
 overruns (a GC pause, a stalled network), fencing rejects its late writes:
 the worst case is that a handler runs twice (at-least-once execution),
 never that a state change is lost or applied twice. Delayed tasks may be

@@ -74,7 +74,7 @@ func (q *Queue) listLeases(ctx context.Context, limit int, startAfter string, ex
 // ReclaimLease ends the attempt of a running task whose lease holder
 // stopped heartbeating (the caller judged it dead, see WorkerBeats; a zero
 // lastBeat means the holder has no registry entry, and the task is then
-// taken back only once its claim is older than deadAfter), before the
+// taken back only once its claim is older than deadAfter + MaxClockSkew), before the
 // lease itself runs out: back to pending after backoff while retries
 // remain, failed when exhausted, cancelled when cancellation was requested
 // (event timed_out, as for an expired lease; a crash may be the task's own
@@ -93,7 +93,7 @@ func (q *Queue) ReclaimLease(ctx context.Context, e LeaseEntry, lastBeat time.Ti
 		return nil, fmt.Errorf("reclaim lease of task %s: %w (task is %s under another lease)", e.ID, ErrConflict, base.Status)
 	}
 	beat := "no registry entry"
-	if lastBeat.IsZero() && q.Now().Sub(base.UpdatedAt) <= deadAfter {
+	if lastBeat.IsZero() && q.Now().Sub(base.UpdatedAt) <= deadAfter+MaxClockSkew {
 		return nil, fmt.Errorf("reclaim lease of task %s: %w (claimed at %s by %s, which has no registry entry yet)", e.ID, ErrConflict, base.UpdatedAt.Format(time.RFC3339Nano), base.WorkerID)
 	}
 	if !lastBeat.IsZero() {

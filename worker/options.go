@@ -135,8 +135,9 @@ type Options struct {
 	HeartbeatInterval time.Duration
 	// DeadAfter is the worker's liveness bound, stated in its registry
 	// entry (default queue.DefaultDeadAfter, 20s): once its last heartbeat
-	// is older, the monitor takes its tasks back, and the worker itself
-	// stops their handlers and releases what it still holds.
+	// is older (plus queue.MaxClockSkew), the monitor takes its tasks back.
+	// The worker itself stops their handlers and releases what it still
+	// holds earlier, at three quarters of the bound.
 	DeadAfter time.Duration
 	// LeaseCheckInterval: a handler that runs longer than this has its
 	// task re-read (one GET) this often, to notice a cancel request or a

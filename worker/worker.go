@@ -472,19 +472,30 @@ func (w *Worker) heartbeatLoop(ctx context.Context) {
 }
 
 // presumedDead reports whether the last heartbeat that landed is older
-// than DeadAfter (the worker then claims nothing).
+// than stopAfter: the worker then claims nothing and stops its handlers.
 func (w *Worker) presumedDead() bool {
-	return w.clock.Now().Sub(time.Unix(0, w.lastBeat.Load())) >= w.opts.DeadAfter
+	return w.clock.Now().Sub(time.Unix(0, w.lastBeat.Load())) >= w.stopAfter()
+}
+
+// stopAfter is how old the last landed heartbeat may grow before the
+// worker stops its handlers: three quarters of DeadAfter. The monitor
+// takes the tasks back only once the heartbeat is older than DeadAfter plus
+// queue.MaxClockSkew by its own clock, so a handler that stops within the
+// last quarter (an exec handler's kill grace, 5s of the default 20s) has
+// ended before its task can run elsewhere, whichever way the clocks are
+// skewed.
+func (w *Worker) stopAfter() time.Duration {
+	return w.opts.DeadAfter - w.opts.DeadAfter/4
 }
 
 // watchdogLoop stops every handler once the last heartbeat that reached the
-// store is older than DeadAfter: from then on the monitor may take the
-// tasks back and run them elsewhere (each is released where the lease
-// still holds, see finish). It looks every DeadAfter/20 of the queue's
-// clock.
+// store is older than stopAfter, before the monitor may take the tasks back
+// and run them elsewhere (each is released where the lease still holds,
+// see finish). It looks every DeadAfter/40 of the queue's clock (at most
+// every 500ms).
 func (w *Worker) watchdogLoop(ctx context.Context) {
-	every := max(w.opts.DeadAfter/20, 10*time.Millisecond)
-	t := time.NewTicker(min(every, time.Second))
+	every := max(w.opts.DeadAfter/40, 10*time.Millisecond)
+	t := time.NewTicker(min(every, 500*time.Millisecond))
 	defer t.Stop()
 	for {
 		select {
@@ -507,7 +518,7 @@ func (w *Worker) watchdogLoop(ctx context.Context) {
 		}
 		w.mu.Unlock()
 		if stopped > 0 {
-			w.log.Error("heartbeat has not reached the store for the liveness bound: stopping the handlers (their tasks may already run elsewhere)",
+			w.log.Error("heartbeat has not reached the store for three quarters of the liveness bound: stopping the handlers before their tasks are taken back",
 				"last_heartbeat", last, "dead_after", w.opts.DeadAfter.String(), "stopped", stopped)
 		}
 	}

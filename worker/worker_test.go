@@ -270,8 +270,16 @@ func TestPresumedDeadStopsHandlers(t *testing.T) {
 		r := start(t, w)
 		task := bd.submit(t, "block", `{}`, timeout(10*time.Hour))
 		blk.waitStarted(t)
-		bd.fake.Advance(2*time.Hour + time.Second)
-		require.ErrorIs(t, <-blk.causes, ErrPresumedDead)
+		// The handler is stopped a quarter of the bound before the monitor
+		// may take the task back (itself only at the bound plus
+		// queue.MaxClockSkew), so the two attempts never overlap.
+		bd.fake.Advance(90*time.Minute + time.Second)
+		select {
+		case cause := <-blk.causes:
+			require.ErrorIs(t, cause, ErrPresumedDead)
+		case <-time.After(10 * time.Second):
+			t.Fatal("the handler still runs at three quarters of the liveness bound")
+		}
 		got := bd.waitStatus(t, task.ID, queue.StatusPending)
 		require.Zero(t, got.RetryCount, "released, not retried")
 		require.Equal(t, queue.EventRequeued, got.LastEvent)
