@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/store"
 )
 
 // The history checker: given what a scenario submitted, it reads the final
@@ -32,29 +33,33 @@ type verdict struct {
 	Lost           []string
 	DoubleApplied  []string // more than one succeeded/failed event, or a write after the end
 	BadTransitions []string
-	Duplicates     int // extra executions beyond one per completed task
+	Unindexed      []string // pending, running or failed without the index entry its state needs
+	Duplicates     int      // extra executions beyond one per completed task
 	Executions     int
 }
 
 func (v verdict) String() string {
-	return fmt.Sprintf("tasks %d: completed %d, failed %d, unfinished %d; lost %d, double-applied %d, bad transitions %d; executions %d, duplicates %d",
-		v.Tasks, v.Completed, v.Failed, v.Unfinished, len(v.Lost), len(v.DoubleApplied), len(v.BadTransitions), v.Executions, v.Duplicates)
+	return fmt.Sprintf("tasks %d: completed %d, failed %d, unfinished %d; lost %d, double-applied %d, bad transitions %d, unindexed %d; executions %d, duplicates %d",
+		v.Tasks, v.Completed, v.Failed, v.Unfinished, len(v.Lost), len(v.DoubleApplied), len(v.BadTransitions), len(v.Unindexed), v.Executions, v.Duplicates)
 }
 
-// requireSound fails the test unless nothing was lost, nothing applied twice
-// and every transition was allowed.
+// requireSound fails the test unless nothing was lost, nothing applied twice,
+// every transition was allowed and every task has the index entry its state
+// needs (the scenarios run with the sweeper off: nothing repaired them).
 func (v verdict) requireSound(t *testing.T) {
 	t.Helper()
 	t.Logf("history check: %s", v)
 	require.Empty(t, v.Lost, "lost tasks")
 	require.Empty(t, v.DoubleApplied, "double-applied outcomes")
 	require.Empty(t, v.BadTransitions, "transitions outside the lifecycle table or its rules")
+	require.Empty(t, v.Unindexed, "tasks without the index entry their state needs")
 }
 
 // checkHistories checks every task in ids. execLog, when set, is a file
 // with one task id per handler execution.
-func checkHistories(t *testing.T, q *queue.Queue, ids []uuid.UUID, execLog string) verdict {
+func checkHistories(t *testing.T, e *wkEnv, ids []uuid.UUID, execLog string) verdict {
 	t.Helper()
+	q := e.q
 	ctx := context.Background()
 	v := verdict{Tasks: len(ids)}
 	execs := map[string]int{}
@@ -81,6 +86,11 @@ func checkHistories(t *testing.T, q *queue.Queue, ids []uuid.UUID, execLog strin
 			defer wg.Done()
 			defer func() { <-sem }()
 			problems, final, err := checkOne(ctx, q, id)
+			if err == nil {
+				if missing := unindexed(ctx, e.s, final); missing != "" {
+					problems = append(problems, "index: "+missing)
+				}
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -92,7 +102,9 @@ func checkHistories(t *testing.T, q *queue.Queue, ids []uuid.UUID, execLog strin
 				return
 			}
 			for _, p := range problems {
-				if strings.HasPrefix(p, "double") {
+				if strings.HasPrefix(p, "index: ") {
+					v.Unindexed = append(v.Unindexed, id.String()+": "+p)
+				} else if strings.HasPrefix(p, "double") {
 					v.DoubleApplied = append(v.DoubleApplied, id.String()+": "+p)
 				} else {
 					v.BadTransitions = append(v.BadTransitions, id.String()+": "+p)
@@ -154,4 +166,26 @@ func checkOne(ctx context.Context, q *queue.Queue, id uuid.UUID) ([]string, *que
 		problems = append(problems, fmt.Sprintf("history ends at rev %d but the task is at rev %d", prev.Rev, final.Rev))
 	}
 	return problems, final, nil
+}
+
+// unindexed names the index entry t's state needs when it is missing (the
+// rule of queue/doc.go, "Index entries are written first": a pending task
+// has its ready entry, a running one its lease entry, a failed one its
+// dead letter), "" when it is there or the state needs none.
+func unindexed(ctx context.Context, s store.Store, t *queue.Task) string {
+	var key string
+	switch t.Status {
+	case queue.StatusPending:
+		key = queue.ReadyKey(t)
+	case queue.StatusRunning:
+		key = queue.LeaseKey(t)
+	case queue.StatusFailed:
+		key = queue.DeadKey(t)
+	default:
+		return ""
+	}
+	if _, err := s.Get(ctx, key); err != nil {
+		return fmt.Sprintf("%s task has no %s (%v)", t.Status, key, err)
+	}
+	return ""
 }

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/Shopify/toxiproxy/v2"
 	"github.com/Shopify/toxiproxy/v2/collectors"
@@ -28,7 +29,9 @@ import (
 // The injector answers a share of requests with S3 errors (503 SlowDown,
 // 500 InternalError) without forwarding them, and for another share
 // forwards a PUT and then loses the response (the write committed, the
-// client sees a 500). Toxiproxy adds latency, resets connections, cuts
+// client sees a 500); a "blind" lost response also fails every GET of the
+// same key for the next two seconds, so the writer's re-read fails too and
+// the outcome stays unknown. Toxiproxy adds latency, resets connections, cuts
 // bandwidth, times out, or goes down altogether.
 type faultChain struct {
 	t      *testing.T
@@ -39,8 +42,10 @@ type faultChain struct {
 	rnd       *rand.Rand
 	errorRate float64 // share of requests answered with an error
 	lostRate  float64 // share of PUTs committed with the response lost
+	blindRate float64 // share of PUTs committed with the response and the re-reads lost
+	blind     map[string]time.Time
 
-	Requests, Errors, Lost atomic.Int64
+	Requests, Errors, Lost, Blind atomic.Int64
 }
 
 func newFaultChain(t *testing.T, upstream string) *faultChain {
@@ -53,7 +58,7 @@ func newFaultChain(t *testing.T, upstream string) *faultChain {
 	require.NoError(t, tox.Start())
 	t.Cleanup(tox.Stop)
 
-	f := &faultChain{t: t, tox: tox, rnd: rand.New(rand.NewSource(42))}
+	f := &faultChain{t: t, tox: tox, rnd: rand.New(rand.NewSource(42)), blind: map[string]time.Time{}}
 	target := &url.URL{Scheme: "http", Host: tox.Listen}
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -68,6 +73,9 @@ func newFaultChain(t *testing.T, upstream string) *faultChain {
 		f.Requests.Add(1)
 		fail, slowDown, lose := f.roll(r)
 		switch {
+		case f.blinded(r):
+			f.Errors.Add(1)
+			writeS3Error(w, http.StatusInternalServerError, "InternalError", "re-read lost")
 		case fail:
 			f.Errors.Add(1)
 			if slowDown {
@@ -88,14 +96,47 @@ func newFaultChain(t *testing.T, upstream string) *faultChain {
 }
 
 // roll decides a request's fate: fail it (as 503 SlowDown or 500), lose
-// its response, or pass it through.
+// its response (and, for a blind loss, the re-reads that follow), or pass
+// it through.
 func (f *faultChain) roll(r *http.Request) (fail, slowDown, lose bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.errorRate > 0 && f.rnd.Float64() < f.errorRate {
 		return true, f.rnd.Intn(2) == 0, false
 	}
-	return false, false, r.Method == http.MethodPut && f.lostRate > 0 && f.rnd.Float64() < f.lostRate
+	if r.Method != http.MethodPut {
+		return false, false, false
+	}
+	if f.blindRate > 0 && f.rnd.Float64() < f.blindRate {
+		f.blind[r.URL.Path] = time.Now().Add(2 * time.Second)
+		f.Blind.Add(1)
+		return false, false, true
+	}
+	return false, false, f.lostRate > 0 && f.rnd.Float64() < f.lostRate
+}
+
+// blinded reports a GET of a key whose PUT response was lost blind less
+// than two seconds ago.
+func (f *faultChain) blinded(r *http.Request) bool {
+	if r.Method != http.MethodGet {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	until, ok := f.blind[r.URL.Path]
+	if ok && time.Now().After(until) {
+		delete(f.blind, r.URL.Path)
+		return false
+	}
+	return ok
+}
+
+// SetBlindRate sets the share of PUTs whose response is lost and whose
+// key then fails every GET for two seconds (the writer's re-read).
+func (f *faultChain) SetBlindRate(rate float64) {
+	f.mu.Lock()
+	f.blindRate = rate
+	f.mu.Unlock()
 }
 
 // Endpoint is the S3 endpoint qo processes should use.
