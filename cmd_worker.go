@@ -17,6 +17,7 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/urfave/cli/v2"
 
+	"github.com/qo-queue/qo/internal/termsafe"
 	"github.com/qo-queue/qo/monitor"
 	"github.com/qo-queue/qo/monitor/view"
 	"github.com/qo-queue/qo/queue"
@@ -590,16 +591,15 @@ func printWorkers(w io.Writer, health []monitor.WorkerHealth) error {
 	for _, h := range health {
 		wi := h.Worker
 		counts[h.State]++
-		fmt.Fprintf(tw, "%s\t%s\t%s ago\t%d/%d\t%d\t%d\t%s\t%s\t%s\t%d\n",
-			wi.ID, h.State, h.Age.Round(time.Second), len(wi.CurrentTasks), wi.Concurrency,
-			wi.TasksCompleted, wi.TasksFailed, shardsText(wi.Shards), strings.Join(wi.Types, ","), wi.Host, wi.PID)
+		tabRow(tw, wi.ID, string(h.State), h.Age.Round(time.Second).String()+" ago", fmt.Sprintf("%d/%d", len(wi.CurrentTasks), wi.Concurrency),
+			fmt.Sprint(wi.TasksCompleted), fmt.Sprint(wi.TasksFailed), shardsText(wi.Shards), strings.Join(wi.Types, ","), wi.Host, fmt.Sprint(wi.PID))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	for _, h := range health {
 		if len(h.Worker.CurrentTasks) > 0 {
-			fmt.Fprintf(w, "%s running: %s\n", h.Worker.ID, strings.Join(h.Worker.CurrentTasks, " "))
+			fmt.Fprintf(w, "%s running: %s\n", termsafe.Line(h.Worker.ID), termsafe.Line(strings.Join(h.Worker.CurrentTasks, " ")))
 		}
 	}
 	_, err := fmt.Fprintf(w, "%d active, %d stale, %d dead\n", counts[monitor.Active], counts[monitor.Stale], counts[monitor.Dead])

@@ -27,6 +27,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/qo-queue/qo/internal/termsafe"
 	"github.com/qo-queue/qo/store/gateway"
 )
 
@@ -94,7 +95,8 @@ func errorLine(err error) string {
 	}
 	msg = strings.Join(strings.Fields(strings.ReplaceAll(msg, "\n", "; ")), " ")
 	msg = strings.TrimPrefix(msg, "qo: ")
-	return "qo: " + msg
+	// An error may quote the bucket (a key, a task's error): escape it.
+	return "qo: " + termsafe.Line(msg)
 }
 
 const appDescription = `qo keeps tasks as JSON objects in one S3-compatible bucket. Every state change
