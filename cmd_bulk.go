@@ -39,6 +39,7 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/urfave/cli/v2"
 
+	"github.com/qo-queue/qo/internal/termsafe"
 	"github.com/qo-queue/qo/queue"
 )
 
@@ -175,7 +176,7 @@ func runBulkSubmit(c *cli.Context) error {
 			fmt.Fprintf(c.App.ErrWriter, "qo: %s: ... and %d more failed lines\n", display, len(sum.Errors)-i)
 			break
 		}
-		fmt.Fprintf(c.App.ErrWriter, "qo: %s:%d: %s\n", display, e.Line, e.Error)
+		fmt.Fprintf(c.App.ErrWriter, "qo: %s:%d: %s\n", display, e.Line, termsafe.Line(e.Error))
 	}
 	return res.err(display, len(tasks))
 }
@@ -326,7 +327,7 @@ func badLinesError(w io.Writer, name string, bad []lineError) error {
 			fmt.Fprintf(w, "qo: %s: ... and %d more bad lines\n", name, len(bad)-i)
 			break
 		}
-		fmt.Fprintf(w, "qo: %s:%d: %s\n", name, b.Line, b.Error)
+		fmt.Fprintf(w, "qo: %s:%d: %s\n", name, b.Line, termsafe.Line(b.Error))
 	}
 	return usageError("%s: %d bad lines (first: line %d: %s); nothing submitted (fix them and run again)",
 		name, len(bad), bad[0].Line, bad[0].Error)

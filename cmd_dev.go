@@ -55,7 +55,9 @@ const devDescription = `Starts everything on this machine, no S3 account needed:
   - the bucket --bucket, versioned, holding an initialised queue (CORS open
     for the web UI);
   - a worker with the built-in handlers (echo, sleep, fail) plus any --exec
-    handlers, and the timeout monitor;
+    handlers (which, as in 'qo run-worker', get a clean environment: only
+    PATH, HOME, the locale and what --env and --env-file give them), and the
+    timeout monitor;
   - with --demo, a steady trickle of sample tasks (quick, slow, delayed,
     failing and retried) so every screen has something to show.
 
@@ -107,6 +109,8 @@ func devCommand() *cli.Command {
 		limitFlag(catWorker, "QO_DEV_LIMITS"),
 		&cli.StringSliceFlag{Name: "exec", Category: catWorker, EnvVars: []string{"QO_DEV_EXEC"},
 			Usage: "`TYPE=COMMAND` handler, repeatable (see 'qo run-worker --help'); replaces a built-in of the same name"},
+		execEnvFlag(catWorker, "QO_DEV_EXEC_ENV"),
+		execEnvFileFlag(catWorker, "QO_DEV_EXEC_ENV_FILE"),
 		&cli.StringFlag{Name: "shutdown-timeout", Category: catWorker, EnvVars: []string{"QO_DEV_SHUTDOWN_TIMEOUT"}, Value: "10s",
 			Usage: "on Ctrl+C, wait this long for running tasks before releasing them"},
 
@@ -137,6 +141,8 @@ type devConfig struct {
 	concurrency     int
 	limits          map[string]int
 	execs           []worker.ExecSpec
+	execPassEnv     []string // --env NAME
+	execEnv         []string // --env-file, --env NAME=VALUE
 	shutdownTimeout time.Duration
 	demo            bool
 	noTUI           bool
@@ -186,6 +192,9 @@ func devConfigFromFlags(c *cli.Context) (*devConfig, error) {
 		return nil, err
 	}
 	if dc.execs, err = parseExecFlags(c.StringSlice("exec")); err != nil {
+		return nil, err
+	}
+	if dc.execPassEnv, dc.execEnv, err = execEnvFromFlags(c); err != nil {
 		return nil, err
 	}
 	if dc.dataDir, err = devDataDir(c.String("data-dir")); err != nil {
@@ -306,7 +315,7 @@ func runDev(c *cli.Context) error {
 	})
 	worker.RegisterBuiltins(w)
 	for _, spec := range dc.execs {
-		w.Handle(spec.Type, worker.Exec(spec.Command, worker.ExecOptions{WorkerID: w.ID()}))
+		w.Handle(spec.Type, worker.Exec(spec.Command, worker.ExecOptions{WorkerID: w.ID(), PassEnv: dc.execPassEnv, Env: dc.execEnv}))
 	}
 	if err := w.Validate(); err != nil {
 		return usageError("%v", err)

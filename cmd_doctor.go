@@ -11,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/qo-queue/qo/internal/termsafe"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/doctor"
 	"github.com/qo-queue/qo/store/s3store"
@@ -144,9 +145,9 @@ func printDoctor(w io.Writer, res doctorOutput) {
 	counts := map[doctor.Status]int{}
 	for _, ch := range res.Checks {
 		counts[ch.Status]++
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", ch.Status, ch.Name, ch.Detail)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", ch.Status, ch.Name, termsafe.Line(ch.Detail))
 		if ch.Fix != "" && (ch.Status == doctor.StatusWarn || ch.Status == doctor.StatusFail) {
-			fmt.Fprintf(tw, "  \t\tfix: %s\n", ch.Fix)
+			fmt.Fprintf(tw, "  \t\tfix: %s\n", termsafe.Line(ch.Fix))
 		}
 	}
 	_ = tw.Flush()

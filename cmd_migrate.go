@@ -5,6 +5,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/qo-queue/qo/internal/termsafe"
 	"github.com/qo-queue/qo/queue"
 )
 
@@ -46,7 +47,7 @@ Examples:
 			}
 			progress := func(msg string) {
 				if !c.Bool("json") {
-					fmt.Fprintln(c.App.ErrWriter, "qo: "+msg)
+					fmt.Fprintln(c.App.ErrWriter, "qo: "+termsafe.Line(msg))
 				}
 			}
 			res, err := queue.Migrate(c.Context, s, queue.Options{Logger: stderrLogger(c)}, progress)
@@ -70,7 +71,7 @@ Examples:
 			fmt.Fprintf(w, "tasks checked: %d, dead letters indexed: %d, missing entries written: %d\n",
 				res.Repair.Scanned, res.Repair.DeadRepaired, res.Repair.ReadyRepaired+res.Repair.LeasesRepaired)
 			for _, m := range res.Repair.Malformed {
-				fmt.Fprintf(c.App.ErrWriter, "qo: skipped malformed object %s: %v\n", m.Key, m.Err)
+				fmt.Fprintf(c.App.ErrWriter, "qo: skipped malformed object %s: %s\n", termsafe.Line(m.Key), oneLine(m.Err.Error()))
 			}
 			return nil
 		},
@@ -124,7 +125,7 @@ Examples:
 						return err
 					}
 					for _, m := range res.Malformed {
-						fmt.Fprintf(c.App.ErrWriter, "qo: skipped malformed object %s: %v\n", m.Key, m.Err)
+						fmt.Fprintf(c.App.ErrWriter, "qo: skipped malformed object %s: %s\n", termsafe.Line(m.Key), oneLine(m.Err.Error()))
 					}
 					res.Malformed = nil
 					total.Add(res)

@@ -16,6 +16,7 @@ package main
 //     "versioning", "lifecycle"}
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -33,6 +34,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/urfave/cli/v2"
 
+	"github.com/qo-queue/qo/internal/termsafe"
 	"github.com/qo-queue/qo/monitor/view"
 	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/store"
@@ -358,7 +360,7 @@ Examples:
 			}
 			if !created {
 				fmt.Fprintf(c.App.ErrWriter, "qo: task %s already exists for idempotency key %q (%s); nothing submitted\n",
-					task.ID, req.IdempotencyKey, task.Status)
+					task.ID, req.IdempotencyKey, termsafe.Line(string(task.Status)))
 			}
 			if c.Bool("json") {
 				return emitJSON(c.App.Writer, task)
@@ -525,10 +527,11 @@ Examples:
 	}
 }
 
-// printTask renders one task as aligned "field: value" lines.
+// printTask renders one task as aligned "field: value" lines. Every value
+// comes from the bucket: control characters in it are escaped.
 func printTask(w io.Writer, t *queue.Task, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
+	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, termsafe.Line(v)) }
 	row("id", t.ID.String())
 	row("type", t.Type)
 	row("status", statusLine(t, now))
@@ -632,23 +635,51 @@ func roundDuration(d time.Duration) time.Duration {
 	return d.Round(time.Millisecond)
 }
 
-func oneLine(s string) string {
+// oneLine renders text from the bucket (an error, a reason) as one short
+// line for a terminal: white space folded, at most 200 bytes, control
+// characters escaped.
+func oneLine(s string) string { return termsafe.Line(foldSpace(s)) }
+
+// foldSpace folds white space runs into one space and cuts s to 200 bytes
+// (on a character boundary).
+func foldSpace(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 200 {
-		s = s[:200] + "..."
-	}
-	return s
+	return cutText(s, 200, "...")
 }
 
+// cutText cuts s to at most n bytes on a character boundary, adding more
+// when it cut.
+func cutText(s string, n int, more string) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + more
+}
+
+// jsonText renders a JSON document from the bucket on one line: compacted,
+// cut to 200 bytes, control characters escaped.
 func jsonText(m json.RawMessage) string {
 	if m == nil {
 		return "null"
 	}
+	var b bytes.Buffer
 	s := string(m)
-	if len(s) > 200 {
-		s = s[:200] + "... (--json shows all)"
+	if json.Compact(&b, m) == nil {
+		s = b.String()
 	}
-	return s
+	return termsafe.Line(cutText(s, 200, "... (--json shows all)"))
+}
+
+// tabRow writes cells as one tabwriter row, each escaped (a tab or a
+// newline inside a cell would break the table, an ESC the terminal).
+func tabRow(w io.Writer, cells ...string) {
+	for i, c := range cells {
+		cells[i] = termsafe.Line(c)
+	}
+	fmt.Fprintln(w, strings.Join(cells, "\t"))
 }
 
 // --- history ----------------------------------------------------------------
@@ -693,11 +724,11 @@ Examples:
 					if e.Err != nil {
 						detail = "unreadable version " + e.VersionID + ": " + oneLine(e.Err.Error())
 					}
-					fmt.Fprintf(tw, "-\t%s\t%s\t-\t-\t-\t%s\n", formatTime(e.At), e.Name, detail)
+					tabRow(tw, "-", formatTime(e.At), e.Name, "-", "-", "-", detail)
 					continue
 				}
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\n", e.Rev, formatTime(e.At), e.Name, e.Status,
-					e.Attempt, dash(e.WorkerID), eventDetail(e))
+				tabRow(tw, fmt.Sprint(e.Rev), formatTime(e.At), e.Name, string(e.Status),
+					fmt.Sprint(e.Attempt), dash(e.WorkerID), eventDetail(e))
 			}
 			return tw.Flush()
 		},
@@ -837,7 +868,7 @@ Examples:
 				return err
 			}
 			for _, m := range page.Malformed {
-				fmt.Fprintf(c.App.ErrWriter, "qo: skipped malformed object %s: %v\n", m.Key, m.Err)
+				fmt.Fprintf(c.App.ErrWriter, "qo: skipped malformed object %s: %s\n", termsafe.Line(m.Key), oneLine(m.Err.Error()))
 			}
 			if c.Bool("json") {
 				return emitJSON(c.App.Writer, view.PageOf(page))
@@ -850,7 +881,7 @@ Examples:
 				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 				fmt.Fprintln(tw, "ID\tTYPE\tPRIORITY\tSTATUS\tATTEMPT\tUPDATED\tWHEN")
 				for _, t := range page.Tasks {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", t.ID, t.Type, t.Priority, t.Status, t.Attempt, formatTime(t.UpdatedAt), listWhen(t, now))
+					tabRow(tw, t.ID.String(), t.Type, string(t.Priority), string(t.Status), fmt.Sprint(t.Attempt), formatTime(t.UpdatedAt), listWhen(t, now))
 				}
 				if err := tw.Flush(); err != nil {
 					return err
@@ -942,10 +973,11 @@ func operatorCommand(name, usage, description string, extra []cli.Flag,
 				return emitJSON(c.App.Writer, task)
 			}
 			if task.Rev == before.Rev {
-				_, err = fmt.Fprintf(c.App.Writer, "task %s: already %s; nothing to do\n", task.ID, statusLine(task, q.Now()))
+				_, err = fmt.Fprintf(c.App.Writer, "task %s: already %s; nothing to do\n", task.ID, termsafe.Line(statusLine(task, q.Now())))
 				return err
 			}
-			_, err = fmt.Fprintf(c.App.Writer, "task %s: %s -> %s (%s)\n", task.ID, before.Status, statusLine(task, q.Now()), task.LastEvent)
+			_, err = fmt.Fprintf(c.App.Writer, "task %s: %s -> %s (%s)\n", task.ID, termsafe.Line(string(before.Status)),
+				termsafe.Line(statusLine(task, q.Now())), termsafe.Line(task.LastEvent))
 			return err
 		},
 	}

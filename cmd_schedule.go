@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/qo-queue/qo/internal/termsafe"
 	"github.com/qo-queue/qo/monitor/view"
 	"github.com/qo-queue/qo/queue"
 )
@@ -136,7 +137,7 @@ due time. Either way a long outage never floods the queue.`,
 						return err
 					}
 					for _, m := range malformed {
-						fmt.Fprintf(c.App.ErrWriter, "qo: skipping %v\n", &m)
+						fmt.Fprintf(c.App.ErrWriter, "qo: skipping %s\n", oneLine(m.Error()))
 					}
 					if c.Bool("json") {
 						return emitJSON(c.App.Writer, view.SchedulesOf(list, malformed))
@@ -149,8 +150,7 @@ due time. Either way a long outage never floods the queue.`,
 					tw := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)
 					fmt.Fprintln(tw, "NAME\tCRON\tTZ\tTYPE\tSTATE\tNEXT\tLAST TASK")
 					for _, s := range list {
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Cron, s.Timezone, s.Task.Type,
-							enabledWord(s.Enabled), nextDueText(s, now), dash(s.LastTaskID))
+						tabRow(tw, s.Name, s.Cron, s.Timezone, s.Task.Type, enabledWord(s.Enabled), nextDueText(s, now), dash(s.LastTaskID))
 					}
 					return tw.Flush()
 				},
@@ -257,7 +257,7 @@ func scheduleSpecFromFlags(c *cli.Context, name string) (queue.ScheduleSpec, err
 
 func printSchedule(w io.Writer, s *queue.Schedule, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
+	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, termsafe.Line(v)) }
 	row("name", s.Name)
 	row("cron", s.Cron+" ("+s.Timezone+")")
 	row("state", enabledWord(s.Enabled))
@@ -404,7 +404,7 @@ func pauseSummary(c queue.Control) string {
 		parts = append(parts, "the whole queue is paused"+reasonSuffix(c.Reason))
 	}
 	if ts := c.PausedTypes(); len(ts) > 0 {
-		parts = append(parts, "paused types: "+strings.Join(ts, ", "))
+		parts = append(parts, "paused types: "+termsafe.Line(strings.Join(ts, ", ")))
 	}
 	if len(parts) == 0 {
 		return "nothing is paused"

@@ -24,6 +24,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/urfave/cli/v2"
 
+	"github.com/qo-queue/qo/internal/termsafe"
 	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/store"
 )
@@ -156,9 +157,10 @@ func (p *tailPrinter) print(evs []tailEvent) (bool, error) {
 func humanEvent(ev tailEvent) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %-16s %s %s attempt=%d worker=%s", ev.At.UTC().Format("2006-01-02T15:04:05.000Z"),
-		ev.Event, dash(ev.Type), ev.ID, ev.Attempt, dash(ev.WorkerID))
+		termsafe.Line(ev.Event), termsafe.Line(dash(ev.Type)), ev.ID, ev.Attempt, termsafe.Line(dash(ev.WorkerID)))
 	if ev.Error != "" {
-		b.WriteString(" error=" + strconv.Quote(oneLine(ev.Error)))
+		// strconv.Quote escapes every control character itself.
+		b.WriteString(" error=" + strconv.Quote(foldSpace(ev.Error)))
 	}
 	if ev.Missed > 0 {
 		fmt.Fprintf(&b, " missed=%d", ev.Missed)

@@ -22,6 +22,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/urfave/cli/v2"
 
+	"github.com/qo-queue/qo/internal/termsafe"
 	"github.com/qo-queue/qo/queue"
 )
 
@@ -343,7 +344,7 @@ func printWaitLine(w io.Writer, it *waitItem) {
 	case it.outcome == outcomeCancelled && t.CancelReason != "":
 		line += ": " + oneLine(t.CancelReason)
 	}
-	fmt.Fprintln(w, line)
+	fmt.Fprintln(w, termsafe.Line(line))
 }
 
 func waitJSON(items []*waitItem, outcome string) any {

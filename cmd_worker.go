@@ -17,6 +17,7 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/urfave/cli/v2"
 
+	"github.com/qo-queue/qo/internal/termsafe"
 	"github.com/qo-queue/qo/monitor"
 	"github.com/qo-queue/qo/monitor/view"
 	"github.com/qo-queue/qo/queue"
@@ -40,13 +41,27 @@ Handlers, three ways:
                         task input JSON on stdin, the output JSON on stdout
                         (empty = null); exit 0 = success, 75 = retry, anything
                         else = permanent failure; the stderr tail is kept as the
-                        error. QO_TASK_ID, QO_TASK_TYPE, QO_ATTEMPT, QO_WORKER_ID
-                        are set. On timeout, cancel or lease loss the process
+                        error. On timeout, cancel or lease loss the process
                         group gets SIGTERM, then SIGKILL after --kill-grace.
   --builtins            echo (output = input), sleep ({"ms": N}) and fail
                         ({"mode": "retryable"|"permanent"}), for demos and tests;
                         on by default when no --exec is given.
   Go API                embed qo: worker.New(q, opts).Handle("type", fn).
+
+Exec handler environment: a handler does NOT inherit the worker's environment,
+which holds the bucket's credentials (a handler that printed it would store
+them in the bucket). It gets only PATH, HOME, USER, LOGNAME, SHELL, LANG,
+LANGUAGE, LC_*, TZ, TMPDIR, TERM, SSL_CERT_FILE and SSL_CERT_DIR from the
+worker (on Windows: PATH, PATHEXT, SYSTEMROOT, TEMP, USERPROFILE and the like),
+then, in this order (a later one wins):
+  --env NAME            the worker's NAME, when set (skipped when not)
+  --env-file FILE       the variables of a dotenv file (NAME=VALUE lines,
+                        # comments, quotes, export prefixes)
+  --env NAME=VALUE      NAME set to VALUE (commas and all)
+  QO_TASK_ID, QO_TASK_TYPE, QO_ATTEMPT, QO_WORKER_ID, QO_TASK_TIMEOUT_SECONDS,
+                        set by qo for each task; nothing overrides them.
+QO_EXEC_ENV takes names (or NAME=VALUE without commas), comma separated; a
+--env on the command line replaces it.
 
 A task's timeout is a lease: while a handler runs its lease is renewed every
 timeout/3, so a slow handler keeps running as long as the worker is healthy;
@@ -64,6 +79,7 @@ Durations accept Go syntax (500ms, 30s, 2m) or a bare number of seconds.
 
 Examples:
   qo run-worker --exec send_email=./send.sh --concurrency 4
+  qo run-worker --exec send_email=./send.sh --env SMTP_HOST --env-file /etc/qo/send.env
   QO_SHARD_LEASING=1 qo worker --exec resize=/usr/local/bin/resize
   qo run-worker --builtins --types echo,sleep`
 
@@ -100,6 +116,8 @@ func runWorkerCommand() *cli.Command {
 			Usage: "exec handlers: time between SIGTERM and SIGKILL"},
 		&cli.Int64Flag{Name: "exec-max-output", Category: catHandler, EnvVars: []string{"QO_EXEC_MAX_OUTPUT"}, Value: worker.DefaultMaxStdout,
 			Usage: "exec handlers: stdout size limit in `BYTES` (larger output fails the task)"},
+		execEnvFlag(catHandler, "QO_EXEC_ENV"),
+		execEnvFileFlag(catHandler, "QO_EXEC_ENV_FILE"),
 
 		&cli.StringFlag{Name: "index-mode", Category: catPoll, EnvVars: []string{"QO_INDEX_MODE"}, Value: string(worker.IndexOnly),
 			Usage: "task discovery: index-only; hybrid (also scans recent task objects when the index looks empty for a while: for a bucket damaged from outside) or log-scan (diagnosis)"},
@@ -358,6 +376,9 @@ func workerSetupFromFlags(c *cli.Context) (*workerSetup, error) {
 	if ws.execs, err = parseExecFlags(c.StringSlice("exec")); err != nil {
 		return nil, err
 	}
+	if ws.execOpts.PassEnv, ws.execOpts.Env, err = execEnvFromFlags(c); err != nil {
+		return nil, err
+	}
 	ws.builtins = len(ws.execs) == 0
 	if c.IsSet("builtins") {
 		ws.builtins = c.Bool("builtins")
@@ -570,16 +591,15 @@ func printWorkers(w io.Writer, health []monitor.WorkerHealth) error {
 	for _, h := range health {
 		wi := h.Worker
 		counts[h.State]++
-		fmt.Fprintf(tw, "%s\t%s\t%s ago\t%d/%d\t%d\t%d\t%s\t%s\t%s\t%d\n",
-			wi.ID, h.State, h.Age.Round(time.Second), len(wi.CurrentTasks), wi.Concurrency,
-			wi.TasksCompleted, wi.TasksFailed, shardsText(wi.Shards), strings.Join(wi.Types, ","), wi.Host, wi.PID)
+		tabRow(tw, wi.ID, string(h.State), h.Age.Round(time.Second).String()+" ago", fmt.Sprintf("%d/%d", len(wi.CurrentTasks), wi.Concurrency),
+			fmt.Sprint(wi.TasksCompleted), fmt.Sprint(wi.TasksFailed), shardsText(wi.Shards), strings.Join(wi.Types, ","), wi.Host, fmt.Sprint(wi.PID))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	for _, h := range health {
 		if len(h.Worker.CurrentTasks) > 0 {
-			fmt.Fprintf(w, "%s running: %s\n", h.Worker.ID, strings.Join(h.Worker.CurrentTasks, " "))
+			fmt.Fprintf(w, "%s running: %s\n", termsafe.Line(h.Worker.ID), termsafe.Line(strings.Join(h.Worker.CurrentTasks, " ")))
 		}
 	}
 	_, err := fmt.Fprintf(w, "%d active, %d stale, %d dead\n", counts[monitor.Active], counts[monitor.Stale], counts[monitor.Dead])
@@ -655,4 +675,76 @@ func parseLimits(vals []string) (map[string]int, error) {
 		out[typ] = n
 	}
 	return out, nil
+}
+
+// execEnvFlag is --env NAME[=VALUE], shared by run-worker and dev. Each
+// --env on the command line is one entry, commas and all (a value may
+// hold commas); the variable holds a comma-separated list. It is a
+// GenericFlag because a string slice flag would split values on commas:
+// the variable's value goes to Value, the command line's to Destination
+// (see execEnvFromFlags).
+func execEnvFlag(category, env string) cli.Flag {
+	return &cli.GenericFlag{Name: "env", Category: category, EnvVars: []string{env},
+		Value: &envEntries{}, Destination: &envEntries{},
+		Usage: "exec handlers: pass the worker's variable `NAME`, or set NAME=VALUE, repeatable; they inherit no other but PATH, HOME, the locale and the like (in " + env + ": names, comma separated)"}
+}
+
+// execEnvFileFlag is --env-file FILE, shared by run-worker and dev.
+func execEnvFileFlag(category, env string) cli.Flag {
+	return &cli.StringFlag{Name: "env-file", Category: category, EnvVars: []string{env}, TakesFile: true,
+		Usage: "exec handlers: set the variables of the dotenv `FILE` (NAME=VALUE lines, # comments) in their environment"}
+}
+
+// envEntries collects the values of --env, one entry per flag.
+type envEntries struct{ vals []string }
+
+func (e *envEntries) Set(v string) error { e.vals = append(e.vals, v); return nil }
+func (e *envEntries) String() string     { return strings.Join(e.vals, ",") }
+
+// fresh gives each run of the app its own (the command definitions, and
+// so the flag values, are shared; see cloneFlag).
+func (e *envEntries) fresh() cli.Generic { return &envEntries{} }
+
+// execEnvFromFlags reads --env and --env-file into the exec handler
+// options: the names to pass through and the NAME=VALUE entries (those of
+// the file first, so --env NAME=VALUE wins over the file).
+func execEnvFromFlags(c *cli.Context) (pass, set []string, err error) {
+	var entries []string
+	if d, ok := c.Generic("env").(*envEntries); ok && len(d.vals) > 0 {
+		entries = d.vals // the command line wins over the variable
+	} else {
+		for _, f := range c.Command.Flags {
+			if g, ok := f.(*cli.GenericFlag); ok && g.Name == "env" {
+				if v, ok := g.Value.(*envEntries); ok {
+					entries = splitList(v.vals)
+				}
+			}
+		}
+	}
+	if path := strings.TrimSpace(c.String("env-file")); path != "" {
+		if set, err = worker.ReadEnvFile(path); err != nil {
+			return nil, nil, usageError("invalid --env-file: %s", execEnvMessage(err))
+		}
+	}
+	for _, raw := range entries {
+		if strings.TrimSpace(raw) == "" {
+			continue
+		}
+		name, value, hasValue, err := worker.ParseEnvEntry(raw)
+		if err != nil {
+			return nil, nil, usageError("invalid --env %s", execEnvMessage(err))
+		}
+		if hasValue {
+			set = append(set, name+"="+value)
+		} else {
+			pass = append(pass, name)
+		}
+	}
+	return pass, set, nil
+}
+
+// execEnvMessage strips the sentinel's prefix from an exec environment
+// error.
+func execEnvMessage(err error) string {
+	return strings.Replace(err.Error(), worker.ErrExecEnv.Error()+": ", "", 1)
 }

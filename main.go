@@ -27,6 +27,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/qo-queue/qo/internal/termsafe"
 	"github.com/qo-queue/qo/store/gateway"
 )
 
@@ -94,7 +95,8 @@ func errorLine(err error) string {
 	}
 	msg = strings.Join(strings.Fields(strings.ReplaceAll(msg, "\n", "; ")), " ")
 	msg = strings.TrimPrefix(msg, "qo: ")
-	return "qo: " + msg
+	// An error may quote the bucket (a key, a task's error): escape it.
+	return "qo: " + termsafe.Line(msg)
 }
 
 const appDescription = `qo keeps tasks as JSON objects in one S3-compatible bucket. Every state change
@@ -211,11 +213,24 @@ func cloneFlag(f cli.Flag) cli.Flag {
 	}
 	c := reflect.New(v.Elem().Type())
 	c.Elem().Set(v.Elem())
+	if g, ok := c.Interface().(*cli.GenericFlag); ok {
+		// A generic flag's value is a pointer: each run gets its own.
+		if v, ok := g.Value.(freshGeneric); ok {
+			g.Value = v.fresh()
+		}
+		if d, ok := g.Destination.(freshGeneric); ok {
+			g.Destination = d.fresh()
+		}
+	}
 	if cf, ok := c.Interface().(cli.Flag); ok {
 		return cf
 	}
 	return f
 }
+
+// freshGeneric is a generic flag value that can make an empty copy of
+// itself.
+type freshGeneric interface{ fresh() cli.Generic }
 
 // prepareCommand gives cmd (and its subcommands) qo's usage-error handling
 // and, when withConnection, the connection flags it lacks. urfave/cli adds

@@ -457,6 +457,33 @@ func TestExecHandlerProcess(t *testing.T) {
 	require.Equal(t, 0, w.wait(t))
 }
 
+// An exec handler that dumps its environment into the bucket (its error)
+// shows none of the worker's credentials, only what --env and --env-file
+// give it.
+func TestExecHandlerEnvironment(t *testing.T) {
+	t.Parallel()
+	e := wkSetup(t)
+	dir := t.TempDir()
+	dump := filepath.Join(dir, "dump.sh")
+	require.NoError(t, os.WriteFile(dump, []byte("#!/bin/sh\nenv >&2\nexit 3\n"), 0o755))
+	envFile := filepath.Join(dir, "handler.env")
+	require.NoError(t, os.WriteFile(envFile, []byte("# handler settings\nSMTP_PASS='from the file'\n"), 0o600))
+	e.env = append(e.env, "QO_API_TOKEN=qo-secret-token", "DATABASE_URL=postgres://db/app", "UNLISTED=not-for-handlers")
+	id := e.submit(t, "dump", `{}`, 10*time.Second, 0)
+	w := e.start(t, "w", workerArgs("w-env", "--exec", "dump="+dump, "--env", "DATABASE_URL", "--env", "GREETING=hi, there", "--env-file", envFile)...)
+
+	got := e.waitTask(t, id, "failed", func(task *queue.Task) bool { return task.Status == queue.StatusFailed })
+	cfg := storetest.S3Config(t, e.s.Bucket())
+	for _, secret := range []string{cfg.SecretKey, cfg.AccessKey, "AWS_SECRET_ACCESS_KEY", "AWS_ACCESS_KEY_ID", "qo-secret-token", "not-for-handlers", "S3_ENDPOINT"} {
+		require.NotContains(t, got.LastError, secret)
+	}
+	for _, want := range []string{"DATABASE_URL=postgres://db/app", "GREETING=hi, there", "SMTP_PASS=from the file", "QO_TASK_TYPE=dump", "QO_WORKER_ID=w-env", "PATH="} {
+		require.Contains(t, got.LastError, want)
+	}
+	w.signal(t, syscall.SIGTERM)
+	require.Equal(t, 0, w.wait(t))
+}
+
 // kill -9 of a worker does not leave its exec handler running as an
 // orphan (Linux: parent-death signal).
 func TestKilledWorkerTakesExecChildAlong(t *testing.T) {

@@ -58,7 +58,9 @@ written only when a task fails for good (a small fraction of the traffic;
 docs/scaling.md states the rate at which it would need partitioning).
 
 {type} matches [A-Za-z0-9_.:-]{1,64}; worker ids [A-Za-z0-9_.:-]{1,128};
-schedule names [A-Za-z0-9_.:-]{1,64}.
+schedule names [A-Za-z0-9_.:-]{1,64}. None of them may be dots only ("."
+or ".." as a key segment is a path step that S3 servers and clients
+resolve away), so each is exactly one segment of the keys it appears in.
 
 queue.json says which layout the bucket uses: {"format":2,...} is layout 2
 (this one). A bucket of layout 1 ("format":1: time-first index keys, no

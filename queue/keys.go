@@ -395,3 +395,31 @@ func ShortID(id uuid.UUID) string {
 	}
 	return s[:8]
 }
+
+// ParseWorkerKey returns the worker id of a registry key
+// "workers/{id}.json".
+func ParseWorkerKey(key string) (string, error) {
+	rest, ok := strings.CutPrefix(key, WorkersPrefix)
+	id, ok2 := strings.CutSuffix(rest, ".json")
+	if !ok || !ok2 {
+		return "", fmt.Errorf("%q is not a worker registry key (want %s{worker id}.json)", key, WorkersPrefix)
+	}
+	if err := ValidateWorkerID(id); err != nil {
+		return "", fmt.Errorf("worker registry key %q: bad worker id %q", key, id)
+	}
+	return id, nil
+}
+
+// ParseScheduleKey returns the schedule name of a schedule key
+// "schedules/{name}.json".
+func ParseScheduleKey(key string) (string, error) {
+	rest, ok := strings.CutPrefix(key, SchedulesPrefix)
+	name, ok2 := strings.CutSuffix(rest, ".json")
+	if !ok || !ok2 {
+		return "", fmt.Errorf("%q is not a schedule key (want %s{name}.json)", key, SchedulesPrefix)
+	}
+	if err := ValidateScheduleName(name); err != nil {
+		return "", fmt.Errorf("schedule key %q: bad schedule name %q", key, name)
+	}
+	return name, nil
+}

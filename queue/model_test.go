@@ -244,7 +244,7 @@ func TestKeys(t *testing.T) {
 	for _, ok := range []string{"a", "send_email", "img.resize:v2-fast", strings.Repeat("x", 64)} {
 		require.NoError(t, queue.ValidateType(ok))
 	}
-	for _, bad := range []string{"", "a b", "a/b", "é", strings.Repeat("x", 65)} {
+	for _, bad := range []string{"", "a b", "a/b", "é", strings.Repeat("x", 65), ".", "..", "..."} {
 		require.ErrorIs(t, queue.ValidateType(bad), queue.ErrInvalidInput, bad)
 	}
 
@@ -352,4 +352,35 @@ func BenchmarkValidateTransition(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// Every name that becomes a key segment refuses what S3 would resolve as
+// a path step (".", ".."), says why and how to fix it, and accepts dots
+// inside a name.
+func TestValidateNamesRefuseDotSegments(t *testing.T) {
+	t.Parallel()
+	validators := map[string]func(string) error{
+		"task type": queue.ValidateType, "worker id": queue.ValidateWorkerID, "schedule name": queue.ValidateScheduleName,
+	}
+	for what, validate := range validators {
+		t.Run(what, func(t *testing.T) {
+			t.Parallel()
+			for _, bad := range []string{".", "..", "...."} {
+				err := validate(bad)
+				require.ErrorIs(t, err, queue.ErrInvalidInput, bad)
+				require.ErrorContains(t, err, what+` "`+bad+`" is only dots`)
+				require.ErrorContains(t, err, "use a name with a letter or digit")
+			}
+			for _, bad := range []string{"a/b", "../a", "a/..", "a b", "a\x1b"} {
+				require.ErrorIs(t, validate(bad), queue.ErrInvalidInput, bad)
+			}
+			for _, ok := range []string{".a", "a.", "a..b", "v1.2"} {
+				require.NoError(t, validate(ok), ok)
+			}
+		})
+	}
+	// A ready key with a dot segment is not one qo wrote: refused.
+	id := queue.NewID()
+	_, err := queue.ParseReadyKey("ready/" + queue.ShardOf(id, 1) + "/1700000000123/../normal/" + id.String())
+	require.Error(t, err)
 }

@@ -146,7 +146,7 @@ func ScheduleRunKey(name string, due time.Time) string {
 }
 
 // ValidateScheduleName checks a schedule name: 1..64 characters from
-// [A-Za-z0-9_.:-].
+// [A-Za-z0-9_.:-], not only dots.
 func ValidateScheduleName(s string) error { return validateName("schedule name", s, 64) }
 
 func (spec ScheduleSpec) validate() (*Schedule, error) {

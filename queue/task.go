@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -298,15 +299,25 @@ func decodeConfig(body []byte) (Config, error) {
 }
 
 // ValidateType checks a task type name: 1..64 characters from
-// [A-Za-z0-9_.:-]. Types appear in index keys, so nothing else is allowed.
+// [A-Za-z0-9_.:-], not only dots. Types appear in index keys, so nothing
+// else is allowed.
 func ValidateType(s string) error {
 	return validateName("task type", s, 64)
 }
 
-// ValidateWorkerID checks a worker id: 1..128 characters from [A-Za-z0-9_.:-].
+// ValidateWorkerID checks a worker id: 1..128 characters from
+// [A-Za-z0-9_.:-], not only dots.
 func ValidateWorkerID(s string) error {
 	return validateName("worker id", s, 128)
 }
+
+// validateName checks a name that becomes one segment of object keys
+// (task types, worker ids, schedule names). The character set keeps out
+// '/', white space, control characters and anything an S3 client would
+// have to escape; a name of dots only ("." or "..") is refused because
+// S3 servers and HTTP clients resolve such path segments, so the object
+// would land under another key (or none) and its index entry would never
+// parse back.
 
 func validateName(what, s string, max int) error {
 	if s == "" {
@@ -323,6 +334,9 @@ func validateName(what, s string, max int) error {
 			r, _ := utf8.DecodeRuneInString(s[i:])
 			return invalidInput("%s %q contains %q (allowed: letters, digits, _ . : -)", what, s, string(r))
 		}
+	}
+	if strings.Trim(s, ".") == "" {
+		return invalidInput("%s %q is only dots, which S3 resolves as a path step (like . and ..): use a name with a letter or digit", what, s)
 	}
 	return nil
 }

@@ -69,8 +69,7 @@ func (q *Queue) WorkerBeats(ctx context.Context) (map[string]time.Time, error) {
 			return nil, fmt.Errorf("list workers: %w", err)
 		}
 		for _, o := range page.Objects {
-			id, ok := strings.CutSuffix(strings.TrimPrefix(o.Key, WorkersPrefix), ".json")
-			if ok && ValidateWorkerID(id) == nil {
+			if id, err := ParseWorkerKey(o.Key); err == nil {
 				out[id] = o.LastModified
 			}
 		}

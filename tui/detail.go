@@ -192,12 +192,12 @@ func (d *detail) View(now time.Time) string {
 	}
 	colW := max(d.w/2, 36)
 	two := func(a, c string) { b.WriteString(fit(a, colW) + cut(c, max(d.w-colW, 10)) + "\n") }
-	b.WriteString(d.st.Header.Render(t.ID.String()) + "  " + d.st.status(t.Status) + "  " + t.Type + "  priority " + string(t.Priority) + "\n")
-	two(field("shard", t.Shard), field("rev", fmt.Sprint(t.Rev)))
+	b.WriteString(d.st.Header.Render(t.ID.String()) + "  " + d.st.status(t.Status) + "  " + safe(t.Type) + "  priority " + safe(string(t.Priority)) + "\n")
+	two(field("shard", safe(t.Shard)), field("rev", fmt.Sprint(t.Rev)))
 	two(field("attempt", fmt.Sprintf("%d (retries %d of %d)", t.Attempt, t.RetryCount, t.MaxRetries)), field("timeout", fmt.Sprintf("%ds", t.TimeoutSeconds)))
 	two(field("created", t.CreatedAt.UTC().Format(time.DateTime)), field("updated", t.UpdatedAt.UTC().Format(time.DateTime)+" ("+ago(t.UpdatedAt, now)+")"))
 	two(field("available", t.AvailableAt.UTC().Format(time.DateTime)+" ("+ago(t.AvailableAt, now)+")"), field("lease", lease))
-	two(field("worker", orDash(t.WorkerID)), field("event", orDash(t.LastEvent)))
+	two(field("worker", safe(orDash(t.WorkerID))), field("event", safe(orDash(t.LastEvent))))
 	extra := []string{}
 	if t.ExpiresAt != nil {
 		extra = append(extra, "expires "+t.ExpiresAt.UTC().Format(time.DateTime)+" ("+ago(*t.ExpiresAt, now)+")")
@@ -207,14 +207,14 @@ func (d *detail) View(now time.Time) string {
 		ref  *queue.DataRef
 	}{{"input", t.InputRef}, {"output", t.OutputRef}} {
 		if r.ref != nil {
-			extra = append(extra, fmt.Sprintf("%s offloaded: %d bytes in %s", r.name, r.ref.Bytes, r.ref.Key))
+			extra = append(extra, fmt.Sprintf("%s offloaded: %d bytes in %s", r.name, r.ref.Bytes, safe(r.ref.Key)))
 		}
 	}
 	if t.IdempotencyKey != "" {
-		extra = append(extra, "idempotency key "+t.IdempotencyKey)
+		extra = append(extra, "idempotency key "+safe(t.IdempotencyKey))
 	}
 	if t.CancelRequested {
-		extra = append(extra, "cancel requested: "+orDash(t.CancelReason))
+		extra = append(extra, "cancel requested: "+oneLine(orDash(t.CancelReason)))
 	}
 	if len(extra) > 0 {
 		b.WriteString(cut(strings.Join(extra, " · "), d.w) + "\n")
@@ -249,15 +249,15 @@ func (d *detail) View(now time.Time) string {
 				mark = "*"
 			}
 		}
-		st := string(e.Status)
-		if e.Status != "" {
+		st := safe(string(e.Status))
+		if e.Status.Valid() {
 			st = d.st.status(e.Status)
 		}
 		cursor := " "
 		if !d.focusTree && i == d.evSel {
 			cursor = ">"
 		}
-		line := fmt.Sprintf("%s v%-3d %-19s %-14s %s a%-2d %s", mark, i+1, e.At.UTC().Format(time.DateTime), cut(e.Name, 14), fit(st, 10), e.Attempt, cut(orDash(e.WorkerID), 24))
+		line := fmt.Sprintf("%s v%-3d %-19s %-14s %s a%-2d %s", mark, i+1, e.At.UTC().Format(time.DateTime), cut(safe(e.Name), 14), fit(st, 10), e.Attempt, cut(safe(orDash(e.WorkerID)), 24))
 		line = cursor + line
 		if e.Err != nil {
 			line += d.st.Error.Render(" unreadable")
@@ -297,7 +297,7 @@ func (d *detail) diffView() string {
 	b.WriteString(d.st.Header.Render("Diff") + d.st.Dim.Render("  q/esc closes, ↑/↓ scrolls") + "\n")
 	rows := max(d.h-1, 1)
 	for i := d.diffOff; i < len(d.diff) && i < d.diffOff+rows; i++ {
-		l := cut(d.diff[i], d.w)
+		l := cut(safe(d.diff[i]), d.w)
 		switch {
 		case strings.HasPrefix(l, "+") && !strings.HasPrefix(l, "+++"):
 			l = d.st.DiffAdd.Render(l)

@@ -29,7 +29,7 @@ func (c confirm) View(st Styles, w int) string {
 
 // actionPrompt is the question asked before an action on t.
 func actionPrompt(action string, t *queue.Task) string {
-	what := fmt.Sprintf("task %s (%s, %s)", t.ID, t.Type, t.Status)
+	what := safe(fmt.Sprintf("task %s (%s, %s)", t.ID, t.Type, t.Status))
 	switch action {
 	case actReplay:
 		return "Replay " + what + "? It runs again from attempt 1 with its retries reset."

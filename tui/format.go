@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/qo-queue/qo/internal/termsafe"
 )
 
 // ago renders how long before now t was: "3s ago", "4m ago", "2h ago".
@@ -58,8 +60,13 @@ func cut(s string, w int) string {
 	return ansi.Truncate(s, w, "…")
 }
 
-// oneLine folds s onto one line.
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+// safe escapes the control characters of text from the bucket (task
+// types, errors, reasons, worker and schedule fields): every such string
+// passes through it, or oneLine, before it is drawn.
+func safe(s string) string { return termsafe.Line(s) }
+
+// oneLine folds s onto one line, control characters escaped.
+func oneLine(s string) string { return safe(strings.Join(strings.Fields(s), " ")) }
 
 var sparkRunes = []rune("▁▂▃▄▅▆▇█")
 

@@ -90,12 +90,14 @@ func (t *jsonTree) lines() []jline {
 	return out
 }
 
-// render draws one line.
+// render draws one line. JSON text escapes C0 controls but not DEL, C1
+// controls or bidirectional overrides: safe escapes those.
 func (l jline) render() string {
 	n := l.node
+	label, scalar := safe(n.label), safe(n.scalar)
 	pad := strings.Repeat("  ", l.depth)
 	if n.open == 0 {
-		return pad + "  " + n.label + n.scalar
+		return pad + "  " + label + scalar
 	}
 	closer := map[byte]string{'{': "}", '[': "]"}[n.open]
 	unit := map[byte]string{'{': "key", '[': "item"}[n.open]
@@ -103,9 +105,9 @@ func (l jline) render() string {
 		unit += "s"
 	}
 	if n.collapsed || len(n.children) == 0 {
-		return fmt.Sprintf("%s▸ %s%c…%s %d %s", pad, n.label, n.open, closer, len(n.children), unit)
+		return fmt.Sprintf("%s▸ %s%c…%s %d %s", pad, label, n.open, closer, len(n.children), unit)
 	}
-	return fmt.Sprintf("%s▾ %s%c %d %s", pad, n.label, n.open, len(n.children), unit)
+	return fmt.Sprintf("%s▾ %s%c %d %s", pad, label, n.open, len(n.children), unit)
 }
 
 // toggle folds or unfolds the container at visible line i.

@@ -139,7 +139,7 @@ func (o *overview) View() string {
 	// they are met (the task list); malformed worker entries show here.
 	var warn []string
 	if n := len(o.badWorker); n > 0 {
-		warn = append(warn, fmt.Sprintf("%d malformed worker entr(ies) skipped, e.g. %s", n, o.badWorker[0].Key))
+		warn = append(warn, fmt.Sprintf("%d malformed worker entr(ies) skipped, e.g. %s", n, safe(o.badWorker[0].Key)))
 	}
 	for _, w := range warn {
 		b.WriteString("\n" + o.st.Error.Render("! ") + cut(oneLine(w), max(o.w-2, 10)))
@@ -161,7 +161,7 @@ func (o *overview) pauseBanner() string {
 	if ts := c.PausedTypes(); len(ts) > 0 {
 		var parts []string
 		for _, t := range ts {
-			parts = append(parts, t+reasonText(c.Types[t].Reason))
+			parts = append(parts, safe(t)+reasonText(c.Types[t].Reason))
 		}
 		lines = append(lines, "PAUSED types: "+strings.Join(parts, ", ")+" · p on one of their tasks resumes")
 	}

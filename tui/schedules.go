@@ -70,8 +70,8 @@ func (s *schedules) View(now time.Time) string {
 			if sc.LastSubmittedAt != nil {
 				last = ago(*sc.LastSubmittedAt, now)
 			}
-			line := fmt.Sprintf("%s %s %s %s %-14s %-12s %s", fit(sc.Name, nameW), fit(sc.Cron, 16), fit(sc.Timezone, 14),
-				fit(state, 8), next, last, sc.Task.Type)
+			line := fmt.Sprintf("%s %s %s %s %-14s %-12s %s", fit(safe(sc.Name), nameW), fit(safe(sc.Cron), 16), fit(safe(sc.Timezone), 14),
+				fit(state, 8), next, last, safe(sc.Task.Type))
 			if i == s.sel {
 				b.WriteString(s.st.Selected.Render(fit("> "+line, s.w)) + "\n")
 			} else {
@@ -83,12 +83,13 @@ func (s *schedules) View(now time.Time) string {
 			if sc.LastTaskID != "" {
 				info += ", last task " + sc.LastTaskID
 			}
+			info = safe(info)
 			b.WriteString(s.st.Dim.Render(cut(info, s.w)) + "\n")
 			b.WriteString(cut("input: "+oneLine(string(orNull(sc.Task.Input))), s.w))
 		}
 	}
 	if n := len(s.malformed); n > 0 {
-		b.WriteString("\n" + s.st.Error.Render(cut(fmt.Sprintf("! %d malformed schedule object(s) skipped, e.g. %s: %v", n, s.malformed[0].Key, s.malformed[0].Err), s.w)))
+		b.WriteString("\n" + s.st.Error.Render(cut(fmt.Sprintf("! %d malformed schedule object(s) skipped, e.g. %s: %s", n, safe(s.malformed[0].Key), oneLine(s.malformed[0].Err.Error())), s.w)))
 	}
 	return b.String()
 }
@@ -102,7 +103,7 @@ func orNull(b []byte) []byte {
 
 // schedulePrompt is the question asked before an action on a schedule.
 func schedulePrompt(action string, sc *queue.Schedule) string {
-	what := fmt.Sprintf("schedule %s (%s %s, task type %s)", sc.Name, sc.Cron, sc.Timezone, sc.Task.Type)
+	what := safe(fmt.Sprintf("schedule %s (%s %s, task type %s)", sc.Name, sc.Cron, sc.Timezone, sc.Task.Type))
 	switch action {
 	case actEnable:
 		return "Enable " + what + "? Due times start from now; missed ones do not run."

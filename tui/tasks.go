@@ -242,10 +242,10 @@ func (t *tasks) filterLine() string {
 		parts = append(parts, "created since "+t.page.Since.Format("Jan 2 15:04"))
 	}
 	if t.typ != "" {
-		parts = append(parts, "type: "+t.typ)
+		parts = append(parts, "type: "+safe(t.typ))
 	}
 	if t.idPrefix != "" {
-		parts = append(parts, "id: "+t.idPrefix+"…")
+		parts = append(parts, "id: "+safe(t.idPrefix)+"…")
 	}
 	page := fmt.Sprintf("page %d", t.pageIdx+1)
 	if t.page.Cursor != "" {
@@ -282,7 +282,7 @@ func (t *tasks) View(now time.Time) string {
 	}
 	for i := t.offset; i < len(v) && i < t.offset+rows; i++ {
 		task := v[i]
-		line := fmt.Sprintf("%-8s %s %-6s %s %4d %-10s %s", queue.ShortID(task.ID), fit(task.Type, typeW), task.Priority,
+		line := fmt.Sprintf("%-8s %s %-6s %s %4d %-10s %s", queue.ShortID(task.ID), fit(safe(task.Type), typeW), safe(string(task.Priority)),
 			fit(t.st.status(task.Status), 10), task.Attempt, ago(task.UpdatedAt, now), when(task, now))
 		if i == t.sel {
 			b.WriteString(t.st.Selected.Render(fit("> "+line, t.w)))
@@ -294,7 +294,7 @@ func (t *tasks) View(now time.Time) string {
 		}
 	}
 	if n := len(t.page.Malformed); n > 0 {
-		b.WriteString("\n" + t.st.Error.Render(cut(fmt.Sprintf("! %d malformed task object(s) skipped on this page, e.g. %s", n, t.page.Malformed[0].Key), t.w)))
+		b.WriteString("\n" + t.st.Error.Render(cut(fmt.Sprintf("! %d malformed task object(s) skipped on this page, e.g. %s", n, safe(t.page.Malformed[0].Key)), t.w)))
 	}
 	return b.String()
 }

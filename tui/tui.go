@@ -305,7 +305,7 @@ func actionResult(msg actionMsg) string {
 		return msg.action + " failed: " + oneLine(msg.err.Error())
 	}
 	if msg.note != "" {
-		return msg.note
+		return safe(msg.note)
 	}
 	switch msg.action {
 	case actSubmit:
@@ -474,7 +474,7 @@ func (m *Model) pauseConfirm(typ string) *confirm {
 	what := "the whole queue"
 	if typ != "" {
 		_, paused = ctl.Types[typ]
-		what = "task type " + typ
+		what = "task type " + safe(typ)
 	}
 	if paused {
 		return &confirm{action: actResume, text: "Resume " + what + "? Workers start its tasks again.", run: pauseAction(m.ctx, m.q, false, typ)}

@@ -62,9 +62,9 @@ func (w *workers) View(hs []monitor.WorkerHealth, loaded bool, now time.Time) st
 		}
 		shards := "all"
 		if len(h.Worker.Shards) > 0 {
-			shards = strings.Join(h.Worker.Shards, ",")
+			shards = safe(strings.Join(h.Worker.Shards, ","))
 		}
-		line := fmt.Sprintf("%s %s %5d %7d %7d %-11s %-11s %s", fit(h.Worker.ID, idW), fit(state, 6), len(h.Worker.CurrentTasks),
+		line := fmt.Sprintf("%s %s %5d %7d %7d %-11s %-11s %s", fit(safe(h.Worker.ID), idW), fit(state, 6), len(h.Worker.CurrentTasks),
 			h.Worker.TasksCompleted, h.Worker.TasksFailed, short(h.Age)+" ago", ago(h.Worker.StartedAt, now), shards)
 		if i == w.sel {
 			b.WriteString(w.st.Selected.Render(fit("> "+line, w.w)) + "\n")
@@ -74,10 +74,10 @@ func (w *workers) View(hs []monitor.WorkerHealth, loaded bool, now time.Time) st
 	}
 	// The selected worker's running tasks and where it runs.
 	h := hs[w.sel]
-	info := fmt.Sprintf("%s on %s pid %d, %s, concurrency %d", h.Worker.ID, orDash(h.Worker.Host), h.Worker.PID, orDash(h.Worker.Version), h.Worker.Concurrency)
+	info := fmt.Sprintf("%s on %s pid %d, %s, concurrency %d", safe(h.Worker.ID), safe(orDash(h.Worker.Host)), h.Worker.PID, safe(orDash(h.Worker.Version)), h.Worker.Concurrency)
 	b.WriteString(w.st.Dim.Render(cut(info, w.w)) + "\n")
 	if len(h.Worker.CurrentTasks) > 0 {
-		b.WriteString(cut("running: "+strings.Join(h.Worker.CurrentTasks, " "), w.w))
+		b.WriteString(cut("running: "+safe(strings.Join(h.Worker.CurrentTasks, " ")), w.w))
 	} else {
 		b.WriteString(w.st.Dim.Render("running: nothing"))
 	}

@@ -27,8 +27,11 @@ import (
 //   - exit 0 = success, exit 75 (EX_TEMPFAIL) = retryable failure, any other
 //     exit = permanent failure; the last StderrTail bytes of stderr are kept
 //     as the task's error;
-//   - the environment carries QO_TASK_ID, QO_TASK_TYPE, QO_ATTEMPT,
-//     QO_WORKER_ID and QO_TASK_TIMEOUT_SECONDS;
+//   - the environment is not the worker's (which holds the bucket's
+//     credentials): only the variables of BaseEnv (PATH, HOME, the locale,
+//     ...), those named in ExecOptions.PassEnv, ExecOptions.Env, and
+//     QO_TASK_ID, QO_TASK_TYPE, QO_ATTEMPT, QO_WORKER_ID and
+//     QO_TASK_TIMEOUT_SECONDS (see execenv.go);
 //   - on timeout, cancellation or lease loss the child's process group gets
 //     SIGTERM, then SIGKILL after KillGrace (Windows: killed at once);
 //   - stdout larger than MaxStdout kills the child and fails the task
@@ -55,7 +58,13 @@ type ExecOptions struct {
 	StderrTail int
 	// Dir is the child's working directory (default: the worker's).
 	Dir string
-	// Env is added to the worker's environment for the child.
+	// PassEnv names variables of the worker's environment the child gets
+	// too (those not set are skipped). By default it gets only BaseEnv:
+	// never the worker's credentials.
+	PassEnv []string
+	// Env sets variables for the child, as NAME=VALUE entries (ReadEnvFile
+	// reads them from a dotenv file). They override BaseEnv and PassEnv;
+	// the QO_* task variables override them.
 	Env []string
 	// WorkerID is exported to the child as QO_WORKER_ID.
 	WorkerID string
@@ -130,14 +139,13 @@ func runExec(ctx context.Context, command []string, opts ExecOptions, t *queue.T
 	name := command[0]
 	cmd := exec.Command(name, command[1:]...)
 	cmd.Dir = opts.Dir
-	cmd.Env = append(os.Environ(), opts.Env...)
-	cmd.Env = append(cmd.Env,
-		"QO_TASK_ID="+t.ID.String(),
-		"QO_TASK_TYPE="+t.Type,
-		"QO_ATTEMPT="+strconv.Itoa(t.Attempt),
-		"QO_WORKER_ID="+opts.WorkerID,
-		"QO_TASK_TIMEOUT_SECONDS="+strconv.Itoa(t.TimeoutSeconds),
-	)
+	cmd.Env = childEnv(os.Environ(), opts, []string{
+		"QO_TASK_ID=" + t.ID.String(),
+		"QO_TASK_TYPE=" + t.Type,
+		"QO_ATTEMPT=" + strconv.Itoa(t.Attempt),
+		"QO_WORKER_ID=" + opts.WorkerID,
+		"QO_TASK_TIMEOUT_SECONDS=" + strconv.Itoa(t.TimeoutSeconds),
+	})
 	input := []byte(t.Input)
 	if len(bytes.TrimSpace(input)) == 0 {
 		input = []byte("null")

@@ -231,3 +231,125 @@ func TestExecThroughWorker(t *testing.T) {
 		require.NoError(t, r.stop(t))
 	})
 }
+
+// envOf runs an exec handler that writes its environment to a file and
+// returns it as a map.
+func envOf(t *testing.T, opts ExecOptions) map[string]string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "env.txt")
+	h := Exec([]string{script(t, `env > "$1"`), out}, opts)
+	_, err := h(context.Background(), execTask(`{}`))
+	require.NoError(t, err)
+	b, err := os.ReadFile(out)
+	require.NoError(t, err)
+	env := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok {
+			env[k] = v
+		}
+	}
+	return env
+}
+
+// A handler does not inherit the worker's environment: the bucket's
+// credentials and qo's own settings stay with the worker; what the options
+// name gets through. (Not parallel: it sets the process environment.)
+func TestExecEnvironmentIsClean(t *testing.T) {
+	secrets := map[string]string{
+		"AWS_ACCESS_KEY_ID": "AKIAEXAMPLEKEY", "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI-secret", "AWS_SESSION_TOKEN": "tok",
+		"QO_API_TOKEN": "qo-token", "S3_ENDPOINT": "http://127.0.0.1:1", "DATABASE_URL": "postgres://u:p@db/app",
+	}
+	for k, v := range secrets {
+		t.Setenv(k, v)
+	}
+	t.Setenv("LC_TIME", "C")
+
+	env := envOf(t, ExecOptions{WorkerID: "w1"})
+	for k := range secrets {
+		require.NotContains(t, env, k, "the handler must not see %s", k)
+	}
+	for _, v := range secrets {
+		for k, got := range env {
+			require.NotEqual(t, v, got, "%s carries a secret value", k)
+		}
+	}
+	require.Equal(t, os.Getenv("PATH"), env["PATH"], "PATH is inherited")
+	require.Equal(t, "C", env["LC_TIME"], "LC_* is inherited")
+	require.Equal(t, "w1", env["QO_WORKER_ID"])
+	require.Equal(t, "job", env["QO_TASK_TYPE"])
+
+	t.Run("PassEnv and Env", func(t *testing.T) {
+		env := envOf(t, ExecOptions{PassEnv: []string{"DATABASE_URL", "NOT_SET_ANYWHERE"}, Env: []string{"GREETING=hello, world", "HOME=/srv/handler", "QO_TASK_TYPE=spoof"}})
+		require.Equal(t, "postgres://u:p@db/app", env["DATABASE_URL"])
+		require.NotContains(t, env, "NOT_SET_ANYWHERE", "a name the worker does not have is skipped")
+		require.Equal(t, "hello, world", env["GREETING"])
+		require.Equal(t, "/srv/handler", env["HOME"], "Env overrides the base environment")
+		require.Equal(t, "job", env["QO_TASK_TYPE"], "the task variables cannot be overridden")
+		require.NotContains(t, env, "AWS_SECRET_ACCESS_KEY")
+	})
+	t.Run("env file", func(t *testing.T) {
+		p := filepath.Join(t.TempDir(), "handler.env")
+		require.NoError(t, os.WriteFile(p, []byte("# settings\nexport SMTP_HOST=mail.example.com\nSMTP_PASS='p w#1'\nURL=\"https://${SMTP_HOST}/x\"\r\n"), 0o600))
+		vars, err := ReadEnvFile(p)
+		require.NoError(t, err)
+		env := envOf(t, ExecOptions{Env: vars})
+		require.Equal(t, "mail.example.com", env["SMTP_HOST"])
+		require.Equal(t, "p w#1", env["SMTP_PASS"])
+		require.Equal(t, "https://mail.example.com/x", env["URL"])
+		require.NotContains(t, env, "AWS_ACCESS_KEY_ID")
+	})
+}
+
+func TestChildEnv(t *testing.T) {
+	t.Parallel()
+	worker := []string{"PATH=/usr/bin", "HOME=/home/w", "LC_ALL=C", "LCX=no", "AWS_SECRET_ACCESS_KEY=s", "QO_EXEC=x=./x", "KEEP=1", "=C:=weird"}
+	got := childEnv(worker, ExecOptions{PassEnv: []string{"KEEP"}, Env: []string{"HOME=/tmp", "NEW=a=b"}}, []string{"QO_TASK_ID=1"})
+	require.Equal(t, []string{"PATH=/usr/bin", "HOME=/tmp", "LC_ALL=C", "KEEP=1", "NEW=a=b", "QO_TASK_ID=1"}, got)
+}
+
+func TestExecOptionsValidate(t *testing.T) {
+	t.Parallel()
+	require.NoError(t, ExecOptions{PassEnv: []string{"A_1", "_x"}, Env: []string{"B=", "C=a=b"}}.Validate())
+	for _, o := range []ExecOptions{
+		{PassEnv: []string{"1A"}}, {PassEnv: []string{"A-B"}}, {PassEnv: []string{""}},
+		{Env: []string{"NOEQUALS"}}, {Env: []string{"=x"}}, {Env: []string{"A B=1"}},
+	} {
+		err := o.Validate()
+		require.ErrorIs(t, err, ErrExecEnv, "%+v", o)
+	}
+	require.ErrorContains(t, ExecOptions{Env: []string{"NOEQUALS"}}.Validate(), "want NAME=VALUE")
+	require.ErrorContains(t, ExecOptions{PassEnv: []string{"A-B"}}.Validate(), "use letters, digits and _")
+}
+
+func TestReadEnvFileErrors(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	tests := []struct {
+		name, body string
+		want       []string
+	}{
+		{"bad name", "A=1\nmy-key=s3cret\n", []string{"line 2:", `unexpected "-" in a variable name`, "want NAME=VALUE"}},
+		{"no equals", "A=1\nJUSTANAME\nB=2\n", []string{"line 2:", "a line without '='"}},
+		{"unterminated quote", "A=1\nB=\"s3cret\nC=2\n", []string{"line 2:", "quoted value is not closed"}},
+		{"name starts with a digit", "A=1\n1A=s3cret\n", []string{`line 2: "1A" is not a variable name`}},
+		{"space in a name", "A B=s3cret\n", []string{`line 1: "A B" is not a variable name`}},
+		{"no name", "=s3cret\n", []string{"no NAME before"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "_")+".env")
+			require.NoError(t, os.WriteFile(p, []byte(tc.body), 0o600))
+			_, err := ReadEnvFile(p)
+			require.ErrorIs(t, err, ErrExecEnv)
+			require.ErrorContains(t, err, p)
+			for _, w := range tc.want {
+				require.ErrorContains(t, err, w)
+			}
+			require.NotContains(t, err.Error(), "s3cret", "an error never echoes a value")
+		})
+	}
+	_, err := ReadEnvFile(filepath.Join(dir, "missing.env"))
+	require.ErrorIs(t, err, ErrExecEnv)
+	require.ErrorContains(t, err, "does not exist")
+}
