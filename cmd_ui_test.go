@@ -7,9 +7,12 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/stretchr/testify/require"
 
+	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/s3store"
 	"github.com/qo-queue/qo/store/storetest"
 )
@@ -92,4 +95,41 @@ func toStrings(v any) []string {
 		return out
 	}
 	return nil
+}
+
+// TestUIDeployRefusesWhatItCannotRead: a deployer who may upload files but
+// not read the bucket policy gets the statement to add by hand, and
+// nothing changes.
+func TestUIDeployRefusesWhatItCannotRead(t *testing.T) {
+	s := minioCLI(t)
+	cfg := storetest.S3Config(t, s.Bucket())
+	client := sts.New(sts.Options{
+		Region: cfg.Region, BaseEndpoint: aws.String(cfg.Endpoint),
+		Credentials: credentials.NewStaticCredentialsProvider(cfg.AccessKey, cfg.SecretKey, ""),
+	})
+	policy := `{"Version":"2012-10-17","Statement":[
+		{"Effect":"Allow","Action":["s3:GetBucketVersioning","s3:ListBucket","s3:PutBucketPolicy","s3:PutBucketCors","s3:GetBucketCors"],"Resource":["arn:aws:s3:::` + s.Bucket() + `"]},
+		{"Effect":"Allow","Action":["s3:PutObject"],"Resource":["arn:aws:s3:::` + s.Bucket() + `/*"]}]}`
+	out, err := client.AssumeRole(t.Context(), &sts.AssumeRoleInput{
+		RoleArn: aws.String("arn:aws:iam::000000000000:role/deployer"), RoleSessionName: aws.String("deployer"),
+		DurationSeconds: aws.Int32(900), Policy: aws.String(policy),
+	})
+	require.NoError(t, err)
+	t.Setenv("AWS_ACCESS_KEY_ID", aws.ToString(out.Credentials.AccessKeyId))
+	t.Setenv("AWS_SECRET_ACCESS_KEY", aws.ToString(out.Credentials.SecretAccessKey))
+	t.Setenv("AWS_SESSION_TOKEN", aws.ToString(out.Credentials.SessionToken))
+
+	var stdout, errb bytes.Buffer
+	code := runApp([]string{"qo", "ui", "deploy"}, &stdout, &errb)
+	require.Equal(t, exitStorage, code, errb.String())
+	require.Contains(t, errb.String(), "nothing was changed")
+	require.Contains(t, errb.String(), `"Sid": "`+s3store.PublicReadSid+`"`, "the statement to add is printed")
+	require.Contains(t, errb.String(), "--no-public-read")
+
+	got, err := s.BucketPolicy(t.Context())
+	require.NoError(t, err)
+	require.Empty(t, got)
+	page, err := s.List(t.Context(), store.ListParams{Prefix: "ui/"})
+	require.NoError(t, err)
+	require.Empty(t, page.Objects, "nothing was uploaded")
 }
