@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/urfave/cli/v2"
 
+	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/s3store"
 	"github.com/qo-queue/qo/webui"
@@ -52,8 +53,10 @@ between. The page takes its settings from the link's fragment (#...), which
 browsers never send to a server, and keeps credentials in memory only.
 
 Credentials: 'qo ui url' and 'qo ui serve' mint short-lived credentials
-scoped to the bucket through STS (MinIO's AssumeRole; on AWS AssumeRole with
---role-arn, or GetFederationToken for IAM users) and put them in the link.
+through STS (MinIO's AssumeRole; on AWS AssumeRole with --role-arn, or
+GetFederationToken for IAM users) and put them in the link. They are scoped
+to the queue's keys in the bucket: they cannot write anything else there,
+such as the UI's own files under ui/.
 The dev server (qo dev) has no STS: its links carry its own local keys. Keys
 can also be typed into the page by hand.
 
@@ -152,7 +155,7 @@ func uiLink(c *cli.Context, base string, withCredentials bool) (link, note strin
 		}
 		ctx, cancel := context.WithTimeout(c.Context, 30*time.Second)
 		defer cancel()
-		creds, err := s.TempCredentials(ctx, s3store.TempCredentialsOptions{RoleARN: c.String("role-arn"), Duration: d})
+		creds, err := s.TempCredentials(ctx, s3store.TempCredentialsOptions{Keys: queue.Keys(), RoleARN: c.String("role-arn"), Duration: d})
 		if err != nil {
 			return "", "", fmt.Errorf("mint short-lived credentials: %w (the S3 server may have no STS: use --no-credentials and type keys into the page, or on AWS pass --role-arn)", err)
 		}
@@ -160,7 +163,7 @@ func uiLink(c *cli.Context, base string, withCredentials bool) (link, note strin
 		frag.Set("sk", creds.SecretAccessKey)
 		frag.Set("st", creds.SessionToken)
 		frag.Set("exp", creds.Expires.UTC().Format(time.RFC3339))
-		note = fmt.Sprintf("credentials scoped to bucket %s, valid until %s", cfg.Bucket, creds.Expires.Local().Format(time.DateTime))
+		note = fmt.Sprintf("credentials scoped to bucket %s (the queue's keys only), valid until %s", cfg.Bucket, creds.Expires.Local().Format(time.DateTime))
 	}
 	return strings.TrimSuffix(base, "#") + "#" + frag.Encode(), note, nil
 }
