@@ -61,6 +61,11 @@ const devDescription = `Starts everything on this machine, no S3 account needed:
   - with --demo, a steady trickle of sample tasks (quick, slow, delayed,
     failing and retried) so every screen has something to show.
 
+The S3 server serves the bucket with root keys and CORS open to every
+origin, so it listens on loopback only: an --addr other machines can reach
+(0.0.0.0:9470, a LAN address) is refused unless --insecure-listen
+(QO_DEV_INSECURE_LISTEN=true) says it is meant, and then qo dev warns.
+
 It prints the environment lines that point other terminals at it, and while
 it runs other qo commands given no S3 settings find it by themselves (through
 a state file in the data directory). Data survives a restart: same data
@@ -92,7 +97,9 @@ func devCommand() *cli.Command {
 	)
 	flags := []cli.Flag{
 		&cli.StringFlag{Name: "addr", Category: catServer, EnvVars: []string{"QO_DEV_ADDR"}, Value: defaultDevAddr,
-			Usage: "listen on `HOST:PORT`"},
+			Usage: "listen on `HOST:PORT` (loopback unless --insecure-listen)"},
+		&cli.BoolFlag{Name: "insecure-listen", Category: catServer, EnvVars: []string{envDevInsecureListen},
+			Usage: "allow an --addr other machines can reach (the S3 server has root keys and CORS open to every origin)"},
 		&cli.StringFlag{Name: "data-dir", Category: catServer, EnvVars: []string{envDevDataDir},
 			Usage: "keep the bucket, credentials and state under `DIR` (default: the per-user data directory)"},
 		&cli.StringFlag{Name: "bucket", Category: catServer, EnvVars: []string{"QO_DEV_BUCKET"}, Value: defaultDevBucket,
@@ -132,9 +139,13 @@ func devCommand() *cli.Command {
 	}
 }
 
+// envDevInsecureListen is the environment twin of qo dev --insecure-listen.
+const envDevInsecureListen = "QO_DEV_INSECURE_LISTEN"
+
 // devConfig is what qo dev's flags describe.
 type devConfig struct {
 	addr            string
+	listenWarning   string // set when --insecure-listen let addr go beyond loopback
 	dataDir         string
 	bucket          string
 	reset, yes      bool
@@ -179,6 +190,9 @@ func devConfigFromFlags(c *cli.Context) (*devConfig, error) {
 	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
 		return nil, usageError("invalid --addr %q: the port must be a number from 0 to 65535", dc.addr)
 	}
+	if dc.listenWarning, err = checkListenAddr("qo dev", dc.addr, c.Bool("insecure-listen"), envDevInsecureListen); err != nil {
+		return nil, err
+	}
 	if !bucketNameRE.MatchString(dc.bucket) {
 		return nil, usageError("invalid --bucket %q: want 3 to 63 lowercase letters, digits, '-' or '.', starting and ending with a letter or digit", dc.bucket)
 	}
@@ -218,6 +232,8 @@ type devSession struct {
 	GOOS        string
 	// NoTUI shows the banner and a status line instead of the console.
 	NoTUI bool
+	// Exposed: the S3 server listens beyond loopback (--insecure-listen).
+	Exposed bool
 	// Stop stops qo dev (the console's quit does what Ctrl+C does).
 	Stop func()
 }
@@ -228,6 +244,9 @@ func runDev(c *cli.Context) error {
 		return err
 	}
 	tty := isTerminal(c.App.Writer)
+	if dc.listenWarning != "" {
+		fmt.Fprintln(c.App.ErrWriter, "qo dev: "+dc.listenWarning)
+	}
 	if dc.reset {
 		if err := resetDevData(c, dc, tty); err != nil {
 			return err
@@ -249,6 +268,9 @@ func runDev(c *cli.Context) error {
 		return err
 	}
 	defer closeLog()
+	if dc.listenWarning != "" {
+		log.Warn(dc.listenWarning, "addr", dc.addr)
+	}
 
 	creds, err := loadDevCredentials(dc.dataDir)
 	if err != nil {
@@ -346,7 +368,7 @@ func runDev(c *cli.Context) error {
 	// Read before Run starts (Run settles the worker's types).
 	sess := &devSession{State: st, DataDir: dc.dataDir, LogPath: logPath, Demo: dc.demo, Queue: q,
 		WorkerID: w.ID(), Types: w.Types(), Concurrency: dc.concurrency, Out: c.App.Writer, GOOS: runtime.GOOS,
-		NoTUI: dc.noTUI, Stop: cancel}
+		NoTUI: dc.noTUI, Stop: cancel, Exposed: dc.listenWarning != ""}
 	var wg sync.WaitGroup
 	workerErr := make(chan error, 1)
 	wg.Add(1)
@@ -508,6 +530,26 @@ func devLogger(c *cli.Context, dir string, tty bool) (log *slog.Logger, path str
 	return slog.New(h), path, func() { f.Close() }, nil
 }
 
+// checkListenAddr refuses a listen address other machines can reach for
+// the embedded S3 server of command (qo dev, qo gateway): it serves the
+// bucket over plain HTTP to anyone holding its root keys, and qo dev opens
+// its CORS to every origin. With insecure (the --insecure-listen flag, or
+// env) such an address is allowed, and warning says what that means.
+func checkListenAddr(command, addr string, insecure bool, env string) (warning string, err error) {
+	loopback, err := isLoopback(addr)
+	if err != nil || loopback {
+		return "", err
+	}
+	if !insecure {
+		return "", usageError("refusing to listen on %s: other machines could reach the embedded S3 server, which serves the bucket "+
+			"over plain HTTP with root keys and CORS open to every origin: listen on loopback (--addr 127.0.0.1:PORT), "+
+			"or pass --insecure-listen (%s=true) to expose it on purpose", addr, env)
+	}
+	return fmt.Sprintf("WARNING: --insecure-listen: the embedded S3 server of %s listens on %s, beyond this machine: "+
+		"anyone who reaches it gets plain HTTP, root keys (no per-user access control) and CORS open to every origin; "+
+		"use this only on a network you trust", command, addr), nil
+}
+
 // checkDevAddr fails with one clear line when addr cannot be listened on.
 func checkDevAddr(addr string) error {
 	if _, port, _ := net.SplitHostPort(addr); port == "0" {
@@ -625,6 +667,9 @@ func devTTYView(ctx context.Context, s *devSession) {
 		Refresh: 2 * time.Second,
 		Title:   fmt.Sprintf("dev · %s · bucket %s · worker %s", s.State.Endpoint, s.State.Bucket, s.WorkerID),
 	}
+	if s.Exposed {
+		opts.Title += " · EXPOSED BEYOND LOOPBACK (--insecure-listen)"
+	}
 	err := tui.Run(ctx, s.Queue, opts)
 	if ctx.Err() == nil && s.Stop != nil {
 		fmt.Fprintln(s.Out, "qo dev: console closed: stopping (waiting for running tasks)")
@@ -643,6 +688,9 @@ func devBannerView(ctx context.Context, s *devSession) {
 	st := s.State
 	fmt.Fprintf(w, "qo dev is running\n\n")
 	fmt.Fprintf(w, "  S3 server   %s  (bucket %s, data in %s)\n", st.Endpoint, st.Bucket, s.DataDir)
+	if s.Exposed {
+		fmt.Fprintf(w, "              WARNING: reachable from other machines (--insecure-listen)\n")
+	}
 	fmt.Fprintf(w, "  worker      %s: %s, concurrency %d, with the timeout monitor\n",
 		s.WorkerID, strings.Join(s.Types, ", "), s.Concurrency)
 	if s.Demo {

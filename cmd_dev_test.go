@@ -498,3 +498,94 @@ func TestPrepareDevQueueMigrates(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, queue.LayoutVersion, q.Config().Format)
 }
+
+// TestDevRefusesListeningBeyondLoopback: qo dev serves its root keys and
+// an open CORS rule, so an address other machines reach needs
+// --insecure-listen, and then it says so loudly.
+func TestDevRefusesListeningBeyondLoopback(t *testing.T) {
+	// Hold the port: should qo dev get past the check it fails at once
+	// ("in use") instead of starting a server.
+	l, err := net.Listen("tcp", "0.0.0.0:0")
+	require.NoError(t, err)
+	defer l.Close()
+	addr := l.Addr().String() // [::]:PORT or 0.0.0.0:PORT
+	_, port, err := net.SplitHostPort(addr)
+	require.NoError(t, err)
+	addr = "0.0.0.0:" + port
+
+	run := func(args ...string) (int, string) {
+		var out, errOut bytes.Buffer
+		code := runApp(append([]string{"qo", "dev", "--no-tui", "--data-dir", t.TempDir(), "--addr", addr}, args...), &out, &errOut)
+		return code, errOut.String()
+	}
+	code, stderr := run()
+	require.Equal(t, exitUsage, code, stderr)
+	require.Contains(t, stderr, "refusing to listen on "+addr)
+	require.Contains(t, stderr, "127.0.0.1", "names the fix")
+	require.Contains(t, stderr, "--insecure-listen")
+	require.Contains(t, stderr, "QO_DEV_INSECURE_LISTEN")
+	require.Equal(t, 1, strings.Count(stderr, "\n"), "one line: %q", stderr)
+
+	code, stderr = run("--insecure-listen")
+	require.Equal(t, exitConflict, code, "past the check, the held port stops it: %s", stderr)
+	require.Contains(t, stderr, "WARNING")
+	require.Contains(t, stderr, addr)
+
+	t.Setenv("QO_DEV_INSECURE_LISTEN", "true")
+	code, stderr = run()
+	require.Equal(t, exitConflict, code, stderr)
+	require.Contains(t, stderr, "WARNING")
+}
+
+func TestCheckListenAddr(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		addr     string
+		loopback bool
+	}{
+		{"127.0.0.1:9470", true},
+		{"127.0.0.2:0", true},
+		{"localhost:9470", true},
+		{"[::1]:9470", true},
+		{"0.0.0.0:9470", false},
+		{"[::]:9470", false},
+		{"192.168.1.20:9470", false},
+		{"dev-box.internal:9470", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.addr, func(t *testing.T) {
+			t.Parallel()
+			warning, err := checkListenAddr("qo dev", tt.addr, false, envDevInsecureListen)
+			require.Empty(t, warning)
+			if tt.loopback {
+				require.NoError(t, err)
+			} else {
+				require.Error(t, err)
+				require.Equal(t, exitUsage, exitCode(err))
+				require.Contains(t, err.Error(), "refusing to listen on "+tt.addr)
+				require.Contains(t, err.Error(), "--insecure-listen ("+envDevInsecureListen+"=true)")
+			}
+
+			warning, err = checkListenAddr("qo dev", tt.addr, true, envDevInsecureListen)
+			require.NoError(t, err)
+			if tt.loopback {
+				require.Empty(t, warning, "loopback needs no warning, flag or not")
+			} else {
+				require.Contains(t, warning, "WARNING")
+				require.Contains(t, warning, tt.addr)
+			}
+		})
+	}
+	_, err := checkListenAddr("qo dev", "no-port", false, envDevInsecureListen)
+	require.Error(t, err)
+}
+
+// The hidden qo gateway command applies the same rule before starting
+// anything.
+func TestGatewayRefusesListeningBeyondLoopback(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := runApp([]string{"qo", "gateway", "--data-dir", t.TempDir(), "--addr", "0.0.0.0:0"}, &out, &errOut)
+	require.Equal(t, exitUsage, code, errOut.String())
+	require.Contains(t, errOut.String(), "QO_GATEWAY_INSECURE_LISTEN")
+	require.Empty(t, out.String())
+}

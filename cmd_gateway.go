@@ -32,7 +32,9 @@ Example:
   qo gateway --data-dir /tmp/qo-data --addr 127.0.0.1:9000`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "data-dir", Usage: "keep buckets and versions under `DIR`", EnvVars: []string{"QO_GATEWAY_DATA_DIR"}},
-			&cli.StringFlag{Name: "addr", Value: gateway.DefaultAddr, Usage: "listen on `HOST:PORT` (port 0: a free port)"},
+			&cli.StringFlag{Name: "addr", Value: gateway.DefaultAddr, Usage: "listen on `HOST:PORT` (port 0: a free port; loopback unless --insecure-listen)"},
+			&cli.BoolFlag{Name: "insecure-listen", EnvVars: []string{"QO_GATEWAY_INSECURE_LISTEN"},
+				Usage: "allow an --addr other machines can reach (the server has root keys)"},
 			&cli.StringFlag{Name: "bucket", Value: "qo-dev", Usage: "create this versioned bucket if missing (empty: none)"},
 			&cli.StringFlag{Name: "region", Value: gateway.DefaultRegion, Usage: "region reported to clients"},
 			&cli.StringFlag{Name: "access-key", Value: "qo-dev", EnvVars: []string{"QO_GATEWAY_ACCESS_KEY"}, Usage: "access key clients sign with"},
@@ -45,6 +47,13 @@ Example:
 func runGateway(c *cli.Context) error {
 	if c.String("data-dir") == "" {
 		return usageError("--data-dir is required: the directory that keeps the gateway's buckets")
+	}
+	warning, err := checkListenAddr("qo gateway", c.String("addr"), c.Bool("insecure-listen"), "QO_GATEWAY_INSECURE_LISTEN")
+	if err != nil {
+		return err
+	}
+	if warning != "" {
+		fmt.Fprintln(c.App.ErrWriter, "qo gateway: "+warning)
 	}
 	g, err := gateway.Start(c.Context, gateway.Options{
 		DataDir:   c.String("data-dir"),

@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"mime"
 	"net"
@@ -15,8 +17,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/urfave/cli/v2"
 
+	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/s3store"
 	"github.com/qo-queue/qo/webui"
@@ -49,8 +53,10 @@ between. The page takes its settings from the link's fragment (#...), which
 browsers never send to a server, and keeps credentials in memory only.
 
 Credentials: 'qo ui url' and 'qo ui serve' mint short-lived credentials
-scoped to the bucket through STS (MinIO's AssumeRole; on AWS AssumeRole with
---role-arn, or GetFederationToken for IAM users) and put them in the link.
+through STS (MinIO's AssumeRole; on AWS AssumeRole with --role-arn, or
+GetFederationToken for IAM users) and put them in the link. They are scoped
+to the queue's keys in the bucket: they cannot write anything else there,
+such as the UI's own files under ui/.
 The dev server (qo dev) has no STS: its links carry its own local keys. Keys
 can also be typed into the page by hand.
 
@@ -90,16 +96,24 @@ Examples:
 				Name:  "deploy",
 				Usage: "upload the UI to the bucket's ui/ prefix, readable by anyone, and set the CORS rule",
 				Description: `Uploads the UI's files to ui/ (they hold no data: the page reads the queue
-with the credentials of its link), lets anyone read ui/* through a bucket
-policy, and allows --origin to call the bucket (CORS). Then 'qo ui url
---deployed' prints a link.
+with the credentials of its link), lets anyone read ui/* through a statement
+of the bucket policy (Sid QoWebUIPublicRead), and allows --origin to call
+the bucket through a CORS rule (ID qo-web-ui). Then 'qo ui url --deployed'
+prints a link.
+
+The bucket's other policy statements and CORS rules are kept as they are;
+running deploy again replaces only qo's statement and rule. When the policy
+or the CORS rules cannot be read or merged safely, nothing is changed: qo
+prints the statement or rule to add by hand (then rerun with
+--no-public-read or --no-cors).
 
 On AWS, S3 Block Public Access must allow the bucket policy; otherwise serve
 the UI elsewhere (qo ui serve, or any static host) and keep the bucket
 private.`,
 				Flags: []cli.Flag{
 					&cli.StringSliceFlag{Name: "origin", Usage: "origins allowed to call the bucket (CORS), e.g. http://127.0.0.1:8090; default: the bucket's own endpoint and qo ui serve's"},
-					&cli.BoolFlag{Name: "no-public-read", Usage: "do not set the bucket policy that makes ui/* readable"},
+					&cli.BoolFlag{Name: "no-public-read", Usage: "do not touch the bucket policy (add the statement that makes ui/* readable yourself)"},
+					&cli.BoolFlag{Name: "no-cors", Usage: "do not touch the bucket's CORS configuration (add qo's rule yourself)"},
 				},
 				Action: runUIDeploy,
 			},
@@ -141,7 +155,7 @@ func uiLink(c *cli.Context, base string, withCredentials bool) (link, note strin
 		}
 		ctx, cancel := context.WithTimeout(c.Context, 30*time.Second)
 		defer cancel()
-		creds, err := s.TempCredentials(ctx, s3store.TempCredentialsOptions{RoleARN: c.String("role-arn"), Duration: d})
+		creds, err := s.TempCredentials(ctx, s3store.TempCredentialsOptions{Keys: queue.Keys(), RoleARN: c.String("role-arn"), Duration: d})
 		if err != nil {
 			return "", "", fmt.Errorf("mint short-lived credentials: %w (the S3 server may have no STS: use --no-credentials and type keys into the page, or on AWS pass --role-arn)", err)
 		}
@@ -149,7 +163,7 @@ func uiLink(c *cli.Context, base string, withCredentials bool) (link, note strin
 		frag.Set("sk", creds.SecretAccessKey)
 		frag.Set("st", creds.SessionToken)
 		frag.Set("exp", creds.Expires.UTC().Format(time.RFC3339))
-		note = fmt.Sprintf("credentials scoped to bucket %s, valid until %s", cfg.Bucket, creds.Expires.Local().Format(time.DateTime))
+		note = fmt.Sprintf("credentials scoped to bucket %s (the queue's keys only), valid until %s", cfg.Bucket, creds.Expires.Local().Format(time.DateTime))
 	}
 	return strings.TrimSuffix(base, "#") + "#" + frag.Encode(), note, nil
 }
@@ -236,12 +250,84 @@ func runUIServe(c *cli.Context) error {
 	return srv.Shutdown(shutCtx)
 }
 
+// uiDeployPlan is what qo ui deploy will write to the bucket's
+// configuration, worked out (and refused) before anything is uploaded.
+type uiDeployPlan struct {
+	policy    string           // the merged bucket policy; "" to leave it alone
+	cors      []types.CORSRule // the merged CORS rules; nil to leave them alone
+	noCORS    bool             // the server takes no CORS rules
+	origins   []string
+	statement json.RawMessage
+}
+
+// planUIDeploy reads the bucket's policy and CORS rules and merges qo's
+// statement and rule into them. When either cannot be read or merged
+// without guessing, it prints what to add by hand to w and fails: nothing
+// has been changed yet.
+func planUIDeploy(ctx context.Context, w io.Writer, s *s3store.Store, publicRead, setCORS bool, origins []string) (*uiDeployPlan, error) {
+	p := &uiDeployPlan{origins: origins, statement: s3store.PublicReadStatement(s.Bucket(), uiPrefix)}
+	if publicRead {
+		cur, err := s.BucketPolicy(ctx)
+		if err == nil {
+			p.policy, err = s3store.MergePolicyStatement(cur, p.statement)
+		}
+		if err != nil {
+			fmt.Fprintf(w, "qo: nothing was changed. Add this statement to the \"Statement\" list of the policy of bucket %s yourself,\n"+
+				"then run qo ui deploy --no-public-read:\n%s\n", s.Bucket(), indentJSON(p.statement))
+			return nil, storageError("cannot add qo's statement (Sid %s) to the bucket policy: %v: add it by hand (printed above) and rerun with --no-public-read",
+				s3store.PublicReadSid, err)
+		}
+	}
+	if setCORS {
+		rule := s3store.UICORSRule(origins)
+		cur, err := s.CORSRules(ctx)
+		if errors.Is(err, store.ErrNotSupported) {
+			p.noCORS = true
+			return p, nil
+		}
+		if err == nil {
+			p.cors, err = s3store.MergeCORSRule(cur, rule)
+		}
+		if err != nil {
+			b, _ := json.MarshalIndent(rule, "", "  ")
+			fmt.Fprintf(w, "qo: nothing was changed. Add this rule to the CORS configuration of bucket %s yourself,\n"+
+				"then run qo ui deploy --no-cors:\n%s\n", s.Bucket(), b)
+			return nil, storageError("cannot add qo's CORS rule (ID %s) to the bucket's CORS configuration: %v: add it by hand (printed above) and rerun with --no-cors",
+				s3store.CORSRuleID, err)
+		}
+	}
+	return p, nil
+}
+
+// indentJSON is raw, indented for people.
+func indentJSON(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if err := json.Indent(&b, raw, "", "  "); err != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
 func runUIDeploy(c *cli.Context) error {
 	s, err := openStore(c)
 	if err != nil {
 		return err
 	}
 	ctx := c.Context
+	origins := c.StringSlice("origin")
+	if len(origins) == 0 {
+		base, err := deployedBase(c)
+		if err != nil {
+			return err
+		}
+		u, _ := url.Parse(base)
+		origins = []string{u.Scheme + "://" + u.Host, "http://" + defaultUIAddr}
+	}
+	plan, err := planUIDeploy(ctx, c.App.ErrWriter, s, !c.Bool("no-public-read"), !c.Bool("no-cors"), origins)
+	if err != nil {
+		return err
+	}
+
 	var n int
 	err = fs.WalkDir(webui.Files(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -270,30 +356,29 @@ func runUIDeploy(c *cli.Context) error {
 	}
 	fmt.Fprintf(c.App.ErrWriter, "qo: uploaded %d files to %s\n", n, uiPrefix)
 
-	if !c.Bool("no-public-read") {
-		policy := fmt.Sprintf(`{"Version":"2012-10-17","Statement":[{"Sid":"QoWebUIPublicRead","Effect":"Allow","Principal":"*","Action":["s3:GetObject"],"Resource":["arn:aws:s3:::%s/%s*"]}]}`, s.Bucket(), uiPrefix)
-		if _, err := s.Client().PutBucketPolicy(ctx, &s3.PutBucketPolicyInput{Bucket: aws.String(s.Bucket()), Policy: aws.String(policy)}); err != nil {
+	if plan.policy != "" {
+		if err := s.PutBucketPolicy(ctx, plan.policy); err != nil {
 			return storageError("set the bucket policy that lets browsers read %s*: %v (on AWS, S3 Block Public Access may forbid it: serve the UI with 'qo ui serve' instead, or rerun with --no-public-read and host the files elsewhere)", uiPrefix, err)
 		}
-		fmt.Fprintf(c.App.ErrWriter, "qo: %s* is readable by anyone (static files only; the queue stays private)\n", uiPrefix)
+		fmt.Fprintf(c.App.ErrWriter, "qo: %s* is readable by anyone (bucket policy statement %s; the other statements are unchanged; the queue stays private)\n",
+			uiPrefix, s3store.PublicReadSid)
 	}
 
-	origins := c.StringSlice("origin")
-	if len(origins) == 0 {
-		base, err := deployedBase(c)
-		if err != nil {
-			return err
+	switch {
+	case c.Bool("no-cors"):
+	case !plan.noCORS:
+		err := s.PutCORSRules(ctx, plan.cors)
+		if errors.Is(err, store.ErrNotSupported) {
+			plan.noCORS = true
+			break
 		}
-		u, _ := url.Parse(base)
-		origins = []string{u.Scheme + "://" + u.Host, "http://" + defaultUIAddr}
+		if err != nil {
+			return storageError("set the bucket's CORS rule for %s: %v", strings.Join(origins, ", "), err)
+		}
+		fmt.Fprintf(c.App.ErrWriter, "qo: CORS allows %s (rule %s; the other rules are unchanged)\n", strings.Join(origins, ", "), s3store.CORSRuleID)
 	}
-	switch err := s.SetCORS(ctx, origins); {
-	case errors.Is(err, store.ErrNotSupported):
+	if plan.noCORS {
 		fmt.Fprintln(c.App.ErrWriter, "qo: this S3 server does not take CORS rules (MinIO allows every origin by default: see MINIO_API_CORS_ALLOW_ORIGIN)")
-	case err != nil:
-		return storageError("set the bucket's CORS rule for %s: %v", strings.Join(origins, ", "), err)
-	default:
-		fmt.Fprintf(c.App.ErrWriter, "qo: CORS allows %s\n", strings.Join(origins, ", "))
 	}
 	base, err := deployedBase(c)
 	if err != nil {

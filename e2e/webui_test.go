@@ -221,8 +221,9 @@ func TestWebUIInChromium(t *testing.T) {
 	var scripts int
 	require.NoError(t, chromedp.Run(ctx,
 		clickRow(evil),
-		chromedp.WaitVisible("#data", chromedp.ByQuery),
-		chromedp.Sleep(300*time.Millisecond),
+		chromedp.Poll(`document.querySelector('#detail h2')?.textContent === `+"'"+evil.ID.String()+"'", nil,
+			chromedp.WithPollingTimeout(30*time.Second)),
+		chromedp.Sleep(300*time.Millisecond), // time for injected markup to run, were there any
 		chromedp.Text("#data", &text, chromedp.ByQuery),
 		chromedp.Evaluate(`Boolean(window.pwned)`, &pwned),
 		chromedp.Evaluate(`document.querySelectorAll('#detail script, #detail img').length`, &scripts),
@@ -304,4 +305,51 @@ func clickRow(t *queue.Task) chromedp.ActionFunc {
 		}
 		return err
 	}
+}
+
+// TestWebUISecondLink opens a second link (another bucket, other
+// credentials) in a tab already on the page: the page switches to the new
+// bucket with the new credentials and clears the address bar again.
+func TestWebUISecondLink(t *testing.T) {
+	t.Parallel()
+	ctx := browser(t)
+	first, second := wkSetup(t), wkSetup(t)
+	bg := context.Background()
+	later := time.Now().Add(time.Hour)
+	inFirst, _, err := first.q.Submit(bg, queue.SubmitRequest{Type: "first-bucket", AvailableAt: later})
+	require.NoError(t, err)
+	inSecond, _, err := second.q.Submit(bg, queue.SubmitRequest{Type: "second-bucket", AvailableAt: later})
+	require.NoError(t, err)
+
+	link := uiLink(t, first)
+	base, _, _ := strings.Cut(link, "#")
+	r := qo(t, second.env, "ui", "url", "--base", base)
+	require.Equal(t, 0, r.code, r.String())
+	link2 := strings.TrimSpace(r.stdout)
+	require.NotEqual(t, link, link2)
+	require.Contains(t, link2, "bucket="+second.s.Bucket())
+
+	require.NoError(t, chromedp.Run(ctx,
+		chromedp.Navigate(link),
+		chromedp.WaitVisible(row(inFirst), chromedp.ByQuery),
+	))
+	// Same page, new fragment: the browser does not reload, it fires
+	// hashchange.
+	js, err := json.Marshal(link2)
+	require.NoError(t, err)
+	wait, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var where, tasks, location string
+	require.NoError(t, chromedp.Run(wait,
+		chromedp.Evaluate(`location.href = `+string(js), nil),
+		chromedp.WaitVisible(row(inSecond), chromedp.ByQuery),
+		chromedp.Text("#where", &where, chromedp.ByQuery),
+		chromedp.Text("#tasks", &tasks, chromedp.ByQuery),
+		chromedp.Location(&location),
+	), "the page did not switch to the second link's bucket")
+	require.Contains(t, where, second.s.Bucket())
+	require.NotContains(t, tasks, queue.ShortID(inFirst.ID), "the first bucket's tasks are gone")
+	require.NotContains(t, location, "#", "the second link's fragment leaves the address bar too")
+	require.NotContains(t, location, "sk=")
+	require.Equal(t, base, location)
 }

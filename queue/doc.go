@@ -16,10 +16,15 @@ writer follows; the code implements exactly what is written here.
 	data/{shard}/{id}/input.json|output-{lease_id}.json offloaded payloads (see Large payloads)
 	control.json                                        pause switches (see Pause)
 	schedules/{name}.json                               cron schedules (see Schedules)
+	idempotency/{h[:2]}/{h}.json                        idempotency key markers (see Idempotency keys)
 	workers/{worker_id}.json                            worker registry: heartbeats (liveness, stats)
 	shard-leases/{shard}.json                           named lease: which worker polls a shard
 	monitor/leader.json                                 named lease: which monitor is the leader
 	monitor/sweep.json                                  the sweeper's cursor and last pass
+
+Nothing else in the bucket belongs to the queue (Keys lists the keys and
+prefixes above): qo ui deploy puts the web UI's files under ui/, and
+credentials minted for the web UI may not write there.
 
 {id} is the canonical lowercase UUID. New tasks get a UUIDv7 (NewID): its
 first 48 bits are the creation time in milliseconds, so within a shard

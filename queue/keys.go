@@ -30,6 +30,19 @@ const (
 	IdempotencyPrefix = "idempotency/"
 )
 
+// Keys lists every key and key prefix (those end in "/") of the layout:
+// everything the queue's clients (workers, the monitor, the CLI, the web
+// UI) read and write, and nothing else in the bucket, such as the web UI's
+// own files under ui/. Credentials minted for the web UI are scoped to
+// these keys; doc.go's key layout table lists the same ones.
+func Keys() []string {
+	return []string{
+		ConfigKey, TasksPrefix, ReadyPrefix, LeasesPrefix, DeadPrefix, DataPrefix,
+		ControlKey, SchedulesPrefix, WorkersPrefix, ShardLeasePrefix, MonitorPrefix,
+		IdempotencyPrefix,
+	}
+}
+
 // IdempotencyKey is the key of the marker that binds an idempotency key
 // to the task it made: "idempotency/{h[:2]}/{h}.json", h the hex SHA-256
 // of type NUL key (the first two characters spread the markers over 256

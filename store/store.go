@@ -206,7 +206,9 @@ type Admin interface {
 	// Lifecycle returns the installed rules (nil when none).
 	Lifecycle(ctx context.Context) ([]LifecycleRule, error)
 	// SetCORS allows browsers from origins to read and write the bucket and
-	// exposes the headers the web UI needs (ETag, Date, x-amz-version-id).
+	// exposes the headers the web UI needs (ETag, Date, x-amz-version-id),
+	// through one rule of qo's own that replaces the one an earlier call
+	// set; the bucket's other CORS rules stay as they are.
 	// ErrNotSupported when the provider rejects bucket CORS (MinIO exposes
 	// those headers by default).
 	SetCORS(ctx context.Context, origins []string) error

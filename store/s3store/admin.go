@@ -172,30 +172,6 @@ func (s *Store) Lifecycle(ctx context.Context) ([]store.LifecycleRule, error) {
 	return rules, nil
 }
 
-// SetCORS implements store.Admin: browsers from origins may GET, PUT, HEAD
-// and DELETE, and read the ETag, Date, x-amz-version-id and Last-Modified
-// headers. A server that answers 501 (MinIO, which exposes those headers
-// by default) yields store.ErrNotSupported.
-func (s *Store) SetCORS(ctx context.Context, origins []string) error {
-	if len(origins) == 0 {
-		return errors.New("set CORS: no origins given: pass the web UI's origin, e.g. http://localhost:8080, or * for any")
-	}
-	_, err := s.client.PutBucketCors(ctx, &s3.PutBucketCorsInput{
-		Bucket: aws.String(s.bucket),
-		CORSConfiguration: &types.CORSConfiguration{CORSRules: []types.CORSRule{{
-			AllowedOrigins: origins,
-			AllowedMethods: CORSMethods,
-			AllowedHeaders: []string{"*"},
-			ExposeHeaders:  CORSExposeHeaders,
-			MaxAgeSeconds:  aws.Int32(3600),
-		}}},
-	})
-	if err != nil {
-		return s.wrap("set bucket CORS", "", err, mapOpts{bucketLevel: true})
-	}
-	return nil
-}
-
 // RemoveBucket deletes every object version and delete marker in the
 // bucket, then the bucket. It is for throwaway buckets (tests, qo bench):
 // nothing is kept.

@@ -3,7 +3,9 @@ package s3store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -21,6 +23,11 @@ type TempCredentials struct {
 
 // TempCredentialsOptions shape the credentials TempCredentials mints.
 type TempCredentialsOptions struct {
+	// Keys are the keys and key prefixes (ending in "/") of the bucket the
+	// credentials may read, write and delete (qo's web UI: queue.Keys()).
+	// Required: credentials for the whole bucket could replace anything in
+	// it, the web UI's own files included.
+	Keys []string
 	// RoleARN is assumed when set (AWS: a role the caller may assume;
 	// MinIO ignores it). Without it: AssumeRole on a custom endpoint
 	// (MinIO's STS), GetFederationToken on AWS (IAM users).
@@ -31,25 +38,45 @@ type TempCredentialsOptions struct {
 	SessionName string
 }
 
-// BucketPolicy is an IAM policy allowing what qo's web UI does in one
-// bucket: read and write objects and their versions, list the bucket.
-func BucketPolicy(bucket string) string {
+// SessionPolicy is the IAM policy of credentials for qo's web UI in one
+// bucket: get, put and delete objects (and read their versions) under keys
+// only, each an exact key or a prefix ending in "/"; list the bucket and
+// its versions. Everything else in the bucket (the web UI's own files
+// under ui/, say) stays out of reach.
+func SessionPolicy(bucket string, keys []string) (string, error) {
+	if len(keys) == 0 {
+		return "", errors.New("session policy: no keys given: the credentials would reach nothing (or, unscoped, everything)")
+	}
+	objects := make([]string, 0, len(keys))
+	for _, k := range keys {
+		if k == "" || k == "/" || strings.ContainsAny(k, "*?") {
+			return "", fmt.Errorf("session policy: key %q: want a key or a prefix ending in /, without wildcards", k)
+		}
+		arn := "arn:aws:s3:::" + bucket + "/" + k
+		if strings.HasSuffix(k, "/") {
+			arn += "*"
+		}
+		objects = append(objects, arn)
+	}
 	doc := map[string]any{
 		"Version": "2012-10-17",
 		"Statement": []map[string]any{
 			{"Effect": "Allow", "Action": []string{"s3:GetObject", "s3:GetObjectVersion", "s3:PutObject", "s3:DeleteObject"},
-				"Resource": []string{"arn:aws:s3:::" + bucket + "/*"}},
+				"Resource": objects},
 			{"Effect": "Allow", "Action": []string{"s3:ListBucket", "s3:ListBucketVersions"},
 				"Resource": []string{"arn:aws:s3:::" + bucket}},
 		},
 	}
-	b, _ := json.Marshal(doc)
-	return string(b)
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return "", fmt.Errorf("session policy: %w", err)
+	}
+	return string(b), nil
 }
 
-// TempCredentials mints short-lived credentials scoped to the store's
-// bucket (BucketPolicy) from the store's own credentials, through the STS
-// API of the endpoint (MinIO) or of AWS.
+// TempCredentials mints short-lived credentials scoped to opts.Keys of the
+// store's bucket (SessionPolicy) from the store's own credentials, through
+// the STS API of the endpoint (MinIO) or of AWS.
 func (s *Store) TempCredentials(ctx context.Context, opts TempCredentialsOptions) (TempCredentials, error) {
 	if opts.Duration < 15*time.Minute {
 		opts.Duration = 15 * time.Minute
@@ -63,7 +90,11 @@ func (s *Store) TempCredentials(ctx context.Context, opts TempCredentialsOptions
 		}
 	})
 	secs := aws.Int32(int32(opts.Duration / time.Second))
-	policy := aws.String(BucketPolicy(s.bucket))
+	doc, err := SessionPolicy(s.bucket, opts.Keys)
+	if err != nil {
+		return TempCredentials{}, fmt.Errorf("mint credentials: %w", err)
+	}
+	policy := aws.String(doc)
 	var cr *types.Credentials
 	switch {
 	case opts.RoleARN != "" || s.rawEndpoint != "":

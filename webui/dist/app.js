@@ -962,8 +962,8 @@ function health(lastHeartbeat, now, thresholdMS = 6e4) {
 var PAGE = 50;
 var INDEX_OF = { pending: READY_PREFIX, running: LEASES_PREFIX, failed: DEAD_PREFIX };
 var S3Backend = class {
-  constructor(cfg2) {
-    this.s3 = new S3(cfg2);
+  constructor(cfg) {
+    this.s3 = new S3(cfg);
     this.kind = "S3";
   }
   now() {
@@ -973,12 +973,12 @@ var S3Backend = class {
   async shards() {
     const obj = await this.s3.get("queue.json");
     if (!obj) throw new Error("this bucket holds no qo queue (no queue.json): run qo init");
-    const cfg2 = JSON.parse(obj.text);
-    if ((cfg2.format || 1) < LAYOUT_VERSION) {
-      throw new Error(`this queue uses an older key layout (format ${cfg2.format || 1}): stop its workers and run qo migrate`);
+    const cfg = JSON.parse(obj.text);
+    if ((cfg.format || 1) < LAYOUT_VERSION) {
+      throw new Error(`this queue uses an older key layout (format ${cfg.format || 1}): stop its workers and run qo migrate`);
     }
-    if (cfg2.format > LAYOUT_VERSION) throw new Error(`this queue was written by a newer qo (format ${cfg2.format}): use its web UI`);
-    this.shardList = shards(cfg2.shard_chars || 1);
+    if (cfg.format > LAYOUT_VERSION) throw new Error(`this queue was written by a newer qo (format ${cfg.format}): use its web UI`);
+    this.shardList = shards(cfg.shard_chars || 1);
     return this.shardList;
   }
   /**
@@ -1213,6 +1213,14 @@ var ApiBackend = class {
   }
 };
 
+// src/link.js
+function parseFragment(hash2) {
+  return Object.fromEntries(new URLSearchParams(String(hash2 ?? "").replace(/^#/, "")));
+}
+function canConnect(cfg) {
+  return Boolean(cfg.api || cfg.bucket && cfg.ak && cfg.sk);
+}
+
 // src/app.js
 function h(tag, attrs = {}, ...children) {
   const el = document.createElement(tag);
@@ -1265,13 +1273,11 @@ function jsonTree(name, value) {
   return h("div", { class: "json leaf" }, h("span", { class: "jkey" }, name), ": ", h("span", { class: "jval" }, JSON.stringify(value)));
 }
 function readFragment() {
-  const p = new URLSearchParams(location.hash.slice(1));
+  const cfg = parseFragment(location.hash);
   if (location.hash) history.replaceState(null, "", location.pathname + location.search);
-  return Object.fromEntries(p);
+  return cfg;
 }
-var state = {
-  backend: null,
-  cfg: {},
+var fresh = () => ({
   shards: [],
   shardChars: 1,
   filter: { shard: "", status: "" },
@@ -1279,6 +1285,8 @@ var state = {
   page: 0,
   tasks: [],
   next: "",
+  since: "",
+  malformed: [],
   selected: null,
   detail: null,
   payloads: null,
@@ -1287,18 +1295,42 @@ var state = {
   workers: [],
   schedules: [],
   control: null,
-  view: "tasks",
-  refreshTimer: null,
   error: "",
   flash: ""
+});
+var state = {
+  backend: null,
+  cfg: {},
+  view: "tasks",
+  refreshTimer: null,
+  tickTimer: null,
+  // gen counts connections: a load that began under an earlier one (other
+  // bucket, other credentials) drops its result.
+  gen: 0,
+  ...fresh()
 };
-function connect(cfg2) {
-  state.cfg = cfg2;
-  state.backend = cfg2.api ? new ApiBackend({ api: cfg2.api, token: cfg2.token }) : new S3Backend({ endpoint: cfg2.endpoint, bucket: cfg2.bucket, region: cfg2.region, accessKeyId: cfg2.ak, secretAccessKey: cfg2.sk, sessionToken: cfg2.st });
+var Stale = class extends Error {
+};
+function current(gen) {
+  if (gen !== state.gen) throw new Stale("the page moved to another link");
+}
+function connect(cfg) {
+  state.gen++;
+  Object.assign(state, fresh());
+  state.cfg = cfg;
+  state.backend = cfg.api ? new ApiBackend({ api: cfg.api, token: cfg.token }) : new S3Backend({ endpoint: cfg.endpoint, bucket: cfg.bucket, region: cfg.region, accessKeyId: cfg.ak, secretAccessKey: cfg.sk, sessionToken: cfg.st });
   $("#login").hidden = true;
   $("#app").hidden = false;
-  $("#where").textContent = cfg2.api ? `API ${cfg2.api}` : `bucket ${cfg2.bucket}${cfg2.endpoint ? ` at ${cfg2.endpoint}` : ""}`;
+  $("#where").textContent = cfg.api ? `API ${cfg.api}` : `bucket ${cfg.bucket}${cfg.endpoint ? ` at ${cfg.endpoint}` : ""}`;
   start();
+}
+function disconnect() {
+  state.gen++;
+  Object.assign(state, fresh());
+  state.backend = null;
+  state.cfg = {};
+  clearInterval(state.tickTimer);
+  state.tickTimer = null;
 }
 function showLogin(message) {
   $("#app").hidden = true;
@@ -1310,59 +1342,97 @@ $("#login-form").addEventListener("submit", (e) => {
   const f = new FormData(e.target);
   connect(Object.fromEntries([...f.entries()].filter(([, v]) => v)));
 });
+function openLink(cfg) {
+  if (canConnect(cfg)) {
+    connect(cfg);
+  } else {
+    disconnect();
+    showLogin(cfg.bucket ? `Enter credentials for bucket ${cfg.bucket}.` : "");
+  }
+  if (cfg.bucket) {
+    const form = $("#login-form");
+    form.reset();
+    for (const k of ["endpoint", "bucket", "region"]) if (cfg[k]) form.querySelector(`[name=${k}]`).value = cfg[k];
+  }
+}
 async function guard(fn) {
+  const gen = state.gen;
+  let error = "";
   try {
     await fn();
-    state.error = "";
   } catch (e) {
-    state.error = e.message;
+    if (e instanceof Stale) return;
+    error = e.message;
   }
+  if (gen !== state.gen) return;
+  state.error = error;
   renderStatus();
 }
 async function start() {
+  const gen = state.gen;
+  const backend = state.backend;
   await guard(async () => {
-    state.shards = await state.backend.shards();
-    state.shardChars = state.shards[0]?.length || 1;
+    const shards2 = await backend.shards();
+    current(gen);
+    state.shards = shards2;
+    state.shardChars = shards2[0]?.length || 1;
   });
+  if (gen !== state.gen) return;
   renderFilters();
   await refresh();
+  if (gen !== state.gen) return;
   tick();
-  setInterval(tick, 1e3);
+  clearInterval(state.tickTimer);
+  state.tickTimer = setInterval(tick, 1e3);
 }
 async function refresh() {
+  const gen = state.gen;
+  const backend = state.backend;
+  if (!backend) return;
   await guard(async () => {
     if (state.view === "tasks") {
-      const page = await state.backend.listTasks({ ...state.filter, cursor: state.cursors[state.page] });
+      const page = await backend.listTasks({ ...state.filter, cursor: state.cursors[state.page] });
+      current(gen);
       state.tasks = page.tasks;
       state.next = page.next_cursor;
       state.since = page.since || "";
       state.malformed = page.malformed || [];
       if (state.selected) await loadDetail(state.selected);
     } else if (state.view === "schedules") {
-      const s = await state.backend.schedules();
+      const s = await backend.schedules();
+      current(gen);
       state.schedules = s.schedules;
       state.malformed = s.malformed;
     } else {
-      const w = await state.backend.workers();
+      const w = await backend.workers();
+      current(gen);
       state.workers = w.workers;
       state.malformed = w.malformed;
     }
-    state.control = await state.backend.control().catch((e) => ({ error: e.message }));
+    const control = await backend.control().catch((e) => ({ error: e.message }));
+    current(gen);
+    state.control = control;
   });
+  if (gen !== state.gen) return;
   $("#refreshed").textContent = `refreshed ${(/* @__PURE__ */ new Date()).toLocaleTimeString()}`;
   render();
 }
 async function loadDetail(id) {
-  const { task } = await state.backend.getTask(id, state.shardChars);
-  state.detail = task;
-  state.payloads = await state.backend.payloads(task).catch((e) => ({ error: e.message }));
-  state.events = await state.backend.history(task);
+  const gen = state.gen;
+  const backend = state.backend;
+  const { task } = await backend.getTask(id, state.shardChars);
+  const payloads = await backend.payloads(task).catch((e) => ({ error: e.message }));
+  const events = await backend.history(task);
+  current(gen);
+  if (state.selected !== id) return;
+  Object.assign(state, { detail: task, payloads, events });
 }
 function setRefresh(seconds) {
   clearInterval(state.refreshTimer);
   state.refreshTimer = seconds > 0 ? setInterval(refresh, seconds * 1e3) : null;
 }
 function tick() {
+  if (!state.backend) return;
   const now = state.backend.now();
   for (const el2 of document.querySelectorAll("[data-countdown]")) {
     const t = state.tasks.find((x) => x.id === el2.dataset.countdown);
@@ -1537,10 +1607,11 @@ function showDiff() {
   pre.hidden = false;
 }
 async function select(id) {
+  const gen = state.gen;
   state.selected = id;
   state.marks = [];
   await guard(() => loadDetail(id));
-  render();
+  if (gen === state.gen) render();
 }
 async function act(op, t) {
   if (!confirm(`${op[0].toUpperCase()}${op.slice(1)} task ${t.id} (${t.task_type}, ${t.status})?`)) return;
@@ -1622,9 +1693,9 @@ $("#prev").addEventListener("click", () => {
   state.page = Math.max(0, state.page - 1);
   refresh();
 });
-var cfg = readFragment();
-if (cfg.api || cfg.bucket && cfg.ak && cfg.sk) connect(cfg);
-else showLogin(cfg.bucket ? `Enter credentials for bucket ${cfg.bucket}.` : "");
-if (cfg.bucket) {
-  for (const k of ["endpoint", "bucket", "region"]) if (cfg[k]) document.querySelector(`#login-form [name=${k}]`).value = cfg[k];
-}
+window.addEventListener("hashchange", () => {
+  if (!location.hash) return;
+  const cfg = readFragment();
+  if (cfg.bucket || cfg.api) openLink(cfg);
+});
+openLink(readFragment());

@@ -2,6 +2,7 @@
 // API) and is rendered as text: task data never reaches innerHTML.
 import { diffLines } from 'diff';
 import { S3Backend, ApiBackend } from './backend.js';
+import { parseFragment, canConnect } from './link.js';
 import { STATUSES, health, priorityOf, shortID } from './queue.js';
 
 // h builds an element; string children become text nodes.
@@ -62,24 +63,43 @@ function jsonTree(name, value) {
 
 // ---- configuration --------------------------------------------------------
 
-// The URL fragment carries the configuration (never sent to any server):
-// endpoint, bucket, region, ak, sk, st (session token), exp (expiry), or
-// api (+ token) to use qo's HTTP API. It is read once and removed from the
-// address bar; credentials live in this page's memory only.
+// The URL fragment carries the configuration (never sent to any server;
+// see link.js). It is read when the page loads and whenever another link
+// is opened in the same tab, and removed from the address bar each time;
+// credentials live in this page's memory only.
 function readFragment() {
-  const p = new URLSearchParams(location.hash.slice(1));
+  const cfg = parseFragment(location.hash);
   if (location.hash) history.replaceState(null, '', location.pathname + location.search);
-  return Object.fromEntries(p);
+  return cfg;
 }
 
-const state = {
-  backend: null, cfg: {}, shards: [], shardChars: 1,
-  filter: { shard: '', status: '' }, cursors: [''], page: 0, tasks: [], next: '',
+// What the page shows of one bucket (or API); connect starts over from it.
+const fresh = () => ({
+  shards: [], shardChars: 1,
+  filter: { shard: '', status: '' }, cursors: [''], page: 0, tasks: [], next: '', since: '', malformed: [],
   selected: null, detail: null, payloads: null, events: [], marks: [],
-  workers: [], schedules: [], control: null, view: 'tasks', refreshTimer: null, error: '', flash: '',
+  workers: [], schedules: [], control: null, error: '', flash: '',
+});
+
+const state = {
+  backend: null, cfg: {}, view: 'tasks', refreshTimer: null, tickTimer: null,
+  // gen counts connections: a load that began under an earlier one (other
+  // bucket, other credentials) drops its result.
+  gen: 0,
+  ...fresh(),
 };
 
+// Stale is thrown by current when the page moved to another connection
+// while a load was under way.
+class Stale extends Error {}
+
+function current(gen) {
+  if (gen !== state.gen) throw new Stale('the page moved to another link');
+}
+
 function connect(cfg) {
+  state.gen++;
+  Object.assign(state, fresh());
   state.cfg = cfg;
   state.backend = cfg.api ? new ApiBackend({ api: cfg.api, token: cfg.token })
     : new S3Backend({ endpoint: cfg.endpoint, bucket: cfg.bucket, region: cfg.region, accessKeyId: cfg.ak, secretAccessKey: cfg.sk, sessionToken: cfg.st });
@@ -87,6 +107,16 @@ function connect(cfg) {
   $('#app').hidden = false;
   $('#where').textContent = cfg.api ? `API ${cfg.api}` : `bucket ${cfg.bucket}${cfg.endpoint ? ` at ${cfg.endpoint}` : ''}`;
   start();
+}
+
+// disconnect forgets the current connection and its credentials.
+function disconnect() {
+  state.gen++;
+  Object.assign(state, fresh());
+  state.backend = null;
+  state.cfg = {};
+  clearInterval(state.tickTimer);
+  state.tickTimer = null;
 }
 
 function showLogin(message) {
@@ -101,60 +131,104 @@ $('#login-form').addEventListener('submit', (e) => {
   connect(Object.fromEntries([...f.entries()].filter(([, v]) => v)));
 });
 
+// openLink connects with a link's settings, or asks for keys when it
+// carries none (keeping the endpoint, bucket and region it names).
+function openLink(cfg) {
+  if (canConnect(cfg)) {
+    connect(cfg);
+  } else {
+    disconnect();
+    showLogin(cfg.bucket ? `Enter credentials for bucket ${cfg.bucket}.` : '');
+  }
+  if (cfg.bucket) {
+    const form = $('#login-form');
+    form.reset();
+    for (const k of ['endpoint', 'bucket', 'region']) if (cfg[k]) form.querySelector(`[name=${k}]`).value = cfg[k];
+  }
+}
+
 // ---- loading ----------------------------------------------------------------
 
+// guard runs fn and shows its error; nothing when the page moved to
+// another connection meanwhile.
 async function guard(fn) {
+  const gen = state.gen;
+  let error = '';
   try {
     await fn();
-    state.error = '';
   } catch (e) {
-    state.error = e.message;
+    if (e instanceof Stale) return;
+    error = e.message;
   }
+  if (gen !== state.gen) return;
+  state.error = error;
   renderStatus();
 }
 
 async function start() {
+  const gen = state.gen;
+  const backend = state.backend;
   await guard(async () => {
-    state.shards = await state.backend.shards();
-    state.shardChars = state.shards[0]?.length || 1;
+    const shards = await backend.shards();
+    current(gen);
+    state.shards = shards;
+    state.shardChars = shards[0]?.length || 1;
   });
+  if (gen !== state.gen) return;
   renderFilters();
   await refresh();
+  if (gen !== state.gen) return;
   tick();
-  setInterval(tick, 1000);
+  clearInterval(state.tickTimer);
+  state.tickTimer = setInterval(tick, 1000);
 }
 
 async function refresh() {
+  const gen = state.gen;
+  const backend = state.backend;
+  if (!backend) return;
   await guard(async () => {
     if (state.view === 'tasks') {
-      const page = await state.backend.listTasks({ ...state.filter, cursor: state.cursors[state.page] });
+      const page = await backend.listTasks({ ...state.filter, cursor: state.cursors[state.page] });
+      current(gen);
       state.tasks = page.tasks;
       state.next = page.next_cursor;
       state.since = page.since || '';
       state.malformed = page.malformed || [];
       if (state.selected) await loadDetail(state.selected);
     } else if (state.view === 'schedules') {
-      const s = await state.backend.schedules();
+      const s = await backend.schedules();
+      current(gen);
       state.schedules = s.schedules;
       state.malformed = s.malformed;
     } else {
-      const w = await state.backend.workers();
+      const w = await backend.workers();
+      current(gen);
       state.workers = w.workers;
       state.malformed = w.malformed;
     }
-    state.control = await state.backend.control().catch((e) => ({ error: e.message }));
+    const control = await backend.control().catch((e) => ({ error: e.message }));
+    current(gen);
+    state.control = control;
   });
+  if (gen !== state.gen) return;
   $('#refreshed').textContent = `refreshed ${new Date().toLocaleTimeString()}`;
   render();
 }
 
 async function loadDetail(id) {
-  const { task } = await state.backend.getTask(id, state.shardChars);
-  state.detail = task;
+  const gen = state.gen;
+  const backend = state.backend;
+  const { task } = await backend.getTask(id, state.shardChars);
   // An offloaded payload that cannot be read is shown as an error in its
   // place; the rest of the detail still renders.
-  state.payloads = await state.backend.payloads(task).catch((e) => ({ error: e.message }));
-  state.events = await state.backend.history(task);
+  const payloads = await backend.payloads(task).catch((e) => ({ error: e.message }));
+  const events = await backend.history(task);
+  current(gen);
+  // A load for a task no longer selected (the operator clicked another
+  // meanwhile) must not replace the newer one.
+  if (state.selected !== id) return;
+  Object.assign(state, { detail: task, payloads, events });
 }
 
 function setRefresh(seconds) {
@@ -164,6 +238,7 @@ function setRefresh(seconds) {
 
 // tick moves the countdowns and the credential expiry every second.
 function tick() {
+  if (!state.backend) return;
   const now = state.backend.now();
   for (const el of document.querySelectorAll('[data-countdown]')) {
     const t = state.tasks.find((x) => x.id === el.dataset.countdown);
@@ -314,10 +389,11 @@ function showDiff() {
 }
 
 async function select(id) {
+  const gen = state.gen;
   state.selected = id;
   state.marks = [];
   await guard(() => loadDetail(id));
-  render();
+  if (gen === state.gen) render();
 }
 
 async function act(op, t) {
@@ -365,7 +441,16 @@ $('#statusf').addEventListener('change', (e) => { state.filter.status = e.target
 $('#more').addEventListener('click', () => { state.cursors[state.page + 1] = state.next; state.page++; refresh(); });
 $('#prev').addEventListener('click', () => { state.page = Math.max(0, state.page - 1); refresh(); });
 
-const cfg = readFragment();
-if (cfg.api || (cfg.bucket && cfg.ak && cfg.sk)) connect(cfg);
-else showLogin(cfg.bucket ? `Enter credentials for bucket ${cfg.bucket}.` : '');
-if (cfg.bucket) for (const k of ['endpoint', 'bucket', 'region']) if (cfg[k]) document.querySelector(`#login-form [name=${k}]`).value = cfg[k];
+// A second link opened in this tab is the same page with another fragment:
+// the browser does not load the page again but fires hashchange. Its
+// settings and credentials replace the current ones, and the fragment
+// leaves the address bar as the first one did. (replaceState fires no
+// hashchange; a fragment naming no bucket or API is dropped and changes
+// nothing.)
+window.addEventListener('hashchange', () => {
+  if (!location.hash) return;
+  const cfg = readFragment();
+  if (cfg.bucket || cfg.api) openLink(cfg);
+});
+
+openLink(readFragment());
