@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -35,6 +38,10 @@ func serveCommand() *cli.Command {
 		&cli.Int64Flag{Name: "max-body", Value: httpapi.DefaultMaxBody, Usage: "largest request body in `BYTES`"},
 		&cli.StringFlag{Name: "allow-origin", Usage: "send Access-Control-Allow-Origin: `ORIGIN` on /api/ (a web page served elsewhere)"},
 		&cli.BoolFlag{Name: "no-ui", Usage: "do not serve the web UI at /"},
+		&cli.BoolFlag{Name: "no-auth", EnvVars: []string{"QO_API_NO_AUTH"},
+			Usage: "serve without a token (loopback only): any local process, and any web page the operator opens that passes the cross-site checks, may use the API"},
+		&cli.StringSliceFlag{Name: "allowed-host", EnvVars: []string{"QO_API_ALLOWED_HOSTS"},
+			Usage: "also answer requests whose Host header is `NAME` (repeatable; on loopback only localhost, 127.0.0.1 and ::1 are answered, which defeats DNS rebinding)"},
 	}
 	flags = append(flags, logFlags()...)
 	return &cli.Command{
@@ -63,16 +70,28 @@ Errors are {"error": {"code", "message"}} with status 400 (bad input), 401
 (token), 404, 409 (not allowed in the task's state), 412, 413 (body too large)
 or 503 (S3 unavailable).
 
-Authentication: with a token (` + envAPIToken + ` or --token-file), every route but
-/health needs "Authorization: Bearer TOKEN". Listening beyond loopback without
-a token is refused. The server has read, write and idle timeouts and stops
-gracefully on SIGINT or SIGTERM.
+Authentication: every route but /health needs "Authorization: Bearer TOKEN".
+The token comes from ` + envAPIToken + ` or --token-file; without one, qo serve makes a
+random token at start and prints it with a ready link to the web UI (on
+loopback only: beyond loopback a token must be given). --no-auth turns the
+token off, on loopback only.
+
+Browsers: a POST body must be JSON (Content-Type: application/json, 415
+otherwise), and requests that change the queue from another site's page
+(Origin or Sec-Fetch-Site say so) are refused with 403 unless the origin is
+--allow-origin; so a page the operator visits cannot submit, cancel or pause.
+On loopback the server answers only Host names localhost, 127.0.0.1 and ::1
+(421 otherwise; add names with --allowed-host), so a page cannot read the API
+through a DNS name rebound to 127.0.0.1. GET /api/stats is computed at most
+once per 2 s, however many clients ask. The server has read, write and idle
+timeouts and stops gracefully on SIGINT or SIGTERM.
 
 Examples:
-  qo serve
+  qo serve                                   # prints its token
   QO_API_TOKEN=$(openssl rand -hex 16) qo serve --addr 0.0.0.0:8080
-  curl -s localhost:8080/api/stats | jq .by_status
-  curl -s -XPOST localhost:8080/api/tasks -d '{"type":"echo","input":{"hi":1}}'`,
+  curl -s -H "Authorization: Bearer $QO_API_TOKEN" localhost:8080/api/stats | jq .by_status
+  curl -s -H "Authorization: Bearer $QO_API_TOKEN" -H 'Content-Type: application/json' \
+    -XPOST localhost:8080/api/tasks -d '{"type":"echo","input":{"hi":1}}'`,
 		Flags:  flags,
 		Action: runServe,
 	}
@@ -92,6 +111,15 @@ func apiToken(c *cli.Context) (string, error) {
 		return tok, nil
 	}
 	return strings.TrimSpace(os.Getenv(envAPIToken)), nil
+}
+
+// newAPIToken returns a random bearer token (128 bits, hex).
+func newAPIToken() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("make an API token: %w", err)
+	}
+	return hex.EncodeToString(b), nil
 }
 
 // isLoopback reports whether a listen address only accepts local
@@ -128,6 +156,26 @@ func runServe(c *cli.Context) error {
 	if !loopback && token == "" {
 		return usageError("refusing to serve the API on %s without a token: set %s (or --token-file), or listen on 127.0.0.1", addr, envAPIToken)
 	}
+	noAuth := c.Bool("no-auth")
+	switch {
+	case noAuth && !loopback:
+		return usageError("--no-auth is for loopback only: %s is reachable from other machines; set %s (or --token-file) instead", addr, envAPIToken)
+	case noAuth && token != "":
+		return usageError("--no-auth and a token (%s or --token-file) contradict each other: drop one", envAPIToken)
+	case noAuth:
+		log.Warn("serving the API without a token: every local process may use it")
+	case token == "":
+		if token, err = newAPIToken(); err != nil {
+			return err
+		}
+		fmt.Fprintf(c.App.ErrWriter, "qo: API token (made for this run; set %s to choose one): %s\n", envAPIToken, token)
+	}
+	var hosts []string
+	if loopback {
+		hosts = append([]string{"localhost", "127.0.0.1", "::1"}, c.StringSlice("allowed-host")...)
+	} else {
+		hosts = c.StringSlice("allowed-host") // empty: any Host (the token guards the API)
+	}
 	if c.Int64("max-body") < 1024 {
 		return usageError("--max-body %d is too small (at least 1024 bytes)", c.Int64("max-body"))
 	}
@@ -138,10 +186,14 @@ func runServe(c *cli.Context) error {
 		return err
 	}
 	watchStoreMetrics(m, q)
-	opts := httpapi.Options{Token: token, MaxBody: c.Int64("max-body"), Metrics: m, AllowOrigin: c.String("allow-origin")}
+	opts := httpapi.Options{Token: token, MaxBody: c.Int64("max-body"), Metrics: m, AllowOrigin: c.String("allow-origin"), AllowedHosts: hosts}
 	if !c.Bool("no-ui") {
 		opts.UI = webui.Handler()
-		fmt.Fprintf(c.App.ErrWriter, "qo: web UI through this API: http://%s/#api=/ (add &token=TOKEN when the API has one)\n", addr)
+		link := "http://" + addr + "/#api=/"
+		if token != "" {
+			link += "&token=" + url.QueryEscape(token)
+		}
+		fmt.Fprintf(c.App.ErrWriter, "qo: web UI through this API: %s\n", link)
 	}
 	return serveHTTP(c, log, addr, logRequests(log, httpapi.New(q, opts)), "API")
 }

@@ -3,10 +3,12 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -26,13 +28,24 @@ func freeAddr(t *testing.T) string {
 	return addr
 }
 
-// httpDo sends a request and returns the status and body.
-func httpDo(t *testing.T, method, url, body, token string) (int, string) {
+// httpDo sends a request (a body as JSON) and returns the status and
+// body; hdr are more header name, value pairs ("Host" sets the Host).
+func httpDo(t *testing.T, method, url, body, token string, hdr ...string) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	require.NoError(t, err)
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i] == "Host" {
+			req.Host = hdr[i+1]
+		} else {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
 	}
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
@@ -118,4 +131,39 @@ func TestServeRefusesOpenAddressWithoutToken(t *testing.T) {
 	p := e.start(t, "serve", "serve", "--addr", "0.0.0.0:0")
 	require.Equal(t, 2, p.wait(t), p.out.String())
 	require.Contains(t, p.out.String(), "refusing to serve the API on 0.0.0.0:0 without a token")
+}
+
+// TestServeDefaults: qo serve with nothing configured makes a token and
+// prints it with the web UI link; without it nothing is answered; a page
+// on another site cannot submit even with the token in hand, and a DNS
+// name rebound to 127.0.0.1 is refused; --no-auth is refused beyond
+// loopback.
+func TestServeDefaults(t *testing.T) {
+	t.Parallel()
+	e := wkSetup(t)
+	addr := freeAddr(t)
+	srv := e.start(t, "serve", "serve", "--addr", addr)
+	base := "http://" + addr
+	waitHTTP(t, base+"/health", srv)
+	m := regexp.MustCompile(`API token \(made for this run[^)]*\): ([0-9a-f]{32})`).FindStringSubmatch(srv.out.String())
+	require.NotNil(t, m, "the token is printed: %s", srv.out.String())
+	token := m[1]
+	require.Contains(t, srv.out.String(), "/#api=/&token="+token)
+
+	status, body := httpDo(t, "POST", base+"/api/tasks", `{"type":"echo"}`, "")
+	require.Equal(t, 401, status, body)
+	status, body = httpDo(t, "POST", base+"/api/tasks", `{"type":"echo"}`, token, "Origin", "https://evil.example", "Sec-Fetch-Site", "cross-site")
+	require.Equal(t, 403, status, body)
+	status, body = httpDo(t, "GET", base+"/api/stats", "", token, "Host", "rebound.example")
+	require.Equal(t, 421, status, body)
+	status, body = httpDo(t, "POST", base+"/api/tasks", `{"type":"echo"}`, token, "Origin", base, "Sec-Fetch-Site", "same-origin")
+	require.Equal(t, 201, status, body)
+	status, body = httpDo(t, "GET", base+"/api/stats", "", token, "Host", "localhost:"+strings.Split(addr, ":")[1])
+	require.Equal(t, 200, status, body)
+	page, err := e.q.List(context.Background(), queue.ListQuery{Type: "echo", Status: queue.StatusPending})
+	require.NoError(t, err)
+	require.Len(t, page.Tasks, 1, "only the same-origin submit landed")
+
+	p := e.start(t, "serve-open", "serve", "--addr", "0.0.0.0:0", "--no-auth")
+	require.Equal(t, 2, p.wait(t), p.out.String())
 }

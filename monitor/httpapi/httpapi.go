@@ -15,12 +15,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
+	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/qo-queue/qo/monitor"
 	"github.com/qo-queue/qo/monitor/metrics"
@@ -55,12 +60,30 @@ type Options struct {
 	HealthThreshold time.Duration
 	// RequestTimeout bounds the S3 work of one request (default 30s).
 	RequestTimeout time.Duration
+	// AllowedHosts, when set, are the only host names a request's Host
+	// header may carry (the port is not compared): a page whose DNS name
+	// was rebound to this server's address is refused (421). The command
+	// sets localhost, 127.0.0.1 and ::1 when it listens on loopback.
+	AllowedHosts []string
+	// StatsMaxAge is how long a stats answer is reused before a request
+	// refreshes it (default DefaultStatsMaxAge); concurrent requests share
+	// one refresh, so no number of requests costs more than one refresh
+	// per StatsMaxAge.
+	StatsMaxAge time.Duration
 }
+
+// DefaultStatsMaxAge is the default Options.StatsMaxAge.
+const DefaultStatsMaxAge = 2 * time.Second
 
 type api struct {
 	q     *queue.Queue
 	opts  Options
 	stats *queue.StatsCounter
+
+	statsOnce singleflight.Group
+	statsMu   sync.Mutex
+	statsView *view.Stats // the last answer
+	statsAt   time.Time   // when it was computed (queue clock)
 }
 
 // New returns the API's handler over q.
@@ -73,6 +96,9 @@ func New(q *queue.Queue, opts Options) http.Handler {
 	}
 	if opts.RequestTimeout <= 0 {
 		opts.RequestTimeout = 30 * time.Second
+	}
+	if opts.StatsMaxAge <= 0 {
+		opts.StatsMaxAge = DefaultStatsMaxAge
 	}
 	a := &api{q: q, opts: opts, stats: q.NewStatsCounter(queue.StatsOptions{})}
 	mux := http.NewServeMux()
@@ -141,13 +167,22 @@ func (a *api) routes() []route {
 	return rs
 }
 
-// wrap adds authentication, CORS, the body limit, the timeout and error
-// rendering to a route.
+// wrap adds the Host and cross-site checks, authentication, CORS, the body
+// limit, the timeout and error rendering to a route.
 func (a *api) wrap(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if a.opts.AllowOrigin != "" && strings.HasPrefix(r.URL.Path, "/api/") {
 			w.Header().Set("Access-Control-Allow-Origin", a.opts.AllowOrigin)
 			w.Header().Set("Vary", "Origin")
+		}
+		if !a.hostAllowed(r.Host) {
+			writeError(w, http.StatusMisdirectedRequest, "host_not_allowed",
+				fmt.Sprintf("Host %q is not one this server answers to (%s): a page whose name points at this address may not use the API; add the name with --allowed-host if it is yours", r.Host, strings.Join(a.opts.AllowedHosts, ", ")))
+			return
+		}
+		if status, code, msg := a.crossSite(r); status != 0 {
+			writeError(w, status, code, msg)
+			return
 		}
 		if !rt.public && a.opts.Token != "" && !a.authorized(r) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="qo"`)
@@ -162,6 +197,60 @@ func (a *api) wrap(rt route) http.Handler {
 			writeError(w, status, code, err.Error())
 		}
 	})
+}
+
+// hostAllowed reports whether a request's Host header names this server.
+func (a *api) hostAllowed(host string) bool {
+	if len(a.opts.AllowedHosts) == 0 {
+		return true
+	}
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	for _, ok := range a.opts.AllowedHosts {
+		if strings.EqualFold(host, strings.TrimSuffix(strings.TrimPrefix(ok, "["), "]")) {
+			return true
+		}
+	}
+	return false
+}
+
+// crossSite refuses state-changing requests a web page on another site
+// could make a browser send (a form, or fetch with mode "no-cors"): a
+// browser marks them with Sec-Fetch-Site and Origin, which a page cannot
+// forge. A POST body must be JSON, a type no cross-site page can send
+// without a CORS preflight. Requests without those headers (curl, scripts)
+// pass. It returns status 0 when the request may go on.
+func (a *api) crossSite(r *http.Request) (status int, code, msg string) {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return 0, "", ""
+	}
+	origin := r.Header.Get("Origin")
+	sameOrigin := origin == "" || originHost(origin) == r.Host // "null" (an opaque origin) is another site
+	allowed := a.opts.AllowOrigin != "" && (a.opts.AllowOrigin == "*" || origin == a.opts.AllowOrigin)
+	switch site := r.Header.Get("Sec-Fetch-Site"); {
+	case allowed:
+	case site == "cross-site" || site == "same-site" || !sameOrigin:
+		return http.StatusForbidden, "cross_site", fmt.Sprintf("refusing a %s from another site (Origin %q): only this server's own page, scripts and --allow-origin may change the queue", r.Method, origin)
+	}
+	if r.Method == http.MethodPost && r.ContentLength != 0 {
+		mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+		if err != nil || mt != "application/json" {
+			return http.StatusUnsupportedMediaType, "unsupported_media_type", fmt.Sprintf("the request body must be JSON: send the header 'Content-Type: application/json' (got %q)", r.Header.Get("Content-Type"))
+		}
+	}
+	return 0, "", ""
+}
+
+// originHost is the host[:port] of an Origin header ("" when unparsable).
+func originHost(origin string) string {
+	u, err := url.Parse(origin)
+	if err != nil {
+		return ""
+	}
+	return u.Host
 }
 
 func (a *api) authorized(r *http.Request) bool {
@@ -265,16 +354,37 @@ func (a *api) index(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// getStats answers from the last refresh while it is younger than
+// StatsMaxAge; otherwise one refresh runs for every request waiting on it.
 func (a *api) getStats(w http.ResponseWriter, r *http.Request) error {
-	st, err := a.stats.Refresh(r.Context())
-	if err != nil {
-		return err
+	a.statsMu.Lock()
+	v, at := a.statsView, a.statsAt
+	a.statsMu.Unlock()
+	if v == nil || a.q.Now().Sub(at) >= a.opts.StatsMaxAge {
+		res, err, _ := a.statsOnce.Do("stats", func() (any, error) {
+			// Not the request's context: the refresh serves every waiter.
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), a.opts.RequestTimeout)
+			defer cancel()
+			st, err := a.stats.Refresh(ctx)
+			if err != nil {
+				return nil, err
+			}
+			health, err := a.health0(ctx, st.At)
+			if err != nil {
+				return nil, err
+			}
+			v := view.StatsOf(st, health)
+			a.statsMu.Lock()
+			a.statsView, a.statsAt = &v, a.q.Now()
+			a.statsMu.Unlock()
+			return &v, nil
+		})
+		if err != nil {
+			return err
+		}
+		v = res.(*view.Stats)
 	}
-	health, err := a.health0(r.Context(), st.At)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, view.StatsOf(st, health))
+	writeJSON(w, http.StatusOK, v)
 	return nil
 }
 

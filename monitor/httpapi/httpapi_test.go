@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -172,6 +173,9 @@ func (e *env) do(t *testing.T, method, path, body string, hdr ...string) (int, a
 	if e.token != "" {
 		req.Header.Set("Authorization", "Bearer "+e.token)
 	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
@@ -312,6 +316,7 @@ func TestAuthAndLimits(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			req, err := http.NewRequest(tt.method, e.srv.URL+tt.path, strings.NewReader(tt.body))
 			require.NoError(t, err)
+			req.Header.Set("Content-Type", "application/json")
 			if tt.auth != "-" {
 				req.Header.Set("Authorization", tt.auth)
 			}
@@ -385,4 +390,114 @@ func TestCORS(t *testing.T) {
 	require.Equal(t, "https://ops.example.com", resp.Header.Get("Access-Control-Allow-Origin"))
 	_, _, hdr := e.do(t, "GET", "/api/stats", "")
 	require.Equal(t, "https://ops.example.com", hdr.Get("Access-Control-Allow-Origin"))
+}
+
+// TestCrossSiteWrites: a page on another site cannot change the queue
+// through a browser (no-cors fetch or a form), nor read it through a DNS
+// name rebound to the server; the server's own page, scripts and an
+// allowed origin can.
+func TestCrossSiteWrites(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, storetest.Backends()[0], Options{AllowedHosts: []string{"localhost", "127.0.0.1", "::1"}, AllowOrigin: "https://ops.example.com"})
+	self := e.srv.URL // http://127.0.0.1:PORT
+	host := strings.TrimPrefix(self, "http://")
+	submit := `{"type":"evil","input":{}}`
+	tests := []struct {
+		name   string
+		method string
+		path   string
+		body   string
+		hdr    []string
+		status int
+	}{
+		{"no-cors fetch from another site, text/plain", "POST", "/api/tasks", submit,
+			[]string{"Content-Type", "text/plain;charset=UTF-8", "Origin", "https://evil.example", "Sec-Fetch-Site", "cross-site"}, 403},
+		{"another site, even with JSON", "POST", "/api/tasks", submit,
+			[]string{"Content-Type", "application/json", "Origin", "https://evil.example"}, 403},
+		{"another local port is another origin", "POST", "/api/pause", `{}`,
+			[]string{"Content-Type", "application/json", "Origin", "http://127.0.0.1:1", "Sec-Fetch-Site", "same-site"}, 403},
+		{"an opaque origin", "POST", "/api/tasks/" + "00000000-0000-7000-8000-000000000000" + "/cancel", "",
+			[]string{"Origin", "null"}, 403},
+		{"form post without an origin header but cross-site", "POST", "/api/resume", "",
+			[]string{"Sec-Fetch-Site", "cross-site"}, 403},
+		{"a script posting text/plain", "POST", "/api/tasks", submit,
+			[]string{"Content-Type", "text/plain"}, 415},
+		{"a form post", "POST", "/api/tasks", "type=evil",
+			[]string{"Content-Type", "application/x-www-form-urlencoded"}, 415},
+		{"the server's own page", "POST", "/api/tasks", submit,
+			[]string{"Content-Type", "application/json", "Origin", self, "Sec-Fetch-Site", "same-origin"}, 201},
+		{"a script (no browser headers)", "POST", "/api/tasks", submit,
+			[]string{"Content-Type", "application/json; charset=utf-8"}, 201},
+		{"the allowed origin", "POST", "/api/tasks", submit,
+			[]string{"Content-Type", "application/json", "Origin", "https://ops.example.com", "Sec-Fetch-Site", "cross-site"}, 201},
+		{"a rebound DNS name, read", "GET", "/api/stats", "", []string{"Host", "evil.example:" + strings.Split(host, ":")[1]}, 421},
+		{"a rebound DNS name, write", "POST", "/api/tasks", submit, []string{"Host", "evil.example", "Content-Type", "application/json"}, 421},
+		{"localhost", "GET", "/api/stats", "", []string{"Host", "localhost:" + strings.Split(host, ":")[1]}, 200},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, err := http.NewRequest(tt.method, self+tt.path, strings.NewReader(tt.body))
+			require.NoError(t, err)
+			for i := 0; i+1 < len(tt.hdr); i += 2 {
+				if tt.hdr[i] == "Host" {
+					req.Host = tt.hdr[i+1]
+				} else {
+					req.Header.Set(tt.hdr[i], tt.hdr[i+1])
+				}
+			}
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			raw, _ := io.ReadAll(resp.Body)
+			require.Equal(t, tt.status, resp.StatusCode, "%s", raw)
+		})
+	}
+	// Nothing the refused requests carried reached the bucket.
+	page, err := e.q.List(context.Background(), queue.ListQuery{Type: "evil", Status: queue.StatusPending})
+	require.NoError(t, err)
+	require.Len(t, page.Tasks, 3, "only the three allowed submits")
+}
+
+// TestStatsRefreshBounded: stats answers are reused for StatsMaxAge and
+// concurrent requests share one refresh, so no stream of requests makes
+// the API read more than one refresh's worth per StatsMaxAge.
+func TestStatsRefreshBounded(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, storetest.Backends()[0], Options{StatsMaxAge: 5 * time.Second})
+	counted := e.raw.(store.Counted).Requests()
+	status, _, _ := e.do(t, "GET", "/api/stats", "")
+	require.Equal(t, 200, status)
+	before := counted.Snapshot()
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			status, _, _ := e.do(t, "GET", "/api/stats", "")
+			require.Equal(t, 200, status)
+		}()
+	}
+	wg.Wait()
+	require.Zero(t, sum(counted.Snapshot().Sub(before)), "answers younger than StatsMaxAge are reused")
+
+	e.clock.Advance(5 * time.Second)
+	before = counted.Snapshot()
+	status, _, _ = e.do(t, "GET", "/api/stats", "")
+	require.Equal(t, 200, status)
+	one := sum(counted.Snapshot().Sub(before))
+	require.Positive(t, one, "an older answer is refreshed")
+	before = counted.Snapshot()
+	for range 10 {
+		status, _, _ = e.do(t, "GET", "/api/stats", "")
+		require.Equal(t, 200, status)
+	}
+	require.Zero(t, sum(counted.Snapshot().Sub(before)))
+}
+
+// sum is the number of requests in c.
+func sum(c store.Counts) (n int64) {
+	for _, op := range store.Ops {
+		n += c.Total(op)
+	}
+	return n
 }
