@@ -181,11 +181,11 @@ const maxPutAttempts = 3
 //   - any failure (a 412, a timeout, a reset connection, a 5xx): the outcome
 //     may be unknown (an SDK retry of a PUT that had committed answers 412),
 //     so the task is re-read. If it carries next.RequestID, a write of this
-//     operation landed (this one, or an earlier call's with the same request
-//     id): success without a second write, returning the version stored. If it is still the base version (same
-//     request_id as before) and the failure was not a 412, the PUT is sent
-//     again. Otherwise someone else wrote first: *staleError with the
-//     current version.
+//     operation landed (this one, or an earlier call's with the same
+//     request id): success without a second write, returning the version
+//     stored. If it is still the base version (same request_id as before)
+//     and the failure was not a 412, the PUT is sent again. Otherwise
+//     someone else wrote first: *staleError with the current version.
 func (q *Queue) putTask(ctx context.Context, next *Task, cond store.Condition, prevRequestID string) (*Task, string, error) {
 	body, err := EncodeTask(next)
 	if err != nil {
