@@ -40,6 +40,24 @@ func requireIndexed(t *testing.T, b *bundle, task *queue.Task, what string) {
 	}
 }
 
+// loseTaskPut arms one task PUT that lands with its response lost, and
+// fails every task re-read after it, until disarm is called.
+func loseTaskPut(b *bundle) (disarm func()) {
+	isTask := func(k string) bool { return strings.HasPrefix(k, queue.TasksPrefix) }
+	armed := false
+	b.s.set(func(f *faultStore) {
+		f.dropPut = func(k string) bool {
+			if isTask(k) && !armed {
+				armed = true
+				return true
+			}
+			return false
+		}
+		f.failGet = func(k string) bool { return armed && isTask(k) }
+	})
+	return func() { b.s.set(func(f *faultStore) { f.dropPut, f.failGet = nil, nil }) }
+}
+
 // TestUnknownOutcomesKeepEntries: every operation whose task PUT landed but
 // whose response was lost, and whose re-read failed too, leaves the task
 // with the entry its state needs, without waiting for any sweep.
@@ -47,22 +65,7 @@ func TestUnknownOutcomesKeepEntries(t *testing.T) {
 	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
 		b := setup(t, be)
-		isTask := func(k string) bool { return strings.HasPrefix(k, queue.TasksPrefix) }
-		// lose arms one lost task-PUT response followed by failing re-reads.
-		lose := func() (disarm func()) {
-			armed := false
-			b.s.set(func(f *faultStore) {
-				f.dropPut = func(k string) bool {
-					if isTask(k) && !armed {
-						armed = true
-						return true
-					}
-					return false
-				}
-				f.failGet = func(k string) bool { return armed && isTask(k) }
-			})
-			return func() { b.s.set(func(f *faultStore) { f.dropPut, f.failGet = nil, nil }) }
-		}
+		lose := func() (disarm func()) { return loseTaskPut(b) }
 		running := func(typ string) *queue.Lease {
 			return b.claim(t, b.submit(t, typ, `{}`), "w1")
 		}
@@ -188,7 +191,6 @@ func TestLeaseOpRepeatedAfterUnknownOutcome(t *testing.T) {
 	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
 		b := setup(t, be)
-		isTask := func(k string) bool { return strings.HasPrefix(k, queue.TasksPrefix) }
 		tests := []struct {
 			name string
 			op   func(l *queue.Lease) (*queue.Task, error)
@@ -202,19 +204,9 @@ func TestLeaseOpRepeatedAfterUnknownOutcome(t *testing.T) {
 		for _, tt := range tests {
 			l := b.claim(t, b.submit(t, "x", `{}`), "w1")
 			leaseKey := l.LeaseKey
-			armed := false
-			b.s.set(func(f *faultStore) {
-				f.dropPut = func(k string) bool {
-					if isTask(k) && !armed {
-						armed = true
-						return true
-					}
-					return false
-				}
-				f.failGet = func(k string) bool { return armed && isTask(k) }
-			})
+			disarm := loseTaskPut(b)
 			_, err := tt.op(l)
-			b.s.set(func(f *faultStore) { f.dropPut, f.failGet = nil, nil })
+			disarm()
 			require.Error(t, err, "%s: first call: the outcome is unknown", tt.name)
 			b.clock.Advance(10 * time.Millisecond) // the repeat computes another version
 
