@@ -19,6 +19,7 @@ import (
 
 	"github.com/qo-queue/qo/internal/termsafe"
 	"github.com/qo-queue/qo/monitor"
+	"github.com/qo-queue/qo/monitor/httpapi"
 	"github.com/qo-queue/qo/monitor/view"
 	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/worker"
@@ -402,7 +403,7 @@ func runWorker(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	m, stopMetrics, err := metricsFromFlag(c, log)
+	m, p, stopMetrics, err := metricsFromFlag(c, log)
 	if err != nil {
 		return err
 	}
@@ -427,12 +428,17 @@ func runWorker(c *cli.Context) error {
 	if err := w.Validate(); err != nil {
 		return usageError("%v", err)
 	}
+	p.setReady(func(context.Context) httpapi.Readiness {
+		r := w.Readiness()
+		return httpapi.Readiness{Ready: r.Ready, Reason: r.Reason, Since: r.Since}
+	})
 
 	ctx, cancel := context.WithCancel(c.Context)
 	defer cancel()
 	stop := onSignals(func(n int) {
 		if n == 1 {
 			log.Info("signal received: shutting down (send it again to release running tasks at once)")
+			p.setStopping()
 			cancel()
 			return
 		}
@@ -510,7 +516,7 @@ Durations accept Go syntax (500ms, 30s, 2m) or a bare number of seconds.`,
 				}
 			}
 			o.Logger = log
-			m, stopMetrics, err := metricsFromFlag(c, log)
+			m, p, stopMetrics, err := metricsFromFlag(c, log)
 			if err != nil {
 				return err
 			}
@@ -523,9 +529,13 @@ Durations accept Go syntax (500ms, 30s, 2m) or a bare number of seconds.`,
 				watchStoreMetrics(m, q)
 				o.Observer = m
 			}
+			p.setReady(httpapi.NewS3Check(q.Store(), 0).Readiness)
 			ctx, cancel := context.WithCancel(c.Context)
 			defer cancel()
-			stop := onSignals(func(int) { cancel() })
+			stop := onSignals(func(int) {
+				p.setStopping()
+				cancel()
+			})
 			defer stop()
 			return monitor.New(q, o).Run(ctx)
 		},
