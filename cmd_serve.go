@@ -52,6 +52,11 @@ func serveCommand() *cli.Command {
 		Description: `Serves the queue over HTTP, with the same JSON shapes as the CLI's --json:
 
   GET    /health                    liveness (?check=s3 also asks S3); no token
+  GET    /healthz                   liveness probe: 200 until shutdown starts
+                                    (then 503); no S3 request; no token
+  GET    /readyz                    readiness probe: 200 when the bucket answers
+                                    (one HeadBucket, reused for 2s whoever asks),
+                                    503 when not or shutting down; no token
   GET    /api/stats                 counts by status, shard and type; workers
   GET    /api/workers               the worker registry with health
   GET    /api/tasks                 ?status=&type=&shard=&cursor=&limit= (paged)
@@ -71,7 +76,8 @@ Errors are {"error": {"code", "message"}} with status 400 (bad input), 401
 (token), 404, 409 (not allowed in the task's state), 412, 413 (body too large)
 or 503 (S3 unavailable).
 
-Authentication: every route but /health needs "Authorization: Bearer TOKEN".
+Authentication: every route but /health, /healthz and /readyz needs
+"Authorization: Bearer TOKEN".
 The token comes from ` + envAPIToken + ` or --token-file; without one, qo serve makes a
 random token at start and prints it with a ready link to the web UI (on
 loopback only: beyond loopback a token must be given). --no-auth turns the

@@ -76,6 +76,20 @@ lease on; leases are balanced to ceil(shards / live workers) per worker. A
 worker with no free shard keeps heartbeating and retries with jittered backoff.
 All workers of a leasing pool must serve the same task types.
 
+Probes for orchestrators (Kubernetes), served with /metrics on --metrics-addr
+(QO_METRICS_ADDR); neither sends an S3 request:
+  GET /healthz   liveness: 200 {"alive":true} while the process runs; 503 once
+                 a signal started the shutdown.
+  GET /readyz    readiness: 200 {"ready":true,"reason":"claiming"} while the
+                 worker reaches the bucket and claims, or is idle on purpose
+                 ("paused: ..." when every type it serves is paused,
+                 "standby: ..." when shard leasing leaves it no shard).
+                 503 {"ready":false,"reason","since"} before it registered,
+                 when its last heartbeat that landed is older than
+                 2 x --heartbeat-interval (at most 3/4 of --dead-after, when
+                 it stops claiming), when its last poll failed, and while it
+                 shuts down. Go code embedding a worker: Worker.Ready().
+
 Durations accept Go syntax (500ms, 30s, 2m) or a bare number of seconds.
 
 Examples:
@@ -495,6 +509,13 @@ expired and requeues their tasks with backoff (or fails them when their retries
 are exhausted), and logs workers whose heartbeat is older than
 --worker-health-threshold; every --sweep-interval it repairs the ready and lease
 indexes, one bounded page per shard per round.
+
+Probes, served with /metrics on --metrics-addr (QO_METRICS_ADDR):
+  GET /healthz   liveness: 200 while the process runs, 503 once a signal
+                 started the shutdown; no S3 request.
+  GET /readyz    readiness: 200 when the bucket answers (one HeadBucket,
+                 reused for 2s whoever asks), 503 with the error when it does
+                 not, and while shutting down.
 
 Durations accept Go syntax (500ms, 30s, 2m) or a bare number of seconds.`,
 		Flags: flags,
