@@ -114,3 +114,30 @@ func TestWorkerHealthProbes(t *testing.T) {
 	require.Zero(t, got.RetryCount, "released, not retried")
 	require.False(t, e.registered(t, "w-probes"))
 }
+
+// qo serve answers /healthz without asking the bucket and /readyz from a
+// bucket check: not ready while the bucket is down, ready once it is back;
+// /health?check=s3 follows the same check.
+func TestServeHealthProbes(t *testing.T) {
+	t.Parallel()
+	e := wkSetup(t)
+	f := newFaultChain(t, e.s.Endpoint())
+	addr := freeAddr(t)
+	e.env = append(e.env, "S3_ENDPOINT="+f.Endpoint(), "QO_API_TOKEN=e2e-token", "QO_API_ADDR="+addr)
+	srv := e.start(t, "serve", "serve")
+	base := "http://" + addr
+
+	waitProbe(t, base+"/readyz", http.StatusOK, "bucket reachable", srv)
+	f.Down()
+	down := waitProbe(t, base+"/readyz", http.StatusServiceUnavailable, "bucket unreachable: ", srv)
+	require.NotEmpty(t, down.Since)
+	status, body := httpDo(t, "GET", base+"/health?check=s3", "", "")
+	require.Equal(t, http.StatusServiceUnavailable, status, body)
+	alive, err := getProbe(t, base+"/healthz")
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, alive.status, "alive while the bucket is down")
+	f.Up()
+	waitProbe(t, base+"/readyz", http.StatusOK, "bucket reachable", srv)
+	srv.signal(t, syscall.SIGTERM)
+	require.Equal(t, 0, srv.wait(t))
+}
