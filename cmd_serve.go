@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -51,6 +52,11 @@ func serveCommand() *cli.Command {
 		Description: `Serves the queue over HTTP, with the same JSON shapes as the CLI's --json:
 
   GET    /health                    liveness (?check=s3 also asks S3); no token
+  GET    /healthz                   liveness probe: 200 until shutdown starts
+                                    (then 503); no S3 request; no token
+  GET    /readyz                    readiness probe: 200 when the bucket answers
+                                    (one HeadBucket, reused for 2s whoever asks),
+                                    503 when not or shutting down; no token
   GET    /api/stats                 counts by status, shard and type; workers
   GET    /api/workers               the worker registry with health
   GET    /api/tasks                 ?status=&type=&shard=&cursor=&limit= (paged)
@@ -70,7 +76,8 @@ Errors are {"error": {"code", "message"}} with status 400 (bad input), 401
 (token), 404, 409 (not allowed in the task's state), 412, 413 (body too large)
 or 503 (S3 unavailable).
 
-Authentication: every route but /health needs "Authorization: Bearer TOKEN".
+Authentication: every route but /health, /healthz and /readyz needs
+"Authorization: Bearer TOKEN".
 The token comes from ` + envAPIToken + ` or --token-file; without one, qo serve makes a
 random token at start and prints it with a ready link to the web UI (on
 loopback only: beyond loopback a token must be given). --no-auth turns the
@@ -186,7 +193,9 @@ func runServe(c *cli.Context) error {
 		return err
 	}
 	watchStoreMetrics(m, q)
-	opts := httpapi.Options{Token: token, MaxBody: c.Int64("max-body"), Metrics: m, AllowOrigin: c.String("allow-origin"), AllowedHosts: hosts}
+	var stopping atomic.Bool
+	opts := httpapi.Options{Token: token, MaxBody: c.Int64("max-body"), Metrics: m, AllowOrigin: c.String("allow-origin"), AllowedHosts: hosts,
+		ShuttingDown: stopping.Load}
 	if !c.Bool("no-ui") {
 		opts.UI = webui.Handler()
 		link := "http://" + addr + "/#api=/"
@@ -195,7 +204,7 @@ func runServe(c *cli.Context) error {
 		}
 		fmt.Fprintf(c.App.ErrWriter, "qo: web UI through this API: %s\n", link)
 	}
-	return serveHTTP(c, log, addr, logRequests(log, httpapi.New(q, opts)), "API")
+	return serveHTTP(c, log, addr, logRequests(log, httpapi.New(q, opts)), "API", &stopping)
 }
 
 // watchStoreMetrics exports the queue's store request counters.
@@ -217,9 +226,9 @@ func newHTTPServer(addr string, h http.Handler, log *slog.Logger) *http.Server {
 	}
 }
 
-// serveHTTP listens on addr and serves h until SIGINT or SIGTERM, then
-// shuts down gracefully.
-func serveHTTP(c *cli.Context, log *slog.Logger, addr string, h http.Handler, what string) error {
+// serveHTTP listens on addr and serves h until SIGINT or SIGTERM, then sets
+// stopping and shuts down gracefully.
+func serveHTTP(c *cli.Context, log *slog.Logger, addr string, h http.Handler, what string, stopping *atomic.Bool) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return usageError("cannot listen on %s: %v (is another server using it? pick another with --addr)", addr, err)
@@ -238,6 +247,7 @@ func serveHTTP(c *cli.Context, log *slog.Logger, addr string, h http.Handler, wh
 		return err
 	case <-ctx.Done():
 	}
+	stopping.Store(true)
 	shutCtx, shutCancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer shutCancel()
 	if err := srv.Shutdown(shutCtx); err != nil {
@@ -249,23 +259,65 @@ func serveHTTP(c *cli.Context, log *slog.Logger, addr string, h http.Handler, wh
 	return nil
 }
 
-// startMetricsServer serves /metrics on addr in the background (for
-// workers and monitors); the returned stop shuts it down.
-func startMetricsServer(addr string, m *metrics.Metrics, log *slog.Logger) (stop func(), err error) {
+// startMetricsServer serves /metrics, /healthz and /readyz on addr in the
+// background (for workers and monitors); the returned stop shuts it down.
+func startMetricsServer(addr string, m *metrics.Metrics, p *probes, log *slog.Logger) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, usageError("--metrics-addr %s: %v", addr, err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.Handler())
+	mux.HandleFunc("GET /healthz", p.healthz)
+	mux.HandleFunc("GET /readyz", p.readyz)
 	srv := newHTTPServer(addr, mux, log)
 	go func() { _ = srv.Serve(ln) }()
-	log.Info("metrics listening", "addr", ln.Addr().String(), "path", "/metrics")
+	log.Info("metrics listening", "addr", ln.Addr().String(), "path", "/metrics", "probes", "/healthz /readyz")
 	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 	}, nil
+}
+
+// probes answers the liveness (/healthz) and readiness (/readyz) probes of
+// a worker or monitor on its --metrics-addr. A nil *probes ignores the
+// setters (no --metrics-addr).
+type probes struct {
+	stopping atomic.Bool
+	ready    atomic.Pointer[func(context.Context) httpapi.Readiness]
+}
+
+// setReady installs the readiness check (until then /readyz answers 503
+// "starting").
+func (p *probes) setReady(f func(context.Context) httpapi.Readiness) {
+	if p != nil {
+		p.ready.Store(&f)
+	}
+}
+
+// setStopping turns both probes to 503: the process is shutting down.
+func (p *probes) setStopping() {
+	if p != nil {
+		p.stopping.Store(true)
+	}
+}
+
+func (p *probes) healthz(w http.ResponseWriter, _ *http.Request) {
+	httpapi.WriteLiveness(w, p.stopping.Load())
+}
+
+func (p *probes) readyz(w http.ResponseWriter, r *http.Request) {
+	f := p.ready.Load()
+	if f == nil {
+		httpapi.WriteReadiness(w, httpapi.Readiness{Reason: "starting: not connected to the bucket yet"})
+		return
+	}
+	rd := (*f)(r.Context())
+	if rd.Ready && p.stopping.Load() {
+		rd = httpapi.Readiness{Reason: "shutting down"}
+	}
+	httpapi.WriteReadiness(w, rd)
 }
 
 // logRequests logs every request at debug level, and failures at warn.
@@ -291,25 +343,27 @@ func (s *statusRecorder) WriteHeader(code int) { s.status = code; s.ResponseWrit
 
 func metricsAddrFlag(category string) cli.Flag {
 	return &cli.StringFlag{Name: "metrics-addr", Category: category, EnvVars: []string{"QO_METRICS_ADDR"},
-		Usage: "serve Prometheus metrics at http://`ADDRESS`/metrics (e.g. 127.0.0.1:9091)"}
+		Usage: "serve Prometheus metrics at http://`ADDRESS`/metrics (e.g. 127.0.0.1:9091), and the probes /healthz and /readyz"}
 }
 
-// metricsFromFlag starts the metrics server of --metrics-addr, if given, and
-// makes the stores opened from now on report their request latency to it.
-// Without the flag it returns nil metrics and a no-op stop.
-func metricsFromFlag(c *cli.Context, log *slog.Logger) (*metrics.Metrics, func(), error) {
+// metricsFromFlag starts the metrics and probes server of --metrics-addr,
+// if given, and makes the stores opened from now on report their request
+// latency to it. Without the flag it returns nil metrics, nil probes and a
+// no-op stop.
+func metricsFromFlag(c *cli.Context, log *slog.Logger) (*metrics.Metrics, *probes, func(), error) {
 	addr := c.String("metrics-addr")
 	if addr == "" {
-		return nil, func() {}, nil
+		return nil, nil, func() {}, nil
 	}
 	if _, err := isLoopback(addr); err != nil {
-		return nil, nil, usageError("invalid --metrics-addr %q: want host:port, e.g. 127.0.0.1:9091", addr)
+		return nil, nil, nil, usageError("invalid --metrics-addr %q: want host:port, e.g. 127.0.0.1:9091", addr)
 	}
 	m := metrics.New()
-	stop, err := startMetricsServer(addr, m, log)
+	p := &probes{}
+	stop, err := startMetricsServer(addr, m, p, log)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	c.Context = withS3Observer(c.Context, m.ObserveS3)
-	return m, stop, nil
+	return m, p, stop, nil
 }

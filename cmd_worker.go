@@ -19,6 +19,7 @@ import (
 
 	"github.com/qo-queue/qo/internal/termsafe"
 	"github.com/qo-queue/qo/monitor"
+	"github.com/qo-queue/qo/monitor/httpapi"
 	"github.com/qo-queue/qo/monitor/view"
 	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/worker"
@@ -74,6 +75,20 @@ Shard leasing (--shard-leasing): each worker polls only the shards it holds a
 lease on; leases are balanced to ceil(shards / live workers) per worker. A
 worker with no free shard keeps heartbeating and retries with jittered backoff.
 All workers of a leasing pool must serve the same task types.
+
+Probes for orchestrators (Kubernetes), served with /metrics on --metrics-addr
+(QO_METRICS_ADDR); neither sends an S3 request:
+  GET /healthz   liveness: 200 {"alive":true} while the process runs; 503 once
+                 a signal started the shutdown.
+  GET /readyz    readiness: 200 {"ready":true,"reason":"claiming"} while the
+                 worker reaches the bucket and claims, or is idle on purpose
+                 ("paused: ..." when every type it serves is paused,
+                 "standby: ..." when shard leasing leaves it no shard).
+                 503 {"ready":false,"reason","since"} before it registered,
+                 when its last heartbeat that landed is older than
+                 2 x --heartbeat-interval (at most 3/4 of --dead-after, when
+                 it stops claiming), when its last poll failed, and while it
+                 shuts down. Go code embedding a worker: Worker.Ready().
 
 Durations accept Go syntax (500ms, 30s, 2m) or a bare number of seconds.
 
@@ -402,7 +417,7 @@ func runWorker(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	m, stopMetrics, err := metricsFromFlag(c, log)
+	m, p, stopMetrics, err := metricsFromFlag(c, log)
 	if err != nil {
 		return err
 	}
@@ -427,12 +442,17 @@ func runWorker(c *cli.Context) error {
 	if err := w.Validate(); err != nil {
 		return usageError("%v", err)
 	}
+	p.setReady(func(context.Context) httpapi.Readiness {
+		r := w.Readiness()
+		return httpapi.Readiness{Ready: r.Ready, Reason: r.Reason, Since: r.Since}
+	})
 
 	ctx, cancel := context.WithCancel(c.Context)
 	defer cancel()
 	stop := onSignals(func(n int) {
 		if n == 1 {
 			log.Info("signal received: shutting down (send it again to release running tasks at once)")
+			p.setStopping()
 			cancel()
 			return
 		}
@@ -490,6 +510,13 @@ are exhausted), and logs workers whose heartbeat is older than
 --worker-health-threshold; every --sweep-interval it repairs the ready and lease
 indexes, one bounded page per shard per round.
 
+Probes, served with /metrics on --metrics-addr (QO_METRICS_ADDR):
+  GET /healthz   liveness: 200 while the process runs, 503 once a signal
+                 started the shutdown; no S3 request.
+  GET /readyz    readiness: 200 when the bucket answers (one HeadBucket,
+                 reused for 2s whoever asks), 503 with the error when it does
+                 not, and while shutting down.
+
 Durations accept Go syntax (500ms, 30s, 2m) or a bare number of seconds.`,
 		Flags: flags,
 		Action: func(c *cli.Context) error {
@@ -510,7 +537,7 @@ Durations accept Go syntax (500ms, 30s, 2m) or a bare number of seconds.`,
 				}
 			}
 			o.Logger = log
-			m, stopMetrics, err := metricsFromFlag(c, log)
+			m, p, stopMetrics, err := metricsFromFlag(c, log)
 			if err != nil {
 				return err
 			}
@@ -523,9 +550,13 @@ Durations accept Go syntax (500ms, 30s, 2m) or a bare number of seconds.`,
 				watchStoreMetrics(m, q)
 				o.Observer = m
 			}
+			p.setReady(httpapi.NewS3Check(q.Store(), 0).Readiness)
 			ctx, cancel := context.WithCancel(c.Context)
 			defer cancel()
-			stop := onSignals(func(int) { cancel() })
+			stop := onSignals(func(int) {
+				p.setStopping()
+				cancel()
+			})
 			defer stop()
 			return monitor.New(q, o).Run(ctx)
 		},

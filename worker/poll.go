@@ -90,6 +90,8 @@ func (w *Worker) dispatch(ctx context.Context) {
 		if w.stopping(ctx) {
 			return
 		}
+		_, holding := w.pollShards()
+		w.notePoll(r.err, !holding)
 		if r.err != nil {
 			if msg := r.err.Error(); msg != lastErr {
 				w.log.Warn("polling failed (backing off)", "err", r.err)

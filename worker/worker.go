@@ -52,6 +52,9 @@ type Worker struct {
 	hbNow    chan struct{} // publish a heartbeat soon
 	lastBeat atomic.Int64  // queue-clock unix ns when the last heartbeat that landed was sent
 
+	state  atomic.Int32 // stateNew, stateRegistered, stateDraining, stateStopped (see Ready)
+	health health
+
 	abortOnce sync.Once
 	abort     chan struct{}
 
@@ -205,6 +208,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if !w.started.CompareAndSwap(false, true) {
 		return errors.New("worker: Run called more than once")
 	}
+	defer w.state.Store(stateStopped)
 	if err := w.prepare(); err != nil {
 		return err
 	}
@@ -223,6 +227,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("worker %s: register in the worker registry: %w", w.opts.ID, err)
 	}
+	w.state.Store(stateRegistered)
+	stopWatch := w.watchShutdown(ctx)
+	defer stopWatch()
 	w.log.Info("worker started", "types", w.types, "concurrency", w.opts.Concurrency,
 		"shards", w.describeShards(), "index_mode", w.opts.IndexMode,
 		"shard_leasing", w.opts.ShardLeasing.Enabled, "monitor", !w.opts.NoMonitor)
@@ -257,6 +264,7 @@ func (w *Worker) Run(ctx context.Context) error {
 
 	w.dispatch(ctx)
 
+	w.setDraining()
 	w.drain()
 	stopMon()
 	mon.Wait()
@@ -421,9 +429,12 @@ func (w *Worker) Heartbeat(ctx context.Context) error {
 	defer cancel()
 	sent := w.clock.Now()
 	if err := w.q.PutWorker(ctx, w.info()); err != nil {
-		return fmt.Errorf("worker %s: heartbeat: %w", w.opts.ID, err)
+		err = fmt.Errorf("worker %s: heartbeat: %w", w.opts.ID, err)
+		w.noteHeartbeat(err)
+		return err
 	}
 	w.lastBeat.Store(sent.UnixNano())
+	w.noteHeartbeat(nil)
 	return nil
 }
 

@@ -70,6 +70,12 @@ type Options struct {
 	// one refresh, so no number of requests costs more than one refresh
 	// per StatsMaxAge.
 	StatsMaxAge time.Duration
+	// S3CheckMaxAge is how long a bucket check of /readyz and
+	// /health?check=s3 is reused (default DefaultS3CheckMaxAge).
+	S3CheckMaxAge time.Duration
+	// ShuttingDown, when set, turns /healthz and /readyz to 503 once it
+	// reports true.
+	ShuttingDown func() bool
 }
 
 // DefaultStatsMaxAge is the default Options.StatsMaxAge.
@@ -79,6 +85,7 @@ type api struct {
 	q     *queue.Queue
 	opts  Options
 	stats *queue.StatsCounter
+	s3    *S3Check
 
 	statsOnce singleflight.Group
 	statsMu   sync.Mutex
@@ -100,7 +107,7 @@ func New(q *queue.Queue, opts Options) http.Handler {
 	if opts.StatsMaxAge <= 0 {
 		opts.StatsMaxAge = DefaultStatsMaxAge
 	}
-	a := &api{q: q, opts: opts, stats: q.NewStatsCounter(queue.StatsOptions{})}
+	a := &api{q: q, opts: opts, stats: q.NewStatsCounter(queue.StatsOptions{}), s3: NewS3Check(q.Store(), opts.S3CheckMaxAge)}
 	mux := http.NewServeMux()
 	for _, r := range a.routes() {
 		mux.Handle(r.pattern, a.wrap(r))
@@ -124,6 +131,8 @@ type route struct {
 func (a *api) routes() []route {
 	rs := []route{
 		{"GET /health", true, a.health},
+		{"GET /healthz", true, a.healthz},
+		{"GET /readyz", true, a.readyz},
 		{"GET /api/openapi.json", false, a.openapi},
 		{"GET /api/stats", false, a.getStats},
 		{"GET /api/workers", false, a.getWorkers},
@@ -320,12 +329,12 @@ func pathID(r *http.Request) (uuid.UUID, error) {
 
 // --- handlers -----------------------------------------------------------------
 
-// health answers 200 while the process runs; ?check=s3 also asks the S3
-// server for its time (503 when it does not answer).
+// health answers 200 while the process runs; ?check=s3 also checks that
+// the bucket answers (503 when it does not; see S3Check).
 func (a *api) health(w http.ResponseWriter, r *http.Request) error {
 	out := map[string]any{"status": "ok"}
 	if r.URL.Query().Get("check") == "s3" {
-		now, err := a.q.Store().Now(r.Context())
+		now, _, err := a.s3.Check(r.Context())
 		if err != nil {
 			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "s3": err.Error()})
 			return nil
