@@ -374,15 +374,10 @@ func (a *api) getStats(w http.ResponseWriter, r *http.Request) error {
 			// Not the request's context: the refresh serves every waiter.
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), a.opts.RequestTimeout)
 			defer cancel()
-			st, err := a.stats.Refresh(ctx)
+			v, err := view.CollectStats(ctx, a.q, a.stats, a.opts.HealthThreshold)
 			if err != nil {
 				return nil, err
 			}
-			health, err := a.health0(ctx, st.At)
-			if err != nil {
-				return nil, err
-			}
-			v := view.StatsOf(st, health)
 			a.statsMu.Lock()
 			a.statsView, a.statsAt = &v, a.q.Now()
 			a.statsMu.Unlock()

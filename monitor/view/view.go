@@ -5,6 +5,7 @@
 package view
 
 import (
+	"context"
 	"time"
 
 	"github.com/google/uuid"
@@ -124,6 +125,22 @@ type Stats struct {
 	Partial              bool                            `json:"partial"`
 	Malformed            []Malformed                     `json:"malformed"`
 	Workers              map[monitor.State]int           `json:"workers"`
+}
+
+// CollectStats refreshes c (a counter of q) and judges the registered
+// workers by threshold: the answer of GET /api/stats and `qo stats`. Its
+// cost is that of c.Refresh plus one registry listing, whatever the
+// bucket's history.
+func CollectStats(ctx context.Context, q *queue.Queue, c *queue.StatsCounter, threshold time.Duration) (Stats, error) {
+	st, err := c.Refresh(ctx)
+	if err != nil {
+		return Stats{}, err
+	}
+	ws, _, err := q.ListWorkersReport(ctx)
+	if err != nil {
+		return Stats{}, err
+	}
+	return StatsOf(st, monitor.Health(ws, st.At, threshold)), nil
 }
 
 // StatsOf converts task counts and judged workers.
