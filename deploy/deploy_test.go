@@ -759,3 +759,67 @@ func TestKubectlKustomize(t *testing.T) {
 		}
 	}
 }
+
+// The IAM policies of docs/deploy.md are valid JSON, and each reaches every
+// key of the queue (queue.Keys) and nothing under ui/.
+func TestDocsPolicies(t *testing.T) {
+	b, err := os.ReadFile("../docs/deploy.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := regexp.MustCompile("(?s)```json\n(.*?)```").FindAllSubmatch(b, -1)
+	if len(blocks) != 3 {
+		t.Fatalf("%d JSON blocks in docs/deploy.md, want the 3 policies (workers, qo serve, web UI)", len(blocks))
+	}
+	for i, m := range blocks {
+		var p struct {
+			Version   string
+			Statement []struct {
+				Sid      string
+				Effect   string
+				Action   []string
+				Resource any
+			}
+		}
+		if err := json.Unmarshal(m[1], &p); err != nil {
+			t.Errorf("policy %d: %v", i+1, err)
+			continue
+		}
+		if p.Version != "2012-10-17" {
+			t.Errorf("policy %d: Version %q", i+1, p.Version)
+		}
+		covered := map[string]bool{}
+		for _, s := range p.Statement {
+			if s.Effect != "Allow" || len(s.Action) == 0 {
+				t.Errorf("policy %d, %s: want Allow with actions", i+1, s.Sid)
+			}
+			var res []string
+			switch r := s.Resource.(type) {
+			case string:
+				res = []string{r}
+			case []any:
+				for _, x := range r {
+					res = append(res, x.(string))
+				}
+			}
+			for _, r := range res {
+				key, ok := strings.CutPrefix(r, "arn:aws:s3:::my-queue/")
+				if !ok {
+					if r != "arn:aws:s3:::my-queue" {
+						t.Errorf("policy %d: resource %s outside the bucket", i+1, r)
+					}
+					continue
+				}
+				if strings.HasPrefix(key, "ui/") || key == "*" {
+					t.Errorf("policy %d reaches %s: the web UI's files stay out of reach", i+1, key)
+				}
+				covered[strings.TrimSuffix(key, "*")] = true
+			}
+		}
+		for _, k := range queue.Keys() {
+			if !covered[k] {
+				t.Errorf("policy %d does not reach %s", i+1, k)
+			}
+		}
+	}
+}
