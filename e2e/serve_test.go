@@ -167,3 +167,32 @@ func TestServeDefaults(t *testing.T) {
 	p := e.start(t, "serve-open", "serve", "--addr", "0.0.0.0:0", "--no-auth")
 	require.Equal(t, 2, p.wait(t), p.out.String())
 }
+
+// servedAPI is a running qo serve: its base URL, the token it printed and
+// the web UI link that carries it.
+type servedAPI struct {
+	base, token, ui string
+	p               *wkProc
+}
+
+var (
+	servedToken = regexp.MustCompile(`API token \(made for this run[^)]*\): ([0-9a-f]{32})`)
+	servedUI    = regexp.MustCompile(`web UI through this API: (\S+)`)
+)
+
+// startServe runs qo serve on a free loopback port with args.
+func startServe(t *testing.T, e *wkEnv, args ...string) servedAPI {
+	t.Helper()
+	addr := freeAddr(t)
+	p := e.start(t, "serve", append([]string{"serve", "--addr", addr}, args...)...)
+	s := servedAPI{base: "http://" + addr, p: p}
+	waitHTTP(t, s.base+"/health", p)
+	out := p.out.String()
+	if m := servedToken.FindStringSubmatch(out); m != nil {
+		s.token = m[1]
+	}
+	if m := servedUI.FindStringSubmatch(out); m != nil {
+		s.ui = m[1]
+	}
+	return s
+}

@@ -6,6 +6,8 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/page"
+	cdpruntime "github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -352,4 +355,89 @@ func TestWebUISecondLink(t *testing.T) {
 	require.NotContains(t, location, "#", "the second link's fragment leaves the address bar too")
 	require.NotContains(t, location, "sk=")
 	require.Equal(t, base, location)
+}
+
+// TestWebUIThroughAPI opens the link qo serve prints (its token in the
+// fragment) in Chromium: the page lists tasks through the API, the token
+// leaves the address bar, and a replay (a write without a body) passes the
+// API's write rules.
+func TestWebUIThroughAPI(t *testing.T) {
+	t.Parallel()
+	ctx := browser(t)
+	e := wkSetup(t)
+	bg := context.Background()
+	failed, _, err := e.q.Submit(bg, queue.SubmitRequest{Type: "report", Input: json.RawMessage(`{"month":"bad"}`)})
+	require.NoError(t, err)
+	entry, err := queue.ParseReadyKey(queue.ReadyKey(failed))
+	require.NoError(t, err)
+	var l *queue.Lease
+	require.Eventually(t, func() bool { l, err = e.q.Claim(bg, entry, "e2e-setup"); return err == nil }, 10*time.Second, 50*time.Millisecond)
+	_, err = e.q.Fail(bg, l, "report: no such month")
+	require.NoError(t, err)
+
+	s := startServe(t, e)
+	require.NotEmpty(t, s.token, s.p.out.String())
+	require.Contains(t, s.ui, "#api=/&token="+s.token)
+	var text, location string
+	require.NoError(t, chromedp.Run(ctx,
+		chromedp.Navigate(s.ui),
+		chromedp.WaitVisible(row(failed), chromedp.ByQuery),
+		chromedp.Location(&location),
+	))
+	require.NotContains(t, location, s.token, "the token leaves the address bar")
+	require.NoError(t, chromedp.Run(ctx,
+		clickRow(failed),
+		chromedp.WaitVisible("#act-replay", chromedp.ByQuery),
+		chromedp.Click("#act-replay", chromedp.ByQuery),
+		chromedp.Poll(`document.querySelector('#status').textContent.length > 0`, nil, chromedp.WithPollingTimeout(30*time.Second)),
+		chromedp.Text("#status", &text, chromedp.ByQuery),
+	))
+	require.Contains(t, text, "is now pending", s.p.out.String())
+	got, err := e.q.Get(bg, failed.ID)
+	require.NoError(t, err)
+	require.Equal(t, queue.StatusPending, got.Status, "the replay went through the API")
+}
+
+// TestServeRefusesCrossSitePages: a page of another site the operator
+// visits sends simple no-cors POSTs (text/plain bodies, no preflight) to qo
+// serve on 127.0.0.1, even one without a token (--no-auth): the API
+// refuses them and the queue is untouched.
+func TestServeRefusesCrossSitePages(t *testing.T) {
+	t.Parallel()
+	ctx := browser(t)
+	e := wkSetup(t)
+	s := startServe(t, e, "--no-auth")
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = w.Write([]byte(`<!doctype html><title>cat pictures</title>`))
+	}))
+	t.Cleanup(evil.Close)
+	// localhost is another site than 127.0.0.1.
+	site := strings.Replace(evil.URL, "127.0.0.1", "localhost", 1)
+	attack := `(async () => {
+	  const out = [];
+	  for (const [path, body] of [['/api/pause', '{"reason":"pwned"}'], ['/api/tasks', '{"type":"echo","input":{"pwned":1}}'], ['/api/resume', '']]) {
+	    try { await fetch('` + s.base + `' + path, { method: 'POST', mode: 'no-cors', body }); out.push('sent'); }
+	    catch (e) { out.push(String(e)); }
+	  }
+	  return out.join(',');
+	})()`
+	var res string
+	require.NoError(t, chromedp.Run(ctx,
+		chromedp.Navigate(site),
+		chromedp.Evaluate(attack, &res, func(p *cdpruntime.EvaluateParams) *cdpruntime.EvaluateParams { return p.WithAwaitPromise(true) }),
+	))
+	require.Equal(t, "sent,sent,sent", res)
+	// The requests reached the server and were refused.
+	for _, path := range []string{"/api/pause", "/api/tasks", "/api/resume"} {
+		require.Eventually(t, func() bool {
+			return strings.Contains(s.p.out.String(), `"method":"POST","path":"`+path+`","status":403`)
+		}, 10*time.Second, 20*time.Millisecond, "POST %s refused with 403; output:\n%s", path, s.p.out.String())
+	}
+	c, err := e.q.Control(context.Background())
+	require.NoError(t, err)
+	require.False(t, c.Paused, "the page paused the queue")
+	entries, _, err := e.q.ListReady(context.Background(), queue.ReadyQuery{Types: []string{"echo"}})
+	require.NoError(t, err)
+	require.Empty(t, entries, "the page submitted a task")
 }
