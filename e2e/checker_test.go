@@ -173,19 +173,10 @@ func checkOne(ctx context.Context, q *queue.Queue, id uuid.UUID) ([]string, *que
 // has its ready entry, a running one its lease entry, a failed one its
 // dead letter), "" when it is there or the state needs none.
 func unindexed(ctx context.Context, s store.Store, t *queue.Task) string {
-	var key string
-	switch t.Status {
-	case queue.StatusPending:
-		key = queue.ReadyKey(t)
-	case queue.StatusRunning:
-		key = queue.LeaseKey(t)
-	case queue.StatusFailed:
-		key = queue.DeadKey(t)
-	default:
-		return ""
-	}
-	if _, err := s.Get(ctx, key); err != nil {
-		return fmt.Sprintf("%s task has no %s (%v)", t.Status, key, err)
+	for _, key := range queue.IndexKeys(t) {
+		if _, err := s.Get(ctx, key); err != nil {
+			return fmt.Sprintf("%s task has no %s (%v)", t.Status, key, err)
+		}
 	}
 	return ""
 }

@@ -275,7 +275,7 @@ func (q *Queue) listIndex(ctx context.Context, qry ListQuery, cur listCursor) (T
 			if f.t == nil {
 				continue
 			}
-			if f.t.Status != indexStatus[cur.Mode] || !slices.Contains(indexKeys(f.t), f.from) {
+			if f.t.Status != indexStatus[cur.Mode] || !slices.Contains(IndexKeys(f.t), f.from) {
 				page.Stale = append(page.Stale, f.from)
 				q.dropStale(ctx, f.from, f.modified)
 				continue

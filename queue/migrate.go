@@ -124,7 +124,7 @@ func (q *Queue) migrateIndex(ctx context.Context, prefix string, res *MigrateRes
 			case err != nil:
 				return fmt.Errorf("migrate: read task of %s: %w", o.Key, err)
 			default:
-				if keys := indexKeys(t); len(keys) > 0 && strings.HasPrefix(keys[0], prefix) {
+				if keys := IndexKeys(t); len(keys) > 0 && strings.HasPrefix(keys[0], prefix) {
 					if err := q.putEntries(ctx, keys); err != nil {
 						return fmt.Errorf("migrate: %w", err)
 					}

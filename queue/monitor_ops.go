@@ -358,7 +358,7 @@ func (q *Queue) repairOne(ctx context.Context, key string) SweepResult {
 		}
 		return r
 	}
-	for _, want := range indexKeys(t) {
+	for _, want := range IndexKeys(t) {
 		_, err = q.s.Get(ctx, want)
 		switch {
 		case err == nil:

@@ -358,8 +358,10 @@ func (q *Queue) apply(ctx context.Context, base *Task, etag string, m mutation) 
 // reader can remove an entry a landed version needs.
 const IndexGrace = time.Minute
 
-// indexKeys lists the index entries a version of a task needs.
-func indexKeys(t *Task) []string {
+// IndexKeys lists the index entries a version of a task needs (see doc.go,
+// "Index entries are written first"): its ready entry when pending, its
+// lease entry when running, its dead letter when failed, none otherwise.
+func IndexKeys(t *Task) []string {
 	if t == nil {
 		return nil
 	}
@@ -387,7 +389,7 @@ func IndexChanges(prev, next *Task) (put, del []string) { return indexDiff(prev,
 // indexDiff returns the entries next needs that prev lacks, and the ones
 // only prev needs.
 func indexDiff(prev, next *Task) (added, removed []string) {
-	had, want := indexKeys(prev), indexKeys(next)
+	had, want := IndexKeys(prev), IndexKeys(next)
 	for _, k := range want {
 		if !slices.Contains(had, k) {
 			added = append(added, k)
@@ -428,7 +430,7 @@ func (q *Queue) landed(ctx context.Context, added, removed []string, entriesAt t
 // dropEntries deletes entries this call wrote for a version that certainly
 // did not land, except those the current version (cur, may be nil) needs.
 func (q *Queue) dropEntries(ctx context.Context, written []string, cur *Task) {
-	keep := indexKeys(cur)
+	keep := IndexKeys(cur)
 	for _, k := range written {
 		if !slices.Contains(keep, k) {
 			q.deleteIndex(ctx, k)

@@ -25,16 +25,7 @@ func requireIndexed(t *testing.T, b *bundle, task *queue.Task, what string) {
 	require.NoError(t, err, what)
 	cur, err := queue.DecodeTask(task.Key(), obj.Body)
 	require.NoError(t, err, what)
-	want := ""
-	switch cur.Status {
-	case queue.StatusPending:
-		want = queue.ReadyKey(cur)
-	case queue.StatusRunning:
-		want = queue.LeaseKey(cur)
-	case queue.StatusFailed:
-		want = queue.DeadKey(cur)
-	}
-	if want != "" {
+	for _, want := range queue.IndexKeys(cur) {
 		_, err = b.raw.Get(b.ctx, want)
 		require.NoError(t, err, "%s: the task is %s but its entry %s is missing", what, cur.Status, want)
 	}
