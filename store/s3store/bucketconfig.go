@@ -97,30 +97,19 @@ func MergePolicyStatement(policy string, stmt json.RawMessage) (string, error) {
 	default:
 		return "", unmergeable("the bucket policy's Statement is neither a list nor an object")
 	}
-	out := make([]json.RawMessage, 0, len(list)+1)
-	replaced := false
+	sids := make([]string, len(list))
 	for i, st := range list {
 		var fields map[string]json.RawMessage
 		if err := json.Unmarshal(st, &fields); err != nil {
 			return "", unmergeable("statement %d of the bucket policy is not an object", i+1)
 		}
-		var theirs string
 		if s, ok := fields["Sid"]; ok {
-			if err := json.Unmarshal(s, &theirs); err != nil {
+			if err := json.Unmarshal(s, &sids[i]); err != nil {
 				return "", unmergeable("statement %d of the bucket policy has a Sid that is not a string", i+1)
 			}
 		}
-		switch {
-		case theirs != sid:
-			out = append(out, st)
-		case !replaced:
-			out = append(out, stmt)
-			replaced = true
-		}
 	}
-	if !replaced {
-		out = append(out, stmt)
-	}
+	out := upsert(list, func(i int) string { return sids[i] }, stmt, sid)
 	merged, err := encodeJSON(out)
 	if err != nil {
 		return "", err
@@ -150,20 +139,7 @@ func MergeCORSRule(rules []types.CORSRule, rule types.CORSRule) ([]types.CORSRul
 	if id == "" {
 		return nil, errors.New("merge CORS rules: the rule to add has no ID")
 	}
-	out := make([]types.CORSRule, 0, len(rules)+1)
-	replaced := false
-	for _, r := range rules {
-		switch {
-		case aws.ToString(r.ID) != id:
-			out = append(out, r)
-		case !replaced:
-			out = append(out, rule)
-			replaced = true
-		}
-	}
-	if !replaced {
-		out = append(out, rule)
-	}
+	out := upsert(rules, func(i int) string { return aws.ToString(rules[i].ID) }, rule, id)
 	if len(out) > MaxCORSRules {
 		return nil, unmergeable("the bucket already has %d CORS rules, the most S3 allows", len(rules))
 	}
@@ -239,4 +215,26 @@ func (s *Store) SetCORS(ctx context.Context, origins []string) error {
 		return fmt.Errorf("set CORS: %w", err)
 	}
 	return s.PutCORSRules(ctx, merged)
+}
+
+// upsert returns items with item in place of the first one whose id (idOf
+// its index) is id, further such ones dropped, or item appended when there
+// is none; the others keep their order. Bucket policy statements (by Sid)
+// and CORS rules (by ID) merge this way.
+func upsert[T any](items []T, idOf func(int) string, item T, id string) []T {
+	out := make([]T, 0, len(items)+1)
+	replaced := false
+	for i, it := range items {
+		switch {
+		case idOf(i) != id:
+			out = append(out, it)
+		case !replaced:
+			out = append(out, item)
+			replaced = true
+		}
+	}
+	if !replaced {
+		out = append(out, item)
+	}
+	return out
 }
