@@ -7,22 +7,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/qo-queue/qo/internal/termsafe/termsafetest"
 	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/store"
 )
-
-// hostile is text a handler or anyone with write access to the bucket can
-// put in a task: an OSC that retitles the terminal, a clear-screen CSI, a
-// carriage return that hides what precedes it, an 8-bit CSI.
-const hostile = "boom \x1b]0;pwned\x07 \x1b[2J \rhidden \u009b31m end"
-
-// requireNoControl fails when out holds a byte a terminal would act on.
-func requireNoControl(t *testing.T, what, out string) {
-	t.Helper()
-	for _, raw := range []string{"\x1b", "\x07", "\r", "\u009b"} {
-		require.NotContains(t, out, raw, "%s prints a raw %q:\n%s", what, raw, out)
-	}
-}
 
 // Task data reaches the terminal escaped in every human-readable output:
 // status, history, list, tail, wait, workers, pause. --json stays JSON.
@@ -31,7 +19,7 @@ func TestHostileTaskTextIsEscaped(t *testing.T) {
 		ctx := t.Context()
 		failed := e.submit("mail", `{"note":"in\u009bput \u007f"}`, 0)
 		l := e.claim(failed.ID, "w1")
-		_, err := e.q.Fail(ctx, l, hostile)
+		_, err := e.q.Fail(ctx, l, termsafetest.Hostile)
 		require.NoError(t, err)
 		// A version written from outside qo: worker id and event unchecked.
 		obj, err := e.s.Get(ctx, failed.Key())
@@ -50,14 +38,14 @@ func TestHostileTaskTextIsEscaped(t *testing.T) {
 		_, err = e.q.Complete(ctx, e.claim(done.ID, "w1"), json.RawMessage("{\"out\":\"\u009b2J \\u001b]0;x\\u0007\",\r\n\"n\":1}"))
 		require.NoError(t, err)
 		cancelled := e.submit("mail", `{}`, 0)
-		_, err = e.q.Cancel(ctx, cancelled.ID, hostile)
+		_, err = e.q.Cancel(ctx, cancelled.ID, termsafetest.Hostile)
 		require.NoError(t, err)
-		_, err = e.q.Pause(ctx, "mail", hostile)
+		_, err = e.q.Pause(ctx, "mail", termsafetest.Hostile)
 		require.NoError(t, err)
-		_, err = e.q.Pause(ctx, "", hostile)
+		_, err = e.q.Pause(ctx, "", termsafetest.Hostile)
 		require.NoError(t, err)
-		require.NoError(t, e.q.PutWorker(ctx, &queue.WorkerInfo{ID: "w1", LastHeartbeat: e.q.Now(), Host: hostile, Version: hostile,
-			Types: []string{"mail"}, CurrentTasks: []string{hostile}}))
+		require.NoError(t, e.q.PutWorker(ctx, &queue.WorkerInfo{ID: "w1", LastHeartbeat: e.q.Now(), Host: termsafetest.Hostile, Version: termsafetest.Hostile,
+			Types: []string{"mail"}, CurrentTasks: []string{termsafetest.Hostile}}))
 
 		for _, args := range [][]string{
 			{"status", failed.ID.String()},
@@ -78,7 +66,7 @@ func TestHostileTaskTextIsEscaped(t *testing.T) {
 			} else {
 				require.Equal(t, 0, r.code, "%s", r)
 			}
-			requireNoControl(t, "qo "+strings.Join(args, " "), r.stdout+r.stderr)
+			termsafetest.RequireNoControl(t, "qo "+strings.Join(args, " "), r.stdout+r.stderr)
 			if args[0] == "status" && args[1] == failed.ID.String() {
 				require.Contains(t, r.stdout, `boom \x1b]0;pwned\a \x1b[2J hidden \u009b31m end`, "escaped, not dropped (white space folded)")
 				require.Contains(t, r.stdout, `\u009bput \x7f`, "the input too")
@@ -91,6 +79,6 @@ func TestHostileTaskTextIsEscaped(t *testing.T) {
 			LastError string `json:"last_error"`
 		}
 		require.NoError(t, json.Unmarshal([]byte(r.stdout), &got), r)
-		require.Equal(t, hostile, got.LastError)
+		require.Equal(t, termsafetest.Hostile, got.LastError)
 	})
 }

@@ -8,23 +8,10 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/stretchr/testify/require"
 
+	"github.com/qo-queue/qo/internal/termsafe/termsafetest"
 	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/store"
 )
-
-// hostile is text a handler or anyone with write access to the bucket can
-// put in a task: an OSC that retitles the terminal, a clear-screen CSI, a
-// carriage return that hides what precedes it, an 8-bit CSI.
-const hostile = "boom \x1b]0;pwned\x07 \x1b[2J \rhidden \u009b31m end"
-
-// requireNoControl fails when the view holds a byte a terminal would act
-// on (the tests render without colour, so a view holds no escape at all).
-func requireNoControl(t *testing.T, what, v string) {
-	t.Helper()
-	for _, raw := range []string{"\x1b", "\x07", "\r", "\u009b"} {
-		require.NotContains(t, v, raw, "%s draws a raw %q:\n%s", what, raw, v)
-	}
-}
 
 // hostileData adds tasks, a worker, a pause and a schedule whose text
 // holds control characters; failed is the task with the hostile error.
@@ -43,7 +30,7 @@ func (h *harness) hostileData() (failed *queue.Task) {
 		return l
 	}
 	failed = submit("k\u009b1", `{"note":"in\u009bput \u007f \u202eevil"}`)
-	_, err := h.q.Fail(h.ctx, claim(failed), hostile)
+	_, err := h.q.Fail(h.ctx, claim(failed), termsafetest.Hostile)
 	require.NoError(t, err)
 	// A version written from outside qo: worker id and event unchecked.
 	obj, err := h.raw.Get(h.ctx, failed.Key())
@@ -60,14 +47,14 @@ func (h *harness) hostileData() (failed *queue.Task) {
 	_, err = h.q.Complete(h.ctx, claim(done), json.RawMessage("{\"out\":\"\u009b2J \\u001b]0;x\\u0007\",\r\n\"n\":1}"))
 	require.NoError(t, err)
 	cancelled := submit("k3", `{}`)
-	_, err = h.q.Cancel(h.ctx, cancelled.ID, hostile)
+	_, err = h.q.Cancel(h.ctx, cancelled.ID, termsafetest.Hostile)
 	require.NoError(t, err)
-	_, err = h.q.Pause(h.ctx, "hostile", hostile)
+	_, err = h.q.Pause(h.ctx, "hostile", termsafetest.Hostile)
 	require.NoError(t, err)
-	_, err = h.q.Pause(h.ctx, "", hostile)
+	_, err = h.q.Pause(h.ctx, "", termsafetest.Hostile)
 	require.NoError(t, err)
 	require.NoError(t, h.q.PutWorker(h.ctx, &queue.WorkerInfo{ID: "a-hostile-worker", LastHeartbeat: h.clock.Now(), StartedAt: h.clock.Now(),
-		Host: hostile, Version: hostile, CurrentTasks: []string{hostile}, Shards: []string{"\x1b[2J"}}))
+		Host: termsafetest.Hostile, Version: termsafetest.Hostile, CurrentTasks: []string{termsafetest.Hostile}, Shards: []string{"\x1b[2J"}}))
 	_, err = h.q.CreateSchedule(h.ctx, queue.ScheduleSpec{Name: "a-hostile", Cron: "30 2 * * *",
 		Task: queue.ScheduleTask{Type: "hostile", Input: json.RawMessage(`{"x":"\u009b2J"}`)}})
 	require.NoError(t, err)
@@ -104,7 +91,8 @@ func TestHostileTextIsEscaped(t *testing.T) {
 		h.init()
 		h.press(s.keys...)
 		v := h.view()
-		requireNoControl(t, s.name, v)
+		// The views render without colour: any escape in them came from the data.
+		termsafetest.RequireNoControl(t, s.name, v)
 		requireFits(t, v, 100, 30)
 	}
 	// The failed task's detail, as an operator sees it.
