@@ -26,6 +26,9 @@ import (
 	_ "time/tzdata" // schedules name IANA zones; containers often lack zoneinfo
 
 	"github.com/urfave/cli/v2"
+	// TLS to S3 works in an image with no CA file (the release image is
+	// empty but for qo): these roots are used only when the system has none.
+	_ "golang.org/x/crypto/x509roots/fallback"
 
 	"github.com/qo-queue/qo/internal/termsafe"
 	"github.com/qo-queue/qo/store/gateway"

@@ -6,9 +6,20 @@
 #   scripts/release.sh single     check + a snapshot build of this machine's target only (CI)
 #   scripts/release.sh snapshot   check + a full local snapshot build of every target into dist/
 #   scripts/release.sh path       print the goreleaser binary path (installing it)
+#   scripts/release.sh push-image REGISTRY/REPO:TAG
+#                                 push the multi-platform image of the last build
+#                                 (dist/qo_image_oci) with crane, logged in with
+#                                 `crane auth login` or a Docker config
+#
+# Every build also makes the container image: a post-build hook of
+# .goreleaser.yaml runs deploy/image, which writes each linux binary into the
+# OCI layout dist/qo_image_oci. No container engine is involved.
 set -euo pipefail
 
 GORELEASER_VERSION=v2.16.0
+# crane pushes the image; the same release of go-containerregistry that
+# deploy/image builds it with (go.mod).
+CRANE_VERSION=v0.22.1
 cache_root=${QO_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/qo}
 bin_dir=$cache_root/goreleaser/$GORELEASER_VERSION/bin
 goreleaser=$bin_dir/goreleaser
@@ -46,8 +57,21 @@ path)
 	install
 	echo "$goreleaser"
 	;;
+push-image)
+	tag=${2:?usage: scripts/release.sh push-image REGISTRY/REPO:TAG}
+	if [[ ! -f dist/qo_image_oci/index.json ]]; then
+		echo "release.sh: no image in dist/qo_image_oci: run scripts/release.sh snapshot (or a release) first" >&2
+		exit 1
+	fi
+	crane_dir=$cache_root/crane/$CRANE_VERSION/bin
+	if [[ ! -x $crane_dir/crane ]]; then
+		mkdir -p "$crane_dir"
+		GOBIN=$crane_dir go install "github.com/google/go-containerregistry/cmd/crane@$CRANE_VERSION"
+	fi
+	"$crane_dir/crane" push dist/qo_image_oci "$tag"
+	;;
 *)
-	echo "usage: scripts/release.sh check|single|snapshot|path" >&2
+	echo "usage: scripts/release.sh check|single|snapshot|path|push-image REGISTRY/REPO:TAG" >&2
 	exit 2
 	;;
 esac

@@ -5,7 +5,7 @@
 # (MinIO, built once into a cache outside the repository), starts a throwaway
 # MinIO on 127.0.0.1, runs go vet, staticcheck, a gofmt check, the web UI's
 # build check and JavaScript tests, the release
-# check with a snapshot build, and the whole test suite with
+# check with a snapshot build (the binary and its container image), and the whole test suite with
 # the race detector, stops MinIO and exits with the test status.
 #
 # Environment:
@@ -94,8 +94,10 @@ step "web UI: built assets match their sources; JavaScript unit tests"
 bash scripts/build-webui.sh --check
 (cd webui && node --test test/)
 
-step "goreleaser check + snapshot build of this machine's target"
+step "goreleaser check + snapshot build of this machine's target and its container image"
 bash scripts/release.sh single >&2
+# deploy/image's test unpacks that image and runs qo in it.
+export QO_TEST_REQUIRE_IMAGE=1
 
 # --- Tests ---------------------------------------------------------------------
 step "go test -race ${QO_TEST_PKGS:-./...}"
