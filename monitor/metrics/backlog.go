@@ -76,7 +76,7 @@ var (
 		"1 when an index held more entries than one stats refresh reads, so the qo_queue_* counts are lower bounds; else 0."+backlogSource,
 		nil, nil)
 	queueUpDesc = prometheus.NewDesc("qo_queue_stats_up",
-		"1 when this scrape read the queue stats; 0 when the read failed (the bucket unreachable, or slower than the scrape's timeout), and then no other qo_queue_* metric is exported: GET /api/stats shows the error."+backlogSource,
+		"1 when this scrape read the queue stats; 0 when the read failed (the bucket unreachable, or slower than the read's timeout, 5s by default), and then no other qo_queue_* metric is exported: GET /api/stats shows the error."+backlogSource,
 		nil, nil)
 )
 
