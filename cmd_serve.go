@@ -69,7 +69,8 @@ func serveCommand() *cli.Command {
   POST   /api/dead/{id}/retry       replay a failed task
   DELETE /api/dead/{id}             archive a failed task (nothing is deleted)
   GET    /api/openapi.json          the OpenAPI 3 document
-  GET    /metrics                   Prometheus metrics
+  GET    /metrics                   Prometheus metrics, with the queue's backlog
+                                    as gauges (qo_queue_tasks{status}, ...)
   GET    /                          the web UI (open /#api=/ to use this API)
 
 Errors are {"error": {"code", "message"}} with status 400 (bad input), 401
@@ -89,9 +90,10 @@ otherwise), and requests that change the queue from another site's page
 --allow-origin; so a page the operator visits cannot submit, cancel or pause.
 On loopback the server answers only Host names localhost, 127.0.0.1 and ::1
 (421 otherwise; add names with --allowed-host), so a page cannot read the API
-through a DNS name rebound to 127.0.0.1. GET /api/stats is computed at most
-once per 2 s, however many clients ask. The server has read, write and idle
-timeouts and stops gracefully on SIGINT or SIGTERM.
+through a DNS name rebound to 127.0.0.1. GET /api/stats and the backlog
+gauges of /metrics share one computation at most every 2 s, however many
+clients ask. The server has read, write and idle timeouts and stops
+gracefully on SIGINT or SIGTERM.
 
 Examples:
   qo serve                                   # prints its token

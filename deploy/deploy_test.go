@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,6 +27,7 @@ import (
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
+	"github.com/qo-queue/qo/monitor/metrics"
 	"github.com/qo-queue/qo/monitor/view"
 	"github.com/qo-queue/qo/queue"
 )
@@ -676,6 +678,55 @@ func TestServeAndAutoscaling(t *testing.T) {
 	if hpa.Spec.ScaleTargetRef.Kind != "Deployment" || hpa.Spec.ScaleTargetRef.Name != "qo-worker" {
 		t.Errorf("HPA targets %+v", hpa.Spec.ScaleTargetRef)
 	}
+	if len(hpa.Spec.Metrics) != 1 || hpa.Spec.Metrics[0].External == nil {
+		t.Fatalf("HPA metrics %+v: want one external metric", hpa.Spec.Metrics)
+	}
+	ext := hpa.Spec.Metrics[0].External.Metric
+	var labels map[string]string
+	if ext.Selector != nil {
+		labels = ext.Selector.MatchLabels
+	}
+	if !backlogSeries(t, ext.Name, labels) {
+		t.Errorf("HPA external metric %s with labels %v: qo serve exports no such series", ext.Name, labels)
+	}
+}
+
+// backlogSeries reports whether the backlog gauges of qo serve's /metrics,
+// given a count for every counted status, include a series of family name
+// with labels.
+func backlogSeries(t *testing.T, name string, labels map[string]string) bool {
+	t.Helper()
+	m := metrics.New()
+	m.WatchBacklog(func(context.Context) (metrics.Backlog, error) {
+		b := metrics.Backlog{Tasks: map[string]int{}}
+		for _, s := range queue.CountedStatuses {
+			b.Tasks[string(s)] = 1
+		}
+		return b, nil
+	}, 0)
+	fams, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() != name {
+			continue
+		}
+		for _, series := range f.GetMetric() {
+			have := map[string]string{}
+			for _, l := range series.GetLabel() {
+				have[l.GetName()] = l.GetValue()
+			}
+			match := true
+			for k, v := range labels {
+				match = match && have[k] == v
+			}
+			if match {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Every Secret key a pod reads is in the example Secrets.

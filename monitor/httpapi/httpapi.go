@@ -51,7 +51,9 @@ type Options struct {
 	MaxBody int64
 	// UI, when set, is served at / (the static web UI).
 	UI http.Handler
-	// Metrics, when set, is served at /metrics and counts submits.
+	// Metrics, when set, is served at /metrics and counts submits; New
+	// adds the queue's backlog gauges to it (Metrics.WatchBacklog), read
+	// from the stats cache of GET /api/stats. One Metrics serves one API.
 	Metrics *metrics.Metrics
 	// AllowOrigin, when set, is sent as Access-Control-Allow-Origin on
 	// /api/ responses (a web page served from another origin).
@@ -68,7 +70,8 @@ type Options struct {
 	// StatsMaxAge is how long a stats answer is reused before a request
 	// refreshes it (default DefaultStatsMaxAge); concurrent requests share
 	// one refresh, so no number of requests costs more than one refresh
-	// per StatsMaxAge.
+	// per StatsMaxAge. GET /api/stats and the backlog gauges of /metrics
+	// share the answer.
 	StatsMaxAge time.Duration
 	// S3CheckMaxAge is how long a bucket check of /readyz and
 	// /health?check=s3 is reused (default DefaultS3CheckMaxAge).
@@ -108,6 +111,9 @@ func New(q *queue.Queue, opts Options) http.Handler {
 		opts.StatsMaxAge = DefaultStatsMaxAge
 	}
 	a := &api{q: q, opts: opts, stats: q.NewStatsCounter(queue.StatsOptions{}), s3: NewS3Check(q.Store(), opts.S3CheckMaxAge)}
+	if opts.Metrics != nil {
+		opts.Metrics.WatchBacklog(a.backlog, min(opts.RequestTimeout, metrics.DefaultBacklogTimeout))
+	}
 	mux := http.NewServeMux()
 	for _, r := range a.routes() {
 		mux.Handle(r.pattern, a.wrap(r))
@@ -363,33 +369,87 @@ func (a *api) index(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// getStats answers from the last refresh while it is younger than
-// StatsMaxAge; otherwise one refresh runs for every request waiting on it.
+// getStats answers from the stats cache (see cachedStats).
 func (a *api) getStats(w http.ResponseWriter, r *http.Request) error {
-	a.statsMu.Lock()
-	v, at := a.statsView, a.statsAt
-	a.statsMu.Unlock()
-	if v == nil || a.q.Now().Sub(at) >= a.opts.StatsMaxAge {
-		res, err, _ := a.statsOnce.Do("stats", func() (any, error) {
-			// Not the request's context: the refresh serves every waiter.
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), a.opts.RequestTimeout)
-			defer cancel()
-			v, err := view.CollectStats(ctx, a.q, a.stats, a.opts.HealthThreshold)
-			if err != nil {
-				return nil, err
-			}
-			a.statsMu.Lock()
-			a.statsView, a.statsAt = &v, a.q.Now()
-			a.statsMu.Unlock()
-			return &v, nil
-		})
-		if err != nil {
-			return err
-		}
-		v = res.(*view.Stats)
+	v, err := a.cachedStats(r.Context())
+	if err != nil {
+		return err
 	}
 	writeJSON(w, http.StatusOK, v)
 	return nil
+}
+
+// cachedStats returns the last stats while they are younger than
+// StatsMaxAge; otherwise one refresh runs for every caller waiting on it.
+// GET /api/stats and the backlog gauges of /metrics both read here, so
+// together they cost at most one refresh per StatsMaxAge. A caller whose
+// ctx ends first gets its error; the refresh goes on and fills the cache
+// for the next caller.
+func (a *api) cachedStats(ctx context.Context) (*view.Stats, error) {
+	a.statsMu.Lock()
+	v, at := a.statsView, a.statsAt
+	a.statsMu.Unlock()
+	if v != nil && a.q.Now().Sub(at) < a.opts.StatsMaxAge {
+		return v, nil
+	}
+	done := a.statsOnce.DoChan("stats", func() (any, error) {
+		// Not the caller's context: the refresh serves every waiter.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.opts.RequestTimeout)
+		defer cancel()
+		v, err := view.CollectStats(ctx, a.q, a.stats, a.opts.HealthThreshold)
+		if err != nil {
+			return nil, fmt.Errorf("refresh the queue stats: %w", err)
+		}
+		a.statsMu.Lock()
+		a.statsView, a.statsAt = &v, a.q.Now()
+		a.statsMu.Unlock()
+		return &v, nil
+	})
+	select {
+	case res := <-done:
+		if res.Err != nil {
+			return nil, res.Err
+		}
+		return res.Val.(*view.Stats), nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("wait for the queue stats: %w", context.Cause(ctx))
+	}
+}
+
+// backlog reads the stats cache for the backlog gauges of /metrics.
+func (a *api) backlog(ctx context.Context) (metrics.Backlog, error) {
+	v, err := a.cachedStats(ctx)
+	if err != nil {
+		return metrics.Backlog{}, err
+	}
+	return backlogOf(v), nil
+}
+
+// backlogOf converts stats to the gauges' plain types. Only the counted
+// statuses are carried, per type too, where a counted status without tasks
+// is 0: a type's series then stay the same from one scrape to the next.
+func backlogOf(v *view.Stats) metrics.Backlog {
+	b := metrics.Backlog{
+		Tasks:            map[string]int{},
+		TypeTasks:        map[string]map[string]int{},
+		Delayed:          v.Delayed,
+		OldestPendingAge: time.Duration(v.OldestPendingSeconds * float64(time.Second)),
+		Workers:          map[string]int{},
+		Partial:          v.Partial,
+	}
+	for _, s := range v.Counted {
+		b.Tasks[string(s)] = v.ByStatus[s]
+	}
+	for typ, byStatus := range v.ByType {
+		b.TypeTasks[typ] = map[string]int{}
+		for _, s := range v.Counted {
+			b.TypeTasks[typ][string(s)] = byStatus[s]
+		}
+	}
+	for state, n := range v.Workers {
+		b.Workers[string(state)] = n
+	}
+	return b
 }
 
 func (a *api) health0(ctx context.Context, now time.Time) ([]monitor.WorkerHealth, error) {

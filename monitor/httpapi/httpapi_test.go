@@ -294,7 +294,7 @@ func TestEndpoints(t *testing.T) {
 
 func TestAuthAndLimits(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, storetest.Backends()[0], Options{Token: "s3cret", MaxBody: 2048})
+	e := newEnv(t, storetest.Backends()[0], Options{Token: "s3cret", MaxBody: 2048, Metrics: metrics.New()})
 	tests := []struct {
 		name   string
 		method string
@@ -309,6 +309,8 @@ func TestAuthAndLimits(t *testing.T) {
 		{"wrong scheme", "GET", "/api/stats", "", "Basic s3cret", 401},
 		{"right token", "GET", "/api/stats", "", "Bearer s3cret", 200},
 		{"openapi needs the token", "GET", "/api/openapi.json", "", "-", 401},
+		{"metrics need the token", "GET", "/metrics", "", "-", 401},
+		{"metrics with the token", "GET", "/metrics", "", "Bearer s3cret", 200},
 		{"body over the limit", "POST", "/api/tasks", `{"type":"e","input":"` + strings.Repeat("x", 4096) + `"}`, "Bearer s3cret", 413},
 		{"body under the limit", "POST", "/api/tasks", `{"type":"e","input":"` + strings.Repeat("x", 1024) + `"}`, "Bearer s3cret", 201},
 	}

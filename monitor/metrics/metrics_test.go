@@ -24,7 +24,7 @@ import (
 	"github.com/qo-queue/qo/worker"
 )
 
-// scrape fetches /metrics over HTTP and parses it.
+// scrape fetches /metrics over HTTP, requires a 200 and parses it.
 func scrape(t *testing.T, m *metrics.Metrics) map[string]*dto.MetricFamily {
 	t.Helper()
 	srv := httptest.NewServer(m.Handler())
@@ -32,6 +32,7 @@ func scrape(t *testing.T, m *metrics.Metrics) map[string]*dto.MetricFamily {
 	resp, err := http.Get(srv.URL)
 	require.NoError(t, err)
 	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := p.TextToMetricFamilies(resp.Body)
 	require.NoError(t, err)
