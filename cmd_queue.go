@@ -280,7 +280,7 @@ func submitCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "submit",
 		Usage: "add a task to the queue, or one per line of a JSON Lines file",
-		UsageText: `qo submit --type TYPE [--input JSON | --input-file FILE|-] [--timeout D] [--retries N] [--delay D | --at TIME] [--priority P] [--expires-in D | --expires-at TIME] [--idempotency-key K] [--json]
+		UsageText: `qo submit --type TYPE [--input JSON | --input-file FILE|-] [--timeout D] [--retries N] [--delay D | --at TIME] [--priority P] [--expires-in D | --expires-at TIME] [--idempotency-key K] [--after ID,... [--on-parent-failure cancel|fail|run]] [--json]
 qo submit --file FILE|- [--type TYPE] [--timeout D] [--retries N] [--delay D | --at TIME] [--priority P] [--expires-in D] [--concurrency N] [--json]`,
 		Description: `Prints the new task's id (or the whole task with --json). With
 --idempotency-key, submitting the same type and key again returns the existing
@@ -293,6 +293,16 @@ after normal ones that become ready up to 15 minutes later (so nothing waits
 forever). --expires-in/--expires-at give a deadline for starting: a task no
 worker started by then becomes "expired" instead of running. Inputs over 256 KiB
 are stored in their own object and loaded back transparently.
+
+--after ID,ID... makes the task wait (status "waiting", never claimed) until
+every one of those tasks has ended, and run once they all completed. No worker
+polls it: whoever ends its last parent releases it. A parent that ends
+otherwise (failed, cancelled, expired) decides by --on-parent-failure: cancel
+(the default: the task is cancelled, the reason names the parent), fail (it
+becomes a dead letter) or run (it runs anyway once every parent ended).
+Replaying a failed parent puts the children it cancelled back to waiting. A
+parent that completed long ago counts as done; an unknown id is refused
+(exit 2) and nothing is submitted.
 
 Bulk: --file FILE ('-' for stdin) submits one task per line of a JSON Lines
 file. Each line is an object with any of these fields:
@@ -322,7 +332,8 @@ storage error stops the run and the remaining lines are counted as skipped.
 Examples:
   qo submit --type send_email --input '{"to":"ann@example.com"}'
   echo '{"n": 3}' | qo submit --type resize --input-file - --timeout 10m --retries 5
-  qo submit --file tasks.jsonl --type resize | jq -r '.ids[]' | qo wait -`,
+  qo submit --file tasks.jsonl --type resize | jq -r '.ids[]' | qo wait -
+  a=$(qo submit --type extract); qo submit --type load --after "$a"`,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "type", Aliases: []string{"t"}, Usage: "task `TYPE` (the handler name; letters, digits, _ . : -); with --file, the default type of the lines"},
 			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "task input as a `JSON` document"},
@@ -335,6 +346,8 @@ Examples:
 			&cli.StringFlag{Name: "priority", Aliases: []string{"p"}, Value: string(queue.PriorityNormal), Usage: "`LEVEL`: high, normal or low"},
 			&cli.DurationFlag{Name: "expires-in", Usage: "expire the task if no worker starts it within `DURATION` of becoming available"},
 			&cli.StringFlag{Name: "expires-at", Usage: "expire the task if no worker starts it by `TIME` (RFC 3339)"},
+			&cli.StringSliceFlag{Name: "after", Usage: "run after these tasks completed: task `ID`s, comma-separated or repeated"},
+			&cli.StringFlag{Name: "on-parent-failure", Usage: "`WHAT` the task does when a parent fails, is cancelled or expires: cancel (default), fail or run"},
 			jsonFlag(),
 		}, bulkFlags()...),
 		Action: func(c *cli.Context) error {
@@ -442,6 +455,28 @@ func submitRequest(c *cli.Context) (queue.SubmitRequest, error) {
 		return req, err
 	}
 	req.Priority, req.ExpiresAt = extra.priority, extra.expiresAt
+	for _, s := range c.StringSlice("after") {
+		for _, part := range strings.Split(s, ",") {
+			if part = strings.TrimSpace(part); part == "" {
+				continue
+			}
+			id, err := queue.ParseID(part)
+			if err != nil {
+				return req, usageError("--after: %s", inputMessage(err))
+			}
+			req.After = append(req.After, id)
+		}
+	}
+	if c.IsSet("on-parent-failure") {
+		if len(req.After) == 0 {
+			return req, usageError("--on-parent-failure needs --after (it says what the task does when a parent does not complete)")
+		}
+		p, err := queue.ParseParentFailure(c.String("on-parent-failure"))
+		if err != nil {
+			return req, usageError("--on-parent-failure: %s", inputMessage(err))
+		}
+		req.OnParentFailure = p
+	}
 	return req, nil
 }
 
@@ -560,6 +595,25 @@ func printTask(w io.Writer, t *queue.Task, now time.Time) error {
 	}
 	if t.CancelRequested {
 		row("cancel", fmt.Sprintf("requested %s%s", formatTimePtr(t.CancelRequestedAt), reasonSuffix(t.CancelReason)))
+	}
+	if len(t.Parents) > 0 {
+		open := 0
+		for _, p := range t.Parents {
+			if p.Done == "" {
+				open++
+			}
+		}
+		row("parents", fmt.Sprintf("%d, %d not ended; on parent failure: %s", len(t.Parents), open, t.OnParentFailure))
+		for _, p := range t.Parents {
+			done := string(p.Done)
+			if done == "" {
+				done = "not ended"
+			}
+			row("  after", fmt.Sprintf("%s (%s)", p.ID, done))
+		}
+	}
+	if len(t.Children) > 0 {
+		row("children", fmt.Sprintf("%d: %s", len(t.Children), idList(t.Children, 5)))
 	}
 	if t.ExpiresAt != nil {
 		past := "expired"
@@ -1024,4 +1078,17 @@ Examples:
 		func(ctx context.Context, c *cli.Context, q *queue.Queue, id uuid.UUID) (*queue.Task, error) {
 			return q.Cancel(ctx, id, c.String("reason"))
 		})
+}
+
+// idList renders up to max ids, then how many more.
+func idList(ids []uuid.UUID, max int) string {
+	var parts []string
+	for i, id := range ids {
+		if i == max {
+			parts = append(parts, fmt.Sprintf("and %d more", len(ids)-max))
+			break
+		}
+		parts = append(parts, id.String())
+	}
+	return strings.Join(parts, ", ")
 }

@@ -44,7 +44,10 @@
 //     expired and stale entries are removed. Index entries are written
 //     before their task, so no single fault leaves one missing; the sweep
 //     is the safety net for what nobody claims. A full pass takes
-//     ceil(ready entries / SweepPageSize) rounds.
+//     ceil(ready entries / SweepPageSize) rounds. Each round also reads one
+//     page of the waiting index (queue.SweepWaiting): a parent's end that
+//     its writer died before recording on a child is recorded within one
+//     SweepInterval (the bound docs/reliability.md states).
 //   - Schedules: re-read schedules/ every ScheduleRefresh (1 LIST, plus a
 //     GET per changed schedule) and wake at the next due time to submit it
 //     (see queue.Scheduler; each due time submits one task however many
@@ -767,9 +770,11 @@ func (m *Monitor) CheckWorkers(ctx context.Context) ([]WorkerHealth, error) {
 	return health, nil
 }
 
-// SweepRound sweeps one page of the ready index (see queue.Sweep) from
-// the position kept in the bucket, and saves the new position. Cost: 1 LIST
-// + 1 GET per entry nobody claimed for SweepIdle + 1 PUT for the position
+// SweepRound sweeps one page of the ready index (see queue.Sweep) and one
+// of the waiting index (queue.SweepWaiting) from the positions kept in the
+// bucket, and saves the new positions. Cost: 2 LIST + 1 GET per entry
+// nobody claimed for SweepIdle + the reads of each waiting task and of its
+// parents that have not ended + 1 PUT for the position
 // (+ 1 GET to load it on the first round of a leadership).
 func (m *Monitor) SweepRound(ctx context.Context) error {
 	if !m.IsLeader() {
@@ -793,6 +798,14 @@ func (m *Monitor) SweepRound(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// And one page of waiting tasks: a parent's end that no child heard
+	// of (its writer died in between) is recorded within a round.
+	wres, wnext, err := m.q.SweepWaiting(ctx, st.WaitingCursor, m.opts.SweepPageSize, m.opts.SweepIdle)
+	if err != nil {
+		return err
+	}
+	res.Add(wres)
+	st.WaitingCursor = wnext
 	m.logSweep(res)
 	st.Cursor = next
 	if next == "" {
@@ -813,9 +826,9 @@ func (m *Monitor) logSweep(res queue.SweepResult) {
 		m.log.Warn("sweep: skipping malformed task object", "key", bad.Key, "err", bad.Err)
 	}
 	attrs := []any{"listed", res.Listed, "scanned", res.Scanned, "stale_removed", res.StaleRemoved,
-		"expired", res.Expired, "errors", res.Errors}
-	if res.StaleRemoved > 0 || res.Expired > 0 || res.Errors > 0 {
-		m.log.Info("sweep removed stale entries or expired tasks", attrs...)
+		"expired", res.Expired, "waiting_decided", res.WaitingDecided, "registered", res.Registered, "errors", res.Errors}
+	if res.StaleRemoved > 0 || res.Expired > 0 || res.WaitingDecided > 0 || res.Registered > 0 || res.Errors > 0 {
+		m.log.Info("sweep repaired the indexes or waiting tasks", attrs...)
 		return
 	}
 	m.log.Debug("swept a ready index page", attrs...)

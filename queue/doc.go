@@ -12,6 +12,7 @@ writer follows; the code implements exactly what is written here.
 	ready/{shard}/{rank-ms}/{type}/{priority}/{id}      ready index: one empty object per pending task
 	leases/{shard}/{expires-ms}/{type}/{id}/{lease_id}/{worker_id}
 	                                                    lease index: one empty object per running task
+	waiting/{shard}/{id}                                waiting index: one empty object per waiting task (see Dependencies)
 	dead/{inv-ms}/{shard}/{type}/{id}                   dead letters: one empty object per failed task
 	data/{shard}/{id}/input.json|output-{lease_id}.json offloaded payloads (see Large payloads)
 	control.json                                        pause switches (see Pause)

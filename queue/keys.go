@@ -18,6 +18,7 @@ const (
 	TasksPrefix       = "tasks/"
 	ReadyPrefix       = "ready/"
 	LeasesPrefix      = "leases/"
+	WaitingPrefix     = "waiting/"
 	DeadPrefix        = "dead/"
 	WorkersPrefix     = "workers/"
 	ShardLeasePrefix  = "shard-leases/"
@@ -37,7 +38,7 @@ const (
 // these keys; doc.go's key layout table lists the same ones.
 func Keys() []string {
 	return []string{
-		ConfigKey, TasksPrefix, ReadyPrefix, LeasesPrefix, DeadPrefix, DataPrefix,
+		ConfigKey, TasksPrefix, ReadyPrefix, LeasesPrefix, WaitingPrefix, DeadPrefix, DataPrefix,
 		ControlKey, SchedulesPrefix, WorkersPrefix, ShardLeasePrefix, MonitorPrefix,
 		IdempotencyPrefix,
 	}
@@ -435,4 +436,28 @@ func ParseScheduleKey(key string) (string, error) {
 		return "", fmt.Errorf("schedule key %q: bad schedule name %q", key, name)
 	}
 	return name, nil
+}
+
+// WaitingShardPrefix is the prefix of one shard's waiting index.
+func WaitingShardPrefix(shard string) string { return WaitingPrefix + shard + "/" }
+
+// WaitingKey is the waiting-index entry of a waiting task:
+// "waiting/{shard}/{id}" (see doc.go, "Dependencies").
+func WaitingKey(t *Task) string { return WaitingShardPrefix(t.Shard) + t.ID.String() }
+
+// ParseWaitingKey returns the shard and id of a waiting-index entry.
+func ParseWaitingKey(key string) (shard string, id uuid.UUID, err error) {
+	rest, ok := strings.CutPrefix(key, WaitingPrefix)
+	if !ok {
+		return "", uuid.Nil, fmt.Errorf("%q is not a waiting entry", key)
+	}
+	shard, sid, ok := strings.Cut(rest, "/")
+	if !ok || shard == "" || !isHex(shard) {
+		return "", uuid.Nil, fmt.Errorf("%q is not a waiting entry (want waiting/{shard}/{id})", key)
+	}
+	id, err = uuid.Parse(sid)
+	if err != nil || len(sid) != 36 || !shardMatches(id, shard) {
+		return "", uuid.Nil, fmt.Errorf("%q is not a waiting entry (bad id)", key)
+	}
+	return shard, id, nil
 }

@@ -128,6 +128,8 @@ func (q *Queue) List(ctx context.Context, qry ListQuery) (TaskPage, error) {
 	filter := qry.Shard + "|" + string(qry.Status) + "|" + qry.Type
 	mode := "window"
 	switch qry.Status {
+	case StatusWaiting:
+		mode = "waiting"
 	case StatusPending:
 		mode = "ready"
 	case StatusRunning:
@@ -221,15 +223,18 @@ func parseIndexEntry(mode, key string) (indexEntry, error) {
 	case "leases":
 		e, err := ParseLeaseKey(key)
 		return indexEntry{e.ID, e.Shard, e.Type}, err
+	case "waiting":
+		shard, id, err := ParseWaitingKey(key)
+		return indexEntry{id, shard, ""}, err // the type is read off the task
 	default:
 		e, err := ParseDeadKey(key)
 		return indexEntry{e.ID, e.Shard, e.Type}, err
 	}
 }
 
-var indexRoots = map[string]string{"ready": ReadyPrefix, "leases": LeasesPrefix, "dead": DeadPrefix}
+var indexRoots = map[string]string{"ready": ReadyPrefix, "leases": LeasesPrefix, "dead": DeadPrefix, "waiting": WaitingPrefix}
 
-var indexStatus = map[string]Status{"ready": StatusPending, "leases": StatusRunning, "dead": StatusFailed}
+var indexStatus = map[string]Status{"ready": StatusPending, "leases": StatusRunning, "dead": StatusFailed, "waiting": StatusWaiting}
 
 func (q *Queue) listIndex(ctx context.Context, qry ListQuery, cur listCursor) (TaskPage, error) {
 	var page TaskPage
@@ -262,7 +267,7 @@ func (q *Queue) listIndex(ctx context.Context, qry ListQuery, cur listCursor) (T
 				page.Stale = append(page.Stale, o.Key)
 				continue
 			}
-			if len(e.shard) != q.cfg.ShardChars || (qry.Shard != "" && e.shard != qry.Shard) || (qry.Type != "" && e.typ != qry.Type) {
+			if len(e.shard) != q.cfg.ShardChars || (qry.Shard != "" && e.shard != qry.Shard) || (qry.Type != "" && e.typ != "" && e.typ != qry.Type) {
 				continue
 			}
 			items = append(items, fetched{key: taskKeyFor(e.shard, e.id), from: o.Key, modified: o.LastModified})
@@ -279,6 +284,9 @@ func (q *Queue) listIndex(ctx context.Context, qry ListQuery, cur listCursor) (T
 				page.Stale = append(page.Stale, f.from)
 				q.dropStale(ctx, f.from, f.modified)
 				continue
+			}
+			if qry.Type != "" && f.t.Type != qry.Type {
+				continue // a waiting entry does not name its type
 			}
 			page.Tasks = append(page.Tasks, f.t)
 		}

@@ -23,6 +23,10 @@ func validTask(st queue.Status) *queue.Task {
 		Input: json.RawMessage(`{}`), TimeoutSeconds: 30, MaxRetries: 3, RetryPolicy: queue.DefaultRetryPolicy,
 		CreatedAt: now, UpdatedAt: now, Rev: 5, RequestID: "r", LastEvent: "x", Attempt: 1,
 		Priority: queue.PriorityNormal,
+		// Every status may have a parent; a waiting task needs one that has
+		// not ended.
+		Parents:         []queue.Parent{{ID: uuid.MustParse("0b6f4c2e-8d1a-4f7e-9c3b-2a5d6e7f8a9b")}},
+		OnParentFailure: queue.ParentFailureCancel,
 	}
 	exp := now.Add(time.Minute)
 	switch st {
@@ -277,10 +281,11 @@ func TestTaskJSONRoundTrip(t *testing.T) {
 	for _, f := range []string{"format", "id", "task_type", "shard", "status", "available_at", "lease_expires_at", "input", "output",
 		"timeout_seconds", "max_retries", "retry_count", "retry_policy", "created_at", "updated_at", "completed_at", "worker_id",
 		"lease_id", "attempt", "last_error", "rev", "request_id", "last_event", "cancel_requested", "cancel_requested_at",
-		"cancel_reason", "idempotency_key", "priority", "expires_at", "input_ref", "output_ref"} {
+		"cancel_reason", "idempotency_key", "priority", "expires_at", "input_ref", "output_ref",
+		"parents", "on_parent_failure"} { // children: absent when empty, like these two on a task without parents
 		require.Contains(t, m, f)
 	}
-	require.Len(t, m, 31, "a new field must be added to doc.go and this list")
+	require.Len(t, m, 33, "a new field must be added to doc.go and this list")
 	_, err = queue.DecodeTask("tasks/3/"+uuid.NewString()+".json", body)
 	var mal *queue.MalformedError
 	require.ErrorAs(t, err, &mal)

@@ -179,6 +179,8 @@ type SweepResult struct {
 	DeadRepaired   int              `json:"dead_repaired"`   // missing dead-letter entries written
 	StaleRemoved   int              `json:"stale_removed"`   // stale entries deleted
 	Expired        int              `json:"expired"`         // pending tasks past expires_at, now expired
+	WaitingDecided int              `json:"waiting_decided"` // waiting tasks released, cancelled or failed by the sweep (a parent's end not recorded)
+	Registered     int              `json:"registered"`      // waiting tasks whose parents did not know them (a submit stopped half-way)
 	Malformed      []MalformedError `json:"-"`               // objects that could not be decoded
 	Errors         int              `json:"errors"`          // reads or writes that failed (retried next pass)
 }
@@ -192,6 +194,8 @@ func (r *SweepResult) Add(o SweepResult) {
 	r.DeadRepaired += o.DeadRepaired
 	r.StaleRemoved += o.StaleRemoved
 	r.Expired += o.Expired
+	r.WaitingDecided += o.WaitingDecided
+	r.Registered += o.Registered
 	r.Errors += o.Errors
 	r.Malformed = append(r.Malformed, o.Malformed...)
 }
@@ -381,6 +385,96 @@ func (q *Queue) repairOne(ctx context.Context, key string) SweepResult {
 		case StatusFailed:
 			r.DeadRepaired++
 		}
+	}
+	return r
+}
+
+// SweepWaiting is the safety net of dependencies (see doc.go,
+// "Dependencies"), one LIST page of "waiting/" (all shards, pageSize keys,
+// <= 0: 1000) per call. Each waiting task whose entry is older than idle
+// is read with its parents that have not ended (1 GET each): a parent that
+// ended without telling it (its writer died between the parent's write and
+// the child's) is recorded now, which releases, cancels or fails the task;
+// a parent that does not list it (its submit died half-way) is told. A
+// pass costs one LIST per 1,000 waiting tasks plus their reads, whatever
+// the number of finished tasks. cursor is "" for the first page; the
+// returned cursor is "" after the last.
+func (q *Queue) SweepWaiting(ctx context.Context, cursor string, pageSize int, idle time.Duration) (SweepResult, string, error) {
+	var res SweepResult
+	if pageSize <= 0 {
+		pageSize = 1000
+	}
+	page, err := q.s.List(ctx, store.ListParams{Prefix: WaitingPrefix, StartAfter: cursor, Limit: pageSize})
+	if err != nil {
+		return res, "", fmt.Errorf("sweep waiting index: %w", err)
+	}
+	now := q.Now()
+	type entry struct {
+		key      string
+		id       uuid.UUID
+		modified time.Time
+	}
+	var due []entry
+	for _, o := range page.Objects {
+		res.Listed++
+		_, id, err := ParseWaitingKey(o.Key)
+		if err != nil {
+			q.log.Debug("sweep: unparseable waiting entry", "key", o.Key, "err", err)
+			continue
+		}
+		if idle > 0 && now.Sub(o.LastModified) < idle {
+			continue
+		}
+		due = append(due, entry{o.Key, id, o.LastModified})
+	}
+	var mu sync.Mutex
+	forEach(len(due), sweepParallelism, func(i int) {
+		r := q.sweepWaitingEntry(ctx, due[i].key, due[i].id, due[i].modified)
+		mu.Lock()
+		res.Add(r)
+		mu.Unlock()
+	})
+	next := ""
+	if page.NextToken != "" && len(page.Objects) > 0 {
+		next = page.Objects[len(page.Objects)-1].Key
+	}
+	return res, next, ctx.Err()
+}
+
+// sweepWaitingEntry checks one waiting entry against its task and parents.
+func (q *Queue) sweepWaitingEntry(ctx context.Context, key string, id uuid.UUID, modified time.Time) SweepResult {
+	r := SweepResult{Scanned: 1}
+	t, _, err := q.getTask(ctx, id)
+	var m *MalformedError
+	switch {
+	case errors.As(err, &m):
+		r.Malformed = append(r.Malformed, *m)
+		return r
+	case errors.Is(err, ErrNotFound):
+		q.dropStale(ctx, key, modified)
+		return r
+	case err != nil:
+		q.log.Debug("sweep: read failed", "task", id, "err", err)
+		r.Errors++
+		return r
+	}
+	if t.Status != StatusWaiting || WaitingKey(t) != key {
+		if q.staleEntry(modified) {
+			q.deleteIndex(ctx, key)
+			r.StaleRemoved++
+		}
+		return r
+	}
+	next, told, err := q.register(ctx, t)
+	if err != nil {
+		q.log.Debug("sweep: waiting task not repaired", "task", id, "err", err)
+		r.Errors++
+	}
+	if told > 0 {
+		r.Registered++
+	}
+	if next != nil && next.Status != StatusWaiting {
+		r.WaitingDecided++
 	}
 	return r
 }

@@ -7,7 +7,8 @@ import (
 	"github.com/google/uuid"
 )
 
-// Cancel cancels a task: a pending task becomes cancelled at once; a running
+// Cancel cancels a task: a waiting or pending task becomes cancelled at
+// once (a waiting task's children then follow their on_parent_failure); a running
 // task gets cancel_requested (its worker sees it on the next Extend, stops
 // and acks; if the worker is gone, the lease expiry cancels it). Cancelling
 // a task whose cancellation is already requested writes nothing. Terminal
@@ -23,11 +24,19 @@ func (q *Queue) Cancel(ctx context.Context, id uuid.UUID, reason string) (*Task,
 // Replay re-runs a failed, cancelled or expired task: pending, available
 // now, retry_count reset to 0, cancellation cleared, an expiry that has
 // passed cleared (last_error is kept until the next attempt ends). attempt
-// keeps counting.
+// keeps counting. A task with parents that did not all complete waits for
+// them again instead (see doc.go, "Dependencies"): one that is still
+// failed, cancelled or expired decides at once, by on_parent_failure.
 func (q *Queue) Replay(ctx context.Context, id uuid.UUID) (*Task, error) {
 	res, err := q.operate(ctx, id, "replay", operatorChange(OpReplay, ""))
 	if err != nil {
 		return nil, err
+	}
+	if res.next.Status == StatusWaiting {
+		// Its parents are read again: one still failed cancels it again
+		// at once, ended ones are recorded, running ones learn of it.
+		next, _, err := q.register(ctx, res.next)
+		return next, err
 	}
 	return res.next, nil
 }
@@ -71,7 +80,7 @@ func operatorChange(op, reason string) func(t *Task, now time.Time) (string, err
 	case OpCancel:
 		return func(t *Task, now time.Time) (string, error) {
 			switch t.Status {
-			case StatusPending:
+			case StatusPending, StatusWaiting:
 				toCancelled(t, now)
 				t.CancelReason = reason
 				return EventCancelled, nil
@@ -84,7 +93,7 @@ func operatorChange(op, reason string) func(t *Task, now time.Time) (string, err
 				t.CancelReason = reason
 				return EventCancelRequested, nil
 			}
-			return "", &TransitionError{From: t.Status, Event: EventCancelled, To: StatusCancelled, Reason: "only pending or running tasks can be cancelled"}
+			return "", &TransitionError{From: t.Status, Event: EventCancelled, To: StatusCancelled, Reason: "only waiting, pending or running tasks can be cancelled"}
 		}
 	case OpReplay:
 		return func(t *Task, now time.Time) (string, error) {
@@ -97,6 +106,17 @@ func operatorChange(op, reason string) func(t *Task, now time.Time) (string, err
 				t.ExpiresAt = nil
 			}
 			t.RetryCount = 0
+			// A task with parents waits again for those that did not
+			// complete (they may have been replayed since).
+			for i := range t.Parents {
+				if t.Parents[i].Done != StatusCompleted {
+					t.Parents[i].Done = ""
+				}
+			}
+			if !allEnded(t) {
+				toWaiting(t)
+				return EventReplayed, nil
+			}
 			toPending(t, now)
 			return EventReplayed, nil
 		}

@@ -321,11 +321,13 @@ func (q *Queue) apply(ctx context.Context, base *Task, etag string, m mutation) 
 				q.putIndex(ctx, k) // written before, by the earlier call
 			}
 			q.landed(ctx, nil, removed, entriesAt)
+			q.afterLanded(ctx, base, stored)
 			return applied{prev: base, next: stored, etag: newETag}, nil
 		}
 		if err == nil {
 			q.dropEntries(ctx, written[:len(written)-len(added)], next)
 			q.landed(ctx, added, removed, entriesAt)
+			q.afterLanded(ctx, base, next)
 			return applied{prev: base, next: next, etag: newETag}, nil
 		}
 		var stale *staleError
@@ -359,14 +361,17 @@ func (q *Queue) apply(ctx context.Context, base *Task, etag string, m mutation) 
 const IndexGrace = time.Minute
 
 // IndexKeys lists the index entries a version of a task needs (see doc.go,
-// "Index entries are written first"): its ready entry when pending, its
-// lease entry when running, its dead letter when failed, none otherwise.
+// "Index entries are written first"): its waiting entry when waiting, its
+// ready entry when pending, its lease entry when running, its dead letter
+// when failed, none otherwise.
 func IndexKeys(t *Task) []string {
 	if t == nil {
 		return nil
 	}
 	var k string
 	switch t.Status {
+	case StatusWaiting:
+		k = WaitingKey(t)
 	case StatusPending:
 		k = ReadyKey(t)
 	case StatusRunning:

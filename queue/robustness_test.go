@@ -308,6 +308,12 @@ func TestListPagination(t *testing.T) {
 			case 1:
 				b.claim(t, task, "w1")
 				add(queue.StatusRunning, task.ID)
+				// A child waits for the running task: listed from the
+				// waiting index.
+				child, _, err := b.q.Submit(b.ctx, queue.SubmitRequest{Type: typ, After: []uuid.UUID{task.ID}})
+				require.NoError(t, err)
+				require.Equal(t, queue.StatusWaiting, child.Status)
+				add(queue.StatusWaiting, child.ID)
 			case 2:
 				_, err := b.q.Complete(b.ctx, b.claim(t, task, "w1"), nil)
 				require.NoError(t, err)
@@ -360,7 +366,7 @@ func TestListPagination(t *testing.T) {
 		}
 		// No status: everything but archived, each once, across all shards.
 		got := listAll(queue.ListQuery{Limit: 4})
-		require.Len(t, got, n-len(byStatus[queue.StatusArchived]))
+		require.Len(t, got, n+len(byStatus[queue.StatusWaiting])-len(byStatus[queue.StatusArchived]))
 		// One shard at a time adds up to the same.
 		total := 0
 		for _, shard := range b.q.Shards() {
@@ -370,7 +376,7 @@ func TestListPagination(t *testing.T) {
 			}
 			total += len(part)
 		}
-		require.Equal(t, n-len(byStatus[queue.StatusArchived]), total)
+		require.Equal(t, n+len(byStatus[queue.StatusWaiting])-len(byStatus[queue.StatusArchived]), total)
 		// Type filter, via index and via scan.
 		for _, task := range listAll(queue.ListQuery{Type: "b", Status: queue.StatusPending, Limit: 1}) {
 			require.Equal(t, "b", task.Type)
@@ -405,6 +411,10 @@ func TestInvalidTransitionsWriteNothing(t *testing.T) {
 		mk := func(st queue.Status) *queue.Task {
 			task := b.submit(t, "inv", `{}`)
 			switch st {
+			case queue.StatusWaiting:
+				var err error
+				task, _, err = b.q.Submit(b.ctx, queue.SubmitRequest{Type: "inv", After: []uuid.UUID{task.ID}})
+				require.NoError(t, err)
 			case queue.StatusPending:
 			case queue.StatusRunning:
 				b.claim(t, task, "w1")
@@ -436,7 +446,7 @@ func TestInvalidTransitionsWriteNothing(t *testing.T) {
 		}
 		ops := []op{
 			{"cancel", func(id uuid.UUID) error { _, err := b.q.Cancel(b.ctx, id, ""); return err },
-				map[queue.Status]bool{queue.StatusPending: true, queue.StatusRunning: true}},
+				map[queue.Status]bool{queue.StatusWaiting: true, queue.StatusPending: true, queue.StatusRunning: true}},
 			{"replay", func(id uuid.UUID) error { _, err := b.q.Replay(b.ctx, id); return err },
 				map[queue.Status]bool{queue.StatusFailed: true, queue.StatusCancelled: true, queue.StatusExpired: true}},
 			{"archive", func(id uuid.UUID) error { _, err := b.q.Archive(b.ctx, id); return err },

@@ -45,7 +45,7 @@ func TestStatsCounter(t *testing.T) {
 		require.Equal(t, 4, st.Total, "pending, running and dead letters")
 		require.Equal(t, map[queue.Status]int{
 			queue.StatusPending: 2, queue.StatusRunning: 1, queue.StatusCompleted: 0,
-			queue.StatusFailed: 1, queue.StatusCancelled: 0, queue.StatusExpired: 0, queue.StatusArchived: 0,
+			queue.StatusFailed: 1, queue.StatusCancelled: 0, queue.StatusExpired: 0, queue.StatusArchived: 0, queue.StatusWaiting: 0,
 		}, st.ByStatus)
 		require.Equal(t, 1, st.Delayed)
 		require.Equal(t, 90*time.Second, st.OldestPendingAge)

@@ -94,6 +94,13 @@ type SubmitRequest struct {
 	// ExpiresAt, when set, is the deadline for starting: a task not
 	// claimed by then becomes expired instead of running.
 	ExpiresAt time.Time
+	// After lists the task's parents: it waits (status waiting) until
+	// every one has ended, and runs once all completed (see doc.go,
+	// "Dependencies"). Each must exist in this queue; at most MaxParents.
+	After []uuid.UUID
+	// OnParentFailure is what the task does when a parent ends without
+	// completing ("" is ParentFailureCancel). Only with After.
+	OnParentFailure ParentFailure
 }
 
 // Submit creates a pending task: its ready entry, then a create-only PUT
@@ -101,10 +108,33 @@ type SubmitRequest struct {
 // of the key's marker comes first (1 PUT more); a duplicate returns the
 // existing task and created=false; the same key with another input is
 // ErrIdempotencyMismatch.
+//
+// With After, the parents are read first (1 GET each; an unknown one is
+// ErrInvalidInput and nothing is written). A task whose parents all
+// completed is pending at once; otherwise it is created waiting (its
+// waiting entry, then the task) and registered on each parent that has
+// not ended (a child_added write each, see doc.go, "Dependencies"), and
+// parents that ended otherwise decide by OnParentFailure at once.
 func (q *Queue) Submit(ctx context.Context, req SubmitRequest) (*Task, bool, error) {
 	t, err := q.newTask(req)
 	if err != nil {
 		return nil, false, fmt.Errorf("submit: %w", err)
+	}
+	if len(req.After) > 0 {
+		if t.OnParentFailure, err = ParseParentFailure(string(req.OnParentFailure)); err != nil {
+			return nil, false, fmt.Errorf("submit: %w", err)
+		}
+		if err := checkParents(req.After); err != nil {
+			return nil, false, fmt.Errorf("submit: %w", err)
+		}
+		if t.Parents, err = q.readParents(ctx, req.After); err != nil {
+			return nil, false, fmt.Errorf("submit: %w", err)
+		}
+		if !allEnded(t) || blocked(t) {
+			t.Status = StatusWaiting
+		}
+	} else if req.OnParentFailure != "" {
+		return nil, false, fmt.Errorf("submit: %w", invalidInput("on parent failure %q without parents: it only applies with after", req.OnParentFailure))
 	}
 	if t.IdempotencyKey != "" {
 		id, err := q.claimKey(ctx, t)
@@ -135,10 +165,10 @@ func (q *Queue) Submit(ctx context.Context, req SubmitRequest) (*Task, bool, err
 		}
 		t.Input, t.InputRef = nil, ref
 	}
-	// The ready entry goes in first (see doc.go, "Index entries are written
-	// first"): once the task exists, its entry does too.
-	ready := ReadyKey(t)
-	if err := q.putEntries(ctx, []string{ready}); err != nil {
+	// The ready (or waiting) entry goes in first (see doc.go, "Index
+	// entries are written first"): once the task exists, its entry does too.
+	entries := IndexKeys(t)
+	if err := q.putEntries(ctx, entries); err != nil {
 		return nil, false, fmt.Errorf("submit task %s: %w (nothing submitted)", t.ID, err)
 	}
 	entryAt := q.Now()
@@ -148,7 +178,7 @@ func (q *Queue) Submit(ctx context.Context, req SubmitRequest) (*Task, bool, err
 			return nil, false, fmt.Errorf("submit: %w", err)
 		}
 		existing := stale.current
-		q.dropEntries(ctx, []string{ready}, existing)
+		q.dropEntries(ctx, entries, existing)
 		if existing == nil {
 			return nil, false, fmt.Errorf("submit task %s: %w (create refused but no object found; the key may hold a delete marker)", t.ID, ErrConflict)
 		}
@@ -157,7 +187,16 @@ func (q *Queue) Submit(ctx context.Context, req SubmitRequest) (*Task, bool, err
 		}
 		return q.duplicate(ctx, existing, t, input)
 	}
-	q.landed(ctx, []string{ready}, nil, entryAt)
+	q.landed(ctx, entries, nil, entryAt)
+	if t.Status == StatusWaiting {
+		done, _, err := q.register(ctx, t)
+		if err != nil {
+			// The task exists and waits; the sweeper (or the same submit
+			// again, with an idempotency key) finishes its registration.
+			return done, true, fmt.Errorf("submit task %s: %w (the task was created and waits; submit again with the same idempotency key, or the sweeper, completes it)", t.ID, err)
+		}
+		return done, true, nil
+	}
 	return t, true, nil
 }
 
@@ -178,6 +217,16 @@ func (q *Queue) duplicate(ctx context.Context, existing, t *Task, input json.Raw
 	}
 	if existing.Status == StatusPending {
 		q.putIndex(ctx, ReadyKey(existing))
+	}
+	if existing.Status == StatusWaiting {
+		// A first submit that stopped before registering on its parents
+		// is finished by its repeat.
+		q.putIndex(ctx, WaitingKey(existing))
+		done, _, err := q.register(ctx, existing)
+		if err != nil {
+			return done, false, fmt.Errorf("submit: %w", err)
+		}
+		return done, false, nil
 	}
 	return existing, false, nil
 }

@@ -18,6 +18,9 @@ type SweepState struct {
 	// Cursor is the ready-index key the next round starts after ("": the
 	// next round starts a new pass).
 	Cursor string `json:"cursor"`
+	// WaitingCursor is the waiting-index key the next round's page of
+	// waiting tasks starts after (see SweepWaiting).
+	WaitingCursor string `json:"waiting_cursor,omitempty"`
 	// PassStartedAt is when the current pass began; LastPassAt when the
 	// previous one ended (zero before the first).
 	PassStartedAt time.Time `json:"pass_started_at"`

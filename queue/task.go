@@ -29,7 +29,8 @@ type Status string
 
 // Task statuses.
 const (
-	StatusPending   Status = "pending"   // waiting; claimable once available_at <= now
+	StatusWaiting   Status = "waiting"   // waits for its parents (see doc.go, "Dependencies"); never claimed
+	StatusPending   Status = "pending"   // claimable once available_at <= now
 	StatusRunning   Status = "running"   // leased by one worker until lease_expires_at
 	StatusCompleted Status = "completed" // terminal: succeeded
 	StatusFailed    Status = "failed"    // terminal: dead letter (permanent error or retries exhausted)
@@ -39,7 +40,7 @@ const (
 )
 
 // Statuses lists every status in lifecycle order.
-var Statuses = []Status{StatusPending, StatusRunning, StatusCompleted, StatusFailed, StatusCancelled, StatusExpired, StatusArchived}
+var Statuses = []Status{StatusWaiting, StatusPending, StatusRunning, StatusCompleted, StatusFailed, StatusCancelled, StatusExpired, StatusArchived}
 
 // Valid reports whether s is a known status.
 func (s Status) Valid() bool {
@@ -171,6 +172,11 @@ type Task struct {
 	ExpiresAt *time.Time `json:"expires_at"`
 	InputRef  *DataRef   `json:"input_ref"`
 	OutputRef *DataRef   `json:"output_ref"`
+
+	// Dependencies (see doc.go, "Dependencies"): absent on tasks without.
+	Parents         []Parent      `json:"parents,omitempty"`
+	Children        []uuid.UUID   `json:"children,omitempty"`
+	OnParentFailure ParentFailure `json:"on_parent_failure,omitempty"`
 }
 
 // Timeout returns the lease duration of one attempt.
@@ -199,6 +205,12 @@ func (t *Task) Clone() *Task {
 	}
 	if t.Output != nil {
 		c.Output = append(json.RawMessage(nil), t.Output...)
+	}
+	if t.Parents != nil {
+		c.Parents = append([]Parent(nil), t.Parents...)
+	}
+	if t.Children != nil {
+		c.Children = append([]uuid.UUID(nil), t.Children...)
 	}
 	return &c
 }

@@ -3,7 +3,10 @@ package queue
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
+
+	"github.com/google/uuid"
 )
 
 // Canonical event names. Each write records the event that produced it in
@@ -22,12 +25,16 @@ const (
 	EventReplayed        = "replayed"         // an operator re-ran a failed or cancelled task
 	EventArchived        = "archived"         // hidden from default listings; history kept
 	EventExpired         = "expired"          // not started before expires_at
+	EventChildAdded      = "child_added"      // a task submitted to run after this one was recorded on it
+	EventParentDone      = "parent_done"      // one parent of a waiting task ended; others have not
+	EventReleased        = "released"         // every parent of a waiting task ended: it is pending now
 )
 
 // Events lists the canonical events in lifecycle order.
 var Events = []string{
 	EventEnqueued, EventClaimed, EventLeaseExtended, EventSucceeded, EventFailed, EventRetried,
 	EventTimedOut, EventRequeued, EventCancelRequested, EventCancelled, EventReplayed, EventArchived, EventExpired,
+	EventChildAdded, EventParentDone, EventReleased,
 }
 
 // Transition is one allowed change: a task in status From may be written
@@ -44,6 +51,14 @@ type Transition struct {
 // write, by validateTransition. doc.go renders the same table for humans.
 var transitions = []Transition{
 	{"", EventEnqueued, StatusPending, "Submit", "create-only PUT; available_at may lie in the future"},
+	{"", EventEnqueued, StatusWaiting, "Submit", "with parents that have not all ended; no ready entry"},
+	{StatusWaiting, EventParentDone, StatusWaiting, "ReleaseChildren", "a parent ended (completed, or on_parent_failure run); others have not"},
+	{StatusWaiting, EventReleased, StatusPending, "ReleaseChildren", "every parent ended (completed, or on_parent_failure run); available now"},
+	{StatusWaiting, EventCancelled, StatusCancelled, "Cancel, ReleaseChildren", "an operator, or a parent that did not complete (on_parent_failure cancel)"},
+	{StatusWaiting, EventFailed, StatusFailed, "ReleaseChildren", "a parent did not complete (on_parent_failure fail)"},
+	{StatusWaiting, EventChildAdded, StatusWaiting, "Submit", "a task submitted to run after this one"},
+	{StatusPending, EventChildAdded, StatusPending, "Submit", "a task submitted to run after this one"},
+	{StatusRunning, EventChildAdded, StatusRunning, "Submit", "a task submitted to run after this one; the holder's next write re-applies over it"},
 	{StatusPending, EventClaimed, StatusRunning, "Claim", "available_at <= now; new lease_id, attempt+1"},
 	{StatusRunning, EventLeaseExtended, StatusRunning, "Extend", "lease holder only"},
 	{StatusRunning, EventSucceeded, StatusCompleted, "Complete", "lease holder only"},
@@ -60,6 +75,8 @@ var transitions = []Transition{
 	{StatusFailed, EventReplayed, StatusPending, "Replay", "retry_count reset; available now"},
 	{StatusCancelled, EventReplayed, StatusPending, "Replay", "retry_count reset; available now"},
 	{StatusExpired, EventReplayed, StatusPending, "Replay", "expires_at cleared; available now"},
+	{StatusFailed, EventReplayed, StatusWaiting, "Replay", "parents that did not complete are waited for again (one was replayed)"},
+	{StatusCancelled, EventReplayed, StatusWaiting, "Replay", "parents that did not complete are waited for again (one was replayed)"},
 	{StatusCompleted, EventArchived, StatusArchived, "Archive", ""},
 	{StatusFailed, EventArchived, StatusArchived, "Archive", ""},
 	{StatusCancelled, EventArchived, StatusArchived, "Archive", ""},
@@ -123,6 +140,12 @@ func ValidateTransition(prev, next *Task) error {
 			string(next.Input) != string(prev.Input) || !sameRef(next.InputRef, prev.InputRef) {
 			return fail("id, task_type, shard, created_at, input, input_ref and idempotency_key never change")
 		}
+		if next.OnParentFailure != prev.OnParentFailure || !slices.EqualFunc(next.Parents, prev.Parents, func(a, b Parent) bool { return a.ID == b.ID }) {
+			return fail("parents and on_parent_failure never change (only what each parent's end was)")
+		}
+		if len(next.Children) < len(prev.Children) || !slices.Equal(next.Children[:len(prev.Children)], prev.Children) {
+			return fail("children are only ever added")
+		}
 		if next.UpdatedAt.Before(prev.UpdatedAt) {
 			return fail("updated_at went backwards")
 		}
@@ -178,8 +201,22 @@ func CheckInvariants(t *Task) error {
 	case !validRef(t.InputRef) || !validRef(t.OutputRef):
 		return fmt.Errorf("a data reference needs a data/ key, a size and a sha256")
 	}
+	if err := checkDeps(t); err != nil {
+		return err
+	}
 	noLease := t.LeaseID == "" && t.LeaseExpiresAt == nil
 	switch t.Status {
+	case StatusWaiting:
+		switch {
+		case !noLease || t.WorkerID != "":
+			return fmt.Errorf("waiting: worker_id, lease_id and lease_expires_at must be empty")
+		case t.CompletedAt != nil || t.Output != nil || t.OutputRef != nil:
+			return fmt.Errorf("waiting: completed_at and output must be empty")
+		case t.CancelRequested:
+			return fmt.Errorf("waiting: cancel_requested must be false")
+		case allEnded(t) && !blocked(t):
+			return fmt.Errorf("waiting: every parent ended, so the task must be released")
+		}
 	case StatusPending:
 		switch {
 		case !noLease || t.WorkerID != "":
@@ -246,4 +283,43 @@ func sameRef(a, b *DataRef) bool {
 
 func validRef(r *DataRef) bool {
 	return r == nil || strings.HasPrefix(r.Key, DataPrefix) && r.Bytes >= 0 && len(r.SHA256) == 64
+}
+
+// checkDeps checks the dependency fields of any task: parents without
+// repeats or self, within MaxParents, with known end states and a valid
+// on_parent_failure; children without repeats, within MaxChildren.
+func checkDeps(t *Task) error {
+	if len(t.Parents) == 0 {
+		if t.OnParentFailure != "" {
+			return fmt.Errorf("on_parent_failure is set on a task without parents")
+		}
+	} else if _, err := ParseParentFailure(string(t.OnParentFailure)); err != nil || t.OnParentFailure == "" {
+		return fmt.Errorf("on_parent_failure %q: want cancel, fail or run", t.OnParentFailure)
+	}
+	if len(t.Parents) > MaxParents {
+		return fmt.Errorf("%d parents (at most %d)", len(t.Parents), MaxParents)
+	}
+	if len(t.Children) > MaxChildren {
+		return fmt.Errorf("%d children (at most %d)", len(t.Children), MaxChildren)
+	}
+	seen := map[uuid.UUID]bool{t.ID: true}
+	for _, p := range t.Parents {
+		switch p.Done {
+		case "", StatusCompleted, StatusFailed, StatusCancelled, StatusExpired:
+		default:
+			return fmt.Errorf("parent %s: %q is not how a task ends", p.ID, p.Done)
+		}
+		if p.ID == uuid.Nil || seen[p.ID] {
+			return fmt.Errorf("parent %s is nil, the task itself or listed twice", p.ID)
+		}
+		seen[p.ID] = true
+	}
+	kids := map[uuid.UUID]bool{}
+	for _, c := range t.Children {
+		if c == uuid.Nil || c == t.ID || kids[c] {
+			return fmt.Errorf("child %s is nil, the task itself or listed twice", c)
+		}
+		kids[c] = true
+	}
+	return nil
 }

@@ -85,9 +85,14 @@ func fixture(st queue.Status, now time.Time) *queue.Task {
 		t.LastEvent, t.Attempt, t.CompletedAt, t.ExpiresAt = queue.EventExpired, 0, &done, &done
 	case queue.StatusArchived:
 		t.LastEvent, t.WorkerID, t.CompletedAt, t.Output = queue.EventArchived, "w1", &done, json.RawMessage(`{"id":"m-1"}`)
+	case queue.StatusWaiting:
+		t.LastEvent, t.Attempt = queue.EventEnqueued, 0
+		t.Parents, t.OnParentFailure = []queue.Parent{{ID: parentID}}, queue.ParentFailureCancel
 	}
 	return t
 }
+
+var parentID = uuid.MustParse("0b6f4c2e-8d1a-4f7e-9c3b-2a5d6e7f0001")
 
 // TestOperatorCases writes (and checks) the cases the JavaScript rules are
 // tested on: every action on every status, the answers from the Go rules.
@@ -102,6 +107,14 @@ func TestOperatorCases(t *testing.T) {
 				cr := fixture(st, now)
 				cr.CancelRequested, cr.CancelRequestedAt, cr.CancelReason, cr.LastEvent = true, &now, "stop", queue.EventCancelRequested
 				bases["running, cancel requested"] = cr
+			}
+			if st == queue.StatusCancelled {
+				// Cancelled because its parent failed: a replay waits for
+				// the parent again; another parent completed stays so.
+				pc := fixture(st, now)
+				pc.Parents = []queue.Parent{{ID: parentID, Done: queue.StatusFailed}, {ID: uuid.MustParse("0b6f4c2e-8d1a-4f7e-9c3b-2a5d6e7f0002"), Done: queue.StatusCompleted}}
+				pc.OnParentFailure, pc.CancelReason = queue.ParentFailureCancel, "parent "+parentID.String()+" failed"
+				bases["cancelled by its parent"] = pc
 			}
 			if st == queue.StatusFailed {
 				skew := fixture(st, now)

@@ -636,6 +636,62 @@ var transitions_default = [
     note: "create-only PUT; available_at may lie in the future"
   },
   {
+    from: "",
+    event: "enqueued",
+    to: "waiting",
+    by: "Submit",
+    note: "with parents that have not all ended; no ready entry"
+  },
+  {
+    from: "waiting",
+    event: "parent_done",
+    to: "waiting",
+    by: "ReleaseChildren",
+    note: "a parent ended (completed, or on_parent_failure run); others have not"
+  },
+  {
+    from: "waiting",
+    event: "released",
+    to: "pending",
+    by: "ReleaseChildren",
+    note: "every parent ended (completed, or on_parent_failure run); available now"
+  },
+  {
+    from: "waiting",
+    event: "cancelled",
+    to: "cancelled",
+    by: "Cancel, ReleaseChildren",
+    note: "an operator, or a parent that did not complete (on_parent_failure cancel)"
+  },
+  {
+    from: "waiting",
+    event: "failed",
+    to: "failed",
+    by: "ReleaseChildren",
+    note: "a parent did not complete (on_parent_failure fail)"
+  },
+  {
+    from: "waiting",
+    event: "child_added",
+    to: "waiting",
+    by: "Submit",
+    note: "a task submitted to run after this one"
+  },
+  {
+    from: "pending",
+    event: "child_added",
+    to: "pending",
+    by: "Submit",
+    note: "a task submitted to run after this one"
+  },
+  {
+    from: "running",
+    event: "child_added",
+    to: "running",
+    by: "Submit",
+    note: "a task submitted to run after this one; the holder's next write re-applies over it"
+  },
+  {
     from: "pending",
     event: "claimed",
     to: "running",
@@ -748,6 +804,20 @@ var transitions_default = [
     note: "expires_at cleared; available now"
   },
   {
+    from: "failed",
+    event: "replayed",
+    to: "waiting",
+    by: "Replay",
+    note: "parents that did not complete are waited for again (one was replayed)"
+  },
+  {
+    from: "cancelled",
+    event: "replayed",
+    to: "waiting",
+    by: "Replay",
+    note: "parents that did not complete are waited for again (one was replayed)"
+  },
+  {
     from: "completed",
     event: "archived",
     to: "archived",
@@ -778,7 +848,7 @@ var transitions_default = [
 ];
 
 // src/queue.js
-var STATUSES = ["pending", "running", "completed", "failed", "cancelled", "expired", "archived"];
+var STATUSES = ["waiting", "pending", "running", "completed", "failed", "cancelled", "expired", "archived"];
 var PRIORITIES = ["high", "normal", "low"];
 var PRIORITY_STEP_MS = 15 * 60 * 1e3;
 var FORMAT_VERSION = 1;
@@ -787,6 +857,7 @@ var TASKS_PREFIX = "tasks/";
 var READY_PREFIX = "ready/";
 var LEASES_PREFIX = "leases/";
 var DEAD_PREFIX = "dead/";
+var WAITING_PREFIX = "waiting/";
 var LIST_WINDOW_MS = 24 * 3600 * 1e3;
 var WORKERS_PREFIX = "workers/";
 var SCHEDULES_PREFIX = "schedules/";
@@ -840,6 +911,7 @@ function deadKey(t) {
   return `${DEAD_PREFIX}${unixMS(MAX_MS - Date.parse(t.completed_at))}/${t.shard}/${t.task_type}/${t.id}`;
 }
 function indexKeys(t) {
+  if (t.status === "waiting") return [`${WAITING_PREFIX}${t.shard}/${t.id}`];
   if (t.status === "pending") return [readyKey(t)];
   if (t.status === "running" && t.lease_id && t.worker_id && t.lease_expires_at) return [leaseKey(t)];
   if (t.status === "failed" && t.completed_at) return [deadKey(t)];
@@ -851,6 +923,7 @@ function parseIndexKey(key) {
   if (parts[0] === "ready" && parts.length === 6) return ok(parts[1], parts[5]);
   if (parts[0] === "leases" && parts.length === 7) return ok(parts[1], parts[4]);
   if (parts[0] === "dead" && parts.length === 5) return ok(parts[2], parts[4]);
+  if (parts[0] === "waiting" && parts.length === 3) return ok(parts[1], parts[2]);
   return null;
 }
 function decodeTask(key, text) {
@@ -885,6 +958,19 @@ function toPending(t, now) {
   t.cancel_requested_at = null;
   t.cancel_reason = "";
 }
+function toWaiting(t) {
+  t.status = "waiting";
+  t.worker_id = "";
+  endLease(t);
+  t.completed_at = null;
+  t.output = null;
+  t.output_ref = null;
+  t.cancel_requested = false;
+  t.cancel_requested_at = null;
+  t.cancel_reason = "";
+  t.last_error = "";
+  t.retry_count = 0;
+}
 function toCancelled(t, now) {
   t.status = "cancelled";
   endLease(t);
@@ -898,7 +984,7 @@ function toCancelled(t, now) {
 }
 var changes = {
   cancel(t, now, reason) {
-    if (t.status === "pending") {
+    if (t.status === "pending" || t.status === "waiting") {
       toCancelled(t, now);
       t.cancel_reason = reason;
       return "cancelled";
@@ -910,7 +996,7 @@ var changes = {
       t.cancel_reason = reason;
       return "cancel_requested";
     }
-    throw new TransitionError(t.status, "cancelled", "cancelled", "only pending or running tasks can be cancelled");
+    throw new TransitionError(t.status, "cancelled", "cancelled", "only waiting, pending or running tasks can be cancelled");
   },
   replay(t, now) {
     if (!["failed", "cancelled", "expired"].includes(t.status)) {
@@ -918,6 +1004,13 @@ var changes = {
     }
     if (t.expires_at && Date.parse(t.expires_at) <= Date.parse(now)) t.expires_at = null;
     t.retry_count = 0;
+    for (const p of t.parents || []) {
+      if (p.done !== "completed") delete p.done;
+    }
+    if ((t.parents || []).some((p) => !p.done)) {
+      toWaiting(t);
+      return "replayed";
+    }
     toPending(t, now);
     return "replayed";
   },

@@ -3,7 +3,7 @@
 // test/queue.test.js runs them on cases produced by the Go code.
 import transitions from './transitions.json' with { type: 'json' };
 
-export const STATUSES = ['pending', 'running', 'completed', 'failed', 'cancelled', 'expired', 'archived'];
+export const STATUSES = ['waiting', 'pending', 'running', 'completed', 'failed', 'cancelled', 'expired', 'archived'];
 export const PRIORITIES = ['high', 'normal', 'low'];
 /** PRIORITY_STEP_MS moves a high task ahead, a low one behind (queue.PriorityStep). */
 export const PRIORITY_STEP_MS = 15 * 60 * 1000;
@@ -14,6 +14,7 @@ export const TASKS_PREFIX = 'tasks/';
 export const READY_PREFIX = 'ready/';
 export const LEASES_PREFIX = 'leases/';
 export const DEAD_PREFIX = 'dead/';
+export const WAITING_PREFIX = 'waiting/';
 /** LIST_WINDOW_MS is how far back a listing of finished tasks looks by default (queue.DefaultListWindow). */
 export const LIST_WINDOW_MS = 24 * 3600 * 1000;
 export const WORKERS_PREFIX = 'workers/';
@@ -98,6 +99,7 @@ export function deadKey(t) {
 
 /** indexKeys lists the index entries a version of a task needs. */
 export function indexKeys(t) {
+  if (t.status === 'waiting') return [`${WAITING_PREFIX}${t.shard}/${t.id}`];
   if (t.status === 'pending') return [readyKey(t)];
   if (t.status === 'running' && t.lease_id && t.worker_id && t.lease_expires_at) return [leaseKey(t)];
   if (t.status === 'failed' && t.completed_at) return [deadKey(t)];
@@ -114,6 +116,7 @@ export function parseIndexKey(key) {
   if (parts[0] === 'ready' && parts.length === 6) return ok(parts[1], parts[5]);
   if (parts[0] === 'leases' && parts.length === 7) return ok(parts[1], parts[4]);
   if (parts[0] === 'dead' && parts.length === 5) return ok(parts[2], parts[4]);
+  if (parts[0] === 'waiting' && parts.length === 3) return ok(parts[1], parts[2]);
   return null;
 }
 
@@ -154,6 +157,22 @@ function toPending(t, now) {
   t.cancel_reason = '';
 }
 
+// toWaiting: a replayed task whose parents have not all ended waits for
+// them again (queue.toWaiting).
+function toWaiting(t) {
+  t.status = 'waiting';
+  t.worker_id = '';
+  endLease(t);
+  t.completed_at = null;
+  t.output = null;
+  t.output_ref = null;
+  t.cancel_requested = false;
+  t.cancel_requested_at = null;
+  t.cancel_reason = '';
+  t.last_error = '';
+  t.retry_count = 0;
+}
+
 function toCancelled(t, now) {
   t.status = 'cancelled';
   endLease(t);
@@ -168,7 +187,7 @@ function toCancelled(t, now) {
 
 const changes = {
   cancel(t, now, reason) {
-    if (t.status === 'pending') {
+    if (t.status === 'pending' || t.status === 'waiting') {
       toCancelled(t, now);
       t.cancel_reason = reason;
       return 'cancelled';
@@ -180,7 +199,7 @@ const changes = {
       t.cancel_reason = reason;
       return 'cancel_requested';
     }
-    throw new TransitionError(t.status, 'cancelled', 'cancelled', 'only pending or running tasks can be cancelled');
+    throw new TransitionError(t.status, 'cancelled', 'cancelled', 'only waiting, pending or running tasks can be cancelled');
   },
   replay(t, now) {
     if (!['failed', 'cancelled', 'expired'].includes(t.status)) {
@@ -188,6 +207,14 @@ const changes = {
     }
     if (t.expires_at && Date.parse(t.expires_at) <= Date.parse(now)) t.expires_at = null;
     t.retry_count = 0;
+    // A task with parents waits again for those that did not complete.
+    for (const p of t.parents || []) {
+      if (p.done !== 'completed') delete p.done;
+    }
+    if ((t.parents || []).some((p) => !p.done)) {
+      toWaiting(t);
+      return 'replayed';
+    }
     toPending(t, now);
     return 'replayed';
   },

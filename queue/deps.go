@@ -1,0 +1,348 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Parent is one task a task runs after (see doc.go, "Dependencies").
+type Parent struct {
+	ID uuid.UUID `json:"id"`
+	// Done is "" until the parent's end is recorded on the child, then the
+	// status it ended in: completed, failed, cancelled or expired.
+	Done Status `json:"done,omitempty"`
+}
+
+// ParentFailure says what a waiting task does when a parent ends without
+// completing (failed, cancelled, expired).
+type ParentFailure string
+
+// The choices of ParentFailure.
+const (
+	ParentFailureCancel ParentFailure = "cancel" // the child is cancelled, naming the parent (default)
+	ParentFailureFail   ParentFailure = "fail"   // the child fails (a dead letter), naming the parent
+	ParentFailureRun    ParentFailure = "run"    // the child runs once every parent has ended, however
+)
+
+// ParentFailures lists the choices.
+var ParentFailures = []ParentFailure{ParentFailureCancel, ParentFailureFail, ParentFailureRun}
+
+// ParseParentFailure parses a choice; "" is the default, cancel.
+func ParseParentFailure(s string) (ParentFailure, error) {
+	if s == "" {
+		return ParentFailureCancel, nil
+	}
+	for _, p := range ParentFailures {
+		if string(p) == s {
+			return p, nil
+		}
+	}
+	return "", invalidInput("on parent failure %q: want cancel, fail or run", s)
+}
+
+// Limits of the dependency graph: a parent's object grows by one id per
+// child (37 bytes), a child's by one entry per parent, and every write of
+// either carries the whole list.
+const (
+	MaxParents  = 1000
+	MaxChildren = 10000
+)
+
+// ended returns the status a task ended in, for its children: its own
+// when completed, failed, cancelled or expired; for an archived task the
+// one it had before (read off the fields archiving keeps). ok is false
+// while the task may still run.
+func ended(t *Task) (Status, bool) {
+	switch t.Status {
+	case StatusCompleted, StatusFailed, StatusCancelled, StatusExpired:
+		return t.Status, true
+	case StatusArchived:
+		switch {
+		case t.CancelRequested:
+			return StatusCancelled, true
+		case t.LastError != "":
+			return StatusFailed, true
+		case t.ExpiresAt != nil && t.CompletedAt != nil && !t.CompletedAt.Before(*t.ExpiresAt) && t.Output == nil && t.OutputRef == nil:
+			return StatusExpired, true
+		}
+		return StatusCompleted, true
+	}
+	return "", false
+}
+
+// checkParents validates a submit's parent list: ids, no repeats, the
+// limit. The parents' existence is checked by reading them (readParents).
+func checkParents(after []uuid.UUID) error {
+	if len(after) > MaxParents {
+		return invalidInput("%d parents (at most %d): fan in through intermediate tasks", len(after), MaxParents)
+	}
+	seen := make(map[uuid.UUID]bool, len(after))
+	for _, id := range after {
+		if id == uuid.Nil {
+			return invalidInput("the nil UUID is not a parent task id")
+		}
+		if seen[id] {
+			return invalidInput("parent %s is listed twice", id)
+		}
+		seen[id] = true
+	}
+	return nil
+}
+
+// readParents reads every parent (one GET each, in parallel) and returns
+// the child's parent list with the outcome of those already ended. An
+// unknown id is ErrInvalidInput: the parent must exist in this queue.
+func (q *Queue) readParents(ctx context.Context, after []uuid.UUID) ([]Parent, error) {
+	out := make([]Parent, len(after))
+	errs := make([]error, len(after))
+	forEach(len(after), 16, func(i int) {
+		p, _, err := q.getTask(ctx, after[i])
+		switch {
+		case errors.Is(err, ErrNotFound):
+			errs[i] = invalidInput("parent %s: no such task in this queue (a parent must be submitted first, to the same bucket)", after[i])
+		case err != nil:
+			errs[i] = fmt.Errorf("read parent %s: %w", after[i], err)
+		default:
+			out[i].ID = p.ID
+			if st, ok := ended(p); ok {
+				out[i].Done = st
+			}
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// resolveWaiting decides what a waiting task becomes now that its parent
+// list says what it says: cancelled or failed when a parent ended without
+// completing (unless on_parent_failure is run), pending (released) when
+// every parent has ended, else still waiting. recorded says whether the
+// change recorded a parent's end (a parent_done write when nothing else
+// happens).
+func resolveWaiting(t *Task, now time.Time, recorded bool) string {
+	open := 0
+	var bad *Parent
+	for i := range t.Parents {
+		p := &t.Parents[i]
+		switch {
+		case p.Done == "":
+			open++
+		case p.Done != StatusCompleted && bad == nil:
+			bad = p
+		}
+	}
+	if bad != nil && t.OnParentFailure != ParentFailureRun {
+		reason := parentReason(*bad)
+		if t.OnParentFailure == ParentFailureFail {
+			t.Status = StatusFailed
+			t.CompletedAt = timePtr(now)
+			t.LastError = reason
+			return EventFailed
+		}
+		toCancelled(t, now)
+		t.CancelReason = reason
+		return EventCancelled
+	}
+	if open == 0 {
+		t.Status = StatusPending
+		if t.AvailableAt.Before(now) {
+			t.AvailableAt = now
+		}
+		return EventReleased
+	}
+	if recorded {
+		return EventParentDone
+	}
+	return ""
+}
+
+// parentReason is the cancel reason or last error of a child that ended
+// because parent p did not complete.
+func parentReason(p Parent) string { return fmt.Sprintf("parent %s %s", p.ID, p.Done) }
+
+// record writes the ends of some parents on a waiting child, then
+// resolves it (see resolveWaiting): the one write that releases, cancels
+// or fails it, or notes a parent's end. Nothing happens to a child that is
+// no longer waiting or already knows these ends.
+func (q *Queue) record(ctx context.Context, child uuid.UUID, ends map[uuid.UUID]Status) (*Task, error) {
+	res, err := q.operate(ctx, child, "release", func(t *Task, now time.Time) (string, error) {
+		if t.Status != StatusWaiting {
+			return "", nil
+		}
+		recorded := false
+		for i := range t.Parents {
+			if st, ok := ends[t.Parents[i].ID]; ok && t.Parents[i].Done == "" {
+				t.Parents[i].Done = st
+				recorded = true
+			}
+		}
+		return resolveWaiting(t, now, recorded), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res.next, nil
+}
+
+// register tells each parent of a waiting child that has not ended about
+// the child (a child_added write on the parent, so that whoever ends the
+// parent releases the child), then records the parents found ended. It is
+// what Submit does after creating a waiting task, what a repeated submit
+// with the same idempotency key and the sweeper redo when a submit
+// stopped half-way, and what Replay does for a task that waits again.
+// Every step is idempotent. told counts the parents that learned of the
+// child.
+func (q *Queue) register(ctx context.Context, child *Task) (_ *Task, told int, _ error) {
+	if child.Status != StatusWaiting {
+		return child, 0, nil
+	}
+	var mu sync.Mutex
+	ends := map[uuid.UUID]Status{}
+	var open []uuid.UUID
+	for _, p := range child.Parents {
+		if p.Done == "" {
+			open = append(open, p.ID)
+		}
+	}
+	errs := make([]error, len(open))
+	forEach(len(open), 16, func(i int) {
+		_, err := q.operate(ctx, open[i], "add child", func(t *Task, now time.Time) (string, error) {
+			if st, ok := ended(t); ok {
+				mu.Lock()
+				ends[t.ID] = st
+				mu.Unlock()
+				return "", nil
+			}
+			if slices.Contains(t.Children, child.ID) {
+				return "", nil
+			}
+			if len(t.Children) >= MaxChildren {
+				return "", invalidInput("task %s already has %d children (at most %d)", t.ID, len(t.Children), MaxChildren)
+			}
+			t.Children = append(t.Children, child.ID)
+			mu.Lock()
+			told++
+			mu.Unlock()
+			return EventChildAdded, nil
+		})
+		if err != nil {
+			errs[i] = fmt.Errorf("register task %s as a child of %s: %w", child.ID, open[i], err)
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return child, told, err
+	}
+	if len(ends) == 0 && !allEnded(child) {
+		return child, told, nil
+	}
+	next, err := q.record(ctx, child.ID, ends)
+	return next, told, err
+}
+
+// blocked reports whether a parent of t ended without completing and t's
+// on_parent_failure does not let it run anyway.
+func blocked(t *Task) bool {
+	if t.OnParentFailure == ParentFailureRun {
+		return false
+	}
+	return slices.ContainsFunc(t.Parents, func(p Parent) bool { return p.Done != "" && p.Done != StatusCompleted })
+}
+
+// allEnded reports whether every parent of t has ended (true without
+// parents).
+func allEnded(t *Task) bool {
+	for _, p := range t.Parents {
+		if p.Done == "" {
+			return false
+		}
+	}
+	return true
+}
+
+// afterLanded does what a landed write of a task owes to its children:
+// when the task has just ended, its end is recorded on each child (which
+// may release it: see record); when it was replayed, the children that
+// ended because of it wait for it again. Failures are logged, not
+// returned: the write itself succeeded, and the sweeper's pass over
+// waiting tasks (RepairWaiting) finishes what is left.
+func (q *Queue) afterLanded(ctx context.Context, prev, next *Task) {
+	if prev == nil || next == nil || len(next.Children) == 0 || prev == next {
+		return
+	}
+	st, done := ended(next)
+	_, wasDone := ended(prev)
+	switch {
+	case done && !wasDone:
+		q.tellChildren(ctx, next, func(child uuid.UUID) error {
+			_, err := q.record(ctx, child, map[uuid.UUID]Status{next.ID: st})
+			return err
+		})
+	case next.LastEvent == EventReplayed:
+		q.tellChildren(ctx, next, func(child uuid.UUID) error {
+			return q.rewait(ctx, child, next.ID)
+		})
+	}
+}
+
+// tellChildren runs fn for every child of parent, 16 at a time.
+func (q *Queue) tellChildren(ctx context.Context, parent *Task, fn func(uuid.UUID) error) {
+	// Not the caller's context alone: a worker that finished its handler
+	// should not leave children waiting because its own deadline passed.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	forEach(len(parent.Children), 16, func(i int) {
+		if err := fn(parent.Children[i]); err != nil {
+			q.log.Warn("a child of a finished task was not updated (the sweeper will)", "parent", parent.ID, "child", parent.Children[i], "err", err)
+		}
+	})
+}
+
+// rewait puts a child that ended because parent did not complete back to
+// waiting for it (parent was replayed). A child that ended for another
+// reason, or that another parent still blocks, is left alone.
+func (q *Queue) rewait(ctx context.Context, child, parent uuid.UUID) error {
+	_, err := q.operate(ctx, child, "wait again", func(t *Task, now time.Time) (string, error) {
+		if t.Status != StatusCancelled && t.Status != StatusFailed {
+			return "", nil
+		}
+		i := slices.IndexFunc(t.Parents, func(p Parent) bool { return p.ID == parent })
+		if i < 0 || t.Parents[i].Done == "" || t.Parents[i].Done == StatusCompleted {
+			return "", nil
+		}
+		if t.CancelReason != parentReason(t.Parents[i]) && t.LastError != parentReason(t.Parents[i]) {
+			return "", nil // it ended for its own reasons
+		}
+		t.Parents[i].Done = ""
+		for _, p := range t.Parents {
+			if p.Done != "" && p.Done != StatusCompleted && t.OnParentFailure != ParentFailureRun {
+				return "", nil // another parent still blocks it
+			}
+		}
+		toWaiting(t)
+		return EventReplayed, nil
+	})
+	return err
+}
+
+// toWaiting makes t a waiting task again (a replay of a task whose parents
+// have not all ended).
+func toWaiting(t *Task) {
+	t.Status = StatusWaiting
+	t.WorkerID = ""
+	endLease(t)
+	t.CompletedAt = nil
+	t.Output, t.OutputRef = nil, nil
+	t.CancelRequested = false
+	t.CancelRequestedAt = nil
+	t.CancelReason = ""
+	t.LastError = ""
+	t.RetryCount = 0
+}
