@@ -592,10 +592,11 @@ var S3 = class {
     if (!res.ok) await this.fail(res);
     return { text: await res.text(), etag: res.headers.get("ETag") };
   }
-  /** put writes body; ifMatch makes it a compare-and-swap. */
-  async put(key, body, { ifMatch } = {}) {
+  /** put writes body; ifMatch makes it a compare-and-swap, ifNoneMatch: '*' a create-only write. */
+  async put(key, body, { ifMatch, ifNoneMatch } = {}) {
     const headers = { "Content-Type": "application/json" };
     if (ifMatch) headers["If-Match"] = ifMatch;
+    if (ifNoneMatch) headers["If-None-Match"] = ifNoneMatch;
     const res = await this.request("PUT", this.url(key), { body, headers });
     if (!res.ok) await this.fail(res);
     return res.headers.get("ETag");
@@ -957,9 +958,114 @@ function health(lastHeartbeat, now, thresholdMS = 6e4) {
   if (age <= DEAD_FACTOR * thresholdMS) return "stale";
   return "dead";
 }
+function validType(s) {
+  return typeof s === "string" && /^[A-Za-z0-9_.:-]{1,64}$/.test(s) && /[^.]/.test(s);
+}
+var HEX_SHARD = /^[0-9a-f]{1,2}$/;
+var UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+var MS = /^\d{13}$/;
+function indexEntry(key) {
+  const p = key.split("/");
+  const ok = (index, shard, type, id, extra) => HEX_SHARD.test(shard) && validType(type) && UUID.test(id) && shardOf(id, shard.length) === shard ? { index, shard, type, id, ...extra } : null;
+  if (p[0] === "ready" && p.length === 6 && MS.test(p[2]) && PRIORITIES.includes(p[4])) {
+    const offset = p[4] === "high" ? -PRIORITY_STEP_MS : p[4] === "low" ? PRIORITY_STEP_MS : 0;
+    return ok("ready", p[1], p[3], p[5], { availableAt: Number(p[2]) - offset });
+  }
+  if (p[0] === "leases" && p.length === 7 && MS.test(p[2])) return ok("leases", p[1], p[3], p[4]);
+  if (p[0] === "dead" && p.length === 5 && MS.test(p[1])) return ok("dead", p[2], p[3], p[4]);
+  return null;
+}
+var COUNTED = ["pending", "running", "failed"];
+var RECENT_MINUTES = 15;
+function countStats({ ready = [], leases = [], dead = [], workers = [], malformed = [], partial = false, now, minutes = RECENT_MINUTES }) {
+  const nowMs = now.getTime();
+  const st = {
+    at: now.toISOString(),
+    total: 0,
+    by_status: Object.fromEntries(STATUSES.map((s) => [s, 0])),
+    counted: [...COUNTED],
+    by_shard: {},
+    by_type: {},
+    delayed: 0,
+    oldest_pending_age_seconds: 0,
+    oldest_pending_age_seconds_by_type: {},
+    recent: [],
+    partial,
+    malformed,
+    workers: { active: 0, stale: 0, dead: 0 }
+  };
+  const bump = (m, k, status) => {
+    m[k] ??= {};
+    m[k][status] = (m[k][status] || 0) + 1;
+  };
+  const oldest = {};
+  let oldestAll = Infinity;
+  const add = (status, keys) => {
+    for (const key of keys) {
+      const e = indexEntry(key);
+      if (!e) continue;
+      st.total++;
+      st.by_status[status]++;
+      bump(st.by_shard, e.shard, status);
+      bump(st.by_type, e.type, status);
+      if (status !== "pending") continue;
+      if (e.availableAt > nowMs) {
+        st.delayed++;
+        continue;
+      }
+      oldestAll = Math.min(oldestAll, e.availableAt);
+      oldest[e.type] = Math.min(oldest[e.type] ?? Infinity, e.availableAt);
+    }
+  };
+  add("pending", ready);
+  add("running", leases);
+  add("failed", dead);
+  if (oldestAll < Infinity) st.oldest_pending_age_seconds = (nowMs - oldestAll) / 1e3;
+  for (const [type, at] of Object.entries(oldest)) st.oldest_pending_age_seconds_by_type[type] = (nowMs - at) / 1e3;
+  const first = nowMs - nowMs % 6e4 - (minutes - 1) * 6e4;
+  st.recent = Array.from({ length: minutes }, (_, i) => ({ start: new Date(first + i * 6e4).toISOString(), completed: 0, failed: 0 }));
+  for (const w of workers) {
+    st.workers[health(w.last_heartbeat, st.at)]++;
+    for (const m of w.recent || []) {
+      const i = Math.floor((Date.parse(m.start) - first) / 6e4);
+      if (i >= 0 && i < minutes) {
+        st.recent[i].completed += m.completed || 0;
+        st.recent[i].failed += m.failed || 0;
+      }
+    }
+  }
+  return st;
+}
+function applyControl(base, op, type, reason, now) {
+  if (base && base.format !== FORMAT_VERSION) throw new Error(`control.json has format ${base.format}; this page writes format ${FORMAT_VERSION}`);
+  if (type && !validType(type)) throw new Error(`${op}: bad task type ${JSON.stringify(type)}`);
+  const c = structuredClone(base || { format: FORMAT_VERSION, paused: false, paused_at: null, reason: "", paused_types: null, rev: 0 });
+  const types = { ...c.paused_types || {} };
+  if (op === "pause" && !type) {
+    if (c.paused) return null;
+    Object.assign(c, { paused: true, paused_at: now, reason });
+  } else if (op === "pause") {
+    if (Object.hasOwn(types, type)) return null;
+    types[type] = { at: now, reason };
+  } else if (op === "resume" && !type) {
+    if (!c.paused) return null;
+    Object.assign(c, { paused: false, paused_at: null, reason: "" });
+  } else if (op === "resume") {
+    if (!Object.hasOwn(types, type)) return null;
+    delete types[type];
+  } else {
+    throw new Error(`unknown action ${op}`);
+  }
+  c.paused_types = types;
+  c.format = FORMAT_VERSION;
+  c.rev = (c.rev || 0) + 1;
+  c.updated_at = now;
+  return c;
+}
 
 // src/backend.js
 var PAGE = 50;
+var MAX_INDEX_PAGES = 10;
 var INDEX_OF = { pending: READY_PREFIX, running: LEASES_PREFIX, failed: DEAD_PREFIX };
 var S3Backend = class {
   constructor(cfg) {
@@ -1087,13 +1193,106 @@ var S3Backend = class {
     const obj = await this.s3.get(CONTROL_KEY);
     return obj ? JSON.parse(obj.text) : { paused: false, paused_types: {} };
   }
+  /**
+   * setPause pauses or resumes a task type (the whole queue when type is
+   * empty) the way qo pause and qo resume do: read control.json, apply the
+   * shared rule, write it back only if it did not change meanwhile
+   * (If-Match on its ETag, or create-only when there is none), and apply
+   * again on the new version when it did.
+   */
+  async setPause(op, type, reason = "from the web UI") {
+    for (let tries = 0; tries < 5; tries++) {
+      const obj = await this.s3.get(CONTROL_KEY);
+      const base = obj ? JSON.parse(obj.text) : null;
+      const next = applyControl(base, op, type, reason, this.now().toISOString());
+      if (!next) return base;
+      try {
+        await this.s3.put(CONTROL_KEY, JSON.stringify(next), obj ? { ifMatch: obj.etag } : { ifNoneMatch: "*" });
+        return next;
+      } catch (e) {
+        if (e.status === 412 || e.status === 409) continue;
+        throw e;
+      }
+    }
+    throw new Error(`${op}: control.json kept changing; try again`);
+  }
+  /**
+   * stats counts the queue as GET /api/stats does, from the index keys and
+   * the heartbeats, reading no task: a LIST per 1,000 entries of each index
+   * (at most MAX_INDEX_PAGES each), one of the registry, and a GET per
+   * worker whose heartbeat changed since the last call.
+   */
+  async stats() {
+    const now = this.now();
+    const [ready, leases, dead] = await Promise.all([READY_PREFIX, LEASES_PREFIX, DEAD_PREFIX].map((p) => this.listKeys(p, MAX_INDEX_PAGES)));
+    const { records, malformed } = await this.readWorkers();
+    return countStats({
+      ready: ready.keys,
+      leases: leases.keys,
+      dead: dead.keys,
+      partial: ready.partial || leases.partial || dead.partial,
+      workers: records,
+      malformed,
+      now
+    });
+  }
+  /** listKeys lists the keys under prefix, at most maxPages pages; partial says there were more. */
+  async listKeys(prefix, maxPages) {
+    const keys = [];
+    let token = "";
+    for (let i = 0; i < maxPages; i++) {
+      const page = await this.s3.list(prefix, { token });
+      keys.push(...page.keys.map((k) => k.key));
+      if (!page.next) return { keys, partial: false };
+      token = page.next;
+    }
+    return { keys, partial: true };
+  }
+  /**
+   * readWorkers reads the worker registry, keeping each record with the
+   * ETag it was listed with: a heartbeat that did not change since the
+   * last call is not read again.
+   */
+  async readWorkers() {
+    const cache = this.workerCache ??= /* @__PURE__ */ new Map();
+    const listed = [];
+    let token = "";
+    do {
+      const page = await this.s3.list(WORKERS_PREFIX, { token });
+      listed.push(...page.keys);
+      token = page.next;
+    } while (token);
+    const present = new Set(listed.map((k) => k.key));
+    for (const key of cache.keys()) if (!present.has(key)) cache.delete(key);
+    await Promise.all(listed.filter(({ key, etag }) => cache.get(key)?.etag !== etag || !etag).map(async ({ key, etag }) => {
+      const obj = await this.s3.get(key);
+      if (!obj) {
+        cache.delete(key);
+        return;
+      }
+      try {
+        const w = JSON.parse(obj.text);
+        if (!(w.format === 1 && typeof w.worker_id === "string")) throw new Error("not a qo record");
+        cache.set(key, { etag, record: w });
+      } catch (e) {
+        cache.set(key, { etag, error: { key, error: e.message } });
+      }
+    }));
+    const records = [];
+    const malformed = [];
+    for (const e of cache.values()) {
+      if (e.record) records.push(e.record);
+      else malformed.push(e.error);
+    }
+    return { records, malformed };
+  }
   /** schedules reads every live schedule. */
   async schedules() {
     const { records, malformed } = await this.readAll(SCHEDULES_PREFIX, (s) => s.format === 1 && typeof s.name === "string");
     return { schedules: records.filter((s) => !s.deleted).sort((a, b) => a.name.localeCompare(b.name)), malformed };
   }
   async workers() {
-    const { records, malformed } = await this.readAll(WORKERS_PREFIX, (w) => w.format === 1 && typeof w.worker_id === "string");
+    const { records, malformed } = await this.readWorkers();
     records.sort((a, b) => a.worker_id.localeCompare(b.worker_id));
     return { workers: records, malformed };
   }
@@ -1196,6 +1395,14 @@ var ApiBackend = class {
   }
   async control() {
     return this.call("GET", "/api/control");
+  }
+  /** stats: the API's counts (reused by qo serve for 2 s whoever asks). */
+  async stats() {
+    return this.call("GET", "/api/stats");
+  }
+  async setPause(op, type, reason = "from the web UI") {
+    if (op !== "pause" && op !== "resume") throw new Error(`unknown action ${op}`);
+    return this.call("POST", `/api/${op}`, op === "pause" ? { type, reason } : { type });
   }
   async schedules() {
     return this.call("GET", "/api/schedules");

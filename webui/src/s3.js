@@ -74,10 +74,11 @@ export class S3 {
     return { text: await res.text(), etag: res.headers.get('ETag') };
   }
 
-  /** put writes body; ifMatch makes it a compare-and-swap. */
-  async put(key, body, { ifMatch } = {}) {
+  /** put writes body; ifMatch makes it a compare-and-swap, ifNoneMatch: '*' a create-only write. */
+  async put(key, body, { ifMatch, ifNoneMatch } = {}) {
     const headers = { 'Content-Type': 'application/json' };
     if (ifMatch) headers['If-Match'] = ifMatch;
+    if (ifNoneMatch) headers['If-None-Match'] = ifNoneMatch;
     const res = await this.request('PUT', this.url(key), { body, headers });
     if (!res.ok) await this.fail(res);
     return res.headers.get('ETag');
