@@ -327,7 +327,13 @@ export class ApiBackend {
     const date = res.headers.get('Date');
     if (date) this.offset = Date.parse(date) + 500 - Date.now();
     const data = await res.json().catch(() => ({}));
-    if (!res.ok) throw new Error(data.error?.message || `${res.status} ${res.statusText}`);
+    if (!res.ok) {
+      const msg = data.error?.message || `${res.status} ${res.statusText}`;
+      // A link copied from the address bar carries no token (by design):
+      // the page needs the one qo serve printed, opened in the same tab.
+      if (res.status === 401 && !this.token) throw new Error(`${msg} (open the link qo serve printed, which carries the API token, then this one in the same tab)`);
+      throw new Error(msg);
+    }
     return data;
   }
 

@@ -33,7 +33,10 @@ export class S3 {
   }
 
   async request(method, url, { body, headers } = {}) {
-    const res = await this.client.fetch(url, { method, body, headers });
+    // no-store: the signature travels in headers, so the browser would
+    // otherwise answer a GET of the same URL from its cache (heuristic
+    // freshness from Last-Modified) and show a state the bucket left.
+    const res = await this.client.fetch(url, { method, body, headers, cache: 'no-store' });
     const date = res.headers.get('Date');
     if (date) this.offset = Date.parse(date) + 500 - Date.now(); // Date has second resolution
     return res;
