@@ -36,6 +36,10 @@ type Stats struct {
 	// became available (zero when none waits); OldestPendingAge is At minus it.
 	OldestPending    time.Time     `json:"oldest_pending_at,omitzero"`
 	OldestPendingAge time.Duration `json:"oldest_pending_age_ns"`
+	// OldestPendingByType is OldestPending for each type that has an
+	// available pending task: the ready keys are read anyway, so the
+	// backlog's age per type costs nothing more.
+	OldestPendingByType map[string]time.Time `json:"oldest_pending_by_type,omitempty"`
 
 	// Recent holds one bucket per minute, oldest first, ending with the
 	// minute of At: tasks that workers completed or failed (permanently
@@ -173,6 +177,8 @@ func (c *StatsCounter) Refresh(ctx context.Context) (Stats, error) {
 		ByShard:  map[string]map[Status]int{},
 		ByType:   map[string]map[Status]int{},
 		Counted:  slices.Clone(CountedStatuses),
+
+		OldestPendingByType: map[string]time.Time{},
 	}
 	for _, s := range Statuses {
 		st.ByStatus[s] = 0
@@ -191,8 +197,13 @@ func (c *StatsCounter) Refresh(ctx context.Context) (Stats, error) {
 		count(StatusPending, e.Shard, e.Type)
 		if e.AvailableAt.After(now) {
 			st.Delayed++
-		} else if st.OldestPending.IsZero() || e.AvailableAt.Before(st.OldestPending) {
+			return
+		}
+		if st.OldestPending.IsZero() || e.AvailableAt.Before(st.OldestPending) {
 			st.OldestPending = e.AvailableAt
+		}
+		if at, ok := st.OldestPendingByType[e.Type]; !ok || e.AvailableAt.Before(at) {
+			st.OldestPendingByType[e.Type] = e.AvailableAt
 		}
 	})
 	if err == nil {

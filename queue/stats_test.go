@@ -49,6 +49,8 @@ func TestStatsCounter(t *testing.T) {
 		}, st.ByStatus)
 		require.Equal(t, 1, st.Delayed)
 		require.Equal(t, 90*time.Second, st.OldestPendingAge)
+		require.Equal(t, map[string]time.Time{"resize": st.OldestPending}, st.OldestPendingByType,
+			"per type too; the email task waiting for its time is not waiting yet")
 		require.Equal(t, map[queue.Status]int{queue.StatusPending: 1, queue.StatusRunning: 1}, st.ByType["resize"])
 		require.Equal(t, map[queue.Status]int{queue.StatusPending: 1, queue.StatusFailed: 1}, st.ByType["email"])
 		sum := 0

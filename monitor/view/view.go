@@ -125,6 +125,9 @@ type Stats struct {
 	Partial              bool                            `json:"partial"`
 	Malformed            []Malformed                     `json:"malformed"`
 	Workers              map[monitor.State]int           `json:"workers"`
+	// OldestPendingByType is OldestPendingSeconds per type, for the types
+	// with an available pending task.
+	OldestPendingByType map[string]float64 `json:"oldest_pending_age_seconds_by_type"`
 }
 
 // CollectStats refreshes c (a counter of q) and judges the registered
@@ -149,7 +152,11 @@ func StatsOf(st queue.Stats, health []monitor.WorkerHealth) Stats {
 		At: st.At, Total: st.Total, ByStatus: st.ByStatus, Counted: st.Counted, ByShard: st.ByShard, ByType: st.ByType,
 		Delayed: st.Delayed, OldestPendingSeconds: st.OldestPendingAge.Seconds(), Recent: st.Recent,
 		Partial: st.Partial, Malformed: MalformedOf(st.Malformed),
-		Workers: map[monitor.State]int{monitor.Active: 0, monitor.Stale: 0, monitor.Dead: 0},
+		Workers:             map[monitor.State]int{monitor.Active: 0, monitor.Stale: 0, monitor.Dead: 0},
+		OldestPendingByType: map[string]float64{},
+	}
+	for typ, at := range st.OldestPendingByType {
+		out.OldestPendingByType[typ] = st.At.Sub(at).Seconds()
 	}
 	for _, h := range health {
 		out.Workers[h.State]++

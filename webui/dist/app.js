@@ -553,7 +553,7 @@ var S3 = class {
     return `${this.base}/${path}${qs}`;
   }
   async request(method, url, { body, headers } = {}) {
-    const res = await this.client.fetch(url, { method, body, headers });
+    const res = await this.client.fetch(url, { method, body, headers, cache: "no-store" });
     const date = res.headers.get("Date");
     if (date) this.offset = Date.parse(date) + 500 - Date.now();
     return res;
@@ -592,10 +592,11 @@ var S3 = class {
     if (!res.ok) await this.fail(res);
     return { text: await res.text(), etag: res.headers.get("ETag") };
   }
-  /** put writes body; ifMatch makes it a compare-and-swap. */
-  async put(key, body, { ifMatch } = {}) {
+  /** put writes body; ifMatch makes it a compare-and-swap, ifNoneMatch: '*' a create-only write. */
+  async put(key, body, { ifMatch, ifNoneMatch } = {}) {
     const headers = { "Content-Type": "application/json" };
     if (ifMatch) headers["If-Match"] = ifMatch;
+    if (ifNoneMatch) headers["If-None-Match"] = ifNoneMatch;
     const res = await this.request("PUT", this.url(key), { body, headers });
     if (!res.ok) await this.fail(res);
     return res.headers.get("ETag");
@@ -1050,9 +1051,114 @@ function health(lastHeartbeat, now, thresholdMS = 6e4) {
   if (age <= DEAD_FACTOR * thresholdMS) return "stale";
   return "dead";
 }
+function validType(s2) {
+  return typeof s2 === "string" && /^[A-Za-z0-9_.:-]{1,64}$/.test(s2) && /[^.]/.test(s2);
+}
+var HEX_SHARD = /^[0-9a-f]{1,2}$/;
+var UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+var MS = /^\d{13}$/;
+function indexEntry(key) {
+  const p = key.split("/");
+  const ok = (index, shard, type, id, extra) => HEX_SHARD.test(shard) && validType(type) && UUID.test(id) && shardOf(id, shard.length) === shard ? { index, shard, type, id, ...extra } : null;
+  if (p[0] === "ready" && p.length === 6 && MS.test(p[2]) && PRIORITIES.includes(p[4])) {
+    const offset = p[4] === "high" ? -PRIORITY_STEP_MS : p[4] === "low" ? PRIORITY_STEP_MS : 0;
+    return ok("ready", p[1], p[3], p[5], { availableAt: Number(p[2]) - offset });
+  }
+  if (p[0] === "leases" && p.length === 7 && MS.test(p[2])) return ok("leases", p[1], p[3], p[4]);
+  if (p[0] === "dead" && p.length === 5 && MS.test(p[1])) return ok("dead", p[2], p[3], p[4]);
+  return null;
+}
+var COUNTED = ["pending", "running", "failed"];
+var RECENT_MINUTES = 15;
+function countStats({ ready = [], leases = [], dead = [], workers = [], malformed = [], partial = false, now, minutes = RECENT_MINUTES }) {
+  const nowMs = now.getTime();
+  const st = {
+    at: now.toISOString(),
+    total: 0,
+    by_status: Object.fromEntries(STATUSES.map((s2) => [s2, 0])),
+    counted: [...COUNTED],
+    by_shard: {},
+    by_type: {},
+    delayed: 0,
+    oldest_pending_age_seconds: 0,
+    oldest_pending_age_seconds_by_type: {},
+    recent: [],
+    partial,
+    malformed,
+    workers: { active: 0, stale: 0, dead: 0 }
+  };
+  const bump = (m, k, status) => {
+    m[k] ??= {};
+    m[k][status] = (m[k][status] || 0) + 1;
+  };
+  const oldest = {};
+  let oldestAll = Infinity;
+  const add = (status, keys) => {
+    for (const key of keys) {
+      const e = indexEntry(key);
+      if (!e) continue;
+      st.total++;
+      st.by_status[status]++;
+      bump(st.by_shard, e.shard, status);
+      bump(st.by_type, e.type, status);
+      if (status !== "pending") continue;
+      if (e.availableAt > nowMs) {
+        st.delayed++;
+        continue;
+      }
+      oldestAll = Math.min(oldestAll, e.availableAt);
+      oldest[e.type] = Math.min(oldest[e.type] ?? Infinity, e.availableAt);
+    }
+  };
+  add("pending", ready);
+  add("running", leases);
+  add("failed", dead);
+  if (oldestAll < Infinity) st.oldest_pending_age_seconds = (nowMs - oldestAll) / 1e3;
+  for (const [type, at] of Object.entries(oldest)) st.oldest_pending_age_seconds_by_type[type] = (nowMs - at) / 1e3;
+  const first2 = nowMs - nowMs % 6e4 - (minutes - 1) * 6e4;
+  st.recent = Array.from({ length: minutes }, (_, i) => ({ start: new Date(first2 + i * 6e4).toISOString(), completed: 0, failed: 0 }));
+  for (const w of workers) {
+    st.workers[health(w.last_heartbeat, st.at)]++;
+    for (const m of w.recent || []) {
+      const i = Math.floor((Date.parse(m.start) - first2) / 6e4);
+      if (i >= 0 && i < minutes) {
+        st.recent[i].completed += m.completed || 0;
+        st.recent[i].failed += m.failed || 0;
+      }
+    }
+  }
+  return st;
+}
+function applyControl(base, op, type, reason, now) {
+  if (base && base.format !== FORMAT_VERSION) throw new Error(`control.json has format ${base.format}; this page writes format ${FORMAT_VERSION}`);
+  if (type && !validType(type)) throw new Error(`${op}: bad task type ${JSON.stringify(type)}`);
+  const c = structuredClone(base || { format: FORMAT_VERSION, paused: false, paused_at: null, reason: "", paused_types: null, rev: 0 });
+  const types = { ...c.paused_types || {} };
+  if (op === "pause" && !type) {
+    if (c.paused) return null;
+    Object.assign(c, { paused: true, paused_at: now, reason });
+  } else if (op === "pause") {
+    if (Object.hasOwn(types, type)) return null;
+    types[type] = { at: now, reason };
+  } else if (op === "resume" && !type) {
+    if (!c.paused) return null;
+    Object.assign(c, { paused: false, paused_at: null, reason: "" });
+  } else if (op === "resume") {
+    if (!Object.hasOwn(types, type)) return null;
+    delete types[type];
+  } else {
+    throw new Error(`unknown action ${op}`);
+  }
+  c.paused_types = types;
+  c.format = FORMAT_VERSION;
+  c.rev = (c.rev || 0) + 1;
+  c.updated_at = now;
+  return c;
+}
 
 // src/backend.js
 var PAGE = 50;
+var MAX_INDEX_PAGES = 10;
 var INDEX_OF = { pending: READY_PREFIX, running: LEASES_PREFIX, failed: DEAD_PREFIX };
 var S3Backend = class {
   constructor(cfg) {
@@ -1112,8 +1218,8 @@ var S3Backend = class {
     const lo = idFloor(now - LIST_WINDOW_MS);
     const hi = cursor || idFloor(now + 6e4);
     const ids = [];
-    await Promise.all((shard ? [shard] : this.shardList || []).map(async (s) => {
-      const prefix = `${TASKS_PREFIX}${s}/`;
+    await Promise.all((shard ? [shard] : this.shardList || []).map(async (s2) => {
+      const prefix = `${TASKS_PREFIX}${s2}/`;
       let startAfter = prefix + lo;
       for (; ; ) {
         const page = await this.s3.list(prefix, { startAfter });
@@ -1124,7 +1230,7 @@ var S3Backend = class {
             done = true;
             break;
           }
-          ids.push({ id, shard: s });
+          ids.push({ id, shard: s2 });
           startAfter = key;
         }
         if (done || page.keys.length === 0) return;
@@ -1180,13 +1286,106 @@ var S3Backend = class {
     const obj = await this.s3.get(CONTROL_KEY);
     return obj ? JSON.parse(obj.text) : { paused: false, paused_types: {} };
   }
+  /**
+   * setPause pauses or resumes a task type (the whole queue when type is
+   * empty) the way qo pause and qo resume do: read control.json, apply the
+   * shared rule, write it back only if it did not change meanwhile
+   * (If-Match on its ETag, or create-only when there is none), and apply
+   * again on the new version when it did.
+   */
+  async setPause(op, type, reason = "from the web UI") {
+    for (let tries = 0; tries < 5; tries++) {
+      const obj = await this.s3.get(CONTROL_KEY);
+      const base = obj ? JSON.parse(obj.text) : null;
+      const next = applyControl(base, op, type, reason, this.now().toISOString());
+      if (!next) return base;
+      try {
+        await this.s3.put(CONTROL_KEY, JSON.stringify(next), obj ? { ifMatch: obj.etag } : { ifNoneMatch: "*" });
+        return next;
+      } catch (e) {
+        if (e.status === 412 || e.status === 409) continue;
+        throw e;
+      }
+    }
+    throw new Error(`${op}: control.json kept changing; try again`);
+  }
+  /**
+   * stats counts the queue as GET /api/stats does, from the index keys and
+   * the heartbeats, reading no task: a LIST per 1,000 entries of each index
+   * (at most MAX_INDEX_PAGES each), one of the registry, and a GET per
+   * worker whose heartbeat changed since the last call.
+   */
+  async stats() {
+    const now = this.now();
+    const [ready, leases, dead] = await Promise.all([READY_PREFIX, LEASES_PREFIX, DEAD_PREFIX].map((p) => this.listKeys(p, MAX_INDEX_PAGES)));
+    const { records, malformed } = await this.readWorkers();
+    return countStats({
+      ready: ready.keys,
+      leases: leases.keys,
+      dead: dead.keys,
+      partial: ready.partial || leases.partial || dead.partial,
+      workers: records,
+      malformed,
+      now
+    });
+  }
+  /** listKeys lists the keys under prefix, at most maxPages pages; partial says there were more. */
+  async listKeys(prefix, maxPages) {
+    const keys = [];
+    let token = "";
+    for (let i = 0; i < maxPages; i++) {
+      const page = await this.s3.list(prefix, { token });
+      keys.push(...page.keys.map((k) => k.key));
+      if (!page.next) return { keys, partial: false };
+      token = page.next;
+    }
+    return { keys, partial: true };
+  }
+  /**
+   * readWorkers reads the worker registry, keeping each record with the
+   * ETag it was listed with: a heartbeat that did not change since the
+   * last call is not read again.
+   */
+  async readWorkers() {
+    const cache = this.workerCache ??= /* @__PURE__ */ new Map();
+    const listed = [];
+    let token = "";
+    do {
+      const page = await this.s3.list(WORKERS_PREFIX, { token });
+      listed.push(...page.keys);
+      token = page.next;
+    } while (token);
+    const present = new Set(listed.map((k) => k.key));
+    for (const key of cache.keys()) if (!present.has(key)) cache.delete(key);
+    await Promise.all(listed.filter(({ key, etag }) => cache.get(key)?.etag !== etag || !etag).map(async ({ key, etag }) => {
+      const obj = await this.s3.get(key);
+      if (!obj) {
+        cache.delete(key);
+        return;
+      }
+      try {
+        const w = JSON.parse(obj.text);
+        if (!(w.format === 1 && typeof w.worker_id === "string")) throw new Error("not a qo record");
+        cache.set(key, { etag, record: w });
+      } catch (e) {
+        cache.set(key, { etag, error: { key, error: e.message } });
+      }
+    }));
+    const records = [];
+    const malformed = [];
+    for (const e of cache.values()) {
+      if (e.record) records.push(e.record);
+      else malformed.push(e.error);
+    }
+    return { records, malformed };
+  }
   /** schedules reads every live schedule. */
   async schedules() {
-    const { records, malformed } = await this.readAll(SCHEDULES_PREFIX, (s) => s.format === 1 && typeof s.name === "string");
-    return { schedules: records.filter((s) => !s.deleted).sort((a, b) => a.name.localeCompare(b.name)), malformed };
+    const { records, malformed } = await this.readAll(SCHEDULES_PREFIX, (s2) => s2.format === 1 && typeof s2.name === "string");
+    return { schedules: records.filter((s2) => !s2.deleted).sort((a, b) => a.name.localeCompare(b.name)), malformed };
   }
   async workers() {
-    const { records, malformed } = await this.readAll(WORKERS_PREFIX, (w) => w.format === 1 && typeof w.worker_id === "string");
+    const { records, malformed } = await this.readWorkers();
     records.sort((a, b) => a.worker_id.localeCompare(b.worker_id));
     return { workers: records, malformed };
   }
@@ -1257,12 +1456,16 @@ var ApiBackend = class {
     const date = res.headers.get("Date");
     if (date) this.offset = Date.parse(date) + 500 - Date.now();
     const data = await res.json().catch(() => ({}));
-    if (!res.ok) throw new Error(data.error?.message || `${res.status} ${res.statusText}`);
+    if (!res.ok) {
+      const msg = data.error?.message || `${res.status} ${res.statusText}`;
+      if (res.status === 401 && !this.token) throw new Error(`${msg} (open the link qo serve printed, which carries the API token, then this one in the same tab)`);
+      throw new Error(msg);
+    }
     return data;
   }
   async shards() {
     const st = await this.call("GET", "/api/stats");
-    const n = Object.keys(st.by_shard || {}).reduce((m, s) => Math.max(m, s.length), 1);
+    const n = Object.keys(st.by_shard || {}).reduce((m, s2) => Math.max(m, s2.length), 1);
     return shards(n);
   }
   async listTasks({ shard = "", status = "", cursor = "" } = {}) {
@@ -1290,6 +1493,14 @@ var ApiBackend = class {
   async control() {
     return this.call("GET", "/api/control");
   }
+  /** stats: the API's counts (reused by qo serve for 2 s whoever asks). */
+  async stats() {
+    return this.call("GET", "/api/stats");
+  }
+  async setPause(op, type, reason = "from the web UI") {
+    if (op !== "pause" && op !== "resume") throw new Error(`unknown action ${op}`);
+    return this.call("POST", `/api/${op}`, op === "pause" ? { type, reason } : { type });
+  }
   async schedules() {
     return this.call("GET", "/api/schedules");
   }
@@ -1313,6 +1524,106 @@ function parseFragment(hash2) {
 function canConnect(cfg) {
   return Boolean(cfg.api || cfg.bucket && cfg.ak && cfg.sk);
 }
+var VIEWS = ["overview", "tasks", "dead", "workers", "schedules"];
+var PLACE_KEYS = ["api", "endpoint", "bucket", "region"];
+var NAV_KEYS = ["view", "task"];
+var TASK_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+function readLink(hash2) {
+  const all = parseFragment(hash2);
+  const cfg = Object.fromEntries(Object.entries(all).filter(([k]) => !NAV_KEYS.includes(k)));
+  const task = TASK_ID.test(all.task || "") ? all.task : "";
+  let view = VIEWS.includes(all.view) ? all.view : "";
+  if (task && !["tasks", "dead"].includes(view)) view = "tasks";
+  return { cfg, nav: { view, task } };
+}
+var enc = (v) => encodeURIComponent(v).replace(/%2F/gi, "/").replace(/%3A/gi, ":");
+function navFragment(cfg, { view = "overview", task = "" } = {}) {
+  const parts = PLACE_KEYS.filter((k) => cfg[k]).map((k) => `${k}=${enc(cfg[k])}`);
+  parts.push(`view=${enc(view)}`);
+  if (task) parts.push(`task=${enc(task)}`);
+  return `#${parts.join("&")}`;
+}
+function isNavigation(linkCfg, cfg) {
+  if (Object.keys(linkCfg).some((k) => !PLACE_KEYS.includes(k))) return false;
+  return PLACE_KEYS.every((k) => !linkCfg[k] || linkCfg[k] === cfg[k]);
+}
+
+// src/chart.js
+var MINUTE_MS = 6e4;
+var CHART_MINUTES = 60;
+function mergeRecent(history2, recent, keepMinutes = CHART_MINUTES) {
+  let newest = -Infinity;
+  for (const m of recent || []) {
+    const start2 = Date.parse(m.start);
+    if (Number.isNaN(start2)) continue;
+    const at = start2 - start2 % MINUTE_MS;
+    const had = history2.get(at);
+    history2.set(at, {
+      completed: Math.max(had?.completed ?? 0, m.completed || 0),
+      failed: Math.max(had?.failed ?? 0, m.failed || 0)
+    });
+    newest = Math.max(newest, at);
+  }
+  if (newest > -Infinity) {
+    for (const at of history2.keys()) if (at <= newest - keepMinutes * MINUTE_MS) history2.delete(at);
+  }
+  return history2;
+}
+function chartSeries(history2, nowMs, minutes = CHART_MINUTES) {
+  const last = nowMs - nowMs % MINUTE_MS;
+  const points = [];
+  const totals = { completed: 0, failed: 0, minutes: 0 };
+  let max = 0;
+  for (let i = minutes - 1; i >= 0; i--) {
+    const start2 = last - i * MINUTE_MS;
+    const m = history2.get(start2);
+    if (!m) {
+      points.push(null);
+      continue;
+    }
+    points.push({ start: start2, completed: m.completed, failed: m.failed });
+    totals.completed += m.completed;
+    totals.failed += m.failed;
+    totals.minutes++;
+    max = Math.max(max, m.completed + m.failed);
+  }
+  return { points, totals, max };
+}
+function niceMax(max) {
+  if (!(max > 1)) return 1;
+  const p = 10 ** Math.floor(Math.log10(max));
+  for (const f of [1, 2, 5, 10]) if (f * p >= max) return f * p;
+  return 10 * p;
+}
+function bars(series, width, height) {
+  const top = niceMax(series.max);
+  const n = series.points.length || 1;
+  const step = width / n;
+  const gap = Math.min(1, step / 4);
+  const r = (v) => Math.round(v * 10) / 10;
+  const out = { top, step: r(step), bars: [], unknown: [] };
+  series.points.forEach((p, i) => {
+    const x = i * step;
+    if (!p) {
+      const prev = out.unknown.at(-1);
+      if (prev && prev.end === i) {
+        prev.end = i + 1;
+        prev.w = r((i + 1) * step - prev.x);
+      } else {
+        out.unknown.push({ x: r(x), w: r(step), end: i + 1 });
+      }
+      return;
+    }
+    const hc = p.completed / top * height;
+    const hf = p.failed / top * height;
+    const bar = { i, start: p.start, completed: p.completed, failed: p.failed, x: r(x + gap / 2), w: r(step - gap) };
+    if (hc > 0) bar.c = { y: r(height - hc), h: r(hc) };
+    if (hf > 0) bar.f = { y: r(height - hc - hf), h: r(hf) };
+    out.bars.push(bar);
+  });
+  for (const u of out.unknown) delete u.end;
+  return out;
+}
 
 // src/app.js
 function h(tag, attrs = {}, ...children) {
@@ -1328,13 +1639,22 @@ function h(tag, attrs = {}, ...children) {
   }
   return el;
 }
+function s(tag, attrs = {}, ...children) {
+  const el = document.createElementNS("http://www.w3.org/2000/svg", tag);
+  for (const [k, v] of Object.entries(attrs)) if (v != null) el.setAttribute(k, String(v));
+  for (const c of children.flat(Infinity)) {
+    if (c == null || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
 var $ = (sel) => document.querySelector(sel);
 function short(ms) {
-  const s = Math.round(Math.abs(ms) / 1e3);
-  if (s < 60) return `${s}s`;
-  if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, "0")}s`;
-  if (s < 86400) return `${Math.floor(s / 3600)}h${String(Math.floor(s % 3600 / 60)).padStart(2, "0")}m`;
-  return `${Math.floor(s / 86400)}d${Math.floor(s % 86400 / 3600)}h`;
+  const s2 = Math.round(Math.abs(ms) / 1e3);
+  if (s2 < 60) return `${s2}s`;
+  if (s2 < 3600) return `${Math.floor(s2 / 60)}m${String(s2 % 60).padStart(2, "0")}s`;
+  if (s2 < 86400) return `${Math.floor(s2 / 3600)}h${String(Math.floor(s2 % 3600 / 60)).padStart(2, "0")}m`;
+  return `${Math.floor(s2 / 86400)}d${Math.floor(s2 % 86400 / 3600)}h`;
 }
 function ago(iso2, now) {
   if (!iso2) return "-";
@@ -1366,9 +1686,13 @@ function jsonTree(name, value) {
   return h("div", { class: "json leaf" }, h("span", { class: "jkey" }, name), ": ", h("span", { class: "jval" }, JSON.stringify(value)));
 }
 function readFragment() {
-  const cfg = parseFragment(location.hash);
-  if (location.hash) history.replaceState(null, "", location.pathname + location.search);
-  return cfg;
+  return readLink(location.hash);
+}
+function writeAddress(push) {
+  const frag = navFragment(state.cfg, { view: state.view, task: state.selected || "" });
+  if (location.hash === frag) return;
+  if (push) history.pushState(null, "", frag);
+  else history.replaceState(null, "", location.pathname + location.search + frag);
 }
 var fresh = () => ({
   shards: [],
@@ -1389,14 +1713,23 @@ var fresh = () => ({
   schedules: [],
   control: null,
   error: "",
-  flash: ""
+  flash: "",
+  // The overview: the last stats, and every minute of throughput seen
+  // since connecting (the stats hold 15; the chart shows up to 60).
+  stats: null,
+  history: /* @__PURE__ */ new Map(),
+  refreshedAt: null,
+  failedAt: null,
+  loading: false,
+  reload: false
 });
 var state = {
   backend: null,
   cfg: {},
-  view: "tasks",
+  view: "overview",
   refreshTimer: null,
   tickTimer: null,
+  pendingNav: null,
   // gen counts connections: a load that began under an earlier one (other
   // bucket, other credentials) drops its result.
   gen: 0,
@@ -1407,10 +1740,14 @@ var Stale = class extends Error {
 function current(gen) {
   if (gen !== state.gen) throw new Stale("the page moved to another link");
 }
-function connect(cfg) {
+function connect(cfg, nav = {}) {
   state.gen++;
   Object.assign(state, fresh());
   state.cfg = cfg;
+  state.view = nav.view || "overview";
+  state.selected = nav.task || null;
+  state.pendingNav = null;
+  writeAddress(false);
   state.backend = cfg.api ? new ApiBackend({ api: cfg.api, token: cfg.token }) : new S3Backend({ endpoint: cfg.endpoint, bucket: cfg.bucket, region: cfg.region, accessKeyId: cfg.ak, secretAccessKey: cfg.sk, sessionToken: cfg.st });
   $("#login").hidden = true;
   $("#app").hidden = false;
@@ -1424,6 +1761,7 @@ function disconnect() {
   state.cfg = {};
   clearInterval(state.tickTimer);
   state.tickTimer = null;
+  $("#refreshed").textContent = "";
 }
 function showLogin(message) {
   $("#app").hidden = true;
@@ -1433,13 +1771,15 @@ function showLogin(message) {
 $("#login-form").addEventListener("submit", (e) => {
   e.preventDefault();
   const f = new FormData(e.target);
-  connect(Object.fromEntries([...f.entries()].filter(([, v]) => v)));
+  connect(Object.fromEntries([...f.entries()].filter(([, v]) => v)), state.pendingNav || {});
 });
-function openLink(cfg) {
+function openLink(cfg, nav = {}) {
   if (canConnect(cfg)) {
-    connect(cfg);
+    connect(cfg, nav);
   } else {
     disconnect();
+    state.pendingNav = nav;
+    if (location.hash) history.replaceState(null, "", location.pathname + location.search + navFragment(cfg, nav));
     showLogin(cfg.bucket ? `Enter credentials for bucket ${cfg.bucket}.` : "");
   }
   if (cfg.bucket) {
@@ -1472,6 +1812,7 @@ async function start() {
   });
   if (gen !== state.gen) return;
   renderFilters();
+  render();
   await refresh();
   if (gen !== state.gen) return;
   tick();
@@ -1482,9 +1823,22 @@ async function refresh() {
   const gen = state.gen;
   const backend = state.backend;
   if (!backend) return;
+  if (state.loading) {
+    state.reload = true;
+    return;
+  }
+  state.loading = true;
+  let ok = false;
   await guard(async () => {
-    if (state.view === "tasks") {
-      const page = await backend.listTasks({ ...state.filter, cursor: state.cursors[state.page] });
+    if (state.view === "overview") {
+      const st = await backend.stats();
+      current(gen);
+      state.stats = st;
+      mergeRecent(state.history, st.recent);
+      state.malformed = st.malformed || [];
+    } else if (state.view === "tasks" || state.view === "dead") {
+      const filter = state.view === "dead" ? { ...state.filter, status: "failed" } : state.filter;
+      const page = await backend.listTasks({ ...filter, cursor: state.cursors[state.page] });
       current(gen);
       state.tasks = page.tasks;
       state.next = page.next_cursor;
@@ -1492,10 +1846,10 @@ async function refresh() {
       state.malformed = page.malformed || [];
       if (state.selected) await loadDetail(state.selected);
     } else if (state.view === "schedules") {
-      const s = await backend.schedules();
+      const s2 = await backend.schedules();
       current(gen);
-      state.schedules = s.schedules;
-      state.malformed = s.malformed;
+      state.schedules = s2.schedules;
+      state.malformed = s2.malformed;
     } else {
       const w = await backend.workers();
       current(gen);
@@ -1505,10 +1859,17 @@ async function refresh() {
     const control = await backend.control().catch((e) => ({ error: e.message }));
     current(gen);
     state.control = control;
+    ok = true;
   });
   if (gen !== state.gen) return;
-  $("#refreshed").textContent = `refreshed ${(/* @__PURE__ */ new Date()).toLocaleTimeString()}`;
+  if (ok) state.refreshedAt = /* @__PURE__ */ new Date();
+  else state.failedAt = /* @__PURE__ */ new Date();
   render();
+  state.loading = false;
+  if (state.reload) {
+    state.reload = false;
+    refresh();
+  }
 }
 async function loadDetail(id) {
   const gen = state.gen;
@@ -1522,8 +1883,16 @@ async function loadDetail(id) {
 }
 function setRefresh(seconds) {
   clearInterval(state.refreshTimer);
-  state.refreshTimer = seconds > 0 ? setInterval(refresh, seconds * 1e3) : null;
+  state.refreshSeconds = seconds;
+  state.refreshTimer = seconds > 0 ? setInterval(() => {
+    if (!document.hidden) refresh();
+  }, seconds * 1e3) : null;
+  renderStatus();
 }
+document.addEventListener("visibilitychange", () => {
+  if (document.hidden || !state.refreshSeconds || !state.backend) return;
+  if (!state.refreshedAt || Date.now() - state.refreshedAt >= state.refreshSeconds * 1e3) refresh();
+});
 function tick() {
   if (!state.backend) return;
   const now = state.backend.now();
@@ -1543,16 +1912,24 @@ function tick() {
 }
 function renderStatus() {
   const el = $("#status");
-  el.textContent = state.error ? `Error: ${state.error}` : state.flash;
-  el.className = state.error ? "error" : "ok";
+  const retry = state.refreshSeconds ? ` Retrying every ${state.refreshSeconds} s.` : " Auto-refresh is off: press Refresh to try again.";
+  el.textContent = state.error ? `Error: ${state.error}.${retry}` : state.flash;
+  el.className = state.error ? "error banner" : "ok";
+  el.setAttribute("role", state.error ? "alert" : "status");
+  const t = (d) => d.toLocaleTimeString();
+  const r = $("#refreshed");
+  if (!state.backend) r.textContent = "";
+  else if (state.error && state.failedAt) r.textContent = `refresh failed ${t(state.failedAt)}${state.refreshedAt ? ` \xB7 last refreshed ${t(state.refreshedAt)}` : ""}`;
+  else r.textContent = state.refreshedAt ? `last refreshed ${t(state.refreshedAt)}` : "loading\u2026";
+  r.className = state.error ? "warn" : "dim";
 }
 function renderFilters() {
   const shard = $("#shard");
-  shard.replaceChildren(h("option", { value: "" }, "all shards"), ...state.shards.map((s) => h("option", { value: s }, `shard ${s}`)));
+  shard.replaceChildren(h("option", { value: "" }, "all shards"), ...state.shards.map((s2) => h("option", { value: s2 }, `shard ${s2}`)));
   const status = $("#statusf");
   status.replaceChildren(
     h("option", { value: "" }, "all but archived (last 24 h)"),
-    ...STATUSES.map((s) => h("option", { value: s }, ["pending", "running", "failed"].includes(s) ? s : `${s} (last 24 h)`))
+    ...STATUSES.map((s2) => h("option", { value: s2 }, ["pending", "running", "failed"].includes(s2) ? s2 : `${s2} (last 24 h)`))
   );
 }
 function renderPaused() {
@@ -1566,18 +1943,189 @@ function renderPaused() {
   el.textContent = parts.join(" ");
   el.hidden = parts.length === 0;
 }
-function render() {
-  for (const v of ["tasks", "workers", "schedules"]) {
-    $(`#tab-${v}`).classList.toggle("on", state.view === v);
-    $(`#${v}-view`).hidden = state.view !== v;
+function renderViews() {
+  for (const v of VIEWS) {
+    const tab = $(`#tab-${v}`);
+    tab.classList.toggle("on", state.view === v);
+    tab.setAttribute("aria-current", state.view === v ? "page" : "false");
   }
+  const list = state.view === "tasks" || state.view === "dead";
+  $("#overview-view").hidden = state.view !== "overview";
+  $("#tasks-view").hidden = !list;
+  $("#workers-view").hidden = state.view !== "workers";
+  $("#schedules-view").hidden = state.view !== "schedules";
+  $("#statusf").hidden = state.view === "dead";
+  $("#list-title").textContent = state.view === "dead" ? "Dead letters: failed tasks, newest failure first" : "";
+}
+function render() {
+  renderViews();
   renderPaused();
   const now = state.backend.now();
   $("#malformed").textContent = state.malformed?.length ? `${state.malformed.length} malformed object(s) skipped, e.g. ${state.malformed[0].key}: ${state.malformed[0].error}` : "";
-  if (state.view === "tasks") renderTasks(now);
+  if (state.view === "overview") renderOverview(now);
+  else if (state.view === "tasks" || state.view === "dead") renderTasks(now);
   else if (state.view === "schedules") renderSchedules(now);
   else renderWorkers(now);
   renderStatus();
+}
+var fmt = (n) => Number(n || 0).toLocaleString("en-US");
+function renderOverview(now) {
+  const st = state.stats;
+  if (!st) {
+    $("#counts").replaceChildren(h("p", { class: "dim" }, "Counting tasks\u2026"));
+    return;
+  }
+  renderCounts(st);
+  renderChart(now);
+  renderShardMap(st);
+  renderTypes(st);
+}
+function renderCounts(st) {
+  const atLeast = st.partial ? "\u2265 " : "";
+  const card = (key, value, label, note) => h(
+    "div",
+    { class: `card ${key}`, "data-count": key },
+    h("div", { class: "big" }, value),
+    h("div", {}, label),
+    h("div", { class: "dim small" }, note || " ")
+  );
+  const w = st.workers || {};
+  $("#counts").replaceChildren(
+    ...COUNTED.map((status) => card(
+      status,
+      `${atLeast}${fmt(st.by_status?.[status])}`,
+      status,
+      status === "pending" ? `${fmt(st.delayed)} delayed or in backoff` : status === "failed" ? "dead letters" : "holding a lease"
+    )),
+    card(
+      "oldest",
+      st.oldest_pending_age_seconds > 0 ? short(st.oldest_pending_age_seconds * 1e3) : "-",
+      "oldest waiting",
+      st.oldest_pending_age_seconds > 0 ? "of an available task" : "nothing waits"
+    ),
+    card("workers", fmt(w.active), "workers active", `${fmt(w.stale)} stale \xB7 ${fmt(w.dead)} dead`)
+  );
+  $("#partial").textContent = st.partial ? "Counts are lower bounds: an index holds more entries than one refresh reads." : "";
+}
+var CHART = { w: 600, h: 120, left: 40, top: 8, bottom: 22 };
+function renderChart(now) {
+  const series = chartSeries(state.history, now.getTime());
+  const b = bars(series, CHART.w, CHART.h);
+  const x0 = CHART.left;
+  const y0 = CHART.top;
+  const hhmm = (ms) => new Date(ms).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  const grid = [b.top, Number.isInteger(b.top / 2) ? b.top / 2 : null, 0].filter((v) => v != null).map((v) => {
+    const y = y0 + CHART.h - v / b.top * CHART.h;
+    return [
+      s("line", { class: "grid", x1: x0, x2: x0 + CHART.w, y1: y, y2: y }),
+      s("text", { class: "axis", x: x0 - 4, y: y + 4, "text-anchor": "end" }, fmt(v))
+    ];
+  });
+  const last = now.getTime() - now.getTime() % MINUTE_MS;
+  const xlabels = [[0, "60 min ago"], [30, "30 min ago"], [59, hhmm(last)]].map(([i, label]) => s("text", {
+    class: "axis",
+    x: x0 + i * b.step + b.step / 2,
+    y: y0 + CHART.h + 16,
+    "text-anchor": i === 0 ? "start" : i === 59 ? "end" : "middle"
+  }, label));
+  const unknown = b.unknown.map((u) => s(
+    "rect",
+    { class: "unknown", x: x0 + u.x, y: y0, width: u.w, height: CHART.h },
+    s("title", {}, "not seen yet: the stats hold the last 15 minutes, and the page keeps what it saw since it opened")
+  ));
+  const columns = b.bars.map((bar) => s(
+    "g",
+    { class: "minute" },
+    s("title", {}, `${hhmm(bar.start)}: ${fmt(bar.completed)} completed, ${fmt(bar.failed)} failed`),
+    // A transparent full-height rect makes the whole minute hoverable.
+    s("rect", { class: "hover", x: x0 + bar.x, y: y0, width: bar.w, height: CHART.h }),
+    bar.c ? s("rect", { class: "completed", x: x0 + bar.x, y: y0 + bar.c.y, width: bar.w, height: bar.c.h }) : null,
+    bar.f ? s("rect", { class: "failed", x: x0 + bar.x, y: y0 + bar.f.y, width: bar.w, height: bar.f.h }) : null
+  ));
+  $("#chart").replaceChildren(s("svg", {
+    viewBox: `0 0 ${CHART.left + CHART.w + 4} ${CHART.top + CHART.h + CHART.bottom}`,
+    role: "img",
+    "aria-label": `Tasks completed and failed per minute over the last hour: ${series.totals.completed} completed, ${series.totals.failed} failed`
+  }, grid, xlabels, unknown, columns));
+  const { completed, failed, minutes } = series.totals;
+  const rate = completed + failed > 0 ? ` (${(100 * failed / (completed + failed)).toFixed(1)}% failed)` : "";
+  $("#chart-legend").replaceChildren(
+    h("span", { class: "key completed" }, `completed ${fmt(completed)}`),
+    " ",
+    h("span", { class: "key failed" }, `failed ${fmt(failed)}${rate}`),
+    " ",
+    h("span", { class: "dim" }, minutes ? `over the ${minutes} minute${minutes === 1 ? "" : "s"} seen; ${(completed / minutes).toFixed(1)}/min completed` : "no minute seen yet")
+  );
+}
+function renderShardMap(st) {
+  const cells = state.shards.map((shard) => {
+    const c = st.by_shard?.[shard] || {};
+    const backlog = (c.pending || 0) + (c.running || 0);
+    const cls = c.failed ? "has-failed" : c.running ? "has-running" : backlog ? "has-pending" : "empty";
+    return h("button", {
+      class: `shard ${cls}`,
+      "data-shard": shard,
+      title: `shard ${shard}: ${fmt(c.pending)} pending, ${fmt(c.running)} running, ${fmt(c.failed)} failed`,
+      onclick: () => {
+        state.filter.shard = shard;
+        $("#shard").value = shard;
+        go("tasks");
+      }
+    }, backlog > 99 ? "99+" : backlog ? String(backlog) : c.failed ? "!" : "\xB7");
+  });
+  const map = $("#shardmap");
+  map.style.setProperty("--cols", String(Math.min(16, state.shards.length || 1)));
+  map.replaceChildren(...cells);
+  const top = Object.entries(st.by_shard || {}).map(([shard, c]) => [shard, c, (c.pending || 0) + (c.running || 0) + (c.failed || 0)]).filter(([, , n]) => n > 0).sort((a, b) => b[2] - a[2] || a[0].localeCompare(b[0])).slice(0, 4);
+  $("#busiest").textContent = top.length ? `busiest: ${top.map(([shard, c]) => `${shard} p${c.pending || 0} r${c.running || 0} f${c.failed || 0}`).join(" \xB7 ")}` : "every shard is empty";
+}
+function renderTypes(st) {
+  const c = state.control || {};
+  const pausedTypes = c.paused_types || {};
+  const types = [.../* @__PURE__ */ new Set([...Object.keys(st.by_type || {}), ...Object.keys(pausedTypes)])].sort();
+  const rows = types.map((type) => {
+    const n = st.by_type?.[type] || {};
+    const own = Object.hasOwn(pausedTypes, type);
+    const age = st.oldest_pending_age_seconds_by_type?.[type];
+    const state_ = own ? `paused${pausedTypes[type].reason ? ` (${pausedTypes[type].reason})` : ""}` : c.paused ? "paused (whole queue)" : "active";
+    return h(
+      "tr",
+      { class: "type", "data-type": type },
+      h("td", { class: "mono", title: type }, type),
+      h("td", { class: "num pending" }, fmt(n.pending)),
+      h("td", { class: "num running" }, fmt(n.running)),
+      h("td", { class: "num failed" }, fmt(n.failed)),
+      h("td", { class: "oldest" }, age >= 0 ? short(age * 1e3) : "-"),
+      h("td", { class: `pause-state ${own || c.paused ? "warn" : "dim"}` }, state_),
+      h("td", {}, h("button", {
+        class: "toggle",
+        "aria-label": `${own ? "resume" : "pause"} type ${type}`,
+        disabled: Boolean(c.error),
+        onclick: () => togglePause(type, own)
+      }, own ? "Resume" : "Pause"))
+    );
+  });
+  $("#types").replaceChildren(...rows.length ? rows : [h("tr", {}, h("td", { colspan: 7, class: "dim" }, "no task waits, runs or failed"))]);
+  const all = $("#pause-all");
+  all.textContent = c.paused ? "Resume the whole queue" : "Pause the whole queue";
+  all.disabled = Boolean(c.error);
+}
+async function togglePause(type, paused) {
+  const what = type ? `type ${type}` : "the whole queue";
+  const question = paused ? `Resume ${what}? Workers start claiming ${type ? "its" : "all"} tasks again.` : `Pause ${what}? Workers stop claiming ${type ? "its" : "any"} tasks; running ones finish, and submits still queue.`;
+  if (!confirm(question)) return;
+  if (await action(() => state.backend.setPause(paused ? "resume" : "pause", type, "from the web UI"))) {
+    state.flash = `${paused ? "resumed" : "paused"} ${what}`;
+  }
+}
+async function action(fn) {
+  let ok = false;
+  await guard(async () => {
+    await fn();
+    ok = true;
+  });
+  if (ok) await refresh();
+  return ok;
 }
 function renderTasks(now) {
   const rows = state.tasks.map((t) => h(
@@ -1635,7 +2183,7 @@ function renderDetail(now) {
   ));
   box.replaceChildren(
     h("h2", { class: "mono" }, t.id),
-    h("div", { class: "actions" }, actions),
+    h("div", { class: "actions" }, actions, h("a", { class: "permalink", href: navFragment(state.cfg, { view: state.view, task: t.id }) }, "link to this task")),
     h(
       "table",
       { class: "fields" },
@@ -1703,16 +2251,16 @@ async function select(id) {
   const gen = state.gen;
   state.selected = id;
   state.marks = [];
+  writeAddress(true);
   await guard(() => loadDetail(id));
   if (gen === state.gen) render();
 }
 async function act(op, t) {
   if (!confirm(`${op[0].toUpperCase()}${op.slice(1)} task ${t.id} (${t.task_type}, ${t.status})?`)) return;
-  await guard(async () => {
+  await action(async () => {
     const next = await state.backend.act(op, t.id, state.shardChars);
     state.flash = `${op}: task ${t.id} is now ${next.status}`;
   });
-  await refresh();
 }
 function renderWorkers(now) {
   const rows = state.workers.map((w) => {
@@ -1734,35 +2282,42 @@ function renderWorkers(now) {
   $("#workers").replaceChildren(...rows.length ? rows : [h("tr", {}, h("td", { colspan: 9, class: "dim" }, "no workers registered"))]);
 }
 function renderSchedules(now) {
-  const rows = state.schedules.map((s) => h(
+  const rows = state.schedules.map((s2) => h(
     "tr",
     { class: "schedule" },
-    h("td", { class: "mono" }, s.name),
-    h("td", { class: "mono" }, s.cron),
-    h("td", {}, s.timezone),
-    h("td", {}, s.task?.task_type),
-    h("td", {}, s.enabled ? "enabled" : "disabled"),
+    h("td", { class: "mono" }, s2.name),
+    h("td", { class: "mono" }, s2.cron),
+    h("td", {}, s2.timezone),
+    h("td", {}, s2.task?.task_type),
+    h("td", {}, s2.enabled ? "enabled" : "disabled"),
     // next_due comes from the HTTP API, which evaluates the cron fields;
     // reading the bucket directly, the page does not.
-    h("td", {}, s.next_due ? ago(s.next_due, now) : "-"),
-    h("td", {}, s.last_due ? ago(s.last_due, now) : "-"),
-    h("td", { class: "mono", title: s.last_task_id || "" }, s.last_task_id ? shortID(s.last_task_id) : "-"),
-    h("td", { class: "num" }, s.skipped || 0)
+    h("td", {}, s2.next_due ? ago(s2.next_due, now) : "-"),
+    h("td", {}, s2.last_due ? ago(s2.last_due, now) : "-"),
+    h("td", { class: "mono", title: s2.last_task_id || "" }, s2.last_task_id ? shortID(s2.last_task_id) : "-"),
+    h("td", { class: "num" }, s2.skipped || 0)
   ));
   $("#schedules").replaceChildren(...rows.length ? rows : [h("tr", {}, h("td", { colspan: 9, class: "dim" }, "no schedules (qo schedule create)"))]);
 }
-$("#tab-tasks").addEventListener("click", () => {
-  state.view = "tasks";
+function go(view, { task = "", push = true } = {}) {
+  if (!VIEWS.includes(view) || !state.backend) return;
+  const changed = view !== state.view;
+  if (changed || task !== (state.selected || "")) {
+    state.selected = task || null;
+    state.marks = [];
+  }
+  if (changed) {
+    state.cursors = [""];
+    state.page = 0;
+    state.malformed = [];
+  }
+  state.view = view;
+  writeAddress(push);
+  render();
   refresh();
-});
-$("#tab-workers").addEventListener("click", () => {
-  state.view = "workers";
-  refresh();
-});
-$("#tab-schedules").addEventListener("click", () => {
-  state.view = "schedules";
-  refresh();
-});
+}
+for (const v of VIEWS) $(`#tab-${v}`).addEventListener("click", () => go(v));
+$("#pause-all").addEventListener("click", () => togglePause("", Boolean(state.control?.paused)));
 $("#refresh-now").addEventListener("click", refresh);
 $("#interval").addEventListener("change", (e) => setRefresh(Number(e.target.value)));
 $("#shard").addEventListener("change", (e) => {
@@ -1786,9 +2341,34 @@ $("#prev").addEventListener("click", () => {
   state.page = Math.max(0, state.page - 1);
   refresh();
 });
-window.addEventListener("hashchange", () => {
-  if (!location.hash) return;
-  const cfg = readFragment();
-  if (cfg.bucket || cfg.api) openLink(cfg);
+var KEY_VIEWS = { o: "overview", t: "tasks", d: "dead", w: "workers", s: "schedules" };
+var gPressed = 0;
+document.addEventListener("keydown", (e) => {
+  if (!state.backend || e.ctrlKey || e.metaKey || e.altKey || e.target.closest?.("input, select, textarea, [contenteditable]")) return;
+  const afterG = gPressed && Date.now() - gPressed < 1500;
+  gPressed = 0;
+  let view = "";
+  if (afterG) view = KEY_VIEWS[e.key] || "";
+  else if (/^[1-9]$/.test(e.key)) view = VIEWS[Number(e.key) - 1] || "";
+  if (view) {
+    e.preventDefault();
+    go(view);
+  } else if (e.key === "g") {
+    gPressed = Date.now();
+  } else if (e.key === "r" && !afterG) {
+    refresh();
+  }
 });
-openLink(readFragment());
+window.addEventListener("hashchange", () => {
+  const { cfg, nav } = readFragment();
+  if (state.backend && isNavigation(cfg, state.cfg)) {
+    if (nav.view || nav.task) go(nav.view, { task: nav.task, push: false });
+    else writeAddress(false);
+    return;
+  }
+  if (cfg.bucket || cfg.api) openLink(cfg, nav);
+  else if (!state.backend && (nav.view || nav.task)) state.pendingNav = nav;
+});
+setRefresh(Number($("#interval").value));
+var first = readFragment();
+openLink(first.cfg, first.nav);

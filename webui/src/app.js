@@ -2,8 +2,9 @@
 // API) and is rendered as text: task data never reaches innerHTML.
 import { diffLines } from 'diff';
 import { S3Backend, ApiBackend } from './backend.js';
-import { parseFragment, canConnect } from './link.js';
-import { STATUSES, health, priorityOf, shortID } from './queue.js';
+import { readLink, canConnect, navFragment, isNavigation, VIEWS } from './link.js';
+import { STATUSES, COUNTED, health, priorityOf, shortID } from './queue.js';
+import { mergeRecent, chartSeries, bars, MINUTE_MS } from './chart.js';
 
 // h builds an element; string children become text nodes.
 function h(tag, attrs = {}, ...children) {
@@ -14,6 +15,18 @@ function h(tag, attrs = {}, ...children) {
     else if (v !== false && v != null) el.setAttribute(k, String(v));
   }
   for (const c of children.flat()) {
+    if (c == null || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+
+// s builds an SVG element the same way: attributes set one by one, text as
+// text nodes, so the chart never parses markup either.
+function s(tag, attrs = {}, ...children) {
+  const el = document.createElementNS('http://www.w3.org/2000/svg', tag);
+  for (const [k, v] of Object.entries(attrs)) if (v != null) el.setAttribute(k, String(v));
+  for (const c of children.flat(Infinity)) {
     if (c == null || c === false) continue;
     el.append(c instanceof Node ? c : document.createTextNode(String(c)));
   }
@@ -64,13 +77,22 @@ function jsonTree(name, value) {
 // ---- configuration --------------------------------------------------------
 
 // The URL fragment carries the configuration (never sent to any server;
-// see link.js). It is read when the page loads and whenever another link
-// is opened in the same tab, and removed from the address bar each time;
+// see link.js) and where in the page to go. It is read when the page loads
+// and whenever another link is opened in the same tab; the address bar then
+// keeps only where the queue is and the view or task shown (navFragment):
 // credentials live in this page's memory only.
 function readFragment() {
-  const cfg = parseFragment(location.hash);
-  if (location.hash) history.replaceState(null, '', location.pathname + location.search);
-  return cfg;
+  return readLink(location.hash);
+}
+
+// writeAddress puts the current view (and task) in the address bar, so the
+// address is a link to what the page shows; push adds a history entry (the
+// browser's back button returns to the previous view).
+function writeAddress(push) {
+  const frag = navFragment(state.cfg, { view: state.view, task: state.selected || '' });
+  if (location.hash === frag) return;
+  if (push) history.pushState(null, '', frag);
+  else history.replaceState(null, '', location.pathname + location.search + frag);
 }
 
 // What the page shows of one bucket (or API); connect starts over from it.
@@ -79,10 +101,14 @@ const fresh = () => ({
   filter: { shard: '', status: '' }, cursors: [''], page: 0, tasks: [], next: '', since: '', malformed: [],
   selected: null, detail: null, payloads: null, events: [], marks: [],
   workers: [], schedules: [], control: null, error: '', flash: '',
+  // The overview: the last stats, and every minute of throughput seen
+  // since connecting (the stats hold 15; the chart shows up to 60).
+  stats: null, history: new Map(),
+  refreshedAt: null, failedAt: null, loading: false, reload: false,
 });
 
 const state = {
-  backend: null, cfg: {}, view: 'tasks', refreshTimer: null, tickTimer: null,
+  backend: null, cfg: {}, view: 'overview', refreshTimer: null, tickTimer: null, pendingNav: null,
   // gen counts connections: a load that began under an earlier one (other
   // bucket, other credentials) drops its result.
   gen: 0,
@@ -97,10 +123,14 @@ function current(gen) {
   if (gen !== state.gen) throw new Stale('the page moved to another link');
 }
 
-function connect(cfg) {
+function connect(cfg, nav = {}) {
   state.gen++;
   Object.assign(state, fresh());
   state.cfg = cfg;
+  state.view = nav.view || 'overview';
+  state.selected = nav.task || null;
+  state.pendingNav = null;
+  writeAddress(false);
   state.backend = cfg.api ? new ApiBackend({ api: cfg.api, token: cfg.token })
     : new S3Backend({ endpoint: cfg.endpoint, bucket: cfg.bucket, region: cfg.region, accessKeyId: cfg.ak, secretAccessKey: cfg.sk, sessionToken: cfg.st });
   $('#login').hidden = true;
@@ -117,6 +147,7 @@ function disconnect() {
   state.cfg = {};
   clearInterval(state.tickTimer);
   state.tickTimer = null;
+  $('#refreshed').textContent = '';
 }
 
 function showLogin(message) {
@@ -128,16 +159,21 @@ function showLogin(message) {
 $('#login-form').addEventListener('submit', (e) => {
   e.preventDefault();
   const f = new FormData(e.target);
-  connect(Object.fromEntries([...f.entries()].filter(([, v]) => v)));
+  connect(Object.fromEntries([...f.entries()].filter(([, v]) => v)), state.pendingNav || {});
 });
 
 // openLink connects with a link's settings, or asks for keys when it
-// carries none (keeping the endpoint, bucket and region it names).
-function openLink(cfg) {
+// carries none (keeping the endpoint, bucket and region it names, and the
+// view or task it points at for after the keys are entered).
+function openLink(cfg, nav = {}) {
   if (canConnect(cfg)) {
-    connect(cfg);
+    connect(cfg, nav);
   } else {
     disconnect();
+    state.pendingNav = nav;
+    // The link may have carried part of a key: the address keeps only
+    // where the queue is and where to go.
+    if (location.hash) history.replaceState(null, '', location.pathname + location.search + navFragment(cfg, nav));
     showLogin(cfg.bucket ? `Enter credentials for bucket ${cfg.bucket}.` : '');
   }
   if (cfg.bucket) {
@@ -176,6 +212,7 @@ async function start() {
   });
   if (gen !== state.gen) return;
   renderFilters();
+  render();
   await refresh();
   if (gen !== state.gen) return;
   tick();
@@ -183,13 +220,29 @@ async function start() {
   state.tickTimer = setInterval(tick, 1000);
 }
 
+// refresh loads what the current view shows. One load runs at a time: a
+// refresh asked for meanwhile (another view chosen, the timer) runs once
+// the current one ends, so a slow bucket never piles requests up.
 async function refresh() {
   const gen = state.gen;
   const backend = state.backend;
   if (!backend) return;
+  if (state.loading) {
+    state.reload = true;
+    return;
+  }
+  state.loading = true;
+  let ok = false;
   await guard(async () => {
-    if (state.view === 'tasks') {
-      const page = await backend.listTasks({ ...state.filter, cursor: state.cursors[state.page] });
+    if (state.view === 'overview') {
+      const st = await backend.stats();
+      current(gen);
+      state.stats = st;
+      mergeRecent(state.history, st.recent);
+      state.malformed = st.malformed || [];
+    } else if (state.view === 'tasks' || state.view === 'dead') {
+      const filter = state.view === 'dead' ? { ...state.filter, status: 'failed' } : state.filter;
+      const page = await backend.listTasks({ ...filter, cursor: state.cursors[state.page] });
       current(gen);
       state.tasks = page.tasks;
       state.next = page.next_cursor;
@@ -210,10 +263,17 @@ async function refresh() {
     const control = await backend.control().catch((e) => ({ error: e.message }));
     current(gen);
     state.control = control;
+    ok = true;
   });
   if (gen !== state.gen) return;
-  $('#refreshed').textContent = `refreshed ${new Date().toLocaleTimeString()}`;
+  if (ok) state.refreshedAt = new Date();
+  else state.failedAt = new Date();
   render();
+  state.loading = false;
+  if (state.reload) {
+    state.reload = false;
+    refresh();
+  }
 }
 
 async function loadDetail(id) {
@@ -231,10 +291,20 @@ async function loadDetail(id) {
   Object.assign(state, { detail: task, payloads, events });
 }
 
+// setRefresh sets the auto-refresh period. A hidden tab (another tab in
+// front, a minimised window) does not refresh: nobody looks, and each
+// refresh costs requests; it refreshes at once when shown again.
 function setRefresh(seconds) {
   clearInterval(state.refreshTimer);
-  state.refreshTimer = seconds > 0 ? setInterval(refresh, seconds * 1000) : null;
+  state.refreshSeconds = seconds;
+  state.refreshTimer = seconds > 0 ? setInterval(() => { if (!document.hidden) refresh(); }, seconds * 1000) : null;
+  renderStatus();
 }
+
+document.addEventListener('visibilitychange', () => {
+  if (document.hidden || !state.refreshSeconds || !state.backend) return;
+  if (!state.refreshedAt || Date.now() - state.refreshedAt >= state.refreshSeconds * 1000) refresh();
+});
 
 // tick moves the countdowns and the credential expiry every second.
 function tick() {
@@ -257,10 +327,21 @@ function tick() {
 
 // ---- rendering ----------------------------------------------------------------
 
+// renderStatus shows the last error, which the next load that succeeds
+// clears (guard resets it), or the last action's outcome; the line keeps
+// its height either way (style.css), so nothing below it moves.
 function renderStatus() {
   const el = $('#status');
-  el.textContent = state.error ? `Error: ${state.error}` : state.flash;
-  el.className = state.error ? 'error' : 'ok';
+  const retry = state.refreshSeconds ? ` Retrying every ${state.refreshSeconds} s.` : ' Auto-refresh is off: press Refresh to try again.';
+  el.textContent = state.error ? `Error: ${state.error}.${retry}` : state.flash;
+  el.className = state.error ? 'error banner' : 'ok';
+  el.setAttribute('role', state.error ? 'alert' : 'status');
+  const t = (d) => d.toLocaleTimeString();
+  const r = $('#refreshed');
+  if (!state.backend) r.textContent = '';
+  else if (state.error && state.failedAt) r.textContent = `refresh failed ${t(state.failedAt)}${state.refreshedAt ? ` · last refreshed ${t(state.refreshedAt)}` : ''}`;
+  else r.textContent = state.refreshedAt ? `last refreshed ${t(state.refreshedAt)}` : 'loading…';
+  r.className = state.error ? 'warn' : 'dim';
 }
 
 function renderFilters() {
@@ -284,19 +365,180 @@ function renderPaused() {
   el.hidden = parts.length === 0;
 }
 
-function render() {
-  for (const v of ['tasks', 'workers', 'schedules']) {
-    $(`#tab-${v}`).classList.toggle('on', state.view === v);
-    $(`#${v}-view`).hidden = state.view !== v;
+// renderViews shows the current view's section and marks its tab.
+function renderViews() {
+  for (const v of VIEWS) {
+    const tab = $(`#tab-${v}`);
+    tab.classList.toggle('on', state.view === v);
+    tab.setAttribute('aria-current', state.view === v ? 'page' : 'false');
   }
+  const list = state.view === 'tasks' || state.view === 'dead';
+  $('#overview-view').hidden = state.view !== 'overview';
+  $('#tasks-view').hidden = !list;
+  $('#workers-view').hidden = state.view !== 'workers';
+  $('#schedules-view').hidden = state.view !== 'schedules';
+  // The dead letters are the task list of failed tasks, newest failure first.
+  $('#statusf').hidden = state.view === 'dead';
+  $('#list-title').textContent = state.view === 'dead' ? 'Dead letters: failed tasks, newest failure first' : '';
+}
+
+function render() {
+  renderViews();
   renderPaused();
   const now = state.backend.now();
   $('#malformed').textContent = state.malformed?.length
     ? `${state.malformed.length} malformed object(s) skipped, e.g. ${state.malformed[0].key}: ${state.malformed[0].error}` : '';
-  if (state.view === 'tasks') renderTasks(now);
+  if (state.view === 'overview') renderOverview(now);
+  else if (state.view === 'tasks' || state.view === 'dead') renderTasks(now);
   else if (state.view === 'schedules') renderSchedules(now);
   else renderWorkers(now);
   renderStatus();
+}
+
+// ---- overview -------------------------------------------------------------
+
+const fmt = (n) => Number(n || 0).toLocaleString('en-US');
+
+function renderOverview(now) {
+  const st = state.stats;
+  if (!st) {
+    $('#counts').replaceChildren(h('p', { class: 'dim' }, 'Counting tasks…'));
+    return;
+  }
+  renderCounts(st);
+  renderChart(now);
+  renderShardMap(st);
+  renderTypes(st);
+}
+
+// renderCounts: the live statuses (from the indexes: finished tasks are not
+// counted, the chart shows them), the backlog's age and the fleet. Each
+// card has a fixed size, so changing numbers move nothing.
+function renderCounts(st) {
+  const atLeast = st.partial ? '≥ ' : '';
+  const card = (key, value, label, note) => h('div', { class: `card ${key}`, 'data-count': key },
+    h('div', { class: 'big' }, value), h('div', {}, label), h('div', { class: 'dim small' }, note || ' '));
+  const w = st.workers || {};
+  $('#counts').replaceChildren(
+    ...COUNTED.map((status) => card(status, `${atLeast}${fmt(st.by_status?.[status])}`, status,
+      status === 'pending' ? `${fmt(st.delayed)} delayed or in backoff` : status === 'failed' ? 'dead letters' : 'holding a lease')),
+    card('oldest', st.oldest_pending_age_seconds > 0 ? short(st.oldest_pending_age_seconds * 1000) : '-', 'oldest waiting',
+      st.oldest_pending_age_seconds > 0 ? 'of an available task' : 'nothing waits'),
+    card('workers', fmt(w.active), 'workers active', `${fmt(w.stale)} stale · ${fmt(w.dead)} dead`));
+  $('#partial').textContent = st.partial ? 'Counts are lower bounds: an index holds more entries than one refresh reads.' : '';
+}
+
+// The chart's drawing box (SVG user units); the page scales it to its width.
+const CHART = { w: 600, h: 120, left: 40, top: 8, bottom: 22 };
+
+function renderChart(now) {
+  const series = chartSeries(state.history, now.getTime());
+  const b = bars(series, CHART.w, CHART.h);
+  const x0 = CHART.left;
+  const y0 = CHART.top;
+  const hhmm = (ms) => new Date(ms).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+  const grid = [b.top, Number.isInteger(b.top / 2) ? b.top / 2 : null, 0].filter((v) => v != null).map((v) => {
+    const y = y0 + CHART.h - (v / b.top) * CHART.h;
+    return [s('line', { class: 'grid', x1: x0, x2: x0 + CHART.w, y1: y, y2: y }),
+      s('text', { class: 'axis', x: x0 - 4, y: y + 4, 'text-anchor': 'end' }, fmt(v))];
+  });
+  const last = now.getTime() - (now.getTime() % MINUTE_MS);
+  const xlabels = [[0, '60 min ago'], [30, '30 min ago'], [59, hhmm(last)]].map(([i, label]) => s('text', {
+    class: 'axis', x: x0 + i * b.step + b.step / 2, y: y0 + CHART.h + 16, 'text-anchor': i === 0 ? 'start' : i === 59 ? 'end' : 'middle',
+  }, label));
+  const unknown = b.unknown.map((u) => s('rect', { class: 'unknown', x: x0 + u.x, y: y0, width: u.w, height: CHART.h },
+    s('title', {}, 'not seen yet: the stats hold the last 15 minutes, and the page keeps what it saw since it opened')));
+  const columns = b.bars.map((bar) => s('g', { class: 'minute' },
+    s('title', {}, `${hhmm(bar.start)}: ${fmt(bar.completed)} completed, ${fmt(bar.failed)} failed`),
+    // A transparent full-height rect makes the whole minute hoverable.
+    s('rect', { class: 'hover', x: x0 + bar.x, y: y0, width: bar.w, height: CHART.h }),
+    bar.c ? s('rect', { class: 'completed', x: x0 + bar.x, y: y0 + bar.c.y, width: bar.w, height: bar.c.h }) : null,
+    bar.f ? s('rect', { class: 'failed', x: x0 + bar.x, y: y0 + bar.f.y, width: bar.w, height: bar.f.h }) : null));
+  $('#chart').replaceChildren(s('svg', {
+    viewBox: `0 0 ${CHART.left + CHART.w + 4} ${CHART.top + CHART.h + CHART.bottom}`, role: 'img',
+    'aria-label': `Tasks completed and failed per minute over the last hour: ${series.totals.completed} completed, ${series.totals.failed} failed`,
+  }, grid, xlabels, unknown, columns));
+  const { completed, failed, minutes } = series.totals;
+  const rate = completed + failed > 0 ? ` (${((100 * failed) / (completed + failed)).toFixed(1)}% failed)` : '';
+  $('#chart-legend').replaceChildren(
+    h('span', { class: 'key completed' }, `completed ${fmt(completed)}`), ' ',
+    h('span', { class: 'key failed' }, `failed ${fmt(failed)}${rate}`), ' ',
+    h('span', { class: 'dim' }, minutes ? `over the ${minutes} minute${minutes === 1 ? '' : 's'} seen; ${(completed / minutes).toFixed(1)}/min completed` : 'no minute seen yet'));
+}
+
+// renderShardMap draws one cell per shard with its backlog (pending and
+// running), marked when it holds failed tasks, as qo tui's overview does;
+// a cell opens the shard's tasks.
+function renderShardMap(st) {
+  const cells = state.shards.map((shard) => {
+    const c = st.by_shard?.[shard] || {};
+    const backlog = (c.pending || 0) + (c.running || 0);
+    const cls = c.failed ? 'has-failed' : c.running ? 'has-running' : backlog ? 'has-pending' : 'empty';
+    return h('button', {
+      class: `shard ${cls}`, 'data-shard': shard, title: `shard ${shard}: ${fmt(c.pending)} pending, ${fmt(c.running)} running, ${fmt(c.failed)} failed`,
+      onclick: () => { state.filter.shard = shard; $('#shard').value = shard; go('tasks'); },
+    }, backlog > 99 ? '99+' : backlog ? String(backlog) : c.failed ? '!' : '·');
+  });
+  const map = $('#shardmap');
+  map.style.setProperty('--cols', String(Math.min(16, state.shards.length || 1)));
+  map.replaceChildren(...cells);
+  const top = Object.entries(st.by_shard || {}).map(([shard, c]) => [shard, c, (c.pending || 0) + (c.running || 0) + (c.failed || 0)])
+    .filter(([, , n]) => n > 0).sort((a, b) => b[2] - a[2] || a[0].localeCompare(b[0])).slice(0, 4);
+  $('#busiest').textContent = top.length
+    ? `busiest: ${top.map(([shard, c]) => `${shard} p${c.pending || 0} r${c.running || 0} f${c.failed || 0}`).join(' · ')}` : 'every shard is empty';
+}
+
+// renderTypes: one row per task type with tasks in the indexes or a pause
+// switch, with its own pause toggle.
+function renderTypes(st) {
+  const c = state.control || {};
+  const pausedTypes = c.paused_types || {};
+  const types = [...new Set([...Object.keys(st.by_type || {}), ...Object.keys(pausedTypes)])].sort();
+  const rows = types.map((type) => {
+    const n = st.by_type?.[type] || {};
+    const own = Object.hasOwn(pausedTypes, type);
+    const age = st.oldest_pending_age_seconds_by_type?.[type];
+    const state_ = own ? `paused${pausedTypes[type].reason ? ` (${pausedTypes[type].reason})` : ''}` : c.paused ? 'paused (whole queue)' : 'active';
+    return h('tr', { class: 'type', 'data-type': type },
+      h('td', { class: 'mono', title: type }, type), h('td', { class: 'num pending' }, fmt(n.pending)),
+      h('td', { class: 'num running' }, fmt(n.running)), h('td', { class: 'num failed' }, fmt(n.failed)),
+      h('td', { class: 'oldest' }, age >= 0 ? short(age * 1000) : '-'),
+      h('td', { class: `pause-state ${own || c.paused ? 'warn' : 'dim'}` }, state_),
+      h('td', {}, h('button', {
+        class: 'toggle', 'aria-label': `${own ? 'resume' : 'pause'} type ${type}`, disabled: Boolean(c.error),
+        onclick: () => togglePause(type, own),
+      }, own ? 'Resume' : 'Pause')));
+  });
+  $('#types').replaceChildren(...(rows.length ? rows : [h('tr', {}, h('td', { colspan: 7, class: 'dim' }, 'no task waits, runs or failed'))]));
+  const all = $('#pause-all');
+  all.textContent = c.paused ? 'Resume the whole queue' : 'Pause the whole queue';
+  all.disabled = Boolean(c.error);
+}
+
+// togglePause pauses or resumes a type (the whole queue when type is
+// empty) with the same switch as qo pause and qo resume, after a
+// confirmation that says what it does.
+async function togglePause(type, paused) {
+  const what = type ? `type ${type}` : 'the whole queue';
+  const question = paused ? `Resume ${what}? Workers start claiming ${type ? 'its' : 'all'} tasks again.`
+    : `Pause ${what}? Workers stop claiming ${type ? 'its' : 'any'} tasks; running ones finish, and submits still queue.`;
+  if (!confirm(question)) return;
+  if (await action(() => state.backend.setPause(paused ? 'resume' : 'pause', type, 'from the web UI'))) {
+    state.flash = `${paused ? 'resumed' : 'paused'} ${what}`;
+  }
+}
+
+// action runs an operator action and reloads the view when it succeeded.
+// A refused action's error stays until the next timed refresh rather than
+// being wiped at once by the reload.
+async function action(fn) {
+  let ok = false;
+  await guard(async () => {
+    await fn();
+    ok = true;
+  });
+  if (ok) await refresh();
+  return ok;
 }
 
 function renderTasks(now) {
@@ -341,7 +583,8 @@ function renderDetail(now) {
     h('td', {}, e.event), h('td', {}, e.status || ''), h('td', { class: 'num' }, e.attempt ?? ''), h('td', {}, e.worker_id || '-'),
     h('td', { class: 'error' }, e.error || '')));
   box.replaceChildren(
-    h('h2', { class: 'mono' }, t.id), h('div', { class: 'actions' }, actions),
+    h('h2', { class: 'mono' }, t.id),
+    h('div', { class: 'actions' }, actions, h('a', { class: 'permalink', href: navFragment(state.cfg, { view: state.view, task: t.id }) }, 'link to this task')),
     h('table', { class: 'fields' },
       field('type', t.task_type), field('status', h('span', { class: `st ${t.status}` }, t.status)),
       field('priority', priorityOf(t)), field('shard', t.shard),
@@ -392,17 +635,17 @@ async function select(id) {
   const gen = state.gen;
   state.selected = id;
   state.marks = [];
+  writeAddress(true);
   await guard(() => loadDetail(id));
   if (gen === state.gen) render();
 }
 
 async function act(op, t) {
   if (!confirm(`${op[0].toUpperCase()}${op.slice(1)} task ${t.id} (${t.task_type}, ${t.status})?`)) return;
-  await guard(async () => {
+  await action(async () => {
     const next = await state.backend.act(op, t.id, state.shardChars);
     state.flash = `${op}: task ${t.id} is now ${next.status}`;
   });
-  await refresh();
 }
 
 function renderWorkers(now) {
@@ -431,9 +674,28 @@ function renderSchedules(now) {
 
 // ---- wiring -----------------------------------------------------------------
 
-$('#tab-tasks').addEventListener('click', () => { state.view = 'tasks'; refresh(); });
-$('#tab-workers').addEventListener('click', () => { state.view = 'workers'; refresh(); });
-$('#tab-schedules').addEventListener('click', () => { state.view = 'schedules'; refresh(); });
+// go shows a view (and a task in it), puts it in the address bar and loads
+// it. Leaving a view forgets its selected task and list page.
+function go(view, { task = '', push = true } = {}) {
+  if (!VIEWS.includes(view) || !state.backend) return;
+  const changed = view !== state.view;
+  if (changed || task !== (state.selected || '')) {
+    state.selected = task || null;
+    state.marks = [];
+  }
+  if (changed) {
+    state.cursors = [''];
+    state.page = 0;
+    state.malformed = [];
+  }
+  state.view = view;
+  writeAddress(push);
+  render();
+  refresh();
+}
+
+for (const v of VIEWS) $(`#tab-${v}`).addEventListener('click', () => go(v));
+$('#pause-all').addEventListener('click', () => togglePause('', Boolean(state.control?.paused)));
 $('#refresh-now').addEventListener('click', refresh);
 $('#interval').addEventListener('change', (e) => setRefresh(Number(e.target.value)));
 $('#shard').addEventListener('change', (e) => { state.filter.shard = e.target.value; state.cursors = ['']; state.page = 0; refresh(); });
@@ -441,16 +703,45 @@ $('#statusf').addEventListener('change', (e) => { state.filter.status = e.target
 $('#more').addEventListener('click', () => { state.cursors[state.page + 1] = state.next; state.page++; refresh(); });
 $('#prev').addEventListener('click', () => { state.page = Math.max(0, state.page - 1); refresh(); });
 
-// A second link opened in this tab is the same page with another fragment:
-// the browser does not load the page again but fires hashchange. Its
-// settings and credentials replace the current ones, and the fragment
-// leaves the address bar as the first one did. (replaceState fires no
-// hashchange; a fragment naming no bucket or API is dropped and changes
-// nothing.)
-window.addEventListener('hashchange', () => {
-  if (!location.hash) return;
-  const cfg = readFragment();
-  if (cfg.bucket || cfg.api) openLink(cfg);
+// Keyboard: 1-5 or g then o, t, d, w, s open the views; r refreshes. Keys
+// typed into a field or with a modifier are left alone.
+const KEY_VIEWS = { o: 'overview', t: 'tasks', d: 'dead', w: 'workers', s: 'schedules' };
+let gPressed = 0;
+document.addEventListener('keydown', (e) => {
+  if (!state.backend || e.ctrlKey || e.metaKey || e.altKey || e.target.closest?.('input, select, textarea, [contenteditable]')) return;
+  const afterG = gPressed && Date.now() - gPressed < 1500;
+  gPressed = 0;
+  let view = '';
+  if (afterG) view = KEY_VIEWS[e.key] || '';
+  else if (/^[1-9]$/.test(e.key)) view = VIEWS[Number(e.key) - 1] || '';
+  if (view) {
+    e.preventDefault();
+    go(view);
+  } else if (e.key === 'g') {
+    gPressed = Date.now();
+  } else if (e.key === 'r' && !afterG) {
+    refresh();
+  }
 });
 
-openLink(readFragment());
+// A fragment change is either a move within the page (a pasted deep link
+// to the same queue, the back button) or a second link opened in this tab:
+// the browser does not load the page again but fires hashchange. A second
+// link's settings and credentials replace the current ones, and its
+// credentials leave the address bar as the first link's did. (pushState and
+// replaceState fire no hashchange; a fragment naming no bucket or API and
+// nothing to show changes nothing.)
+window.addEventListener('hashchange', () => {
+  const { cfg, nav } = readFragment();
+  if (state.backend && isNavigation(cfg, state.cfg)) {
+    if (nav.view || nav.task) go(nav.view, { task: nav.task, push: false });
+    else writeAddress(false);
+    return;
+  }
+  if (cfg.bucket || cfg.api) openLink(cfg, nav);
+  else if (!state.backend && (nav.view || nav.task)) state.pendingNav = nav; // shown once connected
+});
+
+setRefresh(Number($('#interval').value));
+const first = readFragment();
+openLink(first.cfg, first.nav);

@@ -4,10 +4,12 @@
 import { S3 } from './s3.js';
 import {
   TASKS_PREFIX, WORKERS_PREFIX, SCHEDULES_PREFIX, CONTROL_KEY, READY_PREFIX, LEASES_PREFIX, DEAD_PREFIX, LAYOUT_VERSION, LIST_WINDOW_MS,
-  applyOperator, indexChanges, indexKeys, parseIndexKey, decodeTask, taskKey, shards, shardOf, idFloor,
+  applyOperator, applyControl, countStats, indexChanges, indexKeys, parseIndexKey, decodeTask, taskKey, shards, shardOf, idFloor,
 } from './queue.js';
 
 const PAGE = 50;
+/** MAX_INDEX_PAGES bounds the LISTs of one index per stats refresh, as queue.StatsOptions does. */
+const MAX_INDEX_PAGES = 10;
 
 /** The index each status is listed from; other statuses use the creation window. */
 const INDEX_OF = { pending: READY_PREFIX, running: LEASES_PREFIX, failed: DEAD_PREFIX };
@@ -149,6 +151,98 @@ export class S3Backend {
     return obj ? JSON.parse(obj.text) : { paused: false, paused_types: {} };
   }
 
+  /**
+   * setPause pauses or resumes a task type (the whole queue when type is
+   * empty) the way qo pause and qo resume do: read control.json, apply the
+   * shared rule, write it back only if it did not change meanwhile
+   * (If-Match on its ETag, or create-only when there is none), and apply
+   * again on the new version when it did.
+   */
+  async setPause(op, type, reason = 'from the web UI') {
+    for (let tries = 0; tries < 5; tries++) {
+      const obj = await this.s3.get(CONTROL_KEY);
+      const base = obj ? JSON.parse(obj.text) : null;
+      const next = applyControl(base, op, type, reason, this.now().toISOString());
+      if (!next) return base;
+      try {
+        await this.s3.put(CONTROL_KEY, JSON.stringify(next), obj ? { ifMatch: obj.etag } : { ifNoneMatch: '*' });
+        return next;
+      } catch (e) {
+        if (e.status === 412 || e.status === 409) continue; // another writer got there first
+        throw e;
+      }
+    }
+    throw new Error(`${op}: control.json kept changing; try again`);
+  }
+
+  /**
+   * stats counts the queue as GET /api/stats does, from the index keys and
+   * the heartbeats, reading no task: a LIST per 1,000 entries of each index
+   * (at most MAX_INDEX_PAGES each), one of the registry, and a GET per
+   * worker whose heartbeat changed since the last call.
+   */
+  async stats() {
+    const now = this.now();
+    const [ready, leases, dead] = await Promise.all([READY_PREFIX, LEASES_PREFIX, DEAD_PREFIX].map((p) => this.listKeys(p, MAX_INDEX_PAGES)));
+    const { records, malformed } = await this.readWorkers();
+    return countStats({
+      ready: ready.keys, leases: leases.keys, dead: dead.keys, partial: ready.partial || leases.partial || dead.partial,
+      workers: records, malformed, now,
+    });
+  }
+
+  /** listKeys lists the keys under prefix, at most maxPages pages; partial says there were more. */
+  async listKeys(prefix, maxPages) {
+    const keys = [];
+    let token = '';
+    for (let i = 0; i < maxPages; i++) {
+      const page = await this.s3.list(prefix, { token });
+      keys.push(...page.keys.map((k) => k.key));
+      if (!page.next) return { keys, partial: false };
+      token = page.next;
+    }
+    return { keys, partial: true };
+  }
+
+  /**
+   * readWorkers reads the worker registry, keeping each record with the
+   * ETag it was listed with: a heartbeat that did not change since the
+   * last call is not read again.
+   */
+  async readWorkers() {
+    const cache = (this.workerCache ??= new Map());
+    const listed = [];
+    let token = '';
+    do {
+      const page = await this.s3.list(WORKERS_PREFIX, { token });
+      listed.push(...page.keys);
+      token = page.next;
+    } while (token);
+    const present = new Set(listed.map((k) => k.key));
+    for (const key of cache.keys()) if (!present.has(key)) cache.delete(key);
+    await Promise.all(listed.filter(({ key, etag }) => cache.get(key)?.etag !== etag || !etag).map(async ({ key, etag }) => {
+      const obj = await this.s3.get(key);
+      if (!obj) {
+        cache.delete(key); // deregistered since the listing
+        return;
+      }
+      try {
+        const w = JSON.parse(obj.text);
+        if (!(w.format === 1 && typeof w.worker_id === 'string')) throw new Error('not a qo record');
+        cache.set(key, { etag, record: w });
+      } catch (e) {
+        cache.set(key, { etag, error: { key, error: e.message } });
+      }
+    }));
+    const records = [];
+    const malformed = [];
+    for (const e of cache.values()) {
+      if (e.record) records.push(e.record);
+      else malformed.push(e.error);
+    }
+    return { records, malformed };
+  }
+
   /** schedules reads every live schedule. */
   async schedules() {
     const { records, malformed } = await this.readAll(SCHEDULES_PREFIX, (s) => s.format === 1 && typeof s.name === 'string');
@@ -156,7 +250,7 @@ export class S3Backend {
   }
 
   async workers() {
-    const { records, malformed } = await this.readAll(WORKERS_PREFIX, (w) => w.format === 1 && typeof w.worker_id === 'string');
+    const { records, malformed } = await this.readWorkers();
     records.sort((a, b) => a.worker_id.localeCompare(b.worker_id));
     return { workers: records, malformed };
   }
@@ -233,7 +327,13 @@ export class ApiBackend {
     const date = res.headers.get('Date');
     if (date) this.offset = Date.parse(date) + 500 - Date.now();
     const data = await res.json().catch(() => ({}));
-    if (!res.ok) throw new Error(data.error?.message || `${res.status} ${res.statusText}`);
+    if (!res.ok) {
+      const msg = data.error?.message || `${res.status} ${res.statusText}`;
+      // A link copied from the address bar carries no token (by design):
+      // the page needs the one qo serve printed, opened in the same tab.
+      if (res.status === 401 && !this.token) throw new Error(`${msg} (open the link qo serve printed, which carries the API token, then this one in the same tab)`);
+      throw new Error(msg);
+    }
     return data;
   }
 
@@ -272,6 +372,16 @@ export class ApiBackend {
 
   async control() {
     return this.call('GET', '/api/control');
+  }
+
+  /** stats: the API's counts (reused by qo serve for 2 s whoever asks). */
+  async stats() {
+    return this.call('GET', '/api/stats');
+  }
+
+  async setPause(op, type, reason = 'from the web UI') {
+    if (op !== 'pause' && op !== 'resume') throw new Error(`unknown action ${op}`);
+    return this.call('POST', `/api/${op}`, op === 'pause' ? { type, reason } : { type });
   }
 
   async schedules() {

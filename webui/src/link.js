@@ -1,6 +1,8 @@
 // The settings a link gives the page, in its fragment (#...), which
 // browsers never send to any server: endpoint, bucket, region, ak, sk, st
 // (session token), exp (expiry), or api (+ token) to use qo's HTTP API.
+// The fragment also says where in the page to go: view (one of VIEWS) and
+// task (a task id, opened in its detail).
 
 /** parseFragment reads a link's fragment ("#a=1&b=2", with or without the "#"). */
 export function parseFragment(hash) {
@@ -10,4 +12,55 @@ export function parseFragment(hash) {
 /** canConnect says whether settings suffice to open the queue without asking for keys. */
 export function canConnect(cfg) {
   return Boolean(cfg.api || (cfg.bucket && cfg.ak && cfg.sk));
+}
+
+/** VIEWS are the page's views, in the order of their number keys (1-5). */
+export const VIEWS = ['overview', 'tasks', 'dead', 'workers', 'schedules'];
+
+// PLACE_KEYS say which queue a link is for. They are no secret, so the
+// address bar keeps them: a copied address opens the same queue (asking for
+// keys, or for qo serve's token, when it needs them).
+const PLACE_KEYS = ['api', 'endpoint', 'bucket', 'region'];
+const NAV_KEYS = ['view', 'task'];
+const TASK_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * readLink splits a fragment into the connection settings (cfg) and where
+ * to go (nav: {view, task}). An unknown view or a malformed task id is
+ * dropped; a task without a view opens in the task list.
+ */
+export function readLink(hash) {
+  const all = parseFragment(hash);
+  const cfg = Object.fromEntries(Object.entries(all).filter(([k]) => !NAV_KEYS.includes(k)));
+  const task = TASK_ID.test(all.task || '') ? all.task : '';
+  let view = VIEWS.includes(all.view) ? all.view : '';
+  if (task && !['tasks', 'dead'].includes(view)) view = 'tasks';
+  return { cfg, nav: { view, task } };
+}
+
+// enc keeps "/" and ":" readable (api=/, endpoint=http://...): both are
+// allowed in a fragment and URLSearchParams reads them back unchanged.
+const enc = (v) => encodeURIComponent(v).replace(/%2F/gi, '/').replace(/%3A/gi, ':');
+
+/**
+ * navFragment is the address-bar fragment for a view (and task) of the
+ * queue cfg names: where the queue is and where in the page, never a
+ * credential, so it can be pasted into a chat.
+ */
+export function navFragment(cfg, { view = 'overview', task = '' } = {}) {
+  const parts = PLACE_KEYS.filter((k) => cfg[k]).map((k) => `${k}=${enc(cfg[k])}`);
+  parts.push(`view=${enc(view)}`);
+  if (task) parts.push(`task=${enc(task)}`);
+  return `#${parts.join('&')}`;
+}
+
+/**
+ * isNavigation says whether a fragment only moves within the queue the page
+ * is connected to (cfg: its settings): it carries no credentials and names
+ * no other queue. Such a fragment (a pasted deep link, the browser's back
+ * button) keeps the connection; any other is a new link.
+ */
+export function isNavigation(linkCfg, cfg) {
+  if (Object.keys(linkCfg).some((k) => !PLACE_KEYS.includes(k))) return false;
+  return PLACE_KEYS.every((k) => !linkCfg[k] || linkCfg[k] === cfg[k]);
 }

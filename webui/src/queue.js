@@ -270,3 +270,129 @@ export function health(lastHeartbeat, now, thresholdMS = 60000) {
   if (age <= DEAD_FACTOR * thresholdMS) return 'stale';
   return 'dead';
 }
+
+/** validType is queue.ValidateType: 1-64 of [A-Za-z0-9_.:-], not only dots. */
+export function validType(s) {
+  return typeof s === 'string' && /^[A-Za-z0-9_.:-]{1,64}$/.test(s) && /[^.]/.test(s);
+}
+
+const HEX_SHARD = /^[0-9a-f]{1,2}$/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const MS = /^\d{13}$/;
+
+/**
+ * indexEntry reads what an index key says without reading the task, as
+ * queue.ParseReadyKey, ParseLeaseKey and ParseDeadKey do: {index, shard,
+ * type, id} plus, for a ready key, when the task becomes available (its
+ * rank moved back by its priority). null when the key is not one.
+ */
+export function indexEntry(key) {
+  const p = key.split('/');
+  const ok = (index, shard, type, id, extra) => (HEX_SHARD.test(shard) && validType(type) && UUID.test(id) && shardOf(id, shard.length) === shard
+    ? { index, shard, type, id, ...extra } : null);
+  if (p[0] === 'ready' && p.length === 6 && MS.test(p[2]) && PRIORITIES.includes(p[4])) {
+    const offset = p[4] === 'high' ? -PRIORITY_STEP_MS : p[4] === 'low' ? PRIORITY_STEP_MS : 0;
+    return ok('ready', p[1], p[3], p[5], { availableAt: Number(p[2]) - offset });
+  }
+  if (p[0] === 'leases' && p.length === 7 && MS.test(p[2])) return ok('leases', p[1], p[3], p[4]);
+  if (p[0] === 'dead' && p.length === 5 && MS.test(p[1])) return ok('dead', p[2], p[3], p[4]);
+  return null;
+}
+
+/** COUNTED are the statuses the stats count, from their indexes (queue.CountedStatuses). */
+export const COUNTED = ['pending', 'running', 'failed'];
+/** RECENT_MINUTES is the length of the stats' per-minute counts (queue.DefaultRecentMinutes). */
+export const RECENT_MINUTES = 15;
+
+/**
+ * countStats computes what GET /api/stats answers (view.Stats) from the
+ * keys of the three indexes and the worker records, for a page reading the
+ * bucket itself: counts by status, shard and type, the delayed tasks, the
+ * oldest waiting task overall and per type, finishes per minute summed from
+ * the heartbeats, and the workers by health. now is a Date (the bucket's
+ * clock); partial says an index was not read to its end.
+ */
+export function countStats({ ready = [], leases = [], dead = [], workers = [], malformed = [], partial = false, now, minutes = RECENT_MINUTES }) {
+  const nowMs = now.getTime();
+  const st = {
+    at: now.toISOString(), total: 0, by_status: Object.fromEntries(STATUSES.map((s) => [s, 0])), counted: [...COUNTED],
+    by_shard: {}, by_type: {}, delayed: 0, oldest_pending_age_seconds: 0, oldest_pending_age_seconds_by_type: {},
+    recent: [], partial, malformed, workers: { active: 0, stale: 0, dead: 0 },
+  };
+  const bump = (m, k, status) => {
+    m[k] ??= {};
+    m[k][status] = (m[k][status] || 0) + 1;
+  };
+  const oldest = {};
+  let oldestAll = Infinity;
+  const add = (status, keys) => {
+    for (const key of keys) {
+      const e = indexEntry(key);
+      if (!e) continue;
+      st.total++;
+      st.by_status[status]++;
+      bump(st.by_shard, e.shard, status);
+      bump(st.by_type, e.type, status);
+      if (status !== 'pending') continue;
+      if (e.availableAt > nowMs) {
+        st.delayed++;
+        continue;
+      }
+      oldestAll = Math.min(oldestAll, e.availableAt);
+      oldest[e.type] = Math.min(oldest[e.type] ?? Infinity, e.availableAt);
+    }
+  };
+  add('pending', ready);
+  add('running', leases);
+  add('failed', dead);
+  if (oldestAll < Infinity) st.oldest_pending_age_seconds = (nowMs - oldestAll) / 1000;
+  for (const [type, at] of Object.entries(oldest)) st.oldest_pending_age_seconds_by_type[type] = (nowMs - at) / 1000;
+
+  const first = nowMs - (nowMs % 60000) - (minutes - 1) * 60000;
+  st.recent = Array.from({ length: minutes }, (_, i) => ({ start: new Date(first + i * 60000).toISOString(), completed: 0, failed: 0 }));
+  for (const w of workers) {
+    st.workers[health(w.last_heartbeat, st.at)]++;
+    for (const m of w.recent || []) {
+      const i = Math.floor((Date.parse(m.start) - first) / 60000);
+      if (i >= 0 && i < minutes) {
+        st.recent[i].completed += m.completed || 0;
+        st.recent[i].failed += m.failed || 0;
+      }
+    }
+  }
+  return st;
+}
+
+/**
+ * applyControl returns the control.json a pause or resume makes of base
+ * (the stored one, or null when there is none) at time now (ISO), or null
+ * when it changes nothing: the rules of queue.Pause and queue.Resume. An
+ * empty type means the whole queue; resuming it leaves the types paused
+ * one by one paused.
+ */
+export function applyControl(base, op, type, reason, now) {
+  if (base && base.format !== FORMAT_VERSION) throw new Error(`control.json has format ${base.format}; this page writes format ${FORMAT_VERSION}`);
+  if (type && !validType(type)) throw new Error(`${op}: bad task type ${JSON.stringify(type)}`);
+  const c = structuredClone(base || { format: FORMAT_VERSION, paused: false, paused_at: null, reason: '', paused_types: null, rev: 0 });
+  const types = { ...(c.paused_types || {}) };
+  if (op === 'pause' && !type) {
+    if (c.paused) return null;
+    Object.assign(c, { paused: true, paused_at: now, reason });
+  } else if (op === 'pause') {
+    if (Object.hasOwn(types, type)) return null;
+    types[type] = { at: now, reason };
+  } else if (op === 'resume' && !type) {
+    if (!c.paused) return null;
+    Object.assign(c, { paused: false, paused_at: null, reason: '' });
+  } else if (op === 'resume') {
+    if (!Object.hasOwn(types, type)) return null;
+    delete types[type];
+  } else {
+    throw new Error(`unknown action ${op}`);
+  }
+  c.paused_types = types;
+  c.format = FORMAT_VERSION;
+  c.rev = (c.rev || 0) + 1;
+  c.updated_at = now;
+  return c;
+}

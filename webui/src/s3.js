@@ -33,7 +33,10 @@ export class S3 {
   }
 
   async request(method, url, { body, headers } = {}) {
-    const res = await this.client.fetch(url, { method, body, headers });
+    // no-store: the signature travels in headers, so the browser would
+    // otherwise answer a GET of the same URL from its cache (heuristic
+    // freshness from Last-Modified) and show a state the bucket left.
+    const res = await this.client.fetch(url, { method, body, headers, cache: 'no-store' });
     const date = res.headers.get('Date');
     if (date) this.offset = Date.parse(date) + 500 - Date.now(); // Date has second resolution
     return res;
@@ -74,10 +77,11 @@ export class S3 {
     return { text: await res.text(), etag: res.headers.get('ETag') };
   }
 
-  /** put writes body; ifMatch makes it a compare-and-swap. */
-  async put(key, body, { ifMatch } = {}) {
+  /** put writes body; ifMatch makes it a compare-and-swap, ifNoneMatch: '*' a create-only write. */
+  async put(key, body, { ifMatch, ifNoneMatch } = {}) {
     const headers = { 'Content-Type': 'application/json' };
     if (ifMatch) headers['If-Match'] = ifMatch;
+    if (ifNoneMatch) headers['If-None-Match'] = ifNoneMatch;
     const res = await this.request('PUT', this.url(key), { body, headers });
     if (!res.ok) await this.fail(res);
     return res.headers.get('ETag');
