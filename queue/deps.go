@@ -281,25 +281,25 @@ func (q *Queue) afterLanded(ctx context.Context, prev, next *Task) {
 	_, wasDone := ended(prev)
 	switch {
 	case done && !wasDone:
-		q.tellChildren(ctx, next, func(child uuid.UUID) error {
+		q.tellChildren(ctx, next, func(ctx context.Context, child uuid.UUID) error {
 			_, err := q.record(ctx, child, map[uuid.UUID]Status{next.ID: st})
 			return err
 		})
 	case next.LastEvent == EventReplayed:
-		q.tellChildren(ctx, next, func(child uuid.UUID) error {
+		q.tellChildren(ctx, next, func(ctx context.Context, child uuid.UUID) error {
 			return q.rewait(ctx, child, next.ID)
 		})
 	}
 }
 
 // tellChildren runs fn for every child of parent, 16 at a time.
-func (q *Queue) tellChildren(ctx context.Context, parent *Task, fn func(uuid.UUID) error) {
+func (q *Queue) tellChildren(ctx context.Context, parent *Task, fn func(context.Context, uuid.UUID) error) {
 	// Not the caller's context alone: a worker that finished its handler
 	// should not leave children waiting because its own deadline passed.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
 	forEach(len(parent.Children), 16, func(i int) {
-		if err := fn(parent.Children[i]); err != nil {
+		if err := fn(ctx, parent.Children[i]); err != nil {
 			q.log.Warn("a child of a finished task was not updated (the sweeper will)", "parent", parent.ID, "child", parent.Children[i], "err", err)
 		}
 	})

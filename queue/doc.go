@@ -87,7 +87,7 @@ present in every object; absent values are null, "" or 0):
 	id                  task id (UUID)
 	task_type           handler name
 	shard               ShardOf(id): ShardChars hex chars (see Key layout)
-	status              pending | running | completed | failed | cancelled | expired | archived
+	status              waiting | pending | running | completed | failed | cancelled | expired | archived
 	available_at        RFC 3339 time; claimable when <= now (delay, backoff)
 	lease_expires_at    RFC 3339 time or null; running only
 	input               any JSON (null when none); never changes
@@ -115,6 +115,14 @@ present in every object; absent values are null, "" or 0):
 	expires_at          RFC 3339 deadline for starting, or null (never expires)
 	input_ref           null, or {key, version_id, bytes, sha256} of an offloaded input
 	output_ref          null, or the same for an offloaded output
+	parents             absent, or [{id, done}]: the tasks it runs after; done is ""
+	                    until that parent's end is recorded here, then the status it
+	                    ended in (see Dependencies)
+	on_parent_failure   absent, or cancel | fail | run (with parents)
+	children            absent, or [id]: tasks that run after this one, only ever added
+
+The three dependency fields are left out of tasks that have none, so
+objects written before dependencies existed read the same.
 
 Times are UTC with millisecond precision (the resolution of index keys).
 An object that does not decode (bad JSON, wrong field types, unknown format
@@ -130,9 +138,16 @@ Index objects are empty: the key is the whole entry.
 
 # State machine
 
-	                       Submit
-	                         |
-	                         v
+	  Submit --after (parents not all completed)
+	      |
+	      v
+	   WAITING --- Cancel; or a parent failed, cancelled or expired ---> CANCELLED
+	      |        (on_parent_failure cancel; fail: FAILED; run: as completed)
+	      |  every parent ended: released (never claimed before)
+	      |
+	      |                Submit
+	      |                  |
+	      +----------------->v
 	+----------------->  PENDING  <---+  RequeueNow
 	|                    |     ^  \---+  (delay/backoff -> now)
 	|             Claim  |     |  Retry, ExpireLease (retries left);
@@ -167,6 +182,14 @@ else with a *TransitionError (errors.Is ErrInvalidTransition) and no write.
 
 	from       event             to         performed by
 	(new)      enqueued          pending    Submit
+	(new)      enqueued          waiting    Submit with parents not all completed
+	waiting    parent_done       waiting    the write ending a parent (others not ended)
+	waiting    released          pending    the write ending the last parent
+	waiting    cancelled         cancelled  Cancel; a parent ended badly (on_parent_failure cancel)
+	waiting    failed            failed     a parent ended badly (on_parent_failure fail)
+	waiting    child_added       waiting    Submit of a child
+	pending    child_added       pending    Submit of a child
+	running    child_added       running    Submit of a child (the holder's next write re-applies over it)
 	pending    claimed           running    Claim
 	running    lease_extended    running    Extend
 	running    succeeded         completed  Complete
@@ -183,6 +206,8 @@ else with a *TransitionError (errors.Is ErrInvalidTransition) and no write.
 	failed     replayed          pending    Replay
 	cancelled  replayed          pending    Replay
 	expired    replayed          pending    Replay (a passed expires_at is cleared)
+	failed     replayed          waiting    Replay, or of a parent, of a task whose parents did not all complete
+	cancelled  replayed          waiting    Replay, or of a parent, of a task whose parents did not all complete
 	completed  archived          archived   Archive
 	failed     archived          archived   Archive
 	cancelled  archived          archived   Archive
@@ -195,8 +220,13 @@ status: format 1, rev >= 1, request_id set, timeout_seconds >= 1,
 0 <= retry_count <= max_retries, created_at <= updated_at, valid type,
 priority and retry policy, shard = ShardOf(id), input and input_ref not
 both set (output and output_ref likewise), output_ref only on completed or
-archived tasks. Then:
+archived tasks; parents within 1,000, without repeats or the task itself,
+with on_parent_failure set; children within 10,000, without repeats.
+Then:
 
+	waiting    no worker_id, lease, completed_at, output; cancel_requested
+	           false; some parent not ended, or one ended badly with
+	           on_parent_failure cancel or fail (decided by the same write)
 	pending    no worker_id, lease_id, lease_expires_at, completed_at, output;
 	           cancel_requested false; available_at set
 	running    worker_id, lease_id, lease_expires_at set; attempt >= 1;
@@ -209,8 +239,9 @@ archived tasks. Then:
 
 Across a write (prev -> next): rev grows by exactly 1; attempt grows by 1
 on claimed and never otherwise; request_id is fresh; id, task_type, shard,
-created_at, input, input_ref and idempotency_key never change; updated_at
-never goes back.
+created_at, input, input_ref and idempotency_key never change; the parent
+ids and on_parent_failure never change (only each parent's done); children
+are only ever appended; updated_at never goes back.
 
 # rev, attempt and request_id
 
@@ -293,6 +324,56 @@ CheckLease (ErrCancelRequested, the lease stays valid), stops the handler
 and calls AckCancel. A task whose worker dies is taken back by
 ReclaimLease or ExpireLease, which cancel instead of retrying. Complete
 still wins when the work finished.
+
+# Dependencies
+
+A task submitted with parents (SubmitRequest.After, qo submit --after)
+runs after them. Submit reads every parent (1 GET each; an unknown id is
+refused and nothing is written). When all completed already, the task is
+pending at once. Otherwise it is created waiting: its waiting entry
+waiting/{shard}/{id}, then the task (create-only), then, for each parent
+that has not ended, a child_added write appending the child to the
+parent's children (rebased over concurrent writes; a running parent's
+holder re-applies its own next write over it, as over a cancel request).
+A parent found ended in that write, or before, is recorded on the child at
+once.
+
+Nothing polls a waiting task. The write that ends a parent (completed,
+failed, cancelled or expired, by a worker, the monitor or an operator)
+is followed, once it landed, by one write per child (GET + conditional
+PUT, rebased over other parents doing the same): the parent's end is
+recorded in the child's parents. The write that records the last end
+releases the child: pending, available now (its ready entry is written
+first, its waiting entry removed after), event released. A parent that
+ended otherwise decides the child's fate at once by on_parent_failure:
+cancel (default; cancel_reason "parent ID failed"), fail (a dead letter,
+last_error the same) or run (counted as ended; the child runs once every
+parent ended). A cancelled or failed child tells its own children in turn.
+Two parents ending at once both rebase onto the child: each end is
+recorded once and exactly one write releases it.
+
+Cost of one edge: 1 GET at submit, 1 PUT on the parent (child_added)
+unless it had already ended, and 1 GET + 1 PUT on the child when the parent
+ends; the release adds the child's ready entry PUT and the waiting entry
+DELETE that any submit and claim would pay. Nothing is listed.
+
+Replay of a parent that ended badly puts the children it cancelled or
+failed (their reason names it) back to waiting for it, and theirs in turn.
+Replay of such a child alone waits again for its parents: one still
+failed decides at once by on_parent_failure again.
+
+Faults: the child's waiting entry is written before it, so a waiting task
+is always in the index. A submit that dies before telling a parent
+leaves a waiting task the parent does not know, and a writer that dies
+between a parent's end and the child's write leaves a parent's end
+unrecorded: the same submit repeated with its idempotency key finishes
+the first, and the sweeper finishes both (SweepWaiting: each round of
+the monitor's sweeper reads one page of waiting/ and, for every waiting
+task, its parents that have not ended; it tells a parent that does not
+list the child and records an end no child heard of), so a missed release
+is repaired within one sweep interval (5 minutes by default). Its cost is
+one LIST per 1,000 waiting tasks plus their parents' reads, whatever the
+bucket's history.
 
 # Clock and skew bound
 

@@ -8,12 +8,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -298,15 +296,8 @@ func TestReleaseImageRuns(t *testing.T) {
 	if _, err := fmt.Sscanf(cf.Config.User, "%d:%d", &uid, &gid); err != nil || uid == 0 {
 		t.Fatalf("the image's user %q: want a numeric non-root uid:gid", cf.Config.User)
 	}
-	cmd := exec.Command(cf.Config.Entrypoint[0], "version")
+	cmd := inImage(rootfs, cf.Config.Entrypoint[0], uid, gid, "version")
 	cmd.Env = cf.Config.Env
-	if os.Geteuid() == 0 {
-		// The container's view: only the image's files, its user.
-		cmd.Dir = "/"
-		cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: rootfs, Credential: &syscall.Credential{Uid: uid, Gid: gid}}
-	} else {
-		cmd.Path = filepath.Join(rootfs, cf.Config.Entrypoint[0])
-	}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("qo version in the image: %v\n%s", err, out)
