@@ -14,7 +14,7 @@ import (
 
 // SubmitFields are the keys a submit document may carry.
 var SubmitFields = []string{"type", "task_type", "input", "timeout_seconds", "max_retries", "retry_policy",
-	"delay", "available_at", "idempotency_key", "priority", "expires_in", "expires_at"}
+	"delay", "available_at", "idempotency_key", "priority", "expires_in", "expires_at", "after", "on_parent_failure"}
 
 // SubmitDefaults fill the fields a submit document leaves out.
 type SubmitDefaults struct {
@@ -218,6 +218,36 @@ func decodeSubmit(line []byte, def SubmitDefaults) (SubmitDoc, error) {
 		t.ExpiresIn, req.ExpiresAt = def.ExpiresIn, def.ExpiresAt
 	case t.ExpiresIn == 0 && req.ExpiresAt.IsZero():
 		return t, errors.New("expires_in must be positive (leave it out for a task that never expires)")
+	}
+
+	// after, on_parent_failure (see Dependencies in doc.go)
+	if raw, ok := fields["after"]; ok && !isNull(raw) {
+		var ids []string
+		if err := json.Unmarshal(raw, &ids); err != nil {
+			return t, errors.New(`after: want an array of task ids, e.g. ["0b6f4c2e-8d1a-4f7e-9c3b-2a5d6e7f8a9b"]`)
+		}
+		for _, s := range ids {
+			id, err := ParseID(s)
+			if err != nil {
+				return t, fmt.Errorf("after: %s", inputText(err))
+			}
+			req.After = append(req.After, id)
+		}
+		if err := checkParents(req.After); err != nil {
+			return t, fmt.Errorf("after: %s", inputText(err))
+		}
+	}
+	policy, err := stringField(fields, "on_parent_failure")
+	if err != nil {
+		return t, err
+	}
+	if policy != "" {
+		if len(req.After) == 0 {
+			return t, errors.New(`on_parent_failure needs "after" (it says what the task does when a parent does not complete)`)
+		}
+		if req.OnParentFailure, err = ParseParentFailure(policy); err != nil {
+			return t, errors.New(inputText(err))
+		}
 	}
 	return t, nil
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/qo-queue/qo/queue"
@@ -54,6 +55,14 @@ func TestDecodeSubmit(t *testing.T) {
 		{"numeric priority", `{"type":"e","priority":1}`, "priority: want a string", nil},
 		{"both expiries", `{"type":"e","expires_in":"1m","expires_at":"2031-01-02T03:04:05Z"}`, "not both", nil},
 		{"zero expires_in", `{"type":"e","expires_in":0}`, "must be positive", nil},
+		{"after", `{"type":"e","after":["0b6f4c2e-8d1a-4f7e-9c3b-2a5d6e7f8a9b"],"on_parent_failure":"run"}`, "", func(t *testing.T, d queue.SubmitDoc) {
+			require.Equal(t, []uuid.UUID{uuid.MustParse("0b6f4c2e-8d1a-4f7e-9c3b-2a5d6e7f8a9b")}, d.Request.After)
+			require.Equal(t, queue.ParentFailureRun, d.Request.OnParentFailure)
+		}},
+		{"after not a list", `{"type":"e","after":"0b6f4c2e-8d1a-4f7e-9c3b-2a5d6e7f8a9b"}`, "after: want an array of task ids", nil},
+		{"after bad id", `{"type":"e","after":["nope"]}`, "after: \"nope\" is not a task id", nil},
+		{"policy without after", `{"type":"e","on_parent_failure":"fail"}`, `needs "after"`, nil},
+		{"bad policy", `{"type":"e","after":["0b6f4c2e-8d1a-4f7e-9c3b-2a5d6e7f8a9b"],"on_parent_failure":"skip"}`, "want cancel, fail or run", nil},
 		{"missing type", `{"input":1}`, `missing "type"`, nil},
 		{"bad type", `{"type":"has space"}`, "type:", nil},
 		{"wrong field type", `{"type":"e","max_retries":"3"}`, "max_retries: want a whole number, got a string", nil},

@@ -116,6 +116,26 @@ func TestRoutesMatchOpenAPI(t *testing.T) {
 	require.Equal(t, documented, served)
 }
 
+// The Status schema lists the queue's statuses, in lifecycle order.
+func TestOpenAPIStatusesMatchQueue(t *testing.T) {
+	t.Parallel()
+	var doc struct {
+		Components struct {
+			Schemas struct {
+				Status struct {
+					Enum []string `json:"enum"`
+				} `json:"Status"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	require.NoError(t, json.Unmarshal(openAPI, &doc))
+	var want []string
+	for _, s := range queue.Statuses {
+		want = append(want, string(s))
+	}
+	require.Equal(t, want, doc.Components.Schemas.Status.Enum)
+}
+
 // env is an API over a fresh queue with a task in each interesting state.
 type env struct {
 	srv   *httptest.Server
