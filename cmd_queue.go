@@ -807,7 +807,18 @@ func eventDetail(e queue.Event) string {
 	case queue.EventCancelRequested, queue.EventCancelled:
 		return strings.TrimPrefix(reasonSuffix(t.CancelReason), ": ")
 	case queue.EventEnqueued, queue.EventRequeued, queue.EventReplayed:
+		if t.Status == queue.StatusWaiting {
+			return "waits for " + t.WaitingFor()
+		}
 		return "available " + formatTime(t.AvailableAt)
+	case queue.EventParentDone:
+		return "waits for " + t.WaitingFor()
+	case queue.EventReleased:
+		return "every parent ended; available " + formatTime(t.AvailableAt)
+	case queue.EventChildAdded:
+		if n := len(t.Children); n > 0 {
+			return "child " + t.Children[n-1].String()
+		}
 	case queue.EventSucceeded:
 		return "output " + oneLine(jsonText(t.Output))
 	}
@@ -956,6 +967,8 @@ Examples:
 // expiry of running ones, end time of finished ones.
 func listWhen(t *queue.Task, now time.Time) string {
 	switch t.Status {
+	case queue.StatusWaiting:
+		return "after " + t.WaitingFor()
 	case queue.StatusPending:
 		if d := t.AvailableAt.Sub(now); d > 0 {
 			return "available in " + roundDuration(d).String()

@@ -258,13 +258,22 @@ func blocked(t *Task) bool {
 
 // allEnded reports whether every parent of t has ended (true without
 // parents).
-func allEnded(t *Task) bool {
+func allEnded(t *Task) bool { return t.ParentsLeft() == 0 }
+
+// ParentsLeft counts the parents of t whose end is not recorded yet.
+func (t *Task) ParentsLeft() int {
+	n := 0
 	for _, p := range t.Parents {
 		if p.Done == "" {
-			return false
+			n++
 		}
 	}
-	return true
+	return n
+}
+
+// WaitingFor says what a waiting task waits for, e.g. "2 of 3 parents".
+func (t *Task) WaitingFor() string {
+	return fmt.Sprintf("%d of %d parents", t.ParentsLeft(), len(t.Parents))
 }
 
 // afterLanded does what a landed write of a task owes to its children:

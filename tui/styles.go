@@ -43,6 +43,7 @@ func DefaultStyles() Styles {
 		OK:       c("42"),
 		Box:      lipgloss.NewStyle().Border(lipgloss.NormalBorder()).Padding(0, 1),
 		Status: map[queue.Status]lipgloss.Style{
+			queue.StatusWaiting:   c("99"),
 			queue.StatusPending:   c("39"),
 			queue.StatusRunning:   c("214"),
 			queue.StatusCompleted: c("42"),

@@ -40,8 +40,9 @@ type tasks struct {
 }
 
 // statusCycle is the order s steps through; "" is every status but archived.
+// Waiting comes last: the statuses an operator filters on most come first.
 var statusCycle = []queue.Status{"", queue.StatusPending, queue.StatusRunning, queue.StatusCompleted,
-	queue.StatusFailed, queue.StatusCancelled, queue.StatusExpired, queue.StatusArchived}
+	queue.StatusFailed, queue.StatusCancelled, queue.StatusExpired, queue.StatusArchived, queue.StatusWaiting}
 
 func newTasks(st Styles, keys KeyMap, shards []string) tasks {
 	ti := textinput.New()
@@ -303,6 +304,8 @@ func (t *tasks) View(now time.Time) string {
 // available, or until a running task's lease runs out.
 func when(t *queue.Task, now time.Time) string {
 	switch t.Status {
+	case queue.StatusWaiting:
+		return "after " + t.WaitingFor()
 	case queue.StatusPending:
 		if t.AvailableAt.After(now) {
 			return "runs in " + short(t.AvailableAt.Sub(now))
