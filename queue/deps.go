@@ -345,13 +345,7 @@ func (q *Queue) rewait(ctx context.Context, child, parent uuid.UUID) error {
 // have not all ended).
 func toWaiting(t *Task) {
 	t.Status = StatusWaiting
-	t.WorkerID = ""
-	endLease(t)
-	t.CompletedAt = nil
-	t.Output, t.OutputRef = nil, nil
-	t.CancelRequested = false
-	t.CancelRequestedAt = nil
-	t.CancelReason = ""
+	clearRun(t)
 	t.LastError = ""
 	t.RetryCount = 0
 }

@@ -217,32 +217,44 @@ const sweepParallelism = 8
 // crash or lost response leaves one out; Repair rebuilds them after damage.
 // cursor is "" for the first page; the returned cursor is "" after the last.
 func (q *Queue) Sweep(ctx context.Context, cursor string, pageSize int, idle time.Duration) (SweepResult, string, error) {
+	now := q.Now()
+	return q.sweepPage(ctx, ReadyPrefix, cursor, pageSize, func(o store.ObjectInfo) func() SweepResult {
+		e, err := ParseReadyKey(o.Key)
+		if err != nil {
+			q.log.Debug("sweep: unparseable ready entry", "key", o.Key, "err", err)
+			return nil
+		}
+		if e.AvailableAt.After(now) || (idle > 0 && now.Sub(o.LastModified) < idle) {
+			return nil
+		}
+		e.Modified = o.LastModified
+		return func() SweepResult { return q.sweepEntry(ctx, e) }
+	})
+}
+
+// sweepPage lists one page under prefix (pageSize keys, <= 0: 1000) and
+// runs, sweepParallelism at a time, the check that pick returns for each
+// entry (nil: the entry is left alone), adding up the results. The cursor
+// returned is "" after the last page.
+func (q *Queue) sweepPage(ctx context.Context, prefix, cursor string, pageSize int, pick func(store.ObjectInfo) func() SweepResult) (SweepResult, string, error) {
 	var res SweepResult
 	if pageSize <= 0 {
 		pageSize = 1000
 	}
-	page, err := q.s.List(ctx, store.ListParams{Prefix: ReadyPrefix, StartAfter: cursor, Limit: pageSize})
+	page, err := q.s.List(ctx, store.ListParams{Prefix: prefix, StartAfter: cursor, Limit: pageSize})
 	if err != nil {
-		return res, "", fmt.Errorf("sweep ready index: %w", err)
+		return res, "", fmt.Errorf("sweep %s: %w", prefix, err)
 	}
-	now := q.Now()
-	var stuck []ReadyEntry
+	var checks []func() SweepResult
 	for _, o := range page.Objects {
 		res.Listed++
-		e, err := ParseReadyKey(o.Key)
-		if err != nil {
-			q.log.Debug("sweep: unparseable ready entry", "key", o.Key, "err", err)
-			continue
+		if check := pick(o); check != nil {
+			checks = append(checks, check)
 		}
-		if e.AvailableAt.After(now) || (idle > 0 && now.Sub(o.LastModified) < idle) {
-			continue
-		}
-		e.Modified = o.LastModified
-		stuck = append(stuck, e)
 	}
 	var mu sync.Mutex
-	forEach(len(stuck), sweepParallelism, func(i int) {
-		r := q.sweepEntry(ctx, stuck[i])
+	forEach(len(checks), sweepParallelism, func(i int) {
+		r := checks[i]()
 		mu.Lock()
 		res.Add(r)
 		mu.Unlock()
@@ -400,45 +412,18 @@ func (q *Queue) repairOne(ctx context.Context, key string) SweepResult {
 // the number of finished tasks. cursor is "" for the first page; the
 // returned cursor is "" after the last.
 func (q *Queue) SweepWaiting(ctx context.Context, cursor string, pageSize int, idle time.Duration) (SweepResult, string, error) {
-	var res SweepResult
-	if pageSize <= 0 {
-		pageSize = 1000
-	}
-	page, err := q.s.List(ctx, store.ListParams{Prefix: WaitingPrefix, StartAfter: cursor, Limit: pageSize})
-	if err != nil {
-		return res, "", fmt.Errorf("sweep waiting index: %w", err)
-	}
 	now := q.Now()
-	type entry struct {
-		key      string
-		id       uuid.UUID
-		modified time.Time
-	}
-	var due []entry
-	for _, o := range page.Objects {
-		res.Listed++
+	return q.sweepPage(ctx, WaitingPrefix, cursor, pageSize, func(o store.ObjectInfo) func() SweepResult {
 		_, id, err := ParseWaitingKey(o.Key)
 		if err != nil {
 			q.log.Debug("sweep: unparseable waiting entry", "key", o.Key, "err", err)
-			continue
+			return nil
 		}
 		if idle > 0 && now.Sub(o.LastModified) < idle {
-			continue
+			return nil
 		}
-		due = append(due, entry{o.Key, id, o.LastModified})
-	}
-	var mu sync.Mutex
-	forEach(len(due), sweepParallelism, func(i int) {
-		r := q.sweepWaitingEntry(ctx, due[i].key, due[i].id, due[i].modified)
-		mu.Lock()
-		res.Add(r)
-		mu.Unlock()
+		return func() SweepResult { return q.sweepWaitingEntry(ctx, o.Key, id, o.LastModified) }
 	})
-	next := ""
-	if page.NextToken != "" && len(page.Objects) > 0 {
-		next = page.Objects[len(page.Objects)-1].Key
-	}
-	return res, next, ctx.Err()
 }
 
 // sweepWaitingEntry checks one waiting entry against its task and parents.

@@ -351,6 +351,12 @@ func endLease(t *Task) {
 func toPending(t *Task, availableAt time.Time) {
 	t.Status = StatusPending
 	t.AvailableAt = availableAt
+	clearRun(t)
+}
+
+// clearRun empties what a task carries of its last run before it waits or
+// runs again: holder, lease, end, output and cancellation.
+func clearRun(t *Task) {
 	t.WorkerID = ""
 	endLease(t)
 	t.CompletedAt = nil
