@@ -54,6 +54,10 @@ const (
 	MaxChildren = 10000
 )
 
+// edgeParallelism bounds the reads and writes of one task's parents or
+// children in flight at once.
+const edgeParallelism = 16
+
 // ended returns the status a task ended in, for its children: its own
 // when completed, failed, cancelled or expired; for an archived task the
 // one it had before (read off the fields archiving keeps). ok is false
@@ -101,7 +105,7 @@ func checkParents(after []uuid.UUID) error {
 func (q *Queue) readParents(ctx context.Context, after []uuid.UUID) ([]Parent, error) {
 	out := make([]Parent, len(after))
 	errs := make([]error, len(after))
-	forEach(len(after), 16, func(i int) {
+	forEach(len(after), edgeParallelism, func(i int) {
 		p, _, err := q.getTask(ctx, after[i])
 		switch {
 		case errors.Is(err, ErrNotFound):
@@ -128,19 +132,8 @@ func (q *Queue) readParents(ctx context.Context, after []uuid.UUID) ([]Parent, e
 // change recorded a parent's end (a parent_done write when nothing else
 // happens).
 func resolveWaiting(t *Task, now time.Time, recorded bool) string {
-	open := 0
-	var bad *Parent
-	for i := range t.Parents {
-		p := &t.Parents[i]
-		switch {
-		case p.Done == "":
-			open++
-		case p.Done != StatusCompleted && bad == nil:
-			bad = p
-		}
-	}
-	if bad != nil && t.OnParentFailure != ParentFailureRun {
-		reason := parentReason(*bad)
+	if bad, ok := blockedBy(t); ok {
+		reason := parentReason(bad)
 		if t.OnParentFailure == ParentFailureFail {
 			t.Status = StatusFailed
 			t.CompletedAt = timePtr(now)
@@ -151,7 +144,7 @@ func resolveWaiting(t *Task, now time.Time, recorded bool) string {
 		t.CancelReason = reason
 		return EventCancelled
 	}
-	if open == 0 {
+	if allEnded(t) {
 		t.Status = StatusPending
 		if t.AvailableAt.Before(now) {
 			t.AvailableAt = now
@@ -213,8 +206,8 @@ func (q *Queue) register(ctx context.Context, child *Task) (_ *Task, told int, _
 		}
 	}
 	errs := make([]error, len(open))
-	forEach(len(open), 16, func(i int) {
-		_, err := q.operate(ctx, open[i], "add child", func(t *Task, now time.Time) (string, error) {
+	forEach(len(open), edgeParallelism, func(i int) {
+		res, err := q.operate(ctx, open[i], "add child", func(t *Task, now time.Time) (string, error) {
 			if st, ok := ended(t); ok {
 				mu.Lock()
 				ends[t.ID] = st
@@ -228,13 +221,16 @@ func (q *Queue) register(ctx context.Context, child *Task) (_ *Task, told int, _
 				return "", invalidInput("task %s already has %d children (at most %d)", t.ID, len(t.Children), MaxChildren)
 			}
 			t.Children = append(t.Children, child.ID)
-			mu.Lock()
-			told++
-			mu.Unlock()
 			return EventChildAdded, nil
 		})
 		if err != nil {
 			errs[i] = fmt.Errorf("register task %s as a child of %s: %w", child.ID, open[i], err)
+			return
+		}
+		if res.next != res.prev { // a child_added write landed (not a no-op)
+			mu.Lock()
+			told++
+			mu.Unlock()
 		}
 	})
 	if err := errors.Join(errs...); err != nil {
@@ -247,13 +243,23 @@ func (q *Queue) register(ctx context.Context, child *Task) (_ *Task, told int, _
 	return next, told, err
 }
 
-// blocked reports whether a parent of t ended without completing and t's
-// on_parent_failure does not let it run anyway.
-func blocked(t *Task) bool {
+// blockedBy returns the first parent of t that ended without completing,
+// unless t's on_parent_failure lets it run anyway.
+func blockedBy(t *Task) (Parent, bool) {
 	if t.OnParentFailure == ParentFailureRun {
-		return false
+		return Parent{}, false
 	}
-	return slices.ContainsFunc(t.Parents, func(p Parent) bool { return p.Done != "" && p.Done != StatusCompleted })
+	i := slices.IndexFunc(t.Parents, func(p Parent) bool { return p.Done != "" && p.Done != StatusCompleted })
+	if i < 0 {
+		return Parent{}, false
+	}
+	return t.Parents[i], true
+}
+
+// blocked reports whether a parent decides t's fate (see blockedBy).
+func blocked(t *Task) bool {
+	_, ok := blockedBy(t)
+	return ok
 }
 
 // allEnded reports whether every parent of t has ended (true without
@@ -281,7 +287,7 @@ func (t *Task) WaitingFor() string {
 // may release it: see record); when it was replayed, the children that
 // ended because of it wait for it again. Failures are logged, not
 // returned: the write itself succeeded, and the sweeper's pass over
-// waiting tasks (RepairWaiting) finishes what is left.
+// waiting tasks (SweepWaiting) finishes what is left.
 func (q *Queue) afterLanded(ctx context.Context, prev, next *Task) {
 	if prev == nil || next == nil || len(next.Children) == 0 || prev == next {
 		return
@@ -301,13 +307,14 @@ func (q *Queue) afterLanded(ctx context.Context, prev, next *Task) {
 	}
 }
 
-// tellChildren runs fn for every child of parent, 16 at a time.
+// tellChildren runs fn for every child of parent, edgeParallelism at a
+// time.
 func (q *Queue) tellChildren(ctx context.Context, parent *Task, fn func(context.Context, uuid.UUID) error) {
 	// Not the caller's context alone: a worker that finished its handler
 	// should not leave children waiting because its own deadline passed.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
-	forEach(len(parent.Children), 16, func(i int) {
+	forEach(len(parent.Children), edgeParallelism, func(i int) {
 		if err := fn(ctx, parent.Children[i]); err != nil {
 			q.log.Warn("a child of a finished task was not updated (the sweeper will)", "parent", parent.ID, "child", parent.Children[i], "err", err)
 		}
@@ -330,10 +337,8 @@ func (q *Queue) rewait(ctx context.Context, child, parent uuid.UUID) error {
 			return "", nil // it ended for its own reasons
 		}
 		t.Parents[i].Done = ""
-		for _, p := range t.Parents {
-			if p.Done != "" && p.Done != StatusCompleted && t.OnParentFailure != ParentFailureRun {
-				return "", nil // another parent still blocks it
-			}
+		if blocked(t) {
+			return "", nil // another parent still blocks it
 		}
 		toWaiting(t)
 		return EventReplayed, nil

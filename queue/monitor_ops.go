@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -268,29 +269,8 @@ func (q *Queue) sweepPage(ctx context.Context, prefix, cursor string, pageSize i
 
 // sweepEntry checks one stuck ready entry against its task.
 func (q *Queue) sweepEntry(ctx context.Context, e ReadyEntry) SweepResult {
-	r := SweepResult{Scanned: 1}
-	t, etag, err := q.getTask(ctx, e.ID)
-	var m *MalformedError
-	switch {
-	case errors.As(err, &m):
-		r.Malformed = append(r.Malformed, *m)
-		return r
-	case errors.Is(err, ErrNotFound):
-		if q.staleEntry(e.Modified) {
-			q.deleteIndex(ctx, e.Key)
-			r.StaleRemoved++
-		}
-		return r
-	case err != nil:
-		q.log.Debug("sweep: read failed", "task", e.ID, "err", err)
-		r.Errors++
-		return r
-	}
-	if t.Status != StatusPending || ReadyKey(t) != e.Key {
-		if q.staleEntry(e.Modified) {
-			q.deleteIndex(ctx, e.Key)
-			r.StaleRemoved++
-		}
+	t, etag, r, ok := q.sweepRead(ctx, e.ID, e.Key, e.Modified, StatusPending)
+	if !ok {
 		return r
 	}
 	if expiredAt(t, q.Now()) {
@@ -426,28 +406,36 @@ func (q *Queue) SweepWaiting(ctx context.Context, cursor string, pageSize int, i
 	})
 }
 
-// sweepWaitingEntry checks one waiting entry against its task and parents.
-func (q *Queue) sweepWaitingEntry(ctx context.Context, key string, id uuid.UUID, modified time.Time) SweepResult {
-	r := SweepResult{Scanned: 1}
-	t, _, err := q.getTask(ctx, id)
+// sweepRead reads the task of the index entry key (written at modified)
+// for a sweep. ok is false when the entry needs nothing more: its object
+// is malformed (reported), gone or no longer in status with this entry
+// (the entry removed once stale), or unreadable (an error counted); r says
+// what was done.
+func (q *Queue) sweepRead(ctx context.Context, id uuid.UUID, key string, modified time.Time, status Status) (t *Task, etag string, r SweepResult, ok bool) {
+	r = SweepResult{Scanned: 1}
+	t, etag, err := q.getTask(ctx, id)
 	var m *MalformedError
 	switch {
 	case errors.As(err, &m):
 		r.Malformed = append(r.Malformed, *m)
-		return r
-	case errors.Is(err, ErrNotFound):
-		q.dropStale(ctx, key, modified)
-		return r
-	case err != nil:
+		return nil, "", r, false
+	case err != nil && !errors.Is(err, ErrNotFound):
 		q.log.Debug("sweep: read failed", "task", id, "err", err)
 		r.Errors++
-		return r
-	}
-	if t.Status != StatusWaiting || WaitingKey(t) != key {
-		if q.staleEntry(modified) {
-			q.deleteIndex(ctx, key)
+		return nil, "", r, false
+	case err != nil || t.Status != status || !slices.Contains(IndexKeys(t), key):
+		if q.dropStale(ctx, key, modified) {
 			r.StaleRemoved++
 		}
+		return nil, "", r, false
+	}
+	return t, etag, r, true
+}
+
+// sweepWaitingEntry checks one waiting entry against its task and parents.
+func (q *Queue) sweepWaitingEntry(ctx context.Context, key string, id uuid.UUID, modified time.Time) SweepResult {
+	t, _, r, ok := q.sweepRead(ctx, id, key, modified, StatusWaiting)
+	if !ok {
 		return r
 	}
 	next, told, err := q.register(ctx, t)

@@ -171,11 +171,13 @@ func (q *Queue) Claim(ctx context.Context, e ReadyEntry, workerID string) (*Leas
 }
 
 // dropStale deletes an index entry a reader found stale, once it is older
-// than IndexGrace (see staleEntry).
-func (q *Queue) dropStale(ctx context.Context, key string, modified time.Time) {
-	if key != "" && q.staleEntry(modified) {
-		q.deleteIndex(ctx, key)
+// than IndexGrace (see staleEntry), and reports whether it did.
+func (q *Queue) dropStale(ctx context.Context, key string, modified time.Time) bool {
+	if key == "" || !q.staleEntry(modified) {
+		return false
 	}
+	q.deleteIndex(ctx, key)
+	return true
 }
 
 // expiredAt reports whether a pending task has passed its expires_at.

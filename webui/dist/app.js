@@ -950,6 +950,9 @@ function endLease(t) {
 function toPending(t, now) {
   t.status = "pending";
   t.available_at = now;
+  clearRun(t);
+}
+function clearRun(t) {
   t.worker_id = "";
   endLease(t);
   t.completed_at = null;
@@ -961,14 +964,7 @@ function toPending(t, now) {
 }
 function toWaiting(t) {
   t.status = "waiting";
-  t.worker_id = "";
-  endLease(t);
-  t.completed_at = null;
-  t.output = null;
-  t.output_ref = null;
-  t.cancel_requested = false;
-  t.cancel_requested_at = null;
-  t.cancel_reason = "";
+  clearRun(t);
   t.last_error = "";
   t.retry_count = 0;
 }

@@ -147,6 +147,12 @@ function endLease(t) {
 function toPending(t, now) {
   t.status = 'pending';
   t.available_at = now;
+  clearRun(t);
+}
+
+// clearRun empties what a task carries of its last run before it waits or
+// runs again (queue.clearRun).
+function clearRun(t) {
   t.worker_id = '';
   endLease(t);
   t.completed_at = null;
@@ -161,14 +167,7 @@ function toPending(t, now) {
 // them again (queue.toWaiting).
 function toWaiting(t) {
   t.status = 'waiting';
-  t.worker_id = '';
-  endLease(t);
-  t.completed_at = null;
-  t.output = null;
-  t.output_ref = null;
-  t.cancel_requested = false;
-  t.cancel_requested_at = null;
-  t.cancel_reason = '';
+  clearRun(t);
   t.last_error = '';
   t.retry_count = 0;
 }
