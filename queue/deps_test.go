@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -351,31 +352,37 @@ func TestHalfSubmittedChildIsRepaired(t *testing.T) {
 
 // A parent's end lost between the parent's write and the child's (the
 // writer died): the sweeper records it within one pass, and a pass over
-// waiting tasks reads only them.
+// waiting tasks reads only them: the same requests beside 0 or 60
+// finished tasks.
 func TestSweepWaitingRecordsAMissedEnd(t *testing.T) {
 	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
-		b := setup(t, be)
-		p := b.submit(t, "p", `{}`)
-		c := b.after(t, "c", "", p)
-		// The child's release write fails, as if the worker died after
-		// completing the parent.
-		b.s.set(func(f *faultStore) { f.failPut = func(key string) bool { return key == c.Key() } })
-		b.complete(t, p)
-		b.s.set(func(f *faultStore) { f.failPut = nil })
-		require.Equal(t, queue.StatusWaiting, b.get(t, c).Status)
-		for range 20 {
-			b.complete(t, b.submit(t, "history", `{}`)) // finished tasks are never read
+		for _, finished := range []int{0, 60} {
+			b := setup(t, be)
+			for range finished {
+				b.complete(t, b.submit(t, "history", `{}`))
+			}
+			p := b.submit(t, "p", `{}`)
+			c := b.after(t, "c", "", p)
+			// The child's release write fails, as if the worker died after
+			// completing the parent.
+			b.s.set(func(f *faultStore) { f.failPut = func(key string) bool { return key == c.Key() } })
+			b.complete(t, p)
+			b.s.set(func(f *faultStore) { f.failPut = nil })
+			require.Equal(t, queue.StatusWaiting, b.get(t, c).Status)
+			before := b.counts()
+			res, _, err := b.q.SweepWaiting(b.ctx, "", 0, 0)
+			require.NoError(t, err)
+			require.Equal(t, 1, res.WaitingDecided)
+			requireCounts(t, fmt.Sprintf("a waiting pass beside %d finished tasks", finished), before, b.counts(), map[store.Op]int64{
+				store.OpList:   1,
+				store.OpGet:    3, // the child, its parent, the child again for its write
+				store.OpPut:    2, // the child's ready entry, the child
+				store.OpDelete: 1, // its waiting entry
+			})
+			got := b.get(t, c)
+			require.Equal(t, queue.StatusPending, got.Status)
+			b.requireIndexed(t, got)
 		}
-		before := b.counts()
-		res, _, err := b.q.SweepWaiting(b.ctx, "", 0, 0)
-		require.NoError(t, err)
-		require.Equal(t, 1, res.WaitingDecided)
-		d := b.counts().Sub(before)
-		require.Equal(t, int64(1), d.Total(store.OpList))
-		require.Equal(t, int64(3), d.Total(store.OpGet), "the child, its parent, the child again for its write")
-		got := b.get(t, c)
-		require.Equal(t, queue.StatusPending, got.Status)
-		b.requireIndexed(t, got)
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/qo-queue/qo/queue"
@@ -34,11 +35,17 @@ func requireIndexed(t *testing.T, b *bundle, task *queue.Task, what string) {
 // loseTaskPut arms one task PUT that lands with its response lost, and
 // fails every task re-read after it, until disarm is called.
 func loseTaskPut(b *bundle) (disarm func()) {
+	return loseTaskPutOf(b, func(string) bool { return true })
+}
+
+// loseTaskPutOf is loseTaskPut for the first PUT of a task key that lose
+// selects.
+func loseTaskPutOf(b *bundle, lose func(key string) bool) (disarm func()) {
 	isTask := func(k string) bool { return strings.HasPrefix(k, queue.TasksPrefix) }
 	armed := false
 	b.s.set(func(f *faultStore) {
 		f.dropPut = func(k string) bool {
-			if isTask(k) && !armed {
+			if isTask(k) && !armed && lose(k) {
 				armed = true
 				return true
 			}
@@ -169,6 +176,53 @@ func TestUnknownOutcomesKeepEntries(t *testing.T) {
 				require.True(t, found[cur.ID.String()], "running task %s is not found by the expiry check", cur.ID)
 			}
 		}
+	})
+}
+
+// TestUnknownOutcomesOfDependencies: each write dependencies add (the
+// child's create, child_added on a running parent, the child's release)
+// landing with its response lost and its re-read failing leaves every task
+// with the entry its state needs: a waiting child its waiting entry, a
+// running parent its lease entry, a released child its ready entry.
+func TestUnknownOutcomesOfDependencies(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
+		b := setup(t, be)
+		after := func(parent *queue.Task) (*queue.Task, error) {
+			task, _, err := b.q.Submit(b.ctx, queue.SubmitRequest{Type: "c", After: []uuid.UUID{parent.ID}})
+			return task, err
+		}
+
+		// The child's create (Submit cannot say which task it made).
+		p := b.submit(t, "p", `{}`)
+		disarm := loseTaskPut(b)
+		_, err := after(p)
+		disarm()
+		require.Error(t, err)
+		waiting := b.keys(t, queue.WaitingPrefix)
+		require.Len(t, waiting, 1, "the child landed, and waits")
+		_, id, err := queue.ParseWaitingKey(waiting[0])
+		require.NoError(t, err)
+		requireIndexed(t, b, b.get(t, &queue.Task{ID: id}), "a waiting child's create")
+
+		// child_added on a running parent.
+		l := b.claim(t, b.submit(t, "p", `{}`), "w1")
+		disarm = loseTaskPutOf(b, func(k string) bool { return k == l.Task.Key() })
+		_, err = after(l.Task)
+		disarm()
+		require.Error(t, err)
+		requireIndexed(t, b, l.Task, "child_added on a running parent")
+
+		// The child's release, written after its parent completed.
+		p = b.submit(t, "p", `{}`)
+		c := b.after(t, "c", "", p)
+		l = b.claim(t, p, "w1")
+		disarm = loseTaskPutOf(b, func(k string) bool { return k == c.Key() })
+		_, err = b.q.Complete(b.ctx, l, nil)
+		disarm()
+		require.NoError(t, err, "the parent's own write landed")
+		requireIndexed(t, b, c, "a child's release")
+		requireIndexed(t, b, p, "the completed parent")
 	})
 }
 
