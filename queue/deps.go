@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -161,21 +162,44 @@ func resolveWaiting(t *Task, now time.Time, recorded bool) string {
 // because parent p did not complete.
 func parentReason(p Parent) string { return fmt.Sprintf("parent %s %s", p.ID, p.Done) }
 
-// record writes the ends of some parents on a waiting child, then
-// resolves it (see resolveWaiting): the one write that releases, cancels
-// or fails it, or notes a parent's end. Nothing happens to a child that is
-// no longer waiting or already knows these ends.
-func (q *Queue) record(ctx context.Context, child uuid.UUID, ends map[uuid.UUID]Status) (*Task, error) {
+// record writes the ends of some parents (ends holds each parent as read
+// when it had ended) on a waiting child, with the values the child takes
+// from their outputs (input_from), then resolves it (see resolveWaiting):
+// the one write that releases, cancels or fails it, or notes a parent's
+// end. Nothing happens to a child that is no longer waiting or already
+// knows these ends.
+func (q *Queue) record(ctx context.Context, child uuid.UUID, ends map[uuid.UUID]*Task) (*Task, error) {
+	outputs := map[uuid.UUID]json.RawMessage{} // offloaded outputs, read once across rebases
 	res, err := q.operate(ctx, child, "release", func(t *Task, now time.Time) (string, error) {
 		if t.Status != StatusWaiting {
 			return "", nil
 		}
 		recorded := false
+		problem := ""
 		for i := range t.Parents {
-			if st, ok := ends[t.Parents[i].ID]; ok && t.Parents[i].Done == "" {
-				t.Parents[i].Done = st
-				recorded = true
+			p, ok := ends[t.Parents[i].ID]
+			if !ok || t.Parents[i].Done != "" {
+				continue
 			}
+			st, _ := ended(p)
+			t.Parents[i].Done = st
+			recorded = true
+			if st != StatusCompleted {
+				continue
+			}
+			bad, err := q.takeFrom(ctx, t, p, outputs)
+			if err != nil {
+				return "", err
+			}
+			if problem == "" {
+				problem = bad
+			}
+		}
+		if problem != "" {
+			t.Status = StatusFailed
+			t.CompletedAt = timePtr(now)
+			t.LastError = problem
+			return EventFailed, nil
 		}
 		return resolveWaiting(t, now, recorded), nil
 	})
@@ -198,7 +222,7 @@ func (q *Queue) register(ctx context.Context, child *Task) (_ *Task, told int, _
 		return child, 0, nil
 	}
 	var mu sync.Mutex
-	ends := map[uuid.UUID]Status{}
+	ends := map[uuid.UUID]*Task{}
 	var open []uuid.UUID
 	for _, p := range child.Parents {
 		if p.Done == "" {
@@ -208,9 +232,9 @@ func (q *Queue) register(ctx context.Context, child *Task) (_ *Task, told int, _
 	errs := make([]error, len(open))
 	forEach(len(open), edgeParallelism, func(i int) {
 		res, err := q.operate(ctx, open[i], "add child", func(t *Task, now time.Time) (string, error) {
-			if st, ok := ended(t); ok {
+			if _, ok := ended(t); ok {
 				mu.Lock()
-				ends[t.ID] = st
+				ends[t.ID] = t.Clone()
 				mu.Unlock()
 				return "", nil
 			}
@@ -292,12 +316,12 @@ func (q *Queue) afterLanded(ctx context.Context, prev, next *Task) {
 	if prev == nil || next == nil || len(next.Children) == 0 || prev == next {
 		return
 	}
-	st, done := ended(next)
+	_, done := ended(next)
 	_, wasDone := ended(prev)
 	switch {
 	case done && !wasDone:
 		q.tellChildren(ctx, next, func(ctx context.Context, child uuid.UUID) error {
-			_, err := q.record(ctx, child, map[uuid.UUID]Status{next.ID: st})
+			_, err := q.record(ctx, child, map[uuid.UUID]*Task{next.ID: next})
 			return err
 		})
 	case next.LastEvent == EventReplayed:

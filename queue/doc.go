@@ -17,7 +17,9 @@ writer follows; the code implements exactly what is written here.
 	data/{shard}/{id}/input.json|output-{lease_id}.json offloaded payloads (see Large payloads)
 	control.json                                        pause switches (see Pause)
 	schedules/{name}.json                               cron schedules (see Schedules)
-	idempotency/{h[:2]}/{h}.json                        idempotency key markers (see Idempotency keys)
+	idempotency/{h[:2]}/{h}.json                        idempotency key markers (see Idempotency keys, Workflows)
+	workflows/{shard}/{id}.json                         workflow records: steps and their task ids (see Workflows)
+	workflow-names/{name}.json                          a workflow name's latest workflow (see Workflows)
 	workers/{worker_id}.json                            worker registry: heartbeats (liveness, stats)
 	shard-leases/{shard}.json                           named lease: which worker polls a shard
 	monitor/leader.json                                 named lease: which monitor is the leader
@@ -120,9 +122,14 @@ present in every object; absent values are null, "" or 0):
 	                    ended in (see Dependencies)
 	on_parent_failure   absent, or cancel | fail | run (with parents)
 	children            absent, or [id]: tasks that run after this one, only ever added
+	input_from          absent, or {field: {parent, path}}: values of parents' outputs
+	                    the handler gets as input fields (see Workflows); never changes
+	from_parents        absent, or {field: value}: those values, recorded as each
+	                    parent completes
+	workflow            absent, or {id, step}: the workflow and step this task is
 
-The three dependency fields are left out of tasks that have none, so
-objects written before dependencies existed read the same.
+The dependency and workflow fields are left out of tasks that have none,
+so objects written before they existed read the same.
 
 Times are UTC with millisecond precision (the resolution of index keys).
 An object that does not decode (bad JSON, wrong field types, unknown format
@@ -374,6 +381,55 @@ list the child and records an end no child heard of), so a missed release
 is repaired within one sweep interval (5 minutes by default). Its cost is
 one LIST per 1,000 waiting tasks plus their parents' reads, whatever the
 bucket's history.
+
+# Workflows
+
+A workflow is a set of named steps, each a task with the steps it runs
+after (SubmitWorkflow, qo submit --workflow FILE). Its record,
+workflows/{shard}/{id}.json, is written once (create-only) before any of
+its tasks: the steps, their task types and their task ids (UUIDv7 ids
+chosen up front). Then the tasks are created, each only after every task
+that waits for it (steps without children first, roots last), and each
+created knowing its parents and its children: no child_added writes, and
+no task can end before its children exist to hear of it. A submit that
+stops half-way leaves waiting tasks whose parents are missing and,
+possibly, some roots: nothing whose children are missing can run. The
+idempotency key (the file's, or one SubmitWorkflow picks and the error
+names) binds to the workflow with a create-only marker in idempotency/
+(the hash of NUL "workflow" NUL key, apart from the tasks' markers):
+submitting the same steps with it again returns the workflow and creates
+the tasks still missing (create-only: existing ones are left as they
+are); other steps under the same key are ErrIdempotencyMismatch. A
+submit never repeated leaves waiting tasks whose parent does not exist:
+the sweeper cancels them OrphanAfter (1 hour) after their creation, with
+a reason naming the missing parent. A name,
+when given, points at the latest workflow submitted with it
+(workflow-names/{name}.json, overwritten after every task exists).
+
+Cost: per step what its task's submit costs (2 PUTs, plus an offloaded
+input), the marker and the record (2 PUTs) and the name (1 PUT). Each
+edge costs 1 GET + 1 PUT on the child when the parent ends, as above.
+Reading a workflow is 1 GET for the record (2 by name) and 1 GET per step;
+waiting on it re-reads only the steps that have not ended.
+
+input_from: a step may take values of its parents' outputs, e.g.
+{"rows": "extract.output.rows"} (STEP.output, or STEP.output.PATH with
+dot-separated keys and array indexes; a step named there runs after that
+step). The task keeps input_from with the parent's id, so the rule travels
+with it. The write that records a completed parent's end on the child also
+records the values it takes from that parent's output in from_parents
+(reading an offloaded output once: 1 GET). The input itself never
+changes: the worker hands the handler the input object with those fields
+set (HandlerInput); a path the output lacks gives null, and so does a
+parent that did not complete (on_parent_failure run). A value over 64 KiB,
+or over 256 KiB together, fails the child with a last_error saying to pass
+a reference to the data instead.
+
+A workflow's status comes from its steps: incomplete (a task is missing:
+the submit stopped half-way, or retention expired it), running, completed,
+failed (every step ended, one failed or expired) or cancelled.
+CancelWorkflow cancels every step that has not ended. Workflow records are
+small and are not expired by retention.
 
 # Clock and skew bound
 

@@ -14,21 +14,23 @@ import (
 
 // Key layout (see doc.go for what each object means).
 const (
-	ConfigKey         = "queue.json"
-	TasksPrefix       = "tasks/"
-	ReadyPrefix       = "ready/"
-	LeasesPrefix      = "leases/"
-	WaitingPrefix     = "waiting/"
-	DeadPrefix        = "dead/"
-	WorkersPrefix     = "workers/"
-	ShardLeasePrefix  = "shard-leases/"
-	MonitorPrefix     = "monitor/"
-	MonitorLeaderKey  = "monitor/leader.json"
-	SweepStateKey     = "monitor/sweep.json"
-	ControlKey        = "control.json"
-	SchedulesPrefix   = "schedules/"
-	DataPrefix        = "data/"
-	IdempotencyPrefix = "idempotency/"
+	ConfigKey           = "queue.json"
+	TasksPrefix         = "tasks/"
+	ReadyPrefix         = "ready/"
+	LeasesPrefix        = "leases/"
+	WaitingPrefix       = "waiting/"
+	DeadPrefix          = "dead/"
+	WorkersPrefix       = "workers/"
+	ShardLeasePrefix    = "shard-leases/"
+	MonitorPrefix       = "monitor/"
+	MonitorLeaderKey    = "monitor/leader.json"
+	SweepStateKey       = "monitor/sweep.json"
+	ControlKey          = "control.json"
+	SchedulesPrefix     = "schedules/"
+	DataPrefix          = "data/"
+	IdempotencyPrefix   = "idempotency/"
+	WorkflowsPrefix     = "workflows/"
+	WorkflowNamesPrefix = "workflow-names/"
 )
 
 // Keys lists every key and key prefix (those end in "/") of the layout:
@@ -40,7 +42,7 @@ func Keys() []string {
 	return []string{
 		ConfigKey, TasksPrefix, ReadyPrefix, LeasesPrefix, WaitingPrefix, DeadPrefix, DataPrefix,
 		ControlKey, SchedulesPrefix, WorkersPrefix, ShardLeasePrefix, MonitorPrefix,
-		IdempotencyPrefix,
+		IdempotencyPrefix, WorkflowsPrefix, WorkflowNamesPrefix,
 	}
 }
 

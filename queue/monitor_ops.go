@@ -439,7 +439,15 @@ func (q *Queue) sweepWaitingEntry(ctx context.Context, key string, id uuid.UUID,
 		return r
 	}
 	next, told, err := q.register(ctx, t)
-	if err != nil {
+	switch {
+	case errors.Is(err, ErrNotFound) && q.Now().Sub(t.CreatedAt) > OrphanAfter:
+		if done, cerr := q.cancelOrphan(ctx, t); cerr != nil {
+			q.log.Debug("sweep: orphaned waiting task not cancelled", "task", id, "err", cerr)
+			r.Errors++
+		} else {
+			next = done
+		}
+	case err != nil:
 		q.log.Debug("sweep: waiting task not repaired", "task", id, "err", err)
 		r.Errors++
 	}
@@ -450,6 +458,32 @@ func (q *Queue) sweepWaitingEntry(ctx context.Context, key string, id uuid.UUID,
 		r.WaitingDecided++
 	}
 	return r
+}
+
+// OrphanAfter is how long a waiting task whose parent does not exist is
+// left for the submit that made it to finish (a workflow's submit writes
+// children before parents, and its repeat with the same idempotency key
+// creates what is missing) before the sweeper cancels it.
+const OrphanAfter = time.Hour
+
+// cancelOrphan cancels waiting task t, naming a parent that does not
+// exist (1 GET per parent that has not ended, then the cancel).
+func (q *Queue) cancelOrphan(ctx context.Context, t *Task) (*Task, error) {
+	var missing uuid.UUID
+	for _, p := range t.Parents {
+		if p.Done != "" {
+			continue
+		}
+		if _, _, err := q.getTask(ctx, p.ID); errors.Is(err, ErrNotFound) {
+			missing = p.ID
+			break
+		}
+	}
+	if missing == uuid.Nil {
+		return t, nil // the parent exists now
+	}
+	reason := fmt.Sprintf("parent %s does not exist (its submit stopped half-way and was not repeated within %s)", missing, OrphanAfter)
+	return q.Cancel(ctx, t.ID, reason)
 }
 
 // forEach runs fn(0..n-1) with at most par calls in flight.

@@ -158,36 +158,16 @@ func (q *Queue) Submit(ctx context.Context, req SubmitRequest) (*Task, bool, err
 		return nil, false, fmt.Errorf("submit: %w", err)
 	}
 	input := t.Input
-	if q.offload(len(input)) {
-		ref, err := q.putInput(ctx, t, input)
-		if err != nil {
-			return nil, false, fmt.Errorf("submit task %s: store input: %w", t.ID, err)
-		}
-		t.Input, t.InputRef = nil, ref
+	existing, err := q.create(ctx, t)
+	if err != nil {
+		return nil, false, err
 	}
-	// The ready (or waiting) entry goes in first (see doc.go, "Index
-	// entries are written first"): once the task exists, its entry does too.
-	entries := IndexKeys(t)
-	if err := q.putEntries(ctx, entries); err != nil {
-		return nil, false, fmt.Errorf("submit task %s: %w (nothing submitted)", t.ID, err)
-	}
-	entryAt := q.Now()
-	if _, _, err := q.putTask(ctx, t, store.CreateOnly, ""); err != nil {
-		var stale *staleError
-		if !errors.As(err, &stale) {
-			return nil, false, fmt.Errorf("submit: %w", err)
-		}
-		existing := stale.current
-		q.dropEntries(ctx, entries, existing)
-		if existing == nil {
-			return nil, false, fmt.Errorf("submit task %s: %w (create refused but no object found; the key may hold a delete marker)", t.ID, ErrConflict)
-		}
+	if existing != nil {
 		if req.IdempotencyKey == "" {
 			return nil, false, fmt.Errorf("submit task %s: %w (id already taken)", t.ID, ErrConflict)
 		}
 		return q.duplicate(ctx, existing, t, input)
 	}
-	q.landed(ctx, entries, nil, entryAt)
 	if t.Status == StatusWaiting {
 		done, _, err := q.register(ctx, t)
 		if err != nil {
@@ -198,6 +178,39 @@ func (q *Queue) Submit(ctx context.Context, req SubmitRequest) (*Task, bool, err
 		return done, true, nil
 	}
 	return t, true, nil
+}
+
+// create writes a new task t: its input under data/ when too large,
+// its index entries, then a create-only PUT of the task. When a task with
+// t's id exists already, nothing is created and that task is returned.
+func (q *Queue) create(ctx context.Context, t *Task) (existing *Task, _ error) {
+	if q.offload(len(t.Input)) {
+		ref, err := q.putInput(ctx, t, t.Input)
+		if err != nil {
+			return nil, fmt.Errorf("submit task %s: store input: %w", t.ID, err)
+		}
+		t.Input, t.InputRef = nil, ref
+	}
+	// The ready (or waiting) entry goes in first (see doc.go, "Index
+	// entries are written first"): once the task exists, its entry does too.
+	entries := IndexKeys(t)
+	if err := q.putEntries(ctx, entries); err != nil {
+		return nil, fmt.Errorf("submit task %s: %w (nothing submitted)", t.ID, err)
+	}
+	entryAt := q.Now()
+	if _, _, err := q.putTask(ctx, t, store.CreateOnly, ""); err != nil {
+		var stale *staleError
+		if !errors.As(err, &stale) {
+			return nil, fmt.Errorf("submit: %w", err)
+		}
+		q.dropEntries(ctx, entries, stale.current)
+		if stale.current == nil {
+			return nil, fmt.Errorf("submit task %s: %w (create refused but no object found; the key may hold a delete marker)", t.ID, ErrConflict)
+		}
+		return stale.current, nil
+	}
+	q.landed(ctx, entries, nil, entryAt)
+	return nil, nil
 }
 
 // duplicate answers a submit whose idempotency key already made existing:

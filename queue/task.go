@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand"
 	"strings"
@@ -177,6 +178,13 @@ type Task struct {
 	Parents         []Parent      `json:"parents,omitempty"`
 	Children        []uuid.UUID   `json:"children,omitempty"`
 	OnParentFailure ParentFailure `json:"on_parent_failure,omitempty"`
+	// InputFrom names values of the parents' outputs the handler gets
+	// in its input (see doc.go, "Workflows"); FromParents holds those
+	// recorded so far, by input field.
+	InputFrom   map[string]InputSource     `json:"input_from,omitempty"`
+	FromParents map[string]json.RawMessage `json:"from_parents,omitempty"`
+	// Workflow is the workflow and step this task is, if any.
+	Workflow *WorkflowRef `json:"workflow,omitempty"`
 }
 
 // Timeout returns the lease duration of one attempt.
@@ -211,6 +219,12 @@ func (t *Task) Clone() *Task {
 	}
 	if t.Children != nil {
 		c.Children = append([]uuid.UUID(nil), t.Children...)
+	}
+	c.InputFrom = maps.Clone(t.InputFrom)
+	c.FromParents = maps.Clone(t.FromParents)
+	if t.Workflow != nil {
+		w := *t.Workflow
+		c.Workflow = &w
 	}
 	return &c
 }

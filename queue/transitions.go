@@ -3,6 +3,7 @@ package queue
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -142,6 +143,9 @@ func ValidateTransition(prev, next *Task) error {
 		}
 		if next.OnParentFailure != prev.OnParentFailure || !slices.EqualFunc(next.Parents, prev.Parents, func(a, b Parent) bool { return a.ID == b.ID }) {
 			return fail("parents and on_parent_failure never change (only what each parent's end was)")
+		}
+		if !maps.Equal(next.InputFrom, prev.InputFrom) || !sameWorkflow(next.Workflow, prev.Workflow) {
+			return fail("input_from and workflow never change")
 		}
 		if len(next.Children) < len(prev.Children) || !slices.Equal(next.Children[:len(prev.Children)], prev.Children) {
 			return fail("children are only ever added")
@@ -313,6 +317,16 @@ func checkDeps(t *Task) error {
 			return fmt.Errorf("parent %s is nil, the task itself or listed twice", p.ID)
 		}
 		seen[p.ID] = true
+	}
+	for field, src := range t.InputFrom {
+		if !slices.ContainsFunc(t.Parents, func(p Parent) bool { return p.ID == src.Parent }) {
+			return fmt.Errorf("input_from %q names %s, which is not a parent", field, src.Parent)
+		}
+	}
+	for field := range t.FromParents {
+		if _, ok := t.InputFrom[field]; !ok {
+			return fmt.Errorf("from_parents %q is not in input_from", field)
+		}
 	}
 	kids := map[uuid.UUID]bool{}
 	for _, c := range t.Children {

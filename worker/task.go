@@ -102,10 +102,11 @@ func (w *Worker) runTask(ctx context.Context, rt *runningTask) {
 		return
 	}
 	stop := w.supervise(rt, task, log)
-	if task.InputRef != nil {
-		// An input too large for the task object lives under data/: the
-		// handler gets it in Input like any other.
-		in, err := w.q.LoadInput(ctx, task)
+	if task.InputRef != nil || len(task.InputFrom) > 0 {
+		// An input too large for the task object lives under data/, and
+		// values taken from parents' outputs are fields of it: the handler
+		// gets it all in Input like any other.
+		in, err := w.q.HandlerInput(ctx, task)
 		if err != nil {
 			var m *queue.MalformedError
 			if errors.As(err, &m) || errors.Is(err, queue.ErrNotFound) {
