@@ -24,7 +24,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -281,7 +283,8 @@ func submitCommand() *cli.Command {
 		Name:  "submit",
 		Usage: "add a task to the queue, or one per line of a JSON Lines file",
 		UsageText: `qo submit --type TYPE [--input JSON | --input-file FILE|-] [--timeout D] [--retries N] [--delay D | --at TIME] [--priority P] [--expires-in D | --expires-at TIME] [--idempotency-key K] [--after ID,... [--on-parent-failure cancel|fail|run]] [--json]
-qo submit --file FILE|- [--type TYPE] [--timeout D] [--retries N] [--delay D | --at TIME] [--priority P] [--expires-in D] [--concurrency N] [--json]`,
+qo submit --file FILE|- [--type TYPE] [--timeout D] [--retries N] [--delay D | --at TIME] [--priority P] [--expires-in D] [--concurrency N] [--json]
+qo submit --workflow FILE|- [--idempotency-key K] [--json]`,
 		Description: `Prints the new task's id (or the whole task with --json). With
 --idempotency-key, submitting the same type and key again returns the existing
 task instead of a new one (a note goes to stderr); the same key with a different
@@ -303,6 +306,11 @@ becomes a dead letter) or run (it runs anyway once every parent ended).
 Replaying a failed parent puts the children it cancelled back to waiting. A
 parent that completed long ago counts as done; an unknown id is refused
 (exit 2) and nothing is submitted.
+
+Workflows: --workflow FILE ('-' for stdin) submits a workflow of named steps
+and prints its id (--json: the workflow as qo workflow show --json prints
+it); see qo workflow --help for the file. A bad file is refused (exit 2) and
+nothing is submitted.
 
 Bulk: --file FILE ('-' for stdin) submits one task per line of a JSON Lines
 file. Each line is an object with any of these fields:
@@ -333,7 +341,8 @@ Examples:
   qo submit --type send_email --input '{"to":"ann@example.com"}'
   echo '{"n": 3}' | qo submit --type resize --input-file - --timeout 10m --retries 5
   qo submit --file tasks.jsonl --type resize | jq -r '.ids[]' | qo wait -
-  a=$(qo submit --type extract); qo submit --type load --after "$a"`,
+  a=$(qo submit --type extract); qo submit --type load --after "$a"
+  qo submit --workflow etl.json && qo wait --workflow nightly-etl`,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "type", Aliases: []string{"t"}, Usage: "task `TYPE` (the handler name; letters, digits, _ . : -); with --file, the default type of the lines"},
 			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "task input as a `JSON` document"},
@@ -348,11 +357,15 @@ Examples:
 			&cli.StringFlag{Name: "expires-at", Usage: "expire the task if no worker starts it by `TIME` (RFC 3339)"},
 			&cli.StringSliceFlag{Name: "after", Usage: "run after these tasks completed: task `ID`s, comma-separated or repeated"},
 			&cli.StringFlag{Name: "on-parent-failure", Usage: "`WHAT` the task does when a parent fails, is cancelled or expires: cancel (default), fail or run"},
+			&cli.StringFlag{Name: "workflow", Aliases: []string{"w"}, TakesFile: true, Usage: "submit the workflow in `FILE` ('-' for stdin); see qo workflow --help"},
 			jsonFlag(),
 		}, bulkFlags()...),
 		Action: func(c *cli.Context) error {
 			if err := noArgs(c); err != nil {
 				return err
+			}
+			if c.IsSet("workflow") {
+				return runWorkflowSubmit(c)
 			}
 			if c.IsSet("file") {
 				return runBulkSubmit(c)
@@ -614,6 +627,21 @@ func printTask(w io.Writer, t *queue.Task, now time.Time) error {
 	}
 	if len(t.Children) > 0 {
 		row("children", fmt.Sprintf("%d: %s", len(t.Children), idList(t.Children, 5)))
+	}
+	for _, f := range slices.Sorted(maps.Keys(t.InputFrom)) {
+		src := t.InputFrom[f]
+		from := "output"
+		if src.Path != "" {
+			from += "." + src.Path
+		}
+		got := "not yet"
+		if v, ok := t.FromParents[f]; ok {
+			got = jsonText(v)
+		}
+		row("  input "+f, fmt.Sprintf("from %s of %s: %s", from, src.Parent, got))
+	}
+	if t.Workflow != nil {
+		row("workflow", fmt.Sprintf("%s, step %s", t.Workflow.ID, t.Workflow.Step))
 	}
 	if t.ExpiresAt != nil {
 		past := "expired"

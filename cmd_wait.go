@@ -63,13 +63,15 @@ func waitCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "wait",
 		Usage:     "block until tasks finish; the exit code says how they ended",
-		UsageText: "qo wait ID... | - [--timeout D] [--interval D] [--max-interval D] [--fail-fast] [--json]",
+		UsageText: "qo wait ID... | - | --workflow NAME|ID [--timeout D] [--interval D] [--max-interval D] [--fail-fast] [--json]",
 		Description: `Polls each task (one GET per unfinished task per round) until every one is
 terminal: completed, failed, cancelled, expired or archived. Finished tasks
 are not polled again. Rounds start --interval apart and stretch by half each time
 nothing changed, up to --max-interval; any change brings them back to
 --interval. An argument '-' reads the ids from stdin (whitespace separated).
 An archived task counts as the status it had before it was archived.
+--workflow NAME|ID waits for every step of a workflow (its tasks, read from
+the workflow record: 1 GET, then as above); a step's line names it.
 
 Each task is printed as it finishes ("ID completed", "ID failed: error").
 --json prints one object at the end instead: {"outcome": "completed" |
@@ -84,7 +86,8 @@ does not exist; 2 bad arguments; 130 interrupted.
 Examples:
   qo wait 0b6f4c2e-8d1a-4f7e-9c3b-2a5d6e7f8a9b && echo done
   id=$(qo submit --type resize --input '{"w":64}'); qo wait "$id" --timeout 10m --json
-  qo submit --file tasks.jsonl | jq -r '.ids[]' | qo wait - --fail-fast`,
+  qo submit --file tasks.jsonl | jq -r '.ids[]' | qo wait - --fail-fast
+  qo wait --workflow nightly-etl --timeout 1h`,
 		Flags: []cli.Flag{
 			&cli.DurationFlag{Name: "timeout", EnvVars: []string{"QO_WAIT_TIMEOUT"},
 				Usage: "give up after `DURATION` with exit code 7 (0: wait forever)"},
@@ -93,6 +96,7 @@ Examples:
 			&cli.DurationFlag{Name: "max-interval", Value: defaultWaitMaxInterval, EnvVars: []string{"QO_WAIT_MAX_INTERVAL"},
 				Usage: "wait at most `DURATION` between polls while nothing changes"},
 			&cli.BoolFlag{Name: "fail-fast", Usage: "return (exit 6) as soon as one task failed, was cancelled or expired"},
+			&cli.StringFlag{Name: "workflow", Aliases: []string{"w"}, Usage: "wait for every step of the workflow `NAME|ID`"},
 			jsonFlag(),
 		},
 		Action: runWait,
@@ -165,7 +169,10 @@ func runWait(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if len(ids) == 0 {
+	if c.IsSet("workflow") && len(ids) > 0 {
+		return usageError("give task ids or --workflow, not both")
+	}
+	if len(ids) == 0 && !c.IsSet("workflow") {
 		return usageError("no task ids given (usage: %s)", c.Command.UsageText)
 	}
 	interval, err := durationFlag(c, "interval", minPollInterval)
@@ -188,6 +195,15 @@ func runWait(c *cli.Context) error {
 		return err
 	}
 	ctx := c.Context
+	if ref := c.String("workflow"); ref != "" {
+		w, err := q.GetWorkflow(ctx, ref)
+		if err != nil {
+			return err
+		}
+		for _, s := range w.Steps {
+			ids = append(ids, s.TaskID)
+		}
+	}
 	var deadline time.Time
 	if timeout > 0 {
 		deadline = time.Now().Add(timeout)
@@ -334,9 +350,13 @@ func archivedOutcome(ctx context.Context, q *queue.Queue, t *queue.Task) string 
 
 func printWaitLine(w io.Writer, it *waitItem) {
 	t := it.task
-	line := it.id.String() + " " + it.outcome
+	name := it.id.String()
+	if t.Workflow != nil {
+		name += " (step " + t.Workflow.Step + ")"
+	}
+	line := name + " " + it.outcome
 	if t.Status == queue.StatusArchived {
-		line = it.id.String() + " archived (" + it.outcome + ")"
+		line = name + " archived (" + it.outcome + ")"
 	}
 	switch {
 	case it.outcome == outcomeFailed && t.LastError != "":

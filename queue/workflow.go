@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -357,7 +358,7 @@ func decodeStep(raw json.RawMessage, def SubmitDefaults) (WorkflowStepSpec, erro
 		}
 		seen[a] = true
 	}
-	for _, f := range sortedKeys(st.InputFrom) {
+	for _, f := range slices.Sorted(maps.Keys(st.InputFrom)) {
 		parent, _, err := parseFrom(st.InputFrom[f])
 		if f == "" {
 			return st, errors.New("input_from has an empty field name")
@@ -396,15 +397,6 @@ func decodeStep(raw json.RawMessage, def SubmitDefaults) (WorkflowStepSpec, erro
 		return st, errors.New(`"input" must be an object (or absent) when the step has input_from: the values from parents become its fields`)
 	}
 	return st, nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // parseFrom parses an input_from source, "STEP.output" or
@@ -976,4 +968,86 @@ func (q *Queue) CancelWorkflow(ctx context.Context, ref, reason string) (int, er
 		return n, fmt.Errorf("cancel workflow %s: %w", v.Workflow.ID, err)
 	}
 	return n, nil
+}
+
+// Depths returns each step's depth: 0 for a step without parents, else
+// one more than its deepest parent (the order to draw the graph in).
+func (w *Workflow) Depths() []int {
+	idx := make(map[string]int, len(w.Steps))
+	for i, s := range w.Steps {
+		idx[s.Name] = i
+	}
+	depth := make([]int, len(w.Steps))
+	done := make([]bool, len(w.Steps))
+	var visit func(i, guard int) int
+	visit = func(i, guard int) int {
+		if done[i] || guard > len(w.Steps) { // guard: a hand-edited record with a cycle
+			return depth[i]
+		}
+		for _, a := range w.Steps[i].After {
+			if j, ok := idx[a]; ok {
+				depth[i] = max(depth[i], visit(j, guard+1)+1)
+			}
+		}
+		done[i] = true
+		return depth[i]
+	}
+	for i := range w.Steps {
+		visit(i, 0)
+	}
+	return depth
+}
+
+// WorkflowReport is a workflow as read now, in the shape qo workflow
+// --json and the HTTP API print: steps by depth, roots first.
+type WorkflowReport struct {
+	ID             uuid.UUID      `json:"id"`
+	Name           string         `json:"name,omitempty"`
+	IdempotencyKey string         `json:"idempotency_key"`
+	Status         WorkflowStatus `json:"status"`
+	CreatedAt      time.Time      `json:"created_at"`
+	EndedAt        *time.Time     `json:"ended_at"`
+	Counts         map[Status]int `json:"counts"`
+	Steps          []StepReport   `json:"steps"`
+}
+
+// StepReport is one step of a WorkflowReport.
+type StepReport struct {
+	Name         string     `json:"name"`
+	Type         string     `json:"task_type"`
+	TaskID       uuid.UUID  `json:"task_id"`
+	After        []string   `json:"after"`
+	Depth        int        `json:"depth"`
+	Status       Status     `json:"status"` // "" when the task is missing (see problem)
+	Attempt      int        `json:"attempt"`
+	WaitingFor   string     `json:"waiting_for,omitempty"`
+	LastError    string     `json:"last_error,omitempty"`
+	CancelReason string     `json:"cancel_reason,omitempty"`
+	UpdatedAt    *time.Time `json:"updated_at"`
+	CompletedAt  *time.Time `json:"completed_at"`
+	Problem      string     `json:"problem,omitempty"`
+}
+
+// Report renders the view (see WorkflowReport).
+func (v *WorkflowView) Report() WorkflowReport {
+	w := v.Workflow
+	r := WorkflowReport{ID: w.ID, Name: w.Name, IdempotencyKey: w.IdempotencyKey, Status: v.Status,
+		CreatedAt: w.CreatedAt, EndedAt: v.EndedAt, Counts: v.Counts, Steps: make([]StepReport, len(w.Steps))}
+	depths := w.Depths()
+	for i, s := range w.Steps {
+		sr := StepReport{Name: s.Name, Type: s.Type, TaskID: s.TaskID, After: s.After, Depth: depths[i], Problem: v.Problems[s.Name]}
+		if sr.After == nil {
+			sr.After = []string{}
+		}
+		if t := v.Tasks[i]; t != nil {
+			sr.Status, sr.Attempt, sr.LastError, sr.CancelReason = t.Status, t.Attempt, t.LastError, t.CancelReason
+			sr.UpdatedAt, sr.CompletedAt = timePtr(t.UpdatedAt), cloneTime(t.CompletedAt)
+			if t.Status == StatusWaiting {
+				sr.WaitingFor = t.WaitingFor()
+			}
+		}
+		r.Steps[i] = sr
+	}
+	sort.SliceStable(r.Steps, func(a, b int) bool { return r.Steps[a].Depth < r.Steps[b].Depth })
+	return r
 }

@@ -149,6 +149,10 @@ func (a *api) routes() []route {
 		{"POST /api/tasks/{id}/cancel", false, a.cancel},
 		{"POST /api/tasks/{id}/replay", false, a.taskAction("replay")},
 		{"POST /api/tasks/{id}/archive", false, a.taskAction("archive")},
+		{"GET /api/workflows", false, a.listWorkflows},
+		{"POST /api/workflows", false, a.submitWorkflow},
+		{"GET /api/workflows/{ref}", false, a.getWorkflow},
+		{"POST /api/workflows/{ref}/cancel", false, a.cancelWorkflow},
 		{"GET /api/dead", false, a.listDead},
 		{"POST /api/dead/{id}/retry", false, a.retryDead},
 		{"DELETE /api/dead/{id}", false, a.archiveDead},
@@ -602,29 +606,38 @@ func (a *api) cancel(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var body struct {
-		Reason string `json:"reason"`
-	}
-	raw, err := io.ReadAll(r.Body)
+	reason, err := cancelReason(r)
 	if err != nil {
 		return err
 	}
-	if len(strings.TrimSpace(string(raw))) > 0 {
-		dec := json.NewDecoder(strings.NewReader(string(raw)))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&body); err != nil {
-			return badInput("cancel body: want {\"reason\": \"...\"} or nothing: %v", err)
-		}
-	}
-	if body.Reason == "" {
-		body.Reason = "cancelled through the HTTP API"
-	}
-	t, err := a.q.Cancel(r.Context(), id, body.Reason)
+	t, err := a.q.Cancel(r.Context(), id, reason)
 	if err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, t)
 	return nil
+}
+
+// cancelReason reads a cancel's optional body, {"reason": "..."}.
+func cancelReason(r *http.Request) (string, error) {
+	var body struct {
+		Reason string `json:"reason"`
+	}
+	raw, err := io.ReadAll(r.Body)
+	if err != nil {
+		return "", err
+	}
+	if len(strings.TrimSpace(string(raw))) > 0 {
+		dec := json.NewDecoder(strings.NewReader(string(raw)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&body); err != nil {
+			return "", badInput("cancel body: want {\"reason\": \"...\"} or nothing: %v", err)
+		}
+	}
+	if body.Reason == "" {
+		body.Reason = "cancelled through the HTTP API"
+	}
+	return body.Reason, nil
 }
 
 // deadTask reads a task that must be failed.

@@ -1,0 +1,61 @@
+package httpapi
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/qo-queue/qo/store/storetest"
+)
+
+func TestWorkflowEndpoints(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
+		e := newEnv(t, be, Options{})
+		flow := `{"name": "etl", "idempotency_key": "day-1", "steps": [
+			{"name": "extract", "type": "extract"},
+			{"name": "load", "type": "load", "input_from": {"rows": "extract.output.rows"}}]}`
+		var id string
+		tests := []struct {
+			method, path, pattern, body string
+			status                      int
+			check                       func(t *testing.T, v map[string]any)
+		}{
+			{"GET", "/api/workflows", "/api/workflows", "", 200, func(t *testing.T, v map[string]any) { require.Empty(t, v["workflows"]) }},
+			{"POST", "/api/workflows", "/api/workflows", flow, 201, func(t *testing.T, v map[string]any) {
+				require.Equal(t, "running", v["status"])
+				steps := v["steps"].([]any)
+				require.Len(t, steps, 2)
+				require.Equal(t, "extract", steps[0].(map[string]any)["name"])
+				require.Equal(t, "waiting", steps[1].(map[string]any)["status"])
+				id = v["id"].(string)
+			}},
+			{"POST", "/api/workflows", "/api/workflows", flow, 200, func(t *testing.T, v map[string]any) { require.Equal(t, id, v["id"]) }},
+			{"POST", "/api/workflows", "/api/workflows", `{"idempotency_key": "day-1", "steps": [{"name": "a", "type": "x"}]}`, 409, nil},
+			{"POST", "/api/workflows", "/api/workflows", `{"steps": [{"name": "a", "type": "x", "after": ["a"]}]}`, 400, func(t *testing.T, v map[string]any) {
+				require.Contains(t, v["error"].(map[string]any)["message"], "runs after itself")
+			}},
+			{"GET", "/api/workflows/etl", "/api/workflows/{ref}", "", 200, func(t *testing.T, v map[string]any) {
+				require.Equal(t, id, v["id"])
+				require.Equal(t, map[string]any{"pending": 1.0, "waiting": 1.0}, v["counts"])
+			}},
+			{"GET", "/api/workflows/nope", "/api/workflows/{ref}", "", 404, nil},
+			{"GET", "/api/workflows", "/api/workflows", "", 200, func(t *testing.T, v map[string]any) { require.Len(t, v["workflows"], 1) }},
+			{"POST", "/api/workflows/etl/cancel", "/api/workflows/{ref}/cancel", `{"reason": "not today"}`, 200, func(t *testing.T, v map[string]any) {
+				require.Equal(t, 2.0, v["cancelled"])
+			}},
+			{"GET", "/api/workflows/etl", "/api/workflows/{ref}", "", 200, func(t *testing.T, v map[string]any) {
+				require.Equal(t, "cancelled", v["status"])
+				require.Equal(t, "not today", v["steps"].([]any)[1].(map[string]any)["cancel_reason"])
+			}},
+		}
+		for _, tt := range tests {
+			status, body, _ := e.do(t, tt.method, tt.path, tt.body)
+			require.Equal(t, tt.status, status, "%s %s %s: %v", tt.method, tt.path, tt.body, body)
+			e.documented(t, tt.method, tt.pattern, status, body)
+			if tt.check != nil {
+				tt.check(t, body.(map[string]any))
+			}
+		}
+	})
+}
