@@ -289,3 +289,47 @@ func keysUnder(b *bundle, prefix string) []string {
 	}
 	return out
 }
+
+// Reading a workflow costs its record and one GET per step, and waiting
+// on it one GET per step not ended: the same beside 0 or 60 finished
+// tasks and 10 finished workflows.
+func TestWorkflowReadsCostTheSameAtAnyHistory(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
+		cost := func(t *testing.T, history int) (read, refresh, names store.Counts) {
+			b := setup(t, be)
+			flow := `{"name": "etl", "steps": [{"name": "a", "type": "x"}, {"name": "b", "type": "y", "after": ["a"]}, {"name": "c", "type": "y", "after": ["a"]}]}`
+			for i := 0; i < history; i++ {
+				b.complete(t, b.submit(t, "old", `{}`))
+				if i%6 == 0 {
+					w, _, err := b.q.SubmitWorkflow(b.ctx, decodeFlow(t, flow))
+					require.NoError(t, err)
+					for _, s := range []string{"a", "b", "c"} {
+						b.run(t, w, s, `{}`)
+					}
+				}
+			}
+			w, _, err := b.q.SubmitWorkflow(b.ctx, decodeFlow(t, flow))
+			require.NoError(t, err)
+			b.run(t, w, "a", `{}`)
+
+			before := b.counts()
+			v, err := b.q.ReadWorkflow(b.ctx, "etl")
+			require.NoError(t, err)
+			require.Equal(t, w.ID, v.Workflow.ID)
+			mid := b.counts()
+			require.NoError(t, b.q.Refresh(b.ctx, v))
+			after := b.counts()
+			_, err = b.q.WorkflowNames(b.ctx, 0)
+			require.NoError(t, err)
+			return mid.Sub(before), after.Sub(mid), b.counts().Sub(after)
+		}
+		r0, f0, n0 := cost(t, 0)
+		r1, f1, n1 := cost(t, 60)
+		require.Equal(t, r0, r1, "read")
+		require.Equal(t, f0, f1, "refresh")
+		require.Equal(t, n0, n1, "names")
+		require.EqualValues(t, 2+3, r0.Total(store.OpGet), "the name, the record, one GET per step")
+		require.EqualValues(t, 2, f0.Total(store.OpGet), "only the steps not ended")
+	})
+}
