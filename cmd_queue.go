@@ -147,7 +147,7 @@ func positionalArgs(c *cli.Context) ([]string, error) {
 			rest = rest[1:]
 		default:
 			if err := fs.Parse(rest); err != nil {
-				return nil, usageError("%v (see 'qo %s --help')", err, c.Command.Name)
+				return nil, usageError("%s (see 'qo %s --help')", explainFlagError(c.Command, err), c.Command.Name)
 			}
 			rest = fs.Args()
 		}

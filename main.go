@@ -17,8 +17,10 @@ import (
 	"os"
 	"os/signal"
 	"reflect"
+	"regexp"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -310,7 +312,40 @@ func onUsageError(c *cli.Context, err error, isSubcommand bool) error {
 	if c.Command != nil && c.Command.Name != "" {
 		help = "qo " + c.Command.Name + " --help"
 	}
-	return usageError("%v (see '%s')", err, help)
+	return usageError("%s (see '%s')", explainFlagError(c.Command, err), help)
+}
+
+// flagValueError matches the flag package's "invalid value "30" for flag
+// -timeout: parse error".
+var flagValueError = regexp.MustCompile(`^invalid value "(.*)" for flag -+([A-Za-z0-9-]+): parse error$`)
+
+// explainFlagError says what a flag whose value did not parse wants,
+// where the flag package only says "parse error".
+func explainFlagError(cmd *cli.Command, err error) string {
+	m := flagValueError.FindStringSubmatch(err.Error())
+	if m == nil || cmd == nil {
+		return err.Error()
+	}
+	want := ""
+	for _, f := range cmd.Flags {
+		if !slices.Contains(f.Names(), m[2]) {
+			continue
+		}
+		switch f.(type) {
+		case *cli.DurationFlag:
+			want = "a duration such as 30s, 5m or 1h30m (a unit is required)"
+		case *cli.IntFlag, *cli.Int64Flag, *cli.UintFlag:
+			want = "a whole number"
+		case *cli.Float64Flag:
+			want = "a number"
+		case *cli.BoolFlag:
+			want = "true or false"
+		}
+	}
+	if want == "" {
+		return err.Error()
+	}
+	return fmt.Sprintf("--%s %q: want %s", m[2], m[1], want)
 }
 
 // connString returns the value of a connection flag, wherever on the
