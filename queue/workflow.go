@@ -383,15 +383,27 @@ func decodeStep(raw json.RawMessage, def SubmitDefaults) (WorkflowStepSpec, erro
 			rest[k] = v
 		}
 	}
-	if _, ok := rest["on_parent_failure"]; ok && len(st.After) == 0 {
+	policy, err := stringField(rest, "on_parent_failure")
+	if err != nil {
+		return st, err
+	}
+	if policy != "" && len(st.After) == 0 {
 		return st, errors.New(`"on_parent_failure" on a step without parents (it only applies with after)`)
 	}
+	delete(rest, "on_parent_failure") // the submit document's check wants after, which here are names
 	body, err := json.Marshal(rest)
 	if err != nil {
 		return st, err
 	}
 	if st.Doc, err = decodeSubmit(body, def); err != nil {
 		return st, err
+	}
+	p, err := ParseParentFailure(policy)
+	if err != nil {
+		return st, errors.New(inputText(err))
+	}
+	if policy != "" {
+		st.Doc.Request.OnParentFailure = p
 	}
 	if len(st.InputFrom) > 0 && !isJSONNull(st.Doc.Request.Input) && !bytes.HasPrefix(bytes.TrimSpace(st.Doc.Request.Input), []byte("{")) {
 		return st, errors.New(`"input" must be an object (or absent) when the step has input_from: the values from parents become its fields`)
@@ -850,6 +862,17 @@ func (q *Queue) ReadWorkflow(ctx context.Context, ref string) (*WorkflowView, er
 	}
 	v.summarize()
 	return v, nil
+}
+
+// SummarizeWorkflow makes a view of w from its steps' tasks as read
+// elsewhere (nil where missing; problems by step name).
+func SummarizeWorkflow(w *Workflow, tasks []*Task, problems map[string]string) *WorkflowView {
+	v := &WorkflowView{Workflow: w, Tasks: tasks, Problems: problems}
+	if v.Problems == nil {
+		v.Problems = map[string]string{}
+	}
+	v.summarize()
+	return v
 }
 
 // summarize sets Status, Counts and EndedAt from Tasks.

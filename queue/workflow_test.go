@@ -333,3 +333,19 @@ func TestWorkflowReadsCostTheSameAtAnyHistory(t *testing.T) {
 		require.EqualValues(t, 2, f0.Total(store.OpGet), "only the steps not ended")
 	})
 }
+
+func TestWorkflowStepPolicy(t *testing.T) {
+	t.Parallel()
+	b := setup(t, storetest.Backends()[0])
+	w, _, err := b.q.SubmitWorkflow(b.ctx, decodeFlow(t, `{"steps": [
+		{"name": "a", "type": "x"},
+		{"name": "b", "type": "y", "after": ["a"], "on_parent_failure": "run"}]}`))
+	require.NoError(t, err)
+	require.Equal(t, queue.ParentFailureRun, b.step(t, w, "b").OnParentFailure)
+	l := b.claim(t, b.step(t, w, "a"), "w1")
+	_, err = b.q.Fail(b.ctx, l, "boom")
+	require.NoError(t, err)
+	require.Equal(t, queue.StatusPending, b.step(t, w, "b").Status, "runs anyway")
+	_, err = queue.DecodeWorkflow([]byte(`{"steps": [{"name": "a", "type": "x"}, {"name": "b", "type": "y", "after": ["a"], "on_parent_failure": "maybe"}]}`), queue.DefaultSubmitDefaults)
+	require.ErrorContains(t, err, `on parent failure "maybe"`)
+}
