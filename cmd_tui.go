@@ -44,13 +44,19 @@ Screens (switch with 1, 2, 3, 4 or tab; ? lists every key):
               the fleet's S3 requests per second and cost per hour, and
               what is paused
   2 Tasks     browse by shard (h/l), filter by status (s), search (/) by id
-              prefix, full id or type; priorities shown; enter opens a task
+              prefix, full id or type, or wf:NAME / wf:ID for a workflow;
+              priorities shown; enter opens a task
   3 Workers   health (active/stale/dead by heartbeat age), running tasks,
               counters, shards held
   4 Schedules cron schedules with their next due time and last run
   Task detail every field, input/output as a foldable JSON tree (loaded
               from its own object when it was too large for the task), the
-              version timeline; m marks two versions, d shows their diff
+              version timeline; m marks two versions, d shows their diff;
+              its workflow and step, parents, children, what it waits for
+              and its input_from sources; w opens its workflow
+  Workflow    status, counts and every step as a graph, roots first, with
+              each step's status, type, attempt and timing; enter opens a
+              step's task, R replays a step, X cancels every step not ended
 
 Actions ask for confirmation first: R replay, A archive, C cancel,
 N requeue now, n submit a new task, p pause or resume the selected task's

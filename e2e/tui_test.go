@@ -166,3 +166,87 @@ func TestTUIInTmux(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestTUIWorkflowInTmux opens a workflow by name in the real console
+// against MinIO, replays its failed step (the step it cancelled waits
+// again), then cancels the rest of the workflow; the queue API sees each
+// change.
+func TestTUIWorkflowInTmux(t *testing.T) {
+	t.Parallel()
+	e := wkSetup(t)
+	ctx := context.Background()
+	spec, err := queue.DecodeWorkflow([]byte(`{"name": "e2e-etl", "steps": [
+		{"name": "extract", "type": "extract"},
+		{"name": "clean", "type": "transform", "input_from": {"rows": "extract.output.rows"}},
+		{"name": "enrich", "type": "transform", "input_from": {"rows": "extract.output.rows"}},
+		{"name": "load", "type": "load", "after": ["clean", "enrich"]}]}`), queue.DefaultSubmitDefaults)
+	require.NoError(t, err)
+	w, _, err := e.q.SubmitWorkflow(ctx, spec)
+	require.NoError(t, err)
+	step := func(name string) *queue.Task {
+		s, ok := w.Step(name)
+		require.True(t, ok)
+		task, err := e.q.Get(ctx, s.TaskID)
+		require.NoError(t, err)
+		return task
+	}
+	claim := func(name string) *queue.Lease {
+		entry, err := queue.ParseReadyKey(queue.ReadyKey(step(name)))
+		require.NoError(t, err)
+		l, err := e.q.Claim(ctx, entry, "e2e-worker")
+		require.NoError(t, err)
+		return l
+	}
+	_, err = e.q.Complete(ctx, claim("extract"), json.RawMessage(`{"rows":[1,2]}`))
+	require.NoError(t, err)
+	_, err = e.q.Fail(ctx, claim("enrich"), "enrich: upstream 503")
+	require.NoError(t, err)
+	require.Equal(t, queue.StatusCancelled, step("load").Status)
+
+	var script strings.Builder
+	for _, kv := range e.env {
+		name, value, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "S3_") || strings.HasPrefix(name, "AWS_") {
+			fmt.Fprintf(&script, "export %s='%s'\n", name, value)
+		}
+	}
+	fmt.Fprintf(&script, "export NO_COLOR=1 TERM=xterm-256color\nexec '%s' tui --screen tasks --refresh off\n", wkBinary(t))
+	s := startTmux(t, 100, 30, script.String())
+
+	s.waitFor("NEXT / LEASE")
+	s.keys("/", "wf:e2e-etl", "Enter")
+	s.waitFor("Workflow e2e-etl", w.ID.String(), "├─ clean", "└─ enrich", "└─ load")
+	s.keys("j", "j") // extract, clean, enrich
+	s.waitFor("last error enrich: upstream 503")
+	s.keys("R")
+	s.waitFor("Replay task " + step("enrich").ID.String())
+	s.keys("y")
+	scr := s.waitFor("pending again", "(2 of 2)")
+	t.Logf("the workflow after the replay:\n%s", scr)
+	require.Equal(t, queue.StatusPending, step("enrich").Status)
+	require.Equal(t, queue.StatusWaiting, step("load").Status, "the step it cancelled waits again")
+
+	s.keys("X")
+	s.waitFor("Cancel the 3 steps of workflow e2e-etl")
+	s.keys("y")
+	s.waitFor("cancelled 3 step(s) of workflow e2e-etl", "cancelled")
+	for _, name := range []string{"clean", "enrich", "load"} {
+		require.Equal(t, queue.StatusCancelled, step(name).Status, name)
+	}
+	require.Equal(t, queue.StatusCompleted, step("extract").Status)
+
+	s.keys("Enter") // the selected step's task
+	s.waitFor("› task "+queue.ShortID(step("enrich").ID), "workflow   step enrich of e2e-etl")
+	s.keys("q")
+	s.waitFor("Workflow e2e-etl")
+	s.keys("q")
+	s.waitFor("NEXT / LEASE")
+	s.keys("q")
+	deadline := time.Now().Add(10 * time.Second)
+	for exec.Command("tmux", "-L", s.socket, "has-session", "-t", s.name).Run() == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("the console did not quit:\n%s", s.screen())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

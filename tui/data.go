@@ -3,6 +3,9 @@ package tui
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -38,14 +41,27 @@ type tasksMsg struct {
 }
 
 // detailMsg carries one task and its version history. Offloaded input and
-// output are loaded into data; payloadErr says why they could not be.
+// output are loaded into data; payloadErr says why they could not be. A
+// task of a workflow comes with the workflow's record (recordErr says why
+// not). workflow is set instead of task when the id asked for is not a
+// task's but a workflow's.
 type detailMsg struct {
 	seq        int
 	task       *queue.Task
 	data       *queue.Task
 	payloadErr error
 	events     []queue.Event
+	record     *queue.Workflow
+	recordErr  error
+	workflow   *queue.Workflow
 	err        error
+}
+
+// workflowMsg carries a workflow and its steps' tasks.
+type workflowMsg struct {
+	seq  int
+	view *queue.WorkflowView
+	err  error
 }
 
 // schedulesMsg carries the cron schedules.
@@ -74,6 +90,10 @@ type clockMsg struct{}
 // requestTimeout bounds every read and action: a hung S3 endpoint shows up
 // as an error in the status line, never as a frozen console.
 const requestTimeout = 15 * time.Second
+
+// workflowTimeout bounds the reads and the cancel of a whole workflow:
+// one GET per step, so a large one takes longer than a single request.
+const workflowTimeout = 2 * time.Minute
 
 func loadOverview(ctx context.Context, q *queue.Queue, counter *queue.StatsCounter, seq int) tea.Cmd {
 	return func() tea.Msg {
@@ -105,14 +125,32 @@ func loadTasks(ctx context.Context, q *queue.Queue, qry queue.ListQuery, seq int
 	}
 }
 
-func loadDetail(ctx context.Context, q *queue.Queue, id uuid.UUID, seq int) tea.Cmd {
+// loadDetail reads a task, its payloads and its history. known is the
+// workflow record read last: a record never changes, so a task of the same
+// workflow reuses it and only another workflow's costs a GET. With
+// orWorkflow (an id typed in the search box), an id that is no task's may
+// be a workflow's.
+func loadDetail(ctx context.Context, q *queue.Queue, id uuid.UUID, seq int, known *queue.Workflow, orWorkflow bool) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 		defer cancel()
 		msg := detailMsg{seq: seq}
 		msg.task, msg.err = q.Get(ctx, id)
+		if errors.Is(msg.err, queue.ErrNotFound) && orWorkflow {
+			if w, err := q.GetWorkflow(ctx, id.String()); err == nil {
+				msg.workflow, msg.err = w, nil
+				return msg
+			}
+		}
 		if msg.err != nil {
 			return msg
+		}
+		if ref := msg.task.Workflow; ref != nil {
+			if known != nil && known.ID == ref.ID {
+				msg.record = known
+			} else {
+				msg.record, msg.recordErr = q.GetWorkflow(ctx, ref.ID.String())
+			}
 		}
 		msg.data, msg.payloadErr = q.WithPayloads(ctx, msg.task)
 		if msg.payloadErr != nil {
@@ -123,6 +161,46 @@ func loadDetail(ctx context.Context, q *queue.Queue, id uuid.UUID, seq int) tea.
 			msg.err = nil // no versioning: the detail still shows the task
 		}
 		return msg
+	}
+}
+
+// loadWorkflow reads a workflow and every step's task (1 GET each).
+func loadWorkflow(ctx context.Context, q *queue.Queue, ref string, seq int) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, workflowTimeout)
+		defer cancel()
+		v, err := q.ReadWorkflow(ctx, ref)
+		return workflowMsg{seq: seq, view: v, err: err}
+	}
+}
+
+// refreshWorkflow reads again the steps of shown that have not ended (1
+// GET each). It works on a copy: the screen keeps drawing shown meanwhile.
+func refreshWorkflow(ctx context.Context, q *queue.Queue, shown *queue.WorkflowView, seq int) tea.Cmd {
+	v := *shown
+	v.Tasks = slices.Clone(shown.Tasks)
+	v.Problems = maps.Clone(shown.Problems)
+	v.Counts = maps.Clone(shown.Counts)
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, workflowTimeout)
+		defer cancel()
+		err := q.Refresh(ctx, &v)
+		var m *queue.MalformedError
+		if errors.As(err, &m) && !errors.Is(err, store.ErrUnreachable) && !errors.Is(err, context.DeadlineExceeded) {
+			err = nil // a malformed step is shown as the step's problem, not as an outage
+		}
+		return workflowMsg{seq: seq, view: &v, err: err}
+	}
+}
+
+// cancelWorkflow cancels every step of workflow w that has not ended.
+func cancelWorkflow(ctx context.Context, q *queue.Queue, w *queue.Workflow, label string) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, workflowTimeout)
+		defer cancel()
+		n, err := q.CancelWorkflow(ctx, w.ID.String(), "cancelled from qo tui")
+		note := fmt.Sprintf("cancelled %d step(s) of workflow %s: running ones are asked to stop", n, label)
+		return actionMsg{action: actCancelWorkflow, note: note, err: err}
 	}
 }
 
@@ -148,6 +226,8 @@ const (
 	actDisable  = "disable"
 	actTrigger  = "trigger"
 	actDelSched = "delete schedule"
+
+	actCancelWorkflow = "cancel workflow"
 )
 
 // pauseAction pauses or resumes typ ("" for the whole queue).

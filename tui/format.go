@@ -89,6 +89,22 @@ func sparkline(values []int) string {
 	return b.String()
 }
 
+// plural renders n things: "1 step", "3 steps".
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return count(n) + " " + thing + "s"
+}
+
+// children renders n children.
+func children(n int) string {
+	if n == 1 {
+		return "1 child"
+	}
+	return count(n) + " children"
+}
+
 // count renders n with thousands separators.
 func count(n int) string {
 	s := fmt.Sprint(n)

@@ -39,6 +39,8 @@ type harness struct {
 	m     *Model
 	quit  bool
 	ids   map[string]*queue.Task // seeded tasks by name
+	// leases holds the leases of seeded tasks left running, by name.
+	leases map[string]*queue.Lease
 }
 
 func newHarness(t *testing.T, s store.Store, opts Options) *harness {
@@ -53,7 +55,7 @@ func newHarness(t *testing.T, s store.Store, opts Options) *harness {
 	}
 	q, err := queue.Open(ctx, s, queue.Options{Clock: clock, NewID: queue.SequentialIDs("console")})
 	require.NoError(t, err)
-	h := &harness{t: t, ctx: ctx, q: q, raw: s, clock: clock, ids: map[string]*queue.Task{}}
+	h := &harness{t: t, ctx: ctx, q: q, raw: s, clock: clock, ids: map[string]*queue.Task{}, leases: map[string]*queue.Lease{}}
 	h.newModel(opts)
 	return h
 }

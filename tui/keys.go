@@ -16,6 +16,7 @@ type KeyMap struct {
 	Replay, Archive, Cancel, Requeue, Submit     key.Binding
 	PauseType, PauseAll                          key.Binding
 	ToggleSchedule, Trigger, DeleteSchedule      key.Binding
+	Workflow, OpenStep, CancelWorkflow           key.Binding
 	Confirm, Deny                                key.Binding
 }
 
@@ -45,7 +46,7 @@ func DefaultKeyMap() KeyMap {
 		Refresh:   k("r", "refresh now", "r"),
 		Interval:  k("i", "auto-refresh: off/2s/5s/10s", "i"),
 		Status:    k("s", "filter by status", "s"),
-		Search:    k("/", "search id prefix or type", "/"),
+		Search:    k("/", "search id prefix, id, type, wf:NAME", "/"),
 		ShardPrev: k("h/←", "previous shard", "h", "left"),
 		ShardNext: k("l/→", "next shard", "l", "right"),
 		Clear:     k("c", "clear filters", "c"),
@@ -64,6 +65,9 @@ func DefaultKeyMap() KeyMap {
 		ToggleSchedule: k("e", "enable/disable the schedule", "e"),
 		Trigger:        k("t", "trigger the schedule now", "t"),
 		DeleteSchedule: k("X", "delete the schedule", "X"),
+		Workflow:       k("w", "open the task's workflow", "w"),
+		OpenStep:       k("enter", "open the step's task", "enter"),
+		CancelWorkflow: k("X", "cancel every step not ended (asks)", "X"),
 		Confirm:        k("y", "confirm", "y", "Y"),
 		Deny:           k("n/esc", "do not", "n", "N", "esc", "q"),
 	}
@@ -78,6 +82,7 @@ func (k KeyMap) helpSections() []helpSection {
 		{"Task detail", []key.Binding{k.Focus, k.Toggle, k.Mark, k.Diff}},
 		{"Actions (ask first)", []key.Binding{k.Replay, k.Archive, k.Cancel, k.Requeue, k.Submit, k.PauseType, k.PauseAll}},
 		{"Schedules (ask first)", []key.Binding{k.ToggleSchedule, k.Trigger, k.DeleteSchedule}},
+		{"Workflow (R, C, A, N act on the selected step)", []key.Binding{k.Workflow, k.OpenStep, k.CancelWorkflow}},
 	}
 }
 

@@ -37,6 +37,7 @@ type tasks struct {
 
 	searching bool
 	search    textinput.Model
+	wfRef     string // the workflow asked for by the last search (tasksOpenWorkflow)
 }
 
 // statusCycle is the order s steps through; "" is every status but archived.
@@ -48,7 +49,7 @@ func newTasks(st Styles, keys KeyMap, shards []string) tasks {
 	ti := textinput.New()
 	ti.Cursor.SetMode(cursor.CursorStatic) // no blinking: calmer over SSH
 	ti.Prompt = "/"
-	ti.Placeholder = "id prefix, full id, or task type (type:NAME forces a type)"
+	ti.Placeholder = "id prefix, full id, task type (type:NAME forces a type), or wf:NAME / wf:ID for a workflow"
 	ti.CharLimit = 64
 	return tasks{st: st, keys: keys, shards: shards, shard: -1, cursors: []string{""}, search: ti}
 }
@@ -117,7 +118,8 @@ const (
 	tasksNone tasksEffect = iota
 	tasksReload
 	tasksOpen
-	tasksOpenID // open the task whose full id was typed
+	tasksOpenID       // open the task (or workflow) whose full id was typed
+	tasksOpenWorkflow // open the workflow wfRef (typed as wf:NAME or wf:ID)
 )
 
 var idPrefixRE = regexp.MustCompile(`^[0-9a-f][0-9a-f-]{0,35}$`)
@@ -202,11 +204,19 @@ func (t *tasks) Update(msg tea.KeyMsg) (tasksEffect, uuid.UUID, tea.Cmd) {
 	return tasksNone, uuid.Nil, nil
 }
 
-// applySearch reads the search box: a whole id opens that task; "type:X"
+// applySearch reads the search box: a whole id opens that task (or the
+// workflow with that id); "wf:NAME" or "wf:ID" (or "workflow:…") opens a
+// workflow; "type:X"
 // or anything that is not hex is a task type; hex (with dashes) is an id
 // prefix, which also narrows the listing to the prefix's shard.
 func (t *tasks) applySearch(s string) (tasksEffect, uuid.UUID, tea.Cmd) {
 	s = strings.TrimSpace(s)
+	for _, p := range []string{"wf:", "workflow:"} {
+		if ref, ok := strings.CutPrefix(s, p); ok && strings.TrimSpace(ref) != "" {
+			t.wfRef = strings.TrimSpace(ref)
+			return tasksOpenWorkflow, uuid.Nil, nil
+		}
+	}
 	t.idPrefix, t.typ = "", ""
 	if typ, ok := strings.CutPrefix(s, "type:"); ok {
 		t.typ = strings.TrimSpace(typ)

@@ -1,6 +1,6 @@
 // Package tui is qo's operations console: a bubbletea program over the
 // queue and monitor APIs. The root Model only routes: each screen
-// (overview, tasks, task detail, workers, schedules) is its own component with
+// (overview, tasks, task detail, workflow, workers, schedules) is its own component with
 // Update, View and SetSize. Every read and action runs in a tea.Cmd and
 // comes back as a typed message; responses older than the newest request
 // of their kind are dropped. Time comes from an injected clock, so the
@@ -54,6 +54,7 @@ const (
 	scrWorkers
 	scrSchedules
 	scrDetail
+	scrWorkflow
 )
 
 var screenNames = []string{"1 Overview", "2 Tasks", "3 Workers", "4 Schedules"}
@@ -83,6 +84,14 @@ type Model struct {
 	scheds   schedules
 	detail   detail
 	detailID uuid.UUID
+	// detailOrWorkflow: the open id was typed, and may be a workflow's.
+	detailOrWorkflow bool
+	wf               workflowScreen
+	// record is the workflow record read last: records never change, so
+	// the details of tasks of one workflow share it.
+	record *queue.Workflow
+	// trail is where q/esc goes back to from a task or a workflow.
+	trail []place
 
 	tick     ticker
 	seq      map[string]int // newest request per kind
@@ -122,6 +131,7 @@ func New(ctx context.Context, q *queue.Queue, opts Options) (*Model, error) {
 		workers:  newWorkers(st, keys),
 		scheds:   newSchedules(st, keys),
 		detail:   newDetail(st, keys),
+		wf:       newWorkflowScreen(st, keys, ""),
 		tick:     tea.Tick,
 		seq:      map[string]int{},
 		inflight: map[string]bool{},
@@ -166,6 +176,7 @@ func (m *Model) SetSize(w, h int) {
 	m.workers.SetSize(w, body)
 	m.scheds.SetSize(w, body)
 	m.detail.SetSize(w, body)
+	m.wf.SetSize(w, body)
 }
 
 // Init loads the first screen and starts the timers.
@@ -200,13 +211,25 @@ func (m *Model) fresh(kind string, seq int) bool {
 
 // reload loads what the current screen shows. The overview's counts feed
 // the workers screen and the header too, so they are always loaded.
-func (m *Model) reload() tea.Cmd {
+func (m *Model) reload() tea.Cmd { return m.load(false) }
+
+// load is reload; on the auto-refresh tick (tick) a workflow shown reads
+// again only its steps that have not ended, and not while the last read
+// is still under way.
+func (m *Model) load(tick bool) tea.Cmd {
 	cmds := []tea.Cmd{m.loadOverview()}
 	switch m.screen {
 	case scrTasks:
 		cmds = append(cmds, loadTasks(m.ctx, m.q, m.tasks.query(), m.next("tasks")))
 	case scrDetail:
-		cmds = append(cmds, loadDetail(m.ctx, m.q, m.detailID, m.next("detail")))
+		cmds = append(cmds, loadDetail(m.ctx, m.q, m.detailID, m.next("detail"), m.record, m.detailOrWorkflow))
+	case scrWorkflow:
+		switch {
+		case !tick || m.wf.view == nil:
+			cmds = append(cmds, loadWorkflow(m.ctx, m.q, m.wf.pinned(), m.next("workflow")))
+		case !m.inflight["workflow"]:
+			cmds = append(cmds, refreshWorkflow(m.ctx, m.q, m.wf.view, m.next("workflow")))
+		}
 	case scrSchedules:
 		cmds = append(cmds, loadSchedules(m.ctx, m.q, m.next("schedules")))
 	}
@@ -232,7 +255,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if msg.gen != m.gen {
 			return m, nil
 		}
-		return m, tea.Batch(m.reload(), m.schedule())
+		return m, tea.Batch(m.load(true), m.schedule())
 	case overviewMsg:
 		if m.fresh("overview", msg.seq) {
 			m.noteLoad(msg.err)
@@ -259,9 +282,37 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case detailMsg:
 		if m.fresh("detail", msg.seq) {
+			if msg.workflow != nil && m.screen == scrDetail && msg.workflow.ID == m.detailID {
+				// The id typed is a workflow's: show it instead.
+				m.noteLoad(nil)
+				m.record = msg.workflow
+				m.setWorkflow(msg.workflow.ID.String())
+				m.screen = scrWorkflow
+				return m, m.reload()
+			}
 			m.noteLoad(msg.err)
+			if msg.record != nil {
+				m.record = msg.record
+			}
 			if msg.err == nil || m.detail.task == nil {
 				m.detail.apply(msg)
+			}
+			if msg.task != nil {
+				m.detailOrWorkflow = false
+			}
+		}
+		return m, nil
+	case workflowMsg:
+		if m.fresh("workflow", msg.seq) {
+			var bad *queue.MalformedError
+			if msg.view == nil && (errors.Is(msg.err, queue.ErrNotFound) || errors.As(msg.err, &bad)) {
+				m.noteLoad(nil) // not an outage: the screen says what is wrong
+			} else {
+				m.noteLoad(msg.err)
+			}
+			m.wf.apply(msg)
+			if msg.view != nil && msg.view.Workflow != nil {
+				m.record = msg.view.Workflow
 			}
 		}
 		return m, nil
@@ -325,13 +376,98 @@ func actionResult(msg actionMsg) string {
 	return msg.action + " done"
 }
 
+// place is a screen q/esc goes back to; for a task's detail or a
+// workflow, also which one.
+type place struct {
+	screen screen
+	task   uuid.UUID
+	ref    string
+}
+
+// maxTrail bounds how many screens q/esc walks back through.
+const maxTrail = 32
+
+func (m *Model) here() place {
+	switch m.screen {
+	case scrDetail:
+		return place{screen: scrDetail, task: m.detailID}
+	case scrWorkflow:
+		return place{screen: scrWorkflow, ref: m.wf.pinned()}
+	}
+	return place{screen: m.screen}
+}
+
+// push remembers the current screen before another opens over it.
+func (m *Model) push() {
+	p := m.here()
+	if n := len(m.trail); n > 0 && m.trail[n-1] == p {
+		return
+	}
+	m.trail = append(m.trail, p)
+	if len(m.trail) > maxTrail {
+		m.trail = m.trail[len(m.trail)-maxTrail:]
+	}
+}
+
+// back goes to the screen the current one was opened from; from a top
+// screen it quits.
+func (m *Model) back() tea.Cmd {
+	if n := len(m.trail); n > 0 {
+		p := m.trail[n-1]
+		m.trail = m.trail[:n-1]
+		switch p.screen {
+		case scrDetail:
+			m.setDetail(p.task)
+		case scrWorkflow:
+			m.setWorkflow(p.ref)
+		default:
+			m.trail = nil
+		}
+		m.screen = p.screen
+		return m.reload()
+	}
+	if m.screen == scrDetail || m.screen == scrWorkflow {
+		m.screen = scrTasks
+		return m.reload()
+	}
+	return tea.Quit
+}
+
+// open shows the detail of task id (the caller loads it).
 func (m *Model) open(id uuid.UUID) {
+	m.push()
+	m.setDetail(id)
+	m.screen = scrDetail
+}
+
+func (m *Model) setDetail(id uuid.UUID) {
+	if m.detailID != id || m.screen != scrDetail {
+		m.detailOrWorkflow = false
+	}
 	if m.detailID != id {
 		m.detail = newDetail(m.st, m.keys)
 		m.detail.SetSize(m.w, max(m.h-4, 4))
 	}
 	m.detailID = id
-	m.screen = scrDetail
+}
+
+// openWorkflow shows the workflow ref (an id or a name) and loads it.
+func (m *Model) openWorkflow(ref string) tea.Cmd {
+	m.push()
+	m.setWorkflow(ref)
+	m.screen = scrWorkflow
+	return m.reload()
+}
+
+// setWorkflow makes ref the workflow shown, keeping what is shown when it
+// is the same workflow. A name is always read again: it may have moved to
+// a newer workflow.
+func (m *Model) setWorkflow(ref string) {
+	if _, err := uuid.Parse(ref); err == nil && m.wf.matches(ref) {
+		return
+	}
+	m.wf = newWorkflowScreen(m.st, m.keys, ref)
+	m.wf.SetSize(m.w, max(m.h-4, 4))
 }
 
 // key handles a key press: dialogs first, then global keys, then the screen.
@@ -390,16 +526,28 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 			return cmd
 		}
 	}
+	if m.screen == scrWorkflow {
+		switch {
+		case key.Matches(msg, k.OpenStep):
+			return m.openStep()
+		case key.Matches(msg, k.CancelWorkflow):
+			m.confirmCancelWorkflow()
+			return nil
+		}
+	}
 	switch {
 	case key.Matches(msg, k.Help):
 		m.help, m.helpOff = true, 0
 		return nil
 	case key.Matches(msg, k.Back):
-		if m.screen == scrDetail {
-			m.screen = scrTasks
-			return m.reload()
+		return m.back()
+	case key.Matches(msg, k.Workflow) && (m.screen == scrDetail || m.screen == scrTasks) && m.target() != nil:
+		t := m.target()
+		if t.Workflow == nil {
+			m.flash, m.flashErr = "task "+queue.ShortID(t.ID)+" is not a step of a workflow", true
+			return nil
 		}
-		return tea.Quit
+		return m.openWorkflow(t.Workflow.ID.String())
 	case key.Matches(msg, k.Overview):
 		return m.show(scrOverview)
 	case key.Matches(msg, k.Tasks):
@@ -408,7 +556,7 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 		return m.show(scrWorkers)
 	case key.Matches(msg, k.Schedules):
 		return m.show(scrSchedules)
-	case key.Matches(msg, k.NextTab) && m.screen != scrDetail:
+	case key.Matches(msg, k.NextTab) && m.screen != scrDetail && m.screen != scrWorkflow:
 		return m.show((m.screen + 1) % screen(len(screenNames)))
 	case key.Matches(msg, k.Refresh):
 		m.inflight["overview"] = false
@@ -462,8 +610,42 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 		m.workers.Update(msg, len(m.overview.workers))
 	case scrSchedules:
 		m.scheds.Update(msg)
+	case scrWorkflow:
+		m.wf.Update(msg)
 	}
 	return nil
+}
+
+// openStep opens the task of the selected workflow step.
+func (m *Model) openStep() tea.Cmd {
+	i, t := m.wf.selected()
+	switch {
+	case i < 0:
+		return nil
+	case t == nil:
+		step := m.wf.view.Workflow.Steps[i]
+		m.flash, m.flashErr = "step "+safe(step.Name)+" has no task to open: "+oneLine(orDash(m.wf.view.Problems[step.Name])), true
+		return nil
+	}
+	m.open(t.ID)
+	return loadDetail(m.ctx, m.q, t.ID, m.next("detail"), m.record, false)
+}
+
+// confirmCancelWorkflow asks before cancelling the shown workflow's steps
+// that have not ended.
+func (m *Model) confirmCancelWorkflow() {
+	v := m.wf.view
+	if v == nil {
+		return
+	}
+	label := m.wf.label()
+	n := m.wf.notEnded()
+	if n == 0 {
+		m.flash, m.flashErr = "workflow "+label+" has no step left to cancel: every step ended", false
+		return
+	}
+	text := fmt.Sprintf("Cancel the %s of workflow %s that did not end? Running ones are asked to stop; ended ones stay.", plural(n, "step"), label)
+	m.confirm = &confirm{action: actCancelWorkflow, text: text, run: cancelWorkflow(m.ctx, m.q, v.Workflow, label)}
 }
 
 // pauseConfirm asks before pausing or resuming typ ("" for the whole
@@ -490,6 +672,9 @@ func (m *Model) target() *queue.Task {
 		return m.detail.task
 	case scrTasks:
 		return m.tasks.selected()
+	case scrWorkflow:
+		_, t := m.wf.selected()
+		return t
 	}
 	return nil
 }
@@ -501,13 +686,17 @@ func (m *Model) tasksKey(msg tea.KeyMsg) tea.Cmd {
 		return tea.Batch(cmd, loadTasks(m.ctx, m.q, m.tasks.query(), m.next("tasks")))
 	case tasksOpen, tasksOpenID:
 		m.open(id)
-		return tea.Batch(cmd, loadDetail(m.ctx, m.q, id, m.next("detail")))
+		m.detailOrWorkflow = eff == tasksOpenID
+		return tea.Batch(cmd, loadDetail(m.ctx, m.q, id, m.next("detail"), m.record, m.detailOrWorkflow))
+	case tasksOpenWorkflow:
+		return tea.Batch(cmd, m.openWorkflow(m.tasks.wfRef))
 	}
 	return cmd
 }
 
 func (m *Model) show(s screen) tea.Cmd {
 	m.screen = s
+	m.trail = nil
 	return m.reload()
 }
 
@@ -526,14 +715,17 @@ func (m *Model) View() string {
 	b.WriteString(fit(left, max(m.w-len(right)-1, 0)) + " " + m.st.Dim.Render(right) + "\n")
 	var tabs []string
 	for i, name := range screenNames {
-		if screen(i) == m.screen || (m.screen == scrDetail && i == int(scrTasks)) {
+		if screen(i) == m.screen || ((m.screen == scrDetail || m.screen == scrWorkflow) && i == int(scrTasks)) {
 			tabs = append(tabs, m.st.TabOn.Render(name))
 		} else {
 			tabs = append(tabs, m.st.Tab.Render(name))
 		}
 	}
-	if m.screen == scrDetail {
+	switch m.screen {
+	case scrDetail:
 		tabs = append(tabs, m.st.TabOn.Render("› task "+queue.ShortID(m.detailID)))
+	case scrWorkflow:
+		tabs = append(tabs, m.st.TabOn.Render("› workflow "+m.wf.label()))
 	}
 	b.WriteString(cut(strings.Join(tabs, "  "), m.w) + "\n")
 
@@ -558,6 +750,8 @@ func (m *Model) View() string {
 			body = m.scheds.View(now)
 		case scrDetail:
 			body = m.detail.View(now)
+		case scrWorkflow:
+			body = m.wf.View(now)
 		}
 		if m.confirm != nil {
 			body = m.confirm.View(m.st, m.w) + "\n" + body
@@ -608,7 +802,12 @@ func (m *Model) hints() string {
 	case scrTasks:
 		return "enter open · s status · / search · h/l shard · [/] page · R replay A archive C cancel N requeue p pause · " + common
 	case scrDetail:
+		if t := m.detail.task; t != nil && t.Workflow != nil {
+			return "w workflow · tab pane · m mark · d diff · R replay A archive C cancel N requeue p pause · q back"
+		}
 		return "tab pane · m mark · d diff · R replay A archive C cancel N requeue p pause · q back · ? keys"
+	case scrWorkflow:
+		return "enter open step · R replay · C cancel step · X cancel workflow · r refresh · q back · ? keys"
 	case scrSchedules:
 		return "e enable/disable · t trigger · X delete · P pause queue · " + common
 	}

@@ -424,6 +424,8 @@ func TestFeatureKeys(t *testing.T) {
 			v := h.view()
 			require.Contains(t, v, "Schedules (ask first)")
 			require.Contains(t, v, "delete the schedule")
+			require.Contains(t, v, "open the task's workflow")
+			require.Contains(t, v, "cancel every step not ended")
 		}},
 		{"the detail loads an offloaded input", Options{Screen: "tasks", Type: "bulk_import"}, []string{"enter"}, func(t *testing.T, h *harness) {
 			require.Nil(t, h.m.detail.payloadErr)
