@@ -40,7 +40,7 @@ func tuiCommand() *cli.Command {
 
 Screens (switch with 1, 2, 3, 4 or tab; ? lists every key):
   1 Overview  task counts by status, a cell per shard, completions and
-              failures per minute, the oldest waiting task, live workers,
+              failures per minute, the oldest pending task, live workers,
               the fleet's S3 requests per second and cost per hour, and
               what is paused
   2 Tasks     browse by shard (h/l), filter by status (s), search (/) by id

@@ -13,7 +13,7 @@ import (
 )
 
 // Stats is a snapshot of the queue: counts of the live statuses by shard
-// and type, the oldest waiting task, and recent finishes by minute. A
+// and type, the oldest pending task, and recent finishes by minute. A
 // StatsCounter computes it from the indexes and the worker heartbeats,
 // never from the task objects, so its cost does not grow with history.
 type Stats struct {
@@ -25,7 +25,8 @@ type Stats struct {
 	ByType   map[string]map[Status]int `json:"by_type"`
 	// Total is the sum of the counted statuses.
 	Total int `json:"total"`
-	// Counted lists the statuses whose counts are real: pending (ready
+	// Counted lists the statuses whose counts are real: waiting (waiting
+	// index; by shard only, its keys carry no type), pending (ready
 	// index), running (lease index) and failed (dead-letter index).
 	Counted []Status `json:"counted"`
 
@@ -54,7 +55,7 @@ type Stats struct {
 }
 
 // CountedStatuses are the statuses Stats counts (see Stats.Counted).
-var CountedStatuses = []Status{StatusPending, StatusRunning, StatusFailed}
+var CountedStatuses = []Status{StatusWaiting, StatusPending, StatusRunning, StatusFailed}
 
 // MinuteCount is one minute of Stats.Recent and of WorkerInfo.Recent.
 type MinuteCount struct {
@@ -210,6 +211,16 @@ func (c *StatsCounter) Refresh(ctx context.Context) (Stats, error) {
 		err = c.walk(ctx, LeasesPrefix, &st, func(key string) {
 			if e, err := ParseLeaseKey(key); err == nil {
 				count(StatusRunning, e.Shard, e.Type)
+			}
+		})
+	}
+	if err == nil {
+		// Waiting entries carry no type: waiting tasks count by shard only.
+		err = c.walk(ctx, WaitingPrefix, &st, func(key string) {
+			if shard, _, err := ParseWaitingKey(key); err == nil {
+				st.Total++
+				st.ByStatus[StatusWaiting]++
+				bump(st.ByShard, shard, StatusWaiting)
 			}
 		})
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 // overview is the first screen: counts by status, a grid of every shard,
-// recent throughput, the oldest waiting task, and what the fleet's S3
+// recent throughput, the oldest pending task, and what the fleet's S3
 // requests cost.
 type overview struct {
 	st     Styles
@@ -94,9 +94,9 @@ func (o *overview) View() string {
 		b.WriteString(o.st.Dim.Render("  (lower bounds: large backlog)"))
 	}
 	b.WriteString("\n")
-	waiting := "nothing waiting"
+	waiting := "nothing pending"
 	if !s.OldestPending.IsZero() {
-		waiting = "oldest waiting " + short(s.OldestPendingAge)
+		waiting = "oldest pending " + short(s.OldestPendingAge)
 	}
 	fmt.Fprintf(&b, "       total %s  ·  %s  ·  %s delayed or in backoff\n\n", count(s.Total), waiting, count(s.Delayed))
 

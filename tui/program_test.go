@@ -24,7 +24,7 @@ func TestProgram(t *testing.T) {
 		teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte(s)) },
 			teatest.WithDuration(10*time.Second), teatest.WithCheckInterval(20*time.Millisecond))
 	}
-	waitFor("oldest waiting")
+	waitFor("oldest pending")
 	tm.Send(keyMsg("2"))
 	waitFor("NEXT / LEASE")
 	tm.Type("ssss") // all -> pending -> running -> completed -> failed

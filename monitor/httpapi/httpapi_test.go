@@ -242,7 +242,7 @@ func TestEndpoints(t *testing.T) {
 			{"GET", "/api/stats", "/api/stats", "", 200, func(t *testing.T, v map[string]any) {
 				require.Equal(t, 3.0, v["total"], "pending, running and dead letters")
 				require.Equal(t, 2.0, v["by_status"].(map[string]any)["failed"])
-				require.Equal(t, []any{"pending", "running", "failed"}, v["counted"])
+				require.Equal(t, []any{"waiting", "pending", "running", "failed"}, v["counted"])
 				require.Equal(t, 1.0, v["workers"].(map[string]any)["active"])
 			}},
 			{"GET", "/api/workers", "/api/workers", "", 200, func(t *testing.T, v map[string]any) {
