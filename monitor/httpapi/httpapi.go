@@ -149,6 +149,7 @@ func (a *api) routes() []route {
 		{"POST /api/tasks/{id}/cancel", false, a.cancel},
 		{"POST /api/tasks/{id}/replay", false, a.taskAction("replay")},
 		{"POST /api/tasks/{id}/archive", false, a.taskAction("archive")},
+		{"GET /api/search", false, a.search},
 		{"GET /api/dead", false, a.listDead},
 		{"POST /api/dead/{id}/retry", false, a.retryDead},
 		{"DELETE /api/dead/{id}", false, a.archiveDead},
