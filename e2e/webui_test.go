@@ -6,6 +6,8 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -61,12 +63,18 @@ func browser(t *testing.T) context.Context {
 	require.NoError(t, err)
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromiumPath), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck, chromedp.UserDataDir(profile), chromedp.WindowSize(1400, 900),
+		chromedp.NoDefaultBrowserCheck, chromedp.UserDataDir(profile), chromedp.WindowSize(1280, 720),
 		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelCtx := chromedp.NewContext(actx)
+	// chromedp logs DOM events it does not know; the page's <dialog>
+	// (the top layer) sends one it need not know about.
+	ctx, cancelCtx := chromedp.NewContext(actx, chromedp.WithErrorf(func(format string, args ...any) {
+		if msg := fmt.Sprintf(format, args...); !strings.Contains(msg, "EventTopLayerElementsUpdated") {
+			log.Print(msg)
+		}
+	}))
 	ctx, cancelTimeout := context.WithTimeout(ctx, 3*time.Minute)
 	t.Cleanup(func() {
 		cancelTimeout()
@@ -81,7 +89,9 @@ func browser(t *testing.T) context.Context {
 			go func() { _ = chromedp.Run(ctx, page.HandleJavaScriptDialog(true)) }()
 		}
 	})
-	require.NoError(t, chromedp.Run(ctx)) // start the browser
+	// The window's size includes what headless Chromium keeps of its
+	// frame: set the page's viewport itself (the size of the screenshots).
+	require.NoError(t, chromedp.Run(ctx, chromedp.EmulateViewport(1280, 720))) // starts the browser
 	return ctx
 }
 
@@ -95,18 +105,35 @@ func artifacts(t *testing.T) string {
 	return dir
 }
 
+// docScreenshots are the screenshots docs/webui.md shows, by name and
+// file in docs/images, taken by the test run so they show the page as it
+// is: with QO_UPDATE_SCREENSHOTS=1, screenshot writes them there too (the
+// viewport only, to keep them small); without it, never. (The task
+// detail keeps the name the README links to.)
+var docScreenshots = map[string]string{
+	"overview": "webui-overview.png", "tasks": "webui-tasks.png", "task": "webui.png", "dead-bulk": "webui-dead-bulk.png",
+	"search": "webui-search.png", "workers": "webui-workers.png", "schedules": "webui-schedules.png",
+	"phone": "webui-phone.png", "dark": "webui-dark.png",
+}
+
 func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	screenshotAt(t, ctx, name, "window.scrollTo(0, 0)")
+}
+
+// screenshotAt is screenshot with the page scrolled by the JavaScript
+// scroll first, for the docs' viewport-sized picture.
+func screenshotAt(t *testing.T, ctx context.Context, name, scroll string) {
 	t.Helper()
 	var png []byte
 	require.NoError(t, chromedp.Run(ctx, chromedp.FullScreenshot(&png, 100)))
 	path := filepath.Join(artifacts(t), "webui-"+name+".png")
 	require.NoError(t, os.WriteFile(path, png, 0o644))
 	t.Logf("screenshot: %s", path)
-	// The screenshots docs/webui.md shows, taken by the test run so they
-	// show the page as it is.
-	docs := map[string]string{"task": "webui.png", "overview-s3": "webui-overview.png"}
-	if os.Getenv("QO_UPDATE_SCREENSHOTS") == "1" && docs[name] != "" {
-		require.NoError(t, os.WriteFile(filepath.Join("..", "docs", "images", docs[name]), png, 0o644))
+	if file := docScreenshots[name]; file != "" && os.Getenv("QO_UPDATE_SCREENSHOTS") == "1" {
+		var shot []byte
+		require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(scroll, nil), chromedp.CaptureScreenshot(&shot)))
+		require.NoError(t, os.WriteFile(filepath.Join("..", "docs", "images", file), shot, 0o644))
 	}
 }
 
@@ -194,7 +221,7 @@ func TestWebUIInChromium(t *testing.T) {
 		chromedp.Text("#diff", &text, chromedp.ByQuery),
 	))
 	require.Contains(t, text, `+   "status": "failed"`)
-	screenshot(t, ctx, "task")
+	screenshotAt(t, ctx, "task", `document.querySelector('#diff').scrollIntoView({block: 'end'})`)
 	require.NoError(t, chromedp.Run(ctx,
 		chromedp.Click("#act-replay", chromedp.ByQuery),
 		chromedp.Poll(`document.querySelector('#status').textContent.length > 0`, nil, chromedp.WithPollingTimeout(30*time.Second)),

@@ -167,3 +167,22 @@ func sortCases(cs []opCase) {
 		}
 	}
 }
+
+// keyCase is an idempotency key and the marker key queue.IdempotencyKey
+// gives it, for the page's search by key.
+type keyCase struct {
+	Type   string `json:"type"`
+	Key    string `json:"key"`
+	Marker string `json:"marker"`
+}
+
+// TestIdempotencyKeys writes (and checks) the marker keys the page's
+// idempotencyKey must compute, from the Go function.
+func TestIdempotencyKeys(t *testing.T) {
+	t.Parallel()
+	var cases []keyCase
+	for _, c := range [][2]string{{"email", "order-42"}, {"report.monthly", "2030-01/ünïcødé key"}, {"a:b", ""}, {"x", "with\x00nul and / slash"}} {
+		cases = append(cases, keyCase{Type: c[0], Key: c[1], Marker: queue.IdempotencyKey(c[0], c[1])})
+	}
+	requireFile(t, filepath.Join("testdata", "idempotency.json"), cases)
+}

@@ -153,6 +153,7 @@ func (a *api) routes() []route {
 		{"POST /api/workflows", false, a.submitWorkflow},
 		{"GET /api/workflows/{ref}", false, a.getWorkflow},
 		{"POST /api/workflows/{ref}/cancel", false, a.cancelWorkflow},
+		{"GET /api/search", false, a.search},
 		{"GET /api/dead", false, a.listDead},
 		{"POST /api/dead/{id}/retry", false, a.retryDead},
 		{"DELETE /api/dead/{id}", false, a.archiveDead},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/qo-queue/qo/monitor"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/store"
 )
 
 // Malformed is an object in the bucket that could not be decoded.
@@ -128,6 +129,11 @@ type Stats struct {
 	// OldestPendingByType is OldestPendingSeconds per type, for the types
 	// with an available pending task.
 	OldestPendingByType map[string]float64 `json:"oldest_pending_age_seconds_by_type"`
+	// WorkerRequests holds, for each registered worker that publishes
+	// them, the S3 requests its process has sent since it started, as its
+	// last heartbeat says: the fleet's request rate is the sum of each
+	// worker's increase between two answers (what qo tui shows).
+	WorkerRequests map[string]store.Counts `json:"worker_requests"`
 }
 
 // CollectStats refreshes c (a counter of q) and judges the registered
@@ -154,12 +160,16 @@ func StatsOf(st queue.Stats, health []monitor.WorkerHealth) Stats {
 		Partial: st.Partial, Malformed: MalformedOf(st.Malformed),
 		Workers:             map[monitor.State]int{monitor.Active: 0, monitor.Stale: 0, monitor.Dead: 0},
 		OldestPendingByType: map[string]float64{},
+		WorkerRequests:      map[string]store.Counts{},
 	}
 	for typ, at := range st.OldestPendingByType {
 		out.OldestPendingByType[typ] = st.At.Sub(at).Seconds()
 	}
 	for _, h := range health {
 		out.Workers[h.State]++
+		if h.Worker.Requests != nil {
+			out.WorkerRequests[h.Worker.ID] = *h.Worker.Requests
+		}
 	}
 	return out
 }

@@ -542,6 +542,7 @@ var S3 = class {
     this.base = `${(endpoint || `https://s3.${region || "us-east-1"}.amazonaws.com`).replace(/\/+$/, "")}/${encodeURIComponent(bucket)}`;
     this.client = new AwsClient({ accessKeyId, secretAccessKey, sessionToken, service: "s3", region: region || "us-east-1" });
     this.offset = 0;
+    this.requests = {};
   }
   /** now is the server's time estimate. */
   now() {
@@ -553,6 +554,9 @@ var S3 = class {
     return `${this.base}/${path}${qs}`;
   }
   async request(method, url, { body, headers } = {}) {
+    const params = new URL(url).searchParams;
+    const op = method !== "GET" ? method : params.has("list-type") ? "LIST" : params.has("versions") ? "LIST-VERSIONS" : "GET";
+    this.requests[op] = (this.requests[op] || 0) + 1;
     const res = await this.client.fetch(url, { method, body, headers, cache: "no-store" });
     const date = res.headers.get("Date");
     if (date) this.offset = Date.parse(date) + 500 - Date.now();
@@ -863,6 +867,7 @@ var LIST_WINDOW_MS = 24 * 3600 * 1e3;
 var WORKERS_PREFIX = "workers/";
 var SCHEDULES_PREFIX = "schedules/";
 var CONTROL_KEY = "control.json";
+var IDEMPOTENCY_PREFIX = "idempotency/";
 var TransitionError = class extends Error {
   constructor(from, event, to, reason) {
     super(`invalid transition: ${from || "(new)"} -${event}-> ${to}: ${reason}`);
@@ -879,6 +884,11 @@ function shards(shardChars) {
 }
 function taskKey(shard, id) {
   return `${TASKS_PREFIX}${shard}/${id}.json`;
+}
+async function idempotencyKey(type, key) {
+  const sum = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(`${type}\0${key}`));
+  const h2 = [...new Uint8Array(sum)].map((b) => b.toString(16).padStart(2, "0")).join("");
+  return `${IDEMPOTENCY_PREFIX}${h2.slice(0, 2)}/${h2}.json`;
 }
 function isV7(id) {
   return id[14] === "7";
@@ -1081,7 +1091,8 @@ function countStats({ ready = [], leases = [], dead = [], workers = [], malforme
     recent: [],
     partial,
     malformed,
-    workers: { active: 0, stale: 0, dead: 0 }
+    workers: { active: 0, stale: 0, dead: 0 },
+    worker_requests: {}
   };
   const bump = (m, k, status) => {
     m[k] ??= {};
@@ -1089,7 +1100,7 @@ function countStats({ ready = [], leases = [], dead = [], workers = [], malforme
   };
   const oldest = {};
   let oldestAll = Infinity;
-  const add = (status, keys) => {
+  const add2 = (status, keys) => {
     for (const key of keys) {
       const e = indexEntry(key);
       if (!e) continue;
@@ -1106,15 +1117,16 @@ function countStats({ ready = [], leases = [], dead = [], workers = [], malforme
       oldest[e.type] = Math.min(oldest[e.type] ?? Infinity, e.availableAt);
     }
   };
-  add("pending", ready);
-  add("running", leases);
-  add("failed", dead);
+  add2("pending", ready);
+  add2("running", leases);
+  add2("failed", dead);
   if (oldestAll < Infinity) st.oldest_pending_age_seconds = (nowMs - oldestAll) / 1e3;
   for (const [type, at] of Object.entries(oldest)) st.oldest_pending_age_seconds_by_type[type] = (nowMs - at) / 1e3;
   const first2 = nowMs - nowMs % 6e4 - (minutes - 1) * 6e4;
   st.recent = Array.from({ length: minutes }, (_, i) => ({ start: new Date(first2 + i * 6e4).toISOString(), completed: 0, failed: 0 }));
   for (const w of workers) {
     st.workers[health(w.last_heartbeat, st.at)]++;
+    if (w.s3_requests) st.worker_requests[w.worker_id] = w.s3_requests;
     for (const m of w.recent || []) {
       const i = Math.floor((Date.parse(m.start) - first2) / 6e4);
       if (i >= 0 && i < minutes) {
@@ -1152,10 +1164,230 @@ function applyControl(base, op, type, reason, now) {
   return c;
 }
 
+// src/search.js
+var SEARCH_LIMIT = 20;
+var TYPE_SCAN_PAGES = 10;
+var SEARCH_HELP = "an id or its beginning, type:NAME, or key:TYPE/KEY";
+function idPrefix(text) {
+  const hex = String(text).trim().toLowerCase().replace(/-/g, "");
+  if (!/^[0-9a-f]{1,32}$/.test(hex)) return null;
+  let prefix = "";
+  for (let i = 0; i < hex.length; i++) prefix += ([8, 12, 16, 20].includes(i) ? "-" : "") + hex[i];
+  return { prefix, hex };
+}
+function parseSearch(input) {
+  const text = String(input ?? "").trim();
+  if (!text) return { error: `Search for ${SEARCH_HELP}.` };
+  const m = /^(id|type|key):(.*)$/is.exec(text);
+  const kind = m ? m[1].toLowerCase() : "";
+  const rest = m ? m[2] : text;
+  if (kind === "key") {
+    const slash = rest.indexOf("/");
+    const type2 = slash < 0 ? "" : rest.slice(0, slash).trim();
+    const key = slash < 0 ? "" : rest.slice(slash + 1);
+    if (!validType(type2) || !key) return { error: "key: write key:TYPE/KEY, the task type the key was submitted with, a slash, then the key." };
+    if (new TextEncoder().encode(key).length > 256) return { error: "key: an idempotency key is at most 256 bytes." };
+    return { kind: "key", type: type2, key, text: `key:${type2}/${key}` };
+  }
+  const id = kind === "type" ? null : idPrefix(rest);
+  if (id) return { kind: "id", prefix: id.prefix, full: id.hex.length === 32, text: id.prefix };
+  if (kind === "id" || !kind && /^[0-9a-f-]+$/i.test(rest.trim())) return { error: "id: write a task id or its first hex digits (dashes optional)." };
+  const type = rest.trim();
+  if (validType(type)) return { kind: "type", type, text: `type:${type}` };
+  return { error: `Not something the page can search for: write ${SEARCH_HELP}.` };
+}
+function idShards(prefix, shards2) {
+  const n = shards2[0]?.length || 1;
+  const hex = prefix.replace(/-/g, "");
+  if (hex.length === 32) return [hex[12] === "7" ? hex.slice(-n) : hex.slice(0, n)];
+  if (hex.length >= 13 && hex[12] !== "7") return [hex.slice(0, n)];
+  return shards2;
+}
+function searchCost(q, mode, shards2) {
+  const api = mode === "API";
+  if (q.kind === "id" && q.full) return api ? "1 request to qo serve (it makes 1 GET)" : "1 GET";
+  if (q.kind === "id") {
+    const n = idShards(q.prefix, shards2).length;
+    const s32 = `${n} LIST${n === 1 ? "" : ` (one per shard)`} + 1 GET per task shown (at most ${SEARCH_LIMIT})`;
+    return api ? `1 request to qo serve (it makes ${s32})` : s32;
+  }
+  if (q.kind === "key") return api ? "1 request to qo serve (it makes 2 GET)" : "2 GET (the key's marker, then its task)";
+  const s3 = `1 LIST per 1,000 entries of the ready, lease and dead-letter indexes passed (at most ${TYPE_SCAN_PAGES} each; usually 3 in all) + 1 GET per task shown (at most ${SEARCH_LIMIT} per status)`;
+  return api ? `3 requests to qo serve (it makes ${s3})` : s3;
+}
+function searchNote(q, found) {
+  if (q.kind === "type") return "Pending, running and failed tasks only: finished and waiting tasks are not found by type (their keys do not name it; finding them would mean reading every task).";
+  if (q.kind === "id" && !q.full && !found && q.prefix.length === 8) {
+    return "The short ids in the lists are the END of an id (its random part): no key starts with them, so the page cannot find a task by them without listing every task. Search with the id's beginning, or paste the full id.";
+  }
+  return "";
+}
+
+// src/fleet.js
+var S3_STANDARD = { put: 5e-3, get: 4e-4, del: 0 };
+function per1000(op, prices = S3_STANDARD) {
+  if (op === "GET" || op === "HEAD") return prices.get;
+  if (op === "DELETE") return prices.del;
+  return prices.put;
+}
+function byOp(counts) {
+  const out = {};
+  for (const part of [counts?.ok, counts?.failed]) {
+    for (const [op, n] of Object.entries(part || {})) out[op] = (out[op] || 0) + n;
+  }
+  return out;
+}
+function cost(ops, prices = S3_STANDARD) {
+  return Object.entries(ops).reduce((sum, [op, n]) => sum + n * per1000(op, prices) / 1e3, 0);
+}
+var QUIET_MS = 6e4;
+function fleetRate(prev, cur) {
+  if (!prev || !cur) return null;
+  const secs = (Date.parse(cur.at) - Date.parse(prev.at)) / 1e3;
+  if (!(secs > 0)) return null;
+  const delta = {};
+  let common = 0;
+  let changed = 0;
+  for (const [id, counts] of Object.entries(cur.worker_requests || {})) {
+    const before = prev.worker_requests?.[id];
+    if (!before) continue;
+    common++;
+    const now = byOp(counts);
+    const then = byOp(before);
+    const restarted = Object.keys(now).some((op) => now[op] < (then[op] || 0)) || Object.keys(then).some((op) => !(op in now));
+    if (restarted || Object.keys(now).some((op) => now[op] !== then[op])) changed++;
+    for (const [op, n] of Object.entries(now)) delta[op] = (delta[op] || 0) + (restarted ? n : n - (then[op] || 0));
+  }
+  if (common > 0 && changed === 0 && secs * 1e3 < QUIET_MS) return null;
+  const total = Object.values(delta).reduce((a, b) => a + b, 0);
+  return { perSec: total / secs, perHour: cost(delta) * 3600 / secs, seconds: secs, requests: delta };
+}
+function dollars(v) {
+  if (v === 0) return "$0";
+  if (v < 0.01) return `$${v.toFixed(4)}`;
+  if (v < 100) return `$${v.toFixed(2)}`;
+  return `$${Math.round(v).toLocaleString("en-US")}`;
+}
+
+// src/bulk.js
+var BULK_OPS = ["replay", "archive"];
+var BULK_CONCURRENCY = 4;
+var BULK_SCAN_PAGES = 10;
+var MAX_MS2 = 9999999999999;
+function deadEntryTask(entry) {
+  const ms = MAX_MS2 - Number(entry.key.split("/")[1]);
+  const at = new Date(ms).toISOString();
+  return {
+    format: 1,
+    id: entry.id,
+    shard: entry.shard,
+    task_type: entry.type,
+    status: "failed",
+    priority: "normal",
+    available_at: at,
+    created_at: at,
+    updated_at: at,
+    completed_at: at,
+    rev: 1,
+    worker_id: "",
+    lease_id: "",
+    lease_expires_at: null
+  };
+}
+function actionRequests(task, op, mode, now) {
+  const next = applyOperator(task, op, "from the web UI", now, "plan");
+  if (!next) return null;
+  const idx = indexChanges(task, next);
+  const s3 = { GET: 1, PUT: idx.put.length + 1, DELETE: idx.del.length };
+  return mode === "API" ? { api: { POST: 1 }, s3 } : { s3 };
+}
+var add = (sum, ops) => {
+  for (const [op, n] of Object.entries(ops || {})) sum[op] = (sum[op] || 0) + n;
+  return sum;
+};
+function formatOps(ops) {
+  const order = ["POST", "LIST", "GET", "PUT", "DELETE"];
+  const parts = Object.entries(ops).filter(([, n]) => n > 0).sort(([a], [b]) => (order.indexOf(a) + 1 || 99) - (order.indexOf(b) + 1 || 99));
+  return parts.length ? parts.map(([op, n]) => `${n} ${op}`).join(" + ") : "no request";
+}
+function planBulk({ op, mode, candidates, now, found = null, partial = false }) {
+  if (!BULK_OPS.includes(op)) throw new Error(`unknown bulk action ${op}`);
+  const items = [];
+  const skipped = [];
+  const seen = /* @__PURE__ */ new Set();
+  const s3 = {};
+  const api = {};
+  for (const t of candidates) {
+    if (seen.has(t.id)) {
+      skipped.push({ id: t.id, reason: "listed twice: acted on once" });
+      continue;
+    }
+    seen.add(t.id);
+    let req;
+    try {
+      req = actionRequests(t, op, mode, now);
+    } catch (e) {
+      if (!(e instanceof TransitionError)) throw e;
+      skipped.push({ id: t.id, reason: `it is ${t.status}: ${e.message.replace(/^.*: /, "")}` });
+      continue;
+    }
+    if (!req) {
+      skipped.push({ id: t.id, reason: `${op} would change nothing` });
+      continue;
+    }
+    items.push({ id: t.id, shard: t.shard, type: t.task_type });
+    add(s3, req.s3);
+    add(api, req.api);
+  }
+  const n = items.length;
+  const tasks = `${n} task${n === 1 ? "" : "s"}`;
+  let summary = mode === "API" ? `${op} ${tasks}: ${formatOps(api)} to qo serve, which makes ${formatOps(s3)}` : `${op} ${tasks}: ${formatOps(s3)}`;
+  const total = add(add({}, s3), found?.s3);
+  if (found) {
+    const how = mode === "API" ? `${formatOps(found.api)} to qo serve (it made ${formatOps(found.s3)}${found.note ? ` ${found.note}` : ""})` : formatOps(found.s3);
+    summary += `; finding them took ${how}${partial ? ", and stopped before the end of the dead letters" : ""}`;
+  }
+  return { op, mode, items, skipped, s3, api, summary, dollars: dollars(cost(total)), perTask: n ? { ...s3 } : {} };
+}
+function describeFailure(err) {
+  const msg = String(err?.message ?? err);
+  const m = /invalid transition:? (\w+) -/.exec(msg);
+  if (err?.code === "invalid_transition" || m) return `changed meanwhile${m ? ` (now ${m[1]})` : ""}: left as it is (${msg})`;
+  return msg;
+}
+async function runBulk(items, act2, { concurrency = BULK_CONCURRENCY, onProgress = () => {
+}, shouldStop = () => false } = {}) {
+  const progress = { total: items.length, done: 0, ok: 0, failed: [], stopped: false, notStarted: 0 };
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) {
+      if (shouldStop()) {
+        progress.stopped = true;
+        return;
+      }
+      const item = items[next++];
+      try {
+        await act2(item);
+        progress.ok++;
+      } catch (e) {
+        progress.failed.push({ id: item.id, error: describeFailure(e) });
+      }
+      progress.done++;
+      onProgress(progress);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, items.length)) }, lane));
+  progress.notStarted = items.length - next;
+  if (progress.notStarted > 0) progress.stopped = true;
+  return progress;
+}
+
 // src/backend.js
 var PAGE = 50;
 var MAX_INDEX_PAGES = 10;
 var INDEX_OF = { pending: READY_PREFIX, running: LEASES_PREFIX, failed: DEAD_PREFIX };
+var SEARCHED = ["pending", "running", "failed"];
+var ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 var S3Backend = class {
   constructor(cfg) {
     this.s3 = new S3(cfg);
@@ -1163,6 +1395,10 @@ var S3Backend = class {
   }
   now() {
     return this.s3.now();
+  }
+  /** requests counts the S3 requests the page sent so far, by kind. */
+  requests() {
+    return { ...this.s3.requests };
   }
   /** shards reads queue.json for the shard layout. */
   async shards() {
@@ -1182,9 +1418,9 @@ var S3Backend = class {
    * of them, from the tasks created in the last 24 hours, newest first (a
    * LIST per shard, a GET per task shown): never the whole history.
    */
-  async listTasks({ shard = "", status = "", cursor = "" } = {}) {
-    if (INDEX_OF[status]) return this.listIndex(INDEX_OF[status], status, shard, cursor);
-    return this.listWindow(status, shard, cursor);
+  async listTasks({ shard = "", status = "", cursor = "", type = "" } = {}) {
+    if (INDEX_OF[status]) return this.listIndex(INDEX_OF[status], status, shard, cursor, { type });
+    return this.listWindow(status, shard, cursor, type);
   }
   async readTasks(keys) {
     const tasks = [];
@@ -1200,16 +1436,39 @@ var S3Backend = class {
     }));
     return { tasks, malformed };
   }
-  async listIndex(root, status, shard, cursor) {
+  /**
+   * listIndex lists one page of an index: without a type, a LIST of limit
+   * keys; with one, LISTs of 1,000 keys (at most TYPE_SCAN_PAGES) whose
+   * keys name the type are kept until limit of them are found (the key says
+   * the type, so nothing is read for the others); then a GET per task.
+   */
+  async listIndex(root, status, shard, cursor, { type = "", limit = PAGE } = {}) {
     const prefix = root === DEAD_PREFIX || !shard ? root : `${root}${shard}/`;
-    const page = await this.s3.list(prefix, { startAfter: cursor, maxKeys: PAGE });
-    const entries = page.keys.map(({ key }) => ({ key, ref: parseIndexKey(key) })).filter((e) => e.ref && (!shard || e.ref.shard === shard));
+    const entries = [];
+    let after = cursor;
+    let more = false;
+    for (let pages = 0; ; pages++) {
+      if (pages === TYPE_SCAN_PAGES) {
+        more = true;
+        break;
+      }
+      const page = await this.s3.list(prefix, { startAfter: after, maxKeys: type ? 1e3 : limit });
+      let i = 0;
+      for (; i < page.keys.length && entries.length < limit; i++) {
+        const { key } = page.keys[i];
+        after = key;
+        const ref = parseIndexKey(key);
+        if (!ref || shard && ref.shard !== shard || type && indexEntry(key)?.type !== type) continue;
+        entries.push({ key, ref });
+      }
+      more = i < page.keys.length || Boolean(page.next);
+      if (!more || !type || entries.length >= limit) break;
+    }
     const { tasks, malformed } = await this.readTasks(entries.map((e) => taskKey(e.ref.shard, e.ref.id)));
     const shown = entries.map((e, i) => tasks[i]).filter((t, i) => t && t.status === status && indexKeys(t).includes(entries[i].key));
-    const last = page.keys.at(-1)?.key ?? "";
-    return { tasks: shown, malformed, next_cursor: page.next ? last : "" };
+    return { tasks: shown, malformed, next_cursor: more ? after : "" };
   }
-  async listWindow(status, shard, cursor) {
+  async listWindow(status, shard, cursor, type = "") {
     const now = this.now().getTime();
     const lo = idFloor(now - LIST_WINDOW_MS);
     const hi = cursor || idFloor(now + 6e4);
@@ -1235,7 +1494,7 @@ var S3Backend = class {
     ids.sort((a, b) => a.id < b.id ? 1 : -1);
     const pageIDs = ids.slice(0, PAGE);
     const { tasks, malformed } = await this.readTasks(pageIDs.map((x) => taskKey(x.shard, x.id)));
-    const wanted = (t) => t && (status ? t.status === status : t.status !== "archived");
+    const wanted = (t) => t && (status ? t.status === status : t.status !== "archived") && (!type || t.task_type === type);
     return {
       tasks: tasks.filter(wanted),
       malformed,
@@ -1248,6 +1507,83 @@ var S3Backend = class {
     const obj = await this.s3.get(key);
     if (!obj) throw new Error(`task ${id} not found`);
     return { task: decodeTask(key, obj.text), etag: obj.etag };
+  }
+  /**
+   * search finds tasks (a query of search.parseSearch) at a cost set by
+   * what it shows (search.searchCost): a full id is a GET; an id prefix a
+   * LIST of tasks/{shard}/{prefix} per shard (S3 matches the keys) and a
+   * GET per task shown, oldest first; a type the pending, running and
+   * failed tasks its index keys name (listIndex); an idempotency key a GET
+   * of its marker and one of its task. It returns {tasks, more, malformed}
+   * (more lists the statuses with more tasks for a type).
+   */
+  async search(q) {
+    const list = this.shardList || await this.shards();
+    if (q.kind === "type") {
+      const parts = await Promise.all(SEARCHED.map((status) => this.listIndex(INDEX_OF[status], status, "", "", { type: q.type, limit: SEARCH_LIMIT })));
+      return {
+        tasks: parts.flatMap((p) => p.tasks),
+        malformed: parts.flatMap((p) => p.malformed),
+        more: SEARCHED.filter((st, i) => parts[i].next_cursor)
+      };
+    }
+    let ids = [];
+    let more = false;
+    if (q.kind === "key") {
+      const marker = await this.s3.get(await idempotencyKey(q.type, q.key));
+      if (marker) {
+        let rec = null;
+        try {
+          rec = JSON.parse(marker.text);
+        } catch {
+        }
+        if (!(rec?.format === 1 && ID.test(rec.task_id))) return { tasks: [], more: false, malformed: [{ key: "idempotency marker", error: "not an idempotency record" }] };
+        ids = [rec.task_id];
+      }
+    } else if (q.full) {
+      ids = [q.prefix];
+    } else {
+      await Promise.all(idShards(q.prefix, list).map(async (shard) => {
+        const dir = `${TASKS_PREFIX}${shard}/`;
+        const page = await this.s3.list(dir + q.prefix, { maxKeys: SEARCH_LIMIT + 1 });
+        for (const { key } of page.keys) {
+          const id = key.slice(dir.length, -".json".length);
+          if (ID.test(id) && shardOf(id, shard.length) === shard) ids.push(id);
+        }
+      }));
+      ids.sort();
+      more = ids.length > SEARCH_LIMIT;
+      ids = ids.slice(0, SEARCH_LIMIT);
+    }
+    const n = list[0].length;
+    const { tasks, malformed } = await this.readTasks(ids.map((id) => taskKey(shardOf(id, n), id)));
+    return { tasks: tasks.filter(Boolean), more: more ? ["id"] : [], malformed };
+  }
+  /**
+   * deadOfType lists the dead letters of a type for a bulk action, from
+   * the dead-letter keys alone (they name the type): a LIST per 1,000
+   * entries, at most BULK_SCAN_PAGES (partial says it stopped there).
+   */
+  async deadOfType(type) {
+    const candidates = [];
+    let after = "";
+    let lists = 0;
+    let partial = false;
+    for (; ; ) {
+      if (lists === BULK_SCAN_PAGES) {
+        partial = true;
+        break;
+      }
+      const page = await this.s3.list(DEAD_PREFIX, { startAfter: after });
+      lists++;
+      for (const { key } of page.keys) {
+        const e = indexEntry(key);
+        if (e?.type === type) candidates.push(deadEntryTask({ ...e, key }));
+        after = key;
+      }
+      if (!page.next || page.keys.length === 0) break;
+    }
+    return { candidates, found: { s3: { LIST: lists } }, partial };
   }
   /** history reads every version of a task, oldest first. */
   async history(task) {
@@ -1441,11 +1777,17 @@ var ApiBackend = class {
     this.token = token;
     this.kind = "API";
     this.offset = 0;
+    this.sent = {};
   }
   now() {
     return new Date(Date.now() + this.offset);
   }
+  /** requests counts the requests the page sent to qo serve, by method. */
+  requests() {
+    return { ...this.sent };
+  }
   async call(method, path, body) {
+    this.sent[method] = (this.sent[method] || 0) + 1;
     const headers = body ? { "Content-Type": "application/json" } : {};
     if (this.token) headers.Authorization = `Bearer ${this.token}`;
     const res = await fetch(this.base + path, { method, headers, body: body && JSON.stringify(body) });
@@ -1464,9 +1806,10 @@ var ApiBackend = class {
     const n = Object.keys(st.by_shard || {}).reduce((m, s2) => Math.max(m, s2.length), 1);
     return shards(n);
   }
-  async listTasks({ shard = "", status = "", cursor = "" } = {}) {
+  async listTasks({ shard = "", status = "", cursor = "", type = "" } = {}) {
     const q = new URLSearchParams({ limit: String(PAGE) });
     if (shard) q.set("shard", shard);
+    if (type) q.set("type", type);
     if (status) q.set("status", status);
     if (cursor) q.set("cursor", cursor);
     return this.call("GET", `/api/tasks?${q}`);
@@ -1476,6 +1819,48 @@ var ApiBackend = class {
   }
   async history(task) {
     return (await this.call("GET", `/api/tasks/${task.id}/history`)).events;
+  }
+  /**
+   * search: a type's pending, running and failed tasks from GET
+   * /api/tasks (one request per status); an id prefix or an idempotency
+   * key from GET /api/search.
+   */
+  async search(q) {
+    if (q.kind === "type") {
+      const pages = await Promise.all(SEARCHED.map((status) => this.call("GET", `/api/tasks?${new URLSearchParams({ status, type: q.type, limit: String(SEARCH_LIMIT) })}`)));
+      return {
+        tasks: pages.flatMap((p) => p.tasks),
+        malformed: pages.flatMap((p) => p.malformed || []),
+        more: SEARCHED.filter((st, i) => pages[i].next_cursor)
+      };
+    }
+    const params = q.kind === "key" ? { type: q.type, idempotency_key: q.key } : { id_prefix: q.prefix, limit: String(SEARCH_LIMIT) };
+    const r = await this.call("GET", `/api/search?${new URLSearchParams(params)}`);
+    return { tasks: r.tasks, more: r.more ? ["id"] : [], malformed: [] };
+  }
+  /**
+   * deadOfType lists the dead letters of a type for a bulk action: pages
+   * of GET /api/dead?type= (1,000 tasks each, at most BULK_SCAN_PAGES);
+   * qo serve reads each task listed.
+   */
+  async deadOfType(type) {
+    const candidates = [];
+    let cursor = "";
+    let calls = 0;
+    let partial = false;
+    do {
+      if (calls === BULK_SCAN_PAGES) {
+        partial = true;
+        break;
+      }
+      const q = new URLSearchParams({ type, limit: "1000" });
+      if (cursor) q.set("cursor", cursor);
+      const page = await this.call("GET", `/api/dead?${q}`);
+      calls++;
+      candidates.push(...page.tasks);
+      cursor = page.next_cursor;
+    } while (cursor);
+    return { candidates, found: { api: { GET: calls }, s3: { GET: candidates.length }, note: "and its LISTs of the dead-letter index" }, partial };
   }
   async workers() {
     const w = await this.call("GET", "/api/workers");
@@ -1521,21 +1906,30 @@ function canConnect(cfg) {
   return Boolean(cfg.api || cfg.bucket && cfg.ak && cfg.sk);
 }
 var VIEWS = ["overview", "tasks", "dead", "workers", "schedules"];
+var PAGES = [...VIEWS, "search"];
 var PLACE_KEYS = ["api", "endpoint", "bucket", "region"];
-var NAV_KEYS = ["view", "task"];
+var NAV_KEYS = ["view", "task", "search", "type"];
+var TYPE = /^[A-Za-z0-9_.:-]{1,64}$/;
 var TASK_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 function readLink(hash2) {
   const all = parseFragment(hash2);
   const cfg = Object.fromEntries(Object.entries(all).filter(([k]) => !NAV_KEYS.includes(k)));
   const task = TASK_ID.test(all.task || "") ? all.task : "";
-  let view = VIEWS.includes(all.view) ? all.view : "";
-  if (task && !["tasks", "dead"].includes(view)) view = "tasks";
-  return { cfg, nav: { view, task } };
+  const search = (all.search || "").trim().slice(0, 400);
+  let view = PAGES.includes(all.view) ? all.view : "";
+  if (search && !view) view = "search";
+  if (view === "search" && !search) view = "";
+  const type = TYPE.test(all.type || "") && /[^.]/.test(all.type) && (view === "dead" || !view) ? all.type : "";
+  if (type && !view) view = "dead";
+  if (task && !["tasks", "dead", "search"].includes(view)) view = "tasks";
+  return { cfg, nav: { view, task, search: view === "search" ? search : "", type } };
 }
 var enc = (v) => encodeURIComponent(v).replace(/%2F/gi, "/").replace(/%3A/gi, ":");
-function navFragment(cfg, { view = "overview", task = "" } = {}) {
+function navFragment(cfg, { view = "overview", task = "", search = "", type = "" } = {}) {
   const parts = PLACE_KEYS.filter((k) => cfg[k]).map((k) => `${k}=${enc(cfg[k])}`);
   parts.push(`view=${enc(view)}`);
+  if (view === "search" && search) parts.push(`search=${enc(search)}`);
+  if (view === "dead" && type) parts.push(`type=${enc(type)}`);
   if (task) parts.push(`task=${enc(task)}`);
   return `#${parts.join("&")}`;
 }
@@ -1685,7 +2079,7 @@ function readFragment() {
   return readLink(location.hash);
 }
 function writeAddress(push) {
-  const frag = navFragment(state.cfg, { view: state.view, task: state.selected || "" });
+  const frag = navFragment(state.cfg, { view: state.view, task: state.selected || "", search: state.search?.text || "", type: state.filter.type });
   if (location.hash === frag) return;
   if (push) history.pushState(null, "", frag);
   else history.replaceState(null, "", location.pathname + location.search + frag);
@@ -1693,7 +2087,7 @@ function writeAddress(push) {
 var fresh = () => ({
   shards: [],
   shardChars: 1,
-  filter: { shard: "", status: "" },
+  filter: { shard: "", status: "", type: "" },
   cursors: [""],
   page: 0,
   tasks: [],
@@ -1714,6 +2108,17 @@ var fresh = () => ({
   // since connecting (the stats hold 15; the chart shows up to 60).
   stats: null,
   history: /* @__PURE__ */ new Map(),
+  // The fleet's request rate: the stats answer it was last computed
+  // from (worker_requests and at), and the rate.
+  fleetFrom: null,
+  fleet: null,
+  // The search box's last query ({text, q}) and its results.
+  search: null,
+  // Dead letters: the checked tasks, and the bulk action planned or under
+  // way ({op, plan, running, stop, progress, made}).
+  checked: /* @__PURE__ */ new Set(),
+  bulk: null,
+  pendingPlan: null,
   refreshedAt: null,
   failedAt: null,
   loading: false,
@@ -1742,11 +2147,14 @@ function connect(cfg, nav = {}) {
   state.cfg = cfg;
   state.view = nav.view || "overview";
   state.selected = nav.task || null;
+  state.filter.type = nav.type || "";
+  setSearch(nav.search || "");
   state.pendingNav = null;
   writeAddress(false);
   state.backend = cfg.api ? new ApiBackend({ api: cfg.api, token: cfg.token }) : new S3Backend({ endpoint: cfg.endpoint, bucket: cfg.bucket, region: cfg.region, accessKeyId: cfg.ak, secretAccessKey: cfg.sk, sessionToken: cfg.st });
   $("#login").hidden = true;
   $("#app").hidden = false;
+  $("#search").disabled = false;
   $("#where").textContent = cfg.api ? `API ${cfg.api}` : `bucket ${cfg.bucket}${cfg.endpoint ? ` at ${cfg.endpoint}` : ""}`;
   start();
 }
@@ -1758,6 +2166,8 @@ function disconnect() {
   clearInterval(state.tickTimer);
   state.tickTimer = null;
   $("#refreshed").textContent = "";
+  $("#search").disabled = true;
+  $("#bulk-dialog").close?.();
 }
 function showLogin(message) {
   $("#app").hidden = true;
@@ -1829,17 +2239,26 @@ async function refresh() {
     if (state.view === "overview") {
       const st = await backend.stats();
       current(gen);
-      state.stats = st;
-      mergeRecent(state.history, st.recent);
+      takeStats(st);
       state.malformed = st.malformed || [];
     } else if (state.view === "tasks" || state.view === "dead") {
-      const filter = state.view === "dead" ? { ...state.filter, status: "failed" } : state.filter;
+      const filter = state.view === "dead" ? { shard: state.filter.shard, status: "failed", type: state.filter.type } : { shard: state.filter.shard, status: state.filter.status };
       const page = await backend.listTasks({ ...filter, cursor: state.cursors[state.page] });
       current(gen);
       state.tasks = page.tasks;
       state.next = page.next_cursor;
       state.since = page.since || "";
       state.malformed = page.malformed || [];
+      const shown = new Set(page.tasks.map((t) => t.id));
+      for (const id of state.checked) if (!shown.has(id)) state.checked.delete(id);
+      if (state.view === "dead" && !state.stats) {
+        const st = await backend.stats();
+        current(gen);
+        takeStats(st);
+      }
+      if (state.selected) await loadDetail(state.selected);
+    } else if (state.view === "search") {
+      await runSearch(gen, backend);
       if (state.selected) await loadDetail(state.selected);
     } else if (state.view === "schedules") {
       const s2 = await backend.schedules();
@@ -1867,6 +2286,40 @@ async function refresh() {
     refresh();
   }
 }
+function takeStats(st) {
+  state.stats = st;
+  mergeRecent(state.history, st.recent);
+  const rate = fleetRate(state.fleetFrom, st);
+  if (rate) state.fleet = rate;
+  if (rate || !state.fleetFrom) state.fleetFrom = { at: st.at, worker_requests: st.worker_requests || {} };
+}
+function setSearch(text) {
+  if (!text) {
+    state.search = null;
+    return;
+  }
+  const q = parseSearch(text);
+  state.search = { text: q.text || text, q, tasks: [], more: [], made: null, done: false };
+  $("#search").value = state.search.text;
+}
+async function runSearch(gen, backend) {
+  const sr = state.search;
+  if (!sr || sr.q.error) return;
+  const before = backend.requests();
+  const r = await backend.search(sr.q);
+  current(gen);
+  if (state.search !== sr) return;
+  const after = backend.requests();
+  sr.tasks = r.tasks;
+  sr.more = r.more;
+  sr.made = Object.fromEntries(Object.entries(after).map(([op, n]) => [op, n - (before[op] || 0)]).filter(([, n]) => n > 0));
+  sr.done = true;
+  state.malformed = r.malformed || [];
+  if (r.tasks.length === 1 && !state.selected) {
+    state.selected = r.tasks[0].id;
+    writeAddress(false);
+  }
+}
 async function loadDetail(id) {
   const gen = state.gen;
   const backend = state.backend;
@@ -1881,7 +2334,7 @@ function setRefresh(seconds) {
   clearInterval(state.refreshTimer);
   state.refreshSeconds = seconds;
   state.refreshTimer = seconds > 0 ? setInterval(() => {
-    if (!document.hidden) refresh();
+    if (!document.hidden && !state.bulk?.running) refresh();
   }, seconds * 1e3) : null;
   renderStatus();
 }
@@ -1893,7 +2346,7 @@ function tick() {
   if (!state.backend) return;
   const now = state.backend.now();
   for (const el2 of document.querySelectorAll("[data-countdown]")) {
-    const t = state.tasks.find((x) => x.id === el2.dataset.countdown);
+    const t = shownTasks().find((x) => x.id === el2.dataset.countdown);
     if (t) el2.textContent = countdown(t, now);
   }
   const exp = state.cfg.exp;
@@ -1945,13 +2398,22 @@ function renderViews() {
     tab.classList.toggle("on", state.view === v);
     tab.setAttribute("aria-current", state.view === v ? "page" : "false");
   }
-  const list = state.view === "tasks" || state.view === "dead";
+  const list = state.view === "tasks" || state.view === "dead" || state.view === "search";
   $("#overview-view").hidden = state.view !== "overview";
   $("#tasks-view").hidden = !list;
   $("#workers-view").hidden = state.view !== "workers";
   $("#schedules-view").hidden = state.view !== "schedules";
-  $("#statusf").hidden = state.view === "dead";
-  $("#list-title").textContent = state.view === "dead" ? "Dead letters: failed tasks, newest failure first" : "";
+  $("#statusf").hidden = state.view !== "tasks";
+  $("#shard").hidden = state.view === "search";
+  $("#typef").hidden = state.view !== "dead";
+  $("#paging").hidden = state.view === "search";
+  $("#bulk").hidden = state.view !== "dead";
+  $("#bulk-progress").hidden = state.view !== "dead" || !state.bulk?.progress;
+  $("#search-info").hidden = state.view !== "search";
+  $("#list-title").textContent = state.view === "dead" ? "Dead letters: failed tasks, newest failure first" : state.view === "search" ? `Search: ${state.search?.text ?? ""}` : "";
+}
+function shownTasks() {
+  return state.view === "search" ? state.search?.tasks || [] : state.tasks;
 }
 function render() {
   renderViews();
@@ -1959,7 +2421,7 @@ function render() {
   const now = state.backend.now();
   $("#malformed").textContent = state.malformed?.length ? `${state.malformed.length} malformed object(s) skipped, e.g. ${state.malformed[0].key}: ${state.malformed[0].error}` : "";
   if (state.view === "overview") renderOverview(now);
-  else if (state.view === "tasks" || state.view === "dead") renderTasks(now);
+  else if (state.view === "tasks" || state.view === "dead" || state.view === "search") renderTasks(now);
   else if (state.view === "schedules") renderSchedules(now);
   else renderWorkers(now);
   renderStatus();
@@ -1986,6 +2448,14 @@ function renderCounts(st) {
     h("div", { class: "dim small" }, note || " ")
   );
   const w = st.workers || {};
+  const r = state.fleet;
+  const rate = card(
+    "requests",
+    r ? `${r.perSec.toFixed(1)} req/s` : "-",
+    "S3 requests",
+    r ? `\u2248 ${dollars(r.perHour)}/hour` : "after the next refresh"
+  );
+  rate.title = "The S3 requests the workers sent per second between the last two refreshes, from the counters in their heartbeats (as qo tui shows them), and what an hour at that rate costs at AWS S3 Standard list prices ($0.005 per 1,000 PUT or LIST, $0.0004 per 1,000 GET, DELETE free). This page's own requests are not counted.";
   $("#counts").replaceChildren(
     ...COUNTED.map((status) => card(
       status,
@@ -1999,12 +2469,14 @@ function renderCounts(st) {
       "oldest waiting",
       st.oldest_pending_age_seconds > 0 ? "of an available task" : "nothing waits"
     ),
-    card("workers", fmt(w.active), "workers active", `${fmt(w.stale)} stale \xB7 ${fmt(w.dead)} dead`)
+    card("workers", fmt(w.active), "workers active", `${fmt(w.stale)} stale \xB7 ${fmt(w.dead)} dead`),
+    rate
   );
   $("#partial").textContent = st.partial ? "Counts are lower bounds: an index holds more entries than one refresh reads." : "";
 }
 var CHART = { w: 600, h: 120, left: 40, top: 8, bottom: 22 };
-function renderChart(now) {
+function renderChart(clock) {
+  const now = new Date(Math.max(clock.getTime(), Date.parse(state.stats?.at) || 0));
   const series = chartSeries(state.history, now.getTime());
   const b = bars(series, CHART.w, CHART.h);
   const x0 = CHART.left;
@@ -2090,7 +2562,9 @@ function renderTypes(st) {
       h("td", { class: "mono", title: type }, type),
       h("td", { class: "num pending" }, fmt(n.pending)),
       h("td", { class: "num running" }, fmt(n.running)),
-      h("td", { class: "num failed" }, fmt(n.failed)),
+      // A type's failed count opens its dead letters (where they can be
+      // replayed or archived together).
+      h("td", { class: "num failed" }, n.failed ? h("a", { href: navFragment(state.cfg, { view: "dead", type }), title: `the dead letters of ${type}` }, fmt(n.failed)) : fmt(n.failed)),
       h("td", { class: "oldest" }, age >= 0 ? short(age * 1e3) : "-"),
       h("td", { class: `pause-state ${own || c.paused ? "warn" : "dim"}` }, state_),
       h("td", {}, h("button", {
@@ -2123,14 +2597,38 @@ async function action(fn) {
   if (ok) await refresh();
   return ok;
 }
+var COLUMNS = ["id", "type", "priority", "status", "attempt", "updated", "next / lease"];
 function renderTasks(now) {
-  const rows = state.tasks.map((t) => h(
+  const dead = state.view === "dead";
+  const tasks = shownTasks();
+  const busy = Boolean(state.bulk?.running);
+  $("#tasks-head").replaceChildren(h(
+    "tr",
+    {},
+    dead ? h("th", { class: "check" }, h("input", {
+      type: "checkbox",
+      id: "check-all",
+      "aria-label": "check every task on this page",
+      disabled: busy || !tasks.length,
+      checked: tasks.length > 0 && tasks.every((t) => state.checked.has(t.id)),
+      onchange: (e) => checkAll(e.target.checked)
+    })) : null,
+    COLUMNS.map((c) => h("th", {}, c))
+  ));
+  const rows = tasks.map((t) => h(
     "tr",
     {
       class: `row ${t.id === state.selected ? "sel" : ""}`,
       "data-id": t.id,
       onclick: () => select(t.id)
     },
+    dead ? h("td", { class: "check", onclick: (e) => e.stopPropagation() }, h("input", {
+      type: "checkbox",
+      "aria-label": `check task ${t.id}`,
+      checked: state.checked.has(t.id),
+      disabled: busy,
+      onchange: (e) => check(t.id, e.target.checked)
+    })) : null,
     h("td", { class: "mono", title: t.id }, shortID(t.id)),
     h("td", {}, t.task_type),
     h("td", {}, h("span", { class: `prio ${priorityOf(t)}` }, priorityOf(t))),
@@ -2139,11 +2637,209 @@ function renderTasks(now) {
     h("td", {}, ago(t.updated_at, now)),
     h("td", { "data-countdown": t.id }, countdown(t, now))
   ));
-  $("#tasks").replaceChildren(...rows.length ? rows : [h("tr", {}, h("td", { colspan: 7, class: "dim" }, "no tasks on this page"))]);
+  const empty = state.view === "search" ? state.search?.done ? "nothing found" : "" : dead ? "no dead letters on this page" : "no tasks on this page";
+  $("#tasks").replaceChildren(...rows.length ? rows : [h("tr", {}, h("td", { colspan: COLUMNS.length + (dead ? 1 : 0), class: "dim" }, empty))]);
   $("#more").disabled = !state.next;
   $("#prev").disabled = state.page === 0;
   $("#page").textContent = `page ${state.page + 1}${state.since ? ` \xB7 created since ${new Date(state.since).toLocaleString()}` : ""}`;
+  if (dead) renderBulk();
+  if (state.view === "search") renderSearchInfo();
   renderDetail(now);
+}
+function check(id, on) {
+  if (on) state.checked.add(id);
+  else state.checked.delete(id);
+  renderTasks(state.backend.now());
+}
+function checkAll(on) {
+  for (const t of state.tasks) {
+    if (on) state.checked.add(t.id);
+    else state.checked.delete(t.id);
+  }
+  renderTasks(state.backend.now());
+}
+function renderTypeMenu() {
+  const counts = state.stats?.by_type || {};
+  const types = new Set([...Object.keys(counts).filter((t) => counts[t].failed), ...state.tasks.map((t) => t.task_type), state.filter.type].filter(Boolean));
+  const opts = [["", "all types"], ...[...types].sort().map((t) => [t, counts[t]?.failed ? `${t} (${fmt(counts[t].failed)})` : t])];
+  const sel = $("#typef");
+  const key = JSON.stringify(opts);
+  if (sel.dataset.key !== key) {
+    sel.replaceChildren(...opts.map(([v, label]) => h("option", { value: v }, label)));
+    sel.dataset.key = key;
+  }
+  sel.value = state.filter.type;
+}
+function renderBulk() {
+  renderTypeMenu();
+  const n = state.checked.size;
+  const busy = Boolean(state.bulk?.running);
+  $("#bulk-checked").textContent = `${fmt(n)} checked`;
+  $("#bulk-replay-checked").disabled = busy || !n;
+  $("#bulk-archive-checked").disabled = busy || !n;
+  const type = state.filter.type;
+  const counted = state.stats?.by_type?.[type]?.failed;
+  $("#bulk-type-label").textContent = type ? `every failed task of type ${type}${counted ? ` (${fmt(counted)} counted)` : ""}:` : "choose a type to replay or archive all its failed tasks";
+  for (const id of ["#bulk-replay-type", "#bulk-archive-type"]) {
+    $(id).hidden = !type;
+    $(id).disabled = busy;
+  }
+  renderBulkProgress();
+}
+async function startBulk(op, scope) {
+  const gen = state.gen;
+  const backend = state.backend;
+  if (!backend || state.bulk?.running) return;
+  let candidates = [];
+  let found = null;
+  let partial = false;
+  let what;
+  if (scope === "checked") {
+    candidates = state.tasks.filter((t) => state.checked.has(t.id));
+    what = `the ${candidates.length} checked task${candidates.length === 1 ? "" : "s"}`;
+  } else {
+    const type = state.filter.type;
+    if (!type) return;
+    what = `every failed task of type ${type}`;
+    state.flash = `Finding the failed tasks of type ${type}\u2026`;
+    renderStatus();
+    let listed = null;
+    await guard(async () => {
+      listed = await backend.deadOfType(type);
+      current(gen);
+    });
+    if (!listed) return;
+    state.flash = "";
+    renderStatus();
+    ({ candidates, found, partial } = listed);
+  }
+  const plan = planBulk({ op, mode: backend.kind, candidates, now: backend.now().toISOString(), found, partial });
+  const verb = op[0].toUpperCase() + op.slice(1);
+  const n = plan.items.length;
+  $("#bulk-title").textContent = `${verb} ${what}?`;
+  $("#bulk-cost").replaceChildren(h("strong", {}, "Requests: "), plan.summary, h("span", { class: "dim" }, `; about ${plan.dollars} at S3 Standard prices.`));
+  $("#bulk-how").textContent = `Each task gets exactly what ${verb} does to one task (and qo ${op}): it is read, the rule applied, and written back only if it did not change meanwhile (If-Match on its ETag). A task that changed and no longer allows it is reported and left as it is. ${BULK_CONCURRENCY} tasks at a time; Stop halts it.`;
+  $("#bulk-skipped").replaceChildren(...plan.skipped.length ? [
+    h("p", {}, `${fmt(plan.skipped.length)} skipped:`),
+    h(
+      "ul",
+      { class: "failures" },
+      plan.skipped.slice(0, 10).map((sk) => h("li", {}, h("span", { class: "mono" }, shortID(sk.id)), `: ${sk.reason}`)),
+      plan.skipped.length > 10 ? h("li", { class: "dim" }, `and ${fmt(plan.skipped.length - 10)} more`) : null
+    )
+  ] : []);
+  const go_ = $("#bulk-go");
+  go_.textContent = `${verb} ${fmt(n)} task${n === 1 ? "" : "s"}`;
+  go_.disabled = n === 0;
+  state.pendingPlan = plan;
+  const dialog = $("#bulk-dialog");
+  dialog.returnValue = "";
+  dialog.showModal();
+  (n ? go_ : $("#bulk-cancel")).focus();
+}
+async function runBulkNow(plan) {
+  const gen = state.gen;
+  const backend = state.backend;
+  const b = {
+    op: plan.op,
+    mode: backend.kind,
+    plan,
+    running: true,
+    stop: false,
+    made: null,
+    progress: { total: plan.items.length, done: 0, ok: 0, failed: [], stopped: false, notStarted: 0 }
+  };
+  state.bulk = b;
+  state.flash = "";
+  renderViews();
+  renderBulk();
+  renderTasks(backend.now());
+  const before = backend.requests();
+  const progress = await runBulk(plan.items, (item) => backend.act(plan.op, item.id, state.shardChars), {
+    onProgress: (p) => {
+      b.progress = p;
+      if (state.bulk === b) renderBulkProgress();
+    },
+    shouldStop: () => b.stop || gen !== state.gen
+  });
+  if (gen !== state.gen) return;
+  const after = backend.requests();
+  b.made = Object.fromEntries(Object.entries(after).map(([op, n]) => [op, n - (before[op] || 0)]).filter(([, n]) => n > 0));
+  b.progress = progress;
+  b.running = false;
+  state.checked.clear();
+  const verb = plan.op === "replay" ? "replayed" : "archived";
+  state.flash = `${plan.op}: ${fmt(progress.ok)} of ${fmt(progress.total)} ${verb}${progress.failed.length ? `, ${fmt(progress.failed.length)} failed` : ""}${progress.stopped ? " (stopped)" : ""}`;
+  await refresh();
+}
+function renderBulkProgress() {
+  const box = $("#bulk-progress");
+  const b = state.bulk;
+  box.hidden = !b || state.view !== "dead";
+  if (!b) return;
+  const p = b.progress;
+  const verb = b.op === "replay" ? "replayed" : "archived";
+  let head = `${b.op === "replay" ? "Replaying" : "Archiving"}: ${fmt(p.done)} of ${fmt(p.total)} done`;
+  if (!b.running) head = p.stopped ? `Stopped: ${fmt(p.done)} of ${fmt(p.total)} done, ${fmt(p.notStarted)} not started` : `Done: ${fmt(p.done)} of ${fmt(p.total)}`;
+  box.replaceChildren(
+    h(
+      "div",
+      { class: "progress-head" },
+      h("strong", { id: "bulk-status" }, head),
+      h("span", {}, ` \xB7 ${fmt(p.ok)} ${verb} \xB7 ${fmt(p.failed.length)} failed`),
+      b.running ? h("button", { id: "bulk-stop", disabled: b.stop, onclick: () => {
+        b.stop = true;
+        renderBulkProgress();
+      } }, b.stop ? "Stopping\u2026" : "Stop") : h("button", { id: "bulk-close", onclick: () => {
+        state.bulk = null;
+        renderBulkProgress();
+      } }, "Close")
+    ),
+    h("progress", { max: Math.max(p.total, 1), value: p.done, "aria-label": `${p.done} of ${p.total} done` }),
+    b.made ? h("p", { class: "dim small", id: "bulk-made" }, `Sent ${formatOps(b.made)}${b.mode === "API" ? " to qo serve" : ""} (planned: ${b.plan.summary}).`) : null,
+    p.failed.length ? h("ul", { id: "bulk-failures", class: "failures" }, p.failed.map((f) => h(
+      "li",
+      { "data-id": f.id },
+      h("a", { class: "mono", href: navFragment(state.cfg, { view: "tasks", task: f.id }) }, f.id),
+      ": ",
+      h("span", { class: "error" }, f.error)
+    ))) : null
+  );
+}
+function renderSearchInfo() {
+  const box = $("#search-info");
+  const sr = state.search;
+  if (!sr) {
+    box.replaceChildren(h("p", { class: "dim" }, "Press / to search."));
+    return;
+  }
+  if (sr.q.error) {
+    box.replaceChildren(h("p", { class: "warn", id: "search-error" }, sr.q.error));
+    return;
+  }
+  const q = sr.q;
+  const api = state.backend.kind === "API";
+  const by = q.kind === "id" ? q.full ? "task id" : "id prefix" : q.kind === "type" ? "task type" : "idempotency key";
+  const n = sr.tasks.length;
+  let more = "";
+  if (sr.more.includes("id")) more = ` (the first ${SEARCH_LIMIT}, oldest first: more match, give more of the id)`;
+  else if (sr.more.length) more = ` (the first ${SEARCH_LIMIT} of each status; more are ${sr.more.join(", ")})`;
+  const failed = q.kind === "type" && sr.tasks.some((t) => t.status === "failed");
+  box.replaceChildren(
+    h(
+      "p",
+      { id: "search-summary" },
+      sr.done ? `${fmt(n)} task${n === 1 ? "" : "s"} found by ${by}${more}.` : "Searching\u2026",
+      failed ? [" ", h("a", { href: navFragment(state.cfg, { view: "dead", type: q.type }) }, `dead letters of ${q.type}`)] : null
+    ),
+    h(
+      "p",
+      { class: "dim small", id: "search-cost" },
+      `Cost: ${searchCost(q, api ? "API" : "S3", state.shards)}`,
+      sr.made ? `; this search sent ${formatOps(sr.made)}${api ? " to qo serve" : ""}.` : "."
+    ),
+    searchNote(q, n) ? h("p", { class: "dim small", id: "search-note" }, searchNote(q, n)) : null
+  );
 }
 function field(name, value) {
   return h("tr", {}, h("th", {}, name), h("td", {}, value ?? "-"));
@@ -2179,7 +2875,7 @@ function renderDetail(now) {
   ));
   box.replaceChildren(
     h("h2", { class: "mono" }, t.id),
-    h("div", { class: "actions" }, actions, h("a", { class: "permalink", href: navFragment(state.cfg, { view: state.view, task: t.id }) }, "link to this task")),
+    h("div", { class: "actions" }, actions, h("a", { class: "permalink", href: navFragment(state.cfg, { view: state.view, task: t.id, search: state.search?.text, type: state.filter.type }) }, "link to this task")),
     h(
       "table",
       { class: "fields" },
@@ -2210,7 +2906,7 @@ function renderDetail(now) {
       " ",
       h("button", { id: "diff-btn", disabled: state.marks.length !== 2, onclick: showDiff }, "Diff the two checked versions")
     ),
-    h("table", { id: "timeline" }, h("tr", {}, ["", "", "at", "event", "status", "attempt", "worker", ""].map((c) => h("th", {}, c))), timeline),
+    h("div", { class: "scroll" }, h("table", { id: "timeline" }, h("tr", {}, ["", "", "at", "event", "status", "attempt", "worker", ""].map((c) => h("th", {}, c))), timeline)),
     h("pre", { id: "diff", hidden: true })
   );
 }
@@ -2295,17 +2991,29 @@ function renderSchedules(now) {
   ));
   $("#schedules").replaceChildren(...rows.length ? rows : [h("tr", {}, h("td", { colspan: 9, class: "dim" }, "no schedules (qo schedule create)"))]);
 }
-function go(view, { task = "", push = true } = {}) {
-  if (!VIEWS.includes(view) || !state.backend) return;
+function go(view, { task = "", push = true, search, type } = {}) {
+  if (!PAGES.includes(view) || !state.backend) return;
   const changed = view !== state.view;
-  if (changed || task !== (state.selected || "")) {
+  let reset = changed;
+  if (search !== void 0 && search !== (state.search?.text ?? "")) {
+    setSearch(search);
+    reset = true;
+  }
+  if (view === "search" && !state.search) return;
+  if (changed && type === void 0) type = "";
+  if (type !== void 0 && type !== state.filter.type) {
+    state.filter.type = type;
+    reset = true;
+  }
+  if (reset || task !== (state.selected || "")) {
     state.selected = task || null;
     state.marks = [];
   }
-  if (changed) {
+  if (reset) {
     state.cursors = [""];
     state.page = 0;
     state.malformed = [];
+    state.checked.clear();
   }
   state.view = view;
   writeAddress(push);
@@ -2337,12 +3045,42 @@ $("#prev").addEventListener("click", () => {
   state.page = Math.max(0, state.page - 1);
   refresh();
 });
+$("#typef").addEventListener("change", (e) => go("dead", { type: e.target.value, push: false }));
+$("#bulk-replay-checked").addEventListener("click", () => startBulk("replay", "checked"));
+$("#bulk-archive-checked").addEventListener("click", () => startBulk("archive", "checked"));
+$("#bulk-replay-type").addEventListener("click", () => startBulk("replay", "type"));
+$("#bulk-archive-type").addEventListener("click", () => startBulk("archive", "type"));
+$("#bulk-dialog").addEventListener("close", () => {
+  const plan = state.pendingPlan;
+  state.pendingPlan = null;
+  if ($("#bulk-dialog").returnValue === "go" && plan && state.backend) runBulkNow(plan);
+});
+$("#search-form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  if (!state.backend) return;
+  const text = $("#search").value.trim();
+  if (!text) return;
+  $("#search").blur();
+  setSearch(text);
+  if (state.view === "search") state.selected = null;
+  go("search", { search: state.search.text });
+});
+$("#search").addEventListener("keydown", (e) => {
+  if (e.key === "Escape") e.target.blur();
+});
 var KEY_VIEWS = { o: "overview", t: "tasks", d: "dead", w: "workers", s: "schedules" };
 var gPressed = 0;
 document.addEventListener("keydown", (e) => {
   if (!state.backend || e.ctrlKey || e.metaKey || e.altKey || e.target.closest?.("input, select, textarea, [contenteditable]")) return;
+  if (document.querySelector("dialog[open]")) return;
   const afterG = gPressed && Date.now() - gPressed < 1500;
   gPressed = 0;
+  if (e.key === "/") {
+    e.preventDefault();
+    $("#search").focus();
+    $("#search").select();
+    return;
+  }
   let view = "";
   if (afterG) view = KEY_VIEWS[e.key] || "";
   else if (/^[1-9]$/.test(e.key)) view = VIEWS[Number(e.key) - 1] || "";
@@ -2358,7 +3096,7 @@ document.addEventListener("keydown", (e) => {
 window.addEventListener("hashchange", () => {
   const { cfg, nav } = readFragment();
   if (state.backend && isNavigation(cfg, state.cfg)) {
-    if (nav.view || nav.task) go(nav.view, { task: nav.task, push: false });
+    if (nav.view || nav.task) go(nav.view, { task: nav.task, push: false, search: nav.view === "search" ? nav.search : void 0, type: nav.view === "dead" ? nav.type : void 0 });
     else writeAddress(false);
     return;
   }

@@ -2,9 +2,12 @@
 // API) and is rendered as text: task data never reaches innerHTML.
 import { diffLines } from 'diff';
 import { S3Backend, ApiBackend } from './backend.js';
-import { readLink, canConnect, navFragment, isNavigation, VIEWS } from './link.js';
+import { readLink, canConnect, navFragment, isNavigation, VIEWS, PAGES } from './link.js';
 import { STATUSES, COUNTED, health, priorityOf, shortID } from './queue.js';
 import { mergeRecent, chartSeries, bars, MINUTE_MS } from './chart.js';
+import { parseSearch, searchCost, searchNote, SEARCH_LIMIT } from './search.js';
+import { planBulk, runBulk, formatOps, BULK_CONCURRENCY } from './bulk.js';
+import { fleetRate, dollars } from './fleet.js';
 
 // h builds an element; string children become text nodes.
 function h(tag, attrs = {}, ...children) {
@@ -89,7 +92,7 @@ function readFragment() {
 // address is a link to what the page shows; push adds a history entry (the
 // browser's back button returns to the previous view).
 function writeAddress(push) {
-  const frag = navFragment(state.cfg, { view: state.view, task: state.selected || '' });
+  const frag = navFragment(state.cfg, { view: state.view, task: state.selected || '', search: state.search?.text || '', type: state.filter.type });
   if (location.hash === frag) return;
   if (push) history.pushState(null, '', frag);
   else history.replaceState(null, '', location.pathname + location.search + frag);
@@ -98,12 +101,20 @@ function writeAddress(push) {
 // What the page shows of one bucket (or API); connect starts over from it.
 const fresh = () => ({
   shards: [], shardChars: 1,
-  filter: { shard: '', status: '' }, cursors: [''], page: 0, tasks: [], next: '', since: '', malformed: [],
+  filter: { shard: '', status: '', type: '' }, cursors: [''], page: 0, tasks: [], next: '', since: '', malformed: [],
   selected: null, detail: null, payloads: null, events: [], marks: [],
   workers: [], schedules: [], control: null, error: '', flash: '',
   // The overview: the last stats, and every minute of throughput seen
   // since connecting (the stats hold 15; the chart shows up to 60).
   stats: null, history: new Map(),
+  // The fleet's request rate: the stats answer it was last computed
+  // from (worker_requests and at), and the rate.
+  fleetFrom: null, fleet: null,
+  // The search box's last query ({text, q}) and its results.
+  search: null,
+  // Dead letters: the checked tasks, and the bulk action planned or under
+  // way ({op, plan, running, stop, progress, made}).
+  checked: new Set(), bulk: null, pendingPlan: null,
   refreshedAt: null, failedAt: null, loading: false, reload: false,
 });
 
@@ -129,12 +140,15 @@ function connect(cfg, nav = {}) {
   state.cfg = cfg;
   state.view = nav.view || 'overview';
   state.selected = nav.task || null;
+  state.filter.type = nav.type || '';
+  setSearch(nav.search || '');
   state.pendingNav = null;
   writeAddress(false);
   state.backend = cfg.api ? new ApiBackend({ api: cfg.api, token: cfg.token })
     : new S3Backend({ endpoint: cfg.endpoint, bucket: cfg.bucket, region: cfg.region, accessKeyId: cfg.ak, secretAccessKey: cfg.sk, sessionToken: cfg.st });
   $('#login').hidden = true;
   $('#app').hidden = false;
+  $('#search').disabled = false;
   $('#where').textContent = cfg.api ? `API ${cfg.api}` : `bucket ${cfg.bucket}${cfg.endpoint ? ` at ${cfg.endpoint}` : ''}`;
   start();
 }
@@ -148,6 +162,8 @@ function disconnect() {
   clearInterval(state.tickTimer);
   state.tickTimer = null;
   $('#refreshed').textContent = '';
+  $('#search').disabled = true;
+  $('#bulk-dialog').close?.();
 }
 
 function showLogin(message) {
@@ -237,17 +253,32 @@ async function refresh() {
     if (state.view === 'overview') {
       const st = await backend.stats();
       current(gen);
-      state.stats = st;
-      mergeRecent(state.history, st.recent);
+      takeStats(st);
       state.malformed = st.malformed || [];
     } else if (state.view === 'tasks' || state.view === 'dead') {
-      const filter = state.view === 'dead' ? { ...state.filter, status: 'failed' } : state.filter;
+      // The dead letters filter by type (their keys name it); the task
+      // list by shard and status.
+      const filter = state.view === 'dead' ? { shard: state.filter.shard, status: 'failed', type: state.filter.type } : { shard: state.filter.shard, status: state.filter.status };
       const page = await backend.listTasks({ ...filter, cursor: state.cursors[state.page] });
       current(gen);
       state.tasks = page.tasks;
       state.next = page.next_cursor;
       state.since = page.since || '';
       state.malformed = page.malformed || [];
+      // Only tasks on the page stay checked: one that left the dead
+      // letters meanwhile is no longer a candidate.
+      const shown = new Set(page.tasks.map((t) => t.id));
+      for (const id of state.checked) if (!shown.has(id)) state.checked.delete(id);
+      // The type menu of the dead letters comes from the counts; read them
+      // once when the overview has not.
+      if (state.view === 'dead' && !state.stats) {
+        const st = await backend.stats();
+        current(gen);
+        takeStats(st);
+      }
+      if (state.selected) await loadDetail(state.selected);
+    } else if (state.view === 'search') {
+      await runSearch(gen, backend);
       if (state.selected) await loadDetail(state.selected);
     } else if (state.view === 'schedules') {
       const s = await backend.schedules();
@@ -276,6 +307,51 @@ async function refresh() {
   }
 }
 
+// takeStats keeps a stats answer: the chart's minutes, and the fleet's
+// request rate since the answer it was last computed from. That answer
+// stays the base until a rate comes out (qo serve may answer twice from
+// its cache; no heartbeat may have come in between: see fleetRate).
+function takeStats(st) {
+  state.stats = st;
+  mergeRecent(state.history, st.recent);
+  const rate = fleetRate(state.fleetFrom, st);
+  if (rate) state.fleet = rate;
+  if (rate || !state.fleetFrom) state.fleetFrom = { at: st.at, worker_requests: st.worker_requests || {} };
+}
+
+// setSearch sets the search box's query (the text typed, or a link's):
+// parsed, or the reason it cannot be searched for.
+function setSearch(text) {
+  if (!text) {
+    state.search = null;
+    return;
+  }
+  const q = parseSearch(text);
+  state.search = { text: q.text || text, q, tasks: [], more: [], made: null, done: false };
+  $('#search').value = state.search.text;
+}
+
+// runSearch runs the current search and counts what it sent. A single
+// task found opens in the detail.
+async function runSearch(gen, backend) {
+  const sr = state.search;
+  if (!sr || sr.q.error) return;
+  const before = backend.requests();
+  const r = await backend.search(sr.q);
+  current(gen);
+  if (state.search !== sr) return;
+  const after = backend.requests();
+  sr.tasks = r.tasks;
+  sr.more = r.more;
+  sr.made = Object.fromEntries(Object.entries(after).map(([op, n]) => [op, n - (before[op] || 0)]).filter(([, n]) => n > 0));
+  sr.done = true;
+  state.malformed = r.malformed || [];
+  if (r.tasks.length === 1 && !state.selected) {
+    state.selected = r.tasks[0].id;
+    writeAddress(false);
+  }
+}
+
 async function loadDetail(id) {
   const gen = state.gen;
   const backend = state.backend;
@@ -297,7 +373,9 @@ async function loadDetail(id) {
 function setRefresh(seconds) {
   clearInterval(state.refreshTimer);
   state.refreshSeconds = seconds;
-  state.refreshTimer = seconds > 0 ? setInterval(() => { if (!document.hidden) refresh(); }, seconds * 1000) : null;
+  // Nor while a bulk action runs: its progress shows, and the view
+  // reloads once it ends.
+  state.refreshTimer = seconds > 0 ? setInterval(() => { if (!document.hidden && !state.bulk?.running) refresh(); }, seconds * 1000) : null;
   renderStatus();
 }
 
@@ -311,7 +389,7 @@ function tick() {
   if (!state.backend) return;
   const now = state.backend.now();
   for (const el of document.querySelectorAll('[data-countdown]')) {
-    const t = state.tasks.find((x) => x.id === el.dataset.countdown);
+    const t = shownTasks().find((x) => x.id === el.dataset.countdown);
     if (t) el.textContent = countdown(t, now);
   }
   const exp = state.cfg.exp;
@@ -372,14 +450,27 @@ function renderViews() {
     tab.classList.toggle('on', state.view === v);
     tab.setAttribute('aria-current', state.view === v ? 'page' : 'false');
   }
-  const list = state.view === 'tasks' || state.view === 'dead';
+  const list = state.view === 'tasks' || state.view === 'dead' || state.view === 'search';
   $('#overview-view').hidden = state.view !== 'overview';
   $('#tasks-view').hidden = !list;
   $('#workers-view').hidden = state.view !== 'workers';
   $('#schedules-view').hidden = state.view !== 'schedules';
-  // The dead letters are the task list of failed tasks, newest failure first.
-  $('#statusf').hidden = state.view === 'dead';
-  $('#list-title').textContent = state.view === 'dead' ? 'Dead letters: failed tasks, newest failure first' : '';
+  // The dead letters are the task list of failed tasks, newest failure
+  // first, of every type or one; the search view shows its results.
+  $('#statusf').hidden = state.view !== 'tasks';
+  $('#shard').hidden = state.view === 'search';
+  $('#typef').hidden = state.view !== 'dead';
+  $('#paging').hidden = state.view === 'search';
+  $('#bulk').hidden = state.view !== 'dead';
+  $('#bulk-progress').hidden = state.view !== 'dead' || !state.bulk?.progress;
+  $('#search-info').hidden = state.view !== 'search';
+  $('#list-title').textContent = state.view === 'dead' ? 'Dead letters: failed tasks, newest failure first'
+    : state.view === 'search' ? `Search: ${state.search?.text ?? ''}` : '';
+}
+
+// shownTasks are the tasks the list shows: a page, or search results.
+function shownTasks() {
+  return state.view === 'search' ? state.search?.tasks || [] : state.tasks;
 }
 
 function render() {
@@ -389,7 +480,7 @@ function render() {
   $('#malformed').textContent = state.malformed?.length
     ? `${state.malformed.length} malformed object(s) skipped, e.g. ${state.malformed[0].key}: ${state.malformed[0].error}` : '';
   if (state.view === 'overview') renderOverview(now);
-  else if (state.view === 'tasks' || state.view === 'dead') renderTasks(now);
+  else if (state.view === 'tasks' || state.view === 'dead' || state.view === 'search') renderTasks(now);
   else if (state.view === 'schedules') renderSchedules(now);
   else renderWorkers(now);
   renderStatus();
@@ -419,19 +510,28 @@ function renderCounts(st) {
   const card = (key, value, label, note) => h('div', { class: `card ${key}`, 'data-count': key },
     h('div', { class: 'big' }, value), h('div', {}, label), h('div', { class: 'dim small' }, note || ' '));
   const w = st.workers || {};
+  const r = state.fleet;
+  const rate = card('requests', r ? `${r.perSec.toFixed(1)} req/s` : '-', 'S3 requests',
+    r ? `≈ ${dollars(r.perHour)}/hour` : 'after the next refresh');
+  rate.title = 'The S3 requests the workers sent per second between the last two refreshes, from the counters in their heartbeats (as qo tui shows them), '
+    + 'and what an hour at that rate costs at AWS S3 Standard list prices ($0.005 per 1,000 PUT or LIST, $0.0004 per 1,000 GET, DELETE free). '
+    + 'This page\'s own requests are not counted.';
   $('#counts').replaceChildren(
     ...COUNTED.map((status) => card(status, `${atLeast}${fmt(st.by_status?.[status])}`, status,
       status === 'pending' ? `${fmt(st.delayed)} delayed or in backoff` : status === 'failed' ? 'dead letters' : 'holding a lease')),
     card('oldest', st.oldest_pending_age_seconds > 0 ? short(st.oldest_pending_age_seconds * 1000) : '-', 'oldest waiting',
       st.oldest_pending_age_seconds > 0 ? 'of an available task' : 'nothing waits'),
-    card('workers', fmt(w.active), 'workers active', `${fmt(w.stale)} stale · ${fmt(w.dead)} dead`));
+    card('workers', fmt(w.active), 'workers active', `${fmt(w.stale)} stale · ${fmt(w.dead)} dead`), rate);
   $('#partial').textContent = st.partial ? 'Counts are lower bounds: an index holds more entries than one refresh reads.' : '';
 }
 
 // The chart's drawing box (SVG user units); the page scales it to its width.
 const CHART = { w: 600, h: 120, left: 40, top: 8, bottom: 22 };
 
-function renderChart(now) {
+function renderChart(clock) {
+  // The chart ends with the later of the page's minute and the stats'
+  // (the page's estimate of the server clock may trail it by a moment).
+  const now = new Date(Math.max(clock.getTime(), Date.parse(state.stats?.at) || 0));
   const series = chartSeries(state.history, now.getTime());
   const b = bars(series, CHART.w, CHART.h);
   const x0 = CHART.left;
@@ -501,7 +601,10 @@ function renderTypes(st) {
     const state_ = own ? `paused${pausedTypes[type].reason ? ` (${pausedTypes[type].reason})` : ''}` : c.paused ? 'paused (whole queue)' : 'active';
     return h('tr', { class: 'type', 'data-type': type },
       h('td', { class: 'mono', title: type }, type), h('td', { class: 'num pending' }, fmt(n.pending)),
-      h('td', { class: 'num running' }, fmt(n.running)), h('td', { class: 'num failed' }, fmt(n.failed)),
+      h('td', { class: 'num running' }, fmt(n.running)),
+      // A type's failed count opens its dead letters (where they can be
+      // replayed or archived together).
+      h('td', { class: 'num failed' }, n.failed ? h('a', { href: navFragment(state.cfg, { view: 'dead', type }), title: `the dead letters of ${type}` }, fmt(n.failed)) : fmt(n.failed)),
       h('td', { class: 'oldest' }, age >= 0 ? short(age * 1000) : '-'),
       h('td', { class: `pause-state ${own || c.paused ? 'warn' : 'dim'}` }, state_),
       h('td', {}, h('button', {
@@ -541,21 +644,233 @@ async function action(fn) {
   return ok;
 }
 
+const COLUMNS = ['id', 'type', 'priority', 'status', 'attempt', 'updated', 'next / lease'];
+
+// renderTasks draws the list (a page of tasks, the dead letters with a
+// box to check each, or search results) and the selected task's detail.
 function renderTasks(now) {
-  const rows = state.tasks.map((t) => h('tr', {
+  const dead = state.view === 'dead';
+  const tasks = shownTasks();
+  const busy = Boolean(state.bulk?.running);
+  $('#tasks-head').replaceChildren(h('tr', {},
+    dead ? h('th', { class: 'check' }, h('input', {
+      type: 'checkbox', id: 'check-all', 'aria-label': 'check every task on this page', disabled: busy || !tasks.length,
+      checked: tasks.length > 0 && tasks.every((t) => state.checked.has(t.id)), onchange: (e) => checkAll(e.target.checked),
+    })) : null,
+    COLUMNS.map((c) => h('th', {}, c))));
+  const rows = tasks.map((t) => h('tr', {
     class: `row ${t.id === state.selected ? 'sel' : ''}`, 'data-id': t.id, onclick: () => select(t.id),
   },
+  dead ? h('td', { class: 'check', onclick: (e) => e.stopPropagation() }, h('input', {
+    type: 'checkbox', 'aria-label': `check task ${t.id}`, checked: state.checked.has(t.id), disabled: busy,
+    onchange: (e) => check(t.id, e.target.checked),
+  })) : null,
   h('td', { class: 'mono', title: t.id }, shortID(t.id)), h('td', {}, t.task_type),
   h('td', {}, h('span', { class: `prio ${priorityOf(t)}` }, priorityOf(t))),
   h('td', {}, h('span', { class: `st ${t.status}` }, t.status)), h('td', { class: 'num' }, t.attempt),
   h('td', {}, ago(t.updated_at, now)), h('td', { 'data-countdown': t.id }, countdown(t, now))));
-  $('#tasks').replaceChildren(...(rows.length ? rows : [h('tr', {}, h('td', { colspan: 7, class: 'dim' }, 'no tasks on this page'))]));
+  const empty = state.view === 'search' ? (state.search?.done ? 'nothing found' : '') : dead ? 'no dead letters on this page' : 'no tasks on this page';
+  $('#tasks').replaceChildren(...(rows.length ? rows : [h('tr', {}, h('td', { colspan: COLUMNS.length + (dead ? 1 : 0), class: 'dim' }, empty))]));
   $('#more').disabled = !state.next;
   $('#prev').disabled = state.page === 0;
   // Finished tasks are listed from a creation window (pending, running and
   // failed ones from their indexes, whatever their age).
   $('#page').textContent = `page ${state.page + 1}${state.since ? ` · created since ${new Date(state.since).toLocaleString()}` : ''}`;
+  if (dead) renderBulk();
+  if (state.view === 'search') renderSearchInfo();
   renderDetail(now);
+}
+
+function check(id, on) {
+  if (on) state.checked.add(id);
+  else state.checked.delete(id);
+  renderTasks(state.backend.now());
+}
+
+function checkAll(on) {
+  for (const t of state.tasks) {
+    if (on) state.checked.add(t.id);
+    else state.checked.delete(t.id);
+  }
+  renderTasks(state.backend.now());
+}
+
+// ---- dead letters: bulk actions --------------------------------------------
+
+// renderTypeMenu fills the dead letters' type filter from the counts (the
+// types with failed tasks) and the page, rebuilt only when that changes
+// (a refresh must not close a menu the operator has open).
+function renderTypeMenu() {
+  const counts = state.stats?.by_type || {};
+  const types = new Set([...Object.keys(counts).filter((t) => counts[t].failed), ...state.tasks.map((t) => t.task_type), state.filter.type].filter(Boolean));
+  const opts = [['', 'all types'], ...[...types].sort().map((t) => [t, counts[t]?.failed ? `${t} (${fmt(counts[t].failed)})` : t])];
+  const sel = $('#typef');
+  const key = JSON.stringify(opts);
+  if (sel.dataset.key !== key) {
+    sel.replaceChildren(...opts.map(([v, label]) => h('option', { value: v }, label)));
+    sel.dataset.key = key;
+  }
+  sel.value = state.filter.type;
+}
+
+// renderBulk: the bar above the dead letters: the checked tasks, and
+// every failed task of the type chosen.
+function renderBulk() {
+  renderTypeMenu();
+  const n = state.checked.size;
+  const busy = Boolean(state.bulk?.running);
+  $('#bulk-checked').textContent = `${fmt(n)} checked`;
+  $('#bulk-replay-checked').disabled = busy || !n;
+  $('#bulk-archive-checked').disabled = busy || !n;
+  const type = state.filter.type;
+  const counted = state.stats?.by_type?.[type]?.failed;
+  $('#bulk-type-label').textContent = type
+    ? `every failed task of type ${type}${counted ? ` (${fmt(counted)} counted)` : ''}:` : 'choose a type to replay or archive all its failed tasks';
+  for (const id of ['#bulk-replay-type', '#bulk-archive-type']) {
+    $(id).hidden = !type;
+    $(id).disabled = busy;
+  }
+  renderBulkProgress();
+}
+
+// startBulk plans a bulk action (op on the checked tasks, or on every
+// failed task of the chosen type) and asks for confirmation, saying how
+// many tasks and what it costs in requests.
+async function startBulk(op, scope) {
+  const gen = state.gen;
+  const backend = state.backend;
+  if (!backend || state.bulk?.running) return;
+  let candidates = [];
+  let found = null;
+  let partial = false;
+  let what;
+  if (scope === 'checked') {
+    candidates = state.tasks.filter((t) => state.checked.has(t.id));
+    what = `the ${candidates.length} checked task${candidates.length === 1 ? '' : 's'}`;
+  } else {
+    const type = state.filter.type;
+    if (!type) return;
+    what = `every failed task of type ${type}`;
+    state.flash = `Finding the failed tasks of type ${type}…`;
+    renderStatus();
+    let listed = null;
+    await guard(async () => {
+      listed = await backend.deadOfType(type);
+      current(gen);
+    });
+    if (!listed) return;
+    state.flash = '';
+    renderStatus();
+    ({ candidates, found, partial } = listed);
+  }
+  const plan = planBulk({ op, mode: backend.kind, candidates, now: backend.now().toISOString(), found, partial });
+  const verb = op[0].toUpperCase() + op.slice(1);
+  const n = plan.items.length;
+  $('#bulk-title').textContent = `${verb} ${what}?`;
+  $('#bulk-cost').replaceChildren(h('strong', {}, 'Requests: '), plan.summary, h('span', { class: 'dim' }, `; about ${plan.dollars} at S3 Standard prices.`));
+  $('#bulk-how').textContent = `Each task gets exactly what ${verb} does to one task (and qo ${op}): it is read, the rule applied, and written back only if it did not change meanwhile `
+    + `(If-Match on its ETag). A task that changed and no longer allows it is reported and left as it is. ${BULK_CONCURRENCY} tasks at a time; Stop halts it.`;
+  $('#bulk-skipped').replaceChildren(...(plan.skipped.length ? [
+    h('p', {}, `${fmt(plan.skipped.length)} skipped:`),
+    h('ul', { class: 'failures' }, plan.skipped.slice(0, 10).map((sk) => h('li', {}, h('span', { class: 'mono' }, shortID(sk.id)), `: ${sk.reason}`)),
+      plan.skipped.length > 10 ? h('li', { class: 'dim' }, `and ${fmt(plan.skipped.length - 10)} more`) : null),
+  ] : []));
+  const go_ = $('#bulk-go');
+  go_.textContent = `${verb} ${fmt(n)} task${n === 1 ? '' : 's'}`;
+  go_.disabled = n === 0;
+  state.pendingPlan = plan;
+  const dialog = $('#bulk-dialog');
+  dialog.returnValue = '';
+  dialog.showModal();
+  (n ? go_ : $('#bulk-cancel')).focus();
+}
+
+// runBulkNow runs a confirmed plan: the page's single action on each task,
+// BULK_CONCURRENCY at a time, with its progress shown; then the view
+// reloads.
+async function runBulkNow(plan) {
+  const gen = state.gen;
+  const backend = state.backend;
+  const b = {
+    op: plan.op, mode: backend.kind, plan, running: true, stop: false, made: null,
+    progress: { total: plan.items.length, done: 0, ok: 0, failed: [], stopped: false, notStarted: 0 },
+  };
+  state.bulk = b;
+  state.flash = '';
+  renderViews();
+  renderBulk();
+  renderTasks(backend.now());
+  const before = backend.requests();
+  const progress = await runBulk(plan.items, (item) => backend.act(plan.op, item.id, state.shardChars), {
+    onProgress: (p) => {
+      b.progress = p;
+      if (state.bulk === b) renderBulkProgress();
+    },
+    shouldStop: () => b.stop || gen !== state.gen,
+  });
+  if (gen !== state.gen) return;
+  const after = backend.requests();
+  b.made = Object.fromEntries(Object.entries(after).map(([op, n]) => [op, n - (before[op] || 0)]).filter(([, n]) => n > 0));
+  b.progress = progress;
+  b.running = false;
+  state.checked.clear();
+  const verb = plan.op === 'replay' ? 'replayed' : 'archived';
+  state.flash = `${plan.op}: ${fmt(progress.ok)} of ${fmt(progress.total)} ${verb}${progress.failed.length ? `, ${fmt(progress.failed.length)} failed` : ''}${progress.stopped ? ' (stopped)' : ''}`;
+  await refresh();
+}
+
+// renderBulkProgress shows a bulk run: n of N, the tasks that failed with
+// their error, Stop while it runs, and what it sent once done.
+function renderBulkProgress() {
+  const box = $('#bulk-progress');
+  const b = state.bulk;
+  box.hidden = !b || state.view !== 'dead';
+  if (!b) return;
+  const p = b.progress;
+  const verb = b.op === 'replay' ? 'replayed' : 'archived';
+  let head = `${b.op === 'replay' ? 'Replaying' : 'Archiving'}: ${fmt(p.done)} of ${fmt(p.total)} done`;
+  if (!b.running) head = p.stopped ? `Stopped: ${fmt(p.done)} of ${fmt(p.total)} done, ${fmt(p.notStarted)} not started` : `Done: ${fmt(p.done)} of ${fmt(p.total)}`;
+  box.replaceChildren(
+    h('div', { class: 'progress-head' },
+      h('strong', { id: 'bulk-status' }, head), h('span', {}, ` · ${fmt(p.ok)} ${verb} · ${fmt(p.failed.length)} failed`),
+      b.running
+        ? h('button', { id: 'bulk-stop', disabled: b.stop, onclick: () => { b.stop = true; renderBulkProgress(); } }, b.stop ? 'Stopping…' : 'Stop')
+        : h('button', { id: 'bulk-close', onclick: () => { state.bulk = null; renderBulkProgress(); } }, 'Close')),
+    h('progress', { max: Math.max(p.total, 1), value: p.done, 'aria-label': `${p.done} of ${p.total} done` }),
+    b.made ? h('p', { class: 'dim small', id: 'bulk-made' }, `Sent ${formatOps(b.made)}${b.mode === 'API' ? ' to qo serve' : ''} (planned: ${b.plan.summary}).`) : null,
+    p.failed.length ? h('ul', { id: 'bulk-failures', class: 'failures' }, p.failed.map((f) => h('li', { 'data-id': f.id },
+      h('a', { class: 'mono', href: navFragment(state.cfg, { view: 'tasks', task: f.id }) }, f.id), ': ', h('span', { class: 'error' }, f.error)))) : null);
+}
+
+// ---- search -------------------------------------------------------------------
+
+// renderSearchInfo says what was searched, what was found, what the search
+// costs (and sent), and what it cannot find.
+function renderSearchInfo() {
+  const box = $('#search-info');
+  const sr = state.search;
+  if (!sr) {
+    box.replaceChildren(h('p', { class: 'dim' }, 'Press / to search.'));
+    return;
+  }
+  if (sr.q.error) {
+    box.replaceChildren(h('p', { class: 'warn', id: 'search-error' }, sr.q.error));
+    return;
+  }
+  const q = sr.q;
+  const api = state.backend.kind === 'API';
+  const by = q.kind === 'id' ? (q.full ? 'task id' : 'id prefix') : q.kind === 'type' ? 'task type' : 'idempotency key';
+  const n = sr.tasks.length;
+  let more = '';
+  if (sr.more.includes('id')) more = ` (the first ${SEARCH_LIMIT}, oldest first: more match, give more of the id)`;
+  else if (sr.more.length) more = ` (the first ${SEARCH_LIMIT} of each status; more are ${sr.more.join(', ')})`;
+  const failed = q.kind === 'type' && sr.tasks.some((t) => t.status === 'failed');
+  box.replaceChildren(
+    h('p', { id: 'search-summary' }, sr.done ? `${fmt(n)} task${n === 1 ? '' : 's'} found by ${by}${more}.` : 'Searching…',
+      failed ? [' ', h('a', { href: navFragment(state.cfg, { view: 'dead', type: q.type }) }, `dead letters of ${q.type}`)] : null),
+    h('p', { class: 'dim small', id: 'search-cost' }, `Cost: ${searchCost(q, api ? 'API' : 'S3', state.shards)}`,
+      sr.made ? `; this search sent ${formatOps(sr.made)}${api ? ' to qo serve' : ''}.` : '.'),
+    searchNote(q, n) ? h('p', { class: 'dim small', id: 'search-note' }, searchNote(q, n)) : null);
 }
 
 function field(name, value) {
@@ -584,7 +899,7 @@ function renderDetail(now) {
     h('td', { class: 'error' }, e.error || '')));
   box.replaceChildren(
     h('h2', { class: 'mono' }, t.id),
-    h('div', { class: 'actions' }, actions, h('a', { class: 'permalink', href: navFragment(state.cfg, { view: state.view, task: t.id }) }, 'link to this task')),
+    h('div', { class: 'actions' }, actions, h('a', { class: 'permalink', href: navFragment(state.cfg, { view: state.view, task: t.id, search: state.search?.text, type: state.filter.type }) }, 'link to this task')),
     h('table', { class: 'fields' },
       field('type', t.task_type), field('status', h('span', { class: `st ${t.status}` }, t.status)),
       field('priority', priorityOf(t)), field('shard', t.shard),
@@ -598,7 +913,7 @@ function renderDetail(now) {
     h('h3', {}, 'Data'), h('div', { id: 'data' }, dataView(t)),
     h('h3', {}, `Timeline (${state.events.length} versions)`, ' ',
       h('button', { id: 'diff-btn', disabled: state.marks.length !== 2, onclick: showDiff }, 'Diff the two checked versions')),
-    h('table', { id: 'timeline' }, h('tr', {}, ['', '', 'at', 'event', 'status', 'attempt', 'worker', ''].map((c) => h('th', {}, c))), timeline),
+    h('div', { class: 'scroll' }, h('table', { id: 'timeline' }, h('tr', {}, ['', '', 'at', 'event', 'status', 'attempt', 'worker', ''].map((c) => h('th', {}, c))), timeline)),
     h('pre', { id: 'diff', hidden: true }));
 }
 
@@ -676,17 +991,31 @@ function renderSchedules(now) {
 
 // go shows a view (and a task in it), puts it in the address bar and loads
 // it. Leaving a view forgets its selected task and list page.
-function go(view, { task = '', push = true } = {}) {
-  if (!VIEWS.includes(view) || !state.backend) return;
+// A search (text) or the dead letters' type, when given, replace the
+// current ones; the type filter lasts while the dead letters are shown.
+function go(view, { task = '', push = true, search, type } = {}) {
+  if (!PAGES.includes(view) || !state.backend) return;
   const changed = view !== state.view;
-  if (changed || task !== (state.selected || '')) {
+  let reset = changed;
+  if (search !== undefined && search !== (state.search?.text ?? '')) {
+    setSearch(search);
+    reset = true;
+  }
+  if (view === 'search' && !state.search) return;
+  if (changed && type === undefined) type = '';
+  if (type !== undefined && type !== state.filter.type) {
+    state.filter.type = type;
+    reset = true;
+  }
+  if (reset || task !== (state.selected || '')) {
     state.selected = task || null;
     state.marks = [];
   }
-  if (changed) {
+  if (reset) {
     state.cursors = [''];
     state.page = 0;
     state.malformed = [];
+    state.checked.clear();
   }
   state.view = view;
   writeAddress(push);
@@ -702,15 +1031,47 @@ $('#shard').addEventListener('change', (e) => { state.filter.shard = e.target.va
 $('#statusf').addEventListener('change', (e) => { state.filter.status = e.target.value; state.cursors = ['']; state.page = 0; refresh(); });
 $('#more').addEventListener('click', () => { state.cursors[state.page + 1] = state.next; state.page++; refresh(); });
 $('#prev').addEventListener('click', () => { state.page = Math.max(0, state.page - 1); refresh(); });
+$('#typef').addEventListener('change', (e) => go('dead', { type: e.target.value, push: false }));
+$('#bulk-replay-checked').addEventListener('click', () => startBulk('replay', 'checked'));
+$('#bulk-archive-checked').addEventListener('click', () => startBulk('archive', 'checked'));
+$('#bulk-replay-type').addEventListener('click', () => startBulk('replay', 'type'));
+$('#bulk-archive-type').addEventListener('click', () => startBulk('archive', 'type'));
+$('#bulk-dialog').addEventListener('close', () => {
+  const plan = state.pendingPlan;
+  state.pendingPlan = null;
+  if ($('#bulk-dialog').returnValue === 'go' && plan && state.backend) runBulkNow(plan);
+});
 
-// Keyboard: 1-5 or g then o, t, d, w, s open the views; r refreshes. Keys
-// typed into a field or with a modifier are left alone.
+// The search box: Enter shows the results (a single task found opens in
+// the detail); a search that cannot be run says why in the search view.
+$('#search-form').addEventListener('submit', (e) => {
+  e.preventDefault();
+  if (!state.backend) return;
+  const text = $('#search').value.trim();
+  if (!text) return;
+  $('#search').blur();
+  setSearch(text);
+  if (state.view === 'search') state.selected = null;
+  go('search', { search: state.search.text });
+});
+$('#search').addEventListener('keydown', (e) => { if (e.key === 'Escape') e.target.blur(); });
+
+// Keyboard: 1-5 or g then o, t, d, w, s open the views; / goes to the
+// search box; r refreshes. Keys typed into a field or with a modifier, or
+// while a dialog is open, are left alone.
 const KEY_VIEWS = { o: 'overview', t: 'tasks', d: 'dead', w: 'workers', s: 'schedules' };
 let gPressed = 0;
 document.addEventListener('keydown', (e) => {
   if (!state.backend || e.ctrlKey || e.metaKey || e.altKey || e.target.closest?.('input, select, textarea, [contenteditable]')) return;
+  if (document.querySelector('dialog[open]')) return;
   const afterG = gPressed && Date.now() - gPressed < 1500;
   gPressed = 0;
+  if (e.key === '/') {
+    e.preventDefault();
+    $('#search').focus();
+    $('#search').select();
+    return;
+  }
   let view = '';
   if (afterG) view = KEY_VIEWS[e.key] || '';
   else if (/^[1-9]$/.test(e.key)) view = VIEWS[Number(e.key) - 1] || '';
@@ -734,7 +1095,7 @@ document.addEventListener('keydown', (e) => {
 window.addEventListener('hashchange', () => {
   const { cfg, nav } = readFragment();
   if (state.backend && isNavigation(cfg, state.cfg)) {
-    if (nav.view || nav.task) go(nav.view, { task: nav.task, push: false });
+    if (nav.view || nav.task) go(nav.view, { task: nav.task, push: false, search: nav.view === 'search' ? nav.search : undefined, type: nav.view === 'dead' ? nav.type : undefined });
     else writeAddress(false);
     return;
   }

@@ -4,8 +4,11 @@
 import { S3 } from './s3.js';
 import {
   TASKS_PREFIX, WORKERS_PREFIX, SCHEDULES_PREFIX, CONTROL_KEY, READY_PREFIX, LEASES_PREFIX, DEAD_PREFIX, LAYOUT_VERSION, LIST_WINDOW_MS,
-  applyOperator, applyControl, countStats, indexChanges, indexKeys, parseIndexKey, decodeTask, taskKey, shards, shardOf, idFloor,
+  applyOperator, applyControl, countStats, indexChanges, indexKeys, indexEntry, parseIndexKey, decodeTask, taskKey, shards, shardOf, idFloor,
+  idempotencyKey,
 } from './queue.js';
+import { SEARCH_LIMIT, TYPE_SCAN_PAGES, idShards } from './search.js';
+import { BULK_SCAN_PAGES, deadEntryTask } from './bulk.js';
 
 const PAGE = 50;
 /** MAX_INDEX_PAGES bounds the LISTs of one index per stats refresh, as queue.StatsOptions does. */
@@ -13,6 +16,10 @@ const MAX_INDEX_PAGES = 10;
 
 /** The index each status is listed from; other statuses use the creation window. */
 const INDEX_OF = { pending: READY_PREFIX, running: LEASES_PREFIX, failed: DEAD_PREFIX };
+
+/** SEARCHED are the statuses a search by type shows: those whose index keys name the type. */
+const SEARCHED = ['pending', 'running', 'failed'];
+const ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 export class S3Backend {
   constructor(cfg) {
@@ -22,6 +29,11 @@ export class S3Backend {
 
   now() {
     return this.s3.now();
+  }
+
+  /** requests counts the S3 requests the page sent so far, by kind. */
+  requests() {
+    return { ...this.s3.requests };
   }
 
   /** shards reads queue.json for the shard layout. */
@@ -43,9 +55,9 @@ export class S3Backend {
    * of them, from the tasks created in the last 24 hours, newest first (a
    * LIST per shard, a GET per task shown): never the whole history.
    */
-  async listTasks({ shard = '', status = '', cursor = '' } = {}) {
-    if (INDEX_OF[status]) return this.listIndex(INDEX_OF[status], status, shard, cursor);
-    return this.listWindow(status, shard, cursor);
+  async listTasks({ shard = '', status = '', cursor = '', type = '' } = {}) {
+    if (INDEX_OF[status]) return this.listIndex(INDEX_OF[status], status, shard, cursor, { type });
+    return this.listWindow(status, shard, cursor, type);
   }
 
   async readTasks(keys) {
@@ -63,19 +75,41 @@ export class S3Backend {
     return { tasks, malformed };
   }
 
-  async listIndex(root, status, shard, cursor) {
+  /**
+   * listIndex lists one page of an index: without a type, a LIST of limit
+   * keys; with one, LISTs of 1,000 keys (at most TYPE_SCAN_PAGES) whose
+   * keys name the type are kept until limit of them are found (the key says
+   * the type, so nothing is read for the others); then a GET per task.
+   */
+  async listIndex(root, status, shard, cursor, { type = '', limit = PAGE } = {}) {
     const prefix = root === DEAD_PREFIX || !shard ? root : `${root}${shard}/`;
-    const page = await this.s3.list(prefix, { startAfter: cursor, maxKeys: PAGE });
-    const entries = page.keys.map(({ key }) => ({ key, ref: parseIndexKey(key) }))
-      .filter((e) => e.ref && (!shard || e.ref.shard === shard));
+    const entries = [];
+    let after = cursor;
+    let more = false;
+    for (let pages = 0; ; pages++) {
+      if (pages === TYPE_SCAN_PAGES) {
+        more = true;
+        break;
+      }
+      const page = await this.s3.list(prefix, { startAfter: after, maxKeys: type ? 1000 : limit });
+      let i = 0;
+      for (; i < page.keys.length && entries.length < limit; i++) {
+        const { key } = page.keys[i];
+        after = key;
+        const ref = parseIndexKey(key);
+        if (!ref || (shard && ref.shard !== shard) || (type && indexEntry(key)?.type !== type)) continue;
+        entries.push({ key, ref });
+      }
+      more = i < page.keys.length || Boolean(page.next);
+      if (!more || !type || entries.length >= limit) break;
+    }
     const { tasks, malformed } = await this.readTasks(entries.map((e) => taskKey(e.ref.shard, e.ref.id)));
     // An entry whose task moved on is stale: skipped (qo cleans it up).
     const shown = entries.map((e, i) => tasks[i]).filter((t, i) => t && t.status === status && indexKeys(t).includes(entries[i].key));
-    const last = page.keys.at(-1)?.key ?? '';
-    return { tasks: shown, malformed, next_cursor: page.next ? last : '' };
+    return { tasks: shown, malformed, next_cursor: more ? after : '' };
   }
 
-  async listWindow(status, shard, cursor) {
+  async listWindow(status, shard, cursor, type = '') {
     const now = this.now().getTime();
     const lo = idFloor(now - LIST_WINDOW_MS);
     const hi = cursor || idFloor(now + 60000);
@@ -101,7 +135,7 @@ export class S3Backend {
     ids.sort((a, b) => (a.id < b.id ? 1 : -1));
     const pageIDs = ids.slice(0, PAGE);
     const { tasks, malformed } = await this.readTasks(pageIDs.map((x) => taskKey(x.shard, x.id)));
-    const wanted = (t) => t && (status ? t.status === status : t.status !== 'archived');
+    const wanted = (t) => t && (status ? t.status === status : t.status !== 'archived') && (!type || t.task_type === type);
     return {
       tasks: tasks.filter(wanted), malformed, since: new Date(now - LIST_WINDOW_MS).toISOString(),
       next_cursor: ids.length > PAGE ? pageIDs.at(-1).id : '',
@@ -113,6 +147,85 @@ export class S3Backend {
     const obj = await this.s3.get(key);
     if (!obj) throw new Error(`task ${id} not found`);
     return { task: decodeTask(key, obj.text), etag: obj.etag };
+  }
+
+  /**
+   * search finds tasks (a query of search.parseSearch) at a cost set by
+   * what it shows (search.searchCost): a full id is a GET; an id prefix a
+   * LIST of tasks/{shard}/{prefix} per shard (S3 matches the keys) and a
+   * GET per task shown, oldest first; a type the pending, running and
+   * failed tasks its index keys name (listIndex); an idempotency key a GET
+   * of its marker and one of its task. It returns {tasks, more, malformed}
+   * (more lists the statuses with more tasks for a type).
+   */
+  async search(q) {
+    const list = this.shardList || (await this.shards());
+    if (q.kind === 'type') {
+      const parts = await Promise.all(SEARCHED.map((status) => this.listIndex(INDEX_OF[status], status, '', '', { type: q.type, limit: SEARCH_LIMIT })));
+      return {
+        tasks: parts.flatMap((p) => p.tasks), malformed: parts.flatMap((p) => p.malformed),
+        more: SEARCHED.filter((st, i) => parts[i].next_cursor),
+      };
+    }
+    let ids = [];
+    let more = false;
+    if (q.kind === 'key') {
+      const marker = await this.s3.get(await idempotencyKey(q.type, q.key));
+      if (marker) {
+        let rec = null;
+        try {
+          rec = JSON.parse(marker.text);
+        } catch {
+          // reported below
+        }
+        if (!(rec?.format === 1 && ID.test(rec.task_id))) return { tasks: [], more: false, malformed: [{ key: 'idempotency marker', error: 'not an idempotency record' }] };
+        ids = [rec.task_id];
+      }
+    } else if (q.full) {
+      ids = [q.prefix];
+    } else {
+      await Promise.all(idShards(q.prefix, list).map(async (shard) => {
+        const dir = `${TASKS_PREFIX}${shard}/`;
+        const page = await this.s3.list(dir + q.prefix, { maxKeys: SEARCH_LIMIT + 1 });
+        for (const { key } of page.keys) {
+          const id = key.slice(dir.length, -'.json'.length);
+          if (ID.test(id) && shardOf(id, shard.length) === shard) ids.push(id);
+        }
+      }));
+      ids.sort();
+      more = ids.length > SEARCH_LIMIT;
+      ids = ids.slice(0, SEARCH_LIMIT);
+    }
+    const n = list[0].length;
+    const { tasks, malformed } = await this.readTasks(ids.map((id) => taskKey(shardOf(id, n), id)));
+    return { tasks: tasks.filter(Boolean), more: more ? ['id'] : [], malformed };
+  }
+
+  /**
+   * deadOfType lists the dead letters of a type for a bulk action, from
+   * the dead-letter keys alone (they name the type): a LIST per 1,000
+   * entries, at most BULK_SCAN_PAGES (partial says it stopped there).
+   */
+  async deadOfType(type) {
+    const candidates = [];
+    let after = '';
+    let lists = 0;
+    let partial = false;
+    for (;;) {
+      if (lists === BULK_SCAN_PAGES) {
+        partial = true;
+        break;
+      }
+      const page = await this.s3.list(DEAD_PREFIX, { startAfter: after });
+      lists++;
+      for (const { key } of page.keys) {
+        const e = indexEntry(key);
+        if (e?.type === type) candidates.push(deadEntryTask({ ...e, key }));
+        after = key;
+      }
+      if (!page.next || page.keys.length === 0) break;
+    }
+    return { candidates, found: { s3: { LIST: lists } }, partial };
   }
 
   /** history reads every version of a task, oldest first. */
@@ -314,13 +427,20 @@ export class ApiBackend {
     this.token = token;
     this.kind = 'API';
     this.offset = 0;
+    this.sent = {};
   }
 
   now() {
     return new Date(Date.now() + this.offset);
   }
 
+  /** requests counts the requests the page sent to qo serve, by method. */
+  requests() {
+    return { ...this.sent };
+  }
+
   async call(method, path, body) {
+    this.sent[method] = (this.sent[method] || 0) + 1;
     const headers = body ? { 'Content-Type': 'application/json' } : {};
     if (this.token) headers.Authorization = `Bearer ${this.token}`;
     const res = await fetch(this.base + path, { method, headers, body: body && JSON.stringify(body) });
@@ -343,9 +463,10 @@ export class ApiBackend {
     return shards(n);
   }
 
-  async listTasks({ shard = '', status = '', cursor = '' } = {}) {
+  async listTasks({ shard = '', status = '', cursor = '', type = '' } = {}) {
     const q = new URLSearchParams({ limit: String(PAGE) });
     if (shard) q.set('shard', shard);
+    if (type) q.set('type', type);
     if (status) q.set('status', status);
     if (cursor) q.set('cursor', cursor);
     return this.call('GET', `/api/tasks?${q}`);
@@ -357,6 +478,49 @@ export class ApiBackend {
 
   async history(task) {
     return (await this.call('GET', `/api/tasks/${task.id}/history`)).events;
+  }
+
+  /**
+   * search: a type's pending, running and failed tasks from GET
+   * /api/tasks (one request per status); an id prefix or an idempotency
+   * key from GET /api/search.
+   */
+  async search(q) {
+    if (q.kind === 'type') {
+      const pages = await Promise.all(SEARCHED.map((status) => this.call('GET', `/api/tasks?${new URLSearchParams({ status, type: q.type, limit: String(SEARCH_LIMIT) })}`)));
+      return {
+        tasks: pages.flatMap((p) => p.tasks), malformed: pages.flatMap((p) => p.malformed || []),
+        more: SEARCHED.filter((st, i) => pages[i].next_cursor),
+      };
+    }
+    const params = q.kind === 'key' ? { type: q.type, idempotency_key: q.key } : { id_prefix: q.prefix, limit: String(SEARCH_LIMIT) };
+    const r = await this.call('GET', `/api/search?${new URLSearchParams(params)}`);
+    return { tasks: r.tasks, more: r.more ? ['id'] : [], malformed: [] };
+  }
+
+  /**
+   * deadOfType lists the dead letters of a type for a bulk action: pages
+   * of GET /api/dead?type= (1,000 tasks each, at most BULK_SCAN_PAGES);
+   * qo serve reads each task listed.
+   */
+  async deadOfType(type) {
+    const candidates = [];
+    let cursor = '';
+    let calls = 0;
+    let partial = false;
+    do {
+      if (calls === BULK_SCAN_PAGES) {
+        partial = true;
+        break;
+      }
+      const q = new URLSearchParams({ type, limit: '1000' });
+      if (cursor) q.set('cursor', cursor);
+      const page = await this.call('GET', `/api/dead?${q}`);
+      calls++;
+      candidates.push(...page.tasks);
+      cursor = page.next_cursor;
+    } while (cursor);
+    return { candidates, found: { api: { GET: calls }, s3: { GET: candidates.length }, note: 'and its LISTs of the dead-letter index' }, partial };
   }
 
   async workers() {

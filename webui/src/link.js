@@ -1,8 +1,10 @@
 // The settings a link gives the page, in its fragment (#...), which
 // browsers never send to any server: endpoint, bucket, region, ak, sk, st
 // (session token), exp (expiry), or api (+ token) to use qo's HTTP API.
-// The fragment also says where in the page to go: view (one of VIEWS) and
-// task (a task id, opened in its detail).
+// The fragment also says where in the page to go: view (one of PAGES),
+// task (a task id, opened in its detail), search (a query of the search
+// box, shown in the search view) and type (the dead letters of one task
+// type).
 
 /** parseFragment reads a link's fragment ("#a=1&b=2", with or without the "#"). */
 export function parseFragment(hash) {
@@ -16,26 +18,35 @@ export function canConnect(cfg) {
 
 /** VIEWS are the page's views, in the order of their number keys (1-5). */
 export const VIEWS = ['overview', 'tasks', 'dead', 'workers', 'schedules'];
+/** PAGES are VIEWS and the search results, which the search box opens. */
+export const PAGES = [...VIEWS, 'search'];
 
 // PLACE_KEYS say which queue a link is for. They are no secret, so the
 // address bar keeps them: a copied address opens the same queue (asking for
 // keys, or for qo serve's token, when it needs them).
 const PLACE_KEYS = ['api', 'endpoint', 'bucket', 'region'];
-const NAV_KEYS = ['view', 'task'];
+const NAV_KEYS = ['view', 'task', 'search', 'type'];
+const TYPE = /^[A-Za-z0-9_.:-]{1,64}$/;
 const TASK_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /**
  * readLink splits a fragment into the connection settings (cfg) and where
- * to go (nav: {view, task}). An unknown view or a malformed task id is
- * dropped; a task without a view opens in the task list.
+ * to go (nav: {view, task, search, type}). An unknown view, a malformed
+ * task id or type is dropped; a search opens the search view, a task
+ * without a view the task list, a type the dead letters of that type.
  */
 export function readLink(hash) {
   const all = parseFragment(hash);
   const cfg = Object.fromEntries(Object.entries(all).filter(([k]) => !NAV_KEYS.includes(k)));
   const task = TASK_ID.test(all.task || '') ? all.task : '';
-  let view = VIEWS.includes(all.view) ? all.view : '';
-  if (task && !['tasks', 'dead'].includes(view)) view = 'tasks';
-  return { cfg, nav: { view, task } };
+  const search = (all.search || '').trim().slice(0, 400);
+  let view = PAGES.includes(all.view) ? all.view : '';
+  if (search && !view) view = 'search';
+  if (view === 'search' && !search) view = '';
+  const type = TYPE.test(all.type || '') && /[^.]/.test(all.type) && (view === 'dead' || !view) ? all.type : '';
+  if (type && !view) view = 'dead';
+  if (task && !['tasks', 'dead', 'search'].includes(view)) view = 'tasks';
+  return { cfg, nav: { view, task, search: view === 'search' ? search : '', type } };
 }
 
 // enc keeps "/" and ":" readable (api=/, endpoint=http://...): both are
@@ -47,9 +58,11 @@ const enc = (v) => encodeURIComponent(v).replace(/%2F/gi, '/').replace(/%3A/gi, 
  * queue cfg names: where the queue is and where in the page, never a
  * credential, so it can be pasted into a chat.
  */
-export function navFragment(cfg, { view = 'overview', task = '' } = {}) {
+export function navFragment(cfg, { view = 'overview', task = '', search = '', type = '' } = {}) {
   const parts = PLACE_KEYS.filter((k) => cfg[k]).map((k) => `${k}=${enc(cfg[k])}`);
   parts.push(`view=${enc(view)}`);
+  if (view === 'search' && search) parts.push(`search=${enc(search)}`);
+  if (view === 'dead' && type) parts.push(`type=${enc(type)}`);
   if (task) parts.push(`task=${enc(task)}`);
   return `#${parts.join('&')}`;
 }

@@ -20,6 +20,7 @@ export const LIST_WINDOW_MS = 24 * 3600 * 1000;
 export const WORKERS_PREFIX = 'workers/';
 export const SCHEDULES_PREFIX = 'schedules/';
 export const CONTROL_KEY = 'control.json';
+export const IDEMPOTENCY_PREFIX = 'idempotency/';
 
 /** An action the task's state does not allow (HTTP 409 in the API). */
 export class TransitionError extends Error {
@@ -43,6 +44,17 @@ export function shards(shardChars) {
 
 export function taskKey(shard, id) {
   return `${TASKS_PREFIX}${shard}/${id}.json`;
+}
+
+/**
+ * idempotencyKey is queue.IdempotencyKey: the key of the marker that binds
+ * an idempotency key to the task it made, "idempotency/{h[:2]}/{h}.json",
+ * h the hex SHA-256 of type NUL key.
+ */
+export async function idempotencyKey(type, key) {
+  const sum = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(`${type}\u0000${key}`));
+  const h = [...new Uint8Array(sum)].map((b) => b.toString(16).padStart(2, '0')).join('');
+  return `${IDEMPOTENCY_PREFIX}${h.slice(0, 2)}/${h}.json`;
 }
 
 /** isV7 tells a time-ordered id (UUIDv7: its version digit is 7). */
@@ -308,7 +320,8 @@ export const RECENT_MINUTES = 15;
  * keys of the three indexes and the worker records, for a page reading the
  * bucket itself: counts by status, shard and type, the delayed tasks, the
  * oldest waiting task overall and per type, finishes per minute summed from
- * the heartbeats, and the workers by health. now is a Date (the bucket's
+ * the heartbeats, the workers by health, and each worker's request
+ * counters from its heartbeat (worker_requests). now is a Date (the bucket's
  * clock); partial says an index was not read to its end.
  */
 export function countStats({ ready = [], leases = [], dead = [], workers = [], malformed = [], partial = false, now, minutes = RECENT_MINUTES }) {
@@ -316,7 +329,7 @@ export function countStats({ ready = [], leases = [], dead = [], workers = [], m
   const st = {
     at: now.toISOString(), total: 0, by_status: Object.fromEntries(STATUSES.map((s) => [s, 0])), counted: [...COUNTED],
     by_shard: {}, by_type: {}, delayed: 0, oldest_pending_age_seconds: 0, oldest_pending_age_seconds_by_type: {},
-    recent: [], partial, malformed, workers: { active: 0, stale: 0, dead: 0 },
+    recent: [], partial, malformed, workers: { active: 0, stale: 0, dead: 0 }, worker_requests: {},
   };
   const bump = (m, k, status) => {
     m[k] ??= {};
@@ -351,6 +364,7 @@ export function countStats({ ready = [], leases = [], dead = [], workers = [], m
   st.recent = Array.from({ length: minutes }, (_, i) => ({ start: new Date(first + i * 60000).toISOString(), completed: 0, failed: 0 }));
   for (const w of workers) {
     st.workers[health(w.last_heartbeat, st.at)]++;
+    if (w.s3_requests) st.worker_requests[w.worker_id] = w.s3_requests;
     for (const m of w.recent || []) {
       const i = Math.floor((Date.parse(m.start) - first) / 60000);
       if (i >= 0 && i < minutes) {

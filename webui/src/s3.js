@@ -19,6 +19,10 @@ export class S3 {
     this.base = `${(endpoint || `https://s3.${region || 'us-east-1'}.amazonaws.com`).replace(/\/+$/, '')}/${encodeURIComponent(bucket)}`;
     this.client = new AwsClient({ accessKeyId, secretAccessKey, sessionToken, service: 's3', region: region || 'us-east-1' });
     this.offset = 0; // server time minus local time, from Date headers
+    // requests counts what the page sent, by kind (LIST, GET, PUT,
+    // DELETE, LIST-VERSIONS): the page shows what a search or a bulk
+    // action cost.
+    this.requests = {};
   }
 
   /** now is the server's time estimate. */
@@ -33,6 +37,9 @@ export class S3 {
   }
 
   async request(method, url, { body, headers } = {}) {
+    const params = new URL(url).searchParams;
+    const op = method !== 'GET' ? method : params.has('list-type') ? 'LIST' : params.has('versions') ? 'LIST-VERSIONS' : 'GET';
+    this.requests[op] = (this.requests[op] || 0) + 1;
     // no-store: the signature travels in headers, so the browser would
     // otherwise answer a GET of the same URL from its cache (heuristic
     // freshness from Last-Modified) and show a state the bucket left.

@@ -37,13 +37,13 @@ test('canConnect', () => {
 const ID = '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b';
 
 test('readLink splits the settings from where to go', () => {
-  assert.deepEqual(readLink(`#api=/&token=T&view=dead&task=${ID}`), { cfg: { api: '/', token: 'T' }, nav: { view: 'dead', task: ID } });
-  assert.deepEqual(readLink('#bucket=b&ak=A&sk=S'), { cfg: { bucket: 'b', ak: 'A', sk: 'S' }, nav: { view: '', task: '' } });
-  assert.deepEqual(readLink(`#task=${ID}`).nav, { view: 'tasks', task: ID }, 'a task opens in the task list');
-  assert.deepEqual(readLink(`#view=workers&task=${ID}`).nav, { view: 'tasks', task: ID });
+  assert.deepEqual(readLink(`#api=/&token=T&view=dead&task=${ID}`), { cfg: { api: '/', token: 'T' }, nav: { view: 'dead', task: ID, search: '', type: '' } });
+  assert.deepEqual(readLink('#bucket=b&ak=A&sk=S'), { cfg: { bucket: 'b', ak: 'A', sk: 'S' }, nav: { view: '', task: '', search: '', type: '' } });
+  assert.deepEqual(readLink(`#task=${ID}`).nav, { view: 'tasks', task: ID, search: '', type: '' }, 'a task opens in the task list');
+  assert.deepEqual(readLink(`#view=workers&task=${ID}`).nav, { view: 'tasks', task: ID, search: '', type: '' });
   for (const v of VIEWS) assert.equal(readLink(`#view=${v}`).nav.view, v);
-  assert.deepEqual(readLink('#view=admin&task=../../x').nav, { view: '', task: '' }, 'unknown views and malformed ids are dropped');
-  assert.deepEqual(readLink(''), { cfg: {}, nav: { view: '', task: '' } });
+  assert.deepEqual(readLink('#view=admin&task=../../x').nav, { view: '', task: '', search: '', type: '' }, 'unknown views and malformed ids are dropped');
+  assert.deepEqual(readLink(''), { cfg: {}, nav: { view: '', task: '', search: '', type: '' } });
 });
 
 test('navFragment names the queue and the view, never a credential', () => {
@@ -55,7 +55,7 @@ test('navFragment names the queue and the view, never a credential', () => {
   assert.equal(navFragment({ bucket: 'a&b=c' }), '#bucket=a%26b%3Dc&view=overview');
   // What the page writes, it reads back.
   const back = readLink(frag);
-  assert.deepEqual(back.nav, { view: 'tasks', task: ID });
+  assert.deepEqual(back.nav, { view: 'tasks', task: ID, search: '', type: '' });
   assert.deepEqual(back.cfg, { endpoint: cfg.endpoint, bucket: 'jobs', region: 'us-east-1' });
   assert.equal(readLink(navFragment({ bucket: 'a&b=c' })).cfg.bucket, 'a&b=c');
 });
@@ -68,4 +68,22 @@ test('isNavigation: a fragment without credentials for the same queue moves with
   assert.ok(!isNavigation({ bucket: 'jobs', ak: 'A2', sk: 'S2' }, cfg), 'new credentials are a new link');
   assert.ok(isNavigation({ api: '/' }, { api: '/', token: 'T' }), 'a pasted API link keeps the token in memory');
   assert.ok(!isNavigation({ api: '/', token: 'T2' }, { api: '/', token: 'T' }));
+});
+
+test('a search and the dead letters of a type are links too', () => {
+  assert.deepEqual(readLink('#search=type:email').nav, { view: 'search', task: '', search: 'type:email', type: '' }, 'a search opens the search view');
+  assert.deepEqual(readLink(`#view=search&search=0190a1b2&task=${ID}`).nav, { view: 'search', task: ID, search: '0190a1b2', type: '' }, 'with a result open');
+  assert.equal(readLink('#view=search').nav.view, '', 'a search view without a query is no place');
+  assert.deepEqual(readLink('#view=dead&type=email').nav, { view: 'dead', task: '', search: '', type: 'email' });
+  assert.deepEqual(readLink('#type=email').nav.view, 'dead', 'a type alone opens its dead letters');
+  assert.equal(readLink('#view=dead&type=a/b').nav.type, '', 'not a task type');
+  assert.equal(readLink('#view=dead&type=..').nav.type, '');
+  assert.equal(readLink('#view=tasks&type=email').nav.type, '', 'only the dead letters filter by type');
+  const cfg = { bucket: 'jobs' };
+  for (const nav of [{ view: 'search', search: 'key:email/order 42&x=1' }, { view: 'search', search: 'type:email', task: ID }, { view: 'dead', type: 'email' }]) {
+    const frag = navFragment(cfg, nav);
+    assert.deepEqual(readLink(frag).nav, { task: '', search: '', type: '', ...nav }, frag);
+  }
+  assert.equal(navFragment(cfg, { view: 'search', search: 'type:email' }), '#bucket=jobs&view=search&search=type:email');
+  assert.equal(navFragment(cfg, { view: 'tasks', search: 'type:email', type: 'email' }), '#bucket=jobs&view=tasks', 'only where they apply');
 });

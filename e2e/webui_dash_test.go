@@ -1,0 +1,465 @@
+//go:build unix
+
+package e2e
+
+// The web UI's dashboard in Chromium against MinIO: bulk actions on dead
+// letters, search, the fleet's request rate, a phone's width and the dark
+// theme. Each reads the outcome back through the Go queue API.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/qo-queue/qo/queue"
+)
+
+// failMany submits n tasks of typ and fails each for good (a dead letter).
+func failMany(t *testing.T, e *wkEnv, typ string, n int) []*queue.Task {
+	t.Helper()
+	bg := context.Background()
+	var out []*queue.Task
+	for i := range n {
+		task, _, err := e.q.Submit(bg, queue.SubmitRequest{Type: typ, Input: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))})
+		require.NoError(t, err)
+		_, err = e.q.Fail(bg, claimNow(t, e, task), typ+": failed for good")
+		require.NoError(t, err)
+		out = append(out, task)
+	}
+	return out
+}
+
+// pageLink is the link that opens e's queue in the page: reading the
+// bucket (S3) or through qo serve (API).
+func pageLink(t *testing.T, e *wkEnv, mode string) string {
+	t.Helper()
+	if mode == "API" {
+		return startServe(t, e).ui
+	}
+	return uiLink(t, e)
+}
+
+// poll waits (30 s at most) until the JavaScript expression is true.
+func poll(expr string) chromedp.QueryAction {
+	return chromedp.Poll(expr, nil, chromedp.WithPollingTimeout(30*time.Second))
+}
+
+// noAutoRefresh turns the page's auto-refresh off, so what the page sends
+// is what the test asks of it.
+func noAutoRefresh() chromedp.Action {
+	return chromedp.Evaluate(`(() => { const s = document.querySelector('#interval'); s.value = '0'; s.dispatchEvent(new Event('change')); })()`, nil)
+}
+
+// text reads an element's text ("" when there is none).
+func text(ctx context.Context, t *testing.T, sel string) string {
+	t.Helper()
+	var s string
+	require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(`document.querySelector(`+jsString(sel)+`)?.textContent ?? ''`, &s)))
+	return s
+}
+
+func jsString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// TestWebUIBulkReplay: every failed task of a type (50 of them) replayed
+// from the dead letters, reading the bucket and through qo serve: the
+// confirmation states the requests, the run reports 50 of 50 and sends
+// what it planned, and each task is pending (replayed) through the queue
+// API, the failed tasks of another type untouched.
+func TestWebUIBulkReplay(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{"S3", "API"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			ctx := browser(t)
+			e := wkSetup(t)
+			email := failMany(t, e, "email", 50)
+			resize := failMany(t, e, "resize", 2)
+			require.NoError(t, chromedp.Run(ctx,
+				chromedp.Navigate(pageLink(t, e, mode)+"&view=dead&type=email"),
+				poll(`document.querySelectorAll('#tasks tr.row').length === 50 && !document.querySelector('#bulk-replay-type').hidden`),
+				noAutoRefresh(),
+				chromedp.Click("#bulk-replay-type", chromedp.ByQuery),
+				chromedp.WaitVisible("#bulk-dialog[open]", chromedp.ByQuery),
+			))
+			require.Equal(t, "Replay every failed task of type email?", text(ctx, t, "#bulk-title"))
+			cost := text(ctx, t, "#bulk-cost")
+			if mode == "S3" {
+				require.Contains(t, cost, "replay 50 tasks: 50 GET + 100 PUT + 50 DELETE; finding them took 1 LIST")
+				require.Contains(t, cost, "about $0.0005 at S3 Standard prices")
+				screenshot(t, ctx, "dead-bulk")
+			} else {
+				require.Contains(t, cost, "replay 50 tasks: 50 POST to qo serve, which makes 50 GET + 100 PUT + 50 DELETE; finding them took 1 GET to qo serve")
+			}
+			require.Equal(t, "Replay 50 tasks", text(ctx, t, "#bulk-go"))
+
+			require.NoError(t, chromedp.Run(ctx,
+				chromedp.Click("#bulk-go", chromedp.ByQuery),
+				chromedp.Poll(`document.querySelector('#bulk-status')?.textContent === 'Done: 50 of 50'`, nil, chromedp.WithPollingTimeout(90*time.Second)),
+			))
+			progress := text(ctx, t, "#bulk-progress")
+			require.Contains(t, progress, "50 replayed · 0 failed")
+			if mode == "S3" {
+				require.Contains(t, text(ctx, t, "#bulk-made"), "Sent 50 GET + 100 PUT + 50 DELETE (planned: replay 50 tasks: 50 GET + 100 PUT + 50 DELETE", "the run sent what the confirmation said")
+			} else {
+				require.Contains(t, text(ctx, t, "#bulk-made"), "Sent 50 POST to qo serve")
+			}
+			require.NoError(t, chromedp.Run(ctx, poll(`document.querySelector('#status').textContent === 'replay: 50 of 50 replayed'`)))
+
+			bg := context.Background()
+			for _, task := range email {
+				got, err := e.q.Get(bg, task.ID)
+				require.NoError(t, err)
+				require.Equal(t, queue.StatusPending, got.Status, task.ID)
+				require.Equal(t, "replayed", got.LastEvent)
+				require.Equal(t, task.Rev+3, got.Rev, "claimed, failed, replayed: one write each")
+			}
+			for _, task := range resize {
+				got, err := e.q.Get(bg, task.ID)
+				require.NoError(t, err)
+				require.Equal(t, queue.StatusFailed, got.Status, "another type is left alone")
+			}
+			page, err := e.q.List(bg, queue.ListQuery{Status: queue.StatusFailed, Type: "email"})
+			require.NoError(t, err)
+			require.Empty(t, page.Tasks, "no email dead letter left")
+			pending, err := e.q.List(bg, queue.ListQuery{Status: queue.StatusPending, Type: "email", Limit: 100})
+			require.NoError(t, err)
+			require.Len(t, pending.Tasks, 50, "each has its ready entry, as qo replay writes it")
+			require.Empty(t, pending.Stale)
+		})
+	}
+}
+
+// TestWebUIBulkArchiveSelection: three checked dead letters archived, one
+// of which another operator replays after it was checked: that one is
+// reported (changed meanwhile) and stays pending, never forced to archived;
+// the unchecked ones stay failed.
+func TestWebUIBulkArchiveSelection(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{"S3", "API"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			ctx := browser(t)
+			e := wkSetup(t)
+			bg := context.Background()
+			rep := failMany(t, e, "report", 5)
+			checkbox := func(task *queue.Task) string { return `tr[data-id="` + task.ID.String() + `"] td.check input` }
+			require.NoError(t, chromedp.Run(ctx,
+				chromedp.Navigate(pageLink(t, e, mode)+"&view=dead"),
+				poll(`document.querySelectorAll('#tasks tr.row').length === 5`),
+				noAutoRefresh(),
+				chromedp.Click(checkbox(rep[0]), chromedp.ByQuery),
+				chromedp.Click(checkbox(rep[1]), chromedp.ByQuery),
+				chromedp.Click(checkbox(rep[2]), chromedp.ByQuery),
+				poll(`document.querySelector('#bulk-checked').textContent === '3 checked'`),
+			))
+			require.Empty(t, text(ctx, t, "#detail h2"), "checking a task does not open it")
+
+			// Another operator replays one of the checked tasks.
+			_, err := e.q.Replay(bg, rep[1].ID)
+			require.NoError(t, err)
+
+			require.NoError(t, chromedp.Run(ctx,
+				chromedp.Click("#bulk-archive-checked", chromedp.ByQuery),
+				chromedp.WaitVisible("#bulk-dialog[open]", chromedp.ByQuery),
+			))
+			require.Equal(t, "Archive the 3 checked tasks?", text(ctx, t, "#bulk-title"))
+			want := "archive 3 tasks: 3 GET + 3 PUT + 3 DELETE"
+			if mode == "API" {
+				want = "archive 3 tasks: 3 POST to qo serve, which makes 3 GET + 3 PUT + 3 DELETE"
+			}
+			require.Contains(t, text(ctx, t, "#bulk-cost"), want)
+			require.NoError(t, chromedp.Run(ctx,
+				chromedp.Click("#bulk-go", chromedp.ByQuery),
+				poll(`document.querySelector('#bulk-status')?.textContent === 'Done: 3 of 3'`),
+			))
+			require.Contains(t, text(ctx, t, "#bulk-progress"), "2 archived · 1 failed")
+			failure := text(ctx, t, `#bulk-failures li[data-id="`+rep[1].ID.String()+`"]`)
+			require.Contains(t, failure, "changed meanwhile (now pending): left as it is")
+
+			for i, want := range []queue.Status{queue.StatusArchived, queue.StatusPending, queue.StatusArchived, queue.StatusFailed, queue.StatusFailed} {
+				got, err := e.q.Get(bg, rep[i].ID)
+				require.NoError(t, err)
+				require.Equal(t, want, got.Status, "task %d", i)
+			}
+			got, err := e.q.Get(bg, rep[1].ID)
+			require.NoError(t, err)
+			require.Equal(t, "replayed", got.LastEvent, "the other operator's replay stands")
+			// The page reloads the dead letters: the two unchecked remain.
+			require.NoError(t, chromedp.Run(ctx, poll(`document.querySelectorAll('#tasks tr.row').length === 2`)))
+		})
+	}
+}
+
+// TestWebUISearch: the search box (reached with /) by id prefix, by task
+// type and by idempotency key, reading the bucket and through qo serve:
+// results open the task detail, the view says what the search cost (and
+// the page's count of what it sent matches), and #search= links work.
+func TestWebUISearch(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{"S3", "API"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			ctx := browser(t)
+			e := wkSetup(t)
+			bg := context.Background()
+			failed := failMany(t, e, "email", 2)
+			keyed, _, err := e.q.Submit(bg, queue.SubmitRequest{Type: "email", IdempotencyKey: "order-42", Input: json.RawMessage(`{"order":42}`)})
+			require.NoError(t, err)
+			resize, _, err := e.q.Submit(bg, queue.SubmitRequest{Type: "resize", AvailableAt: time.Now().Add(time.Hour)})
+			require.NoError(t, err)
+			done, _, err := e.q.Submit(bg, queue.SubmitRequest{Type: "email"})
+			require.NoError(t, err)
+			_, err = e.q.Complete(bg, claimNow(t, e, done), nil)
+			require.NoError(t, err)
+
+			link := pageLink(t, e, mode)
+			search := func(query string) {
+				t.Helper()
+				require.NoError(t, chromedp.Run(ctx,
+					chromedp.Evaluate(`document.querySelector('#search-info').replaceChildren()`, nil),
+					chromedp.KeyEvent("/"),
+					poll(`document.activeElement?.id === 'search'`),
+					chromedp.Evaluate(`document.querySelector('#search').value = ''`, nil),
+					chromedp.SendKeys("#search", query+kb.Enter, chromedp.ByQuery),
+					poll(`(document.querySelector('#search-summary')?.textContent ?? '').includes(' found by ')`),
+				), "search %q", query)
+			}
+			var location string
+			require.NoError(t, chromedp.Run(ctx,
+				chromedp.Navigate(link),
+				chromedp.WaitVisible(`#types tr[data-type="email"]`, chromedp.ByQuery),
+				noAutoRefresh(),
+			))
+
+			// An id's beginning: one task found, opened in the detail.
+			id := keyed.ID.String()
+			search(id[:23])
+			require.NoError(t, chromedp.Run(ctx,
+				poll(`document.querySelector('#detail h2')?.textContent === '`+id+`'`),
+				chromedp.Location(&location),
+			))
+			require.Equal(t, "1 task found by id prefix.", text(ctx, t, "#search-summary"))
+			cost := text(ctx, t, "#search-cost")
+			if mode == "S3" {
+				require.Equal(t, "Cost: 16 LIST (one per shard) + 1 GET per task shown (at most 20); this search sent 16 LIST + 1 GET.", cost)
+			} else {
+				require.Equal(t, "Cost: 1 request to qo serve (it makes 16 LIST (one per shard) + 1 GET per task shown (at most 20)); this search sent 1 GET to qo serve.", cost)
+			}
+			require.Contains(t, location, "view=search&search="+id[:23]+"&task="+id, "the address is a link to the search and its task")
+			require.Contains(t, text(ctx, t, "#detail"), "order-42", "the detail shows the idempotency key")
+
+			// A type: its pending, running and failed tasks, not the completed one.
+			search("type:email")
+			require.Equal(t, "3 tasks found by task type. dead letters of email", text(ctx, t, "#search-summary"))
+			rows := text(ctx, t, "#tasks")
+			for _, task := range append(failed, keyed) {
+				require.Contains(t, rows, queue.ShortID(task.ID))
+			}
+			require.NotContains(t, rows, queue.ShortID(done.ID), "finished tasks are not found by type")
+			require.Contains(t, text(ctx, t, "#search-note"), "finished and waiting tasks are not found by type")
+			if mode == "S3" {
+				require.Contains(t, text(ctx, t, "#search-cost"), "this search sent 3 LIST + 3 GET.")
+				require.NoError(t, chromedp.Run(ctx, clickRow(failed[0]), poll(`document.querySelector('#detail h2')?.textContent === '`+failed[0].ID.String()+`'`)))
+				screenshot(t, ctx, "search")
+			}
+
+			// An idempotency key: the task it made.
+			search("key:email/order-42")
+			require.NoError(t, chromedp.Run(ctx, poll(`document.querySelector('#detail h2')?.textContent === '`+id+`'`)))
+			require.Equal(t, "1 task found by idempotency key.", text(ctx, t, "#search-summary"))
+			if mode == "S3" {
+				require.Contains(t, text(ctx, t, "#search-cost"), "this search sent 2 GET.")
+			}
+			search("key:resize/order-42")
+			require.Equal(t, "0 tasks found by idempotency key.", text(ctx, t, "#search-summary"), "a key belongs to its type")
+
+			// The short id the lists show is the id's end: the page says why
+			// it finds nothing rather than scanning.
+			search(queue.ShortID(failed[1].ID))
+			require.Equal(t, "0 tasks found by id prefix.", text(ctx, t, "#search-summary"))
+			require.Contains(t, text(ctx, t, "#search-note"), "END of an id")
+
+			// A link to a search, pasted into the tab, and opened in a new one.
+			require.NoError(t, chromedp.Run(ctx,
+				chromedp.Evaluate(`location.hash = '#search=type:resize'`, nil),
+				chromedp.WaitVisible(row(resize), chromedp.ByQuery),
+			))
+			tab, closeTab := chromedp.NewContext(ctx)
+			defer closeTab()
+			require.NoError(t, chromedp.Run(tab,
+				chromedp.Navigate(link+"&search=key:email/order-42"),
+				poll(`document.querySelector('#detail h2')?.textContent === '`+id+`'`),
+			))
+		})
+	}
+}
+
+// TestWebUIFleetRate: the overview shows the workers' S3 request rate and
+// what an hour of it costs, from the counters in their heartbeats, as qo
+// tui does, reading the bucket and through qo serve.
+func TestWebUIFleetRate(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{"S3", "API"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			ctx := browser(t)
+			e := wkSetup(t)
+			bg := context.Background()
+			var echo, fail []*queue.Task
+			for i := range 30 {
+				task, _, err := e.q.Submit(bg, queue.SubmitRequest{Type: "echo", Input: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))})
+				require.NoError(t, err)
+				echo = append(echo, task)
+			}
+			zero := 0
+			for range 3 {
+				task, _, err := e.q.Submit(bg, queue.SubmitRequest{Type: "fail", MaxRetries: &zero})
+				require.NoError(t, err)
+				fail = append(fail, task)
+			}
+			for range 4 {
+				_, _, err := e.q.Submit(bg, queue.SubmitRequest{Type: "report", AvailableAt: time.Now().Add(time.Hour)})
+				require.NoError(t, err)
+			}
+			slow, _, err := e.q.Submit(bg, queue.SubmitRequest{Type: "sleep", Input: json.RawMessage(`{"ms":120000}`)})
+			require.NoError(t, err)
+			e.start(t, "worker", workerArgs("fleet-"+uuid.NewString()[:6], "--builtins", "--types", "echo,sleep,fail", "--concurrency", "4")...)
+			e.waitTask(t, slow.ID, "running", func(t *queue.Task) bool { return t.Status == queue.StatusRunning })
+			for _, task := range echo {
+				e.waitTask(t, task.ID, "completed", func(t *queue.Task) bool { return t.Status == queue.StatusCompleted })
+			}
+			for _, task := range fail {
+				e.waitTask(t, task.ID, "failed", func(t *queue.Task) bool { return t.Status == queue.StatusFailed })
+			}
+
+			// Two refreshes a little apart give a rate: refresh until it shows.
+			rate := `#counts [data-count="requests"]`
+			err = chromedp.Run(ctx,
+				chromedp.Navigate(pageLink(t, e, mode)),
+				chromedp.WaitVisible(rate, chromedp.ByQuery),
+				chromedp.Poll(`(document.querySelector('#refresh-now').click(), /^\d+\.\d req\/s$/.test(document.querySelector('`+rate+` .big').textContent))`,
+					nil, chromedp.WithPollingInterval(1500*time.Millisecond), chromedp.WithPollingTimeout(60*time.Second)),
+				poll(`document.querySelector('#counts [data-count="failed"] .big').textContent === '3'`),
+			)
+			require.NoError(t, err, "counts: %s; status: %s", text(ctx, t, "#counts"), text(ctx, t, "#status"))
+			card := text(ctx, t, rate)
+			m := regexp.MustCompile(`^(\d+\.\d) req/sS3 requests≈ \$(\d+\.\d+)/hour$`).FindStringSubmatch(card)
+			require.NotNil(t, m, "the rate card: %q", card)
+			require.NotEqual(t, "0.0", m[1], "a polling worker sends requests")
+			var title string
+			require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(`document.querySelector('`+rate+`').title`, &title)))
+			require.Contains(t, title, "heartbeats")
+			require.Contains(t, title, "S3 Standard")
+			if mode == "S3" {
+				screenshot(t, ctx, "overview")
+			}
+		})
+	}
+}
+
+// TestWebUIPhoneAndTheme: at a phone's width (390 px) no view is wider
+// than the screen, and the page is dark when the system asks for it
+// (prefers-color-scheme), light otherwise.
+func TestWebUIPhoneAndTheme(t *testing.T) {
+	t.Parallel()
+	ctx := browser(t)
+	e := wkSetup(t)
+	bg := context.Background()
+	failed := failMany(t, e, "send_email", 2)
+	for range 3 {
+		_, _, err := e.q.Submit(bg, queue.SubmitRequest{Type: "thumbnail.resize", AvailableAt: time.Now().Add(time.Hour), Priority: queue.PriorityHigh})
+		require.NoError(t, err)
+	}
+	_, err := e.q.CreateSchedule(bg, queue.ScheduleSpec{Name: "nightly-report", Cron: "30 2 * * *", Timezone: "Europe/Berlin", Task: queue.ScheduleTask{Type: "report"}})
+	require.NoError(t, err)
+	slow, _, err := e.q.Submit(bg, queue.SubmitRequest{Type: "sleep", Input: json.RawMessage(`{"ms":120000}`)})
+	require.NoError(t, err)
+	e.start(t, "worker", workerArgs("phone-worker-"+uuid.NewString()[:6], "--builtins", "--types", "sleep")...)
+	e.waitTask(t, slow.ID, "running", func(t *queue.Task) bool { return t.Status == queue.StatusRunning })
+	link := uiLink(t, e)
+
+	// wide lists what sticks out of the screen (outside the tables that
+	// scroll in their own box).
+	const wide = `(() => {
+	  const w = document.documentElement.clientWidth;
+	  const out = [];
+	  for (const el of document.querySelectorAll('body *')) {
+	    if (el.closest('.scroll') || el.closest('[hidden]') || el.closest('dialog:not([open])')) continue;
+	    const r = el.getBoundingClientRect();
+	    if (r.width > 0 && r.right > w + 1) out.push((el.id ? '#' + el.id : el.tagName.toLowerCase() + '.' + el.className) + ' ' + Math.round(r.right));
+	  }
+	  return (document.documentElement.scrollWidth > w ? ['page ' + document.documentElement.scrollWidth + ' > ' + w] : []).concat(out.slice(0, 5)).join(', ');
+	})()`
+	require.NoError(t, chromedp.Run(ctx,
+		chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile),
+		chromedp.Navigate(link),
+		chromedp.WaitVisible(`#types tr[data-type="send_email"]`, chromedp.ByQuery),
+		poll(`document.querySelector('#refreshed').textContent.startsWith('last refreshed')`),
+	))
+	on := func(tab string) string { return `document.querySelector('#tab-` + tab + `').classList.contains('on')` }
+	views := []struct{ name, hash, ready string }{
+		{"overview", "#view=overview", on("overview") + ` && !!document.querySelector('#types tr[data-type="send_email"]')`},
+		{"tasks", "#view=tasks", on("tasks") + ` && !!document.querySelector('` + row(failed[0]) + `')`},
+		{"task detail", "#view=tasks&task=" + failed[0].ID.String(), `document.querySelector('#detail h2')?.textContent === '` + failed[0].ID.String() + `' && !!document.querySelector('#timeline tr.version')`},
+		{"dead letters", "#view=dead&type=send_email", on("dead") + ` && !document.querySelector('#bulk-replay-type').hidden && !!document.querySelector('` + row(failed[0]) + `')`},
+		{"search", "#search=type:send_email", `(document.querySelector('#search-summary')?.textContent ?? '').startsWith('2 tasks found')`},
+		{"workers", "#view=workers", on("workers") + ` && !!document.querySelector('#workers tr.worker')`},
+		{"schedules", "#view=schedules", on("schedules") + ` && !!document.querySelector('#schedules tr.schedule')`},
+	}
+	for _, v := range views {
+		var over string
+		require.NoError(t, chromedp.Run(ctx,
+			chromedp.Evaluate(`location.hash = `+jsString(v.hash), nil),
+			poll(v.ready),
+			chromedp.Evaluate(wide, &over),
+		), v.name)
+		require.Empty(t, over, "%s is wider than a 390 px screen", v.name)
+		if v.name == "overview" {
+			screenshot(t, ctx, "phone")
+		}
+	}
+	// The bulk confirmation fits too.
+	var over string
+	require.NoError(t, chromedp.Run(ctx,
+		chromedp.Evaluate(`location.hash = '#view=dead&type=send_email'`, nil),
+		chromedp.WaitVisible(`#bulk-replay-type:not([hidden])`, chromedp.ByQuery),
+		chromedp.Click("#bulk-replay-type", chromedp.ByQuery),
+		chromedp.WaitVisible("#bulk-dialog[open]", chromedp.ByQuery),
+		chromedp.Evaluate(wide, &over),
+		chromedp.Click("#bulk-cancel", chromedp.ByQuery),
+	))
+	require.Empty(t, over, "the bulk confirmation is wider than a 390 px screen")
+
+	// The theme follows prefers-color-scheme.
+	background := func(scheme string) string {
+		var bgColor string
+		require.NoError(t, chromedp.Run(ctx,
+			emulation.SetEmulatedMedia().WithFeatures([]*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}),
+			chromedp.Evaluate(`getComputedStyle(document.body).backgroundColor`, &bgColor),
+		))
+		return bgColor
+	}
+	require.NoError(t, chromedp.Run(ctx,
+		chromedp.EmulateViewport(1280, 720),
+		chromedp.Evaluate(`location.hash = '#view=dead&task=`+failed[0].ID.String()+`'`, nil),
+		poll(`document.querySelector('#detail h2')?.textContent === '`+failed[0].ID.String()+`'`),
+	))
+	require.Equal(t, "rgb(13, 17, 23)", background("dark"), "dark when the system asks for it")
+	var fg string
+	require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(`getComputedStyle(document.body).color`, &fg)))
+	require.Equal(t, "rgb(230, 237, 243)", fg)
+	screenshot(t, ctx, "dark")
+	require.Equal(t, "rgb(255, 255, 255)", background("light"), "light otherwise")
+}
