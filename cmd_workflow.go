@@ -104,17 +104,27 @@ func workflowCommand() *cli.Command {
 		}
 		return args[0], nil
 	}
-	view := func(c *cli.Context) (*queue.Queue, *queue.WorkflowView, error) {
-		r, err := ref(c)
-		if err != nil {
-			return nil, nil, err
+	// printView reads the workflow named by the argument and prints it
+	// (with its steps, or the header only), or its report with --json.
+	printView := func(steps bool) cli.ActionFunc {
+		return func(c *cli.Context) error {
+			r, err := ref(c)
+			if err != nil {
+				return err
+			}
+			q, err := openQueue(c)
+			if err != nil {
+				return err
+			}
+			v, err := q.ReadWorkflow(c.Context, r)
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				return emitJSON(c.App.Writer, v.Report())
+			}
+			return printWorkflow(c.App.Writer, v.Report(), q.Now(), steps)
 		}
-		q, err := openQueue(c)
-		if err != nil {
-			return nil, nil, err
-		}
-		v, err := q.ReadWorkflow(c.Context, r)
-		return q, v, err
 	}
 	return &cli.Command{
 		Name:  "workflow",
@@ -146,17 +156,8 @@ by depth, roots first, indented by depth, with the steps each runs after.
 "ended_at", "counts", "steps": [{"name", "task_type", "task_id", "after",
 "depth", "status", "attempt", "waiting_for", "last_error", "cancel_reason",
 "updated_at", "completed_at", "problem"}]}.`,
-				Flags: []cli.Flag{jsonFlag()},
-				Action: func(c *cli.Context) error {
-					q, v, err := view(c)
-					if err != nil {
-						return err
-					}
-					if c.Bool("json") {
-						return emitJSON(c.App.Writer, v.Report())
-					}
-					return printWorkflow(c.App.Writer, v.Report(), q.Now(), true)
-				},
+				Flags:  []cli.Flag{jsonFlag()},
+				Action: printView(true),
 			},
 			{
 				Name:      "status",
@@ -165,17 +166,8 @@ by depth, roots first, indented by depth, with the steps each runs after.
 				Description: `The status is incomplete (a step's task is missing), running, completed,
 failed (every step ended and one failed or expired) or cancelled. --json
 prints the same object as qo workflow show --json.`,
-				Flags: []cli.Flag{jsonFlag()},
-				Action: func(c *cli.Context) error {
-					q, v, err := view(c)
-					if err != nil {
-						return err
-					}
-					if c.Bool("json") {
-						return emitJSON(c.App.Writer, v.Report())
-					}
-					return printWorkflow(c.App.Writer, v.Report(), q.Now(), false)
-				},
+				Flags:  []cli.Flag{jsonFlag()},
+				Action: printView(false),
 			},
 			{
 				Name:      "list",

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
-	"sort"
 	"strings"
 	"time"
 )
@@ -91,15 +89,8 @@ func decodeSubmit(line []byte, def SubmitDefaults) (SubmitDoc, error) {
 	if dec.More() {
 		return t, errors.New("more than one JSON value (want one object)")
 	}
-	names := make([]string, 0, len(fields))
-	for k := range fields {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
-		if !slices.Contains(SubmitFields, k) {
-			return t, fmt.Errorf("unknown field %q (known: %s)", k, strings.Join(SubmitFields, ", "))
-		}
+	if err := knownFields(fields, SubmitFields); err != nil {
+		return t, err
 	}
 	req := &t.Request
 
