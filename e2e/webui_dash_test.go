@@ -369,6 +369,19 @@ func TestWebUIFleetRate(t *testing.T) {
 	}
 }
 
+// wide lists what sticks out of the screen (outside the tables and
+// graphs that scroll in their own box).
+const wide = `(() => {
+  const w = document.documentElement.clientWidth;
+  const out = [];
+  for (const el of document.querySelectorAll('body *')) {
+    if (el.closest('.scroll') || el.closest('[hidden]') || el.closest('dialog:not([open])')) continue;
+    const r = el.getBoundingClientRect();
+    if (r.width > 0 && r.right > w + 1) out.push((el.id ? '#' + el.id : el.tagName.toLowerCase() + '.' + el.className) + ' ' + Math.round(r.right));
+  }
+  return (document.documentElement.scrollWidth > w ? ['page ' + document.documentElement.scrollWidth + ' > ' + w] : []).concat(out.slice(0, 5)).join(', ');
+})()`
+
 // TestWebUIPhoneAndTheme: at a phone's width (390 px) no view is wider
 // than the screen, and the page is dark when the system asks for it
 // (prefers-color-scheme), light otherwise.
@@ -390,18 +403,6 @@ func TestWebUIPhoneAndTheme(t *testing.T) {
 	e.waitTask(t, slow.ID, "running", func(t *queue.Task) bool { return t.Status == queue.StatusRunning })
 	link := uiLink(t, e)
 
-	// wide lists what sticks out of the screen (outside the tables that
-	// scroll in their own box).
-	const wide = `(() => {
-	  const w = document.documentElement.clientWidth;
-	  const out = [];
-	  for (const el of document.querySelectorAll('body *')) {
-	    if (el.closest('.scroll') || el.closest('[hidden]') || el.closest('dialog:not([open])')) continue;
-	    const r = el.getBoundingClientRect();
-	    if (r.width > 0 && r.right > w + 1) out.push((el.id ? '#' + el.id : el.tagName.toLowerCase() + '.' + el.className) + ' ' + Math.round(r.right));
-	  }
-	  return (document.documentElement.scrollWidth > w ? ['page ' + document.documentElement.scrollWidth + ' > ' + w] : []).concat(out.slice(0, 5)).join(', ');
-	})()`
 	require.NoError(t, chromedp.Run(ctx,
 		chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile),
 		chromedp.Navigate(link),

@@ -113,7 +113,7 @@ func artifacts(t *testing.T) string {
 var docScreenshots = map[string]string{
 	"overview": "webui-overview.png", "tasks": "webui-tasks.png", "task": "webui.png", "dead-bulk": "webui-dead-bulk.png",
 	"search": "webui-search.png", "workers": "webui-workers.png", "schedules": "webui-schedules.png",
-	"phone": "webui-phone.png", "dark": "webui-dark.png",
+	"phone": "webui-phone.png", "dark": "webui-dark.png", "workflow": "webui-workflow.png",
 }
 
 func screenshot(t *testing.T, ctx context.Context, name string) {

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -185,4 +186,22 @@ func TestIdempotencyKeys(t *testing.T) {
 		cases = append(cases, keyCase{Type: c[0], Key: c[1], Marker: queue.IdempotencyKey(c[0], c[1])})
 	}
 	requireFile(t, filepath.Join("testdata", "idempotency.json"), cases)
+}
+
+// TestCountedStatuses keeps the statuses the page's direct-mode stats
+// count (COUNTED in src/queue.js) equal to queue.CountedStatuses: the
+// overview shows the same cards whichever way it reads the queue.
+func TestCountedStatuses(t *testing.T) {
+	t.Parallel()
+	src, err := os.ReadFile(filepath.Join("src", "queue.js"))
+	require.NoError(t, err)
+	m := regexp.MustCompile(`export const COUNTED = (\[[^\]]*\]);`).FindSubmatch(src)
+	require.NotNil(t, m, "src/queue.js defines no COUNTED")
+	var got []string
+	require.NoError(t, json.Unmarshal([]byte(strings.ReplaceAll(string(m[1]), "'", `"`)), &got))
+	want := make([]string, len(queue.CountedStatuses))
+	for i, s := range queue.CountedStatuses {
+		want[i] = string(s)
+	}
+	require.Equal(t, want, got, "COUNTED in src/queue.js differs from queue.CountedStatuses")
 }

@@ -1045,6 +1045,25 @@ function applyOperator(base, op, reason, now, requestID) {
   }
   return next;
 }
+function rewait(base, parentID, now, requestID) {
+  if (base.status !== "cancelled" && base.status !== "failed") return null;
+  const i = (base.parents || []).findIndex((p2) => p2.id === parentID);
+  if (i < 0) return null;
+  const p = base.parents[i];
+  if (!p.done || p.done === "completed") return null;
+  const reason = `parent ${p.id} ${p.done}`;
+  if (base.cancel_reason !== reason && base.last_error !== reason) return null;
+  const next = structuredClone(base);
+  delete next.parents[i].done;
+  if (next.on_parent_failure !== "run" && next.parents.some((q) => q.done && q.done !== "completed")) return null;
+  toWaiting(next);
+  const at = iso(now);
+  next.rev = base.rev + 1;
+  next.request_id = requestID;
+  next.last_event = "replayed";
+  next.updated_at = Date.parse(at) < Date.parse(base.updated_at) ? base.updated_at : at;
+  return next;
+}
 function indexChanges(prev, next) {
   const had = indexKeys(prev);
   const want = indexKeys(next);
@@ -1072,11 +1091,14 @@ function indexEntry(key) {
   }
   if (p[0] === "leases" && p.length === 7 && MS.test(p[2])) return ok("leases", p[1], p[3], p[4]);
   if (p[0] === "dead" && p.length === 5 && MS.test(p[1])) return ok("dead", p[2], p[3], p[4]);
+  if (p[0] === "waiting" && p.length === 3 && HEX_SHARD.test(p[1]) && UUID.test(p[2]) && shardOf(p[2], p[1].length) === p[1]) {
+    return { index: "waiting", shard: p[1], type: "", id: p[2] };
+  }
   return null;
 }
-var COUNTED = ["pending", "running", "failed"];
+var COUNTED = ["waiting", "pending", "running", "failed"];
 var RECENT_MINUTES = 15;
-function countStats({ ready = [], leases = [], dead = [], workers = [], malformed = [], partial = false, now, minutes = RECENT_MINUTES }) {
+function countStats({ ready = [], leases = [], dead = [], waiting = [], workers = [], malformed = [], partial = false, now, minutes = RECENT_MINUTES }) {
   const nowMs = now.getTime();
   const st = {
     at: now.toISOString(),
@@ -1107,6 +1129,7 @@ function countStats({ ready = [], leases = [], dead = [], workers = [], malforme
       st.total++;
       st.by_status[status]++;
       bump(st.by_shard, e.shard, status);
+      if (status === "waiting") continue;
       bump(st.by_type, e.type, status);
       if (status !== "pending") continue;
       if (e.availableAt > nowMs) {
@@ -1119,6 +1142,7 @@ function countStats({ ready = [], leases = [], dead = [], workers = [], malforme
   };
   add2("pending", ready);
   add2("running", leases);
+  add2("waiting", waiting);
   add2("failed", dead);
   if (oldestAll < Infinity) st.oldest_pending_age_seconds = (nowMs - oldestAll) / 1e3;
   for (const [type, at] of Object.entries(oldest)) st.oldest_pending_age_seconds_by_type[type] = (nowMs - at) / 1e3;
@@ -1162,6 +1186,173 @@ function applyControl(base, op, type, reason, now) {
   c.rev = (c.rev || 0) + 1;
   c.updated_at = now;
   return c;
+}
+
+// src/workflow.js
+var WORKFLOWS_PREFIX = "workflows/";
+var WORKFLOW_NAMES_PREFIX = "workflow-names/";
+function workflowKey(id, shardChars) {
+  return `${WORKFLOWS_PREFIX}${shardOf(id, shardChars)}/${id}.json`;
+}
+function workflowNameKey(name) {
+  return `${WORKFLOW_NAMES_PREFIX}${name}.json`;
+}
+var UUID2 = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+function isWorkflowID(ref) {
+  return UUID2.test(String(ref).toLowerCase());
+}
+function parse(key, text, what) {
+  let v;
+  try {
+    v = JSON.parse(text);
+  } catch (e) {
+    throw new Error(`malformed object ${key}: ${e.message}`);
+  }
+  if (v === null || typeof v !== "object" || Array.isArray(v)) throw new Error(`malformed object ${key}: not ${what}`);
+  return v;
+}
+function decodeWorkflow(key, text) {
+  const w = parse(key, text, "a workflow record");
+  if (w.format !== FORMAT_VERSION || typeof w.id !== "string" || !Array.isArray(w.steps) || w.steps.length === 0) {
+    throw new Error(`malformed object ${key}: not a workflow record`);
+  }
+  for (const s2 of w.steps) {
+    if (!s2 || typeof s2.name !== "string" || typeof s2.task_id !== "string") throw new Error(`malformed object ${key}: a step without name or task id`);
+  }
+  return w;
+}
+function decodeWorkflowName(key, text) {
+  const n = parse(key, text, "a workflow name");
+  if (typeof n.workflow_id !== "string") throw new Error(`malformed object ${key}: no workflow id`);
+  return n.workflow_id;
+}
+function depths(steps) {
+  const idx = new Map(steps.map((s2, i) => [s2.name, i]));
+  const depth = steps.map(() => 0);
+  const state2 = steps.map(() => 0);
+  const visit = (i) => {
+    if (state2[i] !== 0) return depth[i];
+    state2[i] = 1;
+    for (const a of steps[i].after || []) {
+      const j = idx.get(a);
+      if (j !== void 0) depth[i] = Math.max(depth[i], visit(j) + 1);
+    }
+    state2[i] = 2;
+    return depth[i];
+  };
+  steps.forEach((_, i) => visit(i));
+  return depth;
+}
+function endedAs(t) {
+  switch (t.status) {
+    case "completed":
+    case "failed":
+    case "cancelled":
+    case "expired":
+      return t.status;
+    case "archived":
+      if (t.cancel_requested) return "cancelled";
+      if (t.last_error) return "failed";
+      if (t.expires_at && t.completed_at && Date.parse(t.completed_at) >= Date.parse(t.expires_at) && t.output == null && t.output_ref == null) return "expired";
+      return "completed";
+    default:
+      return null;
+  }
+}
+function report(w, tasks, problems = {}) {
+  const counts = {};
+  let missing = 0;
+  let running = 0;
+  let failed = 0;
+  let cancelled = 0;
+  let endedAt = null;
+  for (const t of tasks) {
+    if (!t) {
+      missing++;
+      continue;
+    }
+    counts[t.status] = (counts[t.status] || 0) + 1;
+    const st = endedAs(t);
+    if (!st) running++;
+    else if (st === "failed" || st === "expired") failed++;
+    else if (st === "cancelled") cancelled++;
+    if (st && t.completed_at && (!endedAt || Date.parse(t.completed_at) > Date.parse(endedAt))) endedAt = t.completed_at;
+  }
+  let status = "completed";
+  if (missing) status = "incomplete";
+  else if (running) status = "running";
+  else if (failed) status = "failed";
+  else if (cancelled) status = "cancelled";
+  const depth = depths(w.steps);
+  const steps = w.steps.map((s2, i) => {
+    const t = tasks[i];
+    const r = {
+      name: s2.name,
+      task_type: s2.task_type,
+      task_id: s2.task_id,
+      after: s2.after || [],
+      depth: depth[i],
+      status: t ? t.status : "",
+      attempt: t ? t.attempt : 0,
+      updated_at: t ? t.updated_at : null,
+      completed_at: t ? t.completed_at : null
+    };
+    if (t && t.status === "waiting") {
+      const left = (t.parents || []).filter((p) => !p.done).length;
+      r.waiting_for = `${left} of ${(t.parents || []).length} parents`;
+    }
+    if (t && t.last_error) r.last_error = t.last_error;
+    if (t && t.cancel_reason) r.cancel_reason = t.cancel_reason;
+    if (problems[s2.name]) r.problem = problems[s2.name];
+    return r;
+  });
+  steps.sort((a, b) => a.depth - b.depth);
+  const out = {
+    id: w.id,
+    name: w.name,
+    idempotency_key: w.idempotency_key,
+    status,
+    created_at: w.created_at,
+    ended_at: ["completed", "failed", "cancelled"].includes(status) ? endedAt : null,
+    counts,
+    steps
+  };
+  if (!out.name) delete out.name;
+  return out;
+}
+function stepActions(step) {
+  if (["failed", "cancelled", "expired"].includes(step.status)) return ["replay"];
+  return [];
+}
+function layout(rep, { nodeW = 168, nodeH = 44, gapX = 56, gapY = 14, pad = 8 } = {}) {
+  const columns = [];
+  for (const s2 of rep.steps) (columns[s2.depth] ||= []).push(s2);
+  const at = /* @__PURE__ */ new Map();
+  const nodes = [];
+  columns.forEach((col, d) => {
+    (col || []).forEach((s2, row) => {
+      const n = { step: s2, x: pad + d * (nodeW + gapX), y: pad + row * (nodeH + gapY) };
+      nodes.push(n);
+      at.set(s2.name, n);
+    });
+  });
+  const edges = [];
+  for (const n of nodes) {
+    for (const a of n.step.after) {
+      const p = at.get(a);
+      if (!p) continue;
+      edges.push({ from: a, to: n.step.name, x1: p.x + nodeW, y1: p.y + nodeH / 2, x2: n.x, y2: n.y + nodeH / 2 });
+    }
+  }
+  const rows = Math.max(0, ...columns.map((c) => c ? c.length : 0));
+  return {
+    width: pad * 2 + columns.length * nodeW + Math.max(0, columns.length - 1) * gapX,
+    height: pad * 2 + rows * nodeH + Math.max(0, rows - 1) * gapY,
+    nodeW,
+    nodeH,
+    nodes,
+    edges
+  };
 }
 
 // src/search.js
@@ -1388,6 +1579,27 @@ var MAX_INDEX_PAGES = 10;
 var INDEX_OF = { pending: READY_PREFIX, running: LEASES_PREFIX, failed: DEAD_PREFIX };
 var SEARCHED = ["pending", "running", "failed"];
 var ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+var WORKFLOW_CONCURRENCY = 16;
+var WORKFLOW_NAMES_LIMIT = 1e3;
+async function forEachLimit(items, limit, fn) {
+  let next = 0;
+  const run = async () => {
+    while (next < items.length) {
+      const i = next++;
+      await fn(items[i], i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, run));
+}
+function stepsToCancel(rep) {
+  const levels = /* @__PURE__ */ new Map();
+  for (const s2 of rep.steps) {
+    if (!s2.status || endedAs({ status: s2.status }) || s2.status === "archived") continue;
+    if (!levels.has(s2.depth)) levels.set(s2.depth, []);
+    levels.get(s2.depth).push(s2);
+  }
+  return [...levels.keys()].sort((a, b) => b - a).map((d) => levels.get(d));
+}
 var S3Backend = class {
   constructor(cfg) {
     this.s3 = new S3(cfg);
@@ -1644,18 +1856,20 @@ var S3Backend = class {
   /**
    * stats counts the queue as GET /api/stats does, from the index keys and
    * the heartbeats, reading no task: a LIST per 1,000 entries of each index
+   * (ready, leases, waiting, dead)
    * (at most MAX_INDEX_PAGES each), one of the registry, and a GET per
    * worker whose heartbeat changed since the last call.
    */
   async stats() {
     const now = this.now();
-    const [ready, leases, dead] = await Promise.all([READY_PREFIX, LEASES_PREFIX, DEAD_PREFIX].map((p) => this.listKeys(p, MAX_INDEX_PAGES)));
+    const [ready, leases, waiting, dead] = await Promise.all([READY_PREFIX, LEASES_PREFIX, WAITING_PREFIX, DEAD_PREFIX].map((p) => this.listKeys(p, MAX_INDEX_PAGES)));
     const { records, malformed } = await this.readWorkers();
     return countStats({
       ready: ready.keys,
       leases: leases.keys,
+      waiting: waiting.keys,
       dead: dead.keys,
-      partial: ready.partial || leases.partial || dead.partial,
+      partial: ready.partial || leases.partial || waiting.partial || dead.partial,
       workers: records,
       malformed,
       now
@@ -1766,9 +1980,128 @@ var S3Backend = class {
         throw e;
       }
       await Promise.allSettled(idx.del.map((k) => this.s3.del(k)));
+      if (op === "replay") await this.rewaitChildren(next, shardChars);
       return next;
     }
     throw new Error(`task ${id} kept changing; try again`);
+  }
+  /**
+   * rewaitChildren puts back to waiting the children of a replayed task
+   * that were cancelled or failed because of it (queue's rewait: a GET and
+   * a conditional PUT per child, index entries first), and theirs in turn.
+   * Best effort, as in Go: a child not updated is left to the sweeper.
+   */
+  async rewaitChildren(parent, shardChars) {
+    await forEachLimit(parent.children || [], WORKFLOW_CONCURRENCY, async (child) => {
+      for (let tries = 0; tries < 5; tries++) {
+        let got;
+        try {
+          got = await this.getTask(child, shardChars);
+        } catch {
+          return;
+        }
+        const next = rewait(got.task, parent.id, this.now(), crypto.randomUUID());
+        if (!next) return;
+        const idx = indexChanges(got.task, next);
+        try {
+          await Promise.all(idx.put.map((k) => this.s3.put(k, "")));
+          await this.s3.put(taskKey(next.shard, next.id), JSON.stringify(next), { ifMatch: got.etag });
+        } catch (e) {
+          await Promise.allSettled(idx.put.map((k) => this.s3.del(k)));
+          if (e.status === 412) continue;
+          return;
+        }
+        await Promise.allSettled(idx.del.map((k) => this.s3.del(k)));
+        await this.rewaitChildren(next, shardChars);
+        return;
+      }
+    });
+  }
+  /**
+   * workflow reads a workflow by id or name as GET /api/workflows/{ref}
+   * answers it: a GET of the record (and one of the name before), then a
+   * GET per step's task, WORKFLOW_CONCURRENCY at a time; a task missing or
+   * malformed is the step's problem.
+   */
+  async workflow(ref) {
+    const n = (this.shardList || await this.shards())[0].length;
+    let id = String(ref).toLowerCase();
+    if (!isWorkflowID(ref)) {
+      const obj2 = await this.s3.get(workflowNameKey(ref));
+      if (!obj2) throw new Error(`no workflow named "${ref}" (the list of workflows shows the names)`);
+      id = decodeWorkflowName(workflowNameKey(ref), obj2.text);
+    }
+    const key = workflowKey(id, n);
+    const obj = await this.s3.get(key);
+    if (!obj) throw new Error(`workflow ${id} not found`);
+    const w = decodeWorkflow(key, obj.text);
+    const tasks = w.steps.map(() => null);
+    const problems = {};
+    await forEachLimit(w.steps, WORKFLOW_CONCURRENCY, async (step, i) => {
+      const tk = taskKey(shardOf(step.task_id, n), step.task_id);
+      const got = await this.s3.get(tk);
+      if (!got) {
+        problems[step.name] = `its task does not exist (the submit stopped half-way, or retention expired it); to finish a submit, submit the file again with idempotency key ${JSON.stringify(w.idempotency_key)}`;
+        return;
+      }
+      try {
+        tasks[i] = decodeTask(tk, got.text);
+      } catch (e) {
+        problems[step.name] = `its task object is malformed: ${e.message}`;
+      }
+    });
+    return report(w, tasks, problems);
+  }
+  /** workflowRecordName reads a workflow's name off its record (1 GET). */
+  async workflowRecordName(id) {
+    const key = workflowKey(id, (this.shardList || await this.shards())[0].length);
+    const obj = await this.s3.get(key);
+    return obj ? decodeWorkflow(key, obj.text).name || "" : "";
+  }
+  /**
+   * workflowNames lists the workflow names with the latest workflow of
+   * each, as GET /api/workflows: one LIST page of workflow-names/ (the
+   * first 1,000) and a GET per name.
+   */
+  async workflowNames() {
+    const page = await this.s3.list(WORKFLOW_NAMES_PREFIX, { maxKeys: WORKFLOW_NAMES_LIMIT });
+    const out = [];
+    const malformed = [];
+    await forEachLimit(page.keys, WORKFLOW_CONCURRENCY, async ({ key }, i) => {
+      const obj = await this.s3.get(key);
+      if (!obj) return;
+      try {
+        const rec = JSON.parse(obj.text);
+        out[i] = { name: rec.name, id: decodeWorkflowName(key, obj.text), created_at: rec.created_at };
+      } catch (e) {
+        malformed.push({ key, error: e.message });
+      }
+    });
+    return { workflows: out.filter(Boolean), malformed, more: Boolean(page.next) };
+  }
+  /**
+   * cancelWorkflow cancels every step that has not ended with the page's
+   * single-task cancel, the deepest steps first (children before their
+   * parents, so each keeps the operator's reason); a step that ended
+   * meanwhile is left as it is. Returns {cancelled}.
+   */
+  async cancelWorkflow(ref, reason = "from the web UI") {
+    const rep = await this.workflow(ref);
+    const n = this.shardList[0].length;
+    let cancelled = 0;
+    const errors = [];
+    for (const level of stepsToCancel(rep)) {
+      await forEachLimit(level, WORKFLOW_CONCURRENCY, async (s2) => {
+        try {
+          await this.act("cancel", s2.task_id, n, reason);
+          cancelled++;
+        } catch (e) {
+          if (!(e instanceof TransitionError)) errors.push(`step ${s2.name}: ${e.message}`);
+        }
+      });
+    }
+    if (errors.length) throw new Error(`cancelled ${cancelled}; ${errors.join("; ")}`);
+    return { cancelled };
   }
 };
 var ApiBackend = class {
@@ -1885,6 +2218,23 @@ var ApiBackend = class {
   async schedules() {
     return this.call("GET", "/api/schedules");
   }
+  /** workflow: GET /api/workflows/{ref} (qo serve reads the record and a GET per step). */
+  async workflow(ref) {
+    return this.call("GET", `/api/workflows/${encodeURIComponent(ref)}`);
+  }
+  /** workflowRecordName: the API has no cheaper read of a workflow's name than its report. */
+  async workflowRecordName(id) {
+    return (await this.workflow(id)).name || "";
+  }
+  /** workflowNames: GET /api/workflows. */
+  async workflowNames() {
+    const r = await this.call("GET", "/api/workflows");
+    return { workflows: r.workflows || [], malformed: [] };
+  }
+  /** cancelWorkflow: POST /api/workflows/{ref}/cancel. */
+  async cancelWorkflow(ref, reason = "from the web UI") {
+    return this.call("POST", `/api/workflows/${encodeURIComponent(ref)}/cancel`, { reason });
+  }
   async act(op, id) {
     switch (op) {
       case "replay":
@@ -1905,12 +2255,18 @@ function parseFragment(hash2) {
 function canConnect(cfg) {
   return Boolean(cfg.api || cfg.bucket && cfg.ak && cfg.sk);
 }
-var VIEWS = ["overview", "tasks", "dead", "workers", "schedules"];
+var VIEWS = ["overview", "tasks", "dead", "workers", "schedules", "workflow"];
 var PAGES = [...VIEWS, "search"];
 var PLACE_KEYS = ["api", "endpoint", "bucket", "region"];
-var NAV_KEYS = ["view", "task", "search", "type"];
+var NAV_KEYS = ["view", "task", "search", "type", "workflow"];
 var TYPE = /^[A-Za-z0-9_.:-]{1,64}$/;
+var VIEWS_WITH_TASK = ["tasks", "dead", "search", "workflow"];
 var TASK_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+function workflowRef(ref) {
+  const r = String(ref ?? "");
+  if (TASK_ID.test(r.toLowerCase())) return r.toLowerCase();
+  return TYPE.test(r) && /[^.]/.test(r) ? r : "";
+}
 function readLink(hash2) {
   const all = parseFragment(hash2);
   const cfg = Object.fromEntries(Object.entries(all).filter(([k]) => !NAV_KEYS.includes(k)));
@@ -1921,15 +2277,19 @@ function readLink(hash2) {
   if (view === "search" && !search) view = "";
   const type = TYPE.test(all.type || "") && /[^.]/.test(all.type) && (view === "dead" || !view) ? all.type : "";
   if (type && !view) view = "dead";
-  if (task && !["tasks", "dead", "search"].includes(view)) view = "tasks";
-  return { cfg, nav: { view, task, search: view === "search" ? search : "", type } };
+  let workflow = workflowRef(all.workflow);
+  if (workflow && !view) view = "workflow";
+  if (view !== "workflow") workflow = "";
+  if (task && !VIEWS_WITH_TASK.includes(view)) view = "tasks";
+  return { cfg, nav: { view, task, search: view === "search" ? search : "", type, workflow } };
 }
 var enc = (v) => encodeURIComponent(v).replace(/%2F/gi, "/").replace(/%3A/gi, ":");
-function navFragment(cfg, { view = "overview", task = "", search = "", type = "" } = {}) {
+function navFragment(cfg, { view = "overview", task = "", search = "", type = "", workflow = "" } = {}) {
   const parts = PLACE_KEYS.filter((k) => cfg[k]).map((k) => `${k}=${enc(cfg[k])}`);
   parts.push(`view=${enc(view)}`);
   if (view === "search" && search) parts.push(`search=${enc(search)}`);
   if (view === "dead" && type) parts.push(`type=${enc(type)}`);
+  if (view === "workflow" && workflow) parts.push(`workflow=${enc(workflow)}`);
   if (task) parts.push(`task=${enc(task)}`);
   return `#${parts.join("&")}`;
 }
@@ -2079,7 +2439,7 @@ function readFragment() {
   return readLink(location.hash);
 }
 function writeAddress(push) {
-  const frag = navFragment(state.cfg, { view: state.view, task: state.selected || "", search: state.search?.text || "", type: state.filter.type });
+  const frag = navFragment(state.cfg, { view: state.view, task: state.selected || "", search: state.search?.text || "", type: state.filter.type, workflow: state.workflow });
   if (location.hash === frag) return;
   if (push) history.pushState(null, "", frag);
   else history.replaceState(null, "", location.pathname + location.search + frag);
@@ -2119,6 +2479,13 @@ var fresh = () => ({
   checked: /* @__PURE__ */ new Set(),
   bulk: null,
   pendingPlan: null,
+  // Workflows: the one shown (its id or name, '' for the list of names),
+  // its last report ({ref, rep, made}), the names, and the names of the
+  // workflows seen, by id (for a step's link in the task detail).
+  workflow: "",
+  wf: null,
+  wfNames: null,
+  wfNameOf: /* @__PURE__ */ new Map(),
   refreshedAt: null,
   failedAt: null,
   loading: false,
@@ -2148,6 +2515,7 @@ function connect(cfg, nav = {}) {
   state.view = nav.view || "overview";
   state.selected = nav.task || null;
   state.filter.type = nav.type || "";
+  state.workflow = nav.workflow || "";
   setSearch(nav.search || "");
   state.pendingNav = null;
   writeAddress(false);
@@ -2260,6 +2628,9 @@ async function refresh() {
     } else if (state.view === "search") {
       await runSearch(gen, backend);
       if (state.selected) await loadDetail(state.selected);
+    } else if (state.view === "workflow") {
+      await loadWorkflow(gen, backend);
+      if (state.selected) await loadDetail(state.selected);
     } else if (state.view === "schedules") {
       const s2 = await backend.schedules();
       current(gen);
@@ -2320,10 +2691,41 @@ async function runSearch(gen, backend) {
     writeAddress(false);
   }
 }
+async function loadWorkflow(gen, backend) {
+  const ref = state.workflow;
+  if (!ref) {
+    const r = await backend.workflowNames();
+    current(gen);
+    state.wfNames = r;
+    state.malformed = r.malformed || [];
+    for (const w of r.workflows) state.wfNameOf.set(w.id, w.name);
+    return;
+  }
+  const before = backend.requests();
+  const rep = await backend.workflow(ref);
+  current(gen);
+  const after = backend.requests();
+  if (state.workflow !== ref) return;
+  const made = Object.fromEntries(Object.entries(after).map(([op, n]) => [op, n - (before[op] || 0)]).filter(([, n]) => n > 0));
+  state.wf = { ref, rep, made };
+  state.malformed = [];
+  if (rep.name) state.wfNameOf.set(rep.id, rep.name);
+}
+async function workflowName(backend, id) {
+  if (state.wfNameOf.has(id)) return state.wfNameOf.get(id);
+  let name = "";
+  try {
+    name = await backend.workflowRecordName(id) || "";
+  } catch {
+  }
+  state.wfNameOf.set(id, name);
+  return name;
+}
 async function loadDetail(id) {
   const gen = state.gen;
   const backend = state.backend;
   const { task } = await backend.getTask(id, state.shardChars);
+  if (task.workflow?.id) await workflowName(backend, task.workflow.id);
   const payloads = await backend.payloads(task).catch((e) => ({ error: e.message }));
   const events = await backend.history(task);
   current(gen);
@@ -2403,6 +2805,9 @@ function renderViews() {
   $("#tasks-view").hidden = !list;
   $("#workers-view").hidden = state.view !== "workers";
   $("#schedules-view").hidden = state.view !== "schedules";
+  $("#workflow-view").hidden = state.view !== "workflow";
+  const host = state.view === "workflow" ? $("#wf-detail") : $("#tasks-split");
+  if ($("#detail").parentElement !== host) host.append($("#detail"));
   $("#statusf").hidden = state.view !== "tasks";
   $("#shard").hidden = state.view === "search";
   $("#typef").hidden = state.view !== "dead";
@@ -2423,6 +2828,7 @@ function render() {
   if (state.view === "overview") renderOverview(now);
   else if (state.view === "tasks" || state.view === "dead" || state.view === "search") renderTasks(now);
   else if (state.view === "schedules") renderSchedules(now);
+  else if (state.view === "workflow") renderWorkflow(now);
   else renderWorkers(now);
   renderStatus();
 }
@@ -2461,7 +2867,7 @@ function renderCounts(st) {
       status,
       `${atLeast}${fmt(st.by_status?.[status])}`,
       status,
-      status === "pending" ? `${fmt(st.delayed)} delayed or in backoff` : status === "failed" ? "dead letters" : "holding a lease"
+      status === "pending" ? `${fmt(st.delayed)} delayed or in backoff` : status === "failed" ? "dead letters" : status === "waiting" ? "for their parents to end" : "holding a lease"
     )),
     card(
       "oldest",
@@ -2848,7 +3254,7 @@ function renderDetail(now) {
   const box = $("#detail");
   const t = state.detail;
   if (!t || t.id !== state.selected) {
-    box.replaceChildren(h("p", { class: "dim" }, "Select a task to see its fields, data and history."));
+    box.replaceChildren(h("p", { class: "dim" }, state.view === "workflow" ? "Click a step to see its task: fields, data and history." : "Select a task to see its fields, data and history."));
     return;
   }
   const actions = [
@@ -2875,7 +3281,7 @@ function renderDetail(now) {
   ));
   box.replaceChildren(
     h("h2", { class: "mono" }, t.id),
-    h("div", { class: "actions" }, actions, h("a", { class: "permalink", href: navFragment(state.cfg, { view: state.view, task: t.id, search: state.search?.text, type: state.filter.type }) }, "link to this task")),
+    h("div", { class: "actions" }, actions, h("a", { class: "permalink", href: navFragment(state.cfg, { view: state.view, task: t.id, search: state.search?.text, type: state.filter.type, workflow: state.workflow }) }, "link to this task")),
     h(
       "table",
       { class: "fields" },
@@ -2895,7 +3301,8 @@ function renderDetail(now) {
       field("last event", t.last_event),
       field("idempotency key", t.idempotency_key || "-"),
       t.cancel_requested ? field("cancel", `requested: ${t.cancel_reason || "-"}`) : null,
-      t.last_error ? field("last error", h("span", { class: "error" }, t.last_error)) : null
+      t.last_error ? field("last error", h("span", { class: "error" }, t.last_error)) : null,
+      ...workflowFields(t)
     ),
     h("h3", {}, "Data"),
     h("div", { id: "data" }, dataView(t)),
@@ -2909,6 +3316,56 @@ function renderDetail(now) {
     h("div", { class: "scroll" }, h("table", { id: "timeline" }, h("tr", {}, ["", "", "at", "event", "status", "attempt", "worker", ""].map((c) => h("th", {}, c))), timeline)),
     h("pre", { id: "diff", hidden: true })
   );
+}
+function taskHref(id) {
+  return state.view === "workflow" ? navFragment(state.cfg, { view: "workflow", workflow: state.workflow, task: id }) : navFragment(state.cfg, { view: "tasks", task: id });
+}
+function workflowFields(t) {
+  const rep = state.wf?.rep;
+  const stepOf = (id) => rep?.steps.find((s2) => s2.task_id === id)?.name;
+  const named = (id) => stepOf(id) ? `${stepOf(id)} (${shortID(id)})` : shortID(id);
+  const out = [];
+  if (t.workflow?.id) {
+    const name = state.wfNameOf.get(t.workflow.id) || shortID(t.workflow.id);
+    out.push(field("workflow", h(
+      "a",
+      { id: "wf-link", href: navFragment(state.cfg, { view: "workflow", workflow: t.workflow.id, task: t.id }) },
+      `workflow ${name} \xB7 step ${t.workflow.step}`
+    )));
+  }
+  if (t.parents?.length) {
+    out.push(field("parents", h("ul", { class: "links", id: "parents" }, t.parents.map((p) => h(
+      "li",
+      { "data-id": p.id },
+      h("a", { class: "mono", href: taskHref(p.id), title: p.id }, named(p.id)),
+      " ",
+      p.done ? h("span", { class: `st ${p.done}` }, p.done) : h("span", { class: "dim" }, "not ended yet")
+    )))));
+    if (t.on_parent_failure) out.push(field("if a parent fails", t.on_parent_failure));
+  }
+  if (t.children?.length) {
+    out.push(field("children", h("ul", { class: "links", id: "children" }, t.children.map((c) => h(
+      "li",
+      { "data-id": c },
+      h("a", { class: "mono", href: taskHref(c), title: c }, named(c))
+    )))));
+  }
+  const from = Object.entries(t.input_from || {}).sort(([a], [b]) => a.localeCompare(b));
+  if (from.length) {
+    out.push(field("input from", h("ul", { class: "links", id: "input-from" }, from.map(([f, src]) => {
+      const has = Object.hasOwn(t.from_parents || {}, f);
+      return h(
+        "li",
+        { "data-field": f },
+        h("span", { class: "jkey" }, f),
+        " = ",
+        h("span", { class: "mono" }, `${stepOf(src.parent) || shortID(src.parent)}.output${src.path ? `.${src.path}` : ""}`),
+        ": ",
+        has ? h("span", { class: "mono" }, JSON.stringify(t.from_parents[f])) : h("span", { class: "dim" }, "not taken yet")
+      );
+    }))));
+  }
+  return out;
 }
 function dataView(t) {
   const p = state.payloads || {};
@@ -2954,6 +3411,173 @@ async function act(op, t) {
     state.flash = `${op}: task ${t.id} is now ${next.status}`;
   });
 }
+var NODE = { nodeW: 188, nodeH: 60 };
+function clip(text, n) {
+  return text.length > n ? `${text.slice(0, n - 1)}\u2026` : text;
+}
+function stepState(st) {
+  if (!st.status) return "missing";
+  if (st.status === "waiting" && st.waiting_for) return `waiting \xB7 after ${st.waiting_for}`;
+  if (st.status === "running" || st.status === "failed") return `${st.status} \xB7 attempt ${st.attempt}`;
+  return st.status;
+}
+function stepNote(st) {
+  return [
+    st.problem,
+    st.last_error && `last error: ${st.last_error}`,
+    st.cancel_reason && `cancelled: ${st.cancel_reason}`,
+    st.status === "waiting" && st.waiting_for && `waiting for ${st.waiting_for}`
+  ].filter(Boolean).join(" \xB7 ");
+}
+function renderWorkflow(now) {
+  $("#wf-list").hidden = Boolean(state.workflow);
+  $("#wf-box").hidden = !state.workflow;
+  if (!state.workflow) {
+    renderWorkflowNames(now);
+    return;
+  }
+  $("#wf-all").href = navFragment(state.cfg, { view: "workflow" });
+  const wf = state.wf?.ref === state.workflow ? state.wf : null;
+  if (!wf) {
+    $("#wf-head").replaceChildren(h("p", { class: "dim" }, `Reading workflow ${state.workflow}\u2026`));
+    for (const id of ["#wf-graph", "#wf-steps", "#wf-cost"]) $(id).replaceChildren();
+    $("#wf-cancel").disabled = true;
+    renderDetail(now);
+    return;
+  }
+  const rep = wf.rep;
+  const counts = Object.entries(rep.counts || {}).sort(([a], [b]) => STATUSES.indexOf(a) - STATUSES.indexOf(b)).map(([st, n]) => `${n} ${st}`);
+  const missing = rep.steps.filter((st) => !st.status).length;
+  if (missing) counts.push(`${missing} missing`);
+  $("#wf-head").replaceChildren(
+    h("h2", {}, rep.name ? `Workflow ${rep.name}` : "Workflow", " ", h("span", { class: `st ${rep.status}`, id: "wf-status" }, rep.status)),
+    h(
+      "p",
+      { class: "facts" },
+      h("span", {}, "id ", h("span", { class: "mono", id: "wf-id" }, rep.id)),
+      h("span", { id: "wf-counts" }, `${rep.steps.length} step${rep.steps.length === 1 ? "" : "s"}: ${counts.join(", ")}`),
+      h("span", {}, `created ${rep.created_at ? `${new Date(rep.created_at).toLocaleString()} (${ago(rep.created_at, now)})` : "-"}`),
+      h("span", {}, `ended ${rep.ended_at ? `${new Date(rep.ended_at).toLocaleString()} (${ago(rep.ended_at, now)})` : "-"}`),
+      rep.idempotency_key ? h("span", { class: "dim" }, `idempotency key ${rep.idempotency_key}`) : null
+    )
+  );
+  const open = stepsToCancel(rep).flat();
+  $("#wf-cancel").disabled = open.length === 0;
+  $("#wf-cancel").title = open.length ? `cancel the ${open.length} step(s) that have not ended` : "every step has ended";
+  const api = state.backend.kind === "API";
+  const byName = workflowRef(state.workflow) !== rep.id;
+  $("#wf-cost").textContent = `Each refresh: ${api ? "1 GET to qo serve, which makes " : ""}${rep.steps.length + 1 + (byName ? 1 : 0)} GET (1 per step, +1 for the record${byName ? ", +1 for the name" : ""})${wf.made ? `; the last sent ${formatOps(wf.made)}${api ? " to qo serve" : ""}` : ""}.`;
+  renderGraph(rep);
+  $("#wf-steps").replaceChildren(...rep.steps.map((st) => h(
+    "tr",
+    { class: "wf-step", "data-step": st.name },
+    h("td", {}, h("a", { href: navFragment(state.cfg, { view: "workflow", workflow: state.workflow, task: st.task_id }), title: st.task_id }, st.name)),
+    h("td", {}, st.task_type),
+    h("td", {}, h("span", { class: `st ${st.status || "incomplete"}` }, st.status || "missing")),
+    h("td", { class: st.last_error || st.problem ? "error" : "dim" }, stepNote(st) || "-"),
+    h("td", {}, stepActions(st).includes("replay") && st.status ? h("button", { class: "wf-replay", "data-replay": st.name, onclick: () => replayStep(st) }, "Replay") : null)
+  )));
+  renderDetail(now);
+}
+function renderGraph(rep) {
+  const L = layout(rep, NODE);
+  const mid = (e) => e.x1 + (e.x2 - e.x1) / 2;
+  const statusOf = new Map(rep.steps.map((st) => [st.name, st.status || "missing"]));
+  const nodes = L.nodes.map((n) => {
+    const st = n.step;
+    const cls = st.status || "missing";
+    const note = stepNote(st);
+    const g = s(
+      "g",
+      {
+        class: `step ${cls}${st.task_id === state.selected ? " sel" : ""}`,
+        "data-step": st.name,
+        "data-status": cls,
+        transform: `translate(${n.x},${n.y})`,
+        tabindex: 0,
+        role: "button",
+        "aria-label": `step ${st.name} (${st.task_type}): ${stepState(st)}${note ? `; ${note}` : ""}`
+      },
+      s("title", {}, `${st.name} (${st.task_type}): ${stepState(st)}${note ? `
+${note}` : ""}`),
+      s("rect", { width: L.nodeW, height: L.nodeH, rx: 6 }),
+      s("text", { class: "name", x: 9, y: 18 }, clip(st.name, 24)),
+      s("text", { class: "type", x: 9, y: 35 }, clip(st.task_type || "", 27)),
+      s("text", { class: "state", x: 9, y: 52 }, clip(stepState(st), 27))
+    );
+    if (st.task_id && st.status) {
+      g.addEventListener("click", () => select(st.task_id));
+      g.addEventListener("keydown", (e) => {
+        if (e.key === "Enter" || e.key === " ") {
+          e.preventDefault();
+          select(st.task_id);
+        }
+      });
+    }
+    return g;
+  });
+  const edges = L.edges.map((e) => s("path", {
+    class: `edge ${statusOf.get(e.from)}`,
+    "data-from": e.from,
+    "data-to": e.to,
+    "marker-end": "url(#wf-arrow)",
+    d: `M${e.x1},${e.y1} C${mid(e)},${e.y1} ${mid(e)},${e.y2} ${e.x2 - 2},${e.y2}`
+  }));
+  const ended = rep.steps.filter((st) => ["completed", "failed", "cancelled", "expired", "archived"].includes(st.status)).length;
+  $("#wf-graph").replaceChildren(s(
+    "svg",
+    {
+      class: "wf-graph",
+      width: L.width,
+      height: L.height,
+      viewBox: `0 0 ${L.width} ${L.height}`,
+      role: "group",
+      "aria-label": `the ${rep.steps.length} steps of the workflow, ${ended} ended`
+    },
+    s("defs", {}, s(
+      "marker",
+      { id: "wf-arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto" },
+      s("path", { class: "arrowhead", d: "M0,0 L10,5 L0,10 z" })
+    )),
+    edges,
+    nodes
+  ));
+}
+function renderWorkflowNames(now) {
+  const r = state.wfNames;
+  const api = state.backend.kind === "API";
+  const n = r?.workflows.length ?? 0;
+  $("#wf-names-info").textContent = r ? `${fmt(n)} workflow name${n === 1 ? "" : "s"}${r.more ? " (the first 1,000)" : ""}; each refresh: ${api ? "1 GET to qo serve, which makes " : ""}1 LIST + 1 GET per name. A workflow without a name opens by its id.` : "Reading the workflow names\u2026";
+  const rows = (r?.workflows || []).slice().sort((a, b) => a.name.localeCompare(b.name)).map((w) => h(
+    "tr",
+    { class: "wf-name", "data-name": w.name },
+    h("td", {}, h("a", { href: navFragment(state.cfg, { view: "workflow", workflow: w.name }) }, w.name)),
+    h("td", { class: "mono", title: w.id }, h("a", { href: navFragment(state.cfg, { view: "workflow", workflow: w.id }) }, shortID(w.id))),
+    h("td", {}, ago(w.created_at, now))
+  ));
+  $("#wf-names").replaceChildren(...rows.length ? rows : [h("tr", {}, h("td", { colspan: 3, class: "dim" }, r ? 'no named workflows (qo submit --workflow FILE, with a "name")' : ""))]);
+}
+async function replayStep(st) {
+  if (!confirm(`Replay step ${st.name} (task ${st.task_id}, ${st.status})? Its children that it stopped wait for it again.`)) return;
+  await action(async () => {
+    const next = await state.backend.act("replay", st.task_id, state.shardChars);
+    state.flash = `replay: step ${st.name} is now ${next.status}`;
+  });
+}
+async function cancelRest() {
+  const rep = state.wf?.rep;
+  if (!rep) return;
+  const open = stepsToCancel(rep).flat();
+  if (!open.length) return;
+  const running = open.filter((st) => st.status === "running").length;
+  const what = `${open.length} step${open.length === 1 ? "" : "s"} (${open.map((st) => st.name).slice(0, 8).join(", ")}${open.length > 8 ? ", \u2026" : ""})`;
+  if (!confirm(`Cancel the rest of workflow ${rep.name || rep.id}? ${what} that ${open.length === 1 ? "has" : "have"} not ended ${open.length === 1 ? "is" : "are"} cancelled, children first${running ? `; ${running} running ${running === 1 ? "is" : "are"} asked to stop` : ""}.`)) return;
+  const ref = state.workflow;
+  await action(async () => {
+    const r = await state.backend.cancelWorkflow(ref, "from the web UI");
+    state.flash = `cancelled ${r.cancelled} step${r.cancelled === 1 ? "" : "s"} of workflow ${rep.name || rep.id}`;
+  });
+}
 function renderWorkers(now) {
   const rows = state.workers.map((w) => {
     const st = health(w.last_heartbeat, now.toISOString());
@@ -2991,7 +3615,7 @@ function renderSchedules(now) {
   ));
   $("#schedules").replaceChildren(...rows.length ? rows : [h("tr", {}, h("td", { colspan: 9, class: "dim" }, "no schedules (qo schedule create)"))]);
 }
-function go(view, { task = "", push = true, search, type } = {}) {
+function go(view, { task = "", push = true, search, type, workflow } = {}) {
   if (!PAGES.includes(view) || !state.backend) return;
   const changed = view !== state.view;
   let reset = changed;
@@ -3003,6 +3627,12 @@ function go(view, { task = "", push = true, search, type } = {}) {
   if (changed && type === void 0) type = "";
   if (type !== void 0 && type !== state.filter.type) {
     state.filter.type = type;
+    reset = true;
+  }
+  if (changed && workflow === void 0) workflow = "";
+  if (workflow !== void 0 && workflow !== state.workflow) {
+    state.workflow = workflow;
+    state.wf = null;
     reset = true;
   }
   if (reset || task !== (state.selected || "")) {
@@ -3020,7 +3650,15 @@ function go(view, { task = "", push = true, search, type } = {}) {
   render();
   refresh();
 }
-for (const v of VIEWS) $(`#tab-${v}`).addEventListener("click", () => go(v));
+for (const v of VIEWS) $(`#tab-${v}`).addEventListener("click", () => go(v, v === "workflow" ? { workflow: "" } : {}));
+$("#wf-cancel").addEventListener("click", cancelRest);
+$("#wf-open").addEventListener("submit", (e) => {
+  e.preventDefault();
+  const ref = workflowRef($("#wf-ref").value.trim());
+  if (ref) go("workflow", { workflow: ref });
+  else state.flash = "give a workflow id or name (letters, digits and _ . : -, at most 64)";
+  renderStatus();
+});
 $("#pause-all").addEventListener("click", () => togglePause("", Boolean(state.control?.paused)));
 $("#refresh-now").addEventListener("click", refresh);
 $("#interval").addEventListener("change", (e) => setRefresh(Number(e.target.value)));
@@ -3068,7 +3706,7 @@ $("#search-form").addEventListener("submit", (e) => {
 $("#search").addEventListener("keydown", (e) => {
   if (e.key === "Escape") e.target.blur();
 });
-var KEY_VIEWS = { o: "overview", t: "tasks", d: "dead", w: "workers", s: "schedules" };
+var KEY_VIEWS = { o: "overview", t: "tasks", d: "dead", w: "workers", s: "schedules", f: "workflow" };
 var gPressed = 0;
 document.addEventListener("keydown", (e) => {
   if (!state.backend || e.ctrlKey || e.metaKey || e.altKey || e.target.closest?.("input, select, textarea, [contenteditable]")) return;
@@ -3096,8 +3734,15 @@ document.addEventListener("keydown", (e) => {
 window.addEventListener("hashchange", () => {
   const { cfg, nav } = readFragment();
   if (state.backend && isNavigation(cfg, state.cfg)) {
-    if (nav.view || nav.task) go(nav.view, { task: nav.task, push: false, search: nav.view === "search" ? nav.search : void 0, type: nav.view === "dead" ? nav.type : void 0 });
-    else writeAddress(false);
+    if (nav.view || nav.task) {
+      go(nav.view, {
+        task: nav.task,
+        push: false,
+        search: nav.view === "search" ? nav.search : void 0,
+        type: nav.view === "dead" ? nav.type : void 0,
+        workflow: nav.view === "workflow" ? nav.workflow : void 0
+      });
+    } else writeAddress(false);
     return;
   }
   if (cfg.bucket || cfg.api) openLink(cfg, nav);

@@ -1,8 +1,9 @@
 // qo's dashboard. Everything the page shows comes from the bucket (or qo's
 // API) and is rendered as text: task data never reaches innerHTML.
 import { diffLines } from 'diff';
-import { S3Backend, ApiBackend } from './backend.js';
-import { readLink, canConnect, navFragment, isNavigation, VIEWS, PAGES } from './link.js';
+import { S3Backend, ApiBackend, stepsToCancel } from './backend.js';
+import { readLink, canConnect, navFragment, isNavigation, workflowRef, VIEWS, PAGES } from './link.js';
+import { layout, stepActions } from './workflow.js';
 import { STATUSES, COUNTED, health, priorityOf, shortID } from './queue.js';
 import { mergeRecent, chartSeries, bars, MINUTE_MS } from './chart.js';
 import { parseSearch, searchCost, searchNote, SEARCH_LIMIT } from './search.js';
@@ -92,7 +93,7 @@ function readFragment() {
 // address is a link to what the page shows; push adds a history entry (the
 // browser's back button returns to the previous view).
 function writeAddress(push) {
-  const frag = navFragment(state.cfg, { view: state.view, task: state.selected || '', search: state.search?.text || '', type: state.filter.type });
+  const frag = navFragment(state.cfg, { view: state.view, task: state.selected || '', search: state.search?.text || '', type: state.filter.type, workflow: state.workflow });
   if (location.hash === frag) return;
   if (push) history.pushState(null, '', frag);
   else history.replaceState(null, '', location.pathname + location.search + frag);
@@ -115,6 +116,10 @@ const fresh = () => ({
   // Dead letters: the checked tasks, and the bulk action planned or under
   // way ({op, plan, running, stop, progress, made}).
   checked: new Set(), bulk: null, pendingPlan: null,
+  // Workflows: the one shown (its id or name, '' for the list of names),
+  // its last report ({ref, rep, made}), the names, and the names of the
+  // workflows seen, by id (for a step's link in the task detail).
+  workflow: '', wf: null, wfNames: null, wfNameOf: new Map(),
   refreshedAt: null, failedAt: null, loading: false, reload: false,
 });
 
@@ -141,6 +146,7 @@ function connect(cfg, nav = {}) {
   state.view = nav.view || 'overview';
   state.selected = nav.task || null;
   state.filter.type = nav.type || '';
+  state.workflow = nav.workflow || '';
   setSearch(nav.search || '');
   state.pendingNav = null;
   writeAddress(false);
@@ -280,6 +286,9 @@ async function refresh() {
     } else if (state.view === 'search') {
       await runSearch(gen, backend);
       if (state.selected) await loadDetail(state.selected);
+    } else if (state.view === 'workflow') {
+      await loadWorkflow(gen, backend);
+      if (state.selected) await loadDetail(state.selected);
     } else if (state.view === 'schedules') {
       const s = await backend.schedules();
       current(gen);
@@ -352,10 +361,49 @@ async function runSearch(gen, backend) {
   }
 }
 
+// loadWorkflow reads the workflow shown (its record and a GET per step;
+// through the API one request), or the list of names when none is.
+async function loadWorkflow(gen, backend) {
+  const ref = state.workflow;
+  if (!ref) {
+    const r = await backend.workflowNames();
+    current(gen);
+    state.wfNames = r;
+    state.malformed = r.malformed || [];
+    for (const w of r.workflows) state.wfNameOf.set(w.id, w.name);
+    return;
+  }
+  const before = backend.requests();
+  const rep = await backend.workflow(ref);
+  current(gen);
+  const after = backend.requests();
+  if (state.workflow !== ref) return;
+  const made = Object.fromEntries(Object.entries(after).map(([op, n]) => [op, n - (before[op] || 0)]).filter(([, n]) => n > 0));
+  state.wf = { ref, rep, made };
+  state.malformed = [];
+  if (rep.name) state.wfNameOf.set(rep.id, rep.name);
+}
+
+// workflowName is the name of workflow id, when the page knows it or can
+// read it: the record's one GET in S3 mode, once per workflow (through
+// the API, a workflow's report is the only way: read once too).
+async function workflowName(backend, id) {
+  if (state.wfNameOf.has(id)) return state.wfNameOf.get(id);
+  let name = '';
+  try {
+    name = (await backend.workflowRecordName(id)) || '';
+  } catch {
+    // the link then names the workflow by its id
+  }
+  state.wfNameOf.set(id, name);
+  return name;
+}
+
 async function loadDetail(id) {
   const gen = state.gen;
   const backend = state.backend;
   const { task } = await backend.getTask(id, state.shardChars);
+  if (task.workflow?.id) await workflowName(backend, task.workflow.id);
   // An offloaded payload that cannot be read is shown as an error in its
   // place; the rest of the detail still renders.
   const payloads = await backend.payloads(task).catch((e) => ({ error: e.message }));
@@ -455,6 +503,10 @@ function renderViews() {
   $('#tasks-view').hidden = !list;
   $('#workers-view').hidden = state.view !== 'workers';
   $('#schedules-view').hidden = state.view !== 'schedules';
+  $('#workflow-view').hidden = state.view !== 'workflow';
+  // One task detail: under the list, or under a workflow's graph.
+  const host = state.view === 'workflow' ? $('#wf-detail') : $('#tasks-split');
+  if ($('#detail').parentElement !== host) host.append($('#detail'));
   // The dead letters are the task list of failed tasks, newest failure
   // first, of every type or one; the search view shows its results.
   $('#statusf').hidden = state.view !== 'tasks';
@@ -482,6 +534,7 @@ function render() {
   if (state.view === 'overview') renderOverview(now);
   else if (state.view === 'tasks' || state.view === 'dead' || state.view === 'search') renderTasks(now);
   else if (state.view === 'schedules') renderSchedules(now);
+  else if (state.view === 'workflow') renderWorkflow(now);
   else renderWorkers(now);
   renderStatus();
 }
@@ -518,7 +571,8 @@ function renderCounts(st) {
     + 'This page\'s own requests are not counted.';
   $('#counts').replaceChildren(
     ...COUNTED.map((status) => card(status, `${atLeast}${fmt(st.by_status?.[status])}`, status,
-      status === 'pending' ? `${fmt(st.delayed)} delayed or in backoff` : status === 'failed' ? 'dead letters' : 'holding a lease')),
+      status === 'pending' ? `${fmt(st.delayed)} delayed or in backoff` : status === 'failed' ? 'dead letters'
+        : status === 'waiting' ? 'for their parents to end' : 'holding a lease')),
     card('oldest', st.oldest_pending_age_seconds > 0 ? short(st.oldest_pending_age_seconds * 1000) : '-', 'oldest waiting',
       st.oldest_pending_age_seconds > 0 ? 'of an available task' : 'nothing waits'),
     card('workers', fmt(w.active), 'workers active', `${fmt(w.stale)} stale · ${fmt(w.dead)} dead`), rate);
@@ -881,7 +935,7 @@ function renderDetail(now) {
   const box = $('#detail');
   const t = state.detail;
   if (!t || t.id !== state.selected) {
-    box.replaceChildren(h('p', { class: 'dim' }, 'Select a task to see its fields, data and history.'));
+    box.replaceChildren(h('p', { class: 'dim' }, state.view === 'workflow' ? 'Click a step to see its task: fields, data and history.' : 'Select a task to see its fields, data and history.'));
     return;
   }
   const actions = [
@@ -899,7 +953,7 @@ function renderDetail(now) {
     h('td', { class: 'error' }, e.error || '')));
   box.replaceChildren(
     h('h2', { class: 'mono' }, t.id),
-    h('div', { class: 'actions' }, actions, h('a', { class: 'permalink', href: navFragment(state.cfg, { view: state.view, task: t.id, search: state.search?.text, type: state.filter.type }) }, 'link to this task')),
+    h('div', { class: 'actions' }, actions, h('a', { class: 'permalink', href: navFragment(state.cfg, { view: state.view, task: t.id, search: state.search?.text, type: state.filter.type, workflow: state.workflow }) }, 'link to this task')),
     h('table', { class: 'fields' },
       field('type', t.task_type), field('status', h('span', { class: `st ${t.status}` }, t.status)),
       field('priority', priorityOf(t)), field('shard', t.shard),
@@ -909,12 +963,54 @@ function renderDetail(now) {
       t.expires_at ? field('expires', `${t.expires_at} (${ago(t.expires_at, now)})`) : null,
       field('timeout', `${t.timeout_seconds}s`), field('last event', t.last_event), field('idempotency key', t.idempotency_key || '-'),
       t.cancel_requested ? field('cancel', `requested: ${t.cancel_reason || '-'}`) : null,
-      t.last_error ? field('last error', h('span', { class: 'error' }, t.last_error)) : null),
+      t.last_error ? field('last error', h('span', { class: 'error' }, t.last_error)) : null,
+      ...workflowFields(t)),
     h('h3', {}, 'Data'), h('div', { id: 'data' }, dataView(t)),
     h('h3', {}, `Timeline (${state.events.length} versions)`, ' ',
       h('button', { id: 'diff-btn', disabled: state.marks.length !== 2, onclick: showDiff }, 'Diff the two checked versions')),
     h('div', { class: 'scroll' }, h('table', { id: 'timeline' }, h('tr', {}, ['', '', 'at', 'event', 'status', 'attempt', 'worker', ''].map((c) => h('th', {}, c))), timeline)),
     h('pre', { id: 'diff', hidden: true }));
+}
+
+// taskHref links to another task: in the workflow shown when the page
+// shows one, else in the task list.
+function taskHref(id) {
+  return state.view === 'workflow' ? navFragment(state.cfg, { view: 'workflow', workflow: state.workflow, task: id }) : navFragment(state.cfg, { view: 'tasks', task: id });
+}
+
+// workflowFields: what a task of a workflow says of it: the workflow and
+// step (a link to the workflow view), its parents with the end recorded
+// of each, its children, and the values input_from takes from the
+// parents' outputs (from_parents, once each parent completed).
+function workflowFields(t) {
+  const rep = state.wf?.rep;
+  const stepOf = (id) => rep?.steps.find((s) => s.task_id === id)?.name;
+  const named = (id) => (stepOf(id) ? `${stepOf(id)} (${shortID(id)})` : shortID(id));
+  const out = [];
+  if (t.workflow?.id) {
+    const name = state.wfNameOf.get(t.workflow.id) || shortID(t.workflow.id);
+    out.push(field('workflow', h('a', { id: 'wf-link', href: navFragment(state.cfg, { view: 'workflow', workflow: t.workflow.id, task: t.id }) },
+      `workflow ${name} · step ${t.workflow.step}`)));
+  }
+  if (t.parents?.length) {
+    out.push(field('parents', h('ul', { class: 'links', id: 'parents' }, t.parents.map((p) => h('li', { 'data-id': p.id },
+      h('a', { class: 'mono', href: taskHref(p.id), title: p.id }, named(p.id)), ' ',
+      p.done ? h('span', { class: `st ${p.done}` }, p.done) : h('span', { class: 'dim' }, 'not ended yet'))))));
+    if (t.on_parent_failure) out.push(field('if a parent fails', t.on_parent_failure));
+  }
+  if (t.children?.length) {
+    out.push(field('children', h('ul', { class: 'links', id: 'children' }, t.children.map((c) => h('li', { 'data-id': c },
+      h('a', { class: 'mono', href: taskHref(c), title: c }, named(c)))))));
+  }
+  const from = Object.entries(t.input_from || {}).sort(([a], [b]) => a.localeCompare(b));
+  if (from.length) {
+    out.push(field('input from', h('ul', { class: 'links', id: 'input-from' }, from.map(([f, src]) => {
+      const has = Object.hasOwn(t.from_parents || {}, f);
+      return h('li', { 'data-field': f }, h('span', { class: 'jkey' }, f), ' = ', h('span', { class: 'mono' }, `${stepOf(src.parent) || shortID(src.parent)}.output${src.path ? `.${src.path}` : ''}`),
+        ': ', has ? h('span', { class: 'mono' }, JSON.stringify(t.from_parents[f])) : h('span', { class: 'dim' }, 'not taken yet'));
+    }))));
+  }
+  return out;
 }
 
 // dataView shows input and output, loaded from their own objects when they
@@ -963,6 +1059,155 @@ async function act(op, t) {
   });
 }
 
+// ---- workflows ------------------------------------------------------------------
+
+const NODE = { nodeW: 188, nodeH: 60 };
+
+function clip(text, n) {
+  return text.length > n ? `${text.slice(0, n - 1)}…` : text;
+}
+
+// stepState is what a step's box says of its status.
+function stepState(st) {
+  if (!st.status) return 'missing';
+  if (st.status === 'waiting' && st.waiting_for) return `waiting · after ${st.waiting_for}`;
+  if (st.status === 'running' || st.status === 'failed') return `${st.status} · attempt ${st.attempt}`;
+  return st.status;
+}
+
+// stepNote is a step's tooltip and note: why it waits, failed, was
+// cancelled, or cannot be read.
+function stepNote(st) {
+  return [st.problem, st.last_error && `last error: ${st.last_error}`, st.cancel_reason && `cancelled: ${st.cancel_reason}`,
+    st.status === 'waiting' && st.waiting_for && `waiting for ${st.waiting_for}`].filter(Boolean).join(' · ');
+}
+
+// renderWorkflow shows the workflow chosen (header, actions, graph and
+// steps), or the list of workflow names when none is.
+function renderWorkflow(now) {
+  $('#wf-list').hidden = Boolean(state.workflow);
+  $('#wf-box').hidden = !state.workflow;
+  if (!state.workflow) {
+    renderWorkflowNames(now);
+    return;
+  }
+  $('#wf-all').href = navFragment(state.cfg, { view: 'workflow' });
+  const wf = state.wf?.ref === state.workflow ? state.wf : null;
+  if (!wf) {
+    $('#wf-head').replaceChildren(h('p', { class: 'dim' }, `Reading workflow ${state.workflow}…`));
+    for (const id of ['#wf-graph', '#wf-steps', '#wf-cost']) $(id).replaceChildren();
+    $('#wf-cancel').disabled = true;
+    renderDetail(now);
+    return;
+  }
+  const rep = wf.rep;
+  const counts = Object.entries(rep.counts || {}).sort(([a], [b]) => STATUSES.indexOf(a) - STATUSES.indexOf(b)).map(([st, n]) => `${n} ${st}`);
+  const missing = rep.steps.filter((st) => !st.status).length;
+  if (missing) counts.push(`${missing} missing`);
+  $('#wf-head').replaceChildren(
+    h('h2', {}, rep.name ? `Workflow ${rep.name}` : 'Workflow', ' ', h('span', { class: `st ${rep.status}`, id: 'wf-status' }, rep.status)),
+    h('p', { class: 'facts' },
+      h('span', {}, 'id ', h('span', { class: 'mono', id: 'wf-id' }, rep.id)),
+      h('span', { id: 'wf-counts' }, `${rep.steps.length} step${rep.steps.length === 1 ? '' : 's'}: ${counts.join(', ')}`),
+      h('span', {}, `created ${rep.created_at ? `${new Date(rep.created_at).toLocaleString()} (${ago(rep.created_at, now)})` : '-'}`),
+      h('span', {}, `ended ${rep.ended_at ? `${new Date(rep.ended_at).toLocaleString()} (${ago(rep.ended_at, now)})` : '-'}`),
+      rep.idempotency_key ? h('span', { class: 'dim' }, `idempotency key ${rep.idempotency_key}`) : null));
+  const open = stepsToCancel(rep).flat();
+  $('#wf-cancel').disabled = open.length === 0;
+  $('#wf-cancel').title = open.length ? `cancel the ${open.length} step(s) that have not ended` : 'every step has ended';
+  const api = state.backend.kind === 'API';
+  const byName = workflowRef(state.workflow) !== rep.id;
+  $('#wf-cost').textContent = `Each refresh: ${api ? '1 GET to qo serve, which makes ' : ''}${rep.steps.length + 1 + (byName ? 1 : 0)} GET `
+    + `(1 per step, +1 for the record${byName ? ', +1 for the name' : ''})${wf.made ? `; the last sent ${formatOps(wf.made)}${api ? ' to qo serve' : ''}` : ''}.`;
+  renderGraph(rep);
+  $('#wf-steps').replaceChildren(...rep.steps.map((st) => h('tr', { class: 'wf-step', 'data-step': st.name },
+    h('td', {}, h('a', { href: navFragment(state.cfg, { view: 'workflow', workflow: state.workflow, task: st.task_id }), title: st.task_id }, st.name)),
+    h('td', {}, st.task_type), h('td', {}, h('span', { class: `st ${st.status || 'incomplete'}` }, st.status || 'missing')),
+    h('td', { class: st.last_error || st.problem ? 'error' : 'dim' }, stepNote(st) || '-'),
+    h('td', {}, stepActions(st).includes('replay') && st.status ? h('button', { class: 'wf-replay', 'data-replay': st.name, onclick: () => replayStep(st) }, 'Replay') : null))));
+  renderDetail(now);
+}
+
+// renderGraph draws the steps as boxes in columns by depth and an arrow
+// per "after", as inline SVG built element by element (no markup parsed).
+function renderGraph(rep) {
+  const L = layout(rep, NODE);
+  const mid = (e) => e.x1 + (e.x2 - e.x1) / 2;
+  const statusOf = new Map(rep.steps.map((st) => [st.name, st.status || 'missing']));
+  const nodes = L.nodes.map((n) => {
+    const st = n.step;
+    const cls = st.status || 'missing';
+    const note = stepNote(st);
+    const g = s('g', {
+      class: `step ${cls}${st.task_id === state.selected ? ' sel' : ''}`, 'data-step': st.name, 'data-status': cls, transform: `translate(${n.x},${n.y})`,
+      tabindex: 0, role: 'button', 'aria-label': `step ${st.name} (${st.task_type}): ${stepState(st)}${note ? `; ${note}` : ''}`,
+    },
+    s('title', {}, `${st.name} (${st.task_type}): ${stepState(st)}${note ? `\n${note}` : ''}`),
+    s('rect', { width: L.nodeW, height: L.nodeH, rx: 6 }),
+    s('text', { class: 'name', x: 9, y: 18 }, clip(st.name, 24)),
+    s('text', { class: 'type', x: 9, y: 35 }, clip(st.task_type || '', 27)),
+    s('text', { class: 'state', x: 9, y: 52 }, clip(stepState(st), 27)));
+    if (st.task_id && st.status) {
+      g.addEventListener('click', () => select(st.task_id));
+      g.addEventListener('keydown', (e) => { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); select(st.task_id); } });
+    }
+    return g;
+  });
+  const edges = L.edges.map((e) => s('path', {
+    class: `edge ${statusOf.get(e.from)}`, 'data-from': e.from, 'data-to': e.to, 'marker-end': 'url(#wf-arrow)',
+    d: `M${e.x1},${e.y1} C${mid(e)},${e.y1} ${mid(e)},${e.y2} ${e.x2 - 2},${e.y2}`,
+  }));
+  const ended = rep.steps.filter((st) => ['completed', 'failed', 'cancelled', 'expired', 'archived'].includes(st.status)).length;
+  $('#wf-graph').replaceChildren(s('svg', {
+    class: 'wf-graph', width: L.width, height: L.height, viewBox: `0 0 ${L.width} ${L.height}`, role: 'group',
+    'aria-label': `the ${rep.steps.length} steps of the workflow, ${ended} ended`,
+  },
+  s('defs', {}, s('marker', { id: 'wf-arrow', viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: 'auto' },
+    s('path', { class: 'arrowhead', d: 'M0,0 L10,5 L0,10 z' }))),
+  edges, nodes));
+}
+
+// renderWorkflowNames lists each workflow name with its latest workflow.
+function renderWorkflowNames(now) {
+  const r = state.wfNames;
+  const api = state.backend.kind === 'API';
+  const n = r?.workflows.length ?? 0;
+  $('#wf-names-info').textContent = r ? `${fmt(n)} workflow name${n === 1 ? '' : 's'}${r.more ? ' (the first 1,000)' : ''}; `
+    + `each refresh: ${api ? '1 GET to qo serve, which makes ' : ''}1 LIST + 1 GET per name. A workflow without a name opens by its id.` : 'Reading the workflow names…';
+  const rows = (r?.workflows || []).slice().sort((a, b) => a.name.localeCompare(b.name)).map((w) => h('tr', { class: 'wf-name', 'data-name': w.name },
+    h('td', {}, h('a', { href: navFragment(state.cfg, { view: 'workflow', workflow: w.name }) }, w.name)),
+    h('td', { class: 'mono', title: w.id }, h('a', { href: navFragment(state.cfg, { view: 'workflow', workflow: w.id }) }, shortID(w.id))),
+    h('td', {}, ago(w.created_at, now))));
+  $('#wf-names').replaceChildren(...(rows.length ? rows : [h('tr', {}, h('td', { colspan: 3, class: 'dim' }, r ? 'no named workflows (qo submit --workflow FILE, with a "name")' : ''))]));
+}
+
+// replayStep replays one step (the single-task replay), after a
+// confirmation; its children cancelled because of it wait again.
+async function replayStep(st) {
+  if (!confirm(`Replay step ${st.name} (task ${st.task_id}, ${st.status})? Its children that it stopped wait for it again.`)) return;
+  await action(async () => {
+    const next = await state.backend.act('replay', st.task_id, state.shardChars);
+    state.flash = `replay: step ${st.name} is now ${next.status}`;
+  });
+}
+
+// cancelRest cancels every step that has not ended, after a confirmation
+// naming them (running ones are asked to stop).
+async function cancelRest() {
+  const rep = state.wf?.rep;
+  if (!rep) return;
+  const open = stepsToCancel(rep).flat();
+  if (!open.length) return;
+  const running = open.filter((st) => st.status === 'running').length;
+  const what = `${open.length} step${open.length === 1 ? '' : 's'} (${open.map((st) => st.name).slice(0, 8).join(', ')}${open.length > 8 ? ', …' : ''})`;
+  if (!confirm(`Cancel the rest of workflow ${rep.name || rep.id}? ${what} that ${open.length === 1 ? 'has' : 'have'} not ended ${open.length === 1 ? 'is' : 'are'} cancelled, children first${running ? `; ${running} running ${running === 1 ? 'is' : 'are'} asked to stop` : ''}.`)) return;
+  const ref = state.workflow;
+  await action(async () => {
+    const r = await state.backend.cancelWorkflow(ref, 'from the web UI');
+    state.flash = `cancelled ${r.cancelled} step${r.cancelled === 1 ? '' : 's'} of workflow ${rep.name || rep.id}`;
+  });
+}
+
 function renderWorkers(now) {
   const rows = state.workers.map((w) => {
     const st = health(w.last_heartbeat, now.toISOString());
@@ -993,7 +1238,7 @@ function renderSchedules(now) {
 // it. Leaving a view forgets its selected task and list page.
 // A search (text) or the dead letters' type, when given, replace the
 // current ones; the type filter lasts while the dead letters are shown.
-function go(view, { task = '', push = true, search, type } = {}) {
+function go(view, { task = '', push = true, search, type, workflow } = {}) {
   if (!PAGES.includes(view) || !state.backend) return;
   const changed = view !== state.view;
   let reset = changed;
@@ -1005,6 +1250,12 @@ function go(view, { task = '', push = true, search, type } = {}) {
   if (changed && type === undefined) type = '';
   if (type !== undefined && type !== state.filter.type) {
     state.filter.type = type;
+    reset = true;
+  }
+  if (changed && workflow === undefined) workflow = '';
+  if (workflow !== undefined && workflow !== state.workflow) {
+    state.workflow = workflow;
+    state.wf = null;
     reset = true;
   }
   if (reset || task !== (state.selected || '')) {
@@ -1023,7 +1274,15 @@ function go(view, { task = '', push = true, search, type } = {}) {
   refresh();
 }
 
-for (const v of VIEWS) $(`#tab-${v}`).addEventListener('click', () => go(v));
+for (const v of VIEWS) $(`#tab-${v}`).addEventListener('click', () => go(v, v === 'workflow' ? { workflow: '' } : {}));
+$('#wf-cancel').addEventListener('click', cancelRest);
+$('#wf-open').addEventListener('submit', (e) => {
+  e.preventDefault();
+  const ref = workflowRef($('#wf-ref').value.trim());
+  if (ref) go('workflow', { workflow: ref });
+  else state.flash = 'give a workflow id or name (letters, digits and _ . : -, at most 64)';
+  renderStatus();
+});
 $('#pause-all').addEventListener('click', () => togglePause('', Boolean(state.control?.paused)));
 $('#refresh-now').addEventListener('click', refresh);
 $('#interval').addEventListener('change', (e) => setRefresh(Number(e.target.value)));
@@ -1056,10 +1315,10 @@ $('#search-form').addEventListener('submit', (e) => {
 });
 $('#search').addEventListener('keydown', (e) => { if (e.key === 'Escape') e.target.blur(); });
 
-// Keyboard: 1-5 or g then o, t, d, w, s open the views; / goes to the
+// Keyboard: 1-6 or g then o, t, d, w, s, f open the views; / goes to the
 // search box; r refreshes. Keys typed into a field or with a modifier, or
 // while a dialog is open, are left alone.
-const KEY_VIEWS = { o: 'overview', t: 'tasks', d: 'dead', w: 'workers', s: 'schedules' };
+const KEY_VIEWS = { o: 'overview', t: 'tasks', d: 'dead', w: 'workers', s: 'schedules', f: 'workflow' };
 let gPressed = 0;
 document.addEventListener('keydown', (e) => {
   if (!state.backend || e.ctrlKey || e.metaKey || e.altKey || e.target.closest?.('input, select, textarea, [contenteditable]')) return;
@@ -1095,8 +1354,12 @@ document.addEventListener('keydown', (e) => {
 window.addEventListener('hashchange', () => {
   const { cfg, nav } = readFragment();
   if (state.backend && isNavigation(cfg, state.cfg)) {
-    if (nav.view || nav.task) go(nav.view, { task: nav.task, push: false, search: nav.view === 'search' ? nav.search : undefined, type: nav.view === 'dead' ? nav.type : undefined });
-    else writeAddress(false);
+    if (nav.view || nav.task) {
+      go(nav.view, {
+        task: nav.task, push: false, search: nav.view === 'search' ? nav.search : undefined, type: nav.view === 'dead' ? nav.type : undefined,
+        workflow: nav.view === 'workflow' ? nav.workflow : undefined,
+      });
+    } else writeAddress(false);
     return;
   }
   if (cfg.bucket || cfg.api) openLink(cfg, nav);

@@ -3,10 +3,13 @@
 // with the same shapes (the CLI's --json shapes).
 import { S3 } from './s3.js';
 import {
-  TASKS_PREFIX, WORKERS_PREFIX, SCHEDULES_PREFIX, CONTROL_KEY, READY_PREFIX, LEASES_PREFIX, DEAD_PREFIX, LAYOUT_VERSION, LIST_WINDOW_MS,
+  TASKS_PREFIX, WORKERS_PREFIX, SCHEDULES_PREFIX, CONTROL_KEY, READY_PREFIX, LEASES_PREFIX, DEAD_PREFIX, WAITING_PREFIX, LAYOUT_VERSION, LIST_WINDOW_MS,
   applyOperator, applyControl, countStats, indexChanges, indexKeys, indexEntry, parseIndexKey, decodeTask, taskKey, shards, shardOf, idFloor,
-  idempotencyKey,
+  idempotencyKey, rewait, TransitionError,
 } from './queue.js';
+import {
+  WORKFLOW_NAMES_PREFIX, workflowKey, workflowNameKey, decodeWorkflow, decodeWorkflowName, isWorkflowID, report, endedAs,
+} from './workflow.js';
 import { SEARCH_LIMIT, TYPE_SCAN_PAGES, idShards } from './search.js';
 import { BULK_SCAN_PAGES, deadEntryTask } from './bulk.js';
 
@@ -20,6 +23,33 @@ const INDEX_OF = { pending: READY_PREFIX, running: LEASES_PREFIX, failed: DEAD_P
 /** SEARCHED are the statuses a search by type shows: those whose index keys name the type. */
 const SEARCHED = ['pending', 'running', 'failed'];
 const ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+/** WORKFLOW_CONCURRENCY bounds the requests a workflow read or action has in flight (queue's edgeParallelism). */
+export const WORKFLOW_CONCURRENCY = 16;
+/** WORKFLOW_NAMES_LIMIT: the names listed, one LIST page (queue.WorkflowNames). */
+const WORKFLOW_NAMES_LIMIT = 1000;
+
+/** forEachLimit runs fn on every item, at most limit at a time. */
+export async function forEachLimit(items, limit, fn) {
+  let next = 0;
+  const run = async () => {
+    while (next < items.length) {
+      const i = next++;
+      await fn(items[i], i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, run));
+}
+
+/** stepsToCancel lists a workflow report's steps that have not ended, deepest (children) first, by depth. */
+export function stepsToCancel(rep) {
+  const levels = new Map();
+  for (const s of rep.steps) {
+    if (!s.status || endedAs({ status: s.status }) || s.status === 'archived') continue;
+    if (!levels.has(s.depth)) levels.set(s.depth, []);
+    levels.get(s.depth).push(s);
+  }
+  return [...levels.keys()].sort((a, b) => b - a).map((d) => levels.get(d));
+}
 
 export class S3Backend {
   constructor(cfg) {
@@ -291,16 +321,17 @@ export class S3Backend {
   /**
    * stats counts the queue as GET /api/stats does, from the index keys and
    * the heartbeats, reading no task: a LIST per 1,000 entries of each index
+   * (ready, leases, waiting, dead)
    * (at most MAX_INDEX_PAGES each), one of the registry, and a GET per
    * worker whose heartbeat changed since the last call.
    */
   async stats() {
     const now = this.now();
-    const [ready, leases, dead] = await Promise.all([READY_PREFIX, LEASES_PREFIX, DEAD_PREFIX].map((p) => this.listKeys(p, MAX_INDEX_PAGES)));
+    const [ready, leases, waiting, dead] = await Promise.all([READY_PREFIX, LEASES_PREFIX, WAITING_PREFIX, DEAD_PREFIX].map((p) => this.listKeys(p, MAX_INDEX_PAGES)));
     const { records, malformed } = await this.readWorkers();
     return countStats({
-      ready: ready.keys, leases: leases.keys, dead: dead.keys, partial: ready.partial || leases.partial || dead.partial,
-      workers: records, malformed, now,
+      ready: ready.keys, leases: leases.keys, waiting: waiting.keys, dead: dead.keys,
+      partial: ready.partial || leases.partial || waiting.partial || dead.partial, workers: records, malformed, now,
     });
   }
 
@@ -415,9 +446,135 @@ export class S3Backend {
         throw e;
       }
       await Promise.allSettled(idx.del.map((k) => this.s3.del(k)));
+      // A replayed task's children that ended because of it wait for it
+      // again, as queue's Replay does after its write.
+      if (op === 'replay') await this.rewaitChildren(next, shardChars);
       return next;
     }
     throw new Error(`task ${id} kept changing; try again`);
+  }
+
+  /**
+   * rewaitChildren puts back to waiting the children of a replayed task
+   * that were cancelled or failed because of it (queue's rewait: a GET and
+   * a conditional PUT per child, index entries first), and theirs in turn.
+   * Best effort, as in Go: a child not updated is left to the sweeper.
+   */
+  async rewaitChildren(parent, shardChars) {
+    await forEachLimit(parent.children || [], WORKFLOW_CONCURRENCY, async (child) => {
+      for (let tries = 0; tries < 5; tries++) {
+        let got;
+        try {
+          got = await this.getTask(child, shardChars);
+        } catch {
+          return;
+        }
+        const next = rewait(got.task, parent.id, this.now(), crypto.randomUUID());
+        if (!next) return;
+        const idx = indexChanges(got.task, next);
+        try {
+          await Promise.all(idx.put.map((k) => this.s3.put(k, '')));
+          await this.s3.put(taskKey(next.shard, next.id), JSON.stringify(next), { ifMatch: got.etag });
+        } catch (e) {
+          await Promise.allSettled(idx.put.map((k) => this.s3.del(k)));
+          if (e.status === 412) continue;
+          return;
+        }
+        await Promise.allSettled(idx.del.map((k) => this.s3.del(k)));
+        await this.rewaitChildren(next, shardChars);
+        return;
+      }
+    });
+  }
+
+  /**
+   * workflow reads a workflow by id or name as GET /api/workflows/{ref}
+   * answers it: a GET of the record (and one of the name before), then a
+   * GET per step's task, WORKFLOW_CONCURRENCY at a time; a task missing or
+   * malformed is the step's problem.
+   */
+  async workflow(ref) {
+    const n = (this.shardList || (await this.shards()))[0].length;
+    let id = String(ref).toLowerCase();
+    if (!isWorkflowID(ref)) {
+      const obj = await this.s3.get(workflowNameKey(ref));
+      if (!obj) throw new Error(`no workflow named "${ref}" (the list of workflows shows the names)`);
+      id = decodeWorkflowName(workflowNameKey(ref), obj.text);
+    }
+    const key = workflowKey(id, n);
+    const obj = await this.s3.get(key);
+    if (!obj) throw new Error(`workflow ${id} not found`);
+    const w = decodeWorkflow(key, obj.text);
+    const tasks = w.steps.map(() => null);
+    const problems = {};
+    await forEachLimit(w.steps, WORKFLOW_CONCURRENCY, async (step, i) => {
+      const tk = taskKey(shardOf(step.task_id, n), step.task_id);
+      const got = await this.s3.get(tk);
+      if (!got) {
+        problems[step.name] = `its task does not exist (the submit stopped half-way, or retention expired it); to finish a submit, submit the file again with idempotency key ${JSON.stringify(w.idempotency_key)}`;
+        return;
+      }
+      try {
+        tasks[i] = decodeTask(tk, got.text);
+      } catch (e) {
+        problems[step.name] = `its task object is malformed: ${e.message}`;
+      }
+    });
+    return report(w, tasks, problems);
+  }
+
+  /** workflowRecordName reads a workflow's name off its record (1 GET). */
+  async workflowRecordName(id) {
+    const key = workflowKey(id, (this.shardList || (await this.shards()))[0].length);
+    const obj = await this.s3.get(key);
+    return obj ? decodeWorkflow(key, obj.text).name || '' : '';
+  }
+
+  /**
+   * workflowNames lists the workflow names with the latest workflow of
+   * each, as GET /api/workflows: one LIST page of workflow-names/ (the
+   * first 1,000) and a GET per name.
+   */
+  async workflowNames() {
+    const page = await this.s3.list(WORKFLOW_NAMES_PREFIX, { maxKeys: WORKFLOW_NAMES_LIMIT });
+    const out = [];
+    const malformed = [];
+    await forEachLimit(page.keys, WORKFLOW_CONCURRENCY, async ({ key }, i) => {
+      const obj = await this.s3.get(key);
+      if (!obj) return;
+      try {
+        const rec = JSON.parse(obj.text);
+        out[i] = { name: rec.name, id: decodeWorkflowName(key, obj.text), created_at: rec.created_at };
+      } catch (e) {
+        malformed.push({ key, error: e.message });
+      }
+    });
+    return { workflows: out.filter(Boolean), malformed, more: Boolean(page.next) };
+  }
+
+  /**
+   * cancelWorkflow cancels every step that has not ended with the page's
+   * single-task cancel, the deepest steps first (children before their
+   * parents, so each keeps the operator's reason); a step that ended
+   * meanwhile is left as it is. Returns {cancelled}.
+   */
+  async cancelWorkflow(ref, reason = 'from the web UI') {
+    const rep = await this.workflow(ref);
+    const n = this.shardList[0].length;
+    let cancelled = 0;
+    const errors = [];
+    for (const level of stepsToCancel(rep)) {
+      await forEachLimit(level, WORKFLOW_CONCURRENCY, async (s) => {
+        try {
+          await this.act('cancel', s.task_id, n, reason);
+          cancelled++;
+        } catch (e) {
+          if (!(e instanceof TransitionError)) errors.push(`step ${s.name}: ${e.message}`);
+        }
+      });
+    }
+    if (errors.length) throw new Error(`cancelled ${cancelled}; ${errors.join('; ')}`);
+    return { cancelled };
   }
 }
 
@@ -550,6 +707,27 @@ export class ApiBackend {
 
   async schedules() {
     return this.call('GET', '/api/schedules');
+  }
+
+  /** workflow: GET /api/workflows/{ref} (qo serve reads the record and a GET per step). */
+  async workflow(ref) {
+    return this.call('GET', `/api/workflows/${encodeURIComponent(ref)}`);
+  }
+
+  /** workflowRecordName: the API has no cheaper read of a workflow's name than its report. */
+  async workflowRecordName(id) {
+    return (await this.workflow(id)).name || '';
+  }
+
+  /** workflowNames: GET /api/workflows. */
+  async workflowNames() {
+    const r = await this.call('GET', '/api/workflows');
+    return { workflows: r.workflows || [], malformed: [] };
+  }
+
+  /** cancelWorkflow: POST /api/workflows/{ref}/cancel. */
+  async cancelWorkflow(ref, reason = 'from the web UI') {
+    return this.call('POST', `/api/workflows/${encodeURIComponent(ref)}/cancel`, { reason });
   }
 
   async act(op, id) {

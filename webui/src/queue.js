@@ -262,6 +262,33 @@ export function applyOperator(base, op, reason, now, requestID) {
 }
 
 /**
+ * rewait is what queue's rewait makes of a child when its parent
+ * parentID was replayed: a child that was cancelled or failed because
+ * that parent did not complete waits for it again (unless another parent
+ * still decides its fate). null when it changes nothing: the child ended
+ * for its own reasons, or is not one such child.
+ */
+export function rewait(base, parentID, now, requestID) {
+  if (base.status !== 'cancelled' && base.status !== 'failed') return null;
+  const i = (base.parents || []).findIndex((p) => p.id === parentID);
+  if (i < 0) return null;
+  const p = base.parents[i];
+  if (!p.done || p.done === 'completed') return null;
+  const reason = `parent ${p.id} ${p.done}`;
+  if (base.cancel_reason !== reason && base.last_error !== reason) return null;
+  const next = structuredClone(base);
+  delete next.parents[i].done;
+  if (next.on_parent_failure !== 'run' && next.parents.some((q) => q.done && q.done !== 'completed')) return null;
+  toWaiting(next);
+  const at = iso(now);
+  next.rev = base.rev + 1;
+  next.request_id = requestID;
+  next.last_event = 'replayed';
+  next.updated_at = Date.parse(at) < Date.parse(base.updated_at) ? base.updated_at : at;
+  return next;
+}
+
+/**
  * indexChanges lists the index entries an applied action puts (before the
  * task write) and deletes (after it), as queue.IndexChanges does.
  */
@@ -307,24 +334,29 @@ export function indexEntry(key) {
   }
   if (p[0] === 'leases' && p.length === 7 && MS.test(p[2])) return ok('leases', p[1], p[3], p[4]);
   if (p[0] === 'dead' && p.length === 5 && MS.test(p[1])) return ok('dead', p[2], p[3], p[4]);
+  // A waiting entry names no type (queue.ParseWaitingKey).
+  if (p[0] === 'waiting' && p.length === 3 && HEX_SHARD.test(p[1]) && UUID.test(p[2]) && shardOf(p[2], p[1].length) === p[1]) {
+    return { index: 'waiting', shard: p[1], type: '', id: p[2] };
+  }
   return null;
 }
 
 /** COUNTED are the statuses the stats count, from their indexes (queue.CountedStatuses). */
-export const COUNTED = ['pending', 'running', 'failed'];
+export const COUNTED = ['waiting', 'pending', 'running', 'failed'];
 /** RECENT_MINUTES is the length of the stats' per-minute counts (queue.DefaultRecentMinutes). */
 export const RECENT_MINUTES = 15;
 
 /**
  * countStats computes what GET /api/stats answers (view.Stats) from the
- * keys of the three indexes and the worker records, for a page reading the
- * bucket itself: counts by status, shard and type, the delayed tasks, the
+ * keys of the four indexes and the worker records, for a page reading the
+ * bucket itself: counts by status, shard and type (waiting tasks by shard
+ * only: their keys name no type), the delayed tasks, the
  * oldest waiting task overall and per type, finishes per minute summed from
  * the heartbeats, the workers by health, and each worker's request
  * counters from its heartbeat (worker_requests). now is a Date (the bucket's
  * clock); partial says an index was not read to its end.
  */
-export function countStats({ ready = [], leases = [], dead = [], workers = [], malformed = [], partial = false, now, minutes = RECENT_MINUTES }) {
+export function countStats({ ready = [], leases = [], dead = [], waiting = [], workers = [], malformed = [], partial = false, now, minutes = RECENT_MINUTES }) {
   const nowMs = now.getTime();
   const st = {
     at: now.toISOString(), total: 0, by_status: Object.fromEntries(STATUSES.map((s) => [s, 0])), counted: [...COUNTED],
@@ -344,6 +376,7 @@ export function countStats({ ready = [], leases = [], dead = [], workers = [], m
       st.total++;
       st.by_status[status]++;
       bump(st.by_shard, e.shard, status);
+      if (status === 'waiting') continue;
       bump(st.by_type, e.type, status);
       if (status !== 'pending') continue;
       if (e.availableAt > nowMs) {
@@ -356,6 +389,7 @@ export function countStats({ ready = [], leases = [], dead = [], workers = [], m
   };
   add('pending', ready);
   add('running', leases);
+  add('waiting', waiting);
   add('failed', dead);
   if (oldestAll < Infinity) st.oldest_pending_age_seconds = (nowMs - oldestAll) / 1000;
   for (const [type, at] of Object.entries(oldest)) st.oldest_pending_age_seconds_by_type[type] = (nowMs - at) / 1000;

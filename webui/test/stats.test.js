@@ -29,7 +29,8 @@ test('counts by status, shard and type from the index keys, with the oldest wait
   ];
   const st = countStats({ ready, leases, dead, workers, now: NOW });
   assert.equal(st.total, 6);
-  assert.deepEqual(st.counted, ['pending', 'running', 'failed']);
+  assert.deepEqual(st.counted, ['waiting', 'pending', 'running', 'failed']);
+  assert.equal(st.by_status.waiting, 0);
   assert.equal(st.by_status.pending, 4);
   assert.equal(st.by_status.running, 1);
   assert.equal(st.by_status.failed, 1);
@@ -47,6 +48,16 @@ test('counts by status, shard and type from the index keys, with the oldest wait
   assert.equal(st.recent.reduce((n, m) => n + m.completed, 0), 3, 'minutes out of the window are left out');
   assert.deepEqual(st.workers, { active: 1, stale: 0, dead: 1 });
   assert.equal(st.partial, false);
+});
+
+test('waiting tasks count by shard only: their entries name no type', () => {
+  const waiting = [`waiting/${shardOf(ids[0], 1)}/${ids[0]}`, `waiting/${shardOf(ids[3], 1)}/${ids[3]}`, `waiting/0/${ids[1]}`, 'waiting/x/y'];
+  const st = countStats({ waiting, now: NOW });
+  assert.equal(st.by_status.waiting, 2, 'an entry in the wrong shard, or malformed, is skipped');
+  assert.equal(st.total, 2);
+  assert.deepEqual(st.by_type, {});
+  assert.deepEqual(st.by_shard[shardOf(ids[0], 1)], { waiting: 1 });
+  assert.deepEqual(st.by_shard[shardOf(ids[3], 1)], { waiting: 1 });
 });
 
 test('an empty queue', () => {

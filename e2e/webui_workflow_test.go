@@ -1,0 +1,199 @@
+//go:build unix
+
+package e2e
+
+// The web UI's workflow view in Chromium against MinIO, reading the
+// bucket and through qo serve: the graph of a 3-level workflow with each
+// step's status, a replay of its failed step (its cancelled child waits
+// again), "Cancel the rest", and a step's task detail (its workflow link,
+// parents, children and input_from), each read back through the Go API.
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/store"
+)
+
+func TestWebUIWorkflow(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{"S3", "API"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			ctx := browser(t)
+			e := wkSetup(t)
+			bg := context.Background()
+			name := "nightly-" + uuid.NewString()[:6]
+			// extract -> clean, score -> load (after both); publish after
+			// clean: three levels.
+			spec, err := queue.DecodeWorkflow([]byte(`{"name": "`+name+`", "steps": [
+				{"name": "extract", "type": "extract", "input": {"source": "orders"}},
+				{"name": "clean", "type": "transform", "input": {"op": "clean"}, "input_from": {"rows": "extract.output.rows"}},
+				{"name": "score", "type": "transform", "input": {"op": "score"}, "after": ["extract"]},
+				{"name": "load", "type": "load", "after": ["clean", "score"]},
+				{"name": "publish", "type": "publish", "after": ["clean"]}
+			]}`), queue.SubmitDefaults{})
+			require.NoError(t, err)
+			wf, _, err := e.q.SubmitWorkflow(bg, spec)
+			require.NoError(t, err)
+			step := map[string]uuid.UUID{}
+			for _, s := range wf.Steps {
+				step[s.Name] = s.TaskID
+			}
+			get := func(name string) *queue.Task {
+				task, err := e.q.Get(bg, step[name])
+				require.NoError(t, err)
+				return task
+			}
+			pending := func(name string) *queue.Task {
+				return e.waitTask(t, step[name], "pending", func(t *queue.Task) bool { return t.Status == queue.StatusPending })
+			}
+			// extract and clean complete; score fails, which cancels load;
+			// publish is pending (no worker runs).
+			_, err = e.q.Complete(bg, claimNow(t, e, get("extract")), json.RawMessage(`{"rows":[1,2,3]}`))
+			require.NoError(t, err)
+			_, err = e.q.Complete(bg, claimNow(t, e, pending("clean")), json.RawMessage(`{"rows":3}`))
+			require.NoError(t, err)
+			_, err = e.q.Fail(bg, claimNow(t, e, pending("score")), "score: model missing")
+			require.NoError(t, err)
+			e.waitTask(t, step["load"], "cancelled", func(t *queue.Task) bool { return t.Status == queue.StatusCancelled })
+			pending("publish")
+
+			statusOf := func(name string) string {
+				return `document.querySelector('#wf-graph g.step[data-step="` + name + `"]')?.dataset.status`
+			}
+			want := map[string]string{"extract": "completed", "clean": "completed", "score": "failed", "load": "cancelled", "publish": "pending"}
+			require.NoError(t, chromedp.Run(ctx,
+				chromedp.Navigate(pageLink(t, e, mode)+"&view=workflow&workflow="+name),
+				poll(statusOf("publish")+` === 'pending'`),
+				noAutoRefresh(),
+			))
+			for s, st := range want {
+				require.Equal(t, st, evalString(ctx, t, statusOf(s)), s)
+				box := text(ctx, t, `#wf-graph g.step[data-step="`+s+`"]`)
+				require.Contains(t, box, s)
+				require.Contains(t, box, st, "the box says the status")
+			}
+			require.Contains(t, text(ctx, t, `#wf-graph g.step[data-step="score"] title`), "last error: score: model missing", "the failed step's tooltip")
+			var edges, arrows int
+			require.NoError(t, chromedp.Run(ctx,
+				chromedp.Evaluate(`document.querySelectorAll('#wf-graph path.edge').length`, &edges),
+				chromedp.Evaluate(`document.querySelectorAll('#wf-graph path.edge[marker-end]').length`, &arrows),
+			))
+			require.Equal(t, 5, edges, "one edge per after")
+			require.Equal(t, 5, arrows, "each with its arrowhead")
+			require.Equal(t, "running", text(ctx, t, "#wf-status"), "publish has not ended")
+			require.Contains(t, text(ctx, t, "#wf-head"), name)
+			require.Contains(t, text(ctx, t, "#wf-head"), wf.ID.String())
+			require.Contains(t, text(ctx, t, "#wf-counts"), "5 steps: 1 pending, 2 completed, 1 failed, 1 cancelled")
+			if mode == "S3" {
+				require.Contains(t, text(ctx, t, "#wf-cost"), "Each refresh: 7 GET (1 per step, +1 for the record, +1 for the name); the last sent 7 GET.")
+				screenshot(t, ctx, "workflow")
+			} else {
+				require.Contains(t, text(ctx, t, "#wf-cost"), "Each refresh: 1 GET to qo serve, which makes 7 GET")
+			}
+
+			// A step opens its task: the workflow link, its parent with its
+			// recorded end, its children, and the value input_from took.
+			require.NoError(t, chromedp.Run(ctx,
+				chromedp.Evaluate(`document.querySelector('#wf-graph g.step[data-step="clean"]').dispatchEvent(new MouseEvent('click', {bubbles: true}))`, nil),
+				poll(`document.querySelector('#detail h2')?.textContent === '`+step["clean"].String()+`'`),
+				poll(`!!document.querySelector('#wf-detail #detail')`),
+			))
+			require.Equal(t, "workflow "+name+" · step clean", text(ctx, t, "#wf-link"))
+			require.Contains(t, text(ctx, t, `#parents li[data-id="`+step["extract"].String()+`"]`), "extract")
+			require.Contains(t, text(ctx, t, `#parents li[data-id="`+step["extract"].String()+`"]`), "completed", "the parent's recorded end")
+			require.NotEmpty(t, text(ctx, t, `#children li[data-id="`+step["load"].String()+`"]`))
+			require.NotEmpty(t, text(ctx, t, `#children li[data-id="`+step["publish"].String()+`"]`))
+			require.Equal(t, "rows = extract.output.rows: [1,2,3]", text(ctx, t, `#input-from li[data-field="rows"]`))
+			var location string
+			require.NoError(t, chromedp.Run(ctx, chromedp.Location(&location)))
+			require.Contains(t, location, "view=workflow&workflow="+name+"&task="+step["clean"].String(), "the address links to the step")
+
+			// Replay the failed step: pending again, and load, which its
+			// failure cancelled, waits again (clean completed: 1 of 2).
+			require.NoError(t, chromedp.Run(ctx,
+				chromedp.Click(`#wf-steps button[data-replay="score"]`, chromedp.ByQuery),
+				poll(`document.querySelector('#status').textContent === 'replay: step score is now pending'`),
+				poll(statusOf("load")+` === 'waiting'`),
+			))
+			require.Equal(t, queue.StatusPending, get("score").Status)
+			load := get("load")
+			require.Equal(t, queue.StatusWaiting, load.Status, "the child the failure cancelled waits again")
+			require.Equal(t, "1 of 2 parents", load.WaitingFor())
+			require.Contains(t, text(ctx, t, `#wf-graph g.step[data-step="load"]`), "after 1 of 2 parents")
+			require.Equal(t, "running", text(ctx, t, "#wf-status"))
+
+			// Cancel the rest: every step that has not ended is cancelled.
+			require.NoError(t, chromedp.Run(ctx,
+				chromedp.Click("#wf-cancel", chromedp.ByQuery),
+				poll(`document.querySelector('#status').textContent === 'cancelled 3 steps of workflow `+name+`'`),
+				poll(`document.querySelector('#wf-status').textContent === 'cancelled'`),
+				poll(`document.querySelector('#wf-cancel').disabled`),
+			))
+			for _, s := range []string{"score", "load", "publish"} {
+				task := get(s)
+				require.Equal(t, queue.StatusCancelled, task.Status, s)
+				require.Equal(t, "from the web UI", task.CancelReason, "%s carries the operator's reason (children were cancelled first)", s)
+			}
+			for _, s := range []string{"extract", "clean"} {
+				require.Equal(t, queue.StatusCompleted, get(s).Status, "%s had ended: left as it was", s)
+			}
+			entries, err := e.s.List(bg, store.ListParams{Prefix: queue.WaitingPrefix})
+			require.NoError(t, err)
+			require.Empty(t, entries.Objects, "no waiting entry is left")
+
+			// From the task list, a step's detail links to its workflow.
+			require.NoError(t, chromedp.Run(ctx,
+				chromedp.Evaluate(`location.hash = '#view=tasks&task=`+step["load"].String()+`'`, nil),
+				poll(`document.querySelector('#detail h2')?.textContent === '`+step["load"].String()+`' && !!document.querySelector('#wf-link')`),
+			))
+			require.Equal(t, "workflow "+name+" · step load", text(ctx, t, "#wf-link"))
+			for _, p := range []string{"clean", "score"} {
+				require.NotEmpty(t, text(ctx, t, `#parents li[data-id="`+step[p].String()+`"]`), p)
+			}
+			require.Contains(t, text(ctx, t, `#parents li[data-id="`+step["clean"].String()+`"]`), "completed")
+			require.NoError(t, chromedp.Run(ctx,
+				chromedp.Click("#wf-link", chromedp.ByQuery),
+				poll(statusOf("load")+` === 'cancelled'`),
+				chromedp.Location(&location),
+			))
+			require.Contains(t, location, "view=workflow&workflow="+wf.ID.String()+"&task="+step["load"].String())
+
+			// The list of names, from the nav.
+			require.NoError(t, chromedp.Run(ctx,
+				chromedp.Click("#tab-workflow", chromedp.ByQuery),
+				poll(`!!document.querySelector('#wf-names tr.wf-name[data-name="`+name+`"]')`),
+			))
+			require.Contains(t, text(ctx, t, `#wf-names tr[data-name="`+name+`"]`), queue.ShortID(wf.ID))
+
+			if mode == "S3" {
+				// A phone's width: the graph scrolls in its box, the page
+				// does not.
+				var over string
+				require.NoError(t, chromedp.Run(ctx,
+					chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile),
+					chromedp.Evaluate(`location.hash = '#view=workflow&workflow=`+name+`'`, nil),
+					poll(statusOf("load")+` === 'cancelled'`),
+					chromedp.Evaluate(wide, &over),
+				))
+				require.Empty(t, over, "the workflow view is wider than a 390 px screen")
+			}
+		})
+	}
+}
+
+// evalString evaluates a JavaScript expression to a string ("" for
+// undefined).
+func evalString(ctx context.Context, t *testing.T, expr string) string {
+	t.Helper()
+	var s string
+	require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(`String(`+expr+` ?? '')`, &s)))
+	return s
+}
