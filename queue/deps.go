@@ -170,7 +170,7 @@ func parentReason(p Parent) string { return fmt.Sprintf("parent %s %s", p.ID, p.
 // knows these ends.
 func (q *Queue) record(ctx context.Context, child uuid.UUID, ends map[uuid.UUID]*Task) (*Task, error) {
 	outputs := map[uuid.UUID]json.RawMessage{} // offloaded outputs, read once across rebases
-	res, err := q.operate(ctx, child, "release", func(t *Task, now time.Time) (string, error) {
+	res, err := q.operateEdge(ctx, child, "release", func(t *Task, now time.Time) (string, error) {
 		if t.Status != StatusWaiting {
 			return "", nil
 		}
@@ -231,7 +231,7 @@ func (q *Queue) register(ctx context.Context, child *Task) (_ *Task, told int, _
 	}
 	errs := make([]error, len(open))
 	forEach(len(open), edgeParallelism, func(i int) {
-		res, err := q.operate(ctx, open[i], "add child", func(t *Task, now time.Time) (string, error) {
+		res, err := q.operateEdge(ctx, open[i], "add child", func(t *Task, now time.Time) (string, error) {
 			if _, ok := ended(t); ok {
 				mu.Lock()
 				ends[t.ID] = t.Clone()
@@ -265,6 +265,22 @@ func (q *Queue) register(ctx context.Context, child *Task) (_ *Task, told int, _
 	}
 	next, err := q.record(ctx, child.ID, ends)
 	return next, told, err
+}
+
+// operateEdge is operate for the writes an edge makes on the task at its
+// other end: a parent's end recorded on a child, a child_added write on a
+// parent. Many of them may write one task at once (the parents of a
+// fan-in ending together, children submitted together after one parent),
+// more than maxRebases of them; each rebase that loses lost to another of
+// them that landed, so the write starts over rather than leave its edge
+// to the sweeper, until ctx ends.
+func (q *Queue) operateEdge(ctx context.Context, id uuid.UUID, op string, change func(next *Task, now time.Time) (string, error)) (applied, error) {
+	for {
+		res, err := q.operate(ctx, id, op, change)
+		if !errors.Is(err, ErrConflict) || ctx.Err() != nil {
+			return res, err
+		}
+	}
 }
 
 // blockedBy returns the first parent of t that ended without completing,

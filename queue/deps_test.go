@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -384,5 +385,66 @@ func TestSweepWaitingRecordsAMissedEnd(t *testing.T) {
 			require.Equal(t, queue.StatusPending, got.Status)
 			b.requireIndexed(t, got)
 		}
+	})
+}
+
+// Many writers on one object at once, as many as a fleet of workers runs:
+// the parents of a fan-in ending together all record their ends on the
+// child, and children submitted together with After all register on their
+// parent. Each write that loses a race rebases onto the one that won;
+// none gives up and leaves its edge to the sweeper, however many rebases
+// it takes (here reads of the contended object are slowed down so that
+// the writers race in lockstep, each round won by one of them).
+func TestEdgesUnderContention(t *testing.T) {
+	t.Parallel()
+	const n = 32
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
+		b := setup(t, be)
+		parents := make([]*queue.Task, n)
+		for i := range parents {
+			parents[i] = b.submit(t, "p", `{}`)
+		}
+		child := b.after(t, "c", "", parents...)
+		leases := make([]*queue.Lease, n)
+		for i, p := range parents {
+			leases[i] = b.claim(t, p, "w1")
+		}
+		childKey := b.q.TaskKey(child.ID)
+		b.s.set(func(f *faultStore) { f.slowGet = func(key string) bool { return key == childKey } })
+		var wg sync.WaitGroup
+		errs := make([]error, n)
+		for i, l := range leases {
+			wg.Go(func() { _, errs[i] = b.q.Complete(b.ctx, l, nil) })
+		}
+		wg.Wait()
+		require.NoError(t, errors.Join(errs...))
+		got := b.get(t, child)
+		require.Equal(t, queue.StatusPending, got.Status, "every parent's end is recorded (%d not)", got.ParentsLeft())
+		released := 0
+		for _, e := range b.events(t, child) {
+			if e == queue.EventReleased {
+				released++
+			}
+		}
+		require.Equal(t, 1, released)
+		b.requireIndexed(t, got)
+
+		// n children submitted at once onto one parent.
+		parent := b.submit(t, "p", `{}`)
+		parentKey := b.q.TaskKey(parent.ID)
+		b.s.set(func(f *faultStore) { f.slowGet = func(key string) bool { return key == parentKey } })
+		ids := make([]uuid.UUID, n)
+		for i := range n {
+			wg.Go(func() {
+				var task *queue.Task
+				task, _, errs[i] = b.q.Submit(b.ctx, queue.SubmitRequest{Type: "c", After: []uuid.UUID{parent.ID}})
+				if task != nil {
+					ids[i] = task.ID
+				}
+			})
+		}
+		wg.Wait()
+		require.NoError(t, errors.Join(errs...))
+		require.ElementsMatch(t, ids, b.get(t, parent).Children, "every child registered on the parent")
 	})
 }

@@ -356,8 +356,10 @@ ended otherwise decides the child's fate at once by on_parent_failure:
 cancel (default; cancel_reason "parent ID failed"), fail (a dead letter,
 last_error the same) or run (counted as ended; the child runs once every
 parent ended). A cancelled or failed child tells its own children in turn.
-Two parents ending at once both rebase onto the child: each end is
-recorded once and exactly one write releases it.
+Parents ending at once all rebase onto the child, as often as it takes
+(each lost race is another parent's end that landed): each end is
+recorded once and exactly one write releases it. So do children
+submitted at once onto one parent with their child_added writes.
 
 Cost of one edge: 1 GET at submit, 1 PUT on the parent (child_added)
 unless it had already ended, and 1 GET + 1 PUT on the child when the parent

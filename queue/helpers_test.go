@@ -31,16 +31,21 @@ type faultStore struct {
 	failPut func(key string) bool // fail without committing
 	failDel func(key string) bool
 	failGet func(key string) bool // reads fail (a re-read after a lost response, say)
+	slowGet func(key string) bool // read responses take a few milliseconds to arrive (writers that read together race)
 }
 
 func (f *faultStore) Get(ctx context.Context, key string) (*store.Object, error) {
 	f.mu.Lock()
-	fail := f.failGet
+	fail, slow := f.failGet, f.slowGet
 	f.mu.Unlock()
 	if fail != nil && fail(key) {
 		return nil, errors.New("injected get failure")
 	}
-	return f.Store.Get(ctx, key)
+	obj, err := f.Store.Get(ctx, key)
+	if slow != nil && slow(key) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	return obj, err
 }
 
 var errLostResponse = errors.New("connection reset by peer (response lost)")
