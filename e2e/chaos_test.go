@@ -39,8 +39,14 @@ type chaos struct {
 	*wkEnv
 	log    string // one task id per execution
 	script string
-	ids    []uuid.UUID
-	mu     sync.Mutex
+	// args are the worker flags after workerArgs' own: by default the
+	// logging handler for type work, concurrency 8 and no sweeper.
+	args []string
+	// renamed: the killer restarts a worker under a new id, as a
+	// replacement machine would, instead of the one it killed.
+	renamed bool
+	ids     []uuid.UUID
+	mu      sync.Mutex
 }
 
 func newChaos(t *testing.T) *chaos {
@@ -48,6 +54,9 @@ func newChaos(t *testing.T) *chaos {
 	e := wkSetup(t)
 	dir := t.TempDir()
 	c := &chaos{wkEnv: e, log: filepath.Join(dir, "executions.log"), script: filepath.Join(dir, "work.sh")}
+	// The sweeper is off: every index entry the checker finds at the end was
+	// written by the operations themselves.
+	c.args = []string{"--exec", "work=" + c.script, "--concurrency", "8", "--sweep-interval", "0"}
 	// The handler: record the execution, swallow the input, succeed.
 	body := fmt.Sprintf("#!/bin/sh\necho \"$QO_TASK_ID\" >> '%s'\ncat >/dev/null\necho '{\"ok\":true}'\n", c.log)
 	require.NoError(t, os.WriteFile(c.script, []byte(body), 0o755))
@@ -105,11 +114,9 @@ func parallelDo(n, conc int, fn func(i int) error) error {
 	return <-errs
 }
 
-// worker starts a worker process running the logging handler.
+// worker starts a worker process with c.args.
 func (c *chaos) worker(t *testing.T, id string, extra ...string) *wkProc {
-	// The sweeper is off: every index entry the checker finds at the end was
-	// written by the operations themselves.
-	args := workerArgs(id, append([]string{"--exec", "work=" + c.script, "--concurrency", "8", "--sweep-interval", "0"}, extra...)...)
+	args := workerArgs(id, append(append([]string(nil), c.args...), extra...)...)
 	return c.start(t, id, args...)
 }
 
@@ -160,7 +167,11 @@ func (c *chaos) killer(t *testing.T, procs []*wkProc, ids []string, stop <-chan 
 		<-procs[i].done
 		procs[i].done <- nil // for the cleanup
 		kills++
-		procs[i] = c.worker(t, ids[i])
+		id := ids[i]
+		if c.renamed {
+			id = fmt.Sprintf("%s-%d", ids[i], kills)
+		}
+		procs[i] = c.worker(t, id)
 	}
 }
 
