@@ -50,6 +50,13 @@ docs/performance.md met or not:
     cold and warm; two pages of 100 dead letters; the tasks completed in the
     last hour), then the end-to-end run again over the N tasks
     (--history-only skips everything else);
+  - with --fan-out N and --fan-in N: one parent with N children and N
+    parents with one child, each submitted as a workflow and with --after,
+    in fresh buckets: what submitting costs per edge, what the parents'
+    end costs per edge until every child is released (and how long that
+    takes), the bytes each write of the parent (or child) carries, and
+    whether the fan-in's child is released exactly once (--deps-only skips
+    everything else);
   - end to end again through --workers real 'qo worker' processes x
     --concurrency, with requests per task from the processes' own counters;
   - the peak memory of a real 'qo worker' at concurrency 32 (Linux).
@@ -69,6 +76,7 @@ numbers: compare runs on the same machine.
 Examples:
   qo bench
   qo bench --tasks 5000 --workers 8 --concurrency 16 --json > run.json
+  qo bench --deps-only --fan-out 10000 --fan-in 1000
   qo bench --price-put 0.0045 --price-get 0.00036     # another provider's prices
   qo bench --simulate-partitions --sim-rate 20000 --sim-shards 256`,
 		Flags: []cli.Flag{
@@ -82,6 +90,10 @@ Examples:
 			&cli.IntFlag{Name: "seed-finished", Usage: "also measure reads and run end to end beside `N` finished tasks (written with parallel PUTs)"},
 			&cli.DurationFlag{Name: "leader-window", Value: time.Minute, Usage: "with --seed-finished: how long the idle leading worker is watched"},
 			&cli.BoolFlag{Name: "history-only", Usage: "with --seed-finished: measure only the reads beside history"},
+			&cli.IntFlag{Name: "fan-out", Usage: "also measure one parent with `N` children (at most 10,000), as a workflow and with --after"},
+			&cli.IntFlag{Name: "fan-in", Usage: "also measure `N` parents (at most 1,000) with one child, as a workflow and with --after"},
+			&cli.IntFlag{Name: "fan-out-after", Usage: "children of the fan-out submitted with --after, if not --fan-out's `N` (each child_added write carries the parent's whole, growing, list of children; -1 skips it)"},
+			&cli.BoolFlag{Name: "deps-only", Usage: "with --fan-out or --fan-in: measure only the dependencies"},
 			&cli.BoolFlag{Name: "no-rss", Usage: "skip the worker memory measurement"},
 			&cli.BoolFlag{Name: "no-processes", Usage: "skip the end-to-end run through real worker processes"},
 			&cli.Float64Flag{Name: "price-put", Value: store.AWSStandardPrices.PutPer1000, Usage: "US$ per 1,000 PUT/COPY/POST/LIST"},
@@ -136,6 +148,21 @@ func runBench(c *cli.Context) error {
 	if c.Bool("history-only") && c.Int("seed-finished") == 0 {
 		return usageError("--history-only needs --seed-finished N")
 	}
+	if n := c.Int("fan-out"); n < 0 || n > queue.MaxChildren {
+		return usageError("--fan-out %d: want 0 to %d (a task's children)", n, queue.MaxChildren)
+	}
+	if n := c.Int("fan-out-after"); n < -1 || n > queue.MaxChildren {
+		return usageError("--fan-out-after %d: want -1 to %d (a task's children)", n, queue.MaxChildren)
+	}
+	if n := c.Int("fan-in"); n < 0 || n > queue.MaxParents {
+		return usageError("--fan-in %d: want 0 to %d (a task's parents)", n, queue.MaxParents)
+	}
+	if c.Bool("deps-only") && c.Int("fan-out") == 0 && c.Int("fan-out-after") <= 0 && c.Int("fan-in") == 0 {
+		return usageError("--deps-only needs --fan-out N or --fan-in N")
+	}
+	if c.Bool("deps-only") && c.Bool("history-only") {
+		return usageError("--deps-only and --history-only exclude each other")
+	}
 	prices := store.Prices{PutPer1000: c.Float64("price-put"), GetPer1000: c.Float64("price-get"), DeletePer1000: c.Float64("price-delete")}
 	if prices.PutPer1000 < 0 || prices.GetPer1000 < 0 || prices.DeletePer1000 < 0 {
 		return usageError("prices cannot be negative")
@@ -151,6 +178,7 @@ func runBench(c *cli.Context) error {
 		SubmitTasks: c.Int("submit-tasks"), LatencySamples: c.Int("samples"),
 		Idle: c.Duration("idle"), IdleWorkers: c.Int("idle-workers"), SeedFinished: c.Int("seed-finished"),
 		LeaderWindow: c.Duration("leader-window"), HistoryOnly: c.Bool("history-only"),
+		FanOut: c.Int("fan-out"), FanOutAfter: c.Int("fan-out-after"), FanIn: c.Int("fan-in"), DepsOnly: c.Bool("deps-only"),
 		Prices: prices, Log: c.App.ErrWriter,
 	}
 	if dir := c.String("plot"); dir != "" {
@@ -164,7 +192,7 @@ func runBench(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if !c.Bool("no-processes") && !cfg.HistoryOnly {
+	if !c.Bool("no-processes") && !cfg.HistoryOnly && !cfg.DepsOnly {
 		fmt.Fprintln(c.App.ErrWriter, "bench: end to end through worker processes...")
 		e, err := workerProcesses(c.Context, base, newBucket, cfg)
 		if err != nil {
@@ -172,7 +200,7 @@ func runBench(c *cli.Context) error {
 		}
 		r.AddProcesses(e)
 	}
-	if !c.Bool("no-rss") && !cfg.HistoryOnly && runtime.GOOS == "linux" {
+	if !c.Bool("no-rss") && !cfg.HistoryOnly && !cfg.DepsOnly && runtime.GOOS == "linux" {
 		fmt.Fprintln(c.App.ErrWriter, "bench: worker memory...")
 		mb, err := workerRSS(c.Context, base, newBucket)
 		if err != nil {

@@ -65,10 +65,10 @@ type stepOutput struct {
 func TestChaosWorkflowsKill9(t *testing.T) {
 	t.Parallel()
 	c := newChaos(t)
-	// The step handler: log the execution, take a moment (0.2-0.9 s), and
+	// The step handler: log the execution, take a moment (0.5-0.9 s), and
 	// answer with the task's id and the input it got.
 	step := filepath.Join(filepath.Dir(c.script), "step.sh")
-	body := fmt.Sprintf("#!/bin/sh\necho \"$QO_TASK_ID\" >> '%s'\nin=$(cat)\nsleep 0.$(( $$ %% 8 + 2 ))\nprintf '{\"task\":\"%%s\",\"got\":%%s}\\n' \"$QO_TASK_ID\" \"$in\"\n", c.log)
+	body := fmt.Sprintf("#!/bin/sh\necho \"$QO_TASK_ID\" >> '%s'\nin=$(cat)\nsleep 0.$(( $$ %% 5 + 5 ))\nprintf '{\"task\":\"%%s\",\"got\":%%s}\\n' \"$QO_TASK_ID\" \"$in\"\n", c.log)
 	require.NoError(t, os.WriteFile(step, []byte(body), 0o755))
 	// Concurrency 2 keeps every worker busy with the 50 steps, so each
 	// kill takes running steps down with it. The sweeper runs every 2 s

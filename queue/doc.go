@@ -361,10 +361,13 @@ Parents ending at once all rebase onto the child, as often as it takes
 recorded once and exactly one write releases it. So do children
 submitted at once onto one parent with their child_added writes.
 
-Cost of one edge: 1 GET at submit, 1 PUT on the parent (child_added)
-unless it had already ended, and 1 GET + 1 PUT on the child when the parent
-ends; the release adds the child's ready entry PUT and the waiting entry
-DELETE that any submit and claim would pay. Nothing is listed.
+Cost of one edge: 1 GET at submit, 1 GET + 1 PUT on the parent
+(child_added) unless it had already ended, and 1 GET + 1 PUT on the child
+when the parent ends; the release adds the child's ready entry PUT and the
+waiting entry DELETE that any submit and claim would pay. Nothing is
+listed. Writers racing on one task (parents of a fan-in ending together,
+children submitted together after one parent) pay a refused PUT and a
+re-read per lost race: docs/performance.md measures it.
 
 Replay of a parent that ended badly puts the children it cancelled or
 failed (their reason names it) back to waiting for it, and theirs in turn.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -115,13 +116,10 @@ func TestWorkflowHalfSubmittedIsFinishedByItsKey(t *testing.T) {
 		// The write of the root's task fails: every other step exists and
 		// waits, nothing runs.
 		// (Tasks are written children first: the fifth is the root.)
-		tasks := 0
+		var tasks atomic.Int32 // steps are written in parallel
 		b.s.set(func(f *faultStore) {
 			f.failPut = func(key string) bool {
-				if strings.HasPrefix(key, queue.TasksPrefix) {
-					tasks++
-				}
-				return strings.HasPrefix(key, queue.TasksPrefix) && tasks >= 5
+				return strings.HasPrefix(key, queue.TasksPrefix) && tasks.Add(1) >= 5
 			}
 		})
 		_, _, err := b.q.SubmitWorkflow(b.ctx, spec)

@@ -58,7 +58,15 @@ type Config struct {
 	LeaderWindow time.Duration
 	// HistoryOnly runs only the history step (with SeedFinished).
 	HistoryOnly bool
-	Prices      store.Prices
+	// FanOut and FanIn, when set, add the dependency phases: one parent
+	// with FanOut children, FanIn parents with one child, each submitted
+	// as a workflow and with After (see Fan). FanOutAfter, when set, is
+	// the children of the fan-out submitted with After instead of FanOut
+	// (each of their child_added writes carries the parent's growing list
+	// of children; -1 skips it). DepsOnly runs only the dependency phases.
+	FanOut, FanIn, FanOutAfter int
+	DepsOnly                   bool
+	Prices                     store.Prices
 	// Log receives progress lines (nil: none).
 	Log io.Writer
 }
@@ -112,7 +120,9 @@ type Report struct {
 	Efficiency float64   `json:"efficiency"`
 	Idle       []Idle    `json:"idle"`
 	// History holds the reads beside 0 and SeedFinished finished tasks.
-	History     []History `json:"history,omitempty"`
+	History []History `json:"history,omitempty"`
+	// Fans holds the dependency phases (FanOut, FanIn).
+	Fans        []Fan `json:"dependencies,omitempty"`
 	Prices      store.Prices
 	WorkerRSSMB float64  `json:"worker_rss_mb,omitempty"`
 	Targets     []Target `json:"targets"`
@@ -251,7 +261,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil
 		}},
 	}
-	if cfg.HistoryOnly {
+	if cfg.HistoryOnly || cfg.DepsOnly {
 		steps = steps[:0]
 	}
 	if cfg.SeedFinished > 0 {
@@ -271,7 +281,27 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return err
 		}})
 	}
-	if cfg.SeedFinished > 0 && !cfg.HistoryOnly {
+	fanOutAfter := cfg.FanOutAfter
+	if fanOutAfter == 0 {
+		fanOutAfter = cfg.FanOut
+	}
+	for _, fan := range []struct {
+		shape, via string
+		edges      int
+	}{{"fan-out", "workflow", cfg.FanOut}, {"fan-out", "after", fanOutAfter}, {"fan-in", "workflow", cfg.FanIn}, {"fan-in", "after", cfg.FanIn}} {
+		if fan.edges <= 0 {
+			continue
+		}
+		steps = append(steps, struct {
+			name string
+			fn   func(ctx context.Context, b Bucket, q *queue.Queue) error
+		}{fmt.Sprintf("%s of %d via %s", fan.shape, fan.edges, fan.via), func(ctx context.Context, b Bucket, _ *queue.Queue) error {
+			f, err := runFan(ctx, b, fan.shape, fan.via, fan.edges, cfg.Log)
+			r.Fans = append(r.Fans, f)
+			return err
+		}})
+	}
+	if cfg.SeedFinished > 0 && !cfg.HistoryOnly && !cfg.DepsOnly {
 		steps = append(steps, struct {
 			name string
 			fn   func(ctx context.Context, b Bucket, q *queue.Queue) error

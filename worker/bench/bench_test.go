@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,4 +87,58 @@ func TestPlots(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(dir, "t.svg"))
 	require.NoError(t, err)
 	require.Contains(t, string(b), "4x8", "the shapes label the bars")
+}
+
+// TestDependenciesSmall runs the dependency phases alone with small
+// shapes against MinIO: every child is released by its parents' ends
+// alone, the fan-in's child exactly once, and the costs the report
+// computes are the ones queue/doc.go states where nothing races (the
+// fan-out's edges; the fan-in's races on its child are counted, not
+// asserted).
+func TestDependenciesSmall(t *testing.T) {
+	t.Parallel()
+	storetest.MinIO(t) // skips (or fails in CI) without MinIO
+	cfg := bench.Config{
+		NewBucket: func(ctx context.Context, name string) (bench.Bucket, error) {
+			return s3store.New(ctx, storetest.S3Config(t, name))
+		},
+		FanOut: 40, FanIn: 12, DepsOnly: true, Prices: store.AWSStandardPrices,
+	}
+	r, err := bench.Run(context.Background(), cfg)
+	require.NoError(t, err)
+	require.Zero(t, r.EndToEnd.Tasks, "only the dependency phases ran")
+	require.Len(t, r.Fans, 4)
+	for _, f := range r.Fans {
+		name := f.Shape + " via " + f.Via
+		require.Zero(t, f.Unrecorded, name)
+		require.Zero(t, f.SubmitErrors, name)
+		require.Nil(t, f.Repair, name)
+		require.Positive(t, f.BigBytes, name)
+		require.GreaterOrEqual(t, f.ReleaseMS, 0.0, name)
+		if f.Shape == "fan-out" {
+			require.Equal(t, 40, f.Edges, name)
+			require.Equal(t, 40, f.Released, name)
+			require.Equal(t, 40, f.ReleasedByEnd, name)
+			// The parent's claim and complete, then per child 1 GET + 1 PUT
+			// of the child, its ready entry and its waiting entry.
+			require.InDelta(t, 41.0/40, f.End.PerEdge[store.OpGet], 0.001, name)
+			require.InDelta(t, 83.0/40, f.End.PerEdge[store.OpPut], 0.001, name)
+			require.InDelta(t, 42.0/40, f.End.PerEdge[store.OpDelete], 0.001, name)
+			require.Equal(t, int64(2), f.End.BigWrites, "%s: the parent is written by its claim and its complete", name)
+		} else {
+			require.Equal(t, 12, f.Edges, name)
+			require.Equal(t, 1, f.Released, name)
+			require.Equal(t, 1, f.Releases, "%s: the child is released exactly once", name)
+			require.GreaterOrEqual(t, f.End.BigWrites, int64(12), "%s: one write of the child per parent at least", name)
+		}
+		if f.Via == "workflow" {
+			steps := f.Edges + 1
+			require.InDelta(t, float64(2*steps+3)/float64(f.Edges), f.Submit.PerEdge[store.OpPut], 0.001, "%s: 2 PUTs per step, the marker, the record and the name", name)
+		}
+	}
+	require.NotEmpty(t, r.Targets)
+	var text strings.Builder
+	r.WriteText(&text)
+	require.Contains(t, text.String(), "fan-in, 12 parents, via after")
+	require.Contains(t, text.String(), "released events of the child")
 }

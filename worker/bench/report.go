@@ -12,9 +12,9 @@ import (
 // targets checks the report against the goals of docs/performance.md.
 func targets(r *Report) []Target {
 	e := r.EndToEnd
-	ts := historyTargets(r.History)
+	ts := append(historyTargets(r.History), fanTargets(r.Fans)...)
 	if e.Tasks == 0 {
-		return ts // only the history step ran
+		return ts // only the history or dependency steps ran
 	}
 	ts = append(ts, []Target{
 		{"PUT per task", "<= 5", e.RequestsPerTask[store.OpPut], e.RequestsPerTask[store.OpPut] <= 5},
@@ -84,9 +84,15 @@ func (r *Report) AddRSS(mb float64) {
 func (r *Report) WriteText(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	p := func(format string, args ...any) { fmt.Fprintf(tw, format+"\n", args...) }
-	if r.EndToEnd.Tasks == 0 {
-		writeHistory(w, r.History) // only the history step ran
-		fmt.Fprintln(w)
+	if r.EndToEnd.Tasks == 0 { // only the history or dependency steps ran
+		if len(r.History) > 0 {
+			writeHistory(w, r.History)
+			fmt.Fprintln(w)
+		}
+		if len(r.Fans) > 0 {
+			writeFans(w, r.Fans)
+			fmt.Fprintln(w)
+		}
 		r.writeTargets(w)
 		return
 	}
@@ -124,6 +130,10 @@ func (r *Report) WriteText(w io.Writer) {
 	fmt.Fprintln(w)
 	if len(r.History) > 0 {
 		writeHistory(w, r.History)
+		fmt.Fprintln(w)
+	}
+	if len(r.Fans) > 0 {
+		writeFans(w, r.Fans)
 		fmt.Fprintln(w)
 	}
 	r.writeTargets(w)
