@@ -136,10 +136,7 @@ func resolveWaiting(t *Task, now time.Time, recorded bool) string {
 	if bad, ok := blockedBy(t); ok {
 		reason := parentReason(bad)
 		if t.OnParentFailure == ParentFailureFail {
-			t.Status = StatusFailed
-			t.CompletedAt = timePtr(now)
-			t.LastError = reason
-			return EventFailed
+			return failWaiting(t, now, reason)
 		}
 		toCancelled(t, now)
 		t.CancelReason = reason
@@ -156,6 +153,15 @@ func resolveWaiting(t *Task, now time.Time, recorded bool) string {
 		return EventParentDone
 	}
 	return ""
+}
+
+// failWaiting makes waiting task t a dead letter for reason (a parent that
+// did not complete, or a value it cannot take from one).
+func failWaiting(t *Task, now time.Time, reason string) string {
+	t.Status = StatusFailed
+	t.CompletedAt = timePtr(now)
+	t.LastError = reason
+	return EventFailed
 }
 
 // parentReason is the cancel reason or last error of a child that ended
@@ -196,10 +202,7 @@ func (q *Queue) record(ctx context.Context, child uuid.UUID, ends map[uuid.UUID]
 			}
 		}
 		if problem != "" {
-			t.Status = StatusFailed
-			t.CompletedAt = timePtr(now)
-			t.LastError = problem
-			return EventFailed, nil
+			return failWaiting(t, now, problem), nil
 		}
 		return resolveWaiting(t, now, recorded), nil
 	})

@@ -509,14 +509,15 @@ func (q *Queue) CancelWorkflow(ctx context.Context, ref, reason string) (int, er
 	if err != nil {
 		return 0, err
 	}
-	spec := &WorkflowSpec{}
-	for _, s := range v.Workflow.Steps {
-		spec.Steps = append(spec.Steps, WorkflowStepSpec{Name: s.Name, After: s.After})
+	// Deepest first: a child is always deeper than each of its parents.
+	var levels [][]int
+	for i, d := range v.Workflow.Depths() {
+		for len(levels) <= d {
+			levels = append(levels, nil)
+		}
+		levels[d] = append(levels[d], i)
 	}
-	levels, err := spec.levels()
-	if err != nil {
-		return 0, &MalformedError{Key: q.WorkflowKey(v.Workflow.ID), Err: err}
-	}
+	slices.Reverse(levels)
 	var mu sync.Mutex
 	n := 0
 	var errs []error
