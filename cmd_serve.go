@@ -17,8 +17,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/qo-queue/qo/monitor/httpapi"
-	"github.com/qo-queue/qo/monitor/metrics"
+	"github.com/qo-queue/qo/httpapi"
+	"github.com/qo-queue/qo/metrics"
 	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/webui"

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/qo-queue/qo/monitor/httpapi"
+	"github.com/qo-queue/qo/httpapi"
 	"github.com/qo-queue/qo/queue"
 )
 

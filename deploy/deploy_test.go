@@ -27,7 +27,7 @@ import (
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
-	"github.com/qo-queue/qo/monitor/metrics"
+	"github.com/qo-queue/qo/metrics"
 	"github.com/qo-queue/qo/monitor/view"
 	"github.com/qo-queue/qo/queue"
 )

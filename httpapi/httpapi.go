@@ -27,8 +27,8 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/qo-queue/qo/metrics"
 	"github.com/qo-queue/qo/monitor"
-	"github.com/qo-queue/qo/monitor/metrics"
 	"github.com/qo-queue/qo/monitor/view"
 	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/store"

@@ -11,7 +11,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
-	"github.com/qo-queue/qo/monitor/metrics"
+	"github.com/qo-queue/qo/metrics"
 )
 
 var backlogNames = []string{

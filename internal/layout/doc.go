@@ -1,0 +1,21 @@
+// Package layout holds no code. Its test keeps qo's packages in layers,
+// each importing only layers below it:
+//
+//	internal/...                  leaf helpers (termsafe): nothing of qo
+//	store/...                     the bucket: S3, the memory store, doctor, gateway
+//	queue/...                     the task lifecycle
+//	monitor/...                   recovery and the shared JSON shapes (view)
+//	worker/...                    handlers, which embed a monitor
+//	metrics/...                   Prometheus metrics, a worker.Observer
+//	tui/, webui/, httpapi/        the interfaces; none imports another
+//	command/...                   the commands
+//	qo (the root), deploy/...     programs
+//	e2e/                          tests only
+//
+// A package may import its own tree (store/memstore imports store) and any
+// layer below its own. Tests may reach upward (queue's tests run workers):
+// only what is built into a program is checked. Every package of the module
+// must have a layer, so a new one is placed on purpose. The check parses
+// the import clauses of every file with go/parser, whatever its build
+// constraints, so code built for one OS only is checked on every OS.
+package layout

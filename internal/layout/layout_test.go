@@ -1,0 +1,243 @@
+package layout
+
+import (
+	"fmt"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/qo-queue/qo"
+
+// layer is one tree of packages: tree and everything under it, or only the
+// root package when tree is "".
+type layer struct {
+	tree string
+	rank int
+}
+
+// layers is the order package doc.go states. Trees of one rank may not
+// import each other.
+var layers = []layer{
+	{"internal", 0},
+	{"store", 1},
+	{"queue", 2},
+	{"monitor", 3},
+	{"worker", 4},
+	{"metrics", 5},
+	{"tui", 6},
+	{"webui", 6},
+	{"httpapi", 6},
+	{"command", 7},
+	{"", 8},
+	{"deploy", 8},
+	{"e2e", 9},
+}
+
+// layerOf returns the layer of the package at rel (a path relative to the
+// module root, "" for the root package).
+func layerOf(rel string) (layer, bool) {
+	for _, l := range layers {
+		if l.tree == "" {
+			if rel == "" {
+				return l, true
+			}
+			continue
+		}
+		if rel == l.tree || strings.HasPrefix(rel, l.tree+"/") {
+			return l, true
+		}
+	}
+	return layer{}, false
+}
+
+// allowed reports whether the package at from may import the package at
+// to, both relative to the module root, and why not.
+func allowed(from, to string) (bool, string) {
+	lf, ok := layerOf(from)
+	if !ok {
+		return false, fmt.Sprintf("%s has no layer: add its tree to layers", pkgName(from))
+	}
+	lt, ok := layerOf(to)
+	if !ok {
+		return false, fmt.Sprintf("%s has no layer: add its tree to layers", pkgName(to))
+	}
+	switch {
+	case lf.tree == lt.tree:
+		return true, ""
+	case lt.rank < lf.rank:
+		return true, ""
+	case lt.rank == lf.rank:
+		return false, fmt.Sprintf("%s and %s are side by side (layer %d); neither may import the other", pkgName(from), pkgName(to), lf.rank)
+	default:
+		return false, fmt.Sprintf("%s (layer %d) is above %s (layer %d)", pkgName(to), lt.rank, pkgName(from), lf.rank)
+	}
+}
+
+func pkgName(rel string) string {
+	if rel == "" {
+		return module
+	}
+	return module + "/" + rel
+}
+
+func TestAllowed(t *testing.T) {
+	for _, tc := range []struct {
+		from, to string
+		ok       bool
+	}{
+		{"store/memstore", "store", true},
+		{"store/storetest", "store/s3store", true},
+		{"store/s3store", "queue", false},
+		{"store", "internal/termsafe", true},
+		{"internal/termsafe", "store", false},
+		{"queue", "store", true},
+		{"queue", "worker", false},
+		{"queue", "monitor", false},
+		{"monitor", "queue", true},
+		{"monitor/view", "monitor", true},
+		{"monitor", "worker", false},
+		{"monitor/view", "metrics", false},
+		{"worker", "monitor", true},
+		{"worker/bench", "worker", true},
+		{"worker", "metrics", false},
+		{"metrics", "worker", true},
+		{"metrics", "httpapi", false},
+		{"httpapi", "metrics", true},
+		{"httpapi", "monitor/view", true},
+		{"tui", "httpapi", false},
+		{"webui", "tui", false},
+		{"worker", "tui", false},
+		{"command", "tui", true},
+		{"command", "httpapi", true},
+		{"", "command", true},
+		{"", "webui", true},
+		{"command", "", false},
+		{"deploy/image", "", false},
+		{"e2e", "worker", true},
+		{"examples", "queue", false},
+		{"queue", "examples", false},
+	} {
+		ok, why := allowed(tc.from, tc.to)
+		if ok != tc.ok {
+			t.Errorf("allowed(%q, %q) = %v (%s), want %v", tc.from, tc.to, ok, why, tc.ok)
+		}
+	}
+}
+
+// TestImports checks every import of the module's non-test files against
+// the layers.
+func TestImports(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		t.Fatalf("module root: %v", err)
+	}
+	imports, err := moduleImports(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"", "store", "queue", "monitor", "worker", "metrics", "httpapi", "tui", "webui"} {
+		if _, ok := imports[want]; !ok {
+			t.Errorf("no package %s found: the walk missed part of the module", pkgName(want))
+		}
+	}
+	var froms []string
+	for from := range imports {
+		froms = append(froms, from)
+	}
+	sort.Strings(froms)
+	for _, from := range froms {
+		if _, ok := layerOf(from); !ok {
+			t.Errorf("%s has no layer: add its tree to layers (and to doc.go)", pkgName(from))
+			continue
+		}
+		for _, imp := range imports[from] {
+			if ok, why := allowed(from, imp.to); !ok {
+				t.Errorf("%s imports %s: %s", imp.file, pkgName(imp.to), why)
+			}
+		}
+	}
+}
+
+type importRef struct {
+	to   string // relative to the module root
+	file string // relative to the module root
+}
+
+// moduleImports parses the import clauses of every non-test Go file under
+// root, whatever its build constraints, and returns the imports of module
+// packages by importing package (paths relative to root). A package with
+// test files only is listed with no imports.
+func moduleImports(root string) (map[string][]importRef, error) {
+	out := map[string][]importRef{}
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if path != root && (name == "testdata" || name == "node_modules" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
+				return filepath.SkipDir
+			}
+			if path != root {
+				if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
+					return filepath.SkipDir // another module
+				}
+			}
+			return nil
+		}
+		if !strings.HasSuffix(name, ".go") {
+			return nil
+		}
+		rel, err := filepath.Rel(root, filepath.Dir(path))
+		if err != nil {
+			return fmt.Errorf("relative path of %s: %w", path, err)
+		}
+		rel = filepath.ToSlash(rel)
+		if rel == "." {
+			rel = ""
+		}
+		if _, ok := out[rel]; !ok {
+			out[rel] = nil
+		}
+		if strings.HasSuffix(name, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return fmt.Errorf("parse imports: %w", err)
+		}
+		file := strings.TrimPrefix(filepath.ToSlash(strings.TrimPrefix(path, root)), "/")
+		for _, spec := range f.Imports {
+			p, err := strconv.Unquote(spec.Path.Value)
+			if err != nil {
+				return fmt.Errorf("%s: import path %s: %w", file, spec.Path.Value, err)
+			}
+			var to string
+			switch {
+			case p == module:
+				to = ""
+			case strings.HasPrefix(p, module+"/"):
+				to = strings.TrimPrefix(p, module+"/")
+			default:
+				continue
+			}
+			out[rel] = append(out[rel], importRef{to: to, file: file})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("walk %s: %w", root, err)
+	}
+	return out, nil
+}
