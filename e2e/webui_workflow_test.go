@@ -130,6 +130,14 @@ func TestWebUIWorkflow(t *testing.T) {
 			require.Contains(t, text(ctx, t, `#wf-graph g.step[data-step="load"]`), "after 1 of 2 parents")
 			require.Equal(t, "running", text(ctx, t, "#wf-status"))
 
+			// The waiting step's task offers what the transition table
+			// allows a waiting task: a cancel, no replay or archive.
+			require.NoError(t, chromedp.Run(ctx,
+				chromedp.Evaluate(`document.querySelector('#wf-graph g.step[data-step="load"]').dispatchEvent(new MouseEvent('click', {bubbles: true}))`, nil),
+				poll(`document.querySelector('#detail h2')?.textContent === '`+step["load"].String()+`'`),
+			))
+			require.Equal(t, "act-cancel", evalString(ctx, t, `[...document.querySelectorAll('#detail .actions button')].map((b) => b.id).join(' ')`))
+
 			// Cancel the rest: every step that has not ended is cancelled.
 			require.NoError(t, chromedp.Run(ctx,
 				chromedp.Click("#wf-cancel", chromedp.ByQuery),

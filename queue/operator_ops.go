@@ -2,6 +2,8 @@ package queue
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -72,19 +74,54 @@ const (
 	OpRequeue = "requeue"
 )
 
+// operatorRefusal is what an operator action names when the task's
+// status does not allow it: the transition it would have made and the
+// past participle of its verb.
+var operatorRefusal = map[string]struct {
+	event string
+	to    Status
+	done  string
+}{
+	OpCancel:  {EventCancelled, StatusCancelled, "cancelled"},
+	OpReplay:  {EventReplayed, StatusPending, "replayed"},
+	OpArchive: {EventArchived, StatusArchived, "archived"},
+	OpRequeue: {EventRequeued, StatusPending, "requeued"},
+}
+
 // operatorChange is the change an operator action makes to a task (see the
 // methods above). Every client that acts on tasks (this package, the web
-// UI) applies exactly these rules; ApplyOperator exposes them.
+// UI) applies exactly these rules; ApplyOperator exposes them. The
+// statuses an action applies to are the table's (OperatorFrom): any other
+// is refused before the change looks at the task.
 func operatorChange(op, reason string) func(t *Task, now time.Time) (string, error) {
+	change := operatorChanges(op, reason)
+	r, known := operatorRefusal[op]
+	return func(t *Task, now time.Time) (string, error) {
+		if known {
+			from := OperatorFrom(op)
+			if !slices.Contains(from, t.Status) {
+				return "", &TransitionError{From: t.Status, Event: r.event, To: r.to, Reason: fmt.Sprintf("only %s tasks can be %s", joinOr(from), r.done)}
+			}
+		}
+		return change(t, now)
+	}
+}
+
+// joinOr lists statuses as a sentence does: "a, b or c".
+func joinOr(ss []Status) string {
+	if len(ss) < 2 {
+		return joinNames(ss)
+	}
+	return joinNames(ss[:len(ss)-1]) + " or " + string(ss[len(ss)-1])
+}
+
+// operatorChanges is the change itself, for a task whose status the
+// action applies to.
+func operatorChanges(op, reason string) func(t *Task, now time.Time) (string, error) {
 	switch op {
 	case OpCancel:
 		return func(t *Task, now time.Time) (string, error) {
-			switch t.Status {
-			case StatusPending, StatusWaiting:
-				toCancelled(t, now)
-				t.CancelReason = reason
-				return EventCancelled, nil
-			case StatusRunning:
+			if t.Status == StatusRunning {
 				if t.CancelRequested {
 					return "", nil
 				}
@@ -93,15 +130,12 @@ func operatorChange(op, reason string) func(t *Task, now time.Time) (string, err
 				t.CancelReason = reason
 				return EventCancelRequested, nil
 			}
-			return "", &TransitionError{From: t.Status, Event: EventCancelled, To: StatusCancelled, Reason: "only waiting, pending or running tasks can be cancelled"}
+			toCancelled(t, now) // waiting or pending
+			t.CancelReason = reason
+			return EventCancelled, nil
 		}
 	case OpReplay:
 		return func(t *Task, now time.Time) (string, error) {
-			switch t.Status {
-			case StatusFailed, StatusCancelled, StatusExpired:
-			default:
-				return "", &TransitionError{From: t.Status, Event: EventReplayed, To: StatusPending, Reason: "only failed, cancelled or expired tasks can be replayed"}
-			}
 			if t.ExpiresAt != nil && !t.ExpiresAt.After(now) {
 				t.ExpiresAt = nil
 			}
@@ -122,24 +156,13 @@ func operatorChange(op, reason string) func(t *Task, now time.Time) (string, err
 		}
 	case OpArchive:
 		return func(t *Task, now time.Time) (string, error) {
-			switch t.Status {
-			case StatusCompleted, StatusFailed, StatusCancelled, StatusExpired:
-			default:
-				return "", &TransitionError{From: t.Status, Event: EventArchived, To: StatusArchived, Reason: "only completed, failed, cancelled or expired tasks can be archived"}
-			}
 			t.Status = StatusArchived
 			return EventArchived, nil
 		}
 	case OpRequeue:
 		return func(t *Task, now time.Time) (string, error) {
-			switch t.Status {
-			case StatusRunning:
-			case StatusPending:
-				if !t.AvailableAt.After(now) {
-					return "", nil
-				}
-			default:
-				return "", &TransitionError{From: t.Status, Event: EventRequeued, To: StatusPending, Reason: "only running or pending tasks can be requeued"}
+			if t.Status == StatusPending && !t.AvailableAt.After(now) {
+				return "", nil
 			}
 			toPending(t, now)
 			return EventRequeued, nil

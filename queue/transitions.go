@@ -99,6 +99,31 @@ func Allowed(from Status, event string, to Status) bool {
 	return false
 }
 
+// operatorBy names the operation the table's By column credits with the
+// transitions of each operator action.
+var operatorBy = map[string]string{OpCancel: "Cancel", OpReplay: "Replay", OpArchive: "Archive", OpRequeue: "RequeueNow"}
+
+// OperatorFrom lists, in the order of Statuses, the statuses operator
+// action op (OpCancel, OpReplay, OpArchive, OpRequeue) applies to: the From
+// of every transition the table credits to it. ApplyOperator refuses the
+// others; the web UI offers an action on exactly these. Nil for an unknown
+// action.
+func OperatorFrom(op string) []Status {
+	by, ok := operatorBy[op]
+	if !ok {
+		return nil
+	}
+	var out []Status
+	for _, s := range Statuses {
+		if slices.ContainsFunc(transitions, func(tr Transition) bool {
+			return tr.From == s && slices.Contains(strings.Split(tr.By, ", "), by)
+		}) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // ValidateTransition is the one validator run before every task write:
 // prev is the version being replaced (nil for a create), next the version
 // about to be written (next.LastEvent names the event). It checks the table,

@@ -1,6 +1,12 @@
 package tui
 
-import "github.com/charmbracelet/bubbles/key"
+import (
+	"strings"
+
+	"github.com/charmbracelet/bubbles/key"
+
+	"github.com/qo-queue/qo/queue"
+)
 
 // KeyMap is every key binding of the console. Screens pick the ones they
 // use; the help screen lists them all.
@@ -54,9 +60,9 @@ func DefaultKeyMap() KeyMap {
 		PrevPage:  k("[", "previous page", "["),
 		Mark:      k("m", "mark version for diff", "m"),
 		Diff:      k("d", "diff the two marked versions", "d"),
-		Replay:    k("R", "replay (failed, cancelled, expired)", "R"),
-		Archive:   k("A", "archive (finished)", "A"),
-		Cancel:    k("C", "cancel (pending, running)", "C"),
+		Replay:    k("R", "replay ("+from(queue.OpReplay)+")", "R"),
+		Archive:   k("A", "archive ("+from(queue.OpArchive)+")", "A"),
+		Cancel:    k("C", "cancel ("+from(queue.OpCancel)+")", "C"),
 		Requeue:   k("N", "requeue now (pending in backoff)", "N"),
 		Submit:    k("n", "submit a new task", "n"),
 		PauseType: k("p", "pause/resume the selected task's type", "p"),
@@ -71,6 +77,16 @@ func DefaultKeyMap() KeyMap {
 		Confirm:        k("y", "confirm", "y", "Y"),
 		Deny:           k("n/esc", "do not", "n", "N", "esc", "q"),
 	}
+}
+
+// from lists the statuses operator action op applies to, as the
+// transition table has them.
+func from(op string) string {
+	var names []string
+	for _, s := range queue.OperatorFrom(op) {
+		names = append(names, string(s))
+	}
+	return strings.Join(names, ", ")
 }
 
 // helpSections groups the bindings for the help screen.

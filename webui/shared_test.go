@@ -13,10 +13,11 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/qo-queue/qo/monitor"
 	"github.com/qo-queue/qo/queue"
 )
 
-var update = flag.Bool("update", false, "rewrite src/transitions.json and testdata/cases.json")
+var update = flag.Bool("update", false, "rewrite src/transitions.json, src/constants.json and testdata/*.json")
 
 // requireFile compares a generated file with the checked-in one (or
 // rewrites it with -update).
@@ -188,20 +189,113 @@ func TestIdempotencyKeys(t *testing.T) {
 	requireFile(t, filepath.Join("testdata", "idempotency.json"), cases)
 }
 
-// TestCountedStatuses keeps the statuses the page's direct-mode stats
-// count (COUNTED in src/queue.js) equal to queue.CountedStatuses: the
-// overview shows the same cards whichever way it reads the queue.
-func TestCountedStatuses(t *testing.T) {
-	t.Parallel()
-	src, err := os.ReadFile(filepath.Join("src", "queue.js"))
-	require.NoError(t, err)
-	m := regexp.MustCompile(`export const COUNTED = (\[[^\]]*\]);`).FindSubmatch(src)
-	require.NotNil(t, m, "src/queue.js defines no COUNTED")
-	var got []string
-	require.NoError(t, json.Unmarshal([]byte(strings.ReplaceAll(string(m[1]), "'", `"`)), &got))
-	want := make([]string, len(queue.CountedStatuses))
-	for i, s := range queue.CountedStatuses {
-		want[i] = string(s)
+// pageConstants are the Go values the page uses, generated into
+// src/constants.json: src/queue.js exports them under its own names, so no
+// status list, key prefix or number of the queue is written by hand in the
+// page.
+type pageConstants struct {
+	FormatVersion     int                    `json:"format_version"`      // queue.FormatVersion
+	LayoutVersion     int                    `json:"layout_version"`      // queue.LayoutVersion
+	Statuses          []queue.Status         `json:"statuses"`            // queue.Statuses
+	Terminal          []queue.Status         `json:"terminal"`            // the statuses whose Terminal is true
+	Counted           []queue.Status         `json:"counted"`             // queue.CountedStatuses
+	Priorities        []queue.Priority       `json:"priorities"`          // queue.Priorities
+	PriorityStepMS    int64                  `json:"priority_step_ms"`    // queue.PriorityStep
+	ListWindowMS      int64                  `json:"list_window_ms"`      // queue.DefaultListWindow
+	RecentMinutes     int                    `json:"recent_minutes"`      // queue.DefaultRecentMinutes
+	DeadFactor        int                    `json:"dead_factor"`         // monitor.DeadFactor
+	HealthThresholdMS int64                  `json:"health_threshold_ms"` // monitor.DefaultHealthThreshold
+	Keys              map[string]string      `json:"keys"`                // the key layout's keys and prefixes
+	WorkflowEnded     []queue.WorkflowStatus `json:"workflow_ended"`      // the workflow statuses whose Ended is true
+	// Operators lists, for each action the page offers, the statuses it
+	// applies to (queue.OperatorFrom, read off the transition table).
+	Operators map[string][]queue.Status `json:"operators"`
+}
+
+func constants() pageConstants {
+	var terminal []queue.Status
+	for _, s := range queue.Statuses {
+		if s.Terminal() {
+			terminal = append(terminal, s)
+		}
 	}
-	require.Equal(t, want, got, "COUNTED in src/queue.js differs from queue.CountedStatuses")
+	var wfEnded []queue.WorkflowStatus
+	for _, s := range []queue.WorkflowStatus{queue.WorkflowIncomplete, queue.WorkflowRunning, queue.WorkflowCompleted, queue.WorkflowFailed, queue.WorkflowCancelled} {
+		if s.Ended() {
+			wfEnded = append(wfEnded, s)
+		}
+	}
+	ops := map[string][]queue.Status{}
+	for _, op := range pageOps {
+		ops[op] = queue.OperatorFrom(op)
+	}
+	return pageConstants{
+		FormatVersion: queue.FormatVersion, LayoutVersion: queue.LayoutVersion,
+		Statuses: queue.Statuses, Terminal: terminal, Counted: queue.CountedStatuses, Priorities: queue.Priorities,
+		PriorityStepMS: queue.PriorityStep.Milliseconds(), ListWindowMS: queue.DefaultListWindow.Milliseconds(),
+		RecentMinutes: queue.DefaultRecentMinutes,
+		DeadFactor:    monitor.DeadFactor, HealthThresholdMS: monitor.DefaultHealthThreshold.Milliseconds(),
+		Keys: map[string]string{
+			"config": queue.ConfigKey, "control": queue.ControlKey, "tasks": queue.TasksPrefix, "ready": queue.ReadyPrefix,
+			"leases": queue.LeasesPrefix, "waiting": queue.WaitingPrefix, "dead": queue.DeadPrefix, "workers": queue.WorkersPrefix,
+			"schedules": queue.SchedulesPrefix, "idempotency": queue.IdempotencyPrefix, "workflows": queue.WorkflowsPrefix,
+			"workflow_names": queue.WorkflowNamesPrefix,
+		},
+		WorkflowEnded: wfEnded, Operators: ops,
+	}
+}
+
+// pageOps are the operator actions the page offers.
+var pageOps = []string{queue.OpReplay, queue.OpArchive, queue.OpCancel}
+
+// TestConstants keeps the page's copy of the queue's values equal to the
+// Go ones.
+func TestConstants(t *testing.T) {
+	t.Parallel()
+	c := constants()
+	for _, op := range pageOps {
+		require.NotEmpty(t, c.Operators[op], "no status allows %s", op)
+	}
+	for name, key := range c.Keys {
+		require.Contains(t, queue.Keys(), key, "keys.%s is not in the key layout", name)
+	}
+	requireFile(t, filepath.Join("src", "constants.json"), c)
+}
+
+// TestNoCopiedValues fails when the page's sources write out what
+// src/constants.json carries: a status list, a key prefix or the layout's
+// numbers belong in the generated file, read through src/queue.js.
+func TestNoCopiedValues(t *testing.T) {
+	t.Parallel()
+	srcs, err := filepath.Glob(filepath.Join("src", "*.js"))
+	require.NoError(t, err)
+	require.NotEmpty(t, srcs)
+	var prefixes []string
+	for _, k := range queue.Keys() {
+		prefixes = append(prefixes, regexp.QuoteMeta(k))
+	}
+	statuses := make([]string, len(queue.Statuses))
+	for i, s := range queue.Statuses {
+		statuses[i] = string(s)
+	}
+	st := `'(?:` + strings.Join(statuses, "|") + `)'`
+	for _, tc := range []struct {
+		what string
+		re   *regexp.Regexp
+	}{
+		{"a key or key prefix of the layout", regexp.MustCompile(`['\x60](?:` + strings.Join(prefixes, "|") + `)['\x60$]`)},
+		{"a list of statuses", regexp.MustCompile(`\[\s*` + st + `(?:\s*,\s*` + st + `)*\s*\]`)},
+		{"the priority step", regexp.MustCompile(`15 \* 60 \* 1000|\b900000\b`)},
+		{"a format version", regexp.MustCompile(`format:? (?:===? )?\d`)},
+	} {
+		for _, path := range srcs {
+			b, err := os.ReadFile(path)
+			require.NoError(t, err)
+			for i, line := range strings.Split(string(b), "\n") {
+				if tc.re.MatchString(line) {
+					t.Errorf("%s:%d writes out %s; take it from src/constants.json (through src/queue.js): %s", path, i+1, tc.what, strings.TrimSpace(line))
+				}
+			}
+		}
+	}
 }

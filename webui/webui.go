@@ -6,8 +6,11 @@
 //
 // The page applies operator actions (replay, archive, cancel) with the same
 // conditional PUTs and rules as the Go code: src/transitions.json is
-// generated from queue.Transitions, and the JavaScript rules are tested on
-// cases produced by queue.ApplyOperator (testdata/cases.json).
+// generated from queue.Transitions, src/constants.json from the queue's
+// statuses, keys and numbers and the statuses each action applies to
+// (queue.OperatorFrom), and the JavaScript rules are tested on cases
+// produced by queue.ApplyOperator (testdata/cases.json). A test fails when
+// a source file writes out a status list, a key or a format version itself.
 package webui
 
 import (

@@ -852,22 +852,107 @@ var transitions_default = [
   }
 ];
 
+// src/constants.json
+var constants_default = {
+  format_version: 1,
+  layout_version: 2,
+  statuses: [
+    "waiting",
+    "pending",
+    "running",
+    "completed",
+    "failed",
+    "cancelled",
+    "expired",
+    "archived"
+  ],
+  terminal: [
+    "completed",
+    "failed",
+    "cancelled",
+    "expired",
+    "archived"
+  ],
+  counted: [
+    "waiting",
+    "pending",
+    "running",
+    "failed"
+  ],
+  priorities: [
+    "high",
+    "normal",
+    "low"
+  ],
+  priority_step_ms: 9e5,
+  list_window_ms: 864e5,
+  recent_minutes: 15,
+  dead_factor: 3,
+  health_threshold_ms: 6e4,
+  keys: {
+    config: "queue.json",
+    control: "control.json",
+    dead: "dead/",
+    idempotency: "idempotency/",
+    leases: "leases/",
+    ready: "ready/",
+    schedules: "schedules/",
+    tasks: "tasks/",
+    waiting: "waiting/",
+    workers: "workers/",
+    workflow_names: "workflow-names/",
+    workflows: "workflows/"
+  },
+  workflow_ended: [
+    "completed",
+    "failed",
+    "cancelled"
+  ],
+  operators: {
+    archive: [
+      "completed",
+      "failed",
+      "cancelled",
+      "expired"
+    ],
+    cancel: [
+      "waiting",
+      "pending",
+      "running"
+    ],
+    replay: [
+      "failed",
+      "cancelled",
+      "expired"
+    ]
+  }
+};
+
 // src/queue.js
-var STATUSES = ["waiting", "pending", "running", "completed", "failed", "cancelled", "expired", "archived"];
-var PRIORITIES = ["high", "normal", "low"];
-var PRIORITY_STEP_MS = 15 * 60 * 1e3;
-var FORMAT_VERSION = 1;
-var LAYOUT_VERSION = 2;
-var TASKS_PREFIX = "tasks/";
-var READY_PREFIX = "ready/";
-var LEASES_PREFIX = "leases/";
-var DEAD_PREFIX = "dead/";
-var WAITING_PREFIX = "waiting/";
-var LIST_WINDOW_MS = 24 * 3600 * 1e3;
-var WORKERS_PREFIX = "workers/";
-var SCHEDULES_PREFIX = "schedules/";
-var CONTROL_KEY = "control.json";
-var IDEMPOTENCY_PREFIX = "idempotency/";
+var STATUSES = constants_default.statuses;
+var TERMINAL = constants_default.terminal;
+var PRIORITIES = constants_default.priorities;
+var PRIORITY_STEP_MS = constants_default.priority_step_ms;
+var FORMAT_VERSION = constants_default.format_version;
+var LAYOUT_VERSION = constants_default.layout_version;
+var CONFIG_KEY = constants_default.keys.config;
+var TASKS_PREFIX = constants_default.keys.tasks;
+var READY_PREFIX = constants_default.keys.ready;
+var LEASES_PREFIX = constants_default.keys.leases;
+var DEAD_PREFIX = constants_default.keys.dead;
+var WAITING_PREFIX = constants_default.keys.waiting;
+var LIST_WINDOW_MS = constants_default.list_window_ms;
+var WORKERS_PREFIX = constants_default.keys.workers;
+var SCHEDULES_PREFIX = constants_default.keys.schedules;
+var CONTROL_KEY = constants_default.keys.control;
+var IDEMPOTENCY_PREFIX = constants_default.keys.idempotency;
+var WORKFLOWS_PREFIX = constants_default.keys.workflows;
+var WORKFLOW_NAMES_PREFIX = constants_default.keys.workflow_names;
+var OPERATORS = constants_default.operators;
+var WORKFLOW_ENDED = constants_default.workflow_ended;
+function canAct(op, status) {
+  return (OPERATORS[op] || []).includes(status);
+}
 var TransitionError = class extends Error {
   constructor(from, event, to, reason) {
     super(`invalid transition: ${from || "(new)"} -${event}-> ${to}: ${reason}`);
@@ -931,10 +1016,11 @@ function indexKeys(t) {
 function parseIndexKey(key) {
   const parts = key.split("/");
   const ok = (shard, id) => /^[0-9a-f]{1,2}$/.test(shard) && /^[0-9a-f-]{36}$/.test(id) ? { shard, id } : null;
-  if (parts[0] === "ready" && parts.length === 6) return ok(parts[1], parts[5]);
-  if (parts[0] === "leases" && parts.length === 7) return ok(parts[1], parts[4]);
-  if (parts[0] === "dead" && parts.length === 5) return ok(parts[2], parts[4]);
-  if (parts[0] === "waiting" && parts.length === 3) return ok(parts[1], parts[2]);
+  const root = `${parts[0]}/`;
+  if (root === READY_PREFIX && parts.length === 6) return ok(parts[1], parts[5]);
+  if (root === LEASES_PREFIX && parts.length === 7) return ok(parts[1], parts[4]);
+  if (root === DEAD_PREFIX && parts.length === 5) return ok(parts[2], parts[4]);
+  if (root === WAITING_PREFIX && parts.length === 3) return ok(parts[1], parts[2]);
   return null;
 }
 function decodeTask(key, text) {
@@ -989,13 +1075,16 @@ function toCancelled(t, now) {
     t.cancel_requested_at = now;
   }
 }
+var refusals = {
+  cancel: { event: "cancelled", to: "cancelled", done: "cancelled" },
+  replay: { event: "replayed", to: "pending", done: "replayed" },
+  archive: { event: "archived", to: "archived", done: "archived" }
+};
+function sentence(words) {
+  return words.length < 2 ? words.join("") : `${words.slice(0, -1).join(", ")} or ${words.at(-1)}`;
+}
 var changes = {
   cancel(t, now, reason) {
-    if (t.status === "pending" || t.status === "waiting") {
-      toCancelled(t, now);
-      t.cancel_reason = reason;
-      return "cancelled";
-    }
     if (t.status === "running") {
       if (t.cancel_requested) return "";
       t.cancel_requested = true;
@@ -1003,12 +1092,11 @@ var changes = {
       t.cancel_reason = reason;
       return "cancel_requested";
     }
-    throw new TransitionError(t.status, "cancelled", "cancelled", "only waiting, pending or running tasks can be cancelled");
+    toCancelled(t, now);
+    t.cancel_reason = reason;
+    return "cancelled";
   },
   replay(t, now) {
-    if (!["failed", "cancelled", "expired"].includes(t.status)) {
-      throw new TransitionError(t.status, "replayed", "pending", "only failed, cancelled or expired tasks can be replayed");
-    }
     if (t.expires_at && Date.parse(t.expires_at) <= Date.parse(now)) t.expires_at = null;
     t.retry_count = 0;
     for (const p of t.parents || []) {
@@ -1022,16 +1110,17 @@ var changes = {
     return "replayed";
   },
   archive(t) {
-    if (!["completed", "failed", "cancelled", "expired"].includes(t.status)) {
-      throw new TransitionError(t.status, "archived", "archived", "only completed, failed, cancelled or expired tasks can be archived");
-    }
     t.status = "archived";
     return "archived";
   }
 };
 function applyOperator(base, op, reason, now, requestID) {
   const change = changes[op];
-  if (!change) throw new Error(`unknown action ${op}`);
+  if (!change || !OPERATORS[op]) throw new Error(`unknown action ${op}`);
+  if (!canAct(op, base.status)) {
+    const { event: event2, to, done } = refusals[op];
+    throw new TransitionError(base.status, event2, to, `only ${sentence(OPERATORS[op])} tasks can be ${done}`);
+  }
   const next = structuredClone(base);
   const at = iso(now);
   const event = change(next, at, reason);
@@ -1069,8 +1158,9 @@ function indexChanges(prev, next) {
   const want = indexKeys(next);
   return { put: want.filter((k) => !had.includes(k)), del: had.filter((k) => !want.includes(k)) };
 }
-var DEAD_FACTOR = 3;
-function health(lastHeartbeat, now, thresholdMS = 6e4) {
+var DEAD_FACTOR = constants_default.dead_factor;
+var HEALTH_THRESHOLD_MS = constants_default.health_threshold_ms;
+function health(lastHeartbeat, now, thresholdMS = HEALTH_THRESHOLD_MS) {
   const age = Date.parse(now) - Date.parse(lastHeartbeat);
   if (age <= thresholdMS) return "active";
   if (age <= DEAD_FACTOR * thresholdMS) return "stale";
@@ -1085,19 +1175,20 @@ var MS = /^\d{13}$/;
 function indexEntry(key) {
   const p = key.split("/");
   const ok = (index, shard, type, id, extra) => HEX_SHARD.test(shard) && validType(type) && UUID.test(id) && shardOf(id, shard.length) === shard ? { index, shard, type, id, ...extra } : null;
-  if (p[0] === "ready" && p.length === 6 && MS.test(p[2]) && PRIORITIES.includes(p[4])) {
+  const root = `${p[0]}/`;
+  if (root === READY_PREFIX && p.length === 6 && MS.test(p[2]) && PRIORITIES.includes(p[4])) {
     const offset = p[4] === "high" ? -PRIORITY_STEP_MS : p[4] === "low" ? PRIORITY_STEP_MS : 0;
     return ok("ready", p[1], p[3], p[5], { availableAt: Number(p[2]) - offset });
   }
-  if (p[0] === "leases" && p.length === 7 && MS.test(p[2])) return ok("leases", p[1], p[3], p[4]);
-  if (p[0] === "dead" && p.length === 5 && MS.test(p[1])) return ok("dead", p[2], p[3], p[4]);
-  if (p[0] === "waiting" && p.length === 3 && HEX_SHARD.test(p[1]) && UUID.test(p[2]) && shardOf(p[2], p[1].length) === p[1]) {
+  if (root === LEASES_PREFIX && p.length === 7 && MS.test(p[2])) return ok("leases", p[1], p[3], p[4]);
+  if (root === DEAD_PREFIX && p.length === 5 && MS.test(p[1])) return ok("dead", p[2], p[3], p[4]);
+  if (root === WAITING_PREFIX && p.length === 3 && HEX_SHARD.test(p[1]) && UUID.test(p[2]) && shardOf(p[2], p[1].length) === p[1]) {
     return { index: "waiting", shard: p[1], type: "", id: p[2] };
   }
   return null;
 }
-var COUNTED = ["waiting", "pending", "running", "failed"];
-var RECENT_MINUTES = 15;
+var COUNTED = constants_default.counted;
+var RECENT_MINUTES = constants_default.recent_minutes;
 function countStats({ ready = [], leases = [], dead = [], waiting = [], workers = [], malformed = [], partial = false, now, minutes = RECENT_MINUTES }) {
   const nowMs = now.getTime();
   const st = {
@@ -1189,8 +1280,6 @@ function applyControl(base, op, type, reason, now) {
 }
 
 // src/workflow.js
-var WORKFLOWS_PREFIX = "workflows/";
-var WORKFLOW_NAMES_PREFIX = "workflow-names/";
 function workflowKey(id, shardChars) {
   return `${WORKFLOWS_PREFIX}${shardOf(id, shardChars)}/${id}.json`;
 }
@@ -1313,7 +1402,7 @@ function report(w, tasks, problems = {}) {
     idempotency_key: w.idempotency_key,
     status,
     created_at: w.created_at,
-    ended_at: ["completed", "failed", "cancelled"].includes(status) ? endedAt : null,
+    ended_at: WORKFLOW_ENDED.includes(status) ? endedAt : null,
     counts,
     steps
   };
@@ -1321,8 +1410,7 @@ function report(w, tasks, problems = {}) {
   return out;
 }
 function stepActions(step) {
-  if (["failed", "cancelled", "expired"].includes(step.status)) return ["replay"];
-  return [];
+  return canAct("replay", step.status) ? ["replay"] : [];
 }
 function layout(rep, { nodeW = 168, nodeH = 44, gapX = 56, gapY = 14, pad = 8 } = {}) {
   const columns = [];
@@ -1464,12 +1552,11 @@ function dollars(v) {
 var BULK_OPS = ["replay", "archive"];
 var BULK_CONCURRENCY = 4;
 var BULK_SCAN_PAGES = 10;
-var MAX_MS2 = 9999999999999;
 function deadEntryTask(entry) {
-  const ms = MAX_MS2 - Number(entry.key.split("/")[1]);
+  const ms = MAX_MS - Number(entry.key.split("/")[1]);
   const at = new Date(ms).toISOString();
   return {
-    format: 1,
+    format: FORMAT_VERSION,
     id: entry.id,
     shard: entry.shard,
     task_type: entry.type,
@@ -1577,7 +1664,8 @@ async function runBulk(items, act2, { concurrency = BULK_CONCURRENCY, onProgress
 var PAGE = 50;
 var MAX_INDEX_PAGES = 10;
 var INDEX_OF = { pending: READY_PREFIX, running: LEASES_PREFIX, failed: DEAD_PREFIX };
-var SEARCHED = ["pending", "running", "failed"];
+var INDEXED = Object.keys(INDEX_OF);
+var SEARCHED = INDEXED;
 var ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 var WORKFLOW_CONCURRENCY = 16;
 var WORKFLOW_NAMES_LIMIT = 1e3;
@@ -1614,7 +1702,7 @@ var S3Backend = class {
   }
   /** shards reads queue.json for the shard layout. */
   async shards() {
-    const obj = await this.s3.get("queue.json");
+    const obj = await this.s3.get(CONFIG_KEY);
     if (!obj) throw new Error("this bucket holds no qo queue (no queue.json): run qo init");
     const cfg = JSON.parse(obj.text);
     if ((cfg.format || 1) < LAYOUT_VERSION) {
@@ -1749,7 +1837,7 @@ var S3Backend = class {
           rec = JSON.parse(marker.text);
         } catch {
         }
-        if (!(rec?.format === 1 && ID.test(rec.task_id))) return { tasks: [], more: false, malformed: [{ key: "idempotency marker", error: "not an idempotency record" }] };
+        if (!(rec?.format === FORMAT_VERSION && ID.test(rec.task_id))) return { tasks: [], more: false, malformed: [{ key: "idempotency marker", error: "not an idempotency record" }] };
         ids = [rec.task_id];
       }
     } else if (q.full) {
@@ -1911,7 +1999,7 @@ var S3Backend = class {
       }
       try {
         const w = JSON.parse(obj.text);
-        if (!(w.format === 1 && typeof w.worker_id === "string")) throw new Error("not a qo record");
+        if (!(w.format === FORMAT_VERSION && typeof w.worker_id === "string")) throw new Error("not a qo record");
         cache.set(key, { etag, record: w });
       } catch (e) {
         cache.set(key, { etag, error: { key, error: e.message } });
@@ -1927,7 +2015,7 @@ var S3Backend = class {
   }
   /** schedules reads every live schedule. */
   async schedules() {
-    const { records, malformed } = await this.readAll(SCHEDULES_PREFIX, (s2) => s2.format === 1 && typeof s2.name === "string");
+    const { records, malformed } = await this.readAll(SCHEDULES_PREFIX, (s2) => s2.format === FORMAT_VERSION && typeof s2.name === "string");
     return { schedules: records.filter((s2) => !s2.deleted).sort((a, b) => a.name.localeCompare(b.name)), malformed };
   }
   async workers() {
@@ -2778,9 +2866,10 @@ function renderFilters() {
   const shard = $("#shard");
   shard.replaceChildren(h("option", { value: "" }, "all shards"), ...state.shards.map((s2) => h("option", { value: s2 }, `shard ${s2}`)));
   const status = $("#statusf");
+  const recent = `last ${LIST_WINDOW_MS / 36e5} h`;
   status.replaceChildren(
-    h("option", { value: "" }, "all but archived (last 24 h)"),
-    ...STATUSES.map((s2) => h("option", { value: s2 }, ["pending", "running", "failed"].includes(s2) ? s2 : `${s2} (last 24 h)`))
+    h("option", { value: "" }, `all but archived (${recent})`),
+    ...STATUSES.map((s2) => h("option", { value: s2 }, INDEXED.includes(s2) ? s2 : `${s2} (${recent})`))
   );
 }
 function renderPaused() {
@@ -3257,11 +3346,7 @@ function renderDetail(now) {
     box.replaceChildren(h("p", { class: "dim" }, state.view === "workflow" ? "Click a step to see its task: fields, data and history." : "Select a task to see its fields, data and history."));
     return;
   }
-  const actions = [
-    ["replay", ["failed", "cancelled", "expired"], "Replay"],
-    ["archive", ["completed", "failed", "cancelled", "expired"], "Archive"],
-    ["cancel", ["pending", "running"], "Cancel"]
-  ].filter(([, from]) => from.includes(t.status)).map(([op, , label]) => h("button", { id: `act-${op}`, onclick: () => act(op, t) }, label));
+  const actions = [["replay", "Replay"], ["archive", "Archive"], ["cancel", "Cancel"]].filter(([op]) => canAct(op, t.status)).map(([op, label]) => h("button", { id: `act-${op}`, onclick: () => act(op, t) }, label));
   const timeline = state.events.map((e, i) => h(
     "tr",
     { class: "version" },
@@ -3523,7 +3608,7 @@ ${note}` : ""}`),
     "marker-end": "url(#wf-arrow)",
     d: `M${e.x1},${e.y1} C${mid(e)},${e.y1} ${mid(e)},${e.y2} ${e.x2 - 2},${e.y2}`
   }));
-  const ended = rep.steps.filter((st) => ["completed", "failed", "cancelled", "expired", "archived"].includes(st.status)).length;
+  const ended = rep.steps.filter((st) => TERMINAL.includes(st.status)).length;
   $("#wf-graph").replaceChildren(s(
     "svg",
     {

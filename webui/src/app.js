@@ -1,10 +1,10 @@
 // qo's dashboard. Everything the page shows comes from the bucket (or qo's
 // API) and is rendered as text: task data never reaches innerHTML.
 import { diffLines } from 'diff';
-import { S3Backend, ApiBackend, stepsToCancel } from './backend.js';
+import { S3Backend, ApiBackend, stepsToCancel, INDEXED } from './backend.js';
 import { readLink, canConnect, navFragment, isNavigation, workflowRef, VIEWS, PAGES } from './link.js';
 import { layout, stepActions } from './workflow.js';
-import { STATUSES, COUNTED, health, priorityOf, shortID } from './queue.js';
+import { STATUSES, TERMINAL, COUNTED, LIST_WINDOW_MS, health, priorityOf, shortID, canAct } from './queue.js';
 import { mergeRecent, chartSeries, bars, MINUTE_MS } from './chart.js';
 import { parseSearch, searchCost, searchNote, SEARCH_LIMIT } from './search.js';
 import { planBulk, runBulk, formatOps, BULK_CONCURRENCY } from './bulk.js';
@@ -474,8 +474,9 @@ function renderFilters() {
   const shard = $('#shard');
   shard.replaceChildren(h('option', { value: '' }, 'all shards'), ...state.shards.map((s) => h('option', { value: s }, `shard ${s}`)));
   const status = $('#statusf');
-  status.replaceChildren(h('option', { value: '' }, 'all but archived (last 24 h)'),
-    ...STATUSES.map((s) => h('option', { value: s }, ['pending', 'running', 'failed'].includes(s) ? s : `${s} (last 24 h)`)));
+  const recent = `last ${LIST_WINDOW_MS / 3600000} h`;
+  status.replaceChildren(h('option', { value: '' }, `all but archived (${recent})`),
+    ...STATUSES.map((s) => h('option', { value: s }, INDEXED.includes(s) ? s : `${s} (${recent})`)));
 }
 
 // renderPaused shows the pause switches: the whole queue, and paused types.
@@ -938,11 +939,9 @@ function renderDetail(now) {
     box.replaceChildren(h('p', { class: 'dim' }, state.view === 'workflow' ? 'Click a step to see its task: fields, data and history.' : 'Select a task to see its fields, data and history.'));
     return;
   }
-  const actions = [
-    ['replay', ['failed', 'cancelled', 'expired'], 'Replay'],
-    ['archive', ['completed', 'failed', 'cancelled', 'expired'], 'Archive'],
-    ['cancel', ['pending', 'running'], 'Cancel'],
-  ].filter(([, from]) => from.includes(t.status)).map(([op, , label]) => h('button', { id: `act-${op}`, onclick: () => act(op, t) }, label));
+  // The actions the transition table allows from the task's status.
+  const actions = [['replay', 'Replay'], ['archive', 'Archive'], ['cancel', 'Cancel']]
+    .filter(([op]) => canAct(op, t.status)).map(([op, label]) => h('button', { id: `act-${op}`, onclick: () => act(op, t) }, label));
   const timeline = state.events.map((e, i) => h('tr', { class: 'version' },
     h('td', {}, h('input', {
       type: 'checkbox', 'aria-label': `compare version ${i + 1}`, checked: state.marks.includes(i),
@@ -1157,7 +1156,7 @@ function renderGraph(rep) {
     class: `edge ${statusOf.get(e.from)}`, 'data-from': e.from, 'data-to': e.to, 'marker-end': 'url(#wf-arrow)',
     d: `M${e.x1},${e.y1} C${mid(e)},${e.y1} ${mid(e)},${e.y2} ${e.x2 - 2},${e.y2}`,
   }));
-  const ended = rep.steps.filter((st) => ['completed', 'failed', 'cancelled', 'expired', 'archived'].includes(st.status)).length;
+  const ended = rep.steps.filter((st) => TERMINAL.includes(st.status)).length;
   $('#wf-graph').replaceChildren(s('svg', {
     class: 'wf-graph', width: L.width, height: L.height, viewBox: `0 0 ${L.width} ${L.height}`, role: 'group',
     'aria-label': `the ${rep.steps.length} steps of the workflow, ${ended} ended`,

@@ -3,7 +3,7 @@
 // with the same shapes (the CLI's --json shapes).
 import { S3 } from './s3.js';
 import {
-  TASKS_PREFIX, WORKERS_PREFIX, SCHEDULES_PREFIX, CONTROL_KEY, READY_PREFIX, LEASES_PREFIX, DEAD_PREFIX, WAITING_PREFIX, LAYOUT_VERSION, LIST_WINDOW_MS,
+  CONFIG_KEY, FORMAT_VERSION, TASKS_PREFIX, WORKERS_PREFIX, SCHEDULES_PREFIX, CONTROL_KEY, READY_PREFIX, LEASES_PREFIX, DEAD_PREFIX, WAITING_PREFIX, LAYOUT_VERSION, LIST_WINDOW_MS,
   applyOperator, applyControl, countStats, indexChanges, indexKeys, indexEntry, parseIndexKey, decodeTask, taskKey, shards, shardOf, idFloor,
   idempotencyKey, rewait, TransitionError,
 } from './queue.js';
@@ -20,8 +20,10 @@ const MAX_INDEX_PAGES = 10;
 /** The index each status is listed from; other statuses use the creation window. */
 const INDEX_OF = { pending: READY_PREFIX, running: LEASES_PREFIX, failed: DEAD_PREFIX };
 
+/** INDEXED are the statuses listed from an index, in full; the others from the creation window. */
+export const INDEXED = Object.keys(INDEX_OF);
 /** SEARCHED are the statuses a search by type shows: those whose index keys name the type. */
-const SEARCHED = ['pending', 'running', 'failed'];
+const SEARCHED = INDEXED;
 const ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** WORKFLOW_CONCURRENCY bounds the requests a workflow read or action has in flight (queue's edgeParallelism). */
 export const WORKFLOW_CONCURRENCY = 16;
@@ -68,7 +70,7 @@ export class S3Backend {
 
   /** shards reads queue.json for the shard layout. */
   async shards() {
-    const obj = await this.s3.get('queue.json');
+    const obj = await this.s3.get(CONFIG_KEY);
     if (!obj) throw new Error('this bucket holds no qo queue (no queue.json): run qo init');
     const cfg = JSON.parse(obj.text);
     if ((cfg.format || 1) < LAYOUT_VERSION) {
@@ -208,7 +210,7 @@ export class S3Backend {
         } catch {
           // reported below
         }
-        if (!(rec?.format === 1 && ID.test(rec.task_id))) return { tasks: [], more: false, malformed: [{ key: 'idempotency marker', error: 'not an idempotency record' }] };
+        if (!(rec?.format === FORMAT_VERSION && ID.test(rec.task_id))) return { tasks: [], more: false, malformed: [{ key: 'idempotency marker', error: 'not an idempotency record' }] };
         ids = [rec.task_id];
       }
     } else if (q.full) {
@@ -372,7 +374,7 @@ export class S3Backend {
       }
       try {
         const w = JSON.parse(obj.text);
-        if (!(w.format === 1 && typeof w.worker_id === 'string')) throw new Error('not a qo record');
+        if (!(w.format === FORMAT_VERSION && typeof w.worker_id === 'string')) throw new Error('not a qo record');
         cache.set(key, { etag, record: w });
       } catch (e) {
         cache.set(key, { etag, error: { key, error: e.message } });
@@ -389,7 +391,7 @@ export class S3Backend {
 
   /** schedules reads every live schedule. */
   async schedules() {
-    const { records, malformed } = await this.readAll(SCHEDULES_PREFIX, (s) => s.format === 1 && typeof s.name === 'string');
+    const { records, malformed } = await this.readAll(SCHEDULES_PREFIX, (s) => s.format === FORMAT_VERSION && typeof s.name === 'string');
     return { schedules: records.filter((s) => !s.deleted).sort((a, b) => a.name.localeCompare(b.name)), malformed };
   }
 

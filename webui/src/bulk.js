@@ -4,7 +4,7 @@
 // No DOM and no requests here (test/bulk.test.js): the action itself is
 // the page's single-task one (backend.act), the conditional write qo
 // replay and qo archive make.
-import { applyOperator, indexChanges, TransitionError } from './queue.js';
+import { applyOperator, indexChanges, TransitionError, FORMAT_VERSION, MAX_MS } from './queue.js';
 import { cost, dollars } from './fleet.js';
 
 /** BULK_OPS are the actions a bulk run can take on dead letters. */
@@ -13,8 +13,6 @@ export const BULK_OPS = ['replay', 'archive'];
 export const BULK_CONCURRENCY = 4;
 /** BULK_SCAN_PAGES bounds the LISTs of the dead-letter index a plan by type reads (1,000 keys each). */
 export const BULK_SCAN_PAGES = 10;
-
-const MAX_MS = 9999999999999;
 
 /**
  * deadEntryTask is what a dead-letter key says of its task ({index:
@@ -26,7 +24,7 @@ export function deadEntryTask(entry) {
   const ms = MAX_MS - Number(entry.key.split('/')[1]);
   const at = new Date(ms).toISOString();
   return {
-    format: 1, id: entry.id, shard: entry.shard, task_type: entry.type, status: 'failed', priority: 'normal',
+    format: FORMAT_VERSION, id: entry.id, shard: entry.shard, task_type: entry.type, status: 'failed', priority: 'normal',
     available_at: at, created_at: at, updated_at: at, completed_at: at, rev: 1, worker_id: '', lease_id: '', lease_expires_at: null,
   };
 }

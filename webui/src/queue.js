@@ -2,25 +2,48 @@
 // actions. They mirror the Go package queue (queue/doc.go is the reference);
 // test/queue.test.js runs them on cases produced by the Go code.
 import transitions from './transitions.json' with { type: 'json' };
+// constants.json holds the Go values the page uses (go test ./webui -update
+// writes it): nothing below copies a status, key or number of the queue.
+import constants from './constants.json' with { type: 'json' };
 
-export const STATUSES = ['waiting', 'pending', 'running', 'completed', 'failed', 'cancelled', 'expired', 'archived'];
-export const PRIORITIES = ['high', 'normal', 'low'];
+/** STATUSES lists every status in lifecycle order (queue.Statuses). */
+export const STATUSES = constants.statuses;
+/** TERMINAL are the statuses no worker leaves without an operator (queue.Status.Terminal). */
+export const TERMINAL = constants.terminal;
+export const PRIORITIES = constants.priorities;
 /** PRIORITY_STEP_MS moves a high task ahead, a low one behind (queue.PriorityStep). */
-export const PRIORITY_STEP_MS = 15 * 60 * 1000;
-export const FORMAT_VERSION = 1;
+export const PRIORITY_STEP_MS = constants.priority_step_ms;
+/** FORMAT_VERSION is the format of the objects the page reads and writes (queue.FormatVersion). */
+export const FORMAT_VERSION = constants.format_version;
 /** LAYOUT_VERSION is the key layout the page reads: queue.json's "format" (queue.LayoutVersion). */
-export const LAYOUT_VERSION = 2;
-export const TASKS_PREFIX = 'tasks/';
-export const READY_PREFIX = 'ready/';
-export const LEASES_PREFIX = 'leases/';
-export const DEAD_PREFIX = 'dead/';
-export const WAITING_PREFIX = 'waiting/';
+export const LAYOUT_VERSION = constants.layout_version;
+export const CONFIG_KEY = constants.keys.config;
+export const TASKS_PREFIX = constants.keys.tasks;
+export const READY_PREFIX = constants.keys.ready;
+export const LEASES_PREFIX = constants.keys.leases;
+export const DEAD_PREFIX = constants.keys.dead;
+export const WAITING_PREFIX = constants.keys.waiting;
 /** LIST_WINDOW_MS is how far back a listing of finished tasks looks by default (queue.DefaultListWindow). */
-export const LIST_WINDOW_MS = 24 * 3600 * 1000;
-export const WORKERS_PREFIX = 'workers/';
-export const SCHEDULES_PREFIX = 'schedules/';
-export const CONTROL_KEY = 'control.json';
-export const IDEMPOTENCY_PREFIX = 'idempotency/';
+export const LIST_WINDOW_MS = constants.list_window_ms;
+export const WORKERS_PREFIX = constants.keys.workers;
+export const SCHEDULES_PREFIX = constants.keys.schedules;
+export const CONTROL_KEY = constants.keys.control;
+export const IDEMPOTENCY_PREFIX = constants.keys.idempotency;
+export const WORKFLOWS_PREFIX = constants.keys.workflows;
+export const WORKFLOW_NAMES_PREFIX = constants.keys.workflow_names;
+/**
+ * OPERATORS lists, for each action the page offers (replay, archive,
+ * cancel), the statuses it applies to: queue.OperatorFrom, read off the
+ * transition table. The page offers an action on exactly these.
+ */
+export const OPERATORS = constants.operators;
+/** WORKFLOW_ENDED are the workflow statuses that have ended (queue.WorkflowStatus.Ended). */
+export const WORKFLOW_ENDED = constants.workflow_ended;
+
+/** canAct reports whether operator action op applies to a task in status. */
+export function canAct(op, status) {
+  return (OPERATORS[op] || []).includes(status);
+}
 
 /** An action the task's state does not allow (HTTP 409 in the API). */
 export class TransitionError extends Error {
@@ -81,7 +104,8 @@ export function idFloor(ms) {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-7000-8000-000000000000`;
 }
 
-const MAX_MS = 9999999999999;
+/** MAX_MS is the largest time an index key holds; dead-letter keys count down from it. */
+export const MAX_MS = 9999999999999;
 
 function unixMS(ms) {
   return String(Math.min(Math.max(ms, 0), MAX_MS)).padStart(13, '0');
@@ -125,10 +149,11 @@ export function indexKeys(t) {
 export function parseIndexKey(key) {
   const parts = key.split('/');
   const ok = (shard, id) => (/^[0-9a-f]{1,2}$/.test(shard) && /^[0-9a-f-]{36}$/.test(id) ? { shard, id } : null);
-  if (parts[0] === 'ready' && parts.length === 6) return ok(parts[1], parts[5]);
-  if (parts[0] === 'leases' && parts.length === 7) return ok(parts[1], parts[4]);
-  if (parts[0] === 'dead' && parts.length === 5) return ok(parts[2], parts[4]);
-  if (parts[0] === 'waiting' && parts.length === 3) return ok(parts[1], parts[2]);
+  const root = `${parts[0]}/`;
+  if (root === READY_PREFIX && parts.length === 6) return ok(parts[1], parts[5]);
+  if (root === LEASES_PREFIX && parts.length === 7) return ok(parts[1], parts[4]);
+  if (root === DEAD_PREFIX && parts.length === 5) return ok(parts[2], parts[4]);
+  if (root === WAITING_PREFIX && parts.length === 3) return ok(parts[1], parts[2]);
   return null;
 }
 
@@ -196,13 +221,23 @@ function toCancelled(t, now) {
   }
 }
 
+// refusals: the transition each action would make, and its verb's past
+// participle, for the error of a status it does not apply to (as
+// queue.ApplyOperator words it).
+const refusals = {
+  cancel: { event: 'cancelled', to: 'cancelled', done: 'cancelled' },
+  replay: { event: 'replayed', to: 'pending', done: 'replayed' },
+  archive: { event: 'archived', to: 'archived', done: 'archived' },
+};
+
+// sentence lists words as a sentence does: "a, b or c".
+function sentence(words) {
+  return words.length < 2 ? words.join('') : `${words.slice(0, -1).join(', ')} or ${words.at(-1)}`;
+}
+
+// The changes, for a task whose status the action applies to (OPERATORS).
 const changes = {
   cancel(t, now, reason) {
-    if (t.status === 'pending' || t.status === 'waiting') {
-      toCancelled(t, now);
-      t.cancel_reason = reason;
-      return 'cancelled';
-    }
     if (t.status === 'running') {
       if (t.cancel_requested) return '';
       t.cancel_requested = true;
@@ -210,12 +245,11 @@ const changes = {
       t.cancel_reason = reason;
       return 'cancel_requested';
     }
-    throw new TransitionError(t.status, 'cancelled', 'cancelled', 'only waiting, pending or running tasks can be cancelled');
+    toCancelled(t, now); // waiting or pending
+    t.cancel_reason = reason;
+    return 'cancelled';
   },
   replay(t, now) {
-    if (!['failed', 'cancelled', 'expired'].includes(t.status)) {
-      throw new TransitionError(t.status, 'replayed', 'pending', 'only failed, cancelled or expired tasks can be replayed');
-    }
     if (t.expires_at && Date.parse(t.expires_at) <= Date.parse(now)) t.expires_at = null;
     t.retry_count = 0;
     // A task with parents waits again for those that did not complete.
@@ -230,9 +264,6 @@ const changes = {
     return 'replayed';
   },
   archive(t) {
-    if (!['completed', 'failed', 'cancelled', 'expired'].includes(t.status)) {
-      throw new TransitionError(t.status, 'archived', 'archived', 'only completed, failed, cancelled or expired tasks can be archived');
-    }
     t.status = 'archived';
     return 'archived';
   },
@@ -246,7 +277,11 @@ const changes = {
  */
 export function applyOperator(base, op, reason, now, requestID) {
   const change = changes[op];
-  if (!change) throw new Error(`unknown action ${op}`);
+  if (!change || !OPERATORS[op]) throw new Error(`unknown action ${op}`);
+  if (!canAct(op, base.status)) {
+    const { event, to, done } = refusals[op];
+    throw new TransitionError(base.status, event, to, `only ${sentence(OPERATORS[op])} tasks can be ${done}`);
+  }
   const next = structuredClone(base);
   const at = iso(now);
   const event = change(next, at, reason);
@@ -299,10 +334,12 @@ export function indexChanges(prev, next) {
 }
 
 /** DEAD_FACTOR: a worker is dead after this many health thresholds (monitor.DeadFactor). */
-export const DEAD_FACTOR = 3;
+export const DEAD_FACTOR = constants.dead_factor;
+/** HEALTH_THRESHOLD_MS: a worker is stale past this heartbeat age (monitor.DefaultHealthThreshold). */
+export const HEALTH_THRESHOLD_MS = constants.health_threshold_ms;
 
 /** health judges a worker by heartbeat age, as monitor.StateOf does. */
-export function health(lastHeartbeat, now, thresholdMS = 60000) {
+export function health(lastHeartbeat, now, thresholdMS = HEALTH_THRESHOLD_MS) {
   const age = Date.parse(now) - Date.parse(lastHeartbeat);
   if (age <= thresholdMS) return 'active';
   if (age <= DEAD_FACTOR * thresholdMS) return 'stale';
@@ -328,23 +365,24 @@ export function indexEntry(key) {
   const p = key.split('/');
   const ok = (index, shard, type, id, extra) => (HEX_SHARD.test(shard) && validType(type) && UUID.test(id) && shardOf(id, shard.length) === shard
     ? { index, shard, type, id, ...extra } : null);
-  if (p[0] === 'ready' && p.length === 6 && MS.test(p[2]) && PRIORITIES.includes(p[4])) {
+  const root = `${p[0]}/`;
+  if (root === READY_PREFIX && p.length === 6 && MS.test(p[2]) && PRIORITIES.includes(p[4])) {
     const offset = p[4] === 'high' ? -PRIORITY_STEP_MS : p[4] === 'low' ? PRIORITY_STEP_MS : 0;
     return ok('ready', p[1], p[3], p[5], { availableAt: Number(p[2]) - offset });
   }
-  if (p[0] === 'leases' && p.length === 7 && MS.test(p[2])) return ok('leases', p[1], p[3], p[4]);
-  if (p[0] === 'dead' && p.length === 5 && MS.test(p[1])) return ok('dead', p[2], p[3], p[4]);
+  if (root === LEASES_PREFIX && p.length === 7 && MS.test(p[2])) return ok('leases', p[1], p[3], p[4]);
+  if (root === DEAD_PREFIX && p.length === 5 && MS.test(p[1])) return ok('dead', p[2], p[3], p[4]);
   // A waiting entry names no type (queue.ParseWaitingKey).
-  if (p[0] === 'waiting' && p.length === 3 && HEX_SHARD.test(p[1]) && UUID.test(p[2]) && shardOf(p[2], p[1].length) === p[1]) {
+  if (root === WAITING_PREFIX && p.length === 3 && HEX_SHARD.test(p[1]) && UUID.test(p[2]) && shardOf(p[2], p[1].length) === p[1]) {
     return { index: 'waiting', shard: p[1], type: '', id: p[2] };
   }
   return null;
 }
 
 /** COUNTED are the statuses the stats count, from their indexes (queue.CountedStatuses). */
-export const COUNTED = ['waiting', 'pending', 'running', 'failed'];
+export const COUNTED = constants.counted;
 /** RECENT_MINUTES is the length of the stats' per-minute counts (queue.DefaultRecentMinutes). */
-export const RECENT_MINUTES = 15;
+export const RECENT_MINUTES = constants.recent_minutes;
 
 /**
  * countStats computes what GET /api/stats answers (view.Stats) from the

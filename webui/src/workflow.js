@@ -4,10 +4,11 @@
 // makes of the same objects (testdata/workflows.json), and app.js only
 // draws it. Through the HTTP API the server sends the same report.
 
-import { FORMAT_VERSION, shardOf } from './queue.js';
+import {
+  FORMAT_VERSION, WORKFLOWS_PREFIX, WORKFLOW_NAMES_PREFIX, WORKFLOW_ENDED, canAct, shardOf,
+} from './queue.js';
 
-export const WORKFLOWS_PREFIX = 'workflows/';
-export const WORKFLOW_NAMES_PREFIX = 'workflow-names/';
+export { WORKFLOWS_PREFIX, WORKFLOW_NAMES_PREFIX };
 
 /** workflowKey is queue.WorkflowKey: workflows/{shard}/{id}.json. */
 export function workflowKey(id, shardChars) {
@@ -148,16 +149,15 @@ export function report(w, tasks, problems = {}) {
   steps.sort((a, b) => a.depth - b.depth);
   const out = {
     id: w.id, name: w.name, idempotency_key: w.idempotency_key, status, created_at: w.created_at,
-    ended_at: ['completed', 'failed', 'cancelled'].includes(status) ? endedAt : null, counts, steps,
+    ended_at: WORKFLOW_ENDED.includes(status) ? endedAt : null, counts, steps,
   };
   if (!out.name) delete out.name;
   return out;
 }
 
-/** ACTIONS says what the workflow view offers on a step of each status. */
+/** stepActions says what the workflow view offers on a step: a replay where the task's status allows one. */
 export function stepActions(step) {
-  if (['failed', 'cancelled', 'expired'].includes(step.status)) return ['replay'];
-  return [];
+  return canAct('replay', step.status) ? ['replay'] : [];
 }
 
 /**

@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { applyOperator, TransitionError, allowed, indexChanges, decodeTask, health, shards } from '../src/queue.js';
+import { applyOperator, TransitionError, allowed, indexChanges, decodeTask, health, shards, canAct } from '../src/queue.js';
 
 const cases = JSON.parse(readFileSync(new URL('../testdata/cases.json', import.meta.url)));
 
@@ -31,6 +31,18 @@ for (const c of cases) {
     assert.deepEqual(indexChanges(c.base, got), { put: c.index_put ?? [], del: c.index_delete ?? [] });
   });
 }
+
+test('the page offers an action exactly where the Go rules take it', () => {
+  for (const c of cases) {
+    assert.equal(canAct(c.op, c.base.status), !c.error, c.name);
+  }
+  assert.equal(canAct('requeue', 'pending'), false, 'the page offers no requeue');
+});
+
+test('a refusal names the statuses the action applies to', () => {
+  const c = cases.find((x) => x.op === 'replay' && x.error && x.base.status === 'pending');
+  assert.throws(() => applyOperator(c.base, c.op, c.reason, c.now, c.request_id), /only failed, cancelled or expired tasks can be replayed/);
+});
 
 test('there are cases of every kind', () => {
   assert.ok(cases.length >= 20);
