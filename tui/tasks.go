@@ -197,11 +197,16 @@ func (t *tasks) Update(msg tea.KeyMsg) (tasksEffect, uuid.UUID, tea.Cmd) {
 			return tasksReload, uuid.Nil, nil
 		}
 	case key.Matches(msg, k.Search):
-		t.searching = true
-		t.search.SetValue("")
-		return tasksNone, uuid.Nil, t.search.Focus()
+		return tasksNone, uuid.Nil, t.openSearch()
 	}
 	return tasksNone, uuid.Nil, nil
+}
+
+// openSearch opens an empty search box.
+func (t *tasks) openSearch() tea.Cmd {
+	t.searching = true
+	t.search.SetValue("")
+	return t.search.Focus()
 }
 
 // applySearch reads the search box: a whole id opens that task (or the

@@ -92,6 +92,9 @@ type Model struct {
 	record *queue.Workflow
 	// trail is where q/esc goes back to from a task or a workflow.
 	trail []place
+	// searchFromOverview: the search box open on the task list was opened
+	// by / on the overview, so esc in it goes back there.
+	searchFromOverview bool
 
 	tick     ticker
 	seq      map[string]int // newest request per kind
@@ -420,8 +423,6 @@ func (m *Model) back() tea.Cmd {
 			m.setDetail(p.task)
 		case scrWorkflow:
 			m.setWorkflow(p.ref)
-		default:
-			m.trail = nil
 		}
 		m.screen = p.screen
 		return m.reload()
@@ -548,6 +549,13 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 			return nil
 		}
 		return m.openWorkflow(t.Workflow.ID.String())
+	case key.Matches(msg, k.Search) && m.screen == scrOverview:
+		// The task search, as / opens it on the task list; the list
+		// goes back to the overview.
+		m.push()
+		m.screen = scrTasks
+		m.searchFromOverview = true
+		return tea.Batch(m.reload(), m.tasks.openSearch())
 	case key.Matches(msg, k.Overview):
 		return m.show(scrOverview)
 	case key.Matches(msg, k.Tasks):
@@ -680,7 +688,15 @@ func (m *Model) target() *queue.Task {
 }
 
 func (m *Model) tasksKey(msg tea.KeyMsg) tea.Cmd {
+	searching := m.tasks.searching
 	eff, id, cmd := m.tasks.Update(msg)
+	if searching && !m.tasks.searching {
+		from := m.searchFromOverview
+		m.searchFromOverview = false
+		if from && eff == tasksNone {
+			return m.back() // esc: nothing was searched
+		}
+	}
 	switch eff {
 	case tasksReload:
 		return tea.Batch(cmd, loadTasks(m.ctx, m.q, m.tasks.query(), m.next("tasks")))
@@ -810,6 +826,9 @@ func (m *Model) hints() string {
 		return "enter open step · R replay · C cancel step · X cancel workflow · r refresh · q back · ? keys"
 	case scrSchedules:
 		return "e enable/disable · t trigger · X delete · P pause queue · " + common
+	}
+	if m.screen == scrOverview {
+		return "1-4 screens · / search · P pause queue · " + common
 	}
 	return "1-4 screens · P pause queue · " + common
 }

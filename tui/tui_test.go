@@ -75,6 +75,37 @@ func TestKeys(t *testing.T) {
 			require.Equal(t, "", h.m.tasks.typ)
 			require.Equal(t, scrTasks, h.m.screen, "esc in the search box does not leave the screen")
 		}},
+		{"/ on the overview opens the task search", Options{}, []string{"/"}, func(t *testing.T, h *harness) {
+			require.Equal(t, scrTasks, h.m.screen)
+			require.True(t, h.m.tasks.searching)
+			require.Len(t, h.m.tasks.page.Tasks, 6, "the list loads under the box")
+		}},
+		{"/ on the overview searches a type", Options{}, append([]string{"/"}, append(strings.Split("report", ""), "enter")...), func(t *testing.T, h *harness) {
+			require.Equal(t, scrTasks, h.m.screen)
+			require.False(t, h.m.tasks.searching)
+			require.Equal(t, "report", h.m.tasks.typ)
+			require.Len(t, h.m.tasks.page.Tasks, 2)
+		}},
+		{"q after a search from the overview goes back to it", Options{}, []string{"/", "r", "enter", "q"}, func(t *testing.T, h *harness) {
+			require.Equal(t, scrOverview, h.m.screen)
+			require.False(t, h.quit)
+		}},
+		{"esc in a search from the overview goes back to it", Options{}, []string{"/", "x", "esc"}, func(t *testing.T, h *harness) {
+			require.Equal(t, scrOverview, h.m.screen)
+			require.False(t, h.m.tasks.searching)
+			require.Equal(t, "", h.m.tasks.typ)
+			require.False(t, h.quit)
+		}},
+		{"a full id searched from the overview opens the task; q walks back", Options{}, nil, func(t *testing.T, h *harness) {
+			h.press(append([]string{"/"}, append(strings.Split(h.ids["failed"].ID.String(), ""), "enter")...)...)
+			require.Equal(t, scrDetail, h.m.screen)
+			require.Equal(t, h.ids["failed"].ID, h.m.detail.task.ID)
+			h.press("q")
+			require.Equal(t, scrTasks, h.m.screen)
+			h.press("q")
+			require.Equal(t, scrOverview, h.m.screen)
+			require.False(t, h.quit)
+		}},
 		{"enter opens the selected task", Options{Screen: "tasks"}, []string{"enter"}, func(t *testing.T, h *harness) {
 			require.Equal(t, scrDetail, h.m.screen)
 			require.Equal(t, h.m.tasks.page.Tasks[0].ID, h.m.detail.task.ID)
@@ -220,6 +251,7 @@ func TestViews(t *testing.T) {
 		{"confirm", Options{Screen: "tasks", Status: queue.StatusFailed}, []string{"R"}, false},
 		{"submit_form", Options{}, []string{"n", "t", "y", "p", "o", "!", "tab", "enter", "enter", "enter"}, false},
 		{"search", Options{Screen: "tasks"}, []string{"/", "r", "e"}, false},
+		{"search_from_overview", Options{}, []string{"/", "r", "e"}, false},
 	}
 	for _, size := range [][2]int{{100, 30}, {80, 24}} {
 		for _, tt := range tests {
