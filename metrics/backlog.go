@@ -12,7 +12,8 @@ import (
 // packages that compute them.
 type Backlog struct {
 	// Tasks counts tasks by status. It holds only the statuses the stats
-	// really count (pending, running and failed: see queue.Stats.Counted);
+	// really count (waiting, pending, running and failed: see
+	// queue.Stats.Counted);
 	// a status missing from it is unknown, not zero, and is not exported.
 	Tasks map[string]int
 	// TypeTasks is Tasks by task type, then status, with the same statuses.

@@ -86,11 +86,13 @@ func decodeCursor(s string) (listCursor, error) {
 // List returns one page of tasks, at a cost set by what it shows, never by
 // the number of tasks the bucket has held:
 //
-//   - pending, running and failed tasks come from their indexes (ready/,
-//     leases/, dead/; dead letters newest first), each entry confirmed by a
-//     GET of its task: 1 LIST per 1,000 entries passed plus 1 GET per task
-//     shown. Entries that do not match their task are reported in Stale,
-//     skipped, and deleted once older than IndexGrace.
+//   - waiting, pending, running and failed tasks come from their indexes
+//     (waiting/, ready/, leases/, dead/; dead letters newest first), each
+//     entry confirmed by a GET of its task: 1 LIST per 1,000 entries passed
+//     plus 1 GET per task shown (a waiting entry names no type, so with a
+//     type filter every waiting task passed is read). Entries that do not
+//     match their task are reported in Stale, skipped, and deleted once
+//     older than IndexGrace.
 //   - every other status, or none, lists the tasks CREATED since
 //     qry.Since (default DefaultListWindow ago), newest first: task ids
 //     are time-ordered, so each shard's listing starts at the window and
@@ -190,7 +192,11 @@ func (q *Queue) fetchAll(ctx context.Context, items []fetched) {
 	})
 }
 
-// absorb moves a fetched item into the page; returns an error on a hard one.
+// absorb records on the page what went wrong fetching f: a task that is
+// gone makes its index entry stale (listed, and deleted by dropStale once
+// old enough), a malformed one is listed as malformed. Any other error is
+// returned and ends the listing. A task read without error is left to the
+// caller, which decides whether it belongs on the page.
 func (q *Queue) absorb(ctx context.Context, page *TaskPage, f fetched) error {
 	var m *MalformedError
 	switch {

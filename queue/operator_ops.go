@@ -43,8 +43,8 @@ func (q *Queue) Replay(ctx context.Context, id uuid.UUID) (*Task, error) {
 	return res.next, nil
 }
 
-// Archive hides a completed, failed or cancelled task from default
-// listings. Its object and history stay.
+// Archive hides a completed, failed, cancelled or expired task from
+// default listings. Its object and history stay.
 func (q *Queue) Archive(ctx context.Context, id uuid.UUID) (*Task, error) {
 	res, err := q.operate(ctx, id, "archive", operatorChange(OpArchive, ""))
 	if err != nil {

@@ -22,8 +22,8 @@ const (
 	EventTimedOut        = "timed_out"        // the lease expired, or its holder died, without a result (monitor)
 	EventRequeued        = "requeued"         // put back without counting a retry (shutdown, operator)
 	EventCancelRequested = "cancel_requested" // an operator asked a running task to stop
-	EventCancelled       = "cancelled"        // cancelled (pending at once; running once the worker or monitor acks)
-	EventReplayed        = "replayed"         // an operator re-ran a failed or cancelled task
+	EventCancelled       = "cancelled"        // cancelled (waiting or pending at once; running once the worker or monitor acks)
+	EventReplayed        = "replayed"         // an operator re-ran a failed, cancelled or expired task
 	EventArchived        = "archived"         // hidden from default listings; history kept
 	EventExpired         = "expired"          // not started before expires_at
 	EventChildAdded      = "child_added"      // a task submitted to run after this one was recorded on it
@@ -44,12 +44,14 @@ type Transition struct {
 	From  Status `json:"from"`
 	Event string `json:"event"`
 	To    Status `json:"to"`
-	By    string `json:"by"`   // operation that performs it
+	By    string `json:"by"`   // the operations that perform it, comma-separated
 	Note  string `json:"note"` // when it applies
 }
 
 // transitions is THE table. Anything not listed here is refused before any
-// write, by validateTransition. doc.go renders the same table for humans.
+// write, by ValidateTransition. doc.go's "Allowed transitions" is a copy for
+// people to read, kept equal to this one by TestDocTransitionTableMatchesCode;
+// OperatorFrom reads the operator actions off the By column.
 var transitions = []Transition{
 	{"", EventEnqueued, StatusPending, "Submit", "create-only PUT; available_at may lie in the future"},
 	{"", EventEnqueued, StatusWaiting, "Submit", "with parents that have not all ended; no ready entry"},

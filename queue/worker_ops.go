@@ -203,7 +203,7 @@ func (q *Queue) expire(ctx context.Context, base *Task, etag string) (*Task, err
 	return res.next, nil
 }
 
-// leaseMutation fences a worker's change on its lease and re-applies it over
+// mutation fences a worker's change on its lease and re-applies it over
 // concurrent writes that kept the lease (an operator's cancel request).
 func (l *Lease) mutation(op string, change func(*Task, time.Time) (string, error)) mutation {
 	if l.pendingOp != op {

@@ -131,7 +131,7 @@ func ended(st queue.Status) bool {
 	return false
 }
 
-// workflowStatusStyle colours a workflow status like the task status it
+// workflowStatus colours a workflow status like the task status it
 // resembles.
 func (s *workflowScreen) workflowStatus(ws queue.WorkflowStatus) string {
 	switch ws {
