@@ -11,9 +11,11 @@
 #                                 (dist/qo_image_oci) with crane, logged in with
 #                                 `crane auth login` or a Docker config
 #
-# Every build also makes the container image: a post-build hook of
-# .goreleaser.yaml runs deploy/image, which writes each linux binary into the
-# OCI layout dist/qo_image_oci. No container engine is involved.
+# Every build also makes the container image: .goreleaser.yaml builds a
+# second linux binary without the embedded S3 server (-tags nogateway; the
+# archives keep the full one), and a post-build hook runs deploy/image, which
+# writes it into the OCI layout dist/qo_image_oci. No container engine is
+# involved.
 set -euo pipefail
 
 GORELEASER_VERSION=v2.16.0

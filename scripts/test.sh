@@ -3,10 +3,11 @@
 #
 # On a fresh machine with only the Go toolchain it installs what the tests need
 # (MinIO, built once into a cache outside the repository), starts a throwaway
-# MinIO on 127.0.0.1, runs go vet, staticcheck, a gofmt check, the web UI's
-# build check and JavaScript tests, the release
-# check with a snapshot build (the binary and its container image), and the whole test suite with
-# the race detector, stops MinIO and exits with the test status.
+# MinIO on 127.0.0.1, runs go vet (also of the container image's build),
+# staticcheck, a gofmt check, the web UI's build check and JavaScript tests, the
+# release check with a snapshot build (the binary and its container image), and
+# the whole test suite with the race detector, stops MinIO and exits with the
+# test status.
 #
 # Environment:
 #   QO_CACHE_DIR       where tools are cached (default ${XDG_CACHE_HOME:-$HOME/.cache}/qo)
@@ -68,6 +69,13 @@ step "go vet ./... (linux, and windows + darwin: the release targets)"
 go vet ./...
 GOOS=windows go vet ./...
 GOOS=darwin go vet ./...
+
+# The container image's qo is built with -tags nogateway (.goreleaser.yaml):
+# vet that build too, and test the gateway package's stub in it, so the
+# variant cannot rot between releases.
+step "go vet -tags nogateway ./... and the gateway stub's tests (the container image's build)"
+go vet -tags nogateway ./...
+go test -tags nogateway -count=1 ./store/gateway
 
 step "staticcheck"
 STATICCHECK_VERSION=v0.8.2

@@ -1,6 +1,7 @@
 // Command image builds qo's container image without a container engine.
 //
-// The release (.goreleaser.yaml) runs it after each build:
+// The release (.goreleaser.yaml) runs it after each build of the image's
+// binary (linux, -tags nogateway: without the embedded S3 server of qo dev):
 //
 //	go run ./deploy/image add --layout dist/qo_image_oci --binary PATH --platform linux/amd64 --version V ...
 //

@@ -7,16 +7,24 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+
+	"github.com/qo-queue/qo/store/storetest"
 )
 
 // add runs `image add` as the release hook does.
@@ -230,9 +238,11 @@ func TestAddRefusesBadInput(t *testing.T) {
 
 // TestReleaseImageRuns opens the image the snapshot build made
 // (scripts/release.sh single, which the test command runs first), unpacks
-// this machine's platform and runs `qo version` in it: as root, chrooted
-// into the image's files and as the image's user, so a binary that needs
-// anything outside the image, or a wrong entrypoint or user, fails here.
+// this machine's platform and runs qo in it: as root, chrooted into the
+// image's files and as the image's user, so a binary that needs anything
+// outside the image, or a wrong entrypoint or user, fails here. It runs
+// `qo version`, the commands the image leaves out, and every command the
+// manifests and docs/deploy.md run, on a bucket of the test S3 server.
 func TestReleaseImageRuns(t *testing.T) {
 	dir := filepath.Join("..", "..", "dist", "qo_image_oci")
 	if _, err := os.Stat(filepath.Join(dir, "index.json")); err != nil {
@@ -296,15 +306,196 @@ func TestReleaseImageRuns(t *testing.T) {
 	if _, err := fmt.Sscanf(cf.Config.User, "%d:%d", &uid, &gid); err != nil || uid == 0 {
 		t.Fatalf("the image's user %q: want a numeric non-root uid:gid", cf.Config.User)
 	}
-	cmd := inImage(rootfs, cf.Config.Entrypoint[0], uid, gid, "version")
-	cmd.Env = cf.Config.Env
-	out, err := cmd.CombinedOutput()
+	c := container{rootfs: rootfs, cf: cf, uid: uid, gid: gid}
+	code, stdout, stderr := c.run(t, nil, "version")
+	if code != 0 {
+		t.Fatalf("qo version in the image: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stdout, version) {
+		t.Errorf("qo version printed %q, want the image's version %s", stdout, version)
+	}
+
+	// The image's qo is built without the embedded S3 server (the tag
+	// nogateway): the commands that need it say so and exit 2 (a usage
+	// error), before they listen or serve anything.
+	t.Run("without the gateway", func(t *testing.T) {
+		if !hasSetting(info, "-tags", "nogateway") || hasDep(info, "github.com/versity/versitygw") {
+			t.Errorf("the image's qo carries the embedded S3 gateway: build it with -tags nogateway (.goreleaser.yaml, build qo-image)")
+		}
+		tests := []struct {
+			name string
+			args []string
+		}{
+			{"dev", []string{"dev", "--data-dir", "qo-dev"}},
+			{"gateway", []string{"gateway", "--data-dir", "qo-gateway"}},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				code, stdout, stderr := c.run(t, nil, tt.args...)
+				if code != 2 || !strings.Contains(stderr, "built without the embedded S3 gateway") {
+					t.Errorf("qo %s: exit %d\nstdout: %s\nstderr: %s\nwant exit 2 and the gateway's absence named", strings.Join(tt.args, " "), code, stdout, stderr)
+				}
+			})
+		}
+	})
+
+	// The commands deploy/kubernetes and docs/deploy.md run in the image, in
+	// their order: the init Job, doctor, a worker that runs a task, the
+	// standalone monitor and qo serve, each long-running one until ready on
+	// its probe's route and then stopped as Kubernetes stops it (SIGTERM,
+	// exit 0).
+	t.Run("on a bucket", func(t *testing.T) {
+		bucket := storetest.MinIO(t).Bucket() // skips (or fails in CI) without MinIO
+		cfg := storetest.S3Config(t, bucket)
+		env := []string{"S3_ENDPOINT=" + cfg.Endpoint, "S3_BUCKET=" + bucket, "S3_REGION=" + cfg.Region,
+			"AWS_ACCESS_KEY_ID=" + cfg.AccessKey, "AWS_SECRET_ACCESS_KEY=" + cfg.SecretKey}
+		for _, args := range [][]string{{"init", "--shard-chars", "1", "--tasks-retention-days", "0"}, {"doctor"}} {
+			if code, stdout, stderr := c.run(t, env, args...); code != 0 {
+				t.Fatalf("qo %s in the image: exit %d\n%s%s", strings.Join(args, " "), code, stdout, stderr)
+			}
+		}
+
+		addr := freeAddr(t)
+		worker := c.start(t, append(env, "QO_METRICS_ADDR="+addr), "worker")
+		worker.waitHTTP(t, "http://"+addr+"/readyz")
+		code, id, stderr := c.run(t, env, "submit", "--type", "echo", "--input", `{"from":"the image"}`)
+		if code != 0 {
+			t.Fatalf("qo submit in the image: exit %d\n%s", code, stderr)
+		}
+		if code, stdout, stderr := c.run(t, env, "wait", "--timeout", "1m", strings.TrimSpace(id)); code != 0 {
+			t.Fatalf("qo wait in the image: exit %d\n%s%s", code, stdout, stderr)
+		}
+		worker.stop(t)
+
+		addr = freeAddr(t)
+		monitor := c.start(t, append(env, "QO_METRICS_ADDR="+addr), "monitor")
+		monitor.waitHTTP(t, "http://"+addr+"/healthz")
+		monitor.stop(t)
+
+		addr = freeAddr(t)
+		serve := c.start(t, append(env, "QO_API_ADDR="+addr), "serve")
+		serve.waitHTTP(t, "http://"+addr+"/readyz")
+		serve.stop(t)
+	})
+}
+
+// container runs qo commands in an unpacked image, as a container runtime
+// would: the image's entrypoint, user, working directory and environment.
+type container struct {
+	rootfs   string
+	cf       *v1.ConfigFile
+	uid, gid uint32
+}
+
+func (c container) command(env []string, args ...string) *exec.Cmd {
+	cmd := inImage(c.rootfs, c.cf.Config.WorkingDir, c.cf.Config.Entrypoint[0], c.uid, c.gid, args...)
+	cmd.Env = append(slices.Clone(c.cf.Config.Env), env...)
+	return cmd
+}
+
+// run runs qo with args to its end.
+func (c container) run(t *testing.T, env []string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	cmd := c.command(env, args...)
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	case err != nil:
+		t.Fatalf("run qo %s in the image: %v", strings.Join(args, " "), err)
+	}
+	return code, out.String(), errOut.String()
+}
+
+// process is a long-running qo in the image.
+type process struct {
+	name string
+	cmd  *exec.Cmd
+	out  bytes.Buffer // stdout and stderr; read once the process ended
+	done chan struct{}
+	err  error // the exit status, once done is closed
+}
+
+// start starts qo with args; it is killed when the test ends, if still
+// running.
+func (c container) start(t *testing.T, env []string, args ...string) *process {
+	t.Helper()
+	p := &process{name: "qo " + strings.Join(args, " "), cmd: c.command(env, args...), done: make(chan struct{})}
+	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start %s in the image: %v", p.name, err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(p.kill)
+	return p
+}
+
+func (p *process) kill() {
+	select {
+	case <-p.done:
+	default:
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// waitHTTP waits until url answers 200, failing when the process exits
+// first or a minute passes.
+func (p *process) waitHTTP(t *testing.T, url string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		resp, err := http.Get(url)
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			p.kill()
+			t.Fatalf("%s: %s did not answer 200 within a minute (last: %v)\n%s", p.name, url, err, p.out.String())
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("%s exited (%v) before %s answered\n%s", p.name, p.err, url, p.out.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// stop sends SIGTERM and wants a clean exit.
+func (p *process) stop(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatalf("signal %s: %v", p.name, err)
+	}
+	select {
+	case <-p.done:
+	case <-time.After(time.Minute):
+		p.kill()
+		t.Fatalf("%s still ran a minute after SIGTERM\n%s", p.name, p.out.String())
+	}
+	if p.err != nil {
+		t.Errorf("%s after SIGTERM: %v, want exit 0\n%s", p.name, p.err, p.out.String())
+	}
+}
+
+// freeAddr is a loopback address with a port nothing listens on now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("qo version in the image: %v\n%s", err, out)
+		t.Fatal(err)
 	}
-	if !strings.Contains(string(out), version) {
-		t.Errorf("qo version printed %q, want the image's version %s", out, version)
-	}
+	defer l.Close()
+	return l.Addr().String()
 }
 
 // unpack writes img's filesystem under dir.
@@ -336,6 +527,15 @@ func unpack(t *testing.T, img v1.Image, dir string) {
 			}
 		}
 	}
+}
+
+func hasSetting(info *buildinfo.BuildInfo, key, value string) bool {
+	for _, s := range info.Settings {
+		if s.Key == key && s.Value == value {
+			return true
+		}
+	}
+	return false
 }
 
 func hasDep(info *buildinfo.BuildInfo, path string) bool {

@@ -1,3 +1,5 @@
+//go:build !nogateway
+
 package gateway
 
 import (
@@ -18,6 +20,10 @@ import (
 	"github.com/versity/versitygw/embedgw"
 	"github.com/versity/versitygw/s3api"
 )
+
+// Embedded reports whether this binary carries the gateway: true unless it
+// was built with the tag nogateway.
+const Embedded = true
 
 // MaybeRunChild runs the gateway and exits the process when this process was
 // started by Start as a gateway child; otherwise it returns at once. Call it

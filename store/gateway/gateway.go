@@ -36,6 +36,14 @@
 // xattrs (detected by trying), else in the sidecar directory meta/. Once a
 // data directory uses meta/, it keeps using it, so data stays readable when
 // moved.
+//
+// # Builds without the gateway
+//
+// versitygw and the libraries it links (its HTTP framework, its IAM and
+// event backends) make up about a third of the qo binary. The build tag
+// nogateway leaves them out, for binaries that only reach real buckets (the
+// container image): the package keeps its API, Embedded is false, and Start
+// fails with ErrNotEmbedded.
 package gateway
 
 import (
@@ -145,14 +153,32 @@ func (g *Gateway) Err() error {
 	return g.err
 }
 
+// ErrNotEmbedded is Start's error in a binary built with the tag nogateway.
+var ErrNotEmbedded error = notEmbeddedError{}
+
+type notEmbeddedError struct{}
+
+func (notEmbeddedError) Error() string {
+	return "this qo was built without the embedded S3 gateway (the worker image): run qo dev from the release binary, or point qo at a bucket with --endpoint"
+}
+
+// ExitCode is 2, as for a usage error: this binary cannot run the command.
+// It makes the error a cli.ExitCoder (github.com/urfave/cli), whose code the
+// qo command exits with.
+func (notEmbeddedError) ExitCode() int { return 2 }
+
 // errAddrInUse: the child could not bind its listen address.
 var errAddrInUse = errors.New("listen address already in use")
 
 // Start launches the gateway in a child process, waits until it answers S3
 // requests and, when opts.Bucket is set, creates that bucket with versioning
 // enabled if it is missing. The gateway runs until Stop is called or the
-// calling process exits; ctx bounds only the start.
+// calling process exits; ctx bounds only the start. In a build without the
+// gateway (Embedded false) it returns ErrNotEmbedded.
 func Start(ctx context.Context, opts Options) (*Gateway, error) {
+	if !Embedded {
+		return nil, ErrNotEmbedded
+	}
 	if opts.DataDir == "" {
 		return nil, errors.New("gateway: DataDir is required")
 	}

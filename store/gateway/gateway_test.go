@@ -1,3 +1,5 @@
+//go:build !nogateway
+
 package gateway_test
 
 import (
