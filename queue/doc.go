@@ -522,6 +522,34 @@ heartbeat, with 0 or with millions of finished tasks.
 Lifetime totals of completed, cancelled, expired or archived tasks are not
 counted (Stats.Counted says which counts are real).
 
+# Following, waiting, bulk submits
+
+An event has one name everywhere (History, Follow, qo tail, the console,
+the HTTP API): the one of Events that the write recorded in last_event,
+or, for an object without one, the one its status change implies.
+
+Follow (qo tail) reports the events of given tasks, or of the whole queue:
+
+  - given tasks: first each task's history (1 LIST-VERSIONS + 1 GET per
+    version of it; 1 GET from now on only), then per poll 1 GET per task
+    that has not ended, and for a task written more than once since the
+    last poll its history again, so that no write is missed;
+  - the whole queue: per poll 1 LIST per 1,000 ready entries and 1 per
+    1,000 lease entries (2 LISTs while idle) and 1 GET per task whose
+    entry appeared, moved or vanished. Writes between two polls coalesce
+    into the task's latest event; writes that change no ready or lease
+    entry (a cancel request, archiving, a waiting task's writes) are not
+    seen.
+
+Wait (qo wait) reads, per round, each task that has not ended (1 GET);
+rounds stretch from its interval to its maximum while nothing changes. An
+archived task counts as the status it was archived from: 1 LIST-VERSIONS
++ 2 GETs, once. SubmitBulk (qo submit --file) is one Submit per line, at
+most 16 (up to 256) at once; lines repeating a type and idempotency key
+are sent once. None of them reads anything in proportion to the finished
+tasks: the same requests with 0 or with 10,000 of them (asserted in
+tests).
+
 # Sweeper
 
 The leading monitor's sweep is a safety net with a stated bound, not a

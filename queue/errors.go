@@ -3,6 +3,8 @@ package queue
 import (
 	"errors"
 	"fmt"
+
+	"github.com/google/uuid"
 )
 
 // Sentinel errors. Operations wrap them with the operation and the task id,
@@ -74,6 +76,18 @@ func (e *MalformedError) Error() string {
 }
 
 func (e *MalformedError) Unwrap() error { return e.Err }
+
+// TaskError names the task an error of Follow or Wait is about (a task
+// that does not exist, or cannot be read). Its text is the error's own,
+// which names the task too.
+type TaskError struct {
+	ID  uuid.UUID
+	Err error
+}
+
+func (e *TaskError) Error() string { return e.Err.Error() }
+
+func (e *TaskError) Unwrap() error { return e.Err }
 
 func invalidInput(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalidInput, fmt.Sprintf(format, args...))

@@ -12,22 +12,49 @@ import (
 	"github.com/qo-queue/qo/store"
 )
 
-// Event is one entry of a task's history: one object version.
+// Event is one write of a task: one object version, as a task's History
+// lists it and as Follow reports it. Its Name is the same wherever it is
+// shown (history, qo tail, the console, the HTTP API): the canonical event
+// the write recorded in last_event (see Events), or, for objects that do
+// not carry one, the event the status change implies.
 type Event struct {
-	Name      string    // canonical event (see Events), "deleted" for a delete marker, "unknown" when underivable
-	At        time.Time // updated_at of the version (LastModified for malformed versions and delete markers)
+	Name      string    // canonical event (see Events), EventDeleted for a delete marker, EventUnknown when underivable
+	At        time.Time // updated_at of the version (LastModified for malformed versions and delete markers; the poll's time for a deletion Follow saw)
+	TaskID    uuid.UUID // the task
+	Type      string    // its task type ("" when no version of it could be read)
 	Status    Status
 	WorkerID  string // the worker involved: the lease holder, or the holder whose lease this event ended
 	Attempt   int
 	Rev       int64
-	VersionID string
-	Task      *Task // decoded version; nil for delete markers and malformed versions
-	Err       error // a *MalformedError when the version could not be decoded
+	VersionID string // the version's id when read from the task's history ("" when Follow read the current object)
+	Task      *Task  // decoded version; nil for delete markers and malformed versions
+	Err       error  // a *MalformedError when the version could not be decoded
+	// Missed counts the writes of the task between the previous event
+	// reported and this one that Follow knows it did not see (events
+	// between two polls coalesce when no history fills the gap); always 0
+	// in a History.
+	Missed int64
 }
 
 // EventDeleted names a delete marker in a task's history (qo never deletes
 // tasks; someone removed the object by hand).
 const EventDeleted = "deleted"
+
+// EventUnknown names a version whose event cannot be told: it could not be
+// read, or it carries no canonical last_event and its status change fits
+// none.
+const EventUnknown = "unknown"
+
+// eventOf is the event that wrote version t, prev being the version before
+// it when known (a write that ends a lease names the worker that held it).
+func eventOf(prev, t *Task) Event {
+	ev := Event{Name: deriveEvent(prev, t), At: t.UpdatedAt, TaskID: t.ID, Type: t.Type, Status: t.Status,
+		WorkerID: t.WorkerID, Attempt: t.Attempt, Rev: t.Rev, Task: t}
+	if prev != nil && prev.Status == StatusRunning && t.Status != StatusRunning && prev.WorkerID != "" {
+		ev.WorkerID = prev.WorkerID // the holder whose lease ended here
+	}
+	return ev
+}
 
 // History lists every version of a task, oldest first, with the canonical
 // event that produced each (1 LIST-VERSIONS + 1 GET per version). Versions
@@ -48,7 +75,7 @@ func (q *Queue) History(ctx context.Context, id uuid.UUID) ([]Event, error) {
 	var mu sync.Mutex
 	forEach(len(versions), sweepParallelism, func(i int) {
 		v := versions[len(versions)-1-i]
-		ev := Event{VersionID: v.VersionID, At: v.LastModified}
+		ev := Event{VersionID: v.VersionID, At: v.LastModified, TaskID: id}
 		if v.DeleteMarker {
 			ev.Name = EventDeleted
 			events[i] = ev
@@ -64,7 +91,7 @@ func (q *Queue) History(ctx context.Context, id uuid.UUID) ([]Event, error) {
 		if err != nil {
 			if errors.Is(err, store.ErrNotFound) {
 				// Expired by a lifecycle rule between LIST and GET.
-				ev.Name = "unknown"
+				ev.Name = EventUnknown
 				ev.Err = &MalformedError{Key: key + "?versionId=" + v.VersionID, Err: err}
 				events[i] = ev
 				return
@@ -78,29 +105,33 @@ func (q *Queue) History(ctx context.Context, id uuid.UUID) ([]Event, error) {
 		}
 		t, err := DecodeTask(key, obj.Body)
 		if err != nil {
-			ev.Name = "unknown"
+			ev.Name = EventUnknown
 			ev.Err = err
 			events[i] = ev
 			return
 		}
-		ev.Task, ev.Status, ev.Attempt, ev.Rev, ev.At = t, t.Status, t.Attempt, t.Rev, t.UpdatedAt
+		ev.Task = t
 		events[i] = ev
 	})
 	if firstErr != nil {
 		return nil, fmt.Errorf("history of task %s: %w", id, firstErr)
 	}
 	var prev *Task
+	typ := ""
 	for i := range events {
 		t := events[i].Task
 		if t == nil {
 			continue
 		}
-		events[i].Name = deriveEvent(prev, t)
-		events[i].WorkerID = t.WorkerID
-		if prev != nil && prev.Status == StatusRunning && t.Status != StatusRunning && prev.WorkerID != "" {
-			events[i].WorkerID = prev.WorkerID // the holder whose lease ended here
+		vid := events[i].VersionID
+		events[i] = eventOf(prev, t)
+		events[i].VersionID = vid
+		prev, typ = t, t.Type
+	}
+	for i := range events {
+		if events[i].Type == "" {
+			events[i].Type = typ // delete markers and unreadable versions: the type every version has
 		}
-		prev = t
 	}
 	return events, nil
 }
@@ -142,5 +173,5 @@ func deriveEvent(prev, t *Task) string {
 	case prev.Status == StatusPending && t.Status == StatusPending:
 		return EventRequeued
 	}
-	return "unknown"
+	return EventUnknown
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/qo-queue/qo/queue"
@@ -29,19 +30,31 @@ func TestReadCostIndependentOfHistory(t *testing.T) {
 		for _, n := range []int{0, historySize} {
 			b := setup(t, be, withIDs("live")) // the same live tasks in both buckets
 			require.NoError(t, bench.SeedFinished(b.ctx, b.raw, b.q, bench.Seed{Tasks: n}))
-			live(t, b)
-			costs[n] = readCosts(t, b)
+			tasks := live(t, b)
+			costs[n] = readCosts(t, b, tasks)
 		}
 		for op, c := range costs[0] {
 			require.Equal(t, c, costs[historySize][op], "%s costs the same with %d finished tasks as with none", op, historySize)
+		}
+		for op, want := range map[string]string{
+			"follow the queue, idle poll":                "LIST=2 LIST-VERSIONS=0 GET=0 PUT=0 DELETE=0",
+			"follow the queue, a poll after 3 writes":    "LIST=2 LIST-VERSIONS=0 GET=3 PUT=0 DELETE=0",
+			"follow 3 tasks, a poll":                     "LIST=0 LIST-VERSIONS=0 GET=3 PUT=0 DELETE=0",
+			"follow 3 tasks, a poll after 2 writes":      "LIST=0 LIST-VERSIONS=1 GET=6 PUT=0 DELETE=0",
+			"wait for 4 ended tasks":                     "LIST=0 LIST-VERSIONS=0 GET=4 PUT=0 DELETE=0",
+			"wait for 4 ended tasks, 1 of them archived": "LIST=0 LIST-VERSIONS=1 GET=6 PUT=0 DELETE=0",
+		} {
+			require.Equal(t, want, costs[0][op], op)
 		}
 		t.Logf("read costs (the same with 0 and %d finished tasks): %v", historySize, costs[0])
 	})
 }
 
 // live builds the same live queue in every bucket: waiting, delayed,
-// running, recently completed and failed tasks, and a worker heartbeat.
-func live(t *testing.T, b *bundle) {
+// running, recently completed and failed tasks, and a worker heartbeat. It
+// returns the 12 tasks of types t0-t2: 2 completed, 2 failed, 3 running
+// (their leases in the bundle's claims) and 5 pending.
+func live(t *testing.T, b *bundle) []*queue.Task {
 	t.Helper()
 	var tasks []*queue.Task
 	for i := 0; i < 12; i++ {
@@ -62,17 +75,20 @@ func live(t *testing.T, b *bundle) {
 	var recent queue.MinuteCounter
 	recent.Add(b.q.Now(), 2, 2)
 	require.NoError(t, b.q.PutWorker(b.ctx, &queue.WorkerInfo{ID: "w1", LastHeartbeat: b.q.Now(), Recent: recent.Snapshot(b.q.Now())}))
+	return tasks
 }
 
 // readCosts runs each read path once and returns its requests by kind.
-func readCosts(t *testing.T, b *bundle) map[string]string {
+// The last ones, following and waiting, write between their reads.
+func readCosts(t *testing.T, b *bundle, tasks []*queue.Task) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	measure := func(name string, fn func()) {
 		before := b.counts()
 		fn()
 		d := b.counts().Sub(before)
-		out[name] = fmt.Sprintf("LIST=%d GET=%d PUT=%d DELETE=%d", d.Total(store.OpList), d.Total(store.OpGet), d.Total(store.OpPut), d.Total(store.OpDelete))
+		out[name] = fmt.Sprintf("LIST=%d LIST-VERSIONS=%d GET=%d PUT=%d DELETE=%d", d.Total(store.OpList), d.Total(store.OpListVersions),
+			d.Total(store.OpGet), d.Total(store.OpPut), d.Total(store.OpDelete))
 	}
 	list := func(qry queue.ListQuery) func() {
 		return func() {
@@ -103,6 +119,43 @@ func readCosts(t *testing.T, b *bundle) map[string]string {
 		_, _, err := b.q.Sweep(b.ctx, "", 0, time.Hour)
 		require.NoError(t, err)
 	})
+
+	// Following: the whole queue, and three tasks by id.
+	whole := b.q.NewFollower(queue.FollowOptions{})
+	byID := b.q.NewFollower(queue.FollowOptions{IDs: []uuid.UUID{tasks[0].ID, tasks[7].ID, tasks[8].ID}, NewOnly: true})
+	poll := func(f *queue.Follower) func() {
+		return func() {
+			_, err := f.Poll(b.ctx)
+			require.NoError(t, err)
+		}
+	}
+	measure("follow the queue, first poll", poll(whole))
+	measure("follow the queue, idle poll", poll(whole))
+	measure("follow 3 tasks, first poll", poll(byID))
+	measure("follow 3 tasks, a poll", poll(byID))
+	// Writes between polls: a submit, a claim, and two writes of one task
+	// (the task follower reads its history to report both).
+	b.submit(t, "t0", `{}`)
+	b.claim(t, tasks[7], "w2")
+	l := b.claim(t, tasks[8], "w2")
+	_, err := b.q.Complete(b.ctx, l, nil)
+	require.NoError(t, err)
+	measure("follow the queue, a poll after 3 writes", poll(whole))
+	measure("follow 3 tasks, a poll after 2 writes", poll(byID))
+
+	// Waiting for tasks that ended (the completed and failed ones), and
+	// for the same with one archived (its outcome comes from its history).
+	wait := func() {
+		rs, err := b.q.Wait(b.ctx, []uuid.UUID{tasks[0].ID, tasks[1].ID, tasks[2].ID, tasks[3].ID}, queue.WaitOptions{})
+		require.NoError(t, err)
+		for _, r := range rs {
+			require.NotEqual(t, queue.OutcomeUnfinished, r.Outcome)
+		}
+	}
+	measure("wait for 4 ended tasks", wait)
+	_, err = b.q.Archive(b.ctx, tasks[0].ID)
+	require.NoError(t, err)
+	measure("wait for 4 ended tasks, 1 of them archived", wait)
 	return out
 }
 
