@@ -366,12 +366,17 @@ func patchPaths(k kustomization) []string {
 	return out
 }
 
-// sources is the text of the qo command's Go files (tests excluded).
+// sources is the text of the qo command's Go files (tests excluded): the
+// root package, the command package and the dev environment it drives.
 func sources(t *testing.T) string {
 	t.Helper()
-	files, err := filepath.Glob("../*.go")
-	if err != nil {
-		t.Fatal(err)
+	var files []string
+	for _, pattern := range []string{"../*.go", "../command/*.go", "../devenv/*.go"} {
+		matched, err := filepath.Glob(pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, matched...)
 	}
 	var b strings.Builder
 	for _, f := range files {
@@ -385,7 +390,7 @@ func sources(t *testing.T) string {
 		b.Write(src)
 	}
 	if b.Len() == 0 {
-		t.Fatal("no Go sources found in the repository root")
+		t.Fatal("no Go sources of the qo command found")
 	}
 	return b.String()
 }

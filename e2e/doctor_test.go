@@ -18,7 +18,7 @@ import (
 	"github.com/qo-queue/qo/store/storetest"
 )
 
-// Exit codes of qo (see exitcodes.go).
+// Exit codes of qo (see command/exitcodes.go).
 const (
 	exitUsage   = 2
 	exitStorage = 5

@@ -8,6 +8,7 @@
 //	worker/...                    handlers, which embed a monitor
 //	metrics/...                   Prometheus metrics, a worker.Observer
 //	tui/, webui/, httpapi/        the interfaces; none imports another
+//	devenv/                       the local environment of qo dev, beside them
 //	command/...                   the commands
 //	qo (the root), deploy/...     programs
 //	e2e/                          tests only

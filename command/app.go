@@ -1,0 +1,207 @@
+package command
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/qo-queue/qo/internal/termsafe"
+)
+
+// Run runs qo with args (os.Args) and returns the process exit code, having
+// printed any error as one line on stderr.
+func Run(args []string, stdout, stderr io.Writer, build Build) int {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// The first interrupt cancels the context so commands wind down; a
+	// second one gets the default action (the process ends).
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		select {
+		case <-sigs:
+			signal.Stop(sigs)
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+
+	app := New(build)
+	app.Writer = stdout
+	app.ErrWriter = stderr
+	err := app.RunContext(ctx, args)
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintln(stderr, errorLine(err))
+	return exitCode(err)
+}
+
+// errorLine renders err as the one line qo prints: "qo: ...".
+func errorLine(err error) string {
+	msg := err.Error()
+	if errors.Is(err, context.Canceled) {
+		msg = "interrupted"
+	}
+	msg = strings.Join(strings.Fields(strings.ReplaceAll(msg, "\n", "; ")), " ")
+	msg = strings.TrimPrefix(msg, "qo: ")
+	// An error may quote the bucket (a key, a task's error): escape it.
+	return "qo: " + termsafe.Line(msg)
+}
+
+const appDescription = `qo keeps tasks as JSON objects in one S3-compatible bucket. Every state change
+is a conditional PUT (If-Match on the object's ETag) and bucket versioning is the
+audit trail, so there is no server to run: only workers and this command.
+
+Connection (flags or their environment variables; the flags work before or
+after the command name):
+  --endpoint URL    S3_ENDPOINT      e.g. http://127.0.0.1:9000; empty means AWS S3
+  --bucket NAME     S3_BUCKET        the queue's bucket (required)
+  --region NAME     S3_REGION, AWS_REGION (default us-east-1)
+  --path-style      S3_PATH_STYLE    address the bucket as ENDPOINT/BUCKET (the
+                                     default when --endpoint is set)
+  --profile NAME    AWS_PROFILE      a profile of the shared AWS config files
+Credentials come from the standard AWS chain: AWS_ACCESS_KEY_ID and
+AWS_SECRET_ACCESS_KEY, AWS_PROFILE, SSO, web identity, instance roles.
+The bucket must have versioning on; QO_ALLOW_NO_VERSIONING=1 runs without it
+(no task history).
+
+Examples:
+  # Check that a bucket can be trusted with a queue (MinIO on this machine):
+  export S3_ENDPOINT=http://127.0.0.1:9000 S3_BUCKET=jobs
+  export AWS_ACCESS_KEY_ID=minioadmin AWS_SECRET_ACCESS_KEY=minioadmin
+  qo doctor
+
+  # The same on AWS S3, as JSON for scripts, adding the recommended
+  # lifecycle rules for the index prefixes:
+  qo doctor --bucket jobs --region eu-west-1 --fix-lifecycle --json
+
+  # Help on one command:
+  qo doctor --help
+
+Exit codes: 0 ok, 1 internal error, 2 usage or invalid input, 3 not found,
+4 conflict or invalid transition, 5 S3 unreachable, credentials or bucket
+problem, 6 the task ended failed, cancelled or expired (qo wait), 7 qo wait
+--timeout ran out, 130 interrupted.`
+
+// New builds the qo app. Every call makes its commands and flags afresh:
+// urfave/cli writes to them while it runs, so two apps (tests run several
+// at once) share none.
+func New(build Build) *cli.App {
+	build = build.resolved()
+	// The commands that talk to a bucket: each gets the connection flags.
+	withBucket := []*cli.Command{
+		archiveCommand(), benchCommand(), cancelCommand(), doctorCommand(), historyCommand(),
+		initCommand(), listCommand(), migrateCommand(), monitorCommand(), pauseCommand(),
+		repairCommand(), replayCommand(), resumeCommand(), scheduleCommand(), serveCommand(),
+		statsCommand(), statusCommand(), submitCommand(), tailCommand(), tuiCommand(),
+		uiCommand(), waitCommand(), workerCommand(build), workersCommand(), workflowCommand(),
+	}
+	// The commands that do not: they get no connection flags.
+	local := []*cli.Command{
+		completionCommand(), completeCommand(build), devCommand(build), gatewayCommand(), versionCommand(build),
+	}
+	for _, cmd := range withBucket {
+		prepareCommand(cmd, true)
+	}
+	for _, cmd := range local {
+		prepareCommand(cmd, false)
+	}
+	cmds := append(withBucket, local...)
+	sort.Slice(cmds, func(i, j int) bool { return cmds[i].Name < cmds[j].Name })
+	return &cli.App{
+		Name:                   "qo",
+		Usage:                  "a distributed task queue on one S3 bucket",
+		UsageText:              "qo [connection flags] COMMAND [flags] [arguments...]",
+		Description:            appDescription,
+		Version:                build.String(),
+		Flags:                  connectionFlags(),
+		Commands:               cmds,
+		HideHelpCommand:        true,
+		UseShortOptionHandling: true,
+		Suggest:                true,
+		// Errors are printed once, by Run, as one line.
+		ExitErrHandler: func(*cli.Context, error) {},
+		OnUsageError:   onUsageError,
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return usageError("unknown command %q: run 'qo --help' for the list of commands", c.Args().First())
+			}
+			return cli.ShowAppHelp(c)
+		},
+	}
+}
+
+// prepareCommand gives cmd (and its subcommands) qo's usage-error handling
+// and, when withConnection, the connection flags it lacks.
+func prepareCommand(cmd *cli.Command, withConnection bool) {
+	// No "help" subcommands: --help works everywhere, and urfave/cli's shared
+	// help command would otherwise end up as its own subcommand, a cycle
+	// for anything that walks the command tree.
+	cmd.HideHelpCommand = true
+	if cmd.OnUsageError == nil {
+		cmd.OnUsageError = onUsageError
+	}
+	if withConnection {
+		for _, f := range connectionFlags() {
+			if !hasFlag(cmd, f.Names()[0]) {
+				cmd.Flags = append(cmd.Flags, f)
+			}
+		}
+	}
+	for _, sub := range cmd.Subcommands {
+		prepareCommand(sub, withConnection)
+	}
+}
+
+func onUsageError(c *cli.Context, err error, isSubcommand bool) error {
+	help := "qo --help"
+	if c.Command != nil && c.Command.Name != "" {
+		help = "qo " + c.Command.Name + " --help"
+	}
+	return usageError("%s (see '%s')", explainFlagError(c.Command, err), help)
+}
+
+// flagValueError matches the flag package's "invalid value "30" for flag
+// -timeout: parse error".
+var flagValueError = regexp.MustCompile(`^invalid value "(.*)" for flag -+([A-Za-z0-9-]+): parse error$`)
+
+// explainFlagError says what a flag whose value did not parse wants,
+// where the flag package only says "parse error".
+func explainFlagError(cmd *cli.Command, err error) string {
+	m := flagValueError.FindStringSubmatch(err.Error())
+	if m == nil || cmd == nil {
+		return err.Error()
+	}
+	want := ""
+	for _, f := range cmd.Flags {
+		if !slices.Contains(f.Names(), m[2]) {
+			continue
+		}
+		switch f.(type) {
+		case *cli.DurationFlag:
+			want = "a duration such as 30s, 5m or 1h30m (a unit is required)"
+		case *cli.IntFlag, *cli.Int64Flag, *cli.UintFlag:
+			want = "a whole number"
+		case *cli.Float64Flag:
+			want = "a number"
+		case *cli.BoolFlag:
+			want = "true or false"
+		}
+	}
+	if want == "" {
+		return err.Error()
+	}
+	return fmt.Sprintf("--%s %q: want %s", m[2], m[1], want)
+}

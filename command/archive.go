@@ -1,0 +1,24 @@
+package command
+
+import (
+	"context"
+
+	"github.com/google/uuid"
+	"github.com/urfave/cli/v2"
+
+	"github.com/qo-queue/qo/queue"
+)
+
+func archiveCommand() *cli.Command {
+	return operatorCommand("archive", "hide a finished task from default listings",
+		`Archives a completed, failed or cancelled task. The object and its history
+stay; 'qo list --status archived' still finds it. --json prints the task
+object after the change.
+
+Examples:
+  qo archive 0b6f4c2e-8d1a-4f7e-9c3b-2a5d6e7f8a9b
+  qo list --status completed --json | jq -r '.tasks[].id' | xargs -n1 qo archive`, nil,
+		func(ctx context.Context, _ *cli.Context, q *queue.Queue, id uuid.UUID) (*queue.Task, error) {
+			return q.Archive(ctx, id)
+		})
+}

@@ -1,0 +1,472 @@
+package command
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/store"
+	"github.com/qo-queue/qo/store/s3store"
+	"github.com/qo-queue/qo/worker/bench"
+)
+
+func benchCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "bench",
+		Usage:     "measure throughput, latency, S3 requests per task and their cost on this S3 server",
+		UsageText: "qo bench [--tasks 2000] [--workers 4] [--concurrency 8] [--idle 30s] [--json]",
+		Description: `Runs a fixed workload against the configured S3 server (the dev server when
+nothing is configured) and prints what it measured, with each target of
+docs/performance.md met or not:
+
+  - submit throughput at concurrency 1 and 32;
+  - end to end: --tasks no-op tasks through --workers x --concurrency, from
+    the first submit to the last completion, with S3 requests per task by
+    kind (qo's own counters) and the cost per million tasks;
+  - claim latency (one claim at a time) and pickup latency (submitted to
+    running, with a warm idle worker);
+  - the server's raw ceiling (conditional PUT and GET per second at the same
+    concurrency) and the efficiency ratio against it;
+  - idle cost: requests per minute of idle workers, with and without shard
+    leasing, priced per month;
+  - with --seed-finished N (1% of them failed): what reads cost beside that
+    history and in an empty bucket, side by side (an idle worker whose
+    embedded monitor leads, over its first --leader-window; a stats refresh
+    cold and warm; two pages of 100 dead letters; the tasks completed in the
+    last hour), then the end-to-end run again over the N tasks
+    (--history-only skips everything else);
+  - with --fan-out N and --fan-in N: one parent with N children and N
+    parents with one child, each submitted as a workflow and with --after,
+    in fresh buckets: what submitting costs per edge, what the parents'
+    end costs per edge until every child is released (and how long that
+    takes), the bytes each write of the parent (or child) carries, and
+    whether the fan-in's child is released exactly once (--deps-only skips
+    everything else);
+  - end to end again through --workers real 'qo worker' processes x
+    --concurrency, with requests per task from the processes' own counters;
+  - the peak memory of a real 'qo worker' at concurrency 32 (Linux).
+
+--simulate-partitions needs no S3 server: it drives --sim-rate tasks per
+second for --sim-seconds of simulated time through qo's real queue code over
+an in-memory store, with workers owning an even share of --sim-shards shards,
+maps every request to the key prefix S3 could partition on, and reports the
+busiest prefix against S3's limits of 3,500 writes and 5,500 reads per second
+per prefix (docs/scaling.md).
+
+Each phase runs in a fresh bucket named qo-bench-..., removed afterwards
+(--keep leaves them): a real queue is never touched. Prices are flags, so
+other providers can be priced. The machine's other load shows in the
+numbers: compare runs on the same machine.
+
+Examples:
+  qo bench
+  qo bench --tasks 5000 --workers 8 --concurrency 16 --json > run.json
+  qo bench --deps-only --fan-out 10000 --fan-in 1000
+  qo bench --price-put 0.0045 --price-get 0.00036     # another provider's prices
+  qo bench --simulate-partitions --sim-rate 20000 --sim-shards 256`,
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "tasks", Value: 2000, Usage: "tasks of the end-to-end run"},
+			&cli.IntFlag{Name: "workers", Value: 4, Usage: "workers of the end-to-end run (in this process)"},
+			&cli.IntFlag{Name: "concurrency", Value: 8, Usage: "concurrency per worker"},
+			&cli.IntFlag{Name: "submit-tasks", Value: 500, Usage: "tasks per submit-throughput run"},
+			&cli.IntFlag{Name: "samples", Value: 200, Usage: "claim-latency samples (pickup takes a quarter as many)"},
+			&cli.DurationFlag{Name: "idle", Value: 30 * time.Second, Usage: "how long idle workers are watched (each mode)"},
+			&cli.IntFlag{Name: "idle-workers", Value: 4, Usage: "idle workers watched"},
+			&cli.IntFlag{Name: "seed-finished", Usage: "also measure reads and run end to end beside `N` finished tasks (written with parallel PUTs)"},
+			&cli.DurationFlag{Name: "leader-window", Value: time.Minute, Usage: "with --seed-finished: how long the idle leading worker is watched"},
+			&cli.BoolFlag{Name: "history-only", Usage: "with --seed-finished: measure only the reads beside history"},
+			&cli.IntFlag{Name: "fan-out", Usage: "also measure one parent with `N` children (at most 10,000), as a workflow and with --after"},
+			&cli.IntFlag{Name: "fan-in", Usage: "also measure `N` parents (at most 1,000) with one child, as a workflow and with --after"},
+			&cli.IntFlag{Name: "fan-out-after", Usage: "children of the fan-out submitted with --after, if not --fan-out's `N` (each child_added write carries the parent's whole, growing, list of children; -1 skips it)"},
+			&cli.BoolFlag{Name: "deps-only", Usage: "with --fan-out or --fan-in: measure only the dependencies"},
+			&cli.BoolFlag{Name: "no-rss", Usage: "skip the worker memory measurement"},
+			&cli.BoolFlag{Name: "no-processes", Usage: "skip the end-to-end run through real worker processes"},
+			&cli.Float64Flag{Name: "price-put", Value: store.AWSStandardPrices.PutPer1000, Usage: "US$ per 1,000 PUT/COPY/POST/LIST"},
+			&cli.Float64Flag{Name: "price-get", Value: store.AWSStandardPrices.GetPer1000, Usage: "US$ per 1,000 GET/HEAD"},
+			&cli.Float64Flag{Name: "price-delete", Value: store.AWSStandardPrices.DeletePer1000, Usage: "US$ per 1,000 DELETE"},
+			&cli.BoolFlag{Name: "keep", Usage: "keep the qo-bench-* buckets"},
+			&cli.BoolFlag{Name: "simulate-partitions", Usage: "instead of the standard run, simulate the request load per S3 key prefix (no S3 server needed)"},
+			&cli.IntFlag{Name: "sim-rate", Value: 20000, Usage: "with --simulate-partitions: tasks per `SECOND`"},
+			&cli.IntFlag{Name: "sim-seconds", Value: 2, Usage: "with --simulate-partitions: simulated `SECONDS`"},
+			&cli.IntFlag{Name: "sim-shards", Value: 256, Usage: "with --simulate-partitions: 16 or 256 shards"},
+			&cli.IntFlag{Name: "sim-workers", Value: 64, Usage: "with --simulate-partitions: workers sharing the shards"},
+			&cli.StringFlag{Name: "plot", Usage: "instead of the standard run, sweep workers x concurrency (1x1 to 8x8) and poll ceilings (1s to 10s) and draw them as SVG into `DIR`"},
+			jsonFlag(),
+		},
+		Action: runBench,
+	}
+}
+
+// benchStoreConfig is the connection of the configured S3 server; the
+// bucket is set per phase.
+func benchStoreConfig(c *cli.Context) (s3store.Config, error) {
+	cfg, err := storeConfig(c)
+	if err == nil {
+		return cfg, nil
+	}
+	endpoint := strings.TrimSpace(connString(c, "endpoint"))
+	if endpoint == "" && connString(c, "region") == "" {
+		return cfg, usageError("no S3 server configured: set S3_ENDPOINT (and credentials), or start one with 'qo dev'")
+	}
+	return s3store.Config{Endpoint: endpoint, Region: connString(c, "region"), Profile: connString(c, "profile"), PathStyle: endpoint != ""}, nil
+}
+
+func runBench(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return usageError("bench takes no arguments, got %q", c.Args().First())
+	}
+	if c.Bool("simulate-partitions") {
+		return simulatePartitions(c)
+	}
+	base, err := benchStoreConfig(c)
+	if err != nil {
+		return err
+	}
+	for _, f := range []string{"tasks", "workers", "concurrency", "submit-tasks", "samples", "idle-workers"} {
+		if c.Int(f) < 1 {
+			return usageError("--%s %d: want at least 1", f, c.Int(f))
+		}
+	}
+	if c.Int("seed-finished") < 0 {
+		return usageError("--seed-finished %d is negative", c.Int("seed-finished"))
+	}
+	if c.Bool("history-only") && c.Int("seed-finished") == 0 {
+		return usageError("--history-only needs --seed-finished N")
+	}
+	if n := c.Int("fan-out"); n < 0 || n > queue.MaxChildren {
+		return usageError("--fan-out %d: want 0 to %d (a task's children)", n, queue.MaxChildren)
+	}
+	if n := c.Int("fan-out-after"); n < -1 || n > queue.MaxChildren {
+		return usageError("--fan-out-after %d: want -1 to %d (a task's children)", n, queue.MaxChildren)
+	}
+	if n := c.Int("fan-in"); n < 0 || n > queue.MaxParents {
+		return usageError("--fan-in %d: want 0 to %d (a task's parents)", n, queue.MaxParents)
+	}
+	if c.Bool("deps-only") && c.Int("fan-out") == 0 && c.Int("fan-out-after") <= 0 && c.Int("fan-in") == 0 {
+		return usageError("--deps-only needs --fan-out N or --fan-in N")
+	}
+	if c.Bool("deps-only") && c.Bool("history-only") {
+		return usageError("--deps-only and --history-only exclude each other")
+	}
+	prices := store.Prices{PutPer1000: c.Float64("price-put"), GetPer1000: c.Float64("price-get"), DeletePer1000: c.Float64("price-delete")}
+	if prices.PutPer1000 < 0 || prices.GetPer1000 < 0 || prices.DeletePer1000 < 0 {
+		return usageError("prices cannot be negative")
+	}
+	newBucket := func(ctx context.Context, name string) (bench.Bucket, error) {
+		cfg := base
+		cfg.Bucket = name
+		return s3store.New(ctx, cfg)
+	}
+	cfg := bench.Config{
+		NewBucket: newBucket, Keep: c.Bool("keep"),
+		Tasks: c.Int("tasks"), Workers: c.Int("workers"), Concurrency: c.Int("concurrency"),
+		SubmitTasks: c.Int("submit-tasks"), LatencySamples: c.Int("samples"),
+		Idle: c.Duration("idle"), IdleWorkers: c.Int("idle-workers"), SeedFinished: c.Int("seed-finished"),
+		LeaderWindow: c.Duration("leader-window"), HistoryOnly: c.Bool("history-only"),
+		FanOut: c.Int("fan-out"), FanOutAfter: c.Int("fan-out-after"), FanIn: c.Int("fan-in"), DepsOnly: c.Bool("deps-only"),
+		Prices: prices, Log: c.App.ErrWriter,
+	}
+	if dir := c.String("plot"); dir != "" {
+		if err := benchPlots(c.Context, cfg, dir); err != nil {
+			return fmt.Errorf("bench: plots: %w", err)
+		}
+		fmt.Fprintf(c.App.ErrWriter, "bench: wrote %s and %s\n", filepath.Join(dir, "throughput.svg"), filepath.Join(dir, "idle-cost.svg"))
+		return nil
+	}
+	r, err := bench.Run(c.Context, cfg)
+	if err != nil {
+		return err
+	}
+	if !c.Bool("no-processes") && !cfg.HistoryOnly && !cfg.DepsOnly {
+		fmt.Fprintln(c.App.ErrWriter, "bench: end to end through worker processes...")
+		e, err := workerProcesses(c.Context, base, newBucket, cfg)
+		if err != nil {
+			return fmt.Errorf("bench: worker processes: %w", err)
+		}
+		r.AddProcesses(e)
+	}
+	if !c.Bool("no-rss") && !cfg.HistoryOnly && !cfg.DepsOnly && runtime.GOOS == "linux" {
+		fmt.Fprintln(c.App.ErrWriter, "bench: worker memory...")
+		mb, err := workerRSS(c.Context, base, newBucket)
+		if err != nil {
+			return fmt.Errorf("bench: worker memory: %w", err)
+		}
+		r.AddRSS(mb)
+	}
+	if c.Bool("json") {
+		return emitJSON(c.App.Writer, r)
+	}
+	r.WriteText(c.App.Writer)
+	return nil
+}
+
+// simulatePartitions runs bench.SimulatePartitions from the flags.
+func simulatePartitions(c *cli.Context) error {
+	chars := 0
+	switch n := c.Int("sim-shards"); n {
+	case 16:
+		chars = 1
+	case 256:
+		chars = 2
+	default:
+		return usageError("--sim-shards %d: want 16 or 256", n)
+	}
+	for _, f := range []string{"sim-rate", "sim-seconds", "sim-workers"} {
+		if c.Int(f) < 1 {
+			return usageError("--%s %d: want at least 1", f, c.Int(f))
+		}
+	}
+	r, err := bench.SimulatePartitions(c.Context, bench.SimConfig{
+		Rate: c.Int("sim-rate"), Seconds: c.Int("sim-seconds"), ShardChars: chars, Workers: c.Int("sim-workers"),
+	})
+	if err != nil {
+		return fmt.Errorf("bench: simulate partitions: %w", err)
+	}
+	if c.Bool("json") {
+		return emitJSON(c.App.Writer, r)
+	}
+	r.WriteText(c.App.Writer)
+	return nil
+}
+
+// benchPlots sweeps shapes and poll ceilings and writes throughput.svg and
+// idle-cost.svg into dir.
+func benchPlots(ctx context.Context, cfg bench.Config, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var shapes []bench.Shape
+	for _, wc := range [][2]int{{1, 1}, {1, 8}, {2, 8}, {4, 8}, {4, 16}, {8, 8}} {
+		shapes = append(shapes, bench.Shape{Workers: wc[0], Concurrency: wc[1]})
+	}
+	points, err := bench.Sweep(ctx, cfg, shapes)
+	if err != nil {
+		return err
+	}
+	if err := bench.PlotSweep(points, filepath.Join(dir, "throughput.svg")); err != nil {
+		return err
+	}
+	polls, err := bench.PollSweep(ctx, cfg, []time.Duration{time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second})
+	if err != nil {
+		return err
+	}
+	return bench.PlotPolls(polls, filepath.Join(dir, "idle-cost.svg"))
+}
+
+// benchBucket creates a fresh versioned bucket with an initialised queue
+// for a phase that runs real worker processes; remove removes it.
+func benchBucket(ctx context.Context, prefix string, newBucket func(context.Context, string) (bench.Bucket, error)) (b bench.Bucket, q *queue.Queue, name string, remove func(), err error) {
+	name = prefix + strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
+	if b, err = newBucket(ctx, name); err != nil {
+		return nil, nil, "", nil, err
+	}
+	if err = b.CreateBucket(ctx); err != nil {
+		return nil, nil, "", nil, err
+	}
+	remove = func() { _ = b.RemoveBucket(context.WithoutCancel(ctx)) }
+	if err = b.EnableVersioning(ctx); err == nil {
+		_, err = queue.Init(ctx, b, 1)
+	}
+	if err == nil {
+		q, err = queue.Open(ctx, b, queue.Options{})
+	}
+	if err != nil {
+		remove()
+		return nil, nil, "", nil, err
+	}
+	return b, q, name, remove, nil
+}
+
+// startWorkerProcess starts a real 'qo worker' on bucket with args.
+func startWorkerProcess(ctx context.Context, base s3store.Config, bucket string, args ...string) (*exec.Cmd, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	args = append([]string{"worker", "--endpoint", base.Endpoint, "--bucket", bucket, "--log-level", "error"}, args...)
+	cmd := exec.CommandContext(ctx, exe, args...)
+	cmd.Env = os.Environ()
+	if base.Region != "" {
+		cmd.Env = append(cmd.Env, "S3_REGION="+base.Region)
+	}
+	if base.AccessKey != "" {
+		cmd.Env = append(cmd.Env, "AWS_ACCESS_KEY_ID="+base.AccessKey, "AWS_SECRET_ACCESS_KEY="+base.SecretKey)
+	}
+	return cmd, cmd.Start()
+}
+
+// workerRSS runs a real 'qo worker' at concurrency 32 through 1,000 echo
+// tasks in a fresh bucket and returns its peak resident memory (VmHWM).
+func workerRSS(ctx context.Context, base s3store.Config, newBucket func(context.Context, string) (bench.Bucket, error)) (float64, error) {
+	_, q, name, remove, err := benchBucket(ctx, "qo-bench-rss-", newBucket)
+	if err != nil {
+		return 0, err
+	}
+	defer remove()
+	const n = 1000
+	for range n {
+		if _, _, err := q.Submit(ctx, queue.SubmitRequest{Type: "echo", Input: json.RawMessage(`{"payload":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}`)}); err != nil {
+			return 0, err
+		}
+	}
+	cmd, err := startWorkerProcess(ctx, base, name, "--builtins", "--types", "echo", "--concurrency", "32")
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		page, err := q.List(ctx, queue.ListQuery{Status: queue.StatusCompleted, Limit: queue.MaxListLimit, MaxScan: 2000})
+		if err == nil && len(page.Tasks) >= n {
+			break
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("the worker did not finish %d tasks in 5 minutes", n)
+		}
+		time.Sleep(time.Second)
+	}
+	return peakRSS(cmd.Process.Pid)
+}
+
+// workerProcesses runs the end-to-end workload through real 'qo worker'
+// processes (procs x concurrency, echo tasks): the processes are started
+// and registered first, then the tasks are submitted, and the run ends when
+// the workers' heartbeats (every second) count every task finished.
+// Requests per task add the submitter's requests to the counts the
+// processes report in their last heartbeats.
+func workerProcesses(ctx context.Context, base s3store.Config, newBucket func(context.Context, string) (bench.Bucket, error), cfg bench.Config) (*bench.EndToEnd, error) {
+	b, q, name, remove, err := benchBucket(ctx, "qo-bench-procs-", newBucket)
+	if err != nil {
+		return nil, err
+	}
+	defer remove()
+	var cmds []*exec.Cmd
+	defer func() {
+		for _, cmd := range cmds {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	}()
+	for i := range cfg.Workers {
+		cmd, err := startWorkerProcess(ctx, base, name, "--builtins", "--types", "echo", "--id", fmt.Sprintf("bench-proc-%d", i),
+			"--concurrency", strconv.Itoa(cfg.Concurrency), "--heartbeat-interval", "1s")
+		if err != nil {
+			return nil, err
+		}
+		cmds = append(cmds, cmd)
+	}
+	workers := func() ([]*queue.WorkerInfo, error) {
+		ws, err := q.ListWorkers(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var out []*queue.WorkerInfo
+		for _, w := range ws {
+			if strings.HasPrefix(w.ID, "bench-proc-") {
+				out = append(out, w)
+			}
+		}
+		return out, nil
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		ws, err := workers()
+		if err == nil && len(ws) == cfg.Workers {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%d worker processes did not register within a minute", cfg.Workers)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	before := b.Requests().Snapshot()
+	start := time.Now()
+	errs := make(chan error, 1)
+	sem := make(chan struct{}, 32)
+	for range cfg.Tasks {
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem }()
+			if _, _, err := q.Submit(ctx, queue.SubmitRequest{Type: "echo"}); err != nil {
+				select {
+				case errs <- err:
+				default:
+				}
+			}
+		}()
+	}
+	for range cap(sem) {
+		sem <- struct{}{}
+	}
+	select {
+	case err := <-errs:
+		return nil, err
+	default:
+	}
+	submitted := b.Requests().Snapshot().Sub(before)
+	deadline = time.Now().Add(10 * time.Minute)
+	var ws []*queue.WorkerInfo
+	for {
+		time.Sleep(200 * time.Millisecond)
+		if ws, err = workers(); err != nil {
+			continue
+		}
+		var done int64
+		for _, w := range ws {
+			done += w.TasksCompleted + w.TasksFailed
+		}
+		if done >= int64(cfg.Tasks) {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("worker processes finished %d of %d tasks in 10 minutes", done, cfg.Tasks)
+		}
+	}
+	secs := time.Since(start).Seconds()
+	total := submitted
+	for _, w := range ws {
+		if w.Requests == nil {
+			return nil, fmt.Errorf("worker %s reports no request counts", w.ID)
+		}
+		total = total.Add(*w.Requests)
+	}
+	e := &bench.EndToEnd{Tasks: cfg.Tasks, Seconds: secs, TasksPerSecond: float64(cfg.Tasks) / secs, RequestsPerTask: map[store.Op]float64{}}
+	for _, op := range store.Ops {
+		if n := total.Total(op); n > 0 {
+			e.RequestsPerTask[op] = float64(n) / float64(cfg.Tasks)
+		}
+	}
+	e.CostPerMillion = total.Cost(cfg.Prices) / float64(cfg.Tasks) * 1e6
+	return e, nil
+}
+
+// peakRSS reads VmHWM of a Linux process, in MB.
+func peakRSS(pid int) (float64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			if err != nil {
+				return 0, err
+			}
+			return kb / 1024, nil
+		}
+	}
+	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
+}

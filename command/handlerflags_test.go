@@ -1,0 +1,54 @@
+package command
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/urfave/cli/v2"
+)
+
+// workerSetupOf parses run-worker's flags the way the command does.
+func workerSetupOf(t *testing.T, args ...string) (*workerSetup, error) {
+	t.Helper()
+	cmd := workerCommand(Build{})
+	var ws *workerSetup
+	var err error
+	cmd.Action = func(c *cli.Context) error { ws, err = workerSetupFromFlags(c); return nil }
+	app := &cli.App{Commands: []*cli.Command{cmd}, Writer: &bytes.Buffer{}, ErrWriter: &bytes.Buffer{}}
+	require.NoError(t, app.Run(append([]string{"qo", "run-worker", "--exec", "x=sh"}, args...)))
+	return ws, err
+}
+
+// --env and --env-file become the exec handlers' options: names to pass
+// through, NAME=VALUE entries (the file's first, so --env wins), commas
+// kept in a value given on the command line. (Not parallel: it sets the
+// process environment.)
+func TestWorkerExecEnvFlags(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "handler.env")
+	require.NoError(t, os.WriteFile(file, []byte("SMTP_HOST=mail.example.com\nGREETING=from file\n"), 0o600))
+
+	ws, err := workerSetupOf(t, "--env", "DATABASE_URL", "--env", "GREETING=hello, world", "--env-file", file)
+	require.NoError(t, err)
+	require.Equal(t, []string{"DATABASE_URL"}, ws.execOpts.PassEnv)
+	require.Equal(t, []string{"GREETING=from file", "SMTP_HOST=mail.example.com", "GREETING=hello, world"}, ws.execOpts.Env)
+
+	t.Setenv("QO_EXEC_ENV", "DATABASE_URL, REDIS_URL,MODE=fast")
+	t.Setenv("QO_EXEC_ENV_FILE", file)
+	ws, err = workerSetupOf(t)
+	require.NoError(t, err)
+	require.Equal(t, []string{"DATABASE_URL", "REDIS_URL"}, ws.execOpts.PassEnv)
+	require.Equal(t, []string{"GREETING=from file", "SMTP_HOST=mail.example.com", "MODE=fast"}, ws.execOpts.Env)
+
+	ws, err = workerSetupOf(t, "--env", "ONLY_THIS")
+	require.NoError(t, err)
+	require.Equal(t, []string{"ONLY_THIS"}, ws.execOpts.PassEnv, "the command line replaces QO_EXEC_ENV")
+
+	require.NoError(t, os.WriteFile(file, []byte("OK=1\nbad name=s3cret\n"), 0o600))
+	_, err = workerSetupOf(t)
+	require.ErrorContains(t, err, "invalid --env-file: env file "+file+": line 2:")
+	require.NotContains(t, err.Error(), "s3cret")
+	require.Equal(t, exitUsage, exitCode(err))
+}

@@ -1,0 +1,33 @@
+package command
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestHelpTeaches: every command of this file group explains itself in
+// --help with at least two examples.
+func TestHelpTeaches(t *testing.T) {
+	q := newQueueCLI(t)
+	for _, name := range []string{"init", "submit", "status", "history", "list", "replay", "archive", "cancel",
+		"wait", "tail", "completion"} {
+		t.Run(name, func(t *testing.T) {
+			help := q.ok(name, "--help")
+			_, examples, ok := strings.Cut(help, "Examples:\n")
+			require.True(t, ok, "no Examples section:\n%s", help)
+			n := 0
+			for _, line := range strings.Split(examples, "\n") {
+				line = strings.TrimSpace(line)
+				if line == "" {
+					break
+				}
+				if strings.Contains(line, "qo "+name) || strings.Contains(line, "qo completion") {
+					n++
+				}
+			}
+			require.GreaterOrEqual(t, n, 2, "want 2+ examples of qo %s:\n%s", name, examples)
+		})
+	}
+}

@@ -1,0 +1,196 @@
+package command
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/qo-queue/qo/monitor"
+	"github.com/qo-queue/qo/monitor/view"
+	"github.com/qo-queue/qo/queue"
+)
+
+func statsCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "stats",
+		Usage:     "counts by status, type and shard, the backlog's age and recent throughput",
+		UsageText: "qo stats [--json] [--watch [--interval 2s]]",
+		Description: `Counts the queue from its indexes and the workers' heartbeats, the same
+figures as the console's overview and GET /api/stats: pending (and delayed),
+running and failed tasks by type and shard, the age of the oldest pending
+task, completions and failures per minute over the last minutes, and the
+workers by health. Its cost is a handful of LISTs whatever the bucket's
+history; finished tasks are not counted one by one (the "counted" list of
+--json says which statuses have real counts).
+
+--json prints exactly the shape of GET /api/stats. --watch redraws every
+--interval until Ctrl-C, reading only what changed since the last round.
+
+Exit codes: 0, 3 when the bucket holds no queue (run qo init), 5 when S3
+cannot be reached.
+
+Examples:
+  qo stats
+  qo stats --json | jq '.by_status.pending'
+  qo stats --watch --interval 5s`,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "json", Usage: "print as JSON (the shape of GET /api/stats)"},
+			&cli.BoolFlag{Name: "watch", Usage: "redraw every --interval until interrupted"},
+			&cli.StringFlag{Name: "interval", Value: "2s", Usage: "how often --watch redraws (at least 1s)"},
+			&cli.StringFlag{Name: "worker-health-threshold", EnvVars: []string{"QO_MONITOR_WORKER_HEALTH_THRESHOLD"}, Value: "60s",
+				Usage: "heartbeat age after which a worker is stale (dead after 3x)"},
+		},
+		Action: runStats,
+	}
+}
+
+func runStats(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return usageError("stats takes no arguments, got %q", c.Args().First())
+	}
+	threshold, err := cmdDuration(c, "worker-health-threshold")
+	if err != nil {
+		return err
+	}
+	if threshold <= 0 {
+		return usageError("--worker-health-threshold must be positive, e.g. 60s")
+	}
+	interval, err := cmdDuration(c, "interval")
+	if err != nil {
+		return err
+	}
+	if interval < time.Second {
+		return usageError("--interval %s is too short: at least 1s (each round lists the indexes)", interval)
+	}
+	q, err := openQueue(c)
+	if errors.Is(err, queue.ErrNotInitialized) {
+		return withExitCode(exitNotFound, err)
+	}
+	if err != nil {
+		return err
+	}
+	counter := q.NewStatsCounter(queue.StatsOptions{})
+	show := func(ctx context.Context) error {
+		st, err := view.CollectStats(ctx, q, counter, threshold)
+		if err != nil {
+			return err
+		}
+		if c.Bool("json") {
+			return emitJSON(c.App.Writer, st)
+		}
+		return printStats(c.App.Writer, st)
+	}
+	if !c.Bool("watch") {
+		return show(c.Context)
+	}
+	ctx, stop := context.WithCancel(c.Context)
+	defer stop()
+	defer onSignals(func(int) { stop() })()
+	redraw := isTerminal(c.App.Writer) && !c.Bool("json")
+	for round := 0; ; round++ {
+		if redraw {
+			fmt.Fprint(c.App.Writer, "\x1b[H\x1b[2J")
+		} else if round > 0 {
+			fmt.Fprintln(c.App.Writer)
+		}
+		if err := show(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(interval):
+		}
+	}
+}
+
+// printStats writes the human form of st.
+func printStats(w io.Writer, st view.Stats) error {
+	counted := func(s queue.Status) bool { return slices.Contains(st.Counted, s) }
+	count := func(s queue.Status, n int) string {
+		if !counted(s) {
+			return "-"
+		}
+		return fmt.Sprint(n)
+	}
+	head := "queue at " + st.At.UTC().Format(time.RFC3339)
+	if st.Partial {
+		head += " (partial: the counts are lower bounds)"
+	}
+	fmt.Fprintln(w, head)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "STATUS\tTASKS")
+	for _, s := range queue.Statuses {
+		if !counted(s) {
+			continue
+		}
+		n := fmt.Sprint(st.ByStatus[s])
+		if s == queue.StatusPending && st.Delayed > 0 {
+			n += fmt.Sprintf(" (%d delayed)", st.Delayed)
+		}
+		tabRow(tw, string(s), n)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if st.ByStatus[queue.StatusPending] > 0 {
+		fmt.Fprintf(w, "oldest pending: %s\n", (time.Duration(st.OldestPendingSeconds * float64(time.Second))).Round(time.Second))
+	}
+	var done, failed int
+	for _, m := range st.Recent {
+		done += m.Completed
+		failed += m.Failed
+	}
+	if len(st.Recent) > 0 {
+		fmt.Fprintf(w, "last %d minutes: %d completed, %d failed (%.1f per minute)\n", len(st.Recent), done, failed, float64(done+failed)/float64(len(st.Recent)))
+	}
+	fmt.Fprintf(w, "workers: %d active, %d stale, %d dead\n", st.Workers[monitor.Active], st.Workers[monitor.Stale], st.Workers[monitor.Dead])
+
+	cols := []queue.Status{queue.StatusPending, queue.StatusRunning, queue.StatusFailed}
+	table := func(title string, rows map[string]map[queue.Status]int) error {
+		if len(rows) == 0 {
+			return nil
+		}
+		fmt.Fprintln(w)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		hdr := []string{title}
+		for _, s := range cols {
+			hdr = append(hdr, strings.ToUpper(string(s)))
+		}
+		fmt.Fprintln(tw, strings.Join(hdr, "\t"))
+		keys := make([]string, 0, len(rows))
+		for k := range rows {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			cells := []string{k}
+			for _, s := range cols {
+				cells = append(cells, count(s, rows[k][s]))
+			}
+			tabRow(tw, cells...)
+		}
+		return tw.Flush()
+	}
+	if err := table("TYPE", st.ByType); err != nil {
+		return err
+	}
+	if err := table("SHARD", st.ByShard); err != nil {
+		return err
+	}
+	if len(st.Malformed) > 0 {
+		fmt.Fprintf(w, "\n%d malformed objects skipped (see qo doctor)\n", len(st.Malformed))
+	}
+	return nil
+}

@@ -1,0 +1,57 @@
+package command
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/store"
+)
+
+// A task object with an invalid type name is the bucket's problem, not the
+// user's: qo status reports it as malformed (exit 1), not as bad input.
+func TestStatusOfMalformedTypeName(t *testing.T) {
+	q := newQueueCLI(t)
+	q.ok("init")
+	id := uuid.MustParse("0b6f4c2e-8d1a-4f7e-9c3b-2a5d6e7f8a9b")
+	body := `{"format":1,"id":"` + id.String() + `","shard":"0","status":"pending","task_type":"has space"}`
+	_, err := q.s.Put(context.Background(), "tasks/0/"+id.String()+".json", []byte(body), store.Condition{})
+	require.NoError(t, err)
+	code, _, errs := q.run("status", id.String())
+	require.Equal(t, exitInternal, code, errs)
+	require.Contains(t, errs, "malformed object")
+}
+
+func TestStatusLoadsOffloadedInput(t *testing.T) {
+	q := newQueueCLI(t)
+	q.ok("init")
+	big := `{"blob":"` + strings.Repeat("x", queue.DefaultOffloadThreshold) + `"}`
+	task := q.task("submit", "--type", "job", "--input", big)
+	require.NotNil(t, task.InputRef, "an input over 256 KiB is offloaded")
+	shown := q.task("status", task.ID.String())
+	require.JSONEq(t, big, string(shown.Input), "status --json loads it back")
+	out := q.ok("status", task.ID.String())
+	require.Contains(t, out, "offloaded: ")
+	require.Contains(t, out, task.InputRef.Key)
+
+	// qo wait --json shows an offloaded output like any other.
+	qq, err := queue.Open(context.Background(), q.s, queue.Options{})
+	require.NoError(t, err)
+	l, err := qq.Claim(context.Background(), queue.ReadyEntry{ID: task.ID, Key: queue.ReadyKey(task)}, "w1")
+	require.NoError(t, err)
+	_, err = qq.Complete(context.Background(), l, json.RawMessage(big))
+	require.NoError(t, err)
+	var res struct {
+		Tasks []struct {
+			Task queue.Task `json:"task"`
+		} `json:"tasks"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(q.ok("wait", task.ID.String(), "--json")), &res))
+	require.NotNil(t, res.Tasks[0].Task.OutputRef)
+	require.JSONEq(t, big, string(res.Tasks[0].Task.Output))
+}

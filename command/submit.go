@@ -1,0 +1,268 @@
+package command
+
+// qo submit: one task from flags. --file (bulk.go) submits a JSON Lines
+// file, --workflow (workflow.go) a workflow.
+//
+// --json prints the task object exactly as stored in the bucket (see
+// queue/doc.go, "Task object"); the shape is stable: new fields may be
+// added, none removed.
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/qo-queue/qo/internal/termsafe"
+	"github.com/qo-queue/qo/queue"
+)
+
+func submitCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "submit",
+		Usage: "add a task to the queue, or one per line of a JSON Lines file",
+		UsageText: `qo submit --type TYPE [--input JSON | --input-file FILE|-] [--timeout D] [--retries N] [--delay D | --at TIME] [--priority P] [--expires-in D | --expires-at TIME] [--idempotency-key K] [--after ID,... [--on-parent-failure cancel|fail|run]] [--json]
+qo submit --file FILE|- [--type TYPE] [--timeout D] [--retries N] [--delay D | --at TIME] [--priority P] [--expires-in D] [--concurrency N] [--json]
+qo submit --workflow FILE|- [--idempotency-key K] [--json]`,
+		Description: `Prints the new task's id (or the whole task with --json). With
+--idempotency-key, submitting the same type and key again returns the existing
+task instead of a new one (a note goes to stderr); the same key with a different
+input is refused (exit 4).
+
+--priority high|normal|low moves the task in line: workers take a high task
+ahead of normal ones that became ready up to 15 minutes earlier, and a low one
+after normal ones that become ready up to 15 minutes later (so nothing waits
+forever). --expires-in/--expires-at give a deadline for starting: a task no
+worker started by then becomes "expired" instead of running. Inputs over 256 KiB
+are stored in their own object and loaded back transparently.
+
+--after ID,ID... makes the task wait (status "waiting", never claimed) until
+every one of those tasks has ended, and run once they all completed. No worker
+polls it: whoever ends its last parent releases it. A parent that ends
+otherwise (failed, cancelled, expired) decides by --on-parent-failure: cancel
+(the default: the task is cancelled, the reason names the parent), fail (it
+becomes a dead letter) or run (it runs anyway once every parent ended).
+Replaying a failed parent puts the children it cancelled back to waiting. A
+parent that completed long ago counts as done; an unknown id is refused
+(exit 2) and nothing is submitted.
+
+Workflows: --workflow FILE ('-' for stdin) submits a workflow of named steps
+and prints its id (--json: the workflow as qo workflow show --json prints
+it); see qo workflow --help for the file. A bad file is refused (exit 2) and
+nothing is submitted.
+
+Bulk: --file FILE ('-' for stdin) submits one task per line of a JSON Lines
+file. Each line is an object with any of these fields:
+  type             task type (alias task_type; required unless --type is given)
+  input            any JSON document
+  timeout_seconds  lease of one attempt (default: --timeout)
+  max_retries      retries after the first attempt (default: --retries)
+  retry_policy     {"initial_interval_ms", "max_interval_ms", "multiplier",
+                   "jitter_percent"}; missing fields keep their defaults
+  delay            "90s", "1h30m" or a number of seconds (default: --delay)
+  available_at     RFC 3339 time (default: --at)
+  idempotency_key  deduplicates like --idempotency-key
+  priority         high, normal or low (default: --priority)
+  expires_in       deadline for starting, after available (default: --expires-in)
+  expires_at       RFC 3339 deadline for starting
+Every line is checked before anything is sent: a bad line refuses the whole
+file (exit 2, each bad line named with its number) and nothing is submitted.
+Then --concurrency submits run at once, with a progress bar on a terminal
+(stderr). The summary is JSON when stdout is not a terminal or with --json:
+{"submitted", "duplicates", "failed", "skipped", "ids", "errors": [{"line",
+"error"}]}. Lines whose idempotency key already made a task (same input) are
+counted as duplicates, not errors; a line repeating an earlier line's type and
+key is not sent at all (the first one wins). Failed lines are listed with their numbers
+and the exit code is that of the first failure (4 conflict, 5 storage); a
+storage error stops the run and the remaining lines are counted as skipped.
+
+Examples:
+  qo submit --type send_email --input '{"to":"ann@example.com"}'
+  echo '{"n": 3}' | qo submit --type resize --input-file - --timeout 10m --retries 5
+  qo submit --file tasks.jsonl --type resize | jq -r '.ids[]' | qo wait -
+  a=$(qo submit --type extract); qo submit --type load --after "$a"
+  qo submit --workflow etl.json && qo wait --workflow nightly-etl`,
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "type", Aliases: []string{"t"}, Usage: "task `TYPE` (the handler name; letters, digits, _ . : -); with --file, the default type of the lines"},
+			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "task input as a `JSON` document"},
+			&cli.StringFlag{Name: "input-file", TakesFile: true, Usage: "read the input JSON from `FILE` ('-' for stdin)"},
+			&cli.DurationFlag{Name: "timeout", Value: queue.DefaultTimeout, Usage: "lease of one attempt; a worker that does not finish or extend within it loses the task"},
+			&cli.IntFlag{Name: "retries", Value: queue.DefaultMaxRetries, Usage: "retries after the first attempt (0: run once)"},
+			&cli.DurationFlag{Name: "delay", Usage: "make the task available after `DURATION`"},
+			&cli.StringFlag{Name: "at", Usage: "make the task available at `TIME` (RFC 3339, e.g. 2025-06-01T08:00:00Z)"},
+			&cli.StringFlag{Name: "idempotency-key", Usage: "deduplicate submits: the same type and `KEY` yield the same task"},
+			&cli.StringFlag{Name: "priority", Aliases: []string{"p"}, Value: string(queue.PriorityNormal), Usage: "`LEVEL`: high, normal or low"},
+			&cli.DurationFlag{Name: "expires-in", Usage: "expire the task if no worker starts it within `DURATION` of becoming available"},
+			&cli.StringFlag{Name: "expires-at", Usage: "expire the task if no worker starts it by `TIME` (RFC 3339)"},
+			&cli.StringSliceFlag{Name: "after", Usage: "run after these tasks completed: task `ID`s, comma-separated or repeated"},
+			&cli.StringFlag{Name: "on-parent-failure", Usage: "`WHAT` the task does when a parent fails, is cancelled or expires: cancel (default), fail or run"},
+			&cli.StringFlag{Name: "workflow", Aliases: []string{"w"}, TakesFile: true, Usage: "submit the workflow in `FILE` ('-' for stdin); see qo workflow --help"},
+			jsonFlag(),
+		}, bulkFlags()...),
+		Action: func(c *cli.Context) error {
+			if err := noArgs(c); err != nil {
+				return err
+			}
+			if c.IsSet("workflow") {
+				return runWorkflowSubmit(c)
+			}
+			if c.IsSet("file") {
+				return runBulkSubmit(c)
+			}
+			req, err := submitRequest(c)
+			if err != nil {
+				return err
+			}
+			q, err := openQueue(c)
+			if err != nil {
+				return err
+			}
+			extra, _ := submitExtrasFromFlags(c) // validated by submitRequest
+			req = queue.SubmitDoc{Request: req, Delay: c.Duration("delay"), ExpiresIn: extra.expiresIn}.Resolve(q.Now())
+			task, created, err := q.Submit(c.Context, req)
+			if err != nil {
+				return err
+			}
+			if !created {
+				fmt.Fprintf(c.App.ErrWriter, "qo: task %s already exists for idempotency key %q (%s); nothing submitted\n",
+					task.ID, req.IdempotencyKey, termsafe.Line(string(task.Status)))
+			}
+			if c.Bool("json") {
+				return emitJSON(c.App.Writer, task)
+			}
+			_, err = fmt.Fprintln(c.App.Writer, task.ID)
+			return err
+		},
+	}
+}
+
+// submitRequest validates the submit flags before anything is contacted.
+func submitRequest(c *cli.Context) (queue.SubmitRequest, error) {
+	var req queue.SubmitRequest
+	req.Type = c.String("type")
+	if req.Type == "" {
+		return req, usageError("--type is required (the task type a worker handles, e.g. --type send_email)")
+	}
+	if err := queue.ValidateType(req.Type); err != nil {
+		return req, usageError("--type: %s", inputMessage(err))
+	}
+	if c.IsSet("input") && c.IsSet("input-file") {
+		return req, usageError("give either --input or --input-file, not both")
+	}
+	var raw []byte
+	switch {
+	case c.IsSet("input"):
+		raw = []byte(c.String("input"))
+	case c.IsSet("input-file"):
+		name := c.String("input-file")
+		var err error
+		if name == "-" {
+			raw, err = io.ReadAll(stdin)
+		} else {
+			raw, err = os.ReadFile(name)
+		}
+		if err != nil {
+			return req, usageError("--input-file: %v", err)
+		}
+	}
+	if raw != nil {
+		if !json.Valid(raw) {
+			var v any
+			err := json.Unmarshal(raw, &v)
+			return req, usageError("the input is not valid JSON (%v); quote it for the shell, e.g. --input '{\"to\":\"ann@example.com\"}'", err)
+		}
+		if !utf8.Valid(raw) {
+			return req, usageError("the input is not valid UTF-8 (JSON text must be UTF-8): convert it first, e.g. iconv -f latin1 -t utf-8 FILE")
+		}
+		req.Input = raw
+	}
+	req.Timeout = c.Duration("timeout")
+	if req.Timeout < time.Second {
+		return req, usageError("--timeout %s is below the 1s minimum", req.Timeout)
+	}
+	retries := c.Int("retries")
+	if retries < 0 {
+		return req, usageError("--retries %d is negative (0 runs the task once)", retries)
+	}
+	req.MaxRetries = &retries
+	if c.IsSet("delay") && c.IsSet("at") {
+		return req, usageError("give either --delay or --at, not both")
+	}
+	if c.Duration("delay") < 0 {
+		return req, usageError("--delay %s is negative", c.Duration("delay"))
+	}
+	if c.IsSet("at") {
+		at, err := time.Parse(time.RFC3339, c.String("at"))
+		if err != nil {
+			return req, usageError("--at %q is not an RFC 3339 time (e.g. 2025-06-01T08:00:00Z)", c.String("at"))
+		}
+		req.AvailableAt = at
+	}
+	req.IdempotencyKey = c.String("idempotency-key")
+	if len(req.IdempotencyKey) > queue.MaxIdempotencyKeyLen {
+		return req, usageError("--idempotency-key is %d bytes long (at most %d)", len(req.IdempotencyKey), queue.MaxIdempotencyKeyLen)
+	}
+	extra, err := submitExtrasFromFlags(c)
+	if err != nil {
+		return req, err
+	}
+	req.Priority, req.ExpiresAt = extra.priority, extra.expiresAt
+	for _, s := range c.StringSlice("after") {
+		for _, part := range strings.Split(s, ",") {
+			if part = strings.TrimSpace(part); part == "" {
+				continue
+			}
+			id, err := queue.ParseID(part)
+			if err != nil {
+				return req, usageError("--after: %s", inputMessage(err))
+			}
+			req.After = append(req.After, id)
+		}
+	}
+	if c.IsSet("on-parent-failure") {
+		if len(req.After) == 0 {
+			return req, usageError("--on-parent-failure needs --after (it says what the task does when a parent does not complete)")
+		}
+		p, err := queue.ParseParentFailure(c.String("on-parent-failure"))
+		if err != nil {
+			return req, usageError("--on-parent-failure: %s", inputMessage(err))
+		}
+		req.OnParentFailure = p
+	}
+	return req, nil
+}
+
+// submitExtras are the priority and expiry flags of qo submit.
+type submitExtras struct {
+	priority  queue.Priority
+	expiresIn time.Duration
+	expiresAt time.Time
+}
+
+func submitExtrasFromFlags(c *cli.Context) (submitExtras, error) {
+	var x submitExtras
+	var err error
+	if x.priority, err = queue.ParsePriority(c.String("priority")); err != nil {
+		return x, usageError("--priority: %s", inputMessage(err))
+	}
+	if c.IsSet("expires-in") && c.IsSet("expires-at") {
+		return x, usageError("give either --expires-in or --expires-at, not both")
+	}
+	if c.IsSet("expires-in") {
+		x.expiresIn = c.Duration("expires-in")
+		if x.expiresIn <= 0 {
+			return x, usageError("--expires-in %s must be positive (leave it out for a task that never expires)", x.expiresIn)
+		}
+	}
+	if c.IsSet("expires-at") {
+		if x.expiresAt, err = time.Parse(time.RFC3339, c.String("expires-at")); err != nil {
+			return x, usageError("--expires-at %q is not an RFC 3339 time (e.g. 2025-06-01T08:00:00Z)", c.String("expires-at"))
+		}
+	}
+	return x, nil
+}

@@ -1,0 +1,56 @@
+package command
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/qo-queue/qo/queue"
+)
+
+func TestSubmitPriorityAndExpiry(t *testing.T) {
+	q := newQueueCLI(t)
+	q.ok("init")
+	task := q.task("submit", "--type", "job", "--priority", "high", "--expires-in", "10m")
+	require.Equal(t, queue.PriorityHigh, task.Priority)
+	require.NotNil(t, task.ExpiresAt)
+	// --expires-in counts from when the command read the clock, which may be
+	// a millisecond before the submit stamped available_at.
+	require.WithinDuration(t, task.AvailableAt.Add(10*time.Minute), *task.ExpiresAt, time.Second)
+	out := q.ok("status", task.ID.String())
+	require.Contains(t, out, "priority:")
+	require.Contains(t, out, "high")
+	require.Contains(t, out, "expires:")
+	require.Contains(t, q.ok("list"), "PRIORITY")
+
+	// A task nobody started in time: qo wait reports it expired, exit 6.
+	short := q.task("submit", "--type", "nobody", "--expires-in", "1ms")
+	time.Sleep(5 * time.Millisecond)
+	qq, err := queue.Open(context.Background(), q.s, queue.Options{})
+	require.NoError(t, err)
+	res, _, err := qq.Sweep(context.Background(), "", 0, 0)
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Expired)
+	code, out, _ := q.run("wait", short.ID.String())
+	require.Equal(t, exitTaskFailed, code)
+	require.Contains(t, out, "expired")
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--priority", "urgent"}, "--priority: unknown priority"},
+		{[]string{"--expires-in", "-1m"}, "must be positive"},
+		{[]string{"--expires-in", "1m", "--expires-at", "2030-01-01T00:00:00Z"}, "not both"},
+		{[]string{"--expires-at", "tomorrow"}, "RFC 3339"},
+		{[]string{"--delay", "1h", "--expires-at", "2000-01-01T00:00:00Z"}, "could never run"},
+	} {
+		before := q.puts()
+		code, _, errs := q.run(append([]string{"submit", "--type", "job"}, tc.args...)...)
+		require.Equal(t, exitUsage, code, "%v: %s", tc.args, errs)
+		require.Contains(t, errs, tc.want)
+		require.Equal(t, before, q.puts(), "nothing written for %v", tc.args)
+	}
+}

@@ -1,0 +1,81 @@
+package command
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/debug"
+
+	"github.com/urfave/cli/v2"
+)
+
+// Build says which build of qo runs. Package main passes what the linker
+// set (-ldflags "-X main.version=... -X main.commit=... -X main.date=...");
+// what it left empty comes from the module and VCS information Go embeds
+// in the binary.
+type Build struct {
+	Version string // "dev" or empty when not set at build time
+	Commit  string
+	Date    string
+}
+
+// resolved fills in what the linker did not set from the build
+// information Go embeds in the binary.
+func (b Build) resolved() Build {
+	if b.Version == "" {
+		b.Version = "dev"
+	}
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return b
+	}
+	if b.Version == "dev" && info.Main.Version != "" && info.Main.Version != "(devel)" {
+		b.Version = info.Main.Version
+	}
+	for _, s := range info.Settings {
+		switch {
+		case s.Key == "vcs.revision" && b.Commit == "":
+			b.Commit = s.Value
+			if len(b.Commit) > 12 {
+				b.Commit = b.Commit[:12]
+			}
+		case s.Key == "vcs.time" && b.Date == "":
+			b.Date = s.Value
+		}
+	}
+	return b
+}
+
+// String is the version as qo --version prints it: "v1.2.3 (commit
+// 0123456789ab, built 2025-06-01T08:00:00Z)".
+func (b Build) String() string {
+	s := b.Version
+	if b.Commit != "" {
+		s += " (commit " + b.Commit
+		if b.Date != "" {
+			s += ", built " + b.Date
+		}
+		s += ")"
+	}
+	return s
+}
+
+func versionCommand(build Build) *cli.Command {
+	return &cli.Command{
+		Name:      "version",
+		Usage:     "print qo's version",
+		UsageText: "qo version [--json]",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "json", Usage: "print as JSON"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.Bool("json") {
+				return emitJSON(c.App.Writer, map[string]string{
+					"version": build.Version, "commit": build.Commit, "date": build.Date, "go": runtime.Version(),
+					"os": runtime.GOOS, "arch": runtime.GOARCH,
+				})
+			}
+			_, err := fmt.Fprintf(c.App.Writer, "qo %s %s/%s %s\n", build, runtime.GOOS, runtime.GOARCH, runtime.Version())
+			return err
+		},
+	}
+}

@@ -1,0 +1,103 @@
+package command
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/qo-queue/qo/internal/termsafe"
+	"github.com/qo-queue/qo/monitor"
+	"github.com/qo-queue/qo/monitor/view"
+)
+
+func workersCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "workers",
+		Usage:     "list registered workers: active, stale or dead by heartbeat age",
+		UsageText: "qo workers [--json] [--worker-health-threshold 60s]",
+		Description: `A worker is active while its last heartbeat is at most --worker-health-threshold
+old, stale beyond that, and dead beyond 3x the threshold. Heartbeats are for
+observability only: a dead worker's tasks come back when their leases expire.
+SHARDS "all" means the worker polls every shard (no shard leasing).
+
+--json prints {"now", "threshold_seconds", "workers": [...]} where each worker
+is its registry record (worker_id, started_at, last_heartbeat, shards,
+current_tasks, types, concurrency, tasks_completed, tasks_failed, host, pid,
+version) plus "state" and "heartbeat_age_seconds".`,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "json", Usage: "print as JSON"},
+			&cli.StringFlag{Name: "worker-health-threshold", EnvVars: []string{"QO_MONITOR_WORKER_HEALTH_THRESHOLD"}, Value: "60s",
+				Usage: "heartbeat age after which a worker is stale (dead after 3x)"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return usageError("workers takes no arguments, got %q", c.Args().First())
+			}
+			threshold, err := cmdDuration(c, "worker-health-threshold")
+			if err != nil {
+				return err
+			}
+			if threshold == 0 {
+				return usageError("--worker-health-threshold must be positive")
+			}
+			q, err := openQueue(c)
+			if err != nil {
+				return err
+			}
+			infos, err := q.ListWorkers(c.Context)
+			if err != nil {
+				return err
+			}
+			now := q.Now()
+			health := monitor.Health(infos, now, threshold)
+			if c.Bool("json") {
+				return emitJSON(c.App.Writer, view.WorkersOf(health, now, threshold))
+			}
+			return printWorkers(c.App.Writer, health)
+		},
+	}
+}
+
+func printWorkers(w io.Writer, health []monitor.WorkerHealth) error {
+	if len(health) == 0 {
+		_, err := fmt.Fprintln(w, "no workers registered")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "WORKER\tSTATE\tHEARTBEAT\tRUNNING\tDONE\tFAILED\tSHARDS\tTYPES\tHOST\tPID")
+	counts := map[monitor.State]int{}
+	for _, h := range health {
+		wi := h.Worker
+		counts[h.State]++
+		tabRow(tw, wi.ID, string(h.State), h.Age.Round(time.Second).String()+" ago", fmt.Sprintf("%d/%d", len(wi.CurrentTasks), wi.Concurrency),
+			fmt.Sprint(wi.TasksCompleted), fmt.Sprint(wi.TasksFailed), shardsText(wi.Shards), strings.Join(wi.Types, ","), wi.Host, fmt.Sprint(wi.PID))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, h := range health {
+		if len(h.Worker.CurrentTasks) > 0 {
+			fmt.Fprintf(w, "%s running: %s\n", termsafe.Line(h.Worker.ID), termsafe.Line(strings.Join(h.Worker.CurrentTasks, " ")))
+		}
+	}
+	_, err := fmt.Fprintf(w, "%d active, %d stale, %d dead\n", counts[monitor.Active], counts[monitor.Stale], counts[monitor.Dead])
+	return err
+}
+
+// shardsText renders a shard list compactly: "all", "0-7", "0,3,a".
+func shardsText(shards []string) string {
+	if len(shards) == 0 {
+		return "all"
+	}
+	s := append([]string(nil), shards...)
+	sort.Strings(s)
+	if len(s) > 8 {
+		return fmt.Sprintf("%s..%s (%d)", s[0], s[len(s)-1], len(s))
+	}
+	return strings.Join(s, ",")
+}
