@@ -2,12 +2,10 @@ package command
 
 // Bulk submit: qo submit --file tasks.jsonl (or - for stdin).
 //
-// The whole file is read and validated before anything is contacted, so a
-// file with one bad line submits nothing. Valid files are submitted with
-// bounded concurrency; every line is one queue.Submit (2 PUTs), a duplicate
-// (an idempotency key already used, same input) costs 1 PUT + 1 GET and is
-// counted, not failed. A line repeating an earlier line's type and key is
-// not sent at all: it shares the earlier line's task.
+// The whole file is read and validated (queue.ParseBulk) before anything is
+// contacted, so a file with one bad line submits nothing; a valid file goes
+// to queue.SubmitBulk, which says what each line costs. This file holds the
+// flags, the progress bar and the output.
 //
 // --json output shape (stable; new fields may be added, none removed), also
 // printed whenever stdout is not a terminal:
@@ -21,16 +19,11 @@ package command
 // ids lists the task id of every submitted or duplicate line, in file order.
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"reflect"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,62 +42,17 @@ var onTerminal = func(w io.Writer) bool {
 	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }
 
-const (
-	defaultBulkConcurrency = 16
-	maxBulkConcurrency     = 256
-	// maxBulkLine bounds one line of a bulk file (the task input included).
-	maxBulkLine = 16 << 20
-	// maxListedBadLines bounds the bad or failed lines printed one per line
-	// on stderr (--json lists every failed line).
-	maxListedBadLines = 50
-)
-
-// bulkTask is one validated line.
-type bulkTask struct {
-	line int
-	req  queue.SubmitRequest
-	// doc keeps the relative times (delay, expires_in), resolved against
-	// the queue clock at submit time.
-	doc queue.SubmitDoc
-	// dupOf is the index (in the task list) of an earlier line with the
-	// same type and idempotency key, or -1. Such a line is not sent: it
-	// gets the earlier line's task, so the first line wins however the
-	// submits interleave.
-	dupOf int
-}
-
-// bulkDefaults are the submit flags that act as defaults for every line.
-type bulkDefaults struct {
-	typ     string
-	timeout time.Duration
-	retries int
-	delay   time.Duration
-	at      time.Time
-	extra   submitExtras
-}
-
-// lineError is a problem with one line of the file.
-type lineError struct {
-	Line  int    `json:"line"`
-	Error string `json:"error"`
-}
-
-type bulkSummary struct {
-	Submitted  int         `json:"submitted"`
-	Duplicates int         `json:"duplicates"`
-	Failed     int         `json:"failed"`
-	Skipped    int         `json:"skipped"`
-	IDs        []string    `json:"ids"`
-	Errors     []lineError `json:"errors"`
-}
+// maxListedBadLines bounds the bad or failed lines printed one per line on
+// stderr (--json lists every failed line).
+const maxListedBadLines = 50
 
 // bulkFlags are the submit flags only bulk mode uses.
 func bulkFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "file", Aliases: []string{"f"}, TakesFile: true,
 			Usage: "submit one task per line of this JSON Lines `FILE` ('-' for stdin); see above for the fields"},
-		&cli.IntFlag{Name: "concurrency", Aliases: []string{"c"}, Value: defaultBulkConcurrency, EnvVars: []string{"QO_SUBMIT_CONCURRENCY"},
-			Usage: fmt.Sprintf("submits in flight at once with --file (1..%d)", maxBulkConcurrency)},
+		&cli.IntFlag{Name: "concurrency", Aliases: []string{"c"}, Value: queue.DefaultBulkConcurrency, EnvVars: []string{"QO_SUBMIT_CONCURRENCY"},
+			Usage: fmt.Sprintf("submits in flight at once with --file (1..%d)", queue.MaxBulkConcurrency)},
 		&cli.BoolFlag{Name: "no-progress", EnvVars: []string{"QO_NO_PROGRESS"},
 			Usage: "with --file, do not draw the progress bar on a terminal"},
 	}
@@ -118,8 +66,8 @@ func runBulkSubmit(c *cli.Context) error {
 		}
 	}
 	conc := c.Int("concurrency")
-	if conc < 1 || conc > maxBulkConcurrency {
-		return usageError("--concurrency %d: want 1..%d", conc, maxBulkConcurrency)
+	if conc < 1 || conc > queue.MaxBulkConcurrency {
+		return usageError("--concurrency %d: want 1..%d", conc, queue.MaxBulkConcurrency)
 	}
 	def, err := bulkDefaultsFromFlags(c)
 	if err != nil {
@@ -138,14 +86,14 @@ func runBulkSubmit(c *cli.Context) error {
 		defer f.Close()
 		r = f
 	}
-	tasks, bad, err := parseBulk(r, def)
+	items, bad, err := queue.ParseBulk(r, def)
 	if err != nil {
 		return usageError("--file %s: %v", display, err)
 	}
 	if len(bad) > 0 {
 		return badLinesError(c.App.ErrWriter, display, bad)
 	}
-	if len(tasks) == 0 {
+	if len(items) == 0 {
 		return usageError("--file %s holds no tasks (want one JSON object per line, e.g. {\"type\":\"resize\",\"input\":{\"w\":64}})", display)
 	}
 
@@ -153,14 +101,16 @@ func runBulkSubmit(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	opt := queue.BulkOptions{Concurrency: conc}
 	var bar *progressBar
 	if !c.Bool("no-progress") && onTerminal(c.App.ErrWriter) {
-		bar = startProgress(c.App.ErrWriter, len(tasks))
+		bar = startProgress(c.App.ErrWriter, len(items))
+		opt.Progress = func(done, _ int) { bar.set(done) }
 	}
-	res := submitAll(c.Context, q, tasks, conc, bar)
+	res := q.SubmitBulk(c.Context, items, opt)
 	bar.stop()
 
-	sum := res.summary()
+	sum := res.Summary()
 	if c.Bool("json") || !onTerminal(c.App.Writer) {
 		if err := emitJSON(c.App.Writer, sum); err != nil {
 			return err
@@ -175,147 +125,51 @@ func runBulkSubmit(c *cli.Context) error {
 		}
 		fmt.Fprintf(c.App.ErrWriter, "qo: %s:%d: %s\n", display, e.Line, termsafe.Line(e.Error))
 	}
-	return res.err(display, len(tasks))
+	return bulkError(res, sum, display)
 }
 
-func bulkDefaultsFromFlags(c *cli.Context) (bulkDefaults, error) {
-	def := bulkDefaults{
-		typ:     c.String("type"),
-		timeout: c.Duration("timeout"),
-		retries: c.Int("retries"),
-		delay:   c.Duration("delay"),
+// bulkDefaultsFromFlags reads the submit flags that act as defaults for
+// every line.
+func bulkDefaultsFromFlags(c *cli.Context) (queue.SubmitDefaults, error) {
+	def := queue.SubmitDefaults{
+		Type:       c.String("type"),
+		Timeout:    c.Duration("timeout"),
+		MaxRetries: c.Int("retries"),
+		Delay:      c.Duration("delay"),
+		TypeHint:   "or pass --type as the default for every line",
 	}
-	if def.typ != "" {
-		if err := queue.ValidateType(def.typ); err != nil {
+	if def.Type != "" {
+		if err := queue.ValidateType(def.Type); err != nil {
 			return def, usageError("--type: %s", inputMessage(err))
 		}
 	}
-	if def.timeout < time.Second {
-		return def, usageError("--timeout %s is below the 1s minimum", def.timeout)
+	if def.Timeout < time.Second {
+		return def, usageError("--timeout %s is below the 1s minimum", def.Timeout)
 	}
-	if def.retries < 0 {
-		return def, usageError("--retries %d is negative (0 runs the task once)", def.retries)
+	if def.MaxRetries < 0 {
+		return def, usageError("--retries %d is negative (0 runs the task once)", def.MaxRetries)
 	}
 	if c.IsSet("delay") && c.IsSet("at") {
 		return def, usageError("give either --delay or --at, not both")
 	}
-	if def.delay < 0 {
-		return def, usageError("--delay %s is negative", def.delay)
+	if def.Delay < 0 {
+		return def, usageError("--delay %s is negative", def.Delay)
 	}
 	if c.IsSet("at") {
 		at, err := time.Parse(time.RFC3339, c.String("at"))
 		if err != nil {
 			return def, usageError("--at %q is not an RFC 3339 time (e.g. 2025-06-01T08:00:00Z)", c.String("at"))
 		}
-		def.at = at
+		def.AvailableAt = at
 	}
-	var err error
-	def.extra, err = submitExtrasFromFlags(c)
+	extra, err := submitExtrasFromFlags(c)
+	def.Priority, def.ExpiresIn, def.ExpiresAt = extra.priority, extra.expiresIn, extra.expiresAt
 	return def, err
-}
-
-// parseBulk reads and validates every line. bad lists the invalid lines; err
-// is a read error of the file itself.
-func parseBulk(r io.Reader, def bulkDefaults) (tasks []bulkTask, bad []lineError, err error) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	type keyUse struct {
-		line  int
-		index int
-		input json.RawMessage
-	}
-	keys := map[string]keyUse{} // type + "\x00" + idempotency key
-	for n := 1; ; n++ {
-		line, rerr := readLine(br)
-		if rerr != nil && !errors.Is(rerr, io.EOF) {
-			if errors.Is(rerr, errLineTooLong) {
-				bad = append(bad, lineError{Line: n, Error: rerr.Error()})
-				return tasks, bad, nil
-			}
-			return nil, nil, rerr
-		}
-		if len(bytes.TrimSpace(line)) > 0 {
-			t, perr := parseBulkLine(line, def)
-			if perr != nil {
-				bad = append(bad, lineError{Line: n, Error: perr.Error()})
-			} else {
-				t.line, t.dupOf = n, -1
-				if k := t.req.IdempotencyKey; k != "" {
-					id := t.req.Type + "\x00" + k
-					prev, ok := keys[id]
-					switch {
-					case ok && !sameInput(prev.input, t.req.Input):
-						bad = append(bad, lineError{Line: n, Error: fmt.Sprintf(
-							"idempotency key %q of type %q is used on line %d with a different input", k, t.req.Type, prev.line)})
-					case ok:
-						t.dupOf = prev.index
-					default:
-						keys[id] = keyUse{line: n, index: len(tasks), input: t.req.Input}
-					}
-				}
-				tasks = append(tasks, t)
-			}
-		}
-		if errors.Is(rerr, io.EOF) {
-			return tasks, bad, nil
-		}
-	}
-}
-
-var errLineTooLong = fmt.Errorf("line longer than %d MiB", maxBulkLine>>20)
-
-// readLine returns the next line without its line ending; io.EOF with the
-// last (possibly empty) line.
-func readLine(br *bufio.Reader) ([]byte, error) {
-	var buf []byte
-	for {
-		chunk, err := br.ReadSlice('\n')
-		buf = append(buf, chunk...)
-		if len(buf) > maxBulkLine {
-			return nil, errLineTooLong
-		}
-		switch {
-		case err == nil:
-			return bytes.TrimRight(buf, "\r\n"), nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		default:
-			return bytes.TrimRight(buf, "\r\n"), err
-		}
-	}
-}
-
-// parseBulkLine validates one line: a submit document (queue.DecodeSubmit)
-// with the submit flags as defaults.
-func parseBulkLine(line []byte, def bulkDefaults) (bulkTask, error) {
-	doc, err := queue.DecodeSubmit(line, queue.SubmitDefaults{
-		Type: def.typ, Timeout: def.timeout, MaxRetries: def.retries, Delay: def.delay, AvailableAt: def.at,
-		Priority: def.extra.priority, ExpiresIn: def.extra.expiresIn, ExpiresAt: def.extra.expiresAt,
-		TypeHint: "or pass --type as the default for every line",
-	})
-	if err != nil {
-		return bulkTask{}, errors.New(inputMessage(err))
-	}
-	return bulkTask{req: doc.Request, doc: doc}, nil
-}
-
-// sameInput compares two task inputs as JSON values (absent = null).
-func sameInput(a, b json.RawMessage) bool {
-	if bytes.Equal(a, b) {
-		return true
-	}
-	var va, vb any
-	if len(a) > 0 && json.Unmarshal(a, &va) != nil {
-		return false
-	}
-	if len(b) > 0 && json.Unmarshal(b, &vb) != nil {
-		return false
-	}
-	return reflect.DeepEqual(va, vb)
 }
 
 // badLinesError prints the invalid lines (one per line on w when there are
 // several) and returns the one-line usage error for the whole file.
-func badLinesError(w io.Writer, name string, bad []lineError) error {
+func badLinesError(w io.Writer, name string, bad []queue.LineError) error {
 	if len(bad) == 1 {
 		return usageError("%s:%d: %s; nothing submitted (fix the line and run again)", name, bad[0].Line, bad[0].Error)
 	}
@@ -330,138 +184,29 @@ func badLinesError(w io.Writer, name string, bad []lineError) error {
 		name, len(bad), bad[0].Line, bad[0].Error)
 }
 
-// --- submitting --------------------------------------------------------------
-
-type bulkOutcome struct {
-	id      string
-	created bool
-	err     error
-	done    bool // attempted
-}
-
-type bulkResult struct {
-	tasks    []bulkTask
-	outcomes []bulkOutcome
-	stopErr  error // why the run stopped early (storage error, interrupt)
-}
-
-// submitAll submits tasks with conc submits in flight. A storage-level
-// error (bucket unreachable, credentials refused) or the end of ctx stops
-// dispatching; lines not attempted are skipped.
-func submitAll(ctx context.Context, q *queue.Queue, tasks []bulkTask, conc int, bar *progressBar) *bulkResult {
-	res := &bulkResult{tasks: tasks, outcomes: make([]bulkOutcome, len(tasks))}
-	runCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	var stopOnce sync.Once
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for w := 0; w < conc; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				t := tasks[i]
-				req := t.doc.Resolve(q.Now())
-				task, created, err := q.Submit(ctx, req)
-				o := bulkOutcome{created: created, err: err, done: true}
-				if err == nil {
-					o.id = task.ID.String()
-				} else if exitCode(err) == exitStorage || ctx.Err() != nil {
-					stopOnce.Do(func() {
-						res.stopErr = err
-						stop()
-					})
-				}
-				res.outcomes[i] = o
-				bar.add(1)
-			}
-		}()
-	}
-dispatch:
-	for i := range tasks {
-		if tasks[i].dupOf >= 0 {
-			continue
-		}
-		select {
-		case next <- i:
-		case <-runCtx.Done():
-			break dispatch
-		}
-	}
-	close(next)
-	wg.Wait()
-	for i, t := range tasks {
-		if t.dupOf < 0 {
-			continue
-		}
-		first := res.outcomes[t.dupOf]
-		switch {
-		case !first.done:
-		case first.err != nil:
-			res.outcomes[i] = bulkOutcome{done: true, err: fmt.Errorf("not submitted: line %d with the same idempotency key failed", tasks[t.dupOf].line)}
-		default:
-			res.outcomes[i] = bulkOutcome{done: true, id: first.id}
-		}
-		bar.add(1)
-	}
-	if res.stopErr == nil && ctx.Err() != nil {
-		res.stopErr = ctx.Err()
-	}
-	return res
-}
-
-func (r *bulkResult) summary() bulkSummary {
-	s := bulkSummary{IDs: []string{}, Errors: []lineError{}}
-	for i, o := range r.outcomes {
-		switch {
-		case !o.done:
-			s.Skipped++
-		case o.err != nil:
-			s.Failed++
-			s.Errors = append(s.Errors, lineError{Line: r.tasks[i].line, Error: errorText(o.err)})
-		case o.created:
-			s.Submitted++
-			s.IDs = append(s.IDs, o.id)
-		default:
-			s.Duplicates++
-			s.IDs = append(s.IDs, o.id)
-		}
-	}
-	return s
-}
-
-// err is the command's error: nil when every line was submitted (or was a
-// duplicate); else one line, with the exit code of the first failure.
-func (r *bulkResult) err(name string, total int) error {
-	s := r.summary()
+// bulkError is the command's error: nil when every line was submitted (or
+// was a duplicate); else one line, with the exit code of the first failure.
+func bulkError(res *queue.BulkResult, s queue.BulkSummary, name string) error {
 	if s.Failed == 0 && s.Skipped == 0 {
 		return nil
 	}
-	if r.stopErr != nil && errors.Is(r.stopErr, context.Canceled) {
+	total := len(res.Lines)
+	if res.Stopped != nil && errors.Is(res.Stopped, context.Canceled) {
 		return fmt.Errorf("%s: interrupted after %d of %d lines (%d submitted, %d duplicates, %d failed): %w",
-			name, total-s.Skipped, total, s.Submitted, s.Duplicates, s.Failed, r.stopErr)
-	}
-	var first error
-	firstLine := 0
-	for i, o := range r.outcomes {
-		if o.done && o.err != nil {
-			first, firstLine = o.err, r.tasks[i].line
-			break
-		}
+			name, total-s.Skipped, total, s.Submitted, s.Duplicates, s.Failed, res.Stopped)
 	}
 	msg := fmt.Sprintf("%s: %d of %d lines failed", name, s.Failed, total)
 	if s.Skipped > 0 {
 		msg += fmt.Sprintf(", %d not attempted (resubmitting is safe for lines with an idempotency_key)", s.Skipped)
 	}
-	return fmt.Errorf("%s; first, line %d: %w", msg, firstLine, first)
+	first, ok := res.FirstFailure()
+	if !ok {
+		return fmt.Errorf("%s: %w", msg, res.Stopped)
+	}
+	return fmt.Errorf("%s; first, line %d: %w", msg, first.Line, first.Err)
 }
 
-// errorText is err's message without the sentinel prefixes queue adds.
-func errorText(err error) string {
-	return strings.TrimPrefix(inputMessage(err), "submit: ")
-}
-
-func printBulkSummary(w io.Writer, s bulkSummary) {
+func printBulkSummary(w io.Writer, s queue.BulkSummary) {
 	fmt.Fprintf(w, "submitted %d task%s", s.Submitted, plural(s.Submitted))
 	if s.Duplicates > 0 {
 		fmt.Fprintf(w, ", %d duplicate%s (idempotency key already used; not resubmitted)", s.Duplicates, plural(s.Duplicates))
@@ -510,10 +255,9 @@ func startProgress(w io.Writer, total int) *progressBar {
 	return p
 }
 
-func (p *progressBar) add(n int) {
-	if p != nil {
-		p.done.Add(int64(n))
-	}
+// set records the lines done so far.
+func (p *progressBar) set(done int) {
+	p.done.Store(int64(done))
 }
 
 func (p *progressBar) draw() {

@@ -46,12 +46,12 @@ func (f *bulkFile) count(kind string) int {
 }
 
 type bulkSummaryJSON struct {
-	Submitted  int         `json:"submitted"`
-	Duplicates int         `json:"duplicates"`
-	Failed     int         `json:"failed"`
-	Skipped    int         `json:"skipped"`
-	IDs        []string    `json:"ids"`
-	Errors     []lineError `json:"errors"`
+	Submitted  int               `json:"submitted"`
+	Duplicates int               `json:"duplicates"`
+	Failed     int               `json:"failed"`
+	Skipped    int               `json:"skipped"`
+	IDs        []string          `json:"ids"`
+	Errors     []queue.LineError `json:"errors"`
 }
 
 func TestBulkSubmit(t *testing.T) {
@@ -104,7 +104,7 @@ func TestBulkSubmit(t *testing.T) {
 		require.Zero(t, sum.Skipped)
 		require.Len(t, sum.IDs, sum.Submitted+sum.Duplicates)
 		failLine := len(f.lines)
-		require.Equal(t, []lineError{{Line: failLine, Error: sum.Errors[0].Error}}, sum.Errors)
+		require.Equal(t, []queue.LineError{{Line: failLine, Error: sum.Errors[0].Error}}, sum.Errors)
 		require.Contains(t, sum.Errors[0].Error, "different input")
 		require.Contains(t, res.stderr, fmt.Sprintf("tasks.jsonl:%d:", failLine))
 		lastLine := lastNonEmptyLine(res.stderr)
@@ -268,55 +268,6 @@ type failingPuts struct {
 func (f *failingPuts) Put(ctx context.Context, key string, body []byte, cond store.Condition) (store.PutResult, error) {
 	f.puts.Add(1)
 	return store.PutResult{}, fmt.Errorf("put %s: %w", key, store.ErrUnreachable)
-}
-
-func TestParseBulkLine(t *testing.T) {
-	t.Parallel()
-	def := bulkDefaults{timeout: queue.DefaultTimeout, retries: 3}
-	tests := []struct {
-		line string
-		want string // error substring; "" = valid
-	}{
-		{`{"type":"a"}`, ""},
-		{`{"type":"a","input":null,"delay":null}`, ""},
-		{`{"type":"a","delay":"1h","available_at":"2030-01-01T00:00:00Z"}`, `either "delay" or "available_at"`},
-		{`{"type":"a","delay":"soon"}`, `delay "soon" is not a duration`},
-		{`{"type":"a","delay":-5}`, "negative"},
-		{`{"type":"a","delay":true}`, "want a duration string or a number of seconds, got a boolean"},
-		{`{"type":"a","available_at":"tomorrow"}`, "RFC 3339"},
-		{`{"type":"a","timeout_seconds":0}`, "below the 1 second minimum"},
-		{`{"type":"a","timeout_seconds":1.5}`, "want a whole number, got 1.5"},
-		{`{"type":"a","timeout_seconds":"10"}`, "want a whole number, got a string"},
-		{`{"type":"a","max_retries":-1}`, "negative"},
-		{`{"type":"a","retry_policy":{"multiplier":0.5}}`, "multiplier"},
-		{`{"type":"a","retry_policy":{"factor":2}}`, "retry_policy"},
-		{`{"type":"a","idempotency_key":5}`, "idempotency_key: want a string, got a number"},
-		{`{"type":"a","idempotency_key":"` + strings.Repeat("k", queue.MaxIdempotencyKeyLen+1) + `"}`, "bytes long"},
-		{`{"type":"a","task_type":"b"}`, `either "type" or "task_type"`},
-		{`{"input":{}}`, `missing "type"`},
-		{`{"type":"a b"}`, "type:"},
-		{`{"type":1}`, "type: want a string, got a number"},
-		{`{"type":"a"} {"type":"b"}`, "more than one JSON value"},
-		{`[1,2]`, "want a JSON object, got a JSON array"},
-		{`null`, "want a JSON object, got null"},
-		{`"a"`, "want a JSON object, got a JSON string"},
-		{`{"type":"a",}`, "not valid JSON"},
-		{`{"type":"a"`, "not valid JSON"},
-		{`{"type":"a","Type":"b"}`, `unknown field "Type"`},
-	}
-	for _, tc := range tests {
-		t.Run(tc.line, func(t *testing.T) {
-			t.Parallel()
-			_, err := parseBulkLine([]byte(tc.line), def)
-			if tc.want == "" {
-				require.NoError(t, err)
-				return
-			}
-			require.Error(t, err)
-			require.Contains(t, err.Error(), tc.want)
-			require.NotContains(t, err.Error(), "\n")
-		})
-	}
 }
 
 func TestBulkSubmitBadInput(t *testing.T) {

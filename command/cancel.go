@@ -10,10 +10,12 @@ import (
 )
 
 func cancelCommand() *cli.Command {
-	return operatorCommand("cancel", "cancel a pending or running task",
-		`A pending task is cancelled at once. A running task is marked
-cancel_requested: its worker notices on its next lease extension, stops the
-handler and confirms (if the worker is gone, the lease expiry cancels it).
+	return operatorCommand("cancel", "cancel a waiting, pending or running task",
+		`A waiting or pending task is cancelled at once (a waiting task's children
+then follow their on_parent_failure). A running task is marked
+cancel_requested: its worker notices at its next lease check, stops the
+handler and confirms (if the worker is gone, the expiry check cancels it).
+A task that has ended cannot be cancelled.
 --json prints the task object after the change.
 
 Examples:

@@ -84,7 +84,7 @@ var exitCodes = []struct {
 	{queue.ErrLeaseLost, exitConflict},
 	{queue.ErrIdempotencyMismatch, exitConflict},
 	{queue.ErrNotInitialized, exitStorage},
-	{errWaitTimeout, exitWaitTimeout},
+	{queue.ErrWaitTimeout, exitWaitTimeout},
 	{devenv.ErrConfig, exitUsage},
 	{devenv.ErrRunning, exitConflict},
 	{devenv.ErrAddrInUse, exitConflict},

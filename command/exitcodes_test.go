@@ -32,7 +32,7 @@ func TestExitCode(t *testing.T) {
 		{"queue conflict", fmt.Errorf("cancel: %w", queue.ErrInvalidTransition), exitConflict},
 		{"queue not initialised", fmt.Errorf("open: %w", queue.ErrNotInitialized), exitStorage},
 		{"queue layout outdated", fmt.Errorf("open: %w", queue.ErrLayoutOutdated), exitStorage},
-		{"wait timeout", fmt.Errorf("wait: %w", errWaitTimeout), exitWaitTimeout},
+		{"wait timeout", fmt.Errorf("wait: %w", queue.ErrWaitTimeout), exitWaitTimeout},
 		{"dev environment running", fmt.Errorf("start: %w", devenv.ErrRunning), exitConflict},
 		{"dev address in use", fmt.Errorf("start: %w", devenv.ErrAddrInUse), exitConflict},
 		{"dev configuration", fmt.Errorf("start: %w", devenv.ErrConfig), exitUsage},

@@ -11,22 +11,21 @@ package command
 //	 "missed": N (writes tail knows it did not see, when > 0)}
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/charmbracelet/x/ansi"
 	"github.com/google/uuid"
 	"github.com/urfave/cli/v2"
 
 	"github.com/qo-queue/qo/internal/termsafe"
 	"github.com/qo-queue/qo/queue"
-	"github.com/qo-queue/qo/store"
 )
 
 const defaultTailInterval = time.Second
@@ -40,11 +39,10 @@ func tailCommand() *cli.Command {
 
   TIME EVENT TYPE ID attempt=N worker=W [error="..."] [missed=N]
 
-TIME is the time of the write (UTC), EVENT one of enqueued, claimed,
-lease_extended, succeeded, failed, retried, timed_out, requeued,
-cancel_requested, cancelled, replayed, archived. --json prints one object per
-line: {"at", "event", "task_type", "id", "status", "attempt", "worker_id",
-"rev", "error" (failed, retried, timed_out), "missed" (when > 0)}.
+` + ansi.Wordwrap("TIME is the time of the write (UTC), EVENT one of "+strings.Join(tailEventNames(), ", ")+
+			" (the names qo history and the console use). --json prints one object per line: "+
+			`{"at", "event", "task_type", "id", "status", "attempt", "worker_id", "rev", `+
+			`"error" (failed, retried, timed_out), "missed" (when > 0)}.`, 78, "") + `
 
 With task ids: prints each task's history so far (unless --new-only), then
 polls each task with one GET per --interval and prints every new version.
@@ -79,7 +77,13 @@ Examples:
 	}
 }
 
-// tailEvent is one printed event.
+// tailEventNames lists every event tail prints: the queue's events, a task
+// deleted by hand, and a write whose event cannot be told.
+func tailEventNames() []string {
+	return append(slices.Clone(queue.Events), queue.EventDeleted, queue.EventUnknown)
+}
+
+// tailEvent is one printed event: queue.Event in tail's stable JSON shape.
 type tailEvent struct {
 	At       time.Time    `json:"at"`
 	Event    string       `json:"event"`
@@ -93,20 +97,14 @@ type tailEvent struct {
 	Missed   int64        `json:"missed,omitempty"`
 }
 
-// eventOf is the event that wrote version t. prev is the version before it
-// when known: a write that ends a lease names the worker that held it.
-func eventOf(t, prev *queue.Task) tailEvent {
-	ev := tailEvent{At: t.UpdatedAt, Event: t.LastEvent, Type: t.Type, ID: t.ID, Status: t.Status,
-		Attempt: t.Attempt, WorkerID: t.WorkerID, Rev: t.Rev}
-	if ev.Event == "" {
-		ev.Event = "unknown"
-	}
-	if ev.WorkerID == "" && prev != nil && prev.Status == queue.StatusRunning {
-		ev.WorkerID = prev.WorkerID
-	}
-	switch ev.Event {
+func tailEventOf(e queue.Event) tailEvent {
+	ev := tailEvent{At: e.At, Event: e.Name, Type: e.Type, ID: e.TaskID, Status: e.Status,
+		Attempt: e.Attempt, WorkerID: e.WorkerID, Rev: e.Rev, Missed: e.Missed}
+	switch e.Name {
 	case queue.EventFailed, queue.EventRetried, queue.EventTimedOut:
-		ev.Error = t.LastError
+		if e.Task != nil {
+			ev.Error = e.Task.LastError
+		}
 	}
 	return ev
 }
@@ -119,35 +117,27 @@ type tailPrinter struct {
 	printed int
 }
 
-// print writes the events in time order and reports whether --count is
-// reached.
-func (p *tailPrinter) print(evs []tailEvent) (bool, error) {
-	sort.SliceStable(evs, func(i, j int) bool {
-		if !evs[i].At.Equal(evs[j].At) {
-			return evs[i].At.Before(evs[j].At)
+// print writes one event; it returns queue.ErrStopFollowing once --count
+// events are printed.
+func (p *tailPrinter) print(ev tailEvent) error {
+	var err error
+	if p.json {
+		var b []byte
+		b, err = json.Marshal(ev)
+		if err == nil {
+			_, err = fmt.Fprintf(p.w, "%s\n", b)
 		}
-		return evs[i].Rev < evs[j].Rev
-	})
-	for _, ev := range evs {
-		if p.limit > 0 && p.printed >= p.limit {
-			return true, nil
-		}
-		var err error
-		if p.json {
-			var b []byte
-			b, err = json.Marshal(ev)
-			if err == nil {
-				_, err = fmt.Fprintf(p.w, "%s\n", b)
-			}
-		} else {
-			_, err = fmt.Fprintln(p.w, humanEvent(ev))
-		}
-		if err != nil {
-			return false, err
-		}
-		p.printed++
+	} else {
+		_, err = fmt.Fprintln(p.w, humanEvent(ev))
 	}
-	return p.limit > 0 && p.printed >= p.limit, nil
+	if err != nil {
+		return err
+	}
+	p.printed++
+	if p.limit > 0 && p.printed >= p.limit {
+		return queue.ErrStopFollowing
+	}
+	return nil
 }
 
 func humanEvent(ev tailEvent) string {
@@ -196,13 +186,23 @@ func runTail(c *cli.Context) error {
 	}
 	p := &tailPrinter{w: c.App.Writer, json: c.Bool("json"), limit: c.Int("count")}
 	warn := &warner{w: c.App.ErrWriter}
-	if len(ids) > 0 {
-		err = tailTasks(c.Context, q, ids, interval, p, warn, c.Bool("new-only"), c.Bool("until-done"))
-	} else {
-		err = tailQueue(c.Context, q, interval, p, warn, c.App.ErrWriter)
+	opt := queue.FollowOptions{
+		IDs:       ids,
+		NewOnly:   c.Bool("new-only"),
+		UntilDone: c.Bool("until-done"),
+		Interval:  interval,
+		OnPoll:    warn.warn,
+		OnStart: func(pending, running int) {
+			fmt.Fprintf(c.App.ErrWriter, "qo: following every task from now on (%d pending, %d running); Ctrl+C stops\n", pending, running)
+		},
 	}
+	err = q.Follow(c.Context, opt, func(e queue.Event) error { return p.print(tailEventOf(e)) })
 	if c.Context.Err() != nil {
 		return nil // interrupted: the normal way to stop following
+	}
+	var te *queue.TaskError
+	if errors.As(err, &te) {
+		return taskError(te.ID, te.Err)
 	}
 	return err
 }
@@ -221,345 +221,5 @@ func (w *warner) warn(err error) {
 	if msg := err.Error(); msg != w.last {
 		w.last = msg
 		fmt.Fprintf(w.w, "qo: warning: %s (retrying)\n", oneLine(msg))
-	}
-}
-
-// sleepCtx waits d or until ctx ends (false).
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
-
-// --- following tasks by id ---------------------------------------------------------
-
-type followedTask struct {
-	id   uuid.UUID
-	last *queue.Task // the latest version printed (or seen at start)
-	gone bool        // the object was deleted
-}
-
-func tailTasks(ctx context.Context, q *queue.Queue, ids []uuid.UUID, interval time.Duration,
-	p *tailPrinter, warn *warner, newOnly, untilDone bool) error {
-	tasks := make([]*followedTask, len(ids))
-	var start []tailEvent
-	for i, id := range ids {
-		ft := &followedTask{id: id}
-		tasks[i] = ft
-		if newOnly {
-			t, err := q.Get(ctx, id)
-			if err != nil {
-				return taskError(id, err)
-			}
-			ft.last = t
-			continue
-		}
-		events, err := q.History(ctx, id)
-		if err != nil {
-			return taskError(id, err)
-		}
-		var prev *queue.Task
-		for _, e := range events {
-			if e.Task == nil {
-				continue // delete markers and unreadable versions: qo history shows them
-			}
-			start = append(start, eventOf(e.Task, prev))
-			prev = e.Task
-		}
-		if prev == nil {
-			t, err := q.Get(ctx, id)
-			if err != nil {
-				return taskError(id, err)
-			}
-			prev = t
-		}
-		ft.last = prev
-	}
-	if done, err := p.print(start); done || err != nil {
-		return err
-	}
-	for {
-		if untilDone && allTerminal(tasks) {
-			return nil
-		}
-		if !sleepCtx(ctx, interval) {
-			return nil
-		}
-		evs, err := pollTasks(ctx, q, tasks)
-		warn.warn(err)
-		if done, err := p.print(evs); done || err != nil {
-			return err
-		}
-	}
-}
-
-func allTerminal(tasks []*followedTask) bool {
-	for _, ft := range tasks {
-		if !ft.gone && !ft.last.Status.Terminal() {
-			return false
-		}
-	}
-	return true
-}
-
-// pollTasks GETs every followed task and returns the events since the last
-// poll. err is the first read error (the task is retried next round).
-func pollTasks(ctx context.Context, q *queue.Queue, tasks []*followedTask) ([]tailEvent, error) {
-	var open []*followedTask
-	for _, ft := range tasks {
-		if !ft.gone {
-			open = append(open, ft)
-		}
-	}
-	got := make([]*queue.Task, len(open))
-	errs := make([]error, len(open))
-	forEachLimit(len(open), pollConcurrency, func(i int) {
-		got[i], errs[i] = q.Get(ctx, open[i].id)
-	})
-	var evs []tailEvent
-	var firstErr error
-	for i, ft := range open {
-		t, err := got[i], errs[i]
-		switch {
-		case errors.Is(err, queue.ErrNotFound):
-			ft.gone = true
-			evs = append(evs, tailEvent{At: q.Now(), Event: queue.EventDeleted, Type: ft.last.Type, ID: ft.id,
-				Status: ft.last.Status, Attempt: ft.last.Attempt, Rev: ft.last.Rev})
-			continue
-		case err != nil:
-			if firstErr == nil {
-				firstErr = err
-			}
-			continue
-		case t.Rev == ft.last.Rev:
-			continue
-		case t.Rev == ft.last.Rev+1:
-			evs = append(evs, eventOf(t, ft.last))
-		default:
-			gap, err := historySince(ctx, q, ft.last, t)
-			if err != nil && firstErr == nil {
-				firstErr = err
-			}
-			evs = append(evs, gap...)
-		}
-		ft.last = t
-	}
-	return evs, firstErr
-}
-
-// historySince returns the events after version prev up to version cur,
-// from the task's history. Versions the history lacks (versioning off, or
-// expired) are counted in the last event's missed field.
-func historySince(ctx context.Context, q *queue.Queue, prev, cur *queue.Task) ([]tailEvent, error) {
-	var evs []tailEvent
-	events, err := q.History(ctx, cur.ID)
-	before := prev
-	if err == nil {
-		for _, e := range events {
-			if e.Task == nil || e.Rev <= prev.Rev || e.Rev > cur.Rev {
-				continue
-			}
-			ev := eventOf(e.Task, before)
-			ev.Missed = e.Rev - before.Rev - 1
-			evs = append(evs, ev)
-			before = e.Task
-		}
-	}
-	if before.Rev < cur.Rev {
-		ev := eventOf(cur, nil)
-		if before.Rev+1 == cur.Rev {
-			ev = eventOf(cur, before)
-		}
-		ev.Missed = cur.Rev - before.Rev - 1
-		evs = append(evs, ev)
-	}
-	return evs, err
-}
-
-// --- following the whole queue ---------------------------------------------------------
-
-// seenTask is what tail remembers of a task it reported.
-type seenTask struct {
-	rev    int64
-	status queue.Status
-	worker string
-}
-
-// queueFollower diffs the ready and lease indexes between polls and GETs the
-// tasks whose entries changed. Memory is bounded by the pending and running
-// tasks: a task is forgotten once it has no index entry.
-type queueFollower struct {
-	q      *queue.Queue
-	start  time.Time
-	ready  map[uuid.UUID]string
-	leases map[uuid.UUID]string
-	seen   map[uuid.UUID]seenTask
-	primed bool
-}
-
-// tailQueue follows the whole queue. Once the first poll has recorded the
-// current state it says so on note.
-func tailQueue(ctx context.Context, q *queue.Queue, interval time.Duration, p *tailPrinter, warn *warner, note io.Writer) error {
-	f := &queueFollower{q: q, start: q.Now().Add(-queue.MaxClockSkew), seen: map[uuid.UUID]seenTask{}}
-	for {
-		primed := f.primed
-		evs, err := f.poll(ctx)
-		if ctx.Err() != nil {
-			return nil
-		}
-		warn.warn(err)
-		if !primed && f.primed {
-			fmt.Fprintf(note, "qo: following every task from now on (%d pending, %d running); Ctrl+C stops\n", len(f.ready), len(f.leases))
-		}
-		if done, err := p.print(evs); done || err != nil {
-			return err
-		}
-		if !sleepCtx(ctx, interval) {
-			return nil
-		}
-	}
-}
-
-// poll lists both indexes and returns the events they reveal. The first
-// poll only records the current state.
-func (f *queueFollower) poll(ctx context.Context) ([]tailEvent, error) {
-	ready, err := listIndexIDs(ctx, f.q.Store(), queue.ReadyPrefix, func(k string) (uuid.UUID, error) {
-		e, err := queue.ParseReadyKey(k)
-		return e.ID, err
-	})
-	if err != nil {
-		return nil, err
-	}
-	leases, err := listIndexIDs(ctx, f.q.Store(), queue.LeasesPrefix, func(k string) (uuid.UUID, error) {
-		e, err := queue.ParseLeaseKey(k)
-		return e.ID, err
-	})
-	if err != nil {
-		return nil, err
-	}
-	if !f.primed {
-		f.ready, f.leases, f.primed = ready, leases, true
-		return nil, nil
-	}
-	cand := map[uuid.UUID]bool{}
-	for id, k := range leases {
-		if f.leases[id] != k {
-			cand[id] = true // claimed, or the lease moved (extended)
-		}
-	}
-	for id := range f.leases {
-		if _, ok := leases[id]; !ok {
-			cand[id] = true // the lease ended: succeeded, failed, retried, ...
-		}
-	}
-	for id, k := range ready {
-		if f.ready[id] != k {
-			cand[id] = true // enqueued, retried, requeued, replayed
-		}
-	}
-	for id := range f.ready {
-		_, stillReady := ready[id]
-		_, running := leases[id]
-		if !stillReady && !running {
-			cand[id] = true // cancelled, or claimed and finished between polls
-		}
-	}
-	ids := make([]uuid.UUID, 0, len(cand))
-	for id := range cand {
-		ids = append(ids, id)
-	}
-	got := make([]*queue.Task, len(ids))
-	errs := make([]error, len(ids))
-	forEachLimit(len(ids), pollConcurrency, func(i int) {
-		got[i], errs[i] = f.q.Get(ctx, ids[i])
-	})
-	var evs []tailEvent
-	var firstErr error
-	for i, id := range ids {
-		t, err := got[i], errs[i]
-		if errors.Is(err, queue.ErrNotFound) {
-			continue // an index entry of a task that does not exist
-		}
-		if err != nil {
-			if firstErr == nil {
-				firstErr = err
-			}
-			continue
-		}
-		s, known := f.seen[id]
-		switch {
-		case known && t.Rev <= s.rev:
-			continue // already reported
-		case !known && t.UpdatedAt.Before(f.start):
-			// A change from before tail started (e.g. a leftover index
-			// entry): remember it, print nothing.
-			f.seen[id] = seenTask{rev: t.Rev, status: t.Status, worker: t.WorkerID}
-			continue
-		}
-		var prev *queue.Task
-		if known {
-			prev = &queue.Task{Status: s.status, WorkerID: s.worker}
-		}
-		ev := eventOf(t, prev)
-		switch {
-		case known:
-			ev.Missed = t.Rev - s.rev - 1
-		case !t.CreatedAt.Before(f.start):
-			ev.Missed = t.Rev - 1
-		}
-		evs = append(evs, ev)
-		f.seen[id] = seenTask{rev: t.Rev, status: t.Status, worker: t.WorkerID}
-	}
-	f.ready, f.leases = ready, leases
-	// Entries are written before their task: an entry whose task has not
-	// caught up yet is looked at again on the next poll.
-	for i, id := range ids {
-		if t := got[i]; t != nil {
-			if k, ok := leases[id]; ok && queue.LeaseKey(t) != k {
-				delete(f.leases, id)
-			}
-			if k, ok := ready[id]; ok && queue.ReadyKey(t) != k {
-				delete(f.ready, id)
-			}
-		}
-	}
-	// Forget tasks without index entries once they are terminal, or after a
-	// round in which nothing about them changed (a running task whose lease
-	// entry is not written yet is kept, so its claim is not printed twice).
-	for id, s := range f.seen {
-		_, r := ready[id]
-		_, l := leases[id]
-		if !r && !l && (s.status.Terminal() || !cand[id]) {
-			delete(f.seen, id)
-		}
-	}
-	return evs, firstErr
-}
-
-// listIndexIDs lists every key under prefix (all pages) and maps task id to
-// key. Keys that do not parse are skipped; for an id with several entries
-// the last key wins.
-func listIndexIDs(ctx context.Context, s store.Store, prefix string, parse func(string) (uuid.UUID, error)) (map[uuid.UUID]string, error) {
-	out := map[uuid.UUID]string{}
-	token := ""
-	for {
-		page, err := s.List(ctx, store.ListParams{Prefix: prefix, Token: token})
-		if err != nil {
-			return nil, fmt.Errorf("list %s: %w", prefix, err)
-		}
-		for _, o := range page.Objects {
-			if id, err := parse(o.Key); err == nil {
-				out[id] = o.Key
-			}
-		}
-		if page.NextToken == "" {
-			return out, nil
-		}
-		token = page.NextToken
 	}
 }

@@ -158,53 +158,6 @@ func TestTailTasks(t *testing.T) {
 	})
 }
 
-// TestTailFillsGaps: several writes between two polls are all printed,
-// from the task's history; without versioning the gap is counted instead.
-func TestTailFillsGaps(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, e *cliEnv) {
-		ctx := t.Context()
-		task := e.submit("t", "", 1)
-		ft := &followedTask{id: task.ID, last: task}
-		l := e.claim(task.ID, "w1")
-		require.NoError(t, e.q.Extend(ctx, l))
-		_, err := e.q.Complete(ctx, l, nil)
-		require.NoError(t, err)
-		evs, err := pollTasks(ctx, e.q, []*followedTask{ft})
-		require.NoError(t, err)
-		var names []string
-		for _, ev := range evs {
-			names = append(names, ev.Event)
-			require.Equal(t, "w1", ev.WorkerID)
-			require.Zero(t, ev.Missed)
-		}
-		require.Equal(t, []string{"claimed", "lease_extended", "succeeded"}, names)
-		require.Equal(t, int64(4), ft.last.Rev)
-		evs, err = pollTasks(ctx, e.q, []*followedTask{ft})
-		require.NoError(t, err)
-		require.Empty(t, evs, "nothing new")
-	})
-
-	t.Run("unversioned", func(t *testing.T) {
-		s := memstore.New(memstore.WithoutVersioning())
-		ctx := t.Context()
-		// A store without Admin: Init cannot turn versioning on.
-		_, err := queue.Init(ctx, struct{ store.Store }{s}, 1)
-		require.NoError(t, err)
-		q, err := queue.Open(ctx, s, queue.Options{})
-		require.NoError(t, err)
-		e := &cliEnv{t: t, s: s, q: q}
-		task := e.submit("t", "", 1)
-		ft := &followedTask{id: task.ID, last: task}
-		e.complete(task.ID)
-		evs, err := pollTasks(ctx, q, []*followedTask{ft})
-		require.NoError(t, err)
-		require.Len(t, evs, 1)
-		require.Equal(t, "succeeded", evs[0].Event)
-		require.Equal(t, int64(1), evs[0].Missed)
-		require.Contains(t, humanEvent(evs[0]), "missed=1")
-	})
-}
-
 // TestTailInterrupt: Ctrl+C ends qo tail with exit code 0.
 func TestTailInterrupt(t *testing.T) {
 	if runtime.GOOS == "windows" {

@@ -10,12 +10,10 @@ package command
 //	            "status": "...", "task": {task object as stored}}]}
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -25,30 +23,8 @@ import (
 	"github.com/qo-queue/qo/queue"
 )
 
-// errWaitTimeout matches the error of a qo wait whose --timeout ran out.
-var errWaitTimeout = errors.New("timed out")
-
-const (
-	defaultWaitInterval    = 500 * time.Millisecond
-	defaultWaitMaxInterval = 5 * time.Second
-	minPollInterval        = 10 * time.Millisecond
-	// pollConcurrency bounds the GETs in flight while polling many tasks.
-	pollConcurrency = 16
-)
-
-// Outcomes of a waited-for task.
-const (
-	outcomeCompleted  = "completed"
-	outcomeFailed     = "failed"
-	outcomeCancelled  = "cancelled"
-	outcomeExpired    = "expired"
-	outcomeUnfinished = "unfinished"
-)
-
-// badOutcome reports outcomes that make qo wait exit 6.
-func badOutcome(o string) bool {
-	return o == outcomeFailed || o == outcomeCancelled || o == outcomeExpired
-}
+// minPollInterval is the shortest --interval of the commands that poll.
+const minPollInterval = 10 * time.Millisecond
 
 func waitCommand() *cli.Command {
 	return &cli.Command{
@@ -82,9 +58,9 @@ Examples:
 		Flags: []cli.Flag{
 			&cli.DurationFlag{Name: "timeout", EnvVars: []string{"QO_WAIT_TIMEOUT"},
 				Usage: "give up after `DURATION` with exit code 7 (0: wait forever)"},
-			&cli.DurationFlag{Name: "interval", Value: defaultWaitInterval, EnvVars: []string{"QO_WAIT_INTERVAL"},
+			&cli.DurationFlag{Name: "interval", Value: queue.DefaultWaitInterval, EnvVars: []string{"QO_WAIT_INTERVAL"},
 				Usage: "wait `DURATION` between polls while tasks change"},
-			&cli.DurationFlag{Name: "max-interval", Value: defaultWaitMaxInterval, EnvVars: []string{"QO_WAIT_MAX_INTERVAL"},
+			&cli.DurationFlag{Name: "max-interval", Value: queue.DefaultWaitMaxInterval, EnvVars: []string{"QO_WAIT_MAX_INTERVAL"},
 				Usage: "wait at most `DURATION` between polls while nothing changes"},
 			&cli.BoolFlag{Name: "fail-fast", Usage: "return (exit 6) as soon as one task failed, was cancelled or expired"},
 			&cli.StringFlag{Name: "workflow", Aliases: []string{"w"}, Usage: "wait for every step of the workflow `NAME|ID`"},
@@ -94,18 +70,11 @@ Examples:
 	}
 }
 
-// waitItem is one task being waited for.
-type waitItem struct {
-	id      uuid.UUID
-	task    *queue.Task
-	outcome string
-}
-
 type waitTaskJSON struct {
-	ID      uuid.UUID    `json:"id"`
-	Outcome string       `json:"outcome"`
-	Status  queue.Status `json:"status"`
-	Task    *queue.Task  `json:"task"`
+	ID      uuid.UUID     `json:"id"`
+	Outcome queue.Outcome `json:"outcome"`
+	Status  queue.Status  `json:"status"`
+	Task    *queue.Task   `json:"task"`
 }
 
 func runWait(c *cli.Context) error {
@@ -131,9 +100,6 @@ func runWait(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if maxInterval < interval {
-		maxInterval = interval
-	}
 	timeout := c.Duration("timeout")
 	if timeout < 0 {
 		return usageError("--timeout %s is negative (0 waits forever)", timeout)
@@ -142,106 +108,29 @@ func runWait(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx := c.Context
 	if ref := c.String("workflow"); ref != "" {
-		w, err := q.GetWorkflow(ctx, ref)
+		w, err := q.GetWorkflow(c.Context, ref)
 		if err != nil {
 			return err
 		}
-		for _, s := range w.Steps {
-			ids = append(ids, s.TaskID)
-		}
-	}
-	var deadline time.Time
-	if timeout > 0 {
-		deadline = time.Now().Add(timeout)
+		ids = w.TaskIDs()
 	}
 	asJSON := c.Bool("json")
-	items := make([]*waitItem, len(ids))
-	for i, id := range ids {
-		items[i] = &waitItem{id: id, outcome: outcomeUnfinished}
+	opt := queue.WaitOptions{Interval: interval, MaxInterval: maxInterval, Timeout: timeout, FailFast: c.Bool("fail-fast")}
+	if !asJSON {
+		opt.OnDone = func(r queue.WaitResult) { printWaitLine(c.App.Writer, r) }
 	}
-	period := interval
-	failFast := false
-	for {
-		finished, activity, err := pollWait(ctx, q, items)
-		if err != nil {
-			return err
-		}
-		for _, it := range finished {
-			if !asJSON {
-				printWaitLine(c.App.Writer, it)
-			}
-		}
-		if c.Bool("fail-fast") {
-			for _, it := range items {
-				failFast = failFast || badOutcome(it.outcome)
-			}
-		}
-		open := 0
-		for _, it := range items {
-			if it.outcome == outcomeUnfinished {
-				open++
-			}
-		}
-		if open == 0 || failFast {
-			break
-		}
-		now := time.Now()
-		if !deadline.IsZero() && !now.Before(deadline) {
-			return waitTimeout(c, items, timeout, asJSON)
-		}
-		if activity {
-			period = interval
-		} else {
-			period = min(period*3/2, maxInterval)
-		}
-		sleep := period
-		if !deadline.IsZero() {
-			sleep = min(sleep, deadline.Sub(now))
-		}
-		if !sleepCtx(ctx, sleep) {
-			return ctx.Err()
-		}
+	results, err := q.Wait(c.Context, ids, opt)
+	var te *queue.TaskError
+	switch {
+	case errors.Is(err, queue.ErrWaitTimeout):
+		return waitTimeout(c, results, timeout, asJSON)
+	case errors.As(err, &te):
+		return taskError(te.ID, te.Err)
+	case err != nil:
+		return err
 	}
-	return waitResult(c, items, asJSON)
-}
-
-// pollWait GETs every unfinished task (at most pollConcurrency at once). It
-// returns the tasks that became terminal, in argument order, and whether any
-// task was written since the previous round (activity keeps polling fast).
-func pollWait(ctx context.Context, q *queue.Queue, items []*waitItem) (done []*waitItem, activity bool, err error) {
-	var open []*waitItem
-	for _, it := range items {
-		if it.outcome == outcomeUnfinished {
-			open = append(open, it)
-		}
-	}
-	tasks := make([]*queue.Task, len(open))
-	errs := make([]error, len(open))
-	forEachLimit(len(open), pollConcurrency, func(i int) {
-		tasks[i], errs[i] = q.Get(ctx, open[i].id)
-	})
-	for i, it := range open {
-		if err := errs[i]; err != nil {
-			return nil, false, taskError(it.id, err)
-		}
-		if it.task != nil && it.task.Rev != tasks[i].Rev {
-			activity = true
-		}
-		it.task = tasks[i]
-		if o := outcomeOf(ctx, q, it.task); o != outcomeUnfinished {
-			it.outcome = o
-			// --json shows the output, also when it was stored in its own
-			// object; if that cannot be read, the stored task (with its
-			// output_ref) is shown.
-			if full, err := q.WithPayloads(ctx, it.task); err == nil {
-				it.task = full
-			}
-			done = append(done, it)
-		}
-	}
-	return done, activity || len(done) > 0, nil
+	return waitResult(c, results, asJSON)
 }
 
 // taskError words a failure to read a task: a missing task is one clear
@@ -253,77 +142,34 @@ func taskError(id uuid.UUID, err error) error {
 	return err
 }
 
-// outcomeOf classifies a task: unfinished while pending or running; an
-// archived task counts as the status it was archived from.
-func outcomeOf(ctx context.Context, q *queue.Queue, t *queue.Task) string {
-	switch t.Status {
-	case queue.StatusCompleted:
-		return outcomeCompleted
-	case queue.StatusFailed:
-		return outcomeFailed
-	case queue.StatusCancelled:
-		return outcomeCancelled
-	case queue.StatusExpired:
-		return outcomeExpired
-	case queue.StatusArchived:
-		return archivedOutcome(ctx, q, t)
-	}
-	return outcomeUnfinished
-}
-
-// archivedOutcome finds the status an archived task had before, from its
-// history; without history (versioning off) it guesses from the fields the
-// archive kept: last_error means failed, a cancel request without output
-// means cancelled.
-func archivedOutcome(ctx context.Context, q *queue.Queue, t *queue.Task) string {
-	if events, err := q.History(ctx, t.ID); err == nil {
-		for i := len(events) - 1; i >= 0; i-- {
-			e := events[i]
-			if e.Task == nil || e.Rev >= t.Rev || !e.Status.Terminal() || e.Status == queue.StatusArchived {
-				continue
-			}
-			return outcomeOf(ctx, q, e.Task)
-		}
-	}
-	switch {
-	case t.ExpiresAt != nil && t.Attempt == 0 && t.Output == nil:
-		return outcomeExpired
-	case t.LastError != "" && t.Output == nil && !t.CancelRequested:
-		return outcomeFailed
-	case t.CancelRequested && t.Output == nil:
-		return outcomeCancelled
-	}
-	return outcomeCompleted
-}
-
-func printWaitLine(w io.Writer, it *waitItem) {
-	t := it.task
-	name := it.id.String()
+func printWaitLine(w io.Writer, r queue.WaitResult) {
+	t := r.Task
+	name := r.ID.String()
 	if t.Workflow != nil {
 		name += " (step " + t.Workflow.Step + ")"
 	}
-	line := name + " " + it.outcome
+	line := name + " " + string(r.Outcome)
 	if t.Status == queue.StatusArchived {
-		line = name + " archived (" + it.outcome + ")"
+		line = name + " archived (" + string(r.Outcome) + ")"
 	}
 	switch {
-	case it.outcome == outcomeFailed && t.LastError != "":
+	case r.Outcome == queue.OutcomeFailed && t.LastError != "":
 		line += ": " + oneLine(t.LastError)
-	case it.outcome == outcomeCancelled && t.CancelReason != "":
+	case r.Outcome == queue.OutcomeCancelled && t.CancelReason != "":
 		line += ": " + oneLine(t.CancelReason)
 	}
 	fmt.Fprintln(w, termsafe.Line(line))
 }
 
-func waitJSON(items []*waitItem, outcome string) any {
+func waitJSON(results []queue.WaitResult, outcome string) any {
 	out := struct {
 		Outcome string         `json:"outcome"`
 		Tasks   []waitTaskJSON `json:"tasks"`
 	}{Outcome: outcome, Tasks: []waitTaskJSON{}}
-	for _, it := range items {
-		j := waitTaskJSON{ID: it.id, Outcome: it.outcome, Task: it.task}
-		if it.task != nil {
-			j.Status = it.task.Status
+	for _, r := range results {
+		j := waitTaskJSON{ID: r.ID, Outcome: r.Outcome, Task: r.Task}
+		if r.Task != nil {
+			j.Status = r.Task.Status
 		}
 		out.Tasks = append(out.Tasks, j)
 	}
@@ -332,18 +178,21 @@ func waitJSON(items []*waitItem, outcome string) any {
 
 // waitResult is the end of a wait where every task finished (or --fail-fast
 // saw a failure).
-func waitResult(c *cli.Context, items []*waitItem, asJSON bool) error {
-	counts := map[string]int{}
-	for _, it := range items {
-		counts[it.outcome]++
+func waitResult(c *cli.Context, results []queue.WaitResult, asJSON bool) error {
+	counts := map[queue.Outcome]int{}
+	bad := 0
+	for _, r := range results {
+		counts[r.Outcome]++
+		if r.Outcome.Bad() {
+			bad++
+		}
 	}
-	bad := counts[outcomeFailed] + counts[outcomeCancelled] + counts[outcomeExpired]
-	outcome := outcomeCompleted
+	outcome := string(queue.OutcomeCompleted)
 	if bad > 0 {
-		outcome = outcomeFailed
+		outcome = string(queue.OutcomeFailed)
 	}
 	if asJSON {
-		if err := emitJSON(c.App.Writer, waitJSON(items, outcome)); err != nil {
+		if err := emitJSON(c.App.Writer, waitJSON(results, outcome)); err != nil {
 			return err
 		}
 	}
@@ -351,28 +200,28 @@ func waitResult(c *cli.Context, items []*waitItem, asJSON bool) error {
 		return nil
 	}
 	var parts []string
-	for _, o := range []string{outcomeFailed, outcomeCancelled, outcomeExpired, outcomeUnfinished} {
+	for _, o := range []queue.Outcome{queue.OutcomeFailed, queue.OutcomeCancelled, queue.OutcomeExpired, queue.OutcomeUnfinished} {
 		if counts[o] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[o], o))
 		}
 	}
 	return withExitCode(exitTaskFailed, fmt.Errorf("%d of %d task%s did not complete (%s)",
-		bad, len(items), plural(len(items)), strings.Join(parts, ", ")))
+		bad, len(results), plural(len(results)), strings.Join(parts, ", ")))
 }
 
-func waitTimeout(c *cli.Context, items []*waitItem, timeout time.Duration, asJSON bool) error {
+func waitTimeout(c *cli.Context, results []queue.WaitResult, timeout time.Duration, asJSON bool) error {
 	var open []string
-	for _, it := range items {
-		if it.outcome != outcomeUnfinished {
+	for _, r := range results {
+		if r.Outcome != queue.OutcomeUnfinished {
 			continue
 		}
-		open = append(open, it.id.String())
+		open = append(open, r.ID.String())
 		if !asJSON {
-			fmt.Fprintf(c.App.Writer, "%s %s\n", it.id, unfinishedLine(it.task))
+			fmt.Fprintf(c.App.Writer, "%s %s\n", r.ID, unfinishedLine(r.Task))
 		}
 	}
 	if asJSON {
-		if err := emitJSON(c.App.Writer, waitJSON(items, "timeout")); err != nil {
+		if err := emitJSON(c.App.Writer, waitJSON(results, "timeout")); err != nil {
 			return err
 		}
 	}
@@ -381,7 +230,7 @@ func waitTimeout(c *cli.Context, items []*waitItem, timeout time.Duration, asJSO
 		first += ", ..."
 	}
 	return fmt.Errorf("--timeout %s ran out with %d of %d task%s unfinished (%s): %w",
-		timeout, len(open), len(items), plural(len(items)), first, errWaitTimeout)
+		timeout, len(open), len(results), plural(len(results)), first, queue.ErrWaitTimeout)
 }
 
 // unfinishedLine describes a task still pending or running.
@@ -394,22 +243,4 @@ func unfinishedLine(t *queue.Task) string {
 		s += fmt.Sprintf(" (attempt %d)", t.Attempt)
 	}
 	return s
-}
-
-// forEachLimit calls fn(i) for i in [0, n) with at most par calls at once.
-func forEachLimit(n, par int, fn func(i int)) {
-	if n == 0 {
-		return
-	}
-	sem := make(chan struct{}, par)
-	var wg sync.WaitGroup
-	for i := 0; i < n; i++ {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func(i int) {
-			defer func() { <-sem; wg.Done() }()
-			fn(i)
-		}(i)
-	}
-	wg.Wait()
 }

@@ -168,6 +168,9 @@ type Env struct {
 // in main (or TestMain): the gateway runs in a child process of the same
 // binary.
 func Start(ctx context.Context, cfg Config) (*Env, error) {
+	if !gateway.Embedded {
+		return nil, gateway.ErrNotEmbedded // before anything is created on disk
+	}
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -322,10 +325,17 @@ func (e *Env) watch(ctx context.Context, workerErr <-chan error) {
 	select {
 	case <-ctx.Done():
 	case err := <-workerErr:
-		if err != nil {
-			err = fmt.Errorf("worker: %w", err)
+		if ctx.Err() == nil {
+			if err != nil {
+				err = fmt.Errorf("worker: %w", err)
+			}
+			e.fail(err)
+			return
 		}
-		e.fail(err)
+		// Close came first: the worker stopped because of it.
+		if err != nil && !errors.Is(err, context.Canceled) {
+			e.setErr(fmt.Errorf("worker: %w", err))
+		}
 		return
 	case <-gwDone:
 		e.fail(fmt.Errorf("%w (%v)", ErrGatewayExited, e.gw.Err()))
@@ -335,7 +345,9 @@ func (e *Env) watch(ctx context.Context, workerErr <-chan error) {
 	for {
 		select {
 		case err := <-workerErr:
-			if err != nil {
+			// A worker stopped by Close while it was still starting
+			// returns the cancellation: that is a clean stop.
+			if err != nil && !errors.Is(err, context.Canceled) {
 				e.setErr(fmt.Errorf("worker: %w", err))
 			}
 			return

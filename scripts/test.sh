@@ -73,9 +73,10 @@ GOOS=darwin go vet ./...
 # The container image's qo is built with -tags nogateway (.goreleaser.yaml):
 # vet that build too, and test the gateway package's stub in it, so the
 # variant cannot rot between releases.
-step "go vet -tags nogateway ./... and the gateway stub's tests (the container image's build)"
+step "go vet -tags nogateway ./... and the tests of the gateway stub and of qo dev without it (the container image's build)"
 go vet -tags nogateway ./...
 go test -tags nogateway -count=1 ./store/gateway
+go test -tags nogateway -count=1 -run TestStartWithoutGateway ./devenv
 
 step "staticcheck"
 STATICCHECK_VERSION=v0.8.2
