@@ -1,13 +1,10 @@
 package httpapi
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"net/http"
-	"slices"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/google/uuid"
@@ -21,8 +18,7 @@ import (
 const (
 	DefaultSearchLimit = 20
 	MaxSearchLimit     = 100
-	// searchParallelism bounds the LISTs (one per shard) and GETs of one
-	// search that run at once.
+	// searchParallelism bounds the GETs of one search that run at once.
 	searchParallelism = 8
 )
 
@@ -37,11 +33,9 @@ type SearchResult struct {
 // what it returns, never by the bucket's history (see docs/api.md):
 //
 //   - ?id_prefix=P: the tasks whose id starts with P (hex digits, dashes
-//     optional), oldest first. A full id is 1 GET. A prefix is 1 LIST per
-//     shard of the keys tasks/{shard}/{P}... (limit + 1 of them: task keys
-//     are the ids, so S3 does the matching), one LIST only when the prefix
-//     shows a random (not time-ordered) id, whose first characters are its
-//     shard; then 1 GET per task returned.
+//     optional), oldest first: queue.FindByIDPrefix (a full id nothing, a
+//     prefix 1 LIST per shard, or 1 when it shows a random id), then 1 GET
+//     per task returned.
 //   - ?type=T&idempotency_key=K: the task a submit of type T with key K
 //     made: 2 GET (its marker, then the task).
 func (a *api) search(w http.ResponseWriter, r *http.Request) error {
@@ -83,70 +77,13 @@ func (a *api) search(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// idPrefix normalizes an id prefix to the canonical form of task ids
-// (lowercase, dashes after the 8th, 12th, 16th and 20th hex digit); hex
-// holds its digits alone.
-func idPrefix(s string) (prefix, hex string, err error) {
-	hex = strings.ToLower(strings.ReplaceAll(strings.TrimSpace(s), "-", ""))
-	if hex == "" || len(hex) > 32 || strings.Trim(hex, "0123456789abcdef") != "" {
-		return "", "", badInput("id_prefix %q: want the first hex digits of a task id (dashes optional)", s)
-	}
-	var b strings.Builder
-	for i := range len(hex) {
-		if i == 8 || i == 12 || i == 16 || i == 20 {
-			b.WriteByte('-')
-		}
-		b.WriteByte(hex[i])
-	}
-	return b.String(), hex, nil
-}
-
 func (a *api) searchIDPrefix(ctx context.Context, s string, limit int) (SearchResult, error) {
-	prefix, hex, err := idPrefix(s)
+	ids, more, err := a.q.FindByIDPrefix(ctx, s, limit)
+	if errors.Is(err, queue.ErrInvalidInput) {
+		return SearchResult{}, badInput("id_prefix %q: want the first hex digits of a task id (dashes optional)", s)
+	}
 	if err != nil {
 		return SearchResult{}, err
-	}
-	if len(hex) == 32 {
-		id, err := queue.ParseID(prefix)
-		if err != nil {
-			return SearchResult{}, err
-		}
-		return a.readFound(ctx, []uuid.UUID{id}, false)
-	}
-	shards := a.q.Shards()
-	// The 13th digit is the id's version: any but 7 is a random id, whose
-	// shard is its first characters (queue.ShardOf).
-	if n := len(shards[0]); len(hex) >= 13 && hex[12] != '7' && len(hex) >= n {
-		shards = []string{hex[:n]}
-	}
-	var (
-		mu       sync.Mutex
-		ids      []uuid.UUID
-		firstErr error
-	)
-	run(len(shards), func(i int) {
-		dir := queue.TasksPrefix + shards[i] + "/"
-		page, err := a.q.Store().List(ctx, store.ListParams{Prefix: dir + prefix, Limit: limit + 1})
-		mu.Lock()
-		defer mu.Unlock()
-		if err != nil {
-			firstErr = cmp.Or(firstErr, err)
-			return
-		}
-		for _, o := range page.Objects {
-			name, ok := strings.CutSuffix(strings.TrimPrefix(o.Key, dir), ".json")
-			if id, err := queue.ParseID(name); ok && err == nil && queue.ShardOf(id, len(shards[i])) == shards[i] {
-				ids = append(ids, id)
-			}
-		}
-	})
-	if firstErr != nil {
-		return SearchResult{}, firstErr
-	}
-	slices.SortFunc(ids, func(x, y uuid.UUID) int { return strings.Compare(x.String(), y.String()) })
-	more := len(ids) > limit
-	if more {
-		ids = ids[:limit]
 	}
 	return a.readFound(ctx, ids, more)
 }

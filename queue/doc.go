@@ -499,7 +499,11 @@ List never costs in proportion to the bucket's history:
     newest first: ids are time-ordered, so each shard's listing starts at
     the window's first id and stops at now. 1 LIST per shard and per 1,000
     tasks in the window, 1 GET per task read. Tasks of layout 1 (random v4
-    ids) are not in windows; the indexes and Get still find them.
+    ids) are not in windows; the indexes and Get still find them;
+  - FindByIDPrefix finds tasks by the first digits of their id (the
+    console's and the API's search): task keys are the ids, so 1 LIST per
+    shard of limit + 1 keys does the matching (1 LIST in all when the
+    prefix shows a random id, whose first characters are its shard).
 
 Workers list the ready index with ListReady: one LIST walks the wanted
 shards' partitions in order and skips the rest of a partition at its first
