@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/storetest"
@@ -189,7 +190,7 @@ func TestPollTakesShardsInTurn(t *testing.T) {
 			r := w.poll(ctx, 1)
 			require.NoError(t, r.err)
 			claimed += r.claimed
-			require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(shards) == claimed }, 10*time.Second, time.Millisecond)
+			testutil.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(shards) == claimed }, "%d claimed tasks to start", claimed)
 		}
 		mu.Lock()
 		defer mu.Unlock()
