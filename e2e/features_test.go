@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/queue"
 )
 
@@ -112,14 +113,12 @@ func TestScheduleRunsOncePerDueTime(t *testing.T) {
 		e.start(t, id, workerArgs(id, "--builtins")...)
 	}
 	var first *queue.Schedule
-	deadline := time.Now().Add(150 * time.Second)
-	for first == nil || first.LastTaskID == "" {
-		require.True(t, time.Now().Before(deadline), "the schedule never ran")
-		time.Sleep(500 * time.Millisecond)
+	testutil.Poll{Limit: 150 * time.Second, Every: 500 * time.Millisecond}.Until(t, func() bool {
 		var err error
 		first, err = e.q.GetSchedule(ctx, "tick")
 		require.NoError(t, err)
-	}
+		return first.LastTaskID != ""
+	}, "the schedule to run")
 	id, err := uuid.Parse(first.LastTaskID)
 	require.NoError(t, err)
 	task := e.waitTask(t, id, "completed", func(t *queue.Task) bool { return t.Status == queue.StatusCompleted })

@@ -22,6 +22,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/store/s3store"
 	"github.com/qo-queue/qo/store/storetest"
@@ -63,7 +64,7 @@ func wkSetup(t *testing.T) *wkEnv {
 type wkProc struct {
 	name string
 	cmd  *exec.Cmd
-	out  *lockedBuffer
+	out  *testutil.Buffer
 	done chan error
 }
 
@@ -71,7 +72,7 @@ func (e *wkEnv) start(t *testing.T, name string, args ...string) *wkProc {
 	t.Helper()
 	cmd := exec.Command(wkBinary(t), args...)
 	cmd.Env = e.env
-	p := &wkProc{name: name, cmd: cmd, out: &lockedBuffer{}, done: make(chan error, 1)}
+	p := &wkProc{name: name, cmd: cmd, out: &testutil.Buffer{}, done: make(chan error, 1)}
 	cmd.Stdout = p.out
 	cmd.Stderr = p.out
 	require.NoError(t, cmd.Start())
@@ -124,17 +125,13 @@ func (e *wkEnv) submit(t *testing.T, typ, input string, timeout time.Duration, m
 // waitTask polls (generously) until cond holds for the task.
 func (e *wkEnv) waitTask(t *testing.T, id uuid.UUID, what string, cond func(*queue.Task) bool) *queue.Task {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		task, err := e.q.Get(context.Background(), id)
-		if err == nil && cond(task) {
-			return task
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for task %s: %s (last: %+v, err %v)", id, what, task, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	var task *queue.Task
+	var err error
+	testutil.Poll{Limit: 90 * time.Second, Every: 50 * time.Millisecond}.Until(t, func() bool {
+		task, err = e.q.Get(context.Background(), id)
+		return err == nil && cond(task)
+	}, "task %s: %s (last: %s)", id, what, testutil.Lazy(func() string { return fmt.Sprintf("%+v, err %v", task, err) }))
+	return task
 }
 
 func (e *wkEnv) registered(t *testing.T, id string) bool {
@@ -205,18 +202,12 @@ func TestKilledWorkerTasksRunElsewhere(t *testing.T) {
 		l, err := e.q.ReadLease(context.Background(), queue.MonitorLeaderKey)
 		return err == nil && l.Holder == holder && l.ExpiresAt.After(e.q.Now())
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for !leaderIs("worker-a-monitor") {
-		require.True(t, time.Now().Before(deadline), "worker-a's monitor did not lead")
-		time.Sleep(50 * time.Millisecond)
-	}
+	poll := testutil.Poll{Every: 50 * time.Millisecond}
+	poll.Until(t, func() bool { return leaderIs("worker-a-monitor") }, "worker-a's monitor to lead")
 	b := e.start(t, "worker-b", defaults("worker-b", "--concurrency", "2")...)
 	c := e.start(t, "worker-c", defaults("worker-c", "--concurrency", "2")...)
 	for _, w := range []string{"worker-b", "worker-c"} {
-		for !e.registered(t, w) {
-			require.True(t, time.Now().Before(deadline), "%s did not register", w)
-			time.Sleep(50 * time.Millisecond)
-		}
+		poll.Until(t, func() bool { return e.registered(t, w) }, "%s to register", w)
 	}
 	killed := time.Now()
 	a.signal(t, syscall.SIGKILL)
@@ -272,7 +263,7 @@ func TestTimeoutKillsHandler(t *testing.T) {
 		var pid int
 		_, err := fmt.Sscan(f, &pid)
 		require.NoError(t, err)
-		require.True(t, syscall.Kill(pid, 0) != nil || zombie(pid), "handler %d still runs", pid)
+		require.False(t, testutil.ProcessAlive(pid), "handler %d still runs", pid)
 	}
 	w.signal(t, syscall.SIGTERM)
 	require.Equal(t, 0, w.wait(t))
@@ -284,11 +275,7 @@ func TestWorkerSignals(t *testing.T) {
 		t.Parallel()
 		e := wkSetup(t)
 		w := e.start(t, "w", workerArgs("w-idle")...)
-		deadline := time.Now().Add(60 * time.Second)
-		for !e.registered(t, "w-idle") {
-			require.True(t, time.Now().Before(deadline), "worker did not register")
-			time.Sleep(50 * time.Millisecond)
-		}
+		testutil.Poll{Every: 50 * time.Millisecond}.Until(t, func() bool { return e.registered(t, "w-idle") }, "the worker to register")
 		w.signal(t, syscall.SIGTERM)
 		require.Equal(t, 0, w.wait(t))
 		require.False(t, e.registered(t, "w-idle"))
@@ -397,11 +384,8 @@ func TestTwoMonitorProcesses(t *testing.T) {
 		return l.Holder
 	}
 	var first string
-	deadline := time.Now().Add(60 * time.Second)
-	for first = leader(); first == ""; first = leader() {
-		require.True(t, time.Now().Before(deadline), "no monitor became leader")
-		time.Sleep(50 * time.Millisecond)
-	}
+	poll := testutil.Poll{Every: 50 * time.Millisecond}
+	poll.Until(t, func() bool { first = leader(); return first != "" }, "a monitor to lead")
 	// It keeps the lead while alive.
 	for range 10 {
 		time.Sleep(100 * time.Millisecond)
@@ -413,11 +397,7 @@ func TestTwoMonitorProcesses(t *testing.T) {
 	if first == "mon-1" {
 		other = "mon-2"
 	}
-	deadline = time.Now().Add(60 * time.Second)
-	for leader() != other {
-		require.True(t, time.Now().Before(deadline), "the standby did not take over")
-		time.Sleep(50 * time.Millisecond)
-	}
+	poll.Until(t, func() bool { return leader() == other }, "the standby %s to take over", other)
 	procs[other].signal(t, syscall.SIGTERM)
 	require.Equal(t, 0, procs[other].wait(t))
 	l, err := e.q.ReadLease(ctx, queue.MonitorLeaderKey)
@@ -499,32 +479,17 @@ func TestKilledWorkerTakesExecChildAlong(t *testing.T) {
 	e.submit(t, "hang", `{}`, 30*time.Second, 3)
 	w := e.start(t, "w", workerArgs("w-hang", "--no-monitor", "--exec", "hang="+script)...)
 	var pid int
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	poll := testutil.Poll{Every: 20 * time.Millisecond}
+	poll.Until(t, func() bool {
 		b, err := os.ReadFile(pidFile)
-		if err == nil {
-			_, err = fmt.Sscan(string(b), &pid)
-			require.NoError(t, err)
-			break
+		if err != nil {
+			return false
 		}
-		require.True(t, time.Now().Before(deadline), "exec handler did not start")
-		time.Sleep(20 * time.Millisecond)
-	}
+		_, err = fmt.Sscan(string(b), &pid)
+		require.NoError(t, err)
+		return true
+	}, "the exec handler to start")
 	w.signal(t, syscall.SIGKILL)
 	w.wait(t)
-	deadline = time.Now().Add(60 * time.Second)
-	for syscall.Kill(pid, 0) == nil && !zombie(pid) {
-		require.True(t, time.Now().Before(deadline), "exec child %d outlived its killed worker", pid)
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func zombie(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && i+2 < len(s) && s[i+2] == 'Z'
+	poll.Until(t, func() bool { return !testutil.ProcessAlive(pid) }, "exec child %d to die with its killed worker", pid)
 }
