@@ -260,3 +260,18 @@ func counts(s store.Store) store.Counts {
 	}
 	return store.Counts{}
 }
+
+// blockHandler runs until its task is cancelled.
+func blockHandler(ctx context.Context, _ *queue.Task) (json.RawMessage, error) {
+	<-ctx.Done()
+	return nil, context.Cause(ctx)
+}
+
+// runningTypes counts the tasks w runs, by type.
+func runningTypes(w *Worker) map[string]int {
+	out := map[string]int{}
+	for _, rt := range w.snapshotRunning() {
+		out[rt.typ]++
+	}
+	return out
+}

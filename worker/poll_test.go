@@ -307,3 +307,30 @@ func TestWalkStart(t *testing.T) {
 	}
 	require.Greater(t, len(homes), 8, "workers spread over the shards")
 }
+
+func TestHigherPriorityClaimedFirst(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		bd := setup(t, b, setupOpts{fake: true})
+		w := New(bd.q, bd.opts(t))
+		w.Handle("p", blockHandler)
+		prepared(t, w)
+		prio := func(p queue.Priority) func(*queue.SubmitRequest) {
+			return func(r *queue.SubmitRequest) { r.Priority = p }
+		}
+		var order []string
+		low := bd.submit(t, "p", `"low"`, prio(queue.PriorityLow))
+		normal := bd.submit(t, "p", `"normal"`, prio(queue.PriorityNormal))
+		high := bd.submit(t, "p", `"high"`, prio(queue.PriorityHigh))
+		for range 3 {
+			require.Equal(t, 1, w.poll(ctx, 1).claimed)
+			for _, rt := range w.snapshotRunning() {
+				if !strings.Contains(strings.Join(order, ","), rt.id.String()) {
+					order = append(order, rt.id.String())
+				}
+			}
+		}
+		require.Equal(t, []string{high.ID.String(), normal.ID.String(), low.ID.String()}, order)
+	})
+}
