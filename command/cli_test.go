@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/urfave/cli/v2"
 
+	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/s3store"
@@ -144,34 +144,16 @@ func (e *cliEnv) fail(id uuid.UUID, msg string) *queue.Task {
 	return task
 }
 
-// syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // asyncRun is a qo command running in the background.
 type asyncRun struct {
 	t         *testing.T
-	out, errb *syncBuffer
+	out, errb *testutil.Buffer
 	done      chan int
 }
 
 // start runs qo in the background; the test waits for its exit at the end.
 func (e *cliEnv) start(args ...string) *asyncRun {
-	r := &asyncRun{t: e.t, out: &syncBuffer{}, errb: &syncBuffer{}, done: make(chan int, 1)}
+	r := &asyncRun{t: e.t, out: &testutil.Buffer{}, errb: &testutil.Buffer{}, done: make(chan int, 1)}
 	go func() { r.done <- runApp(append([]string{"qo"}, args...), r.out, r.errb) }()
 	return r
 }
@@ -180,16 +162,11 @@ func (e *cliEnv) start(args ...string) *asyncRun {
 // the machine is shared, and only ever reached when the test fails anyway.
 const asyncLimit = 60 * time.Second
 
-// eventually polls cond until it holds, failing the test after asyncLimit.
+// eventually waits for cond as testutil.Eventually does; what names what
+// it waits for.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(asyncLimit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.Eventually(t, cond, "%s", what)
 }
 
 // waitOutput waits until stdout contains every one of want.

@@ -3,7 +3,6 @@ package command
 import (
 	"bytes"
 	"context"
-	"net"
 	"os"
 	"testing"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/qo-queue/qo/devenv"
+	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/s3store"
 	"github.com/qo-queue/qo/store/storetest"
@@ -98,10 +98,7 @@ func TestOpenStore(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, unversioned.CreateBucket(context.Background()))
 	t.Cleanup(func() { storetest.RemoveBucket(t, unversioned) })
-	closed, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	dead := "http://" + closed.Addr().String()
-	require.NoError(t, closed.Close())
+	dead := "http://" + testutil.FreeAddr(t)
 
 	tests := []struct {
 		name     string

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/qo-queue/qo/devenv"
+	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/queue"
 )
 
@@ -79,11 +80,7 @@ func TestCheckDevAddrBusy(t *testing.T) {
 	require.Contains(t, err.Error(), "--addr")
 	require.Contains(t, err.Error(), "another 'qo dev' may be running")
 
-	free, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := free.Addr().String()
-	require.NoError(t, free.Close())
-	require.NoError(t, checkDevAddr(addr))
+	require.NoError(t, checkDevAddr(testutil.FreeAddr(t)))
 	require.NoError(t, checkDevAddr("127.0.0.1:0"))
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/store/gateway"
 	"github.com/qo-queue/qo/worker"
@@ -19,22 +20,6 @@ import (
 func TestMain(m *testing.M) {
 	gateway.MaybeRunChild() // the embedded gateway runs in a child process of the test binary
 	os.Exit(m.Run())
-}
-
-// waitLimit bounds every wait on a running environment: generous, since
-// the machine is shared, and only ever reached when the test fails anyway.
-const waitLimit = 60 * time.Second
-
-// waitFor polls cond until it holds, failing the test after waitLimit.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // startEnv starts an environment on dir on a free port, closed at the end
@@ -87,11 +72,11 @@ func TestStartRunsTasks(t *testing.T) {
 	q := env.Queue()
 	task, _, err := q.Submit(ctx, queue.SubmitRequest{Type: worker.BuiltinEcho, Input: json.RawMessage(`{"hi":1}`)})
 	require.NoError(t, err)
-	waitFor(t, "the echo task to complete", func() bool {
+	testutil.Eventually(t, func() bool {
 		got, err := q.Get(ctx, task.ID)
 		require.NoError(t, err)
 		return got.Status == queue.StatusCompleted
-	})
+	}, "the echo task to complete")
 	done, err := q.Get(ctx, task.ID)
 	require.NoError(t, err)
 	require.JSONEq(t, `{"hi":1}`, string(done.Output))
@@ -108,11 +93,11 @@ func TestStartRunsTasks(t *testing.T) {
 	got, err := again.Queue().Get(ctx, task.ID)
 	require.NoError(t, err)
 	require.Equal(t, queue.StatusCompleted, got.Status)
-	waitFor(t, "a demo task", func() bool {
+	testutil.Eventually(t, func() bool {
 		page, err := again.Queue().List(ctx, queue.ListQuery{Limit: 10})
 		require.NoError(t, err)
 		return len(page.Tasks) > 1
-	})
+	}, "a demo task")
 	require.NoError(t, again.Close())
 	require.False(t, stateFileExists(t, dir))
 }
@@ -171,7 +156,7 @@ func TestGatewayExitStopsTheEnvironment(t *testing.T) {
 	require.NoError(t, p.Kill())
 	select {
 	case <-env.Done():
-	case <-time.After(waitLimit):
+	case <-time.After(testutil.WaitLimit):
 		t.Fatal("the environment did not notice its gateway exit")
 	}
 	require.ErrorIs(t, env.Err(), ErrGatewayExited)

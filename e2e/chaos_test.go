@@ -21,6 +21,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/monitor"
 	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/store/storetest"
@@ -124,11 +125,14 @@ func (c *chaos) worker(t *testing.T, id string, extra ...string) *wkProc {
 // tasks themselves, not the indexes (the checker judges those at the end).
 func (c *chaos) waitAllDone(t *testing.T, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
 	c.mu.Lock()
 	open := append([]uuid.UUID(nil), c.ids...)
 	c.mu.Unlock()
-	for {
+	unfinished := func() string {
+		task, err := c.q.Get(context.Background(), open[0])
+		return fmt.Sprintf("%d unfinished, e.g. %+v (%v)", len(open), task, err)
+	}
+	testutil.Poll{Limit: within, Every: time.Second}.Until(t, func() bool {
 		var still []uuid.UUID
 		var mu sync.Mutex
 		_ = parallelDo(len(open), 16, func(i int) error {
@@ -141,15 +145,8 @@ func (c *chaos) waitAllDone(t *testing.T, within time.Duration) {
 			return nil
 		})
 		open = still
-		if len(open) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			task, err := c.q.Get(context.Background(), open[0])
-			t.Fatalf("%d tasks unfinished after %s, e.g. %+v (%v)", len(open), within, task, err)
-		}
-		time.Sleep(time.Second)
-	}
+		return len(open) == 0
+	}, "every task to finish: %s", testutil.Lazy(unfinished))
 }
 
 // killer kill -9s a random worker every 1.5-3.5 s and starts a replacement
@@ -288,14 +285,14 @@ func TestChaosLeaderAndShardHolderKilled(t *testing.T) {
 		procs[id] = c.worker(t, id, "--shard-leasing", "--shard-leasing-ttl", "3s", "--shard-leasing-renew", "1s")
 	}
 	var leader string
-	require.Eventually(t, func() bool {
+	testutil.Poll{Limit: 30 * time.Second, Every: 100 * time.Millisecond}.Until(t, func() bool {
 		l, err := c.q.ReadLease(context.Background(), queue.MonitorLeaderKey)
 		if err != nil || l.Holder == "" {
 			return false
 		}
 		leader = strings.TrimSuffix(l.Holder, "-monitor")
 		return procs[leader] != nil
-	}, 30*time.Second, 100*time.Millisecond)
+	}, "the monitor of one of %q to lead", ids)
 	_ = procs[leader].cmd.Process.Signal(syscall.SIGKILL)
 	var holder string
 	for _, id := range ids {

@@ -7,6 +7,7 @@ package e2e
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -18,6 +19,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/qo-queue/qo/internal/testutil"
 )
 
 // devWait bounds every wait on a qo dev process (a shared, slow machine).
@@ -27,19 +30,9 @@ const devWait = 90 * time.Second
 type devProc struct {
 	dir, addr string
 	cmd       *exec.Cmd
-	stderr    *lockedBuffer
+	stderr    *testutil.Buffer
 	done      chan error
 	export    string // the export line it printed when ready
-}
-
-// devFreeAddr returns a 127.0.0.1 address nothing listens on right now.
-func devFreeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	return addr
 }
 
 func devSkip(t *testing.T) {
@@ -60,7 +53,7 @@ func startDev(t *testing.T, dir, addr string, extra ...string) *devProc {
 	cmd.Env = baseEnv(t)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
-	d := &devProc{dir: dir, addr: addr, cmd: cmd, stderr: &lockedBuffer{}, done: make(chan error, 1)}
+	d := &devProc{dir: dir, addr: addr, cmd: cmd, stderr: &testutil.Buffer{}, done: make(chan error, 1)}
 	cmd.Stderr = d.stderr
 	require.NoError(t, cmd.Start())
 
@@ -159,18 +152,13 @@ func devSubmit(t *testing.T, env []string, input string) string {
 // devWaitStatus polls `qo status ID --json` until the task has status want.
 func devWaitStatus(t *testing.T, env []string, id, want string) devTask {
 	t.Helper()
-	deadline := time.Now().Add(devWait)
-	for {
-		r := qo(t, env, "status", id, "--json")
-		var task devTask
-		if r.code == 0 && json.Unmarshal([]byte(r.stdout), &task) == nil && task.Status == want {
-			return task
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task %s not %s within %v; last: %s", id, want, devWait, r)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	var r result
+	var task devTask
+	testutil.Poll{Limit: devWait, Every: 200 * time.Millisecond}.Until(t, func() bool {
+		r, task = qo(t, env, "status", id, "--json"), devTask{}
+		return r.code == 0 && json.Unmarshal([]byte(r.stdout), &task) == nil && task.Status == want
+	}, "task %s to be %s; last: %s", id, want, testutil.Lazy(func() string { return r.String() }))
+	return task
 }
 
 // Another terminal, with no S3 settings at all, submits to the running dev
@@ -179,7 +167,7 @@ func TestDevSubmitByDiscovery(t *testing.T) {
 	t.Parallel()
 	devSkip(t)
 	dir := t.TempDir()
-	d := startDev(t, dir, devFreeAddr(t))
+	d := startDev(t, dir, testutil.FreeAddr(t))
 	require.True(t, d.stateFileExists())
 
 	// Only where the dev data lives; no S3_* or AWS_* (baseEnv drops them).
@@ -201,7 +189,7 @@ func TestDevRestartAndReset(t *testing.T) {
 	t.Parallel()
 	devSkip(t)
 	dir := t.TempDir()
-	addr := devFreeAddr(t)
+	addr := testutil.FreeAddr(t)
 	d := startDev(t, dir, addr)
 	require.Contains(t, d.export, "S3_ENDPOINT=http://"+addr+" ")
 	require.Contains(t, d.export, "S3_BUCKET=qo-dev ")
@@ -209,10 +197,10 @@ func TestDevRestartAndReset(t *testing.T) {
 	id := devSubmit(t, d.env(t), `{"n":1}`)
 	devWaitStatus(t, d.env(t), id, "completed")
 
-	r := qo(t, nil, "dev", "--reset", "--yes", "--data-dir", dir, "--addr", devFreeAddr(t))
+	r := qo(t, nil, "dev", "--reset", "--yes", "--data-dir", dir, "--addr", testutil.FreeAddr(t))
 	require.Equal(t, 4, r.code, r.String())
 	require.Contains(t, r.stderr, "stop it before --reset")
-	r = qo(t, nil, "dev", "--data-dir", dir, "--addr", devFreeAddr(t))
+	r = qo(t, nil, "dev", "--data-dir", dir, "--addr", testutil.FreeAddr(t))
 	require.Equal(t, 4, r.code, "one data directory, one server: %s", r)
 	require.Contains(t, r.stderr, "already runs")
 	r = qo(t, nil, "dev", "--data-dir", t.TempDir(), "--addr", addr)
@@ -237,28 +225,22 @@ func TestDevRestartAndReset(t *testing.T) {
 func TestDevDemo(t *testing.T) {
 	t.Parallel()
 	devSkip(t)
-	d := startDev(t, t.TempDir(), devFreeAddr(t), "--demo", "--demo-rate", "10", "--shutdown-timeout", "2s")
+	d := startDev(t, t.TempDir(), testutil.FreeAddr(t), "--demo", "--demo-rate", "10", "--shutdown-timeout", "2s")
 	env := d.env(t)
-	deadline := time.Now().Add(devWait)
-	for {
+	var seen map[string]int
+	testutil.Poll{Limit: devWait, Every: 500 * time.Millisecond}.Until(t, func() bool {
 		r := qo(t, env, "list", "--json", "--limit", "1000")
 		require.Equal(t, 0, r.code, r.String())
 		var page struct {
 			Tasks []devTask `json:"tasks"`
 		}
 		require.NoError(t, json.Unmarshal([]byte(r.stdout), &page), r.String())
-		seen := map[string]int{}
+		seen = map[string]int{}
 		for _, task := range page.Tasks {
 			seen[task.Status]++
 		}
-		if seen["completed"] > 0 && seen["failed"] > 0 && seen["pending"]+seen["running"] > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("demo tasks did not reach completed, failed and pending/running within %v: %v", devWait, seen)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		return seen["completed"] > 0 && seen["failed"] > 0 && seen["pending"]+seen["running"] > 0
+	}, "demo tasks completed, failed and pending or running; by status: %s", testutil.Lazy(func() string { return fmt.Sprint(seen) }))
 	require.Equal(t, 0, d.stop(t), "stops cleanly with demo tasks running")
 }
 

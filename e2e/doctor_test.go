@@ -8,12 +8,12 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/store/s3store"
 	"github.com/qo-queue/qo/store/storetest"
 )
@@ -111,7 +111,7 @@ func startGateway(t *testing.T) []string {
 	cmd.Env = baseEnv(t)
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
-	stderr := &gatewayOutput{}
+	stderr := &testutil.Buffer{}
 	cmd.Stderr = stderr
 	require.NoError(t, cmd.Start())
 	exited := make(chan error, 1)
@@ -140,24 +140,6 @@ func startGateway(t *testing.T) []string {
 	}()
 	require.True(t, strings.HasPrefix(env[0], "S3_ENDPOINT=http://127.0.0.1:"), env[0])
 	return env
-}
-
-// gatewayOutput collects a process's output; safe to read while it runs.
-type gatewayOutput struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (o *gatewayOutput) Write(p []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.buf.Write(p)
-}
-
-func (o *gatewayOutput) String() string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.buf.String()
 }
 
 func TestDoctorPassesOnEmbeddedGateway(t *testing.T) {

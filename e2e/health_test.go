@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"syscall"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/queue"
 )
 
@@ -43,19 +45,14 @@ func getProbe(t *testing.T, url string) (probe, error) {
 // prefix, and returns that answer.
 func waitProbe(t *testing.T, url string, status int, prefix string, p *wkProc) probe {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
 	var last probe
 	var err error
-	for {
+	testutil.Poll{Every: 50 * time.Millisecond}.Until(t, func() bool {
 		last, err = getProbe(t, url)
-		if err == nil && last.status == status && strings.HasPrefix(last.Reason, prefix) {
-			return last
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: want %d %q, last %+v (err %v); output:\n%s", url, status, prefix, last, err, p.out.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err == nil && last.status == status && strings.HasPrefix(last.Reason, prefix)
+	}, "%s to answer %d %q; last %s; output:\n%s", url, status, prefix,
+		testutil.Lazy(func() string { return fmt.Sprintf("%+v (err %v)", last, err) }), p.out)
+	return last
 }
 
 // A worker configured by environment variables only, as in a container,
@@ -67,7 +64,7 @@ func TestWorkerHealthProbes(t *testing.T) {
 	t.Parallel()
 	e := wkSetup(t)
 	f := newFaultChain(t, e.s.Endpoint())
-	addr := freeAddr(t)
+	addr := testutil.FreeAddr(t)
 	const shutdownTimeout = 2 * time.Second
 	e.env = append(e.env,
 		"S3_ENDPOINT="+f.Endpoint(),
@@ -122,7 +119,7 @@ func TestServeHealthProbes(t *testing.T) {
 	t.Parallel()
 	e := wkSetup(t)
 	f := newFaultChain(t, e.s.Endpoint())
-	addr := freeAddr(t)
+	addr := testutil.FreeAddr(t)
 	e.env = append(e.env, "S3_ENDPOINT="+f.Endpoint(), "QO_API_TOKEN=e2e-token", "QO_API_ADDR="+addr)
 	srv := e.start(t, "serve", "serve")
 	base := "http://" + addr

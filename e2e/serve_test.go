@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"regexp"
 	"strings"
@@ -15,18 +14,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/queue"
 )
-
-// freeAddr returns a 127.0.0.1 address nobody listens on right now.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
-}
 
 // httpDo sends a request (a body as JSON) and returns the status and
 // body; hdr are more header name, value pairs ("Host" sets the Host).
@@ -58,18 +48,14 @@ func httpDo(t *testing.T, method, url, body, token string, hdr ...string) (int, 
 // waitHTTP polls url until it answers.
 func waitHTTP(t *testing.T, url string, p *wkProc) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testutil.Poll{Limit: 30 * time.Second, Every: 50 * time.Millisecond}.Until(t, func() bool {
 		resp, err := http.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			return
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never answered; output:\n%s", url, p.out.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		resp.Body.Close()
+		return true
+	}, "%s to answer; output:\n%s", url, p.out)
 }
 
 // TestServeAndMetrics runs qo serve and a worker with --metrics-addr: a
@@ -78,7 +64,7 @@ func waitHTTP(t *testing.T, url string, p *wkProc) {
 func TestServeAndMetrics(t *testing.T) {
 	t.Parallel()
 	e := wkSetup(t)
-	apiAddr, metricsAddr := freeAddr(t), freeAddr(t)
+	apiAddr, metricsAddr := testutil.FreeAddr(t), testutil.FreeAddr(t)
 	const token = "e2e-token"
 	e.env = append(e.env, "QO_API_TOKEN="+token)
 	srv := e.start(t, "serve", "serve", "--addr", apiAddr)
@@ -141,7 +127,7 @@ func TestServeRefusesOpenAddressWithoutToken(t *testing.T) {
 func TestServeDefaults(t *testing.T) {
 	t.Parallel()
 	e := wkSetup(t)
-	addr := freeAddr(t)
+	addr := testutil.FreeAddr(t)
 	srv := e.start(t, "serve", "serve", "--addr", addr)
 	base := "http://" + addr
 	waitHTTP(t, base+"/health", srv)
@@ -183,7 +169,7 @@ var (
 // startServe runs qo serve on a free loopback port with args.
 func startServe(t *testing.T, e *wkEnv, args ...string) servedAPI {
 	t.Helper()
-	addr := freeAddr(t)
+	addr := testutil.FreeAddr(t)
 	p := e.start(t, "serve", append([]string{"serve", "--addr", addr}, args...)...)
 	s := servedAPI{base: "http://" + addr, p: p}
 	waitHTTP(t, s.base+"/health", p)

@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/queue"
 )
 
@@ -60,21 +61,25 @@ func (s *tmuxSession) screen() string { return s.tmux("capture-pane", "-p", "-t"
 // waitFor polls the screen until it contains all of want.
 func (s *tmuxSession) waitFor(want ...string) string {
 	s.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		scr := s.screen()
-		ok := true
+	var scr string
+	testutil.Poll{Limit: 30 * time.Second, Every: 100 * time.Millisecond}.Until(s.t, func() bool {
+		scr = s.screen()
 		for _, w := range want {
-			ok = ok && strings.Contains(scr, w)
+			if !strings.Contains(scr, w) {
+				return false
+			}
 		}
-		if ok {
-			return scr
-		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("the screen never showed %q; it shows:\n%s", want, scr)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return true
+	}, "the screen to show %q; it shows:\n%s", want, testutil.Lazy(func() string { return scr }))
+	return scr
+}
+
+// waitQuit waits until the console has quit and its session is gone.
+func (s *tmuxSession) waitQuit() {
+	s.t.Helper()
+	testutil.Poll{Limit: 10 * time.Second, Every: 100 * time.Millisecond}.Until(s.t, func() bool {
+		return exec.Command("tmux", "-L", s.socket, "has-session", "-t", s.name).Run() != nil
+	}, "the console to quit; it shows:\n%s", testutil.Lazy(s.screen))
 }
 
 // TestTUIInTmux runs the real console in tmux against MinIO: it finds a
@@ -158,13 +163,7 @@ func TestTUIInTmux(t *testing.T) {
 	require.NotEmpty(t, sc.LastTaskID)
 
 	s.keys("q")
-	deadline := time.Now().Add(10 * time.Second)
-	for exec.Command("tmux", "-L", s.socket, "has-session", "-t", s.name).Run() == nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("the console did not quit:\n%s", s.screen())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	s.waitQuit()
 }
 
 // TestTUIWorkflowInTmux opens a workflow by name in the real console
@@ -242,11 +241,5 @@ func TestTUIWorkflowInTmux(t *testing.T) {
 	s.keys("q")
 	s.waitFor("NEXT / LEASE")
 	s.keys("q")
-	deadline := time.Now().Add(10 * time.Second)
-	for exec.Command("tmux", "-L", s.socket, "has-session", "-t", s.name).Run() == nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("the console did not quit:\n%s", s.screen())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	s.waitQuit()
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/queue"
 )
 
@@ -36,14 +37,15 @@ func uiLink(t *testing.T, e *wkEnv) string {
 	cmd.Env = e.env
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
-	var stderr lockedBuffer
+	var stderr testutil.Buffer
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	link, err := bufio.NewReader(stdout).ReadString('\n')
 	require.NoError(t, err, stderr.String())
-	require.Eventually(t, func() bool { return strings.Contains(stderr.String(), "credentials scoped to bucket") },
-		10*time.Second, 20*time.Millisecond, stderr.String())
+	testutil.Poll{Limit: 10 * time.Second, Every: 20 * time.Millisecond}.Until(t,
+		func() bool { return strings.Contains(stderr.String(), "credentials scoped to bucket") },
+		"the credentials line on stderr; it holds:\n%s", &stderr)
 	return strings.TrimSpace(link)
 }
 
@@ -321,7 +323,9 @@ func claimNow(t *testing.T, e *wkEnv, task *queue.Task) *queue.Lease {
 	entry, err := queue.ParseReadyKey(queue.ReadyKey(task))
 	require.NoError(t, err)
 	var l *queue.Lease
-	require.Eventually(t, func() bool { l, err = e.q.Claim(context.Background(), entry, "e2e-setup"); return err == nil }, 10*time.Second, 50*time.Millisecond)
+	testutil.Poll{Limit: 10 * time.Second, Every: 50 * time.Millisecond}.Until(t,
+		func() bool { l, err = e.q.Claim(context.Background(), entry, "e2e-setup"); return err == nil },
+		"a claim of %s (last: %s)", task.ID, testutil.Lazy(func() string { return fmt.Sprint(err) }))
 	return l
 }
 
@@ -463,9 +467,9 @@ func TestServeRefusesCrossSitePages(t *testing.T) {
 	require.Equal(t, "sent,sent,sent", res)
 	// The requests reached the server and were refused.
 	for _, path := range []string{"/api/pause", "/api/tasks", "/api/resume"} {
-		require.Eventually(t, func() bool {
+		testutil.Poll{Limit: 10 * time.Second, Every: 20 * time.Millisecond}.Until(t, func() bool {
 			return strings.Contains(s.p.out.String(), `"method":"POST","path":"`+path+`","status":403`)
-		}, 10*time.Second, 20*time.Millisecond, "POST %s refused with 403; output:\n%s", path, s.p.out.String())
+		}, "POST %s refused with 403; output:\n%s", path, s.p.out)
 	}
 	c, err := e.q.Control(context.Background())
 	require.NoError(t, err)

@@ -22,6 +22,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/store/s3store"
 	"github.com/qo-queue/qo/store/storetest"
@@ -63,7 +64,7 @@ func wkSetup(t *testing.T) *wkEnv {
 type wkProc struct {
 	name string
 	cmd  *exec.Cmd
-	out  *lockedBuffer
+	out  *testutil.Buffer
 	done chan error
 }
 
@@ -71,7 +72,7 @@ func (e *wkEnv) start(t *testing.T, name string, args ...string) *wkProc {
 	t.Helper()
 	cmd := exec.Command(wkBinary(t), args...)
 	cmd.Env = e.env
-	p := &wkProc{name: name, cmd: cmd, out: &lockedBuffer{}, done: make(chan error, 1)}
+	p := &wkProc{name: name, cmd: cmd, out: &testutil.Buffer{}, done: make(chan error, 1)}
 	cmd.Stdout = p.out
 	cmd.Stderr = p.out
 	require.NoError(t, cmd.Start())
@@ -124,17 +125,13 @@ func (e *wkEnv) submit(t *testing.T, typ, input string, timeout time.Duration, m
 // waitTask polls (generously) until cond holds for the task.
 func (e *wkEnv) waitTask(t *testing.T, id uuid.UUID, what string, cond func(*queue.Task) bool) *queue.Task {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		task, err := e.q.Get(context.Background(), id)
-		if err == nil && cond(task) {
-			return task
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for task %s: %s (last: %+v, err %v)", id, what, task, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	var task *queue.Task
+	var err error
+	testutil.Poll{Limit: 90 * time.Second, Every: 50 * time.Millisecond}.Until(t, func() bool {
+		task, err = e.q.Get(context.Background(), id)
+		return err == nil && cond(task)
+	}, "task %s: %s (last: %s)", id, what, testutil.Lazy(func() string { return fmt.Sprintf("%+v, err %v", task, err) }))
+	return task
 }
 
 func (e *wkEnv) registered(t *testing.T, id string) bool {
@@ -147,6 +144,23 @@ func (e *wkEnv) registered(t *testing.T, id string) bool {
 		}
 	}
 	return false
+}
+
+// cli runs qo on the environment's bucket, wants exit 0 and returns
+// stdout.
+func (e *wkEnv) cli(t *testing.T, args ...string) string {
+	t.Helper()
+	r := qo(t, e.env, args...)
+	require.Equal(t, 0, r.code, "qo %s: %s", strings.Join(args, " "), r)
+	return r.stdout
+}
+
+// cliID runs qo like cli and returns the id it printed.
+func (e *wkEnv) cliID(t *testing.T, args ...string) uuid.UUID {
+	t.Helper()
+	id, err := uuid.Parse(strings.TrimSpace(e.cli(t, args...)))
+	require.NoError(t, err)
+	return id
 }
 
 func workerArgs(id string, extra ...string) []string {
@@ -205,18 +219,12 @@ func TestKilledWorkerTasksRunElsewhere(t *testing.T) {
 		l, err := e.q.ReadLease(context.Background(), queue.MonitorLeaderKey)
 		return err == nil && l.Holder == holder && l.ExpiresAt.After(e.q.Now())
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for !leaderIs("worker-a-monitor") {
-		require.True(t, time.Now().Before(deadline), "worker-a's monitor did not lead")
-		time.Sleep(50 * time.Millisecond)
-	}
+	poll := testutil.Poll{Every: 50 * time.Millisecond}
+	poll.Until(t, func() bool { return leaderIs("worker-a-monitor") }, "worker-a's monitor to lead")
 	b := e.start(t, "worker-b", defaults("worker-b", "--concurrency", "2")...)
 	c := e.start(t, "worker-c", defaults("worker-c", "--concurrency", "2")...)
 	for _, w := range []string{"worker-b", "worker-c"} {
-		for !e.registered(t, w) {
-			require.True(t, time.Now().Before(deadline), "%s did not register", w)
-			time.Sleep(50 * time.Millisecond)
-		}
+		poll.Until(t, func() bool { return e.registered(t, w) }, "%s to register", w)
 	}
 	killed := time.Now()
 	a.signal(t, syscall.SIGKILL)
@@ -272,7 +280,7 @@ func TestTimeoutKillsHandler(t *testing.T) {
 		var pid int
 		_, err := fmt.Sscan(f, &pid)
 		require.NoError(t, err)
-		require.True(t, syscall.Kill(pid, 0) != nil || zombie(pid), "handler %d still runs", pid)
+		require.False(t, testutil.ProcessAlive(pid), "handler %d still runs", pid)
 	}
 	w.signal(t, syscall.SIGTERM)
 	require.Equal(t, 0, w.wait(t))
@@ -284,11 +292,7 @@ func TestWorkerSignals(t *testing.T) {
 		t.Parallel()
 		e := wkSetup(t)
 		w := e.start(t, "w", workerArgs("w-idle")...)
-		deadline := time.Now().Add(60 * time.Second)
-		for !e.registered(t, "w-idle") {
-			require.True(t, time.Now().Before(deadline), "worker did not register")
-			time.Sleep(50 * time.Millisecond)
-		}
+		testutil.Poll{Every: 50 * time.Millisecond}.Until(t, func() bool { return e.registered(t, "w-idle") }, "the worker to register")
 		w.signal(t, syscall.SIGTERM)
 		require.Equal(t, 0, w.wait(t))
 		require.False(t, e.registered(t, "w-idle"))
@@ -397,11 +401,8 @@ func TestTwoMonitorProcesses(t *testing.T) {
 		return l.Holder
 	}
 	var first string
-	deadline := time.Now().Add(60 * time.Second)
-	for first = leader(); first == ""; first = leader() {
-		require.True(t, time.Now().Before(deadline), "no monitor became leader")
-		time.Sleep(50 * time.Millisecond)
-	}
+	poll := testutil.Poll{Every: 50 * time.Millisecond}
+	poll.Until(t, func() bool { first = leader(); return first != "" }, "a monitor to lead")
 	// It keeps the lead while alive.
 	for range 10 {
 		time.Sleep(100 * time.Millisecond)
@@ -413,11 +414,7 @@ func TestTwoMonitorProcesses(t *testing.T) {
 	if first == "mon-1" {
 		other = "mon-2"
 	}
-	deadline = time.Now().Add(60 * time.Second)
-	for leader() != other {
-		require.True(t, time.Now().Before(deadline), "the standby did not take over")
-		time.Sleep(50 * time.Millisecond)
-	}
+	poll.Until(t, func() bool { return leader() == other }, "the standby %s to take over", other)
 	procs[other].signal(t, syscall.SIGTERM)
 	require.Equal(t, 0, procs[other].wait(t))
 	l, err := e.q.ReadLease(ctx, queue.MonitorLeaderKey)
@@ -499,32 +496,83 @@ func TestKilledWorkerTakesExecChildAlong(t *testing.T) {
 	e.submit(t, "hang", `{}`, 30*time.Second, 3)
 	w := e.start(t, "w", workerArgs("w-hang", "--no-monitor", "--exec", "hang="+script)...)
 	var pid int
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	poll := testutil.Poll{Every: 20 * time.Millisecond}
+	poll.Until(t, func() bool {
 		b, err := os.ReadFile(pidFile)
-		if err == nil {
-			_, err = fmt.Sscan(string(b), &pid)
-			require.NoError(t, err)
-			break
+		if err != nil {
+			return false
 		}
-		require.True(t, time.Now().Before(deadline), "exec handler did not start")
-		time.Sleep(20 * time.Millisecond)
-	}
+		_, err = fmt.Sscan(string(b), &pid)
+		require.NoError(t, err)
+		return true
+	}, "the exec handler to start")
 	w.signal(t, syscall.SIGKILL)
 	w.wait(t)
-	deadline = time.Now().Add(60 * time.Second)
-	for syscall.Kill(pid, 0) == nil && !zombie(pid) {
-		require.True(t, time.Now().Before(deadline), "exec child %d outlived its killed worker", pid)
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll.Until(t, func() bool { return !testutil.ProcessAlive(pid) }, "exec child %d to die with its killed worker", pid)
 }
 
-func zombie(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
+func TestPauseLimitsExpiryAndLargePayloads(t *testing.T) {
+	t.Parallel()
+	e := wkSetup(t)
+	ctx := context.Background()
+	e.cli(t, "pause", "echo", "sleep", "--reason", "e2e")
+
+	expiring := e.cliID(t, "submit", "--type", "echo", "--expires-in", "1s")
+	big := `{"blob":"` + strings.Repeat("b", 300<<10) + `"}`
+	file := filepath.Join(t.TempDir(), "big.json")
+	require.NoError(t, os.WriteFile(file, []byte(big), 0o600))
+	bigID := e.cliID(t, "submit", "--type", "echo", "--input-file", file, "--priority", "high")
+	var sleeps []uuid.UUID
+	for range 4 {
+		sleeps = append(sleeps, e.cliID(t, "submit", "--type", "sleep", "--input", `{"ms":400}`))
 	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && i+2 < len(s) && s[i+2] == 'Z'
+
+	e.start(t, "w1", workerArgs("w1", "--builtins", "--concurrency", "4", "--limit", "sleep=1")...)
+	// Paused: nothing starts (the worker reads the switches within 5 s).
+	time.Sleep(2 * time.Second)
+	for _, id := range append([]uuid.UUID{expiring, bigID}, sleeps...) {
+		task, err := e.q.Get(ctx, id)
+		require.NoError(t, err)
+		require.Zero(t, task.Attempt, "task %s of a paused type started", id)
+		if id != expiring { // the monitor's sweep may expire that one already
+			require.Equal(t, queue.StatusPending, task.Status)
+		}
+	}
+
+	e.cli(t, "resume", "echo")
+	e.waitTask(t, expiring, "expired", func(t *queue.Task) bool { return t.Status == queue.StatusExpired })
+	done := e.waitTask(t, bigID, "completed", func(t *queue.Task) bool { return t.Status == queue.StatusCompleted })
+	require.NotNil(t, done.InputRef, "an input over 256 KiB lives in its own object")
+	require.NotNil(t, done.OutputRef, "so does the echoed output")
+	var shown queue.Task
+	require.NoError(t, json.Unmarshal([]byte(e.cli(t, "status", bigID.String(), "--json")), &shown))
+	require.JSONEq(t, big, string(shown.Input), "qo status loads the input back")
+	require.JSONEq(t, big, string(shown.Output), "and the output")
+
+	e.cli(t, "resume", "sleep")
+	type span struct{ from, to time.Time }
+	var spans []span
+	for _, id := range sleeps {
+		e.waitTask(t, id, "completed", func(t *queue.Task) bool { return t.Status == queue.StatusCompleted })
+		evs, err := e.q.History(ctx, id)
+		require.NoError(t, err)
+		var s span
+		for _, ev := range evs {
+			switch ev.Name {
+			case queue.EventClaimed:
+				s.from = ev.At
+			case queue.EventSucceeded:
+				s.to = ev.At
+			}
+		}
+		spans = append(spans, s)
+	}
+	for i := range spans {
+		for j := range spans {
+			if i != j {
+				overlap := spans[i].from.Before(spans[j].to) && spans[j].from.Before(spans[i].to)
+				require.False(t, overlap, "--limit sleep=1: two sleep tasks ran at once (%v and %v)", spans[i], spans[j])
+			}
+		}
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/queue"
 )
 
@@ -165,27 +166,26 @@ func waitWorkflows(t *testing.T, e *wkEnv, flows []*queue.Workflow, within time.
 		require.NoError(t, err)
 		views[i] = v
 	}
-	deadline := time.Now().Add(within)
-	for {
-		open := 0
+	open := 0
+	running := func() string {
+		for _, v := range views {
+			if !v.Status.Ended() {
+				return fmt.Sprintf("%d still running, e.g. %s: %s %v", open, v.Workflow.ID, v.Status, v.Counts)
+			}
+		}
+		return "none running"
+	}
+	testutil.Poll{Limit: within, Every: 500 * time.Millisecond}.Until(t, func() bool {
+		open = 0
 		for _, v := range views {
 			if !v.Status.Ended() {
 				open++
 				_ = e.q.Refresh(ctx, v) // a failed read is read again next round
 			}
 		}
-		if open == 0 {
-			return views
-		}
-		if time.Now().After(deadline) {
-			for _, v := range views {
-				if !v.Status.Ended() {
-					t.Fatalf("%d workflows still running after %s, e.g. %s: %s %v", open, within, v.Workflow.ID, v.Status, v.Counts)
-				}
-			}
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		return open == 0
+	}, "every workflow to end: %s", testutil.Lazy(running))
+	return views
 }
 
 // releaseGaps returns, sorted, how long after its last parent's end (by

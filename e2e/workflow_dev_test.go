@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/qo-queue/qo/internal/testutil"
 )
 
 // The README's workflow example, as a new user runs it: qo dev with the
@@ -19,7 +21,7 @@ func TestDevWorkflowExample(t *testing.T) {
 	ex, err := filepath.Abs("../examples/etl")
 	require.NoError(t, err)
 	dir := t.TempDir()
-	startDev(t, dir, devFreeAddr(t),
+	startDev(t, dir, testutil.FreeAddr(t),
 		"--exec", "extract="+filepath.Join(ex, "extract.sh"),
 		"--exec", "transform="+filepath.Join(ex, "transform.sh"),
 		"--exec", "load="+filepath.Join(ex, "load.sh"))

@@ -8,6 +8,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	_ "embed"
@@ -330,6 +331,24 @@ func badInput(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", queue.ErrInvalidInput, fmt.Sprintf(format, args...))
 }
 
+// decodeBody decodes an optional JSON object body into v, refusing unknown
+// fields; want describes the expected shape for the error message.
+func decodeBody(r *http.Request, v any, want string) error {
+	raw, err := io.ReadAll(r.Body)
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return badInput("body: want %s: %v", want, err)
+	}
+	return nil
+}
+
 func pathID(r *http.Request) (uuid.UUID, error) {
 	id, err := queue.ParseID(r.PathValue("id"))
 	if err != nil {
@@ -573,6 +592,12 @@ func (a *api) submit(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// resolveSubmit turns a decoded submit document into a request at the
+// queue's current time.
+func (a *api) resolveSubmit(doc queue.SubmitDoc) queue.SubmitRequest {
+	return doc.Resolve(a.q.Now())
+}
+
 func (a *api) getTask(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r)
 	if err != nil {
@@ -584,6 +609,21 @@ func (a *api) getTask(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, a.withPayloads(r, t))
 	return nil
+}
+
+// fullTask is a task with offloaded payloads loaded; a payload that cannot
+// be loaded is reported in payload_error instead of failing the request.
+type fullTask struct {
+	*queue.Task
+	PayloadError string `json:"payload_error,omitempty"`
+}
+
+func (a *api) withPayloads(r *http.Request, t *queue.Task) fullTask {
+	full, err := a.q.WithPayloads(r.Context(), t)
+	if err != nil {
+		return fullTask{Task: t, PayloadError: fmt.Sprintf("offloaded payload not loaded: %v", err)}
+	}
+	return fullTask{Task: full}
 }
 
 func (a *api) history(w http.ResponseWriter, r *http.Request) error {
@@ -639,6 +679,28 @@ func cancelReason(r *http.Request) (string, error) {
 		body.Reason = "cancelled through the HTTP API"
 	}
 	return body.Reason, nil
+}
+
+// taskAction replays or archives any task whose state allows it (the dead
+// letter routes do the same for failed tasks only).
+func (a *api) taskAction(op string) func(w http.ResponseWriter, r *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		id, err := pathID(r)
+		if err != nil {
+			return err
+		}
+		var t *queue.Task
+		if op == "replay" {
+			t, err = a.q.Replay(r.Context(), id)
+		} else {
+			t, err = a.q.Archive(r.Context(), id)
+		}
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, t)
+		return nil
+	}
 }
 
 // deadTask reads a task that must be failed.

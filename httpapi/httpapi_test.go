@@ -224,6 +224,27 @@ func (e *env) documented(t *testing.T, method, pattern string, status int, body 
 	}
 }
 
+// call is one request of an endpoint table and what it must answer.
+type call struct {
+	method, path, pattern, body string
+	status                      int
+	check                       func(t *testing.T, v map[string]any) // nil: the status is enough
+}
+
+// calls sends each request in order (later ones see earlier changes) and
+// checks its status, its check and the OpenAPI document.
+func (e *env) calls(t *testing.T, calls []call) {
+	t.Helper()
+	for _, c := range calls {
+		status, body, _ := e.do(t, c.method, c.path, c.body)
+		require.Equal(t, c.status, status, "%s %s %s: %v", c.method, c.path, c.body, body)
+		e.documented(t, c.method, c.pattern, status, body)
+		if c.check != nil {
+			c.check(t, body.(map[string]any))
+		}
+	}
+}
+
 func TestEndpoints(t *testing.T) {
 	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
@@ -309,6 +330,61 @@ func TestEndpoints(t *testing.T) {
 		status, body, _ := e.do(t, "GET", "/api/nowhere", "")
 		require.Equal(t, 404, status)
 		require.Contains(t, body.(map[string]any)["error"].(map[string]any)["message"], "/api/openapi.json")
+	})
+}
+
+// Priorities, expiry and large inputs on submit, and replay and archive of
+// any task whose state allows them.
+func TestSubmitOptionsAndTaskActions(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
+		e := newEnv(t, be, Options{})
+		ctx := context.Background()
+		// An expired task: not started before its deadline.
+		exp, _, err := e.q.Submit(ctx, queue.SubmitRequest{Type: "email", ExpiresAt: e.q.Now().Add(time.Second)})
+		require.NoError(t, err)
+		e.clock.Advance(2 * time.Second)
+		_, _, err = e.q.Sweep(ctx, "", 0, 0)
+		require.NoError(t, err)
+		expPath := "/api/tasks/" + exp.ID.String()
+		big := `{"blob":"` + strings.Repeat("x", queue.DefaultOffloadThreshold) + `"}`
+		var bigID string
+		e.calls(t, []call{
+			// Priorities and expiry on submit.
+			{"POST", "/api/tasks", "/api/tasks", `{"type":"email","priority":"high","expires_in":"10m"}`, 201, func(t *testing.T, v map[string]any) {
+				require.Equal(t, "high", v["priority"])
+				require.NotNil(t, v["expires_at"])
+			}},
+			{"POST", "/api/tasks", "/api/tasks", `{"type":"email","priority":"urgent"}`, 400, func(t *testing.T, v map[string]any) {
+				require.Contains(t, v["error"].(map[string]any)["message"], "high, normal, low")
+			}},
+			{"POST", "/api/tasks", "/api/tasks", `{"type":"email","expires_in":"1m","expires_at":"2030-01-01T00:00:00Z"}`, 400, nil},
+			{"POST", "/api/tasks", "/api/tasks", `{"type":"email","delay":"1h","expires_at":"2000-01-01T00:00:00Z"}`, 400, nil},
+			{"GET", "/api/tasks?status=expired", "/api/tasks", "", 200, func(t *testing.T, v map[string]any) { require.Len(t, v["tasks"], 1) }},
+			{"POST", expPath + "/replay", "/api/tasks/{id}/replay", "", 200, func(t *testing.T, v map[string]any) {
+				require.Equal(t, "pending", v["status"])
+				require.Nil(t, v["expires_at"], "the passed deadline is cleared")
+			}},
+			{"POST", expPath + "/archive", "/api/tasks/{id}/archive", "", 409, nil},
+			{"POST", "/api/tasks/" + e.tasks["failed"].ID.String() + "/archive", "/api/tasks/{id}/archive", "", 200, func(t *testing.T, v map[string]any) {
+				require.Equal(t, "archived", v["status"])
+			}},
+			{"POST", "/api/tasks/" + e.tasks["done"].ID.String() + "/replay", "/api/tasks/{id}/replay", "", 409, nil},
+			{"POST", "/api/tasks/nope/archive", "/api/tasks/{id}/archive", "", 400, nil},
+			// A payload over the threshold: stored apart, returned whole.
+			{"POST", "/api/tasks", "/api/tasks", `{"type":"big","input":` + big + `}`, 201, func(t *testing.T, v map[string]any) {
+				require.Nil(t, v["input"])
+				require.NotNil(t, v["input_ref"])
+				bigID = v["id"].(string)
+			}},
+		})
+
+		status, body, _ := e.do(t, "GET", "/api/tasks/"+bigID, "")
+		require.Equal(t, 200, status)
+		e.documented(t, "GET", "/api/tasks/{id}", status, body)
+		v := body.(map[string]any)
+		require.Equal(t, strings.Repeat("x", queue.DefaultOffloadThreshold), v["input"].(map[string]any)["blob"], "the offloaded input is loaded")
+		require.NotNil(t, v["input_ref"])
 	})
 }
 

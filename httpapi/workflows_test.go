@@ -16,11 +16,7 @@ func TestWorkflowEndpoints(t *testing.T) {
 			{"name": "extract", "type": "extract"},
 			{"name": "load", "type": "load", "input_from": {"rows": "extract.output.rows"}}]}`
 		var id string
-		tests := []struct {
-			method, path, pattern, body string
-			status                      int
-			check                       func(t *testing.T, v map[string]any)
-		}{
+		e.calls(t, []call{
 			{"GET", "/api/workflows", "/api/workflows", "", 200, func(t *testing.T, v map[string]any) { require.Empty(t, v["workflows"]) }},
 			{"POST", "/api/workflows", "/api/workflows", flow, 201, func(t *testing.T, v map[string]any) {
 				require.Equal(t, "running", v["status"])
@@ -48,14 +44,6 @@ func TestWorkflowEndpoints(t *testing.T) {
 				require.Equal(t, "cancelled", v["status"])
 				require.Equal(t, "not today", v["steps"].([]any)[1].(map[string]any)["cancel_reason"])
 			}},
-		}
-		for _, tt := range tests {
-			status, body, _ := e.do(t, tt.method, tt.path, tt.body)
-			require.Equal(t, tt.status, status, "%s %s %s: %v", tt.method, tt.path, tt.body, body)
-			e.documented(t, tt.method, tt.pattern, status, body)
-			if tt.check != nil {
-				tt.check(t, body.(map[string]any))
-			}
-		}
+		})
 	})
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/require"
 
+	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/metrics"
 	"github.com/qo-queue/qo/monitor"
 	"github.com/qo-queue/qo/queue"
@@ -115,7 +116,7 @@ func TestWorkerMetrics(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- w.Run(runCtx) }()
 		t.Cleanup(func() { stop(); <-done })
-		require.Eventually(t, func() bool {
+		testutil.Eventually(t, func() bool {
 			for _, task := range ids {
 				got, err := q.Get(ctx, task.ID)
 				if err != nil || !got.Status.Terminal() {
@@ -124,7 +125,7 @@ func TestWorkerMetrics(t *testing.T) {
 			}
 			fams := scrape(t, m)
 			return total(fams, "qo_tasks_finished_total") == 3 && value(t, fams, "qo_monitor_leader", nil) == 1
-		}, 30*time.Second, 20*time.Millisecond)
+		}, "the 3 tasks to finish, counted, and the monitor to lead")
 
 		fams := scrape(t, m)
 		require.Equal(t, 2.0, value(t, fams, "qo_tasks_claimed_total", map[string]string{"type": "ok"}))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/storetest"
@@ -280,7 +281,7 @@ func TestTwoMonitorsOneLeader(t *testing.T) {
 			t.Cleanup(func() { cancel(); <-dones[i] })
 		}
 		leader := -1
-		eventually(t, func() bool {
+		testutil.Eventually(t, func() bool {
 			for i, m := range ms {
 				if m.IsLeader() {
 					leader = i
@@ -296,7 +297,7 @@ func TestTwoMonitorsOneLeader(t *testing.T) {
 		cancels[leader]()
 		<-dones[leader]
 		other := ms[1-leader]
-		eventually(t, other.IsLeader, "the standby to take over")
+		testutil.Eventually(t, other.IsLeader, "the standby to take over")
 	})
 }
 
@@ -404,17 +405,6 @@ func TestSweepReadsOnlyIdleEntries(t *testing.T) {
 		require.Equal(t, 3, res.Scanned, "idle for long enough: each task is read once")
 		require.Zero(t, res.Expired+res.StaleRemoved)
 	})
-}
-
-func eventually(t *testing.T, cond func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func TestRunSchedules(t *testing.T) {

@@ -227,3 +227,12 @@ func hasPrefixAny(s string, prefixes ...string) bool {
 	}
 	return false
 }
+
+// submitReq submits req and wants a new task.
+func (b *bundle) submitReq(t *testing.T, req queue.SubmitRequest) *queue.Task {
+	t.Helper()
+	task, created, err := b.q.Submit(b.ctx, req)
+	require.NoError(t, err)
+	require.True(t, created)
+	return task
+}

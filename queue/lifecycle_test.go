@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/qo-queue/qo/queue"
@@ -566,4 +567,15 @@ func TestSubmitValidation(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 2, task.TimeoutSeconds, "rounded up to whole seconds")
 	require.Nil(t, task.Input)
+}
+
+func TestHistoryNotFound(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
+		b := setup(t, be)
+		_, err := b.q.History(b.ctx, uuid.New())
+		require.ErrorIs(t, err, queue.ErrNotFound)
+		_, err = b.q.Get(b.ctx, uuid.New())
+		require.ErrorIs(t, err, queue.ErrNotFound)
+	})
 }

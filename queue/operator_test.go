@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/store"
+	"github.com/qo-queue/qo/store/storetest"
 )
 
 // TestOperatorFrom pins the statuses each operator action applies to, as
@@ -50,4 +52,89 @@ func TestOperatorFrom(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestInvalidTransitionsWriteNothing(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
+		b := setup(t, be)
+		// One task in every status.
+		mk := func(st queue.Status) *queue.Task {
+			task := b.submit(t, "inv", `{}`)
+			switch st {
+			case queue.StatusWaiting:
+				var err error
+				task, _, err = b.q.Submit(b.ctx, queue.SubmitRequest{Type: "inv", After: []uuid.UUID{task.ID}})
+				require.NoError(t, err)
+			case queue.StatusPending:
+			case queue.StatusRunning:
+				b.claim(t, task, "w1")
+			case queue.StatusCompleted:
+				_, err := b.q.Complete(b.ctx, b.claim(t, task, "w1"), nil)
+				require.NoError(t, err)
+			case queue.StatusFailed:
+				_, err := b.q.Fail(b.ctx, b.claim(t, task, "w1"), "x")
+				require.NoError(t, err)
+			case queue.StatusCancelled:
+				_, err := b.q.Cancel(b.ctx, task.ID, "")
+				require.NoError(t, err)
+			case queue.StatusArchived:
+				_, err := b.q.Fail(b.ctx, b.claim(t, task, "w1"), "x")
+				require.NoError(t, err)
+				_, err = b.q.Archive(b.ctx, task.ID)
+				require.NoError(t, err)
+			case queue.StatusExpired:
+				task = b.expired(t, "inv")
+			}
+			got := b.get(t, task)
+			require.Equal(t, st, got.Status)
+			return got
+		}
+		type op struct {
+			name  string
+			run   func(id uuid.UUID) error
+			valid map[queue.Status]bool
+		}
+		ops := []op{
+			{"cancel", func(id uuid.UUID) error { _, err := b.q.Cancel(b.ctx, id, ""); return err },
+				map[queue.Status]bool{queue.StatusWaiting: true, queue.StatusPending: true, queue.StatusRunning: true}},
+			{"replay", func(id uuid.UUID) error { _, err := b.q.Replay(b.ctx, id); return err },
+				map[queue.Status]bool{queue.StatusFailed: true, queue.StatusCancelled: true, queue.StatusExpired: true}},
+			{"archive", func(id uuid.UUID) error { _, err := b.q.Archive(b.ctx, id); return err },
+				map[queue.Status]bool{queue.StatusCompleted: true, queue.StatusFailed: true, queue.StatusCancelled: true, queue.StatusExpired: true}},
+			{"requeue", func(id uuid.UUID) error { _, err := b.q.RequeueNow(b.ctx, id); return err },
+				map[queue.Status]bool{queue.StatusPending: true, queue.StatusRunning: true}},
+		}
+		for _, o := range ops {
+			for _, st := range queue.Statuses {
+				if o.valid[st] {
+					continue
+				}
+				task := mk(st)
+				before := b.counts()
+				err := o.run(task.ID)
+				require.ErrorIs(t, err, queue.ErrInvalidTransition, "%s on %s", o.name, st)
+				require.Contains(t, err.Error(), string(st), "message names the from status")
+				require.Zero(t, b.counts().Sub(before).Total(store.OpPut), "%s on %s wrote", o.name, st)
+				require.Zero(t, b.counts().Sub(before).Total(store.OpDelete), "%s on %s deleted", o.name, st)
+				require.Equal(t, task.Rev, b.get(t, task).Rev)
+			}
+		}
+		// AckCancel without a cancel request.
+		task := b.submit(t, "inv", `{}`)
+		l := b.claim(t, task, "w1")
+		before := b.counts()
+		_, err := b.q.AckCancel(b.ctx, l)
+		require.ErrorIs(t, err, queue.ErrInvalidTransition)
+		require.Zero(t, b.counts().Sub(before).Total(store.OpPut))
+		// A worker op on a lease whose task is not running is fenced, no write.
+		for _, st := range []queue.Status{queue.StatusPending, queue.StatusCompleted, queue.StatusFailed} {
+			fake := &queue.Lease{Task: mk(st), ETag: "whatever"}
+			fake.Task.LeaseID = uuid.NewString()
+			before := b.counts()
+			_, err := b.q.Complete(b.ctx, fake, nil)
+			require.ErrorIs(t, err, queue.ErrLeaseLost)
+			require.Zero(t, b.counts().Sub(before).Total(store.OpPut))
+		}
+	})
 }

@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -278,5 +279,75 @@ func TestLeaseOpRepeatedAfterUnknownOutcome(t *testing.T) {
 				require.Equal(t, 1, ready, tt.name)
 			}
 		}
+	})
+}
+
+func TestLostResponseIdempotency(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
+		b := setup(t, be)
+		dropTasks := func(f *faultStore) {
+			f.dropPut = func(k string) bool { return strings.HasPrefix(k, queue.TasksPrefix) }
+		}
+		b.s.set(dropTasks)
+
+		// Submit: the create landed, the response was lost.
+		before := b.counts()
+		task, created, err := b.q.Submit(b.ctx, queue.SubmitRequest{Type: "lost"})
+		require.NoError(t, err)
+		require.True(t, created)
+		d := b.counts().Sub(before)
+		require.Equal(t, int64(2), d.Total(store.OpPut), "no second task write: %s", d)
+		require.Equal(t, int64(1), d.Total(store.OpGet))
+		require.Equal(t, task.RequestID, b.get(t, task).RequestID)
+
+		// Claim.
+		before = b.counts()
+		l := b.claim(t, task, "w1")
+		d = b.counts().Sub(before)
+		require.Equal(t, int64(2), d.Total(store.OpPut), "%s", d)
+		require.Equal(t, int64(2), d.Total(store.OpGet), "%s", d)
+		cur := b.get(t, task)
+		require.Equal(t, l.Task.RequestID, cur.RequestID)
+		require.Equal(t, 1, cur.Attempt)
+		require.Equal(t, int64(2), cur.Rev)
+
+		// Extend: ETag learned from the re-read keeps the lease usable.
+		require.NoError(t, b.q.Extend(b.ctx, l))
+		require.Equal(t, int64(3), b.get(t, task).Rev)
+
+		// Complete: one task PUT only.
+		before = b.counts()
+		done, err := b.q.Complete(b.ctx, l, json.RawMessage(`1`))
+		require.NoError(t, err)
+		d = b.counts().Sub(before)
+		require.Equal(t, int64(1), d.Total(store.OpPut), "%s", d)
+		require.Equal(t, int64(1), d.Total(store.OpGet), "%s", d)
+		require.Equal(t, queue.StatusCompleted, done.Status)
+		require.Equal(t, int64(4), b.get(t, task).Rev, "rev counted once")
+
+		events, err := b.q.History(b.ctx, task.ID)
+		require.NoError(t, err)
+		require.Len(t, events, 4)
+
+		// A PUT that failed before reaching the server is re-sent once with
+		// the same request_id.
+		b.s.set(func(f *faultStore) { f.dropPut = nil })
+		t2 := b.submit(t, "lost", `{}`)
+		l2 := b.claim(t, t2, "w1")
+		failures := 1
+		b.s.set(func(f *faultStore) {
+			f.failPut = func(k string) bool {
+				if strings.HasPrefix(k, queue.TasksPrefix) && failures > 0 {
+					failures--
+					return true
+				}
+				return false
+			}
+		})
+		done, err = b.q.Complete(b.ctx, l2, nil)
+		require.NoError(t, err)
+		require.Equal(t, int64(3), done.Rev)
+		require.Equal(t, done.RequestID, b.get(t, t2).RequestID)
 	})
 }

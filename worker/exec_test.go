@@ -10,13 +10,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/store/storetest"
 )
@@ -138,7 +138,7 @@ wait`
 			require.Contains(t, err.Error(), "started")
 			for _, f := range []string{"parent.pid", "child.pid"} {
 				pid := readPid(t, filepath.Join(dir, f))
-				eventually(t, func() bool { return !alive(pid) }, "%s %d to be gone", f, pid)
+				testutil.Eventually(t, func() bool { return !testutil.ProcessAlive(pid) }, "%s %d to be gone", f, pid)
 			}
 		})
 	}
@@ -146,7 +146,7 @@ wait`
 
 func eventuallyFile(t *testing.T, p string) {
 	t.Helper()
-	eventually(t, func() bool {
+	testutil.Eventually(t, func() bool {
 		b, err := os.ReadFile(p)
 		return err == nil && strings.HasSuffix(string(b), "\n")
 	}, "file %s", p)
@@ -160,23 +160,6 @@ func readPid(t *testing.T, p string) int {
 	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	require.NoError(t, err)
 	return pid
-}
-
-// alive reports whether pid exists and is not a zombie.
-func alive(pid int) bool {
-	if err := syscall.Kill(pid, 0); err != nil {
-		return false
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	// The state follows the command name in parentheses.
-	s := string(b)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
-		return s[i+2] != 'Z'
-	}
-	return true
 }
 
 func TestParseExecSpec(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/storetest"
@@ -118,7 +119,7 @@ func (bd *bundle) get(t *testing.T, id uuid.UUID) *queue.Task {
 func (bd *bundle) waitStatus(t *testing.T, id uuid.UUID, status queue.Status) *queue.Task {
 	t.Helper()
 	var last *queue.Task
-	eventually(t, func() bool {
+	testutil.Eventually(t, func() bool {
 		task, err := bd.q.Get(context.Background(), id)
 		if err != nil {
 			return false
@@ -127,17 +128,6 @@ func (bd *bundle) waitStatus(t *testing.T, id uuid.UUID, status queue.Status) *q
 		return task.Status == status
 	}, "task %s to become %s", id, status)
 	return last
-}
-
-func eventually(t *testing.T, cond func() bool, what string, args ...any) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for "+what, args...)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // running starts w.Run in the background; stop cancels it and returns
@@ -192,7 +182,7 @@ func (r *running) finished() bool {
 func (bd *bundle) waitRegistered(t *testing.T, id string) *queue.WorkerInfo {
 	t.Helper()
 	var found *queue.WorkerInfo
-	eventually(t, func() bool {
+	testutil.Eventually(t, func() bool {
 		ws, err := bd.q.ListWorkers(context.Background())
 		if err != nil {
 			return false
@@ -269,4 +259,19 @@ func counts(s store.Store) store.Counts {
 		return c.Requests().Snapshot()
 	}
 	return store.Counts{}
+}
+
+// blockHandler runs until its task is cancelled.
+func blockHandler(ctx context.Context, _ *queue.Task) (json.RawMessage, error) {
+	<-ctx.Done()
+	return nil, context.Cause(ctx)
+}
+
+// runningTypes counts the tasks w runs, by type.
+func runningTypes(w *Worker) map[string]int {
+	out := map[string]int{}
+	for _, rt := range w.snapshotRunning() {
+		out[rt.typ]++
+	}
+	return out
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/storetest"
@@ -189,7 +190,7 @@ func TestPollTakesShardsInTurn(t *testing.T) {
 			r := w.poll(ctx, 1)
 			require.NoError(t, r.err)
 			claimed += r.claimed
-			require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(shards) == claimed }, 10*time.Second, time.Millisecond)
+			testutil.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(shards) == claimed }, "%d claimed tasks to start", claimed)
 		}
 		mu.Lock()
 		defer mu.Unlock()
@@ -305,4 +306,31 @@ func TestWalkStart(t *testing.T) {
 		homes[s] = true
 	}
 	require.Greater(t, len(homes), 8, "workers spread over the shards")
+}
+
+func TestHigherPriorityClaimedFirst(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		bd := setup(t, b, setupOpts{fake: true})
+		w := New(bd.q, bd.opts(t))
+		w.Handle("p", blockHandler)
+		prepared(t, w)
+		prio := func(p queue.Priority) func(*queue.SubmitRequest) {
+			return func(r *queue.SubmitRequest) { r.Priority = p }
+		}
+		var order []string
+		low := bd.submit(t, "p", `"low"`, prio(queue.PriorityLow))
+		normal := bd.submit(t, "p", `"normal"`, prio(queue.PriorityNormal))
+		high := bd.submit(t, "p", `"high"`, prio(queue.PriorityHigh))
+		for range 3 {
+			require.Equal(t, 1, w.poll(ctx, 1).claimed)
+			for _, rt := range w.snapshotRunning() {
+				if !strings.Contains(strings.Join(order, ","), rt.id.String()) {
+					order = append(order, rt.id.String())
+				}
+			}
+		}
+		require.Equal(t, []string{high.ID.String(), normal.ID.String(), low.ID.String()}, order)
+	})
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/memstore"
@@ -91,7 +92,7 @@ func downSetup(t *testing.T) (*bundle, *downStore) {
 func waitReady(t *testing.T, w *Worker, want bool, prefix string) Readiness {
 	t.Helper()
 	var last Readiness
-	eventually(t, func() bool {
+	testutil.Eventually(t, func() bool {
 		last = w.Readiness()
 		return last.Ready == want && strings.HasPrefix(last.Reason, prefix)
 	}, "readiness %v %q (last: %+v)", want, prefix, &last)
@@ -127,7 +128,7 @@ func TestReadyLifecycle(t *testing.T) {
 	bd.fake.Advance(w.ReadyBound())
 	got = waitReady(t, w, false, "bucket unreachable: no heartbeat has landed for ")
 	require.Equal(t, beat.UnixNano(), got.Since.UnixNano(), "since the last heartbeat that landed")
-	eventually(t, func() bool { return strings.Contains(w.Readiness().Reason, errBucketDown.Error()) }, "the heartbeat's error in the reason")
+	testutil.Eventually(t, func() bool { return strings.Contains(w.Readiness().Reason, errBucketDown.Error()) }, "the heartbeat's error in the reason")
 
 	ds.down.Store(false)
 	waitReady(t, w, true, "claiming")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/storetest"
@@ -162,7 +163,7 @@ func TestShardLeasingRun(t *testing.T) {
 		for _, task := range tasks {
 			bd.waitStatus(t, task.ID, queue.StatusCompleted)
 		}
-		eventually(t, func() bool { return len(bd.waitRegistered(t, w.ID()).Shards) == 16 }, "registry to list the held shards")
+		testutil.Eventually(t, func() bool { return len(bd.waitRegistered(t, w.ID()).Shards) == 16 }, "registry to list the held shards")
 		require.NoError(t, r.stop(t))
 		for _, sh := range bd.q.Shards() {
 			require.Empty(t, holder(t, bd, sh).Holder)

@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/storetest"
@@ -90,7 +91,7 @@ func TestHandlerOutcomes(t *testing.T) {
 		}
 		// Reschedule: back to pending, an hour out, counted as a retry.
 		var task *queue.Task
-		eventually(t, func() bool {
+		testutil.Eventually(t, func() bool {
 			task = bd.get(t, resched.ID)
 			return task.Status == queue.StatusPending && task.Attempt == 1
 		}, "rescheduled task")
@@ -126,13 +127,13 @@ func TestRegistrationAndHeartbeat(t *testing.T) {
 		task := bd.submit(t, "block", `{}`)
 		blk.waitStarted(t)
 		first := info.LastHeartbeat
-		eventually(t, func() bool {
+		testutil.Eventually(t, func() bool {
 			cur := bd.waitRegistered(t, w.ID())
 			return len(cur.CurrentTasks) == 1 && cur.CurrentTasks[0] == task.ID.String() && cur.LastHeartbeat.After(first)
 		}, "heartbeat listing the running task")
 		close(blk.release)
 		bd.waitStatus(t, task.ID, queue.StatusCompleted)
-		eventually(t, func() bool {
+		testutil.Eventually(t, func() bool {
 			cur := bd.waitRegistered(t, w.ID())
 			return len(cur.CurrentTasks) == 0 && cur.TasksCompleted == 1 &&
 				cur.Requests != nil && cur.Requests.Total(store.OpPut) > 0
@@ -411,7 +412,7 @@ func TestStaleRunningWorker(t *testing.T) {
 		blkB.waitStarted(t)
 
 		close(blkA.release) // A resumes and returns success
-		eventually(t, func() bool { return a.runningCount() == 0 }, "A to finish")
+		testutil.Eventually(t, func() bool { return a.runningCount() == 0 }, "A to finish")
 		got := bd.get(t, task.ID)
 		require.Equal(t, queue.StatusRunning, got.Status)
 		require.Equal(t, bw.ID(), got.WorkerID)
@@ -431,7 +432,7 @@ func TestStaleRunningWorker(t *testing.T) {
 func advanceUntilCancelled(t *testing.T, bd *bundle, w *Worker, id uuid.UUID) error {
 	t.Helper()
 	var cause error
-	eventually(t, func() bool {
+	testutil.Eventually(t, func() bool {
 		bd.fake.Advance(time.Minute)
 		w.mu.Lock()
 		defer w.mu.Unlock()
@@ -512,7 +513,7 @@ func TestMonitorRecoversTimeout(t *testing.T) {
 		w := New(bd.q, o)
 		w.Handle("echo", echoHandler)
 		r := start(t, w)
-		eventually(t, func() bool { return w.Monitor() != nil && w.Monitor().IsLeader() }, "the embedded monitor to lead")
+		testutil.Eventually(t, func() bool { return w.Monitor() != nil && w.Monitor().IsLeader() }, "the embedded monitor to lead")
 
 		bd.fake.Advance(11*time.Second + queue.LeaseGrace) // the dead worker's lease runs out
 		got := bd.waitStatus(t, task.ID, queue.StatusPending)

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -24,6 +23,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
+	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/store/storetest"
 )
 
@@ -355,7 +355,7 @@ func TestReleaseImageRuns(t *testing.T) {
 			}
 		}
 
-		addr := freeAddr(t)
+		addr := testutil.FreeAddr(t)
 		worker := c.start(t, append(env, "QO_METRICS_ADDR="+addr), "worker")
 		worker.waitHTTP(t, "http://"+addr+"/readyz")
 		code, id, stderr := c.run(t, env, "submit", "--type", "echo", "--input", `{"from":"the image"}`)
@@ -367,12 +367,12 @@ func TestReleaseImageRuns(t *testing.T) {
 		}
 		worker.stop(t)
 
-		addr = freeAddr(t)
+		addr = testutil.FreeAddr(t)
 		monitor := c.start(t, append(env, "QO_METRICS_ADDR="+addr), "monitor")
 		monitor.waitHTTP(t, "http://"+addr+"/healthz")
 		monitor.stop(t)
 
-		addr = freeAddr(t)
+		addr = testutil.FreeAddr(t)
 		serve := c.start(t, append(env, "QO_API_ADDR="+addr), "serve")
 		serve.waitHTTP(t, "http://"+addr+"/readyz")
 		serve.stop(t)
@@ -414,7 +414,7 @@ func (c container) run(t *testing.T, env []string, args ...string) (code int, st
 type process struct {
 	name string
 	cmd  *exec.Cmd
-	out  bytes.Buffer // stdout and stderr; read once the process ended
+	out  testutil.Buffer // stdout and stderr, as they come
 	done chan struct{}
 	err  error // the exit status, once done is closed
 }
@@ -449,25 +449,22 @@ func (p *process) kill() {
 // first or a minute passes.
 func (p *process) waitHTTP(t *testing.T, url string) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		resp, err := http.Get(url)
-		if err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			p.kill()
-			t.Fatalf("%s: %s did not answer 200 within a minute (last: %v)\n%s", p.name, url, err, p.out.String())
-		}
+	var last any
+	testutil.Poll{Limit: time.Minute, Every: 50 * time.Millisecond}.Until(t, func() bool {
 		select {
 		case <-p.done:
 			t.Fatalf("%s exited (%v) before %s answered\n%s", p.name, p.err, url, p.out.String())
-		case <-time.After(50 * time.Millisecond):
+		default:
 		}
-	}
+		resp, err := http.Get(url)
+		if err != nil {
+			last = err
+			return false
+		}
+		_ = resp.Body.Close()
+		last = resp.Status
+		return resp.StatusCode == http.StatusOK
+	}, "%s: %s to answer 200 (last: %s)\n%s", p.name, url, testutil.Lazy(func() string { return fmt.Sprint(last) }), &p.out)
 }
 
 // stop sends SIGTERM and wants a clean exit.
@@ -485,17 +482,6 @@ func (p *process) stop(t *testing.T) {
 	if p.err != nil {
 		t.Errorf("%s after SIGTERM: %v, want exit 0\n%s", p.name, p.err, p.out.String())
 	}
-}
-
-// freeAddr is a loopback address with a port nothing listens on now.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // unpack writes img's filesystem under dir.

@@ -1,7 +1,7 @@
 // Package layout holds no code. Its test keeps qo's packages in layers,
 // each importing only layers below it:
 //
-//	internal/...                  leaf helpers (termsafe): nothing of qo
+//	internal/...                  leaf helpers (termsafe, testutil): nothing of qo
 //	store/...                     the bucket: S3, the memory store, doctor, gateway
 //	queue/...                     the task lifecycle
 //	monitor/...                   recovery and the shared JSON shapes (view)

@@ -3,7 +3,6 @@ package doctor_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"strings"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/stretchr/testify/require"
 
+	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/doctor"
 	"github.com/qo-queue/qo/store/gateway"
@@ -330,10 +330,7 @@ func TestMinIOBadConnections(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	good := storetest.MinIO(t)
-	closed, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	deadEndpoint := "http://" + closed.Addr().String()
-	require.NoError(t, closed.Close())
+	deadEndpoint := "http://" + testutil.FreeAddr(t)
 
 	tests := []struct {
 		name   string

@@ -21,6 +21,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/gateway"
 	"github.com/qo-queue/qo/store/s3store"
@@ -242,7 +243,7 @@ func TestChildDiesWithParent(t *testing.T) {
 	require.NoError(t, err)
 	helper := exec.Command(exe)
 	helper.Env = append(os.Environ(), helperEnv+"="+t.TempDir())
-	stderr := &syncBuffer{}
+	stderr := &testutil.Buffer{}
 	helper.Stderr = stderr
 	out, err := helper.StdoutPipe()
 	require.NoError(t, err)
@@ -255,45 +256,14 @@ func TestChildDiesWithParent(t *testing.T) {
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "pid ")))
 	require.NoError(t, err, line)
-	require.True(t, alive(pid), "gateway child should run while its parent lives")
+	require.True(t, testutil.ProcessAlive(pid), "gateway child should run while its parent lives")
 
 	require.NoError(t, helper.Process.Kill())
 	_ = helper.Wait()
 	if s := stderr.String(); s != "" {
 		t.Logf("helper stderr: %s", s)
 	}
-	require.Eventually(t, func() bool { return !alive(pid) }, 30*time.Second, 20*time.Millisecond,
-		"gateway child %d survived its parent", pid)
-}
-
-// syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// alive reports whether pid runs (a zombie or a missing process is dead).
-func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// The state follows the parenthesised command name.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i > 0 && i+2 < len(s) && s[i+2] != 'Z' && s[i+2] != 'X'
+	testutil.Eventually(t, func() bool { return !testutil.ProcessAlive(pid) }, "gateway child %d to die with its parent", pid)
 }
 
 // BenchmarkStart measures the time from Start to a gateway that answers S3

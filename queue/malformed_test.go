@@ -1,0 +1,96 @@
+package queue_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/store"
+	"github.com/qo-queue/qo/store/storetest"
+)
+
+func TestMalformedObjectsReportedAndSkipped(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
+		b := setup(t, be)
+		good := b.submit(t, "m", `{}`)
+
+		idBadJSON := queue.NewID()
+		idFormat := queue.NewID()
+		idTypes := queue.NewID()
+		idMismatch := queue.NewID()
+		other := queue.NewID()
+		put := func(id uuid.UUID, body string) string {
+			key := b.q.TaskKey(id)
+			_, err := b.raw.Put(b.ctx, key, []byte(body), store.Condition{})
+			require.NoError(t, err)
+			return key
+		}
+		valid, err := queue.EncodeTask(good)
+		require.NoError(t, err)
+		bad := map[string]string{
+			put(idBadJSON, `{"format":1, "id": `):                                                "unexpected end",
+			put(idFormat, strings.Replace(string(valid), `"format":1`, `"format":9`, 1)):         "unknown format version 9",
+			put(idTypes, strings.Replace(string(valid), `"attempt":0`, `"attempt":"zero"`, 1)):   "attempt",
+			put(idMismatch, strings.Replace(string(valid), good.ID.String(), other.String(), 1)): "key says",
+		}
+		// Single reads return a *MalformedError.
+		_, err = b.q.Get(b.ctx, idFormat)
+		var m *queue.MalformedError
+		require.ErrorAs(t, err, &m)
+		require.Equal(t, b.q.TaskKey(idFormat), m.Key)
+
+		page, err := b.q.List(b.ctx, queue.ListQuery{})
+		require.NoError(t, err)
+		require.Len(t, page.Tasks, 1)
+		require.Equal(t, good.ID, page.Tasks[0].ID)
+		require.Len(t, page.Malformed, len(bad))
+		for _, mal := range page.Malformed {
+			want, ok := bad[mal.Key]
+			require.True(t, ok, mal.Key)
+			require.Contains(t, mal.Error(), want)
+		}
+
+		var malformed int
+		for _, shard := range b.q.Shards() {
+			res, _, err := b.q.Repair(b.ctx, shard, 100, "")
+			require.NoError(t, err)
+			malformed += len(res.Malformed)
+		}
+		require.Equal(t, len(bad), malformed)
+
+		// A malformed ready entry target: claim reports, does not panic.
+		_, err = b.q.Claim(b.ctx, queue.ReadyEntry{ID: idTypes, Shard: b.q.ShardOf(idTypes), Type: "m"}, "w1")
+		require.ErrorAs(t, err, &m)
+
+		// A history with one bad version among good ones.
+		key := good.Key()
+		_, err = b.raw.Put(b.ctx, key, []byte(`not json`), store.Condition{})
+		require.NoError(t, err)
+		_, err = b.raw.Put(b.ctx, key, valid, store.Condition{})
+		require.NoError(t, err)
+		events, err := b.q.History(b.ctx, good.ID)
+		require.NoError(t, err)
+		require.Len(t, events, 3)
+		require.NoError(t, events[0].Err)
+		require.ErrorAs(t, events[1].Err, &m)
+		require.Nil(t, events[1].Task)
+		require.NoError(t, events[2].Err)
+
+		// Garbage index keys are skipped by the listings.
+		for _, k := range []string{"ready/garbage", "ready/0000000000001/zz/t/x", "leases/123/0/x"} {
+			_, err := b.raw.Put(b.ctx, k, nil, store.Condition{})
+			require.NoError(t, err)
+		}
+		es, _, err := b.q.ListReady(b.ctx, queue.ReadyQuery{})
+		require.NoError(t, err)
+		for _, e := range es {
+			require.NotEqual(t, uuid.Nil, e.ID)
+		}
+		_, _, err = b.q.ListExpired(b.ctx, 0, "")
+		require.NoError(t, err)
+	})
+}

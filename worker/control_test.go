@@ -1,0 +1,88 @@
+package worker
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/qo-queue/qo/store"
+	"github.com/qo-queue/qo/store/storetest"
+)
+
+func TestPauseStopsClaiming(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		bd := setup(t, b, setupOpts{})
+		o := bd.opts(t)
+		o.Concurrency = 10
+		o.ControlRefresh = time.Nanosecond // re-read the switches on every poll
+		w := New(bd.q, o)
+		w.Handle("a", blockHandler)
+		w.Handle("b", blockHandler)
+		prepared(t, w)
+		for range 2 {
+			bd.submit(t, "a", `{}`)
+			bd.submit(t, "b", `{}`)
+		}
+
+		_, err := bd.q.Pause(ctx, "", "maintenance")
+		require.NoError(t, err)
+		r := w.poll(ctx, 10)
+		require.NoError(t, r.err)
+		require.Zero(t, r.claimed, "the switches are read before claiming what the listing found")
+		before := counts(bd.s)
+		r = w.poll(ctx, 10)
+		require.NoError(t, r.err)
+		require.Zero(t, r.claimed)
+		require.Zero(t, counts(bd.s).Sub(before).Total(store.OpList), "a worker that knows it is paused does not even list")
+
+		_, err = bd.q.Resume(ctx, "")
+		require.NoError(t, err)
+		_, err = bd.q.Pause(ctx, "a", "")
+		require.NoError(t, err)
+		r = w.poll(ctx, 10)
+		require.NoError(t, r.err)
+		require.Equal(t, 2, r.claimed)
+		require.Equal(t, map[string]int{"b": 2}, runningTypes(w), "only the type that is not paused")
+
+		_, err = bd.q.Resume(ctx, "a")
+		require.NoError(t, err)
+		require.Equal(t, 2, w.poll(ctx, 10).claimed)
+		require.Equal(t, map[string]int{"a": 2, "b": 2}, runningTypes(w))
+	})
+}
+
+func TestPerTypeLimit(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		bd := setup(t, b, setupOpts{})
+		o := bd.opts(t)
+		o.Concurrency = 10
+		o.Limits = map[string]int{"email": 2}
+		w := New(bd.q, o)
+		w.Handle("email", blockHandler)
+		w.Handle("resize", blockHandler)
+		prepared(t, w)
+		for range 5 {
+			bd.submit(t, "email", `{}`)
+		}
+		for range 3 {
+			bd.submit(t, "resize", `{}`)
+		}
+		for range 3 {
+			require.NoError(t, w.poll(ctx, 10-len(w.snapshotRunning())).err)
+		}
+		require.Equal(t, map[string]int{"email": 2, "resize": 3}, runningTypes(w))
+
+		bad := New(bd.q, Options{Limits: map[string]int{"other": 1}})
+		bad.Handle("email", blockHandler)
+		require.ErrorContains(t, bad.prepare(), `does not serve`)
+		zero := New(bd.q, Options{Limits: map[string]int{"email": 0}})
+		zero.Handle("email", blockHandler)
+		require.ErrorContains(t, zero.prepare(), "qo pause email")
+	})
+}
