@@ -202,3 +202,33 @@ func ExampleQueue_SubmitBulk() {
 	// submitted: 2 duplicates: 1 failed: 0
 	// lines 2 and 3 share a task: true
 }
+
+// Example_goAPI is README's second Go snippet, between the README markers
+// (TestREADMESnippet keeps the two identical), so the snippet compiles. It
+// has no output to check: Follow reports times and ids that change on
+// every run, and the examples above run each call.
+func Example_goAPI() {
+	ctx := context.Background()
+	st := memstore.New()
+	if _, err := queue.Init(ctx, st, 1); err != nil {
+		log.Fatal(err)
+	}
+	q, err := queue.Open(ctx, st, queue.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	f := strings.NewReader(`{"type":"resize","input":{"w":64}}` + "\n")
+	var ids []uuid.UUID
+
+	// README: begin
+	items, bad, err := queue.ParseBulk(f, queue.DefaultSubmitDefaults)      // every line checked before anything is written
+	res := q.SubmitBulk(ctx, items, queue.BulkOptions{Concurrency: 16})     // res.Summary(): submitted, duplicates, failed
+	results, err := q.Wait(ctx, ids, queue.WaitOptions{Timeout: time.Hour}) // each result's Outcome: completed, failed, ...
+	err = q.Follow(ctx, queue.FollowOptions{IDs: ids, UntilDone: true}, func(ev queue.Event) error {
+		fmt.Println(ev.At, ev.Name, ev.TaskID, ev.WorkerID) // the event names of qo history
+		return nil
+	})
+	// README: end
+
+	_, _, _, _ = bad, res, results, err
+}

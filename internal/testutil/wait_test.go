@@ -7,8 +7,9 @@ import (
 	"time"
 )
 
-// recorder is a testing.TB that records the failure of a wait. Its Fatalf
-// ends the goroutine, as the real one does; any other method panics.
+// recorder is a testing.TB that records the failure of a helper. Its
+// Fatalf ends the goroutine, as the real one does, and Errorf does not;
+// any other method panics.
 type recorder struct {
 	testing.TB
 	failure string
@@ -20,6 +21,10 @@ func (r *recorder) Helper() {}
 func (r *recorder) Fatalf(format string, args ...any) {
 	r.failed, r.failure = true, fmt.Sprintf(format, args...)
 	runtime.Goexit()
+}
+
+func (r *recorder) Errorf(format string, args ...any) {
+	r.failed, r.failure = true, fmt.Sprintf(format, args...)
 }
 
 // run runs wait with a recorder on a goroutine of its own.
