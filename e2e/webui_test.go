@@ -271,9 +271,9 @@ func TestWebUIInChromium(t *testing.T) {
 	screenshot(t, ctx, "workers")
 }
 
-// TestWebUIFeatures: priorities, the expired status, a payload stored in
+// TestWebUITaskDetailsPauseAndSchedules: priorities, the expired status, a payload stored in
 // its own object, the pause banner and the schedules view, in Chromium.
-func TestWebUIFeatures(t *testing.T) {
+func TestWebUITaskDetailsPauseAndSchedules(t *testing.T) {
 	t.Parallel()
 	ctx := browser(t)
 	e := wkSetup(t)
