@@ -32,4 +32,9 @@
 // Run, as one line ("qo: ...") and exit with the code exitCode gives them
 // (see exitcodes.go; scripts branch on them, so they never change
 // meaning).
+//
+// What users see (output, errors, exit codes) is tested as scripts in
+// testdata/script, one story per file, run by TestScripts
+// (script_test.go) against a real S3 server; helpers and edge cases stay
+// in Go tests.
 package command

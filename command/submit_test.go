@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/store/storetest"
 )
 
 func TestSubmitPriorityAndExpiry(t *testing.T) {
@@ -26,9 +27,9 @@ func TestSubmitPriorityAndExpiry(t *testing.T) {
 	require.Contains(t, q.ok("list"), "PRIORITY")
 
 	// A task nobody started in time: qo wait reports it expired, exit 6.
+	// The sweep runs on a clock just past the task's deadline.
 	short := q.task("submit", "--type", "nobody", "--expires-in", "1ms")
-	time.Sleep(5 * time.Millisecond)
-	qq, err := queue.Open(context.Background(), q.s, queue.Options{})
+	qq, err := queue.Open(context.Background(), q.s, queue.Options{Clock: storetest.NewClock(short.ExpiresAt.Add(time.Millisecond))})
 	require.NoError(t, err)
 	res, _, err := qq.Sweep(context.Background(), "", 0, 0)
 	require.NoError(t, err)
