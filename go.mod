@@ -4,6 +4,7 @@ go 1.25.0
 
 require (
 	github.com/Shopify/toxiproxy/v2 v2.5.0
+	github.com/agnivade/levenshtein v1.2.2
 	github.com/aws/aws-sdk-go-v2 v1.45.1
 	github.com/aws/aws-sdk-go-v2/config v1.33.1
 	github.com/aws/aws-sdk-go-v2/credentials v1.20.1

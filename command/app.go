@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/agnivade/levenshtein"
 	"github.com/urfave/cli/v2"
 
 	"github.com/qo-queue/qo/internal/termsafe"
@@ -136,11 +137,35 @@ func New(build Build) *cli.App {
 		OnUsageError:   onUsageError,
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
-				return usageError("unknown command %q: run 'qo --help' for the list of commands", c.Args().First())
+				name := c.Args().First()
+				if near := nearestCommand(c.App.Commands, name); near != "" {
+					return usageError("unknown command %q: did you mean %q? (run 'qo --help' for the list of commands)", name, near)
+				}
+				return usageError("unknown command %q: run 'qo --help' for the list of commands", name)
 			}
 			return cli.ShowAppHelp(c)
 		},
 	}
+}
+
+// nearestCommand is the command name (or alias) closest to a mistyped
+// one, when a typo (at most two edits) explains the difference, the one
+// of the typed length among equals (a swap of two letters is two edits);
+// "" when none is that close.
+func nearestCommand(cmds []*cli.Command, typed string) string {
+	best, bestDist := "", 3
+	for _, cmd := range cmds {
+		for _, name := range cmd.Names() {
+			d := levenshtein.ComputeDistance(typed, name)
+			if d < bestDist || (d == bestDist && best != "" && len(name) == len(typed) && len(best) != len(typed)) {
+				best, bestDist = name, d
+			}
+		}
+	}
+	if bestDist >= len(typed) {
+		return "" // every letter changed: no typo
+	}
+	return best
 }
 
 // prepareCommand gives cmd (and its subcommands) qo's usage-error handling

@@ -29,6 +29,17 @@ func TestErrorLine(t *testing.T) {
 	}
 }
 
+func TestNearestCommand(t *testing.T) {
+	t.Parallel()
+	cmds := New(Build{}).Commands
+	for typed, want := range map[string]string{
+		"submti": "submit", "sumbit": "submit", "stats": "stats", "wokrer": "worker", "tial": "tail",
+		"frobnicate": "", "no-such-command": "", "": "",
+	} {
+		require.Equal(t, want, nearestCommand(cmds, typed), "typed %q", typed)
+	}
+}
+
 func TestRunPrintsOneLine(t *testing.T) {
 	t.Parallel()
 	var stdout, stderr bytes.Buffer

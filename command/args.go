@@ -2,7 +2,9 @@ package command
 
 import (
 	"bufio"
+	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -118,4 +120,13 @@ func taskIDs(args []string) ([]uuid.UUID, error) {
 		}
 	}
 	return ids, nil
+}
+
+// taskError words a failure to read a task: a missing task is one clear
+// line with exit code 3.
+func taskError(id uuid.UUID, err error) error {
+	if errors.Is(err, queue.ErrNotFound) {
+		return fmt.Errorf("task %s does not exist in this queue: check the id and --bucket (qo list shows the tasks): %w", id, queue.ErrNotFound)
+	}
+	return err
 }

@@ -72,7 +72,7 @@ func cmdDuration(c *cli.Context, name string) (time.Duration, error) {
 	}
 	d, err := parseSecondsOrDuration(s)
 	if err != nil {
-		return 0, usageError("invalid --%s %q: want a duration like 500ms, 30s or 2m, or a number of seconds", name, s)
+		return 0, usageError("invalid --%s %q: want a duration such as 500ms, 30s or 2m, or a number of seconds", name, s)
 	}
 	if d < 0 {
 		return 0, usageError("invalid --%s %q: must not be negative", name, s)

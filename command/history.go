@@ -44,7 +44,7 @@ Examples:
 			}
 			events, err := q.History(c.Context, id)
 			if err != nil {
-				return err
+				return taskError(id, err)
 			}
 			if c.Bool("json") {
 				return emitJSON(c.App.Writer, view.HistoryOf(id, events))

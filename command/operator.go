@@ -42,7 +42,7 @@ func operatorCommand(name, usage, description string, extra []cli.Flag,
 			}
 			before, err := q.Get(c.Context, id)
 			if err != nil {
-				return err
+				return taskError(id, err)
 			}
 			task, err := do(c.Context, c, q, id)
 			if err != nil {

@@ -46,7 +46,7 @@ Examples:
 			}
 			task, err := q.Get(c.Context, id)
 			if err != nil {
-				return err
+				return taskError(id, err)
 			}
 			full, loadErr := q.WithPayloads(c.Context, task)
 			if loadErr != nil {

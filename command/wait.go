@@ -133,15 +133,6 @@ func runWait(c *cli.Context) error {
 	return waitResult(c, results, asJSON)
 }
 
-// taskError words a failure to read a task: a missing task is one clear
-// line with exit code 3.
-func taskError(id uuid.UUID, err error) error {
-	if errors.Is(err, queue.ErrNotFound) {
-		return fmt.Errorf("task %s does not exist in this queue: check the id and --bucket (qo list shows the tasks): %w", id, queue.ErrNotFound)
-	}
-	return err
-}
-
 func printWaitLine(w io.Writer, r queue.WaitResult) {
 	t := r.Task
 	name := r.ID.String()

@@ -44,9 +44,12 @@ then, in this order (a later one wins):
 QO_EXEC_ENV takes names (or NAME=VALUE without commas), comma separated; a
 --env on the command line replaces it.
 
-A task's timeout is a lease: while a handler runs its lease is renewed every
-timeout/3, so a slow handler keeps running as long as the worker is healthy;
-a dead or partitioned worker's tasks come back when their lease expires.
+A task's timeout_seconds is a hard limit: at the deadline the handler is
+stopped (an exec handler gets SIGTERM, then SIGKILL after --kill-grace) and
+the attempt is retried or failed as timed out. Liveness is the heartbeat:
+a worker whose heartbeat is older than --dead-after loses its tasks to the
+monitor, which runs them again elsewhere; a handler running longer than
+the lease check interval has its task re-read to notice a cancel.
 
 The worker runs the timeout monitor too (one of all running monitors leads at
 a time); --no-monitor turns it off when a separate 'qo monitor' runs.

@@ -61,11 +61,18 @@
 //
 // # Leases and time
 //
-// The lease is renewed every timeout/3 while the handler runs, so a task's
-// timeout bounds how long a dead worker holds it, not how long a healthy
-// handler may run. Deadlines are read from Options.Clock (the store's
-// authoritative time by default), never from the local clock alone. See
-// task.go for the reasons a handler's context is cancelled.
+// A claim's lease is the fence: every later write of the attempt carries
+// it, and a write with a lost lease is refused. The lease is not extended:
+// a task's timeout_seconds is a hard limit on its attempt (the handler's
+// context is cancelled at the deadline, an exec handler gets SIGTERM and
+// then SIGKILL after the kill grace, and the attempt is retried or failed
+// as timed out). Liveness comes from the heartbeat (below): the monitor
+// takes back the tasks of a worker whose heartbeat is older than its
+// DeadAfter. A handler that runs longer than LeaseCheckInterval has its
+// task re-read that often, to notice a cancel request or a lost lease.
+// Deadlines are read from Options.Clock (the store's authoritative time by
+// default), never from the local clock alone. See task.go for the reasons
+// a handler's context is cancelled.
 //
 // # Registry and heartbeat
 //
@@ -74,8 +81,12 @@
 // started_at, last_heartbeat, shards (empty: all; with shard leasing, the
 // shards held), current_tasks, types, concurrency, tasks_completed,
 // tasks_failed (failed attempts, retried or final), host, pid, version. It
-// deletes the entry on exit. Heartbeats are for observability and shard
-// balancing; task safety never depends on them.
+// deletes the entry on exit. The heartbeat is the worker's liveness: once
+// it is older than the DeadAfter the entry states, the monitor takes the
+// worker's tasks back, and a worker that could not write it for three
+// quarters of that bound stops its handlers and releases its tasks itself.
+// Safety never depends on it: a worker wrongly thought dead is fenced off
+// by its leases.
 //
 // # Shutdown
 //
