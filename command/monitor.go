@@ -103,7 +103,7 @@ Probes, served with /metrics on --metrics-addr (QO_METRICS_ADDR):
 
 Durations accept Go syntax (500ms, 30s, 2m) or a bare number of seconds.`,
 		Flags: flags,
-		Action: func(c *cli.Context) error {
+		Action: serviceAction(func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usageError("monitor takes no arguments, got %q", c.Args().First())
 			}
@@ -143,6 +143,6 @@ Durations accept Go syntax (500ms, 30s, 2m) or a bare number of seconds.`,
 			})
 			defer stop()
 			return monitor.New(q, o).Run(ctx)
-		},
+		}),
 	}
 }

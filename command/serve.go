@@ -90,7 +90,7 @@ Examples:
   curl -s -H "Authorization: Bearer $QO_API_TOKEN" -H 'Content-Type: application/json' \
     -XPOST localhost:8080/api/tasks -d '{"type":"echo","input":{"hi":1}}'`,
 		Flags:  flags,
-		Action: runServe,
+		Action: serviceAction(runServe),
 	}
 }
 

@@ -1,9 +1,13 @@
 package command
 
 import (
+	"context"
+	"errors"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/urfave/cli/v2"
 )
 
 // onSignals calls f with a running count for each SIGINT or SIGTERM until
@@ -28,5 +32,20 @@ func onSignals(f func(n int)) (stop func()) {
 	return func() {
 		signal.Stop(sigs)
 		close(done)
+	}
+}
+
+// serviceAction wraps the action of a long-running service (worker,
+// monitor, serve): a SIGTERM or SIGINT that arrives while it is still
+// starting (opening the queue, registering) stops it as cleanly as one
+// that arrives later, with exit code 0, as an orchestrator stopping a pod
+// early expects. Other commands report an interrupt (exit 130).
+func serviceAction(action cli.ActionFunc) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		err := action(c)
+		if err != nil && c.Context.Err() != nil && errors.Is(err, context.Canceled) {
+			return nil
+		}
+		return err
 	}
 }

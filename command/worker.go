@@ -15,7 +15,8 @@ import (
 const runWorkerDescription = `Claims tasks and runs their handlers until SIGTERM or SIGINT. The first signal
 stops claiming, waits up to --shutdown-timeout for running tasks and releases
 the rest (pending again, available at once, no retry counted); a second signal
-releases them at once. Either way the worker deregisters and exits 0.
+releases them at once. Either way the worker deregisters and exits 0, also when
+the signal comes while it is still starting.
 
 Handlers, three ways:
   --exec TYPE=COMMAND   run COMMAND (split on spaces, no shell) per task: the
@@ -146,7 +147,7 @@ func workerCommand(build Build) *cli.Command {
 		UsageText:   "qo run-worker [--exec TYPE=COMMAND ...] [--builtins] [flags]",
 		Description: runWorkerDescription,
 		Flags:       flags,
-		Action:      func(c *cli.Context) error { return runWorker(c, build) },
+		Action:      serviceAction(func(c *cli.Context) error { return runWorker(c, build) }),
 	}
 }
 
