@@ -45,7 +45,7 @@ import (
 // while it has free slots, then every PollMin for WarmFor (so a task that
 // follows a burst is picked up within PollMin), then waits 2xPollMin,
 // 4xPollMin, ... up to PollMax (jittered ±20%); a walk that found only
-// other workers' work backs off the same way at once.
+// other workers' work backs off at once, from 10xPollMin.
 //
 // Order: each worker claims in rank order across its shards, as of its
 // last walk. A task that became ready after that walk waits for the next
@@ -57,6 +57,11 @@ import (
 // reads (4 pages), a walk ranks only the shards it reached, each with a
 // horizon at the last key of a page it cut short, and the next walk goes
 // on at the next shard: shards then take turns.
+
+// othersWait: after a walk that found only other workers' work, the
+// worker waits this many PollMin before it looks again (then twice as
+// long, and so on).
+const othersWait = 10
 
 type pollResult struct {
 	claimed int
@@ -124,7 +129,14 @@ func (w *Worker) dispatch(ctx context.Context) {
 		if r.more && r.err == nil {
 			continue
 		}
-		if r.err == nil && !r.others && time.Since(w.lastWork) < w.opts.WarmFor {
+		switch {
+		case r.err != nil:
+		case r.others:
+			// Other workers' work is in hand: look again once they had
+			// time to get on with it, or to leave a few entries to help
+			// with.
+			wait = max(wait, othersWait*w.opts.PollMin)
+		case time.Since(w.lastWork) < w.opts.WarmFor:
 			wait = w.opts.PollMin
 		}
 		t := time.NewTimer(w.jitter(wait))
