@@ -637,11 +637,11 @@ set.
 A task is high, normal (the default) or low. Its ready key sorts under its
 rank: available_at - PriorityStep for high, available_at for normal,
 available_at + PriorityStep for low (PriorityStep is 15 minutes). Workers
-read the ready index in key order and, within the page they read, claim
-high before normal before low. So a high task goes ahead of normal tasks
-that became available less than 15 minutes before it and of low ones up to
-30 minutes before it, and an idle queue runs a low task at once (the
-listing looks PriorityStep past now). No level starves: a task is never
+claim the entries they read in rank order across shards (ReadyEntry.Rank;
+within one millisecond the higher priority first). So a high task goes
+ahead of normal tasks that became available less than 15 minutes before it
+and of low ones up to 30 minutes before it, and an idle queue runs a low
+task at once (the listing looks PriorityStep past now). No level starves: a task is never
 passed by one that became available more than 2 x PriorityStep after it.
 A retry or requeue keeps the priority.
 

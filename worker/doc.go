@@ -46,10 +46,11 @@
 // the shards it polls: the type and shard are part of the ready key, so
 // other entries are skipped without reading their task. When idle it sends
 // one LIST per poll, whatever the shard count, backing off from PollMin to
-// PollMax. See poll.go for order and fairness (high priority first, key
-// order within a level from a per-worker offset, shards taking turns, the
-// rest of a page held for the next free slots) and IndexMode for the
-// fallback scans.
+// PollMax. Under load it holds what a walk of the index found and claims
+// from it oldest first across every shard, its own share of it (workers
+// split the ready tasks by task id, see peers.go), for up to PageHold
+// before it walks again. See poll.go for order and fairness and IndexMode
+// for the fallback scans.
 //
 // # Pause, limits and large inputs
 //

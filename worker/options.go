@@ -49,11 +49,11 @@ const (
 	DefaultControlRefresh     = 5 * time.Second
 	DefaultPollMax            = 5 * time.Second
 	DefaultWarmFor            = 2 * time.Second
-	DefaultPageHold           = 2 * time.Second
+	DefaultPageHold           = 10 * time.Second
 	DefaultShutdownTimeout    = 30 * time.Second
 	DefaultHeartbeatInterval  = 10 * time.Second
 	DefaultLeaseCheckInterval = 10 * time.Second
-	DefaultReadyPageSize      = 100
+	DefaultReadyPageSize      = 1000
 	DefaultLogScanPageSize    = 50
 	DefaultHybridScanAfter    = time.Minute
 	DefaultHandlerGrace       = DefaultKillGrace + 2*time.Second
@@ -112,11 +112,13 @@ type Options struct {
 	// WarmFor: after a poll that claimed something, the worker keeps
 	// polling every PollMin this long before it backs off (default 2s).
 	WarmFor time.Duration
-	// PageHold: the rest of a page that had more claimable entries than
-	// free slots is claimed from, without listing again, for this long
-	// (default 2s): new work that arrives meanwhile waits at most this.
+	// PageHold: what a walk of the ready index found is claimed from,
+	// without listing again, for at most this long (default 10s): a task
+	// that becomes ready meanwhile, whatever its priority, is seen by the
+	// worker it falls to at most this much later.
 	PageHold time.Duration
-	// ReadyPageSize is the page size of one ready-index LIST (default 100).
+	// ReadyPageSize is the page size of one ready-index LIST (default
+	// 1000, the most S3 returns; a LIST costs the same whatever its size).
 	ReadyPageSize int
 	// LogScanPageSize is the page size of one tasks/ scan (default 50).
 	LogScanPageSize int

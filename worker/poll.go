@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/qo-queue/qo/queue"
 )
 
@@ -16,35 +19,49 @@ import (
 //
 // The ready index is keyed "ready/{shard}/{rank ms}/{type}/{priority}/{id}"
 // (the rank is available_at moved by the priority, see queue/doc.go): one
-// partition per shard, each in time order. A walk (queue.ListReady) goes
-// through the worker's shards' partitions with one LIST per page, skipping
-// what is not due and entries of types it cannot run without reading them.
-// An idle worker therefore sends one LIST per poll whatever the shard
-// count. After a poll that claimed something the worker polls again at
-// once while it has free slots, then every PollMin for WarmFor (so a task
-// that follows a burst is picked up within PollMin), then waits 2xPollMin,
-// 4xPollMin, ... up to PollMax (jittered ±20%).
+// partition per shard, each in rank order. A walk (see walk) lists the
+// worker's shards' partitions from the first, LISTs of ReadyPageSize
+// (1,000) keys each going on where the last ended, skipping what is not
+// due and entries of types the worker cannot run without reading them: an
+// idle worker sends one LIST per poll whatever the shard count, and a
+// backlog of up to 4,000 entries is read whole in up to 4 LISTs. A shard
+// deeper than a page contributes its first page and the walk goes on at
+// the next shard, so every shard reached has one page held.
 //
-// Claiming: a page's entries are tried high priority first and, within a
-// priority, in key order (oldest rank first) starting at the worker's
-// stable offset (a hash of its id) and wrapping around, so workers that
-// read the same page begin at different entries instead of racing for its
-// first key. When the page has more claimable entries than free slots,
-// the rest is held and claimed from as slots free up, without listing
-// again, for PageHold (2s); then it is listed afresh. A claim lost to
-// another worker means that worker is on the same page: the walk skips
-// ahead by a stable, per-worker number of shards, so workers part ways.
-// A page that gave work ends its shard's turn (the walk goes on at the
-// next shard), so every shard's oldest work comes in turn instead of one
-// busy shard's whole backlog first; while work is being found each walk
-// starts at the worker's home shard, then wraps to the first.
+// The worker holds what the walk found (the held view) and claims from it
+// as slots free up, without listing again, until nothing in it is left
+// for it or PageHold (10s) has passed; then it walks again, at once while
+// the view gave work and slots are free. Claiming is oldest first across
+// every shard held: the pages are merged by rank, priority and task id
+// (compareReady), which is the key order within a shard. Workers reading
+// the same entries split them by task id (see peers.go), so each claims
+// its own share oldest first instead of racing for the same keys; a share
+// left behind by a dead or stalled worker is taken after a page hold, and
+// a worker with nothing of its own left helps with the others' entries
+// when they are few (no more than its free slots), newest first; more
+// than that are left to their workers and the worker backs off.
 //
-// Order: within a shard and a priority a task is overtaken only by tasks
-// of the same page (at most ReadyPageSize - 1); across shards, shards take
-// turns, so under a backlog a task can be overtaken by the work of every
-// other shard's turn (qo bench reports how far). Every page is reached,
-// whatever its shard or type: a page with nothing claimable pages on
-// within its shard.
+// After a poll that claimed something the worker polls again at once
+// while it has free slots, then every PollMin for WarmFor (so a task that
+// follows a burst is picked up within PollMin), then waits 2xPollMin,
+// 4xPollMin, ... up to PollMax (jittered ±20%); a walk that found only
+// other workers' work backs off at once, from 10xPollMin.
+//
+// Order: each worker claims in rank order across its shards, as of its
+// last walk. A task that became ready after that walk waits for the next
+// one, at most PageHold later: so a newly ready higher-priority task is
+// claimed ahead of every entry ranked after it within PageHold (plus the
+// time a slot takes to free up). Across workers a task is overtaken only
+// by tasks other workers started while their share was ahead of its
+// worker's (qo bench reports how far). With a deeper backlog than a walk
+// reads (4 pages), a walk ranks only the shards it reached, each with a
+// horizon at the last key of a page it cut short, and the next walk goes
+// on at the next shard: shards then take turns.
+
+// othersWait: after a walk that found only other workers' work, the
+// worker waits this many PollMin before it looks again (then twice as
+// long, and so on).
+const othersWait = 10
 
 type pollResult struct {
 	claimed int
@@ -53,7 +70,10 @@ type pollResult struct {
 	more bool
 	// empty: a listing from the start found nothing claimable.
 	empty bool
-	err   error
+	// others: what is left is other workers' work, in hand: back off
+	// even while warm.
+	others bool
+	err    error
 }
 
 type scanState struct {
@@ -109,7 +129,14 @@ func (w *Worker) dispatch(ctx context.Context) {
 		if r.more && r.err == nil {
 			continue
 		}
-		if r.err == nil && time.Since(w.lastWork) < w.opts.WarmFor {
+		switch {
+		case r.err != nil:
+		case r.others:
+			// Other workers' work is in hand: look again once they had
+			// time to get on with it, or to leave a few entries to help
+			// with.
+			wait = max(wait, othersWait*w.opts.PollMin)
+		case time.Since(w.lastWork) < w.opts.WarmFor:
 			wait = w.opts.PollMin
 		}
 		t := time.NewTimer(w.jitter(wait))
@@ -185,144 +212,252 @@ func (w *Worker) poll(ctx context.Context, free int) pollResult {
 	}
 }
 
-// indexStep reads one ready-index page and claims up to free entries,
-// higher priorities first.
+// heldEntry is a ready entry of the held view.
+type heldEntry struct {
+	queue.ReadyEntry
+	own  bool // it falls to this worker (see peers.go)
+	late bool // another worker's, left older than this worker's own for a page hold
+	done bool // tried (claimed, lost, or failed)
+}
+
+// heldView is what the last walk of the ready index found, claimed from as
+// slots free up (dispatch loop only).
+type heldView struct {
+	entries []heldEntry // in claim order (see compareReady)
+	// horizon: entries ranked after it wait for the next walk (zero: no
+	// horizon), see walk.
+	horizon time.Time
+	at      time.Time // when the walk was made (machine clock)
+	// help: the walk found nothing of the worker's own, so it helps with
+	// the others' entries (see claimHeld).
+	help bool
+}
+
+// within reports whether the entry may be claimed before the next walk.
+func (v *heldView) within(h *heldEntry) bool {
+	return v.horizon.IsZero() || !h.Rank.After(v.horizon)
+}
+
+// claimable reports whether the entry is one the view is claimed for.
+func (v *heldView) claimable(h *heldEntry) bool {
+	return !h.done && v.within(h) && (v.help || h.own || h.late)
+}
+
+// spent reports whether nothing in the view is left to claim before the
+// next walk.
+func (v *heldView) spent() bool {
+	for i := range v.entries {
+		if v.claimable(&v.entries[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// compareReady is the order ready entries are claimed in, across shards:
+// by rank (the time the key sorts under: available_at moved by the
+// priority), then priority, then task id (time-ordered). It is the key
+// order within a shard, so sorting the pages of several shards by it
+// merges them.
+func compareReady(a, b queue.ReadyEntry) int {
+	if c := a.Rank.Compare(b.Rank); c != 0 {
+		return c
+	}
+	if c := a.Priority.Level() - b.Priority.Level(); c != 0 {
+		return c
+	}
+	return bytes.Compare(a.ID[:], b.ID[:])
+}
+
+// maxWalkLists bounds the LISTs of one walk of the ready index.
+const maxWalkLists = 4
+
+// walk lists the ready index from where the last walk stopped ("" is the
+// first shard): LISTs of ReadyPageSize keys, each going on where the last
+// ended, up to the end of the index or maxWalkLists. A LIST that ends
+// inside the shard it began in (a shard deeper than a page) keeps that
+// page and goes on at the next shard, so every shard the walk reaches
+// contributes one page, and the rank of the last key listed in it is a
+// horizon: that shard may hold entries ranked after it, so entries of
+// other shards ranked after it wait for the next walk. A walk cut short
+// by maxWalkLists leaves the next one to begin where it stopped, so the
+// shards of an index deeper than that take turns.
+func (w *Worker) walk(ctx context.Context, shards, types []string) ([]queue.ReadyEntry, time.Time, error) {
+	var entries []queue.ReadyEntry
+	var horizon time.Time
+	start := w.walkFrom
+	w.walkFrom = ""
+	for range maxWalkLists {
+		es, next, err := w.q.ListReady(ctx, queue.ReadyQuery{
+			Shards: shards, Types: types, Limit: w.opts.ReadyPageSize, StartAfter: start,
+		})
+		if err != nil {
+			return nil, time.Time{}, err
+		}
+		entries = append(entries, es...)
+		if next == "" {
+			return entries, horizon, nil
+		}
+		if last, err := queue.ParseReadyKey(next); err == nil &&
+			(readyShard(start) == last.Shard || (len(es) > 0 && es[0].Shard == last.Shard)) {
+			if horizon.IsZero() || last.Rank.Before(horizon) {
+				horizon = last.Rank
+			}
+			if next = nextPartition(next, shards, w.q.Shards()); next == "" {
+				return entries, horizon, nil
+			}
+		}
+		start = next
+	}
+	w.walkFrom = start
+	return entries, horizon, nil
+}
+
+// readyShard is the shard of a ready-index key or partition prefix ("" for
+// "").
+func readyShard(key string) string {
+	shard, _, _ := strings.Cut(strings.TrimPrefix(key, queue.ReadyPrefix), "/")
+	return shard
+}
+
+// hold makes the entries of a walk the held view: in claim order, each
+// marked as the worker's own or another's (see peers.go), the others'
+// that stayed older than the worker's oldest own entry for a page hold
+// marked late (their worker is not keeping up: this one takes them). A
+// view without an own entry is one to help with.
+func (w *Worker) hold(ctx context.Context, entries []queue.ReadyEntry, horizon time.Time, free int) {
+	slices.SortFunc(entries, compareReady)
+	if w.leaser == nil && len(entries) > free && w.peers.due(time.Now()) {
+		w.refreshPeers(ctx)
+	}
+	now := time.Now()
+	v := heldView{entries: make([]heldEntry, len(entries)), horizon: horizon, at: now}
+	behind := map[uuid.UUID]time.Time{}
+	ahead := true // no own entry yet: entries so far are older than every own one
+	for i, e := range entries {
+		h := heldEntry{ReadyEntry: e, own: w.leaser != nil || w.owns(e)}
+		if h.own {
+			ahead = false
+		} else if ahead {
+			since, ok := w.behind[e.ID]
+			if !ok {
+				since = now
+			}
+			behind[e.ID] = since
+			h.late = now.Sub(since) >= w.opts.PageHold
+		}
+		v.entries[i] = h
+	}
+	// Help only with a few entries (no more than the free slots): with
+	// more, their workers are at them, and a helper would mostly meet
+	// them.
+	v.help = ahead && len(entries) <= free
+	w.view, w.behind = v, behind
+}
+
+// indexStep claims up to free entries from the held view, walking the
+// ready index first when the view is spent or older than PageHold.
 func (w *Worker) indexStep(ctx context.Context, shards, types []string, free int) pollResult {
-	if r, ok := w.claimHeld(ctx, free); ok {
+	walked, fromStart, listed := false, false, 0
+	if w.view.spent() || time.Since(w.view.at) >= w.opts.PageHold {
+		fromStart = w.walkFrom == ""
+		entries, horizon, err := w.walk(ctx, shards, types)
+		if err != nil {
+			return pollResult{err: err}
+		}
+		walked, listed = true, len(entries)
+		w.hold(ctx, w.dropPaused(ctx, entries), horizon, free)
+	}
+	help := w.view.help
+	claimed, lost := w.claimHeld(ctx, free)
+	switch {
+	case lost && help:
+		// The others' work is being done by its workers: back off.
+		return pollResult{claimed: claimed, others: true}
+	case lost:
+		// Another worker claims from this view: walk again after a pause.
+		return pollResult{claimed: claimed}
+	case w.view.spent():
+		// Used up: while it gave work and slots are free, walk again at
+		// once; a walk cut short goes on at once.
+		r := pollResult{
+			claimed: claimed,
+			more:    (claimed > 0 && claimed < free) || (walked && w.walkFrom != ""),
+			empty:   walked && fromStart && w.walkFrom == "" && listed == 0,
+		}
+		// What the walk found is other workers' work, more than this one
+		// could help with: back off.
+		r.others = walked && claimed == 0 && !r.more && len(w.view.entries) > 0
 		return r
 	}
-	start, fromHome := w.walkStart(shards)
-	entries, next, err := w.q.ListReady(ctx, queue.ReadyQuery{
-		Shards: shards, Types: types, Limit: w.opts.ReadyPageSize, StartAfter: start,
-	})
-	if err != nil {
-		return pollResult{err: err}
-	}
-	if next == "" {
-		// The walk reached the end; one that began at the home shard goes
-		// on at the first shard.
-		w.wrap = fromHome
-	}
-	listed := len(entries)
-	entries = w.dropPaused(ctx, entries)
-	byPriority(entries)
-	w.spread(entries)
-	claimed, tried, lost := w.claimEntries(ctx, entries, free)
-	if lost > 0 {
-		// Another worker works this page: leave it to it.
-		w.cursor = w.moveOn(entries[0].Shard, next, shards)
-		return pollResult{claimed: claimed, more: claimed < free}
-	}
-	if claimed > 0 && next != "" {
-		// A page that gave work ends this shard's turn: the walk goes on
-		// at the next shard, and this one's remaining work (now at its
-		// head) comes on the next walk. So one busy shard cannot keep
-		// the others waiting. A page with nothing claimable pages on
-		// within the shard instead, so entries the worker cannot take
-		// (a paused type) never hide the ones behind them.
-		next = nextPartition(next, shards, w.q.Shards())
-	}
-	if tried < len(entries) {
-		// Out of free slots: the rest of the page is held and claimed as
-		// slots free up, without listing again (see claimHeld); the walk
-		// goes on once it is used up.
-		w.held, w.heldAt, w.heldNext = entries[tried:], time.Now(), next
-		w.cursor = start
-		return pollResult{claimed: claimed}
-	}
-	w.cursor = next
-	return pollResult{
-		claimed: claimed,
-		more:    next != "" || (fromHome && next == "" && claimed > 0),
-		empty:   start == "" && next == "" && listed == 0,
-	}
+	return pollResult{claimed: claimed}
 }
 
-// claimHeld claims from the rest of the last page while it is younger than
-// PageHold; ok is false when there is nothing (fresh) to claim from, and
-// the caller lists.
-func (w *Worker) claimHeld(ctx context.Context, free int) (pollResult, bool) {
-	if len(w.held) == 0 {
-		return pollResult{}, false
+// claimHeld claims from the held view: the worker's own (and late)
+// entries within the horizon, oldest first; or, in a view without any,
+// the others' entries newest first, starting at the worker's stable
+// offset, so that a helper meets an entry's own worker once (where the
+// one coming from the oldest and the one coming from the newest meet)
+// and helpers begin apart. lost reports a claim lost to another worker:
+// the view is dropped then.
+func (w *Worker) claimHeld(ctx context.Context, free int) (claimed int, lost bool) {
+	v := &w.view
+	if len(v.entries) == 0 {
+		return 0, false
 	}
-	if time.Since(w.heldAt) >= w.opts.PageHold {
-		w.held = nil // stale: list the page again (w.cursor is its start)
-		return pollResult{}, false
+	w.refreshControl(ctx, min(controlFresh, w.opts.ControlRefresh))
+	var perType map[string]int
+	if len(w.opts.Limits) > 0 {
+		perType = w.runningByType()
 	}
-	entries := w.dropPaused(ctx, w.held)
-	claimed, tried, lost := w.claimEntries(ctx, entries, free)
-	w.held = entries[tried:]
-	if lost > 0 && len(entries) > 0 {
-		// Another worker works this page: leave it to it.
-		w.held = nil
-		w.cursor = w.moveOn(entries[0].Shard, w.heldNext, nil)
+	order := make([]int, 0, len(v.entries))
+	for i := range v.entries {
+		if v.claimable(&v.entries[i]) {
+			order = append(order, i)
+		}
 	}
-	if len(w.held) == 0 && lost == 0 {
-		w.cursor = w.heldNext
+	if v.help {
+		slices.Reverse(order)
+		if n := len(order); n > 1 {
+			k := int(w.offset() % uint32(n))
+			order = append(order[k:], order[:k]...)
+		}
 	}
-	if claimed == 0 {
-		// Everything tried was taken by others (or is over a limit): the
-		// page is being worked elsewhere; list afresh.
-		w.held = nil
-		return pollResult{}, false
+	for _, i := range order {
+		if claimed >= free || w.stopping(ctx) {
+			break
+		}
+		h := &v.entries[i]
+		if w.control.ctl.IsPaused(h.Type) {
+			h.done = true
+			continue
+		}
+		if w.atLimit(h.Type, perType) {
+			continue // this type is full; a later poll takes it
+		}
+		h.done = true
+		switch w.claimOne(ctx, h.ReadyEntry) {
+		case claimWon:
+			claimed++
+			if perType != nil {
+				perType[h.Type]++
+			}
+		case claimLost:
+			if h.own {
+				w.peers.lostOwn(time.Now())
+			}
+			v.entries = nil
+			return claimed, true
+		}
 	}
-	return pollResult{claimed: claimed, more: claimed < free && len(w.held) > 0}, true
-}
-
-// moveOn is the cursor after a page of shard was found contended: the walk
-// skips ahead by a stable, per-worker number of shards (so workers that
-// met on one partition part ways), or goes on at next when there are too
-// few shards to skip.
-func (w *Worker) moveOn(shard, next string, shards []string) string {
-	if shards == nil {
-		shards = w.q.Shards()
-	}
-	sorted := slices.Clone(shards)
-	slices.Sort(sorted)
-	i := slices.Index(sorted, shard)
-	if i < 0 || len(sorted) < 3 {
-		return next
-	}
-	j := i + 1 + int(w.offset()%uint32(len(sorted)-1))
-	if j >= len(sorted) {
-		return "" // the walk starts over
-	}
-	return queue.ReadyShardPrefix(sorted[j])
-}
-
-// walkStart returns where the next ready-index listing starts, and whether
-// that is a new walk from the worker's home shard: the cursor when a walk
-// is under way; else, while work is being found (WarmFor after the last
-// claim), the home shard, unless the previous walk began there (then the
-// first shard, so the shards before home are walked too); else the first
-// shard (an idle poll covers every shard in one LIST).
-func (w *Worker) walkStart(shards []string) (string, bool) {
-	if w.cursor != "" {
-		return w.cursor, false
-	}
-	if w.wrap || time.Since(w.lastWork) >= w.opts.WarmFor {
-		w.wrap = false
-		return "", false
-	}
-	if shards == nil {
-		shards = w.q.Shards()
-	}
-	if len(shards) < 2 {
-		return "", false
-	}
-	sorted := slices.Clone(shards)
-	slices.Sort(sorted)
-	i := int(w.offset() % uint32(len(sorted)))
-	if i == 0 {
-		return "", false
-	}
-	return queue.ReadyShardPrefix(sorted[i]), true
+	v.entries = slices.DeleteFunc(v.entries, func(h heldEntry) bool { return h.done })
+	return claimed, false
 }
 
 // nextPartition is the StartAfter of the first wanted shard's ready
 // partition after the one that key is in ("" when there is none).
 func nextPartition(key string, wanted, all []string) string {
-	shard, _, _ := strings.Cut(strings.TrimPrefix(key, queue.ReadyPrefix), "/")
+	shard := readyShard(key)
 	if wanted == nil {
 		wanted = all
 	}
@@ -378,7 +513,7 @@ func (w *Worker) scanStep(ctx context.Context, shards, types []string, free int)
 	}
 	entries = w.dropPaused(ctx, entries)
 	byPriority(entries)
-	claimed, tried, _ := w.claimEntries(ctx, entries, free)
+	claimed, tried := w.claimEntries(ctx, entries, free)
 	if tried >= len(entries) {
 		w.scan.cursors[shard] = page.Cursor
 		w.scan.idx++
@@ -386,32 +521,11 @@ func (w *Worker) scanStep(ctx context.Context, shards, types []string, free int)
 	return pollResult{claimed: claimed, more: w.scan.idx < len(shards)}
 }
 
-// spread rotates the entries of the page's highest priority level by the
-// worker's stable offset (a function of its id), so that workers reading
-// the same page begin at different entries instead of racing for its
-// first key; the page keeps its key order from there, wrapping around.
-func (w *Worker) spread(entries []queue.ReadyEntry) {
-	n := 1
-	for n < len(entries) && entries[n].Priority.Level() == entries[0].Priority.Level() {
-		n++
-	}
-	if n < 2 {
-		return
-	}
-	k := int(w.offset() % uint32(n))
-	top := entries[:n]
-	rotated := append(slices.Clone(top[k:]), top[:k]...)
-	copy(top, rotated)
-}
-
-// maxLostPerPoll: claims lost in one poll before the worker gives the page
-// up (see indexStep and claimHeld).
-const maxLostPerPoll = 1
-
-// claimEntries claims entries in order until free tasks were claimed. It
-// returns how many were claimed, how many entries were tried and how many
-// of those were lost to another claimer (or gone).
-func (w *Worker) claimEntries(ctx context.Context, entries []queue.ReadyEntry, free int) (claimed, tried, lost int) {
+// claimEntries claims entries in order until free tasks were claimed or
+// one claim was lost to another claimer (every further try would likely
+// cost a GET for nothing). It returns how many were claimed and how many
+// entries were tried.
+func (w *Worker) claimEntries(ctx context.Context, entries []queue.ReadyEntry, free int) (claimed, tried int) {
 	var perType map[string]int
 	if len(w.opts.Limits) > 0 {
 		perType = w.runningByType()
@@ -424,38 +538,52 @@ func (w *Worker) claimEntries(ctx context.Context, entries []queue.ReadyEntry, f
 		if w.atLimit(e.Type, perType) {
 			continue // this type is full; another poll takes it
 		}
-		// The claim runs to completion even if shutdown starts meanwhile:
-		// a claim whose answer we never saw would leave the task running
-		// until its holder is found dead.
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		l, err := w.q.Claim(cctx, e, w.opts.ID)
-		cancel()
-		switch {
-		case err == nil:
-			w.observer().Claimed(e.Type)
-			w.start(l)
+		switch w.claimOne(ctx, e) {
+		case claimWon:
 			claimed++
 			if perType != nil {
 				perType[e.Type]++
 			}
-		case errors.Is(err, queue.ErrConflict), errors.Is(err, queue.ErrNotFound):
-			w.observer().ClaimConflict(e.Type)
-			w.log.Debug("ready entry not claimable", "task_id", e.ID, "reason", err)
-			lost++
-			if lost >= maxLostPerPoll {
-				// Another worker is on this page: every further try here
-				// would likely cost a GET for nothing.
-				return claimed, tried, lost
-			}
-		default:
-			w.log.Warn("claim failed", "task_id", e.ID, "key", e.Key, "err", err)
+		case claimLost:
+			return claimed, tried
 		}
 	}
-	return claimed, tried, lost
+	return claimed, tried
 }
 
-// offset is the worker's stable offset (a hash of its id): its home shard
-// and where it starts within a page.
+type claimOutcome int
+
+const (
+	claimFailed claimOutcome = iota // an error (logged); the entry stays
+	claimWon                        // the task runs
+	claimLost                       // another claimer won, or the entry is stale
+)
+
+// claimOne claims the task of one entry and starts it.
+func (w *Worker) claimOne(ctx context.Context, e queue.ReadyEntry) claimOutcome {
+	// The claim runs to completion even if shutdown starts meanwhile: a
+	// claim whose answer we never saw would leave the task running until
+	// its holder is found dead.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	l, err := w.q.Claim(cctx, e, w.opts.ID)
+	cancel()
+	switch {
+	case err == nil:
+		w.observer().Claimed(e.Type)
+		w.start(l)
+		return claimWon
+	case errors.Is(err, queue.ErrConflict), errors.Is(err, queue.ErrNotFound):
+		w.observer().ClaimConflict(e.Type)
+		w.log.Debug("ready entry not claimable", "task_id", e.ID, "reason", err)
+		return claimLost
+	default:
+		w.log.Warn("claim failed", "task_id", e.ID, "key", e.Key, "err", err)
+		return claimFailed
+	}
+}
+
+// offset is the worker's stable offset (a hash of its id): where it
+// starts among the entries it helps with.
 func (w *Worker) offset() uint32 {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(w.opts.ID))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,7 +11,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/storetest"
@@ -96,9 +94,6 @@ func TestPollPagesPastOtherTypes(t *testing.T) {
 			r := w.poll(ctx, 1)
 			require.NoError(t, r.err)
 			claimed += r.claimed
-			if r.claimed == 0 && !r.more {
-				w.cursor = "" // what the dispatch loop does after its idle wait
-			}
 		}
 		require.Equal(t, 1, claimed)
 		require.Equal(t, mine.ID, blk.waitStarted(t).ID)
@@ -159,60 +154,6 @@ func TestParseIndexMode(t *testing.T) {
 	require.ErrorContains(t, err, "want index-only, hybrid or log-scan")
 }
 
-// Under a backlog a shard's turn ends with the first page that gave work:
-// one busy shard does not keep the others waiting.
-func TestPollTakesShardsInTurn(t *testing.T) {
-	t.Parallel()
-	storetest.ForEach(t, func(t *testing.T, b storetest.Backend) {
-		ctx := context.Background()
-		bd := setup(t, b, setupOpts{})
-		o := bd.opts(t)
-		o.ReadyPageSize = 2
-		w := New(bd.q, o)
-		var mu sync.Mutex
-		var shards []string
-		w.Handle("job", func(_ context.Context, task *queue.Task) (json.RawMessage, error) {
-			mu.Lock()
-			shards = append(shards, task.Shard)
-			mu.Unlock()
-			return nil, nil
-		})
-		prepared(t, w)
-		// Enough tasks that the first shard holding any has more than a
-		// page of them.
-		perShard := map[string]int{}
-		for perShard[minKey(perShard)] <= 2*o.ReadyPageSize {
-			task := bd.submit(t, "job", `{}`)
-			perShard[task.Shard]++
-		}
-		claimed := 0
-		for claimed < 2*o.ReadyPageSize+1 {
-			r := w.poll(ctx, 1)
-			require.NoError(t, r.err)
-			claimed += r.claimed
-			testutil.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(shards) == claimed }, "%d claimed tasks to start", claimed)
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		require.Equal(t, minKey(perShard), shards[0], "the walk starts at the first shard, oldest first")
-		distinct := map[string]bool{}
-		for _, s := range shards {
-			distinct[s] = true
-		}
-		require.Greater(t, len(distinct), 1, "after a page of one shard the next shard's turn comes: %v", shards)
-	})
-}
-
-func minKey(m map[string]int) string {
-	best := ""
-	for k := range m {
-		if best == "" || k < best {
-			best = k
-		}
-	}
-	return best
-}
-
 func TestNextPartition(t *testing.T) {
 	t.Parallel()
 	all := []string{"0", "1", "2", "3"}
@@ -271,66 +212,5 @@ func TestOrderWithinShard(t *testing.T) {
 			worst = max(worst, overtaken)
 		}
 		require.Less(t, worst, page, "a task overtaken by more than its page")
-	})
-}
-
-// While work is being found, a walk begins at the worker's home shard and
-// the next one at the first shard; an idle worker's walk covers every
-// shard from the first.
-func TestWalkStart(t *testing.T) {
-	t.Parallel()
-	bd := setup(t, storetest.Backends()[0], setupOpts{})
-	o := bd.opts(t)
-	o.ID = "w-home"
-	w := New(bd.q, o)
-	start, fromHome := w.walkStart(nil)
-	require.Equal(t, "", start, "idle: from the first shard")
-	require.False(t, fromHome)
-
-	w.lastWork = time.Now()
-	start, fromHome = w.walkStart(nil)
-	require.True(t, fromHome)
-	require.True(t, strings.HasPrefix(start, queue.ReadyPrefix))
-	require.NotEqual(t, queue.ReadyShardPrefix("0"), start)
-	w.wrap = true
-	start, fromHome = w.walkStart(nil)
-	require.Equal(t, "", start, "after a walk from home: the first shard")
-	require.False(t, fromHome)
-	start, _ = w.walkStart([]string{"7"})
-	require.Equal(t, "", start, "a single wanted shard: no home")
-
-	homes := map[string]bool{}
-	for i := range 32 {
-		w.opts.ID = fmt.Sprintf("worker-%d", i)
-		s, _ := w.walkStart(nil)
-		homes[s] = true
-	}
-	require.Greater(t, len(homes), 8, "workers spread over the shards")
-}
-
-func TestHigherPriorityClaimedFirst(t *testing.T) {
-	t.Parallel()
-	storetest.ForEach(t, func(t *testing.T, b storetest.Backend) {
-		ctx := context.Background()
-		bd := setup(t, b, setupOpts{fake: true})
-		w := New(bd.q, bd.opts(t))
-		w.Handle("p", blockHandler)
-		prepared(t, w)
-		prio := func(p queue.Priority) func(*queue.SubmitRequest) {
-			return func(r *queue.SubmitRequest) { r.Priority = p }
-		}
-		var order []string
-		low := bd.submit(t, "p", `"low"`, prio(queue.PriorityLow))
-		normal := bd.submit(t, "p", `"normal"`, prio(queue.PriorityNormal))
-		high := bd.submit(t, "p", `"high"`, prio(queue.PriorityHigh))
-		for range 3 {
-			require.Equal(t, 1, w.poll(ctx, 1).claimed)
-			for _, rt := range w.snapshotRunning() {
-				if !strings.Contains(strings.Join(order, ","), rt.id.String()) {
-					order = append(order, rt.id.String())
-				}
-			}
-		}
-		require.Equal(t, []string{high.ID.String(), normal.ID.String(), low.ID.String()}, order)
 	})
 }

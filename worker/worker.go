@@ -69,12 +69,11 @@ type Worker struct {
 
 	// Poll state, owned by the dispatch loop.
 	control    controlState
-	cursor     string
-	held       []queue.ReadyEntry // the rest of the last page, claimed as slots free (see claimHeld)
-	heldAt     time.Time          // when it was listed (machine clock)
-	heldNext   string             // the cursor once it is used up
-	lastWork   time.Time          // when a poll last claimed something (machine clock)
-	wrap       bool               // the next walk starts at the first shard (see walkStart)
+	view       heldView                // what the last walk found (see claimHeld)
+	walkFrom   string                  // where the next walk starts ("" the first shard)
+	behind     map[uuid.UUID]time.Time // others' entries older than every own one, since when (see hold)
+	peers      peerSet                 // the other live workers (see peers.go)
+	lastWork   time.Time               // when a poll last claimed something (machine clock)
 	scan       scanState
 	scanning   bool
 	emptySince time.Time

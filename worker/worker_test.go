@@ -268,8 +268,12 @@ func TestPresumedDeadStopsHandlers(t *testing.T) {
 		w := New(bd.q, o)
 		blk := newBlocker(true)
 		w.Handle("block", blk.handle)
-		r := start(t, w)
+		// Submitted before the worker starts: a claim between the ready
+		// entry's write and the task's would find no task and, the fake
+		// clock being years ahead of the store's, take the entry for a
+		// stale one and delete it.
 		task := bd.submit(t, "block", `{}`, timeout(10*time.Hour))
+		r := start(t, w)
 		blk.waitStarted(t)
 		// The handler is stopped a quarter of the bound before the monitor
 		// may take the task back (itself only at the bound plus

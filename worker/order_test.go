@@ -1,0 +1,416 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/store"
+	"github.com/qo-queue/qo/store/memstore"
+	"github.com/qo-queue/qo/store/storetest"
+)
+
+// The claim order merges the pages of several shards by rank, then
+// priority, then task id.
+func TestCompareReady(t *testing.T) {
+	t.Parallel()
+	at := func(ms int64) time.Time { return time.UnixMilli(1_700_000_000_000 + ms) }
+	id := func(n byte) uuid.UUID { return uuid.UUID{15: n} }
+	e := func(name byte, shard string, rank int64, p queue.Priority) queue.ReadyEntry {
+		return queue.ReadyEntry{ID: id(name), Shard: shard, Rank: at(rank), Priority: p}
+	}
+	for _, tc := range []struct {
+		name  string
+		pages [][]queue.ReadyEntry // each in key order, as a shard's partition lists them
+		want  []byte
+	}{
+		{"one shard keeps its key order", [][]queue.ReadyEntry{
+			{e(1, "0", 1, queue.PriorityNormal), e(2, "0", 2, queue.PriorityNormal), e(3, "0", 3, queue.PriorityNormal)},
+		}, []byte{1, 2, 3}},
+		{"shards interleave by rank", [][]queue.ReadyEntry{
+			{e(1, "0", 1, queue.PriorityNormal), e(4, "0", 9, queue.PriorityNormal)},
+			{e(2, "7", 3, queue.PriorityNormal), e(5, "7", 10, queue.PriorityNormal)},
+			{e(3, "f", 5, queue.PriorityNormal)},
+		}, []byte{1, 2, 3, 4, 5}},
+		{"a high task ranks a priority step early", [][]queue.ReadyEntry{
+			{e(1, "0", 0, queue.PriorityNormal), e(3, "0", 1, queue.PriorityNormal)},
+			{e(2, "1", 1-queue.PriorityStep.Milliseconds()+1, queue.PriorityHigh)},
+		}, []byte{2, 1, 3}},
+		{"same millisecond: higher priority, then id", [][]queue.ReadyEntry{
+			{e(9, "0", 4, queue.PriorityLow), e(8, "0", 4, queue.PriorityNormal)},
+			{e(7, "1", 4, queue.PriorityNormal), e(6, "1", 4, queue.PriorityHigh)},
+		}, []byte{6, 7, 8, 9}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var all []queue.ReadyEntry
+			for _, p := range tc.pages {
+				all = append(all, p...)
+			}
+			slices.SortFunc(all, compareReady)
+			var got []byte
+			for _, e := range all {
+				got = append(got, e.ID[15])
+			}
+			require.Equal(t, tc.want, got)
+		})
+	}
+}
+
+// claimOrder polls w with one free slot at a time until n tasks were
+// claimed (the handler blocks, so each poll's claim stays running) and
+// returns the tasks in the order they were claimed.
+func claimOrder(t *testing.T, w *Worker, n int) []uuid.UUID {
+	t.Helper()
+	ctx := context.Background()
+	var order []uuid.UUID
+	seen := map[uuid.UUID]bool{}
+	for polls := 0; len(order) < n; polls++ {
+		require.Less(t, polls, 10*n, "claimed %d of %d", len(order), n)
+		r := w.poll(ctx, 1)
+		require.NoError(t, r.err)
+		for _, rt := range w.snapshotRunning() {
+			if !seen[rt.id] {
+				seen[rt.id] = true
+				order = append(order, rt.id)
+			}
+		}
+		require.Len(t, order, len(seen))
+	}
+	return order
+}
+
+// submitSpread submits n tasks of typ one millisecond apart (so their
+// ranks differ) and returns them in submit order.
+func (bd *bundle) submitSpread(t *testing.T, typ string, n int) []*queue.Task {
+	t.Helper()
+	var out []*queue.Task
+	for range n {
+		out = append(out, bd.submit(t, typ, `{}`))
+		bd.fake.Advance(time.Millisecond)
+	}
+	return out
+}
+
+func ids(ts []*queue.Task) []uuid.UUID {
+	out := make([]uuid.UUID, len(ts))
+	for i, task := range ts {
+		out[i] = task.ID
+	}
+	return out
+}
+
+type countingObserver struct {
+	nopObserver
+	claimed, conflicts atomic.Int64
+}
+
+func (o *countingObserver) Claimed(string)       { o.claimed.Add(1) }
+func (o *countingObserver) ClaimConflict(string) { o.conflicts.Add(1) }
+
+// A worker claims the oldest ready task across every shard, not shard by
+// shard, and claims a whole backlog from one walk: one LIST of the ready
+// index (and one of the registry, since the walk found more than it had
+// free slots) for 48 claims.
+func TestPollClaimsOldestAcrossShards(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, b storetest.Backend) {
+		bd := setup(t, b, setupOpts{fake: true})
+		o := bd.opts(t)
+		o.PageHold = time.Hour
+		w := New(bd.q, o)
+		w.Handle("job", blockHandler)
+		prepared(t, w)
+		tasks := bd.submitSpread(t, "job", 48)
+		shards := map[string]bool{}
+		for _, task := range tasks {
+			shards[task.Shard] = true
+		}
+		require.Greater(t, len(shards), 4, "the tasks spread over the shards")
+
+		before := counts(bd.s)
+		require.Equal(t, ids(tasks), claimOrder(t, w, len(tasks)))
+		d := counts(bd.s).Sub(before)
+		require.Equal(t, int64(2), d.Total(store.OpList), "one walk of the ready index and one of the registry: %s", d)
+	})
+}
+
+// A shard deeper than a page contributes one page to a walk, and nothing
+// ranked after the last key of that page is claimed before the next walk
+// has read on: the order stays oldest first across shards.
+func TestWalkHoldsAPagePerShard(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, b storetest.Backend) {
+		bd := setup(t, b, setupOpts{fake: true})
+		o := bd.opts(t)
+		o.PageHold = time.Hour
+		o.ReadyPageSize = 3
+		o.Shards = []string{"2", "5", "9"}
+		w := New(bd.q, o)
+		w.Handle("job", blockHandler)
+		prepared(t, w)
+		var mine []*queue.Task
+		per := map[string]int{}
+		for per["2"] < 7 || per["5"] < 7 || per["9"] < 7 {
+			task := bd.submit(t, "job", `{}`)
+			bd.fake.Advance(time.Millisecond)
+			if slices.Contains(o.Shards, task.Shard) {
+				mine = append(mine, task)
+				per[task.Shard]++
+			}
+		}
+
+		before := counts(bd.s)
+		require.Equal(t, ids(mine), claimOrder(t, w, len(mine)))
+		d := counts(bd.s).Sub(before)
+		// A walk lists at most a page per shard, and claims several
+		// tasks from what it holds.
+		require.Less(t, d.Total(store.OpList), int64(len(mine)), "requests: %s", d)
+	})
+}
+
+// setupRegistry is setup on the in-memory store with the fake clock as the
+// store's clock too, so that heartbeats (the registry's LastModified
+// times) and the queue clock agree.
+func setupRegistry(t *testing.T) *bundle {
+	t.Helper()
+	fake := newFakeClock()
+	s := memstore.New(memstore.WithClock(fake))
+	_, err := queue.Init(context.Background(), s, 1)
+	require.NoError(t, err)
+	q, err := queue.Open(context.Background(), s, queue.Options{Logger: testLogger(t), Clock: fake})
+	require.NoError(t, err)
+	return &bundle{s: s, q: q, clock: fake, fake: fake}
+}
+
+// Two workers reading the same entries split them: each claims its own
+// share, oldest first, and no claim is lost to the other but where one
+// helps with the other's last entry.
+func TestWorkersSplitReadyWork(t *testing.T) {
+	t.Parallel()
+	{
+		ctx := context.Background()
+		bd := setupRegistry(t)
+		var ws []*Worker
+		var obs []*countingObserver
+		for i := range 2 {
+			o := bd.opts(t)
+			o.ID = fmt.Sprintf("split-%d", i)
+			o.PageHold = time.Hour
+			ob := &countingObserver{}
+			o.Observer = ob
+			w := New(bd.q, o)
+			w.Handle("job", blockHandler)
+			prepared(t, w)
+			require.NoError(t, w.Heartbeat(ctx))
+			ws, obs = append(ws, w), append(obs, ob)
+		}
+		tasks := bd.submitSpread(t, "job", 40)
+		rank := map[uuid.UUID]int{}
+		for i, task := range tasks {
+			rank[task.ID] = i
+		}
+
+		claimed := map[uuid.UUID]int{}
+		orders := make([][]int, 2)
+		for polls := 0; len(claimed) < len(tasks); polls++ {
+			require.Less(t, polls, 10*len(tasks))
+			for i, w := range ws {
+				require.NoError(t, w.poll(ctx, 1).err)
+				for _, rt := range w.snapshotRunning() {
+					if _, ok := claimed[rt.id]; !ok {
+						claimed[rt.id] = i
+						orders[i] = append(orders[i], rank[rt.id])
+					}
+				}
+			}
+		}
+		var conflicts, helpedAll int64
+		for i, w := range ws {
+			conflicts += obs[i].conflicts.Load()
+			var own []int
+			helped := 0
+			for _, r := range orders[i] {
+				if w.owns(queue.ReadyEntry{ID: tasks[r].ID, Shard: tasks[r].Shard, Type: "job"}) {
+					own = append(own, r)
+				} else {
+					helped++
+				}
+			}
+			require.NotEmpty(t, own, "worker %d got a share", i)
+			require.True(t, slices.IsSorted(own), "worker %d claims its share oldest first: %v", i, own)
+			// With nothing of its own left a worker helps with what is
+			// left of the other's share, when that fits its free slot.
+			require.LessOrEqual(t, helped, 1, "worker %d took the other's share: %v", i, orders[i])
+			helpedAll += int64(helped)
+		}
+		// The one race left: a worker helping with the other's last entry
+		// while the other still holds it.
+		require.LessOrEqual(t, conflicts, helpedAll, "claims lost")
+	}
+}
+
+// A share its worker leaves behind (registered, heartbeating, but not
+// claiming) is taken once it stayed older than everything of the
+// worker's own for a page hold.
+func TestLateShareTaken(t *testing.T) {
+	t.Parallel()
+	{
+		ctx := context.Background()
+		bd := setupRegistry(t)
+		o := bd.opts(t)
+		o.PageHold = time.Nanosecond
+		w := New(bd.q, o)
+		w.Handle("job", blockHandler)
+		prepared(t, w)
+		require.NoError(t, bd.q.PutWorker(ctx, &queue.WorkerInfo{ID: "stalled", LastHeartbeat: bd.fake.Now(), Types: []string{"job"}}))
+		tasks := bd.submitSpread(t, "job", 24)
+
+		order := claimOrder(t, w, len(tasks))
+		require.ElementsMatch(t, ids(tasks), order)
+		rank := map[uuid.UUID]int{}
+		for i, task := range tasks {
+			rank[task.ID] = i
+		}
+		var own, others []int
+		for _, id := range order {
+			if w.owns(queue.ReadyEntry{ID: id, Type: "job"}) {
+				own = append(own, rank[id])
+			} else {
+				others = append(others, rank[id])
+			}
+		}
+		require.NotEmpty(t, own)
+		require.NotEmpty(t, others)
+		require.True(t, slices.IsSorted(own), "its own share oldest first: %v", own)
+		require.True(t, slices.IsSorted(others), "the share left behind oldest first: %v", others)
+	}
+}
+
+// A worker with nothing of its own helps with the others' entries when
+// they are no more than its free slots; with more, it leaves them to
+// their worker and backs off.
+func TestHelpWithFewOthers(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		others, free int
+		help         bool
+	}{{3, 4, true}, {4, 4, true}, {5, 4, false}} {
+		t.Run(fmt.Sprintf("%d entries, %d free", tc.others, tc.free), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			bd := setupRegistry(t)
+			o := bd.opts(t)
+			o.PageHold = time.Hour
+			w := New(bd.q, o)
+			w.Handle("job", blockHandler)
+			prepared(t, w)
+			require.NoError(t, bd.q.PutWorker(ctx, &queue.WorkerInfo{ID: "busy", LastHeartbeat: bd.fake.Now(), Types: []string{"job"}}))
+			w.refreshPeers(ctx)
+			for n := 0; n < tc.others; {
+				task := bd.submit(t, "job", `{}`)
+				if w.owns(queue.ReadyEntry{ID: task.ID, Type: "job"}) {
+					_, err := bd.q.Cancel(ctx, task.ID, "falls to the worker under test")
+					require.NoError(t, err)
+					continue
+				}
+				n++
+			}
+			r := w.poll(ctx, tc.free)
+			require.NoError(t, r.err)
+			if tc.help {
+				require.Equal(t, tc.others, r.claimed)
+				return
+			}
+			require.Zero(t, r.claimed)
+			require.True(t, r.others, "backs off")
+		})
+	}
+}
+
+// A task that becomes ready while a worker holds a view waits at most for
+// the hold to end: the next walk claims it first if it ranks first (here a
+// high-priority task behind a backlog of normal ones).
+func TestHeldViewYieldsToNewWorkAfterHold(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		bd := setup(t, b, setupOpts{fake: true})
+		o := bd.opts(t)
+		o.PageHold = time.Hour
+		w := New(bd.q, o)
+		w.Handle("job", blockHandler)
+		prepared(t, w)
+		normal := bd.submitSpread(t, "job", 6)
+		require.Equal(t, ids(normal[:1]), claimOrder(t, w, 1))
+
+		high := bd.submit(t, "job", `{}`, func(r *queue.SubmitRequest) { r.Priority = queue.PriorityHigh })
+		before := counts(bd.s)
+		require.Equal(t, 1, w.poll(ctx, 1).claimed)
+		require.Zero(t, counts(bd.s).Sub(before).Total(store.OpList), "the held view is claimed from without listing")
+		require.False(t, isRunning(w, high.ID), "not seen before the hold ends")
+
+		w.view.at = time.Now().Add(-o.PageHold) // the hold ended
+		require.Equal(t, 1, w.poll(ctx, 1).claimed)
+		require.True(t, isRunning(w, high.ID), "the next walk claims it first")
+	})
+}
+
+func isRunning(w *Worker, id uuid.UUID) bool {
+	for _, rt := range w.snapshotRunning() {
+		if rt.id == id {
+			return true
+		}
+	}
+	return false
+}
+
+// Every task falls to exactly one of the workers that serve its type and
+// poll its shard, whichever of them decides, and the shares are even.
+func TestOwnsSplitsEachTaskOnce(t *testing.T) {
+	t.Parallel()
+	all := []peer{
+		{id: "a", types: []string{"x", "y"}},
+		{id: "b", types: []string{"x", "y"}},
+		{id: "c", types: []string{"x"}},
+		{id: "d", types: []string{"x", "y"}, shards: []string{"0"}},
+	}
+	workers := make([]*Worker, len(all))
+	for i, me := range all {
+		w := &Worker{opts: Options{ID: me.id}}
+		for j, p := range all {
+			if j != i {
+				w.peers.live = append(w.peers.live, p)
+			}
+		}
+		workers[i] = w
+	}
+	shares := map[string]int{}
+	const n = 4000
+	for i := range n {
+		e := queue.ReadyEntry{ID: uuid.NewSHA1(uuid.NameSpaceOID, []byte(fmt.Sprint(i))), Type: []string{"x", "y"}[i%2], Shard: fmt.Sprintf("%x", i%16)}
+		var owners []string
+		for j, w := range workers {
+			if all[j].serves(e) && w.owns(e) {
+				owners = append(owners, all[j].id)
+			}
+		}
+		require.Len(t, owners, 1, "entry %v", e)
+		shares[owners[0]+"/"+e.Type]++
+	}
+	// x: a, b, c everywhere, d in shard 0 only; y: a and b, d in shard 0.
+	for _, k := range []string{"b/x", "c/x"} {
+		require.InDelta(t, shares["a/x"], shares[k], n/20, "shares %v", shares)
+	}
+	require.InDelta(t, shares["a/y"], shares["b/y"], n/20, "shares %v", shares)
+	require.Zero(t, shares["c/y"], "c does not serve y")
+	require.Positive(t, shares["d/x"])
+	require.Less(t, shares["d/x"], n/16, "d polls one shard of 16")
+}
