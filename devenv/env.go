@@ -325,17 +325,10 @@ func (e *Env) watch(ctx context.Context, workerErr <-chan error) {
 	select {
 	case <-ctx.Done():
 	case err := <-workerErr:
-		if ctx.Err() == nil {
-			if err != nil {
-				err = fmt.Errorf("worker: %w", err)
-			}
-			e.fail(err)
-			return
+		if err != nil {
+			err = fmt.Errorf("worker: %w", err)
 		}
-		// Close came first: the worker stopped because of it.
-		if err != nil && !errors.Is(err, context.Canceled) {
-			e.setErr(fmt.Errorf("worker: %w", err))
-		}
+		e.fail(err)
 		return
 	case <-gwDone:
 		e.fail(fmt.Errorf("%w (%v)", ErrGatewayExited, e.gw.Err()))
@@ -345,9 +338,7 @@ func (e *Env) watch(ctx context.Context, workerErr <-chan error) {
 	for {
 		select {
 		case err := <-workerErr:
-			// A worker stopped by Close while it was still starting
-			// returns the cancellation: that is a clean stop.
-			if err != nil && !errors.Is(err, context.Canceled) {
+			if err != nil {
 				e.setErr(fmt.Errorf("worker: %w", err))
 			}
 			return

@@ -201,8 +201,9 @@ func (w *Worker) prepare() error {
 // then shuts down gracefully: it stops claiming, waits up to
 // ShutdownTimeout for running handlers, releases the tasks of those still
 // running (available again at once, no retry counted), releases its shard
-// leases, deregisters and returns nil. It returns an error only when the
-// worker cannot start (bad options, no handlers, registration failed).
+// leases, deregisters and returns nil, also when ctx ends while it is
+// still registering. It returns an error only when the worker cannot start
+// (bad options, no handlers, registration failed).
 func (w *Worker) Run(ctx context.Context) error {
 	if !w.started.CompareAndSwap(false, true) {
 		return errors.New("worker: Run called more than once")
@@ -224,6 +225,12 @@ func (w *Worker) Run(ctx context.Context) error {
 	cancelReg()
 	w.lastBeat.Store(sent.UnixNano())
 	if err != nil {
+		if ctx.Err() != nil {
+			// Stopped while registering: nothing was claimed. The entry's
+			// write may have landed all the same; remove it.
+			w.deregister(bg)
+			return nil
+		}
 		return fmt.Errorf("worker %s: register in the worker registry: %w", w.opts.ID, err)
 	}
 	w.state.Store(stateRegistered)

@@ -581,3 +581,41 @@ func TestWorkersRace(t *testing.T) {
 		}
 	})
 }
+
+// stopDuringRegistration is a store whose first write of a registry entry
+// lands, then loses its response as the worker is told to stop.
+type stopDuringRegistration struct {
+	store.Store
+	stop func()
+	once sync.Once
+}
+
+func (s *stopDuringRegistration) Put(ctx context.Context, key string, body []byte, cond store.Condition) (store.PutResult, error) {
+	res, err := s.Store.Put(ctx, key, body, cond)
+	if err == nil && strings.HasPrefix(key, "workers/") {
+		lost := false
+		s.once.Do(func() { lost = true; s.stop() })
+		if lost {
+			return store.PutResult{}, fmt.Errorf("put %s: %w", key, context.Canceled)
+		}
+	}
+	return res, err
+}
+
+// TestRunStoppedWhileRegistering: a worker told to stop while it
+// registers returns nil, as a stop at any later time does, and leaves no
+// registry entry behind although its write landed.
+func TestRunStoppedWhileRegistering(t *testing.T) {
+	t.Parallel()
+	bd := setup(t, storetest.Backends()[0], setupOpts{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	q, err := queue.Open(ctx, &stopDuringRegistration{Store: bd.s, stop: cancel}, queue.Options{Logger: testLogger(t)})
+	require.NoError(t, err)
+	o := bd.opts(t)
+	w := New(q, o)
+	w.Handle("job", func(context.Context, *queue.Task) (json.RawMessage, error) { return nil, nil })
+	require.NoError(t, w.Run(ctx))
+	_, err = bd.q.GetWorker(context.Background(), o.ID)
+	require.ErrorIs(t, err, queue.ErrNotFound, "the entry written as the stop came is removed")
+}
