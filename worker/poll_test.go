@@ -214,3 +214,47 @@ func TestOrderWithinShard(t *testing.T) {
 		require.Less(t, worst, page, "a task overtaken by more than its page")
 	})
 }
+
+// A busy worker's requests do not grow with the finished tasks in the
+// bucket: claiming the same 8 pending tasks costs the same requests, one
+// for one, beside 0 and beside 300 finished ones (the walk reads the
+// ready index, where finished tasks have no entry).
+func TestBusyPollCostIgnoresHistory(t *testing.T) {
+	t.Parallel()
+	cost := func(finished int) string {
+		ctx := context.Background()
+		bd := setupRegistry(t)
+		for range finished {
+			task := bd.submit(t, "job", `{}`)
+			e, err := queue.ParseReadyKey(queue.ReadyKey(task))
+			require.NoError(t, err)
+			l, err := bd.q.Claim(ctx, e, "seed")
+			require.NoError(t, err)
+			_, err = bd.q.Complete(ctx, l, nil)
+			require.NoError(t, err)
+		}
+		// The measured tasks get the same ids in both buckets.
+		q, err := queue.Open(ctx, bd.s, queue.Options{Logger: testLogger(t), Clock: bd.fake, NewID: queue.SequentialIDs("busy")})
+		require.NoError(t, err)
+		for range 8 {
+			_, _, err := q.Submit(ctx, queue.SubmitRequest{Type: "job", Timeout: 30 * time.Second})
+			require.NoError(t, err)
+		}
+		w := New(q, bd.opts(t))
+		w.Handle("job", blockHandler)
+		prepared(t, w)
+		before := counts(bd.s)
+		for claimed := 0; claimed < 8; {
+			r := w.poll(ctx, 8-claimed)
+			require.NoError(t, r.err)
+			claimed += r.claimed
+		}
+		d := counts(bd.s).Sub(before)
+		require.Positive(t, d.Total(store.OpList), "requests: %s", d)
+		require.GreaterOrEqual(t, d.Total(store.OpGet), int64(8), "a GET per claim (and the pause switches): %s", d)
+		return d.String()
+	}
+	empty, large := cost(0), cost(300)
+	t.Logf("requests to claim 8 tasks: %s", empty)
+	require.Equal(t, empty, large)
+}
