@@ -474,7 +474,11 @@ func (w *Worker) heartbeatLoop(ctx context.Context) {
 		case <-w.hbNow:
 			t.Stop()
 		}
-		err := w.Heartbeat(ctx)
+		// A beat already sent is not cancelled when the loop is stopped:
+		// Run deregisters only after it returned, so a write the server
+		// completes late cannot bring the entry back after the delete.
+		// Heartbeat bounds it with its own timeout.
+		err := w.Heartbeat(context.WithoutCancel(ctx))
 		switch {
 		case err != nil && ctx.Err() == nil:
 			if !failing {

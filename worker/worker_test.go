@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -618,4 +619,56 @@ func TestRunStoppedWhileRegistering(t *testing.T) {
 	require.NoError(t, w.Run(ctx))
 	_, err = bd.q.GetWorker(context.Background(), o.ID)
 	require.ErrorIs(t, err, queue.ErrNotFound, "the entry written as the stop came is removed")
+}
+
+// lateHeartbeat is a store whose heartbeats (registry writes after the
+// first) take a while, and which, when a heartbeat's request is
+// abandoned, still applies it later, as a server that received it does.
+type lateHeartbeat struct {
+	store.Store
+	writes   atomic.Int32
+	inFlight chan struct{} // closed when a heartbeat is being written
+	once     sync.Once
+	landed   sync.WaitGroup
+}
+
+func (s *lateHeartbeat) Put(ctx context.Context, key string, body []byte, cond store.Condition) (store.PutResult, error) {
+	if !strings.HasPrefix(key, "workers/") || s.writes.Add(1) == 1 {
+		return s.Store.Put(ctx, key, body, cond)
+	}
+	s.once.Do(func() { close(s.inFlight) })
+	select {
+	case <-time.After(200 * time.Millisecond):
+		return s.Store.Put(ctx, key, body, cond)
+	case <-ctx.Done():
+		s.landed.Add(1)
+		go func() {
+			defer s.landed.Done()
+			time.Sleep(200 * time.Millisecond)
+			_, _ = s.Store.Put(context.Background(), key, body, cond)
+		}()
+		return store.PutResult{}, ctx.Err()
+	}
+}
+
+// TestStopDuringHeartbeat: a worker stopped while a heartbeat is in flight
+// deregisters after it, so the entry does not come back.
+func TestStopDuringHeartbeat(t *testing.T) {
+	t.Parallel()
+	bd := setup(t, storetest.Backends()[0], setupOpts{})
+	s := &lateHeartbeat{Store: bd.s, inFlight: make(chan struct{})}
+	q, err := queue.Open(context.Background(), s, queue.Options{Logger: testLogger(t)})
+	require.NoError(t, err)
+	o := bd.opts(t)
+	w := New(q, o)
+	w.Handle("job", func(context.Context, *queue.Task) (json.RawMessage, error) { return nil, nil })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	<-s.inFlight
+	cancel()
+	require.NoError(t, <-done)
+	s.landed.Wait() // a write abandoned by the worker has reached the store
+	_, err = bd.q.GetWorker(context.Background(), o.ID)
+	require.ErrorIs(t, err, queue.ErrNotFound, "the registry entry is gone after Run returned")
 }
