@@ -169,7 +169,9 @@ func TestWebUIWorkflow(t *testing.T) {
 			require.Contains(t, text(ctx, t, `#parents li[data-id="`+step["clean"].String()+`"]`), "completed")
 			require.NoError(t, chromedp.Run(ctx,
 				chromedp.Click("#wf-link", chromedp.ByQuery),
-				poll(statusOf("load")+` === 'cancelled'`),
+				// The workflow view drawn earlier is still in the page: wait
+				// for the link's navigation before reading it.
+				poll(`location.hash.includes('view=workflow') && `+statusOf("load")+` === 'cancelled'`),
 				chromedp.Location(&location),
 			))
 			require.Contains(t, location, "view=workflow&workflow="+wf.ID.String()+"&task="+step["load"].String())
