@@ -168,7 +168,9 @@ func TestWebUIWorkflow(t *testing.T) {
 			}
 			require.Contains(t, text(ctx, t, `#parents li[data-id="`+step["clean"].String()+`"]`), "completed")
 			require.NoError(t, chromedp.Run(ctx,
-				chromedp.Click("#wf-link", chromedp.ByQuery),
+				// The detail is redrawn as it refreshes: click the link as
+				// it is now, in one step, not a node found a moment before.
+				chromedp.Evaluate(`document.querySelector('#wf-link').click()`, nil),
 				// The workflow view drawn earlier is still in the page: wait
 				// for the link's navigation before reading it.
 				poll(`location.hash.includes('view=workflow') && `+statusOf("load")+` === 'cancelled'`),
