@@ -8,6 +8,7 @@ import (
 	"hash/fnv"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -423,29 +424,45 @@ func (w *Worker) claimHeld(ctx context.Context, free int) (claimed int, lost boo
 			order = append(order[k:], order[:k]...)
 		}
 	}
-	for _, i := range order {
-		if claimed >= free || w.stopping(ctx) {
-			break
-		}
-		h := &v.entries[i]
-		if w.control.ctl.IsPaused(h.Type) {
+	for next := 0; next < len(order) && claimed < free && !w.stopping(ctx); {
+		// The next claims, up to the free slots, go out together.
+		var batch []int
+		for ; next < len(order) && claimed+len(batch) < free; next++ {
+			h := &v.entries[order[next]]
+			if w.control.ctl.IsPaused(h.Type) {
+				h.done = true
+				continue
+			}
+			if w.atLimit(h.Type, perType) {
+				continue // this type is full; a later poll takes it
+			}
 			h.done = true
-			continue
-		}
-		if w.atLimit(h.Type, perType) {
-			continue // this type is full; a later poll takes it
-		}
-		h.done = true
-		switch w.claimOne(ctx, h.ReadyEntry) {
-		case claimWon:
-			claimed++
 			if perType != nil {
 				perType[h.Type]++
 			}
-		case claimLost:
-			if h.own {
-				w.peers.lostOwn(time.Now())
+			batch = append(batch, order[next])
+		}
+		entries := make([]queue.ReadyEntry, len(batch))
+		for j, i := range batch {
+			entries[j] = v.entries[i].ReadyEntry
+		}
+		for j, outcome := range w.claimAll(ctx, entries) {
+			h := &v.entries[batch[j]]
+			if outcome == claimWon {
+				claimed++
+				continue
 			}
+			if perType != nil {
+				perType[h.Type]--
+			}
+			if outcome == claimLost {
+				lost = true
+				if h.own {
+					w.peers.lostOwn(time.Now())
+				}
+			}
+		}
+		if lost {
 			v.entries = nil
 			return claimed, true
 		}
@@ -530,21 +547,30 @@ func (w *Worker) claimEntries(ctx context.Context, entries []queue.ReadyEntry, f
 	if len(w.opts.Limits) > 0 {
 		perType = w.runningByType()
 	}
-	for _, e := range entries {
-		if claimed >= free || w.stopping(ctx) {
-			break
-		}
-		tried++
-		if w.atLimit(e.Type, perType) {
-			continue // this type is full; another poll takes it
-		}
-		switch w.claimOne(ctx, e) {
-		case claimWon:
-			claimed++
+	for tried < len(entries) && claimed < free && !w.stopping(ctx) {
+		var batch []queue.ReadyEntry
+		for ; tried < len(entries) && claimed+len(batch) < free; tried++ {
+			e := entries[tried]
+			if w.atLimit(e.Type, perType) {
+				continue // this type is full; another poll takes it
+			}
 			if perType != nil {
 				perType[e.Type]++
 			}
-		case claimLost:
+			batch = append(batch, e)
+		}
+		lost := false
+		for j, outcome := range w.claimAll(ctx, batch) {
+			if outcome == claimWon {
+				claimed++
+				continue
+			}
+			if perType != nil {
+				perType[batch[j].Type]--
+			}
+			lost = lost || outcome == claimLost
+		}
+		if lost {
 			return claimed, tried
 		}
 	}
@@ -558,6 +584,25 @@ const (
 	claimWon                        // the task runs
 	claimLost                       // another claimer won, or the entry is stale
 )
+
+// claimAll claims the entries at once, one request chain each, and returns
+// their outcomes in order. A claim is four requests in a row (see
+// queue.Claim); claiming a worker's free slots together instead of one
+// after another keeps a busy worker's slots filled at the store's pace
+// rather than at one claim's latency.
+func (w *Worker) claimAll(ctx context.Context, entries []queue.ReadyEntry) []claimOutcome {
+	out := make([]claimOutcome, len(entries))
+	if len(entries) == 1 {
+		out[0] = w.claimOne(ctx, entries[0])
+		return out
+	}
+	var wg sync.WaitGroup
+	for i, e := range entries {
+		wg.Go(func() { out[i] = w.claimOne(ctx, e) })
+	}
+	wg.Wait()
+	return out
+}
 
 // claimOne claims the task of one entry and starts it.
 func (w *Worker) claimOne(ctx context.Context, e queue.ReadyEntry) claimOutcome {

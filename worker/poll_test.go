@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -257,4 +258,59 @@ func TestBusyPollCostIgnoresHistory(t *testing.T) {
 	empty, large := cost(0), cost(300)
 	t.Logf("requests to claim 8 tasks: %s", empty)
 	require.Equal(t, empty, large)
+}
+
+// gatedGets holds each GET of a task object until a second one is in
+// flight (or a second has passed) and records the most in flight at once.
+type gatedGets struct {
+	store.Store
+	mu       sync.Mutex
+	inFlight int
+	most     int
+	both     chan struct{}
+}
+
+func (g *gatedGets) Get(ctx context.Context, key string) (*store.Object, error) {
+	if !strings.HasPrefix(key, queue.TasksPrefix) {
+		return g.Store.Get(ctx, key)
+	}
+	g.mu.Lock()
+	g.inFlight++
+	g.most = max(g.most, g.inFlight)
+	if g.inFlight == 2 {
+		close(g.both)
+	}
+	g.mu.Unlock()
+	select {
+	case <-g.both:
+	case <-time.After(time.Second):
+	}
+	g.mu.Lock()
+	g.inFlight--
+	g.mu.Unlock()
+	return g.Store.Get(ctx, key)
+}
+
+// A worker claims its free slots together: a claim is four requests in a
+// row, so claiming one entry after another would let a busy worker start
+// tasks no faster than one claim's latency allows.
+func TestClaimsGoOutTogether(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	bd := setupRegistry(t)
+	for range 2 {
+		bd.submit(t, "job", `{}`)
+	}
+	gated := &gatedGets{Store: bd.s, both: make(chan struct{})}
+	q, err := queue.Open(ctx, gated, queue.Options{Logger: testLogger(t), Clock: bd.fake})
+	require.NoError(t, err)
+	w := New(q, bd.opts(t))
+	w.Handle("job", blockHandler)
+	prepared(t, w)
+	r := w.poll(ctx, 2)
+	require.NoError(t, r.err)
+	require.Equal(t, 2, r.claimed)
+	gated.mu.Lock()
+	defer gated.mu.Unlock()
+	require.Equal(t, 2, gated.most, "the two claims' task reads were in flight together")
 }
