@@ -41,6 +41,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -66,6 +67,13 @@ const DefaultMaxAttempts = 3
 // maxBackoff caps the wait between two attempts: a queue prefers failing
 // fast (and retrying at its own level) over stalling a worker.
 const maxBackoff = 2 * time.Second
+
+// MaxIdleConns is how many idle connections to the server are kept for
+// reuse. The SDK's default keeps 10, so a worker with more requests in
+// flight (32 slots, its claims, its monitor) closed connections as it
+// finished with them and opened new ones (a TLS handshake each against
+// AWS) for the next burst.
+const MaxIdleConns = 256
 
 // Config selects a bucket and how to reach it.
 type Config struct {
@@ -162,6 +170,13 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	if cfg.HTTPClient != nil {
 		opts = append(opts, config.WithHTTPClient(cfg.HTTPClient))
+	} else {
+		// The SDK's own client (it honours AWS_CA_BUNDLE), with a larger
+		// idle pool.
+		opts = append(opts, config.WithHTTPClient(awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
+			tr.MaxIdleConns = MaxIdleConns
+			tr.MaxIdleConnsPerHost = MaxIdleConns
+		})))
 	}
 	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {

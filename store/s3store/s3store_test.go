@@ -2,9 +2,13 @@ package s3store_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -192,6 +196,60 @@ func TestCountsRetries(t *testing.T) {
 	require.True(t, ok)
 	require.LessOrEqual(t, unc, time.Second, "two Date headers bound the offset to within the Date resolution")
 	require.Less(t, off.Abs(), 5*time.Second)
+}
+
+// A worker's requests in flight at once keep their connections for the
+// next burst: 32 concurrent GETs, three times over, open at most 32
+// connections (the SDK's default pool kept 10, so every later burst opened
+// 22 more).
+func TestReusesConnections(t *testing.T) {
+	t.Parallel()
+	var opened atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{}`))
+	}))
+	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			opened.Add(1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	ctx := ctxFor(t)
+	s, err := s3store.New(ctx, s3store.Config{Endpoint: srv.URL, Bucket: "b", AccessKey: "k", SecretKey: "s", PathStyle: true})
+	require.NoError(t, err)
+	const burst = 32
+	for range 3 {
+		errs := make([]error, burst)
+		var wg sync.WaitGroup
+		for i := range burst {
+			wg.Go(func() { _, errs[i] = s.Get(ctx, fmt.Sprintf("k%d", i)) })
+		}
+		wg.Wait()
+		require.NoError(t, errors.Join(errs...))
+	}
+	require.LessOrEqual(t, opened.Load(), int32(burst))
+}
+
+// BenchmarkRequestOverhead is the client's own cost of a conditional PUT
+// against a server that answers at once (the server runs in the same
+// process: compare runs, not absolute figures).
+func BenchmarkRequestOverhead(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("ETag", `"0123456789abcdef0123456789abcdef"`)
+		w.Header().Set("x-amz-version-id", "v1")
+	}))
+	b.Cleanup(srv.Close)
+	ctx := context.Background()
+	s, err := s3store.New(ctx, s3store.Config{Endpoint: srv.URL, Bucket: "b", AccessKey: "k", SecretKey: "s", PathStyle: true})
+	require.NoError(b, err)
+	body := []byte(`{"format":1,"id":"0193d3c4-5b6a-7c8d-9e0f-112233445566","type":"noop","status":"running"}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.Put(ctx, "tasks/0/0193d3c4-5b6a-7c8d-9e0f-112233445566.json", body, store.IfMatch(`"abc"`)); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 // TestErrorMapping drives a fake server through the answers real servers
