@@ -37,7 +37,8 @@ docs/performance.md met or not:
   - claim latency (one claim at a time) and pickup latency (submitted to
     running, with a warm idle worker);
   - the server's raw ceiling (conditional PUT and GET per second at the same
-    concurrency) and the efficiency ratio against it;
+    concurrency, measured right before and right after the end-to-end run,
+    averaged) and the efficiency ratio against it;
   - idle cost: requests per minute of idle workers, with and without shard
     leasing, priced per month;
   - with --seed-finished N (1% of them failed): what reads cost beside that

@@ -183,11 +183,25 @@ type Latency struct {
 	P99 float64 `json:"p99"`
 }
 
-// Raw is the store's ceiling at the same concurrency.
+// Raw is the store's ceiling at the same concurrency: the mean of one
+// measurement right before the end-to-end run and one right after it (a
+// shared machine's load drifts; the two are in Runs).
 type Raw struct {
 	Concurrency int     `json:"concurrency"`
 	PutPerSec   float64 `json:"conditional_put_per_second"`
 	GetPerSec   float64 `json:"get_per_second"`
+	Runs        []Raw   `json:"runs,omitempty"`
+}
+
+// add records one measurement and keeps the mean.
+func (r *Raw) add(m Raw) {
+	r.Concurrency = m.Concurrency
+	r.Runs = append(r.Runs, m)
+	r.PutPerSec, r.GetPerSec = 0, 0
+	for _, x := range r.Runs {
+		r.PutPerSec += x.PutPerSec / float64(len(r.Runs))
+		r.GetPerSec += x.GetPerSec / float64(len(r.Runs))
+	}
 }
 
 // Idle is the cost of idle workers.
@@ -216,15 +230,18 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	r.Config.IdleSeconds = cfg.Idle.Seconds()
 	conc := cfg.Workers * cfg.Concurrency
 
+	rawStep := func(ctx context.Context, b Bucket, _ *queue.Queue) error {
+		m, err := rawCeiling(ctx, b, conc, cfg.RawOps)
+		if err != nil {
+			return err
+		}
+		r.Raw.add(m)
+		return nil
+	}
 	steps := []struct {
 		name string
 		fn   func(ctx context.Context, b Bucket, q *queue.Queue) error
 	}{
-		{"raw store ceiling", func(ctx context.Context, b Bucket, _ *queue.Queue) error {
-			var err error
-			r.Raw, err = rawCeiling(ctx, b, conc, cfg.RawOps)
-			return err
-		}},
 		{"submit throughput", func(ctx context.Context, b Bucket, q *queue.Queue) error {
 			for _, c := range cfg.SubmitConc {
 				rate, err := submitRate(ctx, q, c, cfg.SubmitTasks)
@@ -235,11 +252,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			}
 			return nil
 		}},
+		{"raw store ceiling", rawStep},
 		{"end to end", func(ctx context.Context, b Bucket, q *queue.Queue) error {
 			var err error
 			r.EndToEnd, err = endToEnd(ctx, b, q, cfg)
 			return err
 		}},
+		{"raw store ceiling, again", rawStep},
 		{"claim latency", func(ctx context.Context, b Bucket, q *queue.Queue) error {
 			var err error
 			r.Claim, err = claimLatency(ctx, q, cfg.LatencySamples)

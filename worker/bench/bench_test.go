@@ -55,6 +55,8 @@ func TestRunSmall(t *testing.T) {
 	require.LessOrEqual(t, r.Claim.P50, r.Claim.P99)
 	require.Positive(t, r.Pickup.N)
 	require.Positive(t, r.Raw.PutPerSec)
+	require.Len(t, r.Raw.Runs, 2, "the raw ceiling is measured before and after the end-to-end run")
+	require.InDelta(t, (r.Raw.Runs[0].PutPerSec+r.Raw.Runs[1].PutPerSec)/2, r.Raw.PutPerSec, 1e-9)
 	require.Positive(t, r.Efficiency)
 	require.Len(t, r.Idle, 2)
 	for _, idle := range r.Idle {
