@@ -49,7 +49,8 @@
 // PollMax. Under load it holds what a walk of the index found and claims
 // from it oldest first across every shard, its own share of it (workers
 // split the ready tasks by task id, see peers.go), for up to PageHold
-// before it walks again. See poll.go for order and fairness and IndexMode
+// before it walks again. The claims for its free slots go out together
+// (each is four requests in a row), in that order. See poll.go for order and fairness and IndexMode
 // for the fallback scans.
 //
 // # Pause, limits and large inputs

@@ -538,10 +538,10 @@ func (w *Worker) scanStep(ctx context.Context, shards, types []string, free int)
 	return pollResult{claimed: claimed, more: w.scan.idx < len(shards)}
 }
 
-// claimEntries claims entries in order until free tasks were claimed or
-// one claim was lost to another claimer (every further try would likely
-// cost a GET for nothing). It returns how many were claimed and how many
-// entries were tried.
+// claimEntries claims entries in order, as many at once as slots are free,
+// until free tasks were claimed or a claim was lost to another claimer
+// (every further try would likely cost a GET for nothing). It returns how
+// many were claimed and how many entries were tried.
 func (w *Worker) claimEntries(ctx context.Context, entries []queue.ReadyEntry, free int) (claimed, tried int) {
 	var perType map[string]int
 	if len(w.opts.Limits) > 0 {
