@@ -125,9 +125,7 @@ func TestPollClaimsOldestAcrossShards(t *testing.T) {
 		bd := setup(t, b, setupOpts{fake: true})
 		o := bd.opts(t)
 		o.PageHold = time.Hour
-		w := New(bd.q, o)
-		w.Handle("job", blockHandler)
-		prepared(t, w)
+		w := jobWorker(t, bd.q, o)
 		tasks := bd.submitSpread(t, "job", 48)
 		shards := map[string]bool{}
 		for _, task := range tasks {
@@ -153,9 +151,7 @@ func TestWalkHoldsAPagePerShard(t *testing.T) {
 		o.PageHold = time.Hour
 		o.ReadyPageSize = 3
 		o.Shards = []string{"2", "5", "9"}
-		w := New(bd.q, o)
-		w.Handle("job", blockHandler)
-		prepared(t, w)
+		w := jobWorker(t, bd.q, o)
 		var mine []*queue.Task
 		per := map[string]int{}
 		for per["2"] < 7 || per["5"] < 7 || per["9"] < 7 {
@@ -195,66 +191,62 @@ func setupRegistry(t *testing.T) *bundle {
 // helps with the other's last entry.
 func TestWorkersSplitReadyWork(t *testing.T) {
 	t.Parallel()
-	{
-		ctx := context.Background()
-		bd := setupRegistry(t)
-		var ws []*Worker
-		var obs []*countingObserver
-		for i := range 2 {
-			o := bd.opts(t)
-			o.ID = fmt.Sprintf("split-%d", i)
-			o.PageHold = time.Hour
-			ob := &countingObserver{}
-			o.Observer = ob
-			w := New(bd.q, o)
-			w.Handle("job", blockHandler)
-			prepared(t, w)
-			require.NoError(t, w.Heartbeat(ctx))
-			ws, obs = append(ws, w), append(obs, ob)
-		}
-		tasks := bd.submitSpread(t, "job", 40)
-		rank := map[uuid.UUID]int{}
-		for i, task := range tasks {
-			rank[task.ID] = i
-		}
-
-		claimed := map[uuid.UUID]int{}
-		orders := make([][]int, 2)
-		for polls := 0; len(claimed) < len(tasks); polls++ {
-			require.Less(t, polls, 10*len(tasks))
-			for i, w := range ws {
-				require.NoError(t, w.poll(ctx, 1).err)
-				for _, rt := range w.snapshotRunning() {
-					if _, ok := claimed[rt.id]; !ok {
-						claimed[rt.id] = i
-						orders[i] = append(orders[i], rank[rt.id])
-					}
-				}
-			}
-		}
-		var conflicts, helpedAll int64
-		for i, w := range ws {
-			conflicts += obs[i].conflicts.Load()
-			var own []int
-			helped := 0
-			for _, r := range orders[i] {
-				if w.owns(queue.ReadyEntry{ID: tasks[r].ID, Shard: tasks[r].Shard, Type: "job"}) {
-					own = append(own, r)
-				} else {
-					helped++
-				}
-			}
-			require.NotEmpty(t, own, "worker %d got a share", i)
-			require.True(t, slices.IsSorted(own), "worker %d claims its share oldest first: %v", i, own)
-			// With nothing of its own left a worker helps with what is
-			// left of the other's share, when that fits its free slot.
-			require.LessOrEqual(t, helped, 1, "worker %d took the other's share: %v", i, orders[i])
-			helpedAll += int64(helped)
-		}
-		// The one race left: a worker helping with the other's last entry
-		// while the other still holds it.
-		require.LessOrEqual(t, conflicts, helpedAll, "claims lost")
+	ctx := context.Background()
+	bd := setupRegistry(t)
+	var ws []*Worker
+	var obs []*countingObserver
+	for i := range 2 {
+		o := bd.opts(t)
+		o.ID = fmt.Sprintf("split-%d", i)
+		o.PageHold = time.Hour
+		ob := &countingObserver{}
+		o.Observer = ob
+		w := jobWorker(t, bd.q, o)
+		require.NoError(t, w.Heartbeat(ctx))
+		ws, obs = append(ws, w), append(obs, ob)
 	}
+	tasks := bd.submitSpread(t, "job", 40)
+	rank := map[uuid.UUID]int{}
+	for i, task := range tasks {
+		rank[task.ID] = i
+	}
+
+	claimed := map[uuid.UUID]int{}
+	orders := make([][]int, 2)
+	for polls := 0; len(claimed) < len(tasks); polls++ {
+		require.Less(t, polls, 10*len(tasks))
+		for i, w := range ws {
+			require.NoError(t, w.poll(ctx, 1).err)
+			for _, rt := range w.snapshotRunning() {
+				if _, ok := claimed[rt.id]; !ok {
+					claimed[rt.id] = i
+					orders[i] = append(orders[i], rank[rt.id])
+				}
+			}
+		}
+	}
+	var conflicts, helpedAll int64
+	for i, w := range ws {
+		conflicts += obs[i].conflicts.Load()
+		var own []int
+		helped := 0
+		for _, r := range orders[i] {
+			if w.owns(queue.ReadyEntry{ID: tasks[r].ID, Shard: tasks[r].Shard, Type: "job"}) {
+				own = append(own, r)
+			} else {
+				helped++
+			}
+		}
+		require.NotEmpty(t, own, "worker %d got a share", i)
+		require.True(t, slices.IsSorted(own), "worker %d claims its share oldest first: %v", i, own)
+		// With nothing of its own left a worker helps with what is
+		// left of the other's share, when that fits its free slot.
+		require.LessOrEqual(t, helped, 1, "worker %d took the other's share: %v", i, orders[i])
+		helpedAll += int64(helped)
+	}
+	// The one race left: a worker helping with the other's last entry
+	// while the other still holds it.
+	require.LessOrEqual(t, conflicts, helpedAll, "claims lost")
 }
 
 // A share its worker leaves behind (registered, heartbeating, but not
@@ -262,36 +254,32 @@ func TestWorkersSplitReadyWork(t *testing.T) {
 // worker's own for a page hold.
 func TestLateShareTaken(t *testing.T) {
 	t.Parallel()
-	{
-		ctx := context.Background()
-		bd := setupRegistry(t)
-		o := bd.opts(t)
-		o.PageHold = time.Nanosecond
-		w := New(bd.q, o)
-		w.Handle("job", blockHandler)
-		prepared(t, w)
-		require.NoError(t, bd.q.PutWorker(ctx, &queue.WorkerInfo{ID: "stalled", LastHeartbeat: bd.fake.Now(), Types: []string{"job"}}))
-		tasks := bd.submitSpread(t, "job", 24)
+	ctx := context.Background()
+	bd := setupRegistry(t)
+	o := bd.opts(t)
+	o.PageHold = time.Nanosecond
+	w := jobWorker(t, bd.q, o)
+	require.NoError(t, bd.q.PutWorker(ctx, &queue.WorkerInfo{ID: "stalled", LastHeartbeat: bd.fake.Now(), Types: []string{"job"}}))
+	tasks := bd.submitSpread(t, "job", 24)
 
-		order := claimOrder(t, w, len(tasks))
-		require.ElementsMatch(t, ids(tasks), order)
-		rank := map[uuid.UUID]int{}
-		for i, task := range tasks {
-			rank[task.ID] = i
-		}
-		var own, others []int
-		for _, id := range order {
-			if w.owns(queue.ReadyEntry{ID: id, Type: "job"}) {
-				own = append(own, rank[id])
-			} else {
-				others = append(others, rank[id])
-			}
-		}
-		require.NotEmpty(t, own)
-		require.NotEmpty(t, others)
-		require.True(t, slices.IsSorted(own), "its own share oldest first: %v", own)
-		require.True(t, slices.IsSorted(others), "the share left behind oldest first: %v", others)
+	order := claimOrder(t, w, len(tasks))
+	require.ElementsMatch(t, ids(tasks), order)
+	rank := map[uuid.UUID]int{}
+	for i, task := range tasks {
+		rank[task.ID] = i
 	}
+	var own, others []int
+	for _, id := range order {
+		if w.owns(queue.ReadyEntry{ID: id, Type: "job"}) {
+			own = append(own, rank[id])
+		} else {
+			others = append(others, rank[id])
+		}
+	}
+	require.NotEmpty(t, own)
+	require.NotEmpty(t, others)
+	require.True(t, slices.IsSorted(own), "its own share oldest first: %v", own)
+	require.True(t, slices.IsSorted(others), "the share left behind oldest first: %v", others)
 }
 
 // A worker with nothing of its own helps with the others' entries when
@@ -309,9 +297,7 @@ func TestHelpWithFewOthers(t *testing.T) {
 			bd := setupRegistry(t)
 			o := bd.opts(t)
 			o.PageHold = time.Hour
-			w := New(bd.q, o)
-			w.Handle("job", blockHandler)
-			prepared(t, w)
+			w := jobWorker(t, bd.q, o)
 			require.NoError(t, bd.q.PutWorker(ctx, &queue.WorkerInfo{ID: "busy", LastHeartbeat: bd.fake.Now(), Types: []string{"job"}}))
 			w.refreshPeers(ctx)
 			for n := 0; n < tc.others; {
@@ -345,9 +331,7 @@ func TestHeldViewYieldsToNewWorkAfterHold(t *testing.T) {
 		bd := setup(t, b, setupOpts{fake: true})
 		o := bd.opts(t)
 		o.PageHold = time.Hour
-		w := New(bd.q, o)
-		w.Handle("job", blockHandler)
-		prepared(t, w)
+		w := jobWorker(t, bd.q, o)
 		normal := bd.submitSpread(t, "job", 6)
 		require.Equal(t, ids(normal[:1]), claimOrder(t, w, 1))
 

@@ -18,6 +18,15 @@ import (
 )
 
 // prepared readies w for direct poll calls (without Run).
+// jobWorker is a prepared worker on q whose "job" handler blocks until its
+// context ends, so the tasks it claims stay running.
+func jobWorker(t *testing.T, q *queue.Queue, o Options) *Worker {
+	t.Helper()
+	w := New(q, o)
+	w.Handle("job", blockHandler)
+	return prepared(t, w)
+}
+
 func prepared(t *testing.T, w *Worker) *Worker {
 	t.Helper()
 	require.NoError(t, w.prepare())
@@ -241,9 +250,7 @@ func TestBusyPollCostIgnoresHistory(t *testing.T) {
 			_, _, err := q.Submit(ctx, queue.SubmitRequest{Type: "job", Timeout: 30 * time.Second})
 			require.NoError(t, err)
 		}
-		w := New(q, bd.opts(t))
-		w.Handle("job", blockHandler)
-		prepared(t, w)
+		w := jobWorker(t, q, bd.opts(t))
 		before := counts(bd.s)
 		for claimed := 0; claimed < 8; {
 			r := w.poll(ctx, 8-claimed)
@@ -304,9 +311,7 @@ func TestClaimsGoOutTogether(t *testing.T) {
 	gated := &gatedGets{Store: bd.s, both: make(chan struct{})}
 	q, err := queue.Open(ctx, gated, queue.Options{Logger: testLogger(t), Clock: bd.fake})
 	require.NoError(t, err)
-	w := New(q, bd.opts(t))
-	w.Handle("job", blockHandler)
-	prepared(t, w)
+	w := jobWorker(t, q, bd.opts(t))
 	r := w.poll(ctx, 2)
 	require.NoError(t, r.err)
 	require.Equal(t, 2, r.claimed)
