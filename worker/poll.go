@@ -446,23 +446,14 @@ func (w *Worker) claimHeld(ctx context.Context, free int) (claimed int, lost boo
 		for j, i := range batch {
 			entries[j] = v.entries[i].ReadyEntry
 		}
-		for j, outcome := range w.claimAll(ctx, entries) {
-			h := &v.entries[batch[j]]
-			if outcome == claimWon {
-				claimed++
-				continue
-			}
-			if perType != nil {
-				perType[h.Type]--
-			}
-			if outcome == claimLost {
-				lost = true
-				if h.own {
-					w.peers.lostOwn(time.Now())
-				}
+		won, lostAt := w.claimBatch(ctx, entries, perType)
+		claimed += won
+		for _, j := range lostAt {
+			if v.entries[batch[j]].own {
+				w.peers.lostOwn(time.Now())
 			}
 		}
-		if lost {
+		if len(lostAt) > 0 {
 			v.entries = nil
 			return claimed, true
 		}
@@ -559,18 +550,9 @@ func (w *Worker) claimEntries(ctx context.Context, entries []queue.ReadyEntry, f
 			}
 			batch = append(batch, e)
 		}
-		lost := false
-		for j, outcome := range w.claimAll(ctx, batch) {
-			if outcome == claimWon {
-				claimed++
-				continue
-			}
-			if perType != nil {
-				perType[batch[j].Type]--
-			}
-			lost = lost || outcome == claimLost
-		}
-		if lost {
+		won, lostAt := w.claimBatch(ctx, batch, perType)
+		claimed += won
+		if len(lostAt) > 0 {
 			return claimed, tried
 		}
 	}
@@ -585,23 +567,37 @@ const (
 	claimLost                       // another claimer won, or the entry is stale
 )
 
-// claimAll claims the entries at once, one request chain each, and returns
-// their outcomes in order. A claim is four requests in a row (see
-// queue.Claim); claiming a worker's free slots together instead of one
-// after another keeps a busy worker's slots filled at the store's pace
-// rather than at one claim's latency.
-func (w *Worker) claimAll(ctx context.Context, entries []queue.ReadyEntry) []claimOutcome {
+// claimBatch claims the entries at once, one request chain each. A claim
+// is four requests in a row (see queue.Claim); claiming a worker's free
+// slots together instead of one after another keeps a busy worker's slots
+// filled at the store's pace rather than at one claim's latency. It
+// returns how many were won and the indexes of the entries lost to
+// another claimer; perType (when not nil, counting these claims already)
+// gets back the ones not won.
+func (w *Worker) claimBatch(ctx context.Context, entries []queue.ReadyEntry, perType map[string]int) (won int, lostAt []int) {
 	out := make([]claimOutcome, len(entries))
 	if len(entries) == 1 {
 		out[0] = w.claimOne(ctx, entries[0])
-		return out
+	} else {
+		var wg sync.WaitGroup
+		for i, e := range entries {
+			wg.Go(func() { out[i] = w.claimOne(ctx, e) })
+		}
+		wg.Wait()
 	}
-	var wg sync.WaitGroup
-	for i, e := range entries {
-		wg.Go(func() { out[i] = w.claimOne(ctx, e) })
+	for i, outcome := range out {
+		if outcome == claimWon {
+			won++
+			continue
+		}
+		if perType != nil {
+			perType[entries[i].Type]--
+		}
+		if outcome == claimLost {
+			lostAt = append(lostAt, i)
+		}
 	}
-	wg.Wait()
-	return out
+	return won, lostAt
 }
 
 // claimOne claims the task of one entry and starts it.
