@@ -119,6 +119,9 @@ func (w *Worker) runningByType() map[string]int {
 	for _, rt := range w.running {
 		m[rt.typ]++
 	}
+	for typ, n := range w.claiming {
+		m[typ] += n
+	}
 	return m
 }
 

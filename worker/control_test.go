@@ -30,11 +30,11 @@ func TestPauseStopsClaiming(t *testing.T) {
 
 		_, err := bd.q.Pause(ctx, "", "maintenance")
 		require.NoError(t, err)
-		r := w.poll(ctx, 10)
+		r := w.pollSettled(ctx, 10)
 		require.NoError(t, r.err)
 		require.Zero(t, r.claimed, "the switches are read before claiming what the listing found")
 		before := counts(bd.s)
-		r = w.poll(ctx, 10)
+		r = w.pollSettled(ctx, 10)
 		require.NoError(t, r.err)
 		require.Zero(t, r.claimed)
 		require.Zero(t, counts(bd.s).Sub(before).Total(store.OpList), "a worker that knows it is paused does not even list")
@@ -43,14 +43,14 @@ func TestPauseStopsClaiming(t *testing.T) {
 		require.NoError(t, err)
 		_, err = bd.q.Pause(ctx, "a", "")
 		require.NoError(t, err)
-		r = w.poll(ctx, 10)
+		r = w.pollSettled(ctx, 10)
 		require.NoError(t, r.err)
 		require.Equal(t, 2, r.claimed)
 		require.Equal(t, map[string]int{"b": 2}, runningTypes(w), "only the type that is not paused")
 
 		_, err = bd.q.Resume(ctx, "a")
 		require.NoError(t, err)
-		require.Equal(t, 2, w.poll(ctx, 10).claimed)
+		require.Equal(t, 2, w.pollSettled(ctx, 10).claimed)
 		require.Equal(t, map[string]int{"a": 2, "b": 2}, runningTypes(w))
 	})
 }
@@ -74,7 +74,7 @@ func TestPerTypeLimit(t *testing.T) {
 			bd.submit(t, "resize", `{}`)
 		}
 		for range 3 {
-			require.NoError(t, w.poll(ctx, 10-len(w.snapshotRunning())).err)
+			require.NoError(t, w.pollSettled(ctx, 10-len(w.snapshotRunning())).err)
 		}
 		require.Equal(t, map[string]int{"email": 2, "resize": 3}, runningTypes(w))
 

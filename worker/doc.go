@@ -49,9 +49,10 @@
 // PollMax. Under load it holds what a walk of the index found and claims
 // from it oldest first across every shard, its own share of it (workers
 // split the ready tasks by task id, see peers.go), for up to PageHold
-// before it walks again. The claims for its free slots go out together
-// (each is four requests in a row), in that order. See poll.go for order and fairness and IndexMode
-// for the fallback scans.
+// before it walks again. A claim (four requests in a row) starts as soon
+// as a slot is free, in that order, and holds the slot while in flight;
+// no claim waits for another. See poll.go for order and fairness and
+// IndexMode for the fallback scans.
 //
 // # Pause, limits and large inputs
 //

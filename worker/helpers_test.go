@@ -275,3 +275,11 @@ func runningTypes(w *Worker) map[string]int {
 	}
 	return out
 }
+
+// pollSettled polls once and waits for the claims it started to be won
+// or lost, so that a test sees their outcome.
+func (w *Worker) pollSettled(ctx context.Context, free int) pollResult {
+	r := w.poll(ctx, free)
+	w.claims.Wait()
+	return r
+}

@@ -74,7 +74,7 @@ func claimOrder(t *testing.T, w *Worker, n int) []uuid.UUID {
 	seen := map[uuid.UUID]bool{}
 	for polls := 0; len(order) < n; polls++ {
 		require.Less(t, polls, 10*n, "claimed %d of %d", len(order), n)
-		r := w.poll(ctx, 1)
+		r := w.pollSettled(ctx, 1)
 		require.NoError(t, r.err)
 		for _, rt := range w.snapshotRunning() {
 			if !seen[rt.id] {
@@ -216,7 +216,7 @@ func TestWorkersSplitReadyWork(t *testing.T) {
 	for polls := 0; len(claimed) < len(tasks); polls++ {
 		require.Less(t, polls, 10*len(tasks))
 		for i, w := range ws {
-			require.NoError(t, w.poll(ctx, 1).err)
+			require.NoError(t, w.pollSettled(ctx, 1).err)
 			for _, rt := range w.snapshotRunning() {
 				if _, ok := claimed[rt.id]; !ok {
 					claimed[rt.id] = i
@@ -309,7 +309,7 @@ func TestHelpWithFewOthers(t *testing.T) {
 				}
 				n++
 			}
-			r := w.poll(ctx, tc.free)
+			r := w.pollSettled(ctx, tc.free)
 			require.NoError(t, r.err)
 			if tc.help {
 				require.Equal(t, tc.others, r.claimed)
@@ -337,12 +337,12 @@ func TestHeldViewYieldsToNewWorkAfterHold(t *testing.T) {
 
 		high := bd.submit(t, "job", `{}`, func(r *queue.SubmitRequest) { r.Priority = queue.PriorityHigh })
 		before := counts(bd.s)
-		require.Equal(t, 1, w.poll(ctx, 1).claimed)
+		require.Equal(t, 1, w.pollSettled(ctx, 1).claimed)
 		require.Zero(t, counts(bd.s).Sub(before).Total(store.OpList), "the held view is claimed from without listing")
 		require.False(t, isRunning(w, high.ID), "not seen before the hold ends")
 
 		w.view.at = time.Now().Add(-o.PageHold) // the hold ended
-		require.Equal(t, 1, w.poll(ctx, 1).claimed)
+		require.Equal(t, 1, w.pollSettled(ctx, 1).claimed)
 		require.True(t, isRunning(w, high.ID), "the next walk claims it first")
 	})
 }

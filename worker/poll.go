@@ -30,7 +30,8 @@ import (
 // the next shard, so every shard reached has one page held.
 //
 // The worker holds what the walk found (the held view) and claims from it
-// as slots free up, without listing again, until nothing in it is left
+// as slots free up (each claim in the background, holding its slot until
+// it is won or lost; see startClaim), without listing again, until nothing in it is left
 // for it or PageHold (10s) has passed; then it walks again, at once while
 // the view gave work and slots are free. Claiming is oldest first across
 // every shard held: the pages are merged by rank, priority and task id
@@ -89,7 +90,7 @@ func (w *Worker) dispatch(ctx context.Context) {
 		if w.stopping(ctx) {
 			return
 		}
-		free := w.opts.Concurrency - w.runningCount()
+		free := w.opts.Concurrency - w.slotsTaken()
 		if free <= 0 {
 			select {
 			case <-ctx.Done():
@@ -359,25 +360,30 @@ func (w *Worker) hold(ctx context.Context, entries []queue.ReadyEntry, horizon t
 // indexStep claims up to free entries from the held view, walking the
 // ready index first when the view is spent or older than PageHold.
 func (w *Worker) indexStep(ctx context.Context, shards, types []string, free int) pollResult {
+	if lost, own := w.lost.take(); lost {
+		// Another worker claims from this view: walk again after a pause;
+		// if it was the others' work, back off.
+		if own {
+			w.peers.lostOwn(time.Now())
+		}
+		help := w.view.help
+		w.view.entries = nil
+		return pollResult{others: help}
+	}
 	walked, fromStart, listed := false, false, 0
 	if w.view.spent() || time.Since(w.view.at) >= w.opts.PageHold {
 		fromStart = w.walkFrom == ""
+		began := time.Now()
 		entries, horizon, err := w.walk(ctx, shards, types)
 		if err != nil {
 			return pollResult{err: err}
 		}
 		walked, listed = true, len(entries)
+		entries = w.tried.drop(entries, began)
 		w.hold(ctx, w.dropPaused(ctx, entries), horizon, free)
 	}
-	help := w.view.help
-	claimed, lost := w.claimHeld(ctx, free)
+	claimed := w.claimHeld(ctx, free)
 	switch {
-	case lost && help:
-		// The others' work is being done by its workers: back off.
-		return pollResult{claimed: claimed, others: true}
-	case lost:
-		// Another worker claims from this view: walk again after a pause.
-		return pollResult{claimed: claimed}
 	case w.view.spent():
 		// Used up: while it gave work and slots are free, walk again at
 		// once; a walk cut short goes on at once.
@@ -394,17 +400,18 @@ func (w *Worker) indexStep(ctx context.Context, shards, types []string, free int
 	return pollResult{claimed: claimed}
 }
 
-// claimHeld claims from the held view: the worker's own (and late)
-// entries within the horizon, oldest first; or, in a view without any,
-// the others' entries newest first, starting at the worker's stable
-// offset, so that a helper meets an entry's own worker once (where the
-// one coming from the oldest and the one coming from the newest meet)
-// and helpers begin apart. lost reports a claim lost to another worker:
-// the view is dropped then.
-func (w *Worker) claimHeld(ctx context.Context, free int) (claimed int, lost bool) {
+// claimHeld starts claims from the held view, up to free: the worker's
+// own (and late) entries within the horizon, oldest first; or, in a view
+// without any, the others' entries newest first, starting at the worker's
+// stable offset, so that a helper meets an entry's own worker once (where
+// the one coming from the oldest and the one coming from the newest meet)
+// and helpers begin apart. It does not wait for them: a claim holds its
+// slot from the moment it starts, and one lost to another worker is
+// reported to the next poll (see lostClaims), which drops the view.
+func (w *Worker) claimHeld(ctx context.Context, free int) (started int) {
 	v := &w.view
 	if len(v.entries) == 0 {
-		return 0, false
+		return 0
 	}
 	w.refreshControl(ctx, min(controlFresh, w.opts.ControlRefresh))
 	var perType map[string]int
@@ -424,42 +431,99 @@ func (w *Worker) claimHeld(ctx context.Context, free int) (claimed int, lost boo
 			order = append(order[k:], order[:k]...)
 		}
 	}
-	for next := 0; next < len(order) && claimed < free && !w.stopping(ctx); {
-		// The next claims, up to the free slots, go out together.
-		var batch []int
-		for ; next < len(order) && claimed+len(batch) < free; next++ {
-			h := &v.entries[order[next]]
-			if w.control.ctl.IsPaused(h.Type) {
-				h.done = true
-				continue
-			}
-			if w.atLimit(h.Type, perType) {
-				continue // this type is full; a later poll takes it
-			}
+	for _, i := range order {
+		if started >= free || w.stopping(ctx) {
+			break
+		}
+		h := &v.entries[i]
+		if w.control.ctl.IsPaused(h.Type) {
 			h.done = true
-			if perType != nil {
-				perType[h.Type]++
+			continue
+		}
+		if w.atLimit(h.Type, perType) {
+			continue // this type is full; a later poll takes it
+		}
+		h.done = true
+		if perType != nil {
+			perType[h.Type]++
+		}
+		own := h.own
+		w.startClaim(ctx, h.ReadyEntry, func(o claimOutcome) {
+			if o == claimLost {
+				w.lost.note(own)
 			}
-			batch = append(batch, order[next])
-		}
-		entries := make([]queue.ReadyEntry, len(batch))
-		for j, i := range batch {
-			entries[j] = v.entries[i].ReadyEntry
-		}
-		won, lostAt := w.claimBatch(ctx, entries, perType)
-		claimed += won
-		for _, j := range lostAt {
-			if v.entries[batch[j]].own {
-				w.peers.lostOwn(time.Now())
-			}
-		}
-		if len(lostAt) > 0 {
-			v.entries = nil
-			return claimed, true
-		}
+		})
+		started++
 	}
 	v.entries = slices.DeleteFunc(v.entries, func(h heldEntry) bool { return h.done })
-	return claimed, false
+	return started
+}
+
+// lostClaims records that claims from the held view were lost to another
+// claimer since the dispatch loop last looked.
+type lostClaims struct {
+	mu       sync.Mutex
+	any, own bool
+}
+
+func (l *lostClaims) note(own bool) {
+	l.mu.Lock()
+	l.any = true
+	l.own = l.own || own
+	l.mu.Unlock()
+}
+
+// take returns and clears what was recorded.
+func (l *lostClaims) take() (lost, own bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lost, own = l.any, l.own
+	l.any, l.own = false, false
+	return lost, own
+}
+
+// triedKeys are the ready entries this worker claimed from, kept until a
+// walk that began after the claim ended: a walk whose LIST was answered
+// before a claim deleted its entry still shows it (and a no-op task can
+// even be completed by then), and claiming it again would be lost to
+// this worker itself, dropping the view. A task released or retried gets
+// a new entry (a new rank), which is not among them.
+type triedKeys struct {
+	mu sync.Mutex
+	m  map[string]time.Time // ready key -> when its claim ended (zero: in flight)
+}
+
+func (k *triedKeys) begin(key string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.m == nil {
+		k.m = map[string]time.Time{}
+	}
+	k.m[key] = time.Time{}
+}
+
+func (k *triedKeys) end(key string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.m[key] = time.Now()
+}
+
+// drop forgets the claims that ended before a walk began at began (an
+// entry of theirs it still shows is one their claim did not remove: a
+// failed claim, a failed delete) and removes the others' entries from
+// what the walk found.
+func (k *triedKeys) drop(entries []queue.ReadyEntry, began time.Time) []queue.ReadyEntry {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for key, ended := range k.m {
+		if !ended.IsZero() && ended.Before(began) {
+			delete(k.m, key)
+		}
+	}
+	return slices.DeleteFunc(entries, func(e queue.ReadyEntry) bool {
+		_, ok := k.m[e.Key]
+		return ok
+	})
 }
 
 // nextPartition is the StartAfter of the first wanted shard's ready
@@ -567,24 +631,21 @@ const (
 	claimLost                       // another claimer won, or the entry is stale
 )
 
-// claimBatch claims the entries at once, one request chain each. A claim
-// is four requests in a row (see queue.Claim); claiming a worker's free
-// slots together instead of one after another keeps a busy worker's slots
-// filled at the store's pace rather than at one claim's latency. It
-// returns how many were won and the indexes of the entries lost to
-// another claimer; perType (when not nil, counting these claims already)
-// gets back the ones not won.
+// claimBatch claims the entries at once, one request chain each, and
+// waits for them. It returns how many were won and the indexes of the
+// entries lost to another claimer; perType (when not nil, counting these
+// claims already) gets back the ones not won.
 func (w *Worker) claimBatch(ctx context.Context, entries []queue.ReadyEntry, perType map[string]int) (won int, lostAt []int) {
 	out := make([]claimOutcome, len(entries))
-	if len(entries) == 1 {
-		out[0] = w.claimOne(ctx, entries[0])
-	} else {
-		var wg sync.WaitGroup
-		for i, e := range entries {
-			wg.Go(func() { out[i] = w.claimOne(ctx, e) })
-		}
-		wg.Wait()
+	var wg sync.WaitGroup
+	for i, e := range entries {
+		wg.Add(1)
+		w.startClaim(ctx, e, func(o claimOutcome) {
+			out[i] = o
+			wg.Done()
+		})
 	}
+	wg.Wait()
 	for i, outcome := range out {
 		if outcome == claimWon {
 			won++
@@ -600,6 +661,41 @@ func (w *Worker) claimBatch(ctx context.Context, entries []queue.ReadyEntry, per
 	return won, lostAt
 }
 
+// startClaim claims the task of e in the background; the claim holds a
+// slot until it is won (the task then holds it) or not. A claim is four
+// requests in a row (see queue.Claim): a worker whose claims waited for
+// each other, or for the slowest of a batch, would keep its slots filled
+// at the pace of one claim's latency rather than the store's. done, when
+// not nil, gets the outcome.
+func (w *Worker) startClaim(ctx context.Context, e queue.ReadyEntry, done func(claimOutcome)) {
+	w.tried.begin(e.Key)
+	w.mu.Lock()
+	w.claiming[e.Type]++
+	w.mu.Unlock()
+	w.claims.Add(1)
+	go func() {
+		defer w.claims.Done()
+		o := w.claimOne(ctx, e) // a won claim hands its slot to its task (see start)
+		w.tried.end(e.Key)
+		if o != claimWon {
+			w.mu.Lock()
+			w.unclaim(e.Type)
+			w.mu.Unlock()
+			w.slotFreed()
+		}
+		if done != nil {
+			done(o)
+		}
+	}()
+}
+
+// unclaim gives back the slot of a claim of typ (w.mu held).
+func (w *Worker) unclaim(typ string) {
+	if w.claiming[typ]--; w.claiming[typ] <= 0 {
+		delete(w.claiming, typ)
+	}
+}
+
 // claimOne claims the task of one entry and starts it.
 func (w *Worker) claimOne(ctx context.Context, e queue.ReadyEntry) claimOutcome {
 	// The claim runs to completion even if shutdown starts meanwhile: a
@@ -611,7 +707,7 @@ func (w *Worker) claimOne(ctx context.Context, e queue.ReadyEntry) claimOutcome 
 	switch {
 	case err == nil:
 		w.observer().Claimed(e.Type)
-		w.start(l)
+		w.start(l, e.Type)
 		return claimWon
 	case errors.Is(err, queue.ErrConflict), errors.Is(err, queue.ErrNotFound):
 		w.observer().ClaimConflict(e.Type)

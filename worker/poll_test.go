@@ -53,7 +53,7 @@ func TestIdlePollCost(t *testing.T) {
 		prepared(t, w)
 
 		before := counts(bd.s)
-		r := w.poll(ctx, 1)
+		r := w.pollSettled(ctx, 1)
 		require.NoError(t, r.err)
 		require.Zero(t, r.claimed)
 		d := counts(bd.s).Sub(before)
@@ -64,7 +64,7 @@ func TestIdlePollCost(t *testing.T) {
 			bd.submit(t, "other", `{}`)
 		}
 		before = counts(bd.s)
-		r = w.poll(ctx, 1)
+		r = w.pollSettled(ctx, 1)
 		require.NoError(t, r.err)
 		require.Zero(t, r.claimed)
 		d = counts(bd.s).Sub(before)
@@ -101,7 +101,7 @@ func TestPollPagesPastOtherTypes(t *testing.T) {
 
 		claimed := 0
 		for i := 0; i < 20 && claimed == 0; i++ {
-			r := w.poll(ctx, 1)
+			r := w.pollSettled(ctx, 1)
 			require.NoError(t, r.err)
 			claimed += r.claimed
 		}
@@ -137,7 +137,7 @@ func TestIndexModes(t *testing.T) {
 
 				claimed := 0
 				for i := 0; i < 60 && claimed == 0; i++ {
-					r := w.poll(ctx, 1)
+					r := w.pollSettled(ctx, 1)
 					require.NoError(t, r.err)
 					claimed += r.claimed
 				}
@@ -253,7 +253,7 @@ func TestBusyPollCostIgnoresHistory(t *testing.T) {
 		w := jobWorker(t, q, bd.opts(t))
 		before := counts(bd.s)
 		for claimed := 0; claimed < 8; {
-			r := w.poll(ctx, 8-claimed)
+			r := w.pollSettled(ctx, 8-claimed)
 			require.NoError(t, r.err)
 			claimed += r.claimed
 		}
@@ -312,10 +312,124 @@ func TestClaimsGoOutTogether(t *testing.T) {
 	q, err := queue.Open(ctx, gated, queue.Options{Logger: testLogger(t), Clock: bd.fake})
 	require.NoError(t, err)
 	w := jobWorker(t, q, bd.opts(t))
-	r := w.poll(ctx, 2)
+	r := w.pollSettled(ctx, 2)
 	require.NoError(t, r.err)
 	require.Equal(t, 2, r.claimed)
 	gated.mu.Lock()
 	defer gated.mu.Unlock()
 	require.Equal(t, 2, gated.most, "the two claims' task reads were in flight together")
+}
+
+// heldGets holds every GET of a task object until release is closed.
+type heldGets struct {
+	store.Store
+	release chan struct{}
+}
+
+func (h *heldGets) Get(ctx context.Context, key string) (*store.Object, error) {
+	if strings.HasPrefix(key, queue.TasksPrefix) {
+		<-h.release
+	}
+	return h.Store.Get(ctx, key)
+}
+
+// A poll starts its claims and returns: a claim holds its slot while it is
+// in flight, and a slot that frees meanwhile is filled without waiting for
+// the slowest claim of a batch.
+func TestPollDoesNotWaitForClaims(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	bd := setupRegistry(t)
+	for range 3 {
+		bd.submit(t, "job", `{}`)
+	}
+	held := &heldGets{Store: bd.s, release: make(chan struct{})}
+	q, err := queue.Open(ctx, held, queue.Options{Logger: testLogger(t), Clock: bd.fake})
+	require.NoError(t, err)
+	w := jobWorker(t, q, bd.opts(t))
+
+	polled := make(chan pollResult, 1)
+	go func() { polled <- w.poll(ctx, 2) }()
+	var r pollResult
+	select {
+	case r = <-polled:
+	case <-time.After(30 * time.Second):
+		close(held.release)
+		t.Fatal("the poll waited for its claims")
+	}
+	require.NoError(t, r.err)
+	require.Equal(t, 2, r.claimed, "claims started")
+	require.Equal(t, 2, w.slotsTaken(), "a claim in flight holds its slot")
+	require.Zero(t, w.runningCount())
+
+	close(held.release)
+	w.claims.Wait()
+	require.Equal(t, 2, w.runningCount())
+	require.Equal(t, 2, w.slotsTaken(), "each won claim's slot is its task's now")
+}
+
+// A claim lost to another claimer is reported to the next poll, which
+// drops the held view and claims nothing; the poll after it walks again.
+func TestLostClaimDropsView(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	bd := setupRegistry(t)
+	o := bd.opts(t)
+	o.PageHold = time.Hour
+	w := jobWorker(t, bd.q, o)
+	tasks := bd.submitSpread(t, "job", 3)
+
+	require.Equal(t, 1, w.pollSettled(ctx, 1).claimed)
+	// Another claimer takes the next entry of the worker's view.
+	require.Len(t, w.view.entries, 2)
+	stolen := w.view.entries[0].ReadyEntry
+	_, err := bd.q.Claim(ctx, stolen, "thief")
+	require.NoError(t, err)
+
+	lists := counts(bd.s).Total(store.OpList)
+	require.Equal(t, 1, w.pollSettled(ctx, 1).claimed, "the claim started from the view")
+	require.Equal(t, 1, w.runningCount(), "and was lost")
+	require.Equal(t, lists, counts(bd.s).Total(store.OpList), "claimed from the held view")
+
+	r := w.pollSettled(ctx, 1)
+	require.NoError(t, r.err)
+	require.Zero(t, r.claimed, "the view is dropped, nothing claimed")
+	require.Empty(t, w.view.entries)
+
+	require.Equal(t, 1, w.pollSettled(ctx, 1).claimed, "the next poll walks again")
+	require.Greater(t, counts(bd.s).Total(store.OpList), lists)
+	running := map[uuid.UUID]bool{stolen.ID: true}
+	for _, rt := range w.snapshotRunning() {
+		running[rt.id] = true
+	}
+	require.Len(t, running, len(tasks), "every task runs once")
+}
+
+// A walk made while the worker's own claim is in flight still shows that
+// claim's entry; the worker does not claim it again (it would lose to
+// itself and drop its view).
+func TestWalkSkipsOwnClaimsInFlight(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	bd := setupRegistry(t)
+	bd.submit(t, "job", `{}`)
+	held := &heldGets{Store: bd.s, release: make(chan struct{})}
+	q, err := queue.Open(ctx, held, queue.Options{Logger: testLogger(t), Clock: bd.fake})
+	require.NoError(t, err)
+	o := bd.opts(t)
+	ob := &countingObserver{}
+	o.Observer = ob
+	w := jobWorker(t, q, o)
+
+	require.Equal(t, 1, w.poll(ctx, 1).claimed)
+	lists := counts(bd.s).Total(store.OpList)
+	r := w.poll(ctx, 1)
+	require.NoError(t, r.err)
+	require.Greater(t, counts(bd.s).Total(store.OpList), lists, "the spent view was walked again")
+	require.Zero(t, r.claimed, "the entry of the claim in flight is not claimed twice")
+
+	close(held.release)
+	w.claims.Wait()
+	require.Equal(t, 1, w.runningCount())
+	require.Zero(t, ob.conflicts.Load())
 }

@@ -87,7 +87,7 @@ func TestShardLeasing(t *testing.T) {
 		}
 		claimed := 0
 		for range 5 {
-			r := w1.poll(ctx, 5)
+			r := w1.pollSettled(ctx, 5)
 			require.NoError(t, r.err)
 			claimed += r.claimed
 		}

@@ -66,14 +66,27 @@ func (rt *runningTask) ctxCause() error {
 	return context.Cause(rt.ctx)
 }
 
-func (w *Worker) start(l *queue.Lease) {
+// start runs the task of a won claim; the claim was counted under the
+// type of its ready entry, claimedAs.
+func (w *Worker) start(l *queue.Lease, claimedAs string) {
 	ctx, cancel := context.WithCancelCause(w.handlerBase)
 	rt := &runningTask{id: l.Task.ID, typ: l.Task.Type, ctx: ctx, lease: l, cancel: cancel}
 	w.mu.Lock()
 	w.running[rt.id] = rt
+	// The claim's slot is the task's now, in one step: a count of the
+	// slots taken never sees both or neither.
+	w.unclaim(claimedAs)
 	w.mu.Unlock()
 	w.tasks.Add(1)
 	go w.runTask(ctx, rt)
+}
+
+// slotFreed wakes the dispatch loop if it waits for a free slot.
+func (w *Worker) slotFreed() {
+	select {
+	case w.taskDone <- struct{}{}:
+	default:
+	}
 }
 
 func (w *Worker) runTask(ctx context.Context, rt *runningTask) {
@@ -82,10 +95,7 @@ func (w *Worker) runTask(ctx context.Context, rt *runningTask) {
 		w.mu.Lock()
 		delete(w.running, rt.id)
 		w.mu.Unlock()
-		select {
-		case w.taskDone <- struct{}{}:
-		default:
-		}
+		w.slotFreed()
 		w.tasks.Done()
 	}()
 	rt.mu.Lock()

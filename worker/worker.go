@@ -43,9 +43,14 @@ type Worker struct {
 	started   atomic.Bool
 	startedAt time.Time
 
-	mu      sync.Mutex
-	running map[uuid.UUID]*runningTask
-	rnd     *rand.Rand
+	mu       sync.Mutex
+	running  map[uuid.UUID]*runningTask
+	claiming map[string]int // claims in flight, by task type (they hold a slot)
+	lost     lostClaims     // claims of the held view lost since the last poll
+	tried    triedKeys      // ready entries claimed from, until a walk cannot show them
+
+	claims sync.WaitGroup // claims in flight
+	rnd    *rand.Rand
 
 	tasks    sync.WaitGroup
 	taskDone chan struct{} // a slot freed up
@@ -99,6 +104,7 @@ func New(q *queue.Queue, opts Options) *Worker {
 		handlers: map[string]HandlerFunc{},
 		host:     host,
 		running:  map[uuid.UUID]*runningTask{},
+		claiming: map[string]int{},
 		rnd:      rand.New(rand.NewSource(time.Now().UnixNano())),
 		taskDone: make(chan struct{}, 1),
 		hbNow:    make(chan struct{}, 1),
@@ -271,6 +277,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.dispatch(ctx)
 
 	w.setDraining()
+	w.claims.Wait() // a claim in flight starts its task, which drain waits for
 	w.drain()
 	stopMon()
 	mon.Wait()
@@ -363,6 +370,17 @@ func (w *Worker) runningCount() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return len(w.running)
+}
+
+// slotsTaken counts the slots of running tasks and of claims in flight.
+func (w *Worker) slotsTaken() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := len(w.running)
+	for _, c := range w.claiming {
+		n += c
+	}
+	return n
 }
 
 func (w *Worker) snapshotRunning() []*runningTask {
