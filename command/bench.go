@@ -39,6 +39,10 @@ docs/performance.md met or not:
   - the server's raw ceiling (conditional PUT and GET per second at the same
     concurrency, measured right before and right after the end-to-end run,
     averaged) and the efficiency ratio against it;
+  - the task ceiling: the requests of --tasks tasks sent in their order by
+    as many goroutines as there are worker slots, with no dispatcher, and
+    the end-to-end rate as a share of it (what finding and handing out
+    work costs, apart from the server's cost of new objects and deletes);
   - idle cost: requests per minute of idle workers, with and without shard
     leasing, priced per month;
   - with --seed-finished N (1% of them failed): what reads cost beside that

@@ -118,7 +118,12 @@ type Report struct {
 	Pickup     Latency   `json:"pickup_latency_ms"`
 	Raw        Raw       `json:"raw"`
 	Efficiency float64   `json:"efficiency"`
-	Idle       []Idle    `json:"idle"`
+	// TaskCeiling is the rate of one task's requests with no dispatcher
+	// (see taskCeiling), and OfTaskCeiling the end-to-end rate over it:
+	// what the dispatcher costs, apart from the request mix.
+	TaskCeiling   Rate    `json:"task_ceiling"`
+	OfTaskCeiling float64 `json:"end_to_end_of_task_ceiling"`
+	Idle          []Idle  `json:"idle"`
 	// History holds the reads beside 0 and SeedFinished finished tasks.
 	History []History `json:"history,omitempty"`
 	// Fans holds the dependency phases (FanOut, FanIn).
@@ -258,6 +263,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			r.EndToEnd, err = endToEnd(ctx, b, q, cfg)
 			return err
 		}},
+		{"task ceiling", func(ctx context.Context, b Bucket, _ *queue.Queue) error {
+			rate, err := taskCeiling(ctx, b, conc, cfg.Tasks)
+			r.TaskCeiling = Rate{Concurrency: conc, PerSecond: rate}
+			return err
+		}},
 		{"raw store ceiling, again", rawStep},
 		{"claim latency", func(ctx context.Context, b Bucket, q *queue.Queue) error {
 			var err error
@@ -340,6 +350,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	r.Efficiency = efficiency(r.EndToEnd, r.Raw)
+	if r.TaskCeiling.PerSecond > 0 {
+		r.OfTaskCeiling = r.EndToEnd.TasksPerSecond / r.TaskCeiling.PerSecond
+	}
 	r.Targets = targets(r)
 	return r, nil
 }
@@ -442,6 +455,50 @@ func rawCeiling(ctx context.Context, b Bucket, c, ops int) (Raw, error) {
 		return Raw{}, err
 	}
 	return Raw{Concurrency: c, PutPerSec: putRate, GetPerSec: float64(per*c) / time.Since(start).Seconds()}, nil
+}
+
+// taskCeiling sends the requests of n no-op tasks on c goroutines, each
+// task's in its order with nothing between them: create the task and its
+// ready entry; read the task, write the lease entry and the running task,
+// delete the ready entry; write the completed task, delete the lease
+// entry (the floor of queue/doc.go). It returns tasks per second: what the
+// server allows for this mix of new objects, overwrites and deletes, which
+// costs it more than the raw ceiling's overwrites of a few keys. The end
+// to end rate over it is what the dispatcher costs (finding work, waiting
+// for a slot, handing a task to its handler).
+func taskCeiling(ctx context.Context, b Bucket, c, n int) (float64, error) {
+	body := func(status string) []byte {
+		return []byte(`{"id":"00000000-0000-0000-0000-000000000000","type":"noop","status":"` + status + `","input":{},"timeout_seconds":60,"max_retries":3,"created_at":"2026-01-01T00:00:00Z"}`)
+	}
+	start := time.Now()
+	err := parallel(n, c, func(i int) error {
+		task, ready, lease := fmt.Sprintf("ceiling/tasks/%06d.json", i), fmt.Sprintf("ceiling/ready/%06d", i), fmt.Sprintf("ceiling/leases/%06d", i)
+		created, err := b.Put(ctx, task, body("pending"), store.CreateOnly)
+		if err != nil {
+			return err
+		}
+		if _, err := b.Put(ctx, ready, nil, store.Condition{}); err != nil {
+			return err
+		}
+		if _, err := b.Get(ctx, task); err != nil {
+			return err
+		}
+		if _, err := b.Put(ctx, lease, nil, store.Condition{}); err != nil {
+			return err
+		}
+		running, err := b.Put(ctx, task, body("running"), store.IfMatch(created.ETag))
+		if err != nil {
+			return err
+		}
+		if err := b.Delete(ctx, ready, store.Condition{}); err != nil {
+			return err
+		}
+		if _, err := b.Put(ctx, task, body("completed"), store.IfMatch(running.ETag)); err != nil {
+			return err
+		}
+		return b.Delete(ctx, lease, store.Condition{})
+	})
+	return float64(n) / time.Since(start).Seconds(), err
 }
 
 func noopRequest() queue.SubmitRequest {

@@ -58,6 +58,9 @@ func TestRunSmall(t *testing.T) {
 	require.Len(t, r.Raw.Runs, 2, "the raw ceiling is measured before and after the end-to-end run")
 	require.InDelta(t, (r.Raw.Runs[0].PutPerSec+r.Raw.Runs[1].PutPerSec)/2, r.Raw.PutPerSec, 1e-9)
 	require.Positive(t, r.Efficiency)
+	require.Equal(t, 6, r.TaskCeiling.Concurrency)
+	require.Positive(t, r.TaskCeiling.PerSecond)
+	require.InDelta(t, e.TasksPerSecond/r.TaskCeiling.PerSecond, r.OfTaskCeiling, 1e-9)
 	require.Len(t, r.Idle, 2)
 	for _, idle := range r.Idle {
 		require.Positive(t, idle.RequestsPerMinute[store.OpList], "idle workers poll")

@@ -116,6 +116,9 @@ func (r *Report) WriteText(w io.Writer) {
 	p("pickup latency p50 / p95 / p99 (warm idle worker)\t%.0f / %.0f / %.0f ms (n=%d)", r.Pickup.P50, r.Pickup.P95, r.Pickup.P99, r.Pickup.N)
 	p("raw ceiling at concurrency %d\t%.0f conditional PUT/s, %.0f GET/s%s", r.Raw.Concurrency, r.Raw.PutPerSec, r.Raw.GetPerSec, rawRuns(r.Raw))
 	p("efficiency (end to end requests/s / raw)\t%.2f", r.Efficiency)
+	if t := r.TaskCeiling; t.PerSecond > 0 {
+		p("task ceiling: a task's requests, no dispatcher, concurrency %d\t%.0f tasks/s; end to end is %.2f of it", t.Concurrency, t.PerSecond, r.OfTaskCeiling)
+	}
 	for _, idle := range r.Idle {
 		mode := "without shard leasing"
 		if idle.ShardLeasing {
