@@ -27,6 +27,14 @@ func jobWorker(t *testing.T, q *queue.Queue, o Options) *Worker {
 	return prepared(t, w)
 }
 
+// over opens the bundle's queue over s, a wrapper of its store.
+func (bd *bundle) over(t *testing.T, s store.Store) *queue.Queue {
+	t.Helper()
+	q, err := queue.Open(context.Background(), s, queue.Options{Logger: testLogger(t), Clock: bd.fake})
+	require.NoError(t, err)
+	return q
+}
+
 func prepared(t *testing.T, w *Worker) *Worker {
 	t.Helper()
 	require.NoError(t, w.prepare())
@@ -309,9 +317,7 @@ func TestClaimsGoOutTogether(t *testing.T) {
 		bd.submit(t, "job", `{}`)
 	}
 	gated := &gatedGets{Store: bd.s, both: make(chan struct{})}
-	q, err := queue.Open(ctx, gated, queue.Options{Logger: testLogger(t), Clock: bd.fake})
-	require.NoError(t, err)
-	w := jobWorker(t, q, bd.opts(t))
+	w := jobWorker(t, bd.over(t, gated), bd.opts(t))
 	r := w.pollSettled(ctx, 2)
 	require.NoError(t, r.err)
 	require.Equal(t, 2, r.claimed)
@@ -344,9 +350,7 @@ func TestPollDoesNotWaitForClaims(t *testing.T) {
 		bd.submit(t, "job", `{}`)
 	}
 	held := &heldGets{Store: bd.s, release: make(chan struct{})}
-	q, err := queue.Open(ctx, held, queue.Options{Logger: testLogger(t), Clock: bd.fake})
-	require.NoError(t, err)
-	w := jobWorker(t, q, bd.opts(t))
+	w := jobWorker(t, bd.over(t, held), bd.opts(t))
 
 	polled := make(chan pollResult, 1)
 	go func() { polled <- w.poll(ctx, 2) }()
@@ -414,12 +418,10 @@ func TestWalkSkipsOwnClaimsInFlight(t *testing.T) {
 	bd := setupRegistry(t)
 	bd.submit(t, "job", `{}`)
 	held := &heldGets{Store: bd.s, release: make(chan struct{})}
-	q, err := queue.Open(ctx, held, queue.Options{Logger: testLogger(t), Clock: bd.fake})
-	require.NoError(t, err)
 	o := bd.opts(t)
 	ob := &countingObserver{}
 	o.Observer = ob
-	w := jobWorker(t, q, o)
+	w := jobWorker(t, bd.over(t, held), o)
 
 	require.Equal(t, 1, w.poll(ctx, 1).claimed)
 	lists := counts(bd.s).Total(store.OpList)
