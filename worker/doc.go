@@ -93,7 +93,8 @@
 //
 // # Shutdown
 //
-// Cancelling Run's context stops claiming, waits up to ShutdownTimeout for
+// Cancelling Run's context stops claiming, lets the claims in flight finish
+// (a won claim's task counts as running), waits up to ShutdownTimeout for
 // running handlers, then cancels the rest (cause ErrShuttingDown) and
 // releases their tasks: pending, available at once, no retry counted.
 // Abort (the CLI's second signal) skips the wait. Then shard leases are

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/storetest"
@@ -434,4 +435,26 @@ func TestWalkSkipsOwnClaimsInFlight(t *testing.T) {
 	w.claims.Wait()
 	require.Equal(t, 1, w.runningCount())
 	require.Zero(t, ob.conflicts.Load())
+}
+
+// A worker told to stop while a claim is in flight lets the claim finish
+// and then releases its task like any other running one: it is not left
+// running with a lease that only its expiry would recover.
+func TestShutdownWaitsForClaimsInFlight(t *testing.T) {
+	t.Parallel()
+	bd := setupRegistry(t)
+	task := bd.submit(t, "job", `{}`)
+	held := &heldGets{Store: bd.s, release: make(chan struct{})}
+	o := bd.opts(t)
+	o.ShutdownTimeout = 10 * time.Millisecond
+	w := New(bd.over(t, held), o)
+	w.Handle("job", blockHandler)
+	r := start(t, w)
+	testutil.Eventually(t, func() bool { return w.slotsTaken() == 1 }, "the claim to be in flight")
+	r.cancel()
+	close(held.release)
+	require.NoError(t, r.stop(t))
+	got := bd.get(t, task.ID)
+	require.Equal(t, queue.StatusPending, got.Status, "released at shutdown")
+	require.Equal(t, 1, got.Attempt, "the claim ran once")
 }
