@@ -42,18 +42,20 @@ type SubmitDoc struct {
 }
 
 // Resolve returns the request with Delay and ExpiresIn applied at now (the
-// queue clock). ExpiresIn counts from when the task becomes available.
+// queue clock). ExpiresIn counts from when the task becomes available; a
+// task without a delay then becomes available at now, so that both come
+// from one reading of the clock (Submit reads it again a little later,
+// which could otherwise leave a short expiry before the availability).
 func (d SubmitDoc) Resolve(now time.Time) SubmitRequest {
 	req := d.Request
 	if d.Delay > 0 {
 		req.AvailableAt = now.Add(d.Delay)
 	}
 	if d.ExpiresIn > 0 {
-		from := req.AvailableAt
-		if from.IsZero() {
-			from = now
+		if req.AvailableAt.IsZero() {
+			req.AvailableAt = now
 		}
-		req.ExpiresAt = from.Add(d.ExpiresIn)
+		req.ExpiresAt = req.AvailableAt.Add(d.ExpiresIn)
 	}
 	return req
 }

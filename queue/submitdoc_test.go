@@ -48,6 +48,11 @@ func TestDecodeSubmit(t *testing.T) {
 			require.Equal(t, at.Add(time.Minute), req.AvailableAt)
 			require.Equal(t, at.Add(11*time.Minute), req.ExpiresAt, "expires_in counts from availability")
 		}},
+		{"expiry without delay", `{"type":"e","expires_in":"1ms"}`, "", func(t *testing.T, d queue.SubmitDoc) {
+			req := d.Resolve(at)
+			require.Equal(t, at, req.AvailableAt, "available from the same clock reading")
+			require.Equal(t, at.Add(time.Millisecond), req.ExpiresAt)
+		}},
 		{"expires_at", `{"type":"e","expires_at":"2031-01-02T03:04:05Z"}`, "", func(t *testing.T, d queue.SubmitDoc) {
 			require.Equal(t, at, d.Request.ExpiresAt)
 		}},
@@ -95,4 +100,16 @@ func TestSubmitRefusesNonUTF8(t *testing.T) {
 	require.ErrorIs(t, err, queue.ErrInvalidInput)
 	require.Contains(t, err.Error(), "UTF-8")
 	require.Empty(t, b.keys(t, queue.TasksPrefix), "nothing written")
+}
+
+// A short expiry resolved a moment before the submit (as qo submit
+// --expires-in and the HTTP API do) is still after the availability.
+func TestShortExpiryResolvedBeforeSubmit(t *testing.T) {
+	t.Parallel()
+	b := setup(t, storetest.Backends()[0])
+	req := queue.SubmitDoc{Request: queue.SubmitRequest{Type: "e"}, ExpiresIn: time.Millisecond}.Resolve(b.q.Now())
+	b.clock.Advance(5 * time.Millisecond)
+	task, _, err := b.q.Submit(b.ctx, req)
+	require.NoError(t, err)
+	require.True(t, task.ExpiresAt.After(task.AvailableAt))
 }
