@@ -31,17 +31,18 @@ import (
 //
 // The worker holds what the walk found (the held view) and claims from it
 // as slots free up (each claim in the background, holding its slot until
-// it is won or lost; see startClaim), without listing again, until nothing in it is left
-// for it or PageHold (10s) has passed; then it walks again, at once while
-// the view gave work and slots are free. Claiming is oldest first across
-// every shard held: the pages are merged by rank, priority and task id
-// (compareReady), which is the key order within a shard. Workers reading
-// the same entries split them by task id (see peers.go), so each claims
-// its own share oldest first instead of racing for the same keys; a share
-// left behind by a dead or stalled worker is taken after a page hold, and
-// a worker with nothing of its own left helps with the others' entries
-// when they are few (no more than its free slots), newest first; more
-// than that are left to their workers and the worker backs off.
+// it is won or lost; see startClaim), without listing again, until nothing
+// in it is left for it or PageHold (10s) has passed; then it walks again,
+// at once while the view gave work and slots are free. Claiming is oldest
+// first across every shard held: the pages are merged by rank, priority
+// and task id (compareReady), which is the key order within a shard.
+// Workers reading the same entries split them by task id (see peers.go),
+// so each claims its own share oldest first instead of racing for the same
+// keys; a share left behind by a dead or stalled worker is taken after a
+// page hold, and a worker with nothing of its own left helps with the
+// others' entries when they are few (no more than its free slots), newest
+// first; more than that are left to their workers and the worker backs
+// off.
 //
 // After a poll that claimed something the worker polls again at once
 // while it has free slots, then every PollMin for WarmFor (so a task that
@@ -447,8 +448,10 @@ func (w *Worker) claimHeld(ctx context.Context, free int) (started int) {
 		if perType != nil {
 			perType[h.Type]++
 		}
-		own := h.own
+		own, key := h.own, h.Key
+		w.tried.begin(key)
 		w.startClaim(ctx, h.ReadyEntry, func(o claimOutcome) {
+			w.tried.end(key)
 			if o == claimLost {
 				w.lost.note(own)
 			}
@@ -482,12 +485,14 @@ func (l *lostClaims) take() (lost, own bool) {
 	return lost, own
 }
 
-// triedKeys are the ready entries this worker claimed from, kept until a
-// walk that began after the claim ended: a walk whose LIST was answered
-// before a claim deleted its entry still shows it (and a no-op task can
-// even be completed by then), and claiming it again would be lost to
-// this worker itself, dropping the view. A task released or retried gets
-// a new entry (a new rank), which is not among them.
+// triedKeys are the ready entries this worker claimed from its held view,
+// kept until a walk that began after the claim ended: a walk whose LIST
+// was answered before a claim deleted its entry still shows it (and a
+// no-op task can even be completed by then), and claiming it again would
+// be lost to this worker itself, dropping the view. A task released or
+// retried gets a new entry (a new rank), which is not among them. Only
+// the held view's claims are kept: the scans of tasks/ wait for their
+// claims and never walk, so nothing would ever forget theirs.
 type triedKeys struct {
 	mu sync.Mutex
 	m  map[string]time.Time // ready key -> when its claim ended (zero: in flight)
@@ -510,8 +515,8 @@ func (k *triedKeys) end(key string) {
 
 // drop forgets the claims that ended before a walk began at began (an
 // entry of theirs it still shows is one their claim did not remove: a
-// failed claim, a failed delete) and removes the others' entries from
-// what the walk found.
+// failed claim, a failed delete) and removes the entries of the claims
+// it still keeps from what the walk found.
 func (k *triedKeys) drop(entries []queue.ReadyEntry, began time.Time) []queue.ReadyEntry {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -668,7 +673,6 @@ func (w *Worker) claimBatch(ctx context.Context, entries []queue.ReadyEntry, per
 // at the pace of one claim's latency rather than the store's. done, when
 // not nil, gets the outcome.
 func (w *Worker) startClaim(ctx context.Context, e queue.ReadyEntry, done func(claimOutcome)) {
-	w.tried.begin(e.Key)
 	w.mu.Lock()
 	w.claiming[e.Type]++
 	w.mu.Unlock()
@@ -676,7 +680,6 @@ func (w *Worker) startClaim(ctx context.Context, e queue.ReadyEntry, done func(c
 	go func() {
 		defer w.claims.Done()
 		o := w.claimOne(ctx, e) // a won claim hands its slot to its task (see start)
-		w.tried.end(e.Key)
 		if o != claimWon {
 			w.mu.Lock()
 			w.unclaim(e.Type)

@@ -458,3 +458,27 @@ func TestShutdownWaitsForClaimsInFlight(t *testing.T) {
 	require.Equal(t, queue.StatusPending, got.Status, "released at shutdown")
 	require.Equal(t, 1, got.Attempt, "the claim ran once")
 }
+
+// A worker that scans tasks/ (log-scan) never walks the ready index, so it
+// remembers nothing of its claims for walks: what it claimed is not kept.
+func TestScanClaimsAreNotRemembered(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	bd := setupRegistry(t)
+	o := bd.opts(t)
+	o.IndexMode = LogScan
+	w := jobWorker(t, bd.q, o)
+	for range 3 {
+		bd.submit(t, "job", `{}`)
+	}
+	claimed := 0
+	for i := 0; i < 40 && claimed < 3; i++ {
+		r := w.pollSettled(ctx, 3-claimed)
+		require.NoError(t, r.err)
+		claimed += r.claimed
+	}
+	require.Equal(t, 3, claimed)
+	w.tried.mu.Lock()
+	defer w.tried.mu.Unlock()
+	require.Empty(t, w.tried.m)
+}
