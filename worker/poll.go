@@ -619,9 +619,9 @@ func (w *Worker) claimEntries(ctx context.Context, entries []queue.ReadyEntry, f
 			}
 			batch = append(batch, e)
 		}
-		won, lostAt := w.claimBatch(ctx, batch, perType)
+		won, lost := w.claimBatch(ctx, batch, perType)
 		claimed += won
-		if len(lostAt) > 0 {
+		if lost {
 			return claimed, tried
 		}
 	}
@@ -637,10 +637,10 @@ const (
 )
 
 // claimBatch claims the entries at once, one request chain each, and
-// waits for them. It returns how many were won and the indexes of the
-// entries lost to another claimer; perType (when not nil, counting these
-// claims already) gets back the ones not won.
-func (w *Worker) claimBatch(ctx context.Context, entries []queue.ReadyEntry, perType map[string]int) (won int, lostAt []int) {
+// waits for them. It returns how many were won and whether one was lost
+// to another claimer; perType (when not nil, counting these claims
+// already) gets back the ones not won.
+func (w *Worker) claimBatch(ctx context.Context, entries []queue.ReadyEntry, perType map[string]int) (won int, lost bool) {
 	out := make([]claimOutcome, len(entries))
 	var wg sync.WaitGroup
 	for i, e := range entries {
@@ -659,11 +659,9 @@ func (w *Worker) claimBatch(ctx context.Context, entries []queue.ReadyEntry, per
 		if perType != nil {
 			perType[entries[i].Type]--
 		}
-		if outcome == claimLost {
-			lostAt = append(lostAt, i)
-		}
+		lost = lost || outcome == claimLost
 	}
-	return won, lostAt
+	return won, lost
 }
 
 // startClaim claims the task of e in the background; the claim holds a
