@@ -566,8 +566,9 @@ type LeaseCheck struct {
 // exhausted, or cancelled when a cancel was requested. A holder is dead
 // when its registry entry is older than its DeadAfter plus
 // queue.MaxClockSkew by the store's clock (the worker itself stops its
-// handlers at three quarters of DeadAfter; the registry is listed only when some lease is live; an entry is read
-// only when it looks dead by Options.DeadAfter), or when it has no entry
+// handlers at three quarters of DeadAfter; the registry is listed only when
+// some holder could be dead, see someHolderMayBeDead; an entry is read only
+// when it looks dead by Options.DeadAfter), or when it has no entry
 // and its lease entry is older than DeadAfter. Leadership is not checked
 // here (Run only calls it while leading); calling it from a non-leader is
 // safe, just wasteful.
@@ -603,7 +604,7 @@ func (m *Monitor) CheckLeases(ctx context.Context) (LeaseCheck, error) {
 			r.Expired++
 		}
 	}
-	if len(live) == 0 {
+	if !m.someHolderMayBeDead(live, now) {
 		return r, nil
 	}
 	dead, err := m.deadHolders(ctx, live, now)
@@ -652,6 +653,32 @@ func (m *Monitor) logTakeBack(e queue.LeaseEntry, t *queue.Task, err error, msg 
 		m.log.Debug("lease entry needs no action", "task_id", e.ID, "reason", err)
 	default:
 		m.log.Warn("taking a task back failed (retried next round)", "task_id", e.ID, "key", e.Key, "err", err)
+	}
+	return false
+}
+
+// someHolderMayBeDead reports whether a holder of the live leases could be
+// judged dead now, so that the registry is worth listing. A worker claims
+// only while its last heartbeat to land is younger than three quarters of
+// its DeadAfter (see worker.stopAfter), and it is dead only once that
+// heartbeat is older than its DeadAfter (and Options.DeadAfter, the
+// shortest bound in the fleet), so it cannot be dead sooner than a quarter
+// of Options.DeadAfter after its newest lease entry was written (both times
+// by the store's clock; a claim whose writes took longer than that to land
+// moves it by as much). While every holder's newest entry is younger (a
+// busy queue of short tasks) the round costs its one LIST of the lease
+// index and no more. An entry of unknown age counts as old.
+func (m *Monitor) someHolderMayBeDead(live []queue.LeaseEntry, now time.Time) bool {
+	newest := map[string]time.Time{}
+	for _, e := range live {
+		if t, ok := newest[e.WorkerID]; !ok || e.Modified.After(t) {
+			newest[e.WorkerID] = e.Modified
+		}
+	}
+	for _, t := range newest {
+		if now.Sub(t) >= m.opts.DeadAfter/4 {
+			return true
+		}
 	}
 	return false
 }

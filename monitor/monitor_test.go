@@ -220,6 +220,54 @@ func TestCheckLeasesIdleCost(t *testing.T) {
 	})
 }
 
+// While every holder's newest lease entry is younger than a quarter of
+// DeadAfter none of them can be dead yet, so a lease round does not list
+// the registry; once one is older it does, and a dead holder is still
+// found.
+func TestCheckLeasesListsRegistryOnlyWhenAHolderMayBeDead(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		s := b.New(t)
+		_, err := queue.Init(ctx, s, 1)
+		require.NoError(t, err)
+		// The queue's clock starts at the store's, so lease entries' ages
+		// (by the store's LastModified) are what the clock says.
+		start, err := s.Now(ctx)
+		require.NoError(t, err)
+		clock := storetest.NewClock(start)
+		q, err := queue.Open(ctx, s, queue.Options{Clock: clock})
+		require.NoError(t, err)
+		beat(t, q, "w1", 0)
+		task, _, err := q.Submit(ctx, queue.SubmitRequest{Type: "job", Timeout: time.Hour})
+		require.NoError(t, err)
+		claimAs(t, q, queue.ReadyEntry{Key: queue.ReadyKey(task), ID: task.ID, Shard: task.Shard, Type: task.Type, AvailableAt: task.AvailableAt}, "w1")
+		m := New(q, Options{Clock: clock, Logger: discard})
+		counted := s.(store.Counted)
+
+		round := func() (LeaseCheck, store.Counts) {
+			t.Helper()
+			before := counted.Requests().Snapshot()
+			r, err := m.CheckLeases(ctx)
+			require.NoError(t, err)
+			return r, counted.Requests().Snapshot().Sub(before)
+		}
+		r, d := round()
+		require.Equal(t, 1, r.Leases)
+		require.Equal(t, int64(1), d.All(), "a young lease: the lease index only (%s)", d)
+
+		clock.Advance(queue.DefaultDeadAfter/4 + 2*time.Second)
+		r, d = round()
+		require.Zero(t, r.Reclaimed, "the holder's heartbeat is recent")
+		require.Equal(t, int64(2), d.Total(store.OpList), "an older lease: the registry is listed too (%s)", d)
+
+		clock.Advance(queue.DefaultDeadAfter + queue.MaxClockSkew)
+		r, _ = round()
+		require.Equal(t, 1, r.Reclaimed, "the holder stopped heartbeating")
+		require.Equal(t, []string{"w1"}, r.Dead)
+	})
+}
+
 func TestLeaderElection(t *testing.T) {
 	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, b storetest.Backend) {

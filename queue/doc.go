@@ -302,9 +302,12 @@ extends a lease:
     heartbeat interval (10s), stating its liveness bound (DeadAfter, 20s
     by default, at least twice the interval). The leading monitor walks
     the lease index every 5s (one LIST while nothing runs; one per 1,000
-    running tasks) and, when some lease is live, lists the registry (one
-    LIST per 1,000 workers, no GET: an entry's LastModified is its last
-    heartbeat by the store's clock). A holder whose entry is older than the
+    running tasks) and, once some holder's newest lease entry is a quarter
+    of the bound old, lists the registry (one LIST per 1,000 workers, no
+    GET: an entry's LastModified is its last heartbeat by the store's
+    clock). A younger holder cannot be dead yet: it claimed only while its
+    last heartbeat was younger than three quarters of the bound, so a busy
+    queue of short tasks pays one LIST per round. A holder whose entry is older than the
     bound plus MaxClockSkew (confirmed by one GET of the entry, which
     carries its heartbeat time and bound) is dead: ReclaimLease takes back
     every task whose lease entry names it, found by the listing, including
@@ -313,7 +316,9 @@ extends a lease:
     plus MaxClockSkew. A SIGKILLed worker's tasks are therefore pending
     again within DeadAfter + MaxClockSkew + the lease check interval of
     its last heartbeat: 27s with the defaults, whatever the tasks'
-    timeouts, and the happy path pays nothing for it.
+    timeouts, and the happy path pays nothing for it (a claim whose
+    writes took longer to land than the quarter of the bound moves this
+    by as much).
   - A worker that is only slow (a long pause, a partition) knows when its
     last heartbeat landed: once that is three quarters of DeadAfter old
     (15s by default) it stops every handler, releases each task where its
