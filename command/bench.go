@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +15,9 @@ import (
 	"strings"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"github.com/urfave/cli/v2"
 
 	"github.com/qo-queue/qo/queue"
@@ -59,7 +64,8 @@ docs/performance.md met or not:
     whether the fan-in's child is released exactly once (--deps-only skips
     everything else);
   - end to end again through --workers real 'qo worker' processes x
-    --concurrency, with requests per task from the processes' own counters;
+    --concurrency, with requests per task from the processes' own counters
+    (their /metrics, from the first submit to the last task finished);
   - the peak memory of a real 'qo worker' at concurrency 32 (Linux).
 
 --simulate-partitions needs no S3 server: it drives --sim-rate tasks per
@@ -78,11 +84,12 @@ Examples:
   qo bench
   qo bench --tasks 5000 --workers 8 --concurrency 16 --json > run.json
   qo bench --deps-only --fan-out 10000 --fan-in 1000
+  qo bench --processes-only --workers 8 --concurrency 4
   qo bench --price-put 0.0045 --price-get 0.00036     # another provider's prices
   qo bench --simulate-partitions --sim-rate 20000 --sim-shards 256`,
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "tasks", Value: 2000, Usage: "tasks of the end-to-end run"},
-			&cli.IntFlag{Name: "workers", Value: 4, Usage: "workers of the end-to-end run (in this process)"},
+			&cli.IntFlag{Name: "workers", Value: 4, Usage: "workers of the end-to-end runs (in this process, then as worker processes)"},
 			&cli.IntFlag{Name: "concurrency", Value: 8, Usage: "concurrency per worker"},
 			&cli.IntFlag{Name: "submit-tasks", Value: 500, Usage: "tasks per submit-throughput run"},
 			&cli.IntFlag{Name: "samples", Value: 200, Usage: "claim-latency samples (pickup takes a quarter as many)"},
@@ -97,6 +104,7 @@ Examples:
 			&cli.BoolFlag{Name: "deps-only", Usage: "with --fan-out or --fan-in: measure only the dependencies"},
 			&cli.BoolFlag{Name: "no-rss", Usage: "skip the worker memory measurement"},
 			&cli.BoolFlag{Name: "no-processes", Usage: "skip the end-to-end run through real worker processes"},
+			&cli.BoolFlag{Name: "processes-only", Usage: "run only the end-to-end run through real worker processes (--tasks, --workers, --concurrency)"},
 			&cli.Float64Flag{Name: "price-put", Value: store.AWSStandardPrices.PutPer1000, Usage: "US$ per 1,000 PUT/COPY/POST/LIST"},
 			&cli.Float64Flag{Name: "price-get", Value: store.AWSStandardPrices.GetPer1000, Usage: "US$ per 1,000 GET/HEAD"},
 			&cli.Float64Flag{Name: "price-delete", Value: store.AWSStandardPrices.DeletePer1000, Usage: "US$ per 1,000 DELETE"},
@@ -141,6 +149,13 @@ func runBench(c *cli.Context) error {
 	for _, f := range []string{"tasks", "workers", "concurrency", "submit-tasks", "samples", "idle-workers"} {
 		if c.Int(f) < 1 {
 			return usageError("--%s %d: want at least 1", f, c.Int(f))
+		}
+	}
+	if c.Bool("processes-only") {
+		for _, f := range []string{"history-only", "deps-only", "no-processes"} {
+			if c.Bool(f) {
+				return usageError("--processes-only and --%s exclude each other", f)
+			}
 		}
 	}
 	if c.Int("seed-finished") < 0 {
@@ -189,9 +204,12 @@ func runBench(c *cli.Context) error {
 		fmt.Fprintf(c.App.ErrWriter, "bench: wrote %s and %s\n", filepath.Join(dir, "throughput.svg"), filepath.Join(dir, "idle-cost.svg"))
 		return nil
 	}
-	r, err := bench.Run(c.Context, cfg)
-	if err != nil {
-		return err
+	only := c.Bool("processes-only")
+	r := bench.NewReport(cfg)
+	if !only {
+		if r, err = bench.Run(c.Context, cfg); err != nil {
+			return err
+		}
 	}
 	if !c.Bool("no-processes") && !cfg.HistoryOnly && !cfg.DepsOnly {
 		fmt.Fprintln(c.App.ErrWriter, "bench: end to end through worker processes...")
@@ -201,7 +219,7 @@ func runBench(c *cli.Context) error {
 		}
 		r.AddProcesses(e)
 	}
-	if !c.Bool("no-rss") && !cfg.HistoryOnly && !cfg.DepsOnly && runtime.GOOS == "linux" {
+	if !c.Bool("no-rss") && !only && !cfg.HistoryOnly && !cfg.DepsOnly && runtime.GOOS == "linux" {
 		fmt.Fprintln(c.App.ErrWriter, "bench: worker memory...")
 		mb, err := workerRSS(c.Context, base, newBucket)
 		if err != nil {
@@ -345,11 +363,13 @@ func workerRSS(ctx context.Context, base s3store.Config, newBucket func(context.
 }
 
 // workerProcesses runs the end-to-end workload through real 'qo worker'
-// processes (procs x concurrency, echo tasks): the processes are started
+// processes (procs x concurrency, echo tasks). The processes are started
 // and registered first, then the tasks are submitted, and the run ends when
-// the workers' heartbeats (every second) count every task finished.
-// Requests per task add the submitter's requests to the counts the
-// processes report in their last heartbeats.
+// the processes' /metrics count every task finished. Requests per task add
+// the submitter's requests to what the processes' /metrics counted from
+// the first submit to that last scrape: like the in-process run, the
+// window holds the load and not the processes' start-up or the polls of
+// their idle tail after the last task.
 func workerProcesses(ctx context.Context, base s3store.Config, newBucket func(context.Context, string) (bench.Bucket, error), cfg bench.Config) (*bench.EndToEnd, error) {
 	b, q, name, remove, err := benchBucket(ctx, "qo-bench-procs-", newBucket)
 	if err != nil {
@@ -363,37 +383,54 @@ func workerProcesses(ctx context.Context, base s3store.Config, newBucket func(co
 			_ = cmd.Wait()
 		}
 	}()
+	var addrs []string
 	for i := range cfg.Workers {
+		addr, err := freeLocalAddr()
+		if err != nil {
+			return nil, err
+		}
 		cmd, err := startWorkerProcess(ctx, base, name, "--builtins", "--types", "echo", "--id", fmt.Sprintf("bench-proc-%d", i),
-			"--concurrency", strconv.Itoa(cfg.Concurrency), "--heartbeat-interval", "1s")
+			"--concurrency", strconv.Itoa(cfg.Concurrency), "--metrics-addr", addr)
 		if err != nil {
 			return nil, err
 		}
 		cmds = append(cmds, cmd)
+		addrs = append(addrs, addr)
 	}
-	workers := func() ([]*queue.WorkerInfo, error) {
-		ws, err := q.ListWorkers(ctx)
-		if err != nil {
-			return nil, err
-		}
-		var out []*queue.WorkerInfo
-		for _, w := range ws {
-			if strings.HasPrefix(w.ID, "bench-proc-") {
-				out = append(out, w)
+	// scrape reads every process's counters: requests by kind and attempts
+	// ended (completed or failed).
+	scrape := func() (store.Counts, int64, error) {
+		total := store.Counts{OK: map[store.Op]int64{}, Failed: map[store.Op]int64{}}
+		var done int64
+		for _, addr := range addrs {
+			c, d, err := scrapeWorker(ctx, addr)
+			if err != nil {
+				return store.Counts{}, 0, err
 			}
+			total, done = total.Add(c), done+d
 		}
-		return out, nil
+		return total, done, nil
 	}
 	deadline := time.Now().Add(time.Minute)
 	for {
-		ws, err := workers()
-		if err == nil && len(ws) == cfg.Workers {
+		ws, err := q.ListWorkers(ctx)
+		registered := 0
+		for _, w := range ws {
+			if strings.HasPrefix(w.ID, "bench-proc-") {
+				registered++
+			}
+		}
+		if _, _, serr := scrape(); err == nil && serr == nil && registered == cfg.Workers {
 			break
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("%d worker processes did not register within a minute", cfg.Workers)
+			return nil, fmt.Errorf("%d worker processes did not register and serve /metrics within a minute", cfg.Workers)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+	procsBefore, _, err := scrape()
+	if err != nil {
+		return nil, err
 	}
 	before := b.Requests().Snapshot()
 	start := time.Now()
@@ -421,15 +458,11 @@ func workerProcesses(ctx context.Context, base s3store.Config, newBucket func(co
 	}
 	submitted := b.Requests().Snapshot().Sub(before)
 	deadline = time.Now().Add(10 * time.Minute)
-	var ws []*queue.WorkerInfo
+	var procs store.Counts
 	for {
-		time.Sleep(200 * time.Millisecond)
-		if ws, err = workers(); err != nil {
-			continue
-		}
 		var done int64
-		for _, w := range ws {
-			done += w.TasksCompleted + w.TasksFailed
+		if procs, done, err = scrape(); err != nil {
+			return nil, err
 		}
 		if done >= int64(cfg.Tasks) {
 			break
@@ -437,15 +470,18 @@ func workerProcesses(ctx context.Context, base s3store.Config, newBucket func(co
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("worker processes finished %d of %d tasks in 10 minutes", done, cfg.Tasks)
 		}
+		// Scrape again about when the rest should be done at the rate so
+		// far: rarely while much is left (a scrape costs the processes
+		// CPU), often near the end (the window should close with it).
+		wait := 200 * time.Millisecond
+		if done > 0 {
+			left := time.Duration(float64(time.Since(start)) * float64(int64(cfg.Tasks)-done) / float64(done))
+			wait = min(max(left/2, 10*time.Millisecond), wait)
+		}
+		time.Sleep(wait)
 	}
 	secs := time.Since(start).Seconds()
-	total := submitted
-	for _, w := range ws {
-		if w.Requests == nil {
-			return nil, fmt.Errorf("worker %s reports no request counts", w.ID)
-		}
-		total = total.Add(*w.Requests)
-	}
+	total := submitted.Add(procs.Sub(procsBefore))
 	e := &bench.EndToEnd{Tasks: cfg.Tasks, Seconds: secs, TasksPerSecond: float64(cfg.Tasks) / secs, RequestsPerTask: map[store.Op]float64{}}
 	for _, op := range store.Ops {
 		if n := total.Total(op); n > 0 {
@@ -454,6 +490,66 @@ func workerProcesses(ctx context.Context, base s3store.Config, newBucket func(co
 	}
 	e.CostPerMillion = total.Cost(cfg.Prices) / float64(cfg.Tasks) * 1e6
 	return e, nil
+}
+
+// freeLocalAddr returns a 127.0.0.1 address with a port free right now,
+// for a child process to listen on.
+func freeLocalAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// scrapeWorker reads a worker process's /metrics on addr: its S3 requests
+// by kind (qo_s3_requests_total) and the attempts it ended as completed or
+// failed (qo_tasks_finished_total).
+func scrapeWorker(ctx context.Context, addr string) (store.Counts, int64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		return store.Counts{}, 0, err
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return store.Counts{}, 0, fmt.Errorf("scrape %s: %w", addr, err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return store.Counts{}, 0, fmt.Errorf("scrape %s: %s", addr, res.Status)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(res.Body)
+	if err != nil {
+		return store.Counts{}, 0, fmt.Errorf("scrape %s: %w", addr, err)
+	}
+	c := store.Counts{OK: map[store.Op]int64{}, Failed: map[store.Op]int64{}}
+	for _, m := range fams["qo_s3_requests_total"].GetMetric() {
+		l := labels(m)
+		n := int64(m.GetCounter().GetValue())
+		if l["outcome"] == "ok" {
+			c.OK[store.Op(l["op"])] += n
+		} else {
+			c.Failed[store.Op(l["op"])] += n
+		}
+	}
+	var done int64
+	for _, m := range fams["qo_tasks_finished_total"].GetMetric() {
+		if o := labels(m)["outcome"]; o == "completed" || o == "failed" {
+			done += int64(m.GetCounter().GetValue())
+		}
+	}
+	return c, done, nil
+}
+
+// labels returns a sample's labels by name.
+func labels(m *dto.Metric) map[string]string {
+	out := map[string]string{}
+	for _, l := range m.GetLabel() {
+		out[l.GetName()] = l.GetValue()
+	}
+	return out
 }
 
 // peakRSS reads VmHWM of a Linux process, in MB.

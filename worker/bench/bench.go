@@ -229,10 +229,7 @@ type Target struct {
 // Run runs every phase and returns the report.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	cfg.defaults()
-	r := &Report{Prices: cfg.Prices}
-	r.Config.Tasks, r.Config.Workers, r.Config.Concurrency = cfg.Tasks, cfg.Workers, cfg.Concurrency
-	r.Config.SubmitTasks, r.Config.IdleWorkers, r.Config.SeedFinished = cfg.SubmitTasks, cfg.IdleWorkers, cfg.SeedFinished
-	r.Config.IdleSeconds = cfg.Idle.Seconds()
+	r := NewReport(cfg)
 	conc := cfg.Workers * cfg.Concurrency
 
 	rawStep := func(ctx context.Context, b Bucket, _ *queue.Queue) error {
@@ -355,6 +352,17 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	r.Targets = targets(r)
 	return r, nil
+}
+
+// NewReport returns a report of cfg with no phase measured yet, for a run
+// made of phases measured elsewhere (see Report.AddProcesses).
+func NewReport(cfg Config) *Report {
+	cfg.defaults()
+	r := &Report{Prices: cfg.Prices}
+	r.Config.Tasks, r.Config.Workers, r.Config.Concurrency = cfg.Tasks, cfg.Workers, cfg.Concurrency
+	r.Config.SubmitTasks, r.Config.IdleWorkers, r.Config.SeedFinished = cfg.SubmitTasks, cfg.IdleWorkers, cfg.SeedFinished
+	r.Config.IdleSeconds = cfg.Idle.Seconds()
+	return r
 }
 
 // withBucket runs fn on a queue in a fresh bucket, removed afterwards.

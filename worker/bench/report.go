@@ -68,8 +68,9 @@ func historyTargets(hs []History) []Target {
 // its targets.
 func (r *Report) AddProcesses(e *EndToEnd) {
 	r.Processes = e
-	get, del := e.RequestsPerTask[store.OpGet], e.RequestsPerTask[store.OpDelete]
+	list, get, del := e.RequestsPerTask[store.OpList], e.RequestsPerTask[store.OpGet], e.RequestsPerTask[store.OpDelete]
 	r.Targets = append(r.Targets,
+		Target{"LIST per task, worker processes", "<= 0.02", list, list <= 0.02},
 		Target{"GET per task, worker processes", "<= 1.1", get, get <= 1.1},
 		Target{"DELETE per task, worker processes", "<= 2.02", del, del <= 2.02})
 }
@@ -80,11 +81,25 @@ func (r *Report) AddRSS(mb float64) {
 	r.Targets = append(r.Targets, Target{"worker RSS at concurrency 32 (MB)", "< 60", mb, mb < 60})
 }
 
+// writeProcesses prints the line of the run through worker processes, if
+// it ran.
+func (r *Report) writeProcesses(p func(format string, args ...any)) {
+	if e := r.Processes; e != nil {
+		p("end to end, %d worker processes x %d\t%.0f tasks/s (%.1f s), %s", r.Config.Workers, r.Config.Concurrency, e.TasksPerSecond, e.Seconds, opsLine(e.RequestsPerTask))
+	}
+}
+
 // WriteText prints the report as tables.
 func (r *Report) WriteText(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	p := func(format string, args ...any) { fmt.Fprintf(tw, format+"\n", args...) }
-	if r.EndToEnd.Tasks == 0 { // only the history or dependency steps ran
+	if r.EndToEnd.Tasks == 0 { // only the history, dependency or processes steps ran
+		if r.Processes != nil {
+			p("MEASUREMENT\tVALUE")
+			r.writeProcesses(p)
+			tw.Flush()
+			fmt.Fprintln(w)
+		}
 		if len(r.History) > 0 {
 			writeHistory(w, r.History)
 			fmt.Fprintln(w)
@@ -106,9 +121,7 @@ func (r *Report) WriteText(w io.Writer) {
 	p("cost per million tasks\t$%.2f", e.CostPerMillion)
 	p("duplicate executions\t%d", e.Duplicates)
 	p("ordering: tasks that overtook a task (became ready after it, started before it)\tmax %d, p99 %d, mean %.1f", e.Overtaken.Max, e.Overtaken.P99, e.Overtaken.Mean)
-	if e := r.Processes; e != nil {
-		p("end to end, %d worker processes x %d\t%.0f tasks/s (%.1f s), %s", r.Config.Workers, r.Config.Concurrency, e.TasksPerSecond, e.Seconds, opsLine(e.RequestsPerTask))
-	}
+	r.writeProcesses(p)
 	if r.Seeded != nil {
 		p("end to end over %d finished tasks\t%.0f tasks/s (%s)", r.Config.SeedFinished, r.Seeded.TasksPerSecond, opsLine(r.Seeded.RequestsPerTask))
 	}
