@@ -503,6 +503,10 @@ func freeLocalAddr() (string, error) {
 	return ln.Addr().String(), nil
 }
 
+// scrapeClient reads the worker processes' /metrics; a process that does
+// not answer within its timeout fails the run.
+var scrapeClient = &http.Client{Timeout: 10 * time.Second}
+
 // scrapeWorker reads a worker process's /metrics on addr: its S3 requests
 // by kind (qo_s3_requests_total) and the attempts it ended as completed or
 // failed (qo_tasks_finished_total).
@@ -511,7 +515,7 @@ func scrapeWorker(ctx context.Context, addr string) (store.Counts, int64, error)
 	if err != nil {
 		return store.Counts{}, 0, err
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := scrapeClient.Do(req)
 	if err != nil {
 		return store.Counts{}, 0, fmt.Errorf("scrape %s: %w", addr, err)
 	}
