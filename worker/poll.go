@@ -283,8 +283,10 @@ const maxWalkLists = 4
 // contributes one page, and the rank of the last key listed in it is a
 // horizon: that shard may hold entries ranked after it, so entries of
 // other shards ranked after it wait for the next walk. A walk cut short
-// by maxWalkLists leaves the next one to begin where it stopped, so the
-// shards of an index deeper than that take turns.
+// by maxWalkLists leaves the next one to begin at the first key of the
+// shard it stopped in (its keys listed so far bound the view the same
+// way), so the shards of an index deeper than that take turns and none
+// is entered past an entry the view did not claim.
 func (w *Worker) walk(ctx context.Context, shards, types []string) ([]queue.ReadyEntry, time.Time, error) {
 	var entries []queue.ReadyEntry
 	var horizon time.Time
@@ -311,6 +313,18 @@ func (w *Worker) walk(ctx context.Context, shards, types []string) ([]queue.Read
 			}
 		}
 		start = next
+	}
+	// Cut short. A LIST that ended in another shard than it began in left
+	// the first keys of its last shard in the view, perhaps with more
+	// after them: they bound the view as a page cut short does, and the
+	// next walk lists that shard again from its first key, so that no
+	// entry of it the view leaves unclaimed (ranked after the horizon) is
+	// passed over by one ranked after it.
+	if shard := readyShard(start); start != queue.ReadyShardPrefix(shard) {
+		if last, err := queue.ParseReadyKey(start); err == nil && (horizon.IsZero() || last.Rank.Before(horizon)) {
+			horizon = last.Rank
+		}
+		start = queue.ReadyShardPrefix(shard)
 	}
 	w.walkFrom = start
 	return entries, horizon, nil
