@@ -14,13 +14,17 @@ func migrateCommand() *cli.Command {
 		Name:      "migrate",
 		Usage:     "convert a queue written by an older qo to the current key layout",
 		UsageText: "qo migrate [--json]",
-		Description: fmt.Sprintf(`Converts the bucket in place to key layout %d: index entries move under their
-shard (so a busy queue spreads over many S3 partitions), the dead-letter index
-is built from the failed tasks, and queue.json is switched last. Task objects,
-their history and their payloads are not moved or changed. It reads every task
-object once (1 LIST per 1,000 tasks and 1 GET per task), and can be run again
-after an interruption: it picks up where it stopped. A queue already in the
-current layout is left alone.
+		Description: fmt.Sprintf(`Converts the bucket in place to key layout %d: each ready and lease entry
+is rewritten as one name under its shard (one key segment, which MinIO and
+file-backed S3 servers store and list much faster than a directory per field),
+and queue.json is switched last. From layout 1 the entries also move under
+their shard and the dead-letter index is built from the failed tasks. Task
+objects, their history and their payloads are not moved or changed. From
+layout 2 it reads each pending and running task once (1 LIST per 1,000 index
+entries, 1 GET per task), whatever the history; from layout 1 it reads every
+task object once (1 LIST per 1,000 tasks and 1 GET per task). It can be run
+again after an interruption: it picks up where it stopped. A queue already in
+the current layout is left alone.
 
 Stop every worker, monitor and server of the older version first: they would
 keep writing entries of the old layout. Once the switch is made they refuse to

@@ -134,14 +134,14 @@ func checkTypeKeys(t *testing.T, typ string) {
 	task := fuzzTask(typ, "w")
 	ready := queue.ReadyKey(task)
 	checkKeyShape(t, ready)
-	checkSegment(t, ready, 3, typ)
+	checkField(t, ready, 1, typ)
 	r, err := queue.ParseReadyKey(ready)
 	if err != nil || r.Type != typ || r.ID != task.ID {
 		t.Fatalf("ready key %q of type %q parses back as %+v, %v", ready, typ, r, err)
 	}
 	lease := queue.LeaseKey(task)
 	checkKeyShape(t, lease)
-	checkSegment(t, lease, 3, typ)
+	checkField(t, lease, 1, typ)
 	l, err := queue.ParseLeaseKey(lease)
 	if err != nil || l.Type != typ || l.ID != task.ID {
 		t.Fatalf("lease key %q of type %q parses back as %+v, %v", lease, typ, l, err)
@@ -165,7 +165,7 @@ func checkWorkerKeys(t *testing.T, worker string) {
 	task := fuzzTask("t", worker)
 	lease := queue.LeaseKey(task)
 	checkKeyShape(t, lease)
-	checkSegment(t, lease, 6, worker)
+	checkField(t, lease, 4, worker)
 	l, err := queue.ParseLeaseKey(lease)
 	if err != nil || l.WorkerID != worker {
 		t.Fatalf("lease key %q of worker %q parses back as %+v, %v", lease, worker, l, err)
@@ -206,5 +206,15 @@ func checkSegment(t *testing.T, key string, i int, name string) {
 	segs := strings.Split(key, "/")
 	if i >= len(segs) || segs[i] != name {
 		t.Fatalf("key %q: segment %d is not exactly %q", key, i, name)
+	}
+}
+
+// checkField fails unless field i of the key's last segment (an index
+// entry's name, its fields joined by queue.FieldSep) is exactly name.
+func checkField(t *testing.T, key string, i int, name string) {
+	t.Helper()
+	fields := strings.Split(path.Base(key), queue.FieldSep)
+	if i >= len(fields) || fields[i] != name {
+		t.Fatalf("key %q: field %d of its name is not exactly %q", key, i, name)
 	}
 }

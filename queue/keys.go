@@ -235,7 +235,7 @@ func ReadyShardPrefix(shard string) string { return ReadyPrefix + shard + "/" }
 func LeaseShardPrefix(shard string) string { return LeasesPrefix + shard + "/" }
 
 // ReadyKey is the ready-index key of a pending task:
-// "ready/{shard}/{rank ms}/{type}/{priority}/{id}", where the rank is
+// "ready/{shard}/{rank ms}~{type}~{priority}~{id}", where the rank is
 // available_at moved by the priority (see doc.go, "Priorities").
 func ReadyKey(t *Task) string {
 	return readyKey(t.AvailableAt, t.Priority, t.Shard, t.Type, t.ID)
@@ -248,41 +248,62 @@ func readyKey(availableAt time.Time, p Priority, shard, typ string, id uuid.UUID
 	if !p.Valid() {
 		p = PriorityNormal
 	}
-	return ReadyShardPrefix(shard) + unixMS(rankOf(availableAt, p)) + "/" + typ + "/" + string(p) + "/" + id.String()
+	return ReadyShardPrefix(shard) + joinFields(unixMS(rankOf(availableAt, p)), typ, string(p), id.String())
+}
+
+// FieldSep separates the fields of an index entry's name (see doc.go, "Key
+// layout"): a character no task type, worker id or other field may hold,
+// and one S3 and its SigV4 signing leave as it is.
+const FieldSep = "~"
+
+func joinFields(fields ...string) string { return strings.Join(fields, FieldSep) }
+
+// entryFields splits the name of an index entry below "{prefix}{shard}/"
+// into its shard and n fields (ok false when the key is not one).
+func entryFields(key, prefix string, n int) (shard string, fields []string, ok bool) {
+	rest, ok := strings.CutPrefix(key, prefix)
+	if !ok {
+		return "", nil, false
+	}
+	shard, name, ok := strings.Cut(rest, "/")
+	if !ok || strings.Contains(name, "/") {
+		return "", nil, false
+	}
+	fields = strings.Split(name, FieldSep)
+	return shard, fields, len(fields) == n
 }
 
 // ParseReadyKey decodes a ready-index key.
 func ParseReadyKey(key string) (ReadyEntry, error) {
-	rest, ok := strings.CutPrefix(key, ReadyPrefix)
-	parts := strings.Split(rest, "/")
-	if !ok || len(parts) != 5 {
-		return ReadyEntry{}, fmt.Errorf("%q is not a ready index key (want ready/{shard}/{ms}/{type}/{priority}/{id})", key)
-	}
-	if !isHex(parts[0]) || len(parts[0]) > 2 {
-		return ReadyEntry{}, fmt.Errorf("ready index key %q: bad shard %q", key, parts[0])
-	}
-	rank, ok := parseMS(parts[1])
+	shard, f, ok := entryFields(key, ReadyPrefix, 4)
 	if !ok {
-		return ReadyEntry{}, fmt.Errorf("ready index key %q: bad timestamp %q", key, parts[1])
+		return ReadyEntry{}, fmt.Errorf("%q is not a ready index key (want ready/{shard}/{ms}~{type}~{priority}~{id})", key)
 	}
-	if ValidateType(parts[2]) != nil {
-		return ReadyEntry{}, fmt.Errorf("ready index key %q: bad task type %q", key, parts[2])
+	if !isHex(shard) || len(shard) > 2 {
+		return ReadyEntry{}, fmt.Errorf("ready index key %q: bad shard %q", key, shard)
 	}
-	p := Priority(parts[3])
+	rank, ok := parseMS(f[0])
+	if !ok {
+		return ReadyEntry{}, fmt.Errorf("ready index key %q: bad timestamp %q", key, f[0])
+	}
+	if ValidateType(f[1]) != nil {
+		return ReadyEntry{}, fmt.Errorf("ready index key %q: bad task type %q", key, f[1])
+	}
+	p := Priority(f[2])
 	if !p.Valid() {
-		return ReadyEntry{}, fmt.Errorf("ready index key %q: bad priority %q", key, parts[3])
+		return ReadyEntry{}, fmt.Errorf("ready index key %q: bad priority %q", key, f[2])
 	}
-	id, err := uuid.Parse(parts[4])
-	if err != nil || id.String() != parts[4] || !shardMatches(id, parts[0]) {
-		return ReadyEntry{}, fmt.Errorf("ready index key %q: bad task id %q", key, parts[4])
+	id, err := uuid.Parse(f[3])
+	if err != nil || id.String() != f[3] || !shardMatches(id, shard) {
+		return ReadyEntry{}, fmt.Errorf("ready index key %q: bad task id %q", key, f[3])
 	}
-	return ReadyEntry{Key: key, ID: id, Shard: parts[0], Type: parts[2], Priority: p, Rank: rank, AvailableAt: rank.Add(-p.offset())}, nil
+	return ReadyEntry{Key: key, ID: id, Shard: shard, Type: f[1], Priority: p, Rank: rank, AvailableAt: rank.Add(-p.offset())}, nil
 }
 
 // LeaseKey is the lease-index key of a running task:
-// "leases/{shard}/{lease_expires_at ms}/{type}/{id}/{lease_id}". The lease
-// id makes the key of every claim and extension unique, so two claimers
-// never share an entry. Empty when the task has no lease.
+// "leases/{shard}/{lease_expires_at ms}~{type}~{id}~{lease_id}~{worker_id}".
+// The lease id makes the key of every claim and extension unique, so two
+// claimers never share an entry. Empty when the task has no lease.
 func LeaseKey(t *Task) string {
 	if t.LeaseExpiresAt == nil || t.LeaseID == "" || t.WorkerID == "" {
 		return ""
@@ -291,37 +312,36 @@ func LeaseKey(t *Task) string {
 }
 
 func leaseKey(at time.Time, shard, typ string, id uuid.UUID, leaseID, worker string) string {
-	return LeaseShardPrefix(shard) + unixMS(at) + "/" + typ + "/" + id.String() + "/" + leaseID + "/" + worker
+	return LeaseShardPrefix(shard) + joinFields(unixMS(at), typ, id.String(), leaseID, worker)
 }
 
 // ParseLeaseKey decodes a lease-index key.
 func ParseLeaseKey(key string) (LeaseEntry, error) {
-	rest, ok := strings.CutPrefix(key, LeasesPrefix)
-	parts := strings.Split(rest, "/")
-	if !ok || len(parts) != 6 {
-		return LeaseEntry{}, fmt.Errorf("%q is not a lease index key (want leases/{shard}/{ms}/{type}/{id}/{lease id}/{worker})", key)
-	}
-	if !isHex(parts[0]) || len(parts[0]) > 2 {
-		return LeaseEntry{}, fmt.Errorf("lease index key %q: bad shard %q", key, parts[0])
-	}
-	at, ok := parseMS(parts[1])
+	shard, f, ok := entryFields(key, LeasesPrefix, 5)
 	if !ok {
-		return LeaseEntry{}, fmt.Errorf("lease index key %q: bad timestamp %q", key, parts[1])
+		return LeaseEntry{}, fmt.Errorf("%q is not a lease index key (want leases/{shard}/{ms}~{type}~{id}~{lease id}~{worker})", key)
 	}
-	if ValidateType(parts[2]) != nil {
-		return LeaseEntry{}, fmt.Errorf("lease index key %q: bad task type %q", key, parts[2])
+	if !isHex(shard) || len(shard) > 2 {
+		return LeaseEntry{}, fmt.Errorf("lease index key %q: bad shard %q", key, shard)
 	}
-	id, err := uuid.Parse(parts[3])
-	if err != nil || id.String() != parts[3] || !shardMatches(id, parts[0]) {
-		return LeaseEntry{}, fmt.Errorf("lease index key %q: bad task id %q", key, parts[3])
+	at, ok := parseMS(f[0])
+	if !ok {
+		return LeaseEntry{}, fmt.Errorf("lease index key %q: bad timestamp %q", key, f[0])
 	}
-	if _, err := uuid.Parse(parts[4]); err != nil || len(parts[4]) != 36 {
-		return LeaseEntry{}, fmt.Errorf("lease index key %q: bad lease id %q", key, parts[4])
+	if ValidateType(f[1]) != nil {
+		return LeaseEntry{}, fmt.Errorf("lease index key %q: bad task type %q", key, f[1])
 	}
-	if ValidateWorkerID(parts[5]) != nil {
-		return LeaseEntry{}, fmt.Errorf("lease index key %q: bad worker id %q", key, parts[5])
+	id, err := uuid.Parse(f[2])
+	if err != nil || id.String() != f[2] || !shardMatches(id, shard) {
+		return LeaseEntry{}, fmt.Errorf("lease index key %q: bad task id %q", key, f[2])
 	}
-	return LeaseEntry{Key: key, ID: id, Shard: parts[0], Type: parts[2], LeaseID: parts[4], WorkerID: parts[5], ExpiresAt: at}, nil
+	if _, err := uuid.Parse(f[3]); err != nil || len(f[3]) != 36 {
+		return LeaseEntry{}, fmt.Errorf("lease index key %q: bad lease id %q", key, f[3])
+	}
+	if ValidateWorkerID(f[4]) != nil {
+		return LeaseEntry{}, fmt.Errorf("lease index key %q: bad worker id %q", key, f[4])
+	}
+	return LeaseEntry{Key: key, ID: id, Shard: shard, Type: f[1], LeaseID: f[3], WorkerID: f[4], ExpiresAt: at}, nil
 }
 
 // DeadEntry is one dead-letter index entry, decoded from its key alone.

@@ -18,26 +18,29 @@ type MigrateResult struct {
 	From, To int // layout before and after
 	// AlreadyCurrent: the bucket was already at LayoutVersion; nothing done.
 	AlreadyCurrent bool
-	ReadyMoved     int         `json:"ready_moved"`  // layout-1 ready entries rewritten
-	LeasesMoved    int         `json:"leases_moved"` // layout-1 lease entries rewritten
-	OldRemoved     int         `json:"old_removed"`  // layout-1 entries deleted (moved or stale)
-	Repair         SweepResult `json:"repair"`       // the pass over every task object
+	ReadyMoved     int         `json:"ready_moved"`  // older-layout ready entries rewritten
+	LeasesMoved    int         `json:"leases_moved"` // older-layout lease entries rewritten
+	OldRemoved     int         `json:"old_removed"`  // older-layout entries deleted (moved or stale)
+	Repair         SweepResult `json:"repair"`       // the pass over every task object (from layout 1)
 	Duration       time.Duration
 }
 
 // Migrate converts a bucket of an older key layout to LayoutVersion in
-// place (see doc.go, "Key layout"): every layout-1 ready and lease entry is
-// rewritten under its layout-2 key (reading its task, so only entries of
-// tasks still in that state are kept), then a Repair pass over every task
-// object writes whatever entry is missing, which builds the dead-letter
-// index, and only then queue.json is rewritten (If-Match) with the new
-// format. Task objects, their versions and payloads are not touched. It is
-// idempotent: a crash part-way leaves a layout-1 queue with some layout-2
-// entries, and running it again finishes the job. Workers of the old
-// layout must be stopped first (they would keep writing layout-1 entries);
-// once queue.json says format 2 they refuse to start. The cost is one pass
-// over the bucket's history (1 LIST per 1,000 tasks, 1 GET per task),
-// paid once. progress, when set, is told what happens.
+// place (see doc.go, "Key layout"): every ready and lease entry of layout 1
+// or 2 is rewritten under its current key (reading its task, so only
+// entries of tasks still in that state are kept); from layout 1, a Repair
+// pass over every task object then writes whatever entry is missing, which
+// builds the dead-letter index; only then queue.json is rewritten
+// (If-Match) with the new format. Task objects, their versions and
+// payloads are not touched. It is idempotent: a crash part-way leaves an
+// old-layout queue with some current entries, and running it again
+// finishes the job. Workers of the old layout must be stopped first (they
+// would keep writing old entries); once queue.json says the new format
+// they refuse to start. From layout 2 the cost is 1 LIST per 1,000 index
+// entries and 1 GET per pending or running task, whatever the history;
+// from layout 1 add one pass over the bucket's history (1 LIST per 1,000
+// tasks, 1 GET per task). Paid once. progress, when set, is told what
+// happens.
 func Migrate(ctx context.Context, s store.Store, opts Options, progress func(msg string)) (MigrateResult, error) {
 	start := time.Now()
 	res := MigrateResult{To: LayoutVersion}
@@ -73,6 +76,9 @@ func Migrate(ctx context.Context, s store.Store, opts Options, progress func(msg
 		return res, err
 	}
 	for _, shard := range q.shards {
+		if res.From >= 2 {
+			break // layout 2 has the dead-letter index already
+		}
 		say("checking the tasks of shard %s (builds the dead-letter index)", shard)
 		cursor := ""
 		for {
@@ -103,9 +109,9 @@ func Migrate(ctx context.Context, s store.Store, opts Options, progress func(msg
 	return res, nil
 }
 
-// migrateIndex rewrites every layout-1 entry under prefix: the key of a
-// task still in the entry's state is written in layout 2, and the old key
-// is deleted.
+// migrateIndex rewrites every older-layout entry under prefix: the key of
+// a task still in the entry's state is written in the current layout, and
+// the old key is deleted.
 func (q *Queue) migrateIndex(ctx context.Context, prefix string, res *MigrateResult) error {
 	token := ""
 	for {
@@ -114,9 +120,9 @@ func (q *Queue) migrateIndex(ctx context.Context, prefix string, res *MigrateRes
 			return fmt.Errorf("migrate: list %s: %w", prefix, err)
 		}
 		for _, o := range page.Objects {
-			id, ok := layout1Entry(prefix, o.Key)
+			id, ok := oldEntry(prefix, o.Key)
 			if !ok {
-				continue // a layout-2 key (an earlier run), or junk left alone
+				continue // a current key (an earlier run), or junk left alone
 			}
 			t, _, err := q.getTask(ctx, id)
 			switch {
@@ -147,18 +153,36 @@ func (q *Queue) migrateIndex(ctx context.Context, prefix string, res *MigrateRes
 	}
 }
 
-// layout1Entry recognises a layout-1 index key ("ready/{13-digit ms}/{shard}/
-// {type}[/{priority}]/{id}" or "leases/{13-digit ms}/{shard}/{id}") and
-// returns its task id.
-func layout1Entry(prefix, key string) (uuid.UUID, bool) {
+// oldEntry recognises a ready or lease key of an older layout and returns
+// its task id. Layout 1: "ready/{ms}/{shard}/{type}[/{priority}]/{id}",
+// "leases/{ms}/{shard}/{id}"; layout 2: "ready/{shard}/{ms}/{type}/
+// {priority}/{id}", "leases/{shard}/{ms}/{type}/{id}/{lease id}/{worker}".
+// Current keys have no "/" after the shard.
+func oldEntry(prefix, key string) (uuid.UUID, bool) {
 	parts := strings.Split(strings.TrimPrefix(key, prefix), "/")
-	if len(parts) < 3 || len(parts[0]) != msDigits {
+	if len(parts) < 3 {
 		return uuid.Nil, false
 	}
-	if _, ok := parseMS(parts[0]); !ok {
+	idPart := parts[len(parts)-1]
+	switch {
+	case len(parts[0]) == msDigits: // layout 1
+		if _, ok := parseMS(parts[0]); !ok {
+			return uuid.Nil, false
+		}
+	case isHex(parts[0]) && len(parts[0]) <= 2: // layout 2
+		if _, ok := parseMS(parts[1]); !ok {
+			return uuid.Nil, false
+		}
+		if prefix == LeasesPrefix {
+			if len(parts) != 6 {
+				return uuid.Nil, false
+			}
+			idPart = parts[3]
+		}
+	default:
 		return uuid.Nil, false
 	}
-	id, err := uuid.Parse(parts[len(parts)-1])
+	id, err := uuid.Parse(idPart)
 	if err != nil {
 		return uuid.Nil, false
 	}

@@ -120,3 +120,89 @@ func TestMigrateFromLayout1(t *testing.T) {
 		require.True(t, res.AlreadyCurrent)
 	})
 }
+
+// layout2Key is the layout-2 key of a current ready or lease key: the same
+// fields, one segment each.
+func layout2Key(t *testing.T, key string) string {
+	t.Helper()
+	if e, err := queue.ParseReadyKey(key); err == nil {
+		return fmt.Sprintf("ready/%s/%013d/%s/%s/%s", e.Shard, e.Rank.UnixMilli(), e.Type, e.Priority, e.ID)
+	}
+	l, err := queue.ParseLeaseKey(key)
+	require.NoError(t, err)
+	return fmt.Sprintf("leases/%s/%013d/%s/%s/%s/%s", l.Shard, l.ExpiresAt.UnixMilli(), l.Type, l.ID, l.LeaseID, l.WorkerID)
+}
+
+func TestMigrateFromLayout2(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
+		b := setup(t, be)
+		submit := func(retries int) *queue.Task {
+			task, _, err := b.q.Submit(b.ctx, queue.SubmitRequest{Type: "job", MaxRetries: &retries})
+			require.NoError(t, err)
+			return task
+		}
+		claim := func(task *queue.Task) *queue.Lease {
+			e, err := queue.ParseReadyKey(queue.ReadyKey(task))
+			require.NoError(t, err)
+			l, err := b.q.Claim(b.ctx, e, "old-worker")
+			require.NoError(t, err)
+			return l
+		}
+		pending := []*queue.Task{submit(3), submit(3)}
+		running := claim(submit(3))
+		_, err := b.q.Fail(b.ctx, claim(submit(0)), "boom")
+		require.NoError(t, err)
+		done := submit(3)
+		_, err = b.q.Complete(b.ctx, claim(done), nil)
+		require.NoError(t, err)
+		want := map[string][]string{queue.ReadyPrefix: b.keys(t, queue.ReadyPrefix), queue.LeasesPrefix: b.keys(t, queue.LeasesPrefix)}
+		dead := b.keys(t, queue.DeadPrefix)
+		require.Len(t, want[queue.ReadyPrefix], 2)
+		require.Len(t, want[queue.LeasesPrefix], 1)
+		require.Len(t, dead, 1)
+
+		// The same bucket as layout 2 wrote it: a segment per field, and a
+		// stale ready entry of a finished task.
+		for _, keys := range want {
+			for _, k := range keys {
+				_, err := b.raw.Put(b.ctx, layout2Key(t, k), nil, store.Condition{})
+				require.NoError(t, err)
+				require.NoError(t, b.raw.Delete(b.ctx, k, store.Condition{}))
+			}
+		}
+		_, err = b.raw.Put(b.ctx, layout2Key(t, queue.ReadyKey(done)), nil, store.Condition{})
+		require.NoError(t, err)
+		_, err = b.raw.Put(b.ctx, queue.ConfigKey, []byte(`{"format":2,"shard_chars":1,"created_at":"2026-01-01T00:00:00Z"}`), store.Condition{})
+		require.NoError(t, err)
+		_, err = queue.Open(b.ctx, b.raw, queue.Options{})
+		require.ErrorIs(t, err, queue.ErrLayoutOutdated)
+
+		res, err := queue.Migrate(b.ctx, b.raw, queue.Options{Clock: b.clock}, nil)
+		require.NoError(t, err)
+		require.Equal(t, 2, res.From)
+		require.Equal(t, queue.LayoutVersion, res.To)
+		require.Equal(t, 2, res.ReadyMoved)
+		require.Equal(t, 1, res.LeasesMoved)
+		require.Equal(t, 4, res.OldRemoved)
+		require.Zero(t, res.Repair.Scanned, "no pass over the history: the dead-letter index is already there")
+		require.ElementsMatch(t, want[queue.ReadyPrefix], b.keys(t, queue.ReadyPrefix))
+		require.Equal(t, want[queue.LeasesPrefix], b.keys(t, queue.LeasesPrefix))
+		require.Equal(t, dead, b.keys(t, queue.DeadPrefix))
+
+		q, err := queue.Open(b.ctx, b.raw, queue.Options{Clock: b.clock})
+		require.NoError(t, err)
+		es, _, err := q.ListReady(b.ctx, queue.ReadyQuery{})
+		require.NoError(t, err)
+		require.ElementsMatch(t, []uuid.UUID{pending[0].ID, pending[1].ID}, []uuid.UUID{es[0].ID, es[1].ID})
+		b.clock.Advance(time.Hour)
+		exp, _, err := q.ListExpired(b.ctx, 0, "")
+		require.NoError(t, err)
+		require.Len(t, exp, 1, "the old worker's lease is found by the expiry check")
+		require.Equal(t, running.Task.ID, exp[0].ID)
+
+		res, err = queue.Migrate(b.ctx, b.raw, queue.Options{Clock: b.clock}, nil)
+		require.NoError(t, err)
+		require.True(t, res.AlreadyCurrent)
+	})
+}

@@ -166,13 +166,15 @@ func TestKeys(t *testing.T) {
 	task := validTask(queue.StatusPending)
 	task.AvailableAt = time.UnixMilli(1_700_000_000_123).UTC()
 	rk := queue.ReadyKey(task)
-	require.Equal(t, "ready/3/1700000000123/t/normal/"+task.ID.String(), rk, "shard first: one partition per shard")
+	require.Equal(t, "ready/3/1700000000123~t~normal~"+task.ID.String(), rk, "shard first: one partition per shard, one segment per entry")
 	e, err := queue.ParseReadyKey(rk)
 	require.NoError(t, err)
 	require.Equal(t, queue.ReadyEntry{Key: rk, ID: task.ID, Shard: "3", Type: "t", Priority: queue.PriorityNormal,
 		Rank: task.AvailableAt, AvailableAt: task.AvailableAt}, e)
-	// Layout-1 keys (time first) are not layout-2 keys: qo migrate moves them.
-	for _, legacy := range []string{"ready/1700000000123/3/t/" + task.ID.String(), "ready/1700000000123/3/t/normal/" + task.ID.String()} {
+	// Layout-1 keys (time first) and layout-2 keys (a segment per field)
+	// are not current keys: qo migrate moves them.
+	for _, legacy := range []string{"ready/1700000000123/3/t/" + task.ID.String(), "ready/1700000000123/3/t/normal/" + task.ID.String(),
+		"ready/3/1700000000123/t/normal/" + task.ID.String(), "ready/3/1700000000123~t~normal/" + task.ID.String()} {
 		_, err = queue.ParseReadyKey(legacy)
 		require.Error(t, err, legacy)
 	}
@@ -198,7 +200,9 @@ func TestKeys(t *testing.T) {
 	require.Empty(t, queue.LeaseKey(task), "no holder, no lease entry")
 	task.WorkerID = "w-1"
 	lk := queue.LeaseKey(task)
-	require.Equal(t, "leases/3/0000000000042/t/"+task.ID.String()+"/"+task.LeaseID+"/w-1", lk)
+	require.Equal(t, "leases/3/0000000000042~t~"+task.ID.String()+"~"+task.LeaseID+"~w-1", lk)
+	_, err = queue.ParseLeaseKey("leases/3/0000000000042/t/" + task.ID.String() + "/" + task.LeaseID + "/w-1")
+	require.Error(t, err, "a layout-2 lease key")
 	le, err := queue.ParseLeaseKey(lk)
 	require.NoError(t, err)
 	require.Equal(t, queue.LeaseEntry{Key: lk, ID: task.ID, Shard: "3", Type: "t", LeaseID: task.LeaseID, WorkerID: "w-1", ExpiresAt: exp}, le)
@@ -238,7 +242,9 @@ func TestKeys(t *testing.T) {
 	for _, bad := range []string{"ready/x", "ready/3/123/t/normal/" + task.ID.String(), "ready/4/1700000000123/t/normal/" + task.ID.String(),
 		"ready/3/1700000000123/t!/normal/" + task.ID.String(), "ready/3/1700000000123/t/normal/nope", "leases/3/1700000000123",
 		"ready/3/1700000000123/t/urgent/" + task.ID.String(), "leases/3/1700000000123/t/" + task.ID.String() + "/nope", "leases/3/1700000000123/t/" + task.ID.String() + "/" + task.LeaseID + "/bad worker",
-		"dead/3/x", "dead/0000000000001/4/t/" + task.ID.String()} {
+		"dead/3/x", "dead/0000000000001/4/t/" + task.ID.String(),
+		"ready/3/1700000000123~t~normal", "ready/3/1700000000123~t~normal~" + task.ID.String() + "~x", "ready/3/1700000000123~t~urgent~" + task.ID.String(),
+		"ready/3~1700000000123~t~normal~" + task.ID.String(), "leases/3/1700000000123~t~" + task.ID.String() + "~" + task.LeaseID + "~bad worker"} {
 		_, err1 := queue.ParseReadyKey(bad)
 		_, err2 := queue.ParseLeaseKey(bad)
 		_, err3 := queue.ParseDeadKey(bad)
@@ -386,6 +392,6 @@ func TestValidateNamesRefuseDotSegments(t *testing.T) {
 	}
 	// A ready key with a dot segment is not one qo wrote: refused.
 	id := queue.NewID()
-	_, err := queue.ParseReadyKey("ready/" + queue.ShardOf(id, 1) + "/1700000000123/../normal/" + id.String())
+	_, err := queue.ParseReadyKey("ready/" + queue.ShardOf(id, 1) + "/1700000000123~..~normal~" + id.String())
 	require.Error(t, err)
 }

@@ -36,7 +36,7 @@ type ReadyQuery struct {
 
 // ListReady returns ready entries with AvailableAt <= now matching the
 // filters, from ONE store LIST starting at the cursor (see walkPartitions):
-// the index is partitioned by shard ("ready/{shard}/{rank}/..."), each
+// the index is partitioned by shard ("ready/{shard}/{rank}~..."), each
 // partition in rank order, so the walk covers the wanted partitions one
 // after the other and, within each, skips everything after the first rank
 // later than now + PriorityStep (nothing after it can be available). next

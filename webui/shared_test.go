@@ -196,6 +196,7 @@ func TestIdempotencyKeys(t *testing.T) {
 type pageConstants struct {
 	FormatVersion     int                    `json:"format_version"`      // queue.FormatVersion
 	LayoutVersion     int                    `json:"layout_version"`      // queue.LayoutVersion
+	FieldSep          string                 `json:"field_sep"`           // queue.FieldSep
 	Statuses          []queue.Status         `json:"statuses"`            // queue.Statuses
 	Terminal          []queue.Status         `json:"terminal"`            // the statuses whose Terminal is true
 	Counted           []queue.Status         `json:"counted"`             // queue.CountedStatuses
@@ -230,7 +231,7 @@ func constants() pageConstants {
 		ops[op] = queue.OperatorFrom(op)
 	}
 	return pageConstants{
-		FormatVersion: queue.FormatVersion, LayoutVersion: queue.LayoutVersion,
+		FormatVersion: queue.FormatVersion, LayoutVersion: queue.LayoutVersion, FieldSep: queue.FieldSep,
 		Statuses: queue.Statuses, Terminal: terminal, Counted: queue.CountedStatuses, Priorities: queue.Priorities,
 		PriorityStepMS: queue.PriorityStep.Milliseconds(), ListWindowMS: queue.DefaultListWindow.Milliseconds(),
 		RecentMinutes: queue.DefaultRecentMinutes,

@@ -18,7 +18,7 @@ import (
 
 // Polling
 //
-// The ready index is keyed "ready/{shard}/{rank ms}/{type}/{priority}/{id}"
+// The ready index is keyed "ready/{shard}/{rank ms}~{type}~{priority}~{id}"
 // (the rank is available_at moved by the priority, see queue/doc.go): one
 // partition per shard, each in rank order. A walk (see walk) lists the
 // worker's shards' partitions from the first, LISTs of ReadyPageSize

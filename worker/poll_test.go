@@ -181,9 +181,9 @@ func TestNextPartition(t *testing.T) {
 		wanted []string
 		want   string
 	}{
-		{"ready/0/0000000000001/t/normal/x", nil, "ready/1/"},
-		{"ready/1/0000000000001/t/normal/x", []string{"3", "0"}, "ready/3/"},
-		{"ready/3/0000000000001/t/normal/x", nil, ""},
+		{"ready/0/0000000000001~t~normal~x", nil, "ready/1/"},
+		{"ready/1/0000000000001~t~normal~x", []string{"3", "0"}, "ready/3/"},
+		{"ready/3/0000000000001~t~normal~x", nil, ""},
 		{"ready/2/", nil, "ready/3/"},
 	} {
 		require.Equal(t, tc.want, nextPartition(tc.key, tc.wanted, all), tc.key)

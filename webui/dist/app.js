@@ -855,7 +855,8 @@ var transitions_default = [
 // src/constants.json
 var constants_default = {
   format_version: 1,
-  layout_version: 2,
+  layout_version: 3,
+  field_sep: "~",
   statuses: [
     "waiting",
     "pending",
@@ -935,6 +936,7 @@ var PRIORITIES = constants_default.priorities;
 var PRIORITY_STEP_MS = constants_default.priority_step_ms;
 var FORMAT_VERSION = constants_default.format_version;
 var LAYOUT_VERSION = constants_default.layout_version;
+var FIELD_SEP = constants_default.field_sep;
 var CONFIG_KEY = constants_default.keys.config;
 var TASKS_PREFIX = constants_default.keys.tasks;
 var READY_PREFIX = constants_default.keys.ready;
@@ -998,10 +1000,10 @@ function priorityOf(t) {
 function readyKey(t) {
   const p = priorityOf(t);
   const offset = p === "high" ? -PRIORITY_STEP_MS : p === "low" ? PRIORITY_STEP_MS : 0;
-  return `${READY_PREFIX}${t.shard}/${unixMS(Date.parse(t.available_at) + offset)}/${t.task_type}/${p}/${t.id}`;
+  return `${READY_PREFIX}${t.shard}/${[unixMS(Date.parse(t.available_at) + offset), t.task_type, p, t.id].join(FIELD_SEP)}`;
 }
 function leaseKey(t) {
-  return `${LEASES_PREFIX}${t.shard}/${unixMS(Date.parse(t.lease_expires_at))}/${t.task_type}/${t.id}/${t.lease_id}/${t.worker_id}`;
+  return `${LEASES_PREFIX}${t.shard}/${[unixMS(Date.parse(t.lease_expires_at)), t.task_type, t.id, t.lease_id, t.worker_id].join(FIELD_SEP)}`;
 }
 function deadKey(t) {
   return `${DEAD_PREFIX}${unixMS(MAX_MS - Date.parse(t.completed_at))}/${t.shard}/${t.task_type}/${t.id}`;
@@ -1013,8 +1015,14 @@ function indexKeys(t) {
   if (t.status === "failed" && t.completed_at) return [deadKey(t)];
   return [];
 }
+function keyFields(key) {
+  const p = key.split("/");
+  const root = `${p[0]}/`;
+  if (root !== READY_PREFIX && root !== LEASES_PREFIX) return p;
+  return p.length === 3 ? [p[0], p[1], ...p[2].split(FIELD_SEP)] : [];
+}
 function parseIndexKey(key) {
-  const parts = key.split("/");
+  const parts = keyFields(key);
   const ok = (shard, id) => /^[0-9a-f]{1,2}$/.test(shard) && /^[0-9a-f-]{36}$/.test(id) ? { shard, id } : null;
   const root = `${parts[0]}/`;
   if (root === READY_PREFIX && parts.length === 6) return ok(parts[1], parts[5]);
@@ -1173,7 +1181,7 @@ var HEX_SHARD = /^[0-9a-f]{1,2}$/;
 var UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 var MS = /^\d{13}$/;
 function indexEntry(key) {
-  const p = key.split("/");
+  const p = keyFields(key);
   const ok = (index, shard, type, id, extra) => HEX_SHARD.test(shard) && validType(type) && UUID.test(id) && shardOf(id, shard.length) === shard ? { index, shard, type, id, ...extra } : null;
   const root = `${p[0]}/`;
   if (root === READY_PREFIX && p.length === 6 && MS.test(p[2]) && PRIORITIES.includes(p[4])) {

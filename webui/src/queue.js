@@ -17,6 +17,8 @@ export const PRIORITY_STEP_MS = constants.priority_step_ms;
 export const FORMAT_VERSION = constants.format_version;
 /** LAYOUT_VERSION is the key layout the page reads: queue.json's "format" (queue.LayoutVersion). */
 export const LAYOUT_VERSION = constants.layout_version;
+/** FIELD_SEP joins the fields of a ready or lease entry's name (queue.FieldSep). */
+export const FIELD_SEP = constants.field_sep;
 export const CONFIG_KEY = constants.keys.config;
 export const TASKS_PREFIX = constants.keys.tasks;
 export const READY_PREFIX = constants.keys.ready;
@@ -120,12 +122,12 @@ export function priorityOf(t) {
 export function readyKey(t) {
   const p = priorityOf(t);
   const offset = p === 'high' ? -PRIORITY_STEP_MS : p === 'low' ? PRIORITY_STEP_MS : 0;
-  return `${READY_PREFIX}${t.shard}/${unixMS(Date.parse(t.available_at) + offset)}/${t.task_type}/${p}/${t.id}`;
+  return `${READY_PREFIX}${t.shard}/${[unixMS(Date.parse(t.available_at) + offset), t.task_type, p, t.id].join(FIELD_SEP)}`;
 }
 
 /** leaseKey is the lease-index key of a running task (its holder last). */
 export function leaseKey(t) {
-  return `${LEASES_PREFIX}${t.shard}/${unixMS(Date.parse(t.lease_expires_at))}/${t.task_type}/${t.id}/${t.lease_id}/${t.worker_id}`;
+  return `${LEASES_PREFIX}${t.shard}/${[unixMS(Date.parse(t.lease_expires_at)), t.task_type, t.id, t.lease_id, t.worker_id].join(FIELD_SEP)}`;
 }
 
 /** deadKey is the dead-letter key of a failed task: newest failure first. */
@@ -143,11 +145,23 @@ export function indexKeys(t) {
 }
 
 /**
+ * keyFields splits an index key into its fields: its segments, with the
+ * name of a ready or lease entry split at FIELD_SEP, so that every index
+ * reads as one list (empty for a ready or lease key of another shape).
+ */
+function keyFields(key) {
+  const p = key.split('/');
+  const root = `${p[0]}/`;
+  if (root !== READY_PREFIX && root !== LEASES_PREFIX) return p;
+  return p.length === 3 ? [p[0], p[1], ...p[2].split(FIELD_SEP)] : [];
+}
+
+/**
  * parseIndexKey reads the task id and shard out of a ready, lease or
  * dead-letter key (null when it is not one).
  */
 export function parseIndexKey(key) {
-  const parts = key.split('/');
+  const parts = keyFields(key);
   const ok = (shard, id) => (/^[0-9a-f]{1,2}$/.test(shard) && /^[0-9a-f-]{36}$/.test(id) ? { shard, id } : null);
   const root = `${parts[0]}/`;
   if (root === READY_PREFIX && parts.length === 6) return ok(parts[1], parts[5]);
@@ -362,7 +376,7 @@ const MS = /^\d{13}$/;
  * rank moved back by its priority). null when the key is not one.
  */
 export function indexEntry(key) {
-  const p = key.split('/');
+  const p = keyFields(key);
   const ok = (index, shard, type, id, extra) => (HEX_SHARD.test(shard) && validType(type) && UUID.test(id) && shardOf(id, shard.length) === shard
     ? { index, shard, type, id, ...extra } : null);
   const root = `${p[0]}/`;

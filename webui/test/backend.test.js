@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { S3Backend } from '../src/backend.js';
-import { shardOf, shortID, idFloor, taskKey, readyKey, deadKey, parseIndexKey } from '../src/queue.js';
+import { shardOf, shortID, idFloor, taskKey, readyKey, deadKey, parseIndexKey, LAYOUT_VERSION } from '../src/queue.js';
 
 // v7 makes a time-ordered id of millisecond ms; n varies its random part.
 function v7(ms, n) {
@@ -46,7 +46,7 @@ function task(id, status, ms) {
 // ten days ago.
 function bucket(history) {
   const s3 = new FakeS3(NOW);
-  s3.objects.set('queue.json', JSON.stringify({ format: 2, shard_chars: 1 }));
+  s3.objects.set('queue.json', JSON.stringify({ format: LAYOUT_VERSION, shard_chars: 1 }));
   const add = (t) => {
     s3.objects.set(taskKey(t.shard, t.id), JSON.stringify(t));
     if (t.status === 'pending') s3.objects.set(readyKey(t), '');
@@ -69,7 +69,8 @@ test('ids: shards, short ids and the window floor follow the Go rules', () => {
   assert.equal(shortID(id), id.slice(-8));
   assert.equal(shortID('3f2a1b4c-5d6e-4f70-8192-a3b4c5d6e7f8'), '3f2a1b4c');
   assert.ok(idFloor(NOW) <= id && id < idFloor(NOW + 1));
-  assert.deepEqual(parseIndexKey(`ready/0/0000000000001/job/normal/${id}`), { shard: '0', id });
+  assert.deepEqual(parseIndexKey(`ready/0/0000000000001~job~normal~${id}`), { shard: '0', id });
+  assert.equal(parseIndexKey(`ready/0/0000000000001/job/normal/${id}`), null, 'a key of layout 2');
   assert.equal(parseIndexKey('ready/1700000000000/0/job/normal/x'), null);
 });
 

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { parseSearch, idPrefix, idShards, searchCost, searchNote, SEARCH_LIMIT } from '../src/search.js';
 import { S3Backend } from '../src/backend.js';
-import { idempotencyKey, shards, shardOf, taskKey, readyKey, deadKey, leaseKey } from '../src/queue.js';
+import { idempotencyKey, shards, shardOf, taskKey, readyKey, deadKey, leaseKey, LAYOUT_VERSION } from '../src/queue.js';
 
 const ID = '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b';
 
@@ -97,7 +97,7 @@ function task(id, type, status, ms, extra = {}) {
 // tasks of every type, created over the ten days before.
 async function bucket(history) {
   const s3 = new FakeS3(NOW);
-  s3.objects.set('queue.json', JSON.stringify({ format: 2, shard_chars: 1 }));
+  s3.objects.set('queue.json', JSON.stringify({ format: LAYOUT_VERSION, shard_chars: 1 }));
   const add = (t) => {
     s3.objects.set(taskKey(t.shard, t.id), JSON.stringify(t));
     if (t.status === 'pending') s3.objects.set(readyKey(t), '');

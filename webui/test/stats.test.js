@@ -72,9 +72,11 @@ test('an empty queue', () => {
 test('indexEntry refuses what queue.Parse*Key refuses', () => {
   const good = readyKey(task(ids[0], 'email', 'pending', { available_at: at(0) }));
   assert.equal(indexEntry(good).type, 'email');
-  assert.equal(indexEntry(good.replace('/email/', '/a b/')), null, 'bad type');
+  assert.equal(indexEntry(good.replace('~email~', '~a b~')), null, 'bad type');
   assert.equal(indexEntry(good.replace(`ready/${ids[0].slice(-1)}/`, 'ready/0/')), null, 'shard does not match the id');
-  assert.equal(indexEntry(good.replace('/normal/', '/urgent/')), null, 'bad priority');
+  assert.equal(indexEntry(good.replace('~normal~', '~urgent~')), null, 'bad priority');
+  assert.equal(indexEntry(good.replaceAll('~', '/')), null, 'a key of layout 2');
+  assert.equal(indexEntry(`${good}~x`), null, 'a field too many');
   assert.equal(indexEntry('dead/1/2/3'), null);
   assert.ok(validType('send_email.v2:eu-1'));
   for (const bad of ['', '..', 'a/b', 'a b', 'x'.repeat(65), '<script>']) assert.ok(!validType(bad), bad);

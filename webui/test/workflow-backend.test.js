@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { S3Backend, forEachLimit, stepsToCancel } from '../src/backend.js';
-import { taskKey, indexKeys, rewait } from '../src/queue.js';
+import { taskKey, indexKeys, rewait, LAYOUT_VERSION } from '../src/queue.js';
 import { workflowKey, workflowNameKey } from '../src/workflow.js';
 
 const cases = JSON.parse(readFileSync(new URL('../testdata/workflows.json', import.meta.url)));
@@ -36,7 +36,7 @@ class FakeS3 {
 
 function bucket(c) {
   const s3 = new FakeS3();
-  s3.objects.set('queue.json', JSON.stringify({ format: 2, shard_chars: 1 }));
+  s3.objects.set('queue.json', JSON.stringify({ format: LAYOUT_VERSION, shard_chars: 1 }));
   s3.objects.set(workflowKey(c.workflow.id, 1), JSON.stringify(c.workflow));
   s3.objects.set(workflowNameKey(c.workflow.name), JSON.stringify({ format: 1, name: c.workflow.name, workflow_id: c.workflow.id, created_at: c.workflow.created_at }));
   for (const t of c.tasks) {

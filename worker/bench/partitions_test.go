@@ -51,9 +51,9 @@ func TestPartitionOf(t *testing.T) {
 	t.Parallel()
 	for key, want := range map[string]string{
 		"tasks/3a/01a2-x.json":               "tasks/3a/",
-		"ready/3a/0000000000001/t/normal/id": "ready/3a/",
+		"ready/3a/0000000000001~t~normal~id": "ready/3a/",
 		"ready/":                             "ready/",
-		"leases/f/1/t/id/l":                  "leases/f/",
+		"leases/f/1~t~id~l~w":                "leases/f/",
 		"dead/0000000000001/3a/t/id":         "dead/",
 		"idempotency/ab/abcd.json":           "idempotency/ab/",
 		"workers/w1.json":                    "workers/",
