@@ -69,12 +69,11 @@ A ready or lease entry is ONE key segment below its shard: its fields
 joined by "~" (FieldSep), not a segment each. S3 itself has no directories,
 but MinIO and file-backed gateways (the embedded one of qo dev among them)
 store every "/" of a key as a directory, so an entry of six segments cost
-them four directories made on its PUT, removed on its DELETE and walked
-on every LIST; one segment costs none. Measured on MinIO (docs/
-performance.md): a LIST of 1,000 entries 3 times faster, a task's eight
-requests about 14% faster. The ready and lease indexes are written and
-read for every task; dead/ (written once per failed task, read a page at
-a time) keeps its segments.
+them four more directories, walked by every LIST; one segment costs none.
+On MinIO a worker's LIST of 1,000 ready entries takes a third of the time
+(BenchmarkIndexKeyShape in worker/bench; docs/performance.md). The ready
+and lease indexes are written and read for every task; dead/ (written once
+per failed task, read a page at a time) keeps its segments.
 
 {type} matches [A-Za-z0-9_.:-]{1,64}; worker ids [A-Za-z0-9_.:-]{1,128};
 schedule names [A-Za-z0-9_.:-]{1,64}. None of them may hold "~" or "/", so
