@@ -475,38 +475,45 @@ func rawCeiling(ctx context.Context, b Bucket, c, ops int) (Raw, error) {
 // to end rate over it is what the dispatcher costs (finding work, waiting
 // for a slot, handing a task to its handler).
 func taskCeiling(ctx context.Context, b Bucket, c, n int) (float64, error) {
+	start := time.Now()
+	err := parallel(n, c, func(i int) error {
+		return taskRequests(ctx, b, fmt.Sprintf("ceiling/tasks/%06d.json", i), fmt.Sprintf("ceiling/ready/%06d", i), fmt.Sprintf("ceiling/leases/%06d", i))
+	})
+	return float64(n) / time.Since(start).Seconds(), err
+}
+
+// taskRequests sends the requests of one no-op task, in their order, on
+// the given keys: create the task and its ready entry; read the task,
+// write the lease entry and the running task, delete the ready entry;
+// write the completed task, delete the lease entry.
+func taskRequests(ctx context.Context, b Bucket, task, ready, lease string) error {
 	body := func(status string) []byte {
 		return []byte(`{"id":"00000000-0000-0000-0000-000000000000","type":"noop","status":"` + status + `","input":{},"timeout_seconds":60,"max_retries":3,"created_at":"2026-01-01T00:00:00Z"}`)
 	}
-	start := time.Now()
-	err := parallel(n, c, func(i int) error {
-		task, ready, lease := fmt.Sprintf("ceiling/tasks/%06d.json", i), fmt.Sprintf("ceiling/ready/%06d", i), fmt.Sprintf("ceiling/leases/%06d", i)
-		created, err := b.Put(ctx, task, body("pending"), store.CreateOnly)
-		if err != nil {
-			return err
-		}
-		if _, err := b.Put(ctx, ready, nil, store.Condition{}); err != nil {
-			return err
-		}
-		if _, err := b.Get(ctx, task); err != nil {
-			return err
-		}
-		if _, err := b.Put(ctx, lease, nil, store.Condition{}); err != nil {
-			return err
-		}
-		running, err := b.Put(ctx, task, body("running"), store.IfMatch(created.ETag))
-		if err != nil {
-			return err
-		}
-		if err := b.Delete(ctx, ready, store.Condition{}); err != nil {
-			return err
-		}
-		if _, err := b.Put(ctx, task, body("completed"), store.IfMatch(running.ETag)); err != nil {
-			return err
-		}
-		return b.Delete(ctx, lease, store.Condition{})
-	})
-	return float64(n) / time.Since(start).Seconds(), err
+	created, err := b.Put(ctx, task, body("pending"), store.CreateOnly)
+	if err != nil {
+		return err
+	}
+	if _, err := b.Put(ctx, ready, nil, store.Condition{}); err != nil {
+		return err
+	}
+	if _, err := b.Get(ctx, task); err != nil {
+		return err
+	}
+	if _, err := b.Put(ctx, lease, nil, store.Condition{}); err != nil {
+		return err
+	}
+	running, err := b.Put(ctx, task, body("running"), store.IfMatch(created.ETag))
+	if err != nil {
+		return err
+	}
+	if err := b.Delete(ctx, ready, store.Condition{}); err != nil {
+		return err
+	}
+	if _, err := b.Put(ctx, task, body("completed"), store.IfMatch(running.ETag)); err != nil {
+		return err
+	}
+	return b.Delete(ctx, lease, store.Condition{})
 }
 
 func noopRequest() queue.SubmitRequest {

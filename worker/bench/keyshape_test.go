@@ -43,7 +43,7 @@ var keyShapes = []struct {
 // BenchmarkIndexKeyShape measures, against MinIO, what the shape of the
 // index keys costs a server that stores each "/" of a key as a directory:
 // a task's eight requests (as the task ceiling sends them, 32 at a time)
-// and a LIST of 1,000 ready entries, with the keys of layout 2 (a segment
+// (taskRequests) and a LIST of 1,000 ready entries, with the keys of layout 2 (a segment
 // per field) and of the current layout (one segment per entry).
 //
 //	go test -run XXX -bench IndexKeyShape ./worker/bench   (with MinIO: scripts/test.sh starts one)
@@ -52,35 +52,11 @@ func BenchmarkIndexKeyShape(b *testing.B) {
 	for _, shape := range keyShapes {
 		b.Run("task/"+shape.name, func(b *testing.B) {
 			bucket := storetest.MinIO(b)
-			body := []byte(`{"id":"00000000-0000-0000-0000-000000000000","type":"noop","status":"pending","input":{}}`)
 			b.ResetTimer()
 			start := time.Now()
 			err := parallel(b.N, 32, func(int) error {
 				task, ready, lease := shape.keys(time.Now())
-				created, err := bucket.Put(ctx, task, body, store.CreateOnly)
-				if err != nil {
-					return err
-				}
-				if _, err := bucket.Put(ctx, ready, nil, store.Condition{}); err != nil {
-					return err
-				}
-				if _, err := bucket.Get(ctx, task); err != nil {
-					return err
-				}
-				if _, err := bucket.Put(ctx, lease, nil, store.Condition{}); err != nil {
-					return err
-				}
-				running, err := bucket.Put(ctx, task, body, store.IfMatch(created.ETag))
-				if err != nil {
-					return err
-				}
-				if err := bucket.Delete(ctx, ready, store.Condition{}); err != nil {
-					return err
-				}
-				if _, err := bucket.Put(ctx, task, body, store.IfMatch(running.ETag)); err != nil {
-					return err
-				}
-				return bucket.Delete(ctx, lease, store.Condition{})
+				return taskRequests(ctx, bucket, task, ready, lease)
 			})
 			if err != nil {
 				b.Fatal(err)
