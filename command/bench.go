@@ -465,6 +465,13 @@ func workerProcesses(ctx context.Context, base s3store.Config, newBucket func(co
 			return nil, err
 		}
 		if done >= int64(cfg.Tasks) {
+			// A /metrics answer does not read its counters at one instant:
+			// the one that counts the last task finished may miss the
+			// requests that finished it (its lease entry's DELETE). A read
+			// made after it has them.
+			if procs, _, err = scrape(); err != nil {
+				return nil, err
+			}
 			break
 		}
 		if time.Now().After(deadline) {
