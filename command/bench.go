@@ -461,7 +461,7 @@ func workerProcesses(ctx context.Context, base s3store.Config, newBucket func(co
 	var procs store.Counts
 	for {
 		var done int64
-		if procs, done, err = scrape(); err != nil {
+		if _, done, err = scrape(); err != nil {
 			return nil, err
 		}
 		if done >= int64(cfg.Tasks) {
