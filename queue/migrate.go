@@ -75,10 +75,13 @@ func Migrate(ctx context.Context, s store.Store, opts Options, progress func(msg
 	if err := q.migrateIndex(ctx, LeasesPrefix, &res); err != nil {
 		return res, err
 	}
-	for _, shard := range q.shards {
-		if res.From >= 2 {
-			break // layout 2 has the dead-letter index already
-		}
+	// Layout 1 had no dead-letter index: a pass over every task builds it.
+	// Layout 2 has it, and its migration costs nothing per finished task.
+	shards := q.shards
+	if res.From >= 2 {
+		shards = nil
+	}
+	for _, shard := range shards {
 		say("checking the tasks of shard %s (builds the dead-letter index)", shard)
 		cursor := ""
 		for {

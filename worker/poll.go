@@ -290,6 +290,13 @@ const maxWalkLists = 4
 func (w *Worker) walk(ctx context.Context, shards, types []string) ([]queue.ReadyEntry, time.Time, error) {
 	var entries []queue.ReadyEntry
 	var horizon time.Time
+	// bound makes the rank of the last key listed in a shard the horizon
+	// when it is the earliest so far.
+	bound := func(last queue.ReadyEntry) {
+		if horizon.IsZero() || last.Rank.Before(horizon) {
+			horizon = last.Rank
+		}
+	}
 	start := w.walkFrom
 	w.walkFrom = ""
 	for range maxWalkLists {
@@ -305,9 +312,7 @@ func (w *Worker) walk(ctx context.Context, shards, types []string) ([]queue.Read
 		}
 		if last, err := queue.ParseReadyKey(next); err == nil &&
 			(readyShard(start) == last.Shard || (len(es) > 0 && es[0].Shard == last.Shard)) {
-			if horizon.IsZero() || last.Rank.Before(horizon) {
-				horizon = last.Rank
-			}
+			bound(last)
 			if next = nextPartition(next, shards, w.q.Shards()); next == "" {
 				return entries, horizon, nil
 			}
@@ -321,8 +326,8 @@ func (w *Worker) walk(ctx context.Context, shards, types []string) ([]queue.Read
 	// entry of it the view leaves unclaimed (ranked after the horizon) is
 	// passed over by one ranked after it.
 	if shard := readyShard(start); start != queue.ReadyShardPrefix(shard) {
-		if last, err := queue.ParseReadyKey(start); err == nil && (horizon.IsZero() || last.Rank.Before(horizon)) {
-			horizon = last.Rank
+		if last, err := queue.ParseReadyKey(start); err == nil {
+			bound(last)
 		}
 		start = queue.ReadyShardPrefix(shard)
 	}
