@@ -461,7 +461,10 @@ All times come from the queue clock: by default the store's estimate of
 the server's time (from response Date headers), never the local clock, so
 hosts with wrong clocks agree. That estimate is good to about a second
 plus one round trip; two processes therefore disagree by at most
-MaxClockSkew. The worker ends an attempt at claim + timeout by its own view
+MaxClockSkew. Within one process it never goes back by the estimate's
+own movement as responses narrow it (a task a worker listed as available
+stays available to its claim); it follows a server clock set back by more
+than two seconds. The worker ends an attempt at claim + timeout by its own view
 of the queue clock, LeaseGrace (15s: MaxClockSkew plus an exec handler's
 kill grace plus the retry write, with room to spare) before the monitor
 expires the lease at its own now >= lease_expires_at; it stops its handlers

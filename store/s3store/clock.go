@@ -28,6 +28,15 @@ import (
 // newest response. To tolerate slow drift between the clocks (NTP slewing
 // is bounded by 500 ppm), the kept interval widens by 500 ppm of the local
 // time elapsed since it was last updated.
+//
+// The midpoint of the interval moves as responses narrow it, by up to the
+// width of one sample's interval, and it can move back. Read as it is, the
+// time could then go back between two reads in one process: a worker that
+// saw a task's available_at pass would have its claim refused a moment
+// later as "not available until". The time Now returns therefore never
+// goes back by less than maxStepBack (it holds at the last value read
+// until the clock catches up); a larger step back is a clock that jumped,
+// and is followed.
 
 // driftDivisor sets the relative clock drift tolerated between two
 // responses: elapsed/2000 is 500 ppm.
@@ -38,6 +47,11 @@ const dateResolution = time.Second
 
 // dateStaleness is how old a server's cached Date header may be.
 const dateStaleness = time.Second
+
+// maxStepBack is the furthest the estimate's midpoint moves back as the
+// interval narrows: the width of one sample's interval. Now holds over a
+// step back up to this long and follows a longer one.
+const maxStepBack = dateResolution + dateStaleness
 
 // clockSample is one response's timing: local times around the request and
 // the Date header of the response.
@@ -97,9 +111,10 @@ func (e offsetEstimate) offset() (offset, uncertainty time.Duration) {
 
 // serverClock is the concurrency-safe holder of an offsetEstimate.
 type serverClock struct {
-	mu  sync.Mutex
-	est offsetEstimate
-	now func() time.Time // local clock; time.Now outside tests
+	mu   sync.Mutex
+	est  offsetEstimate
+	last time.Time        // the server time read returned last
+	now  func() time.Time // local clock; time.Now outside tests
 }
 
 // observe records one response.
@@ -115,6 +130,24 @@ func (c *serverClock) observe(sent, received time.Time, h http.Header) {
 	c.mu.Lock()
 	c.est = c.est.add(clockSample{sent: sent, received: received, date: date})
 	c.mu.Unlock()
+}
+
+// read returns the estimated server time, never less than the time it
+// returned before unless the estimate moved back by more than maxStepBack;
+// ok is false until a response has been seen.
+func (c *serverClock) read() (t time.Time, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.est.ok {
+		return time.Time{}, false
+	}
+	off, _ := c.est.offset()
+	t = c.now().Add(off)
+	if t.Before(c.last) && c.last.Sub(t) <= maxStepBack {
+		return c.last, true
+	}
+	c.last = t
+	return t, true
 }
 
 // estimate returns the current offset estimate.

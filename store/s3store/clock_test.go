@@ -168,6 +168,40 @@ func TestServerClockObserve(t *testing.T) {
 	require.InDelta(t, float64(time.Second), float64(unc), float64(time.Millisecond))
 }
 
+func TestServerClockNeverStepsBack(t *testing.T) {
+	t.Parallel()
+	local := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	now := local
+	c := serverClock{now: func() time.Time { return now }}
+	_, ok := c.read()
+	require.False(t, ok, "no response seen yet")
+
+	date := http.Header{"Date": {"Tue, 01 Jan 2030 00:00:10 GMT"}}
+	c.observe(local, local.Add(time.Millisecond), date) // offset in [9.999s, 12s]
+	now = local.Add(600 * time.Millisecond)
+	first, ok := c.read()
+	require.True(t, ok)
+	require.Equal(t, now.Add(11*time.Second-time.Millisecond/2), first)
+
+	// A later response narrows the interval to [9.999s, 11.5s]: its
+	// midpoint moves back by 250 ms.
+	c.observe(local.Add(500*time.Millisecond), local.Add(501*time.Millisecond), date)
+	off, _, _ := c.estimate()
+	require.Less(t, now.Add(off), first, "the estimate alone moved back")
+	got, _ := c.read()
+	require.Equal(t, first, got, "the time read holds instead of going back")
+
+	now = local.Add(time.Second)
+	got, _ = c.read()
+	require.Equal(t, now.Add(off), got, "and moves on once the clock passes it")
+
+	// A server clock set back an hour: the estimate restarts and the time
+	// read follows it.
+	c.observe(now, now.Add(time.Millisecond), http.Header{"Date": {"Mon, 31 Dec 2029 23:00:11 GMT"}})
+	got, _ = c.read()
+	require.Less(t, got, first.Add(-50*time.Minute))
+}
+
 func TestVersionOrder(t *testing.T) {
 	t.Parallel()
 	doc := `<?xml version="1.0" encoding="UTF-8"?>

@@ -539,16 +539,17 @@ func isULID(id string) bool {
 }
 
 // Now implements store.Store: local time plus the server clock offset
-// estimated from the responses seen so far. Only when no response has been
+// estimated from the responses seen so far, never going back by the
+// estimate's own movement (see serverClock.read). Only when no response has been
 // seen yet does it send one request (HeadBucket) to learn the offset.
 func (s *Store) Now(ctx context.Context) (time.Time, error) {
-	if off, _, ok := s.clock.estimate(); ok {
-		return s.clock.now().Add(off), nil
+	if t, ok := s.clock.read(); ok {
+		return t, nil
 	}
 	err := s.Ping(ctx)
-	if off, _, ok := s.clock.estimate(); ok {
+	if t, ok := s.clock.read(); ok {
 		// Any answer carries a Date, even an error (e.g. access denied).
-		return s.clock.now().Add(off), nil
+		return t, nil
 	}
 	if err == nil {
 		err = errors.New("the server's responses carry no Date header")
