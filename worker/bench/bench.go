@@ -14,6 +14,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -549,13 +550,15 @@ func (c *counter) Finished(_ string, o worker.Outcome, _ time.Duration) {
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-// startWorkers runs n workers until the returned stop is called.
-func startWorkers(ctx context.Context, q *queue.Queue, n int, opts worker.Options, h worker.HandlerFunc) (stop func()) {
+// startWorkers runs n workers, whose ids it returns, until the returned
+// stop is called.
+func startWorkers(ctx context.Context, q *queue.Queue, n int, opts worker.Options, h worker.HandlerFunc) (ids []string, stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	for i := range n {
 		o := opts
 		o.ID = fmt.Sprintf("bench-%d-%s", i, uuid.NewString()[:6])
+		ids = append(ids, o.ID)
 		o.Logger = quiet
 		w := worker.New(q, o)
 		w.Handle("noop", h)
@@ -565,7 +568,34 @@ func startWorkers(ctx context.Context, q *queue.Queue, n int, opts worker.Option
 			_ = w.Run(ctx)
 		}()
 	}
-	return func() { cancel(); wg.Wait() }
+	return ids, func() { cancel(); wg.Wait() }
+}
+
+// awaitRegistered waits until every worker in ids has its registry entry.
+func awaitRegistered(ctx context.Context, q *queue.Queue, ids []string) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		ws, err := q.ListWorkers(ctx)
+		if err == nil {
+			seen := 0
+			for _, w := range ws {
+				if slices.Contains(ids, w.ID) {
+					seen++
+				}
+			}
+			if seen == len(ids) {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d workers did not register within a minute (last error: %v)", len(ids), err)
+		}
+		select {
+		case <-time.After(50 * time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // endToEnd runs cfg.Tasks no-op tasks through cfg.Workers workers.
@@ -585,9 +615,14 @@ func endToEnd(ctx context.Context, b Bucket, q *queue.Queue, cfg Config) (EndToE
 		startMu.Unlock()
 		return nil, nil
 	}
-	before := b.Requests().Snapshot()
-	stop := startWorkers(ctx, q, cfg.Workers, worker.Options{Concurrency: cfg.Concurrency, Observer: cnt}, handler)
+	// The workers start and register before the first submit, so the
+	// window holds the load and not their start-up (as with processes).
+	ids, stop := startWorkers(ctx, q, cfg.Workers, worker.Options{Concurrency: cfg.Concurrency, Observer: cnt}, handler)
 	defer stop()
+	if err := awaitRegistered(ctx, q, ids); err != nil {
+		return EndToEnd{}, err
+	}
+	before := b.Requests().Snapshot()
 	start := time.Now()
 	if err := parallel(cfg.Tasks, 32, func(int) error {
 		_, _, err := q.Submit(ctx, noopRequest())
@@ -649,7 +684,7 @@ func claimLatency(ctx context.Context, q *queue.Queue, n int) (Latency, error) {
 // idle worker and times submission (Submit returned) to the handler start.
 func pickupLatency(ctx context.Context, q *queue.Queue, n int) (Latency, error) {
 	started := make(chan time.Time, 1)
-	stop := startWorkers(ctx, q, 1, worker.Options{Concurrency: 1}, func(context.Context, *queue.Task) (json.RawMessage, error) {
+	_, stop := startWorkers(ctx, q, 1, worker.Options{Concurrency: 1}, func(context.Context, *queue.Task) (json.RawMessage, error) {
 		started <- time.Now()
 		return nil, nil
 	})
@@ -688,7 +723,7 @@ func idleCost(ctx context.Context, b Bucket, q *queue.Queue, cfg Config, leasing
 // idleCostPoll is idleCost with the workers' poll ceiling set to pollMax.
 func idleCostPoll(ctx context.Context, b Bucket, q *queue.Queue, cfg Config, leasing bool, pollMax time.Duration) (Idle, error) {
 	opts := worker.Options{Concurrency: 1, PollMax: pollMax, ShardLeasing: worker.ShardLeasing{Enabled: leasing}}
-	stop := startWorkers(ctx, q, cfg.IdleWorkers, opts, func(context.Context, *queue.Task) (json.RawMessage, error) { return nil, nil })
+	_, stop := startWorkers(ctx, q, cfg.IdleWorkers, opts, func(context.Context, *queue.Task) (json.RawMessage, error) { return nil, nil })
 	time.Sleep(cfg.IdleSettle) // past start-up and the adaptive backoff ramp
 	before := b.Requests().Snapshot()
 	start := time.Now()
