@@ -278,15 +278,25 @@ const maxWalkLists = 4
 // walk lists the ready index from where the last walk stopped ("" is the
 // first shard): LISTs of ReadyPageSize keys, each going on where the last
 // ended, up to the end of the index or maxWalkLists. A LIST that ends
-// inside the shard it began in (a shard deeper than a page) keeps that
-// page and goes on at the next shard, so every shard the walk reaches
-// contributes one page, and the rank of the last key listed in it is a
-// horizon: that shard may hold entries ranked after it, so entries of
+// inside the shard its entries came from (a shard deeper than a page)
+// keeps that page and goes on at the next shard, so every shard the walk
+// reaches contributes one page, and the rank of the last key listed in it
+// is a horizon: that shard may hold entries ranked after it, so entries of
 // other shards ranked after it wait for the next walk. A walk cut short
 // by maxWalkLists leaves the next one to begin at the first key of the
 // shard it stopped in (its keys listed so far bound the view the same
 // way), so the shards of an index deeper than that take turns and none
 // is entered past an entry the view did not claim.
+//
+// Keys the worker cannot claim (types it does not serve, or paused) are
+// paged past: a LIST that ends inside a shard after listing none of the
+// worker's entries there goes on in that shard and sets no horizon, and a
+// walk cut short in such a run leaves the next one to go on after it.
+// Were they a horizon, a shard whose first page is all other types would
+// hold back every entry of the worker's ranked after that page, walk after
+// walk, for as long as that backlog lasts; passing them, an entry of the
+// worker's behind them is overtaken by at most the entries claimed in the
+// walks it takes to reach it.
 func (w *Worker) walk(ctx context.Context, shards, types []string) ([]queue.ReadyEntry, time.Time, error) {
 	var entries []queue.ReadyEntry
 	var horizon time.Time
@@ -310,8 +320,10 @@ func (w *Worker) walk(ctx context.Context, shards, types []string) ([]queue.Read
 		if next == "" {
 			return entries, horizon, nil
 		}
-		if last, err := queue.ParseReadyKey(next); err == nil &&
-			(readyShard(start) == last.Shard || (len(es) > 0 && es[0].Shard == last.Shard)) {
+		// The page's entries (keys the worker can claim) all come from the
+		// shard it ended in: that shard's first page, or the part of it
+		// after keys it cannot claim.
+		if last, err := queue.ParseReadyKey(next); err == nil && len(es) > 0 && es[0].Shard == last.Shard {
 			bound(last)
 			if next = nextPartition(next, shards, w.q.Shards()); next == "" {
 				return entries, horizon, nil
@@ -320,12 +332,15 @@ func (w *Worker) walk(ctx context.Context, shards, types []string) ([]queue.Read
 		start = next
 	}
 	// Cut short. A LIST that ended in another shard than it began in left
-	// the first keys of its last shard in the view, perhaps with more
+	// the first entries of its last shard in the view, perhaps with more
 	// after them: they bound the view as a page cut short does, and the
 	// next walk lists that shard again from its first key, so that no
 	// entry of it the view leaves unclaimed (ranked after the horizon) is
-	// passed over by one ranked after it.
-	if shard := readyShard(start); start != queue.ReadyShardPrefix(shard) {
+	// passed over by one ranked after it. Cut short while paging past keys
+	// it cannot claim (none of its entries listed in that shard), the next
+	// walk goes on after them.
+	shard := readyShard(start)
+	if listedIn := len(entries) > 0 && entries[len(entries)-1].Shard == shard; listedIn && start != queue.ReadyShardPrefix(shard) {
 		if last, err := queue.ParseReadyKey(start); err == nil {
 			bound(last)
 		}
@@ -406,10 +421,12 @@ func (w *Worker) indexStep(ctx context.Context, shards, types []string, free int
 	switch {
 	case w.view.spent():
 		// Used up: while it gave work and slots are free, walk again at
-		// once; a walk cut short goes on at once.
+		// once; a walk cut short goes on at once if it found entries (one
+		// that listed only keys the worker cannot claim goes on at the
+		// next poll, so another type's backlog is not listed nonstop).
 		r := pollResult{
 			claimed: claimed,
-			more:    (claimed > 0 && claimed < free) || (walked && w.walkFrom != ""),
+			more:    (claimed > 0 && claimed < free) || (walked && w.walkFrom != "" && listed > 0),
 			empty:   walked && fromStart && w.walkFrom == "" && listed == 0,
 		}
 		// What the walk found is other workers' work, more than this one

@@ -490,6 +490,79 @@ func TestScanClaimsAreNotRemembered(t *testing.T) {
 // page leaves the next walk to list that shard from its first key: an
 // entry of it ranked after the view's horizon is claimed before the
 // entries ranked after it, not passed over until the walks come round.
+// placedQueue opens a queue over bd's store whose place submits a task of
+// type typ to shard shard (0-15) and available at at, and returns its id.
+func placedQueue(t *testing.T, bd *bundle) (*queue.Queue, func(typ string, shard byte, at time.Time) uuid.UUID) {
+	t.Helper()
+	var next byte
+	q, err := queue.Open(context.Background(), bd.s, queue.Options{Logger: testLogger(t), Clock: bd.fake, NewID: func(at time.Time) uuid.UUID {
+		id := queue.NewIDAt(at)
+		id[15] = id[15]&0xf0 | next
+		return id
+	}})
+	require.NoError(t, err)
+	return q, func(typ string, shard byte, at time.Time) uuid.UUID {
+		t.Helper()
+		next = shard
+		task, _, err := q.Submit(context.Background(), queue.SubmitRequest{Type: typ, Timeout: 30 * time.Second, AvailableAt: at})
+		require.NoError(t, err)
+		require.Equal(t, fmt.Sprintf("%x", shard), task.Shard)
+		return task.ID
+	}
+}
+
+// A shard whose first pages hold only types the worker does not serve is
+// paged past, and holds back none of the worker's entries ranked after
+// them: they are claimed within the walks it takes to reach them.
+func TestWalkPagesPastOtherTypesInAShard(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	bd := setupRegistry(t)
+	base := bd.fake.Now()
+	q, place := placedQueue(t, bd)
+	ms := func(n int) time.Time { return base.Add(time.Duration(n) * time.Millisecond) }
+	// Pages of 2 keys, 4 LISTs a walk: shard 1 holds 11 entries of another
+	// type (more than a walk lists) ranked before both of the worker's.
+	for i := 1; i <= 11; i++ {
+		place("other", 1, ms(i))
+	}
+	behind := place("job", 1, ms(12)) // after them in their shard
+	other := place("job", 0, ms(20))  // in a shard listed before theirs
+	bd.fake.Advance(time.Second)
+	o := bd.opts(t)
+	o.ReadyPageSize = 2
+	o.Concurrency = 4
+	w := jobWorker(t, q, o)
+
+	claimed := 0
+	for range 4 {
+		r := w.poll(ctx, 4-claimed)
+		require.NoError(t, r.err)
+		w.claims.Wait()
+		claimed += r.claimed
+	}
+	require.Equal(t, 2, claimed)
+	for _, id := range []uuid.UUID{behind, other} {
+		task, err := q.Get(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, queue.StatusRunning, task.Status)
+	}
+
+	// With nothing of its own left, a walk through the other type's
+	// backlog costs one walk's LISTs a poll, not one walk after another.
+	for range 3 {
+		before := counts(bd.s)
+		r := w.poll(ctx, 2)
+		require.NoError(t, r.err)
+		require.Zero(t, r.claimed)
+		require.False(t, r.more, "a walk that found nothing to claim waits for the next poll")
+		d := counts(bd.s).Sub(before)
+		require.Positive(t, d.Total(store.OpList), "requests: %s", d)
+		require.LessOrEqual(t, d.Total(store.OpList), int64(maxWalkLists), "requests: %s", d)
+		require.Zero(t, d.Total(store.OpGet), "requests: %s", d)
+	}
+}
+
 func TestCutWalkResumesAtShardStart(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -501,20 +574,10 @@ func TestCutWalkResumesAtShardStart(t *testing.T) {
 		shard byte
 		at    int
 	}{{1, 1}, {2, 2}, {3, 3}, {4, 4}, {5, 5}, {0, 10}, {0, 11}, {0, 12}, {6, 30}, {6, 31}}
-	var next byte
-	q, err := queue.Open(ctx, bd.s, queue.Options{Logger: testLogger(t), Clock: bd.fake, NewID: func(at time.Time) uuid.UUID {
-		id := queue.NewIDAt(at)
-		id[15] = id[15]&0xf0 | next
-		return id
-	}})
-	require.NoError(t, err)
+	q, place := placedQueue(t, bd)
 	at := map[int]uuid.UUID{}
 	for _, l := range layout {
-		next = l.shard
-		task, _, err := q.Submit(ctx, queue.SubmitRequest{Type: "job", Timeout: 30 * time.Second, AvailableAt: base.Add(time.Duration(l.at) * time.Millisecond)})
-		require.NoError(t, err)
-		require.Equal(t, fmt.Sprintf("%x", l.shard), task.Shard)
-		at[l.at] = task.ID
+		at[l.at] = place("job", l.shard, base.Add(time.Duration(l.at)*time.Millisecond))
 	}
 	bd.fake.Advance(time.Second)
 	o := bd.opts(t)
