@@ -383,19 +383,20 @@ func workerProcesses(ctx context.Context, base s3store.Config, newBucket func(co
 			_ = cmd.Wait()
 		}
 	}()
-	var addrs []string
+	var addrs, ids []string
 	for i := range cfg.Workers {
 		addr, err := freeLocalAddr()
 		if err != nil {
 			return nil, err
 		}
-		cmd, err := startWorkerProcess(ctx, base, name, "--builtins", "--types", "echo", "--id", fmt.Sprintf("bench-proc-%d", i),
+		id := fmt.Sprintf("bench-proc-%d", i)
+		cmd, err := startWorkerProcess(ctx, base, name, "--builtins", "--types", "echo", "--id", id,
 			"--concurrency", strconv.Itoa(cfg.Concurrency), "--metrics-addr", addr)
 		if err != nil {
 			return nil, err
 		}
 		cmds = append(cmds, cmd)
-		addrs = append(addrs, addr)
+		addrs, ids = append(addrs, addr), append(ids, id)
 	}
 	// scrape reads every process's counters: requests by kind and attempts
 	// ended (completed or failed).
@@ -412,19 +413,15 @@ func workerProcesses(ctx context.Context, base s3store.Config, newBucket func(co
 		return total, done, nil
 	}
 	deadline := time.Now().Add(time.Minute)
+	if err := bench.AwaitRegistered(ctx, q, ids, deadline); err != nil {
+		return nil, fmt.Errorf("worker processes: %w", err)
+	}
 	for {
-		ws, err := q.ListWorkers(ctx)
-		registered := 0
-		for _, w := range ws {
-			if strings.HasPrefix(w.ID, "bench-proc-") {
-				registered++
-			}
-		}
-		if _, _, serr := scrape(); err == nil && serr == nil && registered == cfg.Workers {
+		if _, _, err := scrape(); err == nil {
 			break
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("%d worker processes did not register and serve /metrics within a minute", cfg.Workers)
+			return nil, fmt.Errorf("%d worker processes did not serve /metrics within a minute", cfg.Workers)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

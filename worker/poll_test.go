@@ -486,10 +486,6 @@ func TestScanClaimsAreNotRemembered(t *testing.T) {
 	require.Empty(t, w.tried.m)
 }
 
-// A walk cut short by its LIST budget in the middle of a shard's first
-// page leaves the next walk to list that shard from its first key: an
-// entry of it ranked after the view's horizon is claimed before the
-// entries ranked after it, not passed over until the walks come round.
 // placedQueue opens a queue over bd's store whose place submits a task of
 // type typ to shard shard (0-15) and available at at, and returns its id.
 func placedQueue(t *testing.T, bd *bundle) (*queue.Queue, func(typ string, shard byte, at time.Time) uuid.UUID) {
@@ -563,6 +559,10 @@ func TestWalkPagesPastOtherTypesInAShard(t *testing.T) {
 	}
 }
 
+// A walk cut short by its LIST budget in the middle of a shard's first
+// page leaves the next walk to list that shard from its first key: an
+// entry of it ranked after the view's horizon is claimed before the
+// entries ranked after it, not passed over until the walks come round.
 func TestCutWalkResumesAtShardStart(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -571,13 +571,13 @@ func startWorkers(ctx context.Context, q *queue.Queue, n int, opts worker.Option
 	return ids, func() { cancel(); wg.Wait() }
 }
 
-// awaitRegistered waits until every worker in ids has its registry entry.
-func awaitRegistered(ctx context.Context, q *queue.Queue, ids []string) error {
-	deadline := time.Now().Add(time.Minute)
+// AwaitRegistered waits until every worker in ids has its registry entry,
+// reading the registry every 50 ms until deadline.
+func AwaitRegistered(ctx context.Context, q *queue.Queue, ids []string, deadline time.Time) error {
 	for {
 		ws, err := q.ListWorkers(ctx)
+		seen := 0
 		if err == nil {
-			seen := 0
 			for _, w := range ws {
 				if slices.Contains(ids, w.ID) {
 					seen++
@@ -588,7 +588,7 @@ func awaitRegistered(ctx context.Context, q *queue.Queue, ids []string) error {
 			}
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%d workers did not register within a minute (last error: %v)", len(ids), err)
+			return fmt.Errorf("%d of %d workers did not register in time (last error: %v)", len(ids)-seen, len(ids), err)
 		}
 		select {
 		case <-time.After(50 * time.Millisecond):
@@ -619,7 +619,7 @@ func endToEnd(ctx context.Context, b Bucket, q *queue.Queue, cfg Config) (EndToE
 	// window holds the load and not their start-up (as with processes).
 	ids, stop := startWorkers(ctx, q, cfg.Workers, worker.Options{Concurrency: cfg.Concurrency, Observer: cnt}, handler)
 	defer stop()
-	if err := awaitRegistered(ctx, q, ids); err != nil {
+	if err := AwaitRegistered(ctx, q, ids, time.Now().Add(time.Minute)); err != nil {
 		return EndToEnd{}, err
 	}
 	before := b.Requests().Snapshot()
