@@ -50,12 +50,22 @@ type runningTask struct {
 	ctx    context.Context // the handler's context
 	cancel context.CancelCauseFunc
 
-	mu      sync.Mutex // guards lease and settled; held across each write
+	mu      writeLock // guards lease and settled; held across each write
 	lease   *queue.Lease
 	settled bool // the outcome was written (or given up)
 }
 
 var errSettled = errors.New("task outcome already settled")
+
+// writeLock is a running task's lock. It is held across a write's requests
+// and the backoff between its tries, so it is a channel rather than a
+// sync.Mutex: a goroutine waiting for it is blocked like any other wait of
+// the worker, which the fleet simulation (worker/sim, in simulated time)
+// can tell from one that runs.
+type writeLock chan struct{}
+
+func (l writeLock) Lock()   { l <- struct{}{} }
+func (l writeLock) Unlock() { <-l }
 
 // ctxCause returns why the handler's context was cancelled (nil while it
 // is not).
@@ -70,7 +80,7 @@ func (rt *runningTask) ctxCause() error {
 // type of its ready entry, claimedAs.
 func (w *Worker) start(l *queue.Lease, claimedAs string) {
 	ctx, cancel := context.WithCancelCause(w.handlerBase)
-	rt := &runningTask{id: l.Task.ID, typ: l.Task.Type, ctx: ctx, lease: l, cancel: cancel}
+	rt := &runningTask{id: l.Task.ID, typ: l.Task.Type, ctx: ctx, lease: l, cancel: cancel, mu: make(writeLock, 1)}
 	w.mu.Lock()
 	w.running[rt.id] = rt
 	// The claim's slot is the task's now, in one step: a count of the

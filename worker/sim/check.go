@@ -1,0 +1,269 @@
+package sim
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/store"
+)
+
+// checker holds the bucket and the handlers' journal against the
+// invariants (see doc.go).
+type checker struct {
+	f          *fleet
+	violations []Violation
+	seen       map[string]bool             // kind and task reported once
+	ended      map[uuid.UUID]time.Duration // tasks seen in a final status, and when
+	specs      map[uuid.UUID]TaskSpec      // each task's input
+	status     map[uuid.UUID]queue.Status  // last status seen
+	last       map[uuid.UUID]*queue.Task   // last version seen
+	firstSeen  map[uuid.UUID]time.Duration // when the check first saw the task
+	keys       map[string]bool             // index keys at the last check
+	pending    map[uuid.UUID]time.Duration // when each task first became pending (final)
+	started    map[uuid.UUID]time.Duration // when its first handler run started (final)
+}
+
+func (c *checker) violate(kind, task, detail string) {
+	if c.seen[kind+task] {
+		return
+	}
+	c.seen[kind+task] = true
+	c.violations = append(c.violations, Violation{At: c.f.now(), Kind: kind, Task: task, Detail: detail})
+}
+
+func (c *checker) name(id uuid.UUID) string {
+	if s, ok := c.specs[id]; ok {
+		return fmt.Sprintf("#%d %s", s.N, queue.ShortID(id))
+	}
+	return id.String()
+}
+
+// indexKeys lists every ready, lease, waiting and dead-letter key.
+func (c *checker) indexKeys(ctx context.Context) map[string]bool {
+	keys := map[string]bool{}
+	for _, prefix := range []string{queue.ReadyPrefix, queue.LeasesPrefix, queue.WaitingPrefix, queue.DeadPrefix} {
+		tok := ""
+		for {
+			page, err := c.f.mem.List(ctx, store.ListParams{Prefix: prefix, Token: tok})
+			if err != nil {
+				c.violate("check", "", err.Error())
+				return keys
+			}
+			for _, o := range page.Objects {
+				keys[o.Key] = true
+			}
+			if tok = page.NextToken; tok == "" {
+				break
+			}
+		}
+	}
+	return keys
+}
+
+// check looks at one instant (every goroutine of the run is blocked):
+// every task a submit returned exists, a pending task has its ready entry,
+// a running one its lease entry (so the lease check finds it), a waiting
+// one its waiting entry and a failed one its dead-letter entry.
+func (c *checker) check(ctx context.Context) {
+	if c.specs == nil {
+		c.specs, c.status, c.last, c.firstSeen = map[uuid.UUID]TaskSpec{}, map[uuid.UUID]queue.Status{}, map[uuid.UUID]*queue.Task{}, map[uuid.UUID]time.Duration{}
+	}
+	c.keys = c.indexKeys(ctx)
+	c.f.mu.Lock()
+	ids := make([]uuid.UUID, 0, len(c.f.tasks))
+	for id := range c.f.tasks {
+		if _, done := c.ended[id]; !done {
+			ids = append(ids, id)
+		}
+	}
+	c.f.mu.Unlock()
+	faultsOver := c.f.now() > c.f.sc.FaultsEnd
+	for _, id := range ids {
+		t, err := c.f.inspect.Get(ctx, id)
+		switch {
+		case errors.Is(err, queue.ErrNotFound):
+			c.violate("lost", id.String(), "a task its submit returned is not in the bucket")
+			continue
+		case err != nil:
+			c.violate("unreadable", id.String(), err.Error())
+			continue
+		}
+		if _, ok := c.specs[id]; !ok {
+			var s TaskSpec
+			_ = json.Unmarshal(t.Input, &s)
+			c.specs[id] = s
+			c.firstSeen[id] = c.f.now()
+		}
+		c.status[id], c.last[id] = t.Status, t
+		var key, what string
+		switch t.Status {
+		case queue.StatusPending:
+			key, what = queue.ReadyKey(t), "pending task has no ready entry"
+		case queue.StatusRunning:
+			key, what = queue.LeaseKey(t), "running task has no lease entry: the lease check cannot find it"
+		case queue.StatusWaiting:
+			key, what = queue.WaitingKey(t), "waiting task has no waiting entry"
+		case queue.StatusFailed:
+			key, what = queue.DeadKey(t), "failed task has no dead-letter entry"
+		}
+		if key != "" && !c.keys[key] {
+			c.violate("unindexed", c.name(id), fmt.Sprintf("%s (rev %d, %s; wants %s)", what, t.Rev, t.LastEvent, key))
+		}
+		// Replays happen only while the faults run: after that a task
+		// in a final status stays there.
+		if t.Status.Terminal() && (faultsOver || t.Status == queue.StatusCompleted || t.Status == queue.StatusArchived) {
+			c.ended[id] = c.f.now()
+		}
+	}
+}
+
+func (c *checker) allEnded() bool {
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	return len(c.ended) >= len(c.f.tasks)
+}
+
+// stuck reports every task that did not end within the drain bound.
+func (c *checker) stuck() {
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	for id := range c.f.tasks {
+		if _, ok := c.ended[id]; ok {
+			continue
+		}
+		detail := "did not end within the drain bound"
+		if t := c.last[id]; t != nil {
+			detail = fmt.Sprintf("%s: %s, rev %d, %s, attempt %d, worker %q, available %s", detail, t.Status, t.Rev, t.LastEvent, t.Attempt, t.WorkerID, t.AvailableAt.Sub(c.f.start))
+		}
+		c.violate("not finished", c.name(id), detail)
+	}
+}
+
+// final checks each task's whole history once the run stopped: it
+// completed at most once, its result was never overwritten and came from
+// a handler run that finished; and no two runs of a task overlapped.
+func (c *checker) final(ctx context.Context) {
+	runs := map[uuid.UUID][]run{}
+	for _, r := range c.f.journal.all() {
+		runs[r.task] = append(runs[r.task], r)
+	}
+	c.f.mu.Lock()
+	ids := slices.Collect(func(yield func(uuid.UUID) bool) {
+		for id := range c.f.tasks {
+			if !yield(id) {
+				return
+			}
+		}
+	})
+	c.f.mu.Unlock()
+	c.pending, c.started = map[uuid.UUID]time.Duration{}, map[uuid.UUID]time.Duration{}
+	for _, id := range ids {
+		evs, err := c.f.inspect.History(ctx, id)
+		if err != nil {
+			c.violate("lost", c.name(id), err.Error())
+			continue
+		}
+		succeeded := 0
+		var result json.RawMessage
+		for _, ev := range evs {
+			if ev.Err != nil {
+				c.violate("malformed", c.name(id), ev.Err.Error())
+				continue
+			}
+			if ev.Task == nil {
+				c.violate("deleted", c.name(id), "a version of the task is a delete marker")
+				continue
+			}
+			if _, ok := c.pending[id]; !ok && ev.Status == queue.StatusPending {
+				c.pending[id] = ev.At.Sub(c.f.start)
+			}
+			if ev.Name == queue.EventSucceeded {
+				succeeded++
+				result = ev.Task.Output
+				var out struct{ Lease string }
+				_ = json.Unmarshal(result, &out)
+				if !slices.ContainsFunc(runs[id], func(r run) bool { return r.lease == out.Lease && r.how == "done" }) {
+					c.violate("foreign result", c.name(id), "the result names lease "+out.Lease+", which no finished handler run held")
+				}
+			} else if result != nil && ev.Task.Output != nil && !bytes.Equal(ev.Task.Output, result) {
+				c.violate("overwritten", c.name(id), fmt.Sprintf("rev %d (%s) changed the result", ev.Rev, ev.Name))
+			}
+		}
+		if succeeded > 1 {
+			c.violate("completed twice", c.name(id), fmt.Sprintf("%d succeeded events", succeeded))
+		}
+		rs := runs[id]
+		slices.SortFunc(rs, func(a, b run) int { return int(a.start - b.start) })
+		for i := 1; i < len(rs); i++ {
+			if prev := rs[i-1]; prev.end > rs[i].start {
+				c.violate("two at once", c.name(id), fmt.Sprintf("run on %s (lease %s) %s-%s overlaps run on %s from %s",
+					prev.worker, prev.lease, prev.start, prev.end, rs[i].worker, rs[i].start))
+			}
+		}
+		if len(rs) > 0 {
+			c.started[id] = rs[0].start
+		}
+	}
+}
+
+// overtake checks the order promise once the faults stopped: no task
+// waits more than OvertakeBound to start behind a newer task of its type
+// and priority (newer: it became pending later) that started before it.
+// It returns the longest such wait.
+func (c *checker) overtake() time.Duration {
+	from := c.f.sc.FaultsEnd + Settle
+	type item struct {
+		id             uuid.UUID
+		pending, start time.Duration
+	}
+	groups := map[string][]item{}
+	c.f.mu.Lock()
+	for id, s := range c.f.tasks {
+		p, ok1 := c.pending[id]
+		st, ok2 := c.started[id]
+		if !ok1 || !ok2 || st < from {
+			continue
+		}
+		k := s.typ + "/" + string(s.priority)
+		groups[k] = append(groups[k], item{id, p, st})
+	}
+	c.f.mu.Unlock()
+	var worst time.Duration
+	for _, items := range groups {
+		// Newest first, carrying the earliest start of the newer ones.
+		slices.SortFunc(items, func(a, b item) int { return int(b.pending - a.pending) })
+		earliest := time.Duration(-1)
+		for i := 0; i < len(items); {
+			// Tasks pending at the same instant are not newer than each
+			// other: judge them all, then count their starts.
+			j := i
+			for j < len(items) && items[j].pending == items[i].pending {
+				j++
+			}
+			for _, it := range items[i:j] {
+				if earliest >= 0 && it.start > earliest {
+					wait := it.start - earliest
+					worst = max(worst, wait)
+					if wait > OvertakeBound {
+						c.violate("overtaken", c.name(it.id), fmt.Sprintf("started %s after a newer task of its type and priority (pending at %s, started at %s)", wait, it.pending, it.start))
+					}
+				}
+			}
+			for _, it := range items[i:j] {
+				if earliest < 0 || it.start < earliest {
+					earliest = it.start
+				}
+			}
+			i = j
+		}
+	}
+	return worst
+}

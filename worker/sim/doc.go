@@ -1,0 +1,65 @@
+// Package sim is the fleet simulation: the real queue, worker and monitor
+// code of qo, many workers at once, run over an in-memory bucket in
+// simulated time, with faults, and checked against the queue's invariants
+// at every tick.
+//
+// # What runs
+//
+// Run must be called inside a testing/synctest bubble: every timer, sleep
+// and ticker of qo's code then fires in simulated time, which advances
+// only when every goroutine waits, so an hour of a busy fleet takes
+// seconds. Nothing is modelled: each worker is a worker.Worker with its
+// embedded monitor (one leads), opened over its own view of the bucket
+// (procStore), and handlers are Go handlers that take a task's time.
+//
+// A seed draws a Scenario (NewScenario): 2 to 5 workers of unequal
+// concurrency (1 to 16), speed (1x to 10x slower), types and type limits,
+// each with its own clock error within MaxClockSkew; a page size from 10
+// to 1,000 (a small page makes a backlog of hundreds as deep, for the
+// dispatcher, as one of hundreds of thousands); steady arrivals of three
+// priorities, some with parents; bursts of up to 1,500 tasks (deep
+// backlogs); task times from milliseconds to two minutes, a few handlers
+// that never return (hard timeouts) and outcomes that retry or fail. Then
+// a fault phase: workers killed (SIGKILL: nothing more they send lands,
+// their handlers die with them) and restarted under the same or a new id,
+// partitions (every request of one worker fails while it lives on),
+// rolling restarts, windows where up to a quarter of requests fail or land
+// with the response lost, windows of slow requests (up to 3 s more),
+// types paused and resumed, tasks cancelled and replayed by an operator.
+// Then a calm phase of load without faults (with a burst), then a drain.
+//
+// # What is checked
+//
+// At every Tick, with every goroutine of the run waiting (so the check
+// sees one instant of the bucket):
+//
+//   - no task lost: every task a submit returned is in the bucket;
+//   - every pending task has its ready entry, every running task the lease
+//     entry the lease check finds it by, every waiting task its waiting
+//     entry and every failed task its dead-letter entry.
+//
+// Once the run stopped, from each task's history and the handlers' own
+// journal:
+//
+//   - none completed twice, no result overwritten, and every result was
+//     produced by a handler run that finished under the lease it names;
+//   - no two runs of a task overlapped (the worker stops a handler before
+//     the monitor may start the task elsewhere);
+//   - every task ended within the drain bound after the load stopped:
+//     twice the work left over the slots serving it, four times the longest
+//     task left at the slowest speed, and five minutes for recovery and
+//     backoff;
+//   - from Settle after the faults stopped, no task started more than
+//     OvertakeBound (30 s plus one page hold) after a newer task of its type
+//     and priority had started.
+//
+// # Seeds
+//
+// A seed fixes the scenario: the fleet, the workload, the fault timeline
+// and the outcome of every handler run. Goroutines that run at the same
+// simulated instant are ordered by the Go scheduler, so two runs of a
+// seed may interleave differently; a failing seed fails again in most
+// runs (run it with -count). The test command runs a few small seeds;
+// scripts/simulate.sh runs many, full size, and prints the report
+// docs/reliability.md quotes.
+package sim

@@ -1,0 +1,223 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/qo-queue/qo/store"
+)
+
+// errInjected is the error of a request the simulation failed (or whose
+// response it lost).
+var errInjected = errors.New("sim: injected request failure")
+
+// errDead is what a crashed process's requests return once the run is
+// torn down (until then they never return).
+var errDead = errors.New("sim: process is dead")
+
+// netState is the network as every process sees it: the lossy and slow
+// windows of the timeline.
+type netState struct {
+	mu    sync.Mutex
+	loss  float64       // share of requests that fail or lose their response
+	delay time.Duration // extra latency per request
+}
+
+func (n *netState) get() (float64, time.Duration) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.loss, n.delay
+}
+
+// procStore is the bucket as one process sees it: every request takes a
+// little time, some fail or land with their response lost (while the
+// network is lossy or the process partitioned), the process's clock is
+// off by its skew, and once the process is crashed its requests never
+// return (nothing it sends lands) until the run is torn down.
+type procStore struct {
+	store.Store
+	net      *netState
+	skew     time.Duration
+	teardown <-chan struct{}
+	faults   *faultCounts
+
+	mu          sync.Mutex
+	rnd         *rand.Rand
+	dead        chan struct{} // closed when the process crashes
+	partitioned bool
+}
+
+func newProcStore(s store.Store, net *netState, skew time.Duration, seed uint64, teardown <-chan struct{}, fc *faultCounts) *procStore {
+	return &procStore{
+		Store: s, net: net, skew: skew, teardown: teardown, faults: fc,
+		rnd: rand.New(rand.NewPCG(seed, 0x51)), dead: make(chan struct{}),
+	}
+}
+
+// crash stops the process dead.
+func (p *procStore) crash() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	close(p.dead)
+}
+
+func (p *procStore) setPartitioned(on bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.partitioned = on
+}
+
+// fault decides what happens to one request: it is sent (after its
+// latency), and it fails before landing, lands with its response lost, or
+// goes through.
+type fault int
+
+const (
+	none fault = iota
+	failed
+	lost
+)
+
+func (p *procStore) before(ctx context.Context, write bool) (fault, error) {
+	loss, delay := p.net.get()
+	p.mu.Lock()
+	dead := p.dead
+	part := p.partitioned
+	latency := time.Duration(2+p.rnd.IntN(18)) * time.Millisecond
+	x := p.rnd.Float64()
+	y := p.rnd.IntN(2)
+	p.mu.Unlock()
+	select {
+	case <-dead:
+		<-p.teardown
+		return failed, errDead
+	default:
+	}
+	t := time.NewTimer(latency + delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		return failed, ctx.Err()
+	case <-dead:
+		<-p.teardown
+		return failed, errDead
+	}
+	switch {
+	case part:
+		p.faults.add("partitioned request")
+		return failed, nil
+	case x < loss && write && y == 0:
+		p.faults.add("lost response")
+		return lost, nil
+	case x < loss:
+		p.faults.add("failed request")
+		return failed, nil
+	}
+	return none, nil
+}
+
+func (p *procStore) Get(ctx context.Context, key string) (*store.Object, error) {
+	if f, err := p.before(ctx, false); err != nil {
+		return nil, err
+	} else if f != none {
+		return nil, fmt.Errorf("get %s: %w", key, errInjected)
+	}
+	return p.Store.Get(ctx, key)
+}
+
+func (p *procStore) GetVersion(ctx context.Context, key, versionID string) (*store.Object, error) {
+	if f, err := p.before(ctx, false); err != nil {
+		return nil, err
+	} else if f != none {
+		return nil, fmt.Errorf("get %s: %w", key, errInjected)
+	}
+	return p.Store.GetVersion(ctx, key, versionID)
+}
+
+func (p *procStore) Put(ctx context.Context, key string, body []byte, cond store.Condition) (store.PutResult, error) {
+	f, err := p.before(ctx, true)
+	if err != nil {
+		return store.PutResult{}, err
+	}
+	switch f {
+	case failed:
+		return store.PutResult{}, fmt.Errorf("put %s: %w", key, errInjected)
+	case lost:
+		if _, err := p.Store.Put(ctx, key, body, cond); err != nil {
+			return store.PutResult{}, err
+		}
+		return store.PutResult{}, fmt.Errorf("put %s: response lost: %w", key, errInjected)
+	}
+	return p.Store.Put(ctx, key, body, cond)
+}
+
+func (p *procStore) Delete(ctx context.Context, key string, cond store.Condition) error {
+	f, err := p.before(ctx, true)
+	if err != nil {
+		return err
+	}
+	switch f {
+	case failed:
+		return fmt.Errorf("delete %s: %w", key, errInjected)
+	case lost:
+		if err := p.Store.Delete(ctx, key, cond); err != nil {
+			return err
+		}
+		return fmt.Errorf("delete %s: response lost: %w", key, errInjected)
+	}
+	return p.Store.Delete(ctx, key, cond)
+}
+
+func (p *procStore) List(ctx context.Context, lp store.ListParams) (store.ListPage, error) {
+	if f, err := p.before(ctx, false); err != nil {
+		return store.ListPage{}, err
+	} else if f != none {
+		return store.ListPage{}, fmt.Errorf("list %s: %w", lp.Prefix, errInjected)
+	}
+	return p.Store.List(ctx, lp)
+}
+
+func (p *procStore) ListVersions(ctx context.Context, key string) ([]store.Version, error) {
+	if f, err := p.before(ctx, false); err != nil {
+		return nil, err
+	} else if f != none {
+		return nil, fmt.Errorf("list versions %s: %w", key, errInjected)
+	}
+	return p.Store.ListVersions(ctx, key)
+}
+
+// Now is the server's time as this process estimates it: off by its skew.
+func (p *procStore) Now(ctx context.Context) (time.Time, error) {
+	t, err := p.Store.Now(ctx)
+	return t.Add(p.skew), err
+}
+
+// faultCounts counts the faults injected, by kind.
+type faultCounts struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *faultCounts) add(kind string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[string]int{}
+	}
+	c.n[kind]++
+}
+
+func (c *faultCounts) snapshot() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]int, len(c.n))
+	for k, v := range c.n {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,265 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/store/memstore"
+	"github.com/qo-queue/qo/worker"
+)
+
+// run is one handler execution, as the handler itself saw it.
+type run struct {
+	task   uuid.UUID
+	n      int // the task's number
+	lease  string
+	worker string
+	start  time.Duration
+	end    time.Duration // -1 while it runs
+	how    string        // done, cancelled, killed
+}
+
+// journal is what the handlers saw: every execution with its start and
+// end (the truth the checks hold qo's records against).
+type journal struct {
+	mu   sync.Mutex
+	runs []*run
+}
+
+func (j *journal) begin(r *run) *run {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	r.end = -1
+	j.runs = append(j.runs, r)
+	return r
+}
+
+func (j *journal) finish(r *run, at time.Duration, how string) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	r.end, r.how = at, how
+}
+
+func (j *journal) all() []run {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	out := make([]run, len(j.runs))
+	for i, r := range j.runs {
+		out[i] = *r
+	}
+	return out
+}
+
+// submitted is a task the simulation submitted (or may have: a submit
+// whose outcome was unknown is looked up by its idempotency key).
+type submitted struct {
+	id       uuid.UUID
+	n        int
+	typ      string
+	priority queue.Priority
+	at       time.Duration // when the submit returned
+	parents  bool
+}
+
+// fleet is one simulated run.
+type fleet struct {
+	sc       Scenario
+	mem      *memstore.Store
+	start    time.Time
+	net      netState
+	faults   faultCounts
+	journal  journal
+	teardown chan struct{}
+	rnd      *rand.Rand
+	log      *slog.Logger
+
+	mu        sync.Mutex
+	tasks     map[uuid.UUID]*submitted
+	order     []uuid.UUID
+	paused    map[string][]span // per type, when it was paused
+	procs     []*proc           // one per WorkerSpec: the current process
+	wg        sync.WaitGroup    // every process's Run
+	nextN     int
+	operator  *queue.Queue
+	inspect   *queue.Queue // reads the bucket as it is, for the checks
+	submitter *queue.Queue
+	restarts  int
+}
+
+type span struct{ from, to time.Duration }
+
+// proc is one worker process.
+type proc struct {
+	spec   WorkerSpec
+	id     string
+	st     *procStore
+	cancel context.CancelFunc
+	done   chan struct{}
+	killed chan struct{} // closed on a crash: its handlers die with it
+}
+
+func (f *fleet) now() time.Duration { return time.Since(f.start) }
+
+// openQueue opens the queue as a new process would, over its own view of
+// the bucket.
+func (f *fleet) openQueue(ctx context.Context, st *procStore) (*queue.Queue, error) {
+	return queue.Open(ctx, st, queue.Options{Logger: f.log, Rand: nil})
+}
+
+// startWorker starts the process of spec i (a fresh process: new store
+// view, new queue handle) and retries until its worker has started.
+func (f *fleet) startWorker(ctx context.Context, i int, id string) {
+	spec := f.sc.Workers[i]
+	f.mu.Lock()
+	seed := f.sc.Seed*31 + uint64(f.restarts)
+	f.restarts++
+	f.mu.Unlock()
+	st := newProcStore(f.mem, &f.net, spec.Skew, seed, f.teardown, &f.faults)
+	pctx, cancel := context.WithCancel(ctx)
+	p := &proc{spec: spec, id: id, st: st, cancel: cancel, done: make(chan struct{}), killed: make(chan struct{})}
+	f.mu.Lock()
+	f.procs[i] = p
+	f.mu.Unlock()
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		defer close(p.done)
+		for pctx.Err() == nil {
+			q, err := f.openQueue(pctx, st)
+			if err == nil {
+				w := worker.New(q, worker.Options{
+					ID:            id,
+					Concurrency:   spec.Concurrency,
+					Types:         spec.Types,
+					Limits:        spec.Limits,
+					ReadyPageSize: f.sc.PageSize,
+					Logger:        f.log,
+					Version:       "sim",
+				})
+				for _, t := range spec.Types {
+					w.Handle(t, f.handler(p))
+				}
+				err = w.Run(pctx)
+				if err == nil {
+					return
+				}
+			}
+			if errors.Is(err, errDead) {
+				return
+			}
+			// Could not start (a lossy network at registration): as a
+			// supervisor would, start again a little later.
+			select {
+			case <-time.After(time.Second):
+			case <-pctx.Done():
+			}
+		}
+	}()
+}
+
+// handler is the simulated handler of the tasks a process runs: it takes
+// the task's time (times the process's speed), or until its context ends,
+// or dies with its process.
+func (f *fleet) handler(p *proc) worker.HandlerFunc {
+	return func(ctx context.Context, t *queue.Task) (json.RawMessage, error) {
+		var spec TaskSpec
+		if err := json.Unmarshal(t.Input, &spec); err != nil {
+			return nil, worker.Permanent(fmt.Errorf("sim: bad input: %w", err))
+		}
+		r := f.journal.begin(&run{task: t.ID, n: spec.N, lease: t.LeaseID, worker: p.id, start: f.now()})
+		var wait <-chan time.Time
+		if !spec.Hang {
+			tm := time.NewTimer(time.Duration(float64(spec.MS)*p.spec.Speed) * time.Millisecond)
+			defer tm.Stop()
+			wait = tm.C
+		}
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			f.journal.finish(r, f.now(), "cancelled")
+			return nil, context.Cause(ctx)
+		case <-p.killed:
+			f.journal.finish(r, f.now(), "killed")
+			<-f.teardown
+			return nil, errDead
+		}
+		f.journal.finish(r, f.now(), "done")
+		switch outcome(f.sc.Seed, spec.N, t.Attempt) {
+		case "retry":
+			return nil, errors.New("sim: retryable failure")
+		case "permanent":
+			return nil, worker.Permanent(errors.New("sim: permanent failure"))
+		}
+		return json.RawMessage(fmt.Sprintf(`{"n":%d,"lease":%q}`, spec.N, t.LeaseID)), nil
+	}
+}
+
+// submit submits task n of typ as a client would: with an idempotency key,
+// retried until it is known to exist.
+func (f *fleet) submit(ctx context.Context, typ string, withParents bool) {
+	f.mu.Lock()
+	n := f.nextN
+	f.nextN++
+	spec := newTaskSpec(f.rnd, n)
+	prio := []queue.Priority{queue.PriorityNormal, queue.PriorityNormal, queue.PriorityNormal, queue.PriorityHigh, queue.PriorityLow}[f.rnd.IntN(5)]
+	var after []uuid.UUID
+	var onFail queue.ParentFailure
+	if withParents && len(f.order) > 0 {
+		for range 1 + f.rnd.IntN(2) {
+			after = append(after, f.order[len(f.order)-1-f.rnd.IntN(min(len(f.order), 50))])
+		}
+		slices.SortFunc(after, func(a, b uuid.UUID) int { return slices.Compare(a[:], b[:]) })
+		after = slices.Compact(after)
+		onFail = []queue.ParentFailure{queue.ParentFailureCancel, queue.ParentFailureFail, queue.ParentFailureRun}[f.rnd.IntN(3)]
+	}
+	f.mu.Unlock()
+	input, _ := json.Marshal(spec)
+	retries := 3
+	req := queue.SubmitRequest{
+		Type: typ, Input: input, Timeout: timeoutFor(spec), MaxRetries: &retries,
+		Priority: prio, IdempotencyKey: fmt.Sprintf("sim-%d", n), After: after, OnParentFailure: onFail,
+	}
+	for ctx.Err() == nil {
+		t, _, err := f.submitter.Submit(ctx, req)
+		if err == nil {
+			f.mu.Lock()
+			f.tasks[t.ID] = &submitted{id: t.ID, n: n, typ: typ, priority: t.Priority, at: f.now(), parents: len(after) > 0}
+			f.order = append(f.order, t.ID)
+			f.mu.Unlock()
+			return
+		}
+		if errors.Is(err, queue.ErrInvalidInput) {
+			return // a parent the run never created (its submit failed for good): not a task
+		}
+		select {
+		case <-time.After(200 * time.Millisecond):
+		case <-ctx.Done():
+		}
+	}
+}
+
+// crash stops worker i dead.
+func (f *fleet) crash(i int) {
+	f.mu.Lock()
+	p := f.procs[i]
+	f.mu.Unlock()
+	if p == nil {
+		return
+	}
+	f.faults.add("crash")
+	close(p.killed)
+	p.st.crash()
+}
+
+func newLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

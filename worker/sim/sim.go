@@ -1,0 +1,364 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/store"
+	"github.com/qo-queue/qo/store/memstore"
+)
+
+// The bounds the simulation holds the fleet to (see doc.go).
+const (
+	// Tick is how often the bucket is checked (every goroutine of the run
+	// blocked, so the check sees one instant).
+	Tick = time.Second
+	// Settle is how long after the faults stop the order is checked from
+	// (a killed worker's tasks are back within 27 s).
+	Settle = time.Minute
+	// OvertakeBound: once the faults stopped, no task waits longer than
+	// this to start behind a newer task of its type and priority that
+	// started before it (30 s plus one page hold).
+	OvertakeBound = 40 * time.Second
+)
+
+// Violation is one broken invariant.
+type Violation struct {
+	At     time.Duration // simulated time since the start
+	Kind   string
+	Task   string // task number and id, when about one task
+	Detail string
+}
+
+func (v Violation) String() string {
+	return fmt.Sprintf("%8s %-14s %s %s", v.At.Truncate(time.Millisecond), v.Kind, v.Task, v.Detail)
+}
+
+// Report is the outcome of one seed.
+type Report struct {
+	Seed       uint64
+	Scenario   Scenario
+	Simulated  time.Duration
+	Tasks      int
+	Runs       int            // handler executions
+	Faults     map[string]int // injected, by kind
+	Violations []Violation
+	// MaxOvertake is the longest a task waited to start behind a newer one
+	// of its type and priority, after the faults stopped.
+	MaxOvertake time.Duration
+	// DrainBound is the bound every task had to end within once the load
+	// stopped, and Drained how long the last one took.
+	DrainBound, Drained time.Duration
+	// Submitted and TimelineDone are when the last submit returned and
+	// the last event of the timeline was carried out.
+	Submitted, TimelineDone time.Duration
+}
+
+// Run simulates one scenario to its end and checks it. It must be called
+// inside a synctest bubble (testing/synctest.Test): the real queue, worker
+// and monitor code runs over an in-memory bucket, and every timer of it
+// fires in simulated time.
+func Run(sc Scenario) Report {
+	f := &fleet{
+		sc: sc, mem: memstore.New(), start: time.Now(), teardown: make(chan struct{}),
+		rnd: rand.New(rand.NewPCG(sc.Seed, 0x7a5)), log: newLogger(),
+		tasks: map[uuid.UUID]*submitted{}, paused: map[string][]span{}, procs: make([]*proc, len(sc.Workers)),
+	}
+	rep := Report{Seed: sc.Seed, Scenario: sc}
+	c := &checker{f: f, seen: map[string]bool{}, ended: map[uuid.UUID]time.Duration{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, err := queue.Init(ctx, f.mem, sc.ShardChars); err != nil {
+		c.violate("setup", "", err.Error())
+		rep.Violations = c.violations
+		return rep
+	}
+	var err error
+	if f.inspect, err = queue.Open(ctx, f.mem, queue.Options{Logger: f.log}); err == nil {
+		f.submitter, err = f.openQueue(ctx, newProcStore(f.mem, &f.net, 0, sc.Seed+1, f.teardown, &f.faults))
+	}
+	if err == nil {
+		f.operator, err = f.openQueue(ctx, newProcStore(f.mem, &f.net, 0, sc.Seed+2, f.teardown, &f.faults))
+	}
+	if err != nil {
+		c.violate("setup", "", err.Error())
+		rep.Violations = c.violations
+		return rep
+	}
+	for i, w := range sc.Workers {
+		f.startWorker(ctx, i, w.Name)
+	}
+	var load sync.WaitGroup
+	load.Add(2)
+	go func() { defer load.Done(); f.load(ctx); rep.Submitted = f.now() }()
+	go func() { defer load.Done(); f.timeline(ctx); rep.TimelineDone = f.now() }()
+	loadDone := make(chan struct{})
+	go func() { load.Wait(); close(loadDone) }()
+
+	// Check every tick while the load runs, then until every task ended or
+	// the drain bound passed.
+	var deadline time.Duration
+	for {
+		time.Sleep(Tick)
+		synctest.Wait()
+		c.check(ctx)
+		if deadline == 0 {
+			select {
+			case <-loadDone:
+				rep.DrainBound = f.drainBound(c)
+				deadline = f.now() + rep.DrainBound
+			default:
+			}
+			continue
+		}
+		if c.allEnded() {
+			rep.Drained = f.now() - (deadline - rep.DrainBound)
+			break
+		}
+		if f.now() >= deadline {
+			c.stuck()
+			break
+		}
+	}
+	rep.Simulated = f.now()
+
+	// Stop everything: the live processes shut down, the crashed ones are
+	// released from their freeze.
+	cancel()
+	close(f.teardown)
+	f.wg.Wait()
+	<-loadDone
+
+	c.final(context.Background())
+	rep.MaxOvertake = c.overtake()
+	rep.Tasks = len(f.tasks)
+	rep.Runs = len(f.journal.all())
+	rep.Faults = f.faults.snapshot()
+	rep.Violations = c.violations
+	return rep
+}
+
+// load submits the scenario's steady arrivals and bursts until LoadEnd.
+func (f *fleet) load(ctx context.Context) {
+	sem := make(chan struct{}, 16)
+	var wg sync.WaitGroup
+	send := func(typ string, parents bool) {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			f.submit(ctx, typ, parents)
+		}()
+	}
+	bursts := slices.Clone(f.sc.Bursts)
+	sort.Slice(bursts, func(i, j int) bool { return bursts[i].At < bursts[j].At })
+	step := time.Duration(float64(time.Second) / f.sc.Rate)
+	next := time.Duration(0)
+	for f.now() < f.sc.LoadEnd && ctx.Err() == nil {
+		for len(bursts) > 0 && bursts[0].At <= f.now() {
+			for range bursts[0].N {
+				send(bursts[0].Type, false)
+			}
+			bursts = bursts[1:]
+		}
+		if f.now() >= next {
+			for _, typ := range f.sc.Types {
+				f.mu.Lock()
+				parents := f.rnd.IntN(10) == 0
+				f.mu.Unlock()
+				send(typ, parents)
+			}
+			next += step
+		}
+		time.Sleep(min(step, 100*time.Millisecond))
+	}
+	wg.Wait()
+}
+
+// timeline applies the scenario's events at their times.
+func (f *fleet) timeline(ctx context.Context) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for _, e := range f.sc.Events {
+		if d := e.At - f.now(); d > 0 {
+			select {
+			case <-time.After(d):
+			case <-ctx.Done():
+				return
+			}
+		}
+		switch e.Kind {
+		case Crash:
+			f.crash(e.Worker)
+		case Restart:
+			id := f.sc.Workers[e.Worker].Name
+			if e.NewID {
+				f.mu.Lock()
+				id = fmt.Sprintf("%s-r%d", id, f.restarts)
+				f.mu.Unlock()
+			}
+			f.faults.add("restart")
+			f.startWorker(ctx, e.Worker, id)
+		case Partition:
+			f.faults.add("partition")
+			f.mu.Lock()
+			p := f.procs[e.Worker]
+			f.mu.Unlock()
+			p.st.setPartitioned(true)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				time.Sleep(e.For)
+				p.st.setPartitioned(false)
+			}()
+		case Upgrade:
+			f.faults.add("rolling upgrade")
+			wg.Add(1)
+			go func() { defer wg.Done(); f.upgrade(ctx) }()
+		case Lossy:
+			f.faults.add("lossy window")
+			f.net.mu.Lock()
+			f.net.loss = max(f.net.loss, e.Rate)
+			f.net.mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				time.Sleep(e.For)
+				f.net.mu.Lock()
+				f.net.loss = 0
+				f.net.mu.Unlock()
+			}()
+		case Slow:
+			f.faults.add("slow window")
+			f.net.mu.Lock()
+			f.net.delay = max(f.net.delay, e.Delay)
+			f.net.mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				time.Sleep(e.For)
+				f.net.mu.Lock()
+				f.net.delay = 0
+				f.net.mu.Unlock()
+			}()
+		case PauseType:
+			f.faults.add("pause")
+			wg.Add(1)
+			go func() { defer wg.Done(); f.pause(ctx, e) }()
+		case CancelOne, ReplayOne:
+			f.mu.Lock()
+			var id uuid.UUID
+			if len(f.order) > 0 {
+				id = f.order[f.rnd.IntN(len(f.order))]
+			}
+			f.mu.Unlock()
+			if id == uuid.Nil {
+				continue
+			}
+			f.faults.add(string(e.Kind))
+			if e.Kind == CancelOne {
+				_, _ = f.operator.Cancel(ctx, id, "sim: operator")
+			} else {
+				_, _ = f.operator.Replay(ctx, id)
+			}
+		}
+	}
+}
+
+// upgrade restarts every live worker in turn, each after the last one's
+// replacement started: a rolling deploy.
+func (f *fleet) upgrade(ctx context.Context) {
+	for i := range f.sc.Workers {
+		f.mu.Lock()
+		p := f.procs[i]
+		f.mu.Unlock()
+		select {
+		case <-p.killed:
+			continue // crashed: its restart is the timeline's
+		default:
+		}
+		p.cancel()
+		select {
+		case <-p.done:
+		case <-ctx.Done():
+			return
+		}
+		f.startWorker(ctx, i, p.id)
+	}
+}
+
+// pause pauses a type for e.For, then resumes it, retrying each through
+// lost requests as an operator would.
+func (f *fleet) pause(ctx context.Context, e Event) {
+	from := f.now()
+	retry(ctx, func() error { _, err := f.operator.Pause(ctx, e.Type, "sim: operator"); return err })
+	time.Sleep(e.For)
+	retry(ctx, func() error { _, err := f.operator.Resume(ctx, e.Type); return err })
+	f.mu.Lock()
+	f.paused[e.Type] = append(f.paused[e.Type], span{from, f.now()})
+	f.mu.Unlock()
+}
+
+func retry(ctx context.Context, fn func() error) {
+	for ctx.Err() == nil && fn() != nil {
+		select {
+		case <-time.After(500 * time.Millisecond):
+		case <-ctx.Done():
+		}
+	}
+}
+
+// drainBound is how long the tasks not ended when the load stops may take
+// to end: twice the work left divided by the slots that serve it, the
+// longest task left at the slowest speed with its retries, and five
+// minutes for recovery and backoff.
+func (f *fleet) drainBound(c *checker) time.Duration {
+	work := map[string]time.Duration{}
+	var longest time.Duration
+	slowest := map[string]float64{}
+	slots := map[string]int{}
+	for _, w := range f.sc.Workers {
+		for _, t := range w.Types {
+			n := w.Concurrency
+			if l, ok := w.Limits[t]; ok {
+				n = min(n, l)
+			}
+			slots[t] += n
+			slowest[t] = max(slowest[t], w.Speed)
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for id, s := range f.tasks {
+		if _, ok := c.ended[id]; ok {
+			continue
+		}
+		d := time.Duration(c.specs[id].MS) * time.Millisecond
+		if c.specs[id].Hang {
+			d = 4 * timeoutFor(c.specs[id])
+		}
+		work[s.typ] += d
+		longest = max(longest, time.Duration(float64(d)*slowest[s.typ]))
+	}
+	var drain time.Duration
+	for t, d := range work {
+		drain = max(drain, time.Duration(2*float64(d)*slowest[t]/float64(max(1, slots[t]))))
+	}
+	return drain + 4*longest + 5*time.Minute
+}
+
+var _ = errors.Is
+var _ store.Store = (*procStore)(nil)
+var _ = strings.Join

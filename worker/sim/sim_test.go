@@ -1,0 +1,128 @@
+package sim
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+var (
+	seeds     = flag.Int("sim.seeds", 3, "how many seeds to run (from -sim.first)")
+	first     = flag.Uint64("sim.first", 1, "the first seed")
+	full      = flag.Bool("sim.full", false, "full-size scenarios (longer, deeper backlogs) instead of the small ones of the test command")
+	reportOut = flag.String("sim.report", "", "write the run's summary as JSON to this file")
+	verbose   = flag.Bool("sim.v", false, "log each seed's scenario and outcome")
+)
+
+// TestSimulate runs the fleet simulation over -sim.seeds seeds and fails
+// on any violation, naming the seed that reproduces it.
+func TestSimulate(t *testing.T) {
+	size := Small
+	if *full {
+		size = Full
+	}
+	var mu sync.Mutex
+	var reports []Report
+	for i := range *seeds {
+		seed := *first + uint64(i)
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			t.Parallel()
+			sc := NewScenario(seed, size)
+			var rep Report
+			synctest.Test(t, func(t *testing.T) { rep = Run(sc) })
+			mu.Lock()
+			reports = append(reports, rep)
+			mu.Unlock()
+			if *verbose || len(rep.Violations) > 0 {
+				t.Log(describe(rep))
+			}
+			for _, v := range rep.Violations {
+				t.Errorf("seed %d: %s", seed, v)
+			}
+			if len(rep.Violations) > 0 {
+				t.Logf("reproduce: go test ./worker/sim -run 'TestSimulate/seed=%d$' -sim.first %d -sim.seeds 1%s -sim.v", seed, seed, map[bool]string{true: " -sim.full"}[*full])
+			}
+		})
+	}
+	t.Cleanup(func() {
+		sum := summarize(reports)
+		t.Log(sum.String())
+		if *reportOut != "" {
+			b, _ := json.MarshalIndent(sum, "", "  ")
+			if err := os.WriteFile(*reportOut, b, 0o644); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+}
+
+// describe is one seed's scenario and outcome, for the log.
+func describe(r Report) string {
+	var b strings.Builder
+	sc := r.Scenario
+	fmt.Fprintf(&b, "seed %d: %d shard chars, page %d, types %v, faults end %s, load ends %s, rate %.1f/s\n", sc.Seed, sc.ShardChars, sc.PageSize, sc.Types, sc.FaultsEnd, sc.LoadEnd, sc.Rate)
+	for _, w := range sc.Workers {
+		fmt.Fprintf(&b, "  worker %s: concurrency %d, speed %.0fx, types %v, limits %v, skew %s\n", w.Name, w.Concurrency, w.Speed, w.Types, w.Limits, w.Skew)
+	}
+	for _, bu := range sc.Bursts {
+		fmt.Fprintf(&b, "  burst %s: %d x %s\n", bu.At, bu.N, bu.Type)
+	}
+	for _, e := range sc.Events {
+		fmt.Fprintf(&b, "  %s\n", e)
+	}
+	fmt.Fprintf(&b, "  last submit returned at %s, timeline done at %s\n", r.Submitted.Truncate(time.Second), r.TimelineDone.Truncate(time.Second))
+	fmt.Fprintf(&b, "  => simulated %s, %d tasks, %d runs, drained in %s of %s, max overtake %s, faults %v, %d violations",
+		r.Simulated.Truncate(time.Second), r.Tasks, r.Runs, r.Drained.Truncate(time.Second), r.DrainBound.Truncate(time.Second), r.MaxOvertake.Truncate(time.Millisecond), r.Faults, len(r.Violations))
+	return b.String()
+}
+
+// Summary is what a run of many seeds reports (docs/reliability.md).
+type Summary struct {
+	Seeds          int            `json:"seeds"`
+	SimulatedHours float64        `json:"simulated_hours"`
+	Tasks          int            `json:"tasks"`
+	Runs           int            `json:"handler_runs"`
+	Faults         map[string]int `json:"faults"`
+	Violations     int            `json:"violations"`
+	FailingSeeds   []uint64       `json:"failing_seeds"`
+	MaxOvertake    string         `json:"max_overtake"`
+}
+
+func summarize(rs []Report) Summary {
+	s := Summary{Seeds: len(rs), Faults: map[string]int{}}
+	var sim, over time.Duration
+	for _, r := range rs {
+		sim += r.Simulated
+		s.Tasks += r.Tasks
+		s.Runs += r.Runs
+		for k, v := range r.Faults {
+			s.Faults[k] += v
+		}
+		s.Violations += len(r.Violations)
+		if len(r.Violations) > 0 {
+			s.FailingSeeds = append(s.FailingSeeds, r.Seed)
+		}
+		over = max(over, r.MaxOvertake)
+	}
+	sort.Slice(s.FailingSeeds, func(i, j int) bool { return s.FailingSeeds[i] < s.FailingSeeds[j] })
+	s.SimulatedHours = sim.Hours()
+	s.MaxOvertake = over.Truncate(time.Millisecond).String()
+	return s
+}
+
+func (s Summary) String() string {
+	kinds := make([]string, 0, len(s.Faults))
+	for k, v := range s.Faults {
+		kinds = append(kinds, fmt.Sprintf("%s %d", k, v))
+	}
+	sort.Strings(kinds)
+	return fmt.Sprintf("simulation: %d seeds, %.1f simulated hours, %d tasks, %d handler runs, faults: %s; longest wait behind a newer task %s; %d violations (failing seeds %v)",
+		s.Seeds, s.SimulatedHours, s.Tasks, s.Runs, strings.Join(kinds, ", "), s.MaxOvertake, s.Violations, s.FailingSeeds)
+}
