@@ -508,6 +508,18 @@ LastModified from the listing and the queue clock). A younger entry may
 belong to a write in flight, so it is kept. A writer whose entry PUT and
 task PUT end up more than IndexGrace/2 apart writes the entry again after
 the task PUT, so a reader can never delete an entry a landed version needs.
+A reader that deletes a ready entry of a task still pending writes the
+task's own entry first (1 PUT, only then): the entry it removes may have
+been the only one.
+
+A ready entry whose type or priority is not its task's was never written
+by qo (neither ever changes): it was written by hand or restored from
+elsewhere. Claim refuses it with ErrEntryMismatch (which also matches
+ErrConflict, so a worker treats it as a stale entry) and deletes it at
+once, whatever its age: a worker never runs a task through a key of
+another type, past that type's pause or its own limits. The rank needs no
+such check: the task's available_at alone decides when it may be claimed,
+so an entry ranked earlier does not make it claimable sooner.
 
 # Listing
 
