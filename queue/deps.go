@@ -61,24 +61,59 @@ const edgeParallelism = 16
 
 // ended returns the status a task ended in, for its children: its own
 // when completed, failed, cancelled or expired; for an archived task the
-// one it had before (read off the fields archiving keeps). ok is false
-// while the task may still run.
+// one it was archived from (see archivedStatus). ok is false while the
+// task may still run.
 func ended(t *Task) (Status, bool) {
 	switch t.Status {
 	case StatusCompleted, StatusFailed, StatusCancelled, StatusExpired:
 		return t.Status, true
 	case StatusArchived:
-		switch {
-		case t.CancelRequested:
-			return StatusCancelled, true
-		case t.LastError != "":
-			return StatusFailed, true
-		case t.ExpiresAt != nil && t.CompletedAt != nil && !t.CompletedAt.Before(*t.ExpiresAt) && t.Output == nil && t.OutputRef == nil:
-			return StatusExpired, true
-		}
-		return StatusCompleted, true
+		return archivedStatus(t), true
 	}
 	return "", false
+}
+
+// archivedStatus is the status archived task t ended in: its
+// archived_from, or for an object archived before that field existed
+// what the fields archiving kept suggest (an expiry and no attempt:
+// expired; last_error without an output or a cancel request: failed; a
+// cancel request without an output: cancelled; else completed). That
+// guess is wrong for a task that completed with a null output while a
+// cancel request was pending: resolveArchived reads the history instead.
+func archivedStatus(t *Task) Status {
+	if t.ArchivedFrom != "" {
+		return t.ArchivedFrom
+	}
+	noOutput := t.Output == nil && t.OutputRef == nil
+	switch {
+	case t.ExpiresAt != nil && t.Attempt == 0 && noOutput:
+		return StatusExpired
+	case t.LastError != "" && noOutput && !t.CancelRequested:
+		return StatusFailed
+	case t.CancelRequested && noOutput:
+		return StatusCancelled
+	}
+	return StatusCompleted
+}
+
+// resolveArchived returns t, or, for a task archived before archived_from
+// existed, a copy of it with archived_from taken from its history: the
+// version it was archived from (1 LIST-VERSIONS and a GET per version back
+// to it, 2 unless versions were lost). Without that version (versioning
+// off, or expired by retention) t is returned and its fields decide (see
+// archivedStatus). What a parent ended in, and Wait's outcome, come from
+// here.
+func (q *Queue) resolveArchived(ctx context.Context, t *Task) *Task {
+	if t == nil || t.Status != StatusArchived || t.ArchivedFrom != "" {
+		return t
+	}
+	from := q.archivedFrom(ctx, t)
+	if from == nil {
+		return t
+	}
+	c := t.Clone()
+	c.ArchivedFrom = from.Status
+	return c
 }
 
 // checkParents validates a submit's parent list: ids, no repeats, the
@@ -115,7 +150,7 @@ func (q *Queue) readParents(ctx context.Context, after []uuid.UUID) ([]Parent, e
 			errs[i] = fmt.Errorf("read parent %s: %w", after[i], err)
 		default:
 			out[i].ID = p.ID
-			if st, ok := ended(p); ok {
+			if st, ok := ended(q.resolveArchived(ctx, p)); ok {
 				out[i].Done = st
 			}
 		}
@@ -262,6 +297,9 @@ func (q *Queue) register(ctx context.Context, child *Task) (_ *Task, told int, _
 	})
 	if err := errors.Join(errs...); err != nil {
 		return child, told, err
+	}
+	for id, p := range ends {
+		ends[id] = q.resolveArchived(ctx, p)
 	}
 	if len(ends) == 0 && !allEnded(child) {
 		return child, told, nil

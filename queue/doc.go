@@ -141,9 +141,20 @@ present in every object; absent values are null, "" or 0):
 	from_parents        absent, or {field: value}: those values, recorded as each
 	                    parent completes
 	workflow            absent, or {id, step}: the workflow and step this task is
+	archived_from       absent, or on an archived task the status it was archived
+	                    from (completed, failed, cancelled or expired), set by
+	                    Archive; objects archived before it existed lack it
 
 The dependency and workflow fields are left out of tasks that have none,
-so objects written before they existed read the same.
+and archived_from out of tasks not archived, so objects written before
+they existed read the same. How an archived task ended (for Wait, for a
+child submitted after it, for a workflow's status) is its archived_from;
+for an object without it, the version it was archived from, read from its
+history (1 LIST-VERSIONS + 2 GETs, only then), or when the history lacks
+it the fields archiving kept (an expiry and no attempt: expired; last_error
+without output or cancel request: failed; a cancel request without output:
+cancelled; else completed). A workflow's status, read without requests,
+uses the fields alone for such objects.
 
 Times are UTC with millisecond precision (the resolution of index keys).
 An object that does not decode (bad JSON, wrong field types, unknown format
@@ -256,7 +267,9 @@ Then:
 	failed     no lease; completed_at set; last_error says why; no output
 	cancelled  no lease; completed_at set; cancel_requested(+_at) set; no output
 	expired    no lease; completed_at >= expires_at; no output
-	archived   no lease; completed_at set (history of how it ended is kept)
+	archived   no lease; completed_at set (history of how it ended is kept);
+	           archived_from, when set, is the status it was archived from
+	           (required on the archiving write, and on no other status)
 
 Across a write (prev -> next): rev grows by exactly 1; attempt grows by 1
 on claimed and never otherwise; request_id is fresh; id, task_type, shard,
@@ -581,8 +594,9 @@ Follow (qo tail) reports the events of given tasks, or of the whole queue:
 
 Wait (qo wait) reads, per round, each task that has not ended (1 GET);
 rounds stretch from its interval to its maximum while nothing changes. An
-archived task counts as the status it was archived from: 1 LIST-VERSIONS
-+ 2 GETs, once. SubmitBulk (qo submit --file) is one Submit per line, at
+archived task counts as the status it was archived from: its
+archived_from, or (archived before that field) 1 LIST-VERSIONS + 2 GETs,
+once. SubmitBulk (qo submit --file) is one Submit per line, at
 most 16 (up to 256) at once; lines repeating a type and idempotency key
 are sent once. None of them reads anything in proportion to the finished
 tasks: the same requests with 0 or with 10,000 of them (asserted in

@@ -180,6 +180,9 @@ func ValidateTransition(prev, next *Task) error {
 		if next.UpdatedAt.Before(prev.UpdatedAt) {
 			return fail("updated_at went backwards")
 		}
+		if next.LastEvent == EventArchived && next.ArchivedFrom != prev.Status {
+			return fail("archived_from must be the status archived from (%s), not %q", prev.Status, next.ArchivedFrom)
+		}
 	}
 	if err := CheckInvariants(next); err != nil {
 		return fail("%v", err)
@@ -234,6 +237,15 @@ func CheckInvariants(t *Task) error {
 	}
 	if err := checkDeps(t); err != nil {
 		return err
+	}
+	switch t.ArchivedFrom {
+	case "":
+	case StatusCompleted, StatusFailed, StatusCancelled, StatusExpired:
+		if t.Status != StatusArchived {
+			return fmt.Errorf("%s: archived_from must be empty (it is set only by Archive)", t.Status)
+		}
+	default:
+		return fmt.Errorf("archived_from %q is not how a task ends", t.ArchivedFrom)
 	}
 	noLease := t.LeaseID == "" && t.LeaseExpiresAt == nil
 	switch t.Status {

@@ -1118,6 +1118,7 @@ var changes = {
     return "replayed";
   },
   archive(t) {
+    t.archived_from = t.status;
     t.status = "archived";
     return "archived";
   }
