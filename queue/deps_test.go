@@ -522,3 +522,86 @@ func TestChildOfArchivedParent(t *testing.T) {
 		}
 	})
 }
+
+// A child two of whose parents failed, both recorded on it in one write
+// (submitted after both failed, or replayed alone after both failed), is
+// cancelled naming both; however the two ends reach it (also when both
+// fail at once), replaying and completing both parents brings it back to
+// pending, in either order, and it runs.
+func TestChildOfTwoFailedParentsComesBack(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
+		b := setup(t, be)
+		constructions := []struct {
+			name      string
+			namesBoth bool
+			build     func(p1, p2 *queue.Task) *queue.Task // returns the child
+		}{
+			{"submitted after both failed", true, func(p1, p2 *queue.Task) *queue.Task {
+				b.fail(t, p1)
+				b.fail(t, p2)
+				return b.after(t, "c", "", p1, p2)
+			}},
+			{"replayed alone after both failed", true, func(p1, p2 *queue.Task) *queue.Task {
+				c := b.after(t, "c", "", p1, p2)
+				b.fail(t, p1)
+				b.fail(t, p2)
+				_, err := b.q.Replay(b.ctx, c.ID)
+				require.NoError(t, err)
+				return c
+			}},
+			{"both failed at once", false, func(p1, p2 *queue.Task) *queue.Task {
+				c := b.after(t, "c", "", p1, p2)
+				l1, l2 := b.claim(t, p1, "w1"), b.claim(t, p2, "w2")
+				var wg sync.WaitGroup
+				for _, l := range []*queue.Lease{l1, l2} {
+					wg.Go(func() {
+						_, err := b.q.Fail(b.ctx, l, "boom")
+						require.NoError(t, err)
+					})
+				}
+				wg.Wait()
+				return c
+			}},
+		}
+		orders := []struct {
+			name string
+			run  func(p1, p2 *queue.Task)
+		}{
+			{"replay both, then complete both", func(p1, p2 *queue.Task) {
+				for _, p := range []*queue.Task{p1, p2} {
+					_, err := b.q.Replay(b.ctx, p.ID)
+					require.NoError(t, err)
+				}
+				b.complete(t, b.get(t, p1))
+				b.complete(t, b.get(t, p2))
+			}},
+			{"replay and complete one, then the other", func(p1, p2 *queue.Task) {
+				for _, p := range []*queue.Task{p2, p1} {
+					_, err := b.q.Replay(b.ctx, p.ID)
+					require.NoError(t, err)
+					b.complete(t, b.get(t, p))
+				}
+			}},
+		}
+		for _, c := range constructions {
+			for _, o := range orders {
+				name := c.name + ", " + o.name
+				p1, p2 := b.submit(t, "p", `{}`), b.submit(t, "p", `{}`)
+				child := b.get(t, c.build(p1, p2))
+				require.Equal(t, queue.StatusCancelled, child.Status, name)
+				if c.namesBoth {
+					require.Contains(t, child.CancelReason, p1.ID.String(), name)
+					require.Contains(t, child.CancelReason, p2.ID.String(), name)
+				}
+				o.run(p1, p2)
+				got := b.get(t, child)
+				require.Equal(t, queue.StatusPending, got.Status, "%s: %s", name, got.CancelReason)
+				require.Equal(t, []queue.Parent{{ID: p1.ID, Done: queue.StatusCompleted}, {ID: p2.ID, Done: queue.StatusCompleted}}, got.Parents, name)
+				b.requireIndexed(t, got)
+				b.complete(t, got)
+				require.Equal(t, queue.StatusCompleted, b.get(t, child).Status, name)
+			}
+		}
+	})
+}

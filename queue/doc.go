@@ -222,6 +222,9 @@ else with a *TransitionError (errors.Is ErrInvalidTransition) and no write.
 	waiting    child_added       waiting    Submit of a child
 	pending    child_added       pending    Submit of a child
 	running    child_added       running    Submit of a child (the holder's next write re-applies over it)
+	failed     child_added       failed     Submit of a child (so that a replay of this one lets it go on)
+	cancelled  child_added       cancelled  Submit of a child (so that a replay of this one lets it go on)
+	expired    child_added       expired    Submit of a child (so that a replay of this one lets it go on)
 	pending    claimed           running    Claim
 	running    lease_extended    running    Extend
 	running    succeeded         completed  Complete
@@ -374,6 +377,9 @@ waiting/{shard}/{id}, then the task (create-only), then, for each parent
 that has not ended, a child_added write appending the child to the
 parent's children (rebased over concurrent writes; a running parent's
 holder re-applies its own next write over it, as over a cancel request).
+A parent that ended failed, cancelled or expired gets the same write
+(unless on_parent_failure is run), so that replaying it lets the child go
+on; a completed or archived one is not written.
 A parent found ended in that write, or before, is recorded on the child at
 once.
 
@@ -385,8 +391,10 @@ recorded in the child's parents. The write that records the last end
 releases the child: pending, available now (its ready entry is written
 first, its waiting entry removed after), event released. A parent that
 ended otherwise decides the child's fate at once by on_parent_failure:
-cancel (default; cancel_reason "parent ID failed"), fail (a dead letter,
-last_error the same) or run (counted as ended; the child runs once every
+cancel (default; cancel_reason names every parent recorded as not
+completed: "parent ID failed", or "parents ID1 failed, ID2 cancelled",
+the first 10 and how many more), fail (a dead letter, last_error the
+same) or run (counted as ended; the child runs once every
 parent ended). A cancelled or failed child tells its own children in turn.
 Parents ending at once all rebase onto the child, as often as it takes
 (each lost race is another parent's end that landed): each end is
@@ -394,7 +402,7 @@ recorded once and exactly one write releases it. So do children
 submitted at once onto one parent with their child_added writes.
 
 Cost of one edge: 1 GET at submit, 1 GET + 1 PUT on the parent
-(child_added) unless it had already ended, and 1 GET + 1 PUT on the child
+(child_added) unless it had already completed, and 1 GET + 1 PUT on the child
 when the parent ends; the release adds the child's ready entry PUT and the
 waiting entry DELETE that any submit and claim would pay. Nothing is
 listed. Writers racing on one task (parents of a fan-in ending together,
@@ -402,7 +410,15 @@ children submitted together after one parent) pay a refused PUT and a
 re-read per lost race: docs/performance.md measures it.
 
 Replay of a parent that ended badly puts the children it cancelled or
-failed (their reason names it) back to waiting for it, and theirs in turn.
+failed (their reason names it) back to waiting, and theirs in turn: once
+none of the other parents their reason names is still failed, cancelled
+or expired (1 GET each; while one is, the child is left as it is and that
+parent's replay brings it back), every parent not recorded as completed
+is waited for again and the child registers anew as at submit (1 GET per
+parent): ends that happened meanwhile are recorded, and one that is bad
+again decides at once. So a child two parents cancelled comes back at the
+replay of the second, in either order, also when the two ended at once
+and only one end reached it.
 Replay of such a child alone waits again for its parents: one still
 failed decides at once by on_parent_failure again.
 
