@@ -45,7 +45,7 @@ are stored in their own object and loaded back transparently.
 every one of those tasks has ended, and run once they all completed. No worker
 polls it: whoever ends its last parent releases it. A parent that ends
 otherwise (failed, cancelled, expired) decides by --on-parent-failure: cancel
-(the default: the task is cancelled, the reason names the parent), fail (it
+(the default: the task is cancelled, the reason names the parents), fail (it
 becomes a dead letter) or run (it runs anyway once every parent ended).
 Replaying a failed parent puts the children it cancelled back to waiting. A
 parent that completed long ago counts as done; an unknown id is refused

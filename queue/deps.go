@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -61,24 +62,59 @@ const edgeParallelism = 16
 
 // ended returns the status a task ended in, for its children: its own
 // when completed, failed, cancelled or expired; for an archived task the
-// one it had before (read off the fields archiving keeps). ok is false
-// while the task may still run.
+// one it was archived from (see archivedStatus). ok is false while the
+// task may still run.
 func ended(t *Task) (Status, bool) {
 	switch t.Status {
 	case StatusCompleted, StatusFailed, StatusCancelled, StatusExpired:
 		return t.Status, true
 	case StatusArchived:
-		switch {
-		case t.CancelRequested:
-			return StatusCancelled, true
-		case t.LastError != "":
-			return StatusFailed, true
-		case t.ExpiresAt != nil && t.CompletedAt != nil && !t.CompletedAt.Before(*t.ExpiresAt) && t.Output == nil && t.OutputRef == nil:
-			return StatusExpired, true
-		}
-		return StatusCompleted, true
+		return archivedStatus(t), true
 	}
 	return "", false
+}
+
+// archivedStatus is the status archived task t ended in: its
+// archived_from, or for an object archived before that field existed
+// what the fields archiving kept suggest (an expiry and no attempt:
+// expired; last_error without an output or a cancel request: failed; a
+// cancel request without an output: cancelled; else completed). That
+// guess is wrong for a task that completed with a null output while a
+// cancel request was pending: resolveArchived reads the history instead.
+func archivedStatus(t *Task) Status {
+	if t.ArchivedFrom != "" {
+		return t.ArchivedFrom
+	}
+	noOutput := t.Output == nil && t.OutputRef == nil
+	switch {
+	case t.ExpiresAt != nil && t.Attempt == 0 && noOutput:
+		return StatusExpired
+	case t.LastError != "" && noOutput && !t.CancelRequested:
+		return StatusFailed
+	case t.CancelRequested && noOutput:
+		return StatusCancelled
+	}
+	return StatusCompleted
+}
+
+// resolveArchived returns t, or, for a task archived before archived_from
+// existed, a copy of it with archived_from taken from its history: the
+// version it was archived from (1 LIST-VERSIONS and a GET per version back
+// to it, 2 unless versions were lost). Without that version (versioning
+// off, or expired by retention) t is returned and its fields decide (see
+// archivedStatus). What a parent ended in, and Wait's outcome, come from
+// here.
+func (q *Queue) resolveArchived(ctx context.Context, t *Task) *Task {
+	if t == nil || t.Status != StatusArchived || t.ArchivedFrom != "" {
+		return t
+	}
+	from := q.archivedFrom(ctx, t)
+	if from == nil {
+		return t
+	}
+	c := t.Clone()
+	c.ArchivedFrom = from.Status
+	return c
 }
 
 // checkParents validates a submit's parent list: ids, no repeats, the
@@ -115,7 +151,7 @@ func (q *Queue) readParents(ctx context.Context, after []uuid.UUID) ([]Parent, e
 			errs[i] = fmt.Errorf("read parent %s: %w", after[i], err)
 		default:
 			out[i].ID = p.ID
-			if st, ok := ended(p); ok {
+			if st, ok := ended(q.resolveArchived(ctx, p)); ok {
 				out[i].Done = st
 			}
 		}
@@ -133,8 +169,8 @@ func (q *Queue) readParents(ctx context.Context, after []uuid.UUID) ([]Parent, e
 // change recorded a parent's end (a parent_done write when nothing else
 // happens).
 func resolveWaiting(t *Task, now time.Time, recorded bool) string {
-	if bad, ok := blockedBy(t); ok {
-		reason := parentReason(bad)
+	if blocked(t) {
+		reason := parentsReason(t)
 		if t.OnParentFailure == ParentFailureFail {
 			return failWaiting(t, now, reason)
 		}
@@ -164,9 +200,68 @@ func failWaiting(t *Task, now time.Time, reason string) string {
 	return EventFailed
 }
 
-// parentReason is the cancel reason or last error of a child that ended
-// because parent p did not complete.
-func parentReason(p Parent) string { return fmt.Sprintf("parent %s %s", p.ID, p.Done) }
+// maxNamedParents bounds the parents a reason names (a task may have
+// MaxParents).
+const maxNamedParents = 10
+
+// parentsReason is the cancel reason or last error of a child that ended
+// because parents did not complete: every one recorded so ("parent ID
+// failed", "parents ID1 failed, ID2 cancelled"), the first maxNamedParents
+// of them and how many more. It is computed from the child's parent list
+// alone, so rewait recognises it.
+func parentsReason(t *Task) string {
+	bad := badParents(t)
+	if len(bad) == 1 {
+		return fmt.Sprintf("parent %s %s", bad[0].ID, bad[0].Done)
+	}
+	var b strings.Builder
+	b.WriteString("parents ")
+	for i, p := range bad {
+		if i == maxNamedParents {
+			fmt.Fprintf(&b, " and %d more", len(bad)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s %s", p.ID, p.Done)
+	}
+	return b.String()
+}
+
+// badParents lists the parents of t recorded as ended without completing.
+func badParents(t *Task) []Parent {
+	var out []Parent
+	for _, p := range t.Parents {
+		if endedBadly(p.Done) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// endedBadly reports whether a parent's recorded end is one that did not
+// complete (failed, cancelled, expired).
+func endedBadly(done Status) bool { return done != "" && done != StatusCompleted }
+
+// endedByParents reports whether t (cancelled or failed) ended because
+// parents did not complete: its reason is the one resolveWaiting gave it,
+// naming every parent recorded so, or, written before reasons named them
+// all, the first of them.
+func endedByParents(t *Task) bool {
+	if t.OnParentFailure == ParentFailureRun {
+		return false
+	}
+	bad := badParents(t)
+	if len(bad) == 0 {
+		return false
+	}
+	reason := t.CancelReason
+	if t.Status == StatusFailed {
+		reason = t.LastError
+	}
+	return reason == parentsReason(t) || reason == fmt.Sprintf("parent %s %s", bad[0].ID, bad[0].Done)
+}
 
 // record writes the ends of some parents (ends holds each parent as read
 // when it had ended) on a waiting child, with the values the child takes
@@ -226,23 +321,32 @@ func (q *Queue) register(ctx context.Context, child *Task) (_ *Task, told int, _
 	}
 	var mu sync.Mutex
 	ends := map[uuid.UUID]*Task{}
+	// A parent that ended without completing learns of the child too
+	// (unless the child runs anyway): replaying it lets the child go on.
+	replayable := child.OnParentFailure != ParentFailureRun
 	var open []uuid.UUID
 	for _, p := range child.Parents {
-		if p.Done == "" {
+		if p.Done == "" || (replayable && endedBadly(p.Done)) {
 			open = append(open, p.ID)
 		}
 	}
 	errs := make([]error, len(open))
 	forEach(len(open), edgeParallelism, func(i int) {
 		res, err := q.operateEdge(ctx, open[i], "add child", func(t *Task, now time.Time) (string, error) {
-			if _, ok := ended(t); ok {
+			st, done := ended(t)
+			if done {
 				mu.Lock()
 				ends[t.ID] = t.Clone()
 				mu.Unlock()
-				return "", nil
+				if !replayable || st == StatusCompleted || t.Status == StatusArchived {
+					return "", nil // never replayed: nothing to tell it
+				}
 			}
 			if slices.Contains(t.Children, child.ID) {
 				return "", nil
+			}
+			if done && len(t.Children) >= MaxChildren {
+				return "", nil // its end decides the child now; a replay of it cannot bring it back
 			}
 			if len(t.Children) >= MaxChildren {
 				return "", invalidInput("task %s already has %d children (at most %d)", t.ID, len(t.Children), MaxChildren)
@@ -262,6 +366,9 @@ func (q *Queue) register(ctx context.Context, child *Task) (_ *Task, told int, _
 	})
 	if err := errors.Join(errs...); err != nil {
 		return child, told, err
+	}
+	for id, p := range ends {
+		ends[id] = q.resolveArchived(ctx, p)
 	}
 	if len(ends) == 0 && !allEnded(child) {
 		return child, told, nil
@@ -286,23 +393,10 @@ func (q *Queue) operateEdge(ctx context.Context, id uuid.UUID, op string, change
 	}
 }
 
-// blockedBy returns the first parent of t that ended without completing,
-// unless t's on_parent_failure lets it run anyway.
-func blockedBy(t *Task) (Parent, bool) {
-	if t.OnParentFailure == ParentFailureRun {
-		return Parent{}, false
-	}
-	i := slices.IndexFunc(t.Parents, func(p Parent) bool { return p.Done != "" && p.Done != StatusCompleted })
-	if i < 0 {
-		return Parent{}, false
-	}
-	return t.Parents[i], true
-}
-
-// blocked reports whether a parent decides t's fate (see blockedBy).
+// blocked reports whether a parent decides t's fate: one ended without
+// completing, and t's on_parent_failure does not let it run anyway.
 func blocked(t *Task) bool {
-	_, ok := blockedBy(t)
-	return ok
+	return t.OnParentFailure != ParentFailureRun && slices.ContainsFunc(t.Parents, func(p Parent) bool { return endedBadly(p.Done) })
 }
 
 // allEnded reports whether every parent of t has ended (true without
@@ -364,29 +458,67 @@ func (q *Queue) tellChildren(ctx context.Context, parent *Task, fn func(context.
 	})
 }
 
-// rewait puts a child that ended because parent did not complete back to
-// waiting for it (parent was replayed). A child that ended for another
-// reason, or that another parent still blocks, is left alone.
+// rewait puts a child that ended because parents did not complete (its
+// reason names them: see endedByParents) back to waiting, now that parent,
+// one of them, was replayed. While another parent recorded as ended badly
+// still is (read: 1 GET each), the child is left as it is: that parent's
+// replay brings it back. Otherwise every parent not recorded as completed
+// is waited for again and the child registers anew (see register), which
+// records the parents that ended meanwhile and decides at once if one
+// ended badly again. A child that ended for another reason is left alone.
 func (q *Queue) rewait(ctx context.Context, child, parent uuid.UUID) error {
-	_, err := q.operate(ctx, child, "wait again", func(t *Task, now time.Time) (string, error) {
-		if t.Status != StatusCancelled && t.Status != StatusFailed {
+	base, etag, err := q.getTask(ctx, child)
+	if err != nil {
+		return fmt.Errorf("wait again: %w", err)
+	}
+	if !endedBy(base, parent) {
+		return nil
+	}
+	for _, p := range badParents(base) {
+		if p.ID == parent {
+			continue
+		}
+		pt, _, err := q.getTask(ctx, p.ID)
+		if errors.Is(err, ErrNotFound) {
+			return nil // gone (retention): it never completes now
+		}
+		if err != nil {
+			return fmt.Errorf("wait again: read parent %s: %w", p.ID, err)
+		}
+		if st, ok := ended(q.resolveArchived(ctx, pt)); ok && st != StatusCompleted {
+			return nil // still blocks it
+		}
+	}
+	res, err := q.apply(ctx, base, etag, mutation{op: "wait again", rebase: true, change: func(t *Task, now time.Time) (string, error) {
+		if !endedBy(t, parent) {
 			return "", nil
 		}
-		i := slices.IndexFunc(t.Parents, func(p Parent) bool { return p.ID == parent })
-		if i < 0 || t.Parents[i].Done == "" || t.Parents[i].Done == StatusCompleted {
-			return "", nil
-		}
-		if t.CancelReason != parentReason(t.Parents[i]) && t.LastError != parentReason(t.Parents[i]) {
-			return "", nil // it ended for its own reasons
-		}
-		t.Parents[i].Done = ""
-		if blocked(t) {
-			return "", nil // another parent still blocks it
+		for i := range t.Parents {
+			if endedBadly(t.Parents[i].Done) {
+				t.Parents[i].Done = ""
+			}
 		}
 		toWaiting(t)
 		return EventReplayed, nil
-	})
+	}})
+	if err != nil {
+		return err
+	}
+	if res.next == res.prev || res.next.Status != StatusWaiting {
+		return nil
+	}
+	_, _, err = q.register(ctx, res.next)
 	return err
+}
+
+// endedBy reports whether t is a child that parents (parent among them)
+// cancelled or failed.
+func endedBy(t *Task, parent uuid.UUID) bool {
+	if t.Status != StatusCancelled && t.Status != StatusFailed {
+		return false
+	}
+	i := slices.IndexFunc(t.Parents, func(p Parent) bool { return p.ID == parent })
+	return i >= 0 && endedBadly(t.Parents[i].Done) && endedByParents(t)
 }
 
 // toWaiting makes t a waiting task again (a replay of a task whose parents

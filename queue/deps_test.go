@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -446,5 +447,161 @@ func TestEdgesUnderContention(t *testing.T) {
 		wg.Wait()
 		require.NoError(t, errors.Join(errs...))
 		require.ElementsMatch(t, ids, b.get(t, parent).Children, "every child registered on the parent")
+	})
+}
+
+// unarchiveFrom rewrites archived task's object as qo wrote it before
+// archived_from existed (a new version of the same rev, so its history
+// still holds the version it was archived from).
+func (b *bundle) unarchiveFrom(t *testing.T, task *queue.Task) *queue.Task {
+	t.Helper()
+	obj, err := b.raw.Get(b.ctx, b.q.TaskKey(task.ID))
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(obj.Body, &m))
+	require.Contains(t, m, "archived_from")
+	delete(m, "archived_from")
+	body, err := json.Marshal(m)
+	require.NoError(t, err)
+	_, err = b.raw.Put(b.ctx, b.q.TaskKey(task.ID), body, store.Condition{})
+	require.NoError(t, err)
+	got := b.get(t, task)
+	require.Empty(t, got.ArchivedFrom)
+	return got
+}
+
+// An archived parent counts as the status it was archived from, however
+// its fields look: a task that completed with a null output while a cancel
+// request was pending, or after its expires_at, is completed, so a child
+// submitted after it runs. Objects archived before archived_from existed
+// read it from their history.
+func TestChildOfArchivedParent(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
+		b := setup(t, be)
+		tests := []struct {
+			name  string
+			ended func() *queue.Task // a completed task
+		}{
+			{"completed with a cancel request pending", func() *queue.Task {
+				p := b.submit(t, "p", `{}`)
+				l := b.claim(t, p, "w1")
+				b.cancel(t, p)
+				done, err := b.q.Complete(b.ctx, l, nil)
+				require.NoError(t, err)
+				require.True(t, done.CancelRequested)
+				return done
+			}},
+			{"completed after its expires_at with a null output", func() *queue.Task {
+				p, _, err := b.q.Submit(b.ctx, queue.SubmitRequest{Type: "p", ExpiresAt: b.q.Now().Add(time.Second)})
+				require.NoError(t, err)
+				l := b.claim(t, p, "w1")
+				b.clock.Advance(2 * time.Second)
+				done, err := b.q.Complete(b.ctx, l, nil)
+				require.NoError(t, err)
+				require.True(t, done.CompletedAt.After(*done.ExpiresAt))
+				return done
+			}},
+		}
+		for _, tt := range tests {
+			for _, old := range []bool{false, true} {
+				name := tt.name
+				p := b.archive(t, tt.ended())
+				if old {
+					name += ", archived before archived_from"
+					p = b.unarchiveFrom(t, p)
+				}
+				require.Equal(t, queue.OutcomeCompleted, b.q.OutcomeOf(b.ctx, p), name)
+				child := b.after(t, "c", "", p)
+				require.Equal(t, queue.StatusPending, child.Status, name)
+				require.Equal(t, []queue.Parent{{ID: p.ID, Done: queue.StatusCompleted}}, child.Parents, name)
+				if !old {
+					require.Equal(t, queue.StatusCompleted, p.ArchivedFrom, name)
+				}
+			}
+		}
+	})
+}
+
+// A child two of whose parents failed, both recorded on it in one write
+// (submitted after both failed, or replayed alone after both failed), is
+// cancelled naming both; however the two ends reach it (also when both
+// fail at once), replaying and completing both parents brings it back to
+// pending, in either order, and it runs.
+func TestChildOfTwoFailedParentsComesBack(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
+		b := setup(t, be)
+		constructions := []struct {
+			name      string
+			namesBoth bool
+			build     func(p1, p2 *queue.Task) *queue.Task // returns the child
+		}{
+			{"submitted after both failed", true, func(p1, p2 *queue.Task) *queue.Task {
+				b.fail(t, p1)
+				b.fail(t, p2)
+				return b.after(t, "c", "", p1, p2)
+			}},
+			{"replayed alone after both failed", true, func(p1, p2 *queue.Task) *queue.Task {
+				c := b.after(t, "c", "", p1, p2)
+				b.fail(t, p1)
+				b.fail(t, p2)
+				_, err := b.q.Replay(b.ctx, c.ID)
+				require.NoError(t, err)
+				return c
+			}},
+			{"both failed at once", false, func(p1, p2 *queue.Task) *queue.Task {
+				c := b.after(t, "c", "", p1, p2)
+				l1, l2 := b.claim(t, p1, "w1"), b.claim(t, p2, "w2")
+				var wg sync.WaitGroup
+				for _, l := range []*queue.Lease{l1, l2} {
+					wg.Go(func() {
+						_, err := b.q.Fail(b.ctx, l, "boom")
+						require.NoError(t, err)
+					})
+				}
+				wg.Wait()
+				return c
+			}},
+		}
+		orders := []struct {
+			name string
+			run  func(p1, p2 *queue.Task)
+		}{
+			{"replay both, then complete both", func(p1, p2 *queue.Task) {
+				for _, p := range []*queue.Task{p1, p2} {
+					_, err := b.q.Replay(b.ctx, p.ID)
+					require.NoError(t, err)
+				}
+				b.complete(t, b.get(t, p1))
+				b.complete(t, b.get(t, p2))
+			}},
+			{"replay and complete one, then the other", func(p1, p2 *queue.Task) {
+				for _, p := range []*queue.Task{p2, p1} {
+					_, err := b.q.Replay(b.ctx, p.ID)
+					require.NoError(t, err)
+					b.complete(t, b.get(t, p))
+				}
+			}},
+		}
+		for _, c := range constructions {
+			for _, o := range orders {
+				name := c.name + ", " + o.name
+				p1, p2 := b.submit(t, "p", `{}`), b.submit(t, "p", `{}`)
+				child := b.get(t, c.build(p1, p2))
+				require.Equal(t, queue.StatusCancelled, child.Status, name)
+				if c.namesBoth {
+					require.Contains(t, child.CancelReason, p1.ID.String(), name)
+					require.Contains(t, child.CancelReason, p2.ID.String(), name)
+				}
+				o.run(p1, p2)
+				got := b.get(t, child)
+				require.Equal(t, queue.StatusPending, got.Status, "%s: %s", name, got.CancelReason)
+				require.Equal(t, []queue.Parent{{ID: p1.ID, Done: queue.StatusCompleted}, {ID: p2.ID, Done: queue.StatusCompleted}}, got.Parents, name)
+				b.requireIndexed(t, got)
+				b.complete(t, got)
+				require.Equal(t, queue.StatusCompleted, b.get(t, child).Status, name)
+			}
+		}
 	})
 }

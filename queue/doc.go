@@ -141,9 +141,20 @@ present in every object; absent values are null, "" or 0):
 	from_parents        absent, or {field: value}: those values, recorded as each
 	                    parent completes
 	workflow            absent, or {id, step}: the workflow and step this task is
+	archived_from       absent, or on an archived task the status it was archived
+	                    from (completed, failed, cancelled or expired), set by
+	                    Archive; objects archived before it existed lack it
 
 The dependency and workflow fields are left out of tasks that have none,
-so objects written before they existed read the same.
+and archived_from out of tasks not archived, so objects written before
+they existed read the same. How an archived task ended (for Wait, for a
+child submitted after it, for a workflow's status) is its archived_from;
+for an object without it, the version it was archived from, read from its
+history (1 LIST-VERSIONS + 2 GETs, only then), or when the history lacks
+it the fields archiving kept (an expiry and no attempt: expired; last_error
+without output or cancel request: failed; a cancel request without output:
+cancelled; else completed). A workflow's status, read without requests,
+uses the fields alone for such objects.
 
 Times are UTC with millisecond precision (the resolution of index keys).
 An object that does not decode (bad JSON, wrong field types, unknown format
@@ -211,6 +222,9 @@ else with a *TransitionError (errors.Is ErrInvalidTransition) and no write.
 	waiting    child_added       waiting    Submit of a child
 	pending    child_added       pending    Submit of a child
 	running    child_added       running    Submit of a child (the holder's next write re-applies over it)
+	failed     child_added       failed     Submit of a child (so that a replay of this one lets it go on)
+	cancelled  child_added       cancelled  Submit of a child (so that a replay of this one lets it go on)
+	expired    child_added       expired    Submit of a child (so that a replay of this one lets it go on)
 	pending    claimed           running    Claim
 	running    lease_extended    running    Extend
 	running    succeeded         completed  Complete
@@ -256,7 +270,9 @@ Then:
 	failed     no lease; completed_at set; last_error says why; no output
 	cancelled  no lease; completed_at set; cancel_requested(+_at) set; no output
 	expired    no lease; completed_at >= expires_at; no output
-	archived   no lease; completed_at set (history of how it ended is kept)
+	archived   no lease; completed_at set (history of how it ended is kept);
+	           archived_from, when set, is the status it was archived from
+	           (required on the archiving write, and on no other status)
 
 Across a write (prev -> next): rev grows by exactly 1; attempt grows by 1
 on claimed and never otherwise; request_id is fresh; id, task_type, shard,
@@ -361,6 +377,9 @@ waiting/{shard}/{id}, then the task (create-only), then, for each parent
 that has not ended, a child_added write appending the child to the
 parent's children (rebased over concurrent writes; a running parent's
 holder re-applies its own next write over it, as over a cancel request).
+A parent that ended failed, cancelled or expired gets the same write
+(unless on_parent_failure is run), so that replaying it lets the child go
+on; a completed or archived one is not written.
 A parent found ended in that write, or before, is recorded on the child at
 once.
 
@@ -372,8 +391,10 @@ recorded in the child's parents. The write that records the last end
 releases the child: pending, available now (its ready entry is written
 first, its waiting entry removed after), event released. A parent that
 ended otherwise decides the child's fate at once by on_parent_failure:
-cancel (default; cancel_reason "parent ID failed"), fail (a dead letter,
-last_error the same) or run (counted as ended; the child runs once every
+cancel (default; cancel_reason names every parent recorded as not
+completed: "parent ID failed", or "parents ID1 failed, ID2 cancelled",
+the first 10 and how many more), fail (a dead letter, last_error the
+same) or run (counted as ended; the child runs once every
 parent ended). A cancelled or failed child tells its own children in turn.
 Parents ending at once all rebase onto the child, as often as it takes
 (each lost race is another parent's end that landed): each end is
@@ -381,7 +402,7 @@ recorded once and exactly one write releases it. So do children
 submitted at once onto one parent with their child_added writes.
 
 Cost of one edge: 1 GET at submit, 1 GET + 1 PUT on the parent
-(child_added) unless it had already ended, and 1 GET + 1 PUT on the child
+(child_added) unless it had already completed, and 1 GET + 1 PUT on the child
 when the parent ends; the release adds the child's ready entry PUT and the
 waiting entry DELETE that any submit and claim would pay. Nothing is
 listed. Writers racing on one task (parents of a fan-in ending together,
@@ -389,7 +410,15 @@ children submitted together after one parent) pay a refused PUT and a
 re-read per lost race: docs/performance.md measures it.
 
 Replay of a parent that ended badly puts the children it cancelled or
-failed (their reason names it) back to waiting for it, and theirs in turn.
+failed (their reason names it) back to waiting, and theirs in turn: once
+none of the other parents their reason names is still failed, cancelled
+or expired (1 GET each; while one is, the child is left as it is and that
+parent's replay brings it back), every parent not recorded as completed
+is waited for again and the child registers anew as at submit (1 GET per
+parent): ends that happened meanwhile are recorded, and one that is bad
+again decides at once. So a child two parents cancelled comes back at the
+replay of the second, in either order, also when the two ended at once
+and only one end reached it.
 Replay of such a child alone waits again for its parents: one still
 failed decides at once by on_parent_failure again.
 
@@ -508,6 +537,18 @@ LastModified from the listing and the queue clock). A younger entry may
 belong to a write in flight, so it is kept. A writer whose entry PUT and
 task PUT end up more than IndexGrace/2 apart writes the entry again after
 the task PUT, so a reader can never delete an entry a landed version needs.
+A reader that deletes a ready entry of a task still pending writes the
+task's own entry first (1 PUT, only then): the entry it removes may have
+been the only one.
+
+A ready entry whose type or priority is not its task's was never written
+by qo (neither ever changes): it was written by hand or restored from
+elsewhere. Claim refuses it with ErrEntryMismatch (which also matches
+ErrConflict, so a worker treats it as a stale entry) and deletes it at
+once, whatever its age: a worker never runs a task through a key of
+another type, past that type's pause or its own limits. The rank needs no
+such check: the task's available_at alone decides when it may be claimed,
+so an entry ranked earlier does not make it claimable sooner.
 
 # Listing
 
@@ -569,8 +610,9 @@ Follow (qo tail) reports the events of given tasks, or of the whole queue:
 
 Wait (qo wait) reads, per round, each task that has not ended (1 GET);
 rounds stretch from its interval to its maximum while nothing changes. An
-archived task counts as the status it was archived from: 1 LIST-VERSIONS
-+ 2 GETs, once. SubmitBulk (qo submit --file) is one Submit per line, at
+archived task counts as the status it was archived from: its
+archived_from, or (archived before that field) 1 LIST-VERSIONS + 2 GETs,
+once. SubmitBulk (qo submit --file) is one Submit per line, at
 most 16 (up to 256) at once; lines repeating a type and idempotency key
 are sent once. None of them reads anything in proportion to the finished
 tasks: the same requests with 0 or with 10,000 of them (asserted in

@@ -22,6 +22,11 @@ var (
 	// stale index entry, a lease held by someone else, a queue initialised
 	// differently). Nothing was written.
 	ErrConflict = errors.New("conflict")
+	// ErrEntryMismatch: Claim was given a ready entry whose task type or
+	// priority is not the task's (a key written by hand or restored from
+	// elsewhere, never one qo wrote). The entry is removed and the task is
+	// not claimed; errors carrying it also match ErrConflict.
+	ErrEntryMismatch = errors.New("ready entry does not match its task")
 	// ErrLeaseLost: fencing rejected a worker's write because the task no
 	// longer carries the worker's lease_id (it timed out, was requeued or
 	// finished elsewhere). Nothing was written.

@@ -204,3 +204,55 @@ func TestIndexEntriesWrittenFirstAndRepair(t *testing.T) {
 		require.ErrorIs(t, err, queue.ErrInvalidInput)
 	})
 }
+
+// A ready entry naming another type or priority than its task's (never a
+// key qo wrote: one written by hand or restored from elsewhere) is not
+// claimed through: Claim refuses it with ErrEntryMismatch, removes it at
+// once and leaves the task pending with its own entry, written again when
+// the foreign one was its only entry.
+func TestClaimRefusesForeignEntry(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
+		b := setup(t, be)
+		tests := []struct {
+			name       string
+			typ        string
+			prio       queue.Priority
+			onlyForged bool // the task's own entry is gone
+		}{
+			{"another type", "echo", queue.PriorityNormal, false},
+			{"another type, the only entry", "echo", queue.PriorityNormal, true},
+			{"another priority", "other", queue.PriorityHigh, false},
+			{"another priority, the only entry", "other", queue.PriorityHigh, true},
+		}
+		for _, tt := range tests {
+			task := b.submit(t, "other", `{}`)
+			own := queue.ReadyKey(task)
+			forged := fmt.Sprintf("ready/%s/%013d~%s~%s~%s", task.Shard, b.clock.Now().UnixMilli(), tt.typ, tt.prio, task.ID)
+			_, err := b.raw.Put(b.ctx, forged, nil, store.Condition{})
+			require.NoError(t, err)
+			if tt.onlyForged {
+				require.NoError(t, b.raw.Delete(b.ctx, own, store.Condition{}))
+			}
+			e, err := queue.ParseReadyKey(forged)
+			require.NoError(t, err)
+			_, err = b.q.Claim(b.ctx, e, "w1")
+			require.ErrorIs(t, err, queue.ErrEntryMismatch, tt.name)
+			require.ErrorIs(t, err, queue.ErrConflict, tt.name)
+			require.ErrorContains(t, err, `type "other"`, tt.name)
+			got := b.get(t, task)
+			require.Equal(t, queue.StatusPending, got.Status, tt.name)
+			require.EqualValues(t, 1, got.Rev, "%s: the task was not written", tt.name)
+			var mine []string
+			for _, k := range b.keys(t, queue.ReadyPrefix) {
+				if strings.HasSuffix(k, task.ID.String()) {
+					mine = append(mine, k)
+				}
+			}
+			require.Equal(t, []string{own}, mine, "%s: the forged entry is gone, the task's own one is there", tt.name)
+			// Its own entry claims it as usual.
+			l := b.claim(t, task, "w1")
+			require.Equal(t, "other", l.Task.Type)
+		}
+	})
+}

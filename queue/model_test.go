@@ -65,6 +65,9 @@ func TestTransitionTable(t *testing.T) {
 					if ev == queue.EventClaimed {
 						next.Attempt = prev.Attempt + 1
 					}
+					if ev == queue.EventArchived && to == queue.StatusArchived {
+						next.ArchivedFrom = from
+					}
 				}
 				err := queue.ValidateTransition(prev, next)
 				if queue.Allowed(from, ev, to) {

@@ -423,8 +423,13 @@ func (q *Queue) sweepRead(ctx context.Context, id uuid.UUID, key string, modifie
 		q.log.Debug("sweep: read failed", "task", id, "err", err)
 		r.Errors++
 		return nil, "", r, false
-	case err != nil || t.Status != status || !slices.Contains(IndexKeys(t), key):
+	case err != nil:
 		if q.dropStale(ctx, key, modified) {
+			r.StaleRemoved++
+		}
+		return nil, "", r, false
+	case t.Status != status || !slices.Contains(IndexKeys(t), key):
+		if q.dropForeign(ctx, key, t, q.staleEntry(modified)) {
 			r.StaleRemoved++
 		}
 		return nil, "", r, false

@@ -156,6 +156,7 @@ func operatorChanges(op, reason string) func(t *Task, now time.Time) (string, er
 		}
 	case OpArchive:
 		return func(t *Task, now time.Time) (string, error) {
+			t.ArchivedFrom = t.Status
 			t.Status = StatusArchived
 			return EventArchived, nil
 		}

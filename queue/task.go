@@ -185,6 +185,11 @@ type Task struct {
 	FromParents map[string]json.RawMessage `json:"from_parents,omitempty"`
 	// Workflow is the workflow and step this task is, if any.
 	Workflow *WorkflowRef `json:"workflow,omitempty"`
+
+	// ArchivedFrom is the status an archived task ended in (completed,
+	// failed, cancelled or expired), set by Archive; absent on objects
+	// archived before it existed (see ArchivedEnd).
+	ArchivedFrom Status `json:"archived_from,omitempty"`
 }
 
 // Timeout returns the lease duration of one attempt.

@@ -62,6 +62,9 @@ var transitions = []Transition{
 	{StatusWaiting, EventChildAdded, StatusWaiting, "Submit", "a task submitted to run after this one"},
 	{StatusPending, EventChildAdded, StatusPending, "Submit", "a task submitted to run after this one"},
 	{StatusRunning, EventChildAdded, StatusRunning, "Submit", "a task submitted to run after this one; the holder's next write re-applies over it"},
+	{StatusFailed, EventChildAdded, StatusFailed, "Submit", "a task submitted to run after this one, so that replaying this one lets it go on"},
+	{StatusCancelled, EventChildAdded, StatusCancelled, "Submit", "a task submitted to run after this one, so that replaying this one lets it go on"},
+	{StatusExpired, EventChildAdded, StatusExpired, "Submit", "a task submitted to run after this one, so that replaying this one lets it go on"},
 	{StatusPending, EventClaimed, StatusRunning, "Claim", "available_at <= now; new lease_id, attempt+1"},
 	{StatusRunning, EventLeaseExtended, StatusRunning, "Extend", "lease holder only"},
 	{StatusRunning, EventSucceeded, StatusCompleted, "Complete", "lease holder only"},
@@ -180,6 +183,9 @@ func ValidateTransition(prev, next *Task) error {
 		if next.UpdatedAt.Before(prev.UpdatedAt) {
 			return fail("updated_at went backwards")
 		}
+		if next.LastEvent == EventArchived && next.ArchivedFrom != prev.Status {
+			return fail("archived_from must be the status archived from (%s), not %q", prev.Status, next.ArchivedFrom)
+		}
 	}
 	if err := CheckInvariants(next); err != nil {
 		return fail("%v", err)
@@ -234,6 +240,15 @@ func CheckInvariants(t *Task) error {
 	}
 	if err := checkDeps(t); err != nil {
 		return err
+	}
+	switch t.ArchivedFrom {
+	case "":
+	case StatusCompleted, StatusFailed, StatusCancelled, StatusExpired:
+		if t.Status != StatusArchived {
+			return fmt.Errorf("%s: archived_from must be empty (it is set only by Archive)", t.Status)
+		}
+	default:
+		return fmt.Errorf("archived_from %q is not how a task ends", t.ArchivedFrom)
 	}
 	noLease := t.LeaseID == "" && t.LeaseExpiresAt == nil
 	switch t.Status {

@@ -189,37 +189,24 @@ func (q *Queue) waitRound(ctx context.Context, items []*WaitResult) (done []*Wai
 
 // OutcomeOf tells how t ended: OutcomeUnfinished while it is waiting,
 // pending or running. An archived task counts as the status it was
-// archived from, read from its history: 1 LIST-VERSIONS and a GET per
-// version from the newest back to that status (2 GETs unless versions were
-// lost). Without that version (versioning off, or expired) the fields the
-// archive kept tell: an expiry with no attempt means expired, last_error
-// without output or cancel request failed, a cancel request without output
-// cancelled, anything else completed.
+// archived from: its archived_from, or for an object archived before that
+// field existed, its history (1 LIST-VERSIONS and a GET per version from
+// the newest back to that status, 2 GETs unless versions were lost; see
+// resolveArchived).
 func (q *Queue) OutcomeOf(ctx context.Context, t *Task) Outcome {
-	switch t.Status {
-	case StatusCompleted:
-		return OutcomeCompleted
+	st, ok := ended(q.resolveArchived(ctx, t))
+	if !ok {
+		return OutcomeUnfinished
+	}
+	switch st {
 	case StatusFailed:
 		return OutcomeFailed
 	case StatusCancelled:
 		return OutcomeCancelled
 	case StatusExpired:
 		return OutcomeExpired
-	case StatusArchived:
-		if from := q.archivedFrom(ctx, t); from != nil {
-			return q.OutcomeOf(ctx, from)
-		}
-		switch {
-		case t.ExpiresAt != nil && t.Attempt == 0 && t.Output == nil:
-			return OutcomeExpired
-		case t.LastError != "" && t.Output == nil && !t.CancelRequested:
-			return OutcomeFailed
-		case t.CancelRequested && t.Output == nil:
-			return OutcomeCancelled
-		}
-		return OutcomeCompleted
 	}
-	return OutcomeUnfinished
+	return OutcomeCompleted
 }
 
 // archivedFrom returns the version an archived task was archived from: the

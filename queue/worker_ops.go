@@ -122,7 +122,12 @@ const LeaseGrace = 15 * time.Second
 // (new lease_id, attempt+1, lease_expires_at = now + timeout + LeaseGrace),
 // DELETE the ready entry. Losing the race, or a stale entry (task gone,
 // not pending, not yet available), is ErrConflict; stale entries older than
-// IndexGrace are deleted.
+// IndexGrace are deleted. An entry whose type or priority is not the
+// task's is refused with ErrEntryMismatch (also ErrConflict) and deleted
+// at once, after writing the task's own entry while it is pending; the
+// task is never claimed through it. The task object alone decides when it
+// is available: an entry ranked earlier than the task's available_at does
+// not make it claimable sooner.
 func (q *Queue) Claim(ctx context.Context, e ReadyEntry, workerID string) (*Lease, error) {
 	if err := ValidateWorkerID(workerID); err != nil {
 		return nil, fmt.Errorf("claim: %w", err)
@@ -136,9 +141,18 @@ func (q *Queue) Claim(ctx context.Context, e ReadyEntry, workerID string) (*Leas
 		return nil, fmt.Errorf("claim: %w", err)
 	}
 	now := q.Now()
+	if typ, prio := entryNames(e); (typ != "" && typ != base.Type) || (prio != "" && prio != base.Priority) {
+		// Never a key qo wrote for this task (its type and priority never
+		// change): written by hand or restored from elsewhere. Claiming
+		// it would run the task past its type's pause and the worker's
+		// limits.
+		q.dropForeign(ctx, e.Key, base, true)
+		return nil, fmt.Errorf("claim task %s: %w: %w (the entry names type %q, priority %s; the task is of type %q, priority %s; the entry was removed)",
+			e.ID, ErrEntryMismatch, ErrConflict, typ, orNone(string(prio)), base.Type, base.Priority)
+	}
 	if e.Key != "" && (base.Status != StatusPending || ReadyKey(base) != e.Key) {
 		// A leftover entry (the task moved on or has a newer entry).
-		q.dropStale(ctx, e.Key, e.Modified)
+		q.dropForeign(ctx, e.Key, base, q.staleEntry(e.Modified))
 	}
 	if base.Status != StatusPending {
 		return nil, fmt.Errorf("claim task %s: %w (task is %s)", e.ID, ErrConflict, base.Status)
@@ -168,6 +182,37 @@ func (q *Queue) Claim(ctx context.Context, e ReadyEntry, workerID string) (*Leas
 		return nil, err
 	}
 	return &Lease{Task: res.next, ETag: res.etag, LeaseKey: LeaseKey(res.next)}, nil
+}
+
+// entryNames returns the task type and priority a ready entry names: its
+// key's when it has one, else its fields ("" where the caller left one
+// out).
+func entryNames(e ReadyEntry) (string, Priority) {
+	if e.Key != "" {
+		if k, err := ParseReadyKey(e.Key); err == nil {
+			return k.Type, k.Priority
+		}
+	}
+	return e.Type, e.Priority
+}
+
+// dropForeign deletes ready entry key, which names task t (as just read)
+// but is not its entry, when now is true. While t is pending its own entry
+// is written first (1 PUT): the foreign key may have been its only one (an
+// entry written by hand, a partial restore), and a pending task always
+// keeps a ready entry. If that write fails the foreign key stays.
+func (q *Queue) dropForeign(ctx context.Context, key string, t *Task, now bool) bool {
+	if key == "" || !now || (t != nil && t.Status == StatusPending && key == ReadyKey(t)) {
+		return false
+	}
+	if t != nil && t.Status == StatusPending {
+		if err := q.putEntries(ctx, []string{ReadyKey(t)}); err != nil {
+			q.log.Debug("ready entry not rewritten; the foreign entry stays", "task", t.ID, "key", key, "err", err)
+			return false
+		}
+	}
+	q.deleteIndex(ctx, key)
+	return true
 }
 
 // dropStale deletes an index entry a reader found stale, once it is older

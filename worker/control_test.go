@@ -2,11 +2,15 @@ package worker
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/qo-queue/qo/internal/testutil"
+	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/storetest"
 )
@@ -84,5 +88,52 @@ func TestPerTypeLimit(t *testing.T) {
 		zero := New(bd.q, Options{Limits: map[string]int{"email": 0}})
 		zero.Handle("email", blockHandler)
 		require.ErrorContains(t, zero.prepare(), "qo pause email")
+	})
+}
+
+// A ready entry naming a type the worker serves over a task of a paused
+// type (a key written by hand or restored from elsewhere) does not make the
+// worker run that task: the claim is refused, the entry removed, and the
+// task stays pending under its own entry until its type is resumed.
+func TestForeignEntryIsNotRun(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		bd := setup(t, b, setupOpts{})
+		o := bd.opts(t)
+		o.Concurrency = 10
+		o.ControlRefresh = time.Nanosecond
+		w := New(bd.q, o)
+		w.Handle("echo", blockHandler)
+		w.Handle("other", blockHandler)
+		prepared(t, w)
+		_, err := bd.q.Pause(ctx, "other", "maintenance")
+		require.NoError(t, err)
+		task := bd.submit(t, "other", `{}`)
+		forged := fmt.Sprintf("ready/%s/%013d~echo~normal~%s", task.Shard, task.AvailableAt.UnixMilli(), task.ID)
+		_, err = bd.s.Put(ctx, forged, nil, store.Condition{})
+		require.NoError(t, err)
+
+		require.NoError(t, w.pollSettled(ctx, 10).err)
+		require.Empty(t, runningTypes(w), "nothing runs: the task's type is paused")
+		got := bd.get(t, task.ID)
+		require.Equal(t, queue.StatusPending, got.Status)
+		var keys []string
+		p, err := bd.s.List(ctx, store.ListParams{Prefix: queue.ReadyPrefix})
+		require.NoError(t, err)
+		for _, k := range p.Objects {
+			if strings.HasSuffix(k.Key, task.ID.String()) {
+				keys = append(keys, k.Key)
+			}
+		}
+		require.Equal(t, []string{queue.ReadyKey(got)}, keys, "the forged entry is gone")
+
+		_, err = bd.q.Resume(ctx, "other")
+		require.NoError(t, err)
+		testutil.Eventually(t, func() bool {
+			require.NoError(t, w.pollSettled(ctx, 10).err)
+			return runningTypes(w)["other"] == 1
+		}, "the task to run under its own entry once its type is resumed")
+		require.Equal(t, map[string]int{"other": 1}, runningTypes(w))
 	})
 }

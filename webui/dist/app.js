@@ -697,6 +697,27 @@ var transitions_default = [
     note: "a task submitted to run after this one; the holder's next write re-applies over it"
   },
   {
+    from: "failed",
+    event: "child_added",
+    to: "failed",
+    by: "Submit",
+    note: "a task submitted to run after this one, so that replaying this one lets it go on"
+  },
+  {
+    from: "cancelled",
+    event: "child_added",
+    to: "cancelled",
+    by: "Submit",
+    note: "a task submitted to run after this one, so that replaying this one lets it go on"
+  },
+  {
+    from: "expired",
+    event: "child_added",
+    to: "expired",
+    by: "Submit",
+    note: "a task submitted to run after this one, so that replaying this one lets it go on"
+  },
+  {
     from: "pending",
     event: "claimed",
     to: "running",
@@ -1118,6 +1139,7 @@ var changes = {
     return "replayed";
   },
   archive(t) {
+    t.archived_from = t.status;
     t.status = "archived";
     return "archived";
   }

@@ -278,6 +278,7 @@ const changes = {
     return 'replayed';
   },
   archive(t) {
+    t.archived_from = t.status; // how it ended, kept (see queue/doc.go)
     t.status = 'archived';
     return 'archived';
   },
