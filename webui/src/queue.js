@@ -300,6 +300,15 @@ export function applyOperator(base, op, reason, now, requestID) {
   const at = iso(now);
   const event = change(next, at, reason);
   if (!event) return null;
+  return stamp(base, next, event, at, requestID);
+}
+
+/**
+ * stamp makes next the version after base (queue's stamp): rev+1, the
+ * request id, the event, updated_at = now (never moving back), then checks
+ * the transition against the lifecycle table.
+ */
+function stamp(base, next, event, at, requestID) {
   next.rev = base.rev + 1;
   next.request_id = requestID;
   next.last_event = event;
@@ -308,6 +317,12 @@ export function applyOperator(base, op, reason, now, requestID) {
     throw new TransitionError(base.status, event, next.status, 'not in the lifecycle table');
   }
   return next;
+}
+
+/** blockedBy is the first parent that ended without completing, unless the child runs anyway (queue's blockedBy). */
+function blockedBy(t) {
+  if (t.on_parent_failure === 'run') return null;
+  return (t.parents || []).find((p) => p.done && p.done !== 'completed') || null;
 }
 
 /**
@@ -327,14 +342,9 @@ export function rewait(base, parentID, now, requestID) {
   if (base.cancel_reason !== reason && base.last_error !== reason) return null;
   const next = structuredClone(base);
   delete next.parents[i].done;
-  if (next.on_parent_failure !== 'run' && next.parents.some((q) => q.done && q.done !== 'completed')) return null;
+  if (blockedBy(next)) return null; // another parent still blocks it
   toWaiting(next);
-  const at = iso(now);
-  next.rev = base.rev + 1;
-  next.request_id = requestID;
-  next.last_event = 'replayed';
-  next.updated_at = Date.parse(at) < Date.parse(base.updated_at) ? base.updated_at : at;
-  return next;
+  return stamp(base, next, 'replayed', iso(now), requestID);
 }
 
 /**
@@ -346,6 +356,13 @@ export function indexChanges(prev, next) {
   const want = indexKeys(next);
   return { put: want.filter((k) => !had.includes(k)), del: had.filter((k) => !want.includes(k)) };
 }
+
+/**
+ * INDEX_GRACE_MS is queue.IndexGrace: a writer whose entry PUT and task PUT
+ * end up more than half of it apart writes the entry again after the task
+ * PUT, so no reader can remove an entry a landed version needs.
+ */
+export const INDEX_GRACE_MS = constants.index_grace_ms;
 
 /** DEAD_FACTOR: a worker is dead after this many health thresholds (monitor.DeadFactor). */
 export const DEAD_FACTOR = constants.dead_factor;
