@@ -1146,9 +1146,59 @@ function stamp(base, next, event, at, requestID) {
   }
   return next;
 }
+function endedAs(t) {
+  switch (t.status) {
+    case "completed":
+    case "failed":
+    case "cancelled":
+    case "expired":
+      return t.status;
+    case "archived":
+      if (t.cancel_requested) return "cancelled";
+      if (t.last_error) return "failed";
+      if (t.expires_at && t.completed_at && Date.parse(t.completed_at) >= Date.parse(t.expires_at) && t.output == null && t.output_ref == null) return "expired";
+      return "completed";
+    default:
+      return null;
+  }
+}
+function parentReason(p) {
+  return `parent ${p.id} ${p.done}`;
+}
 function blockedBy(t) {
   if (t.on_parent_failure === "run") return null;
   return (t.parents || []).find((p) => p.done && p.done !== "completed") || null;
+}
+function resolveWaiting(t, at) {
+  const bad = blockedBy(t);
+  if (bad) {
+    if (t.on_parent_failure === "fail") {
+      t.status = "failed";
+      t.completed_at = at;
+      t.last_error = parentReason(bad);
+      return "failed";
+    }
+    toCancelled(t, at);
+    t.cancel_reason = parentReason(bad);
+    return "cancelled";
+  }
+  if ((t.parents || []).every((p) => p.done)) {
+    t.status = "pending";
+    if (Date.parse(t.available_at) < Date.parse(at)) t.available_at = at;
+    return "released";
+  }
+  return "parent_done";
+}
+function recordEnd(base, parent, now, requestID) {
+  const done = endedAs(parent);
+  if (!done || done === "completed") throw new Error(`recordEnd: task ${parent.id} did not end other than completed`);
+  if (base.status !== "waiting") return null;
+  const i = (base.parents || []).findIndex((p) => p.id === parent.id);
+  if (i < 0 || base.parents[i].done) return null;
+  const next = structuredClone(base);
+  next.parents[i].done = done;
+  const at = iso(now);
+  return stamp(base, next, resolveWaiting(next, at), at, requestID);
 }
 function rewait(base, parentID, now, requestID) {
   if (base.status !== "cancelled" && base.status !== "failed") return null;
@@ -1343,22 +1393,6 @@ function depths(steps) {
   };
   steps.forEach((_, i) => visit(i));
   return depth;
-}
-function endedAs(t) {
-  switch (t.status) {
-    case "completed":
-    case "failed":
-    case "cancelled":
-    case "expired":
-      return t.status;
-    case "archived":
-      if (t.cancel_requested) return "cancelled";
-      if (t.last_error) return "failed";
-      if (t.expires_at && t.completed_at && Date.parse(t.completed_at) >= Date.parse(t.expires_at) && t.output == null && t.output_ref == null) return "expired";
-      return "completed";
-    default:
-      return null;
-  }
 }
 function report(w, tasks, problems = {}) {
   const counts = {};
@@ -1683,6 +1717,7 @@ var WORKFLOW_CONCURRENCY = 16;
 var WORKFLOW_NAMES_LIMIT = 1e3;
 var MAX_PUT_ATTEMPTS = 3;
 var MAX_REBASES = 8;
+var EDGE_MS = 2 * 60 * 1e3;
 var StaleError = class extends Error {
   constructor(current2, etag, cause) {
     super(`task changed concurrently: ${cause.message}`, { cause });
@@ -2081,8 +2116,8 @@ var S3Backend = class {
   /**
    * act applies an operator action the way qo does: read the task, apply
    * the shared rules, write it (apply), and tell its children what a
-   * replay means for them (afterLanded). It returns the version written,
-   * or the task as read when the action changes nothing.
+   * cancel or a replay means for them (afterLanded). It returns the
+   * version written, or the task as read when the action changes nothing.
    */
   async act(op, id, shardChars, reason = "from the web UI") {
     const { next } = await this.operate(id, shardChars, (base, now, requestID) => applyOperator(base, op, reason, now, requestID));
@@ -2091,11 +2126,20 @@ var S3Backend = class {
   /**
    * operate reads task id and writes the version make(base, now,
    * requestID) makes of it (null: nothing to write) with apply, as queue's
-   * operate does.
+   * operate does. edge is for the write a parent's end makes on a child
+   * (queue's operateEdge): parents ending at once all rebase onto the
+   * child, so a ConflictError starts it over, for up to EDGE_MS.
    */
-  async operate(id, shardChars, make) {
-    const { task, etag } = await this.getTask(id, shardChars);
-    return this.apply(task, etag, make, shardChars);
+  async operate(id, shardChars, make, { edge = false } = {}) {
+    const started = Date.now();
+    for (; ; ) {
+      const { task, etag } = await this.getTask(id, shardChars);
+      try {
+        return await this.apply(task, etag, make, shardChars);
+      } catch (e) {
+        if (!(edge && e instanceof ConflictError && Date.now() - started < EDGE_MS)) throw e;
+      }
+    }
   }
   /**
    * apply writes the version make makes of base (read with etag) in the
@@ -2217,18 +2261,31 @@ var S3Backend = class {
   }
   /**
    * afterLanded does what a landed write owes the task's children, as
-   * queue's afterLanded does: when it was replayed, the children that
-   * ended because of it wait for it again (and theirs in turn). A GET and
-   * a conditional PUT per child, WORKFLOW_CONCURRENCY at a time, index
-   * entries first. Best effort, as in Go: a child not updated is left to
-   * the sweeper.
+   * queue's afterLanded does: when the task has just ended (the page ends
+   * a task only by cancelling it), its end is recorded on each waiting
+   * child, whose on_parent_failure then cancels, fails or releases it (a
+   * child that ends tells its own children in turn); when it was
+   * replayed, the children that ended because of it wait for it again
+   * (and theirs in turn). A GET and a conditional PUT per child,
+   * WORKFLOW_CONCURRENCY at a time, index entries first. Best effort, as
+   * in Go: a child not updated is left to the sweeper (SweepWaiting).
    */
   async afterLanded(prev, next, shardChars) {
-    if (prev === next || !next.children?.length || next.last_event !== "replayed") return;
-    const make = (child, now, requestID) => rewait(child, next.id, now, requestID);
+    if (prev === next || !next.children?.length) return;
+    const done = endedAs(next);
+    let make;
+    let edge = false;
+    if (done && done !== "completed" && !endedAs(prev)) {
+      make = (child, now, requestID) => recordEnd(child, next, now, requestID);
+      edge = true;
+    } else if (next.last_event === "replayed") {
+      make = (child, now, requestID) => rewait(child, next.id, now, requestID);
+    } else {
+      return;
+    }
     await forEachLimit(next.children, WORKFLOW_CONCURRENCY, async (child) => {
       try {
-        await this.operate(child, shardChars, make);
+        await this.operate(child, shardChars, make, { edge });
       } catch (e) {
         console.warn(`task ${next.id}: its child ${child} was not updated (qo's sweeper will): ${e.message}`);
       }
@@ -3619,7 +3676,8 @@ async function select(id) {
   if (gen === state.gen) render();
 }
 async function act(op, t) {
-  if (!confirm(`${op[0].toUpperCase()}${op.slice(1)} task ${t.id} (${t.task_type}, ${t.status})?`)) return;
+  const children = op === "cancel" && t.status !== "running" && t.children?.length ? ` Its ${fmt(t.children.length)} ${t.children.length === 1 ? "child follows" : "children follow"} their "if a parent fails" rule (cancel by default).` : "";
+  if (!confirm(`${op[0].toUpperCase()}${op.slice(1)} task ${t.id} (${t.task_type}, ${t.status})?${children}`)) return;
   await action(async () => {
     const next = await state.backend.act(op, t.id, state.shardChars);
     state.flash = `${op}: task ${t.id} is now ${next.status}`;

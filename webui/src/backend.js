@@ -5,10 +5,10 @@ import { S3, S3Error } from './s3.js';
 import {
   CONFIG_KEY, FORMAT_VERSION, TASKS_PREFIX, WORKERS_PREFIX, SCHEDULES_PREFIX, CONTROL_KEY, READY_PREFIX, LEASES_PREFIX, DEAD_PREFIX, WAITING_PREFIX, LAYOUT_VERSION, LIST_WINDOW_MS,
   INDEX_GRACE_MS, applyOperator, applyControl, countStats, indexChanges, indexKeys, indexEntry, parseIndexKey, decodeTask, taskKey, shards, shardOf, idFloor,
-  idempotencyKey, rewait, TransitionError,
+  idempotencyKey, rewait, recordEnd, endedAs, TransitionError,
 } from './queue.js';
 import {
-  WORKFLOW_NAMES_PREFIX, workflowKey, workflowNameKey, decodeWorkflow, decodeWorkflowName, isWorkflowID, report, endedAs,
+  WORKFLOW_NAMES_PREFIX, workflowKey, workflowNameKey, decodeWorkflow, decodeWorkflowName, isWorkflowID, report,
 } from './workflow.js';
 import { SEARCH_LIMIT, TYPE_SCAN_PAGES, idShards } from './search.js';
 import { BULK_SCAN_PAGES, deadEntryTask } from './bulk.js';
@@ -34,6 +34,8 @@ const WORKFLOW_NAMES_LIMIT = 1000;
 const MAX_PUT_ATTEMPTS = 3;
 /** MAX_REBASES bounds how often an action is made again over other writers' versions (queue's maxRebases). */
 const MAX_REBASES = 8;
+/** EDGE_MS is how long the write of a parent's end on a child keeps starting over after conflicts (queue's tellChildren). */
+const EDGE_MS = 2 * 60 * 1000;
 
 /**
  * StaleError says a task write certainly did not land: the task is not
@@ -471,8 +473,8 @@ export class S3Backend {
   /**
    * act applies an operator action the way qo does: read the task, apply
    * the shared rules, write it (apply), and tell its children what a
-   * replay means for them (afterLanded). It returns the version written,
-   * or the task as read when the action changes nothing.
+   * cancel or a replay means for them (afterLanded). It returns the
+   * version written, or the task as read when the action changes nothing.
    */
   async act(op, id, shardChars, reason = 'from the web UI') {
     const { next } = await this.operate(id, shardChars, (base, now, requestID) => applyOperator(base, op, reason, now, requestID));
@@ -482,11 +484,20 @@ export class S3Backend {
   /**
    * operate reads task id and writes the version make(base, now,
    * requestID) makes of it (null: nothing to write) with apply, as queue's
-   * operate does.
+   * operate does. edge is for the write a parent's end makes on a child
+   * (queue's operateEdge): parents ending at once all rebase onto the
+   * child, so a ConflictError starts it over, for up to EDGE_MS.
    */
-  async operate(id, shardChars, make) {
-    const { task, etag } = await this.getTask(id, shardChars);
-    return this.apply(task, etag, make, shardChars);
+  async operate(id, shardChars, make, { edge = false } = {}) {
+    const started = Date.now();
+    for (;;) {
+      const { task, etag } = await this.getTask(id, shardChars);
+      try {
+        return await this.apply(task, etag, make, shardChars);
+      } catch (e) {
+        if (!(edge && e instanceof ConflictError && Date.now() - started < EDGE_MS)) throw e;
+      }
+    }
   }
 
   /**
@@ -618,18 +629,31 @@ export class S3Backend {
 
   /**
    * afterLanded does what a landed write owes the task's children, as
-   * queue's afterLanded does: when it was replayed, the children that
-   * ended because of it wait for it again (and theirs in turn). A GET and
-   * a conditional PUT per child, WORKFLOW_CONCURRENCY at a time, index
-   * entries first. Best effort, as in Go: a child not updated is left to
-   * the sweeper.
+   * queue's afterLanded does: when the task has just ended (the page ends
+   * a task only by cancelling it), its end is recorded on each waiting
+   * child, whose on_parent_failure then cancels, fails or releases it (a
+   * child that ends tells its own children in turn); when it was
+   * replayed, the children that ended because of it wait for it again
+   * (and theirs in turn). A GET and a conditional PUT per child,
+   * WORKFLOW_CONCURRENCY at a time, index entries first. Best effort, as
+   * in Go: a child not updated is left to the sweeper (SweepWaiting).
    */
   async afterLanded(prev, next, shardChars) {
-    if (prev === next || !next.children?.length || next.last_event !== 'replayed') return;
-    const make = (child, now, requestID) => rewait(child, next.id, now, requestID);
+    if (prev === next || !next.children?.length) return;
+    const done = endedAs(next);
+    let make;
+    let edge = false;
+    if (done && done !== 'completed' && !endedAs(prev)) {
+      make = (child, now, requestID) => recordEnd(child, next, now, requestID);
+      edge = true;
+    } else if (next.last_event === 'replayed') {
+      make = (child, now, requestID) => rewait(child, next.id, now, requestID);
+    } else {
+      return;
+    }
     await forEachLimit(next.children, WORKFLOW_CONCURRENCY, async (child) => {
       try {
-        await this.operate(child, shardChars, make);
+        await this.operate(child, shardChars, make, { edge });
       } catch (e) {
         console.warn(`task ${next.id}: its child ${child} was not updated (qo's sweeper will): ${e.message}`);
       }
