@@ -5,8 +5,9 @@ package e2e
 // The web UI's workflow view in Chromium against MinIO, reading the
 // bucket and through qo serve: the graph of a 3-level workflow with each
 // step's status, a replay of its failed step (its cancelled child waits
-// again), "Cancel the rest", and a step's task detail (its workflow link,
-// parents, children and input_from), each read back through the Go API.
+// again), "Cancel the rest", a step's task detail (its workflow link,
+// parents, children and input_from), and a parent cancelled in the page
+// telling its children, each read back through the Go API.
 
 import (
 	"context"
@@ -208,4 +209,67 @@ func evalString(ctx context.Context, t *testing.T, expr string) string {
 	var s string
 	require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(`String(`+expr+` ?? '')`, &s)))
 	return s
+}
+
+// TestWebUICancelTellsChildren: a pending parent cancelled in the page
+// tells its waiting children, as queue.Cancel does: a child of the
+// default rule is cancelled naming the parent (and its own child in
+// turn), a child that runs anyway is released with its ready entry, and
+// no waiting entry is left. Read back through the Go API.
+func TestWebUICancelTellsChildren(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{"S3", "API"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			ctx := browser(t)
+			e := wkSetup(t)
+			bg := context.Background()
+			submit := func(policy queue.ParentFailure, after ...uuid.UUID) uuid.UUID {
+				task, _, err := e.q.Submit(bg, queue.SubmitRequest{Type: "report", After: after, OnParentFailure: policy})
+				require.NoError(t, err)
+				return task.ID
+			}
+			parent := submit("")
+			child := submit(queue.ParentFailureCancel, parent)
+			runs := submit(queue.ParentFailureRun, parent)
+			grandchild := submit(queue.ParentFailureCancel, child)
+
+			require.NoError(t, chromedp.Run(ctx,
+				chromedp.Navigate(pageLink(t, e, mode)+"&view=tasks&task="+parent.String()),
+				poll(`!!document.querySelector('#act-cancel')`),
+				noAutoRefresh(),
+				chromedp.Click("#act-cancel", chromedp.ByQuery),
+				poll(`document.querySelector('#status').textContent === 'cancel: task `+parent.String()+` is now cancelled'`),
+			))
+			get := func(id uuid.UUID) *queue.Task {
+				task, err := e.q.Get(bg, id)
+				require.NoError(t, err)
+				return task
+			}
+			require.Equal(t, queue.StatusCancelled, get(parent).Status)
+			for id, p := range map[uuid.UUID]uuid.UUID{child: parent, grandchild: child} {
+				task := get(id)
+				require.Equal(t, queue.StatusCancelled, task.Status, "a child of the default rule is cancelled")
+				require.Equal(t, "parent "+p.String()+" cancelled", task.CancelReason)
+				require.Equal(t, []queue.Parent{{ID: p, Done: queue.StatusCancelled}}, task.Parents, "the parent's end is recorded")
+			}
+			released := get(runs)
+			require.Equal(t, queue.StatusPending, released.Status, "a child that runs anyway is released")
+			require.Equal(t, queue.EventReleased, released.LastEvent)
+			// The entries as listed (not ListReady, which leaves out an
+			// entry not due yet by this process's clock).
+			entries, err := e.s.List(bg, store.ListParams{Prefix: queue.ReadyPrefix})
+			require.NoError(t, err)
+			var ready []uuid.UUID
+			for _, o := range entries.Objects {
+				en, err := queue.ParseReadyKey(o.Key)
+				require.NoError(t, err)
+				ready = append(ready, en.ID)
+			}
+			require.Equal(t, []uuid.UUID{runs}, ready, "the released child's ready entry, and the parent's is gone")
+			waiting, err := e.s.List(bg, store.ListParams{Prefix: queue.WaitingPrefix})
+			require.NoError(t, err)
+			require.Empty(t, waiting.Objects, "no waiting entry is left")
+		})
+	}
 }

@@ -206,6 +206,7 @@ type pageConstants struct {
 	RecentMinutes     int                    `json:"recent_minutes"`      // queue.DefaultRecentMinutes
 	DeadFactor        int                    `json:"dead_factor"`         // monitor.DeadFactor
 	HealthThresholdMS int64                  `json:"health_threshold_ms"` // monitor.DefaultHealthThreshold
+	IndexGraceMS      int64                  `json:"index_grace_ms"`      // queue.IndexGrace
 	Keys              map[string]string      `json:"keys"`                // the key layout's keys and prefixes
 	WorkflowEnded     []queue.WorkflowStatus `json:"workflow_ended"`      // the workflow statuses whose Ended is true
 	// Operators lists, for each action the page offers, the statuses it
@@ -236,6 +237,7 @@ func constants() pageConstants {
 		PriorityStepMS: queue.PriorityStep.Milliseconds(), ListWindowMS: queue.DefaultListWindow.Milliseconds(),
 		RecentMinutes: queue.DefaultRecentMinutes,
 		DeadFactor:    monitor.DeadFactor, HealthThresholdMS: monitor.DefaultHealthThreshold.Milliseconds(),
+		IndexGraceMS: queue.IndexGrace.Milliseconds(),
 		Keys: map[string]string{
 			"config": queue.ConfigKey, "control": queue.ControlKey, "tasks": queue.TasksPrefix, "ready": queue.ReadyPrefix,
 			"leases": queue.LeasesPrefix, "waiting": queue.WaitingPrefix, "dead": queue.DeadPrefix, "workers": queue.WorkersPrefix,

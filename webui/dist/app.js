@@ -911,6 +911,7 @@ var constants_default = {
   recent_minutes: 15,
   dead_factor: 3,
   health_threshold_ms: 6e4,
+  index_grace_ms: 6e4,
   keys: {
     config: "queue.json",
     control: "control.json",
@@ -1155,6 +1156,9 @@ function applyOperator(base, op, reason, now, requestID) {
   const at = iso(now);
   const event = change(next, at, reason);
   if (!event) return null;
+  return stamp(base, next, event, at, requestID);
+}
+function stamp(base, next, event, at, requestID) {
   next.rev = base.rev + 1;
   next.request_id = requestID;
   next.last_event = event;
@@ -1163,6 +1167,60 @@ function applyOperator(base, op, reason, now, requestID) {
     throw new TransitionError(base.status, event, next.status, "not in the lifecycle table");
   }
   return next;
+}
+function endedAs(t) {
+  switch (t.status) {
+    case "completed":
+    case "failed":
+    case "cancelled":
+    case "expired":
+      return t.status;
+    case "archived":
+      if (t.cancel_requested) return "cancelled";
+      if (t.last_error) return "failed";
+      if (t.expires_at && t.completed_at && Date.parse(t.completed_at) >= Date.parse(t.expires_at) && t.output == null && t.output_ref == null) return "expired";
+      return "completed";
+    default:
+      return null;
+  }
+}
+function parentReason(p) {
+  return `parent ${p.id} ${p.done}`;
+}
+function blockedBy(t) {
+  if (t.on_parent_failure === "run") return null;
+  return (t.parents || []).find((p) => p.done && p.done !== "completed") || null;
+}
+function resolveWaiting(t, at) {
+  const bad = blockedBy(t);
+  if (bad) {
+    if (t.on_parent_failure === "fail") {
+      t.status = "failed";
+      t.completed_at = at;
+      t.last_error = parentReason(bad);
+      return "failed";
+    }
+    toCancelled(t, at);
+    t.cancel_reason = parentReason(bad);
+    return "cancelled";
+  }
+  if ((t.parents || []).every((p) => p.done)) {
+    t.status = "pending";
+    if (Date.parse(t.available_at) < Date.parse(at)) t.available_at = at;
+    return "released";
+  }
+  return "parent_done";
+}
+function recordEnd(base, parent, now, requestID) {
+  const done = endedAs(parent);
+  if (!done || done === "completed") throw new Error(`recordEnd: task ${parent.id} did not end other than completed`);
+  if (base.status !== "waiting") return null;
+  const i = (base.parents || []).findIndex((p) => p.id === parent.id);
+  if (i < 0 || base.parents[i].done) return null;
+  const next = structuredClone(base);
+  next.parents[i].done = done;
+  const at = iso(now);
+  return stamp(base, next, resolveWaiting(next, at), at, requestID);
 }
 function rewait(base, parentID, now, requestID) {
   if (base.status !== "cancelled" && base.status !== "failed") return null;
@@ -1174,20 +1232,16 @@ function rewait(base, parentID, now, requestID) {
   if (base.cancel_reason !== reason && base.last_error !== reason) return null;
   const next = structuredClone(base);
   delete next.parents[i].done;
-  if (next.on_parent_failure !== "run" && next.parents.some((q) => q.done && q.done !== "completed")) return null;
+  if (blockedBy(next)) return null;
   toWaiting(next);
-  const at = iso(now);
-  next.rev = base.rev + 1;
-  next.request_id = requestID;
-  next.last_event = "replayed";
-  next.updated_at = Date.parse(at) < Date.parse(base.updated_at) ? base.updated_at : at;
-  return next;
+  return stamp(base, next, "replayed", iso(now), requestID);
 }
 function indexChanges(prev, next) {
   const had = indexKeys(prev);
   const want = indexKeys(next);
   return { put: want.filter((k) => !had.includes(k)), del: had.filter((k) => !want.includes(k)) };
 }
+var INDEX_GRACE_MS = constants_default.index_grace_ms;
 var DEAD_FACTOR = constants_default.dead_factor;
 var HEALTH_THRESHOLD_MS = constants_default.health_threshold_ms;
 function health(lastHeartbeat, now, thresholdMS = HEALTH_THRESHOLD_MS) {
@@ -1361,22 +1415,6 @@ function depths(steps) {
   };
   steps.forEach((_, i) => visit(i));
   return depth;
-}
-function endedAs(t) {
-  switch (t.status) {
-    case "completed":
-    case "failed":
-    case "cancelled":
-    case "expired":
-      return t.status;
-    case "archived":
-      if (t.cancel_requested) return "cancelled";
-      if (t.last_error) return "failed";
-      if (t.expires_at && t.completed_at && Date.parse(t.completed_at) >= Date.parse(t.expires_at) && t.output == null && t.output_ref == null) return "expired";
-      return "completed";
-    default:
-      return null;
-  }
 }
 function report(w, tasks, problems = {}) {
   const counts = {};
@@ -1699,6 +1737,28 @@ var SEARCHED = INDEXED;
 var ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 var WORKFLOW_CONCURRENCY = 16;
 var WORKFLOW_NAMES_LIMIT = 1e3;
+var MAX_PUT_ATTEMPTS = 3;
+var MAX_REBASES = 8;
+var EDGE_MS = 2 * 60 * 1e3;
+var StaleError = class extends Error {
+  constructor(current2, etag, cause) {
+    super(`task changed concurrently: ${cause.message}`, { cause });
+    this.current = current2;
+    this.etag = etag;
+  }
+};
+var ConflictError = class extends Error {
+  constructor(id, current2) {
+    super(`task ${id} kept changing (now ${current2.status} at rev ${current2.rev}); try again`);
+    this.code = "conflict";
+  }
+};
+function preconditionFailed(e) {
+  return e instanceof S3Error && (e.status === 412 || e.status === 409 || e.status === 404 && e.code !== "NoSuchBucket");
+}
+function definite(e) {
+  return e instanceof S3Error && (e.status === 401 || e.status === 403 || e.status === 501 || e.code === "NoSuchBucket");
+}
 async function forEachLimit(items, limit, fn) {
   let next = 0;
   const run = async () => {
@@ -2077,61 +2137,179 @@ var S3Backend = class {
   }
   /**
    * act applies an operator action the way qo does: read the task, apply
-   * the shared rules, write the index entries the new state needs, then the
-   * task only if it did not change meanwhile (If-Match on its ETag), then
-   * remove the entries of the old state (queue/doc.go, "Index entries are
-   * written first": an entry that cannot be written stops the action with
-   * the task untouched).
+   * the shared rules, write it (apply), and tell its children what a
+   * cancel or a replay means for them (afterLanded). It returns the
+   * version written, or the task as read when the action changes nothing.
    */
   async act(op, id, shardChars, reason = "from the web UI") {
-    for (let tries = 0; tries < 5; tries++) {
-      const { task, etag } = await this.getTask(id, shardChars);
-      const next = applyOperator(task, op, reason, this.now(), crypto.randomUUID());
-      if (!next) return task;
-      const idx = indexChanges(task, next);
-      await Promise.all(idx.put.map((k) => this.s3.put(k, "")));
-      try {
-        await this.s3.put(taskKey(next.shard, next.id), JSON.stringify(next), { ifMatch: etag });
-      } catch (e) {
-        await Promise.allSettled(idx.put.map((k) => this.s3.del(k)));
-        if (e.status === 412) continue;
-        throw e;
-      }
-      await Promise.allSettled(idx.del.map((k) => this.s3.del(k)));
-      if (op === "replay") await this.rewaitChildren(next, shardChars);
-      return next;
-    }
-    throw new Error(`task ${id} kept changing; try again`);
+    const { next } = await this.operate(id, shardChars, (base, now, requestID) => applyOperator(base, op, reason, now, requestID));
+    return next;
   }
   /**
-   * rewaitChildren puts back to waiting the children of a replayed task
-   * that were cancelled or failed because of it (queue's rewait: a GET and
-   * a conditional PUT per child, index entries first), and theirs in turn.
-   * Best effort, as in Go: a child not updated is left to the sweeper.
+   * operate reads task id and writes the version make(base, now,
+   * requestID) makes of it (null: nothing to write) with apply, as queue's
+   * operate does. edge is for the write a parent's end makes on a child
+   * (queue's operateEdge): parents ending at once all rebase onto the
+   * child, so a ConflictError starts it over, for up to EDGE_MS.
    */
-  async rewaitChildren(parent, shardChars) {
-    await forEachLimit(parent.children || [], WORKFLOW_CONCURRENCY, async (child) => {
-      for (let tries = 0; tries < 5; tries++) {
-        let got;
+  async operate(id, shardChars, make, { edge = false } = {}) {
+    const started = Date.now();
+    for (; ; ) {
+      const { task, etag } = await this.getTask(id, shardChars);
+      try {
+        return await this.apply(task, etag, make, shardChars);
+      } catch (e) {
+        if (!(edge && e instanceof ConflictError && Date.now() - started < EDGE_MS)) throw e;
+      }
+    }
+  }
+  /**
+   * apply writes the version make makes of base (read with etag) in the
+   * order queue's apply keeps (queue/doc.go, "Index entries are written
+   * first", and "rev, attempt and request_id"):
+   *
+   *  1. PUT the entries the new version needs and base lacks; one that
+   *     cannot be written stops the action with the task untouched;
+   *  2. PUT the task, If-Match base's ETag (putTask settles an answer
+   *     that was lost);
+   *  3. once it certainly landed, DELETE the entries only base needed,
+   *     then tell the task's children (afterLanded).
+   *
+   * When the task write's outcome stays unknown, every entry, old and new,
+   * is left in place and the error says so. When it certainly did not land
+   * (another writer's version is there), the change is made again on that
+   * version with the same request id, and the entries this call wrote are
+   * deleted once no version it writes needs them, except those the
+   * current version needs. Returns {prev, next, etag}: next is prev when
+   * the change writes nothing.
+   */
+  async apply(base, etag, make, shardChars) {
+    const requestID = crypto.randomUUID();
+    const written = [];
+    for (let rebases = 0; ; rebases++) {
+      let next;
+      try {
+        next = make(base, this.now(), requestID);
+      } catch (e) {
+        await this.dropEntries(written, base);
+        throw e;
+      }
+      if (!next) {
+        await this.dropEntries(written, base);
+        return { prev: base, next: base, etag };
+      }
+      const idx = indexChanges(base, next);
+      const entriesAt = this.now().getTime();
+      for (const k of idx.put) {
         try {
-          got = await this.getTask(child, shardChars);
-        } catch {
-          return;
-        }
-        const next = rewait(got.task, parent.id, this.now(), crypto.randomUUID());
-        if (!next) return;
-        const idx = indexChanges(got.task, next);
-        try {
-          await Promise.all(idx.put.map((k) => this.s3.put(k, "")));
-          await this.s3.put(taskKey(next.shard, next.id), JSON.stringify(next), { ifMatch: got.etag });
+          await this.s3.put(k, "");
         } catch (e) {
-          await Promise.allSettled(idx.put.map((k) => this.s3.del(k)));
-          if (e.status === 412) continue;
-          return;
+          throw new Error(`write index entry ${k}: ${e.message} (task ${base.id} not changed)`, { cause: e });
         }
-        await Promise.allSettled(idx.del.map((k) => this.s3.del(k)));
-        await this.rewaitChildren(next, shardChars);
-        return;
+        written.push(k);
+      }
+      let stored;
+      try {
+        stored = await this.putTask(next, etag, base.request_id);
+      } catch (e) {
+        if (!(e instanceof StaleError)) throw e;
+        if (!e.current) {
+          await this.dropEntries(written, null);
+          throw new Error(`task ${base.id} not found (it disappeared)`, { cause: e });
+        }
+        if (rebases >= MAX_REBASES) {
+          await this.dropEntries(written, e.current);
+          throw new ConflictError(base.id, e.current);
+        }
+        ({ current: base, etag } = e);
+        continue;
+      }
+      const landed = stored.task;
+      const after = indexChanges(base, landed);
+      await this.dropEntries(written, landed);
+      const again = this.now().getTime() - entriesAt > INDEX_GRACE_MS / 2 ? after.put : after.put.filter((k) => !written.includes(k));
+      await Promise.allSettled(again.map((k) => this.s3.put(k, "")));
+      await Promise.allSettled(after.del.map((k) => this.s3.del(k)));
+      await this.afterLanded(base, landed, shardChars);
+      return { prev: base, next: landed, etag: stored.etag };
+    }
+  }
+  /**
+   * putTask writes next If-Match etag (the version whose request id is
+   * prevRequestID) and settles an unknown outcome as queue's putTask does:
+   * after any failure but a definite refusal, the task is re-read. If it
+   * carries next's request id the write landed: {task, etag} of the
+   * version stored. If it is still the base version and the failure was
+   * not a refused condition (which may be the answer to a retry of a PUT
+   * that had committed), the PUT is sent again, at most MAX_PUT_ATTEMPTS
+   * times. If another version is there (or none), a StaleError says so:
+   * the write certainly did not land. Otherwise (the re-read failed too)
+   * the outcome stays unknown: an Error that says so.
+   */
+  async putTask(next, etag, prevRequestID) {
+    const key = taskKey(next.shard, next.id);
+    const body = JSON.stringify(next);
+    for (let attempt = 1; ; attempt++) {
+      let perr;
+      try {
+        return { task: next, etag: await this.s3.put(key, body, { ifMatch: etag }) };
+      } catch (e) {
+        perr = e;
+      }
+      if (definite(perr)) throw new Error(`write task ${next.id}: ${perr.message}`, { cause: perr });
+      let obj;
+      let cur = null;
+      try {
+        obj = await this.s3.get(key);
+        if (obj) cur = decodeTask(key, obj.text);
+      } catch (gerr) {
+        throw new Error(`write task ${next.id}: outcome unknown: ${perr.message} (re-read failed: ${gerr.message}); its index entries are left in place, reload to see where it stands`, { cause: perr });
+      }
+      if (!cur) throw new StaleError(null, "", perr);
+      if (cur.request_id === next.request_id) return { task: obj.text === body ? next : cur, etag: obj.etag };
+      if (cur.request_id !== prevRequestID || preconditionFailed(perr)) throw new StaleError(cur, obj.etag, perr);
+      if (attempt >= MAX_PUT_ATTEMPTS) throw new Error(`write task ${next.id}: ${perr.message} (task not changed)`, { cause: perr });
+    }
+  }
+  /**
+   * dropEntries deletes entries this call wrote for a version that
+   * certainly did not land, except those the current version (cur, null
+   * when there is none) needs (queue's dropEntries). Best effort: an entry
+   * left is stale, and its next reader removes it.
+   */
+  async dropEntries(written, cur) {
+    const keep = cur ? indexKeys(cur) : [];
+    await Promise.allSettled([...new Set(written)].filter((k) => !keep.includes(k)).map((k) => this.s3.del(k)));
+  }
+  /**
+   * afterLanded does what a landed write owes the task's children, as
+   * queue's afterLanded does: when the task has just ended (the page ends
+   * a task only by cancelling it), its end is recorded on each waiting
+   * child, whose on_parent_failure then cancels, fails or releases it (a
+   * child that ends tells its own children in turn); when it was
+   * replayed, the children that ended because of it wait for it again
+   * (and theirs in turn). A GET and a conditional PUT per child,
+   * WORKFLOW_CONCURRENCY at a time, index entries first. Best effort, as
+   * in Go: a child not updated is left to the sweeper (SweepWaiting).
+   */
+  async afterLanded(prev, next, shardChars) {
+    if (prev === next || !next.children?.length) return;
+    const done = endedAs(next);
+    let make;
+    let edge = false;
+    if (done && done !== "completed" && !endedAs(prev)) {
+      make = (child, now, requestID) => recordEnd(child, next, now, requestID);
+      edge = true;
+    } else if (next.last_event === "replayed") {
+      make = (child, now, requestID) => rewait(child, next.id, now, requestID);
+    } else {
+      return;
+    }
+    await forEachLimit(next.children, WORKFLOW_CONCURRENCY, async (child) => {
+      try {
+        await this.operate(child, shardChars, make, { edge });
+      } catch (e) {
+        console.warn(`task ${next.id}: its child ${child} was not updated (qo's sweeper will): ${e.message}`);
       }
     });
   }
@@ -3520,7 +3698,8 @@ async function select(id) {
   if (gen === state.gen) render();
 }
 async function act(op, t) {
-  if (!confirm(`${op[0].toUpperCase()}${op.slice(1)} task ${t.id} (${t.task_type}, ${t.status})?`)) return;
+  const children = op === "cancel" && t.status !== "running" && t.children?.length ? ` Its ${fmt(t.children.length)} ${t.children.length === 1 ? "child follows" : "children follow"} their "if a parent fails" rule (cancel by default).` : "";
+  if (!confirm(`${op[0].toUpperCase()}${op.slice(1)} task ${t.id} (${t.task_type}, ${t.status})?${children}`)) return;
   await action(async () => {
     const next = await state.backend.act(op, t.id, state.shardChars);
     state.flash = `${op}: task ${t.id} is now ${next.status}`;

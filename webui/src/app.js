@@ -1051,7 +1051,11 @@ async function select(id) {
 }
 
 async function act(op, t) {
-  if (!confirm(`${op[0].toUpperCase()}${op.slice(1)} task ${t.id} (${t.task_type}, ${t.status})?`)) return;
+  // A waiting or pending task that ends tells its children (a running one
+  // does when its worker stops).
+  const children = op === 'cancel' && t.status !== 'running' && t.children?.length
+    ? ` Its ${fmt(t.children.length)} ${t.children.length === 1 ? 'child follows' : 'children follow'} their "if a parent fails" rule (cancel by default).` : '';
+  if (!confirm(`${op[0].toUpperCase()}${op.slice(1)} task ${t.id} (${t.task_type}, ${t.status})?${children}`)) return;
   await action(async () => {
     const next = await state.backend.act(op, t.id, state.shardChars);
     state.flash = `${op}: task ${t.id} is now ${next.status}`;

@@ -1,14 +1,14 @@
 // Where the page reads and acts: straight on the bucket (S3Backend, the
 // default) or through qo's HTTP API (ApiBackend). Both answer the same calls
 // with the same shapes (the CLI's --json shapes).
-import { S3 } from './s3.js';
+import { S3, S3Error } from './s3.js';
 import {
   CONFIG_KEY, FORMAT_VERSION, TASKS_PREFIX, WORKERS_PREFIX, SCHEDULES_PREFIX, CONTROL_KEY, READY_PREFIX, LEASES_PREFIX, DEAD_PREFIX, WAITING_PREFIX, LAYOUT_VERSION, LIST_WINDOW_MS,
-  applyOperator, applyControl, countStats, indexChanges, indexKeys, indexEntry, parseIndexKey, decodeTask, taskKey, shards, shardOf, idFloor,
-  idempotencyKey, rewait, TransitionError,
+  INDEX_GRACE_MS, applyOperator, applyControl, countStats, indexChanges, indexKeys, indexEntry, parseIndexKey, decodeTask, taskKey, shards, shardOf, idFloor,
+  idempotencyKey, rewait, recordEnd, endedAs, TransitionError,
 } from './queue.js';
 import {
-  WORKFLOW_NAMES_PREFIX, workflowKey, workflowNameKey, decodeWorkflow, decodeWorkflowName, isWorkflowID, report, endedAs,
+  WORKFLOW_NAMES_PREFIX, workflowKey, workflowNameKey, decodeWorkflow, decodeWorkflowName, isWorkflowID, report,
 } from './workflow.js';
 import { SEARCH_LIMIT, TYPE_SCAN_PAGES, idShards } from './search.js';
 import { BULK_SCAN_PAGES, deadEntryTask } from './bulk.js';
@@ -29,6 +29,52 @@ const ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 export const WORKFLOW_CONCURRENCY = 16;
 /** WORKFLOW_NAMES_LIMIT: the names listed, one LIST page (queue.WorkflowNames). */
 const WORKFLOW_NAMES_LIMIT = 1000;
+
+/** MAX_PUT_ATTEMPTS bounds how often one task write is sent again after an unknown outcome (queue's maxPutAttempts). */
+const MAX_PUT_ATTEMPTS = 3;
+/** MAX_REBASES bounds how often an action is made again over other writers' versions (queue's maxRebases). */
+const MAX_REBASES = 8;
+/** EDGE_MS is how long the write of a parent's end on a child keeps starting over after conflicts (queue's tellChildren). */
+const EDGE_MS = 2 * 60 * 1000;
+
+/**
+ * StaleError says a task write certainly did not land: the task is not
+ * the version the change was based on. current is the version found (null
+ * when the task is gone), etag its ETag.
+ */
+class StaleError extends Error {
+  constructor(current, etag, cause) {
+    super(`task changed concurrently: ${cause.message}`, { cause });
+    this.current = current;
+    this.etag = etag;
+  }
+}
+
+/** ConflictError: the task kept changing under an action, which wrote nothing (queue.ErrConflict). */
+export class ConflictError extends Error {
+  constructor(id, current) {
+    super(`task ${id} kept changing (now ${current.status} at rev ${current.rev}); try again`);
+    this.code = 'conflict';
+  }
+}
+
+/**
+ * preconditionFailed tells a refused conditional PUT (s3store's
+ * ErrPreconditionFailed): a 412, a 409 (conditional writes racing on one
+ * key), or the 404 some servers answer If-Match on a missing key.
+ */
+function preconditionFailed(e) {
+  return e instanceof S3Error && (e.status === 412 || e.status === 409 || (e.status === 404 && e.code !== 'NoSuchBucket'));
+}
+
+/**
+ * definite tells a failure that certainly wrote nothing and that a
+ * re-read cannot clarify (queue's isDefinite): credentials, a missing
+ * bucket, a request the server does not support.
+ */
+function definite(e) {
+  return e instanceof S3Error && (e.status === 401 || e.status === 403 || e.status === 501 || e.code === 'NoSuchBucket');
+}
 
 /** forEachLimit runs fn on every item, at most limit at a time. */
 export async function forEachLimit(items, limit, fn) {
@@ -426,65 +472,190 @@ export class S3Backend {
 
   /**
    * act applies an operator action the way qo does: read the task, apply
-   * the shared rules, write the index entries the new state needs, then the
-   * task only if it did not change meanwhile (If-Match on its ETag), then
-   * remove the entries of the old state (queue/doc.go, "Index entries are
-   * written first": an entry that cannot be written stops the action with
-   * the task untouched).
+   * the shared rules, write it (apply), and tell its children what a
+   * cancel or a replay means for them (afterLanded). It returns the
+   * version written, or the task as read when the action changes nothing.
    */
   async act(op, id, shardChars, reason = 'from the web UI') {
-    for (let tries = 0; tries < 5; tries++) {
-      const { task, etag } = await this.getTask(id, shardChars);
-      const next = applyOperator(task, op, reason, this.now(), crypto.randomUUID());
-      if (!next) return task;
-      const idx = indexChanges(task, next);
-      await Promise.all(idx.put.map((k) => this.s3.put(k, '')));
-      try {
-        await this.s3.put(taskKey(next.shard, next.id), JSON.stringify(next), { ifMatch: etag });
-      } catch (e) {
-        // Refused: the entries written for this version are not needed.
-        await Promise.allSettled(idx.put.map((k) => this.s3.del(k)));
-        if (e.status === 412) continue; // changed meanwhile: apply again on the new version
-        throw e;
-      }
-      await Promise.allSettled(idx.del.map((k) => this.s3.del(k)));
-      // A replayed task's children that ended because of it wait for it
-      // again, as queue's Replay does after its write.
-      if (op === 'replay') await this.rewaitChildren(next, shardChars);
-      return next;
-    }
-    throw new Error(`task ${id} kept changing; try again`);
+    const { next } = await this.operate(id, shardChars, (base, now, requestID) => applyOperator(base, op, reason, now, requestID));
+    return next;
   }
 
   /**
-   * rewaitChildren puts back to waiting the children of a replayed task
-   * that were cancelled or failed because of it (queue's rewait: a GET and
-   * a conditional PUT per child, index entries first), and theirs in turn.
-   * Best effort, as in Go: a child not updated is left to the sweeper.
+   * operate reads task id and writes the version make(base, now,
+   * requestID) makes of it (null: nothing to write) with apply, as queue's
+   * operate does. edge is for the write a parent's end makes on a child
+   * (queue's operateEdge): parents ending at once all rebase onto the
+   * child, so a ConflictError starts it over, for up to EDGE_MS.
    */
-  async rewaitChildren(parent, shardChars) {
-    await forEachLimit(parent.children || [], WORKFLOW_CONCURRENCY, async (child) => {
-      for (let tries = 0; tries < 5; tries++) {
-        let got;
+  async operate(id, shardChars, make, { edge = false } = {}) {
+    const started = Date.now();
+    for (;;) {
+      const { task, etag } = await this.getTask(id, shardChars);
+      try {
+        return await this.apply(task, etag, make, shardChars);
+      } catch (e) {
+        if (!(edge && e instanceof ConflictError && Date.now() - started < EDGE_MS)) throw e;
+      }
+    }
+  }
+
+  /**
+   * apply writes the version make makes of base (read with etag) in the
+   * order queue's apply keeps (queue/doc.go, "Index entries are written
+   * first", and "rev, attempt and request_id"):
+   *
+   *  1. PUT the entries the new version needs and base lacks; one that
+   *     cannot be written stops the action with the task untouched;
+   *  2. PUT the task, If-Match base's ETag (putTask settles an answer
+   *     that was lost);
+   *  3. once it certainly landed, DELETE the entries only base needed,
+   *     then tell the task's children (afterLanded).
+   *
+   * When the task write's outcome stays unknown, every entry, old and new,
+   * is left in place and the error says so. When it certainly did not land
+   * (another writer's version is there), the change is made again on that
+   * version with the same request id, and the entries this call wrote are
+   * deleted once no version it writes needs them, except those the
+   * current version needs. Returns {prev, next, etag}: next is prev when
+   * the change writes nothing.
+   */
+  async apply(base, etag, make, shardChars) {
+    const requestID = crypto.randomUUID();
+    const written = []; // entries this call wrote, for versions that may not land
+    for (let rebases = 0; ; rebases++) {
+      let next;
+      try {
+        next = make(base, this.now(), requestID);
+      } catch (e) {
+        await this.dropEntries(written, base);
+        throw e;
+      }
+      if (!next) {
+        await this.dropEntries(written, base);
+        return { prev: base, next: base, etag };
+      }
+      const idx = indexChanges(base, next);
+      const entriesAt = this.now().getTime();
+      for (const k of idx.put) {
         try {
-          got = await this.getTask(child, shardChars);
-        } catch {
-          return;
-        }
-        const next = rewait(got.task, parent.id, this.now(), crypto.randomUUID());
-        if (!next) return;
-        const idx = indexChanges(got.task, next);
-        try {
-          await Promise.all(idx.put.map((k) => this.s3.put(k, '')));
-          await this.s3.put(taskKey(next.shard, next.id), JSON.stringify(next), { ifMatch: got.etag });
+          await this.s3.put(k, '');
         } catch (e) {
-          await Promise.allSettled(idx.put.map((k) => this.s3.del(k)));
-          if (e.status === 412) continue;
-          return;
+          throw new Error(`write index entry ${k}: ${e.message} (task ${base.id} not changed)`, { cause: e });
         }
-        await Promise.allSettled(idx.del.map((k) => this.s3.del(k)));
-        await this.rewaitChildren(next, shardChars);
-        return;
+        written.push(k);
+      }
+      let stored;
+      try {
+        stored = await this.putTask(next, etag, base.request_id);
+      } catch (e) {
+        // Not a StaleError: the outcome is unknown (or a refusal a re-read
+        // cannot tell apart): every entry stays, readers sort them out.
+        if (!(e instanceof StaleError)) throw e;
+        if (!e.current) {
+          await this.dropEntries(written, null);
+          throw new Error(`task ${base.id} not found (it disappeared)`, { cause: e });
+        }
+        if (rebases >= MAX_REBASES) {
+          await this.dropEntries(written, e.current);
+          throw new ConflictError(base.id, e.current);
+        }
+        ({ current: base, etag } = e);
+        continue;
+      }
+      const landed = stored.task;
+      const after = indexChanges(base, landed);
+      await this.dropEntries(written, landed);
+      // An entry written long before its task landed is written again (a
+      // reader may have found it stale meanwhile); one an earlier write of
+      // this request wrote, too.
+      const again = this.now().getTime() - entriesAt > INDEX_GRACE_MS / 2 ? after.put : after.put.filter((k) => !written.includes(k));
+      await Promise.allSettled(again.map((k) => this.s3.put(k, '')));
+      await Promise.allSettled(after.del.map((k) => this.s3.del(k)));
+      await this.afterLanded(base, landed, shardChars);
+      return { prev: base, next: landed, etag: stored.etag };
+    }
+  }
+
+  /**
+   * putTask writes next If-Match etag (the version whose request id is
+   * prevRequestID) and settles an unknown outcome as queue's putTask does:
+   * after any failure but a definite refusal, the task is re-read. If it
+   * carries next's request id the write landed: {task, etag} of the
+   * version stored. If it is still the base version and the failure was
+   * not a refused condition (which may be the answer to a retry of a PUT
+   * that had committed), the PUT is sent again, at most MAX_PUT_ATTEMPTS
+   * times. If another version is there (or none), a StaleError says so:
+   * the write certainly did not land. Otherwise (the re-read failed too)
+   * the outcome stays unknown: an Error that says so.
+   */
+  async putTask(next, etag, prevRequestID) {
+    const key = taskKey(next.shard, next.id);
+    const body = JSON.stringify(next);
+    for (let attempt = 1; ; attempt++) {
+      let perr;
+      try {
+        return { task: next, etag: await this.s3.put(key, body, { ifMatch: etag }) };
+      } catch (e) {
+        perr = e;
+      }
+      if (definite(perr)) throw new Error(`write task ${next.id}: ${perr.message}`, { cause: perr });
+      let obj;
+      let cur = null;
+      try {
+        obj = await this.s3.get(key);
+        if (obj) cur = decodeTask(key, obj.text);
+      } catch (gerr) {
+        throw new Error(`write task ${next.id}: outcome unknown: ${perr.message} (re-read failed: ${gerr.message}); its index entries are left in place, reload to see where it stands`, { cause: perr });
+      }
+      if (!cur) throw new StaleError(null, '', perr);
+      if (cur.request_id === next.request_id) return { task: obj.text === body ? next : cur, etag: obj.etag };
+      if (cur.request_id !== prevRequestID || preconditionFailed(perr)) throw new StaleError(cur, obj.etag, perr);
+      // Still the base version: the write did not land; send it again.
+      if (attempt >= MAX_PUT_ATTEMPTS) throw new Error(`write task ${next.id}: ${perr.message} (task not changed)`, { cause: perr });
+    }
+  }
+
+  /**
+   * dropEntries deletes entries this call wrote for a version that
+   * certainly did not land, except those the current version (cur, null
+   * when there is none) needs (queue's dropEntries). Best effort: an entry
+   * left is stale, and its next reader removes it.
+   */
+  async dropEntries(written, cur) {
+    const keep = cur ? indexKeys(cur) : [];
+    await Promise.allSettled([...new Set(written)].filter((k) => !keep.includes(k)).map((k) => this.s3.del(k)));
+  }
+
+  /**
+   * afterLanded does what a landed write owes the task's children, as
+   * queue's afterLanded does: when the task has just ended (the page ends
+   * a task only by cancelling it), its end is recorded on each waiting
+   * child, whose on_parent_failure then cancels, fails or releases it (a
+   * child that ends tells its own children in turn); when it was
+   * replayed, the children that ended because of it wait for it again
+   * (and theirs in turn). A GET and a conditional PUT per child,
+   * WORKFLOW_CONCURRENCY at a time, index entries first. Best effort, as
+   * in Go: a child not updated is left to the sweeper (SweepWaiting).
+   */
+  async afterLanded(prev, next, shardChars) {
+    if (prev === next || !next.children?.length) return;
+    const done = endedAs(next);
+    let make;
+    let edge = false;
+    if (done && done !== 'completed' && !endedAs(prev)) {
+      make = (child, now, requestID) => recordEnd(child, next, now, requestID);
+      edge = true;
+    } else if (next.last_event === 'replayed') {
+      make = (child, now, requestID) => rewait(child, next.id, now, requestID);
+    } else {
+      return;
+    }
+    await forEachLimit(next.children, WORKFLOW_CONCURRENCY, async (child) => {
+      try {
+        await this.operate(child, shardChars, make, { edge });
+      } catch (e) {
+        console.warn(`task ${next.id}: its child ${child} was not updated (qo's sweeper will): ${e.message}`);
       }
     });
   }

@@ -301,6 +301,15 @@ export function applyOperator(base, op, reason, now, requestID) {
   const at = iso(now);
   const event = change(next, at, reason);
   if (!event) return null;
+  return stamp(base, next, event, at, requestID);
+}
+
+/**
+ * stamp makes next the version after base (queue's stamp): rev+1, the
+ * request id, the event, updated_at = now (never moving back), then checks
+ * the transition against the lifecycle table.
+ */
+function stamp(base, next, event, at, requestID) {
   next.rev = base.rev + 1;
   next.request_id = requestID;
   next.last_event = event;
@@ -309,6 +318,88 @@ export function applyOperator(base, op, reason, now, requestID) {
     throw new TransitionError(base.status, event, next.status, 'not in the lifecycle table');
   }
   return next;
+}
+
+/**
+ * endedAs is the status a task ended in, for its children (queue's
+ * ended): its own when completed, failed, cancelled or expired; for an
+ * archived one, the one it had before, read off the fields archiving
+ * keeps. null while it may still run.
+ */
+export function endedAs(t) {
+  switch (t.status) {
+    case 'completed':
+    case 'failed':
+    case 'cancelled':
+    case 'expired':
+      return t.status;
+    case 'archived':
+      if (t.cancel_requested) return 'cancelled';
+      if (t.last_error) return 'failed';
+      if (t.expires_at && t.completed_at && Date.parse(t.completed_at) >= Date.parse(t.expires_at) && t.output == null && t.output_ref == null) return 'expired';
+      return 'completed';
+    default:
+      return null;
+  }
+}
+
+/** parentReason is the cancel reason or last error of a child that ended because parent p did not complete. */
+function parentReason(p) {
+  return `parent ${p.id} ${p.done}`;
+}
+
+/** blockedBy is the first parent that ended without completing, unless the child runs anyway (queue's blockedBy). */
+function blockedBy(t) {
+  if (t.on_parent_failure === 'run') return null;
+  return (t.parents || []).find((p) => p.done && p.done !== 'completed') || null;
+}
+
+/**
+ * resolveWaiting decides what waiting task t becomes now that its parent
+ * list says what it says (queue's resolveWaiting): cancelled or failed by
+ * on_parent_failure when a parent ended without completing, pending
+ * (released, available now) when every parent has ended, else still
+ * waiting (a parent_done write). It returns the event.
+ */
+function resolveWaiting(t, at) {
+  const bad = blockedBy(t);
+  if (bad) {
+    if (t.on_parent_failure === 'fail') {
+      t.status = 'failed';
+      t.completed_at = at;
+      t.last_error = parentReason(bad);
+      return 'failed';
+    }
+    toCancelled(t, at);
+    t.cancel_reason = parentReason(bad);
+    return 'cancelled';
+  }
+  if ((t.parents || []).every((p) => p.done)) {
+    t.status = 'pending';
+    if (Date.parse(t.available_at) < Date.parse(at)) t.available_at = at;
+    return 'released';
+  }
+  return 'parent_done';
+}
+
+/**
+ * recordEnd is the write queue's record makes on a waiting child when its
+ * parent ended other than completed (the page ends a task only by
+ * cancelling it): the parent's end is recorded in the child's parents,
+ * and the child is resolved by on_parent_failure (see resolveWaiting).
+ * null when it changes nothing: the child is no longer waiting, does not
+ * list the parent, or already knows its end.
+ */
+export function recordEnd(base, parent, now, requestID) {
+  const done = endedAs(parent);
+  if (!done || done === 'completed') throw new Error(`recordEnd: task ${parent.id} did not end other than completed`);
+  if (base.status !== 'waiting') return null;
+  const i = (base.parents || []).findIndex((p) => p.id === parent.id);
+  if (i < 0 || base.parents[i].done) return null;
+  const next = structuredClone(base);
+  next.parents[i].done = done;
+  const at = iso(now);
+  return stamp(base, next, resolveWaiting(next, at), at, requestID);
 }
 
 /**
@@ -328,14 +419,9 @@ export function rewait(base, parentID, now, requestID) {
   if (base.cancel_reason !== reason && base.last_error !== reason) return null;
   const next = structuredClone(base);
   delete next.parents[i].done;
-  if (next.on_parent_failure !== 'run' && next.parents.some((q) => q.done && q.done !== 'completed')) return null;
+  if (blockedBy(next)) return null; // another parent still blocks it
   toWaiting(next);
-  const at = iso(now);
-  next.rev = base.rev + 1;
-  next.request_id = requestID;
-  next.last_event = 'replayed';
-  next.updated_at = Date.parse(at) < Date.parse(base.updated_at) ? base.updated_at : at;
-  return next;
+  return stamp(base, next, 'replayed', iso(now), requestID);
 }
 
 /**
@@ -347,6 +433,13 @@ export function indexChanges(prev, next) {
   const want = indexKeys(next);
   return { put: want.filter((k) => !had.includes(k)), del: had.filter((k) => !want.includes(k)) };
 }
+
+/**
+ * INDEX_GRACE_MS is queue.IndexGrace: a writer whose entry PUT and task PUT
+ * end up more than half of it apart writes the entry again after the task
+ * PUT, so no reader can remove an entry a landed version needs.
+ */
+export const INDEX_GRACE_MS = constants.index_grace_ms;
 
 /** DEAD_FACTOR: a worker is dead after this many health thresholds (monitor.DeadFactor). */
 export const DEAD_FACTOR = constants.dead_factor;

@@ -5,10 +5,10 @@
 // draws it. Through the HTTP API the server sends the same report.
 
 import {
-  FORMAT_VERSION, WORKFLOWS_PREFIX, WORKFLOW_NAMES_PREFIX, WORKFLOW_ENDED, canAct, shardOf,
+  FORMAT_VERSION, WORKFLOWS_PREFIX, WORKFLOW_NAMES_PREFIX, WORKFLOW_ENDED, canAct, shardOf, endedAs,
 } from './queue.js';
 
-export { WORKFLOWS_PREFIX, WORKFLOW_NAMES_PREFIX };
+export { WORKFLOWS_PREFIX, WORKFLOW_NAMES_PREFIX, endedAs };
 
 /** workflowKey is queue.WorkflowKey: workflows/{shard}/{id}.json. */
 export function workflowKey(id, shardChars) {
@@ -74,29 +74,6 @@ export function depths(steps) {
   };
   steps.forEach((_, i) => visit(i));
   return depth;
-}
-
-/**
- * endedAs is the status a task ended in, for its children (queue's
- * ended): its own when completed, failed, cancelled or expired; for an
- * archived one, the one it had before, read off the fields archiving
- * keeps. null while it may still run.
- */
-export function endedAs(t) {
-  switch (t.status) {
-    case 'completed':
-    case 'failed':
-    case 'cancelled':
-    case 'expired':
-      return t.status;
-    case 'archived':
-      if (t.cancel_requested) return 'cancelled';
-      if (t.last_error) return 'failed';
-      if (t.expires_at && t.completed_at && Date.parse(t.completed_at) >= Date.parse(t.expires_at) && t.output == null && t.output_ref == null) return 'expired';
-      return 'completed';
-    default:
-      return null;
-  }
 }
 
 /**

@@ -1,0 +1,117 @@
+package webui
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/store"
+	"github.com/qo-queue/qo/store/memstore"
+	"github.com/qo-queue/qo/store/storetest"
+)
+
+// cancelCase is the shared case of a cancel that tells children: the
+// tasks and index entries of a queue before and after queue.Cancel of one
+// parent, at one time. The page's cancel makes the same writes from the
+// same objects (test/deps-backend.test.js).
+type cancelCase struct {
+	Now         time.Time     `json:"now"`
+	Reason      string        `json:"reason"`
+	Parent      uuid.UUID     `json:"parent"`
+	Names       []string      `json:"names"` // the tasks' names, for messages
+	Before      []*queue.Task `json:"before"`
+	After       []*queue.Task `json:"after"`
+	IndexBefore []string      `json:"index_before"`
+	IndexAfter  []string      `json:"index_after"`
+}
+
+// TestCancelCases writes testdata/cancel.json: a pending parent P with
+// waiting children of every on_parent_failure (cancel, fail, run, run
+// with another parent not ended, cancel with one), grandchildren under
+// the children that end, and a child an operator cancelled before; then
+// P cancelled by queue.Cancel.
+func TestCancelCases(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := memstore.New()
+	_, err := queue.Init(ctx, s, 1)
+	require.NoError(t, err)
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	clock := storetest.NewClock(now)
+	q, err := queue.Open(ctx, s, queue.Options{Clock: clock, NewID: queue.SequentialIDs("webui-cancel")})
+	require.NoError(t, err)
+
+	var names []string
+	var ids []uuid.UUID
+	submit := func(name string, policy queue.ParentFailure, after ...uuid.UUID) uuid.UUID {
+		task, created, err := q.Submit(ctx, queue.SubmitRequest{Type: "job", After: after, OnParentFailure: policy})
+		require.NoError(t, err)
+		require.True(t, created)
+		names = append(names, name)
+		ids = append(ids, task.ID)
+		return task.ID
+	}
+	p := submit("P", "")
+	other := submit("Q, another parent (pending)", "")
+	a := submit("A: cancel", queue.ParentFailureCancel, p)
+	b := submit("B: fail", queue.ParentFailureFail, p)
+	submit("C: run", queue.ParentFailureRun, p)
+	submit("D: run, Q not ended", queue.ParentFailureRun, p, other)
+	submit("E: cancel, Q not ended", queue.ParentFailureCancel, p, other)
+	submit("G: cancel, child of A", queue.ParentFailureCancel, a)
+	submit("H: run, child of B", queue.ParentFailureRun, b)
+	x := submit("X: cancelled by hand before", queue.ParentFailureCancel, p)
+	clock.Advance(time.Second)
+	_, err = q.Cancel(ctx, x, "by hand")
+	require.NoError(t, err)
+
+	snap := func() ([]*queue.Task, []string) {
+		tasks := make([]*queue.Task, len(ids))
+		for i, id := range ids {
+			task, err := q.Get(ctx, id)
+			require.NoError(t, err)
+			task = task.Clone()
+			task.RequestID = "request" // random: fixed here so the file is stable
+			tasks[i] = task
+		}
+		var keys []string
+		for _, prefix := range []string{queue.ReadyPrefix, queue.LeasesPrefix, queue.WaitingPrefix, queue.DeadPrefix} {
+			page, err := s.List(ctx, store.ListParams{Prefix: prefix})
+			require.NoError(t, err)
+			require.Empty(t, page.NextToken)
+			for _, o := range page.Objects {
+				keys = append(keys, o.Key)
+			}
+		}
+		slices.Sort(keys)
+		return tasks, keys
+	}
+	c := cancelCase{Reason: "from the web UI", Parent: p, Names: names}
+	clock.Advance(time.Second)
+	c.Now = clock.Now()
+	c.Before, c.IndexBefore = snap()
+	_, err = q.Cancel(ctx, p, c.Reason)
+	require.NoError(t, err)
+	c.After, c.IndexAfter = snap()
+
+	// The case covers what it says: each kind of child ended as its
+	// on_parent_failure says.
+	want := map[string]queue.Status{
+		"P": queue.StatusCancelled, "A": queue.StatusCancelled, "B": queue.StatusFailed, "C": queue.StatusPending,
+		"D": queue.StatusWaiting, "E": queue.StatusCancelled, "G": queue.StatusCancelled, "H": queue.StatusPending,
+		"X": queue.StatusCancelled,
+	}
+	for i, task := range c.After {
+		if st, ok := want[strings.SplitN(names[i], ":", 2)[0]]; ok {
+			require.Equal(t, st, task.Status, names[i])
+		}
+	}
+	requireFile(t, filepath.Join("testdata", "cancel.json"), c)
+}

@@ -1,0 +1,83 @@
+// Cancelling a parent from the page tells its children as queue.Cancel
+// does, on the Go-written case of testdata/cancel.json: the same objects
+// before, the same tasks and index entries after.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { S3Backend } from '../src/backend.js';
+import { taskKey, recordEnd, LAYOUT_VERSION, READY_PREFIX, LEASES_PREFIX, WAITING_PREFIX, DEAD_PREFIX } from '../src/queue.js';
+
+const c = JSON.parse(readFileSync(new URL('../testdata/cancel.json', import.meta.url)));
+
+// FakeS3 is a bucket in memory at the case's time: conditional PUTs
+// compare ETags, as S3 does.
+class FakeS3 {
+  constructor(now) {
+    this.objects = new Map();
+    this.etags = new Map();
+    this.n = 0;
+    this.clock = now;
+  }
+  now() { return new Date(this.clock); }
+  async get(key) {
+    return this.objects.has(key) ? { text: this.objects.get(key), etag: this.etags.get(key) } : null;
+  }
+  async put(key, text, { ifMatch } = {}) {
+    if (ifMatch && this.etags.get(key) !== ifMatch) throw Object.assign(new Error('412 PreconditionFailed'), { status: 412 });
+    this.objects.set(key, text);
+    this.etags.set(key, `"${++this.n}"`);
+    return this.etags.get(key);
+  }
+  async del(key) {
+    this.objects.delete(key);
+    this.etags.delete(key);
+  }
+}
+
+function bucket() {
+  const s3 = new FakeS3(c.now);
+  s3.objects.set('queue.json', JSON.stringify({ format: LAYOUT_VERSION, shard_chars: 1 }));
+  for (const t of c.before) s3.put(taskKey(t.shard, t.id), JSON.stringify(t));
+  for (const k of c.index_before) s3.put(k, '');
+  const be = new S3Backend({ endpoint: 'http://127.0.0.1:1', bucket: 'b', region: 'us-east-1', accessKeyId: 'k', secretAccessKey: 's' });
+  be.s3 = s3;
+  return { be, s3 };
+}
+
+// comparable makes a task comparable with Go's: times as milliseconds, the
+// request id (random) left out.
+function comparable(t) {
+  const out = {};
+  for (const [k, v] of Object.entries(t)) {
+    if (k === 'request_id') continue;
+    out[k] = typeof v === 'string' && /^\d{4}-\d\d-\d\dT/.test(v) ? Date.parse(v) : v;
+  }
+  return out;
+}
+
+test('cancelling a parent records its end on its children, which follow on_parent_failure, as queue.Cancel does', async () => {
+  const { be, s3 } = bucket();
+  await be.shards();
+  const next = await be.act('cancel', c.parent, 1, c.reason);
+  assert.equal(next.status, 'cancelled');
+  c.after.forEach((want, i) => {
+    const got = JSON.parse(s3.objects.get(taskKey(want.shard, want.id)));
+    assert.deepEqual(comparable(got), comparable(want), c.names[i]);
+    const before = c.before[i];
+    if (got.rev === before.rev) assert.equal(got.request_id, before.request_id, `${c.names[i]}: not written`);
+    else assert.notEqual(got.request_id, before.request_id, `${c.names[i]}: a fresh request id`);
+  });
+  const index = [...s3.objects.keys()].filter((k) => [READY_PREFIX, LEASES_PREFIX, WAITING_PREFIX, DEAD_PREFIX].some((p) => k.startsWith(p))).sort();
+  assert.deepEqual(index, c.index_after);
+});
+
+test('recordEnd writes nothing on a child that is not waiting, does not list the parent or knows its end', () => {
+  const parent = c.after[0];
+  const at = new Date(c.now);
+  const waiting = c.before.find((t, i) => c.names[i].startsWith('A:'));
+  assert.equal(recordEnd(waiting, parent, at, 'r').status, 'cancelled');
+  assert.equal(recordEnd({ ...waiting, status: 'cancelled' }, parent, at, 'r'), null);
+  assert.equal(recordEnd({ ...waiting, parents: [{ id: c.before[1].id }] }, parent, at, 'r'), null);
+  assert.equal(recordEnd({ ...waiting, parents: [{ id: parent.id, done: 'cancelled' }] }, parent, at, 'r'), null);
+  assert.throws(() => recordEnd(waiting, c.before[0], at, 'r'), /did not end/);
+});
