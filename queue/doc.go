@@ -333,6 +333,16 @@ extends a lease:
     timeouts, and the happy path pays nothing for it (a claim whose
     writes took longer to land than the quarter of the bound moves this
     by as much).
+  - A lease round lists at most 100,000 entries (100 pages). A larger
+    lease index is walked in parts: each round goes on where the last
+    stopped, wrapping from the last shard to the first, so every entry is
+    checked (an expired lease taken back, a dead holder's task reclaimed)
+    within ceil(M / 100,000) rounds, M the lease entries the index holds
+    over those rounds; the lease check interval in the bound above counts
+    that many times. A round costs at most 101 LISTs (one more when it
+    wraps); the position lives in the leading monitor only, so a new
+    leader starts at the first shard. Below 100,000 running tasks every
+    round lists the whole index from the first shard, as before.
   - A worker that is only slow (a long pause, a partition) knows when its
     last heartbeat landed: once that is three quarters of DeadAfter old
     (15s by default) it stops every handler, releases each task where its
@@ -591,8 +601,9 @@ deleted. Bound: a pending task nobody claims is expired, and a stale ready
 entry removed, within one pass, ceil(ready entries / 1,000) rounds; a
 round costs 1 LIST + 1 PUT (the position) + 1 GET per idle entry, whatever
 the number of finished tasks. Stale lease entries are removed by the
-expiry check when they expire, stale dead-letter entries by the listings
-that meet them. Entries lost to damage from outside (objects deleted by
+expiry check when they expire (within ceil(lease entries / 100,000) lease
+rounds of it, see Leases and liveness), stale dead-letter entries by the
+listings that meet them. Entries lost to damage from outside (objects deleted by
 hand, a partial restore) are rebuilt by Repair (`qo repair`), which reads
 every task object once: the one operation whose cost is the history, run
 only when asked.
