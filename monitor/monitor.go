@@ -35,8 +35,8 @@
 //     100,000 entries; a larger index is walked in parts, each round
 //     going on where the last stopped, so every lease entry is checked
 //     within ceil(entries / 100,000) rounds (entries: those the index
-//     holds meanwhile), and the bounds above grow by that many lease
-//     check intervals. The position is not kept in the bucket: a new
+//     holds meanwhile), and LeaseCheckInterval in the bound above counts
+//     that many times. The position is not kept in the bucket: a new
 //     leader starts again at the first shard.
 //   - Worker health, every CheckInterval: judge heartbeats (see Health),
 //     log workers that turn stale or dead, optionally delete registrations
