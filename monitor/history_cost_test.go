@@ -19,7 +19,7 @@ import (
 // TestNewLeaderCostIndependentOfHistory: a monitor that becomes leader
 // (as every restarted worker's embedded monitor may) sends the same
 // requests in an empty bucket and beside 10,000 finished tasks: it never
-// reads history.
+// reads history. Its lease round is one LIST either way.
 func TestNewLeaderCostIndependentOfHistory(t *testing.T) {
 	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
@@ -45,8 +45,12 @@ func TestNewLeaderCostIndependentOfHistory(t *testing.T) {
 			before := counted.Requests().Snapshot()
 			m := monitor.New(q, monitor.Options{ID: "m", Clock: clock, Logger: slog.New(slog.DiscardHandler)})
 			require.True(t, m.Elect(ctx))
+			leaseBefore := counted.Requests().Snapshot()
 			_, err = m.CheckTimeouts(ctx)
 			require.NoError(t, err)
+			lease := counted.Requests().Snapshot().Sub(leaseBefore)
+			require.Equal(t, int64(1), lease.All(), "a lease round with nothing running is one LIST beside %d finished tasks (%s)", n, lease)
+			require.Equal(t, int64(1), lease.Total(store.OpList))
 			_, err = m.CheckWorkers(ctx)
 			require.NoError(t, err)
 			require.NoError(t, m.SweepRound(ctx))

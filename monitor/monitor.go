@@ -31,7 +31,13 @@
 //     when a cancel was requested; every change is fenced on the lease id,
 //     so a holder that finishes meanwhile wins. A SIGKILLed worker's
 //     tasks are pending again within DeadAfter + MaxClockSkew +
-//     LeaseCheckInterval of its last heartbeat.
+//     LeaseCheckInterval of its last heartbeat. A round lists at most
+//     100,000 entries; a larger index is walked in parts, each round
+//     going on where the last stopped, so every lease entry is checked
+//     within ceil(entries / 100,000) rounds (entries: those the index
+//     holds meanwhile), and LeaseCheckInterval in the bound above counts
+//     that many times. The position is not kept in the bucket: a new
+//     leader starts again at the first shard.
 //   - Worker health, every CheckInterval: judge heartbeats (see Health),
 //     log workers that turn stale or dead, optionally delete registrations
 //     dead for longer than PruneDeadAfter.
@@ -238,6 +244,13 @@ type Monitor struct {
 	declared map[string]declaredBound
 	// schedReadAt is when the schedules were last re-read (wall time).
 	schedReadAt time.Time
+	// leaseCursor is where the next lease round begins ("": the first
+	// shard); see CheckLeases.
+	leaseCursor string
+	// leasePageSize and leasePages, when set, replace the lease round's
+	// page size (1,000) and page budget (maxLeasePages): tests walk a
+	// small index in parts.
+	leasePageSize, leasePages int
 }
 
 // New returns a monitor for q.
@@ -369,6 +382,7 @@ func (m *Monitor) Elect(ctx context.Context) bool {
 		m.log.Info("monitor is now the leader", "lease_expires_at", l.ExpiresAt)
 		m.mu.Lock()
 		m.sweepState = nil // read the shared position again
+		m.leaseCursor = "" // the lease walk starts at the first shard
 		m.mu.Unlock()
 		for _, k := range []chan struct{}{m.kick, m.schedKick, m.sweepKick} {
 			select {
@@ -554,10 +568,13 @@ func (m *Monitor) CheckTimeouts(ctx context.Context) (int, error) {
 
 // LeaseCheck is what one CheckLeases round found and did.
 type LeaseCheck struct {
-	Leases    int      // lease entries listed (running tasks)
+	Leases    int      // lease entries listed (running tasks; this round's part of the index)
 	Expired   int      // tasks whose lease ran out, taken back
 	Reclaimed int      // tasks whose holder stopped heartbeating, taken back
 	Dead      []string // holders whose tasks were taken back, sorted
+	// More: the round stopped at its budget (maxLeasePages pages); the
+	// next goes on from there.
+	More bool
 }
 
 // CheckLeases walks the lease index (one LIST per 1,000 running tasks; one
@@ -572,29 +589,32 @@ type LeaseCheck struct {
 // and its lease entry is older than DeadAfter. Leadership is not checked
 // here (Run only calls it while leading); calling it from a non-leader is
 // safe, just wasteful.
+//
+// A round lists at most maxLeasePages x 1,000 entries (100,000): the
+// whole index, from the first shard, while it holds fewer. A larger index
+// is walked in parts: each round goes on where the last one stopped
+// (wrapping from the last shard to the first), so every entry is checked
+// within ceil(M / 100,000) rounds, M the number of lease entries the
+// index holds over those rounds, and a round costs at most
+// maxLeasePages + 1 LISTs (one more when it wraps). The position is kept
+// in this monitor only: a new leader starts at the first shard.
 func (m *Monitor) CheckLeases(ctx context.Context) (LeaseCheck, error) {
 	var r LeaseCheck
 	now := m.opts.Clock.Now()
-	var expired, live []queue.LeaseEntry
-	cursor := ""
-	for page := 0; page < maxLeasePages; page++ {
-		entries, next, err := m.q.ListLeases(ctx, 1000, cursor)
-		if err != nil {
-			return r, err
-		}
-		for _, e := range entries {
-			if e.ExpiresAt.After(now) {
-				live = append(live, e)
-			} else {
-				expired = append(expired, e)
-			}
-		}
-		if next == "" {
-			break
-		}
-		cursor = next
+	entries, more, err := m.listLeaseRound(ctx)
+	if err != nil {
+		return r, err
 	}
-	r.Leases = len(expired) + len(live)
+	r.More = more
+	var expired, live []queue.LeaseEntry
+	for _, e := range entries {
+		if e.ExpiresAt.After(now) {
+			live = append(live, e)
+		} else {
+			expired = append(expired, e)
+		}
+	}
+	r.Leases = len(entries)
 	for _, e := range expired {
 		if ctx.Err() != nil {
 			return r, ctx.Err()
@@ -604,6 +624,9 @@ func (m *Monitor) CheckLeases(ctx context.Context) (LeaseCheck, error) {
 			r.Expired++
 		}
 	}
+	// Only the holders of this round's part of the index are judged; see
+	// someHolderMayBeDead for why a part is enough. A dead holder's
+	// entries in other parts are taken back when the walk reaches them.
 	if !m.someHolderMayBeDead(live, now) {
 		return r, nil
 	}
@@ -631,8 +654,75 @@ func (m *Monitor) CheckLeases(ctx context.Context) (LeaseCheck, error) {
 	return r, nil
 }
 
-// maxLeasePages bounds one lease round (100,000 running tasks).
+// maxLeasePages bounds one lease round: 100 pages of 1,000 entries.
 const maxLeasePages = 100
+
+// listLeaseRound lists this round's part of the lease index: the next
+// leasePages x leasePageSize entries after the position the last round
+// stopped at, wrapping from the end of the index to its start and
+// stopping where the round began, or the whole index when it is smaller.
+// It moves the position on (back to the start when the round saw every
+// entry); more reports that the round stopped at its budget.
+func (m *Monitor) listLeaseRound(ctx context.Context) (_ []queue.LeaseEntry, more bool, _ error) {
+	size, pages := m.leaseWalk()
+	m.mu.Lock()
+	start := m.leaseCursor
+	m.mu.Unlock()
+	var out []queue.LeaseEntry
+	pos, wrapped := start, false
+	left := size * pages // entries this round may still list
+	for {
+		if left <= 0 {
+			break // the budget is spent: the next round goes on from pos
+		}
+		ask := min(size, left)
+		entries, next, err := m.q.ListLeases(ctx, ask, pos)
+		if err != nil {
+			return nil, false, err // the next round tries the same part again
+		}
+		if next != "" {
+			left -= ask // a full page
+		} else {
+			left -= len(entries)
+		}
+		for _, e := range entries {
+			if wrapped && e.Key > start {
+				next, pos = "", "" // listed at the beginning of this round
+				break
+			}
+			out = append(out, e)
+		}
+		if next == "" && (start == "" || wrapped) {
+			pos = "" // every entry was listed: the next round begins at the start
+			break
+		}
+		if next == "" {
+			wrapped, pos = true, "" // the end: go on from the first shard
+			continue
+		}
+		pos = next
+		if wrapped && pos >= start {
+			pos = ""
+			break
+		}
+	}
+	m.mu.Lock()
+	m.leaseCursor = pos
+	m.mu.Unlock()
+	return out, pos != "", nil
+}
+
+// leaseWalk returns the page size and the page budget of a lease round.
+func (m *Monitor) leaseWalk() (size, pages int) {
+	size, pages = 1000, maxLeasePages
+	if m.leasePageSize > 0 {
+		size = m.leasePageSize
+	}
+	if m.leasePages > 0 {
+		pages = m.leasePages
+	}
+	return size, pages
+}
 
 // logTakeBack logs the outcome of expiring or reclaiming a lease and
 // reports whether the task was taken back.
@@ -652,7 +742,7 @@ func (m *Monitor) logTakeBack(e queue.LeaseEntry, t *queue.Task, err error, msg 
 		// Finished, released or already handled meanwhile.
 		m.log.Debug("lease entry needs no action", "task_id", e.ID, "reason", err)
 	default:
-		m.log.Warn("taking a task back failed (retried next round)", "task_id", e.ID, "key", e.Key, "err", err)
+		m.log.Warn("taking a task back failed (retried when the lease walk comes back to it)", "task_id", e.ID, "key", e.Key, "err", err)
 	}
 	return false
 }
@@ -668,6 +758,11 @@ func (m *Monitor) logTakeBack(e queue.LeaseEntry, t *queue.Task, err error, msg 
 // moves it by as much). While every holder's newest entry is younger (a
 // busy queue of short tasks) the round costs its one LIST of the lease
 // index and no more. An entry of unknown age counts as old.
+//
+// live may be a part of the index (a round of a large one): any entry of a
+// holder younger than the quarter rules its death out as well as its
+// newest would, and a holder whose entries in the part are all older only
+// makes the round list the registry, which then decides.
 func (m *Monitor) someHolderMayBeDead(live []queue.LeaseEntry, now time.Time) bool {
 	newest := map[string]time.Time{}
 	for _, e := range live {

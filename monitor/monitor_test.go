@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/qo-queue/qo/internal/testutil"
@@ -505,4 +508,117 @@ func (o *scheduleObserver) get() []string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return append([]string(nil), o.runs...)
+}
+
+// A lease index larger than a round's budget is walked in parts, each
+// round going on where the last stopped: an expired lease in the last
+// shard is taken back within ceil(entries / (page size x pages)) rounds,
+// and no round lists more than its budget (one LIST more when it wraps).
+func TestCheckLeasesWalksALargeIndexInParts(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		s := b.New(t)
+		_, err := queue.Init(ctx, s, 1)
+		require.NoError(t, err)
+		clock := storetest.NewClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+		// Task n lands in shard n mod 16: 20 running tasks, two in each of
+		// shards 0-3 and one in every other; the last key is shard f's.
+		var n byte
+		lists := &leaseLists{Store: s}
+		q, err := queue.Open(ctx, lists, queue.Options{Clock: clock, NewID: func(at time.Time) uuid.UUID {
+			id := queue.NewIDAt(at)
+			id[15] = id[15]&0xf0 | n%16
+			n++
+			return id
+		}})
+		require.NoError(t, err)
+		beat(t, q, "w1", time.Hour) // only the leases are under test
+		const entries, pageSize, pages = 20, 2, 3
+		var last *queue.Lease
+		for i := range entries {
+			timeout := time.Hour
+			if i == 15 {
+				timeout = time.Second
+			}
+			task, _, err := q.Submit(ctx, queue.SubmitRequest{Type: "job", Timeout: timeout})
+			require.NoError(t, err)
+			l := claimAs(t, q, queue.ReadyEntry{Key: queue.ReadyKey(task), ID: task.ID, Shard: task.Shard, Type: task.Type}, "w1")
+			if i == 15 {
+				last = l
+			}
+		}
+		require.Equal(t, "f", last.Task.Shard)
+		keys := listKeys(t, s, queue.LeasesPrefix)
+		require.Len(t, keys, entries)
+		require.Equal(t, last.LeaseKey, keys[len(keys)-1], "the expired lease is the index's last entry")
+		clock.Advance(time.Second + queue.LeaseGrace)
+
+		m := New(q, Options{Clock: clock, Logger: discard})
+		m.leasePageSize, m.leasePages = pageSize, pages
+		bound := (entries + pageSize*pages - 1) / (pageSize * pages) // 4
+		rounds := 0
+		for taken := false; !taken; {
+			rounds++
+			require.LessOrEqual(t, rounds, bound, "the expired lease in the last shard is taken back within %d rounds", bound)
+			before := lists.n.Load()
+			r, err := m.CheckLeases(ctx)
+			require.NoError(t, err)
+			require.LessOrEqual(t, lists.n.Load()-before, int64(pages+1), "at most the budget, one more at the wrap")
+			require.LessOrEqual(t, r.Leases, pageSize*pages)
+			taken = r.Expired == 1
+		}
+		require.Equal(t, bound, rounds)
+		got, err := q.Get(ctx, last.Task.ID)
+		require.NoError(t, err)
+		require.Equal(t, queue.StatusPending, got.Status)
+
+		// The round that reached the end went on from the first shard with
+		// what was left of its budget, so the next begins where it stopped;
+		// and a small index is listed whole each round, from the first shard.
+		m.leasePageSize, m.leasePages = 1000, 1
+		before := lists.n.Load()
+		r, err := m.CheckLeases(ctx)
+		require.NoError(t, err)
+		require.False(t, r.More)
+		require.Equal(t, entries-1, r.Leases, "each entry once")
+		require.Equal(t, int64(2), lists.n.Load()-before, "the rest of the index, then the wrap to its start")
+		before = lists.n.Load()
+		r, err = m.CheckLeases(ctx)
+		require.NoError(t, err)
+		require.Equal(t, entries-1, r.Leases)
+		require.False(t, r.More)
+		require.Equal(t, int64(1), lists.n.Load()-before)
+	})
+}
+
+// leaseLists counts the LISTs of the lease index.
+type leaseLists struct {
+	store.Store
+	n atomic.Int64
+}
+
+func (l *leaseLists) List(ctx context.Context, p store.ListParams) (store.ListPage, error) {
+	if strings.HasPrefix(p.Prefix, queue.LeasesPrefix) {
+		l.n.Add(1)
+	}
+	return l.Store.List(ctx, p)
+}
+
+// listKeys lists every key under prefix.
+func listKeys(t *testing.T, s store.Store, prefix string) []string {
+	t.Helper()
+	var keys []string
+	token := ""
+	for {
+		page, err := s.List(context.Background(), store.ListParams{Prefix: prefix, Token: token, Limit: 1000})
+		require.NoError(t, err)
+		for _, o := range page.Objects {
+			keys = append(keys, o.Key)
+		}
+		if page.NextToken == "" {
+			return keys
+		}
+		token = page.NextToken
+	}
 }

@@ -349,6 +349,16 @@ extends a lease:
     timeouts, and the happy path pays nothing for it (a claim whose
     writes took longer to land than the quarter of the bound moves this
     by as much).
+  - A lease round lists at most 100,000 entries (100 pages). A larger
+    lease index is walked in parts: each round goes on where the last
+    stopped, wrapping from the last shard to the first, so every entry is
+    checked (an expired lease taken back, a dead holder's task reclaimed)
+    within ceil(M / 100,000) rounds, M the lease entries the index holds
+    over those rounds; the lease check interval in the bound above counts
+    that many times. A round costs at most 101 LISTs (one more when it
+    wraps); the position lives in the leading monitor only, so a new
+    leader starts at the first shard. Below 100,000 running tasks every
+    round lists the whole index from the first shard, as before.
   - A worker that is only slow (a long pause, a partition) knows when its
     last heartbeat landed: once that is three quarters of DeadAfter old
     (15s by default) it stops every handler, releases each task where its
@@ -633,8 +643,9 @@ deleted. Bound: a pending task nobody claims is expired, and a stale ready
 entry removed, within one pass, ceil(ready entries / 1,000) rounds; a
 round costs 1 LIST + 1 PUT (the position) + 1 GET per idle entry, whatever
 the number of finished tasks. Stale lease entries are removed by the
-expiry check when they expire, stale dead-letter entries by the listings
-that meet them. Entries lost to damage from outside (objects deleted by
+expiry check when they expire (within ceil(lease entries / 100,000) lease
+rounds of it, see Leases and liveness), stale dead-letter entries by the
+listings that meet them. Entries lost to damage from outside (objects deleted by
 hand, a partial restore) are rebuilt by Repair (`qo repair`), which reads
 every task object once: the one operation whose cost is the history, run
 only when asked.
@@ -647,7 +658,11 @@ Happy path (asserted in tests, so a regression fails CI):
 	Claim     1 GET + 2 PUT (lease entry, task If-Match) + 1 DELETE (ready entry)
 	Complete  1 PUT (task If-Match, ETag from the claim) + 1 DELETE (lease entry)
 
-plus the worker's share of the LIST over ready/. A handler that runs
+plus the worker's share of the LIST over ready/. Under a retention, the
+write that finishes a task with an idempotency key costs 1 PUT more (its
+marker rewritten tagged finished, see Idempotency keys): a keyed
+Complete is 2 PUT + 1 DELETE; so does a replay of a finished keyed task
+(tagged live again). A handler that runs
 longer than the lease check interval costs 1 GET per interval (CheckLease);
 Extend, which qo's worker never calls, costs 1 PUT + the lease entry move
 (1 PUT + 1 DELETE); Retry and Release cost 2 PUT (new
@@ -682,11 +697,13 @@ versions, qo-retention=live for the others (a tag is written on every
 version because some servers keep a version's tags across an untagged
 overwrite). The rules then expire, N days after they were written:
 current task objects tagged finished, offloaded outputs (tagged finished
-when written), idempotency markers, and every version replaced under
-tasks/, data/ and idempotency/ (N days after it was replaced). So a
-finished task and its history are gone about N days after it finished; a
-failed task (a dead letter) stays until it is replayed or archived, and a
-pending or running task is never expired. An offloaded input is not
+when written), idempotency markers tagged finished (rewritten so when
+their task finishes, see Idempotency keys), and every version replaced
+under tasks/ and data/ (N days after it was replaced; under idempotency/
+after 1 day). So a finished task, its history and its idempotency key are
+gone about N days after it finished; a failed task (a dead letter) stays
+until it is replayed or archived, and a waiting, pending or running task
+is never expired, nor is its key. An offloaded input is not
 tagged (it is written before the task exists) and stays: delete data/
 objects of expired tasks by hand if that matters. Expiry on a versioned
 bucket leaves a delete marker, which the same rules remove. Running init
@@ -780,7 +797,29 @@ submit died between the two writes), the retry creates the task under the
 marker's id. So a keyed task has a time-ordered id like any other and
 shows in creation windows. A keyed submit costs 1 PUT more (3 PUT); a
 duplicate 2 GET (+1 PUT when pending). LookupKey finds a key's task. The
-key lives as long as its marker; markers are never deleted or rewritten.
+key lives as long as its marker. Markers are never deleted, and the task
+a marker names never changes.
+
+Under a retention (see Retention) a marker lives as long as its task, so
+a late resubmit never makes a duplicate of a task that still exists. It
+is written tagged qo-retention=live, as its task is (in the same PUT),
+and the lifecycle rule expires only markers tagged finished. The write
+that finishes a keyed task (completed, cancelled, expired or archived) is
+followed, once it landed, by a rewrite of its marker tagged finished: 1
+PUT, the same binding. Lifecycle rules count a version's age from its
+write, so the marker expires N days after the task finished, with the
+task, whatever the task's age: a task delayed, waiting, or failed (a
+dead letter) for longer than N days keeps its key. A replay of a finished
+keyed task rewrites the marker tagged live before the task write (as an
+index entry is written first), so it does not expire under a task that
+lives again (when that rewrite fails, the replay fails and the task is
+not changed). A rewrite after the end that fails leaves the marker tagged
+live: kept longer, never expired early. Workflow markers are never tagged
+finished: they stay, like the workflow records. Markers an earlier qo
+wrote carry no tag: the rule never expires them, and one is rewritten
+tagged finished when its task finishes; a bucket whose rules an earlier
+qo installed still expires every marker N days after its submit until
+qo init runs again.
 */
 package queue
 

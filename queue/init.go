@@ -49,8 +49,10 @@ var indexPrefixes = []string{ReadyPrefix, LeasesPrefix, DeadPrefix, WorkersPrefi
 // shard-leases/ and monitor/ expire after 1 day. With tasksRetentionDays
 // > 0 also: task objects tagged finished (RetentionTag) and offloaded
 // outputs expire that many days after they were written, idempotency
-// markers that many days after the submit, and the old versions under
-// tasks/, data/ and idempotency/ that many days after they were replaced.
+// markers tagged finished (rewritten so when their task finishes, see
+// doc.go "Idempotency keys") that many days after that write, and the old
+// versions under tasks/ and data/ that many days after they were replaced
+// (under idempotency/ after 1 day).
 func LifecycleRules(tasksRetentionDays int) []store.LifecycleRule {
 	var rules []store.LifecycleRule
 	for _, p := range indexPrefixes {
@@ -84,8 +86,13 @@ func LifecycleRules(tasksRetentionDays int) []store.LifecycleRule {
 			Tag:            RetentionTag,
 			ExpirationDays: tasksRetentionDays,
 		}, store.LifecycleRule{
+			// A marker lives as long as its task: tagged live while the
+			// task is, rewritten tagged finished when it finishes.
+			// Workflow markers are never tagged finished: they stay with
+			// their workflow record, which retention does not expire.
 			ID:             LifecycleRulePrefix + "expire-idempotency-keys",
 			Prefix:         IdempotencyPrefix,
+			Tag:            RetentionTag,
 			ExpirationDays: tasksRetentionDays,
 		}, store.LifecycleRule{
 			ID:                   LifecycleRulePrefix + "expire-old-idempotency-keys",
@@ -103,17 +110,28 @@ func LifecycleRules(tasksRetentionDays int) []store.LifecycleRule {
 // queue with a retention carry the tag with the value "live".
 var RetentionTag = store.Tag{Key: "qo-retention", Value: "finished"}
 
-// retentionTags are the tags of a task version (nil: none, the queue has
-// no retention).
+// retentionTags are the tags of a task version, and of the idempotency
+// marker of a keyed task in that version (nil: none, the queue has no
+// retention).
 func (q *Queue) retentionTags(t *Task) []store.Tag {
 	if q.cfg.TasksRetentionDays <= 0 {
 		return nil
 	}
-	switch t.Status {
-	case StatusCompleted, StatusCancelled, StatusExpired, StatusArchived:
+	if retainedAsFinished(t) {
 		return []store.Tag{RetentionTag}
 	}
 	return []store.Tag{{Key: RetentionTag.Key, Value: "live"}}
+}
+
+// retainedAsFinished reports whether a task version is tagged finished
+// under a retention: completed, cancelled, expired or archived (a failed
+// task, a dead letter, stays until replayed or archived).
+func retainedAsFinished(t *Task) bool {
+	switch t.Status {
+	case StatusCompleted, StatusCancelled, StatusExpired, StatusArchived:
+		return true
+	}
+	return false
 }
 
 // put writes an object with tags when there are any and the store can tag

@@ -304,6 +304,14 @@ func (q *Queue) apply(ctx context.Context, base *Task, etag string, m mutation) 
 			q.dropEntries(ctx, written, base)
 			return applied{}, fmt.Errorf("%s task %s: %w", m.op, base.ID, err)
 		}
+		if q.markerMoves(base, next) && !retainedAsFinished(next) {
+			// Live again (a replay): the marker is tagged live before the
+			// task is, as an index entry is written first, so it never
+			// expires while its task lives.
+			if err := q.putMarker(ctx, next); err != nil {
+				return applied{}, fmt.Errorf("%s task %s: %w (task not changed)", m.op, base.ID, err)
+			}
+		}
 		added, removed := indexDiff(base, next)
 		entriesAt := q.Now()
 		if err := q.putEntries(ctx, added); err != nil {
@@ -321,12 +329,14 @@ func (q *Queue) apply(ctx context.Context, base *Task, etag string, m mutation) 
 				q.putIndex(ctx, k) // written before, by the earlier call
 			}
 			q.landed(ctx, nil, removed, entriesAt)
+			q.finishMarker(ctx, base, stored)
 			q.afterLanded(ctx, base, stored)
 			return applied{prev: base, next: stored, etag: newETag}, nil
 		}
 		if err == nil {
 			q.dropEntries(ctx, written[:len(written)-len(added)], next)
 			q.landed(ctx, added, removed, entriesAt)
+			q.finishMarker(ctx, base, next)
 			q.afterLanded(ctx, base, next)
 			return applied{prev: base, next: next, etag: newETag}, nil
 		}
@@ -349,6 +359,19 @@ func (q *Queue) apply(ctx context.Context, base *Task, etag string, m mutation) 
 			return applied{}, fmt.Errorf("%s task %s: %w (task is now %s at rev %d)", m.op, base.ID, conflict, stale.current.Status, stale.current.Rev)
 		}
 		base, etag = stale.current, stale.etag
+	}
+}
+
+// finishMarker rewrites the idempotency marker of a keyed task that a
+// landed write finished, tagged finished (see putMarker), so it expires
+// with its task. Best effort: a marker left tagged live is only kept
+// longer, never lost early.
+func (q *Queue) finishMarker(ctx context.Context, prev, next *Task) {
+	if !q.markerMoves(prev, next) || !retainedAsFinished(next) {
+		return
+	}
+	if err := q.putMarker(ctx, next); err != nil {
+		q.log.Warn("an idempotency marker stays tagged live (kept, not expired)", "task", next.ID, "err", err)
 	}
 }
 

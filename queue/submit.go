@@ -55,13 +55,17 @@ func (q *Queue) readMarker(ctx context.Context, key string) (idempotencyRecord, 
 // claimKey binds an idempotency key to t.ID with a create-only PUT of its
 // marker, or finds the task the key was bound to before: it returns that
 // id (t.ID when the key is new).
+//
+// Under a retention the marker is tagged as the task is (live), so the
+// lifecycle rule, which expires markers tagged finished, leaves it alone
+// while the task lives (see doc.go, "Idempotency keys").
 func (q *Queue) claimKey(ctx context.Context, t *Task) (uuid.UUID, error) {
 	key := IdempotencyKey(t.Type, t.IdempotencyKey)
-	body, err := json.Marshal(idempotencyRecord{Format: FormatVersion, TaskID: t.ID, TaskType: t.Type, Key: t.IdempotencyKey, CreatedAt: t.CreatedAt})
+	body, err := markerBody(t)
 	if err != nil {
 		return uuid.Nil, err
 	}
-	_, perr := q.s.Put(ctx, key, body, store.CreateOnly)
+	_, perr := q.put(ctx, key, body, store.CreateOnly, q.retentionTags(t))
 	if perr == nil {
 		return t.ID, nil
 	}
@@ -74,6 +78,36 @@ func (q *Queue) claimKey(ctx context.Context, t *Task) (uuid.UUID, error) {
 		return uuid.Nil, fmt.Errorf("write idempotency marker: %w (re-read: %w)", perr, err)
 	}
 	return rec.TaskID, nil
+}
+
+// markerBody is the body of the idempotency marker of keyed task t.
+func markerBody(t *Task) ([]byte, error) {
+	return json.Marshal(idempotencyRecord{Format: FormatVersion, TaskID: t.ID, TaskType: t.Type, Key: t.IdempotencyKey, CreatedAt: t.CreatedAt})
+}
+
+// markerMoves reports whether the idempotency marker of a keyed task must
+// be rewritten by a write from prev to next: under a retention, when the
+// task becomes finished (its marker may expire from then on, as the task
+// does) or live again (a replay: its marker must not expire).
+func (q *Queue) markerMoves(prev, next *Task) bool {
+	return q.cfg.TasksRetentionDays > 0 && next.IdempotencyKey != "" && prev != nil &&
+		retainedAsFinished(prev) != retainedAsFinished(next)
+}
+
+// putMarker rewrites the idempotency marker of keyed task t, tagged as t
+// is (1 PUT). The binding never changes: the marker names t, as it did.
+// The write also restarts the marker's age, which the lifecycle rule
+// counts from its last write: a marker tagged finished expires N days
+// after its task finished, as the task does.
+func (q *Queue) putMarker(ctx context.Context, t *Task) error {
+	body, err := markerBody(t)
+	if err != nil {
+		return err
+	}
+	if _, err := q.put(ctx, IdempotencyKey(t.Type, t.IdempotencyKey), body, store.Condition{}, q.retentionTags(t)); err != nil {
+		return fmt.Errorf("rewrite idempotency marker of task %s: %w", t.ID, err)
+	}
+	return nil
 }
 
 // SubmitRequest describes a new task. Zero values take the defaults.
