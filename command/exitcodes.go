@@ -83,6 +83,7 @@ var exitCodes = []struct {
 	{queue.ErrConflict, exitConflict},
 	{queue.ErrLeaseLost, exitConflict},
 	{queue.ErrIdempotencyMismatch, exitConflict},
+	{queue.ErrOlderVersionRunning, exitConflict},
 	{queue.ErrNotInitialized, exitStorage},
 	{queue.ErrWaitTimeout, exitWaitTimeout},
 	{devenv.ErrConfig, exitUsage},

@@ -32,6 +32,7 @@ func TestExitCode(t *testing.T) {
 		{"queue conflict", fmt.Errorf("cancel: %w", queue.ErrInvalidTransition), exitConflict},
 		{"queue not initialised", fmt.Errorf("open: %w", queue.ErrNotInitialized), exitStorage},
 		{"queue layout outdated", fmt.Errorf("open: %w", queue.ErrLayoutOutdated), exitStorage},
+		{"older qo running", fmt.Errorf("migrate: %w", queue.ErrOlderVersionRunning), exitConflict},
 		{"wait timeout", fmt.Errorf("wait: %w", queue.ErrWaitTimeout), exitWaitTimeout},
 		{"dev environment running", fmt.Errorf("start: %w", devenv.ErrRunning), exitConflict},
 		{"dev address in use", fmt.Errorf("start: %w", devenv.ErrAddrInUse), exitConflict},

@@ -45,8 +45,9 @@ func prepareQueue(ctx context.Context, s adminStore, bucket string, log *slog.Lo
 	}
 	if errors.Is(err, queue.ErrLayoutOutdated) {
 		// The dev server's data was written by an older qo, and only this
-		// process uses it: convert it in place (nothing is lost).
-		res, merr := queue.Migrate(ctx, s, qopts, nil)
+		// process uses it: convert it in place (nothing is lost). A
+		// registry entry of an earlier dev run is no live worker.
+		res, merr := queue.Migrate(ctx, s, qopts, queue.MigrateOptions{Force: true})
 		if merr != nil {
 			return nil, fmt.Errorf("convert the dev queue in bucket %q to the current key layout: %w ('qo dev --reset' starts over)", bucket, merr)
 		}

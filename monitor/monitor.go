@@ -949,6 +949,10 @@ func (m *Monitor) logSweep(res queue.SweepResult) {
 	}
 	attrs := []any{"listed", res.Listed, "scanned", res.Scanned, "stale_removed", res.StaleRemoved,
 		"expired", res.Expired, "waiting_decided", res.WaitingDecided, "registered", res.Registered, "errors", res.Errors}
+	if res.Converted > 0 {
+		m.log.Warn("sweep converted ready entries of an older key layout: a qo of an older version still works on this queue (stop it)", append(attrs, "converted", res.Converted)...)
+		return
+	}
 	if res.StaleRemoved > 0 || res.Expired > 0 || res.WaitingDecided > 0 || res.Registered > 0 || res.Errors > 0 {
 		m.log.Info("sweep repaired the indexes or waiting tasks", attrs...)
 		return

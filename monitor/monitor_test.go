@@ -3,6 +3,7 @@ package monitor
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -197,6 +198,37 @@ func TestCheckLeasesDeadHolders(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, 1, r.Reclaimed)
 		require.Equal(t, []string{"patient"}, r.Dead)
+	})
+}
+
+// A worker of key layout 2 that outlived the migration claimed a task (its
+// lease entry has a key segment per field) and died: the lease check finds
+// the task and takes it back.
+func TestCheckLeasesTakesBackOlderLayoutLease(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		q, s, clock := setup(t, b, true)
+		l := submitAndClaim(t, q, 3)
+		e, err := queue.ParseLeaseKey(queue.LeaseKey(l.Task))
+		require.NoError(t, err)
+		old := fmt.Sprintf("leases/%s/%013d/%s/%s/%s/%s", e.Shard, e.ExpiresAt.UnixMilli(), e.Type, e.ID, e.LeaseID, e.WorkerID)
+		_, err = s.Put(ctx, old, nil, store.Condition{})
+		require.NoError(t, err)
+		require.NoError(t, s.Delete(ctx, e.Key, store.Condition{}))
+		m := New(q, Options{Logger: discard})
+
+		clock.Advance(queue.DefaultDeadAfter + queue.MaxClockSkew + time.Second)
+		r, err := m.CheckLeases(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 1, r.Leases)
+		require.Equal(t, 1, r.Reclaimed)
+		require.Equal(t, []string{"long-lived"}, r.Dead)
+		got, err := q.Get(ctx, l.Task.ID)
+		require.NoError(t, err)
+		require.Equal(t, queue.StatusPending, got.Status)
+		_, err = s.Get(ctx, queue.ReadyKey(got))
+		require.NoError(t, err, "the task has its current ready entry")
 	})
 }
 

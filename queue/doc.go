@@ -89,9 +89,38 @@ or lease entry; layout 1 ("format":1) put the time before the shard and
 had no dead-letter index. Migrate rewrites every ready and lease entry of
 either under its current key, from layout 1 also builds the dead-letter
 index from the failed tasks, and only then writes queue.json with the new
-format. Task objects, their history and their payloads do not move. qo
-versions of an older layout refuse a newer format, so old and new workers
-never share a bucket.
+format. Task objects, their history and their payloads do not move; a task
+object that does not decode is reported (key and reason) and left as it
+is, and everything else is converted and the switch made.
+
+qo versions of an older layout refuse a newer format when they start, but
+a process of an older layout started before the switch keeps writing
+entries of its own layout, which no current process would read: a task it
+releases would stay pending, a task it claims and dies with would stay
+running. So:
+
+  - Migrate refuses (ErrOlderVersionRunning, naming each one's id, host,
+    pid and version) while the worker registry holds a live worker of an
+    older layout: registry entries carry "layout" (LayoutVersion); one
+    without it, or with a lower one, whose last write is within its
+    DeadAfter plus MaxClockSkew is such a worker. On a bucket not yet
+    converted it also refuses while the monitor leadership is held (no
+    current monitor can open that bucket). Monitors and qo serve do not
+    register, so on a converted bucket they cannot be seen. Force
+    (qo migrate --force) converts anyway. Cost: 1 LIST per 1,000 workers
+    and 1 GET per registered worker.
+  - Stray entries of an older layout, written after the switch, are
+    converted, never skipped. The sweeper converts each ready entry of an
+    older layout it meets once the entry is SweepIdle old: its task, when
+    pending, gets its current entry and the old one is deleted; a stale one
+    goes once older than IndexGrace. So a stray pending task is claimable
+    again within one sweep pass (see Sweeper). The lease check reads a
+    lease entry of layout 2 as its own (it holds every field of a current
+    one), so a stray running task is taken back when its lease runs out or
+    its holder dies, within the bounds of Leases and liveness, and the old
+    entry removed with it. Migrate run on a converted bucket converts the
+    strays of both indexes in one pass of them (1 LIST per 1,000 entries,
+    1 GET per stray entry). None of these reads a finished task.
 
 # Task object (format 1)
 
@@ -162,8 +191,9 @@ or status, invalid type name, id or shard not matching its key) is a
 *MalformedError: listings skip and report it, single reads return it,
 nothing panics.
 
-queue.json is {"format":1,"shard_chars":1|2,"created_at":...}. Worker
-entries are WorkerInfo as JSON ("format":1). Named leases are
+queue.json is {"format":3,"shard_chars":1|2,"created_at":...}. Worker
+entries are WorkerInfo as JSON ("format":1, "layout":3: the key layout the
+worker speaks, see Key layout). Named leases are
 {"format":1,"name":key,"holder":...,"expires_at":...,"acquired_at":...,
 "updated_at":...,"request_id":...}; a released lease has holder "".
 Index objects are empty: the key is the whole entry.
@@ -639,13 +669,15 @@ resumes the pass) and reads only the tasks of entries that are available
 and older than SweepIdle (1 minute): entries no worker claimed, because
 their type is paused or served by no worker, or because they are stale.
 Such a task past its expires_at becomes expired, and a stale entry is
-deleted. Bound: a pending task nobody claims is expired, and a stale ready
-entry removed, within one pass, ceil(ready entries / 1,000) rounds; a
-round costs 1 LIST + 1 PUT (the position) + 1 GET per idle entry, whatever
-the number of finished tasks. Stale lease entries are removed by the
-expiry check when they expire (within ceil(lease entries / 100,000) lease
-rounds of it, see Leases and liveness), stale dead-letter entries by the
-listings that meet them. Entries lost to damage from outside (objects deleted by
+deleted. A ready entry of an older key layout older than SweepIdle is
+converted (see Key layout; 1 GET + 1 PUT + 1 DELETE). Bound: a pending
+task nobody claims is expired, a stale ready entry removed and a stray one
+of an older layout converted, within one pass, ceil(ready entries / 1,000)
+rounds; a round costs 1 LIST + 1 PUT (the position) + 1 GET per idle
+entry, whatever the number of finished tasks. Stale lease entries are
+removed by the expiry check when they expire (within ceil(lease entries /
+100,000) lease rounds of it, see Leases and liveness), stale dead-letter
+entries by the listings that meet them. Entries lost to damage from outside (objects deleted by
 hand, a partial restore) are rebuilt by Repair (`qo repair`), which reads
 every task object once: the one operation whose cost is the history, run
 only when asked.

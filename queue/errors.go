@@ -15,6 +15,11 @@ var (
 	// ErrLayoutOutdated: queue.json says the bucket uses an older key
 	// layout; `qo migrate` converts it (see doc.go, "Key layout").
 	ErrLayoutOutdated = errors.New("this queue uses an older key layout: stop its workers and run `qo migrate` to convert it (no task is moved or lost)")
+	// ErrOlderVersionRunning: Migrate found a live process of an older key
+	// layout (a registered worker, or on an unconverted bucket the leading
+	// monitor) that would keep writing entries no current process reads.
+	// Nothing was converted; stop it, or run Migrate with Force.
+	ErrOlderVersionRunning = errors.New("a qo of an older key layout is still working on this queue")
 	// ErrNotFound: the task (or worker, or named lease) does not exist. Errors
 	// carrying it for a missing object also match store.ErrNotFound.
 	ErrNotFound = errors.New("not found")

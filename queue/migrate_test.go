@@ -70,9 +70,12 @@ func TestMigrateFromLayout1(t *testing.T) {
 		_, err = queue.Open(b.ctx, b.raw, queue.Options{})
 		require.ErrorIs(t, err, queue.ErrLayoutOutdated)
 		require.Contains(t, err.Error(), "qo migrate")
+		// The entries were written long ago: a stale one younger than
+		// IndexGrace would be left (a write may be in flight).
+		b.clock.Advance(2 * queue.IndexGrace)
 
 		var said []string
-		res, err := queue.Migrate(b.ctx, b.raw, queue.Options{Clock: b.clock}, func(m string) { said = append(said, m) })
+		res, err := queue.Migrate(b.ctx, b.raw, queue.Options{Clock: b.clock}, queue.MigrateOptions{Progress: func(m string) { said = append(said, m) }})
 		require.NoError(t, err)
 		require.Equal(t, 1, res.From)
 		require.Equal(t, queue.LayoutVersion, res.To)
@@ -115,7 +118,7 @@ func TestMigrateFromLayout1(t *testing.T) {
 		require.Len(t, page.Tasks, 1)
 
 		// Running it again changes nothing.
-		res, err = queue.Migrate(b.ctx, b.raw, queue.Options{Clock: b.clock}, nil)
+		res, err = queue.Migrate(b.ctx, b.raw, queue.Options{Clock: b.clock}, queue.MigrateOptions{})
 		require.NoError(t, err)
 		require.True(t, res.AlreadyCurrent)
 	})
@@ -177,8 +180,9 @@ func TestMigrateFromLayout2(t *testing.T) {
 		require.NoError(t, err)
 		_, err = queue.Open(b.ctx, b.raw, queue.Options{})
 		require.ErrorIs(t, err, queue.ErrLayoutOutdated)
+		b.clock.Advance(2 * queue.IndexGrace) // the stale entry is old enough to go
 
-		res, err := queue.Migrate(b.ctx, b.raw, queue.Options{Clock: b.clock}, nil)
+		res, err := queue.Migrate(b.ctx, b.raw, queue.Options{Clock: b.clock}, queue.MigrateOptions{})
 		require.NoError(t, err)
 		require.Equal(t, 2, res.From)
 		require.Equal(t, queue.LayoutVersion, res.To)
@@ -201,8 +205,271 @@ func TestMigrateFromLayout2(t *testing.T) {
 		require.Len(t, exp, 1, "the old worker's lease is found by the expiry check")
 		require.Equal(t, running.Task.ID, exp[0].ID)
 
-		res, err = queue.Migrate(b.ctx, b.raw, queue.Options{Clock: b.clock}, nil)
+		res, err = queue.Migrate(b.ctx, b.raw, queue.Options{Clock: b.clock}, queue.MigrateOptions{})
 		require.NoError(t, err)
 		require.True(t, res.AlreadyCurrent)
+	})
+}
+
+// toLayout2 moves the current ready and lease entries of tasks to the
+// shape layout 2 wrote (a segment per field), as a worker of layout 2 does.
+func toLayout2(t *testing.T, b *bundle, tasks ...*queue.Task) []string {
+	t.Helper()
+	var old []string
+	for _, task := range tasks {
+		got := b.get(t, task)
+		for _, k := range queue.IndexKeys(got) {
+			o := layout2Key(t, k)
+			_, err := b.raw.Put(b.ctx, o, nil, store.Condition{})
+			require.NoError(t, err)
+			require.NoError(t, b.raw.Delete(b.ctx, k, store.Condition{}))
+			old = append(old, o)
+		}
+	}
+	return old
+}
+
+// setFormat rewrites queue.json with another layout format.
+func setFormat(t *testing.T, b *bundle, format int) {
+	t.Helper()
+	_, err := b.raw.Put(b.ctx, queue.ConfigKey, fmt.Appendf(nil, `{"format":%d,"shard_chars":1,"created_at":"2026-01-01T00:00:00Z"}`, format), store.Condition{})
+	require.NoError(t, err)
+}
+
+// A task object that does not decode is reported and left; everything
+// else is converted and the queue switched.
+func TestMigrateReportsMalformedTask(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
+		b := setup(t, be)
+		pending := b.submit(t, "job", `{"n":1}`)
+		toLayout2(t, b, pending)
+		bad := queue.NewIDAt(b.q.Now())
+		badKey := b.q.TaskKey(bad)
+		_, err := b.raw.Put(b.ctx, badKey, []byte(`{"format":1,"id":`), store.Condition{})
+		require.NoError(t, err)
+		badEntry := fmt.Sprintf("ready/%s/%013d/job/normal/%s", queue.ShardOf(bad, 1), b.q.Now().UnixMilli(), bad)
+		_, err = b.raw.Put(b.ctx, badEntry, nil, store.Condition{})
+		require.NoError(t, err)
+		setFormat(t, b, 2)
+
+		res, err := queue.Migrate(b.ctx, b.raw, queue.Options{Clock: b.clock}, queue.MigrateOptions{})
+		require.NoError(t, err)
+		require.Equal(t, 1, res.ReadyMoved)
+		require.Equal(t, 1, res.OldLeft, "the malformed task's entry is left")
+		require.Len(t, res.Malformed, 1)
+		require.Equal(t, badKey, res.Malformed[0].Key)
+
+		q, err := queue.Open(b.ctx, b.raw, queue.Options{Clock: b.clock})
+		require.NoError(t, err, "the switch was made")
+		require.ElementsMatch(t, []string{queue.ReadyKey(pending), badEntry}, b.keys(t, queue.ReadyPrefix))
+		obj, err := b.raw.Get(b.ctx, badKey)
+		require.NoError(t, err)
+		require.Equal(t, `{"format":1,"id":`, string(obj.Body), "the object is left as it was")
+		page, err := q.List(b.ctx, queue.ListQuery{Status: queue.StatusPending})
+		require.NoError(t, err)
+		require.Len(t, page.Tasks, 1)
+		require.Equal(t, pending.ID, page.Tasks[0].ID)
+		l, err := q.Claim(b.ctx, readyEntryOf(pending), "new-worker")
+		require.NoError(t, err)
+		_, err = q.Complete(b.ctx, l, nil)
+		require.NoError(t, err)
+		r, _, err := q.Repair(b.ctx, queue.ShardOf(bad, 1), 0, "")
+		require.NoError(t, err)
+		require.Len(t, r.Malformed, 1, "qo repair skips and reports it")
+	})
+}
+
+// layout2Worker writes the registry entry a worker of layout 2 wrote: no
+// "layout" field.
+func layout2Worker(t *testing.T, b *bundle, id, host string) {
+	t.Helper()
+	body := fmt.Sprintf(`{"format":1,"worker_id":%q,"host":%q,"pid":42,"version":"v0.9.0","last_heartbeat":%q,"started_at":%q}`,
+		id, host, b.q.Now().Format(time.RFC3339Nano), b.q.Now().Format(time.RFC3339Nano))
+	_, err := b.raw.Put(b.ctx, queue.WorkerKey(id), []byte(body), store.Condition{})
+	require.NoError(t, err)
+}
+
+// Migrate refuses while a process of an older layout is alive: it would
+// keep writing entries no current process reads.
+func TestMigrateRefusesWhileOlderVersionRuns(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name   string
+		format int // queue.json before
+		scene  func(t *testing.T, b *bundle)
+		refuse string // "" when Migrate proceeds
+	}{
+		{"layout-2 worker alive", 2, func(t *testing.T, b *bundle) { layout2Worker(t, b, "old-1", "box-7") }, "worker old-1 on host box-7"},
+		{"layout-2 worker alive after the switch", queue.LayoutVersion, func(t *testing.T, b *bundle) { layout2Worker(t, b, "old-1", "box-7") }, "worker old-1 on host box-7"},
+		{"layout-2 worker dead", 2, func(t *testing.T, b *bundle) {
+			layout2Worker(t, b, "old-1", "box-7")
+			b.clock.Advance(queue.DefaultDeadAfter + queue.MaxClockSkew + time.Second)
+		}, ""},
+		{"current worker alive", queue.LayoutVersion, func(t *testing.T, b *bundle) {
+			require.NoError(t, b.q.PutWorker(b.ctx, &queue.WorkerInfo{ID: "new-1", Host: "box-8"}))
+		}, ""},
+		{"monitor leading an unconverted bucket", 2, func(t *testing.T, b *bundle) {
+			_, err := b.q.AcquireLease(b.ctx, queue.MonitorLeaderKey, "old-monitor", time.Minute)
+			require.NoError(t, err)
+		}, "monitor old-monitor"},
+		{"monitor leading a converted bucket", queue.LayoutVersion, func(t *testing.T, b *bundle) {
+			_, err := b.q.AcquireLease(b.ctx, queue.MonitorLeaderKey, "new-monitor", time.Minute)
+			require.NoError(t, err)
+		}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
+				b := setup(t, be)
+				task := b.submit(t, "job", `{}`)
+				old := toLayout2(t, b, task)
+				tc.scene(t, b)
+				setFormat(t, b, tc.format)
+
+				res, err := queue.Migrate(b.ctx, b.raw, queue.Options{Clock: b.clock}, queue.MigrateOptions{})
+				if tc.refuse == "" {
+					require.NoError(t, err)
+					require.Equal(t, 1, res.ReadyMoved)
+					require.Empty(t, res.OlderRunning)
+					return
+				}
+				require.ErrorIs(t, err, queue.ErrOlderVersionRunning)
+				require.Contains(t, err.Error(), tc.refuse)
+				require.Contains(t, err.Error(), "--force")
+				require.Equal(t, old, b.keys(t, queue.ReadyPrefix), "nothing converted")
+				obj, err := b.raw.Get(b.ctx, queue.ConfigKey)
+				require.NoError(t, err)
+				require.Contains(t, string(obj.Body), fmt.Sprintf(`"format":%d`, tc.format), "nothing switched")
+
+				res, err = queue.Migrate(b.ctx, b.raw, queue.Options{Clock: b.clock}, queue.MigrateOptions{Force: true})
+				require.NoError(t, err)
+				require.Len(t, res.OlderRunning, 1)
+				require.Contains(t, res.OlderRunning[0], tc.refuse)
+				require.Equal(t, 1, res.ReadyMoved)
+				require.Equal(t, []string{queue.ReadyKey(task)}, b.keys(t, queue.ReadyPrefix))
+			})
+		})
+	}
+}
+
+// strayScene is a converted queue beside a worker of layout 2 that still
+// runs: it released a task (a ready entry of layout 2) and claimed another
+// (a lease entry of layout 2), and left a stale ready entry of layout 2 of
+// a task that finished since.
+type strayScene struct {
+	pending, running, done *queue.Task
+	old                    []string
+}
+
+func newStrayScene(t *testing.T, b *bundle) strayScene {
+	t.Helper()
+	var s strayScene
+	s.pending = b.submit(t, "job", `{"n":1}`)
+	s.running = b.submit(t, "job", `{"n":2}`)
+	b.claim(t, s.running, "old-worker")
+	s.done = b.submit(t, "job", `{"n":3}`)
+	stale := layout2Key(t, queue.ReadyKey(s.done))
+	l := b.claim(t, s.done, "new-worker")
+	_, err := b.q.Complete(b.ctx, l, nil)
+	require.NoError(t, err)
+	_, err = b.raw.Put(b.ctx, stale, nil, store.Condition{})
+	require.NoError(t, err)
+	s.old = append(toLayout2(t, b, s.pending, s.running), stale)
+	require.Empty(t, b.readyEntries(t, queue.ReadyQuery{}), "no current ready entry: workers do not see the task")
+	return s
+}
+
+// The sweeper converts stray ready entries of an older layout: the task
+// gets its current entry, a stale one goes.
+func TestSweepConvertsOlderLayoutReadyEntries(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
+		b := setup(t, be)
+		s := newStrayScene(t, b)
+
+		res, _, err := b.q.Sweep(b.ctx, "", 0, time.Minute)
+		require.NoError(t, err)
+		require.Zero(t, res.Converted, "entries younger than the idle bound are left (a write may be in flight)")
+
+		b.clock.Advance(2 * time.Minute)
+		var total queue.SweepResult
+		cursor := ""
+		for {
+			res, next, err := b.q.Sweep(b.ctx, cursor, 1, time.Minute)
+			require.NoError(t, err)
+			total.Add(res)
+			if next == "" {
+				break
+			}
+			cursor = next
+		}
+		require.Equal(t, 1, total.Converted)
+		require.Equal(t, 1, total.StaleRemoved)
+		require.Equal(t, []string{queue.ReadyKey(s.pending)}, b.keys(t, queue.ReadyPrefix))
+		es := b.readyEntries(t, queue.ReadyQuery{})
+		require.Len(t, es, 1)
+		require.Equal(t, s.pending.ID, es[0].ID)
+		b.claim(t, s.pending, "new-worker")
+	})
+}
+
+// The lease check reads a lease entry of layout 2 as its own: the task a
+// worker of layout 2 claimed is taken back when its lease runs out.
+func TestLeaseCheckFindsOlderLayoutLeases(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
+		b := setup(t, be)
+		s := newStrayScene(t, b)
+		oldLease := s.old[1]
+
+		es, next, err := b.q.ListLeases(b.ctx, 0, "")
+		require.NoError(t, err)
+		require.Empty(t, next)
+		require.Len(t, es, 1)
+		require.Equal(t, s.running.ID, es[0].ID)
+		require.Equal(t, oldLease, es[0].Key)
+		require.Equal(t, "old-worker", es[0].WorkerID)
+		exp, _, err := b.q.ListExpired(b.ctx, 0, "")
+		require.NoError(t, err)
+		require.Empty(t, exp, "the lease runs")
+
+		b.clock.Advance(time.Hour)
+		exp, _, err = b.q.ListExpired(b.ctx, 0, "")
+		require.NoError(t, err)
+		require.Len(t, exp, 1)
+		got, err := b.q.ExpireLease(b.ctx, exp[0])
+		require.NoError(t, err)
+		require.Equal(t, queue.StatusPending, got.Status)
+		require.Contains(t, b.keys(t, queue.ReadyPrefix), queue.ReadyKey(got), "the task has its current ready entry")
+		require.NotContains(t, b.keys(t, queue.LeasesPrefix), oldLease, "the old entry is gone")
+	})
+}
+
+// qo migrate run again on a converted queue converts the stray entries of
+// an older layout, in one pass of the ready and lease indexes.
+func TestMigrateAgainConvertsStrayEntries(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
+		b := setup(t, be)
+		s := newStrayScene(t, b)
+
+		res, err := queue.Migrate(b.ctx, b.raw, queue.Options{Clock: b.clock}, queue.MigrateOptions{})
+		require.NoError(t, err)
+		require.True(t, res.AlreadyCurrent)
+		require.Equal(t, 1, res.ReadyMoved)
+		require.Equal(t, 1, res.LeasesMoved)
+		require.Equal(t, 2, res.OldRemoved)
+		require.Equal(t, 1, res.OldLeft, "the stale entry is younger than IndexGrace")
+		require.ElementsMatch(t, []string{queue.ReadyKey(s.pending), s.old[2]}, b.keys(t, queue.ReadyPrefix))
+		require.Equal(t, []string{queue.LeaseKey(b.get(t, s.running))}, b.keys(t, queue.LeasesPrefix))
+
+		b.clock.Advance(2 * queue.IndexGrace)
+		res, err = queue.Migrate(b.ctx, b.raw, queue.Options{Clock: b.clock}, queue.MigrateOptions{})
+		require.NoError(t, err)
+		require.Equal(t, 1, res.OldRemoved)
+		require.Zero(t, res.OldLeft)
+		require.Equal(t, []string{queue.ReadyKey(s.pending)}, b.keys(t, queue.ReadyPrefix))
 	})
 }

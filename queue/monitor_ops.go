@@ -56,8 +56,18 @@ func (q *Queue) listLeases(ctx context.Context, limit int, startAfter string, ex
 	next, err := q.walkPartitions(ctx, LeasesPrefix, nil, startAfter, limit, func(o store.ObjectInfo) bool {
 		e, err := ParseLeaseKey(o.Key)
 		if err != nil {
-			q.log.Debug("skipping unparseable lease entry", "key", o.Key, "err", err)
-			return false
+			old, ok := parseLayout2LeaseKey(o.Key)
+			if !ok {
+				q.log.Debug("skipping unparseable lease entry", "key", o.Key, "err", err)
+				return false
+			}
+			// A worker of layout 2 still runs on this queue (see doc.go,
+			// "Key layout"): its entry is read as it is, so the task is
+			// taken back like any other once the lease or the holder dies.
+			e = old
+			if _, seen := q.olderHolders.LoadOrStore(e.WorkerID, true); !seen {
+				q.log.Warn("lease entry of an older key layout: a qo of an older version works on this queue (stop it)", "key", o.Key, "worker_id", e.WorkerID)
+			}
 		}
 		if expiredOnly && e.ExpiresAt.After(now) {
 			return true
@@ -179,6 +189,7 @@ type SweepResult struct {
 	LeasesRepaired int              `json:"leases_repaired"` // missing lease entries written
 	DeadRepaired   int              `json:"dead_repaired"`   // missing dead-letter entries written
 	StaleRemoved   int              `json:"stale_removed"`   // stale entries deleted
+	Converted      int              `json:"converted"`       // ready entries of an older key layout rewritten (a process of that layout still writes)
 	Expired        int              `json:"expired"`         // pending tasks past expires_at, now expired
 	WaitingDecided int              `json:"waiting_decided"` // waiting tasks released, cancelled or failed by the sweep (a parent's end not recorded)
 	Registered     int              `json:"registered"`      // waiting tasks whose parents did not know them (a submit stopped half-way)
@@ -194,6 +205,7 @@ func (r *SweepResult) Add(o SweepResult) {
 	r.LeasesRepaired += o.LeasesRepaired
 	r.DeadRepaired += o.DeadRepaired
 	r.StaleRemoved += o.StaleRemoved
+	r.Converted += o.Converted
 	r.Expired += o.Expired
 	r.WaitingDecided += o.WaitingDecided
 	r.Registered += o.Registered
@@ -213,17 +225,28 @@ const sweepParallelism = 8
 // expired; an entry whose task is gone or moved on is deleted (once older
 // than IndexGrace). Nothing else is read, so a pass costs one LIST per
 // 1,000 ready entries plus one GET per stuck entry, whatever the number of
-// finished tasks in the bucket. Missing entries are not searched for:
-// index entries are written before their task (see doc.go), so no single
-// crash or lost response leaves one out; Repair rebuilds them after damage.
+// finished tasks in the bucket. An entry of an older key layout (written
+// by a process of that layout still running beside this one) older than
+// idle is converted: its task, when pending, gets its current entry (1 GET
+// + 1 PUT + 1 DELETE; see doc.go, "Key layout"). Missing entries are not
+// searched for: index entries are written before their task (see doc.go),
+// so no single crash or lost response leaves one out; Repair rebuilds them
+// after damage.
 // cursor is "" for the first page; the returned cursor is "" after the last.
 func (q *Queue) Sweep(ctx context.Context, cursor string, pageSize int, idle time.Duration) (SweepResult, string, error) {
 	now := q.Now()
 	return q.sweepPage(ctx, ReadyPrefix, cursor, pageSize, func(o store.ObjectInfo) func() SweepResult {
 		e, err := ParseReadyKey(o.Key)
 		if err != nil {
-			q.log.Debug("sweep: unparseable ready entry", "key", o.Key, "err", err)
-			return nil
+			id, old := oldEntry(ReadyPrefix, o.Key)
+			if !old {
+				q.log.Debug("sweep: unparseable ready entry", "key", o.Key, "err", err)
+				return nil
+			}
+			if idle > 0 && now.Sub(o.LastModified) < idle {
+				return nil
+			}
+			return func() SweepResult { return q.sweepOldEntry(ctx, o.Key, id, o.LastModified) }
 		}
 		if e.AvailableAt.After(now) || (idle > 0 && now.Sub(o.LastModified) < idle) {
 			return nil
@@ -265,6 +288,27 @@ func (q *Queue) sweepPage(ctx context.Context, prefix, cursor string, pageSize i
 		next = page.Objects[len(page.Objects)-1].Key
 	}
 	return res, next, ctx.Err()
+}
+
+// sweepOldEntry converts a ready entry of an older key layout, written by a
+// process of that layout still running beside this one (see convertEntry):
+// the task, when pending, gets its current entry.
+func (q *Queue) sweepOldEntry(ctx context.Context, key string, id uuid.UUID, modified time.Time) SweepResult {
+	r := SweepResult{Scanned: 1}
+	moved, removed, err := q.convertEntry(ctx, ReadyPrefix, key, id, modified)
+	var bad *MalformedError
+	switch {
+	case errors.As(err, &bad):
+		r.Malformed = append(r.Malformed, *bad)
+	case err != nil:
+		q.log.Debug("sweep: older-layout entry not converted", "key", key, "err", err)
+		r.Errors++
+	case moved:
+		r.Converted++
+	case removed:
+		r.StaleRemoved++
+	}
+	return r
 }
 
 // sweepEntry checks one stuck ready entry against its task.

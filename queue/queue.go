@@ -52,6 +52,10 @@ type Queue struct {
 	rnd   *rand.Rand
 
 	idSource func(time.Time) uuid.UUID
+
+	// olderHolders: workers of an older key layout whose lease entries
+	// the lease check met (each is warned about once).
+	olderHolders sync.Map
 }
 
 // Open reads queue.json and returns a handle. ErrNotInitialized when the

@@ -42,6 +42,10 @@ type WorkerInfo struct {
 	// tasks it holds, and the worker itself stops their handlers (0: the
 	// default, DefaultDeadAfter).
 	DeadAfterSeconds int `json:"dead_after_seconds,omitempty"`
+	// Layout is the key layout the worker reads and writes (LayoutVersion,
+	// set by PutWorker). An entry without it was written by a qo of layout
+	// 2 or older: Migrate refuses to run while such a worker is alive.
+	Layout int `json:"layout,omitempty"`
 }
 
 // DefaultDeadAfter is the liveness bound of a worker that states none: a
@@ -96,12 +100,12 @@ func (q *Queue) GetWorker(ctx context.Context, id string) (*WorkerInfo, error) {
 }
 
 // PutWorker writes (registers or heartbeats) a worker entry. Format is set
-// to FormatVersion.
+// to FormatVersion and Layout to LayoutVersion.
 func (q *Queue) PutWorker(ctx context.Context, w *WorkerInfo) error {
 	if err := ValidateWorkerID(w.ID); err != nil {
 		return fmt.Errorf("put worker: %w", err)
 	}
-	w.Format = FormatVersion
+	w.Format, w.Layout = FormatVersion, LayoutVersion
 	body, err := json.Marshal(w)
 	if err != nil {
 		return fmt.Errorf("put worker %s: %w", w.ID, err)
