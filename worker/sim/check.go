@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -29,6 +30,24 @@ type checker struct {
 	keys       map[string]bool             // index keys at the last check
 	pending    map[uuid.UUID]time.Duration // when each task first became pending (final)
 	started    map[uuid.UUID]time.Duration // when its first handler run started (final)
+	depth      []depthAt                   // ready entries at each check
+}
+
+// depthAt is how many ready entries the index held at a check.
+type depthAt struct {
+	at time.Duration
+	n  int
+}
+
+// deepest is the most ready entries seen at the checks within [from, to].
+func (c *checker) deepest(from, to time.Duration) int {
+	n := 0
+	for _, d := range c.depth {
+		if d.at >= from && d.at <= to {
+			n = max(n, d.n)
+		}
+	}
+	return n
 }
 
 func (c *checker) violate(kind, task, detail string) {
@@ -77,6 +96,13 @@ func (c *checker) check(ctx context.Context) {
 		c.specs, c.status, c.last, c.firstSeen = map[uuid.UUID]TaskSpec{}, map[uuid.UUID]queue.Status{}, map[uuid.UUID]*queue.Task{}, map[uuid.UUID]time.Duration{}
 	}
 	c.keys = c.indexKeys(ctx)
+	ready := 0
+	for k := range c.keys {
+		if strings.HasPrefix(k, queue.ReadyPrefix) {
+			ready++
+		}
+	}
+	c.depth = append(c.depth, depthAt{c.f.now(), ready})
 	c.f.mu.Lock()
 	ids := make([]uuid.UUID, 0, len(c.f.tasks))
 	for id := range c.f.tasks {
@@ -216,9 +242,11 @@ func (c *checker) final(ctx context.Context) {
 
 // overtake checks the order promise once the faults stopped: no task
 // waits more than OvertakeBound to start behind a newer task of its type
-// and priority (newer: it became pending later) that started before it.
-// It returns the longest such wait.
-func (c *checker) overtake() time.Duration {
+// and priority (newer: it became pending later) that started before it,
+// while the ready index held no more than one walk reads (maxWalk pages).
+// Deeper, shards take turns (see worker/poll.go): such waits are measured,
+// not bounded. It returns the longest wait of each kind.
+func (c *checker) overtake(maxWalk int) (within, deep time.Duration) {
 	from := c.f.sc.FaultsEnd + Settle
 	type item struct {
 		id             uuid.UUID
@@ -236,7 +264,6 @@ func (c *checker) overtake() time.Duration {
 		groups[k] = append(groups[k], item{id, p, st})
 	}
 	c.f.mu.Unlock()
-	var worst time.Duration
 	for _, items := range groups {
 		// Newest first, carrying the earliest start of the newer ones.
 		slices.SortFunc(items, func(a, b item) int { return int(b.pending - a.pending) })
@@ -251,7 +278,11 @@ func (c *checker) overtake() time.Duration {
 			for _, it := range items[i:j] {
 				if earliest >= 0 && it.start > earliest {
 					wait := it.start - earliest
-					worst = max(worst, wait)
+					if c.deepest(max(it.pending, from), it.start) > maxWalk {
+						deep = max(deep, wait)
+						continue
+					}
+					within = max(within, wait)
 					if wait > OvertakeBound {
 						c.violate("overtaken", c.name(it.id), fmt.Sprintf("started %s after a newer task of its type and priority (pending at %s, started at %s)", wait, it.pending, it.start))
 					}
@@ -265,5 +296,5 @@ func (c *checker) overtake() time.Duration {
 			i = j
 		}
 	}
-	return worst
+	return within, deep
 }

@@ -31,6 +31,10 @@ const (
 	// this to start behind a newer task of its type and priority that
 	// started before it (30 s plus one page hold).
 	OvertakeBound = 40 * time.Second
+	// maxWalkLists is the LISTs one walk of a worker reads
+	// (worker/poll.go): a ready index of more than this many pages is
+	// read by shards in turn.
+	maxWalkLists = 4
 )
 
 // Violation is one broken invariant.
@@ -55,8 +59,10 @@ type Report struct {
 	Faults     map[string]int // injected, by kind
 	Violations []Violation
 	// MaxOvertake is the longest a task waited to start behind a newer one
-	// of its type and priority, after the faults stopped.
-	MaxOvertake time.Duration
+	// of its type and priority, after the faults stopped, while the ready
+	// index was no deeper than one walk reads; MaxOvertakeDeep the same
+	// while it was deeper (not bounded: shards take turns).
+	MaxOvertake, MaxOvertakeDeep time.Duration
 	// DrainBound is the bound every task had to end within once the load
 	// stopped, and Drained how long the last one took.
 	DrainBound, Drained time.Duration
@@ -141,7 +147,7 @@ func Run(sc Scenario) Report {
 	<-loadDone
 
 	c.final(context.Background())
-	rep.MaxOvertake = c.overtake()
+	rep.MaxOvertake, rep.MaxOvertakeDeep = c.overtake(maxWalkLists * sc.PageSize)
 	rep.Tasks = len(f.tasks)
 	rep.Runs = len(f.journal.all())
 	rep.Faults = f.faults.snapshot()

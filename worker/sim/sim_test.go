@@ -78,8 +78,8 @@ func describe(r Report) string {
 		fmt.Fprintf(&b, "  %s\n", e)
 	}
 	fmt.Fprintf(&b, "  last submit returned at %s, timeline done at %s\n", r.Submitted.Truncate(time.Second), r.TimelineDone.Truncate(time.Second))
-	fmt.Fprintf(&b, "  => simulated %s, %d tasks, %d runs, drained in %s of %s, max overtake %s, faults %v, %d violations",
-		r.Simulated.Truncate(time.Second), r.Tasks, r.Runs, r.Drained.Truncate(time.Second), r.DrainBound.Truncate(time.Second), r.MaxOvertake.Truncate(time.Millisecond), r.Faults, len(r.Violations))
+	fmt.Fprintf(&b, "  => simulated %s, %d tasks, %d runs, drained in %s of %s, max overtake %s (deeper than a walk: %s), faults %v, %d violations",
+		r.Simulated.Truncate(time.Second), r.Tasks, r.Runs, r.Drained.Truncate(time.Second), r.DrainBound.Truncate(time.Second), r.MaxOvertake.Truncate(time.Millisecond), r.MaxOvertakeDeep.Truncate(time.Millisecond), r.Faults, len(r.Violations))
 	return b.String()
 }
 
@@ -93,11 +93,14 @@ type Summary struct {
 	Violations     int            `json:"violations"`
 	FailingSeeds   []uint64       `json:"failing_seeds"`
 	MaxOvertake    string         `json:"max_overtake"`
+	// MaxOvertakeDeep: the same while the ready index was deeper than one
+	// walk (measured, not bounded).
+	MaxOvertakeDeep string `json:"max_overtake_deep"`
 }
 
 func summarize(rs []Report) Summary {
 	s := Summary{Seeds: len(rs), Faults: map[string]int{}}
-	var sim, over time.Duration
+	var sim, over, deep time.Duration
 	for _, r := range rs {
 		sim += r.Simulated
 		s.Tasks += r.Tasks
@@ -110,10 +113,12 @@ func summarize(rs []Report) Summary {
 			s.FailingSeeds = append(s.FailingSeeds, r.Seed)
 		}
 		over = max(over, r.MaxOvertake)
+		deep = max(deep, r.MaxOvertakeDeep)
 	}
 	sort.Slice(s.FailingSeeds, func(i, j int) bool { return s.FailingSeeds[i] < s.FailingSeeds[j] })
 	s.SimulatedHours = sim.Hours()
 	s.MaxOvertake = over.Truncate(time.Millisecond).String()
+	s.MaxOvertakeDeep = deep.Truncate(time.Millisecond).String()
 	return s
 }
 
@@ -123,6 +128,6 @@ func (s Summary) String() string {
 		kinds = append(kinds, fmt.Sprintf("%s %d", k, v))
 	}
 	sort.Strings(kinds)
-	return fmt.Sprintf("simulation: %d seeds, %.1f simulated hours, %d tasks, %d handler runs, faults: %s; longest wait behind a newer task %s; %d violations (failing seeds %v)",
-		s.Seeds, s.SimulatedHours, s.Tasks, s.Runs, strings.Join(kinds, ", "), s.MaxOvertake, s.Violations, s.FailingSeeds)
+	return fmt.Sprintf("simulation: %d seeds, %.1f simulated hours, %d tasks, %d handler runs, faults: %s; longest wait behind a newer task %s (bound %s), %s with a ready index deeper than one walk; %d violations (failing seeds %v)",
+		s.Seeds, s.SimulatedHours, s.Tasks, s.Runs, strings.Join(kinds, ", "), s.MaxOvertake, OvertakeBound, s.MaxOvertakeDeep, s.Violations, s.FailingSeeds)
 }
