@@ -66,14 +66,18 @@ func TestCompareReady(t *testing.T) {
 
 // claimOrder polls w with one free slot at a time until n tasks were
 // claimed (the handler blocks, so each poll's claim stays running) and
-// returns the tasks in the order they were claimed.
-func claimOrder(t *testing.T, w *Worker, n int) []uuid.UUID {
+// returns the tasks in the order they were claimed. Each poll runs after
+// the functions in before.
+func claimOrder(t *testing.T, w *Worker, n int, before ...func()) []uuid.UUID {
 	t.Helper()
 	ctx := context.Background()
 	var order []uuid.UUID
 	seen := map[uuid.UUID]bool{}
 	for polls := 0; len(order) < n; polls++ {
 		require.Less(t, polls, 10*n, "claimed %d of %d", len(order), n)
+		for _, f := range before {
+			f()
+		}
 		r := w.pollSettled(ctx, 1)
 		require.NoError(t, r.err)
 		for _, rt := range w.snapshotRunning() {
@@ -250,19 +254,20 @@ func TestWorkersSplitReadyWork(t *testing.T) {
 }
 
 // A share its worker leaves behind (registered, heartbeating, but not
-// claiming) is taken once it stayed older than everything of the
-// worker's own for a page hold.
+// claiming) is taken once the worker passed it a page hold ago (by the
+// queue's clock, which moves a tenth of a hold per poll here), oldest
+// first.
 func TestLateShareTaken(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	bd := setupRegistry(t)
 	o := bd.opts(t)
-	o.PageHold = time.Nanosecond
+	o.PageHold = time.Second
 	w := jobWorker(t, bd.q, o)
 	require.NoError(t, bd.q.PutWorker(ctx, &queue.WorkerInfo{ID: "stalled", LastHeartbeat: bd.fake.Now(), Types: []string{"job"}}))
 	tasks := bd.submitSpread(t, "job", 24)
 
-	order := claimOrder(t, w, len(tasks))
+	order := claimOrder(t, w, len(tasks), func() { bd.fake.Advance(o.PageHold / 10) })
 	require.ElementsMatch(t, ids(tasks), order)
 	rank := map[uuid.UUID]int{}
 	for i, task := range tasks {
@@ -397,4 +402,153 @@ func TestOwnsSplitsEachTaskOnce(t *testing.T) {
 	require.Zero(t, shares["c/y"], "c does not serve y")
 	require.Positive(t, shares["d/x"])
 	require.Less(t, shares["d/x"], n/16, "d polls one shard of 16")
+}
+
+// Two workers serve one type over a backlog deeper than a walk reads (four
+// pages of ten over sixteen shards), so the walks take turns over the
+// shards, and new tasks keep coming. One worker is registered and
+// heartbeating but leaves its share alone (saturated: concurrency 1 and a
+// task that does not end; or at its limit for the type); the other has
+// free slots and keeps up. Every task of the held-up worker's share among
+// the oldest of the backlog, and a high-priority one of that share
+// submitted later, is started by the free worker within PageHold (by the
+// queue's clock) plus a round of its walks over the shards after it first
+// passed the task (started one ranked after it).
+func TestDeepBacklogShareNotStarved(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name        string
+		concurrency int
+		limits      map[string]int
+	}{
+		{"saturated", 1, nil},
+		{"at its type limit", 4, map[string]int{"job": 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			bd := setupRegistry(t)
+			const (
+				hold     = time.Second
+				step     = 50 * time.Millisecond // queue clock per step
+				pageSize = 10
+				backlog  = 300
+				free     = 8  // the free worker's free slots at each poll
+				oldest   = 40 // the backlog's oldest tasks checked
+			)
+			// A round of walks over 16 shards is at most 16/4+1 walks, a
+			// walk at most every ceil(4 pages / free) polls; a poll per
+			// step, and a step for the claims of a hold counted at the
+			// end of an eighth of it.
+			bound := int(hold/step) + int(hold/8/step) + 1 + (16/4+1)*((4*pageSize+free-1)/free)
+
+			ho := bd.opts(t)
+			ho.ID, ho.Concurrency, ho.Limits = "held-up", tc.concurrency, tc.limits
+			ho.PageHold, ho.ReadyPageSize = hold, pageSize
+			heldUp := jobWorker(t, bd.q, ho)
+			fo := bd.opts(t)
+			fo.ID, fo.Concurrency = "free", 10_000
+			fo.PageHold, fo.ReadyPageSize = hold, pageSize
+			w := jobWorker(t, bd.q, fo)
+			require.NoError(t, heldUp.Heartbeat(ctx))
+			require.NoError(t, w.Heartbeat(ctx))
+
+			rank := map[uuid.UUID]time.Time{}
+			submittedAt := map[uuid.UUID]int{} // task -> step it was submitted at
+			var passed []time.Time             // step -> highest rank the free worker started so far
+			submitted := func(task *queue.Task) *queue.Task {
+				e, err := queue.ParseReadyKey(queue.ReadyKey(task))
+				require.NoError(t, err)
+				rank[task.ID], submittedAt[task.ID] = e.Rank, len(passed)
+				return task
+			}
+			var tasks []*queue.Task
+			for range backlog {
+				tasks = append(tasks, submitted(bd.submit(t, "job", `{}`)))
+				bd.fake.Advance(time.Millisecond)
+			}
+			w.refreshPeers(ctx)
+			entry := func(task *queue.Task) queue.ReadyEntry {
+				return queue.ReadyEntry{ID: task.ID, Shard: task.Shard, Type: task.Type}
+			}
+
+			started := map[uuid.UUID]int{} // task -> step it started at
+			collect := func(s int) {
+				top := time.Time{}
+				if s > 0 {
+					top = passed[s-1]
+				}
+				for _, x := range []*Worker{heldUp, w} {
+					for _, rt := range x.snapshotRunning() {
+						if _, ok := started[rt.id]; ok {
+							continue
+						}
+						started[rt.id] = s
+						if x == w && rank[rt.id].After(top) {
+							top = rank[rt.id]
+						}
+					}
+				}
+				passed = append(passed, top)
+			}
+			// The held-up worker takes the first task it can, then no more.
+			for heldUp.slotsTaken() == 0 {
+				require.Less(t, len(passed), 10, "the held-up worker claims a task")
+				require.NoError(t, heldUp.pollSettled(ctx, 1).err)
+				collect(len(passed))
+			}
+
+			var watched []*queue.Task
+			for _, task := range tasks[:oldest] {
+				if _, ok := started[task.ID]; !ok && !w.owns(entry(task)) {
+					watched = append(watched, task)
+				}
+			}
+			require.NotEmpty(t, watched)
+			var high *queue.Task
+			for s := len(passed); ; s++ {
+				require.Less(t, s, 400, "steps")
+				if s == 10 { // a high-priority task of the held-up worker's share
+					for high == nil || w.owns(entry(high)) {
+						high = submitted(bd.submit(t, "job", `{}`, func(r *queue.SubmitRequest) { r.Priority = queue.PriorityHigh }))
+					}
+					watched = append(watched, high)
+				}
+				bd.fake.Advance(step)
+				submitted(bd.submit(t, "job", `{}`)) // new work keeps coming
+				require.NoError(t, heldUp.Heartbeat(ctx))
+				if n := ho.Concurrency - heldUp.slotsTaken(); n > 0 {
+					require.NoError(t, heldUp.pollSettled(ctx, n).err)
+				}
+				require.NoError(t, w.pollSettled(ctx, free).err)
+				collect(s)
+
+				waiting := 0
+				for _, task := range watched {
+					if _, ok := started[task.ID]; !ok {
+						waiting++
+					}
+				}
+				for _, task := range watched {
+					// Passed: the free worker had started a task ranked
+					// after it (once it was submitted).
+					first := slices.IndexFunc(passed[submittedAt[task.ID]:], func(top time.Time) bool { return top.After(rank[task.ID]) })
+					if first < 0 {
+						continue // not passed yet
+					}
+					first += submittedAt[task.ID]
+					at, ok := started[task.ID]
+					if !ok {
+						at = s
+					}
+					require.LessOrEqual(t, at-first, bound, "task %s (priority %s) passed at step %d, not started by step %d (%d of %d watched waiting)",
+						task.ID, task.Priority, first, at, waiting, len(watched))
+				}
+				if s > 10 && waiting == 0 && len(started) > backlog/2 {
+					break
+				}
+			}
+			require.NotNil(t, high)
+		})
+	}
 }
