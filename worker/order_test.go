@@ -322,6 +322,14 @@ func TestHelpWithFewOthers(t *testing.T) {
 			}
 			require.Zero(t, r.claimed)
 			require.True(t, r.others, "backs off")
+
+			// Left to their worker for a page hold (by the queue's clock),
+			// they are late: the worker takes them, as many as it has free
+			// slots for.
+			bd.fake.Advance(o.PageHold * 9 / 8)
+			r = w.pollSettled(ctx, tc.free)
+			require.NoError(t, r.err)
+			require.Equal(t, tc.free, r.claimed)
 		})
 	}
 }
@@ -550,5 +558,47 @@ func TestDeepBacklogShareNotStarved(t *testing.T) {
 			}
 			require.NotNil(t, high)
 		})
+	}
+}
+
+// The record of passed ranks answers, for any moment, the highest rank
+// passed at least a hold before it (a rank counts from the end of the
+// eighth of a hold it was noted in), and keeps a few buckets whatever
+// the number of notes.
+func TestPassedRanks(t *testing.T) {
+	t.Parallel()
+	const hold = 8 * time.Second
+	t0 := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	var p passedRanks
+	require.True(t, p.before(at(time.Hour), hold).IsZero(), "nothing passed")
+
+	p.note(at(0), at(-time.Minute), hold)
+	p.note(at(500*time.Millisecond), at(-30*time.Second), hold) // same bucket (until 1 s)
+	p.note(at(700*time.Millisecond), at(-50*time.Second), hold) // lower: ignored
+	p.note(at(2*time.Second), at(-10*time.Second), hold)        // next bucket (until 3 s)
+	for _, tc := range []struct {
+		now  time.Duration
+		want time.Time
+	}{
+		{8 * time.Second, time.Time{}},            // the first bucket ends at 1 s: not a hold ago yet
+		{9 * time.Second, at(-30 * time.Second)},  // the first bucket, its highest rank
+		{10 * time.Second, at(-30 * time.Second)}, // the second ends at 3 s
+		{11 * time.Second, at(-10 * time.Second)}, // both
+		{time.Hour, at(-10 * time.Second)},        // nothing passed since
+	} {
+		require.Equal(t, tc.want, p.before(at(tc.now), hold), "at %s", tc.now)
+	}
+
+	// A note every millisecond for a minute keeps at most a hold's
+	// eighths in the record.
+	var q passedRanks
+	for ms := range 60_000 {
+		now := at(time.Duration(ms) * time.Millisecond)
+		q.note(now, now, hold)
+		if ms%100 == 0 {
+			q.before(now, hold)
+			require.LessOrEqual(t, len(q.recent), 9)
+		}
 	}
 }

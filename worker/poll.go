@@ -251,7 +251,7 @@ type heldView struct {
 	// help: the walk found nothing of the worker's own, so it helps with
 	// the others' entries (see claimHeld).
 	help bool
-	// late: another worker's entry ranked before lateRank and ready since
+	// late: another worker's entry ranked up to lateRank and ready since
 	// lateReady at the latest is late (see passedRanks); set at each poll.
 	lateRank, lateReady time.Time
 }
@@ -264,7 +264,7 @@ func (v *heldView) within(h *heldEntry) bool {
 // late reports whether another worker's entry has waited a page hold
 // behind tasks this worker started (see passedRanks).
 func (v *heldView) late(h *heldEntry) bool {
-	return h.Rank.Before(v.lateRank) && !h.AvailableAt.After(v.lateReady)
+	return !h.Rank.After(v.lateRank) && !h.AvailableAt.After(v.lateReady)
 }
 
 // claimable reports whether the entry is one the view is claimed for.
@@ -415,10 +415,10 @@ func (w *Worker) hold(ctx context.Context, entries []queue.ReadyEntry, horizon t
 }
 
 // passedRanks records how far this worker has passed other workers' ready
-// tasks, by the queue's clock: the highest rank it started a task of, and,
+// tasks, by the queue's clock: the highest rank it started a claim for, and,
 // after a walk that found only others' entries (more than it helps with)
 // while it had free slots, the highest rank of those. An entry of another
-// worker's share ranked before what was passed a page hold ago, and ready
+// worker's share ranked up to what was passed a page hold ago, and ready
 // since then, has waited that long behind tasks this worker started (or
 // for a free slot it had): it is late, and the worker claims it in rank
 // order with its own. The ranks are kept in buckets an eighth of a page
