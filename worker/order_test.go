@@ -444,10 +444,12 @@ func TestDeepBacklogShareNotStarved(t *testing.T) {
 				free     = 8  // the free worker's free slots at each poll
 				oldest   = 40 // the backlog's oldest tasks checked
 			)
-			// A round of walks over 16 shards is at most 16/4+1 walks, a
-			// walk at most every ceil(4 pages / free) polls; a poll per
-			// step, and a step for the claims of a hold counted at the
-			// end of an eighth of it.
+			// The bound in steps (a poll of each worker per step): a hold
+			// and an eighth (passing counts from the end of the eighth of
+			// a hold it falls in), a step, and a round of the free
+			// worker's walks over the 16 shards: at most 16/4+1 walks,
+			// each within ceil(4 pages / free) polls of the last (its
+			// view is used up by then).
 			bound := int(hold/step) + int(hold/8/step) + 1 + (16/4+1)*((4*pageSize+free-1)/free)
 
 			ho := bd.opts(t)
