@@ -66,14 +66,18 @@ func TestCompareReady(t *testing.T) {
 
 // claimOrder polls w with one free slot at a time until n tasks were
 // claimed (the handler blocks, so each poll's claim stays running) and
-// returns the tasks in the order they were claimed.
-func claimOrder(t *testing.T, w *Worker, n int) []uuid.UUID {
+// returns the tasks in the order they were claimed. Each poll runs after
+// the functions in before.
+func claimOrder(t *testing.T, w *Worker, n int, before ...func()) []uuid.UUID {
 	t.Helper()
 	ctx := context.Background()
 	var order []uuid.UUID
 	seen := map[uuid.UUID]bool{}
 	for polls := 0; len(order) < n; polls++ {
 		require.Less(t, polls, 10*n, "claimed %d of %d", len(order), n)
+		for _, f := range before {
+			f()
+		}
 		r := w.pollSettled(ctx, 1)
 		require.NoError(t, r.err)
 		for _, rt := range w.snapshotRunning() {
@@ -250,19 +254,20 @@ func TestWorkersSplitReadyWork(t *testing.T) {
 }
 
 // A share its worker leaves behind (registered, heartbeating, but not
-// claiming) is taken once it stayed older than everything of the
-// worker's own for a page hold.
+// claiming) is taken once the worker passed it a page hold ago (by the
+// queue's clock, which moves a tenth of a hold per poll here), oldest
+// first.
 func TestLateShareTaken(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	bd := setupRegistry(t)
 	o := bd.opts(t)
-	o.PageHold = time.Nanosecond
+	o.PageHold = time.Second
 	w := jobWorker(t, bd.q, o)
 	require.NoError(t, bd.q.PutWorker(ctx, &queue.WorkerInfo{ID: "stalled", LastHeartbeat: bd.fake.Now(), Types: []string{"job"}}))
 	tasks := bd.submitSpread(t, "job", 24)
 
-	order := claimOrder(t, w, len(tasks))
+	order := claimOrder(t, w, len(tasks), func() { bd.fake.Advance(o.PageHold / 10) })
 	require.ElementsMatch(t, ids(tasks), order)
 	rank := map[uuid.UUID]int{}
 	for i, task := range tasks {
@@ -317,6 +322,14 @@ func TestHelpWithFewOthers(t *testing.T) {
 			}
 			require.Zero(t, r.claimed)
 			require.True(t, r.others, "backs off")
+
+			// Left to their worker for a page hold (by the queue's clock),
+			// they are late: the worker takes them, as many as it has free
+			// slots for.
+			bd.fake.Advance(o.PageHold * 9 / 8)
+			r = w.pollSettled(ctx, tc.free)
+			require.NoError(t, r.err)
+			require.Equal(t, tc.free, r.claimed)
 		})
 	}
 }
@@ -397,4 +410,197 @@ func TestOwnsSplitsEachTaskOnce(t *testing.T) {
 	require.Zero(t, shares["c/y"], "c does not serve y")
 	require.Positive(t, shares["d/x"])
 	require.Less(t, shares["d/x"], n/16, "d polls one shard of 16")
+}
+
+// Two workers serve one type over a backlog deeper than a walk reads (four
+// pages of ten over sixteen shards), so the walks take turns over the
+// shards, and new tasks keep coming. One worker is registered and
+// heartbeating but leaves its share alone (saturated: concurrency 1 and a
+// task that does not end; or at its limit for the type); the other has
+// free slots and keeps up. Every task of the held-up worker's share among
+// the oldest of the backlog, and a high-priority one of that share
+// submitted later, is started by the free worker within PageHold (by the
+// queue's clock) plus a round of its walks over the shards after it first
+// passed the task (started one ranked after it).
+func TestDeepBacklogShareNotStarved(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name        string
+		concurrency int
+		limits      map[string]int
+	}{
+		{"saturated", 1, nil},
+		{"at its type limit", 4, map[string]int{"job": 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			bd := setupRegistry(t)
+			const (
+				hold     = time.Second
+				step     = 50 * time.Millisecond // queue clock per step
+				pageSize = 10
+				backlog  = 300
+				free     = 8  // the free worker's free slots at each poll
+				oldest   = 40 // the backlog's oldest tasks checked
+			)
+			// The bound in steps (a poll of each worker per step): a hold
+			// and an eighth (passing counts from the end of the eighth of
+			// a hold it falls in), a step, and a round of the free
+			// worker's walks over the 16 shards: at most 16/4+1 walks,
+			// each within ceil(4 pages / free) polls of the last (its
+			// view is used up by then).
+			bound := int(hold/step) + int(hold/8/step) + 1 + (16/4+1)*((4*pageSize+free-1)/free)
+
+			ho := bd.opts(t)
+			ho.ID, ho.Concurrency, ho.Limits = "held-up", tc.concurrency, tc.limits
+			ho.PageHold, ho.ReadyPageSize = hold, pageSize
+			heldUp := jobWorker(t, bd.q, ho)
+			fo := bd.opts(t)
+			fo.ID, fo.Concurrency = "free", 10_000
+			fo.PageHold, fo.ReadyPageSize = hold, pageSize
+			w := jobWorker(t, bd.q, fo)
+			require.NoError(t, heldUp.Heartbeat(ctx))
+			require.NoError(t, w.Heartbeat(ctx))
+
+			rank := map[uuid.UUID]time.Time{}
+			submittedAt := map[uuid.UUID]int{} // task -> step it was submitted at
+			var passed []time.Time             // step -> highest rank the free worker started so far
+			submitted := func(task *queue.Task) *queue.Task {
+				e, err := queue.ParseReadyKey(queue.ReadyKey(task))
+				require.NoError(t, err)
+				rank[task.ID], submittedAt[task.ID] = e.Rank, len(passed)
+				return task
+			}
+			var tasks []*queue.Task
+			for range backlog {
+				tasks = append(tasks, submitted(bd.submit(t, "job", `{}`)))
+				bd.fake.Advance(time.Millisecond)
+			}
+			w.refreshPeers(ctx)
+			entry := func(task *queue.Task) queue.ReadyEntry {
+				return queue.ReadyEntry{ID: task.ID, Shard: task.Shard, Type: task.Type}
+			}
+
+			started := map[uuid.UUID]int{} // task -> step it started at
+			collect := func(s int) {
+				top := time.Time{}
+				if s > 0 {
+					top = passed[s-1]
+				}
+				for _, x := range []*Worker{heldUp, w} {
+					for _, rt := range x.snapshotRunning() {
+						if _, ok := started[rt.id]; ok {
+							continue
+						}
+						started[rt.id] = s
+						if x == w && rank[rt.id].After(top) {
+							top = rank[rt.id]
+						}
+					}
+				}
+				passed = append(passed, top)
+			}
+			// The held-up worker takes the first task it can, then no more.
+			for heldUp.slotsTaken() == 0 {
+				require.Less(t, len(passed), 10, "the held-up worker claims a task")
+				require.NoError(t, heldUp.pollSettled(ctx, 1).err)
+				collect(len(passed))
+			}
+
+			var watched []*queue.Task
+			for _, task := range tasks[:oldest] {
+				if _, ok := started[task.ID]; !ok && !w.owns(entry(task)) {
+					watched = append(watched, task)
+				}
+			}
+			require.NotEmpty(t, watched)
+			var high *queue.Task
+			for s := len(passed); ; s++ {
+				require.Less(t, s, 400, "steps")
+				if s == 10 { // a high-priority task of the held-up worker's share
+					for high == nil || w.owns(entry(high)) {
+						high = submitted(bd.submit(t, "job", `{}`, func(r *queue.SubmitRequest) { r.Priority = queue.PriorityHigh }))
+					}
+					watched = append(watched, high)
+				}
+				bd.fake.Advance(step)
+				submitted(bd.submit(t, "job", `{}`)) // new work keeps coming
+				require.NoError(t, heldUp.Heartbeat(ctx))
+				if n := ho.Concurrency - heldUp.slotsTaken(); n > 0 {
+					require.NoError(t, heldUp.pollSettled(ctx, n).err)
+				}
+				require.NoError(t, w.pollSettled(ctx, free).err)
+				collect(s)
+
+				waiting := 0
+				for _, task := range watched {
+					if _, ok := started[task.ID]; !ok {
+						waiting++
+					}
+				}
+				for _, task := range watched {
+					// Passed: the free worker had started a task ranked
+					// after it (once it was submitted).
+					first := slices.IndexFunc(passed[submittedAt[task.ID]:], func(top time.Time) bool { return top.After(rank[task.ID]) })
+					if first < 0 {
+						continue // not passed yet
+					}
+					first += submittedAt[task.ID]
+					at, ok := started[task.ID]
+					if !ok {
+						at = s
+					}
+					require.LessOrEqual(t, at-first, bound, "task %s (priority %s) passed at step %d, not started by step %d (%d of %d watched waiting)",
+						task.ID, task.Priority, first, at, waiting, len(watched))
+				}
+				if s > 10 && waiting == 0 && len(started) > backlog/2 {
+					break
+				}
+			}
+			require.NotNil(t, high)
+		})
+	}
+}
+
+// The record of passed ranks answers, for any moment, the highest rank
+// passed at least a hold before it (a rank counts from the end of the
+// eighth of a hold it was noted in), and keeps a few buckets whatever
+// the number of notes.
+func TestPassedRanks(t *testing.T) {
+	t.Parallel()
+	const hold = 8 * time.Second
+	t0 := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	var p passedRanks
+	require.True(t, p.before(at(time.Hour), hold).IsZero(), "nothing passed")
+
+	p.note(at(0), at(-time.Minute), hold)
+	p.note(at(500*time.Millisecond), at(-30*time.Second), hold) // same bucket (until 1 s)
+	p.note(at(700*time.Millisecond), at(-50*time.Second), hold) // lower: ignored
+	p.note(at(2*time.Second), at(-10*time.Second), hold)        // next bucket (until 3 s)
+	for _, tc := range []struct {
+		now  time.Duration
+		want time.Time
+	}{
+		{8 * time.Second, time.Time{}},            // the first bucket ends at 1 s: not a hold ago yet
+		{9 * time.Second, at(-30 * time.Second)},  // the first bucket, its highest rank
+		{10 * time.Second, at(-30 * time.Second)}, // the second ends at 3 s
+		{11 * time.Second, at(-10 * time.Second)}, // both
+		{time.Hour, at(-10 * time.Second)},        // nothing passed since
+	} {
+		require.Equal(t, tc.want, p.before(at(tc.now), hold), "at %s", tc.now)
+	}
+
+	// A note every millisecond for a minute keeps at most a hold's
+	// eighths in the record.
+	var q passedRanks
+	for ms := range 60_000 {
+		now := at(time.Duration(ms) * time.Millisecond)
+		q.note(now, now, hold)
+		if ms%100 == 0 {
+			q.before(now, hold)
+			require.LessOrEqual(t, len(q.recent), 9)
+		}
+	}
 }

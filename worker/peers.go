@@ -30,10 +30,11 @@ import (
 // share was lost, which means some worker sees another list.
 //
 // The split is a preference, never a lock: a worker claims others'
-// entries too, newest first, once it has none of its own left (so
-// workers finish a burst together), and oldest first when they stayed
-// older than its own oldest entry for a page hold (their worker is dead,
-// stalled or far behind). A lost race costs the GET it always cost.
+// entries too, newest first, once it has none of its own left and they
+// are few (so workers finish a burst together), and in rank order with
+// its own once it passed them a page hold ago (their worker is dead,
+// stalled, saturated or otherwise behind; see passedRanks in poll.go). A
+// lost race costs the GET it always cost.
 
 const (
 	// peersRefresh is how old the list of live workers may grow while

@@ -11,8 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/qo-queue/qo/queue"
 )
 
@@ -38,11 +36,13 @@ import (
 // and task id (compareReady), which is the key order within a shard.
 // Workers reading the same entries split them by task id (see peers.go),
 // so each claims its own share oldest first instead of racing for the same
-// keys; a share left behind by a dead or stalled worker is taken after a
-// page hold, and a worker with nothing of its own left helps with the
-// others' entries when they are few (no more than its free slots), newest
-// first; more than that are left to their workers and the worker backs
-// off.
+// keys. Another worker's entry that this worker passed a page hold ago is
+// late (see passedRanks), and the worker claims it with its own, in rank
+// order: so the share of a worker that does not claim it (dead, stalled,
+// saturated, at its type limit, draining, failing to list) gets done. A
+// worker with nothing of its own left helps with the others' entries when
+// they are few (no more than its free slots), newest first; more than
+// that are left to their workers (until late) and the worker backs off.
 //
 // After a poll that claimed something the worker polls again at once
 // while it has free slots, then every PollMin for WarmFor (so a task that
@@ -59,7 +59,25 @@ import (
 // worker's (qo bench reports how far). With a deeper backlog than a walk
 // reads (4 pages), a walk ranks only the shards it reached, each with a
 // horizon at the last key of a page it cut short, and the next walk goes
-// on at the next shard: shards then take turns.
+// on at the next shard: shards then take turns. A shard comes round at
+// every walk while the ready work fits in one, and over a deeper backlog
+// at least every ceil(S/4)+1 walks of a worker polling S shards (each walk
+// reaches at least 4 more); a worker with a free slot walks at least every
+// PageHold plus one poll wait (at most PollMax), and at once when its view
+// is used up while it gave work.
+//
+// The bound behind another worker's share: take a ready task and a worker
+// W that serves its type, polls its shard and has a free slot. Once W has
+// started a task ranked after it (a newer one of its priority), or walked
+// and found only others' entries up to it, W claims it, if its own worker
+// has not, the first time W's held view holds it after 9/8 PageHold more
+// (passing is counted in eighths of a hold) and at least PageHold after it
+// became ready. So W passes it for at most 9/8 PageHold plus the time its
+// shard takes to come round in W's walks, which is how long W passes its
+// own tasks of other shards: whatever the depth of the backlog, however
+// unequal the workers, and whatever holds its own worker up. With the
+// defaults that is 11.25 s while the ready work fits in a walk (4,000
+// entries), and at most 5 walks more over a deeper backlog of 16 shards.
 
 // othersWait: after a walk that found only other workers' work, the
 // worker waits this many PollMin before it looks again (then twice as
@@ -219,7 +237,6 @@ func (w *Worker) poll(ctx context.Context, free int) pollResult {
 type heldEntry struct {
 	queue.ReadyEntry
 	own  bool // it falls to this worker (see peers.go)
-	late bool // another worker's, left older than this worker's own for a page hold
 	done bool // tried (claimed, lost, or failed)
 }
 
@@ -234,6 +251,9 @@ type heldView struct {
 	// help: the walk found nothing of the worker's own, so it helps with
 	// the others' entries (see claimHeld).
 	help bool
+	// late: another worker's entry ranked up to lateRank and ready since
+	// lateReady at the latest is late (see passedRanks); set at each poll.
+	lateRank, lateReady time.Time
 }
 
 // within reports whether the entry may be claimed before the next walk.
@@ -241,9 +261,15 @@ func (v *heldView) within(h *heldEntry) bool {
 	return v.horizon.IsZero() || !h.Rank.After(v.horizon)
 }
 
+// late reports whether another worker's entry has waited a page hold
+// behind tasks this worker started (see passedRanks).
+func (v *heldView) late(h *heldEntry) bool {
+	return !h.Rank.After(v.lateRank) && !h.AvailableAt.After(v.lateReady)
+}
+
 // claimable reports whether the entry is one the view is claimed for.
 func (v *heldView) claimable(h *heldEntry) bool {
-	return !h.done && v.within(h) && (v.help || h.own || h.late)
+	return !h.done && v.within(h) && (v.help || h.own || v.late(h))
 }
 
 // spent reports whether nothing in the view is left to claim before the
@@ -358,38 +384,84 @@ func readyShard(key string) string {
 }
 
 // hold makes the entries of a walk the held view: in claim order, each
-// marked as the worker's own or another's (see peers.go), the others'
-// that stayed older than the worker's oldest own entry for a page hold
-// marked late (their worker is not keeping up: this one takes them). A
-// view without an own entry is one to help with.
+// marked as the worker's own or another's (see peers.go). A view without
+// an own entry is one to help with; with more entries than free slots, its
+// entries count as passed (see passedRanks): the worker had room for them
+// and left them to their workers.
 func (w *Worker) hold(ctx context.Context, entries []queue.ReadyEntry, horizon time.Time, free int) {
 	slices.SortFunc(entries, compareReady)
 	if w.leaser == nil && len(entries) > free && w.peers.due(time.Now()) {
 		w.refreshPeers(ctx)
 	}
-	now := time.Now()
-	v := heldView{entries: make([]heldEntry, len(entries)), horizon: horizon, at: now}
-	behind := map[uuid.UUID]time.Time{}
-	ahead := true // no own entry yet: entries so far are older than every own one
+	v := heldView{entries: make([]heldEntry, len(entries)), horizon: horizon, at: time.Now()}
+	mine := false
 	for i, e := range entries {
-		h := heldEntry{ReadyEntry: e, own: w.leaser != nil || w.owns(e)}
-		if h.own {
-			ahead = false
-		} else if ahead {
-			since, ok := w.behind[e.ID]
-			if !ok {
-				since = now
-			}
-			behind[e.ID] = since
-			h.late = now.Sub(since) >= w.opts.PageHold
-		}
-		v.entries[i] = h
+		v.entries[i] = heldEntry{ReadyEntry: e, own: w.leaser != nil || w.owns(e)}
+		mine = mine || v.entries[i].own
 	}
 	// Help only with a few entries (no more than the free slots): with
 	// more, their workers are at them, and a helper would mostly meet
 	// them.
-	v.help = ahead && len(entries) <= free
-	w.view, w.behind = v, behind
+	v.help = !mine && len(entries) <= free
+	if !mine && !v.help {
+		for i := len(v.entries) - 1; i >= 0; i-- {
+			if v.within(&v.entries[i]) {
+				w.passed.note(w.clock.Now(), v.entries[i].Rank, w.opts.PageHold)
+				break
+			}
+		}
+	}
+	w.view = v
+}
+
+// passedRanks records how far this worker has passed other workers' ready
+// tasks, by the queue's clock: the highest rank it started a claim for, and,
+// after a walk that found only others' entries (more than it helps with)
+// while it had free slots, the highest rank of those. An entry of another
+// worker's share ranked up to what was passed a page hold ago, and ready
+// since then, has waited that long behind tasks this worker started (or
+// for a free slot it had): it is late, and the worker claims it in rank
+// order with its own. The ranks are kept in buckets an eighth of a page
+// hold long, each counted as passed when it ends: a few values, whatever
+// the backlog, and no entry needs to be remembered from walk to walk
+// (walks over a deep backlog take turns over the shards, so an entry is
+// seen only in some of them).
+type passedRanks struct {
+	settled time.Time      // the highest rank passed a page hold ago
+	recent  []passedBucket // since then, oldest first, ranks rising
+}
+
+type passedBucket struct {
+	end  time.Time // when it counts as passed (queue clock)
+	rank time.Time // the highest rank passed up to end
+}
+
+// note records that rank was passed at now.
+func (p *passedRanks) note(now, rank time.Time, hold time.Duration) {
+	top := p.settled
+	if n := len(p.recent); n > 0 {
+		top = p.recent[n-1].rank
+		if !now.After(p.recent[n-1].end) {
+			if rank.After(top) {
+				p.recent[n-1].rank = rank
+			}
+			return
+		}
+	}
+	if rank.After(top) {
+		p.recent = append(p.recent, passedBucket{end: now.Add(hold / 8), rank: rank})
+	}
+}
+
+// before returns the highest rank passed at least hold before now.
+func (p *passedRanks) before(now time.Time, hold time.Duration) time.Time {
+	cut := now.Add(-hold)
+	n := 0
+	for ; n < len(p.recent) && !p.recent[n].end.After(cut); n++ {
+		p.settled = p.recent[n].rank
+	}
+	p.recent = slices.Delete(p.recent, 0, n)
+	return p.settled
 }
 
 // indexStep claims up to free entries from the held view, walking the
@@ -405,6 +477,9 @@ func (w *Worker) indexStep(ctx context.Context, shards, types []string, free int
 		w.view.entries = nil
 		return pollResult{others: help}
 	}
+	now := w.clock.Now()
+	lateRank, lateReady := w.passed.before(now, w.opts.PageHold), now.Add(-w.opts.PageHold)
+	w.view.lateRank, w.view.lateReady = lateRank, lateReady
 	walked, fromStart, listed := false, false, 0
 	if w.view.spent() || time.Since(w.view.at) >= w.opts.PageHold {
 		fromStart = w.walkFrom == ""
@@ -416,6 +491,7 @@ func (w *Worker) indexStep(ctx context.Context, shards, types []string, free int
 		walked, listed = true, len(entries)
 		entries = w.tried.drop(entries, began)
 		w.hold(ctx, w.dropPaused(ctx, entries), horizon, free)
+		w.view.lateRank, w.view.lateReady = lateRank, lateReady
 	}
 	claimed := w.claimHeld(ctx, free)
 	switch {
@@ -455,6 +531,7 @@ func (w *Worker) claimHeld(ctx context.Context, free int) (started int) {
 	if len(w.opts.Limits) > 0 {
 		perType = w.runningByType()
 	}
+	now := w.clock.Now()
 	order := make([]int, 0, len(v.entries))
 	for i := range v.entries {
 		if v.claimable(&v.entries[i]) {
@@ -484,6 +561,7 @@ func (w *Worker) claimHeld(ctx context.Context, free int) (started int) {
 		if perType != nil {
 			perType[h.Type]++
 		}
+		w.passed.note(now, h.Rank, w.opts.PageHold)
 		own, key := h.own, h.Key
 		w.tried.begin(key)
 		w.startClaim(ctx, h.ReadyEntry, func(o claimOutcome) {

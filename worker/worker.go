@@ -74,11 +74,11 @@ type Worker struct {
 
 	// Poll state, owned by the dispatch loop.
 	control    controlState
-	view       heldView                // what the last walk found (see claimHeld)
-	walkFrom   string                  // where the next walk starts ("" the first shard)
-	behind     map[uuid.UUID]time.Time // others' entries older than every own one, since when (see hold)
-	peers      peerSet                 // the other live workers (see peers.go)
-	lastWork   time.Time               // when a poll last claimed something (machine clock)
+	view       heldView    // what the last walk found (see claimHeld)
+	walkFrom   string      // where the next walk starts ("" the first shard)
+	passed     passedRanks // how far it passed the ready tasks (see passedRanks)
+	peers      peerSet     // the other live workers (see peers.go)
+	lastWork   time.Time   // when a poll last claimed something (machine clock)
 	scan       scanState
 	scanning   bool
 	emptySince time.Time
