@@ -45,10 +45,11 @@ import (
 const maxLastError = 8 << 10
 
 type runningTask struct {
-	id     uuid.UUID
-	typ    string
-	ctx    context.Context // the handler's context
-	cancel context.CancelCauseFunc
+	id      uuid.UUID
+	typ     string
+	ctx     context.Context // the handler's context
+	cancel  context.CancelCauseFunc
+	expires time.Time // the lease's expiry (a lease is never extended)
 
 	mu      sync.Mutex // guards lease and settled; held across each write
 	lease   *queue.Lease
@@ -71,6 +72,9 @@ func (rt *runningTask) ctxCause() error {
 func (w *Worker) start(l *queue.Lease, claimedAs string) {
 	ctx, cancel := context.WithCancelCause(w.handlerBase)
 	rt := &runningTask{id: l.Task.ID, typ: l.Task.Type, ctx: ctx, lease: l, cancel: cancel}
+	if l.Task.LeaseExpiresAt != nil {
+		rt.expires = *l.Task.LeaseExpiresAt
+	}
 	w.mu.Lock()
 	w.running[rt.id] = rt
 	// The claim's slot is the task's now, in one step: a count of the
