@@ -50,7 +50,11 @@ type Worker struct {
 	tried    triedKeys      // ready entries claimed from, until a walk cannot show them
 
 	claims sync.WaitGroup // claims in flight
-	rnd    *rand.Rand
+
+	resolving   sync.WaitGroup // claims whose outcome is unknown (see unknownclaim.go)
+	resolveNow  chan struct{}  // closed at shutdown: try them once more, now
+	resolveStop sync.Once
+	rnd         *rand.Rand
 
 	tasks    sync.WaitGroup
 	taskDone chan struct{} // a slot freed up
@@ -109,6 +113,8 @@ func New(q *queue.Queue, opts Options) *Worker {
 		taskDone: make(chan struct{}, 1),
 		hbNow:    make(chan struct{}, 1),
 		abort:    make(chan struct{}),
+
+		resolveNow: make(chan struct{}),
 	}
 	if !opts.NoMonitor {
 		w.mon = monitor.New(q, opts.Monitor)
@@ -285,6 +291,7 @@ func (w *Worker) Run(ctx context.Context) error {
 
 	w.setDraining()
 	w.claims.Wait() // a claim in flight starts its task, which drain waits for
+	w.stopResolving()
 	keepEntry := w.drain()
 	stopMon()
 	mon.Wait()
