@@ -34,7 +34,11 @@ import (
 //     store for DeadAfter (ErrPresumedDead: the monitor may have handed
 //     the tasks to others; each is released where the lease still holds);
 //   - cancels the handlers left at shutdown once ShutdownTimeout passed
-//     (ErrShuttingDown: the task is released).
+//     (ErrShuttingDown: the task is released once the handler returned).
+//
+// Whatever the cause, the outcome is written only after the handler has
+// returned (an exec handler: after its process was reaped), so no other
+// worker can start the task while this attempt still runs.
 //
 // Liveness comes from the heartbeat, not from the lease: the monitor takes
 // back the tasks of a worker whose registry entry is older than DeadAfter.
