@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/urfave/cli/v2"
+
+	"github.com/qo-queue/qo/worker"
 )
 
 // workerSetupOf parses run-worker's flags the way the command does.
@@ -64,6 +66,7 @@ func TestWorkerKillGraceBound(t *testing.T) {
 		want string // "" when accepted
 	}{
 		{nil, ""},
+		{[]string{"--dead-after", "4s", "--heartbeat-interval", "1s"}, ""}, // the default lowered to 1s
 		{[]string{"--kill-grace", "5s"}, ""},
 		{[]string{"--kill-grace", "10s", "--dead-after", "40s"}, ""},
 		{[]string{"--kill-grace", "6s"}, "--kill-grace 6s is more than 5s, the most --dead-after 20s allows"},
@@ -79,6 +82,8 @@ func TestWorkerKillGraceBound(t *testing.T) {
 			if tt.want == "" {
 				require.NoError(t, err)
 				require.Equal(t, ws.execOpts.KillGrace, ws.opts.KillGrace, "the worker holds its exec handlers' kill grace")
+				most, _ := worker.MaxKillGrace(ws.opts.DeadAfter)
+				require.LessOrEqual(t, ws.opts.KillGrace, most)
 				return
 			}
 			require.ErrorContains(t, err, tt.want)

@@ -114,7 +114,7 @@ func workerCommand(build Build) *cli.Command {
 		&cli.BoolFlag{Name: "builtins", Category: catHandler, EnvVars: []string{"QO_BUILTINS"},
 			Usage: "register the echo, sleep and fail handlers (default: on when no --exec is given)"},
 		&cli.StringFlag{Name: "kill-grace", Category: catHandler, EnvVars: []string{"QO_KILL_GRACE"}, Value: "5s",
-			Usage: "exec handlers: time between SIGTERM and SIGKILL; at most a quarter of --dead-after, and 10s"},
+			Usage: "exec handlers: time between SIGTERM and SIGKILL; at most a quarter of --dead-after, and 10s (the default is lowered to fit)"},
 		&cli.Int64Flag{Name: "exec-max-output", Category: catHandler, EnvVars: []string{"QO_EXEC_MAX_OUTPUT"}, Value: worker.DefaultMaxStdout,
 			Usage: "exec handlers: stdout size limit in `BYTES` (larger output fails the task)"},
 		execEnvFlag(catHandler, "QO_EXEC_ENV"),
@@ -216,7 +216,6 @@ func workerSetupFromFlags(c *cli.Context) (*workerSetup, error) {
 	if ws.execOpts.MaxStdout = c.Int64("exec-max-output"); ws.execOpts.MaxStdout < 1 {
 		return nil, usageError("invalid --exec-max-output %d: must be positive", ws.execOpts.MaxStdout)
 	}
-	o.KillGrace = ws.execOpts.KillGrace
 	o.NoMonitor = c.Bool("no-monitor")
 	o.ShardLeasing.Enabled = c.Bool("shard-leasing")
 	if o.ShardLeasing.ShardsPerWorker = c.Int("shard-leasing-shards-per-worker"); o.ShardLeasing.ShardsPerWorker < 0 {
@@ -232,6 +231,10 @@ func workerSetupFromFlags(c *cli.Context) (*workerSetup, error) {
 	if o.HeartbeatInterval > 0 && o.DeadAfter > 0 && 2*o.HeartbeatInterval > o.DeadAfter {
 		return nil, usageError("--heartbeat-interval %s is more than half of --dead-after %s: one late heartbeat would get the worker's tasks taken back; raise --dead-after to at least %s", o.HeartbeatInterval, o.DeadAfter, 2*o.HeartbeatInterval)
 	}
+	if most, _ := worker.MaxKillGrace(o.DeadAfter); !c.IsSet("kill-grace") && ws.execOpts.KillGrace > most {
+		ws.execOpts.KillGrace = most // the default, under a short --dead-after
+	}
+	o.KillGrace = ws.execOpts.KillGrace
 	if err := worker.CheckKillGrace(o.KillGrace, o.DeadAfter); err != nil {
 		return nil, usageError("invalid --kill-grace: %s", strings.TrimPrefix(err.Error(), worker.ErrKillGrace.Error()+": "))
 	}
