@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -408,4 +409,38 @@ func TestAbortKillsExecHandlerInItsGrace(t *testing.T) {
 		t.Fatal("the aborted exec handler was not killed")
 	}
 	require.False(t, testutil.ProcessAlive(pid))
+}
+
+// Abort during the kill grace of an exec handler that ignores SIGTERM
+// kills it at once, and its task is released once the process is gone,
+// before Run returns: nothing is left for the monitor.
+func TestAbortDuringKillGraceReleases(t *testing.T) {
+	t.Parallel()
+	bd := setup(t, storetest.Backends()[0], setupOpts{})
+	rs := &releaseWatch{Store: bd.s}
+	q, err := queue.Open(context.Background(), rs, queue.Options{Logger: testLogger(t)})
+	require.NoError(t, err)
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "pid")
+	logs := &testutil.Buffer{}
+	o := bd.opts(t)
+	o.ShutdownTimeout = 10 * time.Millisecond
+	o.KillGrace, o.HandlerGrace = 5*time.Second, 0 // the most DeadAfter 20s allows, and the default above it
+	o.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	w := New(q, o)
+	w.Handle("stubborn", Exec([]string{script(t, "trap '' TERM\necho $$ > "+pidFile+".tmp && mv "+pidFile+".tmp "+pidFile+"\nsleep 1000")}, ExecOptions{}))
+	task := bd.submit(t, "stubborn", `{}`)
+	r := start(t, w)
+	pid := readPid(t, pidFile)
+	var alive atomic.Bool
+	check := func() { alive.Store(alive.Load() || testutil.ProcessAlive(pid)) }
+	rs.check.Store(&check)
+	r.cancel()
+	testutil.Eventually(t, func() bool { return strings.Contains(logs.String(), "stopping the handlers still running") }, "the handler to be stopped")
+	w.Abort() // in the kill grace: SIGTERM sent, SIGKILL due in 5s
+	require.NoError(t, r.stop(t))
+	require.False(t, testutil.ProcessAlive(pid))
+	require.Equal(t, queue.StatusPending, bd.get(t, task.ID).Status, "released before Run returned")
+	require.False(t, alive.Load(), "released while the handler still ran")
+	require.False(t, bd.registered(t, w.ID()), "nothing left for the monitor: deregistered")
 }

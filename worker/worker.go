@@ -382,25 +382,25 @@ func (w *Worker) drain() (keepEntry bool) {
 	if aborted {
 		grace = min(grace, abortGrace)
 	}
-	if done, ab := w.awaitHandlers(allDone, grace, aborted, time.Time{}); done {
+	done, ab := w.awaitHandlers(allDone, grace, aborted, time.Time{})
+	if done {
 		return false
-	} else if ab {
-		aborted = true
 	}
-	if !aborted {
+	if !aborted && !ab {
 		until := w.lastLeaseExpiry()
 		w.log.Error("handlers did not return after they were stopped: their tasks are not released while they run; waiting until they return or their leases expire (stop waiting with a second signal, or Abort)",
 			"running", w.runningCount(), "handler_grace", w.opts.HandlerGrace.String(), "leases_expire", until)
-		done, ab := w.awaitHandlers(allDone, 0, false, until)
-		if done {
+		if done, ab = w.awaitHandlers(allDone, 0, false, until); done {
 			return false
 		}
 		if !ab {
 			w.log.Warn("the leases of the handlers still running have expired: their tasks are the monitor's to take back", "running", w.runningCount())
 			return false
 		}
-		// Aborted: exec handlers still running are killed now; wait
-		// briefly for them.
+	}
+	if !aborted {
+		// Aborted while waiting: exec handlers still running are killed
+		// now (see handlerEnv); wait briefly for them.
 		if done, _ := w.awaitHandlers(allDone, min(w.opts.HandlerGrace, abortGrace), true, time.Time{}); done {
 			return false
 		}
