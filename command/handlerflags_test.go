@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"github.com/urfave/cli/v2"
+
+	"github.com/qo-queue/qo/worker"
 )
 
 // workerSetupOf parses run-worker's flags the way the command does.
@@ -51,4 +54,49 @@ func TestWorkerExecEnvFlags(t *testing.T) {
 	require.ErrorContains(t, err, "invalid --env-file: env file "+file+": line 2:")
 	require.NotContains(t, err.Error(), "s3cret")
 	require.Equal(t, exitUsage, exitCode(err))
+}
+
+// A kill grace longer than the margins that keep two attempts of a task
+// apart is refused before the worker connects, naming the bound and the
+// fix.
+func TestWorkerKillGraceBound(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		args []string
+		want string // "" when accepted
+	}{
+		{nil, ""},
+		{[]string{"--dead-after", "4s", "--heartbeat-interval", "1s"}, ""}, // the default lowered to 1s
+		{[]string{"--kill-grace", "5s"}, ""},
+		{[]string{"--kill-grace", "10s", "--dead-after", "40s"}, ""},
+		{[]string{"--kill-grace", "6s"}, "--kill-grace 6s is more than 5s, the most --dead-after 20s allows"},
+		{[]string{"--kill-grace", "6s"}, "raise --dead-after to at least 24s"},
+		{[]string{"--kill-grace", "30s"}, "lower --kill-grace to at most 5s (at most 10s with --dead-after 40s or more)"},
+		{[]string{"--kill-grace", "11s", "--dead-after", "1m"}, "--kill-grace 11s is more than 10s, the most any --dead-after allows"},
+		{[]string{"--kill-grace", "3s", "--dead-after", "10s", "--heartbeat-interval", "5s"}, "--kill-grace 3s is more than 2.5s, the most --dead-after 10s allows"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			t.Parallel()
+			ws, err := workerSetupOf(t, tt.args...)
+			if tt.want == "" {
+				require.NoError(t, err)
+				require.Equal(t, ws.execOpts.KillGrace, ws.opts.KillGrace, "the worker holds its exec handlers' kill grace")
+				most, _ := worker.MaxKillGrace(ws.opts.DeadAfter)
+				require.LessOrEqual(t, ws.opts.KillGrace, most)
+				return
+			}
+			require.ErrorContains(t, err, tt.want)
+			require.Equal(t, exitUsage, exitCode(err))
+		})
+	}
+}
+
+// The whole command refuses it too, before it needs a bucket.
+func TestWorkerKillGraceRefused(t *testing.T) {
+	t.Parallel()
+	var stdout, stderr bytes.Buffer
+	code := runApp([]string{"qo", "worker", "--kill-grace", "30s"}, &stdout, &stderr)
+	require.Equal(t, exitUsage, code, "stderr: %s", stderr.String())
+	require.Contains(t, stderr.String(), "invalid --kill-grace: --kill-grace 30s is more than 5s, the most --dead-after 20s allows")
 }

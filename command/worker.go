@@ -13,9 +13,11 @@ import (
 )
 
 const runWorkerDescription = `Claims tasks and runs their handlers until SIGTERM or SIGINT. The first signal
-stops claiming, waits up to --shutdown-timeout for running tasks and releases
-the rest (pending again, available at once, no retry counted); a second signal
-releases them at once. Either way the worker deregisters and exits 0, also when
+stops claiming, waits up to --shutdown-timeout for running tasks, then stops
+the rest (an exec handler gets SIGTERM, then SIGKILL after --kill-grace) and
+releases each task once its handler has exited (pending again, available at
+once, no retry counted): never while it still runs. A second signal stops them
+at once (SIGKILL). Either way the worker deregisters and exits 0, also when
 the signal comes while it is still starting.
 
 Handlers, three ways:
@@ -112,7 +114,7 @@ func workerCommand(build Build) *cli.Command {
 		&cli.BoolFlag{Name: "builtins", Category: catHandler, EnvVars: []string{"QO_BUILTINS"},
 			Usage: "register the echo, sleep and fail handlers (default: on when no --exec is given)"},
 		&cli.StringFlag{Name: "kill-grace", Category: catHandler, EnvVars: []string{"QO_KILL_GRACE"}, Value: "5s",
-			Usage: "exec handlers: time between SIGTERM and SIGKILL"},
+			Usage: "exec handlers: time between SIGTERM and SIGKILL; at most a quarter of --dead-after, and 10s (the default is lowered to fit)"},
 		&cli.Int64Flag{Name: "exec-max-output", Category: catHandler, EnvVars: []string{"QO_EXEC_MAX_OUTPUT"}, Value: worker.DefaultMaxStdout,
 			Usage: "exec handlers: stdout size limit in `BYTES` (larger output fails the task)"},
 		execEnvFlag(catHandler, "QO_EXEC_ENV"),
@@ -214,9 +216,6 @@ func workerSetupFromFlags(c *cli.Context) (*workerSetup, error) {
 	if ws.execOpts.MaxStdout = c.Int64("exec-max-output"); ws.execOpts.MaxStdout < 1 {
 		return nil, usageError("invalid --exec-max-output %d: must be positive", ws.execOpts.MaxStdout)
 	}
-	if ws.execOpts.KillGrace > 0 {
-		o.HandlerGrace = ws.execOpts.KillGrace + 2*time.Second
-	}
 	o.NoMonitor = c.Bool("no-monitor")
 	o.ShardLeasing.Enabled = c.Bool("shard-leasing")
 	if o.ShardLeasing.ShardsPerWorker = c.Int("shard-leasing-shards-per-worker"); o.ShardLeasing.ShardsPerWorker < 0 {
@@ -231,6 +230,13 @@ func workerSetupFromFlags(c *cli.Context) (*workerSetup, error) {
 	o.DeadAfter = o.Monitor.DeadAfter
 	if o.HeartbeatInterval > 0 && o.DeadAfter > 0 && 2*o.HeartbeatInterval > o.DeadAfter {
 		return nil, usageError("--heartbeat-interval %s is more than half of --dead-after %s: one late heartbeat would get the worker's tasks taken back; raise --dead-after to at least %s", o.HeartbeatInterval, o.DeadAfter, 2*o.HeartbeatInterval)
+	}
+	if most, _ := worker.MaxKillGrace(o.DeadAfter); !c.IsSet("kill-grace") && ws.execOpts.KillGrace > most {
+		ws.execOpts.KillGrace = most // the default, under a short --dead-after
+	}
+	o.KillGrace = ws.execOpts.KillGrace
+	if err := worker.CheckKillGrace(o.KillGrace, o.DeadAfter); err != nil {
+		return nil, usageError("invalid --kill-grace: %s", strings.TrimPrefix(err.Error(), worker.ErrKillGrace.Error()+": "))
 	}
 	if ws.execs, err = parseExecFlags(c.StringSlice("exec")); err != nil {
 		return nil, err

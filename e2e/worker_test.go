@@ -511,6 +511,66 @@ func TestKilledWorkerTakesExecChildAlong(t *testing.T) {
 	poll.Until(t, func() bool { return !testutil.ProcessAlive(pid) }, "exec child %d to die with its killed worker", pid)
 }
 
+// SIGTERM of a worker whose exec handler ignores SIGTERM, past its
+// shutdown timeout: the handler gets SIGTERM, then SIGKILL at the kill
+// grace, and its task is released only once the handler is gone, so the
+// second start (on another worker) never overlaps the first. Each start
+// of the handler looks whether an earlier one still runs.
+func TestShutdownReleaseDoesNotOverlap(t *testing.T) {
+	t.Parallel()
+	e := wkSetup(t)
+	dir := t.TempDir()
+	pids, starts, overlaps := filepath.Join(dir, "pids"), filepath.Join(dir, "starts"), filepath.Join(dir, "overlaps")
+	script := filepath.Join(dir, "stubborn.sh")
+	require.NoError(t, os.WriteFile(script, []byte(`#!/bin/sh
+trap '' TERM
+for p in $(cat `+pids+` 2>/dev/null); do
+  kill -0 "$p" 2>/dev/null && echo "$p still runs as $$ starts" >> `+overlaps+`
+done
+echo $$ >> `+pids+`
+echo "$$ $QO_WORKER_ID $(date +%s.%N)" >> `+starts+`
+sleep 1000
+`), 0o755))
+	id := e.submit(t, "stubborn", `{}`, 10*time.Minute, 3)
+	a := e.start(t, "worker-a", workerArgs("worker-a", "--no-monitor", "--shutdown-timeout", "200ms", "--kill-grace", "2s", "--exec", "stubborn="+script)...)
+	e.waitTask(t, id, "running on worker-a", func(task *queue.Task) bool {
+		return task.Status == queue.StatusRunning && task.WorkerID == "worker-a"
+	})
+	lines := func() []string {
+		b, _ := os.ReadFile(pids)
+		return strings.Fields(string(b))
+	}
+	poll := testutil.Poll{Every: 20 * time.Millisecond}
+	poll.Until(t, func() bool { return len(lines()) == 1 }, "the handler to start on worker-a")
+	first := lines()[0]
+	b := e.start(t, "worker-b", workerArgs("worker-b", "--no-monitor", "--shutdown-timeout", "100ms", "--kill-grace", "500ms", "--exec", "stubborn="+script)...)
+	poll.Until(t, func() bool { return e.registered(t, "worker-b") }, "worker-b to register")
+	stopped := time.Now()
+	a.signal(t, syscall.SIGTERM)
+	require.Equal(t, 0, a.wait(t))
+	poll.Until(t, func() bool { return len(lines()) == 2 }, "the task to start again on worker-b")
+	took := time.Since(stopped)
+	log, _ := os.ReadFile(starts)
+	t.Logf("SIGTERM to the second start (shutdown timeout 200ms, kill grace 2s): %s; starts:\n%s", took, log)
+	_, err := os.Stat(overlaps)
+	if err == nil {
+		o, _ := os.ReadFile(overlaps)
+		t.Fatalf("a start overlapped the one before: %s", o)
+	}
+	require.ErrorIs(t, err, os.ErrNotExist)
+	var pid int
+	_, err = fmt.Sscan(first, &pid)
+	require.NoError(t, err)
+	require.False(t, testutil.ProcessAlive(pid), "worker-a's handler still runs")
+	got, err := e.q.Get(context.Background(), id)
+	require.NoError(t, err)
+	require.Equal(t, "worker-b", got.WorkerID)
+	require.Equal(t, 2, got.Attempt)
+	require.Zero(t, got.RetryCount, "a release does not count as a retry")
+	b.signal(t, syscall.SIGTERM)
+	require.Equal(t, 0, b.wait(t))
+}
+
 func TestPauseLimitsExpiryAndLargePayloads(t *testing.T) {
 	t.Parallel()
 	e := wkSetup(t)

@@ -397,6 +397,32 @@ extends a lease:
     again. A handler that stops within the last quarter of the bound (an
     exec handler's kill grace, 5s by default) has ended before the monitor,
     even with its clock MaxClockSkew ahead, may run the task elsewhere.
+    The worker therefore refuses a kill grace longer than a quarter of
+    DeadAfter, or than LeaseGrace less MaxClockSkew less 3s for the retry
+    write (10s; the timeout's margin above), so that no setting lets a
+    handler that ignores SIGTERM overlap the next attempt.
+  - A worker that shuts down releases a task only once its handler has
+    returned: past its shutdown timeout it stops the handler (an exec
+    handler gets SIGTERM, then SIGKILL after its kill grace) and releases
+    the task after the process exited, never while the attempt still runs.
+    A Go handler that ignores its context cannot be stopped: its task is
+    not released while it runs, and comes back when it returns, when its
+    lease expires (ExpireLease), or, when the worker is aborted, once the
+    worker's heartbeat is DeadAfter + MaxClockSkew old. A worker killed
+    with SIGKILL takes its exec handlers along on Linux (a parent-death
+    signal); elsewhere a handler can run on as an orphan after its task was
+    taken back (see docs/reliability.md).
+  - A claim whose outcome stays unknown (the task PUT's response and the
+    re-read both lost) may have left the task running under the worker's
+    lease unknown to the worker, which the monitor would not take back
+    before the lease expires, a whole timeout later. The worker re-reads
+    the task (ResolveClaim, 1 GET) 1s later, then at doubling intervals up
+    to its heartbeat interval, until the store answers; if the claim landed
+    it releases the task (fenced). So the task is pending again within a
+    heartbeat interval (10s) of the store answering again; while it does
+    not answer, the worker's heartbeats do not land either, and the task
+    comes back with the dead worker's, within DeadAfter + MaxClockSkew +
+    the lease check interval.
   - While a handler runs longer than the lease check interval (10s), the
     worker re-reads its task that often (CheckLease: one GET, no write) to
     see a cancel request or a lost lease.
@@ -535,7 +561,8 @@ own movement as responses narrow it (a task a worker listed as available
 stays available to its claim); it follows a server clock set back by more
 than two seconds. The worker ends an attempt at claim + timeout by its own view
 of the queue clock, LeaseGrace (15s: MaxClockSkew plus an exec handler's
-kill grace plus the retry write, with room to spare) before the monitor
+kill grace, which the worker holds to at most 10s, plus 3s for the retry
+write) before the monitor
 expires the lease at its own now >= lease_expires_at; it stops its handlers
 at three quarters of DeadAfter without a landed heartbeat, while the
 monitor judges it dead only at DeadAfter + MaxClockSkew (see Leases and

@@ -50,6 +50,11 @@ var (
 	// when an operator has asked to cancel the task. The lease is still
 	// valid; the worker should stop the handler and call AckCancel.
 	ErrCancelRequested = errors.New("cancel requested")
+	// ErrOutcomeUnknown: a task write whose response was lost and whose
+	// re-read failed too: it may or may not have landed (see doc.go, "rev,
+	// attempt and request_id"). A Claim so left returns an
+	// *UnknownClaimError, which ResolveClaim settles.
+	ErrOutcomeUnknown = errors.New("outcome unknown")
 )
 
 // TransitionError reports a change the transition validator refused. It

@@ -226,7 +226,7 @@ func (q *Queue) putTask(ctx context.Context, next *Task, cond store.Condition, p
 		case errors.Is(gerr, ErrNotFound):
 			return nil, "", &staleError{cause: perr}
 		default:
-			return nil, "", fmt.Errorf("write task %s: outcome unknown: %w (re-read failed: %v)", next.ID, perr, gerr)
+			return nil, "", fmt.Errorf("write task %s: %w: %w (re-read failed: %v)", next.ID, ErrOutcomeUnknown, perr, gerr)
 		}
 		if attempt >= maxPutAttempts || ctx.Err() != nil {
 			return nil, "", fmt.Errorf("write task %s: %w", next.ID, perr)

@@ -351,3 +351,46 @@ func TestLostResponseIdempotency(t *testing.T) {
 		require.Equal(t, done.RequestID, b.get(t, t2).RequestID)
 	})
 }
+
+// TestResolveUnknownClaim: a claim whose task PUT landed with its response
+// lost and its re-read failing says so (ErrOutcomeUnknown, with the claim
+// to resolve), and ResolveClaim, once the store answers, returns its lease
+// (which releases the task at once) or, for a claim that did not land,
+// ErrConflict.
+func TestResolveUnknownClaim(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
+		b := setup(t, be)
+		task := b.submit(t, "x", `{}`)
+		disarm := loseTaskPut(b)
+		_, err := b.q.Claim(b.ctx, readyEntryOf(task), "w1")
+		require.ErrorIs(t, err, queue.ErrOutcomeUnknown)
+		var u *queue.UnknownClaimError
+		require.ErrorAs(t, err, &u)
+		require.Equal(t, task.ID, u.Claim.TaskID)
+		_, err = b.q.ResolveClaim(b.ctx, u.Claim)
+		require.Error(t, err, "the store still fails the re-read")
+		require.NotErrorIs(t, err, queue.ErrConflict)
+		disarm()
+
+		l, err := b.q.ResolveClaim(b.ctx, u.Claim)
+		require.NoError(t, err, "the claim landed")
+		require.Equal(t, queue.StatusRunning, l.Task.Status)
+		require.Equal(t, "w1", l.Task.WorkerID)
+		released, err := b.q.Release(b.ctx, l, "the claim's outcome was unknown")
+		require.NoError(t, err)
+		require.Equal(t, queue.StatusPending, released.Status)
+		requireIndexed(t, b, released, "released after an unknown claim")
+
+		// The claim's lease is gone now: another claim's lease is not it.
+		l2 := b.claim(t, released, "w2")
+		_, err = b.q.ResolveClaim(b.ctx, u.Claim)
+		require.ErrorIs(t, err, queue.ErrConflict)
+		_, err = b.q.Release(b.ctx, l2, "done")
+		require.NoError(t, err)
+
+		// A claim that never landed resolves as lost.
+		_, err = b.q.ResolveClaim(b.ctx, queue.UnknownClaim{TaskID: task.ID, LeaseID: "never-written"})
+		require.ErrorIs(t, err, queue.ErrConflict)
+	})
+}

@@ -127,7 +127,11 @@ const LeaseGrace = 15 * time.Second
 // at once, after writing the task's own entry while it is pending; the
 // task is never claimed through it. The task object alone decides when it
 // is available: an entry ranked earlier than the task's available_at does
-// not make it claimable sooner.
+// not make it claimable sooner. When the task PUT's outcome stays unknown
+// (its response and the re-read were both lost) the error is an
+// *UnknownClaimError (it matches ErrOutcomeUnknown): the task may be
+// running under this claim, so the caller settles it with ResolveClaim
+// (see doc.go, "Leases and liveness").
 func (q *Queue) Claim(ctx context.Context, e ReadyEntry, workerID string) (*Lease, error) {
 	if err := ValidateWorkerID(workerID); err != nil {
 		return nil, fmt.Errorf("claim: %w", err)
@@ -179,6 +183,9 @@ func (q *Queue) Claim(ctx context.Context, e ReadyEntry, workerID string) (*Leas
 		},
 	})
 	if err != nil {
+		if errors.Is(err, ErrOutcomeUnknown) {
+			return nil, &UnknownClaimError{Claim: UnknownClaim{TaskID: base.ID, LeaseID: leaseID}, Err: err}
+		}
 		return nil, err
 	}
 	return &Lease{Task: res.next, ETag: res.etag, LeaseKey: LeaseKey(res.next)}, nil
@@ -213,6 +220,46 @@ func (q *Queue) dropForeign(ctx context.Context, key string, t *Task, now bool) 
 	}
 	q.deleteIndex(ctx, key)
 	return true
+}
+
+// UnknownClaim is a claim whose outcome stayed unknown: the task it was
+// for and the lease_id it wrote, which the task carries if it landed.
+type UnknownClaim struct {
+	TaskID  uuid.UUID
+	LeaseID string
+}
+
+// UnknownClaimError is Claim's error when its task PUT's outcome stayed
+// unknown. It matches ErrOutcomeUnknown (and the store's error) with
+// errors.Is.
+type UnknownClaimError struct {
+	Claim UnknownClaim
+	Err   error
+}
+
+func (e *UnknownClaimError) Error() string {
+	return fmt.Sprintf("claim task %s: %v", e.Claim.TaskID, e.Err)
+}
+
+func (e *UnknownClaimError) Unwrap() error { return e.Err }
+
+// ResolveClaim settles a claim whose outcome stayed unknown (one GET of
+// the task): if the claim landed, the task is running under its lease_id
+// and the Lease is returned, to run the task or Release it; if it did not,
+// ErrConflict (the task is in another state or under another lease, or
+// gone). Any other error leaves the outcome unknown: call it again later.
+func (q *Queue) ResolveClaim(ctx context.Context, c UnknownClaim) (*Lease, error) {
+	cur, etag, err := q.getTask(ctx, c.TaskID)
+	if errors.Is(err, ErrNotFound) {
+		return nil, fmt.Errorf("resolve claim of task %s: %w (the task is gone)", c.TaskID, ErrConflict)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("resolve claim of task %s: %w", c.TaskID, err)
+	}
+	if cur.Status != StatusRunning || cur.LeaseID != c.LeaseID {
+		return nil, fmt.Errorf("resolve claim of task %s: %w (the claim did not land: the task is %s, lease %q)", c.TaskID, ErrConflict, cur.Status, cur.LeaseID)
+	}
+	return &Lease{Task: cur, ETag: etag, LeaseKey: LeaseKey(cur)}, nil
 }
 
 // dropStale deletes an index entry a reader found stale, once it is older

@@ -98,13 +98,19 @@
 // # Shutdown
 //
 // Cancelling Run's context stops claiming, lets the claims in flight finish
-// (a won claim's task counts as running), waits up to ShutdownTimeout for
-// running handlers, then cancels the rest (cause ErrShuttingDown) and
-// releases their tasks: pending, available at once, no retry counted.
-// Abort (the CLI's second signal) skips the wait. Then shard leases are
-// released, the embedded monitor resigns, the worker deregisters and Run
-// returns nil. A task is never lost on any path: what is not completed,
-// retried, failed or released is recovered when its lease expires.
+// (a won claim's task counts as running; a claim whose outcome stayed
+// unknown is re-read once more), waits up to ShutdownTimeout for running
+// handlers, then cancels the rest (cause ErrShuttingDown: an exec handler
+// gets SIGTERM, then SIGKILL after its kill grace) and releases each task
+// once its handler has returned: pending, available at once, no retry
+// counted. A task is never released while its handler still runs, so no
+// other worker starts it meanwhile; a Go handler that ignores its context
+// keeps its task until it returns or its lease expires. Abort (the CLI's
+// second signal) skips the wait and kills exec handlers at once. Then shard
+// leases are released, the embedded monitor resigns, the worker
+// deregisters and Run returns nil. A task is never lost on any path: what
+// is not completed, retried, failed or released is recovered when its
+// lease expires or the monitor finds its worker dead.
 //
 // # Monitor
 //

@@ -95,7 +95,8 @@ var (
 	// released where the lease still holds.
 	ErrPresumedDead = errors.New("worker heartbeat lost: presumed dead")
 	// ErrShuttingDown: the worker is shutting down and the shutdown timeout
-	// passed; the task is released for another worker.
+	// passed; the task is released for another worker once the handler
+	// has returned.
 	ErrShuttingDown = errors.New("worker shutting down")
 	// errAbort: shutdown without waiting (second signal); exec handlers are
 	// killed at once.

@@ -50,7 +50,10 @@ const (
 
 // ExecOptions configure exec handlers. Zero values take the defaults.
 type ExecOptions struct {
-	// KillGrace is the time between SIGTERM and SIGKILL.
+	// KillGrace is the time between SIGTERM and SIGKILL (default: the
+	// running worker's Options.KillGrace, which it holds to the margins
+	// that keep two attempts of a task apart; DefaultKillGrace outside a
+	// worker).
 	KillGrace time.Duration
 	// MaxStdout caps the output read from stdout, in bytes.
 	MaxStdout int64
@@ -71,9 +74,6 @@ type ExecOptions struct {
 }
 
 func (o ExecOptions) withDefaults() ExecOptions {
-	if o.KillGrace <= 0 {
-		o.KillGrace = DefaultKillGrace
-	}
 	if o.MaxStdout <= 0 {
 		o.MaxStdout = DefaultMaxStdout
 	}
@@ -187,11 +187,13 @@ func runExec(ctx context.Context, command []string, opts ExecOptions, t *queue.T
 			return
 		}
 		terminateGroup(cmd)
-		timer := time.NewTimer(opts.KillGrace)
+		timer := time.NewTimer(killGrace(ctx, opts))
 		defer timer.Stop()
 		select {
 		case <-exited:
 		case <-timer.C:
+			killGroup(cmd)
+		case <-abortOf(ctx):
 			killGroup(cmd)
 		}
 	}()
@@ -247,6 +249,41 @@ func runExec(ctx context.Context, command []string, opts ExecOptions, t *queue.T
 		return nil, Permanent(fmt.Errorf("exec %s: stdout is not valid JSON (starts with %q); print the result as one JSON value on stdout and send logs to stderr", name, preview(out, 80)))
 	}
 	return json.RawMessage(bytes.Clone(out)), nil
+}
+
+// handlerEnvKey marks a handler context with what its worker tells exec
+// handlers (a handlerEnv).
+type handlerEnvKey struct{}
+
+type handlerEnv struct {
+	// abort closes at Worker.Abort: an exec handler in its kill grace is
+	// killed at once.
+	abort <-chan struct{}
+	// killGrace is the worker's Options.KillGrace.
+	killGrace time.Duration
+}
+
+func withHandlerEnv(ctx context.Context, env handlerEnv) context.Context {
+	return context.WithValue(ctx, handlerEnvKey{}, env)
+}
+
+// abortOf returns the abort channel of ctx (nil, which never fires, outside
+// a worker).
+func abortOf(ctx context.Context) <-chan struct{} {
+	env, _ := ctx.Value(handlerEnvKey{}).(handlerEnv)
+	return env.abort
+}
+
+// killGrace is the exec handler's own kill grace, else its worker's, else
+// DefaultKillGrace.
+func killGrace(ctx context.Context, opts ExecOptions) time.Duration {
+	if opts.KillGrace > 0 {
+		return opts.KillGrace
+	}
+	if env, _ := ctx.Value(handlerEnvKey{}).(handlerEnv); env.killGrace > 0 {
+		return env.killGrace
+	}
+	return DefaultKillGrace
 }
 
 func tailSuffix(tail string) string {

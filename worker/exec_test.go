@@ -6,10 +6,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -335,4 +338,109 @@ func TestReadEnvFileErrors(t *testing.T) {
 	_, err := ReadEnvFile(filepath.Join(dir, "missing.env"))
 	require.ErrorIs(t, err, ErrExecEnv)
 	require.ErrorContains(t, err, "does not exist")
+}
+
+// A shutdown past its timeout stops an exec handler that ignores SIGTERM
+// (it is killed at the kill grace) and releases its task only once the
+// handler's process is gone: no other worker can claim the task while the
+// first attempt still runs.
+func TestShutdownReleasesAfterExecHandlerExits(t *testing.T) {
+	t.Parallel()
+	bd := setup(t, storetest.Backends()[0], setupOpts{})
+	rs := &releaseWatch{Store: bd.s}
+	q, err := queue.Open(context.Background(), rs, queue.Options{Logger: testLogger(t)})
+	require.NoError(t, err)
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "pid")
+	o := bd.opts(t)
+	o.ShutdownTimeout = 10 * time.Millisecond
+	o.KillGrace = time.Second
+	o.HandlerGrace = 0 // the default, above the kill grace
+	w := New(q, o)
+	w.Handle("stubborn", Exec([]string{script(t, "trap '' TERM\necho $$ > "+pidFile+".tmp && mv "+pidFile+".tmp "+pidFile+"\nsleep 1000")}, ExecOptions{}))
+	task := bd.submit(t, "stubborn", `{}`)
+	r := start(t, w)
+	pid := readPid(t, pidFile)
+	var released atomic.Int32
+	var overlaps []string
+	var mu sync.Mutex
+	check := func() {
+		released.Add(1)
+		if testutil.ProcessAlive(pid) {
+			mu.Lock()
+			overlaps = append(overlaps, "the task was released while its handler (pid "+strconv.Itoa(pid)+") still ran")
+			mu.Unlock()
+		}
+	}
+	rs.check.Store(&check)
+	require.NoError(t, r.stop(t))
+	got := bd.get(t, task.ID)
+	require.Equal(t, queue.StatusPending, got.Status, "released once the handler is gone")
+	require.Contains(t, got.LastError, "shut down")
+	require.EqualValues(t, 1, released.Load())
+	mu.Lock()
+	defer mu.Unlock()
+	require.Empty(t, overlaps)
+	require.False(t, testutil.ProcessAlive(pid))
+}
+
+// Abort kills an exec handler that is in its kill grace at once, rather
+// than at the end of the grace (an hour here).
+func TestAbortKillsExecHandlerInItsGrace(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "pid")
+	h := Exec([]string{script(t, "trap '' TERM\necho $$ > "+pidFile+".tmp && mv "+pidFile+".tmp "+pidFile+"\nsleep 1000")}, ExecOptions{})
+	abort := make(chan struct{})
+	base := withHandlerEnv(context.Background(), handlerEnv{abort: abort, killGrace: time.Hour})
+	ctx, cancel := context.WithCancelCause(base)
+	done := make(chan error, 1)
+	go func() {
+		_, err := h(ctx, execTask(`{}`))
+		done <- err
+	}()
+	pid := readPid(t, pidFile)
+	cancel(ErrShuttingDown) // SIGTERM, ignored; SIGKILL only in an hour
+	close(abort)
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, ErrShuttingDown)
+	case <-time.After(60 * time.Second):
+		t.Fatal("the aborted exec handler was not killed")
+	}
+	require.False(t, testutil.ProcessAlive(pid))
+}
+
+// Abort during the kill grace of an exec handler that ignores SIGTERM
+// kills it at once, and its task is released once the process is gone,
+// before Run returns: nothing is left for the monitor.
+func TestAbortDuringKillGraceReleases(t *testing.T) {
+	t.Parallel()
+	bd := setup(t, storetest.Backends()[0], setupOpts{})
+	rs := &releaseWatch{Store: bd.s}
+	q, err := queue.Open(context.Background(), rs, queue.Options{Logger: testLogger(t)})
+	require.NoError(t, err)
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "pid")
+	logs := &testutil.Buffer{}
+	o := bd.opts(t)
+	o.ShutdownTimeout = 10 * time.Millisecond
+	o.KillGrace, o.HandlerGrace = 5*time.Second, 0 // the most DeadAfter 20s allows, and the default above it
+	o.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	w := New(q, o)
+	w.Handle("stubborn", Exec([]string{script(t, "trap '' TERM\necho $$ > "+pidFile+".tmp && mv "+pidFile+".tmp "+pidFile+"\nsleep 1000")}, ExecOptions{}))
+	task := bd.submit(t, "stubborn", `{}`)
+	r := start(t, w)
+	pid := readPid(t, pidFile)
+	var alive atomic.Bool
+	check := func() { alive.Store(alive.Load() || testutil.ProcessAlive(pid)) }
+	rs.check.Store(&check)
+	r.cancel()
+	testutil.Eventually(t, func() bool { return strings.Contains(logs.String(), "stopping the handlers still running") }, "the handler to be stopped")
+	w.Abort() // in the kill grace: SIGTERM sent, SIGKILL due in 5s
+	require.NoError(t, r.stop(t))
+	require.False(t, testutil.ProcessAlive(pid))
+	require.Equal(t, queue.StatusPending, bd.get(t, task.ID).Status, "released before Run returned")
+	require.False(t, alive.Load(), "released while the handler still ran")
+	require.False(t, bd.registered(t, w.ID()), "nothing left for the monitor: deregistered")
 }

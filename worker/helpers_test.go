@@ -1,11 +1,14 @@
 package worker
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"os"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -282,4 +285,18 @@ func (w *Worker) pollSettled(ctx context.Context, free int) pollResult {
 	r := w.poll(ctx, free)
 	w.claims.Wait()
 	return r
+}
+
+// releaseWatch is a store that, before each task write that turns a task
+// pending once armed, calls check (which records whatever it finds wrong).
+type releaseWatch struct {
+	store.Store
+	check atomic.Pointer[func()]
+}
+
+func (s *releaseWatch) Put(ctx context.Context, key string, body []byte, cond store.Condition) (store.PutResult, error) {
+	if f := s.check.Load(); f != nil && strings.HasPrefix(key, queue.TasksPrefix) && bytes.Contains(body, []byte(`"status":"pending"`)) {
+		(*f)()
+	}
+	return s.Store.Put(ctx, key, body, cond)
 }

@@ -1,8 +1,10 @@
 package worker
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/qo-queue/qo/monitor"
@@ -58,6 +60,74 @@ const (
 	DefaultHybridScanAfter    = time.Minute
 	DefaultHandlerGrace       = DefaultKillGrace + 2*time.Second
 )
+
+// retryWriteAllowance is the part of queue.LeaseGrace kept for the write
+// that ends a timed-out attempt (a retry or a failure), after the handler
+// has exited.
+const retryWriteAllowance = 3 * time.Second
+
+// ErrKillGrace: the kill grace is longer than the margins that keep two
+// attempts of a task apart allow (see MaxKillGrace).
+var ErrKillGrace = errors.New("kill grace too long")
+
+// MaxKillGrace is the longest kill grace (Options.KillGrace) a worker with
+// the liveness bound deadAfter accepts: the time a stopped handler may take
+// to exit must fit both margins before the monitor may run its task
+// elsewhere (see queue/doc.go, "Leases and liveness"), so that two attempts
+// never overlap. byLiveness reports which margin is the smaller:
+//
+//   - liveness: a worker whose heartbeat has not landed stops its handlers
+//     at three quarters of deadAfter, and the monitor may take the tasks
+//     back at deadAfter (plus queue.MaxClockSkew, by a clock up to as much
+//     ahead): the last quarter of the bound;
+//   - timeout: a worker stops a handler at its task's timeout, and the
+//     monitor may expire the lease queue.LeaseGrace later (by a clock up to
+//     queue.MaxClockSkew ahead), by when the retry must be written too:
+//     LeaseGrace less MaxClockSkew less 3s for the write, 10s.
+func MaxKillGrace(deadAfter time.Duration) (max time.Duration, byLiveness bool) {
+	timeout := queue.LeaseGrace - queue.MaxClockSkew - retryWriteAllowance
+	if liveness := deadAfter / 4; liveness < timeout {
+		return liveness, true
+	}
+	return timeout, false
+}
+
+// checkKillGrace refuses a kill grace above MaxKillGrace, naming the bound
+// and the fix (killFlag and deadFlag name the options in the message).
+func checkKillGrace(killGrace, deadAfter time.Duration, killFlag, deadFlag string) error {
+	most, byLiveness := MaxKillGrace(deadAfter)
+	if killGrace <= most {
+		return nil
+	}
+	ceiling, _ := MaxKillGrace(time.Duration(math.MaxInt64))
+	var fix string
+	switch {
+	case byLiveness && killGrace <= ceiling:
+		fix = fmt.Sprintf("lower %s to at most %s or raise %s to at least %s", killFlag, most, deadFlag, 4*killGrace)
+	case byLiveness:
+		fix = fmt.Sprintf("lower %s to at most %s (at most %s with %s %s or more)", killFlag, most, ceiling, deadFlag, 4*ceiling)
+	default:
+		fix = fmt.Sprintf("lower %s to at most %s", killFlag, most)
+	}
+	if byLiveness {
+		return fmt.Errorf("%w: %s %s is more than %s, the most %s %s allows: a handler stopped because the worker's heartbeat stopped landing must have exited within the last quarter of %s, before the monitor may run its task elsewhere; %s",
+			ErrKillGrace, killFlag, killGrace, most, deadFlag, deadAfter, deadFlag, fix)
+	}
+	return fmt.Errorf("%w: %s %s is more than %s, the most any %s allows: a handler stopped at its task's timeout must have exited, and its retry been written, before the monitor may expire the lease %s later (less %s of clock skew and %s for the write); %s",
+		ErrKillGrace, killFlag, killGrace, most, deadFlag, queue.LeaseGrace, queue.MaxClockSkew, retryWriteAllowance, fix)
+}
+
+// CheckKillGrace is checkKillGrace for command-line flags: it names
+// --kill-grace and --dead-after.
+func CheckKillGrace(killGrace, deadAfter time.Duration) error {
+	if deadAfter <= 0 {
+		deadAfter = queue.DefaultDeadAfter
+	}
+	if killGrace <= 0 {
+		killGrace = DefaultKillGrace
+	}
+	return checkKillGrace(killGrace, deadAfter, "--kill-grace", "--dead-after")
+}
 
 // ShardLeasing configures exclusive shard ownership (see doc.go).
 type ShardLeasing struct {
@@ -128,9 +198,19 @@ type Options struct {
 	// ShutdownTimeout is how long Run waits for running handlers after its
 	// context is cancelled before releasing their tasks (default 30s).
 	ShutdownTimeout time.Duration
-	// HandlerGrace is how long Run waits for cancelled handlers to return
-	// once their tasks were released (default 7s, above the exec kill
-	// grace, so exec children are reaped before Run returns).
+	// KillGrace is how long a stopped handler may take to exit: an exec
+	// handler's time between SIGTERM and SIGKILL (ExecOptions.KillGrace:
+	// give both the same value). It must fit the margins that keep two
+	// attempts of a task apart: at most MaxKillGrace(DeadAfter), a quarter
+	// of DeadAfter and no more than 10s (default DefaultKillGrace, 5s, or
+	// that maximum when it is less). An exec handler whose ExecOptions
+	// leave KillGrace zero uses this one.
+	KillGrace time.Duration
+	// HandlerGrace is how long Run waits, at shutdown, for the handlers it
+	// stopped to return before it reports them (default KillGrace + 2s, so
+	// exec children are reaped by then). Each task is released once its
+	// handler has returned, never before: a handler that ignores its
+	// context keeps its task (see Run).
 	HandlerGrace time.Duration
 	// HeartbeatInterval is the registry heartbeat period (default 10s; at
 	// most half of DeadAfter).
@@ -205,11 +285,15 @@ func (o Options) withDefaults() Options {
 	if o.ShutdownTimeout <= 0 {
 		o.ShutdownTimeout = DefaultShutdownTimeout
 	}
-	if o.HandlerGrace <= 0 {
-		o.HandlerGrace = DefaultHandlerGrace
-	}
 	if o.DeadAfter <= 0 {
 		o.DeadAfter = queue.DefaultDeadAfter
+	}
+	if o.KillGrace <= 0 {
+		most, _ := MaxKillGrace(o.DeadAfter)
+		o.KillGrace = min(DefaultKillGrace, most)
+	}
+	if o.HandlerGrace <= 0 {
+		o.HandlerGrace = o.KillGrace + DefaultHandlerGrace - DefaultKillGrace
 	}
 	if o.HeartbeatInterval <= 0 {
 		o.HeartbeatInterval = min(DefaultHeartbeatInterval, o.DeadAfter/2)
@@ -257,6 +341,9 @@ func (o Options) validate() error {
 	}
 	if 2*o.HeartbeatInterval > o.DeadAfter {
 		return fmt.Errorf("worker: heartbeat interval %s is more than half the liveness bound %s: one late heartbeat would get the worker's tasks taken back (raise the dead-after bound or shorten the interval)", o.HeartbeatInterval, o.DeadAfter)
+	}
+	if err := checkKillGrace(o.KillGrace, o.DeadAfter, "KillGrace", "DeadAfter"); err != nil {
+		return fmt.Errorf("worker: %w", err)
 	}
 	if o.ShardLeasing.ShardsPerWorker < 0 {
 		return fmt.Errorf("shard leasing: shards per worker must be >= 0, got %d", o.ShardLeasing.ShardsPerWorker)

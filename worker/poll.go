@@ -830,6 +830,9 @@ func (w *Worker) claimOne(ctx context.Context, e queue.ReadyEntry) claimOutcome 
 		return claimLost
 	default:
 		w.log.Warn("claim failed", "task_id", e.ID, "key", e.Key, "err", err)
+		if u := (*queue.UnknownClaimError)(nil); errors.As(err, &u) {
+			w.resolveLater(u.Claim) // it may have landed: see unknownclaim.go
+		}
 		return claimFailed
 	}
 }

@@ -34,7 +34,11 @@ import (
 //     store for DeadAfter (ErrPresumedDead: the monitor may have handed
 //     the tasks to others; each is released where the lease still holds);
 //   - cancels the handlers left at shutdown once ShutdownTimeout passed
-//     (ErrShuttingDown: the task is released).
+//     (ErrShuttingDown: the task is released once the handler returned).
+//
+// Whatever the cause, the outcome is written only after the handler has
+// returned (an exec handler: after its process was reaped), so no other
+// worker can start the task while this attempt still runs.
 //
 // Liveness comes from the heartbeat, not from the lease: the monitor takes
 // back the tasks of a worker whose registry entry is older than DeadAfter.
@@ -45,10 +49,11 @@ import (
 const maxLastError = 8 << 10
 
 type runningTask struct {
-	id     uuid.UUID
-	typ    string
-	ctx    context.Context // the handler's context
-	cancel context.CancelCauseFunc
+	id      uuid.UUID
+	typ     string
+	ctx     context.Context // the handler's context
+	cancel  context.CancelCauseFunc
+	expires time.Time // the lease's expiry (a lease is never extended)
 
 	mu      writeLock // guards lease and settled; held across each write
 	lease   *queue.Lease
@@ -81,6 +86,9 @@ func (rt *runningTask) ctxCause() error {
 func (w *Worker) start(l *queue.Lease, claimedAs string) {
 	ctx, cancel := context.WithCancelCause(w.handlerBase)
 	rt := &runningTask{id: l.Task.ID, typ: l.Task.Type, ctx: ctx, lease: l, cancel: cancel, mu: make(writeLock, 1)}
+	if l.Task.LeaseExpiresAt != nil {
+		rt.expires = *l.Task.LeaseExpiresAt
+	}
 	w.mu.Lock()
 	w.running[rt.id] = rt
 	// The claim's slot is the task's now, in one step: a count of the

@@ -50,7 +50,11 @@ type Worker struct {
 	tried    triedKeys      // ready entries claimed from, until a walk cannot show them
 
 	claims sync.WaitGroup // claims in flight
-	rnd    *rand.Rand
+
+	resolving   sync.WaitGroup // claims whose outcome is unknown (see unknownclaim.go)
+	resolveNow  chan struct{}  // closed at shutdown: try them once more, now
+	resolveStop sync.Once
+	rnd         *rand.Rand
 
 	tasks    sync.WaitGroup
 	taskDone chan struct{} // a slot freed up
@@ -109,6 +113,8 @@ func New(q *queue.Queue, opts Options) *Worker {
 		taskDone: make(chan struct{}, 1),
 		hbNow:    make(chan struct{}, 1),
 		abort:    make(chan struct{}),
+
+		resolveNow: make(chan struct{}),
 	}
 	if !opts.NoMonitor {
 		w.mon = monitor.New(q, opts.Monitor)
@@ -151,8 +157,14 @@ func (w *Worker) Types() []string {
 	return out
 }
 
-// Abort ends a shutdown without waiting: running handlers are cancelled
-// (exec children killed at once) and their tasks released immediately. If
+// Abort ends a shutdown without waiting out ShutdownTimeout: running
+// handlers are cancelled at once (exec handlers killed with SIGKILL, also
+// those already in their kill grace) and each task is released as soon as
+// its handler has returned. A handler that has not returned shortly after
+// (a Go handler that ignores its context) keeps its task: Run returns
+// without releasing it and without deregistering, so the monitor takes it
+// back once the worker's heartbeat is older than DeadAfter; such a handler
+// must not outlive the process for long (see docs/reliability.md). If
 // Run's context was not cancelled yet, Abort also starts the shutdown.
 // Safe to call more than once, from any goroutine.
 func (w *Worker) Abort() { w.abortOnce.Do(func() { close(w.abort) }) }
@@ -205,11 +217,12 @@ func (w *Worker) prepare() error {
 
 // Run registers the worker, claims and runs tasks until ctx is cancelled,
 // then shuts down gracefully: it stops claiming, waits up to
-// ShutdownTimeout for running handlers, releases the tasks of those still
-// running (available again at once, no retry counted), releases its shard
-// leases, deregisters and returns nil, also when ctx ends while it is
-// still registering. It returns an error only when the worker cannot start
-// (bad options, no handlers, registration failed).
+// ShutdownTimeout for running handlers, stops those still running and
+// releases each one's task once its handler has returned (available again
+// at once, no retry counted; see drain), releases its shard leases,
+// deregisters and returns nil, also when ctx ends while it is still
+// registering. It returns an error only when the worker cannot start (bad
+// options, no handlers, registration failed).
 func (w *Worker) Run(ctx context.Context) error {
 	if !w.started.CompareAndSwap(false, true) {
 		return errors.New("worker: Run called more than once")
@@ -219,7 +232,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	bg := context.WithoutCancel(ctx)
-	w.handlerBase = bg
+	w.handlerBase = withHandlerEnv(bg, handlerEnv{abort: w.abort, killGrace: w.opts.KillGrace})
 	w.startedAt = w.clock.Now()
 	if w.opts.ShardLeasing.Enabled {
 		w.leaser = newShardLeaser(w)
@@ -278,7 +291,8 @@ func (w *Worker) Run(ctx context.Context) error {
 
 	w.setDraining()
 	w.claims.Wait() // a claim in flight starts its task, which drain waits for
-	w.drain()
+	w.stopResolving()
+	keepEntry := w.drain()
 	stopMon()
 	mon.Wait()
 	stopAux()
@@ -286,7 +300,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	if w.leaser != nil {
 		w.leaser.releaseAll(bg)
 	}
-	w.deregister(bg)
+	if !keepEntry {
+		w.deregister(bg)
+	}
 	w.log.Info("worker stopped", "tasks_completed", w.completed.Load(), "tasks_failed", w.failed.Load())
 	return nil
 }
@@ -317,8 +333,23 @@ func (w *Worker) stopping(ctx context.Context) bool {
 	}
 }
 
-// drain waits for running handlers, then releases what still runs.
-func (w *Worker) drain() {
+// abortGrace bounds how long an aborted shutdown waits for the handlers it
+// stopped: exec handlers are killed at once, so only a Go handler that
+// ignores its context takes longer.
+const abortGrace = 2 * time.Second
+
+// drain waits for running handlers. Past ShutdownTimeout (or at Abort) it
+// stops the ones still running and waits for them to return: each task is
+// released by its own runTask once its handler has returned (an exec
+// handler: once its process exited, after SIGTERM and, at the kill grace,
+// SIGKILL), never while the handler still runs, so no other worker can
+// start the task meanwhile. A handler that has not returned HandlerGrace
+// after it was stopped (a Go handler that ignores its context) keeps its
+// task: drain waits for it until its lease expires (the monitor's
+// ExpireLease is then the way back) or Abort. It reports whether Abort
+// left handlers running, whose tasks the registry entry must then keep
+// (see Run).
+func (w *Worker) drain() (keepEntry bool) {
 	n := w.runningCount()
 	allDone := make(chan struct{})
 	go func() {
@@ -327,7 +358,7 @@ func (w *Worker) drain() {
 	}()
 	if n == 0 {
 		<-allDone
-		return
+		return false
 	}
 	w.log.Info("shutting down: waiting for running tasks", "running", n, "timeout", w.opts.ShutdownTimeout.String())
 	timer := time.NewTimer(w.opts.ShutdownTimeout)
@@ -336,34 +367,91 @@ func (w *Worker) drain() {
 	select {
 	case <-allDone:
 		w.log.Info("running tasks finished")
-		return
+		return false
 	case <-timer.C:
 	case <-w.abort:
 		cause = errAbort
 	}
 	running := w.snapshotRunning()
-	w.log.Warn("releasing tasks still running", "running", len(running), "reason", cause)
-	var wg sync.WaitGroup
+	w.log.Warn("stopping the handlers still running; each task is released once its handler has returned", "running", len(running), "reason", cause)
 	for _, rt := range running {
 		rt.cancel(cause)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			w.release(rt, "worker "+w.opts.ID+" shut down before the task finished")
-		}()
 	}
-	wg.Wait()
+	aborted := cause == errAbort
 	grace := w.opts.HandlerGrace
-	if cause == errAbort {
-		grace = min(grace, 2*time.Second)
+	if aborted {
+		grace = min(grace, abortGrace)
 	}
-	gt := time.NewTimer(grace)
-	defer gt.Stop()
-	select {
-	case <-allDone:
-	case <-gt.C:
-		w.log.Warn("handlers did not return after cancellation; their tasks were released anyway", "running", w.runningCount())
+	done, ab := w.awaitHandlers(allDone, grace, aborted, time.Time{})
+	if done {
+		return false
 	}
+	if !aborted && !ab {
+		until := w.lastLeaseExpiry()
+		w.log.Error("handlers did not return after they were stopped: their tasks are not released while they run; waiting until they return or their leases expire (stop waiting with a second signal, or Abort)",
+			"running", w.runningCount(), "handler_grace", w.opts.HandlerGrace.String(), "leases_expire", until)
+		if done, ab = w.awaitHandlers(allDone, 0, false, until); done {
+			return false
+		}
+		if !ab {
+			w.log.Warn("the leases of the handlers still running have expired: their tasks are the monitor's to take back", "running", w.runningCount())
+			return false
+		}
+	}
+	if !aborted {
+		// Aborted while waiting: exec handlers still running are killed
+		// now (see handlerEnv); wait briefly for them.
+		if done, _ := w.awaitHandlers(allDone, min(w.opts.HandlerGrace, abortGrace), true, time.Time{}); done {
+			return false
+		}
+	}
+	w.log.Error("shutdown aborted while handlers still run: their tasks are not released; the registry entry is left for the monitor, which takes them back once it is older than the liveness bound",
+		"running", w.runningCount(), "dead_after", w.opts.DeadAfter.String())
+	return true
+}
+
+// awaitHandlers waits until every handler returned (done), for at most d
+// (when d > 0) and until the queue clock reaches until (when not zero).
+// Unless aborted already, an Abort ends the wait (ab).
+func (w *Worker) awaitHandlers(allDone <-chan struct{}, d time.Duration, aborted bool, until time.Time) (done, ab bool) {
+	var timeout <-chan time.Time
+	if d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		timeout = t.C
+	}
+	var abort <-chan struct{}
+	if !aborted {
+		abort = w.abort
+	}
+	// The queue clock is not the machine's: look at it every supervisePoll.
+	tick := time.NewTicker(supervisePoll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-allDone:
+			return true, false
+		case <-abort:
+			return false, true
+		case <-timeout:
+			return false, false
+		case <-tick.C:
+			if !until.IsZero() && !w.clock.Now().Before(until) {
+				return false, false
+			}
+		}
+	}
+}
+
+// lastLeaseExpiry is the latest lease_expires_at of the running tasks.
+func (w *Worker) lastLeaseExpiry() time.Time {
+	var last time.Time
+	for _, rt := range w.snapshotRunning() {
+		if rt.expires.After(last) {
+			last = rt.expires
+		}
+	}
+	return last
 }
 
 func (w *Worker) runningCount() int {
@@ -517,24 +605,29 @@ func (w *Worker) presumedDead() bool {
 }
 
 // stopAfter is how old the last landed heartbeat may grow before the
-// worker stops its handlers: three quarters of DeadAfter. The monitor
-// takes the tasks back only once the heartbeat is older than DeadAfter plus
-// queue.MaxClockSkew by its own clock, so a handler that stops within the
-// last quarter (an exec handler's kill grace, 5s of the default 20s) has
-// ended before its task can run elsewhere, whichever way the clocks are
-// skewed.
+// worker stops its handlers: three quarters of DeadAfter, less the
+// watchdog's period, so that they are stopped by three quarters. The
+// monitor takes the tasks back only once the heartbeat is older than
+// DeadAfter plus queue.MaxClockSkew by its own clock, so a handler that
+// stops within the last quarter (an exec handler's kill grace, 5s of the
+// default 20s: Options.KillGrace is held to it) has ended before its task
+// can run elsewhere, whichever way the clocks are skewed.
 func (w *Worker) stopAfter() time.Duration {
-	return w.opts.DeadAfter - w.opts.DeadAfter/4
+	return w.opts.DeadAfter - w.opts.DeadAfter/4 - watchdogEvery(w.opts.DeadAfter)
+}
+
+// watchdogEvery is how often the watchdog looks: every DeadAfter/40 of the
+// queue's clock, at most every 500ms.
+func watchdogEvery(deadAfter time.Duration) time.Duration {
+	return min(max(deadAfter/40, 10*time.Millisecond), 500*time.Millisecond)
 }
 
 // watchdogLoop stops every handler once the last heartbeat that reached the
 // store is older than stopAfter, before the monitor may take the tasks back
 // and run them elsewhere (each is released where the lease still holds,
-// see finish). It looks every DeadAfter/40 of the queue's clock (at most
-// every 500ms).
+// once its handler has returned, see finish).
 func (w *Worker) watchdogLoop(ctx context.Context) {
-	every := max(w.opts.DeadAfter/40, 10*time.Millisecond)
-	t := time.NewTicker(min(every, 500*time.Millisecond))
+	t := time.NewTicker(watchdogEvery(w.opts.DeadAfter))
 	defer t.Stop()
 	for {
 		select {

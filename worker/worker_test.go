@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"sync"
@@ -180,37 +181,35 @@ func TestGracefulShutdown(t *testing.T) {
 			require.JSONEq(t, `{"ok":true}`, string(got.Output))
 			require.False(t, bd.registered(t, w.ID()))
 		})
-		for _, honour := range []bool{true, false} {
-			t.Run(fmt.Sprintf("mid-task released (handler honours ctx: %v)", honour), func(t *testing.T) {
-				t.Parallel()
-				bd := setup(t, b, setupOpts{})
-				o := bd.opts(t)
-				o.ShutdownTimeout = 50 * time.Millisecond
-				o.HandlerGrace = 50 * time.Millisecond
-				w := New(bd.q, o)
-				blk := newBlocker(honour)
-				t.Cleanup(func() {
-					select {
-					case <-blk.release:
-					default:
-						close(blk.release)
-					}
-				})
-				w.Handle("block", blk.handle)
-				r := start(t, w)
-				task := bd.submit(t, "block", `{}`, retries(3))
-				blk.waitStarted(t)
-				require.NoError(t, r.stop(t))
-				got := bd.get(t, task.ID)
-				require.Equal(t, queue.StatusPending, got.Status, "a released task is pending again")
-				require.Equal(t, 0, got.RetryCount, "a release does not count as a retry")
-				require.False(t, got.AvailableAt.After(got.UpdatedAt), "released tasks are available at once")
-				require.Contains(t, got.LastError, "shut down")
-				if honour {
-					require.ErrorIs(t, <-blk.causes, ErrShuttingDown)
+		// (A handler that ignores its context: see
+		// TestShutdownKeepsTaskOfHandlerIgnoringContext.)
+		t.Run("mid-task released", func(t *testing.T) {
+			t.Parallel()
+			bd := setup(t, b, setupOpts{})
+			o := bd.opts(t)
+			o.ShutdownTimeout = 50 * time.Millisecond
+			o.HandlerGrace = 50 * time.Millisecond
+			w := New(bd.q, o)
+			blk := newBlocker(true)
+			t.Cleanup(func() {
+				select {
+				case <-blk.release:
+				default:
+					close(blk.release)
 				}
 			})
-		}
+			w.Handle("block", blk.handle)
+			r := start(t, w)
+			task := bd.submit(t, "block", `{}`, retries(3))
+			blk.waitStarted(t)
+			require.NoError(t, r.stop(t))
+			got := bd.get(t, task.ID)
+			require.Equal(t, queue.StatusPending, got.Status, "a released task is pending again")
+			require.Equal(t, 0, got.RetryCount, "a release does not count as a retry")
+			require.False(t, got.AvailableAt.After(got.UpdatedAt), "released tasks are available at once")
+			require.Contains(t, got.LastError, "shut down")
+			require.ErrorIs(t, <-blk.causes, ErrShuttingDown)
+		})
 		t.Run("abort", func(t *testing.T) {
 			t.Parallel()
 			bd := setup(t, b, setupOpts{})
@@ -671,4 +670,81 @@ func TestStopDuringHeartbeat(t *testing.T) {
 	s.landed.Wait() // a write abandoned by the worker has reached the store
 	_, err = bd.q.GetWorker(context.Background(), o.ID)
 	require.ErrorIs(t, err, queue.ErrNotFound, "the registry entry is gone after Run returned")
+}
+
+// A Go handler that ignores its context cannot be killed: a shutdown past
+// its timeout never releases its task while it runs. Run waits until the
+// handler returns (the task is then released), until its lease expires
+// (the monitor's way back), or until Abort (the task is left, and the
+// registry entry with it, for the monitor).
+func TestShutdownKeepsTaskOfHandlerIgnoringContext(t *testing.T) {
+	t.Parallel()
+	for _, end := range []string{"handler returns", "lease expires", "abort"} {
+		t.Run(end, func(t *testing.T) {
+			t.Parallel()
+			bd := setup(t, storetest.Backends()[0], setupOpts{fake: true})
+			rs := &releaseWatch{Store: bd.s}
+			q, err := queue.Open(context.Background(), rs, queue.Options{Logger: testLogger(t), Clock: bd.fake})
+			require.NoError(t, err)
+			logs := &testutil.Buffer{}
+			o := bd.opts(t)
+			o.ShutdownTimeout, o.HandlerGrace = 10*time.Millisecond, 10*time.Millisecond
+			o.Logger = slog.New(slog.NewTextHandler(logs, nil))
+			w := New(q, o)
+			started, stopped, release := make(chan struct{}), make(chan struct{}), make(chan struct{})
+			var returned, early atomic.Bool
+			w.Handle("stubborn", func(ctx context.Context, _ *queue.Task) (json.RawMessage, error) {
+				close(started)
+				<-ctx.Done()
+				close(stopped)
+				<-release
+				returned.Store(true)
+				return nil, nil
+			})
+			check := func() {
+				if !returned.Load() {
+					early.Store(true)
+				}
+			}
+			rs.check.Store(&check)
+			task := bd.submit(t, "stubborn", `{}`, timeout(time.Hour))
+			r := start(t, w)
+			t.Cleanup(func() {
+				select {
+				case <-release:
+				default:
+					close(release)
+				}
+			})
+			<-started
+			r.cancel()
+			<-stopped
+			testutil.Eventually(t, func() bool {
+				return r.finished() || strings.Contains(logs.String(), "handlers did not return after they were stopped")
+			}, "the shutdown to wait for the handler")
+			require.False(t, r.finished(), "Run returned while a handler that ignores its context still runs")
+			require.Equal(t, queue.StatusRunning, bd.get(t, task.ID).Status)
+			switch end {
+			case "handler returns":
+				close(release)
+				require.NoError(t, r.stop(t))
+				require.Equal(t, queue.StatusPending, bd.get(t, task.ID).Status, "released once the handler returned")
+				require.False(t, bd.registered(t, w.ID()))
+			case "lease expires":
+				bd.fake.Advance(time.Hour + queue.LeaseGrace)
+				require.NoError(t, r.stop(t))
+				require.Equal(t, queue.StatusRunning, bd.get(t, task.ID).Status, "not released while the handler runs")
+				close(release)
+				bd.waitStatus(t, task.ID, queue.StatusPending)
+			case "abort":
+				w.Abort()
+				require.NoError(t, r.stop(t))
+				require.Equal(t, queue.StatusRunning, bd.get(t, task.ID).Status, "not released while the handler runs")
+				require.True(t, bd.registered(t, w.ID()), "the registry entry is left for the monitor")
+				close(release)
+				bd.waitStatus(t, task.ID, queue.StatusPending)
+			}
+			require.False(t, early.Load(), "the task was released while its handler still ran")
+		})
+	}
 }
