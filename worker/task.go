@@ -320,7 +320,7 @@ func (w *Worker) logWriteErr(log *slog.Logger, op string, err error) {
 	case errors.Is(err, queue.ErrLeaseLost), errors.Is(err, queue.ErrConflict):
 		log.Warn("could not "+op+": the lease was lost meanwhile; the result is discarded", "err", err)
 	default:
-		log.Error("could not "+op+"; the task comes back when its lease expires", "err", err)
+		log.Error("could not "+op+"; the task is released once the store answers again", "err", err)
 	}
 }
 
@@ -338,7 +338,13 @@ func (w *Worker) write(rt *runningTask, log *slog.Logger, op string, fn func(con
 		ctx, cancel := context.WithTimeout(w.handlerBase, 30*time.Second)
 		t, err := fn(ctx, rt.lease)
 		cancel()
-		if err == nil || attempt >= 3 || !transient(err) {
+		if err == nil || !transient(err) {
+			return t, err
+		}
+		if attempt >= 3 {
+			// The task may still run under this lease: release it once
+			// the store answers again (see unknownclaim.go).
+			w.releaseLater(rt.lease)
 			return t, err
 		}
 		log.Warn(op+" failed, retrying", "attempt", attempt, "err", err)

@@ -9,7 +9,7 @@ import (
 	"github.com/qo-queue/qo/queue"
 )
 
-// Claims whose outcome stayed unknown
+// Claims whose outcome stayed unknown, and writes that failed
 //
 // A claim whose task PUT lost its response, and whose re-read failed too,
 // may have left the task running under this worker's lease without the
@@ -25,13 +25,32 @@ import (
 // the monitor takes the task back like any of a dead worker's. At
 // shutdown each claim still unknown is re-read once more before the
 // worker deregisters.
+//
+// A task whose final write failed on store errors (its outcome, or its
+// release when the worker stopped its handlers without a landed
+// heartbeat) is in the same place: still running under this worker's
+// lease while the worker no longer runs it. It is released the same way
+// (releaseLater), so it too is pending again within a heartbeat interval
+// of the store answering again, not a whole timeout later.
 
 // resolveLater settles the unknown claim c in the background.
 func (w *Worker) resolveLater(c queue.UnknownClaim) {
 	w.resolving.Add(1)
 	go func() {
 		defer w.resolving.Done()
-		w.resolveClaim(c)
+		w.resolveClaim(c, nil)
+	}()
+}
+
+// releaseLater releases, in the background in the same way, the task of a
+// lease whose final write (outcome or release) failed on store errors: the
+// task may still be running under it, and nobody else would take it back
+// before the lease expires while this worker's heartbeats land.
+func (w *Worker) releaseLater(l *queue.Lease) {
+	w.resolving.Add(1)
+	go func() {
+		defer w.resolving.Done()
+		w.resolveClaim(queue.UnknownClaim{TaskID: l.Task.ID, LeaseID: l.Task.LeaseID}, l)
 	}()
 }
 
@@ -42,11 +61,16 @@ func (w *Worker) stopResolving() {
 	w.resolving.Wait()
 }
 
-func (w *Worker) resolveClaim(c queue.UnknownClaim) {
+// resolveClaim settles c: re-reads its task until the claim is known
+// (lease nil), then releases the task under the lease if it landed.
+func (w *Worker) resolveClaim(c queue.UnknownClaim, lease *queue.Lease) {
 	log := w.log.With("task_id", c.TaskID)
-	log.Warn("the outcome of a claim is unknown: the task is re-read until it is known, and released if the claim landed")
+	if lease == nil {
+		log.Warn("the outcome of a claim is unknown: the task is re-read until it is known, and released if the claim landed")
+	} else {
+		log.Warn("the task's last write failed: it is released once the store answers again")
+	}
 	wait := min(heartbeatRetry, w.opts.HeartbeatInterval)
-	var lease *queue.Lease
 	for {
 		last := false
 		t := time.NewTimer(wait)

@@ -81,3 +81,56 @@ func TestUnknownClaimIsResolved(t *testing.T) {
 		require.NoError(t, r.stop(t))
 	})
 }
+
+// failedFinish is a store that refuses every write completing a task
+// until the task has been put back to pending once: the worker's every
+// try to write the first attempt's outcome fails.
+type failedFinish struct {
+	store.Store
+	mu       sync.Mutex
+	refused  int
+	released bool
+}
+
+func (s *failedFinish) Put(ctx context.Context, key string, body []byte, cond store.Condition) (store.PutResult, error) {
+	if strings.HasPrefix(key, queue.TasksPrefix) {
+		s.mu.Lock()
+		fail := !s.released && bytes.Contains(body, []byte(`"status":"completed"`))
+		if fail {
+			s.refused++
+		}
+		s.released = s.released || s.refused > 0 && bytes.Contains(body, []byte(`"status":"pending"`))
+		s.mu.Unlock()
+		if fail {
+			return store.PutResult{}, errors.New("injected: 503 SlowDown")
+		}
+	}
+	return s.Store.Put(ctx, key, body, cond)
+}
+
+// A task whose outcome could not be written (every try failed) does not
+// stay running under the worker's lease until it expires (an hour here)
+// while the worker's heartbeats land: the worker releases it once the
+// store answers, and it runs again.
+func TestFailedFinishIsReleased(t *testing.T) {
+	t.Parallel()
+	bd := setup(t, storetest.Backends()[0], setupOpts{})
+	s := &failedFinish{Store: bd.s}
+	q, err := queue.Open(context.Background(), s, queue.Options{Logger: testLogger(t)})
+	require.NoError(t, err)
+	w := New(q, bd.opts(t))
+	w.Handle("echo", echoHandler)
+	task := bd.submit(t, "echo", `{"n":1}`, timeout(time.Hour))
+	r := start(t, w)
+	got := bd.waitStatus(t, task.ID, queue.StatusCompleted)
+	require.Equal(t, 2, got.Attempt, "the first attempt's outcome was lost, the second ran")
+	require.Zero(t, got.RetryCount, "a release does not count as a retry")
+	hist, err := bd.q.History(context.Background(), task.ID)
+	require.NoError(t, err)
+	var released bool
+	for _, ev := range hist {
+		released = released || ev.Name == queue.EventRequeued
+	}
+	require.True(t, released, "the task whose outcome could not be written was released")
+	require.NoError(t, r.stop(t))
+}

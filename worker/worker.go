@@ -291,8 +291,9 @@ func (w *Worker) Run(ctx context.Context) error {
 
 	w.setDraining()
 	w.claims.Wait() // a claim in flight starts its task, which drain waits for
-	w.stopResolving()
 	keepEntry := w.drain()
+	// After drain: a task whose release failed there is tried once more.
+	w.stopResolving()
 	stopMon()
 	mon.Wait()
 	stopAux()
