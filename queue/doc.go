@@ -423,6 +423,9 @@ extends a lease:
     not answer, the worker's heartbeats do not land either, and the task
     comes back with the dead worker's, within DeadAfter + MaxClockSkew +
     the lease check interval.
+    A task whose final write (its outcome, or its release after the
+    worker stopped its handlers without a landed heartbeat) failed on
+    every try is in the same place and is released the same way.
   - While a handler runs longer than the lease check interval (10s), the
     worker re-reads its task that often (CheckLease: one GET, no write) to
     see a cancel request or a lost lease.
@@ -432,6 +435,39 @@ CheckLease (ErrCancelRequested, the lease stays valid), stops the handler
 and calls AckCancel. A task whose worker dies is taken back by
 ReclaimLease or ExpireLease, which cancel instead of retrying. Complete
 still wins when the work finished.
+
+# Every task finishes
+
+Safety (nothing lost, applied twice or overwritten) comes from the rules
+above; liveness from these bounds, with the defaults:
+
+  - a pending task is in the ready index at every instant (see Index
+    entries are written first), so a worker serving its type finds it;
+  - a running task is in the lease index at every instant, so the lease
+    check finds it: it is pending again (or failed, or cancelled) at most
+    its timeout + LeaseGrace after its claim, and within DeadAfter +
+    MaxClockSkew + the lease check interval (27s) of its worker's last
+    heartbeat if the worker dies; a task the worker itself can no longer
+    write (a claim or final write whose outcome stayed unknown) within a
+    heartbeat interval (10s) of the store answering again;
+  - a waiting task is released by the write that ends its last parent, or
+    by the sweeper within a sweep interval (5 minutes) when that write was
+    lost; a task nobody serves (paused, no worker of its type) expires at
+    its expires_at through the sweeper within one pass;
+  - order: with a free slot in a worker that serves its type and polls
+    its shard, a ready task is not passed for long by newer tasks of its
+    priority: the bound is stated in worker/poll.go ("Polling"), including
+    behind another worker's share (a page hold after this worker passed
+    it).
+
+The fleet simulation (worker/sim) runs the real worker, monitor and queue
+code of whole fleets in simulated time, with crashes, partitions, lost
+responses, slow requests, rolling restarts and operator actions, and
+checks these at every tick and on every task's history: no task lost,
+every pending, running, waiting and failed task indexed, none completed
+twice or overwritten, no two runs of a task at once, every task ended
+within a drain bound once the faults stopped, and no task overtaken past
+the order bound. docs/reliability.md reports its runs.
 
 # Dependencies
 

@@ -66,11 +66,19 @@ var errSettled = errors.New("task outcome already settled")
 // and the backoff between its tries, so it is a channel rather than a
 // sync.Mutex: a goroutine waiting for it is blocked like any other wait of
 // the worker, which the fleet simulation (worker/sim, in simulated time)
-// can tell from one that runs.
-type writeLock chan struct{}
+// can tell from one that runs. The zero value is an unlocked lock.
+type writeLock struct {
+	once sync.Once
+	ch   chan struct{}
+}
 
-func (l writeLock) Lock()   { l <- struct{}{} }
-func (l writeLock) Unlock() { <-l }
+func (l *writeLock) c() chan struct{} {
+	l.once.Do(func() { l.ch = make(chan struct{}, 1) })
+	return l.ch
+}
+
+func (l *writeLock) Lock()   { l.c() <- struct{}{} }
+func (l *writeLock) Unlock() { <-l.c() }
 
 // ctxCause returns why the handler's context was cancelled (nil while it
 // is not).
@@ -85,7 +93,7 @@ func (rt *runningTask) ctxCause() error {
 // type of its ready entry, claimedAs.
 func (w *Worker) start(l *queue.Lease, claimedAs string) {
 	ctx, cancel := context.WithCancelCause(w.handlerBase)
-	rt := &runningTask{id: l.Task.ID, typ: l.Task.Type, ctx: ctx, lease: l, cancel: cancel, mu: make(writeLock, 1)}
+	rt := &runningTask{id: l.Task.ID, typ: l.Task.Type, ctx: ctx, lease: l, cancel: cancel}
 	if l.Task.LeaseExpiresAt != nil {
 		rt.expires = *l.Task.LeaseExpiresAt
 	}
