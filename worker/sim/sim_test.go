@@ -14,7 +14,7 @@ import (
 )
 
 var (
-	seeds     = flag.Int("sim.seeds", 3, "how many seeds to run (from -sim.first)")
+	seeds     = flag.Int("sim.seeds", 6, "how many seeds to run (from -sim.first)")
 	first     = flag.Uint64("sim.first", 1, "the first seed")
 	full      = flag.Bool("sim.full", false, "full-size scenarios (longer, deeper backlogs) instead of the small ones of the test command")
 	reportOut = flag.String("sim.report", "", "write the run's summary as JSON to this file")
