@@ -27,6 +27,21 @@ type netState struct {
 	delay time.Duration // extra latency per request
 }
 
+// set starts (on) a window of request loss or delay, or ends every
+// window of that kind (a window's zero field is left alone).
+func (n *netState) set(on bool, loss float64, delay time.Duration) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	switch {
+	case on:
+		n.loss, n.delay = max(n.loss, loss), max(n.delay, delay)
+	case loss > 0:
+		n.loss = 0
+	case delay > 0:
+		n.delay = 0
+	}
+}
+
 func (n *netState) get() (float64, time.Duration) {
 	n.mu.Lock()
 	defer n.mu.Unlock()

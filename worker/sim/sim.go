@@ -197,6 +197,16 @@ func (f *fleet) load(ctx context.Context) {
 func (f *fleet) timeline(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	// during turns a fault on now and off again after d.
+	during := func(d time.Duration, turn func(on bool)) {
+		turn(true)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			time.Sleep(d)
+			turn(false)
+		}()
+	}
 	for _, e := range f.sc.Events {
 		if d := e.At - f.now(); d > 0 {
 			select {
@@ -222,43 +232,17 @@ func (f *fleet) timeline(ctx context.Context) {
 			f.mu.Lock()
 			p := f.procs[e.Worker]
 			f.mu.Unlock()
-			p.st.setPartitioned(true)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				time.Sleep(e.For)
-				p.st.setPartitioned(false)
-			}()
+			during(e.For, func(on bool) { p.st.setPartitioned(on) })
 		case Upgrade:
 			f.faults.add("rolling upgrade")
 			wg.Add(1)
 			go func() { defer wg.Done(); f.upgrade(ctx) }()
 		case Lossy:
 			f.faults.add("lossy window")
-			f.net.mu.Lock()
-			f.net.loss = max(f.net.loss, e.Rate)
-			f.net.mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				time.Sleep(e.For)
-				f.net.mu.Lock()
-				f.net.loss = 0
-				f.net.mu.Unlock()
-			}()
+			during(e.For, func(on bool) { f.net.set(on, e.Rate, 0) })
 		case Slow:
 			f.faults.add("slow window")
-			f.net.mu.Lock()
-			f.net.delay = max(f.net.delay, e.Delay)
-			f.net.mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				time.Sleep(e.For)
-				f.net.mu.Lock()
-				f.net.delay = 0
-				f.net.mu.Unlock()
-			}()
+			during(e.For, func(on bool) { f.net.set(on, 0, e.Delay) })
 		case PauseType:
 			f.faults.add("pause")
 			wg.Add(1)
