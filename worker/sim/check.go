@@ -241,15 +241,18 @@ func (c *checker) final(ctx context.Context) {
 }
 
 // overtake checks the order promise once the faults stopped: no task
-// waits more than OvertakeBound to start behind a newer task of its type
+// waits more than OvertakeBound, while some worker that serves its type
+// has a slot free (see freeFor), to start behind a newer task of its type
 // and priority (newer: it became pending later) that started before it,
 // while the ready index held no more than one walk reads (maxWalk pages).
 // Deeper, shards take turns (see worker/poll.go): such waits are measured,
 // not bounded. It returns the longest wait of each kind.
-func (c *checker) overtake(maxWalk int) (within, deep time.Duration) {
+func (c *checker) overtake(maxWalk int) (shallow, deep time.Duration) {
 	from := c.f.sc.FaultsEnd + Settle
+	free := c.f.freeFor(c.f.journal.all())
 	type item struct {
 		id             uuid.UUID
+		typ            string
 		pending, start time.Duration
 	}
 	groups := map[string][]item{}
@@ -261,7 +264,7 @@ func (c *checker) overtake(maxWalk int) (within, deep time.Duration) {
 			continue
 		}
 		k := s.typ + "/" + string(s.priority)
-		groups[k] = append(groups[k], item{id, p, st})
+		groups[k] = append(groups[k], item{id, s.typ, p, st})
 	}
 	c.f.mu.Unlock()
 	for _, items := range groups {
@@ -277,14 +280,16 @@ func (c *checker) overtake(maxWalk int) (within, deep time.Duration) {
 			}
 			for _, it := range items[i:j] {
 				if earliest >= 0 && it.start > earliest {
-					wait := it.start - earliest
+					// How long it waited behind the newer task while
+					// some worker that serves its type had a slot free.
+					wait := within(free[it.typ], earliest, it.start)
 					if c.deepest(max(it.pending, from), it.start) > maxWalk {
 						deep = max(deep, wait)
 						continue
 					}
-					within = max(within, wait)
+					shallow = max(shallow, wait)
 					if wait > OvertakeBound {
-						c.violate("overtaken", c.name(it.id), fmt.Sprintf("started %s after a newer task of its type and priority (pending at %s, started at %s)", wait, it.pending, it.start))
+						c.violate("overtaken", c.name(it.id), fmt.Sprintf("waited %s with a slot free for its type after a newer task of its type and priority started (%s in all; pending at %s, started at %s)", wait, it.start-earliest, it.pending, it.start))
 					}
 				}
 			}
@@ -296,5 +301,5 @@ func (c *checker) overtake(maxWalk int) (within, deep time.Duration) {
 			i = j
 		}
 	}
-	return within, deep
+	return shallow, deep
 }

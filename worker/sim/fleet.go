@@ -25,6 +25,7 @@ type run struct {
 	n      int // the task's number
 	lease  string
 	worker string
+	proc   int // the process's serial (see proc)
 	start  time.Duration
 	end    time.Duration // -1 while it runs
 	how    string        // done, cancelled, killed
@@ -88,6 +89,7 @@ type fleet struct {
 	tasks     map[uuid.UUID]*submitted
 	order     []uuid.UUID
 	paused    map[string][]span // per type, when it was paused
+	lives     []life            // every worker process's life
 	procs     []*proc           // one per WorkerSpec: the current process
 	wg        sync.WaitGroup    // every process's Run
 	nextN     int
@@ -101,6 +103,7 @@ type span struct{ from, to time.Duration }
 
 // proc is one worker process.
 type proc struct {
+	serial int // the fleet's count of processes when it started
 	spec   WorkerSpec
 	id     string
 	st     *procStore
@@ -122,19 +125,22 @@ func (f *fleet) openQueue(ctx context.Context, st *procStore) (*queue.Queue, err
 func (f *fleet) startWorker(ctx context.Context, i int, id string) {
 	spec := f.sc.Workers[i]
 	f.mu.Lock()
-	seed := f.sc.Seed*31 + uint64(f.restarts)
+	serial := f.restarts
+	seed := f.sc.Seed*31 + uint64(serial)
 	f.restarts++
 	f.mu.Unlock()
 	st := newProcStore(f.mem, &f.net, spec.Skew, seed, f.teardown, &f.faults)
 	pctx, cancel := context.WithCancel(ctx)
-	p := &proc{spec: spec, id: id, st: st, cancel: cancel, done: make(chan struct{}), killed: make(chan struct{})}
+	p := &proc{serial: serial, spec: spec, id: id, st: st, cancel: cancel, done: make(chan struct{}), killed: make(chan struct{})}
 	f.mu.Lock()
 	f.procs[i] = p
+	f.lives = append(f.lives, life{proc: serial, spec: spec, from: f.now(), to: -1})
 	f.mu.Unlock()
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
 		defer close(p.done)
+		defer f.ended(serial)
 		for pctx.Err() == nil {
 			q, err := f.openQueue(pctx, st)
 			if err == nil {
@@ -177,7 +183,7 @@ func (f *fleet) handler(p *proc) worker.HandlerFunc {
 		if err := json.Unmarshal(t.Input, &spec); err != nil {
 			return nil, worker.Permanent(fmt.Errorf("sim: bad input: %w", err))
 		}
-		r := f.journal.begin(&run{task: t.ID, n: spec.N, lease: t.LeaseID, worker: p.id, start: f.now()})
+		r := f.journal.begin(&run{task: t.ID, n: spec.N, lease: t.LeaseID, worker: p.id, proc: p.serial, start: f.now()})
 		var wait <-chan time.Time
 		if !spec.Hang {
 			tm := time.NewTimer(time.Duration(float64(spec.MS)*p.spec.Speed) * time.Millisecond)
@@ -260,6 +266,39 @@ func (f *fleet) crash(i int) {
 	f.faults.add("crash")
 	close(p.killed)
 	p.st.crash()
+	f.ended(p.serial)
+}
+
+// life is when a worker process could claim: from its start to its crash
+// or the end of its shutdown (to -1: to the end of the run), less its
+// partitions.
+type life struct {
+	proc       int
+	spec       WorkerSpec
+	from, to   time.Duration
+	partitions []span
+}
+
+// ended closes the life of process serial (the first call counts).
+func (f *fleet) ended(serial int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := range f.lives {
+		if l := &f.lives[i]; l.proc == serial && l.to < 0 {
+			l.to = f.now()
+		}
+	}
+}
+
+// partitioned records a partition of process serial.
+func (f *fleet) partitioned(serial int, s span) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := range f.lives {
+		if l := &f.lives[i]; l.proc == serial {
+			l.partitions = append(l.partitions, s)
+		}
+	}
 }
 
 func newLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -232,6 +232,7 @@ func (f *fleet) timeline(ctx context.Context) {
 			f.mu.Lock()
 			p := f.procs[e.Worker]
 			f.mu.Unlock()
+			f.partitioned(p.serial, span{f.now(), f.now() + e.For})
 			during(e.For, func(on bool) { p.st.setPartitioned(on) })
 		case Upgrade:
 			f.faults.add("rolling upgrade")
