@@ -212,6 +212,8 @@ func (p *procStore) Now(ctx context.Context) (time.Time, error) {
 	return t.Add(p.skew), err
 }
 
+var _ store.Store = (*procStore)(nil)
+
 // faultCounts counts the faults injected, by kind.
 type faultCounts struct {
 	mu sync.Mutex

@@ -2,12 +2,10 @@ package sim
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"testing/synctest"
 	"time"
@@ -15,7 +13,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/qo-queue/qo/queue"
-	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/memstore"
 )
 
@@ -349,7 +346,3 @@ func (f *fleet) drainBound(c *checker) time.Duration {
 	}
 	return drain + 4*longest + 5*time.Minute
 }
-
-var _ = errors.Is
-var _ store.Store = (*procStore)(nil)
-var _ = strings.Join
