@@ -348,8 +348,7 @@ func TestShutdownReleasesAfterExecHandlerExits(t *testing.T) {
 	t.Parallel()
 	bd := setup(t, storetest.Backends()[0], setupOpts{})
 	rs := &releaseWatch{Store: bd.s}
-	q, err := queue.Open(context.Background(), rs, queue.Options{Logger: testLogger(t)})
-	require.NoError(t, err)
+	q := bd.over(t, rs)
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "pid")
 	o := bd.opts(t)
@@ -418,8 +417,7 @@ func TestAbortDuringKillGraceReleases(t *testing.T) {
 	t.Parallel()
 	bd := setup(t, storetest.Backends()[0], setupOpts{})
 	rs := &releaseWatch{Store: bd.s}
-	q, err := queue.Open(context.Background(), rs, queue.Options{Logger: testLogger(t)})
-	require.NoError(t, err)
+	q := bd.over(t, rs)
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "pid")
 	logs := &testutil.Buffer{}

@@ -28,10 +28,11 @@ func jobWorker(t *testing.T, q *queue.Queue, o Options) *Worker {
 	return prepared(t, w)
 }
 
-// over opens the bundle's queue over s, a wrapper of its store.
+// over opens the bundle's queue over s, a wrapper of its store (on the
+// bundle's fake clock when it has one).
 func (bd *bundle) over(t *testing.T, s store.Store) *queue.Queue {
 	t.Helper()
-	q, err := queue.Open(context.Background(), s, queue.Options{Logger: testLogger(t), Clock: bd.fake})
+	q, err := queue.Open(context.Background(), s, queue.Options{Logger: testLogger(t), Clock: bd.clock})
 	require.NoError(t, err)
 	return q
 }

@@ -109,8 +109,7 @@ func TestFailedFinishIsReleased(t *testing.T) {
 // its second attempt, why says why.
 func runReleasedOnce(t *testing.T, bd *bundle, s store.Store, why string) {
 	t.Helper()
-	q, err := queue.Open(context.Background(), s, queue.Options{Logger: testLogger(t)})
-	require.NoError(t, err)
+	q := bd.over(t, s)
 	w := New(q, bd.opts(t))
 	w.Handle("echo", echoHandler)
 	task := bd.submit(t, "echo", `{"n":1}`, timeout(time.Hour))

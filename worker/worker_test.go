@@ -656,8 +656,7 @@ func TestStopDuringHeartbeat(t *testing.T) {
 	t.Parallel()
 	bd := setup(t, storetest.Backends()[0], setupOpts{})
 	s := &lateHeartbeat{Store: bd.s, inFlight: make(chan struct{})}
-	q, err := queue.Open(context.Background(), s, queue.Options{Logger: testLogger(t)})
-	require.NoError(t, err)
+	q := bd.over(t, s)
 	o := bd.opts(t)
 	w := New(q, o)
 	w.Handle("job", func(context.Context, *queue.Task) (json.RawMessage, error) { return nil, nil })
@@ -668,7 +667,7 @@ func TestStopDuringHeartbeat(t *testing.T) {
 	cancel()
 	require.NoError(t, <-done)
 	s.landed.Wait() // a write abandoned by the worker has reached the store
-	_, err = bd.q.GetWorker(context.Background(), o.ID)
+	_, err := bd.q.GetWorker(context.Background(), o.ID)
 	require.ErrorIs(t, err, queue.ErrNotFound, "the registry entry is gone after Run returned")
 }
 
@@ -684,8 +683,7 @@ func TestShutdownKeepsTaskOfHandlerIgnoringContext(t *testing.T) {
 			t.Parallel()
 			bd := setup(t, storetest.Backends()[0], setupOpts{fake: true})
 			rs := &releaseWatch{Store: bd.s}
-			q, err := queue.Open(context.Background(), rs, queue.Options{Logger: testLogger(t), Clock: bd.fake})
-			require.NoError(t, err)
+			q := bd.over(t, rs)
 			logs := &testutil.Buffer{}
 			o := bd.opts(t)
 			o.ShutdownTimeout, o.HandlerGrace = 10*time.Millisecond, 10*time.Millisecond
