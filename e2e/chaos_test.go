@@ -38,8 +38,12 @@ func testLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard,
 // execution, and the worker command line.
 type chaos struct {
 	*wkEnv
-	log    string // one task id per execution
-	script string
+	typ string // the type of the tasks submitN submits
+	// timeout is the timeout of the tasks submitN submits (3 s by default,
+	// so a killed worker's tasks come back soon).
+	timeout time.Duration
+	log     string // one task id per execution
+	script  string
 	// args are the worker flags after workerArgs' own: by default the
 	// logging handler for type work, concurrency 8 and no sweeper.
 	args []string
@@ -52,12 +56,18 @@ type chaos struct {
 
 func newChaos(t *testing.T) *chaos {
 	t.Helper()
-	e := wkSetup(t)
+	return newChaosOn(t, wkSetup(t), "work")
+}
+
+// newChaosOn is newChaos on e, with tasks of type typ (a type of its own
+// keeps a scenario apart from tasks already in a shared bucket).
+func newChaosOn(t *testing.T, e *wkEnv, typ string) *chaos {
+	t.Helper()
 	dir := t.TempDir()
-	c := &chaos{wkEnv: e, log: filepath.Join(dir, "executions.log"), script: filepath.Join(dir, "work.sh")}
+	c := &chaos{wkEnv: e, typ: typ, timeout: 3 * time.Second, log: filepath.Join(dir, "executions.log"), script: filepath.Join(dir, "work.sh")}
 	// The sweeper is off: every index entry the checker finds at the end was
 	// written by the operations themselves.
-	c.args = []string{"--exec", "work=" + c.script, "--concurrency", "8", "--sweep-interval", "0"}
+	c.args = []string{"--exec", typ + "=" + c.script, "--concurrency", "8", "--sweep-interval", "0"}
 	// The handler: record the execution, swallow the input, succeed.
 	body := fmt.Sprintf("#!/bin/sh\necho \"$QO_TASK_ID\" >> '%s'\ncat >/dev/null\necho '{\"ok\":true}'\n", c.log)
 	require.NoError(t, os.WriteFile(c.script, []byte(body), 0o755))
@@ -82,8 +92,8 @@ func (c *chaos) submitN(t *testing.T, n int) {
 	policy := queue.RetryPolicy{InitialIntervalMS: 100, MaxIntervalMS: 1000, Multiplier: 2, JitterPercent: 0.25}
 	ids := make([]uuid.UUID, n)
 	err := parallelDo(n, 32, func(i int) error {
-		task, _, err := c.q.Submit(context.Background(), queue.SubmitRequest{Type: "work", Input: json.RawMessage(`{"n":` + strconv.Itoa(i) + `}`),
-			Timeout: 3 * time.Second, MaxRetries: &retries, RetryPolicy: &policy})
+		task, _, err := c.q.Submit(context.Background(), queue.SubmitRequest{Type: c.typ, Input: json.RawMessage(`{"n":` + strconv.Itoa(i) + `}`),
+			Timeout: c.timeout, MaxRetries: &retries, RetryPolicy: &policy})
 		if err == nil {
 			ids[i] = task.ID
 		}

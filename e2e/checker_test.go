@@ -158,6 +158,7 @@ func checkOne(ctx context.Context, q *queue.Queue, id uuid.UUID) ([]string, *que
 	var problems []string
 	var prev *queue.Task
 	outcomes, releases := 0, 0
+	claims := map[int64][]string{} // rev -> the workers of its claimed versions
 	for i, e := range events {
 		if e.Task == nil {
 			problems = append(problems, fmt.Sprintf("version %d (%s) unreadable or deleted: %v", i+1, e.Name, e.Err))
@@ -176,6 +177,8 @@ func checkOne(ctx context.Context, q *queue.Queue, id uuid.UUID) ([]string, *que
 			outcomes++
 		}
 		switch e.Name {
+		case queue.EventClaimed:
+			claims[e.Task.Rev] = append(claims[e.Task.Rev], e.Task.WorkerID)
 		case queue.EventReleased:
 			releases++
 		case queue.EventReplayed:
@@ -185,6 +188,13 @@ func checkOne(ctx context.Context, q *queue.Queue, id uuid.UUID) ([]string, *que
 			problems = append(problems, depProblems(i+1, prev, e)...)
 		}
 		prev = e.Task
+	}
+	for rev, by := range claims {
+		if len(by) > 1 {
+			// Two claims won one compare-and-swap: the second writer's
+			// If-Match matched an ETag that was not the body it read.
+			problems = append(problems, fmt.Sprintf("double claim: %d claimed versions of rev %d (by %s)", len(by), rev, strings.Join(by, ", ")))
+		}
 	}
 	if outcomes > 1 {
 		problems = append(problems, fmt.Sprintf("double outcome: %d succeeded/failed events", outcomes))

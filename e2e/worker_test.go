@@ -45,14 +45,21 @@ type wkEnv struct {
 
 func wkSetup(t *testing.T) *wkEnv {
 	t.Helper()
-	wkBinary(t)
 	s := storetest.MinIO(t)
+	return wkSetupOn(t, s, storetest.S3Config(t, s.Bucket()))
+}
+
+// wkSetupOn is wkSetup on an existing bucket (any S3 server): it
+// initialises the queue there (idempotent) and points qo processes at it
+// with cfg.
+func wkSetupOn(t *testing.T, s *s3store.Store, cfg s3store.Config) *wkEnv {
+	t.Helper()
+	wkBinary(t)
 	ctx := context.Background()
 	_, err := queue.Init(ctx, s, 1)
 	require.NoError(t, err)
 	q, err := queue.Open(ctx, s, queue.Options{})
 	require.NoError(t, err)
-	cfg := storetest.S3Config(t, s.Bucket())
 	env := append(os.Environ(),
 		"S3_ENDPOINT="+cfg.Endpoint, "S3_BUCKET="+cfg.Bucket, "S3_REGION="+cfg.Region,
 		"AWS_ACCESS_KEY_ID="+cfg.AccessKey, "AWS_SECRET_ACCESS_KEY="+cfg.SecretKey,
