@@ -323,6 +323,15 @@ is still the version the change was based on (and the error was not a
 412) the PUT is sent again with the same request_id; otherwise another
 writer won. So a repeated operation never counts twice.
 
+Every If-Match write presents the ETag of the version its change was
+based on, so a read must be whole: its ETag the ETag of its body. A server
+that answers an old body with the ETag of the write that replaced it (a
+torn read) would let a stale writer win: two workers would both claim one
+task. The store checks each read's body against its ETag where the
+server's ETags are body MD5s (store.ErrTornRead, see store's "Consistency
+assumption"); a read that stays torn is a lost race: the task read answers
+ErrConflict, a claim moves on to the next entry, nothing is written.
+
 # Leases and fencing
 
 Claim writes a fresh lease_id and lease_expires_at = now + timeout +

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand"
 	"strings"
 	"sync"
@@ -32,14 +33,18 @@ type faultStore struct {
 	failDel func(key string) bool
 	failGet func(key string) bool // reads fail (a re-read after a lost response, say)
 	slowGet func(key string) bool // read responses take a few milliseconds to arrive (writers that read together race)
+	tornGet func(key string) bool // reads fail as s3store fails a read that stays torn
 }
 
 func (f *faultStore) Get(ctx context.Context, key string) (*store.Object, error) {
 	f.mu.Lock()
-	fail, slow := f.failGet, f.slowGet
+	fail, slow, torn := f.failGet, f.slowGet, f.tornGet
 	f.mu.Unlock()
 	if fail != nil && fail(key) {
 		return nil, errors.New("injected get failure")
+	}
+	if torn != nil && torn(key) {
+		return nil, fmt.Errorf("get %s: injected: %w", key, store.ErrTornRead)
 	}
 	obj, err := f.Store.Get(ctx, key)
 	if slow != nil && slow(key) {

@@ -256,3 +256,26 @@ func TestClaimRefusesForeignEntry(t *testing.T) {
 		}
 	})
 }
+
+// A read that stays torn (store.ErrTornRead) is a lost race: Claim and Get
+// answer ErrConflict, nothing is written, and the task is claimed as usual
+// once its reads are whole again.
+func TestTornReadIsConflict(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
+		b := setup(t, be)
+		task := b.submit(t, "other", `{}`)
+		b.s.set(func(f *faultStore) { f.tornGet = func(key string) bool { return key == task.Key() } })
+		_, err := b.q.Claim(b.ctx, readyEntryOf(task), "w1")
+		require.ErrorIs(t, err, queue.ErrConflict)
+		require.ErrorIs(t, err, store.ErrPreconditionFailed)
+		_, err = b.q.Get(b.ctx, task.ID)
+		require.ErrorIs(t, err, queue.ErrConflict)
+		b.s.set(func(f *faultStore) { f.tornGet = nil })
+		got := b.get(t, task)
+		require.Equal(t, queue.StatusPending, got.Status)
+		require.EqualValues(t, 1, got.Rev, "nothing was written")
+		l := b.claim(t, task, "w1")
+		require.Equal(t, queue.StatusRunning, l.Task.Status)
+	})
+}

@@ -149,6 +149,11 @@ func (q *Queue) getTask(ctx context.Context, id uuid.UUID) (*Task, string, error
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, "", fmt.Errorf("get task %s: %w (%w)", id, ErrNotFound, err)
 	}
+	if errors.Is(err, store.ErrTornRead) {
+		// No consistent version to base a write on: the task is being
+		// rewritten under the reader, who lost the race to it.
+		return nil, "", fmt.Errorf("get task %s: %w: %w", id, ErrConflict, err)
+	}
 	if err != nil {
 		return nil, "", fmt.Errorf("get task %s: %w", id, err)
 	}

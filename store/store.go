@@ -16,6 +16,18 @@
 // racing writers presenting the same ETag, exactly one wins). AWS S3 has
 // offered this since December 2020; MinIO and versitygw do too.
 //
+// A read must also be whole: the ETag a Get returns is the ETag of the
+// body it returns, since a compare-and-swap presents that ETag as the
+// version the caller based its change on. A server that pairs an old body
+// with the ETag of the write that replaced it (a torn read) lets a stale
+// writer win: versitygw's sidecar metadata mode did (docs/reliability.md,
+// "Torn reads in versitygw's sidecar metadata mode"). s3store checks every
+// Get's body against its ETag where the server's ETags are body MD5s (it
+// learns whether they are from its own Puts), reads again a few times on a
+// mismatch and then fails with ErrTornRead, which matches
+// ErrPreconditionFailed: callers treat it as a lost race (the queue as
+// queue.ErrConflict). On a healthy server the check costs no request.
+//
 // # Keys
 //
 // Keys are non-empty UTF-8 strings; "/" separates levels for listings with
@@ -44,6 +56,12 @@ var (
 	// (HTTP 412, or 404 for If-Match on a missing key, which some servers
 	// answer instead). Either way the caller's view of the object is stale.
 	ErrPreconditionFailed = errors.New("precondition failed")
+	// ErrTornRead: a read returned a body that is not the body of the ETag
+	// it came with (the server paired one version's body with another's
+	// ETag), and reading again did not settle it. It also matches
+	// ErrPreconditionFailed: the caller cannot base a compare-and-swap on
+	// what it read, which is a lost race. See "Consistency assumption".
+	ErrTornRead error = tornRead{}
 	// ErrNotSupported: the provider lacks a feature qo relies on.
 	ErrNotSupported = errors.New("not supported by this provider")
 
@@ -61,6 +79,13 @@ var (
 	// refused, DNS failure, timeout).
 	ErrUnreachable = errors.New("storage endpoint unreachable")
 )
+
+// tornRead is the type of ErrTornRead, which matches ErrPreconditionFailed.
+type tornRead struct{}
+
+func (tornRead) Error() string { return "torn read" }
+
+func (tornRead) Is(target error) bool { return target == ErrPreconditionFailed }
 
 // Condition guards a Put or Delete. The zero value is unconditional.
 type Condition struct {

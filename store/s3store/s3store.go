@@ -14,6 +14,10 @@
 //     others 412. Both become store.ErrPreconditionFailed.
 //   - A 501 to a bucket configuration request becomes store.ErrNotSupported
 //     (MinIO answers 501 to PutBucketCors).
+//   - A body paired with another version's ETag (a torn read): Get and
+//     GetVersion check the body against its ETag where the server's ETags
+//     are MD5s and fail with store.ErrTornRead if re-reads do not settle
+//     (see etag.go).
 //
 // Differences it cannot absorb, which callers must tolerate:
 //   - MinIO ignores If-Match on DELETE (deletes anyway).
@@ -114,6 +118,7 @@ type Store struct {
 	endpoint string // for messages: the configured endpoint or "AWS S3"
 	counters store.Counters
 	clock    serverClock
+	etags    etagState // see etag.go
 	observe  func(op store.Op, d time.Duration, err error)
 
 	awsCfg      aws.Config // for other AWS APIs (STS) with the same credentials
@@ -142,6 +147,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 
 	s := &Store{bucket: cfg.Bucket, endpoint: cfg.Endpoint, observe: cfg.Observe}
 	s.clock.now = time.Now
+	s.etags.sleep = sleepCtx
 	if s.endpoint == "" {
 		s.endpoint = "AWS S3"
 	}
@@ -245,7 +251,7 @@ func (s *Store) Get(ctx context.Context, key string) (*store.Object, error) {
 	if err := checkKey("get", key); err != nil {
 		return nil, err
 	}
-	return s.get(ctx, "get", key, nil)
+	return s.checked(ctx, "get", key, nil)
 }
 
 // GetVersion implements store.Store. The version of a delete marker, and
@@ -257,10 +263,11 @@ func (s *Store) GetVersion(ctx context.Context, key, versionID string) (*store.O
 	if versionID == "" {
 		return nil, fmt.Errorf("get version of %s: empty version id: %w", key, store.ErrNotFound)
 	}
-	return s.get(ctx, "get version "+versionID+" of", key, aws.String(versionID))
+	return s.checked(ctx, "get version "+versionID+" of", key, aws.String(versionID))
 }
 
-func (s *Store) get(ctx context.Context, op, key string, versionID *string) (*store.Object, error) {
+// getOnce is one GetObject request, without the torn-read check.
+func (s *Store) getOnce(ctx context.Context, op, key string, versionID *string) (*store.Object, error) {
 	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{
 		Bucket:    aws.String(s.bucket),
 		Key:       aws.String(key),
@@ -326,6 +333,7 @@ func (s *Store) PutTagged(ctx context.Context, key string, body []byte, cond sto
 	if err != nil {
 		return store.PutResult{}, s.wrap("put", key, err, mapOpts{ifMatch: cond.IfMatch != "", ifNoneMatch: cond.IfNoneMatch})
 	}
+	s.learnFromPut(aws.ToString(out.ETag), body)
 	return store.PutResult{ETag: aws.ToString(out.ETag), VersionID: versionIDOf(out.VersionId)}, nil
 }
 
