@@ -120,7 +120,9 @@ func serve(ctx context.Context, cfg childConfig, onListen func()) error {
 	if err != nil {
 		return fmt.Errorf("posix backend in %s: %w", cfg.Root, err)
 	}
-	return embedgw.RunVersityGW(ctx, be, &embedgw.Config{
+	// Serialized per key: every read whole, in either metadata mode (see
+	// serialize.go).
+	return embedgw.RunVersityGW(ctx, newSerialized(be), &embedgw.Config{
 		RootUserAccess:    cfg.AccessKey,
 		RootUserSecret:    cfg.SecretKey,
 		Region:            cfg.Region,

@@ -37,6 +37,15 @@
 // data directory uses meta/, it keeps using it, so data stays readable when
 // moved.
 //
+// # Whole reads
+//
+// versitygw keeps an object's ETag apart from its body, and with sidecar
+// metadata it stores a PUT's new ETag before it links the new body into
+// place, so a GET in between answered the old body with the new ETag (a
+// torn read: a stale compare-and-swap then wins). The child serializes
+// each key's reads and writes (serialize.go), so every GET and HEAD sees
+// an object whole, in either metadata mode.
+//
 // # Builds without the gateway
 //
 // versitygw and the libraries it links (its HTTP framework, its IAM and
