@@ -527,6 +527,61 @@ function guessServiceRegion(url, headers) {
   return [HOST_SERVICES[service] || service, region || ""];
 }
 
+// src/md5.js
+var S = [7, 12, 17, 22, 5, 9, 14, 20, 4, 11, 16, 23, 6, 10, 15, 21];
+var K = Array.from({ length: 64 }, (_, i) => Math.floor(Math.abs(Math.sin(i + 1)) * 2 ** 32) >>> 0);
+function md5Hex(bytes) {
+  const n = bytes.length;
+  const padded = new Uint8Array(((n + 8 >>> 6) + 1) * 64);
+  padded.set(bytes);
+  padded[n] = 128;
+  const view = new DataView(padded.buffer);
+  view.setUint32(padded.length - 8, n * 8 >>> 0, true);
+  view.setUint32(padded.length - 4, Math.floor(n / 2 ** 29), true);
+  let a0 = 1732584193;
+  let b0 = 4023233417;
+  let c0 = 2562383102;
+  let d0 = 271733878;
+  const m = new Uint32Array(16);
+  for (let off = 0; off < padded.length; off += 64) {
+    for (let i = 0; i < 16; i++) m[i] = view.getUint32(off + 4 * i, true);
+    let a = a0;
+    let b = b0;
+    let c = c0;
+    let d = d0;
+    for (let i = 0; i < 64; i++) {
+      let f;
+      let g;
+      if (i < 16) {
+        f = b & c | ~b & d;
+        g = i;
+      } else if (i < 32) {
+        f = d & b | ~d & c;
+        g = (5 * i + 1) % 16;
+      } else if (i < 48) {
+        f = b ^ c ^ d;
+        g = (3 * i + 5) % 16;
+      } else {
+        f = c ^ (b | ~d);
+        g = 7 * i % 16;
+      }
+      const s2 = S[(i >>> 4) * 4 + i % 4];
+      const sum = a + f + K[i] + m[g] >>> 0;
+      a = d;
+      d = c;
+      c = b;
+      b = b + (sum << s2 | sum >>> 32 - s2) >>> 0;
+    }
+    a0 = a0 + a >>> 0;
+    b0 = b0 + b >>> 0;
+    c0 = c0 + c >>> 0;
+    d0 = d0 + d >>> 0;
+  }
+  const out = new DataView(new ArrayBuffer(16));
+  [a0, b0, c0, d0].forEach((w, i) => out.setUint32(4 * i, w, true));
+  return [...new Uint8Array(out.buffer)].map((x) => x.toString(16).padStart(2, "0")).join("");
+}
+
 // src/s3.js
 var S3Error = class extends Error {
   constructor(status, code, message) {
@@ -534,6 +589,11 @@ var S3Error = class extends Error {
     this.status = status;
     this.code = code;
   }
+};
+var TORN_BACKOFF_MS = [5, 20, 80];
+var md5ETag = (etag) => {
+  const e = (etag ?? "").replace(/^"|"$/g, "").toLowerCase();
+  return /^[0-9a-f]{32}$/.test(e) ? e : "";
 };
 var xmlText = (el, name) => el.getElementsByTagName(name)[0]?.textContent ?? "";
 var S3 = class {
@@ -543,6 +603,9 @@ var S3 = class {
     this.client = new AwsClient({ accessKeyId, secretAccessKey, sessionToken, service: "s3", region: region || "us-east-1" });
     this.offset = 0;
     this.requests = {};
+    this.etags = "unknown";
+    this.stableMismatches = 0;
+    this.sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
   }
   /** now is the server's time estimate. */
   now() {
@@ -589,12 +652,52 @@ var S3 = class {
     const truncated = xmlText(doc, "IsTruncated") === "true";
     return { keys, next: truncated ? xmlText(doc, "NextContinuationToken") : "" };
   }
-  /** get returns {text, etag} or null when the key does not exist. */
+  /**
+   * get returns {text, etag} or null when the key does not exist.
+   *
+   * The page writes back what it read with If-Match on its ETag, so the
+   * ETag must be the body's: a server that answers an old body with the
+   * ETag of the write that replaced it (a torn read) would let a stale
+   * write win. As s3store does (store/s3store/etag.go): where the server's
+   * ETags are body MD5s (learnt from the page's own PUTs, or from a read
+   * that matches), a body that is not its ETag's is read again after 5, 20
+   * and 80 ms, and if it does not settle get throws a 412 TornRead (a lost
+   * race). Before anything is known, the same mismatch twice is a server
+   * whose ETags are not MD5s: the answer is returned as it is, and after
+   * two such objects reads are no longer checked.
+   */
   async get(key, versionId) {
+    const mode = this.etags;
+    let first2 = null;
+    let obj = null;
+    for (const wait of [0, ...TORN_BACKOFF_MS]) {
+      if (wait) await this.sleep(wait);
+      obj = await this.getOnce(key, versionId);
+      if (!obj || mode === "opaque" || this.settled(obj)) return obj && { text: obj.text, etag: obj.etag };
+      if (first2 && mode === "unknown" && obj.etag === first2.etag && obj.md5 === first2.md5) {
+        if (++this.stableMismatches >= 2 && this.etags === "unknown") this.etags = "opaque";
+        return { text: obj.text, etag: obj.etag };
+      }
+      first2 ??= obj;
+    }
+    if (mode === "unknown") return { text: obj.text, etag: obj.etag };
+    throw new S3Error(412, "TornRead", `${key}: the server answered a body whose MD5 ${obj.md5} is not its ETag ${obj.etag}, ${TORN_BACKOFF_MS.length + 1} times: treated as a lost race; try again`);
+  }
+  /** getOnce is one GET: {text, etag, md5} or null. */
+  async getOnce(key, versionId) {
     const res = await this.request("GET", this.url(key, versionId ? { versionId } : void 0));
     if (res.status === 404) return null;
     if (!res.ok) await this.fail(res);
-    return { text: await res.text(), etag: res.headers.get("ETag") };
+    const bytes = new Uint8Array(await res.arrayBuffer());
+    return { text: new TextDecoder().decode(bytes), etag: res.headers.get("ETag"), md5: md5Hex(bytes) };
+  }
+  /** settled reports whether obj's ETag is not an MD5, or is its body's. */
+  settled(obj) {
+    const e = md5ETag(obj.etag);
+    if (!e) return true;
+    if (e !== obj.md5) return false;
+    if (this.etags === "unknown") this.etags = "md5";
+    return true;
   }
   /** put writes body; ifMatch makes it a compare-and-swap, ifNoneMatch: '*' a create-only write. */
   async put(key, body, { ifMatch, ifNoneMatch } = {}) {
@@ -603,7 +706,9 @@ var S3 = class {
     if (ifNoneMatch) headers["If-None-Match"] = ifNoneMatch;
     const res = await this.request("PUT", this.url(key), { body, headers });
     if (!res.ok) await this.fail(res);
-    return res.headers.get("ETag");
+    const etag = res.headers.get("ETag");
+    this.etags = md5ETag(etag) === md5Hex(new TextEncoder().encode(body ?? "")) ? "md5" : "opaque";
+    return etag;
   }
   async del(key) {
     const res = await this.request("DELETE", this.url(key));

@@ -2,6 +2,7 @@
 // URLs, and the few calls qo needs. The server's Date header is tracked so
 // countdowns use the bucket's clock, as qo does.
 import { AwsClient } from 'aws4fetch';
+import { md5Hex } from './md5.js';
 
 export class S3Error extends Error {
   constructor(status, code, message) {
@@ -10,6 +11,15 @@ export class S3Error extends Error {
     this.code = code;
   }
 }
+
+// TORN_BACKOFF_MS are the waits before each re-read of a torn GET.
+export const TORN_BACKOFF_MS = [5, 20, 80];
+
+/** md5ETag returns the MD5 an ETag carries (lowercase hex), or '' for one that is not an MD5. */
+const md5ETag = (etag) => {
+  const e = (etag ?? '').replace(/^"|"$/g, '').toLowerCase();
+  return /^[0-9a-f]{32}$/.test(e) ? e : '';
+};
 
 const xmlText = (el, name) => el.getElementsByTagName(name)[0]?.textContent ?? '';
 
@@ -23,6 +33,11 @@ export class S3 {
     // DELETE, LIST-VERSIONS): the page shows what a search or a bulk
     // action cost.
     this.requests = {};
+    // Torn reads (see get): whether the server's ETags are body MD5s
+    // ('unknown', 'md5' or 'opaque'), learnt from the page's own PUTs.
+    this.etags = 'unknown';
+    this.stableMismatches = 0;
+    this.sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
   }
 
   /** now is the server's time estimate. */
@@ -76,12 +91,54 @@ export class S3 {
     return { keys, next: truncated ? xmlText(doc, 'NextContinuationToken') : '' };
   }
 
-  /** get returns {text, etag} or null when the key does not exist. */
+  /**
+   * get returns {text, etag} or null when the key does not exist.
+   *
+   * The page writes back what it read with If-Match on its ETag, so the
+   * ETag must be the body's: a server that answers an old body with the
+   * ETag of the write that replaced it (a torn read) would let a stale
+   * write win. As s3store does (store/s3store/etag.go): where the server's
+   * ETags are body MD5s (learnt from the page's own PUTs, or from a read
+   * that matches), a body that is not its ETag's is read again after 5, 20
+   * and 80 ms, and if it does not settle get throws a 412 TornRead (a lost
+   * race). Before anything is known, the same mismatch twice is a server
+   * whose ETags are not MD5s: the answer is returned as it is, and after
+   * two such objects reads are no longer checked.
+   */
   async get(key, versionId) {
+    const mode = this.etags;
+    let first = null;
+    let obj = null;
+    for (const wait of [0, ...TORN_BACKOFF_MS]) {
+      if (wait) await this.sleep(wait);
+      obj = await this.getOnce(key, versionId);
+      if (!obj || mode === 'opaque' || this.settled(obj)) return obj && { text: obj.text, etag: obj.etag };
+      if (first && mode === 'unknown' && obj.etag === first.etag && obj.md5 === first.md5) {
+        if (++this.stableMismatches >= 2 && this.etags === 'unknown') this.etags = 'opaque';
+        return { text: obj.text, etag: obj.etag };
+      }
+      first ??= obj;
+    }
+    if (mode === 'unknown') return { text: obj.text, etag: obj.etag };
+    throw new S3Error(412, 'TornRead', `${key}: the server answered a body whose MD5 ${obj.md5} is not its ETag ${obj.etag}, ${TORN_BACKOFF_MS.length + 1} times: treated as a lost race; try again`);
+  }
+
+  /** getOnce is one GET: {text, etag, md5} or null. */
+  async getOnce(key, versionId) {
     const res = await this.request('GET', this.url(key, versionId ? { versionId } : undefined));
     if (res.status === 404) return null;
     if (!res.ok) await this.fail(res);
-    return { text: await res.text(), etag: res.headers.get('ETag') };
+    const bytes = new Uint8Array(await res.arrayBuffer());
+    return { text: new TextDecoder().decode(bytes), etag: res.headers.get('ETag'), md5: md5Hex(bytes) };
+  }
+
+  /** settled reports whether obj's ETag is not an MD5, or is its body's. */
+  settled(obj) {
+    const e = md5ETag(obj.etag);
+    if (!e) return true;
+    if (e !== obj.md5) return false;
+    if (this.etags === 'unknown') this.etags = 'md5';
+    return true;
   }
 
   /** put writes body; ifMatch makes it a compare-and-swap, ifNoneMatch: '*' a create-only write. */
@@ -91,7 +148,9 @@ export class S3 {
     if (ifNoneMatch) headers['If-None-Match'] = ifNoneMatch;
     const res = await this.request('PUT', this.url(key), { body, headers });
     if (!res.ok) await this.fail(res);
-    return res.headers.get('ETag');
+    const etag = res.headers.get('ETag');
+    this.etags = md5ETag(etag) === md5Hex(new TextEncoder().encode(body ?? '')) ? 'md5' : 'opaque';
+    return etag;
   }
 
   async del(key) {
