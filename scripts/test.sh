@@ -5,9 +5,9 @@
 # (MinIO, built once into a cache outside the repository), starts a throwaway
 # MinIO on 127.0.0.1, runs go vet (also of the container image's build),
 # staticcheck, a gofmt check, the web UI's build check and JavaScript tests, the
-# release check with a snapshot build (the binary and its container image), and
-# the whole test suite with the race detector, stops MinIO and exits with the
-# test status.
+# release check with a snapshot build (the binary and its container image), the
+# whole test suite with the race detector, and scripts/compat.sh against a few
+# S3 servers, stops MinIO and exits with the test status.
 #
 # Environment:
 #   QO_CACHE_DIR       where tools are cached (default ${XDG_CACHE_HOME:-$HOME/.cache}/qo)
@@ -35,6 +35,8 @@ SYSTEM_PACKAGES=(
 	"chromium:chromium" # the web UI is driven in a real browser
 	"node:nodejs"       # the web UI's build and unit tests
 	"npm:npm"
+	"curl:curl" # scripts/compat.sh signs its bucket requests with curl
+	"jq:jq"     # and reads qo's JSON with jq
 )
 
 install_system_packages() {
@@ -116,4 +118,12 @@ status=0
 # on their own, and leases of a second or two must not expire because
 # another package's tests starve them of CPU.
 go test -race -count=1 -p 1 -timeout "${QO_TEST_TIMEOUT:-30m}" ${QO_TEST_PKGS:-./...} || status=$?
+
+# --- Servers -------------------------------------------------------------------
+# qo against S3 servers beside the test MinIO (docs/providers.md): the embedded
+# gateway in both metadata modes, gofakes3 (safe) and s3rver (ignores
+# conditional writes: doctor must refuse it), each with its expected verdict.
+# The full list is the manual `bash scripts/compat.sh`.
+step "scripts/compat.sh: doctor, 200 tasks and the forced race per server"
+bash scripts/compat.sh --check --no-race-refused minio gateway-xattr gateway-sidecar gofakes3 s3rver || status=1
 exit "$status"
