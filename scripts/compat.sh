@@ -54,12 +54,12 @@
 #   QO_COMPAT_RACE_TIMEOUT go test -timeout of one forced race (default 6m)
 #   QO_COMPAT_KEEP=1       keep the logs (servers, qo, the race) and say where
 set -euo pipefail
+# shellcheck disable=SC2317 # servers start through "start_$server", which shellcheck cannot follow
 # The whole script is one block, read before it runs: editing the file (a
 # checkout, a rebase) while it runs cannot change what it does.
 {
 
 cd "$(dirname "$0")/.."
-repo=$PWD
 
 ALL_SERVERS=(minio gateway-xattr gateway-sidecar seaweedfs gofakes3 rclone s3rver fauxqs)
 # The verdict each server is expected to get (see docs/providers.md).
@@ -85,8 +85,8 @@ FAUXQS_VERSION=1.9.2 # 2.x needs Node 22.5 (node:sqlite)
 ACCESS_KEY=qocompat
 SECRET_KEY=qocompat-secret
 REGION=us-east-1
-BUCKET=qo-compat
-RACE_BUCKET=qo-compat-race
+BUCKET="qo-compat"
+RACE_BUCKET="qo-compat-race"
 
 cache_root=${QO_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/qo}
 tasks=${QO_COMPAT_TASKS:-200}
@@ -501,6 +501,7 @@ run_e2e() {
 		return
 	fi
 	handler=$dir/handler.sh
+	# shellcheck disable=SC2016 # the handler expands them, not this script
 	printf '#!/bin/sh\ncat >/dev/null\necho "$QO_TASK_ID" >>"$COMPAT_LOG"\n' >"$handler"
 	chmod +x "$handler"
 	: >"$dir/executions.log"
@@ -571,10 +572,12 @@ run_race() {
 	elif grep -q 'panic: test timed out' "$log"; then
 		race_col="timed out ($race_timeout)"
 	else
-		# The harness stopped before counting: say where.
-		problem=$(grep -oE '^\s+[a-z_]+_test\.go:[0-9]+: [^-].*' "$log" | grep -v 'output of' | head -n 1 |
-			sed -E 's/^\s+[a-z_]+_test\.go:[0-9]+: //' | cut -c1-70 || true)
-		race_col="no result${problem:+: $problem}"
+		# The harness stopped before counting: say why (a test's message,
+		# else testify's error, the line after "Received unexpected error:").
+		problem=$(grep -oE '^\s+[a-z_]+_test\.go:[0-9]+: [^- ].*' "$log" | grep -v 'output of' | head -n 1 |
+			sed -E 's/^\s+[a-z_]+_test\.go:[0-9]+: //' || true)
+		[[ -n $problem ]] || problem=$(awk '/Error:/{sub(/.*Error:[ \t]*/, ""); if ($0 ~ /unexpected error:$/) {getline; sub(/^[ \t]*/, "")} print; exit}' "$log")
+		race_col="no result${problem:+: $(cut -c1-70 <<<"$problem")}"
 	fi
 	if ((rc != 0)); then
 		say "forced race failed (exit $rc); its failures:"
