@@ -610,7 +610,9 @@ for server in "${servers[@]}"; do
 		set_qo_vars
 		run_doctor
 		run_e2e
-		if ((doctor_ok || race_refused)); then
+		if ! servers_alive; then
+			race_doubles="" race_ok=0 race_col="not run: the server crashed"
+		elif ((doctor_ok || race_refused)); then
 			run_race
 		else
 			race_doubles="" race_ok=0 race_col="skipped (refused)"
