@@ -146,11 +146,7 @@ func TestForcedRaceDevSidecar(t *testing.T) {
 	}
 	s, err := s3store.New(context.Background(), cfg)
 	require.NoError(t, err)
-	n := 600
-	if testing.Short() {
-		n = 200
-	}
-	forcedRace(t, wkSetupOn(t, s, cfg), n).requireNoDoubles(t)
+	forcedRace(t, wkSetupOn(t, s, cfg), 600).requireNoDoubles(t)
 	require.Equal(t, 0, d.stop(t))
 }
 
