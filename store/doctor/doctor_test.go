@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 
 var allChecks = []string{
 	doctor.CheckReachable, doctor.CheckCredentials, doctor.CheckBucket, doctor.CheckVersioning,
-	doctor.CheckCreateOnly, doctor.CheckIfMatch, doctor.CheckListPaging, doctor.CheckVersions,
+	doctor.CheckCreateOnly, doctor.CheckIfMatch, doctor.CheckTornReads, doctor.CheckListPaging, doctor.CheckVersions,
 	doctor.CheckClock, doctor.CheckLifecycle, doctor.CheckRetention, doctor.CheckCleanup,
 }
 
@@ -119,6 +119,7 @@ func TestVersioningOff(t *testing.T) {
 // faulty wraps a store and breaks one behaviour.
 type faulty struct {
 	store.Store
+	admin             store.Admin // default: the wrapped store
 	ignoreIfMatch     bool
 	ignoreIfNoneMatch bool
 	ignoreLimit       bool
@@ -151,24 +152,29 @@ func (f *faulty) ClockOffset() (time.Duration, time.Duration, bool) {
 	return f.offset, 500 * time.Millisecond, true
 }
 
-func (f *faulty) Versioning(ctx context.Context) (bool, error) {
-	return f.Store.(store.Admin).Versioning(ctx)
+func (f *faulty) adm() store.Admin {
+	if f.admin != nil {
+		return f.admin
+	}
+	return f.Store.(store.Admin)
 }
-func (f *faulty) CreateBucket(ctx context.Context) error { return nil }
+
+func (f *faulty) Versioning(ctx context.Context) (bool, error) { return f.adm().Versioning(ctx) }
+func (f *faulty) CreateBucket(ctx context.Context) error       { return nil }
 func (f *faulty) EnableVersioning(ctx context.Context) error {
-	return f.Store.(store.Admin).EnableVersioning(ctx)
+	return f.adm().EnableVersioning(ctx)
 }
 func (f *faulty) SetLifecycle(ctx context.Context, rules []store.LifecycleRule) error {
 	if f.lifecycleErr != nil {
 		return f.lifecycleErr
 	}
-	return f.Store.(store.Admin).SetLifecycle(ctx, rules)
+	return f.adm().SetLifecycle(ctx, rules)
 }
 func (f *faulty) Lifecycle(ctx context.Context) ([]store.LifecycleRule, error) {
 	if f.lifecycleErr != nil {
 		return nil, f.lifecycleErr
 	}
-	return f.Store.(store.Admin).Lifecycle(ctx)
+	return f.adm().Lifecycle(ctx)
 }
 func (f *faulty) SetCORS(ctx context.Context, origins []string) error { return nil }
 
@@ -192,9 +198,22 @@ func TestDetectsBrokenProviders(t *testing.T) {
 	tests := []struct {
 		name   string
 		f      faulty
+		wrap   func(store.Store) store.Store // around the memstore, inside f
 		want   map[string]doctor.Status
 		detail string // in the first failing or warning check
 	}{
+		{
+			name:   "tears reads (like versitygw with sidecar metadata)",
+			wrap:   func(s store.Store) store.Store { return storetest.Tearing(s) },
+			want:   map[string]doctor.Status{doctor.CheckTornReads: doctor.StatusFail},
+			detail: "returned a body and an ETag of different writes",
+		},
+		{
+			name:   "lists versions oldest first (like gofakes3)",
+			wrap:   func(s store.Store) store.Store { return storetest.ReversedVersions{Store: s} },
+			want:   map[string]doctor.Status{doctor.CheckVersions: doctor.StatusWarn},
+			detail: "listed oldest first",
+		},
 		{
 			name:   "ignores If-Match (like Garage)",
 			f:      faulty{ignoreIfMatch: true},
@@ -263,9 +282,13 @@ func TestDetectsBrokenProviders(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			f := tt.f
-			f.Store = memstore.New()
+			mem := memstore.New()
+			f.Store, f.admin = mem, mem
+			if tt.wrap != nil {
+				f.Store = tt.wrap(mem)
+			}
 			if _, set := tt.want[doctor.CheckLifecycle]; !set {
-				require.NoError(t, f.Store.(store.Admin).SetLifecycle(context.Background(), lcOK))
+				require.NoError(t, mem.SetLifecycle(context.Background(), lcOK))
 			}
 			r := doctor.Run(context.Background(), &f, doctor.Options{})
 			requireChecks(t, r, tt.want)
