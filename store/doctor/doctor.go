@@ -38,9 +38,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-
 	"github.com/qo-queue/qo/store"
 )
 
@@ -844,32 +841,8 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// s3Client is implemented by stores on an S3 SDK client (s3store).
-type s3Client interface {
-	Client() *s3.Client
-	Bucket() string
-}
-
-// sdkVersionDeleter deletes versions with the store's own SDK client.
-type sdkVersionDeleter struct{ s s3Client }
-
-func (d sdkVersionDeleter) DeleteVersion(ctx context.Context, key, versionID string) error {
-	_, err := d.s.Client().DeleteObject(ctx, &s3.DeleteObjectInput{
-		Bucket: aws.String(d.s.Bucket()), Key: aws.String(key), VersionId: aws.String(versionID),
-	})
-	if err != nil {
-		return fmt.Errorf("delete version %s of %s: %w", versionID, key, err)
-	}
-	return nil
-}
-
 // versionDeleterOf returns how to delete single versions of s, if it can.
 func versionDeleterOf(s store.Store) (VersionDeleter, bool) {
-	if vd, ok := s.(VersionDeleter); ok {
-		return vd, true
-	}
-	if c, ok := s.(s3Client); ok && c.Client() != nil {
-		return sdkVersionDeleter{c}, true
-	}
-	return nil, false
+	vd, ok := s.(VersionDeleter)
+	return vd, ok
 }
