@@ -179,31 +179,48 @@ func (d *doctor) checkTornReads(ctx context.Context) {
 		d.add(CheckTornReads, StatusFail, "GET during writes failed: "+readErr.Error(), permFix(readErr, "s3:GetObject"))
 		return
 	}
-	torn, example := 0, ""
+	// A body older than its ETag's write is the dangerous tear: a
+	// compare-and-swap decided on the old body succeeds. A body newer than
+	// its ETag only makes the compare-and-swap fail (a lost race).
+	var torn, lagging int
+	example, lagExample := "", ""
 	for _, r := range reads {
 		seq, known := seqOf[r.etag]
-		if known && r.ok && seq == r.seq {
-			continue
-		}
-		torn++
-		if example != "" {
-			continue
-		}
 		switch {
-		case !r.ok:
-			example = fmt.Sprintf("a body that is none of the writes with ETag %s", r.etag)
-		case !known:
-			example = fmt.Sprintf("the body of write %d with ETag %s, which no write returned", r.seq, r.etag)
+		case known && r.ok && seq == r.seq:
+		case known && r.ok && r.seq > seq:
+			lagging++
+			if lagExample == "" {
+				lagExample = fmt.Sprintf("the body of write %d with the ETag of write %d", r.seq, seq)
+			}
 		default:
-			example = fmt.Sprintf("the body of write %d with the ETag of write %d", r.seq, seq)
+			torn++
+			if example != "" {
+				continue
+			}
+			switch {
+			case !r.ok:
+				example = fmt.Sprintf("a body that is none of the writes with ETag %s", r.etag)
+			case !known:
+				example = fmt.Sprintf("the body of write %d with ETag %s, which no write returned", r.seq, r.etag)
+			default:
+				example = fmt.Sprintf("the body of write %d with the ETag of write %d", r.seq, seq)
+			}
 		}
 	}
-	if torn > 0 {
+	fix := "use a server that returns an object's body and ETag from the same write (see " + ProvidersDoc + "), or report the bug to this one"
+	switch {
+	case torn > 0:
 		d.add(CheckTornReads, StatusFail,
 			fmt.Sprintf("%d of %d GETs during %d chained If-Match PUTs returned a body and an ETag of different writes (e.g. %s): "+
 				"a worker that reads a task as pending with the ETag of a newer write claims it anyway, and the task runs twice",
-				torn, len(reads), tornWrites, example),
-			"use a server that returns an object's body and ETag from the same write (see "+ProvidersDoc+"), or report the bug to this one")
+				torn, len(reads), tornWrites, example), fix)
+		return
+	case lagging > 0:
+		d.add(CheckTornReads, StatusWarn,
+			fmt.Sprintf("%d of %d GETs during %d chained If-Match PUTs returned a body with the ETag of the write before it (e.g. %s): "+
+				"safe for qo (a write based on such a read fails as a lost race and is retried), but the server is not consistent",
+				lagging, len(reads), tornWrites, lagExample), fix)
 		return
 	}
 	d.add(CheckTornReads, StatusOK, fmt.Sprintf("%d GETs during %d chained If-Match PUTs each returned the body and the ETag of one write", len(reads), tornWrites), "")

@@ -298,7 +298,7 @@ func testNoTornReads(t *testing.T, s store.Store) {
 	bad, reads, err := tornReads(ctxFor(t), s, "torn/task.json", writes, tornReaders)
 	require.NoError(t, err)
 	require.NotZero(t, reads)
-	require.Empty(t, bad, "%d of %d GETs during %d chained If-Match PUTs were inconsistent", len(bad), reads, writes)
+	require.Empty(t, bad[:min(len(bad), 5)], "%d of %d GETs during %d chained If-Match PUTs were inconsistent (the first ones shown)", len(bad), reads, writes)
 }
 
 // tornReads writes key writes times, each PUT presenting the ETag the
