@@ -10,6 +10,7 @@ import (
 	"github.com/qo-queue/qo/devenv"
 	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/store"
+	"github.com/qo-queue/qo/store/doctor"
 )
 
 // Exit codes. Scripts branch on them, so they never change meaning.
@@ -89,6 +90,7 @@ var exitCodes = []struct {
 	{devenv.ErrConfig, exitUsage},
 	{devenv.ErrRunning, exitConflict},
 	{devenv.ErrAddrInUse, exitConflict},
+	{doctor.ErrUnsafe, exitStorage},
 	{store.ErrUnreachable, exitStorage},
 	{store.ErrAccessDenied, exitStorage},
 	{store.ErrBucketNotFound, exitStorage},

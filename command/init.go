@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -42,14 +43,24 @@ var initStore = func(c *cli.Context) (store.Store, error) {
 	return s, nil
 }
 
+// initSettleTime is how long init re-reads versioning and lifecycle rules
+// it set before it concludes the server ignored them (0: the queue's
+// default). Tests shorten it.
+var initSettleTime time.Duration
+
 func initCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "init",
 		Usage:     "create the queue in a bucket (idempotent)",
 		UsageText: "qo init [--shard-chars 1|2] [--tasks-retention-days N] [--create-bucket] [--json]",
-		Description: `Writes queue.json (the shard width every component reads), turns bucket
-versioning on (task history) and installs lifecycle rules that expire old
-versions and delete markers of index objects after a day. Tasks and their
+		Description: `First probes the server's conditional writes (three PUTs to
+monitor/probe.json, as every worker does when it starts) and refuses a
+server that ignores them: qo would run tasks twice there (qo doctor has the
+details; docs/providers.md lists the servers tested with qo). Then writes
+queue.json (the shard width every component reads), turns bucket versioning
+on (task history) and installs lifecycle rules that expire old versions and
+delete markers of index objects after a day, and reads both back: a server
+that answers success but does not apply them is refused too. Tasks and their
 history are kept forever unless --tasks-retention-days N is given: then every
 task version is tagged as it is written, and finished tasks (completed,
 cancelled, expired, archived; not failed ones, the dead letters) expire with
@@ -86,7 +97,7 @@ Examples:
 				return err
 			}
 			res, err := queue.InitWithOptions(c.Context, s, queue.InitOptions{
-				ShardChars: chars, TasksRetentionDays: days, Logger: stderrLogger(c),
+				ShardChars: chars, TasksRetentionDays: days, Logger: stderrLogger(c), SettleTime: initSettleTime,
 			})
 			if err != nil {
 				return err

@@ -2,9 +2,11 @@ package command
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/urfave/cli/v2"
@@ -131,4 +133,58 @@ func TestQueueCommandsMinIO(t *testing.T) {
 	require.Contains(t, q.ok("list", "--status", "pending"), task.ID.String())
 	require.Contains(t, q.ok("cancel", task.ID.String()), "pending -> cancelled")
 	require.Contains(t, q.ok("history", task.ID.String()), "cancelled")
+}
+
+// ignoringStore is a server that answers success where it should refuse:
+// it ignores If-None-Match and If-Match, or does not apply versioning.
+type ignoringStore struct {
+	*memstore.Store
+	conditions, versioning bool
+}
+
+func (s *ignoringStore) Put(ctx context.Context, key string, body []byte, cond store.Condition) (store.PutResult, error) {
+	if s.conditions {
+		cond = store.Condition{}
+	}
+	return s.Store.Put(ctx, key, body, cond)
+}
+
+func (s *ignoringStore) EnableVersioning(ctx context.Context) error {
+	if s.versioning {
+		return nil
+	}
+	return s.Store.EnableVersioning(ctx)
+}
+
+// qo init and run-worker refuse a server that ignores conditional writes
+// or bucket settings, with the doctor's finding and exit code 5.
+func TestInitAndWorkerRefuseAServerThatIgnoresRequests(t *testing.T) {
+	q := newQueueCLI(t)
+	oldQ, oldI, oldSettle := queueStore, initStore, initSettleTime
+	t.Cleanup(func() { queueStore, initStore, initSettleTime = oldQ, oldI, oldSettle })
+	initSettleTime = time.Millisecond
+
+	lying := &ignoringStore{Store: q.s, conditions: true}
+	initStore = func(*cli.Context) (store.Store, error) { return lying, nil }
+	code, _, errs := q.run("init")
+	require.Equal(t, exitStorage, code, errs)
+	require.Contains(t, errs, "ignored If-None-Match")
+	require.Contains(t, errs, "docs/providers.md")
+	_, err := q.s.Get(t.Context(), queue.ConfigKey)
+	require.ErrorIs(t, err, store.ErrNotFound, "no queue on an unsafe server")
+
+	// A queue made elsewhere; a worker on the unsafe server refuses to start.
+	initStore = oldI
+	q.ok("init")
+	queueStore = func(*cli.Context) (store.Store, error) { return lying, nil }
+	code, _, errs = q.run("run-worker", "--builtins", "--no-monitor")
+	require.Equal(t, exitStorage, code, errs)
+	require.Contains(t, errs, "ignored If-None-Match")
+
+	// Versioning the server says it enabled but did not.
+	fresh := &ignoringStore{Store: memstore.New(memstore.WithoutVersioning()), versioning: true}
+	initStore = func(*cli.Context) (store.Store, error) { return fresh, nil }
+	code, _, errs = q.run("init")
+	require.Equal(t, exitStorage, code, errs)
+	require.Contains(t, errs, "versioning is still off")
 }

@@ -20,6 +20,11 @@ once, no retry counted): never while it still runs. A second signal stops them
 at once (SIGKILL). Either way the worker deregisters and exits 0, also when
 the signal comes while it is still starting.
 
+On start the worker probes the server's conditional writes (three PUTs to
+monitor/probe.json) and exits 5 without claiming anything on a server that
+ignores them, where tasks would run twice (qo doctor has the details;
+docs/providers.md lists the servers tested with qo).
+
 Handlers, three ways:
   --exec TYPE=COMMAND   run COMMAND (split on spaces, no shell) per task: the
                         task input JSON on stdin, the output JSON on stdout

@@ -65,7 +65,7 @@ func requireHealthyReport(t *testing.T, r result) {
 	require.Empty(t, r.stderr)
 	require.Contains(t, r.stdout, "all checks passed", r.String())
 	for _, check := range []string{"reachable", "credentials", "bucket", "versioning", "create-only",
-		"if-match", "list-paging", "versions", "clock", "lifecycle", "retention", "cleanup"} {
+		"if-match", "torn-reads", "list-paging", "versions", "clock", "lifecycle", "retention", "cleanup"} {
 		require.Contains(t, r.stdout, check)
 	}
 }
@@ -82,7 +82,7 @@ func TestDoctorPassesOnMinIO(t *testing.T) {
 	var rep doctorJSON
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep), r.stdout)
 	require.True(t, rep.OK)
-	require.Len(t, rep.Checks, 12)
+	require.Len(t, rep.Checks, 13)
 	require.Contains(t, rep.Target, bucket)
 	for _, c := range rep.Checks {
 		require.Contains(t, []string{"ok", "warn"}, c.Status, "%s: %s", c.Name, c.Detail)

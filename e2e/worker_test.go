@@ -643,3 +643,24 @@ func TestPauseLimitsExpiryAndLargePayloads(t *testing.T) {
 		}
 	}
 }
+
+// qo init and every worker probe the server's conditional writes as they
+// start (MinIO honours them); the probe key keeps the one version the
+// first probe wrote.
+func TestStartProbesLeaveOneVersion(t *testing.T) {
+	t.Parallel()
+	e := wkSetup(t)
+	e.cli(t, "init")
+	a := e.start(t, "worker a", workerArgs("probe-a", "--builtins")...)
+	b := e.start(t, "worker b", workerArgs("probe-b", "--builtins")...)
+	testutil.Poll{Limit: 90 * time.Second}.Until(t, func() bool {
+		return e.registered(t, "probe-a") && e.registered(t, "probe-b")
+	}, "both workers to register")
+	for _, p := range []*wkProc{a, b} {
+		p.signal(t, syscall.SIGTERM)
+		require.Equal(t, 0, p.wait(t), p.out.String())
+	}
+	vs, err := e.s.ListVersions(context.Background(), queue.ProbeKey)
+	require.NoError(t, err)
+	require.Len(t, vs, 1, "probes by init, qo init and two workers wrote one version")
+}

@@ -24,6 +24,7 @@ writer follows; the code implements exactly what is written here.
 	shard-leases/{shard}.json                           named lease: which worker polls a shard
 	monitor/leader.json                                 named lease: which monitor is the leader
 	monitor/sweep.json                                  the sweeper's cursor and last pass
+	monitor/probe.json                                  the server probe of Init and worker start (see Server probes)
 
 Nothing else in the bucket belongs to the queue (Keys lists the keys and
 prefixes above): qo ui deploy puts the web UI's files under ui/, and
@@ -312,7 +313,10 @@ are only ever appended; updated_at never goes back.
 
 # rev, attempt and request_id
 
-rev counts accepted writes: it orders the versions, with no gaps.
+rev counts accepted writes: it orders the versions, with no gaps. History
+sorts a task's versions by rev, not by the server's listing (some servers,
+gofakes3, list versions oldest first); a delete marker or an unreadable
+version, which has no rev, stays after the version listed before it.
 attempt counts claims (a retry does not bump it; the next claim does).
 request_id is a random UUID minted per logical operation. When a PUT's
 outcome is unknown (timeout, connection reset after the request was sent,
@@ -886,6 +890,29 @@ skip does not. So downtime never floods the queue. Enabling a schedule
 sets last_due to now (due times passed while disabled do not run); delete
 writes a tombstone ("deleted": true) in place, since deleted keys are
 never written conditionally again; create over a tombstone replaces it.
+
+# Server probes
+
+qo's compare-and-swap is only as good as the server's conditional writes,
+and some S3 servers ignore them without an error (s3rver, rclone serve s3
+and fauxqs do: tasks then run twice). So Init, before it writes
+queue.json, and every worker, before it registers, run the probe of
+store/doctor (doctor.Probe) on monitor/probe.json: a create-only PUT (the
+key exists afterwards), a second create-only PUT that must be refused,
+and a PUT with a bogus ETag in If-Match that must be refused: 3 PUTs,
+once per start. A server that accepts either refused write is refused
+(doctor.ErrUnsafe, with the finding and the fix qo doctor gives). The key
+is fixed and never deleted, so on a conforming server only the first
+probe of a bucket writes a version (there is no history to pile up), and
+workers starting at once cannot disturb each other: every one of their
+writes is refused. It lies under monitor/, which every worker may write
+and whose old versions the lifecycle rules expire.
+
+Init also reads back the versioning and lifecycle rules it set (for up to
+InitOptions.SettleTime, 10s, as AWS S3 applies bucket settings with a
+short delay): a server that answered success but did not apply them
+(fauxqs) fails Init with store.ErrNotSupported. A server that refuses
+either setting is reported as before (versitygw has no lifecycle rules).
 
 # Idempotency keys
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 
@@ -60,6 +61,11 @@ func eventOf(prev, t *Task) Event {
 // event that produced each (1 LIST-VERSIONS + 1 GET per version). Versions
 // that cannot be decoded are returned with Err set rather than failing the
 // call. ErrNotFound when the task never existed.
+//
+// The order is the versions' rev, not the server's listing: some servers
+// (gofakes3) list versions oldest first. A delete marker or an unreadable
+// version, which has no rev, stays right after the version listed before
+// it.
 func (q *Queue) History(ctx context.Context, id uuid.UUID) ([]Event, error) {
 	key := q.TaskKey(id)
 	versions, err := q.s.ListVersions(ctx, key)
@@ -69,7 +75,8 @@ func (q *Queue) History(ctx context.Context, id uuid.UUID) ([]Event, error) {
 	if len(versions) == 0 {
 		return nil, fmt.Errorf("history of task %s: %w (%w)", id, ErrNotFound, store.ErrNotFound)
 	}
-	// ListVersions is newest first; build oldest first.
+	versions = newestFirst(versions)
+	// Build oldest first; sorted by rev below.
 	events := make([]Event, len(versions))
 	var firstErr error
 	var mu sync.Mutex
@@ -116,6 +123,7 @@ func (q *Queue) History(ctx context.Context, id uuid.UUID) ([]Event, error) {
 	if firstErr != nil {
 		return nil, fmt.Errorf("history of task %s: %w", id, firstErr)
 	}
+	sortByRev(events)
 	var prev *Task
 	typ := ""
 	for i := range events {
@@ -174,4 +182,42 @@ func deriveEvent(prev, t *Task) string {
 		return EventRequeued
 	}
 	return EventUnknown
+}
+
+// newestFirst returns versions newest first: as listed when the listing
+// is (the S3 API's order), reversed when the server listed them oldest
+// first (gofakes3 does), which the latest version showing up last tells.
+func newestFirst(versions []store.Version) []store.Version {
+	n := len(versions)
+	if n < 2 || versions[0].IsLatest || !versions[n-1].IsLatest {
+		return versions
+	}
+	out := make([]store.Version, n)
+	for i, v := range versions {
+		out[n-1-i] = v
+	}
+	return out
+}
+
+// sortByRev orders events (built oldest first from the listing) by the
+// rev of their task version, keeping the listing's order among equal revs.
+// An event without a task (a delete marker, an unreadable version) keeps
+// its place after the event before it.
+func sortByRev(events []Event) {
+	type keyed struct {
+		rev int64
+		ev  Event
+	}
+	ks := make([]keyed, len(events))
+	var last int64
+	for i, e := range events {
+		if e.Task != nil {
+			last = e.Task.Rev
+		}
+		ks[i] = keyed{last, e}
+	}
+	sort.SliceStable(ks, func(a, b int) bool { return ks[a].rev < ks[b].rev })
+	for i := range ks {
+		events[i] = ks[i].ev
+	}
 }

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/qo-queue/qo/store"
+	"github.com/qo-queue/qo/store/doctor"
 )
 
 // InitOptions configure Init beyond the shard width.
@@ -24,7 +26,15 @@ type InitOptions struct {
 	Clock store.Clock
 	// Logger receives warnings (lifecycle or versioning not configurable).
 	Logger *slog.Logger
+	// SettleTime bounds how long Init re-reads the bucket's versioning and
+	// lifecycle after setting them, for a server that applies bucket
+	// settings with a delay, before it concludes the server ignored them
+	// (default 10s).
+	SettleTime time.Duration
 }
+
+// defaultSettleTime is InitOptions.SettleTime's default.
+const defaultSettleTime = 10 * time.Second
 
 // InitResult reports what InitWithOptions did besides queue.json.
 type InitResult struct {
@@ -172,6 +182,11 @@ func InitWithOptions(ctx context.Context, s store.Store, opts InitOptions) (Init
 	if clock == nil {
 		clock = store.ServerClock(s)
 	}
+	// A server that ignores conditional writes would run tasks twice:
+	// refuse it before the queue exists (see doc.go, "Server probes").
+	if err := doctor.Probe(ctx, s, ProbeKey); err != nil {
+		return res, fmt.Errorf("init: %w", err)
+	}
 	cfg, created, err := writeConfig(ctx, s, opts.ShardChars, opts.TasksRetentionDays, clock)
 	if err != nil {
 		return res, err
@@ -184,9 +199,43 @@ func InitWithOptions(ctx context.Context, s store.Store, opts InitOptions) (Init
 		res.Lifecycle = "not configurable through this store"
 		return res, nil
 	}
-	res.Versioning = enableVersioning(ctx, admin, log)
-	res.Lifecycle = installLifecycle(ctx, admin, opts.TasksRetentionDays, log)
+	settle := opts.SettleTime
+	if settle <= 0 {
+		settle = defaultSettleTime
+	}
+	if res.Versioning, err = enableVersioning(ctx, admin, settle, log); err != nil {
+		return res, err
+	}
+	if res.Lifecycle, err = installLifecycle(ctx, admin, opts.TasksRetentionDays, settle, log); err != nil {
+		return res, err
+	}
 	return res, nil
+}
+
+// ignoredSettingFix is the advice when a server reported success for a
+// bucket setting it did not apply.
+const ignoredSettingFix = "a server that silently ignores requests is likely to ignore others qo relies on: run qo doctor, and see " + doctor.ProvidersDoc
+
+// settled re-reads a bucket setting until applied reports it in place,
+// for up to settle (AWS S3 propagates bucket settings with a short
+// delay). It returns applied's last error, or false when the time ran out.
+func settled(ctx context.Context, settle time.Duration, applied func() (bool, error)) (bool, error) {
+	deadline := time.Now().Add(settle)
+	wait := settle / 40
+	for {
+		ok, err := applied()
+		if ok || time.Now().Add(wait).After(deadline) {
+			return ok, err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false, ctx.Err()
+		case <-t.C:
+		}
+		wait *= 2
+	}
 }
 
 func writeConfig(ctx context.Context, s store.Store, shardChars, retention int, clock store.Clock) (Config, bool, error) {
@@ -229,22 +278,36 @@ func writeConfig(ctx context.Context, s store.Store, shardChars, retention int, 
 	return have, perr == nil, nil
 }
 
-func enableVersioning(ctx context.Context, admin store.Admin, log *slog.Logger) string {
+// enableVersioning turns versioning on and reads it back: a server that
+// answers success but leaves it off (fauxqs does) is an error.
+func enableVersioning(ctx context.Context, admin store.Admin, settle time.Duration, log *slog.Logger) (string, error) {
 	on, err := admin.Versioning(ctx)
 	if err == nil && on {
-		return "already enabled"
+		return "already enabled", nil
 	}
 	if err == nil {
 		err = admin.EnableVersioning(ctx)
 	}
 	if err != nil {
 		log.Warn("bucket versioning is not enabled: task history will not be kept", "err", err)
-		return "not enabled: " + err.Error()
+		return "not enabled: " + err.Error(), nil
 	}
-	return "enabled"
+	on, err = settled(ctx, settle, func() (bool, error) { return admin.Versioning(ctx) })
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("init: read back bucket versioning: %w", err)
+	case !on:
+		return "", fmt.Errorf("init: %w: the server answered the request to enable bucket versioning with success, but versioning is still off %v later (%s)",
+			store.ErrNotSupported, settle, ignoredSettingFix)
+	}
+	return "enabled", nil
 }
 
-func installLifecycle(ctx context.Context, admin store.Admin, retention int, log *slog.Logger) string {
+// installLifecycle installs qo's lifecycle rules and reads them back: a
+// server that answers success but does not keep them (fauxqs does) is an
+// error.
+func installLifecycle(ctx context.Context, admin store.Admin, retention int, settle time.Duration, log *slog.Logger) (string, error) {
+	want := LifecycleRules(retention)
 	existing, err := admin.Lifecycle(ctx)
 	if err == nil {
 		var keep []store.LifecycleRule
@@ -253,15 +316,47 @@ func installLifecycle(ctx context.Context, admin store.Admin, retention int, log
 				keep = append(keep, r)
 			}
 		}
-		err = admin.SetLifecycle(ctx, append(keep, LifecycleRules(retention)...))
+		err = admin.SetLifecycle(ctx, append(keep, want...))
 	}
 	if err != nil {
 		if errors.Is(err, store.ErrNotSupported) {
 			log.Warn("the provider has no lifecycle rules: old index versions and delete markers will accumulate; clean ready/ and leases/ versions periodically", "err", err)
-			return "not supported: " + err.Error()
+			return "not supported: " + err.Error(), nil
 		}
 		log.Warn("could not install lifecycle rules", "err", err)
-		return "not installed: " + err.Error()
+		return "not installed: " + err.Error(), nil
 	}
-	return "installed"
+	var missing []string
+	ok, err := settled(ctx, settle, func() (bool, error) {
+		have, err := admin.Lifecycle(ctx)
+		if err != nil {
+			return false, err
+		}
+		missing = missingRules(have, want)
+		return len(missing) == 0, nil
+	})
+	switch {
+	case ok:
+		return "installed", nil
+	case err != nil:
+		return "", fmt.Errorf("init: read back the lifecycle rules: %w (the server accepted them: %s)", err, ignoredSettingFix)
+	}
+	return "", fmt.Errorf("init: %w: the server answered the request to install lifecycle rules with success, but %v later it does not list the rules %s (%s)",
+		store.ErrNotSupported, settle, strings.Join(missing, ", "), ignoredSettingFix)
+}
+
+// missingRules returns the ids of the rules of want that have is without
+// (matched by id and prefix).
+func missingRules(have, want []store.LifecycleRule) []string {
+	var missing []string
+	for _, w := range want {
+		found := false
+		for _, h := range have {
+			found = found || (h.ID == w.ID && h.Prefix == w.Prefix)
+		}
+		if !found {
+			missing = append(missing, w.ID)
+		}
+	}
+	return missing
 }

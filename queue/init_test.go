@@ -2,15 +2,20 @@ package queue_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/store"
+	"github.com/qo-queue/qo/store/doctor"
+	"github.com/qo-queue/qo/store/memstore"
 	"github.com/qo-queue/qo/store/storetest"
 )
 
@@ -115,4 +120,99 @@ func TestInitWithoutLifecycleSupportWarns(t *testing.T) {
 	require.Contains(t, logs.String(), "lifecycle")
 	_, err = queue.Open(t.Context(), s, queue.Options{})
 	require.NoError(t, err)
+}
+
+// lyingStore is a server that answers success but ignores what it is told
+// (s3rver, rclone serve s3 and fauxqs each do some of this).
+type lyingStore struct {
+	*memstore.Store
+	ignoreIfNoneMatch, ignoreIfMatch  bool
+	ignoreVersioning, ignoreLifecycle bool
+}
+
+func (s *lyingStore) Put(ctx context.Context, key string, body []byte, cond store.Condition) (store.PutResult, error) {
+	if s.ignoreIfNoneMatch {
+		cond.IfNoneMatch = false
+	}
+	if s.ignoreIfMatch {
+		cond.IfMatch = ""
+	}
+	return s.Store.Put(ctx, key, body, cond)
+}
+
+func (s *lyingStore) EnableVersioning(ctx context.Context) error {
+	if s.ignoreVersioning {
+		return nil
+	}
+	return s.Store.EnableVersioning(ctx)
+}
+
+func (s *lyingStore) SetLifecycle(ctx context.Context, rules []store.LifecycleRule) error {
+	if s.ignoreLifecycle {
+		return nil
+	}
+	return s.Store.SetLifecycle(ctx, rules)
+}
+
+func TestInitRefusesAServerThatIgnoresRequests(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		s      lyingStore
+		is     error
+		detail string
+	}{
+		{"ignores If-None-Match", lyingStore{ignoreIfNoneMatch: true}, doctor.ErrUnsafe, "ignored If-None-Match"},
+		{"ignores If-Match", lyingStore{ignoreIfMatch: true}, doctor.ErrUnsafe, "ignores If-Match"},
+		{"ignores enabling versioning", lyingStore{ignoreVersioning: true}, store.ErrNotSupported, "versioning is still off"},
+		{"ignores lifecycle rules", lyingStore{ignoreLifecycle: true}, store.ErrNotSupported, "does not list the rules qo-expire-old-ready"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			opts := []memstore.Option{}
+			if tc.s.ignoreVersioning {
+				opts = append(opts, memstore.WithoutVersioning())
+			}
+			s := tc.s
+			s.Store = memstore.New(opts...)
+			_, err := queue.InitWithOptions(t.Context(), &s, queue.InitOptions{ShardChars: 1, SettleTime: time.Millisecond})
+			require.ErrorIs(t, err, tc.is)
+			require.ErrorContains(t, err, tc.detail)
+			require.ErrorContains(t, err, "docs/providers.md", "the error points to the servers tested with qo")
+			if errors.Is(err, doctor.ErrUnsafe) {
+				_, err := s.Get(t.Context(), queue.ConfigKey)
+				require.ErrorIs(t, err, store.ErrNotFound, "no queue is created on an unsafe server")
+			}
+		})
+	}
+}
+
+// The probe key gains no version once it exists, however often queues
+// are initialised and probed, also at once.
+func TestInitProbeLeavesNoHistory(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
+		s := be.New(t)
+		ctx := t.Context()
+		for range 3 {
+			_, err := queue.Init(ctx, s, 1)
+			require.NoError(t, err)
+		}
+		var wg sync.WaitGroup
+		errs := make([]error, 8)
+		for i := range errs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = doctor.Probe(ctx, s, queue.ProbeKey)
+			}()
+		}
+		wg.Wait()
+		for _, err := range errs {
+			require.NoError(t, err)
+		}
+		vs, err := s.ListVersions(ctx, queue.ProbeKey)
+		require.NoError(t, err)
+		require.Len(t, vs, 1, "only the first probe wrote")
+	})
 }

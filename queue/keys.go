@@ -25,6 +25,7 @@ const (
 	MonitorPrefix       = "monitor/"
 	MonitorLeaderKey    = "monitor/leader.json"
 	SweepStateKey       = "monitor/sweep.json"
+	ProbeKey            = "monitor/probe.json" // see doc.go, "Server probes"
 	ControlKey          = "control.json"
 	SchedulesPrefix     = "schedules/"
 	DataPrefix          = "data/"

@@ -218,7 +218,7 @@ func (q *Queue) archivedFrom(ctx context.Context, t *Task) *Task {
 	if err != nil {
 		return nil
 	}
-	for _, v := range versions { // newest first
+	for _, v := range newestFirst(versions) {
 		if v.DeleteMarker || v.VersionID == "" {
 			continue
 		}

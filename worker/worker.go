@@ -18,6 +18,7 @@ import (
 	"github.com/qo-queue/qo/monitor"
 	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/store"
+	"github.com/qo-queue/qo/store/doctor"
 )
 
 // HandlerFunc runs one task. It returns the task's output (valid JSON, or
@@ -215,14 +216,16 @@ func (w *Worker) prepare() error {
 	return nil
 }
 
-// Run registers the worker, claims and runs tasks until ctx is cancelled,
-// then shuts down gracefully: it stops claiming, waits up to
+// Run probes the server's conditional writes (doctor.Probe: 3 PUTs to
+// queue.ProbeKey; an error wrapping doctor.ErrUnsafe when the server
+// ignores them), registers the worker, claims and runs tasks until ctx is
+// cancelled, then shuts down gracefully: it stops claiming, waits up to
 // ShutdownTimeout for running handlers, stops those still running and
 // releases each one's task once its handler has returned (available again
 // at once, no retry counted; see drain), releases its shard leases,
 // deregisters and returns nil, also when ctx ends while it is still
 // registering. It returns an error only when the worker cannot start (bad
-// options, no handlers, registration failed).
+// options, no handlers, an unsafe server, registration failed).
 func (w *Worker) Run(ctx context.Context) error {
 	if !w.started.CompareAndSwap(false, true) {
 		return errors.New("worker: Run called more than once")
@@ -238,9 +241,21 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.leaser = newShardLeaser(w)
 	}
 
+	// A server that ignores conditional writes would run tasks twice:
+	// refuse it before claiming anything (queue/doc.go, "Server probes").
+	probeCtx, cancelProbe := context.WithTimeout(ctx, 30*time.Second)
+	err := doctor.Probe(probeCtx, w.q.Store(), queue.ProbeKey)
+	cancelProbe()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while starting: nothing was written but the probe
+		}
+		return fmt.Errorf("worker %s: %w", w.opts.ID, err)
+	}
+
 	regCtx, cancelReg := context.WithTimeout(ctx, 30*time.Second)
 	sent := w.clock.Now()
-	err := w.q.PutWorker(regCtx, w.info())
+	err = w.q.PutWorker(regCtx, w.info())
 	cancelReg()
 	w.lastBeat.Store(sent.UnixNano())
 	if err != nil {

@@ -16,6 +16,8 @@
 //	versioning   bucket versioning is on (task history)
 //	create-only  a PUT with If-None-Match: * refuses to overwrite
 //	if-match     a PUT with a stale or bogus If-Match is refused
+//	torn-reads   GETs during chained If-Match PUTs return the body and the
+//	             ETag of the same write
 //	list-paging  listings page with a limit, continuation and start-after
 //	versions     versions are listed newest first and readable
 //	clock        the server clock versus this machine's
@@ -35,9 +37,6 @@ import (
 	"sort"
 	"strings"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/qo-queue/qo/store"
 )
@@ -114,6 +113,7 @@ const (
 	CheckVersioning  = "versioning"
 	CheckCreateOnly  = "create-only"
 	CheckIfMatch     = "if-match"
+	CheckTornReads   = "torn-reads"
 	CheckListPaging  = "list-paging"
 	CheckVersions    = "versions"
 	CheckClock       = "clock"
@@ -210,9 +210,10 @@ type doctor struct {
 
 	versioning bool     // bucket versioning is known to be on
 	written    []string // probe keys, for cleanup
-	// From the if-match probe, for the versions check.
-	imKey    string
-	imWrites []probeWrite // successful writes of imKey, oldest first
+	// The probe key with the most chained writes (the torn-reads probe's,
+	// else the if-match probe's), for the versions check.
+	verKey    string
+	verWrites []probeWrite // successful writes of verKey, oldest first
 }
 
 type probeWrite struct{ etag, body string }
@@ -234,6 +235,7 @@ func (d *doctor) run(ctx context.Context) {
 	d.checkVersioning(ctx)
 	d.checkCreateOnly(ctx)
 	d.checkIfMatch(ctx)
+	d.checkTornReads(ctx)
 	d.checkListPaging(ctx)
 	d.checkVersions(ctx)
 	d.checkClock(ctx)
@@ -258,7 +260,7 @@ func (d *doctor) connect(ctx context.Context) bool {
 	} else {
 		took = took.Round(10 * time.Microsecond)
 	}
-	after := []string{CheckVersioning, CheckCreateOnly, CheckIfMatch, CheckListPaging,
+	after := []string{CheckVersioning, CheckCreateOnly, CheckIfMatch, CheckTornReads, CheckListPaging,
 		CheckVersions, CheckClock, CheckLifecycle, CheckRetention, CheckCleanup}
 	switch {
 	case err == nil:
@@ -338,7 +340,13 @@ func body(what string) string {
 	return fmt.Sprintf(`{"qo_doctor":%q,"nonce":%q}`, what, randomHex(8))
 }
 
-const unsafeProvider = "qo needs conditional writes honoured to be safe; use another provider (AWS S3, MinIO, versitygw, Cloudflare R2, ...) or report the bug to this one"
+// ProvidersDoc is the page on S3 servers and providers tested with qo.
+const ProvidersDoc = "docs/providers.md"
+
+const unsafeProvider = "qo needs conditional writes honoured to be safe; use another provider (AWS S3, MinIO, versitygw, Cloudflare R2, ...; see " + ProvidersDoc + ") or report the bug to this one"
+
+// bogusETag is an ETag no object has.
+const bogusETag = `"00000000000000000000000000000000"`
 
 func (d *doctor) checkCreateOnly(ctx context.Context) {
 	key := d.prefix + "create-only.json"
@@ -347,13 +355,41 @@ func (d *doctor) checkCreateOnly(ctx context.Context) {
 		return
 	}
 	_, err := d.put(ctx, key, body("create-only 2"), store.CreateOnly)
+	if c := judgeOverwrite(err); c != nil {
+		d.report.Checks = append(d.report.Checks, *c)
+		return
+	}
+	d.add(CheckCreateOnly, StatusOK, "a second create-only PUT of the same key was refused", "")
+}
+
+// judgeOverwrite judges a create-only PUT of a key that exists: nil when
+// it was refused, else the failed create-only check.
+func judgeOverwrite(err error) *Check {
 	switch {
 	case errors.Is(err, store.ErrPreconditionFailed):
-		d.add(CheckCreateOnly, StatusOK, "a second create-only PUT of the same key was refused", "")
+		return nil
 	case err == nil:
-		d.add(CheckCreateOnly, StatusFail, "the provider ignored If-None-Match: * and overwrote an existing object", unsafeProvider)
+		return &Check{Name: CheckCreateOnly, Status: StatusFail,
+			Detail: "the provider ignored If-None-Match: * and overwrote an existing object", Fix: unsafeProvider}
 	default:
-		d.add(CheckCreateOnly, StatusFail, "a second create-only PUT failed with an unexpected error: "+err.Error(), notSupportedFix(err))
+		return &Check{Name: CheckCreateOnly, Status: StatusFail,
+			Detail: "a create-only PUT of an existing key failed with an unexpected error: " + err.Error(), Fix: notSupportedFix(err)}
+	}
+}
+
+// judgeStaleIfMatch judges a PUT presenting what (a stale or bogus ETag)
+// in If-Match: nil when it was refused, else the failed if-match check.
+func judgeStaleIfMatch(what string, err error) *Check {
+	switch {
+	case errors.Is(err, store.ErrPreconditionFailed):
+		return nil
+	case err == nil:
+		return &Check{Name: CheckIfMatch, Status: StatusFail,
+			Detail: fmt.Sprintf("the provider accepted a PUT with %s in If-Match: it ignores If-Match, so compare-and-swap is not enforced", what),
+			Fix:    unsafeProvider}
+	default:
+		return &Check{Name: CheckIfMatch, Status: StatusFail,
+			Detail: fmt.Sprintf("PUT with %s in If-Match failed with an unexpected error: %v", what, err), Fix: notSupportedFix(err)}
 	}
 }
 
@@ -369,11 +405,11 @@ func notSupportedFix(err error) string {
 
 func (d *doctor) checkIfMatch(ctx context.Context) {
 	key := d.prefix + "if-match.json"
-	d.imKey = key
+	d.verKey = key
 	write := func(b string, cond store.Condition) (store.PutResult, error) {
 		res, err := d.put(ctx, key, b, cond)
 		if err == nil {
-			d.imWrites = append(d.imWrites, probeWrite{res.ETag, b})
+			d.verWrites = append(d.verWrites, probeWrite{res.ETag, b})
 		}
 		return res, err
 	}
@@ -394,18 +430,11 @@ func (d *doctor) checkIfMatch(ctx context.Context) {
 	}
 	for _, stale := range []struct{ what, etag string }{
 		{"a stale ETag", first.ETag},
-		{"a bogus ETag", `"00000000000000000000000000000000"`},
+		{"a bogus ETag", bogusETag},
 	} {
 		_, err := write(body("if-match lost"), store.IfMatch(stale.etag))
-		switch {
-		case errors.Is(err, store.ErrPreconditionFailed):
-		case err == nil:
-			d.add(CheckIfMatch, StatusFail,
-				fmt.Sprintf("the provider accepted a PUT with %s in If-Match: it ignores If-Match, so compare-and-swap is not enforced", stale.what),
-				unsafeProvider)
-			return
-		default:
-			d.add(CheckIfMatch, StatusFail, fmt.Sprintf("PUT with %s in If-Match failed with an unexpected error: %v", stale.what, err), "")
+		if c := judgeStaleIfMatch(stale.what, err); c != nil {
+			d.report.Checks = append(d.report.Checks, *c)
 			return
 		}
 	}
@@ -504,44 +533,60 @@ func (d *doctor) checkVersions(ctx context.Context) {
 		d.add(CheckVersions, StatusSkip, "versioning is not on", "")
 		return
 	}
-	if len(d.imWrites) < 2 {
-		d.add(CheckVersions, StatusSkip, "the if-match probe did not write two versions", "")
+	if len(d.verWrites) < 2 {
+		d.add(CheckVersions, StatusSkip, "the probes did not write two versions of a key", "")
 		return
 	}
-	oldestWrite, newestWrite := d.imWrites[0], d.imWrites[len(d.imWrites)-1]
-	vs, err := d.s.ListVersions(ctx, d.imKey)
+	writes := d.verWrites
+	vs, err := d.s.ListVersions(ctx, d.verKey)
 	if err != nil {
 		d.add(CheckVersions, StatusFail, "LIST versions failed: "+err.Error(), permFix(err, "s3:ListBucketVersions"))
 		return
 	}
-	if len(vs) < len(d.imWrites) {
-		d.add(CheckVersions, StatusFail, fmt.Sprintf("%d writes left %d versions", len(d.imWrites), len(vs)),
-			"qo reads task history from object versions; check that versioning really is enabled")
-		return
-	}
-	if vs[0].ETag != newestWrite.etag || !vs[0].IsLatest {
-		d.add(CheckVersions, StatusFail, "the newest write is not listed first as the latest version",
-			"qo expects versions newest first, as the S3 API lists them")
-		return
-	}
-	var oldest *store.Version
-	for i := range vs {
-		if vs[i].ETag == oldestWrite.etag && !vs[i].DeleteMarker {
-			oldest = &vs[i]
+	// Where each write is listed (bodies differ, so do ETags).
+	pos := make([]int, len(writes))
+	for w := range writes {
+		pos[w] = -1
+		for i, v := range vs {
+			if v.ETag == writes[w].etag && !v.DeleteMarker {
+				pos[w] = i
+			}
+		}
+		if pos[w] < 0 {
+			d.add(CheckVersions, StatusFail, fmt.Sprintf("%d writes of a key left %d versions: write %d is not listed", len(writes), len(vs), w+1),
+				"qo reads task history from object versions; check that versioning really is enabled")
+			return
 		}
 	}
-	if oldest == nil {
-		d.add(CheckVersions, StatusFail, "the first write is missing from the version list", "")
-		return
-	}
-	obj, err := d.s.GetVersion(ctx, d.imKey, oldest.VersionID)
+	oldest := vs[pos[0]]
+	obj, err := d.s.GetVersion(ctx, d.verKey, oldest.VersionID)
 	switch {
 	case err != nil:
 		d.add(CheckVersions, StatusFail, "GET of an old version failed: "+err.Error(), permFix(err, "s3:GetObjectVersion"))
-	case string(obj.Body) != oldestWrite.body:
+		return
+	case string(obj.Body) != writes[0].body:
 		d.add(CheckVersions, StatusFail, "GET of an old version returned another body", "")
+		return
+	}
+	newestFirst, oldestFirst := true, true
+	for w := 1; w < len(writes); w++ {
+		newestFirst = newestFirst && pos[w] < pos[w-1]
+		oldestFirst = oldestFirst && pos[w] > pos[w-1]
+	}
+	latest := vs[pos[len(writes)-1]].IsLatest
+	effect := "qo orders task history by rev, so qo history is right, but tools that trust the listing's order (aws s3api list-object-versions, scripts) show task history out of order"
+	switch {
+	case newestFirst && latest:
+		d.add(CheckVersions, StatusOK, fmt.Sprintf("%d versions listed newest first; old versions readable", len(writes)), "")
+	case oldestFirst:
+		d.add(CheckVersions, StatusWarn, fmt.Sprintf("%d versions are listed oldest first (the S3 API lists them newest first): %s", len(writes), effect),
+			"nothing to do for qo; report it to the provider")
+	case !latest:
+		d.add(CheckVersions, StatusWarn, "the newest write is not marked as the latest version (IsLatest): "+effect,
+			"nothing to do for qo; report it to the provider")
 	default:
-		d.add(CheckVersions, StatusOK, fmt.Sprintf("%d versions listed newest first; old versions readable", len(vs)), "")
+		d.add(CheckVersions, StatusWarn, fmt.Sprintf("%d versions are listed in neither newest-first nor oldest-first order: %s", len(writes), effect),
+			"nothing to do for qo; report it to the provider")
 	}
 }
 
@@ -796,32 +841,8 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// s3Client is implemented by stores on an S3 SDK client (s3store).
-type s3Client interface {
-	Client() *s3.Client
-	Bucket() string
-}
-
-// sdkVersionDeleter deletes versions with the store's own SDK client.
-type sdkVersionDeleter struct{ s s3Client }
-
-func (d sdkVersionDeleter) DeleteVersion(ctx context.Context, key, versionID string) error {
-	_, err := d.s.Client().DeleteObject(ctx, &s3.DeleteObjectInput{
-		Bucket: aws.String(d.s.Bucket()), Key: aws.String(key), VersionId: aws.String(versionID),
-	})
-	if err != nil {
-		return fmt.Errorf("delete version %s of %s: %w", versionID, key, err)
-	}
-	return nil
-}
-
 // versionDeleterOf returns how to delete single versions of s, if it can.
 func versionDeleterOf(s store.Store) (VersionDeleter, bool) {
-	if vd, ok := s.(VersionDeleter); ok {
-		return vd, true
-	}
-	if c, ok := s.(s3Client); ok && c.Client() != nil {
-		return sdkVersionDeleter{c}, true
-	}
-	return nil, false
+	vd, ok := s.(VersionDeleter)
+	return vd, ok
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,7 +29,7 @@ func TestMain(m *testing.M) {
 
 var allChecks = []string{
 	doctor.CheckReachable, doctor.CheckCredentials, doctor.CheckBucket, doctor.CheckVersioning,
-	doctor.CheckCreateOnly, doctor.CheckIfMatch, doctor.CheckListPaging, doctor.CheckVersions,
+	doctor.CheckCreateOnly, doctor.CheckIfMatch, doctor.CheckTornReads, doctor.CheckListPaging, doctor.CheckVersions,
 	doctor.CheckClock, doctor.CheckLifecycle, doctor.CheckRetention, doctor.CheckCleanup,
 }
 
@@ -119,6 +120,7 @@ func TestVersioningOff(t *testing.T) {
 // faulty wraps a store and breaks one behaviour.
 type faulty struct {
 	store.Store
+	admin             store.Admin // default: the wrapped store
 	ignoreIfMatch     bool
 	ignoreIfNoneMatch bool
 	ignoreLimit       bool
@@ -151,24 +153,29 @@ func (f *faulty) ClockOffset() (time.Duration, time.Duration, bool) {
 	return f.offset, 500 * time.Millisecond, true
 }
 
-func (f *faulty) Versioning(ctx context.Context) (bool, error) {
-	return f.Store.(store.Admin).Versioning(ctx)
+func (f *faulty) adm() store.Admin {
+	if f.admin != nil {
+		return f.admin
+	}
+	return f.Store.(store.Admin)
 }
-func (f *faulty) CreateBucket(ctx context.Context) error { return nil }
+
+func (f *faulty) Versioning(ctx context.Context) (bool, error) { return f.adm().Versioning(ctx) }
+func (f *faulty) CreateBucket(ctx context.Context) error       { return nil }
 func (f *faulty) EnableVersioning(ctx context.Context) error {
-	return f.Store.(store.Admin).EnableVersioning(ctx)
+	return f.adm().EnableVersioning(ctx)
 }
 func (f *faulty) SetLifecycle(ctx context.Context, rules []store.LifecycleRule) error {
 	if f.lifecycleErr != nil {
 		return f.lifecycleErr
 	}
-	return f.Store.(store.Admin).SetLifecycle(ctx, rules)
+	return f.adm().SetLifecycle(ctx, rules)
 }
 func (f *faulty) Lifecycle(ctx context.Context) ([]store.LifecycleRule, error) {
 	if f.lifecycleErr != nil {
 		return nil, f.lifecycleErr
 	}
-	return f.Store.(store.Admin).Lifecycle(ctx)
+	return f.adm().Lifecycle(ctx)
 }
 func (f *faulty) SetCORS(ctx context.Context, origins []string) error { return nil }
 
@@ -192,9 +199,22 @@ func TestDetectsBrokenProviders(t *testing.T) {
 	tests := []struct {
 		name   string
 		f      faulty
+		wrap   func(store.Store) store.Store // around the memstore, inside f
 		want   map[string]doctor.Status
 		detail string // in the first failing or warning check
 	}{
+		{
+			name:   "tears reads (like versitygw with sidecar metadata)",
+			wrap:   func(s store.Store) store.Store { return storetest.Tearing(s) },
+			want:   map[string]doctor.Status{doctor.CheckTornReads: doctor.StatusFail},
+			detail: "returned a body and an ETag of different writes",
+		},
+		{
+			name:   "lists versions oldest first (like gofakes3)",
+			wrap:   func(s store.Store) store.Store { return storetest.ReversedVersions{Store: s} },
+			want:   map[string]doctor.Status{doctor.CheckVersions: doctor.StatusWarn},
+			detail: "listed oldest first",
+		},
 		{
 			name:   "ignores If-Match (like Garage)",
 			f:      faulty{ignoreIfMatch: true},
@@ -263,9 +283,13 @@ func TestDetectsBrokenProviders(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			f := tt.f
-			f.Store = memstore.New()
+			mem := memstore.New()
+			f.Store, f.admin = mem, mem
+			if tt.wrap != nil {
+				f.Store = tt.wrap(mem)
+			}
 			if _, set := tt.want[doctor.CheckLifecycle]; !set {
-				require.NoError(t, f.Store.(store.Admin).SetLifecycle(context.Background(), lcOK))
+				require.NoError(t, mem.SetLifecycle(context.Background(), lcOK))
 			}
 			r := doctor.Run(context.Background(), &f, doctor.Options{})
 			requireChecks(t, r, tt.want)
@@ -389,4 +413,102 @@ func TestGateway(t *testing.T) {
 	}
 	require.Zero(t, remainingProbeVersions(t, s), "every version of every probe is removed")
 	require.False(t, strings.Contains(r.Target, "AWS"), r.Target)
+}
+
+func TestProbe(t *testing.T) {
+	t.Parallel()
+	const key = "monitor/probe.json"
+	for _, tc := range []struct {
+		name   string
+		f      faulty
+		detail string // "" when the probe passes
+	}{
+		{"conforming", faulty{}, ""},
+		{"ignores If-None-Match", faulty{ignoreIfNoneMatch: true}, "ignored If-None-Match"},
+		{"ignores If-Match", faulty{ignoreIfMatch: true}, "ignores If-Match"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := tc.f
+			f.Store = memstore.New()
+			for range 2 { // creating the key, and finding it there
+				err := doctor.Probe(t.Context(), &f, key)
+				if tc.detail == "" {
+					require.NoError(t, err)
+					continue
+				}
+				require.ErrorIs(t, err, doctor.ErrUnsafe)
+				require.ErrorContains(t, err, tc.detail)
+				require.ErrorContains(t, err, doctor.ProvidersDoc)
+			}
+			if tc.detail == "" {
+				vs, err := f.Store.ListVersions(t.Context(), key)
+				require.NoError(t, err)
+				require.Len(t, vs, 1, "only the first probe writes")
+			}
+		})
+	}
+
+	// A failed request is no verdict on the server.
+	down := &faulty{Store: brokenPuts{memstore.New()}}
+	err := doctor.Probe(t.Context(), down, key)
+	require.ErrorIs(t, err, store.ErrUnreachable)
+	require.NotErrorIs(t, err, doctor.ErrUnsafe)
+}
+
+// brokenPuts fails every PUT as unreachable.
+type brokenPuts struct{ store.Store }
+
+func (brokenPuts) Put(context.Context, string, []byte, store.Condition) (store.PutResult, error) {
+	return store.PutResult{}, fmt.Errorf("put: %w: connection refused", store.ErrUnreachable)
+}
+
+// laggingETags returns, on every other GET of a key it wrote twice, the
+// latest body with the ETag of the write before it: the tear in the safe
+// direction (a compare-and-swap based on it fails).
+type laggingETags struct {
+	store.Store
+	mu     sync.Mutex
+	gets   int
+	prev   map[string]string // the ETag before the latest write
+	latest map[string]string
+}
+
+func (l *laggingETags) Put(ctx context.Context, key string, body []byte, cond store.Condition) (store.PutResult, error) {
+	res, err := l.Store.Put(ctx, key, body, cond)
+	if err == nil {
+		l.mu.Lock()
+		if e, ok := l.latest[key]; ok {
+			l.prev[key] = e
+		}
+		l.latest[key] = res.ETag
+		l.mu.Unlock()
+	}
+	return res, err
+}
+
+func (l *laggingETags) Get(ctx context.Context, key string) (*store.Object, error) {
+	obj, err := l.Store.Get(ctx, key)
+	if err != nil {
+		return obj, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.gets++
+	if prev, ok := l.prev[key]; ok && l.gets%2 == 0 && obj.ETag == l.latest[key] {
+		obj.ETag = prev
+	}
+	return obj, nil
+}
+
+func TestTornReadsInTheSafeDirectionWarn(t *testing.T) {
+	t.Parallel()
+	mem := memstore.New()
+	require.NoError(t, mem.SetLifecycle(t.Context(), []store.LifecycleRule{{ID: "qo-all", NoncurrentDays: 3}}))
+	f := &faulty{Store: &laggingETags{Store: mem, prev: map[string]string{}, latest: map[string]string{}}, admin: mem}
+	r := doctor.Run(t.Context(), f, doctor.Options{})
+	requireChecks(t, r, map[string]doctor.Status{doctor.CheckTornReads: doctor.StatusWarn})
+	c, _ := r.Find(doctor.CheckTornReads)
+	require.Contains(t, c.Detail, "with the ETag of the write before it")
+	require.Contains(t, c.Detail, "safe for qo")
 }

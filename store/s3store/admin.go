@@ -172,6 +172,22 @@ func (s *Store) Lifecycle(ctx context.Context) ([]store.LifecycleRule, error) {
 	return rules, nil
 }
 
+// DeleteVersion permanently deletes one version of key, or a delete
+// marker (qo doctor removes its probes with it; it needs
+// s3:DeleteObjectVersion).
+func (s *Store) DeleteVersion(ctx context.Context, key, versionID string) error {
+	if err := checkKey("delete version", key); err != nil {
+		return err
+	}
+	_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{
+		Bucket: aws.String(s.bucket), Key: aws.String(key), VersionId: aws.String(versionID),
+	})
+	if err != nil {
+		return s.wrap("delete version "+versionID+" of", key, err, mapOpts{})
+	}
+	return nil
+}
+
 // RemoveBucket deletes every object version and delete marker in the
 // bucket, then the bucket. It is for throwaway buckets (tests, qo bench):
 // nothing is kept.

@@ -2,7 +2,11 @@
 // URLs, and the few calls qo needs. The server's Date header is tracked so
 // countdowns use the bucket's clock, as qo does.
 import { AwsClient } from 'aws4fetch';
-import { md5Hex } from './md5.js';
+import SparkMD5 from 'spark-md5';
+
+// md5Hex is the MD5 of an ArrayBuffer as lowercase hex (the browser's
+// SubtleCrypto has no MD5).
+const md5Hex = (buf) => SparkMD5.ArrayBuffer.hash(buf);
 
 export class S3Error extends Error {
   constructor(status, code, message) {
@@ -128,8 +132,8 @@ export class S3 {
     const res = await this.request('GET', this.url(key, versionId ? { versionId } : undefined));
     if (res.status === 404) return null;
     if (!res.ok) await this.fail(res);
-    const bytes = new Uint8Array(await res.arrayBuffer());
-    return { text: new TextDecoder().decode(bytes), etag: res.headers.get('ETag'), md5: md5Hex(bytes) };
+    const buf = await res.arrayBuffer();
+    return { text: new TextDecoder().decode(buf), etag: res.headers.get('ETag'), md5: md5Hex(buf) };
   }
 
   /** settled reports whether obj's ETag is not an MD5, or is its body's. */
@@ -149,7 +153,7 @@ export class S3 {
     const res = await this.request('PUT', this.url(key), { body, headers });
     if (!res.ok) await this.fail(res);
     const etag = res.headers.get('ETag');
-    this.etags = md5ETag(etag) === md5Hex(new TextEncoder().encode(body ?? '')) ? 'md5' : 'opaque';
+    this.etags = md5ETag(etag) === md5Hex(new TextEncoder().encode(body ?? '').buffer) ? 'md5' : 'opaque';
     return etag;
   }
 

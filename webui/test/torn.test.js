@@ -6,7 +6,6 @@ import { test, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { S3, TORN_BACKOFF_MS } from '../src/s3.js';
-import { md5Hex } from '../src/md5.js';
 
 globalThis.DOMParser ??= class {
   parseFromString(text) {
@@ -88,9 +87,3 @@ test('torn reads: two objects with the same mismatch make ETags opaque until a p
   assert.equal(s.gets, 7);
 });
 
-test('md5Hex is MD5', () => {
-  const enc = new TextEncoder();
-  for (const s of ['', 'a', 'message digest', 'x'.repeat(55), 'x'.repeat(56), 'x'.repeat(64), 'é 漢字'.repeat(300)]) {
-    assert.equal(md5Hex(enc.encode(s)), md5(s), `length ${s.length}`);
-  }
-});
