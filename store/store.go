@@ -216,6 +216,15 @@ func ServerClock(s Store) Clock {
 	})
 }
 
+// UncheckedGetter is implemented by stores whose Get checks each body
+// against its ETag and reads again on a mismatch (see ErrTornRead).
+// GetUnchecked is one read, returned as the server answered it: qo doctor
+// uses it to see whether the server itself tears reads, which the check
+// would otherwise hide.
+type UncheckedGetter interface {
+	GetUnchecked(ctx context.Context, key string) (*Object, error)
+}
+
 // Admin is implemented by stores that can inspect and configure their
 // bucket. qo init, qo doctor and qo dev use it; the queue never does.
 type Admin interface {

@@ -343,7 +343,7 @@ func body(what string) string {
 // ProvidersDoc is the page on S3 servers and providers tested with qo.
 const ProvidersDoc = "docs/providers.md"
 
-const unsafeProvider = "qo needs conditional writes honoured to be safe; use another provider (AWS S3, MinIO, versitygw, Cloudflare R2, ...; see " + ProvidersDoc + ") or report the bug to this one"
+const unsafeProvider = "qo needs conditional writes honoured to be safe; use a provider that does (AWS S3, MinIO, SeaweedFS, versitygw, ...: see " + ProvidersDoc + ") or report the bug to this one"
 
 // bogusETag is an ETag no object has.
 const bogusETag = `"00000000000000000000000000000000"`

@@ -38,6 +38,11 @@ func (s *Store) CreateBucket(ctx context.Context) error {
 	}
 	var taken *types.BucketAlreadyExists
 	if errors.As(err, &taken) {
+		// Some servers (gofakes3) answer BucketAlreadyExists for a bucket
+		// these credentials own: usable means ours.
+		if s.Ping(ctx) == nil {
+			return nil
+		}
 		e := s.wrap("create bucket", "", err, mapOpts{}).(*Error)
 		e.Fix = "the name belongs to another account: choose another S3_BUCKET"
 		return e

@@ -75,6 +75,15 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// GetUnchecked implements store.UncheckedGetter: one GET, without the
+// torn-read check and its re-reads.
+func (s *Store) GetUnchecked(ctx context.Context, key string) (*store.Object, error) {
+	if err := checkKey("get", key); err != nil {
+		return nil, err
+	}
+	return s.getOnce(ctx, "get", key, nil)
+}
+
 // TornReadStats reports what the torn-read check cost: the re-reads it
 // sent (zero on a healthy server) and the Gets that failed with
 // store.ErrTornRead.

@@ -536,3 +536,44 @@ func TestCredentialChain(t *testing.T) {
 		t.Log(err)
 	})
 }
+
+// TestCreateBucketAlreadyExists: BucketAlreadyExists is ours when the
+// bucket answers these credentials (gofakes3 says it for an owned bucket)
+// and another account's otherwise.
+func TestCreateBucketAlreadyExists(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name       string
+		headStatus int
+		wantErr    string
+	}{
+		{"ours", http.StatusOK, ""},
+		{"another account's", http.StatusForbidden, "choose another S3_BUCKET"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Date", time.Now().UTC().Format(http.TimeFormat))
+				if r.Method == http.MethodHead {
+					w.WriteHeader(tc.headStatus)
+					return
+				}
+				w.Header().Set("Content-Type", "application/xml")
+				w.WriteHeader(http.StatusConflict)
+				_, _ = w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>BucketAlreadyExists</Code><Message>taken</Message></Error>`))
+			}))
+			t.Cleanup(srv.Close)
+			ctx := ctxFor(t)
+			s, err := s3store.New(ctx, s3store.Config{
+				Endpoint: srv.URL, Bucket: "qo-bucket", AccessKey: "k", SecretKey: "s", PathStyle: true, MaxAttempts: 1,
+			})
+			require.NoError(t, err)
+			err = s.CreateBucket(ctx)
+			if tc.wantErr == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, tc.wantErr)
+		})
+	}
+}
