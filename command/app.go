@@ -148,6 +148,20 @@ func New(build Build) *cli.App {
 	}
 }
 
+// unknownSubcommand is the action of a command group (qo schedule, ...):
+// its help without arguments, else a usage error naming the nearest
+// subcommand.
+func unknownSubcommand(c *cli.Context) error {
+	if c.NArg() == 0 {
+		return cli.ShowSubcommandHelp(c)
+	}
+	name, group := c.Args().First(), "qo "+c.Command.Name
+	if near := nearestCommand(c.Command.Subcommands, name); near != "" {
+		return usageError("unknown command %q of %s: did you mean %q? (run '%s --help' for its commands)", name, group, near, group)
+	}
+	return usageError("unknown command %q of %s: run '%s --help' for its commands", name, group, group)
+}
+
 // nearestCommand is the command name (or alias) closest to a mistyped
 // one, when a typo (at most two edits) explains the difference, the one
 // of the typed length among equals (a swap of two letters is two edits);
@@ -178,6 +192,11 @@ func prepareCommand(cmd *cli.Command, withConnection bool) {
 	if cmd.OnUsageError == nil {
 		cmd.OnUsageError = onUsageError
 	}
+	if len(cmd.Subcommands) > 0 && cmd.Action == nil {
+		// urfave/cli answers an unknown subcommand with "No help topic"
+		// and exit 3 (not found); it is a usage error, with a guess.
+		cmd.Action = unknownSubcommand
+	}
 	if withConnection {
 		for _, f := range connectionFlags() {
 			if !hasFlag(cmd, f.Names()[0]) {
@@ -192,7 +211,7 @@ func prepareCommand(cmd *cli.Command, withConnection bool) {
 
 func onUsageError(c *cli.Context, err error, isSubcommand bool) error {
 	help := "qo --help"
-	if c.Command != nil && c.Command.Name != "" {
+	if c.Command != nil && c.Command.Name != "" && c.Command.Name != c.App.Name {
 		help = "qo " + c.Command.Name + " --help"
 	}
 	return usageError("%s (see '%s')", explainFlagError(c.Command, err), help)
