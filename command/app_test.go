@@ -172,3 +172,25 @@ func TestRunConcurrently(t *testing.T) {
 		require.Equal(t, want[i%len(runs)], g, "qo %s", strings.Join(runs[i%len(runs)], " "))
 	}
 }
+
+func TestJSONRequested(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"qo", "status", "ID"}, false},
+		{[]string{"qo", "status", "--json", "ID"}, true},
+		{[]string{"qo", "status", "-json", "ID"}, true},
+		{[]string{"qo", "status", "--json=true", "ID"}, true},
+		{[]string{"qo", "status", "--json", "--json=false", "ID"}, false},
+		{[]string{"qo", "submit", "--", "--json"}, false},
+		{[]string{"qo", "submit", "--input", "json"}, false},
+		{[]string{"qo", "--jsonx"}, false},
+		{[]string{"qo"}, false},
+		{nil, false},
+	}
+	for _, tt := range tests {
+		require.Equal(t, tt.want, jsonRequested(tt.args), "%q", tt.args)
+	}
+}

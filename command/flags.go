@@ -60,7 +60,7 @@ func hasFlag(cmd *cli.Command, name string) bool {
 }
 
 func jsonFlag() cli.Flag {
-	return &cli.BoolFlag{Name: "json", Usage: "print JSON for scripts (a stable shape: fields may be added, never removed)"}
+	return &cli.BoolFlag{Name: "json", Usage: "print JSON for scripts (a stable shape: fields may be added, never removed); an error is then JSON too, on stderr (see qo --help)"}
 }
 
 // cmdDuration reads a duration flag: Go syntax (500ms, 2m) or a bare number
