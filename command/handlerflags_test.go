@@ -17,6 +17,9 @@ import (
 func workerSetupOf(t *testing.T, args ...string) (*workerSetup, error) {
 	t.Helper()
 	cmd := workerCommand(Build{})
+	// As New does: without it urfave/cli adds its shared help command
+	// to cmd and writes to it, a race between parallel tests.
+	prepareCommand(cmd, true)
 	var ws *workerSetup
 	var err error
 	cmd.Action = func(c *cli.Context) error { ws, err = workerSetupFromFlags(c); return nil }
