@@ -2,6 +2,7 @@ package command
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,12 +11,14 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 
 	"github.com/agnivade/levenshtein"
 	"github.com/urfave/cli/v2"
 
+	"github.com/qo-queue/qo/httpapi"
 	"github.com/qo-queue/qo/internal/termsafe"
 )
 
@@ -45,8 +48,80 @@ func Run(args []string, stdout, stderr io.Writer, build Build) int {
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintln(stderr, errorLine(err))
-	return exitCode(err)
+	code := exitCode(err)
+	if jsonRequested(args) {
+		fmt.Fprintln(stderr, errorJSON(err, code))
+	} else {
+		fmt.Fprintln(stderr, errorLine(err))
+	}
+	return code
+}
+
+// jsonRequested reports whether args ask for JSON output (--json, the last
+// one winning, before any "--"), read from the arguments so that errors
+// found before a command runs (a bad flag) are JSON too.
+func jsonRequested(args []string) bool {
+	on := false
+	for _, a := range args[min(1, len(args)):] {
+		if a == "--" {
+			break
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || name != "json" {
+			continue
+		}
+		if !hasValue {
+			on = true
+			continue
+		}
+		if b, err := strconv.ParseBool(value); err == nil {
+			on = b
+		}
+	}
+	return on
+}
+
+// errorJSON renders err as one line of JSON, the body the HTTP API
+// answers errors with: {"error": {"code": "not_found", "message": "..."}}.
+// exit is the process exit code, which picks the code where the error
+// matches no sentinel the API knows (a usage error, qo wait's outcomes).
+func errorJSON(err error, exit int) string {
+	var body httpapi.Error
+	body.Error.Code = errorCodeName(err, exit)
+	body.Error.Message = strings.TrimPrefix(errorLine(err), "qo: ")
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // "->" stays readable
+	if jerr := enc.Encode(body); jerr != nil {
+		return errorLine(err)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// errorCodeName is the stable code of err for --json: the HTTP API's
+// when it agrees with the exit code, else one named after the exit code.
+func errorCodeName(err error, exit int) string {
+	_, api := httpapi.ErrorCode(err)
+	switch exit {
+	case exitUsage:
+		return "invalid_input"
+	case exitNotFound:
+		return "not_found"
+	case exitConflict:
+		if api == "invalid_transition" || api == "idempotency_mismatch" || api == "precondition_failed" {
+			return api
+		}
+		return "conflict"
+	case exitStorage:
+		return "storage_unavailable"
+	case exitTaskFailed:
+		return "task_failed"
+	case exitWaitTimeout:
+		return "wait_timeout"
+	case exitInterrupted:
+		return "interrupted"
+	}
+	return "internal"
 }
 
 // errorLine renders err as the one line qo prints: "qo: ...".
@@ -94,7 +169,14 @@ Examples:
 Exit codes: 0 ok, 1 internal error, 2 usage or invalid input, 3 not found,
 4 conflict or invalid transition, 5 S3 unreachable, credentials or bucket
 problem, 6 the task ended failed, cancelled or expired (qo wait), 7 qo wait
---timeout ran out, 130 interrupted.`
+--timeout ran out, 130 interrupted.
+
+Errors: one line on stderr, "qo: ..."; with --json, one line of JSON on
+stderr instead, the body qo serve answers errors with:
+  {"error":{"code":"not_found","message":"task ... does not exist ..."}}
+Codes: invalid_input (exit 2), not_found (3), conflict, invalid_transition,
+idempotency_mismatch, precondition_failed (4), storage_unavailable (5),
+task_failed (6), wait_timeout (7), interrupted (130), internal (1).`
 
 // New builds the qo app. Every call makes its commands and flags afresh:
 // urfave/cli writes to them while it runs, so two apps (tests run several
@@ -148,6 +230,20 @@ func New(build Build) *cli.App {
 	}
 }
 
+// unknownSubcommand is the action of a command group (qo schedule, ...):
+// its help without arguments, else a usage error naming the nearest
+// subcommand.
+func unknownSubcommand(c *cli.Context) error {
+	if c.NArg() == 0 {
+		return cli.ShowSubcommandHelp(c)
+	}
+	name, group := c.Args().First(), "qo "+c.Command.Name
+	if near := nearestCommand(c.Command.Subcommands, name); near != "" {
+		return usageError("unknown command %q of %s: did you mean %q? (run '%s --help' for its commands)", name, group, near, group)
+	}
+	return usageError("unknown command %q of %s: run '%s --help' for its commands", name, group, group)
+}
+
 // nearestCommand is the command name (or alias) closest to a mistyped
 // one, when a typo (at most two edits) explains the difference, the one
 // of the typed length among equals (a swap of two letters is two edits);
@@ -178,6 +274,11 @@ func prepareCommand(cmd *cli.Command, withConnection bool) {
 	if cmd.OnUsageError == nil {
 		cmd.OnUsageError = onUsageError
 	}
+	if len(cmd.Subcommands) > 0 && cmd.Action == nil {
+		// urfave/cli answers an unknown subcommand with "No help topic"
+		// and exit 3 (not found); it is a usage error, with a guess.
+		cmd.Action = unknownSubcommand
+	}
 	if withConnection {
 		for _, f := range connectionFlags() {
 			if !hasFlag(cmd, f.Names()[0]) {
@@ -192,7 +293,7 @@ func prepareCommand(cmd *cli.Command, withConnection bool) {
 
 func onUsageError(c *cli.Context, err error, isSubcommand bool) error {
 	help := "qo --help"
-	if c.Command != nil && c.Command.Name != "" {
+	if c.Command != nil && c.Command.Name != "" && c.Command.Name != c.App.Name {
 		help = "qo " + c.Command.Name + " --help"
 	}
 	return usageError("%s (see '%s')", explainFlagError(c.Command, err), help)

@@ -54,6 +54,40 @@ func TestRunPrintsOneLine(t *testing.T) {
 	require.Empty(t, stderr.String())
 }
 
+// TestUnknownSubcommand: a mistyped command of a group is a usage error
+// (exit 2) with the nearest command, like a mistyped top-level command.
+func TestUnknownSubcommand(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"schedule", "lsit"}, exitUsage,
+			"qo: unknown command \"lsit\" of qo schedule: did you mean \"list\"? (run 'qo schedule --help' for its commands)\n"},
+		{[]string{"workflow", "shwo"}, exitUsage, `did you mean "show"?`},
+		{[]string{"ui", "frobnicate"}, exitUsage,
+			"qo: unknown command \"frobnicate\" of qo ui: run 'qo ui --help' for its commands\n"},
+		{[]string{"schedule"}, exitOK, ""},
+		{[]string{"--no-such-flag", "stats"}, exitUsage, "(see 'qo --help')"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			t.Parallel()
+			var stdout, stderr bytes.Buffer
+			code := runApp(append([]string{"qo"}, tt.args...), &stdout, &stderr)
+			require.Equal(t, tt.code, code, "stderr: %s", stderr.String())
+			if tt.want == "" {
+				require.Empty(t, stderr.String())
+				require.Contains(t, stdout.String(), "COMMANDS:")
+				return
+			}
+			require.Contains(t, stderr.String(), tt.want)
+			require.Equal(t, 1, strings.Count(stderr.String(), "\n"), "one line")
+		})
+	}
+}
+
 func TestVersionPrintsTheBuild(t *testing.T) {
 	t.Parallel()
 	var stdout, stderr bytes.Buffer
@@ -136,5 +170,27 @@ func TestRunConcurrently(t *testing.T) {
 	wg.Wait()
 	for i, g := range got {
 		require.Equal(t, want[i%len(runs)], g, "qo %s", strings.Join(runs[i%len(runs)], " "))
+	}
+}
+
+func TestJSONRequested(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"qo", "status", "ID"}, false},
+		{[]string{"qo", "status", "--json", "ID"}, true},
+		{[]string{"qo", "status", "-json", "ID"}, true},
+		{[]string{"qo", "status", "--json=true", "ID"}, true},
+		{[]string{"qo", "status", "--json", "--json=false", "ID"}, false},
+		{[]string{"qo", "submit", "--", "--json"}, false},
+		{[]string{"qo", "submit", "--input", "json"}, false},
+		{[]string{"qo", "--jsonx"}, false},
+		{[]string{"qo"}, false},
+		{nil, false},
+	}
+	for _, tt := range tests {
+		require.Equal(t, tt.want, jsonRequested(tt.args), "%q", tt.args)
 	}
 }

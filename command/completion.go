@@ -5,16 +5,23 @@ package command
 // bash and zsh complete dynamically: the script runs the hidden command
 // `qo __complete WORDS... CUR --generate-bash-completion`, which runs the app in
 // urfave/cli's completion mode (commands, flags, and each command's own
-// BashComplete). fish gets urfave/cli's static script (App.ToFishCompletion).
+// BashComplete, which also offers flag values and names read from the
+// bucket: see flagValues and argValues). fish gets urfave/cli's static
+// script (App.ToFishCompletion).
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/qo-queue/qo/queue"
 )
 
 var completionShells = []string{"bash", "zsh", "fish"}
@@ -39,7 +46,11 @@ Install it once for your shell:
 
 Open a new shell afterwards. bash and zsh ask qo itself for the candidates,
 so they follow the installed version; regenerate the fish script after an
-upgrade.
+upgrade. Besides commands and flags they complete task statuses (--status),
+task types (--type, qo pause and resume: the types registered workers serve
+and the paused ones), schedule names (qo schedule show, trigger, ...) and
+workflow names (qo workflow show, status, cancel), read from the bucket in
+at most 2 seconds; when it cannot be read they offer nothing.
 
 Examples:
   source <(qo completion bash)
@@ -121,9 +132,19 @@ func completeCommand(build Build) *cli.Command {
 				return nil
 			}
 			app := New(build)
+			ctx := c.Context
 			if !strings.HasPrefix(cur, "-") && flagTakesValue(app, words) {
-				return nil
+				// A flag's value: the values of the flags that have them
+				// (statuses, task types), else nothing (the shell offers
+				// file names).
+				name := strings.TrimLeft(words[len(words)-1], "-")
+				if _, ok := flagValues[name]; !ok {
+					return nil
+				}
+				ctx = context.WithValue(ctx, completeFlagKey{}, name)
+				words = words[:len(words)-1]
 			}
+			completeValues(app.Commands, "")
 			app.EnableBashCompletion = true
 			// Short-option handling turns parse errors into panics in
 			// completion mode; commands keep the setting from earlier runs.
@@ -141,10 +162,183 @@ func completeCommand(build Build) *cli.Command {
 			saved := os.Args
 			os.Args = append(append([]string{c.App.Name}, words...), lastArg, flag)
 			defer func() { os.Args = saved }()
-			_ = app.RunContext(c.Context, append(append([]string{c.App.Name}, words...), flag))
+			_ = app.RunContext(ctx, append(append([]string{c.App.Name}, words...), flag))
 			return nil
 		},
 	}
+}
+
+// completeFlagKey marks a completion run for the value of a flag (its
+// name) rather than for the next word.
+type completeFlagKey struct{}
+
+// flagValues completes the values of flags, by flag name, wherever they
+// appear.
+var flagValues = map[string]func(*cli.Context) []string{
+	"status": func(*cli.Context) []string { return statusNames() },
+	"type":   taskTypeNames,
+}
+
+// argValues completes the arguments of commands, by command path.
+var argValues = map[string]func(*cli.Context) []string{
+	"pause":            taskTypeNames,
+	"resume":           taskTypeNames,
+	"schedule show":    scheduleNames,
+	"schedule enable":  scheduleNames,
+	"schedule disable": scheduleNames,
+	"schedule delete":  scheduleNames,
+	"schedule trigger": scheduleNames,
+	"workflow show":    workflowNames,
+	"workflow status":  workflowNames,
+	"workflow cancel":  workflowNames,
+}
+
+// manyArgs are the commands of argValues that take several arguments.
+var manyArgs = map[string]bool{"pause": true, "resume": true}
+
+// completeValues gives every command below path (of cmds) a BashComplete
+// that offers flag values and argument names (see flagValues and
+// argValues), and otherwise does what the command did before.
+func completeValues(cmds []*cli.Command, path string) {
+	for _, cmd := range cmds {
+		full := strings.TrimSpace(path + " " + cmd.Name)
+		if len(cmd.Subcommands) > 0 {
+			completeValues(cmd.Subcommands, full)
+			continue
+		}
+		cmd, before, args := cmd, cmd.BashComplete, argValues[full]
+		cmd.BashComplete = func(c *cli.Context) {
+			if name, ok := c.Context.Value(completeFlagKey{}).(string); ok {
+				printLines(c.App.Writer, flagValues[name](c))
+				return
+			}
+			last := ""
+			if n := len(os.Args); n >= 2 {
+				last = os.Args[n-2] // the word being completed, when a flag
+			}
+			if args != nil && !strings.HasPrefix(last, "-") && (c.NArg() == 0 || manyArgs[full]) {
+				printLines(c.App.Writer, args(c))
+				return
+			}
+			if before != nil {
+				before(c)
+				return
+			}
+			cli.DefaultCompleteWithFlags(cmd)(c)
+		}
+	}
+}
+
+func printLines(w io.Writer, lines []string) {
+	for _, l := range lines {
+		fmt.Fprintln(w, l)
+	}
+}
+
+// completionBudget bounds what completion may spend reading the bucket:
+// a Tab press that waits longer is worse than no candidates.
+const completionBudget = 2 * time.Second
+
+// completionQueue opens the queue for completion within the budget, or
+// returns nil: completion fails silently.
+func completionQueue(c *cli.Context) (*queue.Queue, context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(c.Context, completionBudget)
+	cc := *c
+	cc.Context = ctx
+	s, err := queueStore(&cc)
+	if err != nil {
+		cancel()
+		return nil, nil, nil
+	}
+	q, err := queue.Open(ctx, s, queue.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		cancel()
+		return nil, nil, nil
+	}
+	return q, ctx, cancel
+}
+
+func statusNames() []string {
+	out := make([]string, len(queue.Statuses))
+	for i, st := range queue.Statuses {
+		out[i] = string(st)
+	}
+	return out
+}
+
+// taskTypeNames are the task types the registered workers serve and the
+// paused ones: one LIST and one GET per worker, and one GET of the
+// control object, whatever the number of tasks.
+func taskTypeNames(c *cli.Context) []string {
+	q, ctx, cancel := completionQueue(c)
+	if q == nil {
+		return nil
+	}
+	defer cancel()
+	seen := map[string]bool{}
+	if ws, err := q.ListWorkers(ctx); err == nil {
+		for _, w := range ws {
+			for _, t := range w.Types {
+				seen[t] = true
+			}
+		}
+	}
+	if ctl, err := q.Control(ctx); err == nil {
+		for _, t := range ctl.PausedTypes() {
+			seen[t] = true
+		}
+	}
+	return sortedKeys(seen)
+}
+
+// scheduleNames are the live schedules' names: one LIST and one GET per
+// schedule.
+func scheduleNames(c *cli.Context) []string {
+	q, ctx, cancel := completionQueue(c)
+	if q == nil {
+		return nil
+	}
+	defer cancel()
+	live, _, err := q.ListSchedules(ctx)
+	if err != nil {
+		return nil
+	}
+	out := make([]string, len(live))
+	for i, s := range live {
+		out[i] = s.Name
+	}
+	return out
+}
+
+// workflowNames are the names workflows were submitted with (one LIST
+// page and one GET per name, at most completionWorkflows).
+func workflowNames(c *cli.Context) []string {
+	q, ctx, cancel := completionQueue(c)
+	if q == nil {
+		return nil
+	}
+	defer cancel()
+	names, err := q.WorkflowNames(ctx, completionWorkflows)
+	if err != nil {
+		return nil
+	}
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		out = append(out, n.Name)
+	}
+	return out
+}
+
+// completionWorkflows caps the workflow names completion reads.
+const completionWorkflows = 200
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }
 
 func noShortOptions(cmds []*cli.Command) {

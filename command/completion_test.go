@@ -1,6 +1,7 @@
 package command
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,10 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/urfave/cli/v2"
+
+	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/store"
 )
 
 func TestCompletionScripts(t *testing.T) {
@@ -74,7 +79,7 @@ func TestCompleteCandidates(t *testing.T) {
 	}{
 		{[]string{"completion", ""}, []string{"bash", "zsh", "fish"}},
 		{[]string{"submit", "--con"}, []string{"--concurrency"}},
-		{[]string{"submit", "--type", ""}, nil}, // a value: the shell offers files
+		{[]string{"submit", "--input", ""}, nil}, // a value: the shell offers files
 		{[]string{"submit", "--type", "t", "--ret"}, []string{"--retries"}},
 		{[]string{"submit", "--", ""}, nil},                              // after --: only arguments
 		{[]string{"submit", "--bogus", "x", "--ty"}, []string{"--type"}}, // an unknown flag before does not matter
@@ -99,6 +104,65 @@ func TestCompleteCandidates(t *testing.T) {
 	got = q.complete("tail", "--count", "3", "--")
 	require.NotContains(t, got, "--count", "flags already given are not offered again")
 	require.Contains(t, got, "--until-done")
+}
+
+// TestCompleteNames: completion offers the task statuses, the task types
+// (served by registered workers, or paused), the schedule names and the
+// workflow names where a command takes them, reading the bucket at a
+// bounded cost; it offers nothing, silently, when the bucket is out of
+// reach.
+func TestCompleteNames(t *testing.T) {
+	q := newQueueCLI(t)
+	q.ok("init")
+	ctx := t.Context()
+	qq, err := queue.Open(ctx, q.s, queue.Options{})
+	require.NoError(t, err)
+	require.NoError(t, qq.PutWorker(ctx, &queue.WorkerInfo{ID: "w1", Types: []string{"send_email", "resize"}, Concurrency: 1}))
+	_, err = qq.Pause(ctx, "report", "")
+	require.NoError(t, err)
+	q.ok("schedule", "create", "nightly", "--cron", "0 2 * * *", "--type", "report")
+	q.ok("schedule", "create", "hourly", "--cron", "@hourly", "--type", "report")
+	q.ok("submit", "--workflow", "../examples/etl/etl.json")
+
+	statuses := []string{"waiting", "pending", "running", "completed", "failed", "cancelled", "expired", "archived"}
+	types := []string{"report", "resize", "send_email"}
+	tests := []struct {
+		words []string
+		want  []string
+	}{
+		{[]string{"list", "--status", ""}, statuses},
+		{[]string{"tui", "--status", ""}, statuses},
+		{[]string{"list", "--status", "fa"}, statuses}, // the shell keeps those that fit
+		{[]string{"submit", "--type", ""}, types},
+		{[]string{"list", "--limit", "3", "--type", ""}, types},
+		{[]string{"pause", ""}, types},
+		{[]string{"resume", "report", ""}, types},
+		{[]string{"schedule", "show", ""}, []string{"hourly", "nightly"}},
+		{[]string{"schedule", "trigger", ""}, []string{"hourly", "nightly"}},
+		{[]string{"schedule", "trigger", "nightly", ""}, nil}, // one name only
+		{[]string{"schedule", "show", "--j"}, []string{"--json"}},
+		{[]string{"workflow", "show", ""}, []string{"nightly-etl"}},
+		{[]string{"workflow", "cancel", ""}, []string{"nightly-etl"}},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.words, " "), func(t *testing.T) {
+			before := q.puts()
+			got := q.complete(tc.words...)
+			if tc.want == nil {
+				require.Empty(t, got)
+			} else {
+				require.Equal(t, tc.want, got)
+			}
+			require.Equal(t, before, q.puts(), "completion never writes")
+		})
+	}
+
+	// The bucket out of reach: no candidates, no error, no output on
+	// stderr (complete checks both).
+	queueStore = func(*cli.Context) (store.Store, error) { return nil, errors.New("unreachable") }
+	require.Empty(t, q.complete("submit", "--type", ""))
+	require.Empty(t, q.complete("schedule", "show", ""))
+	require.Equal(t, statuses, q.complete("list", "--status", ""), "statuses need no bucket")
 }
 
 // TestCompletionInShells drives the scripts in the real shells (those

@@ -30,6 +30,7 @@ import (
 	"github.com/qo-queue/qo/monitor"
 	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/tui"
+	"github.com/qo-queue/qo/webui"
 	"github.com/qo-queue/qo/worker"
 )
 
@@ -60,11 +61,16 @@ it runs other qo commands given no S3 settings find it by themselves (through
 a state file in the data directory). Data survives a restart: same data
 directory, same address, same credentials. --reset deletes the data first.
 
+It serves the web UI on --ui-addr (loopback; a free port when that one is
+taken) and, on a terminal, prints the link that opens it on the dev queue
+(the dev keys ride in the link's fragment, which browsers never send).
+
 On a terminal it opens the operations console (qo tui) on the dev queue and
-its log goes to dev.log in the data directory; quitting the console (q or
-Ctrl+C) stops qo dev. --no-tui shows what runs and a status line instead.
-Otherwise it logs to stderr (JSON) and prints only the export line on
-stdout. Ctrl+C (or SIGTERM) stops it cleanly: running tasks
+its log goes to dev.log in the data directory; q on the console's top
+screens asks before stopping qo dev (the S3 server, worker and monitor),
+Ctrl+C stops it at once. --no-tui shows what runs and a status line instead.
+Otherwise it logs to stderr (JSON; "qo dev ready" names the web UI's
+address) and prints only the export line on stdout. Ctrl+C (or SIGTERM) stops it cleanly: running tasks
 get --shutdown-timeout to finish and are released otherwise (none is lost); a
 second Ctrl+C releases them at once.
 
@@ -95,6 +101,8 @@ func devCommand(build Build) *cli.Command {
 			Usage: "delete the data directory's contents (tasks, credentials) before starting"},
 		&cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Category: catServer,
 			Usage: "do not ask before --reset deletes data"},
+		&cli.StringFlag{Name: "ui-addr", Category: catServer, EnvVars: []string{"QO_DEV_UI_ADDR"}, Value: defaultUIAddr,
+			Usage: "serve the web UI on `HOST:PORT` (loopback; a free port when this one is taken; off: no web UI)"},
 
 		&cli.IntFlag{Name: "concurrency", Aliases: []string{"c"}, Category: catWorker, EnvVars: []string{"QO_DEV_CONCURRENCY"}, Value: devenv.DefaultConcurrency,
 			Usage: "tasks the worker runs at once"},
@@ -134,6 +142,7 @@ type devConfig struct {
 	dataDir         string
 	bucket          string
 	reset, yes      bool
+	uiAddr          string // "" when the web UI is off
 	concurrency     int
 	limits          map[string]int
 	execs           []worker.ExecSpec
@@ -173,6 +182,11 @@ func devConfigFromFlags(c *cli.Context) (*devConfig, error) {
 	}
 	if dc.listenWarning, err = checkListenAddr("qo dev", dc.addr, c.Bool("insecure-listen"), envDevInsecureListen); err != nil {
 		return nil, err
+	}
+	if dc.uiAddr = strings.TrimSpace(c.String("ui-addr")); dc.uiAddr == "off" {
+		dc.uiAddr = ""
+	} else if loopback, err := isLoopback(dc.uiAddr); err != nil || !loopback {
+		return nil, usageError("invalid --ui-addr %q: want a loopback HOST:PORT such as %s (the web UI's link carries the dev keys), or off", dc.uiAddr, defaultUIAddr)
 	}
 	if !devenv.ValidBucketName(dc.bucket) {
 		return nil, usageError("invalid --bucket %q: want 3 to 63 lowercase letters, digits, '-' or '.', starting and ending with a letter or digit", dc.bucket)
@@ -215,6 +229,8 @@ type devSession struct {
 	NoTUI bool
 	// Exposed: the S3 server listens beyond loopback (--insecure-listen).
 	Exposed bool
+	// UILink opens the web UI on the dev queue ("" when it is off).
+	UILink string
 	// Stop stops qo dev (the console's quit does what Ctrl+C does).
 	Stop func()
 }
@@ -274,13 +290,15 @@ func runDev(c *cli.Context, build Build) error {
 	defer stopSignals()
 
 	st := env.State()
+	uiLink, stopUI := startDevUI(dc.uiAddr, st, log)
+	defer stopUI()
 	log.Info("qo dev ready", "endpoint", st.Endpoint, "bucket", st.Bucket, "region", st.Region,
-		"data_dir", dc.dataDir, "demo", dc.demo, "concurrency", dc.concurrency)
+		"data_dir", dc.dataDir, "demo", dc.demo, "concurrency", dc.concurrency, "web_ui", uiBase(uiLink))
 	var view sync.WaitGroup
 	if tty {
 		sess := &devSession{State: st, DataDir: dc.dataDir, LogPath: logPath, Demo: dc.demo, Queue: env.Queue(),
 			WorkerID: env.WorkerID(), Types: env.Types(), Concurrency: dc.concurrency, Out: c.App.Writer, GOOS: runtime.GOOS,
-			NoTUI: dc.noTUI, Stop: cancel, Exposed: dc.listenWarning != ""}
+			NoTUI: dc.noTUI, Stop: cancel, Exposed: dc.listenWarning != "", UILink: uiLink}
 		view.Add(1)
 		go func() {
 			defer view.Done()
@@ -455,6 +473,46 @@ func readerIsTerminal(r io.Reader) bool {
 	return ok && isTerminal(f)
 }
 
+// devQuitPrompt is what q in qo dev's console asks: quitting it stops
+// everything qo dev runs.
+const devQuitPrompt = "Stop qo dev: its S3 server, worker and monitor? (data is kept)"
+
+// startDevUI serves the web UI's files on addr (a free loopback port when
+// addr is taken) and returns the link that opens it on the dev queue, its
+// settings and the dev keys in the fragment, which browsers never send to
+// a server. It returns "" when addr is "" (off) or nothing could listen;
+// stop shuts the server down.
+func startDevUI(addr string, st *devenv.State, log *slog.Logger) (link string, stop func()) {
+	if addr == "" {
+		return "", func() {}
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		log.Info("web UI address taken: using a free port", "addr", addr, "err", err)
+		host, _, _ := net.SplitHostPort(addr)
+		if ln, err = net.Listen("tcp", net.JoinHostPort(host, "0")); err != nil {
+			log.Warn("web UI not served", "err", err)
+			return "", func() {}
+		}
+	}
+	srv := newHTTPServer(ln.Addr().String(), webui.Handler(), log)
+	go func() { _ = srv.Serve(ln) }()
+	frag := uiFragment(st.Endpoint, st.Bucket, st.Region)
+	frag.Set("ak", st.AccessKey)
+	frag.Set("sk", st.SecretKey)
+	return uiURL("http://"+ln.Addr().String()+"/", frag), func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}
+}
+
+// uiBase is link without its fragment (the settings and keys).
+func uiBase(link string) string {
+	base, _, _ := strings.Cut(link, "#")
+	return base
+}
+
 // devEnvLines are the shell lines that point qo (and any S3 tool) at the
 // dev server: one export line for POSIX shells, PowerShell on Windows.
 func devEnvLines(st *devenv.State, goos string) []string {
@@ -486,11 +544,20 @@ func devTTYView(ctx context.Context, s *devSession) {
 		return
 	}
 	opts := tui.Options{
-		Refresh: 2 * time.Second,
-		Title:   fmt.Sprintf("dev · %s · bucket %s · worker %s", s.State.Endpoint, s.State.Bucket, s.WorkerID),
+		Refresh:    2 * time.Second,
+		Title:      fmt.Sprintf("dev · %s · bucket %s · worker %s", s.State.Endpoint, s.State.Bucket, s.WorkerID),
+		QuitPrompt: devQuitPrompt,
+	}
+	if s.UILink != "" {
+		opts.Title += " · web UI " + uiBase(s.UILink)
 	}
 	if s.Exposed {
 		opts.Title += " · EXPOSED BEYOND LOOPBACK (--insecure-listen)"
+	}
+	if s.UILink != "" {
+		// The console takes the screen: the link (with the dev keys, too
+		// long for its title) stays above it, in the terminal's history.
+		fmt.Fprintf(s.Out, "qo dev: web UI: %s\n", s.UILink)
 	}
 	err := tui.Run(ctx, s.Queue, opts)
 	if ctx.Err() == nil && s.Stop != nil {
@@ -517,6 +584,9 @@ func devBannerView(ctx context.Context, s *devSession) {
 		s.WorkerID, strings.Join(s.Types, ", "), s.Concurrency)
 	if s.Demo {
 		fmt.Fprintf(w, "  demo        submitting sample tasks\n")
+	}
+	if s.UILink != "" {
+		fmt.Fprintf(w, "  web UI      %s\n", s.UILink)
 	}
 	if s.LogPath != "" {
 		fmt.Fprintf(w, "  log         %s\n", s.LogPath)

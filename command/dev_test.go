@@ -2,8 +2,13 @@ package command
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"io"
+	"log/slog"
 	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +20,7 @@ import (
 	"github.com/qo-queue/qo/devenv"
 	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/store/memstore"
 )
 
 // testDevState is the state of a dev environment at endpoint run by pid.
@@ -204,4 +210,68 @@ func TestCheckListenAddr(t *testing.T) {
 	}
 	_, err := checkListenAddr("qo dev", "no-port", false, envDevInsecureListen)
 	require.Error(t, err)
+}
+
+// TestDevWebUI: qo dev serves the web UI and its link opens the page on
+// the dev queue (settings and keys in the fragment); a taken address
+// moves it to a free port; off serves nothing. The --no-tui banner shows
+// the link.
+func TestDevWebUI(t *testing.T) {
+	t.Parallel()
+	st := testDevState("http://127.0.0.1:9470", os.Getpid())
+	log := slog.New(slog.DiscardHandler)
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer held.Close()
+
+	for _, addr := range []string{testutil.FreeAddr(t), held.Addr().String()} {
+		link, stop := startDevUI(addr, st, log)
+		base, frag, ok := strings.Cut(link, "#")
+		require.True(t, ok, "link %q", link)
+		if addr == held.Addr().String() {
+			require.NotEqual(t, "http://"+addr+"/", base, "a taken address moves to a free port")
+		} else {
+			require.Equal(t, "http://"+addr+"/", base)
+		}
+		v, err := url.ParseQuery(frag)
+		require.NoError(t, err)
+		require.Equal(t, st.Endpoint, v.Get("endpoint"))
+		require.Equal(t, st.Bucket, v.Get("bucket"))
+		require.Equal(t, st.Region, v.Get("region"))
+		require.Equal(t, st.AccessKey, v.Get("ak"))
+		require.Equal(t, st.SecretKey, v.Get("sk"))
+		resp, err := http.Get(base)
+		require.NoError(t, err)
+		page, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		require.Contains(t, string(page), "<html")
+		stop()
+		_, err = http.Get(base)
+		require.Error(t, err, "stopped with qo dev")
+	}
+	link, stop := startDevUI("", st, log)
+	stop()
+	require.Empty(t, link, "off")
+
+	ms := memstore.New()
+	_, err = queue.Init(t.Context(), ms, 1)
+	require.NoError(t, err)
+	q, err := queue.Open(t.Context(), ms, queue.Options{})
+	require.NoError(t, err)
+	var out bytes.Buffer
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel() // the banner, one status line, and back
+	devBannerView(ctx, &devSession{State: st, DataDir: t.TempDir(), Queue: q, Out: &out, WorkerID: "w", UILink: "http://127.0.0.1:8090/#k=v"})
+	require.Contains(t, out.String(), "  web UI      http://127.0.0.1:8090/#k=v\n")
+}
+
+func TestDevFlagUIAddr(t *testing.T) {
+	t.Parallel()
+	for _, addr := range []string{"0.0.0.0:8090", "example.com:80", "nonsense"} {
+		var out, errOut bytes.Buffer
+		code := runApp([]string{"qo", "dev", "--no-tui", "--data-dir", t.TempDir(), "--ui-addr", addr}, &out, &errOut)
+		require.Equal(t, exitUsage, code, errOut.String())
+		require.Contains(t, errOut.String(), "invalid --ui-addr")
+	}
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/qo-queue/qo/queue"
 )
 
 // staticBoolFlag is a boolean flag that keeps no state of its own: qo's
@@ -60,7 +62,7 @@ func hasFlag(cmd *cli.Command, name string) bool {
 }
 
 func jsonFlag() cli.Flag {
-	return &cli.BoolFlag{Name: "json", Usage: "print JSON for scripts (a stable shape: fields may be added, never removed)"}
+	return &cli.BoolFlag{Name: "json", Usage: "print JSON for scripts (a stable shape: fields may be added, never removed); an error is then JSON too, on stderr (see qo --help)"}
 }
 
 // cmdDuration reads a duration flag: Go syntax (500ms, 2m) or a bare number
@@ -107,4 +109,14 @@ func durationFlag(c *cli.Context, name string, min time.Duration) (time.Duration
 		return 0, usageError("--%s %s: want at least %s", name, d, min)
 	}
 	return d, nil
+}
+
+// statusChoices lists every task status, in lifecycle order, for the help
+// of a flag that takes one: "waiting, pending, ... or archived".
+func statusChoices() string {
+	names := make([]string, len(queue.Statuses))
+	for i, st := range queue.Statuses {
+		names[i] = string(st)
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }

@@ -17,6 +17,9 @@ import (
 func workerSetupOf(t *testing.T, args ...string) (*workerSetup, error) {
 	t.Helper()
 	cmd := workerCommand(Build{})
+	// As New does: without it urfave/cli adds its shared help command
+	// to cmd and writes to it, a race between parallel tests.
+	prepareCommand(cmd, true)
 	var ws *workerSetup
 	var err error
 	cmd.Action = func(c *cli.Context) error { ws, err = workerSetupFromFlags(c); return nil }
@@ -99,4 +102,29 @@ func TestWorkerKillGraceRefused(t *testing.T) {
 	code := runApp([]string{"qo", "worker", "--kill-grace", "30s"}, &stdout, &stderr)
 	require.Equal(t, exitUsage, code, "stderr: %s", stderr.String())
 	require.Contains(t, stderr.String(), "invalid --kill-grace: --kill-grace 30s is more than 5s, the most --dead-after 20s allows")
+}
+
+// --concurrency defaults to what suits the machine or container (a worker
+// in a container ran one task at a time before), and its help says so.
+// (Not parallel: QO_CONCURRENCY is read from the environment.)
+func TestWorkerConcurrencyDefault(t *testing.T) {
+	t.Setenv("QO_CONCURRENCY", "")
+	ws, err := workerSetupOf(t)
+	require.NoError(t, err)
+	require.Equal(t, worker.DefaultConcurrency(), ws.opts.Concurrency)
+	require.GreaterOrEqual(t, ws.opts.Concurrency, worker.MinDefaultConcurrency)
+
+	ws, err = workerSetupOf(t, "--concurrency", "2")
+	require.NoError(t, err)
+	require.Equal(t, 2, ws.opts.Concurrency)
+	t.Setenv("QO_CONCURRENCY", "3")
+	ws, err = workerSetupOf(t)
+	require.NoError(t, err)
+	require.Equal(t, 3, ws.opts.Concurrency)
+	_, err = workerSetupOf(t, "--concurrency", "0")
+	require.ErrorContains(t, err, "invalid --concurrency 0: must be at least 1")
+
+	var out bytes.Buffer
+	require.Equal(t, exitOK, runApp([]string{"qo", "run-worker", "--help"}, &out, &out))
+	require.Contains(t, out.String(), "(default: the CPUs the process may use (a container's CPU limit), at least 4, at most 32)")
 }

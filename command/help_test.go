@@ -1,10 +1,14 @@
 package command
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/urfave/cli/v2"
+
+	"github.com/qo-queue/qo/queue"
 )
 
 // TestHelpTeaches: every command of this file group explains itself in
@@ -30,4 +34,24 @@ func TestHelpTeaches(t *testing.T) {
 			require.GreaterOrEqual(t, n, 2, "want 2+ examples of qo %s:\n%s", name, examples)
 		})
 	}
+}
+
+// TestStatusFlagsListEveryStatus: wherever a flag takes a task status,
+// its help lists every status (they are all accepted).
+func TestStatusFlagsListEveryStatus(t *testing.T) {
+	t.Parallel()
+	n := 0
+	walkCommands(New(Build{}).Commands, func(cmd *cli.Command) {
+		for _, f := range cmd.Flags {
+			if !slices.Contains(f.Names(), "status") {
+				continue
+			}
+			n++
+			usage := f.(cli.DocGenerationFlag).GetUsage()
+			for _, st := range queue.Statuses {
+				require.Contains(t, usage, string(st), "qo %s --status", cmd.Name)
+			}
+		}
+	})
+	require.NotZero(t, n, "no --status flag found")
 }

@@ -73,7 +73,7 @@ Examples:
   qo list --shard a --json | jq -r '.tasks[].id'`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "shard", Usage: "only this `SHARD` (e.g. 0..f)"},
-			&cli.StringFlag{Name: "status", Usage: "pending, running, completed, failed, cancelled or archived"},
+			&cli.StringFlag{Name: "status", Usage: "only tasks in `STATUS`: " + statusChoices()},
 			&cli.StringFlag{Name: "type", Usage: "only tasks of this `TYPE`"},
 			&cli.IntFlag{Name: "limit", Value: queue.DefaultListLimit, Usage: fmt.Sprintf("tasks per page (at most %d)", queue.MaxListLimit)},
 			&cli.StringFlag{Name: "cursor", Usage: "continue after the page that printed this `CURSOR`"},

@@ -21,11 +21,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -96,8 +99,21 @@ func setupScript(env *testscript.Env, cfg s3store.Config) error {
 	env.Setenv("S3_REGION", cfg.Region)
 	env.Setenv("AWS_ACCESS_KEY_ID", cfg.AccessKey)
 	env.Setenv("AWS_SECRET_ACCESS_KEY", cfg.SecretKey)
+	env.Setenv("IMDS_403", forbiddingIMDS())
 	return nil
 }
+
+// forbiddingIMDS is the URL of an instance metadata service that answers
+// 403 to everything, as some hosts' do: scripts point
+// AWS_EC2_METADATA_SERVICE_ENDPOINT at it to check what the SDK's
+// credential chain makes of it. One server serves every script of the
+// test binary.
+var forbiddingIMDS = sync.OnceValue(func() string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusForbidden)
+	}))
+	return srv.URL
+})
 
 var scriptCommands = map[string]func(ts *testscript.TestScript, neg bool, args []string){
 	"exits":   cmdExits,

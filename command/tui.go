@@ -18,7 +18,7 @@ func tuiFlags() []cli.Flag {
 		&cli.StringFlag{Name: "refresh", Value: "5s", EnvVars: []string{"QO_TUI_REFRESH"},
 			Usage: "auto-refresh interval: off, 2s, 5s or 10s (i cycles it while running)"},
 		&cli.StringFlag{Name: "screen", Value: "overview", Usage: "screen to open first: overview, tasks, workers or schedules"},
-		&cli.StringFlag{Name: "status", Usage: "start the task list filtered to `STATUS`"},
+		&cli.StringFlag{Name: "status", Usage: "start the task list filtered to `STATUS`: " + statusChoices()},
 		&cli.StringFlag{Name: "shard", Usage: "start the task list on one `SHARD`"},
 		&cli.StringFlag{Name: "type", Usage: "start the task list filtered to task `TYPE`"},
 		&cli.Float64Flag{Name: "price-put", Value: store.AWSStandardPrices.PutPer1000,

@@ -121,18 +121,11 @@ private.`,
 // uiLink returns base with the UI's settings and credentials in its
 // fragment; note says where the credentials came from.
 func uiLink(c *cli.Context, base string, withCredentials bool) (link, note string, err error) {
-	frag := url.Values{}
 	cfg, err := storeConfig(c)
 	if err != nil {
 		return "", "", err
 	}
-	region := cfg.Region
-	if region == "" {
-		region = s3store.DefaultRegion
-	}
-	frag.Set("endpoint", cfg.Endpoint)
-	frag.Set("bucket", cfg.Bucket)
-	frag.Set("region", region)
+	frag := uiFragment(cfg.Endpoint, cfg.Bucket, cfg.Region)
 	switch {
 	case !withCredentials:
 		note = "the link carries no credentials: the page asks for keys"
@@ -162,7 +155,21 @@ func uiLink(c *cli.Context, base string, withCredentials bool) (link, note strin
 		frag.Set("exp", creds.Expires.UTC().Format(time.RFC3339))
 		note = fmt.Sprintf("credentials scoped to bucket %s (the queue's keys only), valid until %s", cfg.Bucket, creds.Expires.Local().Format(time.DateTime))
 	}
-	return strings.TrimSuffix(base, "#") + "#" + frag.Encode(), note, nil
+	return uiURL(base, frag), note, nil
+}
+
+// uiFragment is the web UI's settings for a bucket, as its link's fragment
+// carries them (credentials are added as ak, sk, st and exp).
+func uiFragment(endpoint, bucket, region string) url.Values {
+	if region == "" {
+		region = s3store.DefaultRegion
+	}
+	return url.Values{"endpoint": {endpoint}, "bucket": {bucket}, "region": {region}}
+}
+
+// uiURL is base with frag as its fragment.
+func uiURL(base string, frag url.Values) string {
+	return strings.TrimSuffix(base, "#") + "#" + frag.Encode()
 }
 
 // isDevEndpoint reports whether endpoint is a running qo dev server.

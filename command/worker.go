@@ -2,6 +2,7 @@ package command
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -102,8 +103,9 @@ func workerCommand(build Build) *cli.Command {
 		metricsAddrFlag(catWorker),
 		&cli.StringSliceFlag{Name: "shards", Category: catWorker, EnvVars: []string{"QO_SHARDS"},
 			Usage: "only poll these shards, comma separated (default: all)"},
-		&cli.IntFlag{Name: "concurrency", Aliases: []string{"c"}, Category: catWorker, EnvVars: []string{"QO_CONCURRENCY"}, Value: 1,
-			Usage: "tasks run at once"},
+		&cli.IntFlag{Name: "concurrency", Aliases: []string{"c"}, Category: catWorker, EnvVars: []string{"QO_CONCURRENCY"},
+			DefaultText: fmt.Sprintf("the CPUs the process may use (a container's CPU limit), at least %d, at most %d", worker.MinDefaultConcurrency, worker.MaxDefaultConcurrency),
+			Usage:       "tasks run at once"},
 		&cli.StringSliceFlag{Name: "types", Category: catWorker, EnvVars: []string{"QO_TYPES"},
 			Usage: "task types to serve, comma separated (default: every type with a handler)"},
 		limitFlag(catWorker, "QO_LIMITS"),
@@ -180,7 +182,11 @@ func workerSetupFromFlags(c *cli.Context) (*workerSetup, error) {
 		}
 	}
 	o.Shards = splitList(c.StringSlice("shards"))
-	if o.Concurrency = c.Int("concurrency"); o.Concurrency < 1 {
+	o.Concurrency = worker.DefaultConcurrency()
+	if c.IsSet("concurrency") {
+		o.Concurrency = c.Int("concurrency")
+	}
+	if o.Concurrency < 1 {
 		return nil, usageError("invalid --concurrency %d: must be at least 1", o.Concurrency)
 	}
 	o.Types = splitList(c.StringSlice("types"))

@@ -9,9 +9,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"syscall"
@@ -175,6 +177,15 @@ func TestDevSubmitByDiscovery(t *testing.T) {
 	id := devSubmit(t, env, `{"hi":1}`)
 	task := devWaitStatus(t, env, id, "completed")
 	require.JSONEq(t, `{"hi":1}`, string(task.Output))
+
+	// The web UI is served; its address is in the log (a terminal shows
+	// the link with the dev keys).
+	m := regexp.MustCompile(`"web_ui":"(http://127\.0\.0\.1:\d+/)"`).FindStringSubmatch(d.stderr.String())
+	require.NotNil(t, m, "no web_ui in the log")
+	resp, err := http.Get(m[1])
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
 
 	require.Equal(t, 0, d.stop(t), "Ctrl+C / SIGTERM is a clean exit")
 	require.False(t, d.stateFileExists(), "the state file is removed on exit")

@@ -746,3 +746,9 @@ func (a *api) archiveDead(w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, http.StatusOK, t)
 	return nil
 }
+
+// ErrorCode is the HTTP status and the stable code ("not_found",
+// "invalid_input", "storage_unavailable", ...; "internal" when nothing
+// more is known) the API answers err with. The command line's --json
+// errors use the same codes.
+func ErrorCode(err error) (status int, code string) { return errorStatus(err) }

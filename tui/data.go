@@ -228,6 +228,7 @@ const (
 	actDelSched = "delete schedule"
 
 	actCancelWorkflow = "cancel workflow"
+	actQuit           = "stop" // Options.QuitPrompt's question
 )
 
 // pauseAction pauses or resumes typ ("" for the whole queue).

@@ -41,6 +41,10 @@ type Options struct {
 	// Screen is the screen to start on: "overview" (default), "tasks",
 	// "workers" or "schedules".
 	Screen string
+	// QuitPrompt, when set, is asked (y/n) before q quits from a top
+	// screen: qo dev's console stops the S3 server and everything with
+	// it. Ctrl+C still quits at once.
+	QuitPrompt string
 }
 
 // RefreshIntervals are the auto-refresh choices, in the order i cycles.
@@ -68,6 +72,8 @@ type Model struct {
 	st    Styles
 	title string
 	w, h  int
+	// quitPrompt is Options.QuitPrompt.
+	quitPrompt string
 
 	screen   screen
 	help     bool
@@ -126,7 +132,7 @@ func New(ctx context.Context, q *queue.Queue, opts Options) (*Model, error) {
 	}
 	st, keys := DefaultStyles(), DefaultKeyMap()
 	m := &Model{
-		ctx: ctx, q: q, clock: clock, keys: keys, st: st, title: opts.Title,
+		ctx: ctx, q: q, clock: clock, keys: keys, st: st, title: opts.Title, quitPrompt: opts.QuitPrompt,
 		interval: interval,
 		counter:  q.NewStatsCounter(queue.StatsOptions{}),
 		overview: newOverview(st, prices, q.Shards()),
@@ -430,6 +436,10 @@ func (m *Model) back() tea.Cmd {
 	if m.screen == scrDetail || m.screen == scrWorkflow {
 		m.screen = scrTasks
 		return m.reload()
+	}
+	if m.quitPrompt != "" {
+		m.confirm = &confirm{action: actQuit, text: m.quitPrompt, run: tea.Quit}
+		return nil
 	}
 	return tea.Quit
 }

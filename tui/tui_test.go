@@ -121,6 +121,25 @@ func TestKeys(t *testing.T) {
 		{"ctrl+c quits from anywhere", Options{Screen: "tasks"}, []string{"enter", "tab", "ctrl+c"}, func(t *testing.T, h *harness) {
 			require.True(t, h.quit)
 		}},
+		{"with a quit prompt q asks first", Options{QuitPrompt: "Stop qo dev?"}, []string{"q"}, func(t *testing.T, h *harness) {
+			require.False(t, h.quit)
+			require.Contains(t, h.view(), "Stop qo dev?")
+			h.press("n")
+			require.False(t, h.quit)
+			require.Nil(t, h.m.confirm)
+			h.press("q", "q") // q also answers no
+			require.False(t, h.quit)
+			require.Nil(t, h.m.confirm)
+			h.press("q", "y")
+			require.True(t, h.quit)
+		}},
+		{"with a quit prompt q from the detail goes back without asking", Options{Screen: "tasks", QuitPrompt: "Stop qo dev?"}, []string{"enter", "q"}, func(t *testing.T, h *harness) {
+			require.Equal(t, scrTasks, h.m.screen)
+			require.Nil(t, h.m.confirm)
+		}},
+		{"with a quit prompt ctrl+c quits at once", Options{QuitPrompt: "Stop qo dev?"}, []string{"ctrl+c"}, func(t *testing.T, h *harness) {
+			require.True(t, h.quit)
+		}},
 		{"? opens and q closes the help", Options{}, []string{"?", "q"}, func(t *testing.T, h *harness) {
 			require.False(t, h.m.help)
 			require.False(t, h.quit)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"runtime"
 	"time"
 
 	"github.com/qo-queue/qo/monitor"
@@ -153,6 +154,21 @@ const (
 	DefaultShardLeaseRenew = 10 * time.Second
 )
 
+// Bounds of DefaultConcurrency.
+const (
+	MinDefaultConcurrency = 4
+	MaxDefaultConcurrency = 32
+)
+
+// DefaultConcurrency is a concurrency that suits the machine or container
+// the worker runs in: the CPUs the process may use (runtime.GOMAXPROCS,
+// which follows a container's CPU limit), at least MinDefaultConcurrency
+// (handlers mostly wait on I/O, so a one-CPU container still runs several)
+// and at most MaxDefaultConcurrency.
+func DefaultConcurrency() int {
+	return min(max(runtime.GOMAXPROCS(0), MinDefaultConcurrency), MaxDefaultConcurrency)
+}
+
 // Options configure a Worker. Zero values take the defaults.
 type Options struct {
 	// ID names the worker in the registry and in task records (default
@@ -160,7 +176,8 @@ type Options struct {
 	ID string
 	// Shards restricts the worker to these shards (nil: all).
 	Shards []string
-	// Concurrency is how many tasks run at once (default 1).
+	// Concurrency is how many tasks run at once (default 1;
+	// DefaultConcurrency() sizes it to the CPUs, as qo run-worker does).
 	Concurrency int
 	// Types are the task types served (default: every registered type).
 	// Each needs a handler.

@@ -1,11 +1,15 @@
 package worker
 
 import (
+	"encoding/json"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/store/storetest"
 )
@@ -61,5 +65,40 @@ func TestKillGraceBound(t *testing.T) {
 		most, _ := MaxKillGrace(d)
 		require.LessOrEqual(t, most, d/4, "dead after %s", d)
 		require.LessOrEqual(t, most, queue.LeaseGrace-queue.MaxClockSkew, "dead after %s", d)
+	}
+}
+
+// TestStartLineNamesTheBucket: the worker's first log line says which
+// bucket at which endpoint it serves (the store's description when the
+// store has no bucket), so a deployment pointed at the wrong place shows
+// it at once.
+func TestStartLineNamesTheBucket(t *testing.T) {
+	t.Parallel()
+	for _, b := range storetest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			bd := setup(t, b, setupOpts{})
+			logs := &testutil.Buffer{}
+			o := bd.opts(t)
+			o.Logger = slog.New(slog.NewJSONHandler(logs, nil))
+			w := New(bd.q, o)
+			RegisterBuiltins(w)
+			start(t, w)
+			testutil.Eventually(t, func() bool { return strings.Contains(logs.String(), "worker started") }, "the start line")
+			first, _, _ := strings.Cut(logs.String(), "\n")
+			var line map[string]any
+			require.NoError(t, json.Unmarshal([]byte(first), &line))
+			require.Equal(t, "worker started", line["msg"], "the first line")
+			if s, ok := bd.s.(interface {
+				Bucket() string
+				Endpoint() string
+			}); ok {
+				require.Equal(t, s.Bucket(), line["bucket"])
+				require.Equal(t, s.Endpoint(), line["endpoint"])
+				require.NotEmpty(t, line["endpoint"])
+			} else {
+				require.Contains(t, line["store"], "memstore")
+			}
+		})
 	}
 }

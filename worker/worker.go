@@ -270,9 +270,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.state.Store(stateRegistered)
 	stopWatch := w.watchShutdown(ctx)
 	defer stopWatch()
-	w.log.Info("worker started", "types", w.types, "concurrency", w.opts.Concurrency,
+	w.log.Info("worker started", append(storeAttrs(w.q.Store()), "types", w.types, "concurrency", w.opts.Concurrency,
 		"shards", w.describeShards(), "index_mode", w.opts.IndexMode,
-		"shard_leasing", w.opts.ShardLeasing.Enabled, "monitor", !w.opts.NoMonitor)
+		"shard_leasing", w.opts.ShardLeasing.Enabled, "monitor", !w.opts.NoMonitor)...)
 
 	auxCtx, stopAux := context.WithCancel(bg)
 	var aux sync.WaitGroup
@@ -691,4 +691,24 @@ func (w *Worker) shuffle(n int, swap func(i, j int)) {
 	w.mu.Lock()
 	w.rnd.Shuffle(n, swap)
 	w.mu.Unlock()
+}
+
+// storeAttrs names the queue's bucket and endpoint for the start line, so
+// a deployment pointed at the wrong place says where it looks: "bucket"
+// and "endpoint" when the store tells them (s3store does), else "store",
+// its description.
+func storeAttrs(s store.Store) []any {
+	var attrs []any
+	if b, ok := s.(interface{ Bucket() string }); ok {
+		attrs = append(attrs, "bucket", b.Bucket())
+	}
+	if e, ok := s.(interface{ Endpoint() string }); ok {
+		attrs = append(attrs, "endpoint", e.Endpoint())
+	}
+	if attrs == nil {
+		if d, ok := s.(fmt.Stringer); ok {
+			attrs = append(attrs, "store", d.String())
+		}
+	}
+	return attrs
 }

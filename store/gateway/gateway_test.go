@@ -300,3 +300,34 @@ func rssKiB(pid int) int64 {
 	}
 	return 0
 }
+
+// TestWrongKeys: wrong credentials against a bucket that exists are
+// reported as refused credentials, never as a missing bucket (versitygw
+// answers an unknown access key with 404).
+func TestWrongKeys(t *testing.T) {
+	t.Parallel()
+	g := sharedGateway(t)
+	bucket := newStore(t, g).Bucket()
+	tests := []struct{ name, access, secret string }{
+		{"unknown access key", "qo-no-such-user", testSecretKey},
+		{"wrong secret", testAccessKey, "wrong-secret"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			s, err := s3store.New(ctx, s3store.Config{
+				Endpoint: g.Endpoint(), Region: g.Region(), Bucket: bucket,
+				AccessKey: tc.access, SecretKey: tc.secret, PathStyle: true, MaxAttempts: 1,
+			})
+			require.NoError(t, err)
+			_, err = s.Versioning(ctx)
+			require.ErrorIs(t, err, store.ErrAccessDenied)
+			require.NotErrorIs(t, err, store.ErrBucketNotFound)
+			_, err = s.List(ctx, store.ListParams{Prefix: "tasks/"})
+			require.ErrorIs(t, err, store.ErrAccessDenied)
+			require.NotErrorIs(t, err, store.ErrBucketNotFound)
+		})
+	}
+}

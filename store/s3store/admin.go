@@ -43,18 +43,18 @@ func (s *Store) CreateBucket(ctx context.Context) error {
 		if s.Ping(ctx) == nil {
 			return nil
 		}
-		e := s.wrap("create bucket", "", err, mapOpts{}).(*Error)
+		e := s.wrap(ctx, "create bucket", "", err, mapOpts{}).(*Error)
 		e.Fix = "the name belongs to another account: choose another S3_BUCKET"
 		return e
 	}
-	return s.wrap("create bucket", "", err, mapOpts{})
+	return s.wrap(ctx, "create bucket", "", err, mapOpts{})
 }
 
 // Versioning implements store.Admin.
 func (s *Store) Versioning(ctx context.Context) (bool, error) {
 	out, err := s.client.GetBucketVersioning(ctx, &s3.GetBucketVersioningInput{Bucket: aws.String(s.bucket)})
 	if err != nil {
-		return false, s.wrap("get bucket versioning", "", err, mapOpts{bucketLevel: true})
+		return false, s.wrap(ctx, "get bucket versioning", "", err, mapOpts{bucketLevel: true})
 	}
 	return versioningEnabled(out), nil
 }
@@ -66,7 +66,7 @@ func (s *Store) EnableVersioning(ctx context.Context) error {
 		VersioningConfiguration: &types.VersioningConfiguration{Status: types.BucketVersioningStatusEnabled},
 	})
 	if err != nil {
-		return s.wrap("enable bucket versioning", "", err, mapOpts{bucketLevel: true})
+		return s.wrap(ctx, "enable bucket versioning", "", err, mapOpts{bucketLevel: true})
 	}
 	return nil
 }
@@ -115,7 +115,7 @@ func (s *Store) SetLifecycle(ctx context.Context, rules []store.LifecycleRule) e
 	if len(rules) == 0 {
 		_, err := s.client.DeleteBucketLifecycle(ctx, &s3.DeleteBucketLifecycleInput{Bucket: aws.String(s.bucket)})
 		if err != nil {
-			return s.wrap("delete bucket lifecycle", "", err, mapOpts{bucketLevel: true})
+			return s.wrap(ctx, "delete bucket lifecycle", "", err, mapOpts{bucketLevel: true})
 		}
 		return nil
 	}
@@ -128,7 +128,7 @@ func (s *Store) SetLifecycle(ctx context.Context, rules []store.LifecycleRule) e
 		LifecycleConfiguration: &types.BucketLifecycleConfiguration{Rules: lrs},
 	})
 	if err != nil {
-		return s.wrap("set bucket lifecycle", "", err, mapOpts{bucketLevel: true})
+		return s.wrap(ctx, "set bucket lifecycle", "", err, mapOpts{bucketLevel: true})
 	}
 	return nil
 }
@@ -138,7 +138,7 @@ func (s *Store) SetLifecycle(ctx context.Context, rules []store.LifecycleRule) e
 func (s *Store) Lifecycle(ctx context.Context) ([]store.LifecycleRule, error) {
 	out, err := s.client.GetBucketLifecycleConfiguration(ctx, &s3.GetBucketLifecycleConfigurationInput{Bucket: aws.String(s.bucket)})
 	if err != nil {
-		e := s.wrap("get bucket lifecycle", "", err, mapOpts{})
+		e := s.wrap(ctx, "get bucket lifecycle", "", err, mapOpts{})
 		var se *Error
 		if errors.As(e, &se) && se.Code == "NoSuchLifecycleConfiguration" {
 			return nil, nil
@@ -188,7 +188,7 @@ func (s *Store) DeleteVersion(ctx context.Context, key, versionID string) error 
 		Bucket: aws.String(s.bucket), Key: aws.String(key), VersionId: aws.String(versionID),
 	})
 	if err != nil {
-		return s.wrap("delete version "+versionID+" of", key, err, mapOpts{})
+		return s.wrap(ctx, "delete version "+versionID+" of", key, err, mapOpts{})
 	}
 	return nil
 }
@@ -204,7 +204,7 @@ func (s *Store) RemoveBucket(ctx context.Context) error {
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
-			return s.wrap("remove bucket: list versions", "", err, mapOpts{bucketLevel: true})
+			return s.wrap(ctx, "remove bucket: list versions", "", err, mapOpts{bucketLevel: true})
 		}
 		for _, v := range page.Versions {
 			ids = append(ids, types.ObjectIdentifier{Key: v.Key, VersionId: v.VersionId})
@@ -220,7 +220,7 @@ func (s *Store) RemoveBucket(ctx context.Context) error {
 			Delete: &types.Delete{Objects: ids[:n], Quiet: aws.Bool(true)},
 		})
 		if err != nil {
-			return s.wrap("remove bucket: delete versions", "", err, mapOpts{bucketLevel: true})
+			return s.wrap(ctx, "remove bucket: delete versions", "", err, mapOpts{bucketLevel: true})
 		}
 		if len(out.Errors) > 0 {
 			e := out.Errors[0]
@@ -230,7 +230,7 @@ func (s *Store) RemoveBucket(ctx context.Context) error {
 		ids = ids[n:]
 	}
 	if _, err := s.client.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: bucket}); err != nil {
-		return s.wrap("remove bucket", "", err, mapOpts{bucketLevel: true})
+		return s.wrap(ctx, "remove bucket", "", err, mapOpts{bucketLevel: true})
 	}
 	return nil
 }

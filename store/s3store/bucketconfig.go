@@ -150,7 +150,7 @@ func MergeCORSRule(rules []types.CORSRule, rule types.CORSRule) ([]types.CORSRul
 func (s *Store) BucketPolicy(ctx context.Context) (string, error) {
 	out, err := s.client.GetBucketPolicy(ctx, &s3.GetBucketPolicyInput{Bucket: aws.String(s.bucket)})
 	if err != nil {
-		e := s.wrap("get bucket policy", "", err, mapOpts{})
+		e := s.wrap(ctx, "get bucket policy", "", err, mapOpts{})
 		var se *Error
 		if errors.As(e, &se) && se.Code == "NoSuchBucketPolicy" {
 			return "", nil
@@ -164,7 +164,7 @@ func (s *Store) BucketPolicy(ctx context.Context) (string, error) {
 func (s *Store) PutBucketPolicy(ctx context.Context, policy string) error {
 	_, err := s.client.PutBucketPolicy(ctx, &s3.PutBucketPolicyInput{Bucket: aws.String(s.bucket), Policy: aws.String(policy)})
 	if err != nil {
-		return s.wrap("set bucket policy", "", err, mapOpts{bucketLevel: true})
+		return s.wrap(ctx, "set bucket policy", "", err, mapOpts{bucketLevel: true})
 	}
 	return nil
 }
@@ -174,7 +174,7 @@ func (s *Store) PutBucketPolicy(ctx context.Context, policy string) error {
 func (s *Store) CORSRules(ctx context.Context) ([]types.CORSRule, error) {
 	out, err := s.client.GetBucketCors(ctx, &s3.GetBucketCorsInput{Bucket: aws.String(s.bucket)})
 	if err != nil {
-		e := s.wrap("get bucket CORS", "", err, mapOpts{})
+		e := s.wrap(ctx, "get bucket CORS", "", err, mapOpts{})
 		var se *Error
 		if errors.As(e, &se) && se.Code == "NoSuchCORSConfiguration" {
 			return nil, nil
@@ -193,7 +193,7 @@ func (s *Store) PutCORSRules(ctx context.Context, rules []types.CORSRule) error 
 		CORSConfiguration: &types.CORSConfiguration{CORSRules: slices.Clone(rules)},
 	})
 	if err != nil {
-		return s.wrap("set bucket CORS", "", err, mapOpts{bucketLevel: true})
+		return s.wrap(ctx, "set bucket CORS", "", err, mapOpts{bucketLevel: true})
 	}
 	return nil
 }

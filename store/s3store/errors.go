@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"strings"
+	"time"
 
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/smithy-go"
@@ -92,6 +94,22 @@ func (e *Error) Unwrap() []error {
 	return []error{e.Kind, e.Err}
 }
 
+// Fixes shared by classify and the reachability check.
+const (
+	endpointFix      = "check S3_ENDPOINT (or --endpoint) and that the server is running"
+	noCredentialsFix = "no usable credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE"
+)
+
+// noCredentials reports whether err is the SDK's credential chain finding
+// no credentials (the request was not sent). The SDK has no error type for
+// it, only these texts.
+func noCredentials(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "get identity") ||
+		strings.Contains(msg, "failed to retrieve credentials") ||
+		strings.Contains(msg, "failed to refresh cached credentials")
+}
+
 // mapOpts tells classify what the request was.
 type mapOpts struct {
 	ifMatch     bool // an If-Match condition was sent
@@ -103,7 +121,7 @@ type mapOpts struct {
 // wrap turns an SDK error into an *Error. Context cancellation passes
 // through wrapped with the operation, so errors.Is(err, context.Canceled)
 // holds and it is not mistaken for a storage failure.
-func (s *Store) wrap(op, key string, err error, o mapOpts) error {
+func (s *Store) wrap(ctx context.Context, op, key string, err error, o mapOpts) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		if key != "" {
 			return fmt.Errorf("%s %s: %w", op, key, err)
@@ -112,7 +130,48 @@ func (s *Store) wrap(op, key string, err error, o mapOpts) error {
 	}
 	e := &Error{Op: op, Key: key, Bucket: s.bucket, Endpoint: s.endpoint, Err: err}
 	classify(e, o)
+	if e.Kind == store.ErrAccessDenied && e.Fix == noCredentialsFix {
+		// Without credentials nothing was sent, so nothing says whether
+		// the endpoint answers; when it does not, that is the first
+		// thing to fix.
+		if cause := s.unreachable(ctx); cause != nil {
+			e.Kind, e.Fix = store.ErrUnreachable, endpointFix+" (and no credentials were found either: "+noCredentialsFix+")"
+			e.Err = cause
+		}
+	}
 	return e
+}
+
+// reachabilityTimeout bounds the request of unreachable.
+const reachabilityTimeout = 3 * time.Second
+
+// unreachable sends one unsigned request to the configured endpoint with
+// the store's HTTP client (its proxy and TLS settings) and returns the
+// transport error when no answer came, nil when the server answered
+// anything, or when no endpoint was configured (AWS S3).
+func (s *Store) unreachable(ctx context.Context) error {
+	endpoint := s.rawEndpoint
+	if endpoint == "" && s.awsCfg.BaseEndpoint != nil {
+		endpoint = *s.awsCfg.BaseEndpoint
+	}
+	if endpoint == "" || s.awsCfg.HTTPClient == nil || ctx.Err() != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, reachabilityTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodHead, endpoint, nil)
+	if err != nil {
+		return nil
+	}
+	resp, err := s.awsCfg.HTTPClient.Do(req)
+	if err != nil {
+		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			return nil // the caller gave up: no verdict
+		}
+		return err
+	}
+	resp.Body.Close()
+	return nil
 }
 
 // statusOf returns the HTTP status of err's response, 0 without one.
@@ -130,25 +189,26 @@ func statusOf(err error) int {
 
 // classify fills Kind, Fix, Status and Code of e from its SDK error.
 func classify(e *Error, o mapOpts) {
+	if noCredentials(e.Err) {
+		// The request was never sent: the SDK's credential chain found
+		// nothing. A status inside is a credential source's answer (an
+		// instance metadata service's 403), not the S3 server's.
+		e.Kind, e.Fix = store.ErrAccessDenied, noCredentialsFix
+		return
+	}
 	e.Status = statusOf(e.Err)
 	var apiErr smithy.APIError
 	if errors.As(e.Err, &apiErr) && e.Status != 0 {
 		e.Code = apiErr.ErrorCode()
 	}
-	endpointFix := "check S3_ENDPOINT (or --endpoint) and that the server is running"
 	credFix := "check the credentials (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE) and their permissions on the bucket"
+	bucketFix := "create it with qo init --create-bucket, or check S3_BUCKET (or --bucket)"
 
 	if e.Status == 0 {
 		var sendErr *smithyhttp.RequestSendError
 		var netErr net.Error
-		switch {
-		case errors.As(e.Err, &sendErr), errors.As(e.Err, &netErr):
+		if errors.As(e.Err, &sendErr) || errors.As(e.Err, &netErr) {
 			e.Kind, e.Fix = store.ErrUnreachable, endpointFix
-		case strings.Contains(e.Err.Error(), "get identity"),
-			strings.Contains(e.Err.Error(), "failed to retrieve credentials"),
-			strings.Contains(e.Err.Error(), "failed to refresh cached credentials"):
-			e.Kind = store.ErrAccessDenied
-			e.Fix = "no usable credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE"
 		}
 		return
 	}
@@ -158,11 +218,12 @@ func classify(e *Error, o mapOpts) {
 		e.Kind = store.ErrPreconditionFailed
 		return
 	case "NoSuchBucket":
-		e.Kind = store.ErrBucketNotFound
-		e.Fix = "create it with qo init --create-bucket, or check S3_BUCKET (or --bucket)"
+		e.Kind, e.Fix = store.ErrBucketNotFound, bucketFix
 		return
 	case "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken",
-		"ExpiredToken", "TokenRefreshRequired", "AllAccessDisabled", "AccountProblem":
+		"ExpiredToken", "TokenRefreshRequired", "AllAccessDisabled", "AccountProblem",
+		// versitygw answers an unknown access key with 404 XAdminUserNotFound.
+		"XAdminUserNotFound":
 		e.Kind, e.Fix = store.ErrAccessDenied, credFix
 		return
 	case "ConditionalRequestConflict":
@@ -198,9 +259,12 @@ func classify(e *Error, o mapOpts) {
 		e.Kind = store.ErrPreconditionFailed
 	case 404:
 		switch {
+		case o.bucketLevel && (e.Code == "" || e.Code == "NotFound"):
+			// A 404 without a body (HEAD) or with the SDK's generic code;
+			// one with another code is some other missing thing, and
+			// saying "create the bucket" would send the user astray.
+			e.Kind, e.Fix = store.ErrBucketNotFound, bucketFix
 		case o.bucketLevel:
-			e.Kind = store.ErrBucketNotFound
-			e.Fix = "create it with qo init --create-bucket, or check S3_BUCKET (or --bucket)"
 		case o.ifMatch:
 			e.Kind = store.ErrPreconditionFailed
 		default:

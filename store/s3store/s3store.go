@@ -7,11 +7,18 @@
 //
 // Errors are wrapped in *Error, which names the operation, the key, the
 // bucket and endpoint and, for configuration problems, the fix; callers
-// branch on the store sentinels with errors.Is.
+// branch on the store sentinels with errors.Is. When the credential chain
+// finds no credentials, the error says so (store.ErrAccessDenied with no
+// Status, whatever a metadata service answered on the way), or, when the
+// endpoint does not answer either, store.ErrUnreachable. The SDK's own log
+// lines go to Config.Logger at debug level, never to stderr.
 //
 // Server differences this package absorbs:
 //   - If-Match on a missing key: MinIO and versitygw answer 404 NoSuchKey,
 //     others 412. Both become store.ErrPreconditionFailed.
+//   - An unknown access key: versitygw answers 404 XAdminUserNotFound,
+//     others 403. Both become store.ErrAccessDenied, never
+//     store.ErrBucketNotFound.
 //   - A 501 to a bucket configuration request becomes store.ErrNotSupported
 //     (MinIO answers 501 to PutBucketCors).
 //   - A body paired with another version's ETag (a torn read): Get and
@@ -34,6 +41,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime"
 	"net/http"
 	"net/url"
@@ -50,6 +58,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go/logging"
 
 	"github.com/qo-queue/qo/store"
 )
@@ -109,6 +118,11 @@ type Config struct {
 	// answer, otherwise an error naming the status or the transport failure.
 	// It must be safe for concurrent use and must not block.
 	Observe func(op store.Op, d time.Duration, err error)
+	// Logger receives the AWS SDK's own log lines (its warnings about
+	// response checksums, instance metadata fallbacks, ...) at debug
+	// level; nil means slog.Default(). The SDK never writes to stderr
+	// itself: what matters reaches the caller as an error.
+	Logger *slog.Logger
 }
 
 // Store is a store.Store on one S3 bucket. It is safe for concurrent use.
@@ -153,6 +167,8 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	}
 
 	opts := []func(*config.LoadOptions) error{
+		config.WithLogger(sdkLogger(cfg.Logger)),
+		config.WithClientLogMode(0),
 		config.WithRetryer(func() aws.Retryer {
 			return retry.NewStandard(func(o *retry.StandardOptions) {
 				o.MaxAttempts = cfg.MaxAttempts
@@ -207,6 +223,18 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		o.APIOptions = append(o.APIOptions, s.addMiddleware)
 	})
 	return s, nil
+}
+
+// sdkLogger routes the SDK's log lines to l (slog.Default() when nil) at
+// debug level, with the SDK's classification as an attribute.
+func sdkLogger(l *slog.Logger) logging.Logger {
+	return logging.LoggerFunc(func(c logging.Classification, format string, v ...any) {
+		log := l
+		if log == nil {
+			log = slog.Default()
+		}
+		log.Debug("aws sdk: "+fmt.Sprintf(format, v...), "sdk_level", string(c))
+	})
 }
 
 // Bucket returns the bucket name.
@@ -274,12 +302,12 @@ func (s *Store) getOnce(ctx context.Context, op, key string, versionID *string) 
 		VersionId: versionID,
 	})
 	if err != nil {
-		return nil, s.wrap(op, key, err, mapOpts{version: versionID != nil})
+		return nil, s.wrap(ctx, op, key, err, mapOpts{version: versionID != nil})
 	}
 	defer out.Body.Close()
 	body, err := io.ReadAll(out.Body)
 	if err != nil {
-		return nil, s.wrap(op, key, fmt.Errorf("read body: %w", err), mapOpts{})
+		return nil, s.wrap(ctx, op, key, fmt.Errorf("read body: %w", err), mapOpts{})
 	}
 	return &store.Object{
 		Key:          key,
@@ -331,7 +359,7 @@ func (s *Store) PutTagged(ctx context.Context, key string, body []byte, cond sto
 	}
 	out, err := s.client.PutObject(ctx, in)
 	if err != nil {
-		return store.PutResult{}, s.wrap("put", key, err, mapOpts{ifMatch: cond.IfMatch != "", ifNoneMatch: cond.IfNoneMatch})
+		return store.PutResult{}, s.wrap(ctx, "put", key, err, mapOpts{ifMatch: cond.IfMatch != "", ifNoneMatch: cond.IfNoneMatch})
 	}
 	s.learnFromPut(aws.ToString(out.ETag), body)
 	return store.PutResult{ETag: aws.ToString(out.ETag), VersionID: versionIDOf(out.VersionId)}, nil
@@ -344,7 +372,7 @@ func (s *Store) Tags(ctx context.Context, key string) ([]store.Tag, error) {
 	}
 	out, err := s.client.GetObjectTagging(ctx, &s3.GetObjectTaggingInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})
 	if err != nil {
-		return nil, s.wrap("get tags", key, err, mapOpts{})
+		return nil, s.wrap(ctx, "get tags", key, err, mapOpts{})
 	}
 	tags := make([]store.Tag, 0, len(out.TagSet))
 	for _, t := range out.TagSet {
@@ -367,7 +395,7 @@ func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) er
 		in.IfMatch = aws.String(cond.IfMatch)
 	}
 	if _, err := s.client.DeleteObject(ctx, in); err != nil {
-		err = s.wrap("delete", key, err, mapOpts{ifMatch: cond.IfMatch != ""})
+		err = s.wrap(ctx, "delete", key, err, mapOpts{ifMatch: cond.IfMatch != ""})
 		if cond.IfMatch == "" && errors.Is(err, store.ErrNotFound) {
 			return nil // deleting a missing key is not an error
 		}
@@ -396,7 +424,7 @@ func (s *Store) List(ctx context.Context, p store.ListParams) (store.ListPage, e
 	}
 	out, err := s.client.ListObjectsV2(ctx, in)
 	if err != nil {
-		return store.ListPage{}, s.wrap("list", p.Prefix+"*", err, mapOpts{bucketLevel: true})
+		return store.ListPage{}, s.wrap(ctx, "list", p.Prefix+"*", err, mapOpts{bucketLevel: true})
 	}
 	page := store.ListPage{Objects: make([]store.ObjectInfo, 0, len(out.Contents))}
 	for _, o := range out.Contents {
@@ -414,7 +442,7 @@ func (s *Store) List(ctx context.Context, p store.ListParams) (store.ListPage, e
 		page.NextToken = aws.ToString(out.NextContinuationToken)
 		if page.NextToken == "" {
 			// Defensive: a truncated page without a token would loop.
-			return page, s.wrap("list", p.Prefix+"*", errors.New("server answered a truncated page without a continuation token"), mapOpts{})
+			return page, s.wrap(ctx, "list", p.Prefix+"*", errors.New("server answered a truncated page without a continuation token"), mapOpts{})
 		}
 	}
 	return page, nil
@@ -439,7 +467,7 @@ func (s *Store) ListVersions(ctx context.Context, key string) ([]store.Version, 
 			VersionIdMarker: idMark,
 		})
 		if err != nil {
-			return nil, s.wrap("list versions", key, err, mapOpts{bucketLevel: true})
+			return nil, s.wrap(ctx, "list versions", key, err, mapOpts{bucketLevel: true})
 		}
 		var page []store.Version
 		beyond := false // saw a longer key: exactly-key versions are done
@@ -577,7 +605,7 @@ func (s *Store) ClockOffset() (offset, uncertainty time.Duration, ok bool) {
 func (s *Store) Ping(ctx context.Context) error {
 	_, err := s.client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(s.bucket)})
 	if err != nil {
-		return s.wrap("check bucket", "", err, mapOpts{bucketLevel: true})
+		return s.wrap(ctx, "check bucket", "", err, mapOpts{bucketLevel: true})
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -285,6 +286,10 @@ func TestErrorMapping(t *testing.T) {
 		{"501 lifecycle", answer{501, "NotImplemented"}, setLifecycle, store.ErrNotSupported, nil, ""},
 		{"404 on unconditional delete", answer{404, "NoSuchKey"}, deleteKey, nil, nil, ""},
 		{"500", answer{500, "InternalError"}, list, nil, nil, "InternalError"},
+		// versitygw's answer to an unknown access key: the bucket exists.
+		{"404 XAdminUserNotFound", answer{404, "XAdminUserNotFound"}, versioning, store.ErrAccessDenied, store.ErrBucketNotFound, "credentials"},
+		{"404 NoSuchBucket on versioning", answer{404, "NoSuchBucket"}, versioning, store.ErrBucketNotFound, nil, "qo init"},
+		{"404 other code on versioning", answer{404, "SomethingElse"}, versioning, nil, store.ErrBucketNotFound, "SomethingElse"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -351,6 +356,11 @@ func getVersion(ctx context.Context, s *s3store.Store) error {
 
 func list(ctx context.Context, s *s3store.Store) error {
 	_, err := s.List(ctx, store.ListParams{Prefix: "p/"})
+	return err
+}
+
+func versioning(ctx context.Context, s *s3store.Store) error {
+	_, err := s.Versioning(ctx)
 	return err
 }
 
@@ -576,4 +586,86 @@ func TestCreateBucketAlreadyExists(t *testing.T) {
 			require.ErrorContains(t, err, tc.wantErr)
 		})
 	}
+}
+
+// TestNoCredentials: with no credentials anywhere and an instance metadata
+// service that answers 403 (as some hosts' do), the error says there are
+// no credentials, not that S3 refused them; and when the endpoint does not
+// answer either, it says so first. The SDK's warnings on the way go to the
+// store's logger, not to stderr.
+func TestNoCredentials(t *testing.T) {
+	// Not parallel: the credential chain reads the environment.
+	imds := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusForbidden)
+	}))
+	t.Cleanup(imds.Close)
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(dir+"/empty", nil, 0o600))
+	for k, v := range map[string]string{
+		"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_SESSION_TOKEN": "", "AWS_PROFILE": "",
+		"AWS_SHARED_CREDENTIALS_FILE": dir + "/empty", "AWS_CONFIG_FILE": dir + "/empty",
+		"AWS_WEB_IDENTITY_TOKEN_FILE": "", "AWS_CONTAINER_CREDENTIALS_FULL_URI": "",
+		"AWS_CONTAINER_CREDENTIALS_RELATIVE_URI": "",
+		"AWS_EC2_METADATA_DISABLED":              "", "AWS_EC2_METADATA_SERVICE_ENDPOINT": imds.URL,
+	} {
+		t.Setenv(k, v)
+	}
+	answering := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	t.Cleanup(answering.Close)
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closedURL := closed.URL
+	closed.Close()
+
+	tests := []struct {
+		name     string
+		endpoint string
+		want     error
+		msg      string
+	}{
+		{"endpoint answers", answering.URL, store.ErrAccessDenied, "no usable credentials"},
+		{"endpoint unreachable", closedURL, store.ErrUnreachable, "S3_ENDPOINT"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs logBuffer
+			ctx := ctxFor(t)
+			s, err := s3store.New(ctx, s3store.Config{
+				Endpoint: tc.endpoint, Bucket: "qo-bucket", PathStyle: true, MaxAttempts: 1,
+				Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+			})
+			require.NoError(t, err)
+			_, err = s.Versioning(ctx)
+			require.ErrorIs(t, err, tc.want)
+			for _, other := range []error{store.ErrAccessDenied, store.ErrUnreachable, store.ErrBucketNotFound} {
+				if other != tc.want {
+					require.NotErrorIs(t, err, other)
+				}
+			}
+			require.ErrorContains(t, err, tc.msg)
+			require.NotContains(t, err.Error(), "HTTP 403", "the metadata service's 403 is not the S3 server's")
+			var se *s3store.Error
+			require.ErrorAs(t, err, &se)
+			require.Zero(t, se.Status)
+			require.Contains(t, logs.String(), "aws sdk: ", "the SDK's warning went to the logger")
+		})
+	}
+}
+
+// logBuffer is an io.Writer safe for concurrent use.
+type logBuffer struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b = append(l.b, p...)
+	return len(p), nil
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return string(l.b)
 }

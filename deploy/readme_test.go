@@ -1,0 +1,123 @@
+package deploy
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+// goreleaser is the part of .goreleaser.yaml the README's install section
+// describes.
+type goreleaser struct {
+	ProjectName string `json:"project_name"`
+	Builds      []struct {
+		ID     string   `json:"id"`
+		Goos   []string `json:"goos"`
+		Goarch []string `json:"goarch"`
+	} `json:"builds"`
+	Archives []struct {
+		IDs             []string `json:"ids"`
+		Formats         []string `json:"formats"`
+		NameTemplate    string   `json:"name_template"`
+		FormatOverrides []struct {
+			Goos    string   `json:"goos"`
+			Formats []string `json:"formats"`
+		} `json:"format_overrides"`
+		Files []string `json:"files"`
+	} `json:"archives"`
+	Checksum struct {
+		NameTemplate string `json:"name_template"`
+		Algorithm    string `json:"algorithm"`
+	} `json:"checksum"`
+	Release struct {
+		GitHub struct {
+			Owner string `json:"owner"`
+			Name  string `json:"name"`
+		} `json:"github"`
+	} `json:"release"`
+}
+
+// TestREADMEInstall: the README's install section names what a release
+// really carries (.goreleaser.yaml: the archives' names, formats and
+// platforms, the checksum file and its algorithm, where releases are), the
+// module path go install needs (go.mod, with its Go version) and the image
+// the manifests run, so neither can change without the other.
+func TestREADMEInstall(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("../.goreleaser.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rel goreleaser
+	if err := yaml.Unmarshal(raw, &rel); err != nil {
+		t.Fatalf(".goreleaser.yaml: %v", err)
+	}
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, install, ok := strings.Cut(string(readme), "\n## Install\n")
+	if !ok {
+		t.Fatal("README.md has no '## Install' section")
+	}
+	install, _, _ = strings.Cut(install, "\n## ")
+
+	var want []string
+	if len(rel.Archives) != 1 {
+		t.Fatalf(".goreleaser.yaml has %d archives; the README describes one", len(rel.Archives))
+	}
+	a := rel.Archives[0]
+	name := strings.NewReplacer("{{ .ProjectName }}", rel.ProjectName, "{{ .Version }}", "VERSION",
+		"{{ .Os }}", "OS", "{{ .Arch }}", "ARCH").Replace(a.NameTemplate)
+	for _, f := range a.Formats {
+		want = append(want, "`"+name+"."+f+"`")
+	}
+	for _, o := range a.FormatOverrides {
+		for _, f := range o.Formats {
+			want = append(want, "`."+f+"` for "+o.Goos)
+		}
+	}
+	for _, f := range a.Files {
+		want = append(want, strings.TrimSuffix(f, "*"))
+	}
+	for _, b := range rel.Builds {
+		if len(a.IDs) > 0 && !slices.Contains(a.IDs, b.ID) {
+			continue
+		}
+		want = append(append(want, b.Goos...), b.Goarch...)
+	}
+	want = append(want, "`"+rel.Checksum.NameTemplate+"`", strings.ToUpper(strings.Replace(rel.Checksum.Algorithm, "sha", "SHA-", 1)),
+		fmt.Sprintf("https://github.com/%s/%s/releases", rel.Release.GitHub.Owner, rel.Release.GitHub.Name))
+
+	mod, err := os.ReadFile("../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^module (\S+)$`).FindSubmatch(mod)
+	g := regexp.MustCompile(`(?m)^go (\d+\.\d+)`).FindSubmatch(mod)
+	if m == nil || g == nil {
+		t.Fatal("go.mod: no module or go line")
+	}
+	want = append(want, "go install "+string(m[1])+"@latest", fmt.Sprintf("Go** (%s or later)", g[1]))
+
+	manifest, err := os.ReadFile(root + "/base/worker-deployment.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	image := regexp.MustCompile(`image: (\S+):latest`).FindStringSubmatch(string(manifest))
+	if image == nil {
+		t.Fatal("worker-deployment.yaml: no image")
+	}
+	want = append(want, "`"+image[1]+":VERSION`")
+
+	for _, w := range want {
+		if !strings.Contains(install, w) {
+			t.Errorf("README.md's install section does not say %q", w)
+		}
+	}
+}
