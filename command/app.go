@@ -20,6 +20,7 @@ import (
 
 	"github.com/qo-queue/qo/httpapi"
 	"github.com/qo-queue/qo/internal/termsafe"
+	"github.com/qo-queue/qo/store/doctor"
 )
 
 // Run runs qo with args (os.Args) and returns the process exit code, having
@@ -113,6 +114,9 @@ func errorCodeName(err error, exit int) string {
 		}
 		return "conflict"
 	case exitStorage:
+		if errors.Is(err, doctor.ErrUnsafe) {
+			return "storage_unsafe"
+		}
 		return "storage_unavailable"
 	case exitTaskFailed:
 		return "task_failed"
@@ -175,8 +179,9 @@ Errors: one line on stderr, "qo: ..."; with --json, one line of JSON on
 stderr instead, the body qo serve answers errors with:
   {"error":{"code":"not_found","message":"task ... does not exist ..."}}
 Codes: invalid_input (exit 2), not_found (3), conflict, invalid_transition,
-idempotency_mismatch, precondition_failed (4), storage_unavailable (5),
-task_failed (6), wait_timeout (7), interrupted (130), internal (1).`
+idempotency_mismatch, precondition_failed (4), storage_unavailable,
+storage_unsafe (5), task_failed (6), wait_timeout (7), interrupted (130),
+internal (1).`
 
 // New builds the qo app. Every call makes its commands and flags afresh:
 // urfave/cli writes to them while it runs, so two apps (tests run several

@@ -170,6 +170,9 @@ func TestInitAndWorkerRefuseAServerThatIgnoresRequests(t *testing.T) {
 	require.Equal(t, exitStorage, code, errs)
 	require.Contains(t, errs, "ignored If-None-Match")
 	require.Contains(t, errs, "docs/providers.md")
+	code, _, errs = q.run("init", "--json")
+	require.Equal(t, exitStorage, code, errs)
+	require.Contains(t, errs, `{"error":{"code":"storage_unsafe","message":"init: the storage server does not honour conditional writes`)
 	_, err := q.s.Get(t.Context(), queue.ConfigKey)
 	require.ErrorIs(t, err, store.ErrNotFound, "no queue on an unsafe server")
 
