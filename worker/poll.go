@@ -254,8 +254,13 @@ type shardPage struct {
 	// claim (other types, or paused); the next listing of the shard goes
 	// on after this key.
 	resume string
+	// next: the key the listing stopped at when it left a cut.
+	next string
 	// claimed: the worker started a claim from it.
 	claimed bool
+	// onward: it was listed on after the cut of the page before it, whose
+	// entries it adds to (see due).
+	onward bool
 }
 
 // heldView is what the walks of the ready index found, claimed from as
@@ -348,11 +353,14 @@ func (v *heldView) bound(wanted []string) {
 // urgent reports whether one is due for another reason than a run of keys
 // the worker cannot claim (which waits for a walk made for another
 // reason).
-func (v *heldView) due(wanted, types []string, now time.Time, hold time.Duration, spent bool) (shards []string, urgent bool) {
-	left := map[string]bool{}
+func (v *heldView) due(wanted, types []string, now time.Time, hold time.Duration, spent bool) (shards []string, onward map[string]bool, urgent bool) {
+	left, held := map[string]bool{}, map[string]bool{}
 	for i := range v.entries {
-		if h := &v.entries[i]; !h.done && (h.own || v.late(h)) {
-			left[h.Shard] = true
+		if h := &v.entries[i]; !h.done {
+			held[h.Shard] = true
+			if h.own || v.late(h) {
+				left[h.Shard] = true
+			}
 		}
 	}
 	type dueAt struct {
@@ -375,6 +383,12 @@ func (v *heldView) due(wanted, types []string, now time.Time, hold time.Duration
 	if len(ds) == 0 && spent {
 		for _, s := range wanted {
 			ds = append(ds, dueAt{s, v.pages[s].listed})
+			if p := v.pages[s]; !p.cut.IsZero() && p.next != "" && held[s] && !left[s] {
+				if onward == nil {
+					onward = map[string]bool{}
+				}
+				onward[s] = true
+			}
 		}
 		cut := func(s string) time.Time { return v.pages[s].cut }
 		slices.SortStableFunc(ds, func(a, b dueAt) int {
@@ -396,7 +410,7 @@ func (v *heldView) due(wanted, types []string, now time.Time, hold time.Duration
 	for i, d := range ds {
 		shards[i] = d.shard
 	}
-	return shards, urgent
+	return shards, onward, urgent
 }
 
 // subset reports whether every element of a is in b.
@@ -454,7 +468,7 @@ const maxWalkLists = 4
 // ranked after that page for as long as that backlog lasts; passing them,
 // an entry of the worker's behind them is overtaken by at most the
 // entries claimed in the walks it takes to reach it.
-func (w *Worker) walk(ctx context.Context, shards, types, due []string) ([]queue.ReadyEntry, map[string]*shardPage, error) {
+func (w *Worker) walk(ctx context.Context, shards, types, due []string, onward map[string]bool) ([]queue.ReadyEntry, map[string]*shardPage, error) {
 	wanted := w.wanted(shards)
 	var entries []queue.ReadyEntry
 	pages := map[string]*shardPage{}
@@ -466,8 +480,12 @@ func (w *Worker) walk(ctx context.Context, shards, types, due []string) ([]queue
 				break
 			}
 			start = queue.ReadyShardPrefix(due[i])
-			if p := w.view.pages[due[i]]; p != nil && p.resume != "" {
+			switch p := w.view.pages[due[i]]; {
+			case p == nil:
+			case p.resume != "":
 				start = p.resume
+			case onward[due[i]]:
+				start = p.next
 			}
 		}
 		began := time.Now()
@@ -505,9 +523,14 @@ func (w *Worker) walk(ctx context.Context, shards, types, due []string) ([]queue
 			start = next // page on past them
 			continue
 		}
-		p.cut = last.Rank
+		p.cut, p.next = last.Rank, next
 		if in != first {
 			start = next // list on in it
+		}
+	}
+	for s, p := range pages {
+		if old := w.view.pages[s]; onward[s] && old != nil && p.resume == "" {
+			p.onward, p.listed, p.claimed = true, old.listed, old.claimed
 		}
 	}
 	return entries, pages, nil
@@ -541,8 +564,8 @@ func (w *Worker) hold(ctx context.Context, entries []queue.ReadyEntry, pages map
 		v.pages[s] = p
 	}
 	v.entries = slices.DeleteFunc(v.entries, func(h heldEntry) bool {
-		_, relisted := pages[h.Shard]
-		return h.done || relisted || v.pages[h.Shard] == nil
+		p, relisted := pages[h.Shard]
+		return h.done || relisted && !p.onward || v.pages[h.Shard] == nil
 	})
 	if w.leaser == nil && len(v.entries)+len(entries) > free && w.peers.due(time.Now()) {
 		w.refreshPeers(ctx)
@@ -655,9 +678,9 @@ func (w *Worker) indexStep(ctx context.Context, shards, types []string, free int
 	v.lateRank, v.lateReady = lateRank, lateReady
 	walked, listed := false, 0
 	spent := v.spent()
-	if due, urgent := v.due(wanted, types, time.Now(), w.opts.PageHold, spent); spent || urgent {
+	if due, onward, urgent := v.due(wanted, types, time.Now(), w.opts.PageHold, spent); spent || urgent {
 		began := time.Now()
-		entries, pages, err := w.walk(ctx, shards, types, due)
+		entries, pages, err := w.walk(ctx, shards, types, due, onward)
 		if err != nil {
 			return pollResult{err: err}
 		}
@@ -675,7 +698,7 @@ func (w *Worker) indexStep(ctx context.Context, shards, types []string, free int
 		// paged on at once only after a walk that found entries (one that
 		// listed only such keys goes on at the next poll, so another
 		// type's backlog is not listed nonstop).
-		due, urgent := v.due(wanted, types, time.Now(), w.opts.PageHold, false)
+		due, _, urgent := v.due(wanted, types, time.Now(), w.opts.PageHold, false)
 		r := pollResult{
 			claimed: claimed,
 			more:    (claimed > 0 && claimed < free) || (walked && (urgent || len(due) > 0 && listed > 0)),
