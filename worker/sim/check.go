@@ -242,11 +242,13 @@ func (c *checker) final(ctx context.Context) {
 
 // overtake checks the order promise once the faults stopped: no task
 // waits more than OvertakeBound, while some worker that serves its type
-// has a slot free (see freeFor), to start behind a newer task of its type
-// and priority (newer: it became pending later) that started before it,
-// while the ready index held no more than one walk reads (maxWalk pages).
-// Deeper, shards take turns (see worker/poll.go): such waits are measured,
-// not bounded. It returns the longest wait of each kind.
+// has a slot free (see freeFor) and no task of its type and a higher
+// priority is ready and waiting (priority order gives those the slot),
+// to start behind a newer task of its type and priority (newer: it became
+// pending later) that started before it, whatever the depth of the ready
+// index. It returns the longest wait
+// while the index held no more than one walk reads (maxWalk entries) and
+// the longest while it was deeper, for the report.
 func (c *checker) overtake(maxWalk int) (shallow, deep time.Duration) {
 	from := c.f.sc.FaultsEnd + Settle
 	free := c.f.freeFor(c.f.journal.all())
@@ -256,10 +258,24 @@ func (c *checker) overtake(maxWalk int) (shallow, deep time.Duration) {
 		pending, start time.Duration
 	}
 	groups := map[string][]item{}
+	// higher: for each type and priority, when a task of that type and a
+	// higher priority was ready and not started yet; a slot is not free
+	// for a task while one ranked before it waits for one.
+	higher := map[string][]span{}
 	c.f.mu.Lock()
 	for id, s := range c.f.tasks {
 		p, ok1 := c.pending[id]
 		st, ok2 := c.started[id]
+		if ok1 {
+			end := forever
+			if ok2 {
+				end = st
+			}
+			for _, lower := range queue.Priorities[s.priority.Level()+1:] {
+				k := s.typ + "/" + string(lower)
+				higher[k] = append(higher[k], span{p, end})
+			}
+		}
 		if !ok1 || !ok2 || st < from {
 			continue
 		}
@@ -267,7 +283,8 @@ func (c *checker) overtake(maxWalk int) (shallow, deep time.Duration) {
 		groups[k] = append(groups[k], item{id, s.typ, p, st})
 	}
 	c.f.mu.Unlock()
-	for _, items := range groups {
+	for k, items := range groups {
+		slots := subtract(free[items[0].typ], normalize(higher[k]))
 		// Newest first, carrying the earliest start of the newer ones.
 		slices.SortFunc(items, func(a, b item) int { return int(b.pending - a.pending) })
 		earliest := time.Duration(-1)
@@ -282,12 +299,12 @@ func (c *checker) overtake(maxWalk int) (shallow, deep time.Duration) {
 				if earliest >= 0 && it.start > earliest {
 					// How long it waited behind the newer task while
 					// some worker that serves its type had a slot free.
-					wait := within(free[it.typ], earliest, it.start)
+					wait := within(slots, earliest, it.start)
 					if c.deepest(max(it.pending, from), it.start) > maxWalk {
 						deep = max(deep, wait)
-						continue
+					} else {
+						shallow = max(shallow, wait)
 					}
-					shallow = max(shallow, wait)
 					if wait > OvertakeBound {
 						c.violate("overtaken", c.name(it.id), fmt.Sprintf("waited %s with a slot free for its type after a newer task of its type and priority started (%s in all; pending at %s, started at %s)", wait, it.start-earliest, it.pending, it.start))
 					}
