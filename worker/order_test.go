@@ -415,8 +415,7 @@ func TestOwnsSplitsEachTaskOnce(t *testing.T) {
 }
 
 // Two workers serve one type over a backlog deeper than a walk reads (four
-// pages of ten over sixteen shards), so the walks take turns over the
-// shards, and new tasks keep coming. One worker is registered and
+// pages of ten over sixteen shards), and new tasks keep coming. One worker is registered and
 // heartbeating but leaves its share alone (saturated: concurrency 1 and a
 // task that does not end; or at its limit for the type); the other has
 // free slots and keeps up. Every task of the held-up worker's share among

@@ -18,31 +18,44 @@ import (
 //
 // The ready index is keyed "ready/{shard}/{rank ms}~{type}~{priority}~{id}"
 // (the rank is available_at moved by the priority, see queue/doc.go): one
-// partition per shard, each in rank order. A walk (see walk) lists the
-// worker's shards' partitions from the first, LISTs of ReadyPageSize
-// (1,000) keys each going on where the last ended, skipping what is not
-// due and entries of types the worker cannot run without reading them: an
-// idle worker sends one LIST per poll whatever the shard count, and a
-// backlog of up to 4,000 entries is read whole in up to 4 LISTs. A shard
-// deeper than a page contributes its first page and the walk goes on at
-// the next shard, so every shard reached has one page held.
+// partition per shard, each in rank order. The worker keeps a page of every
+// shard it polls (the held view: the entries its last listing of that
+// shard found, and where that listing stopped) and claims from it as slots
+// free up (each claim in the background, holding its slot until it is won
+// or lost; see startClaim). Claiming is oldest first across every shard:
+// the pages are merged by rank, priority and task id (compareReady),
+// which is the key order within a shard, up to the horizon, the earliest
+// rank at which a page was cut short (its shard may hold more after it);
+// nothing is claimed while a shard was never listed.
 //
-// The worker holds what the walk found (the held view) and claims from it
-// as slots free up (each claim in the background, holding its slot until
-// it is won or lost; see startClaim), without listing again, until nothing
-// in it is left for it or PageHold (10s) has passed; then it walks again,
-// at once while the view gave work and slots are free. Claiming is oldest
-// first across every shard held: the pages are merged by rank, priority
-// and task id (compareReady), which is the key order within a shard.
+// A walk (see walk) lists only the shards that are due (see
+// heldView.due), first come first listed, in LISTs of ReadyPageSize
+// (1,000) keys, at most 4 a walk: a shard never listed; one whose page the
+// worker claimed from and that holds nothing more for it while it has a
+// cut (its next entries wait for it); one whose page lacks a type the
+// worker claims now; one whose page is older than PageHold (10s); and one
+// that stopped in a run of keys the worker cannot claim (paged on in a
+// walk made for another reason). With nothing left to claim and none of
+// these, every shard is due: pages holding only other workers' entries
+// are listed on after their cut, earliest cut first, the others again. A
+// LIST runs on in key order past shards shallower than its page, so an
+// idle worker sends one LIST per poll whatever the shard count, and a
+// worker polls again at once while shards are due. Over a backlog deeper
+// than a page in every shard, the worker lists each shard once to begin
+// with, then one LIST per page it claims, and each shard again once its
+// page is PageHold old.
+//
 // Workers reading the same entries split them by task id (see peers.go),
 // so each claims its own share oldest first instead of racing for the same
 // keys. Another worker's entry that this worker passed a page hold ago is
 // late (see passedRanks), and the worker claims it with its own, in rank
 // order: so the share of a worker that does not claim it (dead, stalled,
 // saturated, at its type limit, draining, failing to list) gets done. A
-// worker with nothing of its own left helps with the others' entries when
-// they are few (no more than its free slots), newest first; more than
-// that are left to their workers (until late) and the worker backs off.
+// worker with nothing of its own up to the horizon helps with the others'
+// entries there when they are few (no more than its free slots), newest
+// first; more than that are left to their workers (until late) and the
+// worker backs off. A claim lost to another worker drops the page of its
+// shard, which is listed again before the view is claimed from.
 //
 // After a poll that claimed something the worker polls again at once
 // while it has free slots, then every PollMin for WarmFor (so a task that
@@ -50,34 +63,32 @@ import (
 // 4xPollMin, ... up to PollMax (jittered ±20%); a walk that found only
 // other workers' work backs off at once, from 10xPollMin.
 //
-// Order: each worker claims in rank order across its shards, as of its
-// last walk. A task that became ready after that walk waits for the next
-// one, at most PageHold later: so a newly ready higher-priority task is
-// claimed ahead of every entry ranked after it within PageHold (plus the
-// time a slot takes to free up). Across workers a task is overtaken only
-// by tasks other workers started while their share was ahead of its
-// worker's (qo bench reports how far). With a deeper backlog than a walk
-// reads (4 pages), a walk ranks only the shards it reached, each with a
-// horizon at the last key of a page it cut short, and the next walk goes
-// on at the next shard: shards then take turns. A shard comes round at
-// every walk while the ready work fits in one, and over a deeper backlog
-// at least every ceil(S/4)+1 walks of a worker polling S shards (each walk
-// reaches at least 4 more); a worker with a free slot walks at least every
-// PageHold plus one poll wait (at most PollMax), and at once when its view
-// is used up while it gave work.
+// Order: each worker claims in rank order across all its shards, as of
+// the listing of each shard's page, whatever the depth of the backlog. A
+// task that became ready after its shard's page was listed, ranked before
+// entries the view holds (a higher-priority one, or one in a shard listed
+// to its end), waits until that page is listed again: at most PageHold
+// after it was listed, plus one poll wait (at most PollMax, jittered) for
+// a worker with a free slot, plus the walks it takes to list the pages
+// due before it, one after another, 4 LISTs each (ceil(S/4) for S shards
+// all due at once). Meanwhile at most the tasks claimed in that time pass
+// it. Across workers a task is overtaken only by tasks other workers
+// started while their share was ahead of its worker's.
 //
 // The bound behind another worker's share: take a ready task and a worker
 // W that serves its type, polls its shard and has a free slot. Once W has
 // started a task ranked after it (a newer one of its priority), or walked
-// and found only others' entries up to it, W claims it, if its own worker
-// has not, the first time W's held view holds it after 9/8 PageHold more
-// (passing is counted in eighths of a hold) and at least PageHold after it
-// became ready. So W passes it for at most 9/8 PageHold plus the time its
-// shard takes to come round in W's walks, which is how long W passes its
-// own tasks of other shards: whatever the depth of the backlog, however
-// unequal the workers, and whatever holds its own worker up. With the
-// defaults that is 11.25 s while the ready work fits in a walk (4,000
-// entries), and at most 5 walks more over a deeper backlog of 16 shards.
+// and found only others' entries up to its horizon, W claims it, if its
+// own worker has not, the first time W's held view holds it after 9/8
+// PageHold more (passing is counted in eighths of a hold) and at least
+// PageHold after it became ready, after the late entries ranked before it
+// (themselves passed at most as long before): so at most about 2 x 9/8
+// PageHold plus a poll wait, whatever the depth of the backlog, however
+// unequal the workers, and whatever holds its own worker up. The held
+// view holds it by then (its shard's page is listed again within PageHold
+// and a poll wait, see above). With the defaults: 28.5 s, plus the
+// claims' own time and the skew of the clock lateness is timed by; the
+// fleet simulation holds whole fleets to 40 s (worker/sim, OvertakeBound).
 
 // othersWait: after a walk that found only other workers' work, the
 // worker waits this many PollMin before it looks again (then twice as
@@ -613,8 +624,8 @@ func (w *Worker) hold(ctx context.Context, entries []queue.ReadyEntry, pages map
 // order with its own. The ranks are kept in buckets an eighth of a page
 // hold long, each counted as passed when it ends: a few values, whatever
 // the backlog, and no entry needs to be remembered from walk to walk
-// (walks over a deep backlog take turns over the shards, so an entry is
-// seen only in some of them).
+// (the page of a shard is listed again as it is used up or ages, and the
+// entry may be claimed by its own worker meanwhile).
 type passedRanks struct {
 	settled time.Time      // the highest rank passed a page hold ago
 	recent  []passedBucket // since then, oldest first, ranks rising
