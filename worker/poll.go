@@ -289,6 +289,9 @@ type heldView struct {
 	// help: the view holds nothing of the worker's own, so it helps with
 	// the others' entries (see claimHeld).
 	help bool
+	// peersAt: the list of live workers the entries were split by (its
+	// readAt, see peerSet).
+	peersAt time.Time
 	// late: another worker's entry ranked up to lateRank and ready since
 	// lateReady at the latest is late (see passedRanks); set at each poll.
 	lateRank, lateReady time.Time
@@ -581,14 +584,25 @@ func (w *Worker) hold(ctx context.Context, entries []queue.ReadyEntry, pages map
 	if w.leaser == nil && len(v.entries)+len(entries) > free && w.peers.due(time.Now()) {
 		w.refreshPeers(ctx)
 	}
+	own := func(e queue.ReadyEntry) bool { return w.leaser != nil || w.owns(e) }
+	if !v.peersAt.Equal(w.peers.readAt) {
+		// Another list of workers: the kept entries are split again.
+		v.peersAt = w.peers.readAt
+		for i := range v.entries {
+			v.entries[i].own = own(v.entries[i].ReadyEntry)
+		}
+	}
+	// The kept entries are in claim order: sort the new ones and merge.
+	slices.SortFunc(entries, compareReady)
+	merged := make([]heldEntry, 0, len(v.entries)+len(entries))
+	i := 0
 	for _, e := range entries {
-		v.entries = append(v.entries, heldEntry{ReadyEntry: e})
+		for ; i < len(v.entries) && compareReady(v.entries[i].ReadyEntry, e) <= 0; i++ {
+			merged = append(merged, v.entries[i])
+		}
+		merged = append(merged, heldEntry{ReadyEntry: e, own: own(e)})
 	}
-	for i := range v.entries {
-		h := &v.entries[i]
-		h.own = w.leaser != nil || w.owns(h.ReadyEntry)
-	}
-	slices.SortFunc(v.entries, func(a, b heldEntry) int { return compareReady(a.ReadyEntry, b.ReadyEntry) })
+	v.entries = append(merged, v.entries[i:]...)
 	v.bound(wanted)
 	// What counts is what may be claimed before the next walk (up to the
 	// horizon): own entries ranked after it do not make the others' before
