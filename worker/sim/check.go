@@ -26,6 +26,7 @@ type checker struct {
 	specs      map[uuid.UUID]TaskSpec      // each task's input
 	status     map[uuid.UUID]queue.Status  // last status seen
 	last       map[uuid.UUID]*queue.Task   // last version seen
+	etag       map[uuid.UUID]string        // its ETag
 	firstSeen  map[uuid.UUID]time.Duration // when the check first saw the task
 	keys       map[string]bool             // index keys at the last check
 	pending    map[uuid.UUID]time.Duration // when each task first became pending (final)
@@ -94,6 +95,7 @@ func (c *checker) indexKeys(ctx context.Context) map[string]bool {
 func (c *checker) check(ctx context.Context) {
 	if c.specs == nil {
 		c.specs, c.status, c.last, c.firstSeen = map[uuid.UUID]TaskSpec{}, map[uuid.UUID]queue.Status{}, map[uuid.UUID]*queue.Task{}, map[uuid.UUID]time.Duration{}
+		c.etag = map[uuid.UUID]string{}
 	}
 	c.keys = c.indexKeys(ctx)
 	ready := 0
@@ -113,14 +115,25 @@ func (c *checker) check(ctx context.Context) {
 	c.f.mu.Unlock()
 	faultsOver := c.f.now() > c.f.sc.FaultsEnd
 	for _, id := range ids {
-		t, err := c.f.inspect.Get(ctx, id)
+		// A task unchanged since the last check (same ETag) is not decoded
+		// again: most tasks wait or run through many checks.
+		tkey := c.f.inspect.TaskKey(id)
+		obj, err := c.f.mem.Get(ctx, tkey)
 		switch {
-		case errors.Is(err, queue.ErrNotFound):
+		case errors.Is(err, store.ErrNotFound):
 			c.violate("lost", id.String(), "a task its submit returned is not in the bucket")
 			continue
 		case err != nil:
 			c.violate("unreadable", id.String(), err.Error())
 			continue
+		}
+		t := c.last[id]
+		if t == nil || obj.ETag != c.etag[id] {
+			if t, err = queue.DecodeTask(tkey, obj.Body); err != nil {
+				c.violate("unreadable", id.String(), err.Error())
+				continue
+			}
+			c.etag[id] = obj.ETag
 		}
 		if _, ok := c.specs[id]; !ok {
 			var s TaskSpec
