@@ -338,6 +338,22 @@ func (v *heldView) empty() bool {
 	return true
 }
 
+// keep drops the pages, and the entries, of shards no longer in wanted
+// (sorted): a shard lease given up.
+func (v *heldView) keep(wanted []string) {
+	dropped := false
+	for s := range v.pages {
+		if _, ok := slices.BinarySearch(wanted, s); !ok {
+			delete(v.pages, s)
+			dropped = true
+		}
+	}
+	if dropped {
+		v.entries = slices.DeleteFunc(v.entries, func(h heldEntry) bool { return v.pages[h.Shard] == nil })
+		v.bound(wanted)
+	}
+}
+
 // bound sets the horizon and blind from the pages of the wanted shards.
 func (v *heldView) bound(wanted []string) {
 	v.horizon, v.blind = time.Time{}, false
@@ -569,11 +585,7 @@ func (w *Worker) hold(ctx context.Context, entries []queue.ReadyEntry, pages map
 	if v.pages == nil {
 		v.pages = map[string]*shardPage{}
 	}
-	for s := range v.pages {
-		if _, ok := slices.BinarySearch(wanted, s); !ok {
-			delete(v.pages, s) // no longer polled
-		}
-	}
+	v.keep(wanted)
 	for s, p := range pages {
 		v.pages[s] = p
 	}
@@ -684,6 +696,7 @@ func (p *passedRanks) before(now time.Time, hold time.Duration) time.Time {
 func (w *Worker) indexStep(ctx context.Context, shards, types []string, free int) pollResult {
 	wanted := w.wanted(shards)
 	v := &w.view
+	v.keep(wanted)
 	if lost, own, in := w.lost.take(); lost {
 		// Another worker claims from these shards' pages: list them again
 		// (nothing is claimed until then) after a pause; if it was the

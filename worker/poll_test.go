@@ -606,3 +606,28 @@ func TestCutWalkKeepsShardOrder(t *testing.T) {
 		}
 	}
 }
+
+// A shard the worker no longer polls (a shard lease given up) leaves the
+// held view: its page and its entries, so nothing of it is claimed.
+func TestHeldViewKeepsPolledShards(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	e := func(shard string, ms int) heldEntry {
+		return heldEntry{ReadyEntry: queue.ReadyEntry{Shard: shard, Rank: at.Add(time.Duration(ms) * time.Millisecond)}, own: true}
+	}
+	v := heldView{
+		entries: []heldEntry{e("1", 1), e("2", 2), e("1", 3), e("2", 4)},
+		pages:   map[string]*shardPage{"1": {listed: at, cut: at.Add(3 * time.Millisecond)}, "2": {listed: at, cut: at.Add(2 * time.Millisecond)}},
+	}
+	v.bound([]string{"1", "2"})
+	require.Equal(t, at.Add(2*time.Millisecond), v.horizon)
+
+	v.keep([]string{"1"})
+	require.Len(t, v.pages, 1)
+	require.Len(t, v.entries, 2)
+	for _, h := range v.entries {
+		require.Equal(t, "1", h.Shard)
+		require.True(t, v.claimable(&h), "shard 2's cut no longer holds it back")
+	}
+	require.Equal(t, at.Add(3*time.Millisecond), v.horizon)
+}
