@@ -20,7 +20,7 @@ import (
 // Two worker processes serve the same types: one saturated by a task that
 // does not end (concurrency 1), one with free slots. Over a backlog deeper
 // than a walk reads (pages of 10 keys, 4 per walk, 480 tasks over 16
-// shards, so walks take turns over the shards) and while new tasks keep
+// shards) and while new tasks keep
 // coming, the oldest tasks of the backlog all start within the bound
 // behind the saturated worker's share: 9/8 of the 10 s page hold after the
 // free worker passes them, plus a few of its walks (a fraction of a second

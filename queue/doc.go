@@ -469,9 +469,15 @@ above; liveness from these bounds, with the defaults:
     its expires_at through the sweeper within one pass;
   - order: with a free slot in a worker that serves its type and polls
     its shard, a ready task is not passed for long by newer tasks of its
-    priority: the bound is stated in worker/poll.go ("Polling"), including
-    behind another worker's share (a page hold after this worker passed
-    it).
+    priority, whatever the depth of the ready index (a worker keeps a page
+    of every shard it polls and claims oldest first across all of them):
+    a task its worker's held view does not hold yet (ready after its
+    shard's page was listed, ranked before what the page holds) within a
+    page hold and a poll wait (10s + 6s, plus the walks that list the
+    pages due before it, 4 LISTs each); behind another worker's share,
+    within 2 x 9/8 page hold and a poll wait (28.5s) of this worker passing
+    it; the rule and its bound are in worker/poll.go ("Polling"), and the
+    fleet simulation holds whole fleets to 40s.
 
 The fleet simulation (worker/sim) runs the real worker, monitor and queue
 code of whole fleets in simulated time, with crashes, partitions, lost

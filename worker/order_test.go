@@ -354,7 +354,9 @@ func TestHeldViewYieldsToNewWorkAfterHold(t *testing.T) {
 		require.Zero(t, counts(bd.s).Sub(before).Total(store.OpList), "the held view is claimed from without listing")
 		require.False(t, isRunning(w, high.ID), "not seen before the hold ends")
 
-		w.view.at = time.Now().Add(-o.PageHold) // the hold ended
+		for _, p := range w.view.pages { // the hold ended
+			p.listed = p.listed.Add(-o.PageHold)
+		}
 		require.Equal(t, 1, w.pollSettled(ctx, 1).claimed)
 		require.True(t, isRunning(w, high.ID), "the next walk claims it first")
 	})
@@ -413,8 +415,7 @@ func TestOwnsSplitsEachTaskOnce(t *testing.T) {
 }
 
 // Two workers serve one type over a backlog deeper than a walk reads (four
-// pages of ten over sixteen shards), so the walks take turns over the
-// shards, and new tasks keep coming. One worker is registered and
+// pages of ten over sixteen shards), and new tasks keep coming. One worker is registered and
 // heartbeating but leaves its share alone (saturated: concurrency 1 and a
 // task that does not end; or at its limit for the type); the other has
 // free slots and keeps up. Every task of the held-up worker's share among
@@ -602,5 +603,61 @@ func TestPassedRanks(t *testing.T) {
 			q.before(now, hold)
 			require.LessOrEqual(t, len(q.recent), 9)
 		}
+	}
+}
+
+// One worker with one slot over a backlog many walks deep (pages of 3
+// keys, 16 shards, 10 tasks each): the held view keeps a page of every
+// shard, so the worker starts the tasks oldest first across every shard,
+// as it does when the backlog fits in a walk, instead of shard by shard as
+// the walks come round; and it lists no more for that than a LIST per
+// page claimed and one per shard to begin with.
+func TestDeepBacklogClaimedOldestFirst(t *testing.T) {
+	t.Parallel()
+	bd := setup(t, storetest.Backends()[0], setupOpts{fake: true})
+	o := bd.opts(t)
+	o.PageHold = time.Hour
+	o.ReadyPageSize = 3
+	o.Concurrency = 1
+	w := jobWorker(t, bd.q, o)
+	tasks := bd.submitSpread(t, "job", 160)
+	require.Len(t, bd.q.Shards(), 16)
+
+	before := counts(bd.s)
+	order := claimOrder(t, w, len(tasks))
+	d := counts(bd.s).Sub(before)
+	t.Logf("%d tasks: %s", len(tasks), d)
+	require.Equal(t, ids(tasks), order)
+	pages := (len(tasks) + o.ReadyPageSize - 1) / o.ReadyPageSize
+	require.LessOrEqual(t, d.Total(store.OpList), int64(16+pages+16), "LISTs for %d tasks: %s", len(tasks), d)
+}
+
+// A task that becomes ready ranked before what the held view keeps of its
+// shard (a high-priority one behind a deep backlog) is claimed ahead of
+// every entry ranked after it within a round of walks once that page is
+// older than PageHold: the walks list the pages due, oldest first, 4 a
+// walk, so its shard's comes within ceil(16/4) walks.
+func TestEntryBeforeKeptPageSeenAfterHold(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	bd := setup(t, storetest.Backends()[0], setupOpts{fake: true})
+	o := bd.opts(t)
+	o.PageHold = time.Hour
+	o.ReadyPageSize = 3
+	o.Concurrency = 1
+	w := jobWorker(t, bd.q, o)
+	bd.submitSpread(t, "job", 160)
+	claimOrder(t, w, 1)
+
+	high := bd.submit(t, "job", `{}`, func(r *queue.SubmitRequest) { r.Priority = queue.PriorityHigh })
+	require.Equal(t, 1, w.pollSettled(ctx, 1).claimed)
+	require.False(t, isRunning(w, high.ID), "its shard's page is kept until it is older than the hold")
+
+	for _, p := range w.view.pages { // the hold ended
+		p.listed = p.listed.Add(-o.PageHold)
+	}
+	for polls := 0; !isRunning(w, high.ID); polls++ {
+		require.Less(t, polls, 16/maxWalkLists+1, "claimed within a round of the walks")
+		require.NoError(t, w.pollSettled(ctx, 1).err)
 	}
 }

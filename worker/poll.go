@@ -18,31 +18,44 @@ import (
 //
 // The ready index is keyed "ready/{shard}/{rank ms}~{type}~{priority}~{id}"
 // (the rank is available_at moved by the priority, see queue/doc.go): one
-// partition per shard, each in rank order. A walk (see walk) lists the
-// worker's shards' partitions from the first, LISTs of ReadyPageSize
-// (1,000) keys each going on where the last ended, skipping what is not
-// due and entries of types the worker cannot run without reading them: an
-// idle worker sends one LIST per poll whatever the shard count, and a
-// backlog of up to 4,000 entries is read whole in up to 4 LISTs. A shard
-// deeper than a page contributes its first page and the walk goes on at
-// the next shard, so every shard reached has one page held.
+// partition per shard, each in rank order. The worker keeps a page of every
+// shard it polls (the held view: the entries its last listing of that
+// shard found, and where that listing stopped) and claims from it as slots
+// free up (each claim in the background, holding its slot until it is won
+// or lost; see startClaim). Claiming is oldest first across every shard:
+// the pages are merged by rank, priority and task id (compareReady),
+// which is the key order within a shard, up to the horizon, the earliest
+// rank at which a page was cut short (its shard may hold more after it);
+// nothing is claimed while a shard was never listed.
 //
-// The worker holds what the walk found (the held view) and claims from it
-// as slots free up (each claim in the background, holding its slot until
-// it is won or lost; see startClaim), without listing again, until nothing
-// in it is left for it or PageHold (10s) has passed; then it walks again,
-// at once while the view gave work and slots are free. Claiming is oldest
-// first across every shard held: the pages are merged by rank, priority
-// and task id (compareReady), which is the key order within a shard.
+// A walk (see walk) lists only the shards that are due (see
+// heldView.due), first come first listed, in LISTs of ReadyPageSize
+// (1,000) keys, at most 4 a walk: a shard never listed; one whose page the
+// worker claimed from and that holds nothing more for it while it has a
+// cut (its next entries wait for it); one whose page lacks a type the
+// worker claims now; one whose page is older than PageHold (10s); and one
+// that stopped in a run of keys the worker cannot claim (paged on in a
+// walk made for another reason). With nothing left to claim and none of
+// these, every shard is due: pages holding only other workers' entries
+// are listed on after their cut, earliest cut first, the others again. A
+// LIST runs on in key order past shards shallower than its page, so an
+// idle worker sends one LIST per poll whatever the shard count, and a
+// worker polls again at once while shards are due. Over a backlog deeper
+// than a page in every shard, the worker lists each shard once to begin
+// with, then one LIST per page it claims, and each shard again once its
+// page is PageHold old.
+//
 // Workers reading the same entries split them by task id (see peers.go),
 // so each claims its own share oldest first instead of racing for the same
 // keys. Another worker's entry that this worker passed a page hold ago is
 // late (see passedRanks), and the worker claims it with its own, in rank
 // order: so the share of a worker that does not claim it (dead, stalled,
 // saturated, at its type limit, draining, failing to list) gets done. A
-// worker with nothing of its own left helps with the others' entries when
-// they are few (no more than its free slots), newest first; more than
-// that are left to their workers (until late) and the worker backs off.
+// worker with nothing of its own up to the horizon helps with the others'
+// entries there when they are few (no more than its free slots), newest
+// first; more than that are left to their workers (until late) and the
+// worker backs off. A claim lost to another worker drops the page of its
+// shard, which is listed again before the view is claimed from.
 //
 // After a poll that claimed something the worker polls again at once
 // while it has free slots, then every PollMin for WarmFor (so a task that
@@ -50,34 +63,32 @@ import (
 // 4xPollMin, ... up to PollMax (jittered ±20%); a walk that found only
 // other workers' work backs off at once, from 10xPollMin.
 //
-// Order: each worker claims in rank order across its shards, as of its
-// last walk. A task that became ready after that walk waits for the next
-// one, at most PageHold later: so a newly ready higher-priority task is
-// claimed ahead of every entry ranked after it within PageHold (plus the
-// time a slot takes to free up). Across workers a task is overtaken only
-// by tasks other workers started while their share was ahead of its
-// worker's (qo bench reports how far). With a deeper backlog than a walk
-// reads (4 pages), a walk ranks only the shards it reached, each with a
-// horizon at the last key of a page it cut short, and the next walk goes
-// on at the next shard: shards then take turns. A shard comes round at
-// every walk while the ready work fits in one, and over a deeper backlog
-// at least every ceil(S/4)+1 walks of a worker polling S shards (each walk
-// reaches at least 4 more); a worker with a free slot walks at least every
-// PageHold plus one poll wait (at most PollMax), and at once when its view
-// is used up while it gave work.
+// Order: each worker claims in rank order across all its shards, as of
+// the listing of each shard's page, whatever the depth of the backlog. A
+// task that became ready after its shard's page was listed, ranked before
+// entries the view holds (a higher-priority one, or one in a shard listed
+// to its end), waits until that page is listed again: at most PageHold
+// after it was listed, plus one poll wait (at most PollMax, jittered) for
+// a worker with a free slot, plus the walks it takes to list the pages
+// due before it, one after another, 4 LISTs each (ceil(S/4) for S shards
+// all due at once). Meanwhile at most the tasks claimed in that time pass
+// it. Across workers a task is overtaken only by tasks other workers
+// started while their share was ahead of its worker's.
 //
 // The bound behind another worker's share: take a ready task and a worker
 // W that serves its type, polls its shard and has a free slot. Once W has
 // started a task ranked after it (a newer one of its priority), or walked
-// and found only others' entries up to it, W claims it, if its own worker
-// has not, the first time W's held view holds it after 9/8 PageHold more
-// (passing is counted in eighths of a hold) and at least PageHold after it
-// became ready. So W passes it for at most 9/8 PageHold plus the time its
-// shard takes to come round in W's walks, which is how long W passes its
-// own tasks of other shards: whatever the depth of the backlog, however
-// unequal the workers, and whatever holds its own worker up. With the
-// defaults that is 11.25 s while the ready work fits in a walk (4,000
-// entries), and at most 5 walks more over a deeper backlog of 16 shards.
+// and found only others' entries up to its horizon, W claims it, if its
+// own worker has not, the first time W's held view holds it after 9/8
+// PageHold more (passing is counted in eighths of a hold) and at least
+// PageHold after it became ready, after the late entries ranked before it
+// (themselves passed at most as long before): so at most about 2 x 9/8
+// PageHold plus a poll wait, whatever the depth of the backlog, however
+// unequal the workers, and whatever holds its own worker up. The held
+// view holds it by then (its shard's page is listed again within PageHold
+// and a poll wait, see above). With the defaults: 28.5 s, plus the
+// claims' own time and the skew of the clock lateness is timed by; the
+// fleet simulation holds whole fleets to 40 s (worker/sim, OvertakeBound).
 
 // othersWait: after a walk that found only other workers' work, the
 // worker waits this many PollMin before it looks again (then twice as
@@ -240,17 +251,47 @@ type heldEntry struct {
 	done bool // tried (claimed, lost, or failed)
 }
 
-// heldView is what the last walk of the ready index found, claimed from as
-// slots free up (dispatch loop only).
+// shardPage is what the held view knows of one shard the worker polls: the
+// entries its last listing found, those not tried yet, are in the view.
+type shardPage struct {
+	listed time.Time // when the LIST that read it was sent (machine clock)
+	types  []string  // the types it was listed for
+	// cut: the listing stopped inside the shard after entries of the
+	// worker's (a shard deeper than a page), at a key of this rank: the
+	// shard may hold entries ranked after it. Zero: listed to its end (or
+	// see resume).
+	cut time.Time
+	// resume: the listing stopped inside a run of keys the worker cannot
+	// claim (other types, or paused); the next listing of the shard goes
+	// on after this key.
+	resume string
+	// next: the key the listing stopped at when it left a cut.
+	next string
+	// claimed: the worker started a claim from it.
+	claimed bool
+	// onward: it was listed on after the cut of the page before it, whose
+	// entries it adds to (see due).
+	onward bool
+}
+
+// heldView is what the walks of the ready index found, claimed from as
+// slots free up (dispatch loop only): a page of every shard the worker
+// polls, each kept until a walk lists that shard again (see due).
 type heldView struct {
-	entries []heldEntry // in claim order (see compareReady)
-	// horizon: entries ranked after it wait for the next walk (zero: no
-	// horizon), see walk.
+	entries []heldEntry // in claim order (see compareReady), every shard's
+	pages   map[string]*shardPage
+	// horizon: the earliest cut of a page; entries ranked after it wait
+	// until that shard is listed on (zero: no horizon).
 	horizon time.Time
-	at      time.Time // when the walk was made (machine clock)
-	// help: the walk found nothing of the worker's own, so it helps with
+	// blind: a shard the worker polls was never listed (its first entries
+	// are unknown), so nothing is claimed before a walk lists it.
+	blind bool
+	// help: the view holds nothing of the worker's own, so it helps with
 	// the others' entries (see claimHeld).
 	help bool
+	// peersAt: the list of live workers the entries were split by (its
+	// readAt, see peerSet).
+	peersAt time.Time
 	// late: another worker's entry ranked up to lateRank and ready since
 	// lateReady at the latest is late (see passedRanks); set at each poll.
 	lateRank, lateReady time.Time
@@ -258,7 +299,7 @@ type heldView struct {
 
 // within reports whether the entry may be claimed before the next walk.
 func (v *heldView) within(h *heldEntry) bool {
-	return v.horizon.IsZero() || !h.Rank.After(v.horizon)
+	return !v.blind && (v.horizon.IsZero() || !h.Rank.After(v.horizon))
 }
 
 // late reports whether another worker's entry has waited a page hold
@@ -283,6 +324,147 @@ func (v *heldView) spent() bool {
 	return true
 }
 
+// empty reports whether the view knows every shard to its end and holds
+// nothing.
+func (v *heldView) empty() bool {
+	if v.blind || len(v.entries) > 0 {
+		return false
+	}
+	for _, p := range v.pages {
+		if !p.cut.IsZero() || p.resume != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// keep drops the pages, and the entries, of shards no longer in wanted
+// (sorted): a shard lease given up.
+func (v *heldView) keep(wanted []string) {
+	dropped := false
+	for s := range v.pages {
+		if _, ok := slices.BinarySearch(wanted, s); !ok {
+			delete(v.pages, s)
+			dropped = true
+		}
+	}
+	if dropped {
+		v.entries = slices.DeleteFunc(v.entries, func(h heldEntry) bool { return v.pages[h.Shard] == nil })
+		v.bound(wanted)
+	}
+}
+
+// bound sets the horizon and blind from the pages of the wanted shards.
+func (v *heldView) bound(wanted []string) {
+	v.horizon, v.blind = time.Time{}, false
+	for _, s := range wanted {
+		switch p := v.pages[s]; {
+		case p == nil:
+			v.blind = true
+		case !p.cut.IsZero() && (v.horizon.IsZero() || p.cut.Before(v.horizon)):
+			v.horizon = p.cut
+		}
+	}
+}
+
+// due returns the shards of wanted (sorted) a walk lists, in the order it
+// lists them. First those never listed; then, by when they came due, a
+// page listed for fewer types than the worker claims now, and a page with
+// a cut that the worker claimed from and that holds nothing more for it
+// (none of its own entries, none late: the shard's next entries wait for
+// it), both due since they were listed; a page older than hold, due since
+// it turned that old; and a page that stopped in a run of keys the worker
+// cannot claim, due since it was listed. With spent (nothing in the view
+// left to claim) and none of these due, every shard is: those with a cut
+// first, earliest cut first (the horizon), then the others, oldest
+// listing first; the worker looks for new work, and another worker may
+// have claimed what held the horizon. Ties go in shard order, so a LIST
+// that runs on from one shard into the next covers the next one due too.
+// urgent reports whether one is due for another reason than a run of keys
+// the worker cannot claim (which waits for a walk made for another
+// reason).
+func (v *heldView) due(wanted, types []string, now time.Time, hold time.Duration, spent bool) (shards []string, onward map[string]bool, urgent bool) {
+	left, held := map[string]bool{}, map[string]bool{}
+	for i := range v.entries {
+		if h := &v.entries[i]; !h.done {
+			held[h.Shard] = true
+			if h.own || v.late(h) {
+				left[h.Shard] = true
+			}
+		}
+	}
+	type dueAt struct {
+		shard string
+		at    time.Time
+	}
+	var ds []dueAt
+	for _, s := range wanted {
+		switch p := v.pages[s]; {
+		case p == nil:
+			ds, urgent = append(ds, dueAt{s, time.Time{}}), true
+		case !subset(types, p.types), !p.cut.IsZero() && p.claimed && !left[s]:
+			ds, urgent = append(ds, dueAt{s, p.listed}), true
+		case now.Sub(p.listed) >= hold:
+			ds, urgent = append(ds, dueAt{s, p.listed.Add(hold)}), true
+		case p.resume != "":
+			ds = append(ds, dueAt{s, p.listed})
+		}
+	}
+	if len(ds) == 0 && spent {
+		for _, s := range wanted {
+			ds = append(ds, dueAt{s, v.pages[s].listed})
+			if p := v.pages[s]; !p.cut.IsZero() && p.next != "" && held[s] && !left[s] {
+				if onward == nil {
+					onward = map[string]bool{}
+				}
+				onward[s] = true
+			}
+		}
+		cut := func(s string) time.Time { return v.pages[s].cut }
+		slices.SortStableFunc(ds, func(a, b dueAt) int {
+			switch ca, cb := cut(a.shard), cut(b.shard); {
+			case ca.IsZero() != cb.IsZero():
+				if ca.IsZero() {
+					return 1
+				}
+				return -1
+			case !ca.Equal(cb):
+				return ca.Compare(cb)
+			}
+			return a.at.Compare(b.at)
+		})
+	} else {
+		slices.SortStableFunc(ds, func(a, b dueAt) int { return a.at.Compare(b.at) })
+	}
+	shards = make([]string, len(ds))
+	for i, d := range ds {
+		shards[i] = d.shard
+	}
+	return shards, onward, urgent
+}
+
+// subset reports whether every element of a is in b.
+func subset(a, b []string) bool {
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	return true
+}
+
+// wanted is the sorted list of the shards the worker polls (shards, or
+// every shard when nil).
+func (w *Worker) wanted(shards []string) []string {
+	if shards == nil {
+		shards = w.q.Shards()
+	}
+	if slices.IsSorted(shards) {
+		return shards
+	}
+	return slices.Sorted(slices.Values(shards))
+}
+
 // compareReady is the order ready entries are claimed in, across shards:
 // by rank (the time the key sorts under: available_at moved by the
 // priority), then priority, then task id (time-ordered). It is the key
@@ -301,79 +483,87 @@ func compareReady(a, b queue.ReadyEntry) int {
 // maxWalkLists bounds the LISTs of one walk of the ready index.
 const maxWalkLists = 4
 
-// walk lists the ready index from where the last walk stopped ("" is the
-// first shard): LISTs of ReadyPageSize keys, each going on where the last
-// ended, up to the end of the index or maxWalkLists. A LIST that ends
-// inside the shard its entries came from (a shard deeper than a page)
-// keeps that page and goes on at the next shard, so every shard the walk
-// reaches contributes one page, and the rank of the last key listed in it
-// is a horizon: that shard may hold entries ranked after it, so entries of
-// other shards ranked after it wait for the next walk. A walk cut short
-// by maxWalkLists leaves the next one to begin at the first key of the
-// shard it stopped in (its keys listed so far bound the view the same
-// way), so the shards of an index deeper than that take turns and none
-// is entered past an entry the view did not claim.
-//
-// Keys the worker cannot claim (types it does not serve, or paused) are
-// paged past: a LIST that ends inside a shard after listing none of the
-// worker's entries there goes on in that shard and sets no horizon, and a
-// walk cut short in such a run leaves the next one to go on after it.
-// Were they a horizon, a shard whose first page is all other types would
-// hold back every entry of the worker's ranked after that page, walk after
-// walk, for as long as that backlog lasts; passing them, an entry of the
-// worker's behind them is overtaken by at most the entries claimed in the
-// walks it takes to reach it.
-func (w *Worker) walk(ctx context.Context, shards, types []string) ([]queue.ReadyEntry, time.Time, error) {
+// walk lists the shards due (see heldView.due), in that order, up to
+// maxWalkLists LISTs of ReadyPageSize keys, and returns what it found and
+// the new page of each shard it listed. A LIST begins at the first key of
+// the next shard due it has not listed (or after the keys a page could not
+// claim, see shardPage.resume) and runs on in key order: every shard it
+// passes is listed to its end, and one it stops inside after entries of the
+// worker's gets a page with a cut, the rank of the last key listed. A LIST
+// that entered that shard after listing others goes on in it, budget
+// permitting, so the page holds up to a LIST of it. One that stops inside
+// a run of keys the worker cannot claim leaves no cut: the next LIST, or
+// the shard's next listing, goes on after them. Were they a horizon, a shard whose first
+// page is all other types would hold back every entry of the worker's
+// ranked after that page for as long as that backlog lasts; passing them,
+// an entry of the worker's behind them is overtaken by at most the
+// entries claimed in the walks it takes to reach it.
+func (w *Worker) walk(ctx context.Context, shards, types, due []string, onward map[string]bool) ([]queue.ReadyEntry, map[string]*shardPage, error) {
+	wanted := w.wanted(shards)
 	var entries []queue.ReadyEntry
-	var horizon time.Time
-	// bound makes the rank of the last key listed in a shard the horizon
-	// when it is the earliest so far.
-	bound := func(last queue.ReadyEntry) {
-		if horizon.IsZero() || last.Rank.Before(horizon) {
-			horizon = last.Rank
-		}
-	}
-	start := w.walkFrom
-	w.walkFrom = ""
+	pages := map[string]*shardPage{}
+	start := "" // the StartAfter of the next LIST ("": the next shard due)
 	for range maxWalkLists {
+		if start == "" {
+			i := slices.IndexFunc(due, func(s string) bool { return pages[s] == nil })
+			if i < 0 {
+				break
+			}
+			start = queue.ReadyShardPrefix(due[i])
+			switch p := w.view.pages[due[i]]; {
+			case p == nil:
+			case p.resume != "":
+				start = p.resume
+			case onward[due[i]]:
+				start = p.next
+			}
+		}
+		began := time.Now()
 		es, next, err := w.q.ListReady(ctx, queue.ReadyQuery{
 			Shards: shards, Types: types, Limit: w.opts.ReadyPageSize, StartAfter: start,
 		})
 		if err != nil {
-			return nil, time.Time{}, err
+			return nil, nil, err
 		}
 		entries = append(entries, es...)
-		if next == "" {
-			return entries, horizon, nil
-		}
-		// The page's entries (keys the worker can claim) all come from the
-		// shard it ended in: that shard's first page, or the part of it
-		// after keys it cannot claim.
-		if last, err := queue.ParseReadyKey(next); err == nil && len(es) > 0 && es[0].Shard == last.Shard {
-			bound(last)
-			if next = nextPartition(next, shards, w.q.Shards()); next == "" {
-				return entries, horizon, nil
+		// The shards from the one it began in up to the one it ended in
+		// (that one too when it ended at a shard's first key) are listed
+		// to their end.
+		first, end, in := readyShard(start), "", ""
+		if next != "" {
+			end = readyShard(next)
+			if next != queue.ReadyShardPrefix(end) {
+				in = end
 			}
 		}
-		start = next
-	}
-	// Cut short. A LIST that ended in another shard than it began in left
-	// the first entries of its last shard in the view, perhaps with more
-	// after them: they bound the view as a page cut short does, and the
-	// next walk lists that shard again from its first key, so that no
-	// entry of it the view leaves unclaimed (ranked after the horizon) is
-	// passed over by one ranked after it. Cut short while paging past keys
-	// it cannot claim (none of its entries listed in that shard), the next
-	// walk goes on after them.
-	shard := readyShard(start)
-	if listedIn := len(entries) > 0 && entries[len(entries)-1].Shard == shard; listedIn && start != queue.ReadyShardPrefix(shard) {
-		if last, err := queue.ParseReadyKey(start); err == nil {
-			bound(last)
+		for _, s := range wanted {
+			if s >= first && (end == "" || s < end) {
+				pages[s] = &shardPage{listed: began, types: types}
+			}
 		}
-		start = queue.ReadyShardPrefix(shard)
+		start = ""
+		if in == "" {
+			continue
+		}
+		p := &shardPage{listed: began, types: types}
+		pages[in] = p
+		last, perr := queue.ParseReadyKey(next)
+		if perr != nil || !slices.ContainsFunc(es, func(e queue.ReadyEntry) bool { return e.Shard == in }) {
+			p.resume = next
+			start = next // page on past them
+			continue
+		}
+		p.cut, p.next = last.Rank, next
+		if in != first {
+			start = next // list on in it
+		}
 	}
-	w.walkFrom = start
-	return entries, horizon, nil
+	for s, p := range pages {
+		if old := w.view.pages[s]; onward[s] && old != nil && p.resume == "" {
+			p.onward, p.listed, p.claimed = true, old.listed, old.claimed
+		}
+	}
+	return entries, pages, nil
 }
 
 // readyShard is the shard of a ready-index key or partition prefix ("" for
@@ -383,26 +573,63 @@ func readyShard(key string) string {
 	return shard
 }
 
-// hold makes the entries of a walk the held view: in claim order, each
-// marked as the worker's own or another's (see peers.go). A view without
-// an own entry is one to help with; with more entries than free slots, its
-// entries count as passed (see passedRanks): the worker had room for them
-// and left them to their workers.
-func (w *Worker) hold(ctx context.Context, entries []queue.ReadyEntry, horizon time.Time, free int) {
-	slices.SortFunc(entries, compareReady)
-	if w.leaser == nil && len(entries) > free && w.peers.due(time.Now()) {
+// hold puts what a walk found in the held view: the pages of the shards it
+// listed replace their earlier ones (and the view's entries of them), the
+// others' stay. The entries are in claim order, each marked as the
+// worker's own or another's (see peers.go). A view without an own entry is
+// one to help with; with more entries than free slots, its entries count
+// as passed (see passedRanks): the worker had room for them and left them
+// to their workers.
+func (w *Worker) hold(ctx context.Context, entries []queue.ReadyEntry, pages map[string]*shardPage, wanted []string, free int) {
+	v := &w.view
+	if v.pages == nil {
+		v.pages = map[string]*shardPage{}
+	}
+	v.keep(wanted)
+	for s, p := range pages {
+		v.pages[s] = p
+	}
+	v.entries = slices.DeleteFunc(v.entries, func(h heldEntry) bool {
+		p, relisted := pages[h.Shard]
+		return h.done || relisted && !p.onward || v.pages[h.Shard] == nil
+	})
+	if w.leaser == nil && len(v.entries)+len(entries) > free && w.peers.due(time.Now()) {
 		w.refreshPeers(ctx)
 	}
-	v := heldView{entries: make([]heldEntry, len(entries)), horizon: horizon, at: time.Now()}
-	mine := false
-	for i, e := range entries {
-		v.entries[i] = heldEntry{ReadyEntry: e, own: w.leaser != nil || w.owns(e)}
-		mine = mine || v.entries[i].own
+	own := func(e queue.ReadyEntry) bool { return w.leaser != nil || w.owns(e) }
+	if !v.peersAt.Equal(w.peers.readAt) {
+		// Another list of workers: the kept entries are split again.
+		v.peersAt = w.peers.readAt
+		for i := range v.entries {
+			v.entries[i].own = own(v.entries[i].ReadyEntry)
+		}
+	}
+	// The kept entries are in claim order: sort the new ones and merge.
+	slices.SortFunc(entries, compareReady)
+	merged := make([]heldEntry, 0, len(v.entries)+len(entries))
+	i := 0
+	for _, e := range entries {
+		for ; i < len(v.entries) && compareReady(v.entries[i].ReadyEntry, e) <= 0; i++ {
+			merged = append(merged, v.entries[i])
+		}
+		merged = append(merged, heldEntry{ReadyEntry: e, own: own(e)})
+	}
+	v.entries = append(merged, v.entries[i:]...)
+	v.bound(wanted)
+	// What counts is what may be claimed before the next walk (up to the
+	// horizon): own entries ranked after it do not make the others' before
+	// it less passed.
+	mine, within := false, 0
+	for i := range v.entries {
+		if v.within(&v.entries[i]) {
+			within++
+			mine = mine || v.entries[i].own
+		}
 	}
 	// Help only with a few entries (no more than the free slots): with
 	// more, their workers are at them, and a helper would mostly meet
 	// them.
-	v.help = !mine && len(entries) <= free
+	v.help = !mine && within <= free
 	if !mine && !v.help {
 		for i := len(v.entries) - 1; i >= 0; i-- {
 			if v.within(&v.entries[i]) {
@@ -411,7 +638,6 @@ func (w *Worker) hold(ctx context.Context, entries []queue.ReadyEntry, horizon t
 			}
 		}
 	}
-	w.view = v
 }
 
 // passedRanks records how far this worker has passed other workers' ready
@@ -424,8 +650,8 @@ func (w *Worker) hold(ctx context.Context, entries []queue.ReadyEntry, horizon t
 // order with its own. The ranks are kept in buckets an eighth of a page
 // hold long, each counted as passed when it ends: a few values, whatever
 // the backlog, and no entry needs to be remembered from walk to walk
-// (walks over a deep backlog take turns over the shards, so an entry is
-// seen only in some of them).
+// (the page of a shard is listed again as it is used up or ages, and the
+// entry may be claimed by its own worker meanwhile).
 type passedRanks struct {
 	settled time.Time      // the highest rank passed a page hold ago
 	recent  []passedBucket // since then, oldest first, ranks rising
@@ -465,49 +691,60 @@ func (p *passedRanks) before(now time.Time, hold time.Duration) time.Time {
 }
 
 // indexStep claims up to free entries from the held view, walking the
-// ready index first when the view is spent or older than PageHold.
+// ready index first when the view is spent or a shard is due (see
+// heldView.due).
 func (w *Worker) indexStep(ctx context.Context, shards, types []string, free int) pollResult {
-	if lost, own := w.lost.take(); lost {
-		// Another worker claims from this view: walk again after a pause;
-		// if it was the others' work, back off.
+	wanted := w.wanted(shards)
+	v := &w.view
+	v.keep(wanted)
+	if lost, own, in := w.lost.take(); lost {
+		// Another worker claims from these shards' pages: list them again
+		// (nothing is claimed until then) after a pause; if it was the
+		// others' work, back off.
 		if own {
 			w.peers.lostOwn(time.Now())
 		}
-		help := w.view.help
-		w.view.entries = nil
-		return pollResult{others: help}
+		for s := range in {
+			delete(v.pages, s)
+		}
+		v.entries = slices.DeleteFunc(v.entries, func(h heldEntry) bool { return in[h.Shard] })
+		v.bound(wanted)
+		return pollResult{others: v.help}
 	}
 	now := w.clock.Now()
 	lateRank, lateReady := w.passed.before(now, w.opts.PageHold), now.Add(-w.opts.PageHold)
-	w.view.lateRank, w.view.lateReady = lateRank, lateReady
-	walked, fromStart, listed := false, false, 0
-	if w.view.spent() || time.Since(w.view.at) >= w.opts.PageHold {
-		fromStart = w.walkFrom == ""
+	v.lateRank, v.lateReady = lateRank, lateReady
+	walked, listed := false, 0
+	spent := v.spent()
+	if due, onward, urgent := v.due(wanted, types, time.Now(), w.opts.PageHold, spent); spent || urgent {
 		began := time.Now()
-		entries, horizon, err := w.walk(ctx, shards, types)
+		entries, pages, err := w.walk(ctx, shards, types, due, onward)
 		if err != nil {
 			return pollResult{err: err}
 		}
 		walked, listed = true, len(entries)
 		entries = w.tried.drop(entries, began)
-		w.hold(ctx, w.dropPaused(ctx, entries), horizon, free)
-		w.view.lateRank, w.view.lateReady = lateRank, lateReady
+		w.hold(ctx, w.dropPaused(ctx, entries), pages, wanted, free)
+		v.lateRank, v.lateReady = lateRank, lateReady
 	}
 	claimed := w.claimHeld(ctx, free)
 	switch {
-	case w.view.spent():
+	case v.spent():
 		// Used up: while it gave work and slots are free, walk again at
-		// once; a walk cut short goes on at once if it found entries (one
-		// that listed only keys the worker cannot claim goes on at the
-		// next poll, so another type's backlog is not listed nonstop).
+		// once; so too while shards are due (each is listed once before
+		// it is due again), but a run of keys the worker cannot claim is
+		// paged on at once only after a walk that found entries (one that
+		// listed only such keys goes on at the next poll, so another
+		// type's backlog is not listed nonstop).
+		due, _, urgent := v.due(wanted, types, time.Now(), w.opts.PageHold, false)
 		r := pollResult{
 			claimed: claimed,
-			more:    (claimed > 0 && claimed < free) || (walked && w.walkFrom != "" && listed > 0),
-			empty:   walked && fromStart && w.walkFrom == "" && listed == 0,
+			more:    (claimed > 0 && claimed < free) || (walked && (urgent || len(due) > 0 && listed > 0)),
+			empty:   walked && listed == 0 && v.empty(),
 		}
 		// What the walk found is other workers' work, more than this one
 		// could help with: back off.
-		r.others = walked && claimed == 0 && !r.more && len(w.view.entries) > 0
+		r.others = walked && claimed == 0 && !r.more && len(v.entries) > 0
 		return r
 	}
 	return pollResult{claimed: claimed}
@@ -562,12 +799,15 @@ func (w *Worker) claimHeld(ctx context.Context, free int) (started int) {
 			perType[h.Type]++
 		}
 		w.passed.note(now, h.Rank, w.opts.PageHold)
-		own, key := h.own, h.Key
+		if p := v.pages[h.Shard]; p != nil {
+			p.claimed = true
+		}
+		own, key, shard := h.own, h.Key, h.Shard
 		w.tried.begin(key)
 		w.startClaim(ctx, h.ReadyEntry, func(o claimOutcome) {
 			w.tried.end(key)
 			if o == claimLost {
-				w.lost.note(own)
+				w.lost.note(own, shard)
 			}
 		})
 		started++
@@ -577,26 +817,31 @@ func (w *Worker) claimHeld(ctx context.Context, free int) (started int) {
 }
 
 // lostClaims records that claims from the held view were lost to another
-// claimer since the dispatch loop last looked.
+// claimer since the dispatch loop last looked, and in which shards.
 type lostClaims struct {
 	mu       sync.Mutex
 	any, own bool
+	shards   map[string]bool
 }
 
-func (l *lostClaims) note(own bool) {
+func (l *lostClaims) note(own bool, shard string) {
 	l.mu.Lock()
 	l.any = true
 	l.own = l.own || own
+	if l.shards == nil {
+		l.shards = map[string]bool{}
+	}
+	l.shards[shard] = true
 	l.mu.Unlock()
 }
 
 // take returns and clears what was recorded.
-func (l *lostClaims) take() (lost, own bool) {
+func (l *lostClaims) take() (lost, own bool, shards map[string]bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	lost, own = l.any, l.own
-	l.any, l.own = false, false
-	return lost, own
+	lost, own, shards = l.any, l.own, l.shards
+	l.any, l.own, l.shards = false, false, nil
+	return lost, own, shards
 }
 
 // triedKeys are the ready entries this worker claimed from its held view,
@@ -643,25 +888,6 @@ func (k *triedKeys) drop(entries []queue.ReadyEntry, began time.Time) []queue.Re
 		_, ok := k.m[e.Key]
 		return ok
 	})
-}
-
-// nextPartition is the StartAfter of the first wanted shard's ready
-// partition after the one that key is in ("" when there is none).
-func nextPartition(key string, wanted, all []string) string {
-	shard := readyShard(key)
-	if wanted == nil {
-		wanted = all
-	}
-	best := ""
-	for _, s := range wanted {
-		if s > shard && (best == "" || s < best) {
-			best = s
-		}
-	}
-	if best == "" {
-		return ""
-	}
-	return queue.ReadyShardPrefix(best)
 }
 
 // scanStep reads one page of tasks/ in the next shard of the rotation and

@@ -174,23 +174,6 @@ func TestParseIndexMode(t *testing.T) {
 	require.ErrorContains(t, err, "want index-only, hybrid or log-scan")
 }
 
-func TestNextPartition(t *testing.T) {
-	t.Parallel()
-	all := []string{"0", "1", "2", "3"}
-	for _, tc := range []struct {
-		key    string
-		wanted []string
-		want   string
-	}{
-		{"ready/0/0000000000001~t~normal~x", nil, "ready/1/"},
-		{"ready/1/0000000000001~t~normal~x", []string{"3", "0"}, "ready/3/"},
-		{"ready/3/0000000000001~t~normal~x", nil, ""},
-		{"ready/2/", nil, "ready/3/"},
-	} {
-		require.Equal(t, tc.want, nextPartition(tc.key, tc.wanted, all), tc.key)
-	}
-}
-
 // Within a shard and a priority, a task is overtaken only by tasks of the
 // same page (the worker starts a page at its stable offset): with pages of
 // 4, by at most 3 (tasks of the same millisecond have no order).
@@ -378,7 +361,8 @@ func TestPollDoesNotWaitForClaims(t *testing.T) {
 }
 
 // A claim lost to another claimer is reported to the next poll, which
-// drops the held view and claims nothing; the poll after it walks again.
+// drops the held view's page of that shard and claims nothing; the poll
+// after it lists that shard again.
 func TestLostClaimDropsView(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -402,8 +386,12 @@ func TestLostClaimDropsView(t *testing.T) {
 
 	r := w.pollSettled(ctx, 1)
 	require.NoError(t, r.err)
-	require.Zero(t, r.claimed, "the view is dropped, nothing claimed")
-	require.Empty(t, w.view.entries)
+	require.Zero(t, r.claimed, "the shard's page is dropped, nothing claimed")
+	require.NotContains(t, w.view.pages, stolen.Shard)
+	require.True(t, w.view.blind)
+	for _, h := range w.view.entries {
+		require.NotEqual(t, stolen.Shard, h.Shard)
+	}
 
 	require.Equal(t, 1, w.pollSettled(ctx, 1).claimed, "the next poll walks again")
 	require.Greater(t, counts(bd.s).Total(store.OpList), lists)
@@ -561,16 +549,18 @@ func TestWalkPagesPastOtherTypesInAShard(t *testing.T) {
 }
 
 // A walk cut short by its LIST budget in the middle of a shard's first
-// page leaves the next walk to list that shard from its first key: an
-// entry of it ranked after the view's horizon is claimed before the
-// entries ranked after it, not passed over until the walks come round.
-func TestCutWalkResumesAtShardStart(t *testing.T) {
+// page keeps what it listed of that shard with a cut at its last key, and
+// shards it did not reach hold every entry back until a walk lists them:
+// an entry ranked after a cut is claimed before the entries ranked after
+// it, never passed over until the walks come round.
+func TestCutWalkKeepsShardOrder(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	bd := setupRegistry(t)
 	base := bd.fake.Now()
-	// Pages of 2 keys, 4 LISTs a walk: [0:10 0:11] (a horizon at 11),
-	// [1:1 2:2], [3:3 4:4], [5:5 6:30], cut short in shard 6.
+	// Pages of 2 keys, 4 LISTs a walk: [0:10 0:11] (a cut at 11),
+	// [1:1 2:2] and on in shard 2, [3:3 4:4] and on in shard 4, [5:5 6:30]
+	// (a cut at 30); shards 7 to f wait for the next walk.
 	layout := []struct {
 		shard byte
 		at    int
@@ -594,10 +584,50 @@ func TestCutWalkResumesAtShardStart(t *testing.T) {
 	r := w.poll(ctx, 20)
 	require.NoError(t, r.err)
 	w.claims.Wait()
-	require.Equal(t, 7, r.claimed, "the view's entries up to the horizon")
-	require.Equal(t, queue.StatusPending, status(30), "ranked after the horizon")
-	r = w.poll(ctx, 20-r.claimed)
-	require.NoError(t, r.err)
-	w.claims.Wait()
-	require.Equal(t, queue.StatusRunning, status(30), "the next walk lists shard 6 from its first key")
+	require.Zero(t, r.claimed, "shards 7 to f not listed yet")
+	require.True(t, r.more, "the next walk goes on at once")
+	// From then on, no task runs while an older one waits.
+	for polls, claimed := 0, 0; claimed < len(layout); polls++ {
+		require.Less(t, polls, 10, "claimed %d of %d", claimed, len(layout))
+		r = w.poll(ctx, 20)
+		require.NoError(t, r.err)
+		w.claims.Wait()
+		claimed += r.claimed
+		oldestPending := -1
+		for _, l := range layout {
+			if status(l.at) == queue.StatusPending && (oldestPending < 0 || l.at < oldestPending) {
+				oldestPending = l.at
+			}
+		}
+		for _, l := range layout {
+			if oldestPending >= 0 && l.at > oldestPending {
+				require.Equal(t, queue.StatusPending, status(l.at), "task at %d ms runs while the one at %d ms waits", l.at, oldestPending)
+			}
+		}
+	}
+}
+
+// A shard the worker no longer polls (a shard lease given up) leaves the
+// held view: its page and its entries, so nothing of it is claimed.
+func TestHeldViewKeepsPolledShards(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	e := func(shard string, ms int) heldEntry {
+		return heldEntry{ReadyEntry: queue.ReadyEntry{Shard: shard, Rank: at.Add(time.Duration(ms) * time.Millisecond)}, own: true}
+	}
+	v := heldView{
+		entries: []heldEntry{e("1", 1), e("2", 2), e("1", 3), e("2", 4)},
+		pages:   map[string]*shardPage{"1": {listed: at, cut: at.Add(3 * time.Millisecond)}, "2": {listed: at, cut: at.Add(2 * time.Millisecond)}},
+	}
+	v.bound([]string{"1", "2"})
+	require.Equal(t, at.Add(2*time.Millisecond), v.horizon)
+
+	v.keep([]string{"1"})
+	require.Len(t, v.pages, 1)
+	require.Len(t, v.entries, 2)
+	for _, h := range v.entries {
+		require.Equal(t, "1", h.Shard)
+		require.True(t, v.claimable(&h), "shard 2's cut no longer holds it back")
+	}
+	require.Equal(t, at.Add(3*time.Millisecond), v.horizon)
 }

@@ -80,7 +80,6 @@ type Worker struct {
 	// Poll state, owned by the dispatch loop.
 	control    controlState
 	view       heldView    // what the last walk found (see claimHeld)
-	walkFrom   string      // where the next walk starts ("" the first shard)
 	passed     passedRanks // how far it passed the ready tasks (see passedRanks)
 	peers      peerSet     // the other live workers (see peers.go)
 	lastWork   time.Time   // when a poll last claimed something (machine clock)

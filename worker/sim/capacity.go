@@ -139,28 +139,19 @@ func intersect(a, b []span) []span {
 
 // subtract is the time in a and not in b (each sorted and disjoint).
 func subtract(a, b []span) []span {
-	var out []span
-	for _, s := range a {
-		cur := []span{s}
-		for _, c := range b {
-			var next []span
-			for _, x := range cur {
-				if c.to <= x.from || c.from >= x.to {
-					next = append(next, x)
-					continue
-				}
-				if c.from > x.from {
-					next = append(next, span{x.from, c.from})
-				}
-				if c.to < x.to {
-					next = append(next, span{c.to, x.to})
-				}
-			}
-			cur = next
+	// The complement of b, then what a shares with it: linear in both.
+	var gaps []span
+	from := time.Duration(math.MinInt64)
+	for _, s := range b {
+		if s.from > from {
+			gaps = append(gaps, span{from, s.from})
 		}
-		out = append(out, cur...)
+		from = max(from, s.to)
 	}
-	return out
+	if from < forever {
+		gaps = append(gaps, span{from, forever})
+	}
+	return intersect(a, gaps)
 }
 
 // within is how much of [from, to] the spans cover.

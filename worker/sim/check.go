@@ -26,6 +26,7 @@ type checker struct {
 	specs      map[uuid.UUID]TaskSpec      // each task's input
 	status     map[uuid.UUID]queue.Status  // last status seen
 	last       map[uuid.UUID]*queue.Task   // last version seen
+	etag       map[uuid.UUID]string        // its ETag
 	firstSeen  map[uuid.UUID]time.Duration // when the check first saw the task
 	keys       map[string]bool             // index keys at the last check
 	pending    map[uuid.UUID]time.Duration // when each task first became pending (final)
@@ -94,6 +95,7 @@ func (c *checker) indexKeys(ctx context.Context) map[string]bool {
 func (c *checker) check(ctx context.Context) {
 	if c.specs == nil {
 		c.specs, c.status, c.last, c.firstSeen = map[uuid.UUID]TaskSpec{}, map[uuid.UUID]queue.Status{}, map[uuid.UUID]*queue.Task{}, map[uuid.UUID]time.Duration{}
+		c.etag = map[uuid.UUID]string{}
 	}
 	c.keys = c.indexKeys(ctx)
 	ready := 0
@@ -113,14 +115,25 @@ func (c *checker) check(ctx context.Context) {
 	c.f.mu.Unlock()
 	faultsOver := c.f.now() > c.f.sc.FaultsEnd
 	for _, id := range ids {
-		t, err := c.f.inspect.Get(ctx, id)
+		// A task unchanged since the last check (same ETag) is not decoded
+		// again: most tasks wait or run through many checks.
+		tkey := c.f.inspect.TaskKey(id)
+		obj, err := c.f.mem.Get(ctx, tkey)
 		switch {
-		case errors.Is(err, queue.ErrNotFound):
+		case errors.Is(err, store.ErrNotFound):
 			c.violate("lost", id.String(), "a task its submit returned is not in the bucket")
 			continue
 		case err != nil:
 			c.violate("unreadable", id.String(), err.Error())
 			continue
+		}
+		t := c.last[id]
+		if t == nil || obj.ETag != c.etag[id] {
+			if t, err = queue.DecodeTask(tkey, obj.Body); err != nil {
+				c.violate("unreadable", id.String(), err.Error())
+				continue
+			}
+			c.etag[id] = obj.ETag
 		}
 		if _, ok := c.specs[id]; !ok {
 			var s TaskSpec
@@ -242,11 +255,13 @@ func (c *checker) final(ctx context.Context) {
 
 // overtake checks the order promise once the faults stopped: no task
 // waits more than OvertakeBound, while some worker that serves its type
-// has a slot free (see freeFor), to start behind a newer task of its type
-// and priority (newer: it became pending later) that started before it,
-// while the ready index held no more than one walk reads (maxWalk pages).
-// Deeper, shards take turns (see worker/poll.go): such waits are measured,
-// not bounded. It returns the longest wait of each kind.
+// has a slot free (see freeFor) and no task of its type and a higher
+// priority is ready and waiting (priority order gives those the slot),
+// to start behind a newer task of its type and priority (newer: it became
+// pending later) that started before it, whatever the depth of the ready
+// index. It returns the longest wait
+// while the index held no more than one walk reads (maxWalk entries) and
+// the longest while it was deeper, for the report.
 func (c *checker) overtake(maxWalk int) (shallow, deep time.Duration) {
 	from := c.f.sc.FaultsEnd + Settle
 	free := c.f.freeFor(c.f.journal.all())
@@ -256,10 +271,24 @@ func (c *checker) overtake(maxWalk int) (shallow, deep time.Duration) {
 		pending, start time.Duration
 	}
 	groups := map[string][]item{}
+	// higher: for each type and priority, when a task of that type and a
+	// higher priority was ready and not started yet; a slot is not free
+	// for a task while one ranked before it waits for one.
+	higher := map[string][]span{}
 	c.f.mu.Lock()
 	for id, s := range c.f.tasks {
 		p, ok1 := c.pending[id]
 		st, ok2 := c.started[id]
+		if ok1 {
+			end := forever
+			if ok2 {
+				end = st
+			}
+			for _, lower := range queue.Priorities[s.priority.Level()+1:] {
+				k := s.typ + "/" + string(lower)
+				higher[k] = append(higher[k], span{p, end})
+			}
+		}
 		if !ok1 || !ok2 || st < from {
 			continue
 		}
@@ -267,7 +296,8 @@ func (c *checker) overtake(maxWalk int) (shallow, deep time.Duration) {
 		groups[k] = append(groups[k], item{id, s.typ, p, st})
 	}
 	c.f.mu.Unlock()
-	for _, items := range groups {
+	for k, items := range groups {
+		slots := subtract(free[items[0].typ], normalize(higher[k]))
 		// Newest first, carrying the earliest start of the newer ones.
 		slices.SortFunc(items, func(a, b item) int { return int(b.pending - a.pending) })
 		earliest := time.Duration(-1)
@@ -282,12 +312,12 @@ func (c *checker) overtake(maxWalk int) (shallow, deep time.Duration) {
 				if earliest >= 0 && it.start > earliest {
 					// How long it waited behind the newer task while
 					// some worker that serves its type had a slot free.
-					wait := within(free[it.typ], earliest, it.start)
+					wait := within(slots, earliest, it.start)
 					if c.deepest(max(it.pending, from), it.start) > maxWalk {
 						deep = max(deep, wait)
-						continue
+					} else {
+						shallow = max(shallow, wait)
 					}
-					shallow = max(shallow, wait)
 					if wait > OvertakeBound {
 						c.violate("overtaken", c.name(it.id), fmt.Sprintf("waited %s with a slot free for its type after a newer task of its type and priority started (%s in all; pending at %s, started at %s)", wait, it.start-earliest, it.pending, it.start))
 					}

@@ -49,9 +49,10 @@
 //     twice the work left over the slots serving it, four times the longest
 //     task left at the slowest speed, and five minutes for recovery and
 //     backoff;
-//   - from Settle after the faults stopped, no task started more than
-//     OvertakeBound (30 s plus one page hold) after a newer task of its type
-//     and priority had started.
+//   - from Settle after the faults stopped, no task waited more than
+//     OvertakeBound (30 s plus one page hold), while a slot for its type
+//     was free, to start after a newer task of its type and priority had
+//     started, whatever the depth of the ready index.
 //
 // # Seeds
 //

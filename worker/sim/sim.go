@@ -25,12 +25,21 @@ const (
 	// (a killed worker's tasks are back within 27 s).
 	Settle = time.Minute
 	// OvertakeBound: once the faults stopped, no task waits longer than
-	// this to start behind a newer task of its type and priority that
-	// started before it (30 s plus one page hold).
+	// this, with a slot free for its type, to start behind a newer task
+	// of its type and priority that started before it, at any depth of
+	// the ready index. It is the bound of worker/poll.go ("Order") with
+	// the default PageHold (10 s) and PollMax (5 s, 6 s jittered): behind
+	// another worker's share, 9/8 PageHold until the entry is late, as
+	// long again for the late entries ranked before it (taken first), and
+	// a poll wait: 28.5 s; plus MaxClockSkew (2 s) on the clock that
+	// times lateness, and room for the claims and writes in between (a
+	// rounding up to 30 s plus one page hold). An entry the held view does
+	// not know yet (ready after its shard's page was listed) is seen
+	// within PageHold and a poll wait (16 s), which the first term covers.
 	OvertakeBound = 40 * time.Second
 	// maxWalkLists is the LISTs one walk of a worker reads
-	// (worker/poll.go): a ready index of more than this many pages is
-	// read by shards in turn.
+	// (worker/poll.go): the report gives the longest wait while the ready
+	// index held more than this many pages apart.
 	maxWalkLists = 4
 )
 
@@ -58,7 +67,7 @@ type Report struct {
 	// MaxOvertake is the longest a task waited to start behind a newer one
 	// of its type and priority, after the faults stopped, while the ready
 	// index was no deeper than one walk reads; MaxOvertakeDeep the same
-	// while it was deeper (not bounded: shards take turns).
+	// while it was deeper. Both are held to OvertakeBound.
 	MaxOvertake, MaxOvertakeDeep time.Duration
 	// DrainBound is the bound every task had to end within once the load
 	// stopped, and Drained how long the last one took.

@@ -94,7 +94,7 @@ type Summary struct {
 	FailingSeeds   []uint64       `json:"failing_seeds"`
 	MaxOvertake    string         `json:"max_overtake"`
 	// MaxOvertakeDeep: the same while the ready index was deeper than one
-	// walk (measured, not bounded).
+	// walk (held to the same bound).
 	MaxOvertakeDeep string `json:"max_overtake_deep"`
 }
 
@@ -128,6 +128,6 @@ func (s Summary) String() string {
 		kinds = append(kinds, fmt.Sprintf("%s %d", k, v))
 	}
 	sort.Strings(kinds)
-	return fmt.Sprintf("simulation: %d seeds, %.1f simulated hours, %d tasks, %d handler runs, faults: %s; longest wait behind a newer task %s (bound %s), %s with a ready index deeper than one walk; %d violations (failing seeds %v)",
-		s.Seeds, s.SimulatedHours, s.Tasks, s.Runs, strings.Join(kinds, ", "), s.MaxOvertake, OvertakeBound, s.MaxOvertakeDeep, s.Violations, s.FailingSeeds)
+	return fmt.Sprintf("simulation: %d seeds, %.1f simulated hours, %d tasks, %d handler runs, faults: %s; longest wait behind a newer task %s with a ready index no deeper than one walk, %s deeper (bound %s at every depth); %d violations (failing seeds %v)",
+		s.Seeds, s.SimulatedHours, s.Tasks, s.Runs, strings.Join(kinds, ", "), s.MaxOvertake, s.MaxOvertakeDeep, OvertakeBound, s.Violations, s.FailingSeeds)
 }
