@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/store"
 )
 
 // Polling
@@ -1052,6 +1053,13 @@ func (w *Worker) claimOne(ctx context.Context, e queue.ReadyEntry) claimOutcome 
 		return claimWon
 	case errors.Is(err, queue.ErrConflict), errors.Is(err, queue.ErrNotFound):
 		w.observer().ClaimConflict(e.Type)
+		if errors.Is(err, store.ErrTornRead) {
+			// Not an ordinary lost race: reads kept pairing a body with
+			// another version's ETag. The entry is tried again at the
+			// next walk; an operator should hear if it keeps happening.
+			w.log.Warn("claim skipped: the storage server returned the task's body with another version's ETag (a torn read); qo doctor checks the server", "task_id", e.ID, "err", err)
+			return claimLost
+		}
 		w.log.Debug("ready entry not claimable", "task_id", e.ID, "reason", err)
 		return claimLost
 	default:

@@ -2,6 +2,9 @@ package worker
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -87,4 +90,35 @@ func TestRunProbesOnce(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, vs, 1, "the probe key gains no version after the first probe (queue.Init's)")
 	})
+}
+
+// tearsTasks answers every read of a task object with store.ErrTornRead,
+// as s3store does when a server keeps pairing bodies with other versions'
+// ETags.
+type tearsTasks struct{ store.Store }
+
+func (s tearsTasks) Get(ctx context.Context, key string) (*store.Object, error) {
+	if strings.HasPrefix(key, queue.TasksPrefix) {
+		return nil, fmt.Errorf("get %s: %w", key, store.ErrTornRead)
+	}
+	return s.Store.Get(ctx, key)
+}
+
+// A claim that fails on a torn read is skipped like a lost race, but the
+// operator hears of it: the server is at fault, not another worker.
+func TestTornReadClaimWarns(t *testing.T) {
+	t.Parallel()
+	bd := setup(t, storetest.Backends()[0], setupOpts{})
+	task := bd.submit(t, "echo", `1`)
+	logs := &testutil.Buffer{}
+	opts := bd.opts(t)
+	opts.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	w := New(bd.over(t, tearsTasks{bd.s}), opts)
+	RegisterBuiltins(w)
+	r := start(t, w)
+	testutil.Eventually(t, func() bool { return strings.Contains(logs.String(), "torn read") }, "a warning about the torn read")
+	require.NoError(t, r.stop(t))
+	require.Contains(t, logs.String(), "level=WARN")
+	require.Contains(t, logs.String(), task.ID.String())
+	require.Equal(t, queue.StatusPending, bd.get(t, task.ID).Status, "nothing claimed")
 }
