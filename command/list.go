@@ -62,7 +62,9 @@ window, newest first: the last 24 hours, or since --since (a duration such as
 1h or 7d, or an RFC 3339 time). Either way a page costs what it shows, not the
 size of the bucket's history. A page may hold fewer tasks than --limit and
 still have more after it: pass the printed cursor back with --cursor. Objects
-that cannot be decoded are reported on stderr and skipped. --json prints
+that cannot be decoded are reported on stderr and skipped. With --status
+failed a LAST ERROR column says why each task died (qo status ID shows the
+whole error). --json prints
 {"tasks": [task...], "next_cursor", "since", "malformed": [{"key", "error"}],
 "stale_index_entries": [key...]}.
 
@@ -131,9 +133,20 @@ Examples:
 				fmt.Fprintln(w, "no tasks on this page")
 			} else {
 				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-				fmt.Fprintln(tw, "ID\tTYPE\tPRIORITY\tSTATUS\tATTEMPT\tUPDATED\tWHEN")
+				// Dead letters say why they died: the last error on one
+				// line, cut at 200 bytes (qo status ID shows it whole).
+				deadLetters := qry.Status == queue.StatusFailed
+				header := "ID\tTYPE\tPRIORITY\tSTATUS\tATTEMPT\tUPDATED\tWHEN"
+				if deadLetters {
+					header += "\tLAST ERROR"
+				}
+				fmt.Fprintln(tw, header)
 				for _, t := range page.Tasks {
-					tabRow(tw, t.ID.String(), t.Type, string(t.Priority), string(t.Status), fmt.Sprint(t.Attempt), formatTime(t.UpdatedAt), listWhen(t, now))
+					cells := []string{t.ID.String(), t.Type, string(t.Priority), string(t.Status), fmt.Sprint(t.Attempt), formatTime(t.UpdatedAt), listWhen(t, now)}
+					if deadLetters {
+						cells = append(cells, dash(foldSpace(t.LastError)))
+					}
+					tabRow(tw, cells...)
 				}
 				if err := tw.Flush(); err != nil {
 					return err
