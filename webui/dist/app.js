@@ -3684,8 +3684,8 @@ function renderCounts(st) {
     card(
       "oldest",
       st.oldest_pending_age_seconds > 0 ? short(st.oldest_pending_age_seconds * 1e3) : "-",
-      "oldest waiting",
-      st.oldest_pending_age_seconds > 0 ? "of an available task" : "nothing waits"
+      "oldest pending",
+      st.oldest_pending_age_seconds > 0 ? "of an available task" : "nothing pending"
     ),
     card("workers", fmt(w.active), "workers active", `${fmt(w.stale)} stale \xB7 ${fmt(w.dead)} dead`),
     rate

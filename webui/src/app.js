@@ -574,8 +574,8 @@ function renderCounts(st) {
     ...COUNTED.map((status) => card(status, `${atLeast}${fmt(st.by_status?.[status])}`, status,
       status === 'pending' ? `${fmt(st.delayed)} delayed or in backoff` : status === 'failed' ? 'dead letters'
         : status === 'waiting' ? 'for their parents to end' : 'holding a lease')),
-    card('oldest', st.oldest_pending_age_seconds > 0 ? short(st.oldest_pending_age_seconds * 1000) : '-', 'oldest waiting',
-      st.oldest_pending_age_seconds > 0 ? 'of an available task' : 'nothing waits'),
+    card('oldest', st.oldest_pending_age_seconds > 0 ? short(st.oldest_pending_age_seconds * 1000) : '-', 'oldest pending',
+      st.oldest_pending_age_seconds > 0 ? 'of an available task' : 'nothing pending'),
     card('workers', fmt(w.active), 'workers active', `${fmt(w.stale)} stale · ${fmt(w.dead)} dead`), rate);
   $('#partial').textContent = st.partial ? 'Counts are lower bounds: an index holds more entries than one refresh reads.' : '';
 }

@@ -497,7 +497,7 @@ export const RECENT_MINUTES = constants.recent_minutes;
  * keys of the four indexes and the worker records, for a page reading the
  * bucket itself: counts by status, shard and type (waiting tasks by shard
  * only: their keys name no type), the delayed tasks, the
- * oldest waiting task overall and per type, finishes per minute summed from
+ * oldest pending task overall and per type, finishes per minute summed from
  * the heartbeats, the workers by health, and each worker's request
  * counters from its heartbeat (worker_requests). now is a Date (the bucket's
  * clock); partial says an index was not read to its end.

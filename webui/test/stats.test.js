@@ -13,7 +13,7 @@ function task(id, type, status, extra = {}) {
 }
 const at = (ms) => new Date(NOW.getTime() + ms).toISOString();
 
-test('counts by status, shard and type from the index keys, with the oldest waiting task per type', () => {
+test('counts by status, shard and type from the index keys, with the oldest pending task per type', () => {
   const ready = [
     readyKey(task(ids[0], 'email', 'pending', { available_at: at(-90000) })),
     readyKey(task(ids[1], 'email', 'pending', { available_at: at(-30000), priority: 'high' })),
