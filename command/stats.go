@@ -28,8 +28,9 @@ figures as the console's overview and GET /api/stats: pending (and delayed),
 running and failed tasks by type and shard, the age of the oldest pending
 task, completions and failures per minute over the last minutes, and the
 workers by health. Its cost is a handful of LISTs whatever the bucket's
-history; finished tasks are not counted one by one (the "counted" list of
---json says which statuses have real counts).
+history; finished tasks are not counted one by one: --json's by_status
+holds only the counted statuses (listed in "counted"), so a finished status
+is absent rather than 0.
 
 --json prints exactly the shape of GET /api/stats. --watch redraws every
 --interval until Ctrl-C, reading only what changed since the last round.

@@ -18,8 +18,9 @@ import (
 // never from the task objects, so its cost does not grow with history.
 type Stats struct {
 	At time.Time `json:"at"` // authoritative time of the snapshot
-	// ByStatus has every status; only those in Counted are real counts
-	// (the others are 0: finished tasks are not counted, see Recent).
+	// ByStatus holds the statuses in Counted, and only those: finished
+	// tasks are not counted (see Recent), so their statuses are absent
+	// rather than a 0 that would read as "none".
 	ByStatus map[Status]int            `json:"by_status"`
 	ByShard  map[string]map[Status]int `json:"by_shard"` // shards with at least one counted task
 	ByType   map[string]map[Status]int `json:"by_type"`
@@ -181,7 +182,7 @@ func (c *StatsCounter) Refresh(ctx context.Context) (Stats, error) {
 
 		OldestPendingByType: map[string]time.Time{},
 	}
-	for _, s := range Statuses {
+	for _, s := range CountedStatuses {
 		st.ByStatus[s] = 0
 	}
 	count := func(status Status, shard, typ string) {

@@ -1793,7 +1793,7 @@ function countStats({ ready = [], leases = [], dead = [], waiting = [], workers 
   const st = {
     at: now.toISOString(),
     total: 0,
-    by_status: Object.fromEntries(STATUSES.map((s2) => [s2, 0])),
+    by_status: Object.fromEntries(COUNTED.map((s2) => [s2, 0])),
     counted: [...COUNTED],
     by_shard: {},
     by_type: {},

@@ -505,7 +505,7 @@ export const RECENT_MINUTES = constants.recent_minutes;
 export function countStats({ ready = [], leases = [], dead = [], waiting = [], workers = [], malformed = [], partial = false, now, minutes = RECENT_MINUTES }) {
   const nowMs = now.getTime();
   const st = {
-    at: now.toISOString(), total: 0, by_status: Object.fromEntries(STATUSES.map((s) => [s, 0])), counted: [...COUNTED],
+    at: now.toISOString(), total: 0, by_status: Object.fromEntries(COUNTED.map((s) => [s, 0])), counted: [...COUNTED],
     by_shard: {}, by_type: {}, delayed: 0, oldest_pending_age_seconds: 0, oldest_pending_age_seconds_by_type: {},
     recent: [], partial, malformed, workers: { active: 0, stale: 0, dead: 0 }, worker_requests: {},
   };
