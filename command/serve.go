@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"net/url"
 	"os"
 	"strings"
@@ -70,7 +71,11 @@ Authentication: every route but /health, /healthz and /readyz needs
 The token comes from ` + envAPIToken + ` or --token-file; without one, qo serve makes a
 random token at start and prints it with a ready link to the web UI (on
 loopback only: beyond loopback a token must be given). --no-auth turns the
-token off, on loopback only.
+token off, on loopback only, and never with --allow-origin '*' or 'null'
+(any page could then drive the API). Beyond loopback a token must look
+random: a placeholder such as REPLACE_ME or one under 128 bits of apparent
+entropy (length x log2 of the alphabet it uses) is refused; make one with
+openssl rand -hex 16.
 
 Browsers: a POST body must be JSON (Content-Type: application/json, 415
 otherwise), and requests that change the queue from another site's page
@@ -119,6 +124,66 @@ func newAPIToken() (string, error) {
 	return hex.EncodeToString(b), nil
 }
 
+// tokenPlaceholders are tokens of examples and manifests that must be
+// replaced before use (deploy/kubernetes's example Secret holds the first).
+var tokenPlaceholders = []string{"REPLACE_ME", "CHANGE_ME", "changeme", "token", "secret", "password"}
+
+// minTokenBits is the least apparent entropy of a token served beyond
+// loopback: what qo makes (16 random bytes) or openssl rand -hex 16 give.
+const minTokenBits = 128
+
+// tokenBits estimates a token's entropy in bits: its length times log2 of
+// the alphabet of the character classes it uses (digits, lower case, upper
+// case, the rest of printable ASCII, anything else). An estimate from
+// above: "aaaa..." scores as a random lower-case string.
+func tokenBits(tok string) float64 {
+	var digit, lower, upper, punct, other bool
+	n := 0
+	for _, r := range tok {
+		n++
+		switch {
+		case r >= '0' && r <= '9':
+			digit = true
+		case r >= 'a' && r <= 'z':
+			lower = true
+		case r >= 'A' && r <= 'Z':
+			upper = true
+		case r > ' ' && r < 0x7f:
+			punct = true
+		default:
+			other = true
+		}
+	}
+	alphabet := 0
+	for _, c := range []struct {
+		used bool
+		size int
+	}{{digit, 10}, {lower, 26}, {upper, 26}, {punct, 32}, {other, 128}} {
+		if c.used {
+			alphabet += c.size
+		}
+	}
+	if alphabet < 2 {
+		return 0
+	}
+	return float64(n) * math.Log2(float64(alphabet))
+}
+
+// checkTokenStrength refuses a placeholder or a token under minTokenBits
+// of apparent entropy.
+func checkTokenStrength(tok string) error {
+	for _, p := range tokenPlaceholders {
+		if strings.EqualFold(tok, p) {
+			return usageError("the API token is the placeholder %q: set a random one, e.g. %s=$(openssl rand -hex 16)", tok, envAPIToken)
+		}
+	}
+	if bits := tokenBits(tok); bits < minTokenBits {
+		return usageError("the API token is too weak to serve beyond loopback (about %.0f bits, want at least %d): set a random one, e.g. %s=$(openssl rand -hex 16), or listen on 127.0.0.1",
+			bits, minTokenBits, envAPIToken)
+	}
+	return nil
+}
+
 func runServe(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return usageError("serve takes no arguments, got %q", c.Args().First())
@@ -140,6 +205,14 @@ func runServe(c *cli.Context) error {
 		return usageError("refusing to serve the API on %s without a token: set %s (or --token-file), or listen on 127.0.0.1", addr, envAPIToken)
 	}
 	noAuth := c.Bool("no-auth")
+	if origin := c.String("allow-origin"); noAuth && (origin == "*" || origin == "null") {
+		return usageError("--no-auth with --allow-origin %q lets any web page (or sandboxed frame) use the API: name the page's origin in --allow-origin, or serve with a token", origin)
+	}
+	if !loopback && token != "" {
+		if err := checkTokenStrength(token); err != nil {
+			return err
+		}
+	}
 	switch {
 	case noAuth && !loopback:
 		return usageError("--no-auth is for loopback only: %s is reachable from other machines; set %s (or --token-file) instead", addr, envAPIToken)
