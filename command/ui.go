@@ -35,6 +35,7 @@ const (
 func uiCredentialFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.DurationFlag{Name: "duration", Value: time.Hour, Usage: "how long the link's credentials last (15m to 12h)"},
+		&cli.BoolFlag{Name: "operator", Usage: "credentials that may also cancel, replay and pause (write task objects, their index entries and control.json); default: read-only"},
 		&cli.StringFlag{Name: "role-arn", EnvVars: []string{"QO_UI_ROLE_ARN"},
 			Usage: "AWS: mint the credentials by assuming this `ARN` (default: GetFederationToken for IAM users)"},
 	}
@@ -52,8 +53,12 @@ browsers never send to a server, and keeps credentials in memory only.
 Credentials: 'qo ui url' and 'qo ui serve' mint short-lived credentials
 through STS (MinIO's AssumeRole; on AWS AssumeRole with --role-arn, or
 GetFederationToken for IAM users) and put them in the link. They are scoped
-to the queue's keys in the bucket: they cannot write anything else there,
-such as the UI's own files under ui/.
+to the queue's keys in the bucket and read-only: the page shows the queue
+and hides its actions. With --operator they may also write what the page's
+actions write (task objects, their ready/waiting/dead/lease entries, and
+control.json for pause and resume); no link can write queue.json, monitor/,
+shard-leases/, workers/, or anything else in the bucket such as the UI's own
+files under ui/.
 The dev server (qo dev) has no STS: its links carry its own local keys. Keys
 can also be typed into the page by hand.
 
@@ -145,7 +150,11 @@ func uiLink(c *cli.Context, base string, withCredentials bool) (link, note strin
 		}
 		ctx, cancel := context.WithTimeout(c.Context, 30*time.Second)
 		defer cancel()
-		creds, err := s.TempCredentials(ctx, s3store.TempCredentialsOptions{Keys: queue.Keys(), RoleARN: c.String("role-arn"), Duration: d})
+		access, what := linkAccess(false), "read-only"
+		if c.Bool("operator") {
+			access, what = linkAccess(true), "operator"
+		}
+		creds, err := s.TempCredentials(ctx, s3store.TempCredentialsOptions{Access: access, RoleARN: c.String("role-arn"), Duration: d})
 		if err != nil {
 			return "", "", fmt.Errorf("mint short-lived credentials: %w (the S3 server may have no STS: use --no-credentials and type keys into the page, or on AWS pass --role-arn)", err)
 		}
@@ -153,9 +162,43 @@ func uiLink(c *cli.Context, base string, withCredentials bool) (link, note strin
 		frag.Set("sk", creds.SecretAccessKey)
 		frag.Set("st", creds.SessionToken)
 		frag.Set("exp", creds.Expires.UTC().Format(time.RFC3339))
-		note = fmt.Sprintf("credentials scoped to bucket %s (the queue's keys only), valid until %s", cfg.Bucket, creds.Expires.Local().Format(time.DateTime))
+		if !c.Bool("operator") {
+			frag.Set("ro", "1")
+		}
+		note = fmt.Sprintf("%s credentials scoped to bucket %s (the queue's keys only), valid until %s", what, cfg.Bucket, creds.Expires.Local().Format(time.DateTime))
 	}
 	return uiURL(base, frag), note, nil
+}
+
+// linkReads are the keys the web UI reads: every key of the layout but
+// those of the monitor's and the workers' coordination, which it never
+// shows.
+var linkReads = []string{
+	queue.ConfigKey, queue.ControlKey, queue.TasksPrefix, queue.ReadyPrefix, queue.LeasesPrefix, queue.WaitingPrefix,
+	queue.DeadPrefix, queue.DataPrefix, queue.WorkersPrefix, queue.SchedulesPrefix, queue.IdempotencyPrefix,
+	queue.WorkflowsPrefix, queue.WorkflowNamesPrefix,
+}
+
+// Operator links write what the web UI's operator actions write
+// (webui/src/backend.js): setPause writes control.json; apply writes a
+// task object and the index entries its new version needs (ready/,
+// waiting/, dead/: the page never makes a task running) and deletes those
+// only the old one needed (a running task's lease/ entry included).
+// Nothing else: not queue.json (one bad write stops every client), nor
+// monitor/, shard-leases/ or workers/ (the fleet's coordination).
+var (
+	linkPuts    = []string{queue.ControlKey, queue.TasksPrefix, queue.ReadyPrefix, queue.WaitingPrefix, queue.DeadPrefix}
+	linkDeletes = []string{queue.ReadyPrefix, queue.LeasesPrefix, queue.WaitingPrefix, queue.DeadPrefix}
+)
+
+// linkAccess is what a link's credentials may do: read what the page
+// shows, and with operator also write what its actions write.
+func linkAccess(operator bool) s3store.Access {
+	a := s3store.Access{Read: linkReads}
+	if operator {
+		a.Put, a.Delete = linkPuts, linkDeletes
+	}
+	return a
 }
 
 // uiFragment is the web UI's settings for a bucket, as its link's fragment

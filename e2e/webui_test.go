@@ -33,7 +33,7 @@ const chromiumPath = "/usr/bin/chromium"
 // (with short-lived STS credentials from MinIO).
 func uiLink(t *testing.T, e *wkEnv) string {
 	t.Helper()
-	cmd := exec.Command(wkBinary(t), "ui", "serve", "--addr", "127.0.0.1:0")
+	cmd := exec.Command(wkBinary(t), "ui", "serve", "--addr", "127.0.0.1:0", "--operator")
 	cmd.Env = e.env
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)

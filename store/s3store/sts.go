@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,11 +24,10 @@ type TempCredentials struct {
 
 // TempCredentialsOptions shape the credentials TempCredentials mints.
 type TempCredentialsOptions struct {
-	// Keys are the keys and key prefixes (ending in "/") of the bucket the
-	// credentials may read, write and delete (qo's web UI: queue.Keys()).
+	// Access is what the credentials may do in the bucket (SessionPolicy).
 	// Required: credentials for the whole bucket could replace anything in
 	// it, the web UI's own files included.
-	Keys []string
+	Access Access
 	// RoleARN is assumed when set (AWS: a role the caller may assume;
 	// MinIO ignores it). Without it: AssumeRole on a custom endpoint
 	// (MinIO's STS), GetFederationToken on AWS (IAM users).
@@ -38,43 +38,76 @@ type TempCredentialsOptions struct {
 	SessionName string
 }
 
+// Access lists what credentials may do to the objects of one bucket. Each
+// entry is an exact key or a prefix ending in "/" (every key under it).
+type Access struct {
+	// Read may be got, with their versions; listing the bucket (and its
+	// versions) comes with any access.
+	Read []string
+	// Put may be written.
+	Put []string
+	// Delete may be deleted.
+	Delete []string
+}
+
 // SessionPolicy is the IAM policy of credentials for qo's web UI in one
-// bucket: get, put and delete objects (and read their versions) under keys
-// only, each an exact key or a prefix ending in "/"; list the bucket and
-// its versions. Everything else in the bucket (the web UI's own files
-// under ui/, say) stays out of reach.
-func SessionPolicy(bucket string, keys []string) (string, error) {
-	if len(keys) == 0 {
+// bucket: what access allows, and nothing else. Everything else in the
+// bucket (the web UI's own files under ui/, say) stays out of reach.
+func SessionPolicy(bucket string, access Access) (string, error) {
+	if len(access.Read)+len(access.Put)+len(access.Delete) == 0 {
 		return "", errors.New("session policy: no keys given: the credentials would reach nothing (or, unscoped, everything)")
 	}
-	objects := make([]string, 0, len(keys))
-	for _, k := range keys {
+	// One statement per set of actions, each key in one statement only:
+	// AWS refuses session policies over 2048 characters.
+	type group struct {
+		actions   []string
+		resources []string
+	}
+	var groups []*group
+	seen := map[string]bool{}
+	for _, k := range slices.Concat(access.Read, access.Put, access.Delete) {
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
 		if k == "" || k == "/" || strings.ContainsAny(k, "*?") {
 			return "", fmt.Errorf("session policy: key %q: want a key or a prefix ending in /, without wildcards", k)
+		}
+		var actions []string
+		if slices.Contains(access.Read, k) {
+			actions = append(actions, "s3:GetObject", "s3:GetObjectVersion")
+		}
+		if slices.Contains(access.Put, k) {
+			actions = append(actions, "s3:PutObject")
+		}
+		if slices.Contains(access.Delete, k) {
+			actions = append(actions, "s3:DeleteObject")
 		}
 		arn := "arn:aws:s3:::" + bucket + "/" + k
 		if strings.HasSuffix(k, "/") {
 			arn += "*"
 		}
-		objects = append(objects, arn)
+		i := slices.IndexFunc(groups, func(g *group) bool { return slices.Equal(g.actions, actions) })
+		if i < 0 {
+			groups = append(groups, &group{actions: actions})
+			i = len(groups) - 1
+		}
+		groups[i].resources = append(groups[i].resources, arn)
 	}
-	doc := map[string]any{
-		"Version": "2012-10-17",
-		"Statement": []map[string]any{
-			{"Effect": "Allow", "Action": []string{"s3:GetObject", "s3:GetObjectVersion", "s3:PutObject", "s3:DeleteObject"},
-				"Resource": objects},
-			{"Effect": "Allow", "Action": []string{"s3:ListBucket", "s3:ListBucketVersions"},
-				"Resource": []string{"arn:aws:s3:::" + bucket}},
-		},
+	statements := make([]map[string]any, 0, len(groups)+1)
+	for _, g := range groups {
+		statements = append(statements, map[string]any{"Effect": "Allow", "Action": g.actions, "Resource": g.resources})
 	}
-	b, err := json.Marshal(doc)
+	statements = append(statements, map[string]any{"Effect": "Allow", "Action": []string{"s3:ListBucket", "s3:ListBucketVersions"},
+		"Resource": []string{"arn:aws:s3:::" + bucket}})
+	b, err := json.Marshal(map[string]any{"Version": "2012-10-17", "Statement": statements})
 	if err != nil {
 		return "", fmt.Errorf("session policy: %w", err)
 	}
 	return string(b), nil
 }
 
-// TempCredentials mints short-lived credentials scoped to opts.Keys of the
+// TempCredentials mints short-lived credentials scoped to opts.Access of the
 // store's bucket (SessionPolicy) from the store's own credentials, through
 // the STS API of the endpoint (MinIO) or of AWS.
 func (s *Store) TempCredentials(ctx context.Context, opts TempCredentialsOptions) (TempCredentials, error) {
@@ -90,7 +123,7 @@ func (s *Store) TempCredentials(ctx context.Context, opts TempCredentialsOptions
 		}
 	})
 	secs := aws.Int32(int32(opts.Duration / time.Second))
-	doc, err := SessionPolicy(s.bucket, opts.Keys)
+	doc, err := SessionPolicy(s.bucket, opts.Access)
 	if err != nil {
 		return TempCredentials{}, fmt.Errorf("mint credentials: %w", err)
 	}

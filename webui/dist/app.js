@@ -3335,8 +3335,13 @@ function connect(cfg, nav = {}) {
   $("#app").hidden = false;
   $("#search").disabled = false;
   $("#where").textContent = cfg.api ? `API ${cfg.api}` : `bucket ${cfg.bucket}${cfg.endpoint ? ` at ${cfg.endpoint}` : ""}`;
+  $("#readonly").hidden = !readOnly();
   start();
 }
+function readOnly() {
+  return state.cfg.ro === "1";
+}
+var READ_ONLY = "this link is read-only: get one that may act with qo ui url --operator (or qo ui serve --operator)";
 function disconnect() {
   state.gen++;
   Object.assign(state, fresh());
@@ -3624,7 +3629,7 @@ function renderViews() {
   $("#shard").hidden = state.view === "search";
   $("#typef").hidden = state.view !== "dead";
   $("#paging").hidden = state.view === "search";
-  $("#bulk").hidden = state.view !== "dead";
+  $("#bulk").hidden = state.view !== "dead" || readOnly();
   $("#bulk-progress").hidden = state.view !== "dead" || !state.bulk?.progress;
   $("#search-info").hidden = state.view !== "search";
   $("#list-title").textContent = state.view === "dead" ? "Dead letters: failed tasks, newest failure first" : state.view === "search" ? `Search: ${state.search?.text ?? ""}` : "";
@@ -3788,7 +3793,8 @@ function renderTypes(st) {
       h("td", {}, h("button", {
         class: "toggle",
         "aria-label": `${own ? "resume" : "pause"} type ${type}`,
-        disabled: Boolean(c.error),
+        disabled: Boolean(c.error) || readOnly(),
+        title: readOnly() ? READ_ONLY : "",
         onclick: () => togglePause(type, own)
       }, own ? "Resume" : "Pause"))
     );
@@ -3796,7 +3802,8 @@ function renderTypes(st) {
   $("#types").replaceChildren(...rows.length ? rows : [h("tr", {}, h("td", { colspan: 7, class: "dim" }, "no task waits, runs or failed"))]);
   const all = $("#pause-all");
   all.textContent = c.paused ? "Resume the whole queue" : "Pause the whole queue";
-  all.disabled = Boolean(c.error);
+  all.disabled = Boolean(c.error) || readOnly();
+  all.title = readOnly() ? READ_ONLY : "";
 }
 async function togglePause(type, paused) {
   const what = type ? `type ${type}` : "the whole queue";
@@ -4069,7 +4076,7 @@ function renderDetail(now) {
     box.replaceChildren(h("p", { class: "dim" }, state.view === "workflow" ? "Click a step to see its task: fields, data and history." : "Select a task to see its fields, data and history."));
     return;
   }
-  const actions = [["replay", "Replay"], ["archive", "Archive"], ["cancel", "Cancel"]].filter(([op]) => canAct(op, t.status)).map(([op, label]) => h("button", { id: `act-${op}`, onclick: () => act(op, t) }, label));
+  const actions = readOnly() ? [h("span", { id: "act-readonly", class: "dim small" }, READ_ONLY)] : [["replay", "Replay"], ["archive", "Archive"], ["cancel", "Cancel"]].filter(([op]) => canAct(op, t.status)).map(([op, label]) => h("button", { id: `act-${op}`, onclick: () => act(op, t) }, label));
   const timeline = state.events.map((e, i) => h(
     "tr",
     { class: "version" },
@@ -4271,8 +4278,8 @@ function renderWorkflow(now) {
     )
   );
   const open = stepsToCancel(rep).flat();
-  $("#wf-cancel").disabled = open.length === 0;
-  $("#wf-cancel").title = open.length ? `cancel the ${open.length} step(s) that have not ended` : "every step has ended";
+  $("#wf-cancel").disabled = open.length === 0 || readOnly();
+  $("#wf-cancel").title = readOnly() ? READ_ONLY : open.length ? `cancel the ${open.length} step(s) that have not ended` : "every step has ended";
   const api = state.backend.kind === "API";
   const byName = workflowRef(state.workflow) !== rep.id;
   $("#wf-cost").textContent = `Each refresh: ${api ? "1 GET to qo serve, which makes " : ""}${rep.steps.length + 1 + (byName ? 1 : 0)} GET (1 per step, +1 for the record${byName ? ", +1 for the name" : ""})${wf.made ? `; the last sent ${formatOps(wf.made)}${api ? " to qo serve" : ""}` : ""}.`;
@@ -4284,7 +4291,7 @@ function renderWorkflow(now) {
     h("td", {}, st.task_type),
     h("td", {}, h("span", { class: `st ${st.status || "incomplete"}` }, st.status || "missing")),
     h("td", { class: st.last_error || st.problem ? "error" : "dim" }, stepNote(st) || "-"),
-    h("td", {}, stepActions(st).includes("replay") && st.status ? h("button", { class: "wf-replay", "data-replay": st.name, onclick: () => replayStep(st) }, "Replay") : null)
+    h("td", {}, stepActions(st).includes("replay") && st.status && !readOnly() ? h("button", { class: "wf-replay", "data-replay": st.name, onclick: () => replayStep(st) }, "Replay") : null)
   )));
   renderDetail(now);
 }

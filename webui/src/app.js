@@ -156,8 +156,19 @@ function connect(cfg, nav = {}) {
   $('#app').hidden = false;
   $('#search').disabled = false;
   $('#where').textContent = cfg.api ? `API ${cfg.api}` : `bucket ${cfg.bucket}${cfg.endpoint ? ` at ${cfg.endpoint}` : ''}`;
+  $('#readonly').hidden = !readOnly();
   start();
 }
+
+// readOnly says whether the link's credentials may only read (qo ui url
+// and qo ui serve without --operator): the page then offers no action,
+// which S3 would refuse anyway.
+function readOnly() {
+  return state.cfg.ro === '1';
+}
+
+// READ_ONLY says why an action is missing.
+const READ_ONLY = 'this link is read-only: get one that may act with qo ui url --operator (or qo ui serve --operator)';
 
 // disconnect forgets the current connection and its credentials.
 function disconnect() {
@@ -514,7 +525,7 @@ function renderViews() {
   $('#shard').hidden = state.view === 'search';
   $('#typef').hidden = state.view !== 'dead';
   $('#paging').hidden = state.view === 'search';
-  $('#bulk').hidden = state.view !== 'dead';
+  $('#bulk').hidden = state.view !== 'dead' || readOnly();
   $('#bulk-progress').hidden = state.view !== 'dead' || !state.bulk?.progress;
   $('#search-info').hidden = state.view !== 'search';
   $('#list-title').textContent = state.view === 'dead' ? 'Dead letters: failed tasks, newest failure first'
@@ -663,14 +674,16 @@ function renderTypes(st) {
       h('td', { class: 'oldest' }, age >= 0 ? short(age * 1000) : '-'),
       h('td', { class: `pause-state ${own || c.paused ? 'warn' : 'dim'}` }, state_),
       h('td', {}, h('button', {
-        class: 'toggle', 'aria-label': `${own ? 'resume' : 'pause'} type ${type}`, disabled: Boolean(c.error),
+        class: 'toggle', 'aria-label': `${own ? 'resume' : 'pause'} type ${type}`, disabled: Boolean(c.error) || readOnly(),
+        title: readOnly() ? READ_ONLY : '',
         onclick: () => togglePause(type, own),
       }, own ? 'Resume' : 'Pause')));
   });
   $('#types').replaceChildren(...(rows.length ? rows : [h('tr', {}, h('td', { colspan: 7, class: 'dim' }, 'no task waits, runs or failed'))]));
   const all = $('#pause-all');
   all.textContent = c.paused ? 'Resume the whole queue' : 'Pause the whole queue';
-  all.disabled = Boolean(c.error);
+  all.disabled = Boolean(c.error) || readOnly();
+  all.title = readOnly() ? READ_ONLY : '';
 }
 
 // togglePause pauses or resumes a type (the whole queue when type is
@@ -940,8 +953,9 @@ function renderDetail(now) {
     return;
   }
   // The actions the transition table allows from the task's status.
-  const actions = [['replay', 'Replay'], ['archive', 'Archive'], ['cancel', 'Cancel']]
-    .filter(([op]) => canAct(op, t.status)).map(([op, label]) => h('button', { id: `act-${op}`, onclick: () => act(op, t) }, label));
+  const actions = readOnly() ? [h('span', { id: 'act-readonly', class: 'dim small' }, READ_ONLY)]
+    : [['replay', 'Replay'], ['archive', 'Archive'], ['cancel', 'Cancel']]
+      .filter(([op]) => canAct(op, t.status)).map(([op, label]) => h('button', { id: `act-${op}`, onclick: () => act(op, t) }, label));
   const timeline = state.events.map((e, i) => h('tr', { class: 'version' },
     h('td', {}, h('input', {
       type: 'checkbox', 'aria-label': `compare version ${i + 1}`, checked: state.marks.includes(i),
@@ -1116,8 +1130,8 @@ function renderWorkflow(now) {
       h('span', {}, `ended ${rep.ended_at ? `${new Date(rep.ended_at).toLocaleString()} (${ago(rep.ended_at, now)})` : '-'}`),
       rep.idempotency_key ? h('span', { class: 'dim' }, `idempotency key ${rep.idempotency_key}`) : null));
   const open = stepsToCancel(rep).flat();
-  $('#wf-cancel').disabled = open.length === 0;
-  $('#wf-cancel').title = open.length ? `cancel the ${open.length} step(s) that have not ended` : 'every step has ended';
+  $('#wf-cancel').disabled = open.length === 0 || readOnly();
+  $('#wf-cancel').title = readOnly() ? READ_ONLY : open.length ? `cancel the ${open.length} step(s) that have not ended` : 'every step has ended';
   const api = state.backend.kind === 'API';
   const byName = workflowRef(state.workflow) !== rep.id;
   $('#wf-cost').textContent = `Each refresh: ${api ? '1 GET to qo serve, which makes ' : ''}${rep.steps.length + 1 + (byName ? 1 : 0)} GET `
@@ -1127,7 +1141,7 @@ function renderWorkflow(now) {
     h('td', {}, h('a', { href: navFragment(state.cfg, { view: 'workflow', workflow: state.workflow, task: st.task_id }), title: st.task_id }, st.name)),
     h('td', {}, st.task_type), h('td', {}, h('span', { class: `st ${st.status || 'incomplete'}` }, st.status || 'missing')),
     h('td', { class: st.last_error || st.problem ? 'error' : 'dim' }, stepNote(st) || '-'),
-    h('td', {}, stepActions(st).includes('replay') && st.status ? h('button', { class: 'wf-replay', 'data-replay': st.name, onclick: () => replayStep(st) }, 'Replay') : null))));
+    h('td', {}, stepActions(st).includes('replay') && st.status && !readOnly() ? h('button', { class: 'wf-replay', 'data-replay': st.name, onclick: () => replayStep(st) }, 'Replay') : null))));
   renderDetail(now);
 }
 
