@@ -5,10 +5,10 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
-	"net/url"
 	"os"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -25,6 +25,8 @@ func serveCommand() *cli.Command {
 			Usage: "listen `ADDRESS` (host:port); beyond loopback a token is required"},
 		&cli.StringFlag{Name: "token-file", EnvVars: []string{"QO_API_TOKEN_FILE"},
 			Usage: "read the bearer token from `FILE` (or set " + envAPIToken + ")"},
+		&cli.StringFlag{Name: "token-out",
+			Usage: "write the token qo makes (when none is set) to `FILE` (created, mode 0600) instead of printing it to a terminal"},
 		&cli.Int64Flag{Name: "max-body", Value: httpapi.DefaultMaxBody, Usage: "largest request body in `BYTES`"},
 		&cli.StringFlag{Name: "allow-origin", Usage: "send Access-Control-Allow-Origin: `ORIGIN` on /api/ (a web page served elsewhere)"},
 		&cli.BoolFlag{Name: "no-ui", Usage: "do not serve the web UI at /"},
@@ -69,8 +71,17 @@ or 503 (S3 unavailable).
 Authentication: every route but /health, /healthz and /readyz needs
 "Authorization: Bearer TOKEN".
 The token comes from ` + envAPIToken + ` or --token-file; without one, qo serve makes a
-random token at start and prints it with a ready link to the web UI (on
-loopback only: beyond loopback a token must be given). --no-auth turns the
+random token at start (on loopback only: beyond loopback a token must be
+given). qo prints a token only when it made it, and only to a terminal;
+otherwise --token-out FILE receives it (or set one). A configured token is
+never printed nor logged.
+
+The web UI link qo prints (to a terminal only) carries no token but a
+one-time login code: the page exchanges it once (POST /api/session) for a
+session cookie (HttpOnly, SameSite=Strict, Secure over TLS) and the address
+keeps neither. A code lasts 10 minutes and works once; a holder of the token
+makes another with POST /api/login-codes. Off a terminal, the printed link
+carries nothing: the page asks for the token. --no-auth turns the
 token off, on loopback only, and never with --allow-origin '*' or 'null'
 (any page could then drive the API). Beyond loopback a token must look
 random: a placeholder such as REPLACE_ME or one under 128 bits of apparent
@@ -89,7 +100,8 @@ clients ask. The server has read, write and idle timeouts and stops
 gracefully on SIGINT or SIGTERM.
 
 Examples:
-  qo serve                                   # prints its token
+  qo serve                                   # prints its token (to a terminal)
+  qo serve --token-out /run/qo/token         # writes the token it makes
   QO_API_TOKEN=$(openssl rand -hex 16) qo serve --addr 0.0.0.0:8080
   curl -s -H "Authorization: Bearer $QO_API_TOKEN" localhost:8080/api/stats | jq .by_status
   curl -s -H "Authorization: Bearer $QO_API_TOKEN" -H 'Content-Type: application/json' \
@@ -184,6 +196,33 @@ func checkTokenStrength(tok string) error {
 	return nil
 }
 
+// showMadeToken hands over the token qo made for this run: to the
+// --token-out file, or printed to a terminal. Anywhere else (a log, a
+// pipe) it is not printed: the message says how to get or set one.
+func showMadeToken(c *cli.Context, token string) error {
+	if path := c.String("token-out"); path != "" {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return usageError("--token-out: %v (give a new file: qo does not overwrite one)", err)
+		}
+		_, err = fmt.Fprintln(f, token)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("write the API token to %s: %w", path, err)
+		}
+		fmt.Fprintf(c.App.ErrWriter, "qo: API token made for this run, written to %s\n", path)
+		return nil
+	}
+	if isTerminal(c.App.ErrWriter) {
+		fmt.Fprintf(c.App.ErrWriter, "qo: API token (made for this run; set %s to choose one): %s\n", envAPIToken, token)
+		return nil
+	}
+	fmt.Fprintf(c.App.ErrWriter, "qo: made an API token for this run; it is not printed, as stderr is not a terminal: set %s (or --token-file) to choose one, or pass --token-out FILE\n", envAPIToken)
+	return nil
+}
+
 func runServe(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return usageError("serve takes no arguments, got %q", c.Args().First())
@@ -224,7 +263,13 @@ func runServe(c *cli.Context) error {
 		if token, err = newAPIToken(); err != nil {
 			return err
 		}
-		fmt.Fprintf(c.App.ErrWriter, "qo: API token (made for this run; set %s to choose one): %s\n", envAPIToken, token)
+		if err := showMadeToken(c, token); err != nil {
+			return err
+		}
+	default:
+		if c.String("token-out") != "" {
+			return usageError("--token-out is for a token qo makes: this run has one (%s or --token-file)", envAPIToken)
+		}
 	}
 	var hosts []string
 	if loopback {
@@ -245,13 +290,24 @@ func runServe(c *cli.Context) error {
 	var stopping atomic.Bool
 	opts := httpapi.Options{Token: token, MaxBody: c.Int64("max-body"), Metrics: m, AllowOrigin: c.String("allow-origin"), AllowedHosts: hosts,
 		ShuttingDown: stopping.Load}
+	if token != "" {
+		opts.LoginCodes = httpapi.NewLoginCodes[struct{}](0, nil)
+	}
 	if !c.Bool("no-ui") {
 		opts.UI = webui.Handler()
 		link := "http://" + addr + "/#api=/"
-		if token != "" {
-			link += "&token=" + url.QueryEscape(token)
+		switch {
+		case token == "":
+			fmt.Fprintf(c.App.ErrWriter, "qo: web UI through this API: %s\n", link)
+		case isTerminal(c.App.ErrWriter):
+			code, exp, err := opts.LoginCodes.New(struct{}{})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(c.App.ErrWriter, "qo: web UI through this API (a one-time link, until %s): %s&code=%s\n", exp.Local().Format(time.TimeOnly), link, code)
+		default:
+			fmt.Fprintf(c.App.ErrWriter, "qo: web UI through this API: %s (it asks for the token; or POST /api/login-codes with the token for a one-time link)\n", link)
 		}
-		fmt.Fprintf(c.App.ErrWriter, "qo: web UI through this API: %s\n", link)
 	}
 	return serveHTTP(c, log, addr, logRequests(log, httpapi.New(q, opts)), "API", &stopping)
 }

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"mime"
 	"net"
+	"net/http"
 	"net/url"
 	"path"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/qo-queue/qo/devenv"
+	"github.com/qo-queue/qo/httpapi"
 	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/s3store"
@@ -123,14 +125,14 @@ private.`,
 	}
 }
 
-// uiLink returns base with the UI's settings and credentials in its
-// fragment; note says where the credentials came from.
-func uiLink(c *cli.Context, base string, withCredentials bool) (link, note string, err error) {
+// uiLink returns the UI's settings and credentials, as a link's fragment
+// carries them; note says where the credentials came from.
+func uiLink(c *cli.Context, withCredentials bool) (frag url.Values, note string, err error) {
 	cfg, err := storeConfig(c)
 	if err != nil {
-		return "", "", err
+		return nil, "", err
 	}
-	frag := uiFragment(cfg.Endpoint, cfg.Bucket, cfg.Region)
+	frag = uiFragment(cfg.Endpoint, cfg.Bucket, cfg.Region)
 	switch {
 	case !withCredentials:
 		note = "the link carries no credentials: the page asks for keys"
@@ -142,11 +144,11 @@ func uiLink(c *cli.Context, base string, withCredentials bool) (link, note strin
 	default:
 		s, err := openStore(c)
 		if err != nil {
-			return "", "", err
+			return nil, "", err
 		}
 		d := c.Duration("duration")
 		if d < 15*time.Minute || d > 12*time.Hour {
-			return "", "", usageError("--duration %s: want 15m to 12h", d)
+			return nil, "", usageError("--duration %s: want 15m to 12h", d)
 		}
 		ctx, cancel := context.WithTimeout(c.Context, 30*time.Second)
 		defer cancel()
@@ -156,7 +158,7 @@ func uiLink(c *cli.Context, base string, withCredentials bool) (link, note strin
 		}
 		creds, err := s.TempCredentials(ctx, s3store.TempCredentialsOptions{Access: access, RoleARN: c.String("role-arn"), Duration: d})
 		if err != nil {
-			return "", "", fmt.Errorf("mint short-lived credentials: %w (the S3 server may have no STS: use --no-credentials and type keys into the page, or on AWS pass --role-arn)", err)
+			return nil, "", fmt.Errorf("mint short-lived credentials: %w (the S3 server may have no STS: use --no-credentials and type keys into the page, or on AWS pass --role-arn)", err)
 		}
 		frag.Set("ak", creds.AccessKeyID)
 		frag.Set("sk", creds.SecretAccessKey)
@@ -167,8 +169,12 @@ func uiLink(c *cli.Context, base string, withCredentials bool) (link, note strin
 		}
 		note = fmt.Sprintf("%s credentials scoped to bucket %s (the queue's keys only), valid until %s", what, cfg.Bucket, creds.Expires.Local().Format(time.DateTime))
 	}
-	return uiURL(base, frag), note, nil
+	return frag, note, nil
 }
+
+// linkSecrets are the fragment keys qo ui serve hands over through a
+// one-time code instead of printing them.
+var linkSecrets = []string{"ak", "sk", "st", "exp", "ro"}
 
 // linkReads are the keys the web UI reads: every key of the layout but
 // those of the monitor's and the workers' coordination, which it never
@@ -245,12 +251,12 @@ func runUIURL(c *cli.Context) error {
 			return err
 		}
 	}
-	link, note, err := uiLink(c, base, true)
+	frag, note, err := uiLink(c, true)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintln(c.App.ErrWriter, "qo: "+note)
-	fmt.Fprintln(c.App.Writer, link)
+	fmt.Fprintln(c.App.Writer, uiURL(base, frag))
 	return nil
 }
 
@@ -268,21 +274,44 @@ func runUIServe(c *cli.Context) error {
 		return usageError("cannot listen on %s: %v (pick another with --addr)", addr, err)
 	}
 	base := "http://" + ln.Addr().String() + "/"
-	link, note, err := uiLink(c, base, !c.Bool("no-credentials"))
+	frag, note, err := uiLink(c, !c.Bool("no-credentials"))
 	if err != nil {
 		ln.Close()
 		return err
+	}
+	// The credentials are not printed: the link carries a one-time code
+	// the page exchanges for them (POST /session), so the browser's
+	// history and the terminal keep nothing of use.
+	codes := httpapi.NewLoginCodes[url.Values](0, nil)
+	secrets := url.Values{}
+	for _, k := range linkSecrets {
+		if v := frag.Get(k); v != "" {
+			secrets.Set(k, v)
+			frag.Del(k)
+		}
+	}
+	if len(secrets) > 0 {
+		code, exp, err := codes.New(secrets)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		frag.Set("code", code)
+		note += fmt.Sprintf("; the link works once, until %s", exp.Local().Format(time.TimeOnly))
 	}
 	log, err := cmdLogger(c)
 	if err != nil {
 		ln.Close()
 		return err
 	}
-	srv := newHTTPServer(addr, logRequests(log, webui.Handler()), log)
+	mux := http.NewServeMux()
+	mux.Handle("POST /session", uiSessionHandler(codes))
+	mux.Handle("/", webui.Handler())
+	srv := newHTTPServer(addr, logRequests(log, mux), log)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	fmt.Fprintf(c.App.ErrWriter, "qo: serving the web UI on %s (%s); open:\n", base, note)
-	fmt.Fprintln(c.App.Writer, link)
+	fmt.Fprintln(c.App.Writer, uiURL(base, frag))
 	ctx, cancel := context.WithCancel(c.Context)
 	defer cancel()
 	stop := onSignals(func(int) { cancel() })
@@ -295,6 +324,56 @@ func runUIServe(c *cli.Context) error {
 	shutCtx, shutCancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer shutCancel()
 	return srv.Shutdown(shutCtx)
+}
+
+// uiSessionHandler exchanges a link's one-time code for its credentials,
+// once. Only this server's own page may ask: a request naming another host
+// (a DNS name rebound to 127.0.0.1) or coming from another site's page is
+// refused, and the body must be JSON (which no other site can send without
+// a preflight).
+func uiSessionHandler(codes *httpapi.LoginCodes[url.Values]) http.Handler {
+	fail := func(w http.ResponseWriter, status int, msg string) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(status)
+		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"message": msg}})
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := r.Host
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		if ip := net.ParseIP(strings.Trim(host, "[]")); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			fail(w, http.StatusMisdirectedRequest, fmt.Sprintf("Host %q is not this loopback server", r.Host))
+			return
+		}
+		origin := r.Header.Get("Origin")
+		if site := r.Header.Get("Sec-Fetch-Site"); (site != "" && site != "same-origin") || (origin != "" && origin != "http://"+r.Host) {
+			fail(w, http.StatusForbidden, fmt.Sprintf("refusing a code exchange from another site (Origin %q)", origin))
+			return
+		}
+		if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+			fail(w, http.StatusUnsupportedMediaType, "the body must be JSON (Content-Type: application/json)")
+			return
+		}
+		code, err := httpapi.ReadCode(r)
+		if err != nil {
+			fail(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		secrets, err := codes.Redeem(code)
+		if err != nil {
+			fail(w, http.StatusUnauthorized, err.Error()+": get a new link (restart qo ui serve, or qo ui url)")
+			return
+		}
+		out := map[string]string{}
+		for k := range secrets {
+			out[k] = secrets.Get(k)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		_ = json.NewEncoder(w).Encode(out)
+	})
 }
 
 // uiDeployPlan is what qo ui deploy will write to the bucket's

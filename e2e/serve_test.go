@@ -7,7 +7,10 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -120,7 +123,7 @@ func TestServeRefusesOpenAddressWithoutToken(t *testing.T) {
 }
 
 // TestServeDefaults: qo serve with nothing configured makes a token and
-// prints it with the web UI link; without it nothing is answered; a page
+// (stderr being no terminal) writes it to --token-out only; without it nothing is answered; a page
 // on another site cannot submit even with the token in hand, and a DNS
 // name rebound to 127.0.0.1 is refused; --no-auth is refused beyond
 // loopback.
@@ -128,13 +131,16 @@ func TestServeDefaults(t *testing.T) {
 	t.Parallel()
 	e := wkSetup(t)
 	addr := testutil.FreeAddr(t)
-	srv := e.start(t, "serve", "serve", "--addr", addr)
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	srv := e.start(t, "serve", "serve", "--addr", addr, "--token-out", tokenFile)
 	base := "http://" + addr
 	waitHTTP(t, base+"/health", srv)
-	m := regexp.MustCompile(`API token \(made for this run[^)]*\): ([0-9a-f]{32})`).FindStringSubmatch(srv.out.String())
-	require.NotNil(t, m, "the token is printed: %s", srv.out.String())
-	token := m[1]
-	require.Contains(t, srv.out.String(), "/#api=/&token="+token)
+	b, err := os.ReadFile(tokenFile)
+	require.NoError(t, err)
+	token := strings.TrimSpace(string(b))
+	require.Regexp(t, `^[0-9a-f]{32}$`, token)
+	require.NotContains(t, srv.out.String(), token, "the token goes to the file only")
+	require.Contains(t, srv.out.String(), "written to "+tokenFile)
 
 	status, body := httpDo(t, "POST", base+"/api/tasks", `{"type":"echo"}`, "")
 	require.Equal(t, 401, status, body)
@@ -161,24 +167,70 @@ type servedAPI struct {
 	p               *wkProc
 }
 
-var (
-	servedToken = regexp.MustCompile(`API token \(made for this run[^)]*\): ([0-9a-f]{32})`)
-	servedUI    = regexp.MustCompile(`web UI through this API: (\S+)`)
-)
+var servedUI = regexp.MustCompile(`web UI through this API: (\S+)`)
 
-// startServe runs qo serve on a free loopback port with args.
+// startServe runs qo serve on a free loopback port with args. Unless
+// args turn the token off, qo makes one and writes it to a file
+// (--token-out), and ui is a one-time link to the web UI made with it
+// (POST /api/login-codes).
 func startServe(t *testing.T, e *wkEnv, args ...string) servedAPI {
 	t.Helper()
 	addr := testutil.FreeAddr(t)
+	tokenFile := ""
+	if !slices.Contains(args, "--no-auth") {
+		tokenFile = filepath.Join(t.TempDir(), "token")
+		args = append(args, "--token-out", tokenFile)
+	}
 	p := e.start(t, "serve", append([]string{"serve", "--addr", addr}, args...)...)
 	s := servedAPI{base: "http://" + addr, p: p}
 	waitHTTP(t, s.base+"/health", p)
-	out := p.out.String()
-	if m := servedToken.FindStringSubmatch(out); m != nil {
-		s.token = m[1]
+	if tokenFile == "" {
+		if m := servedUI.FindStringSubmatch(p.out.String()); m != nil {
+			s.ui = m[1]
+		}
+		return s
 	}
-	if m := servedUI.FindStringSubmatch(out); m != nil {
-		s.ui = m[1]
-	}
+	b, err := os.ReadFile(tokenFile)
+	require.NoError(t, err, p.out.String())
+	s.token = strings.TrimSpace(string(b))
+	s.ui = s.base + loginCode(t, s.base, s.token)["link"]
 	return s
+}
+
+// loginCode asks qo serve for a one-time login code: {code, link, ...}.
+func loginCode(t *testing.T, base, token string) map[string]string {
+	t.Helper()
+	status, body := httpDo(t, "POST", base+"/api/login-codes", "", token)
+	require.Equal(t, 201, status, body)
+	var got map[string]string
+	require.NoError(t, json.Unmarshal([]byte(body), &got))
+	return got
+}
+
+// TestServePrintsNoConfiguredToken: a token given to qo serve is never
+// printed nor logged, nor is one qo made when stderr is no terminal (it
+// says how to set one); neither link printed carries a token or a code.
+func TestServePrintsNoConfiguredToken(t *testing.T) {
+	t.Parallel()
+	e := wkSetup(t)
+	token := "5f0c4e9a1b7d3c2e8f6a0b9d4c1e7f3a"
+	configured := *e
+	configured.env = append(slices.Clone(e.env), "QO_API_TOKEN="+token)
+	for name, env := range map[string]*wkEnv{"configured": &configured, "made": e} {
+		addr := testutil.FreeAddr(t)
+		p := env.start(t, "serve-"+name, "serve", "--addr", addr, "--log-level", "debug")
+		waitHTTP(t, "http://"+addr+"/health", p)
+		status, body := httpDo(t, "GET", "http://"+addr+"/api/stats", "", token)
+		if name == "configured" {
+			require.Equal(t, 200, status, body)
+		}
+		out := p.out.String()
+		require.NotContains(t, out, token, "%s: the token is not printed", name)
+		require.NotContains(t, out, "API token (made", "%s: no token at all", name)
+		require.NotContains(t, out, "code=", "%s: no login code off a terminal", name)
+		require.Contains(t, out, "web UI through this API: http://"+addr+"/#api=/ ", name)
+		if name == "made" {
+			require.Contains(t, out, "it is not printed, as stderr is not a terminal: set QO_API_TOKEN")
+		}
+	}
 }

@@ -29,11 +29,24 @@ import (
 
 const chromiumPath = "/usr/bin/chromium"
 
-// uiLink starts qo ui serve on e's bucket and returns the link it prints
-// (with short-lived STS credentials from MinIO).
-func uiLink(t *testing.T, e *wkEnv) string {
+// uiLink starts qo ui serve on e's bucket and returns a link to it with
+// operator credentials from MinIO's STS in its fragment (qo ui url
+// --operator): one that may be opened again, in other tabs. What qo ui
+// serve itself prints (a one-time code) is tested on its own.
+func uiLink(t *testing.T, e *wkEnv, extra ...string) string {
 	t.Helper()
-	cmd := exec.Command(wkBinary(t), "ui", "serve", "--addr", "127.0.0.1:0", "--operator")
+	link, p := uiServe(t, e, "--no-credentials")
+	base, _, _ := strings.Cut(link, "#")
+	r := qo(t, e.env, append([]string{"ui", "url", "--base", base, "--operator"}, extra...)...)
+	require.Equal(t, 0, r.code, "%s\nqo ui serve:\n%s", r.String(), p)
+	return strings.TrimSpace(r.stdout)
+}
+
+// uiServe runs qo ui serve with args on a free loopback port and returns
+// the link it prints and its stderr.
+func uiServe(t *testing.T, e *wkEnv, args ...string) (string, *testutil.Buffer) {
+	t.Helper()
+	cmd := exec.Command(wkBinary(t), append([]string{"ui", "serve", "--addr", "127.0.0.1:0"}, args...)...)
 	cmd.Env = e.env
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
@@ -44,14 +57,25 @@ func uiLink(t *testing.T, e *wkEnv) string {
 	link, err := bufio.NewReader(stdout).ReadString('\n')
 	require.NoError(t, err, stderr.String())
 	testutil.Poll{Limit: 10 * time.Second, Every: 20 * time.Millisecond}.Until(t,
-		func() bool { return strings.Contains(stderr.String(), "credentials scoped to bucket") },
-		"the credentials line on stderr; it holds:\n%s", &stderr)
-	return strings.TrimSpace(link)
+		func() bool { return strings.Contains(stderr.String(), "serving the web UI") },
+		"the serving line on stderr; it holds:\n%s", &stderr)
+	return strings.TrimSpace(link), &stderr
 }
 
 // browser starts headless Chromium (Debian's) and returns a context for
 // chromedp actions; JavaScript dialogs (confirm) are accepted.
 func browser(t *testing.T) context.Context {
+	t.Helper()
+	// Not t.TempDir: Chromium may still write its profile for a moment
+	// after the browser is told to stop, which fails t.TempDir's check.
+	profile, err := os.MkdirTemp("", "qo-chromium-")
+	require.NoError(t, err)
+	return browserIn(t, profile)
+}
+
+// browserIn is browser with its profile in the directory profile, which
+// it removes at the end of the test.
+func browserIn(t *testing.T, profile string) context.Context {
 	t.Helper()
 	if _, err := os.Stat(chromiumPath); err != nil {
 		if os.Getenv("QO_TEST_REQUIRE_S3") == "1" {
@@ -59,10 +83,6 @@ func browser(t *testing.T) context.Context {
 		}
 		t.Skip("chromium is not installed")
 	}
-	// Not t.TempDir: Chromium may still write its profile for a moment
-	// after the browser is told to stop, which fails t.TempDir's check.
-	profile, err := os.MkdirTemp("", "qo-chromium-")
-	require.NoError(t, err)
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromiumPath), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
 		chromedp.NoDefaultBrowserCheck, chromedp.UserDataDir(profile), chromedp.WindowSize(1280, 720),
@@ -414,14 +434,14 @@ func TestWebUIThroughAPI(t *testing.T) {
 
 	s := startServe(t, e)
 	require.NotEmpty(t, s.token, s.p.out.String())
-	require.Contains(t, s.ui, "#api=/&token="+s.token)
+	require.Contains(t, s.ui, "#api=/&code=")
 	var text, location string
 	require.NoError(t, chromedp.Run(ctx,
 		chromedp.Navigate(s.ui+"&view=tasks"),
 		chromedp.WaitVisible(row(failed), chromedp.ByQuery),
 		chromedp.Location(&location),
 	))
-	require.NotContains(t, location, s.token, "the token leaves the address bar")
+	require.NotContains(t, location, "code=", "the one-time code leaves the address bar")
 	require.NoError(t, chromedp.Run(ctx,
 		clickRow(failed),
 		chromedp.WaitVisible("#act-replay", chromedp.ByQuery),

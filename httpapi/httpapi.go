@@ -77,6 +77,10 @@ type Options struct {
 	// S3CheckMaxAge is how long a bucket check of /readyz and
 	// /health?check=s3 is reused (default DefaultS3CheckMaxAge).
 	S3CheckMaxAge time.Duration
+	// LoginCodes, when set with a Token, are the one-time codes a browser
+	// exchanges (POST /api/session) for a session cookie the API takes in
+	// place of the token; POST /api/login-codes makes one.
+	LoginCodes *LoginCodes[struct{}]
 	// ShuttingDown, when set, turns /healthz and /readyz to 503 once it
 	// reports true.
 	ShuttingDown func() bool
@@ -90,6 +94,8 @@ type api struct {
 	opts  Options
 	stats *queue.StatsCounter
 	s3    *S3Check
+
+	sessions sessions
 
 	statsOnce singleflight.Group
 	statsMu   sync.Mutex
@@ -112,6 +118,10 @@ func New(q *queue.Queue, opts Options) http.Handler {
 		opts.StatsMaxAge = DefaultStatsMaxAge
 	}
 	a := &api{q: q, opts: opts, stats: q.NewStatsCounter(queue.StatsOptions{}), s3: NewS3Check(q.Store(), opts.S3CheckMaxAge)}
+	a.sessions = sessions{ttl: DefaultSessionTTL, now: time.Now, byID: map[string]time.Time{}}
+	if opts.LoginCodes != nil {
+		a.sessions.now = opts.LoginCodes.now
+	}
 	if opts.Metrics != nil {
 		opts.Metrics.WatchBacklog(a.backlog, min(opts.RequestTimeout, metrics.DefaultBacklogTimeout))
 	}
@@ -140,6 +150,8 @@ func (a *api) routes() []route {
 		{"GET /health", true, a.health},
 		{"GET /healthz", true, a.healthz},
 		{"GET /readyz", true, a.readyz},
+		{"POST /api/session", true, a.openSession},
+		{"POST /api/login-codes", false, a.newLoginCode},
 		{"GET /api/openapi.json", false, a.openapi},
 		{"GET /api/stats", false, a.getStats},
 		{"GET /api/workers", false, a.getWorkers},
@@ -207,7 +219,7 @@ func (a *api) wrap(rt route) http.Handler {
 		}
 		if !rt.public && a.opts.Token != "" && !a.authorized(r) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="qo"`)
-			writeError(w, http.StatusUnauthorized, "unauthorized", "missing or invalid token: send the header 'Authorization: Bearer TOKEN' with the server's QO_API_TOKEN")
+			writeError(w, http.StatusUnauthorized, "unauthorized", "missing or invalid token: send the header 'Authorization: Bearer TOKEN' with the server's QO_API_TOKEN (or open a link with a login code)")
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, a.opts.MaxBody)
@@ -274,9 +286,13 @@ func originHost(origin string) string {
 	return u.Host
 }
 
+// authorized reports whether r carries the token, or the cookie of a
+// session a login code opened.
 func (a *api) authorized(r *http.Request) bool {
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return ok && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(a.opts.Token)) == 1
+	if got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(a.opts.Token)) == 1
+	}
+	return a.sessionFromCookie(r)
 }
 
 // errorStatus maps an error to its HTTP status and a stable code.

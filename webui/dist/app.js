@@ -2940,7 +2940,7 @@ var ApiBackend = class {
     const data = await res.json().catch(() => ({}));
     if (!res.ok) {
       const msg = data.error?.message || `${res.status} ${res.statusText}`;
-      if (res.status === 401 && !this.token) throw new Error(`${msg} (open the link qo serve printed, which carries the API token, then this one in the same tab)`);
+      if (res.status === 401 && !this.token) throw new Error(`${msg}: this browser holds no session; open a new link from qo serve (its one-time code opens one; POST /api/login-codes with the token makes another)`);
       throw new Error(msg);
     }
     return data;
@@ -3364,6 +3364,23 @@ $("#login-form").addEventListener("submit", (e) => {
   connect(Object.fromEntries([...f.entries()].filter(([, v]) => v)), state.pendingNav || {});
 });
 function openLink(cfg, nav = {}) {
+  if (cfg.code) {
+    const { code, ...rest } = cfg;
+    history.replaceState(null, "", location.pathname + location.search + navFragment(rest, nav));
+    const gen = ++state.gen;
+    redeemCode(rest, code).then((creds) => {
+      if (gen === state.gen) openLink({ ...rest, ...creds }, nav);
+    }, (e) => {
+      if (gen !== state.gen) return;
+      if (rest.api) openLink(rest, nav);
+      else {
+        disconnect();
+        state.pendingNav = nav;
+        showLogin(`This link's one-time code did not work (${e.message}): get a new link (qo ui serve), or enter keys.`);
+      }
+    });
+    return;
+  }
   if (canConnect(cfg)) {
     connect(cfg, nav);
   } else {
@@ -3377,6 +3394,23 @@ function openLink(cfg, nav = {}) {
     form.reset();
     for (const k of ["endpoint", "bucket", "region"]) if (cfg[k]) form.querySelector(`[name=${k}]`).value = cfg[k];
   }
+}
+async function redeemCode(cfg, code) {
+  const url = cfg.api ? `${cfg.api.replace(/\/+$/, "")}/api/session` : new URL("session", location.href).href;
+  const res = await fetch(url, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ code }),
+    credentials: "same-origin",
+    cache: "no-store"
+  });
+  const data = await res.json().catch(() => ({}));
+  if (!res.ok) throw new Error(data.error?.message || `${res.status} ${res.statusText}`);
+  if (cfg.api) return {};
+  const creds = {};
+  for (const k of ["ak", "sk", "st", "exp", "ro"]) if (typeof data[k] === "string" && data[k]) creds[k] = data[k];
+  if (!creds.ak || !creds.sk) throw new Error("the server answered without credentials");
+  return creds;
 }
 async function guard(fn) {
   const gen = state.gen;

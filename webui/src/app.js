@@ -199,6 +199,27 @@ $('#login-form').addEventListener('submit', (e) => {
 // carries none (keeping the endpoint, bucket and region it names, and the
 // view or task it points at for after the keys are entered).
 function openLink(cfg, nav = {}) {
+  if (cfg.code) {
+    // A one-time code (links qo serve and qo ui serve print): out of the
+    // address bar before anything else, then exchanged once.
+    const { code, ...rest } = cfg;
+    history.replaceState(null, '', location.pathname + location.search + navFragment(rest, nav));
+    const gen = ++state.gen;
+    redeemCode(rest, code).then((creds) => {
+      if (gen === state.gen) openLink({ ...rest, ...creds }, nav);
+    }, (e) => {
+      if (gen !== state.gen) return;
+      // Through the API a session this browser opened earlier may still
+      // hold: the API says so, or asks for a new link.
+      if (rest.api) openLink(rest, nav);
+      else {
+        disconnect();
+        state.pendingNav = nav;
+        showLogin(`This link's one-time code did not work (${e.message}): get a new link (qo ui serve), or enter keys.`);
+      }
+    });
+    return;
+  }
   if (canConnect(cfg)) {
     connect(cfg, nav);
   } else {
@@ -214,6 +235,26 @@ function openLink(cfg, nav = {}) {
     form.reset();
     for (const k of ['endpoint', 'bucket', 'region']) if (cfg[k]) form.querySelector(`[name=${k}]`).value = cfg[k];
   }
+}
+
+// redeemCode exchanges a link's one-time code, once, with the server that
+// served this page (a POST, refused from other sites): for qo serve's API
+// it opens a session (an HttpOnly cookie: nothing for the page to keep);
+// qo ui serve answers with the link's short-lived credentials, which stay
+// in this page's memory only. The code is worthless afterwards, so the
+// browser's history keeps nothing of use.
+async function redeemCode(cfg, code) {
+  const url = cfg.api ? `${cfg.api.replace(/\/+$/, '')}/api/session` : new URL('session', location.href).href;
+  const res = await fetch(url, {
+    method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ code }), credentials: 'same-origin', cache: 'no-store',
+  });
+  const data = await res.json().catch(() => ({}));
+  if (!res.ok) throw new Error(data.error?.message || `${res.status} ${res.statusText}`);
+  if (cfg.api) return {};
+  const creds = {};
+  for (const k of ['ak', 'sk', 'st', 'exp', 'ro']) if (typeof data[k] === 'string' && data[k]) creds[k] = data[k];
+  if (!creds.ak || !creds.sk) throw new Error('the server answered without credentials');
+  return creds;
 }
 
 // ---- loading ----------------------------------------------------------------

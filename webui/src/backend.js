@@ -780,8 +780,8 @@ export class ApiBackend {
     if (!res.ok) {
       const msg = data.error?.message || `${res.status} ${res.statusText}`;
       // A link copied from the address bar carries no token (by design):
-      // the page needs the one qo serve printed, opened in the same tab.
-      if (res.status === 401 && !this.token) throw new Error(`${msg} (open the link qo serve printed, which carries the API token, then this one in the same tab)`);
+      // the page needs a session, which a link qo serve prints opens once.
+      if (res.status === 401 && !this.token) throw new Error(`${msg}: this browser holds no session; open a new link from qo serve (its one-time code opens one; POST /api/login-codes with the token makes another)`);
       throw new Error(msg);
     }
     return data;

@@ -1,6 +1,9 @@
 // The settings a link gives the page, in its fragment (#...), which
 // browsers never send to any server: endpoint, bucket, region, ak, sk, st
-// (session token), exp (expiry), or api (+ token) to use qo's HTTP API.
+// (session token), exp (expiry), ro (read-only credentials), or api (+
+// token) to use qo's HTTP API; code, a one-time code the page exchanges
+// with the server that served it (qo serve, qo ui serve) for a session or
+// credentials, and drops from the address first.
 // The fragment also says where in the page to go: view (one of PAGES),
 // task (a task id, opened in its detail), search (a query of the search
 // box, shown in the search view), type (the dead letters of one task
