@@ -34,9 +34,11 @@ const (
 	uiPrefix      = "ui/"
 )
 
-func uiCredentialFlags() []cli.Flag {
+// uiCredentialFlags are the flags of the commands that mint a link's
+// credentials, which last d unless --duration says otherwise.
+func uiCredentialFlags(d time.Duration) []cli.Flag {
 	return []cli.Flag{
-		&cli.DurationFlag{Name: "duration", Value: time.Hour, Usage: "how long the link's credentials last (15m to 12h)"},
+		&cli.DurationFlag{Name: "duration", Value: d, Usage: "how long the link's credentials last (15m to 12h)"},
 		&cli.BoolFlag{Name: "operator", Usage: "credentials that may also cancel, replay and pause (write task objects, their index entries and control.json); default: read-only"},
 		&cli.StringFlag{Name: "role-arn", EnvVars: []string{"QO_UI_ROLE_ARN"},
 			Usage: "AWS: mint the credentials by assuming this `ARN` (default: GetFederationToken for IAM users)"},
@@ -71,8 +73,11 @@ docs/webui.md.`,
 			{
 				Name:  "serve",
 				Usage: "serve the UI on this machine and print a link that opens it on the bucket",
-				Description: `Serves the embedded files on a loopback address (static files only: the page
-still talks to S3 itself) and prints a link with short-lived credentials.
+				Description: `Serves the embedded files on a loopback address (the page still talks to S3
+itself) and prints a link with a one-time code: the page exchanges it once
+(POST /session, from this server's own page only) for short-lived
+credentials, which it keeps in memory; the code works once, within 10
+minutes, so the browser's history keeps nothing of use.
 
 Examples:
   qo ui serve
@@ -80,20 +85,25 @@ Examples:
 				Flags: append([]cli.Flag{
 					&cli.StringFlag{Name: "addr", Value: defaultUIAddr, Usage: "listen `ADDRESS` (loopback only)"},
 					&cli.BoolFlag{Name: "no-credentials", Usage: "print a link without credentials (the page asks for keys)"},
-				}, append(uiCredentialFlags(), logFlags()...)...),
+				}, append(uiCredentialFlags(time.Hour), logFlags()...)...),
 				Action: runUIServe,
 			},
 			{
 				Name:  "url",
 				Usage: "print a link to the UI carrying short-lived credentials for the bucket",
-				Description: `Examples:
+				Description: `The link carries the credentials themselves (qo cannot serve a page elsewhere
+a one-time code for them): the browser's history keeps the link, so they
+last 15 minutes by default, the least STS allows; the page asks for a new
+link when they expire. qo ui serve keeps them out of the history.
+
+Examples:
   qo ui url                                   # for 'qo ui serve' on its default address
   qo ui url --deployed                        # for the copy 'qo ui deploy' put in the bucket
   qo ui url --base https://ops.example.com/qo/ --role-arn arn:aws:iam::123456789012:role/qo-ui`,
 				Flags: append([]cli.Flag{
 					&cli.StringFlag{Name: "base", Value: "http://" + defaultUIAddr + "/", Usage: "where the UI is served (`URL`)"},
 					&cli.BoolFlag{Name: "deployed", Usage: "link to the UI deployed in the bucket (qo ui deploy)"},
-				}, uiCredentialFlags()...),
+				}, uiCredentialFlags(15*time.Minute)...),
 				Action: runUIURL,
 			},
 			{

@@ -28,7 +28,11 @@ writer follows; the code implements exactly what is written here.
 
 Nothing else in the bucket belongs to the queue (Keys lists the keys and
 prefixes above): qo ui deploy puts the web UI's files under ui/, and
-credentials minted for the web UI may not write there.
+credentials minted for the web UI may not write there. Those credentials
+read only, unless minted with --operator: then they also write what the
+page's actions write (task objects, ready/, waiting/ and dead/ entries,
+deletes of leases/ entries, control.json), and never queue.json, monitor/,
+shard-leases/ or workers/ (command/ui.go, linkAccess).
 
 {id} is the canonical lowercase UUID. New tasks get a UUIDv7 (NewID): its
 first 48 bits are the creation time in milliseconds, so within a shard
