@@ -106,11 +106,11 @@ func (p *ActPlan) IDs() []uuid.UUID {
 func (p *ActPlan) Summary() string {
 	n := len(p.items)
 	s := fmt.Sprintf("%s %d task%s: %s", p.Op, n, plural(n), FormatCounts(p.Cost))
-	if len(p.Skipped) > 0 {
-		s += fmt.Sprintf("; %d skipped", len(p.Skipped))
-	}
 	if p.Found.Total(store.OpList)+p.Found.Total(store.OpGet) > 0 {
 		s += fmt.Sprintf(" (finding them took %s)", FormatCounts(p.Found))
+	}
+	if len(p.Skipped) > 0 {
+		s += fmt.Sprintf("; %d skipped", len(p.Skipped))
 	}
 	if p.Partial {
 		s += fmt.Sprintf("; more tasks match than one run plans (%d): run again for the rest", MaxActPlan)
