@@ -399,6 +399,9 @@ func (q *Queue) RunBulkAction(ctx context.Context, p *ActPlan, opt ActOptions) *
 	}
 dispatch:
 	for i := range p.items {
+		if runCtx.Err() != nil {
+			break // stopped: no task starts after that
+		}
 		select {
 		case next <- i:
 		case <-runCtx.Done():

@@ -1,6 +1,7 @@
 package queue_test
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 
@@ -167,4 +168,40 @@ func TestBulkActionCost500(t *testing.T) {
 	require.Len(t, sum.Done, n)
 	requireCounts(t, "cancel 500", before, b.counts(), map[store.Op]int64{store.OpList: 1, store.OpGet: n, store.OpPut: n, store.OpDelete: n})
 	require.Equal(t, int64(3*n+1), sum.Requests.Total(store.OpList)+sum.Requests.Total(store.OpGet)+sum.Requests.Total(store.OpPut)+sum.Requests.Total(store.OpDelete))
+}
+
+// TestBulkActionFailures: a write that fails is reported with its error
+// and the rest go on; a run whose context ends reports the tasks it never
+// started, and running the plan again finishes the job.
+func TestBulkActionFailures(t *testing.T) {
+	t.Parallel()
+	b := setup(t, storetest.Backends()[0])
+	var tasks []*queue.Task
+	for range 6 {
+		tasks = append(tasks, b.submit(t, "x", `{}`))
+	}
+	bad := tasks[2]
+	b.s.set(func(f *faultStore) { f.failPut = func(key string) bool { return key == bad.Key() } })
+	plan, err := b.q.PlanBulkAction(b.ctx, queue.BulkActionRequest{Op: queue.OpCancel, Filter: &queue.ActFilter{Type: "x"}})
+	require.NoError(t, err)
+	sum := b.q.RunBulkAction(b.ctx, plan, queue.ActOptions{Concurrency: 2})
+	require.Len(t, sum.Done, 5)
+	require.Len(t, sum.Failed, 1)
+	require.Equal(t, bad.ID, sum.Failed[0].ID)
+	require.Contains(t, sum.Failed[0].Reason, "injected put failure")
+	require.NoError(t, sum.Stopped, "one task's failure does not stop the others")
+	require.Equal(t, queue.StatusPending, b.get(t, bad).Status)
+
+	b.s.set(func(f *faultStore) { f.failPut = nil })
+	ctx, cancel := context.WithCancel(b.ctx)
+	cancel()
+	plan, err = b.q.PlanBulkAction(b.ctx, queue.BulkActionRequest{Op: queue.OpCancel, IDs: []uuid.UUID{bad.ID}})
+	require.NoError(t, err)
+	sum = b.q.RunBulkAction(ctx, plan, queue.ActOptions{})
+	require.ErrorIs(t, sum.Stopped, context.Canceled)
+	require.Len(t, sum.Failed, 1)
+	require.Empty(t, sum.Done)
+	sum = b.q.RunBulkAction(b.ctx, plan, queue.ActOptions{})
+	require.Equal(t, []uuid.UUID{bad.ID}, sum.Done)
+	require.Equal(t, queue.StatusCancelled, b.get(t, bad).Status)
 }
