@@ -12,8 +12,8 @@ import (
 func archiveCommand() *cli.Command {
 	return operatorCommand("archive", "hide a finished task from default listings",
 		`Archives a completed, failed or cancelled task. The object and its history
-stay; 'qo list --status archived' still finds it. --json prints the task
-object after the change.
+stay; 'qo list --status archived' still finds it. With one id, --json
+prints the task object after the change.
 
 Several tasks: give several ids, '-' to read ids from stdin (separated by
 spaces or newlines), or a filter: --status, --type, --shard (--all for every

@@ -16,7 +16,7 @@ then follow their on_parent_failure). A running task is marked
 cancel_requested: its worker notices at its next lease check, stops the
 handler and confirms (if the worker is gone, the expiry check cancels it).
 A task that has ended cannot be cancelled.
---json prints the task object after the change.
+With one id, --json prints the task object after the change.
 
 Several tasks: give several ids, '-' to read ids from stdin (separated by
 spaces or newlines), or a filter: --status, --type, --shard (--all for every

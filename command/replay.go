@@ -12,7 +12,7 @@ import (
 func replayCommand() *cli.Command {
 	return operatorCommand("replay", "run a failed or cancelled task again",
 		`Puts the task back to pending, available now, with its retry count reset.
---json prints the task object after the change.
+With one id, --json prints the task object after the change.
 
 Several tasks: give several ids, '-' to read ids from stdin (separated by
 spaces or newlines), or a filter: --status, --type, --shard (--all for every
