@@ -3,7 +3,7 @@
 // failures with their error, stop), with the page's own single action.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { planBulk, runBulk, actionRequests, deadEntryTask, describeFailure, formatOps, serverPlan, BULK_CONCURRENCY, BULK_MAX_IDS } from '../src/bulk.js';
+import { planBulk, runBulk, actionRequests, deadEntryTask, describeFailure, formatOps, serverPlan, BULK_CONCURRENCY, BULK_MAX_IDS, BULK_FILTER_PAGES } from '../src/bulk.js';
 import { S3Backend } from '../src/backend.js';
 import { deadKey, readyKey, indexEntry, taskKey, shardOf, TransitionError } from '../src/queue.js';
 
@@ -192,4 +192,27 @@ test('a bulk replay through the single action: the planned requests, and a task 
     assert.ok(!s3.objects.has(deadKey(t)));
   }
   assert.equal(JSON.parse(s3.objects.get(taskKey(changed.shard, changed.id))).rev, changed.rev + 1, 'written once, by the other operator');
+});
+
+test('every task of a filter: read page by page as the list does, at most BULK_FILTER_PAGES, with what it cost', async () => {
+  const be = new S3Backend({ endpoint: 'http://127.0.0.1:1', bucket: 'b', region: 'us-east-1', accessKeyId: 'k', secretAccessKey: 's' });
+  be.s3 = { requests: { LIST: 0, GET: 0 } };
+  const asked = [];
+  const pages = (last) => async ({ status, shard, cursor }) => {
+    asked.push({ status, shard, cursor });
+    be.s3.requests.LIST++;
+    be.s3.requests.GET += 2;
+    const n = Number(cursor || 0);
+    return { tasks: [{ id: `a${n}` }, { id: `b${n}` }], next_cursor: n < last ? String(n + 1) : '' };
+  };
+  be.listTasks = pages(2);
+  const small = await be.tasksInFilter({ status: 'pending', shard: '3' });
+  assert.deepEqual(small.candidates.map((t) => t.id), ['a0', 'b0', 'a1', 'b1', 'a2', 'b2']);
+  assert.deepEqual(asked, [{ status: 'pending', shard: '3', cursor: '' }, { status: 'pending', shard: '3', cursor: '1' }, { status: 'pending', shard: '3', cursor: '2' }]);
+  assert.deepEqual(small.found, { s3: { LIST: 3, GET: 6 } });
+  assert.equal(small.partial, false);
+  be.listTasks = pages(1000);
+  const big = await be.tasksInFilter({ status: 'pending' });
+  assert.equal(big.candidates.length, 2 * BULK_FILTER_PAGES);
+  assert.equal(big.partial, true, 'it stopped before the end: the plan says so');
 });
