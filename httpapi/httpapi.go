@@ -162,6 +162,7 @@ func (a *api) routes() []route {
 		{"POST /api/tasks/{id}/cancel", false, a.cancel},
 		{"POST /api/tasks/{id}/replay", false, a.taskAction("replay")},
 		{"POST /api/tasks/{id}/archive", false, a.taskAction("archive")},
+		{"POST /api/tasks/bulk", false, a.bulk},
 		{"GET /api/workflows", false, a.listWorkflows},
 		{"POST /api/workflows", false, a.submitWorkflow},
 		{"GET /api/workflows/{ref}", false, a.getWorkflow},

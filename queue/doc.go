@@ -716,7 +716,7 @@ heartbeat, with 0 or with millions of finished tasks.
 Lifetime totals of completed, cancelled, expired or archived tasks are not
 counted (Stats.Counted says which counts are real).
 
-# Following, waiting, bulk submits
+# Following, waiting, bulk submits and bulk actions
 
 An event has one name everywhere (History, Follow, qo tail, the console,
 the HTTP API): the one of Events that the write recorded in last_event,
@@ -744,6 +744,24 @@ most 16 (up to 256) at once; lines repeating a type and idempotency key
 are sent once. None of them reads anything in proportion to the finished
 tasks: the same requests with 0 or with 10,000 of them (asserted in
 tests).
+
+Bulk actions (qo cancel|replay|archive with several ids or a filter, the
+console's marked tasks, POST /api/tasks/bulk, and so the web UI through
+qo serve) are the single-task action on each task, never another rule.
+PlanBulkAction reads the tasks, 1 GET per id, or a filter's List pages
+(per status walked: the cost of List, 1 LIST per 1,000 index entries or
+window keys + 1 GET per task read), at most MaxActPlan tasks, and applies
+the action's rule in memory: each task is planned once, and those the rule
+refuses or that the action would not change are skipped, with the reason.
+It writes nothing (a dry run stops there). RunBulkAction writes each
+planned task with If-Match on the ETag it was read with (no second GET),
+DefaultActConcurrency at a time: 1 PUT + the index entries the change
+needs (cancelling a pending task: 1 PUT + 1 DELETE, 500 of them 1 LIST +
+500 GET + 500 PUT + 500 DELETE in all). A task changed since it was read
+is read again and the rule applied again (1 GET more): one that no longer
+allows the action is skipped ("changed meanwhile"), never forced. A
+storage error or the end of the context stops the run; the same action
+again is safe, as what is done is skipped.
 
 # Sweeper
 

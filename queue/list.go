@@ -47,6 +47,18 @@ type TaskPage struct {
 	// Since is the start of the creation window of a window listing (zero
 	// for index listings).
 	Since time.Time `json:"since,omitzero"`
+	// etags holds the ETag each listed task was read with, so a bulk
+	// action can write it conditionally without reading it again.
+	etags map[uuid.UUID]string
+}
+
+// keep adds f's task to the page, with the ETag it was read with.
+func (p *TaskPage) keep(f fetched) {
+	p.Tasks = append(p.Tasks, f.t)
+	if p.etags == nil {
+		p.etags = map[uuid.UUID]string{}
+	}
+	p.etags[f.t.ID] = f.etag
 }
 
 // Default and maximum page sizes of List, and the default window.
@@ -177,6 +189,7 @@ type fetched struct {
 	from     string // index key it came from ("" for scans)
 	modified time.Time
 	t        *Task
+	etag     string
 	err      error
 }
 
@@ -189,6 +202,7 @@ func (q *Queue) fetchAll(ctx context.Context, items []fetched) {
 			return
 		}
 		items[i].t, items[i].err = DecodeTask(items[i].key, obj.Body)
+		items[i].etag = obj.ETag
 	})
 }
 
@@ -294,7 +308,7 @@ func (q *Queue) listIndex(ctx context.Context, qry ListQuery, cur listCursor) (T
 			if qry.Type != "" && f.t.Type != qry.Type {
 				continue // a waiting entry does not name its type
 			}
-			page.Tasks = append(page.Tasks, f.t)
+			page.keep(f)
 		}
 		after = lastKey
 		done := lp.NextToken == "" && (len(lp.Objects) == 0 || lastKey == lp.Objects[len(lp.Objects)-1].Key)
@@ -393,7 +407,7 @@ func (q *Queue) listWindow(ctx context.Context, qry ListQuery, cur listCursor) (
 				return page, err
 			}
 			if f.t != nil && matches(f.t, qry) {
-				page.Tasks = append(page.Tasks, f.t)
+				page.keep(f)
 			}
 		}
 	}

@@ -19,6 +19,7 @@ type KeyMap struct {
 	Status, Search, ShardPrev, ShardNext, Clear  key.Binding
 	NextPage, PrevPage                           key.Binding
 	Mark, Diff                                   key.Binding
+	Select, SelectAll                            key.Binding
 	Replay, Archive, Cancel, Requeue, Submit     key.Binding
 	PauseType, PauseAll                          key.Binding
 	ToggleSchedule, Trigger, DeleteSchedule      key.Binding
@@ -60,6 +61,8 @@ func DefaultKeyMap() KeyMap {
 		PrevPage:  k("[", "previous page", "["),
 		Mark:      k("m", "mark version for diff", "m"),
 		Diff:      k("d", "diff the two marked versions", "d"),
+		Select:    k("space", "mark/unmark the task for R, A, C on many", " "),
+		SelectAll: k("a", "mark/unmark every task in this filter", "a"),
 		Replay:    k("R", "replay ("+from(queue.OpReplay)+")", "R"),
 		Archive:   k("A", "archive ("+from(queue.OpArchive)+")", "A"),
 		Cancel:    k("C", "cancel ("+from(queue.OpCancel)+")", "C"),
@@ -94,7 +97,7 @@ func (k KeyMap) helpSections() []helpSection {
 	return []helpSection{
 		{"Everywhere", []key.Binding{k.Overview, k.Tasks, k.Workers, k.Schedules, k.NextTab, k.Refresh, k.Interval, k.Help, k.Back, k.Quit}},
 		{"Lists", []key.Binding{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown, k.Open}},
-		{"Tasks", []key.Binding{k.Status, k.Search, k.ShardPrev, k.ShardNext, k.Clear, k.NextPage, k.PrevPage}},
+		{"Tasks", []key.Binding{k.Status, k.Search, k.ShardPrev, k.ShardNext, k.Clear, k.NextPage, k.PrevPage, k.Select, k.SelectAll}},
 		{"Task detail", []key.Binding{k.Focus, k.Toggle, k.Mark, k.Diff}},
 		{"Actions (ask first)", []key.Binding{k.Replay, k.Archive, k.Cancel, k.Requeue, k.Submit, k.PauseType, k.PauseAll}},
 		{"Schedules (ask first)", []key.Binding{k.ToggleSchedule, k.Trigger, k.DeleteSchedule}},

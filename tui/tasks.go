@@ -38,6 +38,9 @@ type tasks struct {
 	searching bool
 	search    textinput.Model
 	wfRef     string // the workflow asked for by the last search (tasksOpenWorkflow)
+
+	// marks is the set the bulk actions apply to (see bulk.go).
+	marks marks
 }
 
 // statusCycle is the order s steps through; "" is every status but archived.
@@ -72,6 +75,7 @@ func (t *tasks) query() queue.ListQuery {
 // resetPaging goes back to the first page after a filter change.
 func (t *tasks) resetPaging() {
 	t.cursors, t.pageIdx = []string{""}, 0
+	t.marks = marks{} // marks belong to the filter they were made in
 	t.clearPage()
 }
 
@@ -198,6 +202,12 @@ func (t *tasks) Update(msg tea.KeyMsg) (tasksEffect, uuid.UUID, tea.Cmd) {
 		}
 	case key.Matches(msg, k.Search):
 		return tasksNone, uuid.Nil, t.openSearch()
+	case key.Matches(msg, k.Select):
+		if sel := t.selected(); sel != nil {
+			t.marks.toggle(sel.ID)
+		}
+	case key.Matches(msg, k.SelectAll):
+		t.markAll()
 	}
 	return tasksNone, uuid.Nil, nil
 }
@@ -263,6 +273,9 @@ func (t *tasks) filterLine() string {
 	if t.idPrefix != "" {
 		parts = append(parts, "id: "+safe(t.idPrefix)+"…")
 	}
+	if m := t.marks.describe(); m != "" {
+		parts = append(parts, m)
+	}
 	page := fmt.Sprintf("page %d", t.pageIdx+1)
 	if t.page.Cursor != "" {
 		page += " (] for more)"
@@ -278,10 +291,16 @@ func (t *tasks) View(now time.Time) string {
 		b.WriteString(t.st.Dim.Render(cut(t.filterLine(), t.w)) + "\n")
 	}
 	// Columns: id, type, priority, status, attempt, updated, when.
-	typeW := max(t.w-8-2-10-4-10-18-6-7, 8)
-	header := fmt.Sprintf("  %-8s %s %-6s %-10s %4s %-10s %s", "ID", fit("TYPE", typeW), "PRIO", "STATUS", "ATT", "UPDATED", "NEXT / LEASE")
-	b.WriteString(t.st.Header.Render(cut(header, t.w)) + "\n")
 	v := t.visible()
+	typeW := max(t.w-8-2-10-4-10-18-6-7, 8)
+	last := "NEXT / LEASE"
+	if longest, dead := deadLetterRows(v); dead {
+		// Dead letters show their last error: the type column gives it
+		// the room the types do not need.
+		typeW, last = min(typeW, max(longest, 10)), "NEXT / LEASE / LAST ERROR"
+	}
+	header := fmt.Sprintf("  %-8s %s %-6s %-10s %4s %-10s %s", "ID", fit("TYPE", typeW), "PRIO", "STATUS", "ATT", "UPDATED", last)
+	b.WriteString(t.st.Header.Render(cut(header, t.w)) + "\n")
 	if !t.loaded {
 		b.WriteString(t.st.Dim.Render("  loading…"))
 		return b.String()
@@ -300,10 +319,14 @@ func (t *tasks) View(now time.Time) string {
 		task := v[i]
 		line := fmt.Sprintf("%-8s %s %-6s %s %4d %-10s %s", queue.ShortID(task.ID), fit(safe(task.Type), typeW), safe(string(task.Priority)),
 			fit(t.st.status(task.Status), 10), task.Attempt, ago(task.UpdatedAt, now), when(task, now))
+		mark := " "
+		if t.marks.has(task.ID) {
+			mark = "*"
+		}
 		if i == t.sel {
-			b.WriteString(t.st.Selected.Render(fit("> "+line, t.w)))
+			b.WriteString(t.st.Selected.Render(fit(">"+mark+line, t.w)))
 		} else {
-			b.WriteString(fit("  "+line, t.w))
+			b.WriteString(fit(" "+mark+line, t.w))
 		}
 		if i < len(v)-1 && i < t.offset+rows-1 {
 			b.WriteString("\n")
@@ -315,8 +338,19 @@ func (t *tasks) View(now time.Time) string {
 	return b.String()
 }
 
+// deadLetterRows reports whether v holds a failed task with an error, and
+// the longest type of v.
+func deadLetterRows(v []*queue.Task) (longest int, dead bool) {
+	for _, task := range v {
+		longest = max(longest, len(safe(task.Type)))
+		dead = dead || (task.Status == queue.StatusFailed && task.LastError != "")
+	}
+	return longest, dead
+}
+
 // when is the live countdown column: time until a pending task becomes
-// available, or until a running task's lease runs out.
+// available, or until a running task's lease runs out; for a dead letter,
+// the error it died of.
 func when(t *queue.Task, now time.Time) string {
 	switch t.Status {
 	case queue.StatusWaiting:
@@ -326,6 +360,10 @@ func when(t *queue.Task, now time.Time) string {
 			return "runs in " + short(t.AvailableAt.Sub(now))
 		}
 		return "ready " + short(now.Sub(t.AvailableAt))
+	case queue.StatusFailed:
+		if t.LastError != "" {
+			return oneLine(t.LastError)
+		}
 	case queue.StatusRunning:
 		if t.LeaseExpiresAt == nil {
 			return ""

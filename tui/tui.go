@@ -325,6 +325,11 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			}
 		}
 		return m, nil
+	case bulkPlanMsg:
+		m.bulkPlanned(msg)
+		return m, nil
+	case bulkDoneMsg:
+		return m, m.bulkDone(msg)
 	case actionMsg:
 		m.flash, m.flashErr = actionResult(msg), msg.err != nil
 		if msg.err == nil && msg.action == actSubmit && msg.task != nil {
@@ -609,6 +614,9 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 			m.confirm = &confirm{action: action, text: schedulePrompt(action, sc), run: scheduleAction(m.ctx, m.q, action, sc.Name)}
 			return nil
 		}
+	}
+	if cmd, ok := m.bulkKey(msg); ok {
+		return cmd
 	}
 	if t := m.target(); t != nil {
 		for _, a := range []struct {

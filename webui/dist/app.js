@@ -2132,9 +2132,25 @@ function dollars(v) {
 }
 
 // src/bulk.js
-var BULK_OPS = ["replay", "archive"];
+var BULK_OPS = ["replay", "archive", "cancel"];
 var BULK_CONCURRENCY = 4;
 var BULK_SCAN_PAGES = 10;
+var BULK_FILTER_PAGES = 40;
+var BULK_MAX_IDS = 2e4;
+function serverPlan(op, req, ans) {
+  const items = (ans.done || []).map((id) => ({ id }));
+  const server = items.length <= BULK_MAX_IDS ? { ids: items.map((i) => i.id) } : req;
+  return {
+    op,
+    mode: "API",
+    items,
+    server,
+    skipped: (ans.skipped || []).map((s2) => ({ id: s2.id, reason: s2.reason })),
+    summary: `1 POST to qo serve, which plans: ${ans.plan}`,
+    dollars: dollars(ans.dollars || 0),
+    partial: Boolean(ans.partial)
+  };
+}
 function deadEntryTask(entry) {
   const ms = MAX_MS - Number(entry.key.split("/")[1]);
   const at = new Date(ms).toISOString();
@@ -2489,6 +2505,32 @@ var S3Backend = class {
       if (!page.next || page.keys.length === 0) break;
     }
     return { candidates, found: { s3: { LIST: lists } }, partial };
+  }
+  /**
+   * tasksInFilter lists the tasks of a filter ({status, shard, type}) for
+   * a bulk action, page by page as the list does (listTasks), at most
+   * BULK_FILTER_PAGES pages (partial says it stopped there). found is
+   * what the listing cost.
+   */
+  async tasksInFilter({ status = "", shard = "", type = "" } = {}) {
+    const before = this.requests();
+    const candidates = [];
+    let cursor = "";
+    let pages = 0;
+    let partial = false;
+    do {
+      if (pages === BULK_FILTER_PAGES) {
+        partial = true;
+        break;
+      }
+      const page = await this.listTasks({ status, shard, cursor, type });
+      pages++;
+      candidates.push(...page.tasks);
+      cursor = page.next_cursor;
+    } while (cursor);
+    const after = this.requests();
+    const s3 = Object.fromEntries(Object.entries(after).map(([op, n]) => [op, n - (before[op] || 0)]).filter(([, n]) => n > 0));
+    return { candidates, found: { s3 }, partial };
   }
   /** history reads every version of a task, oldest first. */
   async history(task) {
@@ -3046,6 +3088,33 @@ var ApiBackend = class {
   async cancelWorkflow(ref, reason = "from the web UI") {
     return this.call("POST", `/api/workflows/${encodeURIComponent(ref)}/cancel`, { reason });
   }
+  /**
+   * bulk: POST /api/tasks/bulk, the queue's bulk action in qo serve: op on
+   * the tasks named (ids) or found (filter: {status: [...], type, shard}),
+   * each with the single-task conditional write; dryRun plans only. The
+   * answer says what was (or would be) done, skipped and why, failed, and
+   * the plan with its request cost.
+   */
+  async bulk(op, { ids, filter }, dryRun) {
+    const body = { op, dry_run: Boolean(dryRun) };
+    if (ids) body.ids = ids;
+    else body.filter = filter;
+    if (op === "cancel") body.reason = "from the web UI";
+    return this.call("POST", "/api/tasks/bulk", body);
+  }
+  /** scheduleAction: enable, disable, trigger or delete a schedule, as qo schedule does. */
+  async scheduleAction(op, name) {
+    const path = `/api/schedules/${encodeURIComponent(name)}`;
+    switch (op) {
+      case "enable":
+      case "disable":
+      case "trigger":
+        return this.call("POST", `${path}/${op}`);
+      case "delete":
+        return this.call("DELETE", path);
+    }
+    throw new Error(`unknown schedule action ${op}`);
+  }
   async act(op, id) {
     switch (op) {
       case "replay":
@@ -3285,7 +3354,7 @@ var fresh = () => ({
   fleet: null,
   // The search box's last query ({text, q}) and its results.
   search: null,
-  // Dead letters: the checked tasks, and the bulk action planned or under
+  // Task lists: the checked tasks, and the bulk action planned or under
   // way ({op, plan, running, stop, progress, made}).
   checked: /* @__PURE__ */ new Set(),
   bulk: null,
@@ -3460,7 +3529,7 @@ async function refresh() {
       takeStats(st);
       state.malformed = st.malformed || [];
     } else if (state.view === "tasks" || state.view === "dead") {
-      const filter = state.view === "dead" ? { shard: state.filter.shard, status: "failed", type: state.filter.type } : { shard: state.filter.shard, status: state.filter.status };
+      const filter = listFilter();
       const page = await backend.listTasks({ ...filter, cursor: state.cursors[state.page] });
       current(gen);
       state.tasks = page.tasks;
@@ -3663,10 +3732,16 @@ function renderViews() {
   $("#shard").hidden = state.view === "search";
   $("#typef").hidden = state.view !== "dead";
   $("#paging").hidden = state.view === "search";
-  $("#bulk").hidden = state.view !== "dead" || readOnly();
-  $("#bulk-progress").hidden = state.view !== "dead" || !state.bulk?.progress;
+  $("#bulk").hidden = !checkable();
+  $("#bulk-progress").hidden = !checkable() || !state.bulk?.progress;
   $("#search-info").hidden = state.view !== "search";
   $("#list-title").textContent = state.view === "dead" ? "Dead letters: failed tasks, newest failure first" : state.view === "search" ? `Search: ${state.search?.text ?? ""}` : "";
+}
+function listFilter() {
+  return state.view === "dead" ? { shard: state.filter.shard, status: "failed", type: state.filter.type } : { shard: state.filter.shard, status: state.filter.status };
+}
+function checkable() {
+  return (state.view === "tasks" || state.view === "dead") && !readOnly();
 }
 function shownTasks() {
   return state.view === "search" ? state.search?.tasks || [] : state.tasks;
@@ -3859,12 +3934,14 @@ async function action(fn) {
 var COLUMNS = ["id", "type", "priority", "status", "attempt", "updated", "next / lease"];
 function renderTasks(now) {
   const dead = state.view === "dead";
+  const boxes = checkable();
   const tasks = shownTasks();
   const busy = Boolean(state.bulk?.running);
+  const columns = dead ? [...COLUMNS, "last error"] : COLUMNS;
   $("#tasks-head").replaceChildren(h(
     "tr",
     {},
-    dead ? h("th", { class: "check" }, h("input", {
+    boxes ? h("th", { class: "check" }, h("input", {
       type: "checkbox",
       id: "check-all",
       "aria-label": "check every task on this page",
@@ -3872,7 +3949,7 @@ function renderTasks(now) {
       checked: tasks.length > 0 && tasks.every((t) => state.checked.has(t.id)),
       onchange: (e) => checkAll(e.target.checked)
     })) : null,
-    COLUMNS.map((c) => h("th", {}, c))
+    columns.map((c) => h("th", {}, c))
   ));
   const rows = tasks.map((t) => h(
     "tr",
@@ -3881,7 +3958,7 @@ function renderTasks(now) {
       "data-id": t.id,
       onclick: () => select(t.id)
     },
-    dead ? h("td", { class: "check", onclick: (e) => e.stopPropagation() }, h("input", {
+    boxes ? h("td", { class: "check", onclick: (e) => e.stopPropagation() }, h("input", {
       type: "checkbox",
       "aria-label": `check task ${t.id}`,
       checked: state.checked.has(t.id),
@@ -3894,17 +3971,22 @@ function renderTasks(now) {
     h("td", {}, h("span", { class: `st ${t.status}` }, t.status)),
     h("td", { class: "num" }, t.attempt),
     h("td", {}, ago(t.updated_at, now)),
-    h("td", { "data-countdown": t.id }, countdown(t, now))
+    h("td", { "data-countdown": t.id }, countdown(t, now)),
+    dead ? h("td", { class: "last-error", title: t.last_error || "" }, oneLine(t.last_error || "-")) : null
   ));
   const empty = state.view === "search" ? state.search?.done ? "nothing found" : "" : dead ? "no dead letters on this page" : "no tasks on this page";
-  $("#tasks").replaceChildren(...rows.length ? rows : [h("tr", {}, h("td", { colspan: COLUMNS.length + (dead ? 1 : 0), class: "dim" }, empty))]);
+  $("#tasks").replaceChildren(...rows.length ? rows : [h("tr", {}, h("td", { colspan: columns.length + (boxes ? 1 : 0), class: "dim" }, empty))]);
   $("#more").disabled = !state.next;
   $("#prev").disabled = state.page === 0;
   $("#page").textContent = `page ${state.page + 1}${state.since ? ` \xB7 created since ${new Date(state.since).toLocaleString()}` : ""}`;
-  if (dead) renderBulk();
+  if (boxes) renderBulk();
   if (state.view === "search") renderSearchInfo();
   renderDetail(now);
 }
+var oneLine = (s2) => {
+  const one = String(s2).replace(/\s+/g, " ").trim();
+  return one.length > 160 ? `${one.slice(0, 159)}\u2026` : one;
+};
 function check(id, on) {
   if (on) state.checked.add(id);
   else state.checked.delete(id);
@@ -3930,60 +4012,81 @@ function renderTypeMenu() {
   sel.value = state.filter.type;
 }
 function renderBulk() {
-  renderTypeMenu();
+  const dead = state.view === "dead";
+  if (dead) renderTypeMenu();
   const n = state.checked.size;
   const busy = Boolean(state.bulk?.running);
   $("#bulk-checked").textContent = `${fmt(n)} checked`;
-  $("#bulk-replay-checked").disabled = busy || !n;
-  $("#bulk-archive-checked").disabled = busy || !n;
+  for (const op of BULK_BUTTON_OPS) $(`#bulk-${op}-checked`).disabled = busy || !n;
+  $("#bulk-cancel-checked").hidden = dead;
   const type = state.filter.type;
   const counted = state.stats?.by_type?.[type]?.failed;
-  $("#bulk-type-label").textContent = type ? `every failed task of type ${type}${counted ? ` (${fmt(counted)} counted)` : ""}:` : "choose a type to replay or archive all its failed tasks";
-  for (const id of ["#bulk-replay-type", "#bulk-archive-type"]) {
-    $(id).hidden = !type;
-    $(id).disabled = busy;
+  if (dead) {
+    $("#bulk-type-label").textContent = type ? `every failed task of type ${type}${counted ? ` (${fmt(counted)} counted)` : ""}:` : "choose a type to replay or archive all its failed tasks";
+  } else {
+    $("#bulk-type-label").textContent = `every task in this filter (${filterWords()}):`;
+  }
+  for (const op of BULK_BUTTON_OPS) {
+    const b = $(`#bulk-${op}-type`);
+    b.hidden = dead ? !type || op === "cancel" : false;
+    b.disabled = busy;
   }
   renderBulkProgress();
+}
+var BULK_BUTTON_OPS = ["replay", "archive", "cancel"];
+function filterWords() {
+  const { status, shard } = state.filter;
+  return `${status ? `status ${status}` : "every status but archived"}${shard ? `, shard ${shard}` : ""}`;
+}
+async function bulkCandidates(backend, scope) {
+  if (scope === "checked") {
+    const candidates = state.tasks.filter((t) => state.checked.has(t.id));
+    return { candidates, found: null, partial: false };
+  }
+  if (state.view === "dead") return backend.deadOfType(state.filter.type);
+  return backend.tasksInFilter(listFilter());
+}
+function bulkRequest(scope) {
+  if (scope === "checked") return { ids: [...state.checked] };
+  const { status, shard, type = "" } = listFilter();
+  return { filter: { status: status ? [status] : [], shard, type } };
 }
 async function startBulk(op, scope) {
   const gen = state.gen;
   const backend = state.backend;
   if (!backend || state.bulk?.running) return;
-  let candidates = [];
-  let found = null;
-  let partial = false;
-  let what;
-  if (scope === "checked") {
-    candidates = state.tasks.filter((t) => state.checked.has(t.id));
-    what = `the ${candidates.length} checked task${candidates.length === 1 ? "" : "s"}`;
-  } else {
-    const type = state.filter.type;
-    if (!type) return;
-    what = `every failed task of type ${type}`;
-    state.flash = `Finding the failed tasks of type ${type}\u2026`;
+  if (scope === "type" && state.view === "dead" && !state.filter.type) return;
+  const n0 = state.checked.size;
+  const what = scope === "checked" ? `the ${fmt(n0)} checked task${n0 === 1 ? "" : "s"}` : state.view === "dead" ? `every failed task of type ${state.filter.type}` : `every task in this filter (${filterWords()})`;
+  let plan = null;
+  if (scope !== "checked" || backend.kind === "API") {
+    state.flash = `Finding ${what}\u2026`;
     renderStatus();
-    let listed = null;
-    await guard(async () => {
-      listed = await backend.deadOfType(type);
-      current(gen);
-    });
-    if (!listed) return;
-    state.flash = "";
-    renderStatus();
-    ({ candidates, found, partial } = listed);
   }
-  const plan = planBulk({ op, mode: backend.kind, candidates, now: backend.now().toISOString(), found, partial });
+  await guard(async () => {
+    if (backend.kind === "API") {
+      const req = bulkRequest(scope);
+      plan = serverPlan(op, req, await backend.bulk(op, req, true));
+    } else {
+      const { candidates, found, partial } = await bulkCandidates(backend, scope);
+      plan = planBulk({ op, mode: backend.kind, candidates, now: backend.now().toISOString(), found, partial });
+    }
+    current(gen);
+  });
+  if (!plan) return;
+  state.flash = "";
+  renderStatus();
   const verb = op[0].toUpperCase() + op.slice(1);
   const n = plan.items.length;
   $("#bulk-title").textContent = `${verb} ${what}?`;
-  $("#bulk-cost").replaceChildren(h("strong", {}, "Requests: "), plan.summary, h("span", { class: "dim" }, `; about ${plan.dollars} at S3 Standard prices.`));
-  $("#bulk-how").textContent = `Each task gets exactly what ${verb} does to one task (and qo ${op}): it is read, the rule applied, and written back only if it did not change meanwhile (If-Match on its ETag). A task that changed and no longer allows it is reported and left as it is. ${BULK_CONCURRENCY} tasks at a time; Stop halts it.`;
+  $("#bulk-cost").replaceChildren(h("strong", {}, `${fmt(n)} task${n === 1 ? "" : "s"}. Requests: `), plan.summary, h("span", { class: "dim" }, `; about ${plan.dollars} at S3 Standard prices.`));
+  $("#bulk-how").textContent = `Each task gets exactly what ${verb} does to one task (and qo ${op}): it is read, the rule applied, and written back only if it did not change meanwhile (If-Match on its ETag). A task that changed and no longer allows it is reported and left as it is.${plan.server ? "" : ` ${BULK_CONCURRENCY} tasks at a time; Stop halts it.`}`;
   $("#bulk-skipped").replaceChildren(...plan.skipped.length ? [
     h("p", {}, `${fmt(plan.skipped.length)} skipped:`),
     h(
       "ul",
       { class: "failures" },
-      plan.skipped.slice(0, 10).map((sk) => h("li", {}, h("span", { class: "mono" }, shortID(sk.id)), `: ${sk.reason}`)),
+      plan.skipped.slice(0, 10).map((sk) => h("li", {}, h("span", { class: "mono" }, sk.id ? shortID(sk.id) : "-"), `: ${sk.reason}`)),
       plan.skipped.length > 10 ? h("li", { class: "dim" }, `and ${fmt(plan.skipped.length - 10)} more`) : null
     )
   ] : []);
@@ -4006,7 +4109,7 @@ async function runBulkNow(plan) {
     running: true,
     stop: false,
     made: null,
-    progress: { total: plan.items.length, done: 0, ok: 0, failed: [], stopped: false, notStarted: 0 }
+    progress: { total: plan.items.length, done: 0, ok: 0, failed: [], skipped: 0, stopped: false, notStarted: 0 }
   };
   state.bulk = b;
   state.flash = "";
@@ -4014,31 +4117,44 @@ async function runBulkNow(plan) {
   renderBulk();
   renderTasks(backend.now());
   const before = backend.requests();
-  const progress = await runBulk(plan.items, (item) => backend.act(plan.op, item.id, state.shardChars), {
-    onProgress: (p) => {
-      b.progress = p;
-      if (state.bulk === b) renderBulkProgress();
-    },
-    shouldStop: () => b.stop || gen !== state.gen
-  });
+  let progress;
+  if (plan.server) {
+    progress = { ...b.progress };
+    try {
+      const ans = await backend.bulk(plan.op, plan.server, false);
+      const failed = [...ans.failed || [], ...(ans.skipped || []).filter((s2) => /^changed meanwhile/.test(s2.reason))];
+      Object.assign(progress, { done: plan.items.length, ok: (ans.done || []).length, failed: failed.map((f) => ({ id: f.id, error: f.reason })) });
+    } catch (e) {
+      Object.assign(progress, { stopped: true, notStarted: plan.items.length, failed: [{ id: "", error: String(e?.message ?? e) }] });
+    }
+  } else {
+    progress = await runBulk(plan.items, (item) => backend.act(plan.op, item.id, state.shardChars), {
+      onProgress: (p) => {
+        b.progress = p;
+        if (state.bulk === b) renderBulkProgress();
+      },
+      shouldStop: () => b.stop || gen !== state.gen
+    });
+  }
   if (gen !== state.gen) return;
   const after = backend.requests();
   b.made = Object.fromEntries(Object.entries(after).map(([op, n]) => [op, n - (before[op] || 0)]).filter(([, n]) => n > 0));
   b.progress = progress;
   b.running = false;
   state.checked.clear();
-  const verb = plan.op === "replay" ? "replayed" : "archived";
-  state.flash = `${plan.op}: ${fmt(progress.ok)} of ${fmt(progress.total)} ${verb}${progress.failed.length ? `, ${fmt(progress.failed.length)} failed` : ""}${progress.stopped ? " (stopped)" : ""}`;
+  state.flash = `${plan.op}: ${fmt(progress.ok)} of ${fmt(progress.total)} ${DONE[plan.op]}${progress.failed.length ? `, ${fmt(progress.failed.length)} failed` : ""}${progress.stopped ? " (stopped)" : ""}`;
   await refresh();
 }
+var DONE = { replay: "replayed", archive: "archived", cancel: "cancelled" };
+var DOING = { replay: "Replaying", archive: "Archiving", cancel: "Cancelling" };
 function renderBulkProgress() {
   const box = $("#bulk-progress");
   const b = state.bulk;
-  box.hidden = !b || state.view !== "dead";
+  box.hidden = !b || !checkable();
   if (!b) return;
   const p = b.progress;
-  const verb = b.op === "replay" ? "replayed" : "archived";
-  let head = `${b.op === "replay" ? "Replaying" : "Archiving"}: ${fmt(p.done)} of ${fmt(p.total)} done`;
+  const verb = DONE[b.op];
+  let head = `${DOING[b.op]}: ${fmt(p.done)} of ${fmt(p.total)} done`;
   if (!b.running) head = p.stopped ? `Stopped: ${fmt(p.done)} of ${fmt(p.total)} done, ${fmt(p.notStarted)} not started` : `Done: ${fmt(p.done)} of ${fmt(p.total)}`;
   box.replaceChildren(
     h(
@@ -4461,9 +4577,28 @@ function renderSchedules(now) {
     h("td", {}, s2.next_due ? ago(s2.next_due, now) : "-"),
     h("td", {}, s2.last_due ? ago(s2.last_due, now) : "-"),
     h("td", { class: "mono", title: s2.last_task_id || "" }, s2.last_task_id ? shortID(s2.last_task_id) : "-"),
-    h("td", { class: "num" }, s2.skipped || 0)
+    h("td", { class: "num" }, s2.skipped || 0),
+    h("td", { class: "actions" }, scheduleButtons(s2))
   ));
-  $("#schedules").replaceChildren(...rows.length ? rows : [h("tr", {}, h("td", { colspan: 9, class: "dim" }, "no schedules (qo schedule create)"))]);
+  $("#schedules").replaceChildren(...rows.length ? rows : [h("tr", {}, h("td", { colspan: 10, class: "dim" }, "no schedules (qo schedule create)"))]);
+}
+function scheduleButtons(s2) {
+  const backend = state.backend;
+  if (readOnly()) return h("span", { class: "dim small", title: READ_ONLY }, "read-only");
+  if (!backend?.scheduleAction) {
+    return h("span", { class: "dim small", title: "open the page through qo serve to act here" }, `qo schedule ${s2.enabled ? "disable" : "enable"}|trigger|delete ${s2.name}`);
+  }
+  const act2 = (op, question) => async () => {
+    if (!window.confirm(question)) return;
+    const ok = await action(() => backend.scheduleAction(op, s2.name));
+    if (ok) state.flash = `${op === "delete" ? "deleted" : `${op}${op.endsWith("e") ? "d" : "ed"}`} schedule ${s2.name}`;
+    renderStatus();
+  };
+  return [
+    s2.enabled ? h("button", { class: "small", "data-op": "disable", onclick: act2("disable", `Disable schedule ${s2.name}? It submits nothing until enabled.`) }, "Disable") : h("button", { class: "small", "data-op": "enable", onclick: act2("enable", `Enable schedule ${s2.name}? It submits its next due run.`) }, "Enable"),
+    h("button", { class: "small", "data-op": "trigger", onclick: act2("trigger", `Trigger schedule ${s2.name} now? It submits one run at once.`) }, "Trigger"),
+    h("button", { class: "small", "data-op": "delete", onclick: act2("delete", `Delete schedule ${s2.name}? Tasks it submitted stay.`) }, "Delete")
+  ];
 }
 function go(view, { task = "", push = true, search, type, workflow } = {}) {
   if (!PAGES.includes(view) || !state.backend) return;
@@ -4516,12 +4651,14 @@ $("#shard").addEventListener("change", (e) => {
   state.filter.shard = e.target.value;
   state.cursors = [""];
   state.page = 0;
+  state.checked.clear();
   refresh();
 });
 $("#statusf").addEventListener("change", (e) => {
   state.filter.status = e.target.value;
   state.cursors = [""];
   state.page = 0;
+  state.checked.clear();
   refresh();
 });
 $("#more").addEventListener("click", () => {
@@ -4534,10 +4671,10 @@ $("#prev").addEventListener("click", () => {
   refresh();
 });
 $("#typef").addEventListener("change", (e) => go("dead", { type: e.target.value, push: false }));
-$("#bulk-replay-checked").addEventListener("click", () => startBulk("replay", "checked"));
-$("#bulk-archive-checked").addEventListener("click", () => startBulk("archive", "checked"));
-$("#bulk-replay-type").addEventListener("click", () => startBulk("replay", "type"));
-$("#bulk-archive-type").addEventListener("click", () => startBulk("archive", "type"));
+for (const op of BULK_BUTTON_OPS) {
+  $(`#bulk-${op}-checked`).addEventListener("click", () => startBulk(op, "checked"));
+  $(`#bulk-${op}-type`).addEventListener("click", () => startBulk(op, "type"));
+}
 $("#bulk-dialog").addEventListener("close", () => {
   const plan = state.pendingPlan;
   state.pendingPlan = null;

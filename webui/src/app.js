@@ -7,7 +7,7 @@ import { layout, stepActions } from './workflow.js';
 import { STATUSES, TERMINAL, COUNTED, LIST_WINDOW_MS, health, priorityOf, shortID, canAct } from './queue.js';
 import { mergeRecent, chartSeries, bars, MINUTE_MS } from './chart.js';
 import { parseSearch, searchCost, searchNote, SEARCH_LIMIT } from './search.js';
-import { planBulk, runBulk, formatOps, BULK_CONCURRENCY } from './bulk.js';
+import { planBulk, runBulk, formatOps, serverPlan, BULK_CONCURRENCY } from './bulk.js';
 import { fleetRate, dollars } from './fleet.js';
 
 // h builds an element; string children become text nodes.
@@ -113,7 +113,7 @@ const fresh = () => ({
   fleetFrom: null, fleet: null,
   // The search box's last query ({text, q}) and its results.
   search: null,
-  // Dead letters: the checked tasks, and the bulk action planned or under
+  // Task lists: the checked tasks, and the bulk action planned or under
   // way ({op, plan, running, stop, progress, made}).
   checked: new Set(), bulk: null, pendingPlan: null,
   // Workflows: the one shown (its id or name, '' for the list of names),
@@ -316,7 +316,7 @@ async function refresh() {
     } else if (state.view === 'tasks' || state.view === 'dead') {
       // The dead letters filter by type (their keys name it); the task
       // list by shard and status.
-      const filter = state.view === 'dead' ? { shard: state.filter.shard, status: 'failed', type: state.filter.type } : { shard: state.filter.shard, status: state.filter.status };
+      const filter = listFilter();
       const page = await backend.listTasks({ ...filter, cursor: state.cursors[state.page] });
       current(gen);
       state.tasks = page.tasks;
@@ -566,11 +566,23 @@ function renderViews() {
   $('#shard').hidden = state.view === 'search';
   $('#typef').hidden = state.view !== 'dead';
   $('#paging').hidden = state.view === 'search';
-  $('#bulk').hidden = state.view !== 'dead' || readOnly();
-  $('#bulk-progress').hidden = state.view !== 'dead' || !state.bulk?.progress;
+  $('#bulk').hidden = !checkable();
+  $('#bulk-progress').hidden = !checkable() || !state.bulk?.progress;
   $('#search-info').hidden = state.view !== 'search';
   $('#list-title').textContent = state.view === 'dead' ? 'Dead letters: failed tasks, newest failure first'
     : state.view === 'search' ? `Search: ${state.search?.text ?? ''}` : '';
+}
+
+// listFilter is the filter the list shown reads with: the dead letters
+// are the failed tasks (of a type), the task list any status.
+function listFilter() {
+  return state.view === 'dead' ? { shard: state.filter.shard, status: 'failed', type: state.filter.type } : { shard: state.filter.shard, status: state.filter.status };
+}
+
+// checkable: the list shown has boxes to check tasks for a bulk action
+// (none under a read-only link).
+function checkable() {
+  return (state.view === 'tasks' || state.view === 'dead') && !readOnly();
 }
 
 // shownTasks are the tasks the list shows: a page, or search results.
@@ -755,40 +767,50 @@ async function action(fn) {
 
 const COLUMNS = ['id', 'type', 'priority', 'status', 'attempt', 'updated', 'next / lease'];
 
-// renderTasks draws the list (a page of tasks, the dead letters with a
+// renderTasks draws the list (a page of tasks or the dead letters, with a
 // box to check each, or search results) and the selected task's detail.
+// The dead letters say what each task died of.
 function renderTasks(now) {
   const dead = state.view === 'dead';
+  const boxes = checkable();
   const tasks = shownTasks();
   const busy = Boolean(state.bulk?.running);
+  const columns = dead ? [...COLUMNS, 'last error'] : COLUMNS;
   $('#tasks-head').replaceChildren(h('tr', {},
-    dead ? h('th', { class: 'check' }, h('input', {
+    boxes ? h('th', { class: 'check' }, h('input', {
       type: 'checkbox', id: 'check-all', 'aria-label': 'check every task on this page', disabled: busy || !tasks.length,
       checked: tasks.length > 0 && tasks.every((t) => state.checked.has(t.id)), onchange: (e) => checkAll(e.target.checked),
     })) : null,
-    COLUMNS.map((c) => h('th', {}, c))));
+    columns.map((c) => h('th', {}, c))));
   const rows = tasks.map((t) => h('tr', {
     class: `row ${t.id === state.selected ? 'sel' : ''}`, 'data-id': t.id, onclick: () => select(t.id),
   },
-  dead ? h('td', { class: 'check', onclick: (e) => e.stopPropagation() }, h('input', {
+  boxes ? h('td', { class: 'check', onclick: (e) => e.stopPropagation() }, h('input', {
     type: 'checkbox', 'aria-label': `check task ${t.id}`, checked: state.checked.has(t.id), disabled: busy,
     onchange: (e) => check(t.id, e.target.checked),
   })) : null,
   h('td', { class: 'mono', title: t.id }, shortID(t.id)), h('td', {}, t.task_type),
   h('td', {}, h('span', { class: `prio ${priorityOf(t)}` }, priorityOf(t))),
   h('td', {}, h('span', { class: `st ${t.status}` }, t.status)), h('td', { class: 'num' }, t.attempt),
-  h('td', {}, ago(t.updated_at, now)), h('td', { 'data-countdown': t.id }, countdown(t, now))));
+  h('td', {}, ago(t.updated_at, now)), h('td', { 'data-countdown': t.id }, countdown(t, now)),
+  dead ? h('td', { class: 'last-error', title: t.last_error || '' }, oneLine(t.last_error || '-')) : null));
   const empty = state.view === 'search' ? (state.search?.done ? 'nothing found' : '') : dead ? 'no dead letters on this page' : 'no tasks on this page';
-  $('#tasks').replaceChildren(...(rows.length ? rows : [h('tr', {}, h('td', { colspan: COLUMNS.length + (dead ? 1 : 0), class: 'dim' }, empty))]));
+  $('#tasks').replaceChildren(...(rows.length ? rows : [h('tr', {}, h('td', { colspan: columns.length + (boxes ? 1 : 0), class: 'dim' }, empty))]));
   $('#more').disabled = !state.next;
   $('#prev').disabled = state.page === 0;
   // Finished tasks are listed from a creation window (pending, running and
   // failed ones from their indexes, whatever their age).
   $('#page').textContent = `page ${state.page + 1}${state.since ? ` · created since ${new Date(state.since).toLocaleString()}` : ''}`;
-  if (dead) renderBulk();
+  if (boxes) renderBulk();
   if (state.view === 'search') renderSearchInfo();
   renderDetail(now);
 }
+
+// oneLine folds an error onto one short line (the cell's title has it all).
+const oneLine = (s) => {
+  const one = String(s).replace(/\s+/g, ' ').trim();
+  return one.length > 160 ? `${one.slice(0, 159)}…` : one;
+};
 
 function check(id, on) {
   if (on) state.checked.add(id);
@@ -804,7 +826,7 @@ function checkAll(on) {
   renderTasks(state.backend.now());
 }
 
-// ---- dead letters: bulk actions --------------------------------------------
+// ---- bulk actions on the task lists -------------------------------------------
 
 // renderTypeMenu fills the dead letters' type filter from the counts (the
 // types with failed tasks) and the page, rebuilt only when that changes
@@ -822,66 +844,101 @@ function renderTypeMenu() {
   sel.value = state.filter.type;
 }
 
-// renderBulk: the bar above the dead letters: the checked tasks, and
-// every failed task of the type chosen.
+// renderBulk: the bar above the task lists: the checked tasks (any state:
+// each action skips, saying why, the tasks it does not apply to), and
+// every task of the filter: of the type chosen for the dead letters, of
+// the status and shard chosen for the task list.
 function renderBulk() {
-  renderTypeMenu();
+  const dead = state.view === 'dead';
+  if (dead) renderTypeMenu();
   const n = state.checked.size;
   const busy = Boolean(state.bulk?.running);
   $('#bulk-checked').textContent = `${fmt(n)} checked`;
-  $('#bulk-replay-checked').disabled = busy || !n;
-  $('#bulk-archive-checked').disabled = busy || !n;
+  for (const op of BULK_BUTTON_OPS) $(`#bulk-${op}-checked`).disabled = busy || !n;
+  $('#bulk-cancel-checked').hidden = dead; // dead letters are failed: cancel applies to none
   const type = state.filter.type;
   const counted = state.stats?.by_type?.[type]?.failed;
-  $('#bulk-type-label').textContent = type
-    ? `every failed task of type ${type}${counted ? ` (${fmt(counted)} counted)` : ''}:` : 'choose a type to replay or archive all its failed tasks';
-  for (const id of ['#bulk-replay-type', '#bulk-archive-type']) {
-    $(id).hidden = !type;
-    $(id).disabled = busy;
+  if (dead) {
+    $('#bulk-type-label').textContent = type
+      ? `every failed task of type ${type}${counted ? ` (${fmt(counted)} counted)` : ''}:` : 'choose a type to replay or archive all its failed tasks';
+  } else {
+    $('#bulk-type-label').textContent = `every task in this filter (${filterWords()}):`;
+  }
+  for (const op of BULK_BUTTON_OPS) {
+    const b = $(`#bulk-${op}-type`);
+    b.hidden = dead ? (!type || op === 'cancel') : false;
+    b.disabled = busy;
   }
   renderBulkProgress();
 }
 
+const BULK_BUTTON_OPS = ['replay', 'archive', 'cancel'];
+
+// filterWords says which tasks the task list's filter selects.
+function filterWords() {
+  const { status, shard } = state.filter;
+  return `${status ? `status ${status}` : 'every status but archived'}${shard ? `, shard ${shard}` : ''}`;
+}
+
+// bulkCandidates finds what a bulk action in S3 mode plans from: the
+// checked tasks as last read, the dead letters of the chosen type (from
+// their keys), or the tasks of the list's filter (read page by page).
+async function bulkCandidates(backend, scope) {
+  if (scope === 'checked') {
+    const candidates = state.tasks.filter((t) => state.checked.has(t.id));
+    return { candidates, found: null, partial: false };
+  }
+  if (state.view === 'dead') return backend.deadOfType(state.filter.type);
+  return backend.tasksInFilter(listFilter());
+}
+
+// bulkRequest is what the API's bulk action is asked to act on.
+function bulkRequest(scope) {
+  if (scope === 'checked') return { ids: [...state.checked] };
+  const { status, shard, type = '' } = listFilter();
+  return { filter: { status: status ? [status] : [], shard, type } };
+}
+
 // startBulk plans a bulk action (op on the checked tasks, or on every
-// failed task of the chosen type) and asks for confirmation, saying how
-// many tasks and what it costs in requests.
+// task of the filter) and asks for confirmation, saying how many tasks
+// and what it costs in requests. Reading the bucket, the page plans with
+// the shared rules; through qo serve, the server's bulk action plans
+// (dry_run) and later runs it.
 async function startBulk(op, scope) {
   const gen = state.gen;
   const backend = state.backend;
   if (!backend || state.bulk?.running) return;
-  let candidates = [];
-  let found = null;
-  let partial = false;
-  let what;
-  if (scope === 'checked') {
-    candidates = state.tasks.filter((t) => state.checked.has(t.id));
-    what = `the ${candidates.length} checked task${candidates.length === 1 ? '' : 's'}`;
-  } else {
-    const type = state.filter.type;
-    if (!type) return;
-    what = `every failed task of type ${type}`;
-    state.flash = `Finding the failed tasks of type ${type}…`;
+  if (scope === 'type' && state.view === 'dead' && !state.filter.type) return;
+  const n0 = state.checked.size;
+  const what = scope === 'checked' ? `the ${fmt(n0)} checked task${n0 === 1 ? '' : 's'}`
+    : state.view === 'dead' ? `every failed task of type ${state.filter.type}` : `every task in this filter (${filterWords()})`;
+  let plan = null;
+  if (scope !== 'checked' || backend.kind === 'API') {
+    state.flash = `Finding ${what}…`;
     renderStatus();
-    let listed = null;
-    await guard(async () => {
-      listed = await backend.deadOfType(type);
-      current(gen);
-    });
-    if (!listed) return;
-    state.flash = '';
-    renderStatus();
-    ({ candidates, found, partial } = listed);
   }
-  const plan = planBulk({ op, mode: backend.kind, candidates, now: backend.now().toISOString(), found, partial });
+  await guard(async () => {
+    if (backend.kind === 'API') {
+      const req = bulkRequest(scope);
+      plan = serverPlan(op, req, await backend.bulk(op, req, true));
+    } else {
+      const { candidates, found, partial } = await bulkCandidates(backend, scope);
+      plan = planBulk({ op, mode: backend.kind, candidates, now: backend.now().toISOString(), found, partial });
+    }
+    current(gen);
+  });
+  if (!plan) return;
+  state.flash = '';
+  renderStatus();
   const verb = op[0].toUpperCase() + op.slice(1);
   const n = plan.items.length;
   $('#bulk-title').textContent = `${verb} ${what}?`;
-  $('#bulk-cost').replaceChildren(h('strong', {}, 'Requests: '), plan.summary, h('span', { class: 'dim' }, `; about ${plan.dollars} at S3 Standard prices.`));
+  $('#bulk-cost').replaceChildren(h('strong', {}, `${fmt(n)} task${n === 1 ? '' : 's'}. Requests: `), plan.summary, h('span', { class: 'dim' }, `; about ${plan.dollars} at S3 Standard prices.`));
   $('#bulk-how').textContent = `Each task gets exactly what ${verb} does to one task (and qo ${op}): it is read, the rule applied, and written back only if it did not change meanwhile `
-    + `(If-Match on its ETag). A task that changed and no longer allows it is reported and left as it is. ${BULK_CONCURRENCY} tasks at a time; Stop halts it.`;
+    + `(If-Match on its ETag). A task that changed and no longer allows it is reported and left as it is.${plan.server ? '' : ` ${BULK_CONCURRENCY} tasks at a time; Stop halts it.`}`;
   $('#bulk-skipped').replaceChildren(...(plan.skipped.length ? [
     h('p', {}, `${fmt(plan.skipped.length)} skipped:`),
-    h('ul', { class: 'failures' }, plan.skipped.slice(0, 10).map((sk) => h('li', {}, h('span', { class: 'mono' }, shortID(sk.id)), `: ${sk.reason}`)),
+    h('ul', { class: 'failures' }, plan.skipped.slice(0, 10).map((sk) => h('li', {}, h('span', { class: 'mono' }, sk.id ? shortID(sk.id) : '-'), `: ${sk.reason}`)),
       plan.skipped.length > 10 ? h('li', { class: 'dim' }, `and ${fmt(plan.skipped.length - 10)} more`) : null),
   ] : []));
   const go_ = $('#bulk-go');
@@ -895,14 +952,15 @@ async function startBulk(op, scope) {
 }
 
 // runBulkNow runs a confirmed plan: the page's single action on each task,
-// BULK_CONCURRENCY at a time, with its progress shown; then the view
-// reloads.
+// BULK_CONCURRENCY at a time, with its progress shown (or, through qo
+// serve, one request for the server's bulk action on the tasks planned);
+// then the view reloads.
 async function runBulkNow(plan) {
   const gen = state.gen;
   const backend = state.backend;
   const b = {
     op: plan.op, mode: backend.kind, plan, running: true, stop: false, made: null,
-    progress: { total: plan.items.length, done: 0, ok: 0, failed: [], stopped: false, notStarted: 0 },
+    progress: { total: plan.items.length, done: 0, ok: 0, failed: [], skipped: 0, stopped: false, notStarted: 0 },
   };
   state.bulk = b;
   state.flash = '';
@@ -910,34 +968,48 @@ async function runBulkNow(plan) {
   renderBulk();
   renderTasks(backend.now());
   const before = backend.requests();
-  const progress = await runBulk(plan.items, (item) => backend.act(plan.op, item.id, state.shardChars), {
-    onProgress: (p) => {
-      b.progress = p;
-      if (state.bulk === b) renderBulkProgress();
-    },
-    shouldStop: () => b.stop || gen !== state.gen,
-  });
+  let progress;
+  if (plan.server) {
+    progress = { ...b.progress };
+    try {
+      const ans = await backend.bulk(plan.op, plan.server, false);
+      const failed = [...(ans.failed || []), ...(ans.skipped || []).filter((s) => /^changed meanwhile/.test(s.reason))];
+      Object.assign(progress, { done: plan.items.length, ok: (ans.done || []).length, failed: failed.map((f) => ({ id: f.id, error: f.reason })) });
+    } catch (e) {
+      Object.assign(progress, { stopped: true, notStarted: plan.items.length, failed: [{ id: '', error: String(e?.message ?? e) }] });
+    }
+  } else {
+    progress = await runBulk(plan.items, (item) => backend.act(plan.op, item.id, state.shardChars), {
+      onProgress: (p) => {
+        b.progress = p;
+        if (state.bulk === b) renderBulkProgress();
+      },
+      shouldStop: () => b.stop || gen !== state.gen,
+    });
+  }
   if (gen !== state.gen) return;
   const after = backend.requests();
   b.made = Object.fromEntries(Object.entries(after).map(([op, n]) => [op, n - (before[op] || 0)]).filter(([, n]) => n > 0));
   b.progress = progress;
   b.running = false;
   state.checked.clear();
-  const verb = plan.op === 'replay' ? 'replayed' : 'archived';
-  state.flash = `${plan.op}: ${fmt(progress.ok)} of ${fmt(progress.total)} ${verb}${progress.failed.length ? `, ${fmt(progress.failed.length)} failed` : ''}${progress.stopped ? ' (stopped)' : ''}`;
+  state.flash = `${plan.op}: ${fmt(progress.ok)} of ${fmt(progress.total)} ${DONE[plan.op]}${progress.failed.length ? `, ${fmt(progress.failed.length)} failed` : ''}${progress.stopped ? ' (stopped)' : ''}`;
   await refresh();
 }
+
+const DONE = { replay: 'replayed', archive: 'archived', cancel: 'cancelled' };
+const DOING = { replay: 'Replaying', archive: 'Archiving', cancel: 'Cancelling' };
 
 // renderBulkProgress shows a bulk run: n of N, the tasks that failed with
 // their error, Stop while it runs, and what it sent once done.
 function renderBulkProgress() {
   const box = $('#bulk-progress');
   const b = state.bulk;
-  box.hidden = !b || state.view !== 'dead';
+  box.hidden = !b || !checkable();
   if (!b) return;
   const p = b.progress;
-  const verb = b.op === 'replay' ? 'replayed' : 'archived';
-  let head = `${b.op === 'replay' ? 'Replaying' : 'Archiving'}: ${fmt(p.done)} of ${fmt(p.total)} done`;
+  const verb = DONE[b.op];
+  let head = `${DOING[b.op]}: ${fmt(p.done)} of ${fmt(p.total)} done`;
   if (!b.running) head = p.stopped ? `Stopped: ${fmt(p.done)} of ${fmt(p.total)} done, ${fmt(p.notStarted)} not started` : `Done: ${fmt(p.done)} of ${fmt(p.total)}`;
   box.replaceChildren(
     h('div', { class: 'progress-head' },
@@ -1286,8 +1358,33 @@ function renderSchedules(now) {
     // reading the bucket directly, the page does not.
     h('td', {}, s.next_due ? ago(s.next_due, now) : '-'),
     h('td', {}, s.last_due ? ago(s.last_due, now) : '-'), h('td', { class: 'mono', title: s.last_task_id || '' }, s.last_task_id ? shortID(s.last_task_id) : '-'),
-    h('td', { class: 'num' }, s.skipped || 0)));
-  $('#schedules').replaceChildren(...(rows.length ? rows : [h('tr', {}, h('td', { colspan: 9, class: 'dim' }, 'no schedules (qo schedule create)'))]));
+    h('td', { class: 'num' }, s.skipped || 0), h('td', { class: 'actions' }, scheduleButtons(s))));
+  $('#schedules').replaceChildren(...(rows.length ? rows : [h('tr', {}, h('td', { colspan: 10, class: 'dim' }, 'no schedules (qo schedule create)'))]));
+}
+
+// scheduleButtons are a schedule's actions, as qo schedule offers them:
+// enable or disable, trigger (submit a run now), delete; each asks first.
+// Reading the bucket directly the page does not write schedules (their
+// rules live in qo): it names the command instead.
+function scheduleButtons(s) {
+  const backend = state.backend;
+  if (readOnly()) return h('span', { class: 'dim small', title: READ_ONLY }, 'read-only');
+  if (!backend?.scheduleAction) {
+    return h('span', { class: 'dim small', title: 'open the page through qo serve to act here' }, `qo schedule ${s.enabled ? 'disable' : 'enable'}|trigger|delete ${s.name}`);
+  }
+  const act = (op, question) => async () => {
+    if (!window.confirm(question)) return;
+    const ok = await action(() => backend.scheduleAction(op, s.name));
+    if (ok) state.flash = `${op === 'delete' ? 'deleted' : `${op}${op.endsWith('e') ? 'd' : 'ed'}`} schedule ${s.name}`;
+    renderStatus();
+  };
+  return [
+    s.enabled
+      ? h('button', { class: 'small', 'data-op': 'disable', onclick: act('disable', `Disable schedule ${s.name}? It submits nothing until enabled.`) }, 'Disable')
+      : h('button', { class: 'small', 'data-op': 'enable', onclick: act('enable', `Enable schedule ${s.name}? It submits its next due run.`) }, 'Enable'),
+    h('button', { class: 'small', 'data-op': 'trigger', onclick: act('trigger', `Trigger schedule ${s.name} now? It submits one run at once.`) }, 'Trigger'),
+    h('button', { class: 'small', 'data-op': 'delete', onclick: act('delete', `Delete schedule ${s.name}? Tasks it submitted stay.`) }, 'Delete'),
+  ];
 }
 
 // ---- wiring -----------------------------------------------------------------
@@ -1344,15 +1441,17 @@ $('#wf-open').addEventListener('submit', (e) => {
 $('#pause-all').addEventListener('click', () => togglePause('', Boolean(state.control?.paused)));
 $('#refresh-now').addEventListener('click', refresh);
 $('#interval').addEventListener('change', (e) => setRefresh(Number(e.target.value)));
-$('#shard').addEventListener('change', (e) => { state.filter.shard = e.target.value; state.cursors = ['']; state.page = 0; refresh(); });
-$('#statusf').addEventListener('change', (e) => { state.filter.status = e.target.value; state.cursors = ['']; state.page = 0; refresh(); });
+// A filter change drops the checked tasks: an action never reaches tasks
+// the list no longer shows.
+$('#shard').addEventListener('change', (e) => { state.filter.shard = e.target.value; state.cursors = ['']; state.page = 0; state.checked.clear(); refresh(); });
+$('#statusf').addEventListener('change', (e) => { state.filter.status = e.target.value; state.cursors = ['']; state.page = 0; state.checked.clear(); refresh(); });
 $('#more').addEventListener('click', () => { state.cursors[state.page + 1] = state.next; state.page++; refresh(); });
 $('#prev').addEventListener('click', () => { state.page = Math.max(0, state.page - 1); refresh(); });
 $('#typef').addEventListener('change', (e) => go('dead', { type: e.target.value, push: false }));
-$('#bulk-replay-checked').addEventListener('click', () => startBulk('replay', 'checked'));
-$('#bulk-archive-checked').addEventListener('click', () => startBulk('archive', 'checked'));
-$('#bulk-replay-type').addEventListener('click', () => startBulk('replay', 'type'));
-$('#bulk-archive-type').addEventListener('click', () => startBulk('archive', 'type'));
+for (const op of BULK_BUTTON_OPS) {
+  $(`#bulk-${op}-checked`).addEventListener('click', () => startBulk(op, 'checked'));
+  $(`#bulk-${op}-type`).addEventListener('click', () => startBulk(op, 'type'));
+}
 $('#bulk-dialog').addEventListener('close', () => {
   const plan = state.pendingPlan;
   state.pendingPlan = null;

@@ -11,7 +11,7 @@ import {
   WORKFLOW_NAMES_PREFIX, workflowKey, workflowNameKey, decodeWorkflow, decodeWorkflowName, isWorkflowID, report,
 } from './workflow.js';
 import { SEARCH_LIMIT, TYPE_SCAN_PAGES, idShards } from './search.js';
-import { BULK_SCAN_PAGES, deadEntryTask } from './bulk.js';
+import { BULK_SCAN_PAGES, BULK_FILTER_PAGES, deadEntryTask } from './bulk.js';
 
 const PAGE = 50;
 /** MAX_INDEX_PAGES bounds the LISTs of one index per stats refresh, as queue.StatsOptions does. */
@@ -304,6 +304,33 @@ export class S3Backend {
       if (!page.next || page.keys.length === 0) break;
     }
     return { candidates, found: { s3: { LIST: lists } }, partial };
+  }
+
+  /**
+   * tasksInFilter lists the tasks of a filter ({status, shard, type}) for
+   * a bulk action, page by page as the list does (listTasks), at most
+   * BULK_FILTER_PAGES pages (partial says it stopped there). found is
+   * what the listing cost.
+   */
+  async tasksInFilter({ status = '', shard = '', type = '' } = {}) {
+    const before = this.requests();
+    const candidates = [];
+    let cursor = '';
+    let pages = 0;
+    let partial = false;
+    do {
+      if (pages === BULK_FILTER_PAGES) {
+        partial = true;
+        break;
+      }
+      const page = await this.listTasks({ status, shard, cursor, type });
+      pages++;
+      candidates.push(...page.tasks);
+      cursor = page.next_cursor;
+    } while (cursor);
+    const after = this.requests();
+    const s3 = Object.fromEntries(Object.entries(after).map(([op, n]) => [op, n - (before[op] || 0)]).filter(([, n]) => n > 0));
+    return { candidates, found: { s3 }, partial };
   }
 
   /** history reads every version of a task, oldest first. */
@@ -901,6 +928,31 @@ export class ApiBackend {
   /** cancelWorkflow: POST /api/workflows/{ref}/cancel. */
   async cancelWorkflow(ref, reason = 'from the web UI') {
     return this.call('POST', `/api/workflows/${encodeURIComponent(ref)}/cancel`, { reason });
+  }
+
+  /**
+   * bulk: POST /api/tasks/bulk, the queue's bulk action in qo serve: op on
+   * the tasks named (ids) or found (filter: {status: [...], type, shard}),
+   * each with the single-task conditional write; dryRun plans only. The
+   * answer says what was (or would be) done, skipped and why, failed, and
+   * the plan with its request cost.
+   */
+  async bulk(op, { ids, filter }, dryRun) {
+    const body = { op, dry_run: Boolean(dryRun) };
+    if (ids) body.ids = ids;
+    else body.filter = filter;
+    if (op === 'cancel') body.reason = 'from the web UI';
+    return this.call('POST', '/api/tasks/bulk', body);
+  }
+
+  /** scheduleAction: enable, disable, trigger or delete a schedule, as qo schedule does. */
+  async scheduleAction(op, name) {
+    const path = `/api/schedules/${encodeURIComponent(name)}`;
+    switch (op) {
+      case 'enable': case 'disable': case 'trigger': return this.call('POST', `${path}/${op}`);
+      case 'delete': return this.call('DELETE', path);
+    }
+    throw new Error(`unknown schedule action ${op}`);
   }
 
   async act(op, id) {

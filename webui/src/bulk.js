@@ -1,4 +1,4 @@
-// Bulk actions on dead letters: which tasks, what it costs, what is
+// Bulk actions on tasks in any state: which tasks, what it costs, what is
 // skipped and why (planBulk), and running the same single-task action on
 // each with bounded concurrency, a progress report and a stop (runBulk).
 // No DOM and no requests here (test/bulk.test.js): the action itself is
@@ -7,12 +7,30 @@
 import { applyOperator, indexChanges, TransitionError, FORMAT_VERSION, MAX_MS } from './queue.js';
 import { cost, dollars } from './fleet.js';
 
-/** BULK_OPS are the actions a bulk run can take on dead letters. */
-export const BULK_OPS = ['replay', 'archive'];
+/** BULK_OPS are the actions a bulk run can take. */
+export const BULK_OPS = ['replay', 'archive', 'cancel'];
 /** BULK_CONCURRENCY is how many tasks a bulk run acts on at once. */
 export const BULK_CONCURRENCY = 4;
 /** BULK_SCAN_PAGES bounds the LISTs of the dead-letter index a plan by type reads (1,000 keys each). */
 export const BULK_SCAN_PAGES = 10;
+/** BULK_FILTER_PAGES bounds the list pages a plan of every task in a filter reads. */
+export const BULK_FILTER_PAGES = 40;
+/** BULK_MAX_IDS bounds the ids one request to qo serve names (its body limit is 1 MiB). */
+export const BULK_MAX_IDS = 20000;
+
+/**
+ * serverPlan is a plan made by qo serve (POST /api/tasks/bulk with
+ * dry_run): the shape planBulk returns, plus server, the request that
+ * runs it (the ids planned, or the filter when they are too many).
+ */
+export function serverPlan(op, req, ans) {
+  const items = (ans.done || []).map((id) => ({ id }));
+  const server = items.length <= BULK_MAX_IDS ? { ids: items.map((i) => i.id) } : req;
+  return {
+    op, mode: 'API', items, server, skipped: (ans.skipped || []).map((s) => ({ id: s.id, reason: s.reason })),
+    summary: `1 POST to qo serve, which plans: ${ans.plan}`, dollars: dollars(ans.dollars || 0), partial: Boolean(ans.partial),
+  };
+}
 
 /**
  * deadEntryTask is what a dead-letter key says of its task ({index:

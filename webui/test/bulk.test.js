@@ -3,7 +3,7 @@
 // failures with their error, stop), with the page's own single action.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { planBulk, runBulk, actionRequests, deadEntryTask, describeFailure, formatOps, BULK_CONCURRENCY } from '../src/bulk.js';
+import { planBulk, runBulk, actionRequests, deadEntryTask, describeFailure, formatOps, serverPlan, BULK_CONCURRENCY, BULK_MAX_IDS, BULK_FILTER_PAGES } from '../src/bulk.js';
 import { S3Backend } from '../src/backend.js';
 import { deadKey, readyKey, indexEntry, taskKey, shardOf, TransitionError } from '../src/queue.js';
 
@@ -44,6 +44,30 @@ test('replay 50 failed tasks: 50 GET + 100 PUT, in both modes', () => {
   assert.equal(archive.summary, 'archive 3 tasks: 3 GET + 3 PUT + 3 DELETE');
 });
 
+test('cancel applies to any state the rule allows: pending and running cancelled, ended ones skipped', () => {
+  const at = new Date(Date.parse(NOW) - 30000).toISOString();
+  const pending = failed(1, { status: 'pending', completed_at: null, attempt: 0, retry_count: 0, worker_id: '', last_error: '' });
+  const running = failed(2, { status: 'running', completed_at: null, lease_id: 'l1', lease_expires_at: at, worker_id: 'w1' });
+  const plan = planBulk({ op: 'cancel', mode: 'S3', candidates: [pending, running, failed(3)], now: NOW });
+  assert.deepEqual(plan.items.map((i) => i.id), [pending.id, running.id]);
+  assert.deepEqual(plan.skipped.map((s) => s.reason), ['it is failed: only waiting, pending or running tasks can be cancelled']);
+  assert.equal(plan.summary, 'cancel 2 tasks: 2 GET + 2 PUT + 1 DELETE', 'a pending task loses its ready entry; a running one keeps its lease until its worker stops');
+  const again = planBulk({ op: 'cancel', mode: 'S3', candidates: [{ ...running, cancel_requested: true }], now: NOW });
+  assert.deepEqual(again.skipped.map((s) => s.reason), ['cancel would change nothing']);
+});
+
+test('a plan made by qo serve runs on the ids it planned', () => {
+  const ans = { op: 'cancel', dry_run: true, done: ['a', 'b'], skipped: [{ id: 'c', status: 'completed', reason: 'completed: only waiting, pending or running tasks can be cancelled' }], failed: [], plan: 'cancel 2 tasks: 2 PUT + 2 DELETE (finding them took 1 LIST + 3 GET)', dollars: 0.00002 };
+  const plan = serverPlan('cancel', { filter: { status: ['pending'] } }, ans);
+  assert.deepEqual(plan.items, [{ id: 'a' }, { id: 'b' }]);
+  assert.deepEqual(plan.server, { ids: ['a', 'b'] });
+  assert.equal(plan.summary, '1 POST to qo serve, which plans: cancel 2 tasks: 2 PUT + 2 DELETE (finding them took 1 LIST + 3 GET)');
+  assert.equal(plan.dollars, '$0.0000');
+  assert.deepEqual(plan.skipped, [{ id: 'c', reason: ans.skipped[0].reason }]);
+  const many = serverPlan('cancel', { filter: { status: ['pending'] } }, { ...ans, done: Array.from({ length: BULK_MAX_IDS + 1 }, (_, i) => `t${i}`) });
+  assert.deepEqual(many.server, { filter: { status: ['pending'] } }, 'too many ids for one body: the filter again');
+});
+
 test('every failed task of a type: planned from the dead-letter keys alone', () => {
   const tasks = Array.from({ length: 3 }, (_, i) => failed(i));
   const entries = tasks.map((t) => deadEntryTask({ ...indexEntry(deadKey(t)), key: deadKey(t) }));
@@ -61,7 +85,7 @@ test('the plan skips, saying why: not failed any more, listed twice', () => {
   assert.deepEqual(plan.skipped.map((s) => s.reason), ['listed twice: acted on once', 'it is pending: only failed, cancelled or expired tasks can be replayed']);
   assert.equal(plan.summary, 'replay 2 tasks: 2 GET + 4 PUT + 2 DELETE');
   assert.equal(planBulk({ op: 'replay', mode: 'S3', candidates: [], now: NOW }).summary, 'replay 0 tasks: no request');
-  assert.throws(() => planBulk({ op: 'cancel', mode: 'S3', candidates: [], now: NOW }), /unknown bulk action/);
+  assert.throws(() => planBulk({ op: 'requeue', mode: 'S3', candidates: [], now: NOW }), /unknown bulk action/);
   assert.equal(formatOps({ DELETE: 1, GET: 2, POST: 3 }), '3 POST + 2 GET + 1 DELETE');
 });
 
@@ -168,4 +192,27 @@ test('a bulk replay through the single action: the planned requests, and a task 
     assert.ok(!s3.objects.has(deadKey(t)));
   }
   assert.equal(JSON.parse(s3.objects.get(taskKey(changed.shard, changed.id))).rev, changed.rev + 1, 'written once, by the other operator');
+});
+
+test('every task of a filter: read page by page as the list does, at most BULK_FILTER_PAGES, with what it cost', async () => {
+  const be = new S3Backend({ endpoint: 'http://127.0.0.1:1', bucket: 'b', region: 'us-east-1', accessKeyId: 'k', secretAccessKey: 's' });
+  be.s3 = { requests: { LIST: 0, GET: 0 } };
+  const asked = [];
+  const pages = (last) => async ({ status, shard, cursor }) => {
+    asked.push({ status, shard, cursor });
+    be.s3.requests.LIST++;
+    be.s3.requests.GET += 2;
+    const n = Number(cursor || 0);
+    return { tasks: [{ id: `a${n}` }, { id: `b${n}` }], next_cursor: n < last ? String(n + 1) : '' };
+  };
+  be.listTasks = pages(2);
+  const small = await be.tasksInFilter({ status: 'pending', shard: '3' });
+  assert.deepEqual(small.candidates.map((t) => t.id), ['a0', 'b0', 'a1', 'b1', 'a2', 'b2']);
+  assert.deepEqual(asked, [{ status: 'pending', shard: '3', cursor: '' }, { status: 'pending', shard: '3', cursor: '1' }, { status: 'pending', shard: '3', cursor: '2' }]);
+  assert.deepEqual(small.found, { s3: { LIST: 3, GET: 6 } });
+  assert.equal(small.partial, false);
+  be.listTasks = pages(1000);
+  const big = await be.tasksInFilter({ status: 'pending' });
+  assert.equal(big.candidates.length, 2 * BULK_FILTER_PAGES);
+  assert.equal(big.partial, true, 'it stopped before the end: the plan says so');
 });
