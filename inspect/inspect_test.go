@@ -17,7 +17,6 @@ import (
 	"github.com/qo-queue/qo/store/storetest"
 )
 
-
 // open makes a queue on a counting memory store with a fake clock.
 func open(t *testing.T) (*queue.Queue, *memstore.Store, *storetest.Clock) {
 	t.Helper()
