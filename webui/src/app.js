@@ -8,7 +8,7 @@ import { STATUSES, TERMINAL, COUNTED, LIST_WINDOW_MS, health, priorityOf, shortI
 import { mergeRecent, chartSeries, bars, MINUTE_MS } from './chart.js';
 import { parseSearch, searchCost, searchNote, SEARCH_LIMIT } from './search.js';
 import { planBulk, runBulk, formatOps, BULK_CONCURRENCY } from './bulk.js';
-import { fleetRate, dollars } from './fleet.js';
+import { dollars } from './fleet.js';
 
 // h builds an element; string children become text nodes.
 function h(tag, attrs = {}, ...children) {
@@ -110,7 +110,7 @@ const fresh = () => ({
   stats: null, history: new Map(),
   // The fleet's request rate: the stats answer it was last computed
   // from (worker_requests and at), and the rate.
-  fleetFrom: null, fleet: null,
+  fleet: null,
   // The search box's last query ({text, q}) and its results.
   search: null,
   // Dead letters: the checked tasks, and the bulk action planned or under
@@ -316,16 +316,14 @@ async function refresh() {
   }
 }
 
-// takeStats keeps a stats answer: the chart's minutes, and the fleet's
-// request rate since the answer it was last computed from. That answer
-// stays the base until a rate comes out (qo serve may answer twice from
-// its cache; no heartbeat may have come in between: see fleetRate).
+// takeStats keeps a stats answer: the chart's minutes (the last hour, from
+// the monitor's rollup and the heartbeats) and the fleet's request rate.
 function takeStats(st) {
   state.stats = st;
-  mergeRecent(state.history, st.recent);
-  const rate = fleetRate(state.fleetFrom, st);
-  if (rate) state.fleet = rate;
-  if (rate || !state.fleetFrom) state.fleetFrom = { at: st.at, worker_requests: st.worker_requests || {} };
+  mergeRecent(state.history, st.last_hour?.length ? st.last_hour : st.recent);
+  // The rate comes with the answer (inspect.RateMeter, or RateMeter in
+  // the backend reading the bucket): measured between heartbeats.
+  if (st.request_rate) state.fleet = { perSec: st.request_rate.per_second, perHour: st.request_rate.dollars_per_hour };
 }
 
 // setSearch sets the search box's query (the text typed, or a link's):
@@ -566,8 +564,8 @@ function renderCounts(st) {
   const w = st.workers || {};
   const r = state.fleet;
   const rate = card('requests', r ? `${r.perSec.toFixed(1)} req/s` : '-', 'S3 requests',
-    r ? `≈ ${dollars(r.perHour)}/hour` : 'after the next refresh');
-  rate.title = 'The S3 requests the workers sent per second between the last two refreshes, from the counters in their heartbeats (as qo tui shows them), '
+    r ? `≈ ${dollars(r.perHour)}/hour` : 'after the workers\' next heartbeat');
+  rate.title = 'The S3 requests the workers sent per second between their last two heartbeats, from the counters in them (as qo tui shows them), '
     + 'and what an hour at that rate costs at AWS S3 Standard list prices ($0.005 per 1,000 PUT or LIST, $0.0004 per 1,000 GET, DELETE free). '
     + 'This page\'s own requests are not counted.';
   $('#counts').replaceChildren(
@@ -577,7 +575,9 @@ function renderCounts(st) {
     card('oldest', st.oldest_pending_age_seconds > 0 ? short(st.oldest_pending_age_seconds * 1000) : '-', 'oldest pending',
       st.oldest_pending_age_seconds > 0 ? 'of an available task' : 'nothing pending'),
     card('workers', fmt(w.active), 'workers active', `${fmt(w.stale)} stale · ${fmt(w.dead)} dead`), rate);
-  $('#partial').textContent = st.partial ? 'Counts are lower bounds: an index holds more entries than one refresh reads.' : '';
+  const unserved = (st.unserved || []).map((u) => `${u.type}: ${fmt(u.pending)} pending, ${u.reason}`);
+  $('#partial').textContent = [st.partial ? 'Counts are lower bounds: an index holds more entries than one refresh reads.' : '',
+    unserved.length ? `Nothing runs ${unserved.join('; ')}.` : ''].filter(Boolean).join(' ');
 }
 
 // The chart's drawing box (SVG user units); the page scales it to its width.
@@ -1213,7 +1213,7 @@ async function cancelRest() {
 
 function renderWorkers(now) {
   const rows = state.workers.map((w) => {
-    const st = health(w.last_heartbeat, now.toISOString());
+    const st = health(w.last_heartbeat, now.toISOString(), w.dead_after_seconds);
     return h('tr', { class: 'worker' },
       h('td', { class: 'mono' }, w.worker_id), h('td', {}, h('span', { class: `health ${st}` }, st)),
       h('td', { class: 'num' }, (w.current_tasks || []).length), h('td', { class: 'num' }, w.tasks_completed),

@@ -12,6 +12,7 @@ import {
 } from './workflow.js';
 import { SEARCH_LIMIT, TYPE_SCAN_PAGES, idShards } from './search.js';
 import { BULK_SCAN_PAGES, deadEntryTask } from './bulk.js';
+import { RateMeter } from './fleet.js';
 
 const PAGE = 50;
 /** MAX_INDEX_PAGES bounds the LISTs of one index per stats refresh, as queue.StatsOptions does. */
@@ -371,15 +372,18 @@ export class S3Backend {
    * the heartbeats, reading no task: a LIST per 1,000 entries of each index
    * (ready, leases, waiting, dead)
    * (at most MAX_INDEX_PAGES each), one of the registry, and a GET per
-   * worker whose heartbeat changed since the last call.
+   * worker whose heartbeat changed since the last call, and control.json
+   * (the unserved types). The request rate is measured across calls.
    */
   async stats() {
     const now = this.now();
     const [ready, leases, waiting, dead] = await Promise.all([READY_PREFIX, LEASES_PREFIX, WAITING_PREFIX, DEAD_PREFIX].map((p) => this.listKeys(p, MAX_INDEX_PAGES)));
     const { records, malformed } = await this.readWorkers();
+    const control = await this.control().catch(() => null);
+    this.meter ??= new RateMeter();
     return countStats({
       ready: ready.keys, leases: leases.keys, waiting: waiting.keys, dead: dead.keys,
-      partial: ready.partial || leases.partial || waiting.partial || dead.partial, workers: records, malformed, now,
+      partial: ready.partial || leases.partial || waiting.partial || dead.partial, workers: records, malformed, now, control, meter: this.meter,
     });
   }
 

@@ -4,6 +4,8 @@
 // rate is the sum of each worker's increase between two refreshes, over
 // the time between them. No DOM here (test/fleet.test.js).
 
+import { health } from './queue.js';
+
 /**
  * S3_STANDARD are AWS S3 Standard's list prices in US dollars per 1,000
  * requests (store.AWSStandardPrices): PUT, COPY, POST and LIST at one
@@ -65,6 +67,65 @@ export function fleetRate(prev, cur) {
   if (common > 0 && changed === 0 && secs * 1000 < QUIET_MS) return null;
   const total = Object.values(delta).reduce((a, b) => a + b, 0);
   return { perSec: total / secs, perHour: (cost(delta) * 3600) / secs, seconds: secs, requests: delta };
+}
+
+/**
+ * RateMeter measures the fleet's request rate as inspect.RateMeter does:
+ * for each worker, the counters of its last two heartbeats, differenced
+ * over the time between the heartbeats' own timestamps (not between two
+ * reads: the counters move only with a heartbeat), summed over the live
+ * workers. observe returns view.Rate's shape ({per_second,
+ * dollars_per_hour, by_op, workers, waiting}) or null until some worker
+ * has been seen at two heartbeats.
+ */
+export class RateMeter {
+  constructor(prices = S3_STANDARD) {
+    this.prices = prices;
+    this.workers = new Map();
+  }
+
+  observe(records, now) {
+    const seen = new Set();
+    const r = { per_second: 0, dollars_per_hour: 0, by_op: {}, workers: 0, waiting: 0 };
+    let costPerSec = 0;
+    for (const w of records) {
+      if (!w.s3_requests) continue;
+      seen.add(w.worker_id);
+      const at = Date.parse(w.last_heartbeat);
+      const cur = byOp(w.s3_requests);
+      let b = this.workers.get(w.worker_id);
+      if (!b) {
+        b = { cur, at, prev: null, prevAt: 0 };
+        this.workers.set(w.worker_id, b);
+      } else if (at > b.at) {
+        b.prev = b.cur;
+        b.prevAt = b.at;
+        b.cur = cur;
+        b.at = at;
+        if (Object.keys(b.prev).some((op) => (cur[op] || 0) < b.prev[op])) b.prev = null; // restarted
+      }
+      if (health(w.last_heartbeat, now, w.dead_after_seconds) === 'dead') continue;
+      if (!b.prev) {
+        r.waiting++;
+        continue;
+      }
+      const secs = (b.at - b.prevAt) / 1000;
+      const delta = {};
+      for (const [op, n] of Object.entries(b.cur)) {
+        const d = n - (b.prev[op] || 0);
+        if (!d) continue;
+        delta[op] = d;
+        r.by_op[op] = (r.by_op[op] || 0) + d / secs;
+        r.per_second += d / secs;
+      }
+      costPerSec += cost(delta, this.prices) / secs;
+      r.workers++;
+    }
+    for (const id of [...this.workers.keys()]) if (!seen.has(id)) this.workers.delete(id);
+    if (!r.workers) return null;
+    r.dollars_per_hour = costPerSec * 3600;
+    return r;
+  }
 }
 
 /** dollars formats an amount as qo tui does. */
