@@ -21,6 +21,17 @@ type readModelCases struct {
 	Health   []healthCase   `json:"health"`
 	Unserved []unservedCase `json:"unserved"`
 	Rate     []rateCase     `json:"rate"`
+	// Throughput: the rollup's hour objects and the live heartbeats
+	// merged into the windows of inspect.ThroughputOf.
+	Throughput []throughputCase `json:"throughput"`
+}
+
+type throughputCase struct {
+	Name    string                  `json:"name"`
+	Hours   []*queue.ThroughputHour `json:"hours"`
+	Workers []*queue.WorkerInfo     `json:"workers"`
+	Now     time.Time               `json:"now"`
+	Want    inspect.Throughput      `json:"want"`
 }
 
 type healthCase struct {
@@ -107,5 +118,25 @@ func TestReadModelCases(t *testing.T) {
 		rc.Reads = append(rc.Reads, rateRead{Now: at, Workers: ws, Want: m.Observe(monitor.Health(ws, at), store.AWSStandardPrices)})
 	}
 	c.Rate = append(c.Rate, rc)
+
+	// A worker that stopped (its finishes only in the rollup), its
+	// successor (counted in an open minute with the rollup's copy of it
+	// too), closed minutes of earlier hours, and a day-old hour.
+	at := time.Date(2030, 1, 1, 12, 5, 30, 0, time.UTC)
+	minute := at.Truncate(time.Minute)
+	open := &queue.ThroughputHour{Format: queue.FormatVersion, Hour: at.Truncate(time.Hour)}
+	open.Fold("old", queue.MinuteCount{Start: minute.Add(-2 * time.Minute), Completed: 40, Failed: 2})
+	open.Fold("old", queue.MinuteCount{Start: minute, Completed: 13})
+	open.Fold("new", queue.MinuteCount{Start: minute, Completed: 3})
+	closed := &queue.ThroughputHour{Format: queue.FormatVersion, Hour: at.Truncate(time.Hour).Add(-time.Hour)}
+	closed.Fold("gone", queue.MinuteCount{Start: closed.Hour.Add(30 * time.Minute), Completed: 7, Failed: 1})
+	closed.Close(at)
+	old := &queue.ThroughputHour{Format: queue.FormatVersion, Hour: at.Truncate(time.Hour).Add(-23 * time.Hour)}
+	old.Fold("gone", queue.MinuteCount{Start: old.Hour, Completed: 100})
+	old.Close(at)
+	live := []*queue.WorkerInfo{{ID: "new", LastHeartbeat: at, Recent: []queue.MinuteCount{{Start: minute, Completed: 5}}}}
+	hours := []*queue.ThroughputHour{old, closed, open}
+	c.Throughput = append(c.Throughput, throughputCase{Name: "a restart, closed minutes and a day-old hour", Hours: hours, Workers: live, Now: at,
+		Want: inspect.ThroughputOf(hours, live, at, queue.DefaultRecentMinutes)})
 	requireFile(t, filepath.Join("testdata", "readmodel.json"), c)
 }

@@ -1426,6 +1426,8 @@ var constants_default = {
   recent_minutes: 15,
   dead_after_ms: 2e4,
   max_clock_skew_ms: 2e3,
+  throughput_prefix: "monitor/throughput/",
+  day_hours: 24,
   index_grace_ms: 6e4,
   keys: {
     config: "queue.json",
@@ -1805,9 +1807,59 @@ function indexEntry(key) {
   }
   return null;
 }
+var THROUGHPUT_PREFIX = constants_default.throughput_prefix;
+var DAY_HOURS = constants_default.day_hours;
+var MINUTE = 6e4;
+var HOUR = 60 * MINUTE;
+function throughputKey(ms) {
+  return `${THROUGHPUT_PREFIX}${new Date(ms).toISOString().slice(0, 13)}.json`;
+}
+function throughputOf(hours, workers, nowMs, recentMinutes = RECENT_MINUTES) {
+  const per = /* @__PURE__ */ new Map();
+  const total = /* @__PURE__ */ new Map();
+  const closed = /* @__PURE__ */ new Set();
+  const add2 = (at, c) => {
+    const t = total.get(at) || { completed: 0, failed: 0 };
+    t.completed += c.completed || 0;
+    t.failed += c.failed || 0;
+    total.set(at, t);
+  };
+  for (const h2 of hours) {
+    for (const m of h2.minutes || []) {
+      const at = Date.parse(m.start);
+      if (!m.workers) {
+        closed.add(at);
+        add2(at, m);
+        continue;
+      }
+      for (const [id, c] of Object.entries(m.workers)) per.set(`${id} ${at}`, { at, completed: c.completed || 0, failed: c.failed || 0 });
+    }
+  }
+  for (const w of workers) {
+    for (const m of w.recent || []) {
+      const at = Date.parse(m.start) - Date.parse(m.start) % MINUTE;
+      const k = `${w.worker_id} ${at}`;
+      const old = per.get(k) || { at, completed: 0, failed: 0 };
+      per.set(k, { at, completed: Math.max(old.completed, m.completed || 0), failed: Math.max(old.failed, m.failed || 0) });
+    }
+  }
+  for (const c of per.values()) if (!closed.has(c.at)) add2(c.at, c);
+  const series = (step, n) => {
+    const first2 = nowMs - nowMs % step - (n - 1) * step;
+    const out = Array.from({ length: n }, (_, i) => ({ start: new Date(first2 + i * step).toISOString(), completed: 0, failed: 0 }));
+    for (const [at, c] of total) {
+      const i = Math.floor((at - first2) / step);
+      if (at < first2 || i >= n) continue;
+      out[i].completed += c.completed;
+      out[i].failed += c.failed;
+    }
+    return out;
+  };
+  return { recent: series(MINUTE, recentMinutes), last_hour: series(MINUTE, 60), last_day: series(HOUR, DAY_HOURS) };
+}
 var COUNTED = constants_default.counted;
 var RECENT_MINUTES = constants_default.recent_minutes;
-function countStats({ ready = [], leases = [], dead = [], waiting = [], workers = [], malformed = [], partial = false, now, minutes = RECENT_MINUTES, control = null, meter = null }) {
+function countStats({ ready = [], leases = [], dead = [], waiting = [], workers = [], malformed = [], partial = false, now, minutes = RECENT_MINUTES, control = null, meter = null, hours = [] }) {
   const nowMs = now.getTime();
   const st = {
     at: now.toISOString(),
@@ -1857,19 +1909,14 @@ function countStats({ ready = [], leases = [], dead = [], waiting = [], workers 
   add2("failed", dead);
   if (oldestAll < Infinity) st.oldest_pending_age_seconds = (nowMs - oldestAll) / 1e3;
   for (const [type, at] of Object.entries(oldest)) st.oldest_pending_age_seconds_by_type[type] = (nowMs - at) / 1e3;
-  const first2 = nowMs - nowMs % 6e4 - (minutes - 1) * 6e4;
-  st.recent = Array.from({ length: minutes }, (_, i) => ({ start: new Date(first2 + i * 6e4).toISOString(), completed: 0, failed: 0 }));
   for (const w of workers) {
     st.workers[health(w.last_heartbeat, st.at, w.dead_after_seconds)]++;
     if (w.s3_requests) st.worker_requests[w.worker_id] = w.s3_requests;
-    for (const m of w.recent || []) {
-      const i = Math.floor((Date.parse(m.start) - first2) / 6e4);
-      if (i >= 0 && i < minutes) {
-        st.recent[i].completed += m.completed || 0;
-        st.recent[i].failed += m.failed || 0;
-      }
-    }
   }
+  const t = throughputOf(hours, workers, nowMs, minutes);
+  st.recent = t.recent;
+  st.last_hour = t.last_hour;
+  st.last_day = t.last_day;
   st.unserved = unserved(st.by_type, workers, control, st.at);
   if (meter) st.request_rate = meter.observe(workers, st.at);
   return st;
@@ -2608,6 +2655,7 @@ var S3Backend = class {
     const [ready, leases, waiting, dead] = await Promise.all([READY_PREFIX, LEASES_PREFIX, WAITING_PREFIX, DEAD_PREFIX].map((p) => this.listKeys(p, MAX_INDEX_PAGES)));
     const { records, malformed } = await this.readWorkers();
     const control = await this.control().catch(() => null);
+    const hours = await this.readThroughput(now.getTime()).catch(() => []);
     this.meter ??= new RateMeter();
     return countStats({
       ready: ready.keys,
@@ -2619,8 +2667,32 @@ var S3Backend = class {
       malformed,
       now,
       control,
-      meter: this.meter
+      meter: this.meter,
+      hours
     });
+  }
+  /**
+   * readThroughput reads the monitor's rollup of the last DAY_HOURS hours
+   * as inspect does: one LIST starting after the day's first hour, and a
+   * GET of each hour object whose ETag changed since the last call.
+   */
+  async readThroughput(nowMs) {
+    const cache = this.hourCache ??= /* @__PURE__ */ new Map();
+    const page = await this.s3.list(THROUGHPUT_PREFIX, { startAfter: throughputKey(nowMs - (DAY_HOURS + 1) * 36e5) });
+    const present = new Set(page.keys.map((k) => k.key));
+    for (const key of cache.keys()) if (!present.has(key)) cache.delete(key);
+    await Promise.all(page.keys.filter(({ key, etag }) => cache.get(key)?.etag !== etag || !etag).map(async ({ key, etag }) => {
+      const obj = await this.s3.get(key);
+      if (!obj) return cache.delete(key);
+      try {
+        const hour = JSON.parse(obj.text);
+        if (hour.format !== FORMAT_VERSION || !Array.isArray(hour.minutes)) throw new Error("not a qo throughput hour");
+        return cache.set(key, { etag, hour });
+      } catch {
+        return cache.delete(key);
+      }
+    }));
+    return [...cache.values()].map((e) => e.hour);
   }
   /** listKeys lists the keys under prefix, at most maxPages pages; partial says there were more. */
   async listKeys(prefix, maxPages) {

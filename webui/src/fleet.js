@@ -1,8 +1,9 @@
 // What requests cost, and the fleet's request rate as qo tui shows it:
 // every worker's heartbeat carries the S3 requests its process has sent
 // since it started (s3_requests: {ok: {GET: n, ...}, failed: {...}}); the
-// rate is the sum of each worker's increase between two refreshes, over
-// the time between them. No DOM here (test/fleet.test.js).
+// rate is each worker's increase between its last two heartbeats, over the
+// time between them, summed (see RateMeter). No DOM here
+// (test/fleet.test.js).
 
 import { health } from './queue.js';
 
@@ -32,41 +33,6 @@ export function byOp(counts) {
 /** cost is what requests by kind ({GET: n, PUT: m, ...}) cost at prices. */
 export function cost(ops, prices = S3_STANDARD) {
   return Object.entries(ops).reduce((sum, [op, n]) => sum + (n * per1000(op, prices)) / 1000, 0);
-}
-
-/** QUIET_MS: an interval without any new heartbeat this long counts as one (of no requests). */
-export const QUIET_MS = 60000;
-
-/**
- * fleetRate is the fleet's request rate between two stats answers (prev
- * and cur: {at, worker_requests}): the increase of each worker present in
- * both, over the time between them. null until there are two answers,
- * when cur is not newer (qo serve reuses an answer for 2 s), or when no
- * worker's heartbeat changed since prev (less than QUIET_MS ago): the
- * counters only move with a heartbeat, so such an interval is joined to
- * the next rather than shown as no requests. A worker that restarted (its
- * counters went back) counts from zero.
- */
-export function fleetRate(prev, cur) {
-  if (!prev || !cur) return null;
-  const secs = (Date.parse(cur.at) - Date.parse(prev.at)) / 1000;
-  if (!(secs > 0)) return null;
-  const delta = {};
-  let common = 0;
-  let changed = 0;
-  for (const [id, counts] of Object.entries(cur.worker_requests || {})) {
-    const before = prev.worker_requests?.[id];
-    if (!before) continue;
-    common++;
-    const now = byOp(counts);
-    const then = byOp(before);
-    const restarted = Object.keys(now).some((op) => now[op] < (then[op] || 0)) || Object.keys(then).some((op) => !(op in now));
-    if (restarted || Object.keys(now).some((op) => now[op] !== then[op])) changed++;
-    for (const [op, n] of Object.entries(now)) delta[op] = (delta[op] || 0) + (restarted ? n : n - (then[op] || 0));
-  }
-  if (common > 0 && changed === 0 && secs * 1000 < QUIET_MS) return null;
-  const total = Object.values(delta).reduce((a, b) => a + b, 0);
-  return { perSec: total / secs, perHour: (cost(delta) * 3600) / secs, seconds: secs, requests: delta };
 }
 
 /**

@@ -519,6 +519,69 @@ export function indexEntry(key) {
   return null;
 }
 
+/** THROUGHPUT_PREFIX holds the monitor's rollup of finishes, one object per hour (queue.ThroughputPrefix). */
+export const THROUGHPUT_PREFIX = constants.throughput_prefix;
+/** DAY_HOURS is how many hours last_day covers (inspect.DayHours). */
+export const DAY_HOURS = constants.day_hours;
+const MINUTE = 60000;
+const HOUR = 60 * MINUTE;
+
+/** throughputKey is the key of the rollup's hour object holding ms (queue.ThroughputKey). */
+export function throughputKey(ms) {
+  return `${THROUGHPUT_PREFIX}${new Date(ms).toISOString().slice(0, 13)}.json`;
+}
+
+/**
+ * throughputOf merges the rollup's hour objects with the live workers'
+ * heartbeats into the windows of inspect.ThroughputOf ({recent, last_hour,
+ * last_day}, oldest first, ending with the minute or hour holding nowMs):
+ * a closed minute is the rollup's total; in an open one each worker counts
+ * once, with the larger of its rolled-up and its live count.
+ */
+export function throughputOf(hours, workers, nowMs, recentMinutes = RECENT_MINUTES) {
+  const per = new Map(); // `${id} ${ms}` -> {at, completed, failed}
+  const total = new Map(); // ms -> {completed, failed}
+  const closed = new Set();
+  const add = (at, c) => {
+    const t = total.get(at) || { completed: 0, failed: 0 };
+    t.completed += c.completed || 0;
+    t.failed += c.failed || 0;
+    total.set(at, t);
+  };
+  for (const h of hours) {
+    for (const m of h.minutes || []) {
+      const at = Date.parse(m.start);
+      if (!m.workers) {
+        closed.add(at);
+        add(at, m);
+        continue;
+      }
+      for (const [id, c] of Object.entries(m.workers)) per.set(`${id} ${at}`, { at, completed: c.completed || 0, failed: c.failed || 0 });
+    }
+  }
+  for (const w of workers) {
+    for (const m of w.recent || []) {
+      const at = Date.parse(m.start) - (Date.parse(m.start) % MINUTE);
+      const k = `${w.worker_id} ${at}`;
+      const old = per.get(k) || { at, completed: 0, failed: 0 };
+      per.set(k, { at, completed: Math.max(old.completed, m.completed || 0), failed: Math.max(old.failed, m.failed || 0) });
+    }
+  }
+  for (const c of per.values()) if (!closed.has(c.at)) add(c.at, c);
+  const series = (step, n) => {
+    const first = nowMs - (nowMs % step) - (n - 1) * step;
+    const out = Array.from({ length: n }, (_, i) => ({ start: new Date(first + i * step).toISOString(), completed: 0, failed: 0 }));
+    for (const [at, c] of total) {
+      const i = Math.floor((at - first) / step);
+      if (at < first || i >= n) continue;
+      out[i].completed += c.completed;
+      out[i].failed += c.failed;
+    }
+    return out;
+  };
+  return { recent: series(MINUTE, recentMinutes), last_hour: series(MINUTE, 60), last_day: series(HOUR, DAY_HOURS) };
+}
+
 /** COUNTED are the statuses the stats count, from their indexes (queue.CountedStatuses). */
 export const COUNTED = constants.counted;
 /** RECENT_MINUTES is the length of the stats' per-minute counts (queue.DefaultRecentMinutes). */
@@ -534,7 +597,7 @@ export const RECENT_MINUTES = constants.recent_minutes;
  * counters from its heartbeat (worker_requests). now is a Date (the bucket's
  * clock); partial says an index was not read to its end.
  */
-export function countStats({ ready = [], leases = [], dead = [], waiting = [], workers = [], malformed = [], partial = false, now, minutes = RECENT_MINUTES, control = null, meter = null }) {
+export function countStats({ ready = [], leases = [], dead = [], waiting = [], workers = [], malformed = [], partial = false, now, minutes = RECENT_MINUTES, control = null, meter = null, hours = [] }) {
   const nowMs = now.getTime();
   const st = {
     at: now.toISOString(), total: 0, by_status: Object.fromEntries(COUNTED.map((s) => [s, 0])), counted: [...COUNTED],
@@ -572,19 +635,14 @@ export function countStats({ ready = [], leases = [], dead = [], waiting = [], w
   if (oldestAll < Infinity) st.oldest_pending_age_seconds = (nowMs - oldestAll) / 1000;
   for (const [type, at] of Object.entries(oldest)) st.oldest_pending_age_seconds_by_type[type] = (nowMs - at) / 1000;
 
-  const first = nowMs - (nowMs % 60000) - (minutes - 1) * 60000;
-  st.recent = Array.from({ length: minutes }, (_, i) => ({ start: new Date(first + i * 60000).toISOString(), completed: 0, failed: 0 }));
   for (const w of workers) {
     st.workers[health(w.last_heartbeat, st.at, w.dead_after_seconds)]++;
     if (w.s3_requests) st.worker_requests[w.worker_id] = w.s3_requests;
-    for (const m of w.recent || []) {
-      const i = Math.floor((Date.parse(m.start) - first) / 60000);
-      if (i >= 0 && i < minutes) {
-        st.recent[i].completed += m.completed || 0;
-        st.recent[i].failed += m.failed || 0;
-      }
-    }
   }
+  const t = throughputOf(hours, workers, nowMs, minutes);
+  st.recent = t.recent;
+  st.last_hour = t.last_hour;
+  st.last_day = t.last_day;
   st.unserved = unserved(st.by_type, workers, control, st.at);
   if (meter) st.request_rate = meter.observe(workers, st.at);
   return st;

@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { health, unserved } from '../src/queue.js';
+import { health, unserved, throughputOf, throughputKey } from '../src/queue.js';
 import { RateMeter } from '../src/fleet.js';
 
 const cases = JSON.parse(readFileSync(new URL('../testdata/readmodel.json', import.meta.url)));
@@ -39,4 +39,13 @@ test('the request rate as inspect.RateMeter measures it', () => {
       assert.equal(got.waiting, r.want.waiting);
     }
   }
+});
+
+test('throughput from the rollup and the heartbeats as inspect.ThroughputOf merges them', () => {
+  const norm = (ms) => ms.map((m) => ({ start: Date.parse(m.start), completed: m.completed, failed: m.failed }));
+  for (const c of cases.throughput) {
+    const got = throughputOf(c.hours, c.workers, Date.parse(c.now), c.want.recent.length);
+    for (const w of ['recent', 'last_hour', 'last_day']) assert.deepEqual(norm(got[w]), norm(c.want[w]), `${c.name}: ${w}`);
+  }
+  assert.equal(throughputKey(Date.parse('2030-01-01T12:59:59Z')), 'monitor/throughput/2030-01-01T12.json');
 });
