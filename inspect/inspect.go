@@ -94,12 +94,11 @@ func (m *Model) Snapshot(ctx context.Context) (Snapshot, error) {
 		s.RollupErr = fmt.Errorf("throughput rollup: %w", err)
 	}
 	s.Stats.Malformed = append(s.Stats.Malformed, badHours...)
-	minutes := merged(hours, ws)
-	if n := len(st.Recent); n > 0 {
-		s.Stats.Recent = series(minutes, st.At, time.Minute, n)
+	t := ThroughputOf(hours, ws, st.At, len(st.Recent))
+	if len(st.Recent) > 0 {
+		s.Stats.Recent = t.Recent
 	}
-	s.LastHour = series(minutes, st.At, time.Minute, 60)
-	s.LastDay = series(minutes, st.At, time.Hour, DayHours)
+	s.LastHour, s.LastDay = t.LastHour, t.LastDay
 	return s, nil
 }
 

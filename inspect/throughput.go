@@ -71,6 +71,29 @@ func (r *throughputReader) read(ctx context.Context, q *queue.Queue, since time.
 	return out, bad, nil
 }
 
+// Throughput is the fleet's finishes over three windows ending with the
+// minute (hour) holding the time they were computed at, oldest first.
+type Throughput struct {
+	Recent   []queue.MinuteCount `json:"recent"`    // the last recentMinutes minutes
+	LastHour []queue.MinuteCount `json:"last_hour"` // the last 60 minutes
+	LastDay  []queue.MinuteCount `json:"last_day"`  // the last DayHours hours
+}
+
+// ThroughputOf merges the rollup's hour objects with the live workers'
+// heartbeats (each worker's count of an open minute counted once, the
+// larger of the two) into the windows ending at now.
+func ThroughputOf(hours []*queue.ThroughputHour, workers []*queue.WorkerInfo, now time.Time, recentMinutes int) Throughput {
+	if recentMinutes <= 0 {
+		recentMinutes = queue.DefaultRecentMinutes
+	}
+	minutes := merged(hours, workers)
+	return Throughput{
+		Recent:   series(minutes, now, time.Minute, recentMinutes),
+		LastHour: series(minutes, now, time.Minute, 60),
+		LastDay:  series(minutes, now, time.Hour, DayHours),
+	}
+}
+
 // merged is the finishes by minute from the rollup and the live
 // heartbeats: for a minute still open, each worker counts once, with the
 // larger of its rolled-up and its live count; a closed minute is the
