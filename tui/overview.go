@@ -31,6 +31,7 @@ type overview struct {
 	// runs, from the read model (see inspect.Snapshot).
 	rate     *view.Rate
 	unserved []view.Unserved
+	lastDay  []queue.MinuteCount
 }
 
 func newOverview(st Styles, prices store.Prices, shards []string) overview {
@@ -47,7 +48,7 @@ func (o *overview) apply(m overviewMsg) {
 	if m.controlErr == nil {
 		o.control = m.control
 	}
-	o.rate, o.unserved = m.snap.Rate, m.snap.Unserved
+	o.rate, o.unserved, o.lastDay = m.snap.Rate, m.snap.Unserved, m.snap.LastDay
 }
 
 // requestRate returns the fleet's S3 requests per second and the cost per
@@ -104,7 +105,13 @@ func (o *overview) View() string {
 	mins := len(s.Recent)
 	fmt.Fprintf(&b, "%s last %d min, one mark per minute (kept across restarts)\n", o.st.Header.Render("Throughput"), mins)
 	fmt.Fprintf(&b, "  completed       %s %s (%.1f/min)\n", sparkline(done), count(sumDone), float64(sumDone)/float64(max(mins, 1)))
-	fmt.Fprintf(&b, "  failed attempts %s %s (%s of attempts, retries included)\n\n", sparkline(failed), count(sumFailed), rate)
+	fmt.Fprintf(&b, "  failed attempts %s %s (%s of attempts, retries included)\n", sparkline(failed), count(sumFailed), rate)
+	dayDone, dayFailed := 0, 0
+	for _, m := range o.lastDay {
+		dayDone += m.Completed
+		dayFailed += m.Failed
+	}
+	fmt.Fprintf(&b, "  last %d h: %s completed, %s failed attempts\n\n", len(o.lastDay), count(dayDone), count(dayFailed))
 	for _, u := range o.unserved {
 		b.WriteString(o.st.Error.Render(cut(fmt.Sprintf("! %s: %d pending, %s", safe(u.Type), u.Pending, u.Reason), max(o.w, 20))) + "\n")
 	}
@@ -123,7 +130,7 @@ func (o *overview) View() string {
 	if perSec, perHour, ok := o.requestRate(); ok {
 		fmt.Fprintf(&b, "  ·  S3 %.1f req/s ≈ %s/hour", perSec, dollars(perHour))
 	} else {
-		b.WriteString(o.st.Dim.Render("  ·  S3 request rate after the workers' next heartbeat"))
+		b.WriteString(o.st.Dim.Render("  ·  S3 rate after the next heartbeat"))
 	}
 	b.WriteString("\n\n")
 

@@ -3844,12 +3844,12 @@ function renderChart(clock) {
   const unknown = b.unknown.map((u) => s(
     "rect",
     { class: "unknown", x: x0 + u.x, y: y0, width: u.w, height: CHART.h },
-    s("title", {}, "not seen yet: the stats hold the last 15 minutes, and the page keeps what it saw since it opened")
+    s("title", {}, "not seen yet: the stats hold the last hour from the monitor's rollup (15 minutes from an older qo serve), and the page keeps what it saw since it opened")
   ));
   const columns = b.bars.map((bar) => s(
     "g",
     { class: "minute" },
-    s("title", {}, `${hhmm(bar.start)}: ${fmt(bar.completed)} completed, ${fmt(bar.failed)} failed`),
+    s("title", {}, `${hhmm(bar.start)}: ${fmt(bar.completed)} completed, ${fmt(bar.failed)} failed attempts`),
     // A transparent full-height rect makes the whole minute hoverable.
     s("rect", { class: "hover", x: x0 + bar.x, y: y0, width: bar.w, height: CHART.h }),
     bar.c ? s("rect", { class: "completed", x: x0 + bar.x, y: y0 + bar.c.y, width: bar.w, height: bar.c.h }) : null,
@@ -3861,13 +3861,15 @@ function renderChart(clock) {
     "aria-label": `Tasks completed and failed per minute over the last hour: ${series.totals.completed} completed, ${series.totals.failed} failed`
   }, grid, xlabels, unknown, columns));
   const { completed, failed, minutes } = series.totals;
-  const rate = completed + failed > 0 ? ` (${(100 * failed / (completed + failed)).toFixed(1)}% failed)` : "";
+  const rate = completed + failed > 0 ? ` (${(100 * failed / (completed + failed)).toFixed(1)}% of attempts, retries included)` : "";
+  const day = (state.stats?.last_day || []).reduce((a, m) => ({ c: a.c + (m.completed || 0), f: a.f + (m.failed || 0) }), { c: 0, f: 0 });
   $("#chart-legend").replaceChildren(
     h("span", { class: "key completed" }, `completed ${fmt(completed)}`),
     " ",
-    h("span", { class: "key failed" }, `failed ${fmt(failed)}${rate}`),
+    h("span", { class: "key failed" }, `failed attempts ${fmt(failed)}${rate}`),
     " ",
-    h("span", { class: "dim" }, minutes ? `over the ${minutes} minute${minutes === 1 ? "" : "s"} seen; ${(completed / minutes).toFixed(1)}/min completed` : "no minute seen yet")
+    h("span", { class: "dim" }, minutes ? `over the ${minutes} minute${minutes === 1 ? "" : "s"} seen; ${(completed / minutes).toFixed(1)}/min completed` : "no minute seen yet"),
+    state.stats?.last_day?.length ? h("span", { class: "dim" }, ` \xB7 last ${state.stats.last_day.length} h: ${fmt(day.c)} completed, ${fmt(day.f)} failed attempts`) : ""
   );
 }
 function renderShardMap(st) {
