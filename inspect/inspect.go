@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -93,7 +94,9 @@ func (m *Model) Snapshot(ctx context.Context) (Snapshot, error) {
 	if err != nil {
 		s.RollupErr = fmt.Errorf("throughput rollup: %w", err)
 	}
-	s.Stats.Malformed = append(s.Stats.Malformed, badHours...)
+	if len(badHours) > 0 {
+		s.Stats.Malformed = slices.Concat(st.Malformed, badHours) // never into the counter's own slice
+	}
 	t := ThroughputOf(hours, ws, st.At, len(st.Recent))
 	if len(st.Recent) > 0 {
 		s.Stats.Recent = t.Recent

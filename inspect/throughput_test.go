@@ -121,3 +121,24 @@ func TestThroughputPrune(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, left, 2)
 }
+
+// TestThroughputMalformedHour: a malformed hour object is reported and
+// skipped; the others are read.
+func TestThroughputMalformedHour(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	q, s, clock := open(t)
+	now := clock.Now()
+	require.NoError(t, q.SaveThroughputHour(ctx, &queue.ThroughputHour{Hour: now.UTC().Truncate(time.Hour),
+		Minutes: []queue.ThroughputMinute{{MinuteCount: queue.MinuteCount{Start: now.Truncate(time.Minute), Completed: 4}}}}))
+	bad := queue.ThroughputKey(now.Add(-time.Hour))
+	_, err := s.Put(ctx, bad, []byte(`{"format":1,`), store.Condition{})
+	require.NoError(t, err)
+	snap, err := New(q, Options{}).Snapshot(ctx)
+	require.NoError(t, err)
+	require.NoError(t, snap.RollupErr)
+	done, _ := sum(snap.LastDay)
+	require.Equal(t, 4, done)
+	require.Len(t, snap.Stats.Malformed, 1)
+	require.Equal(t, bad, snap.Stats.Malformed[0].Key)
+}

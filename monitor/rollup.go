@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/qo-queue/qo/queue"
@@ -37,6 +38,12 @@ func (m *Monitor) RollUp(ctx context.Context, workers []*queue.WorkerInfo, now t
 			h, ok := r.hours[key]
 			if !ok {
 				loaded, err := m.q.LoadThroughputHour(ctx, mc.Start)
+				var bad *queue.MalformedError
+				if errors.As(err, &bad) {
+					// Start the hour again rather than stop the rollup.
+					m.log.Warn("malformed throughput rollup hour; writing it anew", "key", bad.Key, "err", bad.Err)
+					loaded, err = &queue.ThroughputHour{Format: queue.FormatVersion, Hour: mc.Start.UTC().Truncate(time.Hour)}, nil
+				}
 				if err != nil {
 					return err
 				}
