@@ -27,6 +27,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/qo-queue/qo/devenv"
+	"github.com/qo-queue/qo/inspect"
 	"github.com/qo-queue/qo/monitor"
 	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/tui"
@@ -602,11 +603,11 @@ func devBannerView(ctx context.Context, s *devSession) {
 	fmt.Fprintf(w, "\nTry:  qo submit --type echo --input '{\"hi\":1}'\n      qo list\n\n")
 	fmt.Fprintf(w, "Press Ctrl+C to stop (data is kept; 'qo dev --reset' starts over).\n\n")
 
-	counter := s.Queue.NewStatsCounter(queue.StatsOptions{})
+	model := inspect.New(s.Queue, inspect.Options{})
 	t := time.NewTicker(devStatusEvery)
 	defer t.Stop()
 	for {
-		fmt.Fprint(w, "\r\x1b[2K"+devStatusLine(ctx, s.Queue, counter))
+		fmt.Fprint(w, "\r\x1b[2K"+devStatusLine(ctx, s.Queue, model))
 		select {
 		case <-ctx.Done():
 			fmt.Fprintln(w)
@@ -616,11 +617,12 @@ func devBannerView(ctx context.Context, s *devSession) {
 	}
 }
 
-// devStatusLine is one line: task counts by status and live workers.
-func devStatusLine(ctx context.Context, q *queue.Queue, counter *queue.StatsCounter) string {
+// devStatusLine is one line: task counts by status, live workers and the
+// types nobody serves, from the read model.
+func devStatusLine(ctx context.Context, q *queue.Queue, model *inspect.Model) string {
 	ctx, cancel := context.WithTimeout(ctx, devStatusEvery)
 	defer cancel()
-	stats, err := counter.Refresh(ctx)
+	snap, err := model.Snapshot(ctx)
 	now := q.Now()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -628,15 +630,16 @@ func devStatusLine(ctx context.Context, q *queue.Queue, counter *queue.StatsCoun
 		}
 		return now.Local().Format("15:04:05") + "  status unavailable: " + oneLine(err.Error())
 	}
-	line := now.Local().Format("15:04:05") + "  " + countsLine(stats)
-	if infos, err := q.ListWorkers(ctx); err == nil {
-		active := 0
-		for _, h := range monitor.Health(infos, now, monitor.DefaultHealthThreshold) {
-			if h.State == monitor.Active {
-				active++
-			}
+	line := now.Local().Format("15:04:05") + "  " + countsLine(snap.Stats)
+	active := 0
+	for _, h := range snap.Workers {
+		if h.State == monitor.Active {
+			active++
 		}
-		line += fmt.Sprintf("  |  workers %d", active)
+	}
+	line += fmt.Sprintf("  |  workers %d", active)
+	for _, u := range snap.Unserved {
+		line += fmt.Sprintf("  |  %s unserved (%s)", oneLine(u.Type), u.Reason)
 	}
 	return line
 }
@@ -648,13 +651,13 @@ func countsLine(st queue.Stats) string {
 	if st.Delayed > 0 {
 		fmt.Fprintf(&b, " (%d later)", st.Delayed)
 	}
-	fmt.Fprintf(&b, "  running %d  failed %d", st.ByStatus[queue.StatusRunning], st.ByStatus[queue.StatusFailed])
+	fmt.Fprintf(&b, "  running %d  dead letters %d", st.ByStatus[queue.StatusRunning], st.ByStatus[queue.StatusFailed])
 	done, failed := 0, 0
 	for _, m := range st.Recent {
 		done += m.Completed
 		failed += m.Failed
 	}
-	fmt.Fprintf(&b, "  |  last %dm: completed %d, failed %d", len(st.Recent), done, failed)
+	fmt.Fprintf(&b, "  |  last %dm: completed %d, failed attempts %d", len(st.Recent), done, failed)
 	if st.Partial {
 		b.WriteString("  (lower bounds)")
 	}

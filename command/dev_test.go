@@ -117,11 +117,11 @@ func TestCountsLine(t *testing.T) {
 		want  string
 	}{
 		{"empty", queue.Stats{ByStatus: by(0, 0, 0, 0, 0, 0), Recent: make([]queue.MinuteCount, 15)},
-			"pending 0  running 0  failed 0  |  last 15m: completed 0, failed 0"},
+			"pending 0  running 0  dead letters 0  |  last 15m: completed 0, failed attempts 0"},
 		{"delayed", queue.Stats{ByStatus: by(2, 1, 1, 1, 0, 0), Delayed: 1, Recent: recent},
-			"pending 2 (1 later)  running 1  failed 1  |  last 2m: completed 5, failed 1"},
+			"pending 2 (1 later)  running 1  dead letters 1  |  last 2m: completed 5, failed attempts 1"},
 		{"partial", queue.Stats{ByStatus: by(1, 0, 0, 0, 0, 0), Partial: true, Recent: recent},
-			"pending 1  running 0  failed 0  |  last 2m: completed 5, failed 1  (lower bounds)"},
+			"pending 1  running 0  dead letters 0  |  last 2m: completed 5, failed attempts 1  (lower bounds)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

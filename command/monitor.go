@@ -22,8 +22,7 @@ func monitorFlags() []cli.Flag {
 			Usage: "liveness bound: a worker whose heartbeat is older (plus 2s of clock skew) is dead and its tasks run again; a worker stops its own handlers at 3/4 of it without a landed heartbeat; at least 2x --heartbeat-interval"},
 		&cli.StringFlag{Name: "check-interval", Category: cat, EnvVars: []string{"QO_MONITOR_CHECK_INTERVAL"}, Value: "30s",
 			Usage: "how often the leading monitor logs worker health and prunes dead registrations"},
-		&cli.StringFlag{Name: "worker-health-threshold", Category: cat, EnvVars: []string{"QO_MONITOR_WORKER_HEALTH_THRESHOLD"}, Value: "60s",
-			Usage: "heartbeat age after which a worker is stale (dead after 3x)"},
+		removedHealthThreshold(),
 		&cli.StringFlag{Name: "sweep-interval", Category: cat, EnvVars: []string{"QO_MONITOR_SWEEP_INTERVAL"}, Value: "5m",
 			Usage: "how often the index sweeper runs (0 disables it)"},
 		&cli.IntFlag{Name: "sweep-page-size", Category: cat, EnvVars: []string{"QO_MONITOR_SWEEP_PAGE_SIZE"}, Value: monitor.DefaultSweepPageSize,
@@ -42,7 +41,7 @@ func monitorOptions(c *cli.Context) (monitor.Options, error) {
 	if o.CheckInterval, err = cmdDuration(c, "check-interval"); err != nil {
 		return o, err
 	}
-	if o.WorkerHealthThreshold, err = cmdDuration(c, "worker-health-threshold"); err != nil {
+	if err := checkRemovedHealthThreshold(c); err != nil {
 		return o, err
 	}
 	if o.LeaseCheckInterval, err = cmdDuration(c, "lease-check-interval"); err != nil {
@@ -83,16 +82,19 @@ func monitorCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "monitor",
 		Usage:     "expire timed-out leases, watch worker heartbeats and repair indexes",
-		UsageText: "qo monitor [--check-interval 30s] [--worker-health-threshold 60s] [--sweep-interval 5m] [flags]",
+		UsageText: "qo monitor [--check-interval 30s] [--dead-after 20s] [--sweep-interval 5m] [flags]",
 		Description: `Runs until SIGTERM or SIGINT. Any number of monitors may run (each worker embeds
 one unless --no-monitor): one leads at a time, through a lease object written
 with conditional PUTs, and the others stand by and take over when it expires.
 
 The leader, every --check-interval, lists only the lease-index entries that
 expired and requeues their tasks with backoff (or fails them when their retries
-are exhausted), and logs workers whose heartbeat is older than
---worker-health-threshold; every --sweep-interval it repairs the ready and lease
-indexes, one bounded page per shard per round.
+are exhausted), and logs workers that turn stale or dead (by the rule it takes
+their tasks back by: dead once a heartbeat is older than the worker's
+--dead-after plus 2s), folding their finishes into the throughput rollup
+(monitor/throughput/, kept 7 days, which qo stats and the console read); every
+--sweep-interval it repairs the ready and lease indexes, one bounded page per
+shard per round.
 
 Probes, served with /metrics on --metrics-addr (QO_METRICS_ADDR):
   GET /healthz   liveness: 200 while the process runs, 503 once a signal
@@ -145,4 +147,19 @@ Durations accept Go syntax (500ms, 30s, 2m) or a bare number of seconds.`,
 			return monitor.New(q, o).Run(ctx)
 		}),
 	}
+}
+
+// removedHealthThreshold is the flag that set a display threshold of its
+// own: worker health now follows the monitor's liveness rule, so the flag
+// is refused with a note rather than unknown.
+func removedHealthThreshold() cli.Flag {
+	return &cli.StringFlag{Name: "worker-health-threshold", Hidden: true}
+}
+
+// checkRemovedHealthThreshold refuses --worker-health-threshold.
+func checkRemovedHealthThreshold(c *cli.Context) error {
+	if c.IsSet("worker-health-threshold") {
+		return usageError("--worker-health-threshold was removed: a worker is shown stale and dead by the monitor's liveness rule, from its --dead-after (stale at 3/4 of it, dead past it plus 2s); drop the flag")
+	}
+	return nil
 }

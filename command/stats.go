@@ -13,6 +13,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/qo-queue/qo/inspect"
+	"github.com/qo-queue/qo/internal/termsafe"
 	"github.com/qo-queue/qo/monitor"
 	"github.com/qo-queue/qo/monitor/view"
 	"github.com/qo-queue/qo/queue"
@@ -25,9 +27,14 @@ func statsCommand() *cli.Command {
 		UsageText: "qo stats [--json] [--watch [--interval 2s]]",
 		Description: `Counts the queue from its indexes and the workers' heartbeats, the same
 figures as the console's overview and GET /api/stats: pending (and delayed),
-running and failed tasks by type and shard, the age of the oldest pending
-task, completions and failures per minute over the last minutes, and the
-workers by health. Its cost is a handful of LISTs whatever the bucket's
+running and failed tasks (dead letters: tasks whose retries ran out) by type
+and shard, the age of the oldest pending task, completions and failed
+attempts (each failed run of a handler, retries included) per minute over
+the last minutes, the last hour and the last day (from the monitor's
+throughput rollup, so they survive restarts), the types with pending tasks
+that no live worker serves or that are paused, and the workers by the
+monitor's liveness rule (see qo workers). Its cost is a handful of LISTs,
+one GET per worker and per changed rollup hour, whatever the bucket's
 history; finished tasks are not counted one by one: --json's by_status
 holds only the counted statuses (listed in "counted"), so a finished status
 is absent rather than 0.
@@ -46,8 +53,7 @@ Examples:
 			&cli.BoolFlag{Name: "json", Usage: "print as JSON (the shape of GET /api/stats)"},
 			&cli.BoolFlag{Name: "watch", Usage: "redraw every --interval until interrupted"},
 			&cli.StringFlag{Name: "interval", Value: "2s", Usage: "how often --watch redraws (at least 1s)"},
-			&cli.StringFlag{Name: "worker-health-threshold", EnvVars: []string{"QO_MONITOR_WORKER_HEALTH_THRESHOLD"}, Value: "60s",
-				Usage: "heartbeat age after which a worker is stale (dead after 3x)"},
+			removedHealthThreshold(),
 		},
 		Action: runStats,
 	}
@@ -57,12 +63,8 @@ func runStats(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return usageError("stats takes no arguments, got %q", c.Args().First())
 	}
-	threshold, err := cmdDuration(c, "worker-health-threshold")
-	if err != nil {
+	if err := checkRemovedHealthThreshold(c); err != nil {
 		return err
-	}
-	if threshold <= 0 {
-		return usageError("--worker-health-threshold must be positive, e.g. 60s")
 	}
 	interval, err := cmdDuration(c, "interval")
 	if err != nil {
@@ -78,9 +80,9 @@ func runStats(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	counter := q.NewStatsCounter(queue.StatsOptions{})
+	model := inspect.New(q, inspect.Options{})
 	show := func(ctx context.Context) error {
-		st, err := view.CollectStats(ctx, q, counter, threshold)
+		st, err := model.Stats(ctx)
 		if err != nil {
 			return err
 		}
@@ -140,6 +142,9 @@ func printStats(w io.Writer, st view.Stats) error {
 		if s == queue.StatusPending && st.Delayed > 0 {
 			n += fmt.Sprintf(" (%d delayed)", st.Delayed)
 		}
+		if s == queue.StatusFailed {
+			n += " (dead letters)"
+		}
 		tabRow(tw, string(s), n)
 	}
 	if err := tw.Flush(); err != nil {
@@ -148,13 +153,26 @@ func printStats(w io.Writer, st view.Stats) error {
 	if st.ByStatus[queue.StatusPending] > 0 {
 		fmt.Fprintf(w, "oldest pending: %s\n", (time.Duration(st.OldestPendingSeconds * float64(time.Second))).Round(time.Second))
 	}
-	var done, failed int
-	for _, m := range st.Recent {
-		done += m.Completed
-		failed += m.Failed
+	sum := func(ms []queue.MinuteCount) (done, failed int) {
+		for _, m := range ms {
+			done += m.Completed
+			failed += m.Failed
+		}
+		return done, failed
 	}
 	if len(st.Recent) > 0 {
-		fmt.Fprintf(w, "last %d minutes: %d completed, %d failed (%.1f per minute)\n", len(st.Recent), done, failed, float64(done+failed)/float64(len(st.Recent)))
+		done, failed := sum(st.Recent)
+		fmt.Fprintf(w, "last %d minutes: %d completed, %d failed attempts (%.1f finishes per minute)\n", len(st.Recent), done, failed, float64(done+failed)/float64(len(st.Recent)))
+	}
+	if len(st.LastDay) > 0 {
+		done, failed := sum(st.LastDay)
+		fmt.Fprintf(w, "last %d hours: %d completed, %d failed attempts\n", len(st.LastDay), done, failed)
+	}
+	if r := st.RequestRate; r != nil {
+		fmt.Fprintf(w, "S3 requests: %.1f/s (~$%.4f/hour) from %d workers' heartbeats\n", r.PerSecond, r.DollarsPerHour, r.Workers)
+	}
+	for _, u := range st.Unserved {
+		fmt.Fprintf(w, "UNSERVED %s: %d pending, %s\n", termsafe.Line(u.Type), u.Pending, u.Reason)
 	}
 	fmt.Fprintf(w, "workers: %d active, %d stale, %d dead\n", st.Workers[monitor.Active], st.Workers[monitor.Stale], st.Workers[monitor.Dead])
 

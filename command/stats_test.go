@@ -31,6 +31,12 @@ func TestStatsCommand(t *testing.T) {
 	require.Regexp(t, `(?m)^mail\s+2\s+0\s+0$`, out)
 	require.Regexp(t, `(?m)^resize\s+1\s+0\s+0$`, out)
 	require.Contains(t, out, "workers: 0 active, 0 stale, 0 dead")
+	require.Contains(t, out, "UNSERVED mail: 2 pending, no live worker serves it", "pending work nobody serves is named")
+	require.Contains(t, out, "UNSERVED resize: 1 pending, no live worker serves it")
+	require.Regexp(t, `failed\s+0 \(dead letters\)`, out)
+	code, _, errs = q.run("stats", "--worker-health-threshold", "60s")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, errs, "monitor's liveness rule", "the removed flag says why and what to do")
 
 	// --json is the shape of GET /api/stats.
 	var cli map[string]any

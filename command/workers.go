@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/qo-queue/qo/inspect"
 	"github.com/qo-queue/qo/internal/termsafe"
 	"github.com/qo-queue/qo/monitor"
 	"github.com/qo-queue/qo/monitor/view"
@@ -18,45 +19,43 @@ import (
 func workersCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "workers",
-		Usage:     "list registered workers: active, stale or dead by heartbeat age",
-		UsageText: "qo workers [--json] [--worker-health-threshold 60s]",
-		Description: `A worker is active while its last heartbeat is at most --worker-health-threshold
-old, stale beyond that, and dead beyond 3x the threshold. Heartbeats are for
-observability only: a dead worker's tasks come back when their leases expire.
+		Usage:     "list registered workers: active, stale or dead by the monitor's liveness rule",
+		UsageText: "qo workers [--json]",
+		Description: `A worker is judged by the rule the monitor takes tasks back by: dead once its
+last heartbeat is older than its liveness bound (its --dead-after, 20s by
+default) plus 2s of clock skew, 22s by default: the monitor has taken or is
+taking its tasks back. Stale from three quarters of the bound (15s): a worker
+whose heartbeats do not land stops its own handlers at that age. Active below.
+A SIGKILLed worker shows dead within 22s of the kill.
 SHARDS "all" means the worker polls every shard (no shard leasing).
 
---json prints {"now", "threshold_seconds", "workers": [...]} where each worker
-is its registry record (worker_id, started_at, last_heartbeat, shards,
-current_tasks, types, concurrency, tasks_completed, tasks_failed, host, pid,
-version) plus "state" and "heartbeat_age_seconds".`,
+--json prints {"now", "threshold_seconds", "dead_after_seconds", "workers":
+[...]} (threshold_seconds and dead_after_seconds: the stale and dead ages for
+the default bound) where each worker is its registry record (worker_id,
+started_at, last_heartbeat, shards, current_tasks, types, concurrency,
+tasks_completed, tasks_failed, host, pid, version, dead_after_seconds when it
+states its own bound) plus "state" and "heartbeat_age_seconds".`,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print as JSON"},
-			&cli.StringFlag{Name: "worker-health-threshold", EnvVars: []string{"QO_MONITOR_WORKER_HEALTH_THRESHOLD"}, Value: "60s",
-				Usage: "heartbeat age after which a worker is stale (dead after 3x)"},
+			removedHealthThreshold(),
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usageError("workers takes no arguments, got %q", c.Args().First())
 			}
-			threshold, err := cmdDuration(c, "worker-health-threshold")
-			if err != nil {
+			if err := checkRemovedHealthThreshold(c); err != nil {
 				return err
-			}
-			if threshold == 0 {
-				return usageError("--worker-health-threshold must be positive")
 			}
 			q, err := openQueue(c)
 			if err != nil {
 				return err
 			}
-			infos, err := q.ListWorkers(c.Context)
+			health, now, err := inspect.New(q, inspect.Options{}).Workers(c.Context)
 			if err != nil {
 				return err
 			}
-			now := q.Now()
-			health := monitor.Health(infos, now, threshold)
 			if c.Bool("json") {
-				return emitJSON(c.App.Writer, view.WorkersOf(health, now, threshold))
+				return emitJSON(c.App.Writer, view.WorkersOf(health, now))
 			}
 			return printWorkers(c.App.Writer, health)
 		},

@@ -120,7 +120,7 @@ func TestTUIInTmux(t *testing.T) {
 	fmt.Fprintf(&script, "export NO_COLOR=1 TERM=xterm-256color\nexec '%s' tui --refresh off\n", wkBinary(t))
 	s := startTmux(t, 100, 30, script.String())
 
-	s.waitFor("1 Overview", "running 1", "failed 1")
+	s.waitFor("1 Overview", "running 1", "failed (dead letters) 1")
 	s.keys("2")
 	s.waitFor("NEXT / LEASE", "lease")
 	s.keys("s", "s", "s", "s") // all, pending, running, completed, failed

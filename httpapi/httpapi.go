@@ -28,6 +28,7 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/qo-queue/qo/inspect"
 	"github.com/qo-queue/qo/metrics"
 	"github.com/qo-queue/qo/monitor"
 	"github.com/qo-queue/qo/monitor/view"
@@ -59,8 +60,6 @@ type Options struct {
 	// AllowOrigin, when set, is sent as Access-Control-Allow-Origin on
 	// /api/ responses (a web page served from another origin).
 	AllowOrigin string
-	// HealthThreshold judges workers (default monitor.DefaultHealthThreshold).
-	HealthThreshold time.Duration
 	// RequestTimeout bounds the S3 work of one request (default 30s).
 	RequestTimeout time.Duration
 	// AllowedHosts, when set, are the only host names a request's Host
@@ -92,7 +91,7 @@ const DefaultStatsMaxAge = 2 * time.Second
 type api struct {
 	q     *queue.Queue
 	opts  Options
-	stats *queue.StatsCounter
+	model *inspect.Model // the read model: stats, worker health
 	s3    *S3Check
 
 	sessions sessions
@@ -108,16 +107,13 @@ func New(q *queue.Queue, opts Options) http.Handler {
 	if opts.MaxBody <= 0 {
 		opts.MaxBody = DefaultMaxBody
 	}
-	if opts.HealthThreshold <= 0 {
-		opts.HealthThreshold = monitor.DefaultHealthThreshold
-	}
 	if opts.RequestTimeout <= 0 {
 		opts.RequestTimeout = 30 * time.Second
 	}
 	if opts.StatsMaxAge <= 0 {
 		opts.StatsMaxAge = DefaultStatsMaxAge
 	}
-	a := &api{q: q, opts: opts, stats: q.NewStatsCounter(queue.StatsOptions{}), s3: NewS3Check(q.Store(), opts.S3CheckMaxAge)}
+	a := &api{q: q, opts: opts, model: inspect.New(q, inspect.Options{}), s3: NewS3Check(q.Store(), opts.S3CheckMaxAge)}
 	a.sessions = sessions{ttl: DefaultSessionTTL, now: time.Now, byID: map[string]time.Time{}}
 	if opts.LoginCodes != nil {
 		a.sessions.now = opts.LoginCodes.now
@@ -437,7 +433,7 @@ func (a *api) cachedStats(ctx context.Context) (*view.Stats, error) {
 		// Not the caller's context: the refresh serves every waiter.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.opts.RequestTimeout)
 		defer cancel()
-		v, err := view.CollectStats(ctx, a.q, a.stats, a.opts.HealthThreshold)
+		v, err := a.model.Stats(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("refresh the queue stats: %w", err)
 		}
@@ -498,7 +494,7 @@ func (a *api) health0(ctx context.Context, now time.Time) ([]monitor.WorkerHealt
 	if err != nil {
 		return nil, err
 	}
-	return monitor.Health(ws, now, a.opts.HealthThreshold), nil
+	return monitor.Health(ws, now), nil
 }
 
 func (a *api) getWorkers(w http.ResponseWriter, r *http.Request) error {
@@ -507,7 +503,7 @@ func (a *api) getWorkers(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, view.WorkersOf(health, now, a.opts.HealthThreshold))
+	writeJSON(w, http.StatusOK, view.WorkersOf(health, now))
 	return nil
 }
 

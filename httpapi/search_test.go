@@ -118,3 +118,45 @@ func TestStatsWorkerRequests(t *testing.T) {
 		"ok": map[string]any{"GET": 40.0, "PUT": 7.0}, "failed": map[string]any{"PUT": 1.0},
 	}}, got, "w1 publishes no counters")
 }
+
+// TestStatsReadModel: GET /api/stats names a type nobody serves, measures
+// the request rate between heartbeats, and GET /api/workers shows a
+// worker silent past the monitor's bound as dead.
+func TestStatsReadModel(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t, storetest.Backends()[0], Options{StatsMaxAge: time.Second})
+	_, _, err := e.q.Submit(ctx, queue.SubmitRequest{Type: "orphan"})
+	require.NoError(t, err)
+	e.clock.Advance(30 * time.Second) // w1, registered by newEnv, is dead by now
+	now := e.q.Now()
+	counts := func(n int64) *store.Counts { return &store.Counts{OK: map[store.Op]int64{store.OpGet: n}} }
+	require.NoError(t, e.q.PutWorker(ctx, &queue.WorkerInfo{ID: "w2", LastHeartbeat: now.Add(-10 * time.Second), Types: []string{"other"}, Requests: counts(100)}))
+	require.NoError(t, e.q.PutWorker(ctx, &queue.WorkerInfo{ID: "silent", LastHeartbeat: now.Add(-30 * time.Second), Types: []string{"orphan"}}))
+	status, body, _ := e.do(t, "GET", "/api/stats", "")
+	require.Equal(t, 200, status)
+	e.documented(t, "GET", "/api/stats", status, body)
+	st := body.(map[string]any)
+	require.Contains(t, st["unserved"], map[string]any{"type": "orphan", "pending": 1.0, "reason": "no live worker serves it"},
+		"the only worker serving orphan is dead by the monitor's rule")
+	require.Nil(t, st["request_rate"], "one heartbeat seen: no rate yet")
+	require.Len(t, st["last_hour"], 60)
+	require.Len(t, st["last_day"], 24)
+
+	e.clock.Advance(2 * time.Second) // past StatsMaxAge: a new answer
+	require.NoError(t, e.q.PutWorker(ctx, &queue.WorkerInfo{ID: "w2", LastHeartbeat: now, Types: []string{"other"}, Requests: counts(350)}))
+	_, body, _ = e.do(t, "GET", "/api/stats", "")
+	rate := body.(map[string]any)["request_rate"].(map[string]any)
+	require.InDelta(t, 25.0, rate["per_second"], 1e-9, "250 GETs between heartbeats 10 s apart")
+
+	status, body, _ = e.do(t, "GET", "/api/workers", "")
+	require.Equal(t, 200, status)
+	e.documented(t, "GET", "/api/workers", status, body)
+	states := map[string]any{}
+	for _, w := range body.(map[string]any)["workers"].([]any) {
+		states[w.(map[string]any)["worker_id"].(string)] = w.(map[string]any)["state"]
+	}
+	require.Equal(t, "dead", states["silent"], "32 s without a heartbeat: the monitor has taken its tasks back")
+	require.Equal(t, "active", states["w2"])
+	require.Equal(t, 22.0, body.(map[string]any)["dead_after_seconds"])
+}

@@ -38,7 +38,9 @@
 //     holds meanwhile), and LeaseCheckInterval in the bound above counts
 //     that many times. The position is not kept in the bucket: a new
 //     leader starts again at the first shard.
-//   - Worker health, every CheckInterval: judge heartbeats (see Health),
+//   - Worker health, every CheckInterval: judge heartbeats (see Judge: the
+//     same rule as the lease walk's, so a worker logged dead is one whose
+//     tasks are taken back),
 //     log workers that turn stale or dead, optionally delete registrations
 //     dead for longer than PruneDeadAfter.
 //   - Sweep, in a loop of its own (so it never delays the timeout check),
@@ -107,9 +109,6 @@ type Options struct {
 	// a lease holder whose registry entry is older than this, and than
 	// its own stated bound, is dead (default queue.DefaultDeadAfter).
 	DeadAfter time.Duration
-	// WorkerHealthThreshold is the heartbeat age after which a worker is
-	// stale (default 60s; dead after DeadFactor times that).
-	WorkerHealthThreshold time.Duration
 	// SweepInterval is how often the index sweeper runs (default 5m;
 	// negative disables the sweeper).
 	SweepInterval time.Duration
@@ -167,9 +166,6 @@ func (o Options) withDefaults(q *queue.Queue) Options {
 	}
 	if o.DeadAfter <= 0 {
 		o.DeadAfter = queue.DefaultDeadAfter
-	}
-	if o.WorkerHealthThreshold <= 0 {
-		o.WorkerHealthThreshold = DefaultHealthThreshold
 	}
 	if o.SweepInterval == 0 {
 		o.SweepInterval = DefaultSweepInterval
@@ -251,6 +247,8 @@ type Monitor struct {
 	// page size (1,000) and page budget (maxLeasePages): tests walk a
 	// small index in parts.
 	leasePageSize, leasePages int
+	// rollup is the throughput rollup's open hours (see RollUp).
+	rollup *rollup
 }
 
 // New returns a monitor for q.
@@ -295,7 +293,7 @@ func (m *Monitor) WorkerHealth() []WorkerHealth {
 func (m *Monitor) Run(ctx context.Context) error {
 	m.log.Info("monitor started",
 		"check_interval", m.opts.CheckInterval.String(), "sweep_interval", m.opts.SweepInterval.String(),
-		"worker_health_threshold", m.opts.WorkerHealthThreshold.String(), "leader_ttl", m.opts.LeaderTTL.String())
+		"dead_after", m.opts.DeadAfter.String(), "leader_ttl", m.opts.LeaderTTL.String())
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -800,7 +798,7 @@ func (m *Monitor) deadHolders(ctx context.Context, live []queue.LeaseEntry, now 
 			// Deregistered or pruned while holding a lease (a worker
 			// registers before it claims).
 			dead[id] = time.Time{}
-		case now.Sub(written) <= m.opts.DeadAfter+queue.MaxClockSkew:
+		case !beatDead(written, now, m.opts.DeadAfter):
 		default:
 			if beat, ok := m.lastBeat(ctx, id, written, now); !ok {
 				dead[id] = beat
@@ -839,7 +837,7 @@ func (m *Monitor) lastBeat(ctx context.Context, id string, written, now time.Tim
 		m.declared[id] = c
 		m.mu.Unlock()
 	}
-	return c.beat, now.Sub(c.beat) <= c.bound+queue.MaxClockSkew
+	return c.beat, !beatDead(c.beat, now, c.bound)
 }
 
 type declaredBound struct {
@@ -849,15 +847,16 @@ type declaredBound struct {
 }
 
 // CheckWorkers reads the worker registry, judges each heartbeat, logs
-// workers whose state changed, and prunes long-dead registrations when
-// PruneDeadAfter is set.
+// workers whose state changed, prunes long-dead registrations when
+// PruneDeadAfter is set, and folds the workers' finishes into the
+// throughput rollup (RollUp).
 func (m *Monitor) CheckWorkers(ctx context.Context) ([]WorkerHealth, error) {
 	workers, err := m.q.ListWorkers(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list workers: %w", err)
 	}
 	now := m.opts.Clock.Now()
-	health := Health(workers, now, m.opts.WorkerHealthThreshold)
+	health := Health(workers, now)
 	seen := make(map[string]bool, len(health))
 	for _, h := range health {
 		id := h.Worker.ID
@@ -889,6 +888,9 @@ func (m *Monitor) CheckWorkers(ctx context.Context) ([]WorkerHealth, error) {
 	}
 	m.health = health
 	m.mu.Unlock()
+	if err := m.RollUp(ctx, workers, now); err != nil {
+		return health, fmt.Errorf("throughput rollup: %w", err)
+	}
 	return health, nil
 }
 

@@ -67,28 +67,60 @@ func TestHealth(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2030, 1, 1, 0, 10, 0, 0, time.UTC)
 	tests := []struct {
-		age  time.Duration
-		want State
+		age   time.Duration
+		bound int // the worker's stated DeadAfterSeconds (0: the default, 20s)
+		want  State
 	}{
 		{age: 0, want: Active},
 		{age: -5 * time.Second, want: Active}, // clock skew: a heartbeat from the future
-		{age: 60 * time.Second, want: Active},
-		{age: 61 * time.Second, want: Stale},
-		{age: 180 * time.Second, want: Stale},
-		{age: 181 * time.Second, want: Dead},
+		{age: 15 * time.Second, want: Active},
+		{age: 15*time.Second + time.Millisecond, want: Stale}, // the worker stops its handlers
+		{age: 22 * time.Second, want: Stale},
+		{age: 22*time.Second + time.Millisecond, want: Dead}, // the monitor takes its tasks back
+		{age: time.Hour, want: Dead},
+		{age: 45 * time.Second, bound: 60, want: Active},
+		{age: 46 * time.Second, bound: 60, want: Stale},
+		{age: 62 * time.Second, bound: 60, want: Stale},
+		{age: 63 * time.Second, bound: 60, want: Dead},
 	}
 	var workers []*queue.WorkerInfo
 	for i, tc := range tests {
-		require.Equal(t, tc.want, StateOf(now.Add(-tc.age), now, time.Minute), "age %s", tc.age)
-		workers = append(workers, &queue.WorkerInfo{ID: string(rune('a' + i)), LastHeartbeat: now.Add(-tc.age)})
+		w := &queue.WorkerInfo{ID: string(rune('a' + i)), LastHeartbeat: now.Add(-tc.age), DeadAfterSeconds: tc.bound}
+		require.Equal(t, tc.want, Judge(w, now), "age %s, bound %ds", tc.age, tc.bound)
+		workers = append(workers, w)
 	}
-	hs := Health(append(workers, nil), now, time.Minute)
+	hs := Health(append(workers, nil), now)
 	require.Len(t, hs, len(tests))
 	for i, h := range hs {
 		require.Equal(t, tests[i].want, h.State)
 		require.GreaterOrEqual(t, h.Age, time.Duration(0))
 	}
-	require.Equal(t, Active, StateOf(now, now, 0), "zero threshold means the default")
+}
+
+// TestHealthAgreesWithRecovery: a worker is shown dead exactly when the
+// lease walk takes its tasks back, not minutes later.
+func TestHealthAgreesWithRecovery(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	q, _, clock := setup(t, storetest.Backends()[0], true)
+	beat(t, q, "long-lived", 0)
+	submitAndClaim(t, q, 3)
+	m := New(q, Options{Logger: discard})
+	for _, step := range []time.Duration{10 * time.Second, 5 * time.Second, 7 * time.Second, time.Second} {
+		clock.Advance(step)
+		hs, err := m.CheckWorkers(ctx)
+		require.NoError(t, err)
+		require.Len(t, hs, 1)
+		r, err := m.CheckLeases(ctx)
+		require.NoError(t, err)
+		shownDead := hs[0].State == Dead
+		require.Equal(t, r.Reclaimed == 1, shownDead, "at heartbeat age %s: shown %s, reclaimed %d", hs[0].Age, hs[0].State, r.Reclaimed)
+		if shownDead {
+			require.LessOrEqual(t, hs[0].Age, DeadAt(0)+time.Second)
+			return
+		}
+	}
+	t.Fatal("the worker was never shown dead")
 }
 
 func TestCheckTimeouts(t *testing.T) {
@@ -393,14 +425,14 @@ func TestCheckWorkers(t *testing.T) {
 		for id, age := range map[string]time.Duration{"fresh": time.Second, "late": 2 * time.Minute, "gone": time.Hour, "ancient": 48 * time.Hour} {
 			require.NoError(t, q.PutWorker(ctx, &queue.WorkerInfo{ID: id, StartedAt: now.Add(-age), LastHeartbeat: now.Add(-age)}))
 		}
-		m := New(q, Options{WorkerHealthThreshold: time.Minute, PruneDeadAfter: 24 * time.Hour, Logger: discard})
+		m := New(q, Options{PruneDeadAfter: 24 * time.Hour, Logger: discard})
 		hs, err := m.CheckWorkers(ctx)
 		require.NoError(t, err)
 		got := map[string]State{}
 		for _, h := range hs {
 			got[h.Worker.ID] = h.State
 		}
-		require.Equal(t, map[string]State{"fresh": Active, "late": Stale, "gone": Dead, "ancient": Dead}, got)
+		require.Equal(t, map[string]State{"fresh": Active, "late": Dead, "gone": Dead, "ancient": Dead}, got)
 		require.Len(t, m.WorkerHealth(), 4)
 		ws, err := q.ListWorkers(ctx)
 		require.NoError(t, err)

@@ -25,6 +25,7 @@ writer follows; the code implements exactly what is written here.
 	monitor/leader.json                                 named lease: which monitor is the leader
 	monitor/sweep.json                                  the sweeper's cursor and last pass
 	monitor/probe.json                                  the server probe of Init and worker start (see Server probes)
+	monitor/throughput/{YYYY-MM-DDTHH}.json             finishes per minute of one UTC hour (see Throughput rollup)
 
 Nothing else in the bucket belongs to the queue (Keys lists the keys and
 prefixes above): qo ui deploy puts the web UI's files under ui/, and
@@ -447,6 +448,14 @@ extends a lease:
     worker re-reads its task that often (CheckLease: one GET, no write) to
     see a cancel request or a lost lease.
 
+Every interface shows worker health by this same rule (monitor.Judge):
+a worker is dead once its heartbeat is older than its DeadAfter plus
+MaxClockSkew (22s by default), the age at which its tasks are taken back,
+and stale from three quarters of DeadAfter (15s), the age at which it
+stops its own handlers without a landed heartbeat. A SIGKILLed worker is
+shown dead within DeadAfter + MaxClockSkew of its last heartbeat, so
+within 22s of the kill with the defaults.
+
 Cancel of a running task sets cancel_requested; the worker learns it from
 CheckLease (ErrCancelRequested, the lease stays valid), stops the handler
 and calls AckCancel. A task whose worker dies is taken back by
@@ -715,6 +724,39 @@ worker, so a refresh costs 3 LISTs plus 1 LIST and 1 GET per changed
 heartbeat, with 0 or with millions of finished tasks.
 Lifetime totals of completed, cancelled, expired or archived tasks are not
 counted (Stats.Counted says which counts are real).
+
+Words: a dead letter is a task in status failed (the dead index, the
+failed count); a failed attempt is one run of a handler that ended in an
+error, retried or not (the per-minute failed counts). The interfaces name
+them apart.
+
+# Throughput rollup
+
+A worker's heartbeat carries its finishes of the last
+DefaultRecentMinutes minutes only, so a restart of the workers would
+erase the fleet's recent throughput. The leading monitor keeps it: at
+every worker-health check (CheckInterval, 30s) it folds each registered
+worker's per-minute counts into monitor/throughput/{YYYY-MM-DDTHH}.json,
+one object per UTC hour (ThroughputHour). A minute keeps each worker's
+count (the larger of the kept and the newly read, so reading a heartbeat
+twice counts it once) while heartbeats may still carry it, for
+ThroughputOpenFor (16 minutes) after its start; then only its totals.
+An hour object is at most 60 minutes of totals plus 16 open minutes of
+per-worker counts. The leader writes an hour object only when it changed
+(at most 2 PUTs per check, the minutes a heartbeat carries spanning at
+most two hours: at most 5,760 PUTs a day, about $0.86 a month at S3
+Standard prices, less on an idle queue, which writes none), GETs one
+once when it first folds into it as leader, and once an hour deletes the
+objects older than ThroughputKeep (7 days; 1 LIST, DELETEs are free), so
+at most 169 exist. Each write leaves a noncurrent version, expired after
+a day by the lifecycle rule of monitor/ (see Retention). Finishes a
+worker made after the leader's last read of its entry and before it
+stopped cleanly (deregistering) are lost: at most CheckInterval of them.
+A reader (package inspect, the web UI) lists the hours of the last day
+(1 LIST starting after the day's first hour: at most 25 keys whatever is
+kept) and GETs only those whose ETag changed since it last read them,
+merging them with the live heartbeats (each worker's open minute counted
+once, at the larger of its two counts).
 
 # Following, waiting, bulk submits and bulk actions
 

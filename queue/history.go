@@ -67,6 +67,23 @@ func eventOf(prev, t *Task) Event {
 // version, which has no rev, stays right after the version listed before
 // it.
 func (q *Queue) History(ctx context.Context, id uuid.UUID) ([]Event, error) {
+	return q.HistoryCached(ctx, id, nil)
+}
+
+// VersionCache keeps the bodies of object versions a reader has read: a
+// version never changes, so a reader that keeps them reads each version
+// once. Implementations must be safe for concurrent use.
+type VersionCache interface {
+	// Version returns the body of version versionID of key, if kept.
+	Version(key, versionID string) ([]byte, bool)
+	// Keep keeps the body of version versionID of key.
+	Keep(key, versionID string, body []byte)
+}
+
+// HistoryCached is History reading through cache (nil: no cache): only the
+// versions the cache does not hold are read, so reading again the history
+// of a task that did not change costs its LIST-VERSIONS alone.
+func (q *Queue) HistoryCached(ctx context.Context, id uuid.UUID, cache VersionCache) ([]Event, error) {
 	key := q.TaskKey(id)
 	versions, err := q.s.ListVersions(ctx, key)
 	if err != nil {
@@ -90,10 +107,12 @@ func (q *Queue) History(ctx context.Context, id uuid.UUID) ([]Event, error) {
 		}
 		var obj *store.Object
 		var err error
-		if v.VersionID == "" {
+		if body, ok := cachedVersion(cache, key, v.VersionID); ok {
+			obj = &store.Object{Body: body}
+		} else if v.VersionID == "" {
 			obj, err = q.s.Get(ctx, key) // unversioned bucket: only the current object
-		} else {
-			obj, err = q.s.GetVersion(ctx, key, v.VersionID)
+		} else if obj, err = q.s.GetVersion(ctx, key, v.VersionID); err == nil && cache != nil {
+			cache.Keep(key, v.VersionID, obj.Body)
 		}
 		if err != nil {
 			if errors.Is(err, store.ErrNotFound) {
@@ -142,6 +161,15 @@ func (q *Queue) History(ctx context.Context, id uuid.UUID) ([]Event, error) {
 		}
 	}
 	return events, nil
+}
+
+// cachedVersion returns a kept version's body; the current object of an
+// unversioned bucket (no version id) is never kept.
+func cachedVersion(cache VersionCache, key, versionID string) ([]byte, bool) {
+	if cache == nil || versionID == "" {
+		return nil, false
+	}
+	return cache.Version(key, versionID)
 }
 
 // deriveEvent names the change that produced t. Objects written by qo carry

@@ -11,6 +11,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/google/uuid"
 
+	"github.com/qo-queue/qo/inspect"
 	"github.com/qo-queue/qo/monitor"
 	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/store"
@@ -30,6 +31,7 @@ type overviewMsg struct {
 	malformed  []queue.MalformedError // malformed worker entries
 	control    queue.Control
 	controlErr error // the switches could not be read (shown, not fatal)
+	snap       inspect.Snapshot
 	err        error
 }
 
@@ -95,23 +97,19 @@ const requestTimeout = 15 * time.Second
 // one GET per step, so a large one takes longer than a single request.
 const workflowTimeout = 2 * time.Minute
 
-func loadOverview(ctx context.Context, q *queue.Queue, counter *queue.StatsCounter, seq int) tea.Cmd {
+// loadOverview reads the read model's snapshot (see inspect.Snapshot).
+func loadOverview(ctx context.Context, model *inspect.Model, seq int) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 		defer cancel()
 		msg := overviewMsg{seq: seq}
-		msg.stats, msg.err = counter.Refresh(ctx)
+		msg.snap, msg.err = model.Snapshot(ctx)
 		if msg.err != nil {
 			return msg
 		}
-		ws, bad, err := q.ListWorkersReport(ctx)
-		if err != nil {
-			msg.err = err
-			return msg
-		}
-		msg.workers = monitor.Health(ws, msg.stats.At, monitor.DefaultHealthThreshold)
-		msg.malformed = bad
-		msg.control, msg.controlErr = q.Control(ctx)
+		s := msg.snap
+		msg.stats, msg.workers, msg.malformed = s.Stats, s.Workers, s.MalformedWorkers
+		msg.control, msg.controlErr = s.Control, s.ControlErr
 		return msg
 	}
 }
@@ -130,7 +128,8 @@ func loadTasks(ctx context.Context, q *queue.Queue, qry queue.ListQuery, seq int
 // workflow reuses it and only another workflow's costs a GET. With
 // orWorkflow (an id typed in the search box), an id that is no task's may
 // be a workflow's.
-func loadDetail(ctx context.Context, q *queue.Queue, id uuid.UUID, seq int, known *queue.Workflow, orWorkflow bool) tea.Cmd {
+// Versions are read through model, so each is read once.
+func loadDetail(ctx context.Context, q *queue.Queue, model *inspect.Model, id uuid.UUID, seq int, known *queue.Workflow, orWorkflow bool) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 		defer cancel()
@@ -156,7 +155,7 @@ func loadDetail(ctx context.Context, q *queue.Queue, id uuid.UUID, seq int, know
 		if msg.payloadErr != nil {
 			msg.data = msg.task
 		}
-		msg.events, msg.err = q.History(ctx, id)
+		msg.events, msg.err = model.History(ctx, id)
 		if errors.Is(msg.err, store.ErrNotSupported) {
 			msg.err = nil // no versioning: the detail still shows the task
 		}

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/qo-queue/qo/monitor"
+	"github.com/qo-queue/qo/monitor/view"
 	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/store"
 )
@@ -27,12 +27,11 @@ type overview struct {
 	control    queue.Control
 	controlErr error
 
-	// Fleet request rate: each worker publishes its cumulative request
-	// counts; the rate is the sum of per-worker deltas between refreshes.
-	prevReq  map[string]store.Counts
-	prevAt   time.Time
-	rate     store.Counts // requests in the last interval
-	rateSecs float64
+	// rate is the fleet's S3 request rate and unserved the types nothing
+	// runs, from the read model (see inspect.Snapshot).
+	rate     *view.Rate
+	unserved []view.Unserved
+	lastDay  []queue.MinuteCount
 }
 
 func newOverview(st Styles, prices store.Prices, shards []string) overview {
@@ -49,31 +48,17 @@ func (o *overview) apply(m overviewMsg) {
 	if m.controlErr == nil {
 		o.control = m.control
 	}
-	cur := map[string]store.Counts{}
-	var delta store.Counts
-	for _, h := range m.workers {
-		if h.Worker.Requests == nil {
-			continue
-		}
-		c := *h.Worker.Requests
-		cur[h.Worker.ID] = c
-		if prev, ok := o.prevReq[h.Worker.ID]; ok {
-			delta = delta.Add(c.Sub(prev))
-		}
-	}
-	if o.prevReq != nil && m.stats.At.After(o.prevAt) {
-		o.rate, o.rateSecs = delta, m.stats.At.Sub(o.prevAt).Seconds()
-	}
-	o.prevReq, o.prevAt = cur, m.stats.At
+	o.rate, o.unserved, o.lastDay = m.snap.Rate, m.snap.Unserved, m.snap.LastDay
 }
 
 // requestRate returns the fleet's S3 requests per second and the cost per
-// hour at that rate; ok is false until two refreshes have been seen.
+// hour at that rate; ok is false until some worker's counters were seen
+// at two heartbeats.
 func (o *overview) requestRate() (perSec, perHour float64, ok bool) {
-	if o.rateSecs <= 0 {
+	if o.rate == nil {
 		return 0, 0, false
 	}
-	return float64(o.rate.All()) / o.rateSecs, o.rate.Cost(o.prices) * 3600 / o.rateSecs, true
+	return o.rate.PerSecond, o.rate.DollarsPerHour, true
 }
 
 func (o *overview) View() string {
@@ -87,7 +72,11 @@ func (o *overview) View() string {
 	// Totals by status.
 	var parts []string
 	for _, st := range s.Counted {
-		parts = append(parts, fmt.Sprintf("%s %s", o.st.status(st), count(s.ByStatus[st])))
+		label := o.st.status(st)
+		if st == queue.StatusFailed {
+			label += " (dead letters)"
+		}
+		parts = append(parts, fmt.Sprintf("%s %s", label, count(s.ByStatus[st])))
 	}
 	b.WriteString(o.st.Header.Render("Tasks") + "  " + strings.Join(parts, "  "))
 	if s.Partial {
@@ -114,9 +103,21 @@ func (o *overview) View() string {
 		rate = fmt.Sprintf("%.1f%%", 100*float64(sumFailed)/float64(sumDone+sumFailed))
 	}
 	mins := len(s.Recent)
-	fmt.Fprintf(&b, "%s last %d min, one mark per minute\n", o.st.Header.Render("Throughput"), mins)
-	fmt.Fprintf(&b, "  completed %s %s (%.1f/min)\n", sparkline(done), count(sumDone), float64(sumDone)/float64(max(mins, 1)))
-	fmt.Fprintf(&b, "  failed    %s %s (failure rate %s)\n\n", sparkline(failed), count(sumFailed), rate)
+	fmt.Fprintf(&b, "%s last %d min, one mark per minute (kept across restarts)\n", o.st.Header.Render("Throughput"), mins)
+	fmt.Fprintf(&b, "  completed       %s %s (%.1f/min)\n", sparkline(done), count(sumDone), float64(sumDone)/float64(max(mins, 1)))
+	fmt.Fprintf(&b, "  failed attempts %s %s (%s of attempts, retries included)\n", sparkline(failed), count(sumFailed), rate)
+	dayDone, dayFailed := 0, 0
+	for _, m := range o.lastDay {
+		dayDone += m.Completed
+		dayFailed += m.Failed
+	}
+	fmt.Fprintf(&b, "  last %d h: %s completed, %s failed attempts\n\n", len(o.lastDay), count(dayDone), count(dayFailed))
+	for _, u := range o.unserved {
+		b.WriteString(o.st.Error.Render(cut(fmt.Sprintf("! %s: %d pending, %s", safe(u.Type), u.Pending, u.Reason), max(o.w, 20))) + "\n")
+	}
+	if len(o.unserved) > 0 {
+		b.WriteString("\n")
+	}
 
 	// The fleet.
 	active := 0
@@ -129,7 +130,7 @@ func (o *overview) View() string {
 	if perSec, perHour, ok := o.requestRate(); ok {
 		fmt.Fprintf(&b, "  ·  S3 %.1f req/s ≈ %s/hour", perSec, dollars(perHour))
 	} else {
-		b.WriteString(o.st.Dim.Render("  ·  S3 request rate after the next refresh"))
+		b.WriteString(o.st.Dim.Render("  ·  S3 rate after the next heartbeat"))
 	}
 	b.WriteString("\n\n")
 

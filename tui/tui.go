@@ -18,6 +18,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/google/uuid"
 
+	"github.com/qo-queue/qo/inspect"
 	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/store"
 )
@@ -83,7 +84,7 @@ type Model struct {
 	interval int // index into RefreshIntervals
 	gen      int // auto-refresh timer generation
 
-	counter  *queue.StatsCounter
+	model    *inspect.Model
 	overview overview
 	tasks    tasks
 	workers  workers
@@ -134,7 +135,7 @@ func New(ctx context.Context, q *queue.Queue, opts Options) (*Model, error) {
 	m := &Model{
 		ctx: ctx, q: q, clock: clock, keys: keys, st: st, title: opts.Title, quitPrompt: opts.QuitPrompt,
 		interval: interval,
-		counter:  q.NewStatsCounter(queue.StatsOptions{}),
+		model:    inspect.New(q, inspect.Options{Prices: &prices}),
 		overview: newOverview(st, prices, q.Shards()),
 		tasks:    newTasks(st, keys, q.Shards()),
 		workers:  newWorkers(st, keys),
@@ -231,7 +232,7 @@ func (m *Model) load(tick bool) tea.Cmd {
 	case scrTasks:
 		cmds = append(cmds, loadTasks(m.ctx, m.q, m.tasks.query(), m.next("tasks")))
 	case scrDetail:
-		cmds = append(cmds, loadDetail(m.ctx, m.q, m.detailID, m.next("detail"), m.record, m.detailOrWorkflow))
+		cmds = append(cmds, loadDetail(m.ctx, m.q, m.model, m.detailID, m.next("detail"), m.record, m.detailOrWorkflow))
 	case scrWorkflow:
 		switch {
 		case !tick || m.wf.view == nil:
@@ -249,7 +250,7 @@ func (m *Model) loadOverview() tea.Cmd {
 	if m.inflight["overview"] {
 		return nil // a slow refresh is still counting: do not pile up
 	}
-	return loadOverview(m.ctx, m.q, m.counter, m.next("overview"))
+	return loadOverview(m.ctx, m.model, m.next("overview"))
 }
 
 // Update routes a message.
@@ -654,7 +655,7 @@ func (m *Model) openStep() tea.Cmd {
 		return nil
 	}
 	m.open(t.ID)
-	return loadDetail(m.ctx, m.q, t.ID, m.next("detail"), m.record, false)
+	return loadDetail(m.ctx, m.q, m.model, t.ID, m.next("detail"), m.record, false)
 }
 
 // confirmCancelWorkflow asks before cancelling the shown workflow's steps
@@ -721,7 +722,7 @@ func (m *Model) tasksKey(msg tea.KeyMsg) tea.Cmd {
 	case tasksOpen, tasksOpenID:
 		m.open(id)
 		m.detailOrWorkflow = eff == tasksOpenID
-		return tea.Batch(cmd, loadDetail(m.ctx, m.q, id, m.next("detail"), m.record, m.detailOrWorkflow))
+		return tea.Batch(cmd, loadDetail(m.ctx, m.q, m.model, id, m.next("detail"), m.record, m.detailOrWorkflow))
 	case tasksOpenWorkflow:
 		return tea.Batch(cmd, m.openWorkflow(m.tasks.wfRef))
 	}

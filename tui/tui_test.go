@@ -228,7 +228,9 @@ func TestStaleResponsesDropped(t *testing.T) {
 	require.Len(t, h.m.tasks.page.Tasks, 6, "the older, filtered answer was dropped")
 }
 
-// TestRequestRate checks the fleet's S3 rate from two heartbeats.
+// TestRequestRate checks the fleet's S3 rate from two heartbeats: the
+// requests between them over the time between the heartbeats themselves,
+// not between the console's refreshes.
 func TestRequestRate(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil, Options{}).seed()
@@ -236,13 +238,21 @@ func TestRequestRate(t *testing.T) {
 	h.init()
 	_, _, ok := h.m.overview.requestRate()
 	require.False(t, ok, "one sample gives no rate")
+	before, err := h.q.GetWorker(h.ctx, "worker-a")
+	require.NoError(t, err)
 	h.clock.Advance(10 * time.Second)
 	h.heartbeat(2000)
 	h.press("r")
+	secs := h.clock.Now().Sub(before.LastHeartbeat).Seconds()
 	perSec, perHour, ok := h.m.overview.requestRate()
 	require.True(t, ok)
-	require.InDelta(t, 200, perSec, 0.001)
-	require.InDelta(t, 2000*0.005/1000*360, perHour, 1e-9)
+	require.InDelta(t, 2000/secs, perSec, 0.001)
+	require.InDelta(t, 2000*0.005/1000*3600/secs, perHour, 1e-9)
+	h.clock.Advance(3 * time.Second)
+	h.press("r") // no heartbeat since: the rate holds, it does not drop to 0
+	perSec, _, ok = h.m.overview.requestRate()
+	require.True(t, ok)
+	require.InDelta(t, 2000/secs, perSec, 0.001)
 }
 
 // TestViews renders every screen at 100x30 and 80x24 against golden files.

@@ -13,7 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/qo-queue/qo/monitor"
+	"github.com/qo-queue/qo/inspect"
 	"github.com/qo-queue/qo/queue"
 )
 
@@ -194,21 +194,23 @@ func TestIdempotencyKeys(t *testing.T) {
 // status list, key prefix or number of the queue is written by hand in the
 // page.
 type pageConstants struct {
-	FormatVersion     int                    `json:"format_version"`      // queue.FormatVersion
-	LayoutVersion     int                    `json:"layout_version"`      // queue.LayoutVersion
-	FieldSep          string                 `json:"field_sep"`           // queue.FieldSep
-	Statuses          []queue.Status         `json:"statuses"`            // queue.Statuses
-	Terminal          []queue.Status         `json:"terminal"`            // the statuses whose Terminal is true
-	Counted           []queue.Status         `json:"counted"`             // queue.CountedStatuses
-	Priorities        []queue.Priority       `json:"priorities"`          // queue.Priorities
-	PriorityStepMS    int64                  `json:"priority_step_ms"`    // queue.PriorityStep
-	ListWindowMS      int64                  `json:"list_window_ms"`      // queue.DefaultListWindow
-	RecentMinutes     int                    `json:"recent_minutes"`      // queue.DefaultRecentMinutes
-	DeadFactor        int                    `json:"dead_factor"`         // monitor.DeadFactor
-	HealthThresholdMS int64                  `json:"health_threshold_ms"` // monitor.DefaultHealthThreshold
-	IndexGraceMS      int64                  `json:"index_grace_ms"`      // queue.IndexGrace
-	Keys              map[string]string      `json:"keys"`                // the key layout's keys and prefixes
-	WorkflowEnded     []queue.WorkflowStatus `json:"workflow_ended"`      // the workflow statuses whose Ended is true
+	FormatVersion    int                    `json:"format_version"`    // queue.FormatVersion
+	LayoutVersion    int                    `json:"layout_version"`    // queue.LayoutVersion
+	FieldSep         string                 `json:"field_sep"`         // queue.FieldSep
+	Statuses         []queue.Status         `json:"statuses"`          // queue.Statuses
+	Terminal         []queue.Status         `json:"terminal"`          // the statuses whose Terminal is true
+	Counted          []queue.Status         `json:"counted"`           // queue.CountedStatuses
+	Priorities       []queue.Priority       `json:"priorities"`        // queue.Priorities
+	PriorityStepMS   int64                  `json:"priority_step_ms"`  // queue.PriorityStep
+	ListWindowMS     int64                  `json:"list_window_ms"`    // queue.DefaultListWindow
+	RecentMinutes    int                    `json:"recent_minutes"`    // queue.DefaultRecentMinutes
+	DeadAfterMS      int64                  `json:"dead_after_ms"`     // queue.DefaultDeadAfter: a worker's liveness bound when it states none
+	MaxClockSkewMS   int64                  `json:"max_clock_skew_ms"` // queue.MaxClockSkew: dead past the bound plus this (monitor.DeadAt)
+	ThroughputPrefix string                 `json:"throughput_prefix"` // queue.ThroughputPrefix: the monitor's rollup of finishes
+	DayHours         int                    `json:"day_hours"`         // inspect.DayHours: the hours last_day covers
+	IndexGraceMS     int64                  `json:"index_grace_ms"`    // queue.IndexGrace
+	Keys             map[string]string      `json:"keys"`              // the key layout's keys and prefixes
+	WorkflowEnded    []queue.WorkflowStatus `json:"workflow_ended"`    // the workflow statuses whose Ended is true
 	// Operators lists, for each action the page offers, the statuses it
 	// applies to (queue.OperatorFrom, read off the transition table).
 	Operators map[string][]queue.Status `json:"operators"`
@@ -236,7 +238,8 @@ func constants() pageConstants {
 		Statuses: queue.Statuses, Terminal: terminal, Counted: queue.CountedStatuses, Priorities: queue.Priorities,
 		PriorityStepMS: queue.PriorityStep.Milliseconds(), ListWindowMS: queue.DefaultListWindow.Milliseconds(),
 		RecentMinutes: queue.DefaultRecentMinutes,
-		DeadFactor:    monitor.DeadFactor, HealthThresholdMS: monitor.DefaultHealthThreshold.Milliseconds(),
+		DeadAfterMS:   queue.DefaultDeadAfter.Milliseconds(), MaxClockSkewMS: queue.MaxClockSkew.Milliseconds(),
+		ThroughputPrefix: queue.ThroughputPrefix, DayHours: inspect.DayHours,
 		IndexGraceMS: queue.IndexGrace.Milliseconds(),
 		Keys: map[string]string{
 			"config": queue.ConfigKey, "control": queue.ControlKey, "tasks": queue.TasksPrefix, "ready": queue.ReadyPrefix,

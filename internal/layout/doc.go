@@ -6,6 +6,7 @@
 //	queue/...                     the task lifecycle
 //	monitor/...                   recovery and the shared JSON shapes (view)
 //	worker/...                    handlers, which embed a monitor
+//	inspect/                      the read model every interface reads, beside worker
 //	metrics/...                   Prometheus metrics, a worker.Observer
 //	tui/, webui/, httpapi/        the interfaces; none imports another
 //	devenv/                       the local environment of qo dev, beside them

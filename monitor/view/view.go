@@ -5,7 +5,6 @@
 package view
 
 import (
-	"context"
 	"time"
 
 	"github.com/google/uuid"
@@ -97,15 +96,19 @@ type Worker struct {
 }
 
 // Workers is the worker registry (qo workers --json, GET /api/workers).
+// ThresholdSeconds and DeadAfterSeconds are the heartbeat ages after which
+// a worker of the default liveness bound is stale and dead (the monitor's
+// rule, monitor.Judge); a worker stating its own bound has its own.
 type Workers struct {
 	Now              time.Time `json:"now"`
 	ThresholdSeconds float64   `json:"threshold_seconds"`
+	DeadAfterSeconds float64   `json:"dead_after_seconds"`
 	Workers          []Worker  `json:"workers"`
 }
 
 // WorkersOf converts judged workers.
-func WorkersOf(health []monitor.WorkerHealth, now time.Time, threshold time.Duration) Workers {
-	out := Workers{Now: now, ThresholdSeconds: threshold.Seconds(), Workers: []Worker{}}
+func WorkersOf(health []monitor.WorkerHealth, now time.Time) Workers {
+	out := Workers{Now: now, ThresholdSeconds: monitor.StaleAfter(0).Seconds(), DeadAfterSeconds: monitor.DeadAt(0).Seconds(), Workers: []Worker{}}
 	for _, h := range health {
 		out.Workers = append(out.Workers, Worker{WorkerInfo: h.Worker, State: h.State, HeartbeatAgeSeconds: h.Age.Seconds()})
 	}
@@ -134,22 +137,17 @@ type Stats struct {
 	// last heartbeat says: the fleet's request rate is the sum of each
 	// worker's increase between two answers (what qo tui shows).
 	WorkerRequests map[string]store.Counts `json:"worker_requests"`
-}
-
-// CollectStats refreshes c (a counter of q) and judges the registered
-// workers by threshold: the answer of GET /api/stats and `qo stats`. Its
-// cost is that of c.Refresh plus one registry listing, whatever the
-// bucket's history.
-func CollectStats(ctx context.Context, q *queue.Queue, c *queue.StatsCounter, threshold time.Duration) (Stats, error) {
-	st, err := c.Refresh(ctx)
-	if err != nil {
-		return Stats{}, err
-	}
-	ws, _, err := q.ListWorkersReport(ctx)
-	if err != nil {
-		return Stats{}, err
-	}
-	return StatsOf(st, monitor.Health(ws, st.At, threshold)), nil
+	// Unserved names the types with pending tasks that no live worker
+	// serves or that are paused (never null).
+	Unserved []Unserved `json:"unserved"`
+	// RequestRate is the fleet's S3 request rate (null until some
+	// worker's counters were seen at two heartbeats).
+	RequestRate *Rate `json:"request_rate"`
+	// LastHour holds the finishes of each of the last 60 minutes and
+	// LastDay those of each of the last 24 hours, oldest first, from the
+	// throughput rollup and the live heartbeats: they survive restarts.
+	LastHour []queue.MinuteCount `json:"last_hour"`
+	LastDay  []queue.MinuteCount `json:"last_day"`
 }
 
 // StatsOf converts task counts and judged workers.
@@ -161,6 +159,9 @@ func StatsOf(st queue.Stats, health []monitor.WorkerHealth) Stats {
 		Workers:             map[monitor.State]int{monitor.Active: 0, monitor.Stale: 0, monitor.Dead: 0},
 		OldestPendingByType: map[string]float64{},
 		WorkerRequests:      map[string]store.Counts{},
+		Unserved:            []Unserved{},
+		LastHour:            []queue.MinuteCount{},
+		LastDay:             []queue.MinuteCount{},
 	}
 	for typ, at := range st.OldestPendingByType {
 		out.OldestPendingByType[typ] = st.At.Sub(at).Seconds()
@@ -204,4 +205,29 @@ func SchedulesOf(list []*queue.Schedule, malformed []queue.MalformedError) Sched
 		out.Schedules = append(out.Schedules, ScheduleOf(s))
 	}
 	return out
+}
+
+// Unserved is a task type with pending tasks that nothing will run as
+// things stand: no live worker serves it, or it is paused.
+type Unserved struct {
+	Type    string `json:"type"`
+	Pending int    `json:"pending"`
+	// Reason is "no live worker serves it", "type paused" or "queue
+	// paused".
+	Reason string `json:"reason"`
+}
+
+// Rate is the fleet's S3 request rate: each live worker's requests
+// between its last two heartbeats, over the time between their own
+// timestamps, summed over the workers.
+type Rate struct {
+	PerSecond      float64 `json:"per_second"`
+	DollarsPerHour float64 `json:"dollars_per_hour"`
+	// ByOp is the rate of each kind of request, per second.
+	ByOp map[store.Op]float64 `json:"by_op"`
+	// Workers is how many workers the rate sums (those with two
+	// heartbeats seen); Waiting how many live ones publish counters but
+	// were seen once so far.
+	Workers int `json:"workers"`
+	Waiting int `json:"waiting"`
 }

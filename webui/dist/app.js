@@ -1424,8 +1424,10 @@ var constants_default = {
   priority_step_ms: 9e5,
   list_window_ms: 864e5,
   recent_minutes: 15,
-  dead_factor: 3,
-  health_threshold_ms: 6e4,
+  dead_after_ms: 2e4,
+  max_clock_skew_ms: 2e3,
+  throughput_prefix: "monitor/throughput/",
+  day_hours: 24,
   index_grace_ms: 6e4,
   keys: {
     config: "queue.json",
@@ -1757,13 +1759,32 @@ function indexChanges(prev, next) {
   return { put: want.filter((k) => !had.includes(k)), del: had.filter((k) => !want.includes(k)) };
 }
 var INDEX_GRACE_MS = constants_default.index_grace_ms;
-var DEAD_FACTOR = constants_default.dead_factor;
-var HEALTH_THRESHOLD_MS = constants_default.health_threshold_ms;
-function health(lastHeartbeat, now, thresholdMS = HEALTH_THRESHOLD_MS) {
+var DEAD_AFTER_MS = constants_default.dead_after_ms;
+var MAX_CLOCK_SKEW_MS = constants_default.max_clock_skew_ms;
+function health(lastHeartbeat, now, deadAfterSeconds = 0) {
   const age = Date.parse(now) - Date.parse(lastHeartbeat);
-  if (age <= thresholdMS) return "active";
-  if (age <= DEAD_FACTOR * thresholdMS) return "stale";
-  return "dead";
+  const bound = deadAfterSeconds > 0 ? deadAfterSeconds * 1e3 : DEAD_AFTER_MS;
+  if (age > bound + MAX_CLOCK_SKEW_MS) return "dead";
+  if (age > bound * 3 / 4) return "stale";
+  return "active";
+}
+function unserved(byType, workers, control, now) {
+  const served = /* @__PURE__ */ new Set();
+  for (const w of workers) {
+    if (health(w.last_heartbeat, now, w.dead_after_seconds) === "dead") continue;
+    for (const t of w.types || []) served.add(t);
+  }
+  const out = [];
+  for (const type of Object.keys(byType).sort()) {
+    const pending = byType[type].pending || 0;
+    if (!pending) continue;
+    let reason = "";
+    if (control?.paused) reason = "queue paused";
+    else if (control?.paused_types && Object.hasOwn(control.paused_types, type)) reason = "type paused";
+    else if (!served.has(type)) reason = "no live worker serves it";
+    if (reason) out.push({ type, pending, reason });
+  }
+  return out;
 }
 function validType(s2) {
   return typeof s2 === "string" && /^[A-Za-z0-9_.:-]{1,64}$/.test(s2) && /[^.]/.test(s2);
@@ -1786,9 +1807,59 @@ function indexEntry(key) {
   }
   return null;
 }
+var THROUGHPUT_PREFIX = constants_default.throughput_prefix;
+var DAY_HOURS = constants_default.day_hours;
+var MINUTE = 6e4;
+var HOUR = 60 * MINUTE;
+function throughputKey(ms) {
+  return `${THROUGHPUT_PREFIX}${new Date(ms).toISOString().slice(0, 13)}.json`;
+}
+function throughputOf(hours, workers, nowMs, recentMinutes = RECENT_MINUTES) {
+  const per = /* @__PURE__ */ new Map();
+  const total = /* @__PURE__ */ new Map();
+  const closed = /* @__PURE__ */ new Set();
+  const add2 = (at, c) => {
+    const t = total.get(at) || { completed: 0, failed: 0 };
+    t.completed += c.completed || 0;
+    t.failed += c.failed || 0;
+    total.set(at, t);
+  };
+  for (const h2 of hours) {
+    for (const m of h2.minutes || []) {
+      const at = Date.parse(m.start);
+      if (!m.workers) {
+        closed.add(at);
+        add2(at, m);
+        continue;
+      }
+      for (const [id, c] of Object.entries(m.workers)) per.set(`${id} ${at}`, { at, completed: c.completed || 0, failed: c.failed || 0 });
+    }
+  }
+  for (const w of workers) {
+    for (const m of w.recent || []) {
+      const at = Date.parse(m.start) - Date.parse(m.start) % MINUTE;
+      const k = `${w.worker_id} ${at}`;
+      const old = per.get(k) || { at, completed: 0, failed: 0 };
+      per.set(k, { at, completed: Math.max(old.completed, m.completed || 0), failed: Math.max(old.failed, m.failed || 0) });
+    }
+  }
+  for (const c of per.values()) if (!closed.has(c.at)) add2(c.at, c);
+  const series = (step, n) => {
+    const first2 = nowMs - nowMs % step - (n - 1) * step;
+    const out = Array.from({ length: n }, (_, i) => ({ start: new Date(first2 + i * step).toISOString(), completed: 0, failed: 0 }));
+    for (const [at, c] of total) {
+      const i = Math.floor((at - first2) / step);
+      if (at < first2 || i >= n) continue;
+      out[i].completed += c.completed;
+      out[i].failed += c.failed;
+    }
+    return out;
+  };
+  return { recent: series(MINUTE, recentMinutes), last_hour: series(MINUTE, 60), last_day: series(HOUR, DAY_HOURS) };
+}
 var COUNTED = constants_default.counted;
 var RECENT_MINUTES = constants_default.recent_minutes;
-function countStats({ ready = [], leases = [], dead = [], waiting = [], workers = [], malformed = [], partial = false, now, minutes = RECENT_MINUTES }) {
+function countStats({ ready = [], leases = [], dead = [], waiting = [], workers = [], malformed = [], partial = false, now, minutes = RECENT_MINUTES, control = null, meter = null, hours = [] }) {
   const nowMs = now.getTime();
   const st = {
     at: now.toISOString(),
@@ -1804,7 +1875,9 @@ function countStats({ ready = [], leases = [], dead = [], waiting = [], workers 
     partial,
     malformed,
     workers: { active: 0, stale: 0, dead: 0 },
-    worker_requests: {}
+    worker_requests: {},
+    unserved: [],
+    request_rate: null
   };
   const bump = (m, k, status) => {
     m[k] ??= {};
@@ -1836,19 +1909,16 @@ function countStats({ ready = [], leases = [], dead = [], waiting = [], workers 
   add2("failed", dead);
   if (oldestAll < Infinity) st.oldest_pending_age_seconds = (nowMs - oldestAll) / 1e3;
   for (const [type, at] of Object.entries(oldest)) st.oldest_pending_age_seconds_by_type[type] = (nowMs - at) / 1e3;
-  const first2 = nowMs - nowMs % 6e4 - (minutes - 1) * 6e4;
-  st.recent = Array.from({ length: minutes }, (_, i) => ({ start: new Date(first2 + i * 6e4).toISOString(), completed: 0, failed: 0 }));
   for (const w of workers) {
-    st.workers[health(w.last_heartbeat, st.at)]++;
+    st.workers[health(w.last_heartbeat, st.at, w.dead_after_seconds)]++;
     if (w.s3_requests) st.worker_requests[w.worker_id] = w.s3_requests;
-    for (const m of w.recent || []) {
-      const i = Math.floor((Date.parse(m.start) - first2) / 6e4);
-      if (i >= 0 && i < minutes) {
-        st.recent[i].completed += m.completed || 0;
-        st.recent[i].failed += m.failed || 0;
-      }
-    }
   }
+  const t = throughputOf(hours, workers, nowMs, minutes);
+  st.recent = t.recent;
+  st.last_hour = t.last_hour;
+  st.last_day = t.last_day;
+  st.unserved = unserved(st.by_type, workers, control, st.at);
+  if (meter) st.request_rate = meter.observe(workers, st.at);
   return st;
 }
 function applyControl(base, op, type, reason, now) {
@@ -2102,28 +2172,54 @@ function byOp(counts) {
 function cost(ops, prices = S3_STANDARD) {
   return Object.entries(ops).reduce((sum, [op, n]) => sum + n * per1000(op, prices) / 1e3, 0);
 }
-var QUIET_MS = 6e4;
-function fleetRate(prev, cur) {
-  if (!prev || !cur) return null;
-  const secs = (Date.parse(cur.at) - Date.parse(prev.at)) / 1e3;
-  if (!(secs > 0)) return null;
-  const delta = {};
-  let common = 0;
-  let changed = 0;
-  for (const [id, counts] of Object.entries(cur.worker_requests || {})) {
-    const before = prev.worker_requests?.[id];
-    if (!before) continue;
-    common++;
-    const now = byOp(counts);
-    const then = byOp(before);
-    const restarted = Object.keys(now).some((op) => now[op] < (then[op] || 0)) || Object.keys(then).some((op) => !(op in now));
-    if (restarted || Object.keys(now).some((op) => now[op] !== then[op])) changed++;
-    for (const [op, n] of Object.entries(now)) delta[op] = (delta[op] || 0) + (restarted ? n : n - (then[op] || 0));
+var RateMeter = class {
+  constructor(prices = S3_STANDARD) {
+    this.prices = prices;
+    this.workers = /* @__PURE__ */ new Map();
   }
-  if (common > 0 && changed === 0 && secs * 1e3 < QUIET_MS) return null;
-  const total = Object.values(delta).reduce((a, b) => a + b, 0);
-  return { perSec: total / secs, perHour: cost(delta) * 3600 / secs, seconds: secs, requests: delta };
-}
+  observe(records, now) {
+    const seen = /* @__PURE__ */ new Set();
+    const r = { per_second: 0, dollars_per_hour: 0, by_op: {}, workers: 0, waiting: 0 };
+    let costPerSec = 0;
+    for (const w of records) {
+      if (!w.s3_requests) continue;
+      seen.add(w.worker_id);
+      const at = Date.parse(w.last_heartbeat);
+      const cur = byOp(w.s3_requests);
+      let b = this.workers.get(w.worker_id);
+      if (!b) {
+        b = { cur, at, prev: null, prevAt: 0 };
+        this.workers.set(w.worker_id, b);
+      } else if (at > b.at) {
+        b.prev = b.cur;
+        b.prevAt = b.at;
+        b.cur = cur;
+        b.at = at;
+        if (Object.keys(b.prev).some((op) => (cur[op] || 0) < b.prev[op])) b.prev = null;
+      }
+      if (health(w.last_heartbeat, now, w.dead_after_seconds) === "dead") continue;
+      if (!b.prev) {
+        r.waiting++;
+        continue;
+      }
+      const secs = (b.at - b.prevAt) / 1e3;
+      const delta = {};
+      for (const [op, n] of Object.entries(b.cur)) {
+        const d = n - (b.prev[op] || 0);
+        if (!d) continue;
+        delta[op] = d;
+        r.by_op[op] = (r.by_op[op] || 0) + d / secs;
+        r.per_second += d / secs;
+      }
+      costPerSec += cost(delta, this.prices) / secs;
+      r.workers++;
+    }
+    for (const id of [...this.workers.keys()]) if (!seen.has(id)) this.workers.delete(id);
+    if (!r.workers) return null;
+    r.dollars_per_hour = costPerSec * 3600;
+    return r;
+  }
+};
 function dollars(v) {
   if (v === 0) return "$0";
   if (v < 0.01) return `$${v.toFixed(4)}`;
@@ -2593,12 +2689,16 @@ var S3Backend = class {
    * the heartbeats, reading no task: a LIST per 1,000 entries of each index
    * (ready, leases, waiting, dead)
    * (at most MAX_INDEX_PAGES each), one of the registry, and a GET per
-   * worker whose heartbeat changed since the last call.
+   * worker whose heartbeat changed since the last call, and control.json
+   * (the unserved types). The request rate is measured across calls.
    */
   async stats() {
     const now = this.now();
     const [ready, leases, waiting, dead] = await Promise.all([READY_PREFIX, LEASES_PREFIX, WAITING_PREFIX, DEAD_PREFIX].map((p) => this.listKeys(p, MAX_INDEX_PAGES)));
     const { records, malformed } = await this.readWorkers();
+    const control = await this.control().catch(() => null);
+    const hours = await this.readThroughput(now.getTime()).catch(() => []);
+    this.meter ??= new RateMeter();
     return countStats({
       ready: ready.keys,
       leases: leases.keys,
@@ -2607,8 +2707,34 @@ var S3Backend = class {
       partial: ready.partial || leases.partial || waiting.partial || dead.partial,
       workers: records,
       malformed,
-      now
+      now,
+      control,
+      meter: this.meter,
+      hours
     });
+  }
+  /**
+   * readThroughput reads the monitor's rollup of the last DAY_HOURS hours
+   * as inspect does: one LIST starting after the day's first hour, and a
+   * GET of each hour object whose ETag changed since the last call.
+   */
+  async readThroughput(nowMs) {
+    const cache = this.hourCache ??= /* @__PURE__ */ new Map();
+    const page = await this.s3.list(THROUGHPUT_PREFIX, { startAfter: throughputKey(nowMs - (DAY_HOURS + 1) * 36e5) });
+    const present = new Set(page.keys.map((k) => k.key));
+    for (const key of cache.keys()) if (!present.has(key)) cache.delete(key);
+    await Promise.all(page.keys.filter(({ key, etag }) => cache.get(key)?.etag !== etag || !etag).map(async ({ key, etag }) => {
+      const obj = await this.s3.get(key);
+      if (!obj) return cache.delete(key);
+      try {
+        const hour = JSON.parse(obj.text);
+        if (hour.format !== FORMAT_VERSION || !Array.isArray(hour.minutes)) throw new Error("not a qo throughput hour");
+        return cache.set(key, { etag, hour });
+      } catch {
+        return cache.delete(key);
+      }
+    }));
+    return [...cache.values()].map((e) => e.hour);
   }
   /** listKeys lists the keys under prefix, at most maxPages pages; partial says there were more. */
   async listKeys(prefix, maxPages) {
@@ -3350,7 +3476,6 @@ var fresh = () => ({
   history: /* @__PURE__ */ new Map(),
   // The fleet's request rate: the stats answer it was last computed
   // from (worker_requests and at), and the rate.
-  fleetFrom: null,
   fleet: null,
   // The search box's last query ({text, q}) and its results.
   search: null,
@@ -3578,10 +3703,8 @@ async function refresh() {
 }
 function takeStats(st) {
   state.stats = st;
-  mergeRecent(state.history, st.recent);
-  const rate = fleetRate(state.fleetFrom, st);
-  if (rate) state.fleet = rate;
-  if (rate || !state.fleetFrom) state.fleetFrom = { at: st.at, worker_requests: st.worker_requests || {} };
+  mergeRecent(state.history, st.last_hour?.length ? st.last_hour : st.recent);
+  if (st.request_rate) state.fleet = { perSec: st.request_rate.per_second, perHour: st.request_rate.dollars_per_hour };
 }
 function setSearch(text) {
   if (!text) {
@@ -3785,9 +3908,9 @@ function renderCounts(st) {
     "requests",
     r ? `${r.perSec.toFixed(1)} req/s` : "-",
     "S3 requests",
-    r ? `\u2248 ${dollars(r.perHour)}/hour` : "after the next refresh"
+    r ? `\u2248 ${dollars(r.perHour)}/hour` : "after the workers' next heartbeat"
   );
-  rate.title = "The S3 requests the workers sent per second between the last two refreshes, from the counters in their heartbeats (as qo tui shows them), and what an hour at that rate costs at AWS S3 Standard list prices ($0.005 per 1,000 PUT or LIST, $0.0004 per 1,000 GET, DELETE free). This page's own requests are not counted.";
+  rate.title = "The S3 requests the workers sent per second between their last two heartbeats, from the counters in them (as qo tui shows them), and what an hour at that rate costs at AWS S3 Standard list prices ($0.005 per 1,000 PUT or LIST, $0.0004 per 1,000 GET, DELETE free). This page's own requests are not counted.";
   $("#counts").replaceChildren(
     ...COUNTED.map((status) => card(
       status,
@@ -3804,7 +3927,11 @@ function renderCounts(st) {
     card("workers", fmt(w.active), "workers active", `${fmt(w.stale)} stale \xB7 ${fmt(w.dead)} dead`),
     rate
   );
-  $("#partial").textContent = st.partial ? "Counts are lower bounds: an index holds more entries than one refresh reads." : "";
+  const unserved2 = (st.unserved || []).map((u) => `${u.type}: ${fmt(u.pending)} pending, ${u.reason}`);
+  $("#partial").textContent = [
+    st.partial ? "Counts are lower bounds: an index holds more entries than one refresh reads." : "",
+    unserved2.length ? `Nothing runs ${unserved2.join("; ")}.` : ""
+  ].filter(Boolean).join(" ");
 }
 var CHART = { w: 600, h: 120, left: 40, top: 8, bottom: 22 };
 function renderChart(clock) {
@@ -3831,12 +3958,12 @@ function renderChart(clock) {
   const unknown = b.unknown.map((u) => s(
     "rect",
     { class: "unknown", x: x0 + u.x, y: y0, width: u.w, height: CHART.h },
-    s("title", {}, "not seen yet: the stats hold the last 15 minutes, and the page keeps what it saw since it opened")
+    s("title", {}, "not seen yet: the stats hold the last hour from the monitor's rollup (15 minutes from an older qo serve), and the page keeps what it saw since it opened")
   ));
   const columns = b.bars.map((bar) => s(
     "g",
     { class: "minute" },
-    s("title", {}, `${hhmm(bar.start)}: ${fmt(bar.completed)} completed, ${fmt(bar.failed)} failed`),
+    s("title", {}, `${hhmm(bar.start)}: ${fmt(bar.completed)} completed, ${fmt(bar.failed)} failed attempts`),
     // A transparent full-height rect makes the whole minute hoverable.
     s("rect", { class: "hover", x: x0 + bar.x, y: y0, width: bar.w, height: CHART.h }),
     bar.c ? s("rect", { class: "completed", x: x0 + bar.x, y: y0 + bar.c.y, width: bar.w, height: bar.c.h }) : null,
@@ -3848,13 +3975,15 @@ function renderChart(clock) {
     "aria-label": `Tasks completed and failed per minute over the last hour: ${series.totals.completed} completed, ${series.totals.failed} failed`
   }, grid, xlabels, unknown, columns));
   const { completed, failed, minutes } = series.totals;
-  const rate = completed + failed > 0 ? ` (${(100 * failed / (completed + failed)).toFixed(1)}% failed)` : "";
+  const rate = completed + failed > 0 ? ` (${(100 * failed / (completed + failed)).toFixed(1)}% of attempts, retries included)` : "";
+  const day = (state.stats?.last_day || []).reduce((a, m) => ({ c: a.c + (m.completed || 0), f: a.f + (m.failed || 0) }), { c: 0, f: 0 });
   $("#chart-legend").replaceChildren(
     h("span", { class: "key completed" }, `completed ${fmt(completed)}`),
     " ",
-    h("span", { class: "key failed" }, `failed ${fmt(failed)}${rate}`),
+    h("span", { class: "key failed" }, `failed attempts ${fmt(failed)}${rate}`),
     " ",
-    h("span", { class: "dim" }, minutes ? `over the ${minutes} minute${minutes === 1 ? "" : "s"} seen; ${(completed / minutes).toFixed(1)}/min completed` : "no minute seen yet")
+    h("span", { class: "dim" }, minutes ? `over the ${minutes} minute${minutes === 1 ? "" : "s"} seen; ${(completed / minutes).toFixed(1)}/min completed` : "no minute seen yet"),
+    state.stats?.last_day?.length ? h("span", { class: "dim" }, ` \xB7 last ${state.stats.last_day.length} h: ${fmt(day.c)} completed, ${fmt(day.f)} failed attempts`) : ""
   );
 }
 function renderShardMap(st) {
@@ -4546,7 +4675,7 @@ async function cancelRest() {
 }
 function renderWorkers(now) {
   const rows = state.workers.map((w) => {
-    const st = health(w.last_heartbeat, now.toISOString());
+    const st = health(w.last_heartbeat, now.toISOString(), w.dead_after_seconds);
     return h(
       "tr",
       { class: "worker" },

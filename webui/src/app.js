@@ -8,7 +8,7 @@ import { STATUSES, TERMINAL, COUNTED, LIST_WINDOW_MS, health, priorityOf, shortI
 import { mergeRecent, chartSeries, bars, MINUTE_MS } from './chart.js';
 import { parseSearch, searchCost, searchNote, SEARCH_LIMIT } from './search.js';
 import { planBulk, runBulk, formatOps, serverPlan, BULK_CONCURRENCY } from './bulk.js';
-import { fleetRate, dollars } from './fleet.js';
+import { dollars } from './fleet.js';
 
 // h builds an element; string children become text nodes.
 function h(tag, attrs = {}, ...children) {
@@ -110,7 +110,7 @@ const fresh = () => ({
   stats: null, history: new Map(),
   // The fleet's request rate: the stats answer it was last computed
   // from (worker_requests and at), and the rate.
-  fleetFrom: null, fleet: null,
+  fleet: null,
   // The search box's last query ({text, q}) and its results.
   search: null,
   // Task lists: the checked tasks, and the bulk action planned or under
@@ -368,16 +368,14 @@ async function refresh() {
   }
 }
 
-// takeStats keeps a stats answer: the chart's minutes, and the fleet's
-// request rate since the answer it was last computed from. That answer
-// stays the base until a rate comes out (qo serve may answer twice from
-// its cache; no heartbeat may have come in between: see fleetRate).
+// takeStats keeps a stats answer: the chart's minutes (the last hour, from
+// the monitor's rollup and the heartbeats) and the fleet's request rate.
 function takeStats(st) {
   state.stats = st;
-  mergeRecent(state.history, st.recent);
-  const rate = fleetRate(state.fleetFrom, st);
-  if (rate) state.fleet = rate;
-  if (rate || !state.fleetFrom) state.fleetFrom = { at: st.at, worker_requests: st.worker_requests || {} };
+  mergeRecent(state.history, st.last_hour?.length ? st.last_hour : st.recent);
+  // The rate comes with the answer (inspect.RateMeter, or RateMeter in
+  // the backend reading the bucket): measured between heartbeats.
+  if (st.request_rate) state.fleet = { perSec: st.request_rate.per_second, perHour: st.request_rate.dollars_per_hour };
 }
 
 // setSearch sets the search box's query (the text typed, or a link's):
@@ -630,8 +628,8 @@ function renderCounts(st) {
   const w = st.workers || {};
   const r = state.fleet;
   const rate = card('requests', r ? `${r.perSec.toFixed(1)} req/s` : '-', 'S3 requests',
-    r ? `≈ ${dollars(r.perHour)}/hour` : 'after the next refresh');
-  rate.title = 'The S3 requests the workers sent per second between the last two refreshes, from the counters in their heartbeats (as qo tui shows them), '
+    r ? `≈ ${dollars(r.perHour)}/hour` : 'after the workers\' next heartbeat');
+  rate.title = 'The S3 requests the workers sent per second between their last two heartbeats, from the counters in them (as qo tui shows them), '
     + 'and what an hour at that rate costs at AWS S3 Standard list prices ($0.005 per 1,000 PUT or LIST, $0.0004 per 1,000 GET, DELETE free). '
     + 'This page\'s own requests are not counted.';
   $('#counts').replaceChildren(
@@ -641,7 +639,9 @@ function renderCounts(st) {
     card('oldest', st.oldest_pending_age_seconds > 0 ? short(st.oldest_pending_age_seconds * 1000) : '-', 'oldest pending',
       st.oldest_pending_age_seconds > 0 ? 'of an available task' : 'nothing pending'),
     card('workers', fmt(w.active), 'workers active', `${fmt(w.stale)} stale · ${fmt(w.dead)} dead`), rate);
-  $('#partial').textContent = st.partial ? 'Counts are lower bounds: an index holds more entries than one refresh reads.' : '';
+  const unserved = (st.unserved || []).map((u) => `${u.type}: ${fmt(u.pending)} pending, ${u.reason}`);
+  $('#partial').textContent = [st.partial ? 'Counts are lower bounds: an index holds more entries than one refresh reads.' : '',
+    unserved.length ? `Nothing runs ${unserved.join('; ')}.` : ''].filter(Boolean).join(' ');
 }
 
 // The chart's drawing box (SVG user units); the page scales it to its width.
@@ -666,9 +666,9 @@ function renderChart(clock) {
     class: 'axis', x: x0 + i * b.step + b.step / 2, y: y0 + CHART.h + 16, 'text-anchor': i === 0 ? 'start' : i === 59 ? 'end' : 'middle',
   }, label));
   const unknown = b.unknown.map((u) => s('rect', { class: 'unknown', x: x0 + u.x, y: y0, width: u.w, height: CHART.h },
-    s('title', {}, 'not seen yet: the stats hold the last 15 minutes, and the page keeps what it saw since it opened')));
+    s('title', {}, 'not seen yet: the stats hold the last hour from the monitor\'s rollup (15 minutes from an older qo serve), and the page keeps what it saw since it opened')));
   const columns = b.bars.map((bar) => s('g', { class: 'minute' },
-    s('title', {}, `${hhmm(bar.start)}: ${fmt(bar.completed)} completed, ${fmt(bar.failed)} failed`),
+    s('title', {}, `${hhmm(bar.start)}: ${fmt(bar.completed)} completed, ${fmt(bar.failed)} failed attempts`),
     // A transparent full-height rect makes the whole minute hoverable.
     s('rect', { class: 'hover', x: x0 + bar.x, y: y0, width: bar.w, height: CHART.h }),
     bar.c ? s('rect', { class: 'completed', x: x0 + bar.x, y: y0 + bar.c.y, width: bar.w, height: bar.c.h }) : null,
@@ -678,11 +678,13 @@ function renderChart(clock) {
     'aria-label': `Tasks completed and failed per minute over the last hour: ${series.totals.completed} completed, ${series.totals.failed} failed`,
   }, grid, xlabels, unknown, columns));
   const { completed, failed, minutes } = series.totals;
-  const rate = completed + failed > 0 ? ` (${((100 * failed) / (completed + failed)).toFixed(1)}% failed)` : '';
+  const rate = completed + failed > 0 ? ` (${((100 * failed) / (completed + failed)).toFixed(1)}% of attempts, retries included)` : '';
+  const day = (state.stats?.last_day || []).reduce((a, m) => ({ c: a.c + (m.completed || 0), f: a.f + (m.failed || 0) }), { c: 0, f: 0 });
   $('#chart-legend').replaceChildren(
     h('span', { class: 'key completed' }, `completed ${fmt(completed)}`), ' ',
-    h('span', { class: 'key failed' }, `failed ${fmt(failed)}${rate}`), ' ',
-    h('span', { class: 'dim' }, minutes ? `over the ${minutes} minute${minutes === 1 ? '' : 's'} seen; ${(completed / minutes).toFixed(1)}/min completed` : 'no minute seen yet'));
+    h('span', { class: 'key failed' }, `failed attempts ${fmt(failed)}${rate}`), ' ',
+    h('span', { class: 'dim' }, minutes ? `over the ${minutes} minute${minutes === 1 ? '' : 's'} seen; ${(completed / minutes).toFixed(1)}/min completed` : 'no minute seen yet'),
+    state.stats?.last_day?.length ? h('span', { class: 'dim' }, ` · last ${state.stats.last_day.length} h: ${fmt(day.c)} completed, ${fmt(day.f)} failed attempts`) : '');
 }
 
 // renderShardMap draws one cell per shard with its backlog (pending and
@@ -1340,7 +1342,7 @@ async function cancelRest() {
 
 function renderWorkers(now) {
   const rows = state.workers.map((w) => {
-    const st = health(w.last_heartbeat, now.toISOString());
+    const st = health(w.last_heartbeat, now.toISOString(), w.dead_after_seconds);
     return h('tr', { class: 'worker' },
       h('td', { class: 'mono' }, w.worker_id), h('td', {}, h('span', { class: `health ${st}` }, st)),
       h('td', { class: 'num' }, (w.current_tasks || []).length), h('td', { class: 'num' }, w.tasks_completed),

@@ -4,7 +4,7 @@
 import { S3, S3Error } from './s3.js';
 import {
   CONFIG_KEY, FORMAT_VERSION, TASKS_PREFIX, WORKERS_PREFIX, SCHEDULES_PREFIX, CONTROL_KEY, READY_PREFIX, LEASES_PREFIX, DEAD_PREFIX, WAITING_PREFIX, LAYOUT_VERSION, LIST_WINDOW_MS,
-  INDEX_GRACE_MS, applyOperator, applyControl, countStats, indexChanges, indexKeys, indexEntry, parseIndexKey, decodeTask, taskKey, shards, shardOf, idFloor,
+  INDEX_GRACE_MS, THROUGHPUT_PREFIX, DAY_HOURS, throughputKey, applyOperator, applyControl, countStats, indexChanges, indexKeys, indexEntry, parseIndexKey, decodeTask, taskKey, shards, shardOf, idFloor,
   idempotencyKey, rewait, recordEnd, endedAs, TransitionError,
 } from './queue.js';
 import {
@@ -12,6 +12,7 @@ import {
 } from './workflow.js';
 import { SEARCH_LIMIT, TYPE_SCAN_PAGES, idShards } from './search.js';
 import { BULK_SCAN_PAGES, BULK_FILTER_PAGES, deadEntryTask } from './bulk.js';
+import { RateMeter } from './fleet.js';
 
 const PAGE = 50;
 /** MAX_INDEX_PAGES bounds the LISTs of one index per stats refresh, as queue.StatsOptions does. */
@@ -398,16 +399,44 @@ export class S3Backend {
    * the heartbeats, reading no task: a LIST per 1,000 entries of each index
    * (ready, leases, waiting, dead)
    * (at most MAX_INDEX_PAGES each), one of the registry, and a GET per
-   * worker whose heartbeat changed since the last call.
+   * worker whose heartbeat changed since the last call, and control.json
+   * (the unserved types). The request rate is measured across calls.
    */
   async stats() {
     const now = this.now();
     const [ready, leases, waiting, dead] = await Promise.all([READY_PREFIX, LEASES_PREFIX, WAITING_PREFIX, DEAD_PREFIX].map((p) => this.listKeys(p, MAX_INDEX_PAGES)));
     const { records, malformed } = await this.readWorkers();
+    const control = await this.control().catch(() => null);
+    const hours = await this.readThroughput(now.getTime()).catch(() => []);
+    this.meter ??= new RateMeter();
     return countStats({
       ready: ready.keys, leases: leases.keys, waiting: waiting.keys, dead: dead.keys,
-      partial: ready.partial || leases.partial || waiting.partial || dead.partial, workers: records, malformed, now,
+      partial: ready.partial || leases.partial || waiting.partial || dead.partial, workers: records, malformed, now, control, meter: this.meter, hours,
     });
+  }
+
+  /**
+   * readThroughput reads the monitor's rollup of the last DAY_HOURS hours
+   * as inspect does: one LIST starting after the day's first hour, and a
+   * GET of each hour object whose ETag changed since the last call.
+   */
+  async readThroughput(nowMs) {
+    const cache = (this.hourCache ??= new Map());
+    const page = await this.s3.list(THROUGHPUT_PREFIX, { startAfter: throughputKey(nowMs - (DAY_HOURS + 1) * 3600000) });
+    const present = new Set(page.keys.map((k) => k.key));
+    for (const key of cache.keys()) if (!present.has(key)) cache.delete(key);
+    await Promise.all(page.keys.filter(({ key, etag }) => cache.get(key)?.etag !== etag || !etag).map(async ({ key, etag }) => {
+      const obj = await this.s3.get(key);
+      if (!obj) return cache.delete(key);
+      try {
+        const hour = JSON.parse(obj.text);
+        if (hour.format !== FORMAT_VERSION || !Array.isArray(hour.minutes)) throw new Error('not a qo throughput hour');
+        return cache.set(key, { etag, hour });
+      } catch {
+        return cache.delete(key); // malformed: skipped
+      }
+    }));
+    return [...cache.values()].map((e) => e.hour);
   }
 
   /** listKeys lists the keys under prefix, at most maxPages pages; partial says there were more. */

@@ -1,8 +1,11 @@
 // What requests cost, and the fleet's request rate as qo tui shows it:
 // every worker's heartbeat carries the S3 requests its process has sent
 // since it started (s3_requests: {ok: {GET: n, ...}, failed: {...}}); the
-// rate is the sum of each worker's increase between two refreshes, over
-// the time between them. No DOM here (test/fleet.test.js).
+// rate is each worker's increase between its last two heartbeats, over the
+// time between them, summed (see RateMeter). No DOM here
+// (test/fleet.test.js).
+
+import { health } from './queue.js';
 
 /**
  * S3_STANDARD are AWS S3 Standard's list prices in US dollars per 1,000
@@ -32,39 +35,63 @@ export function cost(ops, prices = S3_STANDARD) {
   return Object.entries(ops).reduce((sum, [op, n]) => sum + (n * per1000(op, prices)) / 1000, 0);
 }
 
-/** QUIET_MS: an interval without any new heartbeat this long counts as one (of no requests). */
-export const QUIET_MS = 60000;
-
 /**
- * fleetRate is the fleet's request rate between two stats answers (prev
- * and cur: {at, worker_requests}): the increase of each worker present in
- * both, over the time between them. null until there are two answers,
- * when cur is not newer (qo serve reuses an answer for 2 s), or when no
- * worker's heartbeat changed since prev (less than QUIET_MS ago): the
- * counters only move with a heartbeat, so such an interval is joined to
- * the next rather than shown as no requests. A worker that restarted (its
- * counters went back) counts from zero.
+ * RateMeter measures the fleet's request rate as inspect.RateMeter does:
+ * for each worker, the counters of its last two heartbeats, differenced
+ * over the time between the heartbeats' own timestamps (not between two
+ * reads: the counters move only with a heartbeat), summed over the live
+ * workers. observe returns view.Rate's shape ({per_second,
+ * dollars_per_hour, by_op, workers, waiting}) or null until some worker
+ * has been seen at two heartbeats.
  */
-export function fleetRate(prev, cur) {
-  if (!prev || !cur) return null;
-  const secs = (Date.parse(cur.at) - Date.parse(prev.at)) / 1000;
-  if (!(secs > 0)) return null;
-  const delta = {};
-  let common = 0;
-  let changed = 0;
-  for (const [id, counts] of Object.entries(cur.worker_requests || {})) {
-    const before = prev.worker_requests?.[id];
-    if (!before) continue;
-    common++;
-    const now = byOp(counts);
-    const then = byOp(before);
-    const restarted = Object.keys(now).some((op) => now[op] < (then[op] || 0)) || Object.keys(then).some((op) => !(op in now));
-    if (restarted || Object.keys(now).some((op) => now[op] !== then[op])) changed++;
-    for (const [op, n] of Object.entries(now)) delta[op] = (delta[op] || 0) + (restarted ? n : n - (then[op] || 0));
+export class RateMeter {
+  constructor(prices = S3_STANDARD) {
+    this.prices = prices;
+    this.workers = new Map();
   }
-  if (common > 0 && changed === 0 && secs * 1000 < QUIET_MS) return null;
-  const total = Object.values(delta).reduce((a, b) => a + b, 0);
-  return { perSec: total / secs, perHour: (cost(delta) * 3600) / secs, seconds: secs, requests: delta };
+
+  observe(records, now) {
+    const seen = new Set();
+    const r = { per_second: 0, dollars_per_hour: 0, by_op: {}, workers: 0, waiting: 0 };
+    let costPerSec = 0;
+    for (const w of records) {
+      if (!w.s3_requests) continue;
+      seen.add(w.worker_id);
+      const at = Date.parse(w.last_heartbeat);
+      const cur = byOp(w.s3_requests);
+      let b = this.workers.get(w.worker_id);
+      if (!b) {
+        b = { cur, at, prev: null, prevAt: 0 };
+        this.workers.set(w.worker_id, b);
+      } else if (at > b.at) {
+        b.prev = b.cur;
+        b.prevAt = b.at;
+        b.cur = cur;
+        b.at = at;
+        if (Object.keys(b.prev).some((op) => (cur[op] || 0) < b.prev[op])) b.prev = null; // restarted
+      }
+      if (health(w.last_heartbeat, now, w.dead_after_seconds) === 'dead') continue;
+      if (!b.prev) {
+        r.waiting++;
+        continue;
+      }
+      const secs = (b.at - b.prevAt) / 1000;
+      const delta = {};
+      for (const [op, n] of Object.entries(b.cur)) {
+        const d = n - (b.prev[op] || 0);
+        if (!d) continue;
+        delta[op] = d;
+        r.by_op[op] = (r.by_op[op] || 0) + d / secs;
+        r.per_second += d / secs;
+      }
+      costPerSec += cost(delta, this.prices) / secs;
+      r.workers++;
+    }
+    for (const id of [...this.workers.keys()]) if (!seen.has(id)) this.workers.delete(id);
+    if (!r.workers) return null;
+    r.dollars_per_hour = costPerSec * 3600;
+    return r;
+  }
 }
 
 /** dollars formats an amount as qo tui does. */

@@ -441,17 +441,49 @@ export function indexChanges(prev, next) {
  */
 export const INDEX_GRACE_MS = constants.index_grace_ms;
 
-/** DEAD_FACTOR: a worker is dead after this many health thresholds (monitor.DeadFactor). */
-export const DEAD_FACTOR = constants.dead_factor;
-/** HEALTH_THRESHOLD_MS: a worker is stale past this heartbeat age (monitor.DefaultHealthThreshold). */
-export const HEALTH_THRESHOLD_MS = constants.health_threshold_ms;
+/** DEAD_AFTER_MS: a worker's liveness bound when it states none (queue.DefaultDeadAfter). */
+export const DEAD_AFTER_MS = constants.dead_after_ms;
+/** MAX_CLOCK_SKEW_MS: queue.MaxClockSkew. */
+export const MAX_CLOCK_SKEW_MS = constants.max_clock_skew_ms;
 
-/** health judges a worker by heartbeat age, as monitor.StateOf does. */
-export function health(lastHeartbeat, now, thresholdMS = HEALTH_THRESHOLD_MS) {
+/**
+ * health judges a worker by the monitor's liveness rule (monitor.Judge):
+ * dead once its heartbeat is older than its liveness bound (its
+ * dead_after_seconds, else DEAD_AFTER_MS) plus MAX_CLOCK_SKEW_MS, when the
+ * monitor takes its tasks back; stale from three quarters of the bound,
+ * when a worker whose heartbeats do not land stops its handlers.
+ */
+export function health(lastHeartbeat, now, deadAfterSeconds = 0) {
   const age = Date.parse(now) - Date.parse(lastHeartbeat);
-  if (age <= thresholdMS) return 'active';
-  if (age <= DEAD_FACTOR * thresholdMS) return 'stale';
-  return 'dead';
+  const bound = deadAfterSeconds > 0 ? deadAfterSeconds * 1000 : DEAD_AFTER_MS;
+  if (age > bound + MAX_CLOCK_SKEW_MS) return 'dead';
+  if (age > (bound * 3) / 4) return 'stale';
+  return 'active';
+}
+
+/**
+ * unserved names the types with pending tasks nothing runs, sorted, as
+ * inspect.Unserved does: the queue or the type is paused, or no live
+ * (not dead) worker serves the type. byType is stats' by_type, workers
+ * the registry records, control control.json (or null).
+ */
+export function unserved(byType, workers, control, now) {
+  const served = new Set();
+  for (const w of workers) {
+    if (health(w.last_heartbeat, now, w.dead_after_seconds) === 'dead') continue;
+    for (const t of w.types || []) served.add(t);
+  }
+  const out = [];
+  for (const type of Object.keys(byType).sort()) {
+    const pending = byType[type].pending || 0;
+    if (!pending) continue;
+    let reason = '';
+    if (control?.paused) reason = 'queue paused';
+    else if (control?.paused_types && Object.hasOwn(control.paused_types, type)) reason = 'type paused';
+    else if (!served.has(type)) reason = 'no live worker serves it';
+    if (reason) out.push({ type, pending, reason });
+  }
+  return out;
 }
 
 /** validType is queue.ValidateType: 1-64 of [A-Za-z0-9_.:-], not only dots. */
@@ -487,6 +519,69 @@ export function indexEntry(key) {
   return null;
 }
 
+/** THROUGHPUT_PREFIX holds the monitor's rollup of finishes, one object per hour (queue.ThroughputPrefix). */
+export const THROUGHPUT_PREFIX = constants.throughput_prefix;
+/** DAY_HOURS is how many hours last_day covers (inspect.DayHours). */
+export const DAY_HOURS = constants.day_hours;
+const MINUTE = 60000;
+const HOUR = 60 * MINUTE;
+
+/** throughputKey is the key of the rollup's hour object holding ms (queue.ThroughputKey). */
+export function throughputKey(ms) {
+  return `${THROUGHPUT_PREFIX}${new Date(ms).toISOString().slice(0, 13)}.json`;
+}
+
+/**
+ * throughputOf merges the rollup's hour objects with the live workers'
+ * heartbeats into the windows of inspect.ThroughputOf ({recent, last_hour,
+ * last_day}, oldest first, ending with the minute or hour holding nowMs):
+ * a closed minute is the rollup's total; in an open one each worker counts
+ * once, with the larger of its rolled-up and its live count.
+ */
+export function throughputOf(hours, workers, nowMs, recentMinutes = RECENT_MINUTES) {
+  const per = new Map(); // `${id} ${ms}` -> {at, completed, failed}
+  const total = new Map(); // ms -> {completed, failed}
+  const closed = new Set();
+  const add = (at, c) => {
+    const t = total.get(at) || { completed: 0, failed: 0 };
+    t.completed += c.completed || 0;
+    t.failed += c.failed || 0;
+    total.set(at, t);
+  };
+  for (const h of hours) {
+    for (const m of h.minutes || []) {
+      const at = Date.parse(m.start);
+      if (!m.workers) {
+        closed.add(at);
+        add(at, m);
+        continue;
+      }
+      for (const [id, c] of Object.entries(m.workers)) per.set(`${id} ${at}`, { at, completed: c.completed || 0, failed: c.failed || 0 });
+    }
+  }
+  for (const w of workers) {
+    for (const m of w.recent || []) {
+      const at = Date.parse(m.start) - (Date.parse(m.start) % MINUTE);
+      const k = `${w.worker_id} ${at}`;
+      const old = per.get(k) || { at, completed: 0, failed: 0 };
+      per.set(k, { at, completed: Math.max(old.completed, m.completed || 0), failed: Math.max(old.failed, m.failed || 0) });
+    }
+  }
+  for (const c of per.values()) if (!closed.has(c.at)) add(c.at, c);
+  const series = (step, n) => {
+    const first = nowMs - (nowMs % step) - (n - 1) * step;
+    const out = Array.from({ length: n }, (_, i) => ({ start: new Date(first + i * step).toISOString(), completed: 0, failed: 0 }));
+    for (const [at, c] of total) {
+      const i = Math.floor((at - first) / step);
+      if (at < first || i >= n) continue;
+      out[i].completed += c.completed;
+      out[i].failed += c.failed;
+    }
+    return out;
+  };
+  return { recent: series(MINUTE, recentMinutes), last_hour: series(MINUTE, 60), last_day: series(HOUR, DAY_HOURS) };
+}
+
 /** COUNTED are the statuses the stats count, from their indexes (queue.CountedStatuses). */
 export const COUNTED = constants.counted;
 /** RECENT_MINUTES is the length of the stats' per-minute counts (queue.DefaultRecentMinutes). */
@@ -502,12 +597,12 @@ export const RECENT_MINUTES = constants.recent_minutes;
  * counters from its heartbeat (worker_requests). now is a Date (the bucket's
  * clock); partial says an index was not read to its end.
  */
-export function countStats({ ready = [], leases = [], dead = [], waiting = [], workers = [], malformed = [], partial = false, now, minutes = RECENT_MINUTES }) {
+export function countStats({ ready = [], leases = [], dead = [], waiting = [], workers = [], malformed = [], partial = false, now, minutes = RECENT_MINUTES, control = null, meter = null, hours = [] }) {
   const nowMs = now.getTime();
   const st = {
     at: now.toISOString(), total: 0, by_status: Object.fromEntries(COUNTED.map((s) => [s, 0])), counted: [...COUNTED],
     by_shard: {}, by_type: {}, delayed: 0, oldest_pending_age_seconds: 0, oldest_pending_age_seconds_by_type: {},
-    recent: [], partial, malformed, workers: { active: 0, stale: 0, dead: 0 }, worker_requests: {},
+    recent: [], partial, malformed, workers: { active: 0, stale: 0, dead: 0 }, worker_requests: {}, unserved: [], request_rate: null,
   };
   const bump = (m, k, status) => {
     m[k] ??= {};
@@ -540,19 +635,16 @@ export function countStats({ ready = [], leases = [], dead = [], waiting = [], w
   if (oldestAll < Infinity) st.oldest_pending_age_seconds = (nowMs - oldestAll) / 1000;
   for (const [type, at] of Object.entries(oldest)) st.oldest_pending_age_seconds_by_type[type] = (nowMs - at) / 1000;
 
-  const first = nowMs - (nowMs % 60000) - (minutes - 1) * 60000;
-  st.recent = Array.from({ length: minutes }, (_, i) => ({ start: new Date(first + i * 60000).toISOString(), completed: 0, failed: 0 }));
   for (const w of workers) {
-    st.workers[health(w.last_heartbeat, st.at)]++;
+    st.workers[health(w.last_heartbeat, st.at, w.dead_after_seconds)]++;
     if (w.s3_requests) st.worker_requests[w.worker_id] = w.s3_requests;
-    for (const m of w.recent || []) {
-      const i = Math.floor((Date.parse(m.start) - first) / 60000);
-      if (i >= 0 && i < minutes) {
-        st.recent[i].completed += m.completed || 0;
-        st.recent[i].failed += m.failed || 0;
-      }
-    }
   }
+  const t = throughputOf(hours, workers, nowMs, minutes);
+  st.recent = t.recent;
+  st.last_hour = t.last_hour;
+  st.last_day = t.last_day;
+  st.unserved = unserved(st.by_type, workers, control, st.at);
+  if (meter) st.request_rate = meter.observe(workers, st.at);
   return st;
 }
 

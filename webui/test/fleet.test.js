@@ -2,7 +2,7 @@
 // them from the workers' heartbeat counters.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { fleetRate, cost, byOp, dollars, per1000 } from '../src/fleet.js';
+import { RateMeter, cost, byOp, dollars, per1000 } from '../src/fleet.js';
 
 const counts = (ok, failed = {}) => ({ ok, failed });
 
@@ -17,27 +17,41 @@ test('prices are S3 Standard: PUT and LIST at one rate, GET at another, DELETE f
   assert.deepEqual(byOp(counts({ GET: 3, PUT: 2 }, { PUT: 1 })), { GET: 3, PUT: 3 }, 'failed requests are billed too');
 });
 
-test('fleetRate sums each worker\'s increase over the time between two answers', () => {
-  const prev = { at: '2030-01-01T00:00:00Z', worker_requests: { a: counts({ GET: 100, LIST: 50 }), b: counts({ PUT: 10 }), gone: counts({ GET: 1e6 }) } };
-  const cur = { at: '2030-01-01T00:00:10Z', worker_requests: { a: counts({ GET: 300, LIST: 60 }), b: counts({ PUT: 30 }, { PUT: 5 }), fresh: counts({ GET: 1e6 }) } };
-  const r = fleetRate(prev, cur);
-  assert.deepEqual(r.requests, { GET: 200, LIST: 10, PUT: 25 }, 'a worker seen once (new, or gone) adds nothing, as in qo tui');
-  assert.equal(r.perSec, 23.5);
-  assert.equal(r.seconds, 10);
-  // (200 x 0.0004 + 35 x 0.005) / 1000 per 10 s, times 360.
-  assert.ok(Math.abs(r.perHour - 0.0918) < 1e-9, r.perHour);
+// A fleet whose counters grow at a known rate (24.5 GET/s in all),
+// heartbeating every 10 s at offsets of its own, read at refresh intervals
+// that do not line up with the heartbeats.
+function fakeFleet(now) {
+  const start = Date.parse('2030-01-01T00:00:00Z');
+  return [['a', 10, 0], ['b', 5.5, 3300], ['c', 9, 7100]].map(([id, perSec, offset]) => {
+    const beat = start + offset + Math.floor((now - start - offset) / 10000) * 10000;
+    return { worker_id: id, last_heartbeat: new Date(beat).toISOString(), s3_requests: counts({ GET: Math.round((perSec * (beat - start)) / 1000) }) };
+  });
+}
+
+test('RateMeter: the rate is right at any refresh interval, not a heartbeat delta over the refresh', () => {
+  for (const refresh of [2000, 2500, 5000, 7300]) {
+    const m = new RateMeter();
+    let now = Date.parse('2030-01-01T00:00:08Z');
+    let measured = 0;
+    for (let i = 0; i < 60; i++, now += refresh) {
+      const r = m.observe(fakeFleet(now), new Date(now).toISOString());
+      if (!r || r.workers < 3) continue;
+      measured++;
+      assert.ok(Math.abs(r.per_second - 24.5) / 24.5 < 0.02, `refresh ${refresh} ms, at ${now}: ${r.per_second}`);
+      assert.ok(Math.abs(r.dollars_per_hour - (24.5 * 0.0004 * 3600) / 1000) < 1e-3, r.dollars_per_hour);
+    }
+    assert.ok(measured > 40, `refresh ${refresh} ms: measured ${measured} times`);
+  }
 });
 
-test('fleetRate needs two answers, the second newer', () => {
-  const a = { at: '2030-01-01T00:00:00Z', worker_requests: {} };
-  assert.equal(fleetRate(null, a), null);
-  assert.equal(fleetRate(a, a), null, 'qo serve answered from its cache');
-  assert.deepEqual(fleetRate(a, { at: '2030-01-01T00:00:05Z', worker_requests: {} }).perSec, 0, 'no worker: no request');
-  const w = { at: a.at, worker_requests: { w: counts({ GET: 500 }) } };
-  assert.equal(fleetRate(w, { ...w, at: '2030-01-01T00:00:05Z' }), null, 'no heartbeat since: the interval joins the next');
-  assert.equal(fleetRate(w, { ...w, at: '2030-01-01T00:01:00Z' }).perSec, 0, 'a minute without any: no requests');
-  const restarted = fleetRate({ at: a.at, worker_requests: { w: counts({ GET: 500 }) } }, { at: '2030-01-01T00:00:05Z', worker_requests: { w: counts({ GET: 20 }) } });
-  assert.equal(restarted.perSec, 4, 'a worker whose counters went back restarted: it counts from zero');
+test('RateMeter: nothing until two heartbeats; a restarted worker starts again; a dead one adds nothing', () => {
+  const m = new RateMeter();
+  const w = (at, gets) => ({ worker_id: 'w', last_heartbeat: at, s3_requests: counts({ GET: gets }) });
+  assert.equal(m.observe([w('2030-01-01T00:00:00Z', 500)], '2030-01-01T00:00:01Z'), null);
+  assert.equal(m.observe([w('2030-01-01T00:00:10Z', 600)], '2030-01-01T00:00:11Z').per_second, 10);
+  assert.equal(m.observe([w('2030-01-01T00:00:10Z', 600)], '2030-01-01T00:00:15Z').per_second, 10, 'no heartbeat since: the rate holds');
+  assert.equal(m.observe([w('2030-01-01T00:00:20Z', 20)], '2030-01-01T00:00:21Z'), null, 'counters went back: the worker restarted');
+  assert.equal(m.observe([w('2030-01-01T00:00:30Z', 120)], '2030-01-01T00:01:00Z'), null, 'a dead worker sends nothing');
 });
 
 test('dollars as qo tui writes them', () => {

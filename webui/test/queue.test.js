@@ -63,8 +63,9 @@ test('malformed objects are refused with the key named', () => {
 
 test('worker health', () => {
   const now = '2030-01-01T00:10:00Z';
-  assert.equal(health('2030-01-01T00:09:30Z', now), 'active');
-  assert.equal(health('2030-01-01T00:08:00Z', now), 'stale');
-  assert.equal(health('2030-01-01T00:00:00Z', now), 'dead');
+  assert.equal(health('2030-01-01T00:09:50Z', now), 'active');
+  assert.equal(health('2030-01-01T00:09:40Z', now), 'stale', 'the worker stops its handlers at 15 s');
+  assert.equal(health('2030-01-01T00:09:30Z', now), 'dead', 'the monitor takes its tasks back after 22 s');
+  assert.equal(health('2030-01-01T00:09:30Z', now, 60), 'active', 'a worker stating a 60 s bound');
   assert.deepEqual(shards(1).slice(0, 3), ['0', '1', '2']);
 });
