@@ -24,25 +24,25 @@ var roleOf = map[string]string{
 	"api":     "operator",
 }
 
-// credentials are the names of the Secrets and the service account a pod
+// podIdentity holds the names of the Secrets and the service account a pod
 // template runs with.
-type credentials struct {
+type podIdentity struct {
 	role, serviceAccount string
 	secrets              []string // every Secret it reads
 	s3Secrets            []string // the Secrets of AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY
 }
 
-func podCredentials(report func(string, ...any), what string, obj any) (credentials, bool) {
+func podCredentials(report func(string, ...any), what string, obj any) (podIdentity, bool) {
 	ps, ok := podSpec(obj)
 	if !ok {
-		return credentials{}, false
+		return podIdentity{}, false
 	}
 	var labels map[string]string
 	switch v := obj.(type) {
 	case interface{ GetLabels() map[string]string }:
 		labels = v.GetLabels()
 	}
-	c := credentials{role: roleOf[labels["app.kubernetes.io/component"]], serviceAccount: ps.ServiceAccountName}
+	c := podIdentity{role: roleOf[labels["app.kubernetes.io/component"]], serviceAccount: ps.ServiceAccountName}
 	if c.role == "" {
 		report("%s: no known app.kubernetes.io/component label (%v), so no role", what, labels)
 	}
@@ -94,7 +94,7 @@ func identityProblems(docs []doc) []string {
 	}
 	saRoles := map[string][]string{}
 	secretRoles := map[string][]string{}
-	byRole := map[string][]credentials{}
+	byRole := map[string][]podIdentity{}
 	for _, d := range docs {
 		if d.patch {
 			continue
