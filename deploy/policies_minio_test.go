@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -115,15 +114,31 @@ func TestPoliciesOnMinIO(t *testing.T) {
 		}
 		env[role], keys[role] = roleEnv(t, cfg.Endpoint, cfg.Region, bucket, policies[role])
 	}
+	// Once the worker runs, its exit closes workerDone and stops the
+	// command running then: nothing would finish the tasks waited for.
+	base := context.Background()
+	var workerDone chan struct{}
+	var workerErr error
+	workerGone := func() bool {
+		select {
+		case <-workerDone:
+			return true
+		default:
+			return false
+		}
+	}
 	run := func(role string, wantOK bool, args ...string) string {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		ctx, cancel := context.WithTimeout(base, 2*time.Minute)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, bin, args...)
 		cmd.Env = append(cleanEnv(t), env[role]...)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		err := cmd.Run()
+		if workerDone != nil && workerGone() {
+			t.Fatalf("the worker exited (%v) during qo %s", workerErr, args[0])
+		}
 		if (err == nil) != wantOK {
 			t.Fatalf("qo %s as %s: %v (want success %v)\nstdout: %s\nstderr: %s", strings.Join(args, " "), role, err, wantOK, stdout.String(), stderr.String())
 		}
@@ -142,9 +157,17 @@ func TestPoliciesOnMinIO(t *testing.T) {
 	if err := worker.Start(); err != nil {
 		t.Fatal(err)
 	}
+	workerDone = make(chan struct{})
+	workerCtx, workerCancel := context.WithCancel(context.Background())
+	go func() {
+		workerErr = worker.Wait()
+		close(workerDone)
+		workerCancel()
+	}()
+	base = workerCtx
 	defer func() {
 		cancel()
-		_ = worker.Wait()
+		<-workerDone
 		if t.Failed() {
 			t.Logf("worker log:\n%s", logs.String())
 		}
@@ -214,11 +237,11 @@ func TestPoliciesOnMinIO(t *testing.T) {
 
 	// Nothing the worker and its monitor did was refused, best-effort
 	// writes included (logged at debug level).
-	cancel()
-	var exitErr *exec.ExitError
-	if err := worker.Wait(); err != nil && !errors.As(err, &exitErr) {
-		t.Fatal(err)
+	if workerGone() {
+		t.Fatalf("the worker exited early: %v", workerErr)
 	}
+	cancel()
+	<-workerDone
 	for _, line := range strings.Split(logs.String(), "\n") {
 		if strings.Contains(line, "AccessDenied") || strings.Contains(line, "Access Denied") {
 			t.Errorf("the worker was refused a request: %s", line)
