@@ -188,11 +188,11 @@ var linkSecrets = []string{"ak", "sk", "st", "exp", "ro"}
 
 // linkReads are the keys the web UI reads: every key of the layout but
 // those of the monitor's and the workers' coordination, which it never
-// shows.
+// shows (of monitor/ only the throughput rollup, which its charts read).
 var linkReads = []string{
 	queue.ConfigKey, queue.ControlKey, queue.TasksPrefix, queue.ReadyPrefix, queue.LeasesPrefix, queue.WaitingPrefix,
 	queue.DeadPrefix, queue.DataPrefix, queue.WorkersPrefix, queue.SchedulesPrefix, queue.IdempotencyPrefix,
-	queue.WorkflowsPrefix, queue.WorkflowNamesPrefix,
+	queue.WorkflowsPrefix, queue.WorkflowNamesPrefix, queue.ThroughputPrefix,
 }
 
 // Operator links write what the web UI's operator actions write

@@ -204,6 +204,8 @@ func decode(b []byte) (doc, error) {
 		obj = &corev1.ServiceAccount{}
 	case "v1 Secret":
 		obj = &corev1.Secret{}
+	case "v1 ConfigMap":
+		obj = &corev1.ConfigMap{}
 	case "v1 Service":
 		obj = &corev1.Service{}
 	case "apps/v1 Deployment":
@@ -282,7 +284,7 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 			t.Errorf("%s: %s %s sets namespace %q: leave it to the kustomization", d.file, d.kind, metaOf(d.obj).Name, ns)
 		}
 	}
-	for _, k := range []string{"Deployment", "Job", "Service", "ServiceAccount", "Secret", "HorizontalPodAutoscaler", "ScaledObject", "TriggerAuthentication"} {
+	for _, k := range []string{"Deployment", "Job", "Service", "ServiceAccount", "Secret", "ConfigMap", "HorizontalPodAutoscaler", "ScaledObject", "TriggerAuthentication"} {
 		if kinds[k] == 0 {
 			t.Errorf("no %s among the manifests", k)
 		}
@@ -513,9 +515,6 @@ func TestPodsAreLockedDown(t *testing.T) {
 		if ps.SecurityContext == nil || ps.SecurityContext.RunAsNonRoot == nil || !*ps.SecurityContext.RunAsNonRoot {
 			t.Errorf("%s: pod without runAsNonRoot: true", d.file)
 		}
-		if ps.ServiceAccountName != "qo" {
-			t.Errorf("%s: service account %q, want qo (IRSA)", d.file, ps.ServiceAccountName)
-		}
 		for _, c := range ps.Containers {
 			sc := c.SecurityContext
 			if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
@@ -734,14 +733,19 @@ func backlogSeries(t *testing.T, name string, labels map[string]string) bool {
 	return false
 }
 
-// Every Secret key a pod reads is in the example Secrets.
+// Every Secret and ConfigMap key a pod reads is in the examples.
 func TestSecretKeys(t *testing.T) {
 	o := load(t)
 	have := map[string]bool{}
 	for _, d := range o.docs {
-		if s, ok := d.obj.(*corev1.Secret); ok {
+		switch s := d.obj.(type) {
+		case *corev1.Secret:
 			for k := range s.StringData {
 				have[s.Name+"/"+k] = true
+			}
+		case *corev1.ConfigMap:
+			for k := range s.Data {
+				have["configmap "+s.Name+"/"+k] = true
 			}
 		}
 	}
@@ -756,6 +760,12 @@ func TestSecretKeys(t *testing.T) {
 					ref := e.ValueFrom.SecretKeyRef
 					if !have[ref.Name+"/"+ref.Key] && (ref.Optional == nil || !*ref.Optional) {
 						t.Errorf("%s: %s reads %s/%s, missing from the example Secrets", d.file, e.Name, ref.Name, ref.Key)
+					}
+				}
+				if e.ValueFrom != nil && e.ValueFrom.ConfigMapKeyRef != nil {
+					ref := e.ValueFrom.ConfigMapKeyRef
+					if !have["configmap "+ref.Name+"/"+ref.Key] && (ref.Optional == nil || !*ref.Optional) {
+						t.Errorf("%s: %s reads ConfigMap %s/%s, missing from the example", d.file, e.Name, ref.Name, ref.Key)
 					}
 				}
 			}
@@ -784,29 +794,7 @@ func TestKubectlKustomize(t *testing.T) {
 		t.Skip("kubectl not found")
 	}
 	for _, comps := range [][]string{nil, {"example-secrets", "monitor", "keda"}, {"example-secrets", "hpa"}} {
-		dir := t.TempDir()
-		if err := os.CopyFS(dir, os.DirFS(root)); err != nil {
-			t.Fatal(err)
-		}
-		top := filepath.Join(dir, "kustomization.yaml")
-		b, err := os.ReadFile(top)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(comps) > 0 {
-			b = append(b, "components:\n"...)
-			for _, c := range comps {
-				b = append(b, "  - components/"+c+"\n"...)
-			}
-			if err := os.WriteFile(top, b, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		out, err := exec.Command(kubectl, "kustomize", dir).CombinedOutput()
-		if err != nil {
-			t.Fatalf("kubectl kustomize with %v: %v\n%s", comps, err, out)
-		}
-		built := string(out)
+		built := kustomize(t, kubectl, comps)
 		if slices.Contains(comps, "monitor") && !regexp.MustCompile(`name: QO_NO_MONITOR\s+value: "true"`).MatchString(built) {
 			t.Errorf("with components/monitor the workers still run the embedded monitor:\n%s", built)
 		}
@@ -816,66 +804,31 @@ func TestKubectlKustomize(t *testing.T) {
 	}
 }
 
-// The IAM policies of docs/deploy.md are valid JSON, and each reaches every
-// key of the queue (queue.Keys) and nothing under ui/.
-func TestDocsPolicies(t *testing.T) {
-	b, err := os.ReadFile("../docs/deploy.md")
+// kustomize builds the top-level kustomization with the given components
+// enabled, with kubectl (which builds kustomizations offline).
+func kustomize(t *testing.T, kubectl string, comps []string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(root)); err != nil {
+		t.Fatal(err)
+	}
+	top := filepath.Join(dir, "kustomization.yaml")
+	b, err := os.ReadFile(top)
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks := regexp.MustCompile("(?s)```json\n(.*?)```").FindAllSubmatch(b, -1)
-	if len(blocks) != 3 {
-		t.Fatalf("%d JSON blocks in docs/deploy.md, want the 3 policies (workers, qo serve, web UI)", len(blocks))
-	}
-	for i, m := range blocks {
-		var p struct {
-			Version   string
-			Statement []struct {
-				Sid      string
-				Effect   string
-				Action   []string
-				Resource any
-			}
+	if len(comps) > 0 {
+		b = append(b, "components:\n"...)
+		for _, c := range comps {
+			b = append(b, "  - components/"+c+"\n"...)
 		}
-		if err := json.Unmarshal(m[1], &p); err != nil {
-			t.Errorf("policy %d: %v", i+1, err)
-			continue
-		}
-		if p.Version != "2012-10-17" {
-			t.Errorf("policy %d: Version %q", i+1, p.Version)
-		}
-		covered := map[string]bool{}
-		for _, s := range p.Statement {
-			if s.Effect != "Allow" || len(s.Action) == 0 {
-				t.Errorf("policy %d, %s: want Allow with actions", i+1, s.Sid)
-			}
-			var res []string
-			switch r := s.Resource.(type) {
-			case string:
-				res = []string{r}
-			case []any:
-				for _, x := range r {
-					res = append(res, x.(string))
-				}
-			}
-			for _, r := range res {
-				key, ok := strings.CutPrefix(r, "arn:aws:s3:::my-queue/")
-				if !ok {
-					if r != "arn:aws:s3:::my-queue" {
-						t.Errorf("policy %d: resource %s outside the bucket", i+1, r)
-					}
-					continue
-				}
-				if strings.HasPrefix(key, "ui/") || key == "*" {
-					t.Errorf("policy %d reaches %s: the web UI's files stay out of reach", i+1, key)
-				}
-				covered[strings.TrimSuffix(key, "*")] = true
-			}
-		}
-		for _, k := range queue.Keys() {
-			if !covered[k] {
-				t.Errorf("policy %d does not reach %s", i+1, k)
-			}
+		if err := os.WriteFile(top, b, 0o644); err != nil {
+			t.Fatal(err)
 		}
 	}
+	out, err := exec.Command(kubectl, "kustomize", dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl kustomize with %v: %v\n%s", comps, err, out)
+	}
+	return string(out)
 }

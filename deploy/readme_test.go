@@ -34,6 +34,19 @@ type goreleaser struct {
 		NameTemplate string `json:"name_template"`
 		Algorithm    string `json:"algorithm"`
 	} `json:"checksum"`
+	Sboms []struct {
+		ID        string   `json:"id"`
+		Cmd       string   `json:"cmd"`
+		Artifacts string   `json:"artifacts"`
+		IDs       []string `json:"ids"`
+		Documents []string `json:"documents"`
+	} `json:"sboms"`
+	Signs []struct {
+		Cmd       string   `json:"cmd"`
+		Artifacts string   `json:"artifacts"`
+		Signature string   `json:"signature"`
+		Args      []string `json:"args"`
+	} `json:"signs"`
 	Release struct {
 		GitHub struct {
 			Owner string `json:"owner"`
@@ -114,6 +127,32 @@ func TestREADMEInstall(t *testing.T) {
 		t.Fatal("worker-deployment.yaml: no image")
 	}
 	want = append(want, "`"+image[1]+":VERSION`")
+
+	// Verifying: the SBOMs and the signature the release makes, and the
+	// cosign command that checks the signature.
+	for _, sb := range rel.Sboms {
+		if sb.Artifacts != "binary" || len(sb.Documents) != 1 {
+			t.Errorf("sbom %s: want one document per binary", sb.ID)
+			continue
+		}
+		doc := strings.NewReplacer("{{ .ProjectName }}", rel.ProjectName, "{{ .Version }}", "VERSION",
+			"{{ .Os }}", "OS", "{{ .Arch }}", "ARCH").Replace(sb.Documents[0])
+		if slices.Contains(sb.IDs, "qo-image") {
+			doc = strings.Replace(doc, "_OS_", "_linux_", 1)
+		}
+		want = append(want, "`"+doc+"`")
+	}
+	if len(rel.Sboms) != 2 {
+		t.Errorf(".goreleaser.yaml has %d SBOMs, want the archives' and the image's", len(rel.Sboms))
+	}
+	if len(rel.Signs) != 1 || rel.Signs[0].Cmd != "cosign" || rel.Signs[0].Artifacts != "checksum" ||
+		!slices.Contains(rel.Signs[0].Args, "--bundle=${signature}") || !slices.Contains(rel.Signs[0].Args, "sign-blob") {
+		t.Errorf(".goreleaser.yaml signs %+v: want cosign sign-blob of the checksums into a bundle", rel.Signs)
+	} else {
+		sig := strings.ReplaceAll(rel.Signs[0].Signature, "${artifact}", rel.Checksum.NameTemplate)
+		want = append(want, "`"+sig+"`", "cosign verify-blob --bundle "+sig,
+			fmt.Sprintf(`^https://github\.com/%s/%s/`, rel.Release.GitHub.Owner, rel.Release.GitHub.Name))
+	}
 
 	for _, w := range want {
 		if !strings.Contains(install, w) {
