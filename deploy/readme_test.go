@@ -160,3 +160,64 @@ func TestREADMEInstall(t *testing.T) {
 		}
 	}
 }
+
+// TestReleaseWorkflowSigns: the identity the README's cosign command
+// checks (a workflow of the repository, run on a tag v*) is a workflow that
+// exists, runs on tags v*, may mint the OIDC token keyless signing needs,
+// and publishes through scripts/release.sh release (goreleaser's signs).
+func TestReleaseWorkflowSigns(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile(`--certificate-identity-regexp '\^https://github\\\.com/([^/]+)/([^/]+)/\\\.github/workflows/`)
+	m := re.FindSubmatch(readme)
+	if m == nil {
+		t.Fatal("README.md: no cosign --certificate-identity-regexp naming a workflow of the repository")
+	}
+	raw, err := os.ReadFile("../.github/workflows/release.yml")
+	if err != nil {
+		t.Fatalf("the README's signing identity is a release workflow: %v", err)
+	}
+	var wf struct {
+		On struct {
+			Push struct {
+				Tags []string `yaml:"tags"`
+			} `yaml:"push"`
+		} `yaml:"on"`
+		Permissions map[string]string `yaml:"permissions"`
+		Jobs        map[string]struct {
+			Steps []struct {
+				Uses string `yaml:"uses"`
+				Run  string `yaml:"run"`
+			} `yaml:"steps"`
+		} `yaml:"jobs"`
+	}
+	if err := yaml.Unmarshal(raw, &wf); err != nil {
+		t.Fatalf("release.yml: %v", err)
+	}
+	if !slices.Contains(wf.On.Push.Tags, "v*") {
+		t.Errorf("release.yml runs on tags %v; the README's identity is a tag v*", wf.On.Push.Tags)
+	}
+	if wf.Permissions["id-token"] != "write" {
+		t.Error("release.yml: keyless signing needs permissions id-token: write")
+	}
+	var cosign, release bool
+	for _, j := range wf.Jobs {
+		for _, s := range j.Steps {
+			cosign = cosign || strings.HasPrefix(s.Uses, "sigstore/cosign-installer@")
+			release = release || strings.Contains(s.Run, "scripts/release.sh release")
+		}
+	}
+	if !cosign || !release {
+		t.Errorf("release.yml: want cosign installed (%v) and scripts/release.sh release run (%v)", cosign, release)
+	}
+	script, err := os.ReadFile("../scripts/release.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^release\)$`).Match(script) {
+		t.Error("scripts/release.sh has no release subcommand")
+	}
+}

@@ -8,6 +8,9 @@
 #                                 binaries, image, archive, SBOMs and checksums.txt, then checks them
 #   scripts/release.sh snapshot   check + a full local snapshot release of every target into dist/
 #   scripts/release.sh path       print the goreleaser binary path (installing it)
+#   scripts/release.sh release    publish the release of the current tag, signed
+#                                 (.github/workflows/release.yml runs it; needs
+#                                 GITHUB_TOKEN and cosign on the PATH)
 #   scripts/release.sh push-image REGISTRY/REPO:TAG
 #                                 push the multi-platform image of the last build
 #                                 (dist/qo_image_oci) with crane, logged in with
@@ -152,6 +155,12 @@ snapshot)
 path)
 	install
 	echo "$goreleaser"
+	;;
+release)
+	install
+	install_sbom
+	"$goreleaser" check
+	"$goreleaser" release --clean --parallelism 2
 	;;
 push-image)
 	tag=${2:?usage: scripts/release.sh push-image REGISTRY/REPO:TAG}

@@ -105,7 +105,7 @@ step "web UI: built assets match their sources; JavaScript unit tests"
 bash scripts/build-webui.sh --check
 (cd webui && node --test test/)
 
-step "goreleaser check + snapshot build of this machine's target and its container image"
+step "goreleaser check + a release of this machine's target (snapshot, unsigned): archive, SBOMs, checksums, container image"
 bash scripts/release.sh single >&2
 # deploy/image's test unpacks that image and runs qo in it.
 export QO_TEST_REQUIRE_IMAGE=1
