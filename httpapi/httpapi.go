@@ -28,6 +28,7 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/qo-queue/qo/internal/termsafe"
 	"github.com/qo-queue/qo/metrics"
 	"github.com/qo-queue/qo/monitor"
 	"github.com/qo-queue/qo/monitor/view"
@@ -321,7 +322,7 @@ func writeError(w http.ResponseWriter, status int, code, msg string) {
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
+	enc := json.NewEncoder(termsafe.JSONWriter(w)) // readable on a terminal (curl)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(v)
 }
