@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime"
 	"net"
 	"net/http"
@@ -81,6 +82,9 @@ type Options struct {
 	// ShuttingDown, when set, turns /healthz and /readyz to 503 once it
 	// reports true.
 	ShuttingDown func() bool
+	// Logger receives what the public probes do not say, such as why
+	// the bucket check failed (default: discarded).
+	Logger *slog.Logger
 }
 
 // DefaultStatsMaxAge is the default Options.StatsMaxAge.
@@ -112,7 +116,7 @@ func New(q *queue.Queue, opts Options) http.Handler {
 	if opts.StatsMaxAge <= 0 {
 		opts.StatsMaxAge = DefaultStatsMaxAge
 	}
-	a := &api{q: q, opts: opts, stats: q.NewStatsCounter(queue.StatsOptions{}), s3: NewS3Check(q.Store(), opts.S3CheckMaxAge)}
+	a := &api{q: q, opts: opts, stats: q.NewStatsCounter(queue.StatsOptions{}), s3: NewS3Check(q.Store(), opts.S3CheckMaxAge).SetLogger(opts.Logger)}
 	if opts.Metrics != nil {
 		opts.Metrics.WatchBacklog(a.backlog, min(opts.RequestTimeout, metrics.DefaultBacklogTimeout))
 	}
@@ -367,7 +371,8 @@ func (a *api) health(w http.ResponseWriter, r *http.Request) error {
 	if r.URL.Query().Get("check") == "s3" {
 		now, _, err := a.s3.Check(r.Context())
 		if err != nil {
-			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "s3": err.Error()})
+			// Only a status: the route needs no token (the error is logged).
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "s3": "unavailable"})
 			return nil
 		}
 		out["s3"], out["time"] = "ok", now
