@@ -461,6 +461,23 @@ var require_spark_md5 = __commonJS({
   }
 });
 
+// src/frame.js
+function framed(win = window) {
+  try {
+    return win.top !== win.self;
+  } catch {
+    return true;
+  }
+}
+if (framed()) {
+  const p = document.createElement("p");
+  p.id = "framed";
+  p.setAttribute("role", "alert");
+  p.textContent = "This page refuses to run inside a frame: open it in its own tab.";
+  document.body.replaceChildren(p);
+  throw new Error("qo: the page is framed: it refuses to run");
+}
+
 // node_modules/diff/libesm/diff/base.js
 var Diff = class {
   diff(oldStr, newStr, options = {}) {
