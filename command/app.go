@@ -96,7 +96,7 @@ func errorJSON(err error, exit int) string {
 	if jerr := enc.Encode(body); jerr != nil {
 		return errorLine(err)
 	}
-	return strings.TrimSuffix(b.String(), "\n")
+	return strings.TrimSuffix(string(termsafe.JSON([]byte(b.String()))), "\n")
 }
 
 // errorCodeName is the stable code of err for --json: the HTTP API's

@@ -28,6 +28,7 @@ import (
 
 	"github.com/qo-queue/qo/devenv"
 	"github.com/qo-queue/qo/inspect"
+	"github.com/qo-queue/qo/internal/termsafe"
 	"github.com/qo-queue/qo/monitor"
 	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/tui"
@@ -399,7 +400,7 @@ func devLogger(c *cli.Context, dir string, tty bool) (log *slog.Logger, path str
 	ho := &slog.HandlerOptions{Level: level}
 	var h slog.Handler = slog.NewTextHandler(f, ho)
 	if c.String("log-format") == "json" {
-		h = slog.NewJSONHandler(f, ho)
+		h = slog.NewJSONHandler(termsafe.JSONWriter(f), ho)
 	}
 	return slog.New(h), path, func() { f.Close() }, nil
 }

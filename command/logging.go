@@ -7,6 +7,8 @@ import (
 
 	"github.com/mattn/go-isatty"
 	"github.com/urfave/cli/v2"
+
+	"github.com/qo-queue/qo/internal/termsafe"
 )
 
 // stderrLogger prints warnings (and nothing chattier) on the app's error
@@ -26,7 +28,9 @@ func logFlags() []cli.Flag {
 }
 
 // cmdLogger builds the slog logger of long-running commands: on stderr,
-// text on a terminal and JSON otherwise (or as --log-format says).
+// text on a terminal and JSON otherwise (or as --log-format says). JSON
+// records have the characters a terminal acts on escaped (termsafe.JSON):
+// they are read with kubectl logs and less too.
 func cmdLogger(c *cli.Context) (*slog.Logger, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(c.String("log-level"))); err != nil {
@@ -41,12 +45,12 @@ func cmdLogger(c *cli.Context) (*slog.Logger, error) {
 	case "text":
 		return slog.New(slog.NewTextHandler(w, ho)), nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, ho)), nil
+		return slog.New(slog.NewJSONHandler(termsafe.JSONWriter(w), ho)), nil
 	case "auto", "":
 		if isTerminal(w) {
 			return slog.New(slog.NewTextHandler(w, ho)), nil
 		}
-		return slog.New(slog.NewJSONHandler(w, ho)), nil
+		return slog.New(slog.NewJSONHandler(termsafe.JSONWriter(w), ho)), nil
 	default:
 		return nil, usageError("invalid --log-format %q: want text, json or auto", f)
 	}

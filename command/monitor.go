@@ -136,7 +136,7 @@ Durations accept Go syntax (500ms, 30s, 2m) or a bare number of seconds.`,
 				watchStoreMetrics(m, q)
 				o.Observer = m
 			}
-			p.setReady(httpapi.NewS3Check(q.Store(), 0).Readiness)
+			p.setReady(httpapi.NewS3Check(q.Store(), 0).SetLogger(log).Readiness)
 			ctx, cancel := context.WithCancel(c.Context)
 			defer cancel()
 			stop := onSignals(func(int) {

@@ -125,9 +125,10 @@ func idList(ids []uuid.UUID, max int) string {
 }
 
 // emitJSON writes v as indented JSON and a newline: the --json output of
-// every command.
+// every command, with the characters a terminal acts on escaped
+// (termsafe.JSON: same JSON value).
 func emitJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	enc := json.NewEncoder(termsafe.JSONWriter(w))
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }

@@ -289,7 +289,7 @@ func runServe(c *cli.Context) error {
 	watchStoreMetrics(m, q)
 	var stopping atomic.Bool
 	opts := httpapi.Options{Token: token, MaxBody: c.Int64("max-body"), Metrics: m, AllowOrigin: c.String("allow-origin"), AllowedHosts: hosts,
-		ShuttingDown: stopping.Load}
+		ShuttingDown: stopping.Load, Logger: log}
 	if token != "" {
 		opts.LoginCodes = httpapi.NewLoginCodes[struct{}](0, nil)
 	}

@@ -125,7 +125,7 @@ func (p *tailPrinter) print(ev tailEvent) error {
 		var b []byte
 		b, err = json.Marshal(ev)
 		if err == nil {
-			_, err = fmt.Fprintf(p.w, "%s\n", b)
+			_, err = fmt.Fprintf(p.w, "%s\n", termsafe.JSON(b))
 		}
 	} else {
 		_, err = fmt.Fprintln(p.w, humanEvent(ev))

@@ -115,6 +115,10 @@ of the bucket policy (Sid QoWebUIPublicRead), and allows --origin to call
 the bucket through a CORS rule (ID qo-web-ui). Then 'qo ui url --deployed'
 prints a link.
 
+The deployed index.html carries a Content-Security-Policy (a meta element:
+a bucket sends no such header): scripts from ui/ only, requests to the S3
+endpoint and --connect-src only. The page refuses to run inside a frame.
+
 The bucket's other policy statements and CORS rules are kept as they are;
 running deploy again replaces only qo's statement and rule. When the policy
 or the CORS rules cannot be read or merged safely, nothing is changed: qo
@@ -128,6 +132,7 @@ private.`,
 					&cli.StringSliceFlag{Name: "origin", Usage: "origins allowed to call the bucket (CORS), e.g. http://127.0.0.1:8090; default: the bucket's own endpoint and qo ui serve's"},
 					&cli.BoolFlag{Name: "no-public-read", Usage: "do not touch the bucket policy (add the statement that makes ui/* readable yourself)"},
 					&cli.BoolFlag{Name: "no-cors", Usage: "do not touch the bucket's CORS configuration (add qo's rule yourself)"},
+					&cli.StringSliceFlag{Name: "connect-src", Usage: "more origins the deployed page may send requests to (its Content-Security-Policy), e.g. qo serve's https://qo.example.com; the S3 endpoint is always allowed"},
 				},
 				Action: runUIDeploy,
 			},
@@ -251,6 +256,31 @@ func deployedBase(c *cli.Context) (string, error) {
 		return fmt.Sprintf("https://%s.s3.%s.amazonaws.com/%sindex.html", cfg.Bucket, region, uiPrefix), nil
 	}
 	return strings.TrimRight(cfg.Endpoint, "/") + "/" + cfg.Bucket + "/" + uiPrefix + "index.html", nil
+}
+
+// deployConnect lists the origins the deployed page may send requests
+// to: the S3 endpoint its links name (on AWS, the regional endpoint the
+// page uses and the bucket's own host) and --connect-src.
+func deployConnect(c *cli.Context) ([]string, error) {
+	cfg, err := storeConfig(c)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	if cfg.Endpoint == "" {
+		region := cfg.Region
+		if region == "" {
+			region = s3store.DefaultRegion
+		}
+		out = append(out, "https://s3."+region+".amazonaws.com", "https://"+cfg.Bucket+".s3."+region+".amazonaws.com")
+	} else {
+		u, err := url.Parse(cfg.Endpoint)
+		if err != nil || u.Host == "" {
+			return nil, usageError("S3 endpoint %q: want scheme://host[:port]", cfg.Endpoint)
+		}
+		out = append(out, u.Scheme+"://"+u.Host)
+	}
+	return append(out, c.StringSlice("connect-src")...), nil
 }
 
 func runUIURL(c *cli.Context) error {
@@ -464,6 +494,14 @@ func runUIDeploy(c *cli.Context) error {
 		return err
 	}
 
+	connect, err := deployConnect(c)
+	if err != nil {
+		return err
+	}
+	index, err := webui.DeployedIndex(connect)
+	if err != nil {
+		return usageError("--connect-src: %v", err)
+	}
 	var n int
 	err = fs.WalkDir(webui.Files(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -472,6 +510,9 @@ func runUIDeploy(c *cli.Context) error {
 		body, err := fs.ReadFile(webui.Files(), p)
 		if err != nil {
 			return err
+		}
+		if p == "index.html" {
+			body = index // with its Content-Security-Policy
 		}
 		ctype := mime.TypeByExtension(path.Ext(p))
 		if ctype == "" {

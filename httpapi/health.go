@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"sync"
 	"time"
@@ -19,6 +20,10 @@ import (
 //	              whoever asks), 503 when it did not or while shutting down.
 //
 // GET /health?check=s3 answers from the same check.
+//
+// None of them needs a token, so none says why the bucket failed: an S3
+// error names the endpoint, the bucket and the credentials' identity.
+// The error goes to the log (S3Check.SetLogger), once per failed check.
 
 // DefaultS3CheckMaxAge is how long a bucket check is reused.
 const DefaultS3CheckMaxAge = 2 * time.Second
@@ -40,6 +45,8 @@ type S3Check struct {
 	s      store.Store
 	maxAge time.Duration
 
+	log *slog.Logger
+
 	mu           sync.Mutex
 	at           time.Time // when the last check ran (local clock); zero: never
 	serverTime   time.Time
@@ -53,7 +60,16 @@ func NewS3Check(s store.Store, maxAge time.Duration) *S3Check {
 	if maxAge <= 0 {
 		maxAge = DefaultS3CheckMaxAge
 	}
-	return &S3Check{s: s, maxAge: maxAge}
+	return &S3Check{s: s, maxAge: maxAge, log: slog.New(slog.DiscardHandler)}
+}
+
+// SetLogger makes c log the error of each check that fails (the answers
+// of the probes carry no error text). It returns c.
+func (c *S3Check) SetLogger(l *slog.Logger) *S3Check {
+	if l != nil {
+		c.log = l
+	}
+	return c
 }
 
 // Check returns the server's time when the bucket answered within maxAge,
@@ -74,13 +90,16 @@ func (c *S3Check) Check(ctx context.Context) (serverTime time.Time, failingSince
 	case c.failingSince.IsZero():
 		c.failingSince = c.at
 	}
+	if c.err != nil {
+		c.log.Warn("bucket check failed", "err", c.err, "failing_since", c.failingSince)
+	}
 	return c.serverTime, c.failingSince, c.err
 }
 
 // Readiness is the check as a probe's answer.
 func (c *S3Check) Readiness(ctx context.Context) Readiness {
 	if _, since, err := c.Check(ctx); err != nil {
-		return Readiness{Reason: "bucket unreachable: " + err.Error(), Since: since}
+		return Readiness{Reason: "bucket unreachable (the error is in the log)", Since: since}
 	}
 	return Readiness{Ready: true, Reason: "bucket reachable"}
 }

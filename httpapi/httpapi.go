@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime"
 	"net"
 	"net/http"
@@ -29,6 +30,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/qo-queue/qo/inspect"
+	"github.com/qo-queue/qo/internal/termsafe"
 	"github.com/qo-queue/qo/metrics"
 	"github.com/qo-queue/qo/monitor"
 	"github.com/qo-queue/qo/monitor/view"
@@ -83,6 +85,9 @@ type Options struct {
 	// ShuttingDown, when set, turns /healthz and /readyz to 503 once it
 	// reports true.
 	ShuttingDown func() bool
+	// Logger receives what the public probes do not say, such as why
+	// the bucket check failed (default: discarded).
+	Logger *slog.Logger
 }
 
 // DefaultStatsMaxAge is the default Options.StatsMaxAge.
@@ -113,7 +118,7 @@ func New(q *queue.Queue, opts Options) http.Handler {
 	if opts.StatsMaxAge <= 0 {
 		opts.StatsMaxAge = DefaultStatsMaxAge
 	}
-	a := &api{q: q, opts: opts, model: inspect.New(q, inspect.Options{}), s3: NewS3Check(q.Store(), opts.S3CheckMaxAge)}
+	a := &api{q: q, opts: opts, model: inspect.New(q, inspect.Options{}), s3: NewS3Check(q.Store(), opts.S3CheckMaxAge).SetLogger(opts.Logger)}
 	a.sessions = sessions{ttl: DefaultSessionTTL, now: time.Now, byID: map[string]time.Time{}}
 	if opts.LoginCodes != nil {
 		a.sessions.now = opts.LoginCodes.now
@@ -334,7 +339,7 @@ func writeError(w http.ResponseWriter, status int, code, msg string) {
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
+	enc := json.NewEncoder(termsafe.JSONWriter(w)) // readable on a terminal (curl)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(v)
 }
@@ -379,7 +384,8 @@ func (a *api) health(w http.ResponseWriter, r *http.Request) error {
 	if r.URL.Query().Get("check") == "s3" {
 		now, _, err := a.s3.Check(r.Context())
 		if err != nil {
-			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "s3": err.Error()})
+			// Only a status: the route needs no token (the error is logged).
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "s3": "unavailable"})
 			return nil
 		}
 		out["s3"], out["time"] = "ok", now

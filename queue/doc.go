@@ -85,7 +85,12 @@ per failed task, read a page at a time) keeps its segments.
 schedule names [A-Za-z0-9_.:-]{1,64}. None of them may hold "~" or "/", so
 each is exactly one field of the keys it appears in, nor be dots only ("."
 or ".." as a key segment is a path step that S3 servers and clients
-resolve away, so the object would land under another key).
+resolve away, so the object would land under another key). Lease ids are
+UUIDs (36 characters). These rules hold for what is read too: a task
+object whose worker_id or lease_id breaks them, or a worker record whose
+id does, is malformed (DecodeTask, DecodeWorker), so no key, log or
+terminal line is built from it; the web UI checks every part it reads
+from the bucket by the same rules (webui/src/queue.js, keyparts cases).
 
 queue.json says which layout the bucket uses: {"format":3,...} is layout 3
 (this one). Older layouts are refused by Open with ErrLayoutOutdated,

@@ -336,7 +336,7 @@ func ParseLeaseKey(key string) (LeaseEntry, error) {
 	if err != nil || id.String() != f[2] || !shardMatches(id, shard) {
 		return LeaseEntry{}, fmt.Errorf("lease index key %q: bad task id %q", key, f[2])
 	}
-	if _, err := uuid.Parse(f[3]); err != nil || len(f[3]) != 36 {
+	if ValidateLeaseID(f[3]) != nil {
 		return LeaseEntry{}, fmt.Errorf("lease index key %q: bad lease id %q", key, f[3])
 	}
 	if ValidateWorkerID(f[4]) != nil {

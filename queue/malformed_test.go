@@ -1,6 +1,7 @@
 package queue_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -93,4 +94,65 @@ func TestMalformedObjectsReportedAndSkipped(t *testing.T) {
 		_, _, err = b.q.ListExpired(b.ctx, 0, "")
 		require.NoError(t, err)
 	})
+}
+
+// TestHolderFieldsFromTheBucketAreValidated: a task object whose
+// worker_id or lease_id could step out of the lease-index key
+// ("w/../../queue.json") or carry a control character is malformed: it
+// is reported and skipped, and no key is built from it.
+func TestHolderFieldsFromTheBucketAreValidated(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
+		for name, field := range map[string]struct{ field, value, want string }{
+			"worker id":         {"worker_id", "w/../../../queue.json", "worker id"},
+			"worker id escape":  {"worker_id", "w\x1b]0;title\x07", "worker id"},
+			"lease id":          {"lease_id", "0/../../queue.json", "lease id"},
+			"lease id not uuid": {"lease_id", "lease-1", "lease id"},
+		} {
+			t.Run(name, func(t *testing.T) {
+				b := setup(t, be)
+				task := b.submit(t, "m", `{}`)
+				l := b.claim(t, task, "w1")
+				body, err := queue.EncodeTask(l.Task)
+				require.NoError(t, err)
+				var m map[string]any
+				require.NoError(t, json.Unmarshal(body, &m))
+				m[field.field] = field.value
+				body, err = json.Marshal(m)
+				require.NoError(t, err)
+				_, err = b.raw.Put(b.ctx, l.Task.Key(), body, store.Condition{})
+				require.NoError(t, err)
+
+				_, err = b.q.Get(b.ctx, task.ID)
+				var mal *queue.MalformedError
+				require.ErrorAs(t, err, &mal)
+				require.Contains(t, mal.Error(), field.want)
+
+				page, err := b.q.List(b.ctx, queue.ListQuery{Status: queue.StatusRunning})
+				require.NoError(t, err)
+				require.Empty(t, page.Tasks)
+				require.Len(t, page.Malformed, 1)
+
+				for _, shard := range b.q.Shards() {
+					_, _, err := b.q.Repair(b.ctx, shard, 100, "")
+					require.NoError(t, err)
+				}
+				all, err := b.raw.List(b.ctx, store.ListParams{})
+				require.NoError(t, err)
+				for _, o := range all.Objects {
+					require.NotContains(t, o.Key, "..", "no key is built from the planted %s", field.field)
+				}
+			})
+		}
+	})
+}
+
+// TestDecodeWorkerRefusesBadIDs: a registry record read without its key
+// still has its id checked before it is printed or keyed.
+func TestDecodeWorkerRefusesBadIDs(t *testing.T) {
+	t.Parallel()
+	_, err := queue.DecodeWorker("", []byte(`{"format":1,"worker_id":"w/../queue.json"}`))
+	var mal *queue.MalformedError
+	require.ErrorAs(t, err, &mal)
+	require.Contains(t, mal.Error(), "worker id")
 }

@@ -31,7 +31,7 @@ func validTask(st queue.Status) *queue.Task {
 	exp := now.Add(time.Minute)
 	switch st {
 	case queue.StatusRunning:
-		t.WorkerID, t.LeaseID, t.LeaseExpiresAt = "w", "l", &exp
+		t.WorkerID, t.LeaseID, t.LeaseExpiresAt = "w", "0b6a3a55-4c1e-4f65-a7c0-6f2f5d3c9e10", &exp
 	case queue.StatusCompleted, queue.StatusArchived:
 		t.CompletedAt = &now
 	case queue.StatusFailed:

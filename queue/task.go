@@ -276,6 +276,20 @@ func DecodeTask(key string, body []byte) (*Task, error) {
 		// keep the message, drop ErrInvalidInput.
 		return nil, &MalformedError{Key: key, Err: errors.New(err.Error())}
 	}
+	// The holder and the lease become parts of the lease-index key and of
+	// log and terminal lines: a name that could step out of its key
+	// ("w/../queue.json") or carry control characters is the object's
+	// fault.
+	if t.WorkerID != "" {
+		if err := ValidateWorkerID(t.WorkerID); err != nil {
+			return nil, &MalformedError{Key: key, Err: errors.New(err.Error())}
+		}
+	}
+	if t.LeaseID != "" {
+		if err := ValidateLeaseID(t.LeaseID); err != nil {
+			return nil, &MalformedError{Key: key, Err: errors.New(err.Error())}
+		}
+	}
 	if t.Priority == "" {
 		t.Priority = PriorityNormal // written before priorities existed
 	}
@@ -340,6 +354,15 @@ func ValidateType(s string) error {
 // [A-Za-z0-9_.:-], not only dots.
 func ValidateWorkerID(s string) error {
 	return validateName("worker id", s, 128)
+}
+
+// ValidateLeaseID checks a lease id: a UUID in its 36-character form, as
+// a claim writes it (the lease-index key carries it).
+func ValidateLeaseID(s string) error {
+	if _, err := uuid.Parse(s); err != nil || len(s) != 36 {
+		return invalidInput("lease id %q is not a UUID", s)
+	}
+	return nil
 }
 
 // validateName checks a name that becomes one segment of object keys

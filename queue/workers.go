@@ -136,6 +136,9 @@ func DecodeWorker(key string, body []byte) (*WorkerInfo, error) {
 	if w.Format != FormatVersion {
 		return nil, &MalformedError{Key: key, Err: fmt.Errorf("unknown format version %d (this qo reads format %d)", w.Format, FormatVersion)}
 	}
+	if err := ValidateWorkerID(w.ID); err != nil {
+		return nil, &MalformedError{Key: key, Err: errors.New(err.Error())}
+	}
 	if key != "" && WorkerKey(w.ID) != key {
 		return nil, &MalformedError{Key: key, Err: fmt.Errorf("object says worker %q", w.ID)}
 	}

@@ -76,7 +76,7 @@ func fixture(st queue.Status, now time.Time) *queue.Task {
 	case queue.StatusPending:
 		t.LastEvent, t.RetryCount, t.AvailableAt, t.LastError = queue.EventRetried, 1, now.Add(10*time.Second), "smtp timeout"
 	case queue.StatusRunning:
-		t.LastEvent, t.WorkerID, t.LeaseID, t.LeaseExpiresAt = queue.EventClaimed, "w1", "lease-1", &lease
+		t.LastEvent, t.WorkerID, t.LeaseID, t.LeaseExpiresAt = queue.EventClaimed, "w1", "6f1c2d3e-4b5a-4c6d-8e7f-9a0b1c2d3e4f", &lease
 	case queue.StatusCompleted:
 		t.LastEvent, t.WorkerID, t.CompletedAt, t.Output = queue.EventSucceeded, "w1", &done, json.RawMessage(`{"id":"m-1"}`)
 	case queue.StatusFailed:
@@ -211,6 +211,10 @@ type pageConstants struct {
 	IndexGraceMS     int64                  `json:"index_grace_ms"`    // queue.IndexGrace
 	Keys             map[string]string      `json:"keys"`              // the key layout's keys and prefixes
 	WorkflowEnded    []queue.WorkflowStatus `json:"workflow_ended"`    // the workflow statuses whose Ended is true
+	// NameMax is the longest name of each kind that becomes one key
+	// segment (queue's validateName bounds); testdata/keyparts.json checks
+	// the page's rules against the Go validators at these bounds.
+	NameMax map[string]int `json:"name_max"`
 	// Operators lists, for each action the page offers, the statuses it
 	// applies to (queue.OperatorFrom, read off the transition table).
 	Operators map[string][]queue.Status `json:"operators"`
@@ -245,9 +249,10 @@ func constants() pageConstants {
 			"config": queue.ConfigKey, "control": queue.ControlKey, "tasks": queue.TasksPrefix, "ready": queue.ReadyPrefix,
 			"leases": queue.LeasesPrefix, "waiting": queue.WaitingPrefix, "dead": queue.DeadPrefix, "workers": queue.WorkersPrefix,
 			"schedules": queue.SchedulesPrefix, "idempotency": queue.IdempotencyPrefix, "workflows": queue.WorkflowsPrefix,
-			"workflow_names": queue.WorkflowNamesPrefix,
+			"workflow_names": queue.WorkflowNamesPrefix, "data": queue.DataPrefix,
 		},
 		WorkflowEnded: wfEnded, Operators: ops,
+		NameMax: map[string]int{"task_type": 64, "worker_id": 128, "schedule_name": 64, "workflow_name": 64},
 	}
 }
 

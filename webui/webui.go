@@ -14,9 +14,16 @@
 package webui
 
 import (
+	"bytes"
 	"embed"
+	"errors"
+	"fmt"
+	"html"
 	"io/fs"
 	"net/http"
+	"net/url"
+	"slices"
+	"strings"
 )
 
 //go:embed dist
@@ -46,4 +53,49 @@ func Handler() http.Handler {
 		h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; connect-src *; img-src 'self' data:; frame-ancestors 'none'")
 		fsrv.ServeHTTP(w, r)
 	})
+}
+
+// DeployedCSP is the Content-Security-Policy of the page deployed into a
+// bucket (qo ui deploy): scripts and styles from the page's own origin
+// only (no inline script), requests only to connect (the S3 endpoint, and
+// an API the page may be pointed at), no plugins, frames, base or form
+// targets. Each origin must be scheme://host[:port].
+func DeployedCSP(connect []string) (string, error) {
+	origins := []string{"'self'"}
+	for _, o := range connect {
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil ||
+			strings.Trim(u.Path, "/") != "" || u.RawQuery != "" || u.Fragment != "" || strings.ContainsAny(u.Host, " ;,'\"") {
+			return "", fmt.Errorf("connect origin %q: want scheme://host[:port], e.g. https://s3.eu-west-1.amazonaws.com", o)
+		}
+		if o := u.Scheme + "://" + u.Host; !slices.Contains(origins, o) {
+			origins = append(origins, o)
+		}
+	}
+	return "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src " + strings.Join(origins, " ") +
+		"; base-uri 'none'; form-action 'none'; object-src 'none'", nil
+}
+
+// DeployedIndex is index.html as qo ui deploy writes it: with a
+// Content-Security-Policy meta element (DeployedCSP), since a bucket
+// cannot send the header qo's own server sends (Handler). A meta element
+// cannot set frame-ancestors: the page itself refuses to run framed
+// (src/frame.js).
+func DeployedIndex(connect []string) ([]byte, error) {
+	csp, err := DeployedCSP(connect)
+	if err != nil {
+		return nil, err
+	}
+	index, err := fs.ReadFile(Files(), "index.html")
+	if err != nil {
+		return nil, err
+	}
+	const charset = "<meta charset=\"utf-8\">\n"
+	i := bytes.Index(index, []byte(charset))
+	if i < 0 {
+		return nil, errors.New("index.html has no <meta charset> to put the policy after")
+	}
+	i += len(charset)
+	meta := "<meta http-equiv=\"Content-Security-Policy\" content=\"" + html.EscapeString(csp) + "\">\n"
+	return slices.Concat(index[:i], []byte(meta), index[i:]), nil
 }

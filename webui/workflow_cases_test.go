@@ -69,7 +69,7 @@ func TestWorkflowCases(t *testing.T) {
 				task = task.Clone()
 				task.RequestID = "request"
 				if task.LeaseID != "" {
-					task.LeaseID = "lease"
+					task.LeaseID = "6f1c2d3e-4b5a-4c6d-8e7f-9a0b1c2d3e40"
 				}
 				c.Tasks[i] = task
 			}

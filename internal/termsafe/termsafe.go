@@ -16,6 +16,7 @@ package termsafe
 
 import (
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"unicode"
@@ -83,4 +84,67 @@ func firstUnsafe(s string, keepLines bool) int {
 		}
 	}
 	return -1
+}
+
+// JSON rewrites encoded JSON so a terminal shows it as it is: every
+// character Line escapes that encoding/json leaves raw (DEL, the C1
+// controls such as the 8-bit CSI U+009B, and the bidirectional formatting
+// characters) becomes a \uXXXX escape. It stays valid JSON with the same
+// value: outside strings JSON holds only ASCII punctuation and white
+// space, and inside a string \uXXXX is that character. C0 controls are
+// already escaped by encoding/json (they cannot be raw in a JSON
+// string). b is returned as it is when nothing needs an escape.
+func JSON(b []byte) []byte {
+	i := firstJSONUnsafe(b)
+	if i < 0 {
+		return b
+	}
+	out := make([]byte, 0, len(b)+12)
+	out = append(out, b[:i]...)
+	for i < len(b) {
+		r, n := utf8.DecodeRune(b[i:])
+		if jsonUnsafe(r, n) {
+			out = fmt.Appendf(out, `\u%04x`, r)
+		} else {
+			out = append(out, b[i:i+n]...)
+		}
+		i += n
+	}
+	return out
+}
+
+// jsonUnsafe reports whether the rune r (n bytes long) must be escaped in
+// JSON: a character unsafe on a terminal that encoding/json writes raw.
+func jsonUnsafe(r rune, n int) bool {
+	return !(r == utf8.RuneError && n == 1) && r >= 0x7f && unsafe(r)
+}
+
+func firstJSONUnsafe(b []byte) int {
+	for i := 0; i < len(b); {
+		if b[i] < 0x7f {
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(b[i:])
+		if jsonUnsafe(r, n) {
+			return i
+		}
+		i += n
+	}
+	return -1
+}
+
+// JSONWriter returns a writer that passes each Write through JSON before
+// w: for writers that get whole JSON documents or records in one Write,
+// as json.Encoder.Encode and slog's JSON handler do (a character split
+// across two Writes would not be escaped).
+func JSONWriter(w io.Writer) io.Writer { return jsonWriter{w} }
+
+type jsonWriter struct{ w io.Writer }
+
+func (j jsonWriter) Write(p []byte) (int, error) {
+	if _, err := j.w.Write(JSON(p)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }

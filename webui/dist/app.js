@@ -461,6 +461,23 @@ var require_spark_md5 = __commonJS({
   }
 });
 
+// src/frame.js
+function framed(win = window) {
+  try {
+    return win.top !== win.self;
+  } catch {
+    return true;
+  }
+}
+if (framed()) {
+  const p = document.createElement("p");
+  p.id = "framed";
+  p.setAttribute("role", "alert");
+  p.textContent = "This page refuses to run inside a frame: open it in its own tab.";
+  document.body.replaceChildren(p);
+  throw new Error("qo: the page is framed: it refuses to run");
+}
+
 // node_modules/diff/libesm/diff/base.js
 var Diff = class {
   diff(oldStr, newStr, options = {}) {
@@ -1021,8 +1038,18 @@ var S3 = class {
   now() {
     return new Date(Date.now() + this.offset);
   }
+  /**
+   * url is the address of key. The page builds keys from validated parts
+   * only (queue.js); as a last guard, a key with an empty, "." or ".."
+   * segment is refused here: the browser would resolve the path before
+   * signing it and send the request to another key, or another bucket.
+   */
   url(key, params) {
-    const path = key.split("/").map(encodeURIComponent).join("/");
+    const segs = String(key).split("/");
+    if (segs.some((s2) => s2 === "" || s2 === "." || s2 === "..")) {
+      throw new Error(`refused: the key ${JSON.stringify(key)} has an empty, "." or ".." segment, which the browser would resolve to another key: nothing was sent`);
+    }
+    const path = segs.map(encodeURIComponent).join("/");
     const qs = params ? `?${new URLSearchParams(params)}` : "";
     return `${this.base}/${path}${qs}`;
   }
@@ -1432,6 +1459,7 @@ var constants_default = {
   keys: {
     config: "queue.json",
     control: "control.json",
+    data: "data/",
     dead: "dead/",
     idempotency: "idempotency/",
     leases: "leases/",
@@ -1448,6 +1476,12 @@ var constants_default = {
     "failed",
     "cancelled"
   ],
+  name_max: {
+    schedule_name: 64,
+    task_type: 64,
+    worker_id: 128,
+    workflow_name: 64
+  },
   operators: {
     archive: [
       "completed",
@@ -1508,8 +1542,67 @@ function shards(shardChars) {
   const n = 16 ** shardChars;
   return Array.from({ length: n }, (_, i) => i.toString(16).padStart(shardChars, "0"));
 }
+var DATA_PREFIX = constants_default.keys.data;
+var NAME = /^[A-Za-z0-9_.:-]+$/;
+var TASK_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+var LEASE_ID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+var SHARD = /^[0-9a-f]{1,2}$/;
+var validName = (max) => (s2) => typeof s2 === "string" && s2.length >= 1 && s2.length <= max && NAME.test(s2) && /[^.]/.test(s2);
+var RULES = {
+  task_id: (s2) => typeof s2 === "string" && TASK_ID.test(s2),
+  lease_id: (s2) => typeof s2 === "string" && LEASE_ID.test(s2),
+  shard: (s2) => typeof s2 === "string" && SHARD.test(s2),
+  ...Object.fromEntries(Object.entries(constants_default.name_max).map(([kind, max]) => [kind, validName(max)]))
+};
+var WHAT = {
+  task_id: "a task id (a UUID like 0b6f4c2e-8d1a-4f7e-9c3b-2a5d6e7f8a9b)",
+  lease_id: "a lease id (a UUID)",
+  shard: "a shard (1 or 2 hex digits)",
+  task_type: "a task type",
+  worker_id: "a worker id",
+  schedule_name: "a schedule name",
+  workflow_name: "a workflow name"
+};
+function validPart(kind, value) {
+  const rule = RULES[kind];
+  if (!rule) throw new Error(`unknown key part ${kind}`);
+  return rule(value);
+}
+var KeyPartError = class extends Error {
+  constructor(kind, value) {
+    const shown = JSON.stringify(typeof value === "string" && value.length > 80 ? `${value.slice(0, 80)}...` : value) ?? String(value);
+    super(`refused: ${shown} is not ${WHAT[kind] || kind} (letters, digits and _ . : - for names), so no key is built from it: the object that holds it was not written by qo`);
+    this.name = "KeyPartError";
+    this.kind = kind;
+  }
+};
+function part(kind, value) {
+  if (!validPart(kind, value)) throw new KeyPartError(kind, value);
+  return value;
+}
+function shardPart(shard, id) {
+  part("task_id", id);
+  if (!validPart("shard", shard) || shardOf(id, shard.length) !== shard) throw new KeyPartError("shard", shard);
+  return shard;
+}
 function taskKey(shard, id) {
-  return `${TASKS_PREFIX}${shard}/${id}.json`;
+  return `${TASKS_PREFIX}${shardPart(shard, id)}/${id}.json`;
+}
+function parseWorkerKey(key) {
+  const id = key.startsWith(WORKERS_PREFIX) && key.endsWith(".json") ? key.slice(WORKERS_PREFIX.length, -".json".length) : null;
+  return id !== null && validPart("worker_id", id) ? id : null;
+}
+function parseScheduleKey(key) {
+  const name = key.startsWith(SCHEDULES_PREFIX) && key.endsWith(".json") ? key.slice(SCHEDULES_PREFIX.length, -".json".length) : null;
+  return name !== null && validPart("schedule_name", name) ? name : null;
+}
+function payloadKey(t, ref, what) {
+  const dir = `${DATA_PREFIX}${shardPart(t.shard, t.id)}/${t.id}/`;
+  const key = typeof ref?.key === "string" ? ref.key : "";
+  if (what === "input" && key === `${dir}input.json`) return key;
+  const lease = key.startsWith(`${dir}output-`) && key.endsWith(".json") ? key.slice(`${dir}output-`.length, -".json".length) : null;
+  if (what === "output" && lease !== null && validPart("lease_id", lease)) return `${dir}output-${lease}.json`;
+  throw new Error(`refused: the ${what} reference ${JSON.stringify(key)} of task ${t.id} is not ${dir}${what === "input" ? "input" : "output-{lease id}"}.json, so it is not read`);
 }
 async function idempotencyKey(type, key) {
   const sum = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(`${type}\0${key}`));
@@ -1539,16 +1632,17 @@ function priorityOf(t) {
 function readyKey(t) {
   const p = priorityOf(t);
   const offset = p === "high" ? -PRIORITY_STEP_MS : p === "low" ? PRIORITY_STEP_MS : 0;
-  return `${READY_PREFIX}${t.shard}/${[unixMS(Date.parse(t.available_at) + offset), t.task_type, p, t.id].join(FIELD_SEP)}`;
+  return `${READY_PREFIX}${shardPart(t.shard, t.id)}/${[unixMS(Date.parse(t.available_at) + offset), part("task_type", t.task_type), p, t.id].join(FIELD_SEP)}`;
 }
 function leaseKey(t) {
-  return `${LEASES_PREFIX}${t.shard}/${[unixMS(Date.parse(t.lease_expires_at)), t.task_type, t.id, t.lease_id, t.worker_id].join(FIELD_SEP)}`;
+  const fields = [unixMS(Date.parse(t.lease_expires_at)), part("task_type", t.task_type), t.id, part("lease_id", t.lease_id), part("worker_id", t.worker_id)];
+  return `${LEASES_PREFIX}${shardPart(t.shard, t.id)}/${fields.join(FIELD_SEP)}`;
 }
 function deadKey(t) {
-  return `${DEAD_PREFIX}${unixMS(MAX_MS - Date.parse(t.completed_at))}/${t.shard}/${t.task_type}/${t.id}`;
+  return `${DEAD_PREFIX}${unixMS(MAX_MS - Date.parse(t.completed_at))}/${shardPart(t.shard, t.id)}/${part("task_type", t.task_type)}/${t.id}`;
 }
 function indexKeys(t) {
-  if (t.status === "waiting") return [`${WAITING_PREFIX}${t.shard}/${t.id}`];
+  if (t.status === "waiting") return [`${WAITING_PREFIX}${shardPart(t.shard, t.id)}/${t.id}`];
   if (t.status === "pending") return [readyKey(t)];
   if (t.status === "running" && t.lease_id && t.worker_id && t.lease_expires_at) return [leaseKey(t)];
   if (t.status === "failed" && t.completed_at) return [deadKey(t)];
@@ -1562,7 +1656,7 @@ function keyFields(key) {
 }
 function parseIndexKey(key) {
   const parts = keyFields(key);
-  const ok = (shard, id) => /^[0-9a-f]{1,2}$/.test(shard) && /^[0-9a-f-]{36}$/.test(id) ? { shard, id } : null;
+  const ok = (shard, id) => validPart("shard", shard) && validPart("task_id", id) && shardOf(id, shard.length) === shard ? { shard, id } : null;
   const root = `${parts[0]}/`;
   if (root === READY_PREFIX && parts.length === 6) return ok(parts[1], parts[5]);
   if (root === LEASES_PREFIX && parts.length === 7) return ok(parts[1], parts[4]);
@@ -1580,9 +1674,18 @@ function decodeTask(key, text) {
   if (t === null || typeof t !== "object" || Array.isArray(t)) throw new Error(`malformed object ${key}: not a JSON object`);
   if (t.format !== FORMAT_VERSION) throw new Error(`malformed object ${key}: unknown format version ${t.format}`);
   if (typeof t.id !== "string" || !STATUSES.includes(t.status)) throw new Error(`malformed object ${key}: missing id or unknown status`);
-  if (key && (key !== taskKey(t.shard, t.id) || shardOf(t.id, String(t.shard).length) !== t.shard)) {
-    throw new Error(`malformed object ${key}: the object says task ${t.id} in shard ${t.shard}`);
-  }
+  const bad = (what) => new Error(`malformed object ${key}: ${what}`);
+  if (!validPart("task_id", t.id)) throw bad(`bad task id ${JSON.stringify(t.id)}`);
+  if (!validPart("shard", t.shard) || shardOf(t.id, t.shard.length) !== t.shard) throw bad(`the object says task ${t.id} in shard ${JSON.stringify(t.shard)}`);
+  if (key && key !== taskKey(t.shard, t.id)) throw bad(`the object says task ${t.id} in shard ${t.shard}`);
+  if (!validPart("task_type", t.task_type)) throw bad(`bad task type ${JSON.stringify(t.task_type)}`);
+  if (t.worker_id && !validPart("worker_id", t.worker_id)) throw bad(`bad worker id ${JSON.stringify(t.worker_id)}`);
+  if (t.lease_id && !validPart("lease_id", t.lease_id)) throw bad(`bad lease id ${JSON.stringify(t.lease_id)}`);
+  if (t.priority != null && t.priority !== "" && !PRIORITIES.includes(t.priority)) throw bad(`unknown priority ${JSON.stringify(t.priority)}`);
+  if (t.parents != null && !Array.isArray(t.parents)) throw bad("parents is not a list");
+  if (t.children != null && !Array.isArray(t.children)) throw bad("children is not a list");
+  for (const p of t.parents || []) if (!validPart("task_id", p?.id)) throw bad(`bad parent id ${JSON.stringify(p?.id)}`);
+  for (const c of t.children || []) if (!validPart("task_id", c)) throw bad(`bad child id ${JSON.stringify(c)}`);
   return t;
 }
 var iso = (d) => new Date(d).toISOString();
@@ -1787,7 +1890,7 @@ function unserved(byType, workers, control, now) {
   return out;
 }
 function validType(s2) {
-  return typeof s2 === "string" && /^[A-Za-z0-9_.:-]{1,64}$/.test(s2) && /[^.]/.test(s2);
+  return validPart("task_type", s2);
 }
 var HEX_SHARD = /^[0-9a-f]{1,2}$/;
 var UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -1950,10 +2053,14 @@ function applyControl(base, op, type, reason, now) {
 
 // src/workflow.js
 function workflowKey(id, shardChars) {
-  return `${WORKFLOWS_PREFIX}${shardOf(id, shardChars)}/${id}.json`;
+  return `${WORKFLOWS_PREFIX}${shardOf(part("task_id", id), shardChars)}/${id}.json`;
 }
 function workflowNameKey(name) {
-  return `${WORKFLOW_NAMES_PREFIX}${name}.json`;
+  return `${WORKFLOW_NAMES_PREFIX}${part("workflow_name", name)}.json`;
+}
+function parseWorkflowNameKey(key) {
+  const name = key.startsWith(WORKFLOW_NAMES_PREFIX) && key.endsWith(".json") ? key.slice(WORKFLOW_NAMES_PREFIX.length, -".json".length) : null;
+  return name !== null && validPart("workflow_name", name) ? name : null;
 }
 var UUID2 = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 function isWorkflowID(ref) {
@@ -1974,6 +2081,8 @@ function decodeWorkflow(key, text) {
   if (w.format !== FORMAT_VERSION || typeof w.id !== "string" || !Array.isArray(w.steps) || w.steps.length === 0) {
     throw new Error(`malformed object ${key}: not a workflow record`);
   }
+  if (!validPart("task_id", w.id)) throw new Error(`malformed object ${key}: bad workflow id ${JSON.stringify(w.id)}`);
+  if (w.name && !validPart("workflow_name", w.name)) throw new Error(`malformed object ${key}: bad workflow name ${JSON.stringify(w.name)}`);
   for (const s2 of w.steps) {
     if (!s2 || typeof s2.name !== "string" || typeof s2.task_id !== "string") throw new Error(`malformed object ${key}: a step without name or task id`);
   }
@@ -1981,7 +2090,7 @@ function decodeWorkflow(key, text) {
 }
 function decodeWorkflowName(key, text) {
   const n = parse(key, text, "a workflow name");
-  if (typeof n.workflow_id !== "string") throw new Error(`malformed object ${key}: no workflow id`);
+  if (!validPart("task_id", n.workflow_id)) throw new Error(`malformed object ${key}: no workflow id, or a bad one`);
   return n.workflow_id;
 }
 function depths(steps) {
@@ -2164,8 +2273,8 @@ function per1000(op, prices = S3_STANDARD) {
 }
 function byOp(counts) {
   const out = {};
-  for (const part of [counts?.ok, counts?.failed]) {
-    for (const [op, n] of Object.entries(part || {})) out[op] = (out[op] || 0) + n;
+  for (const part2 of [counts?.ok, counts?.failed]) {
+    for (const [op, n] of Object.entries(part2 || {})) out[op] = (out[op] || 0) + n;
   }
   return out;
 }
@@ -2405,6 +2514,9 @@ function stepsToCancel(rep) {
   }
   return [...levels.keys()].sort((a, b) => b - a).map((d) => levels.get(d));
 }
+function workflowRef(ref) {
+  return isWorkflowID(ref) ? part("task_id", String(ref).toLowerCase()) : part("workflow_name", ref);
+}
 var S3Backend = class {
   constructor(cfg) {
     this.s3 = new S3(cfg);
@@ -2502,8 +2614,8 @@ var S3Backend = class {
             done = true;
             break;
           }
-          ids.push({ id, shard: s2 });
           startAfter = key;
+          if (key.endsWith(".json") && validPart("task_id", id) && shardOf(id, s2.length) === s2) ids.push({ id, shard: s2 });
         }
         if (done || page.keys.length === 0) return;
       }
@@ -2648,13 +2760,14 @@ var S3Backend = class {
    * their own object (input_ref, output_ref) at the version recorded.
    */
   async payloads(task) {
-    const load = async (inline, ref) => {
+    const load = async (inline, ref, what) => {
       if (!ref) return inline;
-      const obj = await this.s3.get(ref.key, ref.version_id || void 0);
-      if (!obj) throw new Error(`the offloaded payload ${ref.key} is gone`);
+      const key = payloadKey(task, ref, what);
+      const obj = await this.s3.get(key, ref.version_id || void 0);
+      if (!obj) throw new Error(`the offloaded payload ${key} is gone`);
       return JSON.parse(obj.text);
     };
-    return { input: await load(task.input, task.input_ref), output: await load(task.output, task.output_ref) };
+    return { input: await load(task.input, task.input_ref, "input"), output: await load(task.output, task.output_ref, "output") };
   }
   /** control reads the pause switches (none stored: nothing paused). */
   async control() {
@@ -2765,6 +2878,11 @@ var S3Backend = class {
     const present = new Set(listed.map((k) => k.key));
     for (const key of cache.keys()) if (!present.has(key)) cache.delete(key);
     await Promise.all(listed.filter(({ key, etag }) => cache.get(key)?.etag !== etag || !etag).map(async ({ key, etag }) => {
+      const id = parseWorkerKey(key);
+      if (id === null) {
+        cache.set(key, { etag, error: { key, error: "not a worker registry key (want workers/{worker id}.json): not read" } });
+        return;
+      }
       const obj = await this.s3.get(key);
       if (!obj) {
         cache.delete(key);
@@ -2773,6 +2891,7 @@ var S3Backend = class {
       try {
         const w = JSON.parse(obj.text);
         if (!(w.format === FORMAT_VERSION && typeof w.worker_id === "string")) throw new Error("not a qo record");
+        if (w.worker_id !== id) throw new Error(`the record says worker ${JSON.stringify(w.worker_id)}`);
         cache.set(key, { etag, record: w });
       } catch (e) {
         cache.set(key, { etag, error: { key, error: e.message } });
@@ -2788,7 +2907,7 @@ var S3Backend = class {
   }
   /** schedules reads every live schedule. */
   async schedules() {
-    const { records, malformed } = await this.readAll(SCHEDULES_PREFIX, (s2) => s2.format === FORMAT_VERSION && typeof s2.name === "string");
+    const { records, malformed } = await this.readAll(SCHEDULES_PREFIX, parseScheduleKey, (s2, name) => s2.format === FORMAT_VERSION && s2.name === name);
     return { schedules: records.filter((s2) => !s2.deleted).sort((a, b) => a.name.localeCompare(b.name)), malformed };
   }
   async workers() {
@@ -2796,19 +2915,28 @@ var S3Backend = class {
     records.sort((a, b) => a.worker_id.localeCompare(b.worker_id));
     return { workers: records, malformed };
   }
-  /** readAll reads every JSON object under prefix; ok says which are trusted. */
-  async readAll(prefix, ok) {
+  /**
+   * readAll reads every JSON object under prefix whose key parseKey reads
+   * (others are reported, not read); ok(record, parsed) says which are
+   * trusted.
+   */
+  async readAll(prefix, parseKey, ok) {
     const out = [];
     const malformed = [];
     let token = "";
     do {
       const page = await this.s3.list(prefix, { token });
       await Promise.all(page.keys.map(async ({ key }) => {
+        const name = parseKey(key);
+        if (name === null) {
+          malformed.push({ key, error: "not a key qo writes here: not read" });
+          return;
+        }
         const obj = await this.s3.get(key);
         if (!obj) return;
         try {
           const v = JSON.parse(obj.text);
-          if (!ok(v)) throw new Error("not a qo record");
+          if (!ok(v, name)) throw new Error("not a qo record");
           out.push(v);
         } catch (e) {
           malformed.push({ key, error: e.message });
@@ -3004,7 +3132,7 @@ var S3Backend = class {
    */
   async workflow(ref) {
     const n = (this.shardList || await this.shards())[0].length;
-    let id = String(ref).toLowerCase();
+    let id = workflowRef(ref);
     if (!isWorkflowID(ref)) {
       const obj2 = await this.s3.get(workflowNameKey(ref));
       if (!obj2) throw new Error(`no workflow named "${ref}" (the list of workflows shows the names)`);
@@ -3017,6 +3145,10 @@ var S3Backend = class {
     const tasks = w.steps.map(() => null);
     const problems = {};
     await forEachLimit(w.steps, WORKFLOW_CONCURRENCY, async (step, i) => {
+      if (!validPart("task_id", step.task_id)) {
+        problems[step.name] = `its task id ${JSON.stringify(step.task_id)} is not a task id: the step is skipped (the record ${key} was not written by qo)`;
+        return;
+      }
       const tk = taskKey(shardOf(step.task_id, n), step.task_id);
       const got = await this.s3.get(tk);
       if (!got) {
@@ -3047,10 +3179,16 @@ var S3Backend = class {
     const out = [];
     const malformed = [];
     await forEachLimit(page.keys, WORKFLOW_CONCURRENCY, async ({ key }, i) => {
+      const name = parseWorkflowNameKey(key);
+      if (name === null) {
+        malformed.push({ key, error: "not a workflow name key: not read" });
+        return;
+      }
       const obj = await this.s3.get(key);
       if (!obj) return;
       try {
         const rec = JSON.parse(obj.text);
+        if (rec.name !== name) throw new Error(`the record says name ${JSON.stringify(rec.name)}`);
         out[i] = { name: rec.name, id: decodeWorkflowName(key, obj.text), created_at: rec.created_at };
       } catch (e) {
         malformed.push({ key, error: e.message });
@@ -3127,10 +3265,10 @@ var ApiBackend = class {
     return this.call("GET", `/api/tasks?${q}`);
   }
   async getTask(id) {
-    return { task: await this.call("GET", `/api/tasks/${id}`) };
+    return { task: await this.call("GET", `/api/tasks/${part("task_id", id)}`) };
   }
   async history(task) {
-    return (await this.call("GET", `/api/tasks/${task.id}/history`)).events;
+    return (await this.call("GET", `/api/tasks/${part("task_id", task.id)}/history`)).events;
   }
   /**
    * search: a type's pending, running and failed tasks from GET
@@ -3199,7 +3337,7 @@ var ApiBackend = class {
   }
   /** workflow: GET /api/workflows/{ref} (qo serve reads the record and a GET per step). */
   async workflow(ref) {
-    return this.call("GET", `/api/workflows/${encodeURIComponent(ref)}`);
+    return this.call("GET", `/api/workflows/${workflowRef(ref)}`);
   }
   /** workflowRecordName: the API has no cheaper read of a workflow's name than its report. */
   async workflowRecordName(id) {
@@ -3212,7 +3350,7 @@ var ApiBackend = class {
   }
   /** cancelWorkflow: POST /api/workflows/{ref}/cancel. */
   async cancelWorkflow(ref, reason = "from the web UI") {
-    return this.call("POST", `/api/workflows/${encodeURIComponent(ref)}/cancel`, { reason });
+    return this.call("POST", `/api/workflows/${workflowRef(ref)}/cancel`, { reason });
   }
   /**
    * bulk: POST /api/tasks/bulk, the queue's bulk action in qo serve: op on
@@ -3223,14 +3361,14 @@ var ApiBackend = class {
    */
   async bulk(op, { ids, filter }, dryRun) {
     const body = { op, dry_run: Boolean(dryRun) };
-    if (ids) body.ids = ids;
+    if (ids) body.ids = ids.map((id) => part("task_id", id));
     else body.filter = filter;
     if (op === "cancel") body.reason = "from the web UI";
     return this.call("POST", "/api/tasks/bulk", body);
   }
   /** scheduleAction: enable, disable, trigger or delete a schedule, as qo schedule does. */
   async scheduleAction(op, name) {
-    const path = `/api/schedules/${encodeURIComponent(name)}`;
+    const path = `/api/schedules/${encodeURIComponent(part("schedule_name", name))}`;
     switch (op) {
       case "enable":
       case "disable":
@@ -3242,6 +3380,7 @@ var ApiBackend = class {
     throw new Error(`unknown schedule action ${op}`);
   }
   async act(op, id) {
+    part("task_id", id);
     switch (op) {
       case "replay":
         return this.call("POST", `/api/tasks/${id}/replay`);
@@ -3267,23 +3406,23 @@ var PLACE_KEYS = ["api", "endpoint", "bucket", "region"];
 var NAV_KEYS = ["view", "task", "search", "type", "workflow"];
 var TYPE = /^[A-Za-z0-9_.:-]{1,64}$/;
 var VIEWS_WITH_TASK = ["tasks", "dead", "search", "workflow"];
-var TASK_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-function workflowRef(ref) {
+var TASK_ID2 = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+function workflowRef2(ref) {
   const r = String(ref ?? "");
-  if (TASK_ID.test(r.toLowerCase())) return r.toLowerCase();
+  if (TASK_ID2.test(r.toLowerCase())) return r.toLowerCase();
   return TYPE.test(r) && /[^.]/.test(r) ? r : "";
 }
 function readLink(hash2) {
   const all = parseFragment(hash2);
   const cfg = Object.fromEntries(Object.entries(all).filter(([k]) => !NAV_KEYS.includes(k)));
-  const task = TASK_ID.test(all.task || "") ? all.task : "";
+  const task = TASK_ID2.test(all.task || "") ? all.task : "";
   const search = (all.search || "").trim().slice(0, 400);
   let view = PAGES.includes(all.view) ? all.view : "";
   if (search && !view) view = "search";
   if (view === "search" && !search) view = "";
   const type = TYPE.test(all.type || "") && /[^.]/.test(all.type) && (view === "dead" || !view) ? all.type : "";
   if (type && !view) view = "dead";
-  let workflow = workflowRef(all.workflow);
+  let workflow = workflowRef2(all.workflow);
   if (workflow && !view) view = "workflow";
   if (view !== "workflow") workflow = "";
   if (task && !VIEWS_WITH_TASK.includes(view)) view = "tasks";
@@ -4463,12 +4602,12 @@ function workflowFields(t) {
 }
 function dataView(t) {
   const p = state.payloads || {};
-  const part = (name, inline, ref) => {
+  const part2 = (name, inline, ref) => {
     const note = ref ? h("p", { class: "dim offloaded" }, `${name} offloaded: ${ref.bytes} bytes in ${ref.key}`) : null;
     if (ref && p.error) return [note, h("p", { class: "error" }, `${name} not loaded: ${p.error}`)];
     return [note, jsonTree(name, ref ? p[name] : inline)];
   };
-  return [...part("input", t.input, t.input_ref), ...part("output", t.output, t.output_ref)];
+  return [...part2("input", t.input, t.input_ref), ...part2("output", t.output, t.output_ref)];
 }
 function mark(i) {
   state.marks = state.marks.includes(i) ? state.marks.filter((m) => m !== i) : [...state.marks, i].slice(-2);
@@ -4483,9 +4622,9 @@ function showDiff() {
   pre.replaceChildren(
     h("div", {}, `--- v${a + 1} ${state.events[a].event}`),
     h("div", {}, `+++ v${b + 1} ${state.events[b].event}`),
-    ...diffLines(text(state.events[a]), text(state.events[b])).flatMap((part) => part.value.replace(/\n$/, "").split("\n").map((line) => {
-      const sign = part.added ? "+" : part.removed ? "-" : " ";
-      return h("div", { class: part.added ? "add" : part.removed ? "del" : "" }, `${sign} ${line}`);
+    ...diffLines(text(state.events[a]), text(state.events[b])).flatMap((part2) => part2.value.replace(/\n$/, "").split("\n").map((line) => {
+      const sign = part2.added ? "+" : part2.removed ? "-" : " ";
+      return h("div", { class: part2.added ? "add" : part2.removed ? "del" : "" }, `${sign} ${line}`);
     }))
   );
   pre.hidden = false;
@@ -4560,7 +4699,7 @@ function renderWorkflow(now) {
   $("#wf-cancel").disabled = open.length === 0 || readOnly();
   $("#wf-cancel").title = readOnly() ? READ_ONLY : open.length ? `cancel the ${open.length} step(s) that have not ended` : "every step has ended";
   const api = state.backend.kind === "API";
-  const byName = workflowRef(state.workflow) !== rep.id;
+  const byName = workflowRef2(state.workflow) !== rep.id;
   $("#wf-cost").textContent = `Each refresh: ${api ? "1 GET to qo serve, which makes " : ""}${rep.steps.length + 1 + (byName ? 1 : 0)} GET (1 per step, +1 for the record${byName ? ", +1 for the name" : ""})${wf.made ? `; the last sent ${formatOps(wf.made)}${api ? " to qo serve" : ""}` : ""}.`;
   renderGraph(rep);
   $("#wf-steps").replaceChildren(...rep.steps.map((st) => h(
@@ -4768,7 +4907,7 @@ for (const v of VIEWS) $(`#tab-${v}`).addEventListener("click", () => go(v, v ==
 $("#wf-cancel").addEventListener("click", cancelRest);
 $("#wf-open").addEventListener("submit", (e) => {
   e.preventDefault();
-  const ref = workflowRef($("#wf-ref").value.trim());
+  const ref = workflowRef2($("#wf-ref").value.trim());
   if (ref) go("workflow", { workflow: ref });
   else state.flash = "give a workflow id or name (letters, digits and _ . : -, at most 64)";
   renderStatus();

@@ -1,5 +1,7 @@
 // qo's dashboard. Everything the page shows comes from the bucket (or qo's
 // API) and is rendered as text: task data never reaches innerHTML.
+// frame.js first: framed, it stops the page before anything else runs.
+import './frame.js';
 import { diffLines } from 'diff';
 import { S3Backend, ApiBackend, stepsToCancel, INDEXED } from './backend.js';
 import { readLink, canConnect, navFragment, isNavigation, workflowRef, VIEWS, PAGES } from './link.js';

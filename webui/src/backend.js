@@ -5,10 +5,10 @@ import { S3, S3Error } from './s3.js';
 import {
   CONFIG_KEY, FORMAT_VERSION, TASKS_PREFIX, WORKERS_PREFIX, SCHEDULES_PREFIX, CONTROL_KEY, READY_PREFIX, LEASES_PREFIX, DEAD_PREFIX, WAITING_PREFIX, LAYOUT_VERSION, LIST_WINDOW_MS,
   INDEX_GRACE_MS, THROUGHPUT_PREFIX, DAY_HOURS, throughputKey, applyOperator, applyControl, countStats, indexChanges, indexKeys, indexEntry, parseIndexKey, decodeTask, taskKey, shards, shardOf, idFloor,
-  idempotencyKey, rewait, recordEnd, endedAs, TransitionError,
+  idempotencyKey, rewait, recordEnd, endedAs, TransitionError, part, validPart, parseWorkerKey, parseScheduleKey, payloadKey,
 } from './queue.js';
 import {
-  WORKFLOW_NAMES_PREFIX, workflowKey, workflowNameKey, decodeWorkflow, decodeWorkflowName, isWorkflowID, report,
+  WORKFLOW_NAMES_PREFIX, workflowKey, workflowNameKey, decodeWorkflow, decodeWorkflowName, isWorkflowID, report, parseWorkflowNameKey,
 } from './workflow.js';
 import { SEARCH_LIMIT, TYPE_SCAN_PAGES, idShards } from './search.js';
 import { BULK_SCAN_PAGES, BULK_FILTER_PAGES, deadEntryTask } from './bulk.js';
@@ -98,6 +98,11 @@ export function stepsToCancel(rep) {
     levels.get(s.depth).push(s);
   }
   return [...levels.keys()].sort((a, b) => b - a).map((d) => levels.get(d));
+}
+
+/** workflowRef checks a workflow id or name before it becomes part of a URL or key. */
+function workflowRef(ref) {
+  return isWorkflowID(ref) ? part('task_id', String(ref).toLowerCase()) : part('workflow_name', ref);
 }
 
 export class S3Backend {
@@ -205,8 +210,9 @@ export class S3Backend {
             done = true;
             break;
           }
-          ids.push({ id, shard: s });
           startAfter = key;
+          // A key qo did not write is not read (its id builds no key).
+          if (key.endsWith('.json') && validPart('task_id', id) && shardOf(id, s.length) === s) ids.push({ id, shard: s });
         }
         if (done || page.keys.length === 0) return;
       }
@@ -355,13 +361,14 @@ export class S3Backend {
    * their own object (input_ref, output_ref) at the version recorded.
    */
   async payloads(task) {
-    const load = async (inline, ref) => {
+    const load = async (inline, ref, what) => {
       if (!ref) return inline;
-      const obj = await this.s3.get(ref.key, ref.version_id || undefined);
-      if (!obj) throw new Error(`the offloaded payload ${ref.key} is gone`);
+      const key = payloadKey(task, ref, what);
+      const obj = await this.s3.get(key, ref.version_id || undefined);
+      if (!obj) throw new Error(`the offloaded payload ${key} is gone`);
       return JSON.parse(obj.text);
     };
-    return { input: await load(task.input, task.input_ref), output: await load(task.output, task.output_ref) };
+    return { input: await load(task.input, task.input_ref, 'input'), output: await load(task.output, task.output_ref, 'output') };
   }
 
   /** control reads the pause switches (none stored: nothing paused). */
@@ -469,6 +476,11 @@ export class S3Backend {
     const present = new Set(listed.map((k) => k.key));
     for (const key of cache.keys()) if (!present.has(key)) cache.delete(key);
     await Promise.all(listed.filter(({ key, etag }) => cache.get(key)?.etag !== etag || !etag).map(async ({ key, etag }) => {
+      const id = parseWorkerKey(key);
+      if (id === null) {
+        cache.set(key, { etag, error: { key, error: 'not a worker registry key (want workers/{worker id}.json): not read' } });
+        return;
+      }
       const obj = await this.s3.get(key);
       if (!obj) {
         cache.delete(key); // deregistered since the listing
@@ -477,6 +489,7 @@ export class S3Backend {
       try {
         const w = JSON.parse(obj.text);
         if (!(w.format === FORMAT_VERSION && typeof w.worker_id === 'string')) throw new Error('not a qo record');
+        if (w.worker_id !== id) throw new Error(`the record says worker ${JSON.stringify(w.worker_id)}`);
         cache.set(key, { etag, record: w });
       } catch (e) {
         cache.set(key, { etag, error: { key, error: e.message } });
@@ -493,7 +506,7 @@ export class S3Backend {
 
   /** schedules reads every live schedule. */
   async schedules() {
-    const { records, malformed } = await this.readAll(SCHEDULES_PREFIX, (s) => s.format === FORMAT_VERSION && typeof s.name === 'string');
+    const { records, malformed } = await this.readAll(SCHEDULES_PREFIX, parseScheduleKey, (s, name) => s.format === FORMAT_VERSION && s.name === name);
     return { schedules: records.filter((s) => !s.deleted).sort((a, b) => a.name.localeCompare(b.name)), malformed };
   }
 
@@ -503,19 +516,28 @@ export class S3Backend {
     return { workers: records, malformed };
   }
 
-  /** readAll reads every JSON object under prefix; ok says which are trusted. */
-  async readAll(prefix, ok) {
+  /**
+   * readAll reads every JSON object under prefix whose key parseKey reads
+   * (others are reported, not read); ok(record, parsed) says which are
+   * trusted.
+   */
+  async readAll(prefix, parseKey, ok) {
     const out = [];
     const malformed = [];
     let token = '';
     do {
       const page = await this.s3.list(prefix, { token });
       await Promise.all(page.keys.map(async ({ key }) => {
+        const name = parseKey(key);
+        if (name === null) {
+          malformed.push({ key, error: 'not a key qo writes here: not read' });
+          return;
+        }
         const obj = await this.s3.get(key);
         if (!obj) return;
         try {
           const v = JSON.parse(obj.text);
-          if (!ok(v)) throw new Error('not a qo record');
+          if (!ok(v, name)) throw new Error('not a qo record');
           out.push(v);
         } catch (e) {
           malformed.push({ key, error: e.message });
@@ -724,7 +746,7 @@ export class S3Backend {
    */
   async workflow(ref) {
     const n = (this.shardList || (await this.shards()))[0].length;
-    let id = String(ref).toLowerCase();
+    let id = workflowRef(ref);
     if (!isWorkflowID(ref)) {
       const obj = await this.s3.get(workflowNameKey(ref));
       if (!obj) throw new Error(`no workflow named "${ref}" (the list of workflows shows the names)`);
@@ -737,6 +759,11 @@ export class S3Backend {
     const tasks = w.steps.map(() => null);
     const problems = {};
     await forEachLimit(w.steps, WORKFLOW_CONCURRENCY, async (step, i) => {
+      if (!validPart('task_id', step.task_id)) {
+        // Reported and skipped: no key is built from it, nothing is sent.
+        problems[step.name] = `its task id ${JSON.stringify(step.task_id)} is not a task id: the step is skipped (the record ${key} was not written by qo)`;
+        return;
+      }
       const tk = taskKey(shardOf(step.task_id, n), step.task_id);
       const got = await this.s3.get(tk);
       if (!got) {
@@ -769,10 +796,16 @@ export class S3Backend {
     const out = [];
     const malformed = [];
     await forEachLimit(page.keys, WORKFLOW_CONCURRENCY, async ({ key }, i) => {
+      const name = parseWorkflowNameKey(key);
+      if (name === null) {
+        malformed.push({ key, error: 'not a workflow name key: not read' });
+        return;
+      }
       const obj = await this.s3.get(key);
       if (!obj) return;
       try {
         const rec = JSON.parse(obj.text);
+        if (rec.name !== name) throw new Error(`the record says name ${JSON.stringify(rec.name)}`);
         out[i] = { name: rec.name, id: decodeWorkflowName(key, obj.text), created_at: rec.created_at };
       } catch (e) {
         malformed.push({ key, error: e.message });
@@ -859,11 +892,11 @@ export class ApiBackend {
   }
 
   async getTask(id) {
-    return { task: await this.call('GET', `/api/tasks/${id}`) };
+    return { task: await this.call('GET', `/api/tasks/${part('task_id', id)}`) };
   }
 
   async history(task) {
-    return (await this.call('GET', `/api/tasks/${task.id}/history`)).events;
+    return (await this.call('GET', `/api/tasks/${part('task_id', task.id)}/history`)).events;
   }
 
   /**
@@ -940,7 +973,7 @@ export class ApiBackend {
 
   /** workflow: GET /api/workflows/{ref} (qo serve reads the record and a GET per step). */
   async workflow(ref) {
-    return this.call('GET', `/api/workflows/${encodeURIComponent(ref)}`);
+    return this.call('GET', `/api/workflows/${workflowRef(ref)}`);
   }
 
   /** workflowRecordName: the API has no cheaper read of a workflow's name than its report. */
@@ -956,7 +989,7 @@ export class ApiBackend {
 
   /** cancelWorkflow: POST /api/workflows/{ref}/cancel. */
   async cancelWorkflow(ref, reason = 'from the web UI') {
-    return this.call('POST', `/api/workflows/${encodeURIComponent(ref)}/cancel`, { reason });
+    return this.call('POST', `/api/workflows/${workflowRef(ref)}/cancel`, { reason });
   }
 
   /**
@@ -968,7 +1001,7 @@ export class ApiBackend {
    */
   async bulk(op, { ids, filter }, dryRun) {
     const body = { op, dry_run: Boolean(dryRun) };
-    if (ids) body.ids = ids;
+    if (ids) body.ids = ids.map((id) => part('task_id', id));
     else body.filter = filter;
     if (op === 'cancel') body.reason = 'from the web UI';
     return this.call('POST', '/api/tasks/bulk', body);
@@ -976,7 +1009,7 @@ export class ApiBackend {
 
   /** scheduleAction: enable, disable, trigger or delete a schedule, as qo schedule does. */
   async scheduleAction(op, name) {
-    const path = `/api/schedules/${encodeURIComponent(name)}`;
+    const path = `/api/schedules/${encodeURIComponent(part('schedule_name', name))}`;
     switch (op) {
       case 'enable': case 'disable': case 'trigger': return this.call('POST', `${path}/${op}`);
       case 'delete': return this.call('DELETE', path);
@@ -985,6 +1018,7 @@ export class ApiBackend {
   }
 
   async act(op, id) {
+    part('task_id', id);
     switch (op) {
       case 'replay': return this.call('POST', `/api/tasks/${id}/replay`);
       case 'archive': return this.call('POST', `/api/tasks/${id}/archive`);

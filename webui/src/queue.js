@@ -67,8 +67,96 @@ export function shards(shardChars) {
   return Array.from({ length: n }, (_, i) => i.toString(16).padStart(shardChars, '0'));
 }
 
+export const DATA_PREFIX = constants.keys.data;
+
+// The rules every part of a key passes before the page builds the key
+// (queue's ValidateType, ValidateWorkerID, ValidateScheduleName,
+// ValidateWorkflowName, ValidateLeaseID, and a task id and shard as keys
+// spell them). test/keyparts.test.js runs them on the cases the Go rules
+// answered (testdata/keyparts.json). A part read from the bucket is data
+// anyone with write access wrote: "0/../queue.json" as a task id would
+// make the browser resolve the path and send the request to another key.
+const NAME = /^[A-Za-z0-9_.:-]+$/;
+const TASK_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const LEASE_ID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+const SHARD = /^[0-9a-f]{1,2}$/;
+const validName = (max) => (s) => typeof s === 'string' && s.length >= 1 && s.length <= max && NAME.test(s) && /[^.]/.test(s);
+const RULES = {
+  task_id: (s) => typeof s === 'string' && TASK_ID.test(s),
+  lease_id: (s) => typeof s === 'string' && LEASE_ID.test(s),
+  shard: (s) => typeof s === 'string' && SHARD.test(s),
+  ...Object.fromEntries(Object.entries(constants.name_max).map(([kind, max]) => [kind, validName(max)])),
+};
+const WHAT = {
+  task_id: 'a task id (a UUID like 0b6f4c2e-8d1a-4f7e-9c3b-2a5d6e7f8a9b)', lease_id: 'a lease id (a UUID)', shard: 'a shard (1 or 2 hex digits)',
+  task_type: 'a task type', worker_id: 'a worker id', schedule_name: 'a schedule name', workflow_name: 'a workflow name',
+};
+
+/** validPart reports whether value passes the rules of its kind (task_id, lease_id, shard, task_type, worker_id, schedule_name, workflow_name). */
+export function validPart(kind, value) {
+  const rule = RULES[kind];
+  if (!rule) throw new Error(`unknown key part ${kind}`);
+  return rule(value);
+}
+
+/** A key part the rules refuse: the page builds no key from it, and sends nothing. */
+export class KeyPartError extends Error {
+  constructor(kind, value) {
+    const shown = JSON.stringify(typeof value === 'string' && value.length > 80 ? `${value.slice(0, 80)}...` : value) ?? String(value);
+    super(`refused: ${shown} is not ${WHAT[kind] || kind} (letters, digits and _ . : - for names), so no key is built from it: the object that holds it was not written by qo`);
+    this.name = 'KeyPartError';
+    this.kind = kind;
+  }
+}
+
+/** part returns value when it passes the rules of kind, else throws a KeyPartError. */
+export function part(kind, value) {
+  if (!validPart(kind, value)) throw new KeyPartError(kind, value);
+  return value;
+}
+
+/** shardPart is part('shard') that also checks the shard is the id's. */
+function shardPart(shard, id) {
+  part('task_id', id);
+  if (!validPart('shard', shard) || shardOf(id, shard.length) !== shard) throw new KeyPartError('shard', shard);
+  return shard;
+}
+
+/** taskKey is queue's taskKeyFor: tasks/{shard}/{id}.json, from a validated shard and id. */
 export function taskKey(shard, id) {
-  return `${TASKS_PREFIX}${shard}/${id}.json`;
+  return `${TASKS_PREFIX}${shardPart(shard, id)}/${id}.json`;
+}
+
+/** workerKey is queue.WorkerKey: workers/{id}.json. */
+export function workerKey(id) {
+  return `${WORKERS_PREFIX}${part('worker_id', id)}.json`;
+}
+
+/** parseWorkerKey is queue.ParseWorkerKey: the worker id of a registry key, or null. */
+export function parseWorkerKey(key) {
+  const id = key.startsWith(WORKERS_PREFIX) && key.endsWith('.json') ? key.slice(WORKERS_PREFIX.length, -'.json'.length) : null;
+  return id !== null && validPart('worker_id', id) ? id : null;
+}
+
+/** parseScheduleKey is queue.ParseScheduleKey: the name of a schedule key, or null. */
+export function parseScheduleKey(key) {
+  const name = key.startsWith(SCHEDULES_PREFIX) && key.endsWith('.json') ? key.slice(SCHEDULES_PREFIX.length, -'.json'.length) : null;
+  return name !== null && validPart('schedule_name', name) ? name : null;
+}
+
+/**
+ * payloadKey checks an offloaded payload's reference (input_ref or
+ * output_ref) of task t: its key must be the one qo writes for it
+ * (queue.DataKey: data/{shard}/{id}/input.json, or output-{lease id}.json),
+ * rebuilt here from validated parts; anything else is refused.
+ */
+export function payloadKey(t, ref, what) {
+  const dir = `${DATA_PREFIX}${shardPart(t.shard, t.id)}/${t.id}/`;
+  const key = typeof ref?.key === 'string' ? ref.key : '';
+  if (what === 'input' && key === `${dir}input.json`) return key;
+  const lease = key.startsWith(`${dir}output-`) && key.endsWith('.json') ? key.slice(`${dir}output-`.length, -'.json'.length) : null;
+  if (what === 'output' && lease !== null && validPart('lease_id', lease)) return `${dir}output-${lease}.json`;
+  throw new Error(`refused: the ${what} reference ${JSON.stringify(key)} of task ${t.id} is not ${dir}${what === 'input' ? 'input' : 'output-{lease id}'}.json, so it is not read`);
 }
 
 /**
@@ -122,22 +210,23 @@ export function priorityOf(t) {
 export function readyKey(t) {
   const p = priorityOf(t);
   const offset = p === 'high' ? -PRIORITY_STEP_MS : p === 'low' ? PRIORITY_STEP_MS : 0;
-  return `${READY_PREFIX}${t.shard}/${[unixMS(Date.parse(t.available_at) + offset), t.task_type, p, t.id].join(FIELD_SEP)}`;
+  return `${READY_PREFIX}${shardPart(t.shard, t.id)}/${[unixMS(Date.parse(t.available_at) + offset), part('task_type', t.task_type), p, t.id].join(FIELD_SEP)}`;
 }
 
 /** leaseKey is the lease-index key of a running task (its holder last). */
 export function leaseKey(t) {
-  return `${LEASES_PREFIX}${t.shard}/${[unixMS(Date.parse(t.lease_expires_at)), t.task_type, t.id, t.lease_id, t.worker_id].join(FIELD_SEP)}`;
+  const fields = [unixMS(Date.parse(t.lease_expires_at)), part('task_type', t.task_type), t.id, part('lease_id', t.lease_id), part('worker_id', t.worker_id)];
+  return `${LEASES_PREFIX}${shardPart(t.shard, t.id)}/${fields.join(FIELD_SEP)}`;
 }
 
 /** deadKey is the dead-letter key of a failed task: newest failure first. */
 export function deadKey(t) {
-  return `${DEAD_PREFIX}${unixMS(MAX_MS - Date.parse(t.completed_at))}/${t.shard}/${t.task_type}/${t.id}`;
+  return `${DEAD_PREFIX}${unixMS(MAX_MS - Date.parse(t.completed_at))}/${shardPart(t.shard, t.id)}/${part('task_type', t.task_type)}/${t.id}`;
 }
 
 /** indexKeys lists the index entries a version of a task needs. */
 export function indexKeys(t) {
-  if (t.status === 'waiting') return [`${WAITING_PREFIX}${t.shard}/${t.id}`];
+  if (t.status === 'waiting') return [`${WAITING_PREFIX}${shardPart(t.shard, t.id)}/${t.id}`];
   if (t.status === 'pending') return [readyKey(t)];
   if (t.status === 'running' && t.lease_id && t.worker_id && t.lease_expires_at) return [leaseKey(t)];
   if (t.status === 'failed' && t.completed_at) return [deadKey(t)];
@@ -162,7 +251,7 @@ function keyFields(key) {
  */
 export function parseIndexKey(key) {
   const parts = keyFields(key);
-  const ok = (shard, id) => (/^[0-9a-f]{1,2}$/.test(shard) && /^[0-9a-f-]{36}$/.test(id) ? { shard, id } : null);
+  const ok = (shard, id) => (validPart('shard', shard) && validPart('task_id', id) && shardOf(id, shard.length) === shard ? { shard, id } : null);
   const root = `${parts[0]}/`;
   if (root === READY_PREFIX && parts.length === 6) return ok(parts[1], parts[5]);
   if (root === LEASES_PREFIX && parts.length === 7) return ok(parts[1], parts[4]);
@@ -182,9 +271,20 @@ export function decodeTask(key, text) {
   if (t === null || typeof t !== 'object' || Array.isArray(t)) throw new Error(`malformed object ${key}: not a JSON object`);
   if (t.format !== FORMAT_VERSION) throw new Error(`malformed object ${key}: unknown format version ${t.format}`);
   if (typeof t.id !== 'string' || !STATUSES.includes(t.status)) throw new Error(`malformed object ${key}: missing id or unknown status`);
-  if (key && (key !== taskKey(t.shard, t.id) || shardOf(t.id, String(t.shard).length) !== t.shard)) {
-    throw new Error(`malformed object ${key}: the object says task ${t.id} in shard ${t.shard}`);
-  }
+  // What qo's DecodeTask checks: every part a key is built from, and
+  // every id the page may look up (parents, children).
+  const bad = (what) => new Error(`malformed object ${key}: ${what}`);
+  if (!validPart('task_id', t.id)) throw bad(`bad task id ${JSON.stringify(t.id)}`);
+  if (!validPart('shard', t.shard) || shardOf(t.id, t.shard.length) !== t.shard) throw bad(`the object says task ${t.id} in shard ${JSON.stringify(t.shard)}`);
+  if (key && key !== taskKey(t.shard, t.id)) throw bad(`the object says task ${t.id} in shard ${t.shard}`);
+  if (!validPart('task_type', t.task_type)) throw bad(`bad task type ${JSON.stringify(t.task_type)}`);
+  if (t.worker_id && !validPart('worker_id', t.worker_id)) throw bad(`bad worker id ${JSON.stringify(t.worker_id)}`);
+  if (t.lease_id && !validPart('lease_id', t.lease_id)) throw bad(`bad lease id ${JSON.stringify(t.lease_id)}`);
+  if (t.priority != null && t.priority !== '' && !PRIORITIES.includes(t.priority)) throw bad(`unknown priority ${JSON.stringify(t.priority)}`);
+  if (t.parents != null && !Array.isArray(t.parents)) throw bad('parents is not a list');
+  if (t.children != null && !Array.isArray(t.children)) throw bad('children is not a list');
+  for (const p of t.parents || []) if (!validPart('task_id', p?.id)) throw bad(`bad parent id ${JSON.stringify(p?.id)}`);
+  for (const c of t.children || []) if (!validPart('task_id', c)) throw bad(`bad child id ${JSON.stringify(c)}`);
   return t;
 }
 
@@ -488,7 +588,7 @@ export function unserved(byType, workers, control, now) {
 
 /** validType is queue.ValidateType: 1-64 of [A-Za-z0-9_.:-], not only dots. */
 export function validType(s) {
-  return typeof s === 'string' && /^[A-Za-z0-9_.:-]{1,64}$/.test(s) && /[^.]/.test(s);
+  return validPart('task_type', s);
 }
 
 const HEX_SHARD = /^[0-9a-f]{1,2}$/;

@@ -49,8 +49,18 @@ export class S3 {
     return new Date(Date.now() + this.offset);
   }
 
+  /**
+   * url is the address of key. The page builds keys from validated parts
+   * only (queue.js); as a last guard, a key with an empty, "." or ".."
+   * segment is refused here: the browser would resolve the path before
+   * signing it and send the request to another key, or another bucket.
+   */
   url(key, params) {
-    const path = key.split('/').map(encodeURIComponent).join('/');
+    const segs = String(key).split('/');
+    if (segs.some((s) => s === '' || s === '.' || s === '..')) {
+      throw new Error(`refused: the key ${JSON.stringify(key)} has an empty, "." or ".." segment, which the browser would resolve to another key: nothing was sent`);
+    }
+    const path = segs.map(encodeURIComponent).join('/');
     const qs = params ? `?${new URLSearchParams(params)}` : '';
     return `${this.base}/${path}${qs}`;
   }

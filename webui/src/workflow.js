@@ -5,19 +5,25 @@
 // draws it. Through the HTTP API the server sends the same report.
 
 import {
-  FORMAT_VERSION, WORKFLOWS_PREFIX, WORKFLOW_NAMES_PREFIX, WORKFLOW_ENDED, canAct, shardOf, endedAs,
+  FORMAT_VERSION, WORKFLOWS_PREFIX, WORKFLOW_NAMES_PREFIX, WORKFLOW_ENDED, canAct, shardOf, endedAs, part, validPart,
 } from './queue.js';
 
 export { WORKFLOWS_PREFIX, WORKFLOW_NAMES_PREFIX, endedAs };
 
 /** workflowKey is queue.WorkflowKey: workflows/{shard}/{id}.json. */
 export function workflowKey(id, shardChars) {
-  return `${WORKFLOWS_PREFIX}${shardOf(id, shardChars)}/${id}.json`;
+  return `${WORKFLOWS_PREFIX}${shardOf(part('task_id', id), shardChars)}/${id}.json`;
 }
 
 /** workflowNameKey is queue.WorkflowNameKey: a name's latest workflow. */
 export function workflowNameKey(name) {
-  return `${WORKFLOW_NAMES_PREFIX}${name}.json`;
+  return `${WORKFLOW_NAMES_PREFIX}${part('workflow_name', name)}.json`;
+}
+
+/** parseWorkflowNameKey is the name of a workflow-names/{name}.json key, or null. */
+export function parseWorkflowNameKey(key) {
+  const name = key.startsWith(WORKFLOW_NAMES_PREFIX) && key.endsWith('.json') ? key.slice(WORKFLOW_NAMES_PREFIX.length, -'.json'.length) : null;
+  return name !== null && validPart('workflow_name', name) ? name : null;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -44,6 +50,8 @@ export function decodeWorkflow(key, text) {
   if (w.format !== FORMAT_VERSION || typeof w.id !== 'string' || !Array.isArray(w.steps) || w.steps.length === 0) {
     throw new Error(`malformed object ${key}: not a workflow record`);
   }
+  if (!validPart('task_id', w.id)) throw new Error(`malformed object ${key}: bad workflow id ${JSON.stringify(w.id)}`);
+  if (w.name && !validPart('workflow_name', w.name)) throw new Error(`malformed object ${key}: bad workflow name ${JSON.stringify(w.name)}`);
   for (const s of w.steps) {
     if (!s || typeof s.name !== 'string' || typeof s.task_id !== 'string') throw new Error(`malformed object ${key}: a step without name or task id`);
   }
@@ -53,7 +61,7 @@ export function decodeWorkflow(key, text) {
 /** decodeWorkflowName reads a name pointer: the id of the latest workflow. */
 export function decodeWorkflowName(key, text) {
   const n = parse(key, text, 'a workflow name');
-  if (typeof n.workflow_id !== 'string') throw new Error(`malformed object ${key}: no workflow id`);
+  if (!validPart('task_id', n.workflow_id)) throw new Error(`malformed object ${key}: no workflow id, or a bad one`);
   return n.workflow_id;
 }
 

@@ -69,7 +69,8 @@ test('ids: shards, short ids and the window floor follow the Go rules', () => {
   assert.equal(shortID(id), id.slice(-8));
   assert.equal(shortID('3f2a1b4c-5d6e-4f70-8192-a3b4c5d6e7f8'), '3f2a1b4c');
   assert.ok(idFloor(NOW) <= id && id < idFloor(NOW + 1));
-  assert.deepEqual(parseIndexKey(`ready/0/0000000000001~job~normal~${id}`), { shard: '0', id });
+  assert.deepEqual(parseIndexKey(`ready/c/0000000000001~job~normal~${id}`), { shard: 'c', id });
+  assert.equal(parseIndexKey(`ready/0/0000000000001~job~normal~${id}`), null, 'an entry in a shard that is not its id\'s');
   assert.equal(parseIndexKey(`ready/0/0000000000001/job/normal/${id}`), null, 'a key of layout 2');
   assert.equal(parseIndexKey('ready/1700000000000/0/job/normal/x'), null);
 });

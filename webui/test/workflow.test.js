@@ -36,9 +36,13 @@ test('keys are the Go layout', () => {
 test('malformed records and names are refused with the key named', () => {
   assert.throws(() => decodeWorkflow('workflows/7/x.json', '{'), /malformed object workflows\/7\/x.json/);
   assert.throws(() => decodeWorkflow('k', '{"format": 1, "id": "x", "steps": []}'), /not a workflow record/);
-  assert.throws(() => decodeWorkflow('k', '{"format": 1, "id": "x", "steps": [{"name": 3}]}'), /a step without name/);
+  assert.throws(() => decodeWorkflow('k', '{"format": 1, "id": "x", "steps": [{"name": "a", "task_id": "x"}]}'), /bad workflow id "x"/);
+  const id = '0b6f4c2e-8d1a-4f7e-9c3b-2a5d6e7f8a9b';
+  assert.throws(() => decodeWorkflow('k', `{"format": 1, "id": "${id}", "steps": [{"name": 3}]}`), /a step without name/);
+  assert.throws(() => decodeWorkflow('k', `{"format": 1, "id": "${id}", "name": "../x", "steps": [{"name": "a", "task_id": "x"}]}`), /bad workflow name/);
   assert.throws(() => decodeWorkflowName('k', '[]'), /not a workflow name/);
-  assert.equal(decodeWorkflowName('k', '{"workflow_id": "abc"}'), 'abc');
+  assert.throws(() => decodeWorkflowName('k', '{"workflow_id": "0/../queue.json"}'), /bad one/);
+  assert.equal(decodeWorkflowName('k', `{"workflow_id": "${id}"}`), id);
 });
 
 test('depth is the longest path from a root, even in a diamond', () => {
