@@ -287,6 +287,8 @@ func errorStatus(err error) (int, string) {
 		return http.StatusRequestEntityTooLarge, "body_too_large"
 	case errors.Is(err, queue.ErrInvalidInput):
 		return http.StatusBadRequest, "invalid_input"
+	case errors.Is(err, queue.ErrAmbiguousID):
+		return http.StatusBadRequest, "ambiguous_id"
 	case errors.Is(err, queue.ErrNotFound), errors.Is(err, store.ErrNotFound):
 		return http.StatusNotFound, "not_found"
 	case errors.Is(err, queue.ErrInvalidTransition):
@@ -349,12 +351,19 @@ func decodeBody(r *http.Request, v any, want string) error {
 	return nil
 }
 
-func pathID(r *http.Request) (uuid.UUID, error) {
-	id, err := queue.ParseID(r.PathValue("id"))
-	if err != nil {
-		return uuid.Nil, badInput("task id %q: %v", r.PathValue("id"), err)
+// pathID is the task named by the path's {id}: the whole id, or the short
+// id lists show (its end, e.g. 264545bf) or its first digits, resolved at
+// a bounded cost (queue.ResolveID).
+func (a *api) pathID(r *http.Request) (uuid.UUID, error) {
+	s := r.PathValue("id")
+	if id, err := queue.ParseID(s); err == nil {
+		return id, nil
 	}
-	return id, nil
+	id, err := a.q.ResolveID(r.Context(), s)
+	if errors.Is(err, queue.ErrInvalidInput) {
+		return uuid.Nil, badInput("task id %q: want the whole id, or the short id lists show (e.g. 264545bf)", s)
+	}
+	return id, err
 }
 
 // --- handlers -----------------------------------------------------------------
@@ -599,7 +608,7 @@ func (a *api) resolveSubmit(doc queue.SubmitDoc) queue.SubmitRequest {
 }
 
 func (a *api) getTask(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r)
+	id, err := a.pathID(r)
 	if err != nil {
 		return err
 	}
@@ -627,7 +636,7 @@ func (a *api) withPayloads(r *http.Request, t *queue.Task) fullTask {
 }
 
 func (a *api) history(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r)
+	id, err := a.pathID(r)
 	if err != nil {
 		return err
 	}
@@ -643,7 +652,7 @@ func (a *api) history(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *api) cancel(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r)
+	id, err := a.pathID(r)
 	if err != nil {
 		return err
 	}
@@ -685,7 +694,7 @@ func cancelReason(r *http.Request) (string, error) {
 // letter routes do the same for failed tasks only).
 func (a *api) taskAction(op string) func(w http.ResponseWriter, r *http.Request) error {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		id, err := pathID(r)
+		id, err := a.pathID(r)
 		if err != nil {
 			return err
 		}
@@ -705,7 +714,7 @@ func (a *api) taskAction(op string) func(w http.ResponseWriter, r *http.Request)
 
 // deadTask reads a task that must be failed.
 func (a *api) deadTask(r *http.Request) (uuid.UUID, error) {
-	id, err := pathID(r)
+	id, err := a.pathID(r)
 	if err != nil {
 		return id, err
 	}

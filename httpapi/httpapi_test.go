@@ -295,6 +295,12 @@ func TestEndpoints(t *testing.T) {
 			{"GET", "/api/tasks/" + id("done"), "/api/tasks/{id}", "", 200, func(t *testing.T, v map[string]any) { require.Equal(t, "completed", v["status"]) }},
 			{"GET", "/api/tasks/" + missing, "/api/tasks/{id}", "", 404, nil},
 			{"GET", "/api/tasks/not-an-id", "/api/tasks/{id}", "", 400, nil},
+			// The short id lists show (the end of the id) names the task too.
+			{"GET", "/api/tasks/" + queue.ShortID(e.tasks["done"].ID), "/api/tasks/{id}", "", 200, func(t *testing.T, v map[string]any) { require.Equal(t, id("done"), v["id"]) }},
+			{"GET", "/api/tasks/" + queue.ShortID(e.tasks["done"].ID) + "/history", "/api/tasks/{id}/history", "", 200, func(t *testing.T, v map[string]any) {
+				require.Len(t, v["events"], 3)
+			}},
+			{"GET", "/api/tasks/0000beef", "/api/tasks/{id}", "", 404, nil},
 			{"GET", "/api/tasks/" + id("done") + "/history", "/api/tasks/{id}/history", "", 200, func(t *testing.T, v map[string]any) {
 				require.Len(t, v["events"], 3)
 			}},
