@@ -3,6 +3,7 @@ package tui
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -34,6 +35,10 @@ type tasks struct {
 	loaded  bool
 	sel     int
 	offset  int
+	// selID is the task selected: a refresh finds it again wherever it
+	// moved in the list (new tasks arrive above it in a newest-first
+	// list); only when it left the list does the row number stay.
+	selID uuid.UUID
 
 	searching bool
 	search    textinput.Model
@@ -78,7 +83,7 @@ func (t *tasks) resetPaging() {
 // clearPage forgets the rows shown until the next page arrives, so no key
 // acts on a row of the previous filter or page.
 func (t *tasks) clearPage() {
-	t.page, t.loaded, t.sel, t.offset = queue.TaskPage{}, false, 0, 0
+	t.page, t.loaded, t.sel, t.offset, t.selID = queue.TaskPage{}, false, 0, 0, uuid.Nil
 }
 
 // visible returns the page's tasks that pass the id-prefix filter.
@@ -107,8 +112,22 @@ func (t *tasks) selected() *queue.Task {
 func (t *tasks) apply(m tasksMsg) {
 	t.loaded = true
 	t.page = m.page
-	n := len(t.visible())
-	t.sel = max(min(t.sel, n-1), 0)
+	v := t.visible()
+	if i := slices.IndexFunc(v, func(task *queue.Task) bool { return task.ID == t.selID }); i >= 0 && t.selID != uuid.Nil {
+		// Keep the row on screen where it was, as far as the list allows.
+		t.offset = max(t.offset+i-t.sel, 0)
+		t.sel = i
+	}
+	t.sel = max(min(t.sel, len(v)-1), 0)
+	t.noteSel()
+}
+
+// noteSel remembers which task the selected row shows.
+func (t *tasks) noteSel() {
+	t.selID = uuid.Nil
+	if task := t.selected(); task != nil {
+		t.selID = task.ID
+	}
 }
 
 // tasksEffect is what a key on the task list asks the root model to do.
@@ -143,6 +162,7 @@ func (t *tasks) Update(msg tea.KeyMsg) (tasksEffect, uuid.UUID, tea.Cmd) {
 	}
 	n := len(t.visible())
 	k := t.keys
+	defer t.noteSel()
 	switch {
 	case key.Matches(msg, k.Up):
 		t.sel = max(t.sel-1, 0)

@@ -1,0 +1,82 @@
+package tui
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/qo-queue/qo/queue"
+)
+
+// TestSelectionKeepsItsTask: in the newest-first list, tasks arriving
+// above the selected row do not move the selection to another task, and a
+// confirm dialog open across refreshes acts on the task it was opened
+// for.
+func TestSelectionKeepsItsTask(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil, Options{}).seed()
+	h.newModel(Options{Screen: "tasks"})
+	h.init()
+	chosen := h.ids["waiting"].ID // pending, runnable now
+	for i := 0; h.m.tasks.selected().ID != chosen; i++ {
+		require.Less(t, i, 10, "the chosen task is on the first page")
+		h.press("j")
+	}
+	row := h.m.tasks.sel
+	arrive := func(n int) {
+		for i := range n {
+			h.clock.Advance(time.Second)
+			_, _, err := h.q.Submit(h.ctx, queue.SubmitRequest{Type: "report", Input: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))})
+			require.NoError(t, err)
+		}
+	}
+	arrive(2)
+	h.press("r")
+	require.Equal(t, chosen, h.m.tasks.selected().ID, "a refresh keeps the task selected")
+	require.Equal(t, row+2, h.m.tasks.sel, "it moved down by the two new rows")
+	require.Contains(t, h.view(), "> "+queue.ShortID(chosen))
+
+	h.press("C")
+	require.NotNil(t, h.m.confirm)
+	require.Contains(t, h.view(), chosen.String())
+	arrive(3)
+	h.run(func() tea.Msg { return refreshMsg{gen: h.m.gen} }) // the auto-refresh, with the dialog open
+	require.Equal(t, chosen, h.m.tasks.selected().ID)
+	h.press("y")
+	got, err := h.q.Get(h.ctx, chosen)
+	require.NoError(t, err)
+	require.Equal(t, queue.StatusCancelled, got.Status, "y cancels the task the dialog was opened for")
+	page, err := h.q.List(h.ctx, queue.ListQuery{Status: queue.StatusCancelled})
+	require.NoError(t, err)
+	var cancelled []uuid.UUID
+	for _, task := range page.Tasks {
+		cancelled = append(cancelled, task.ID)
+	}
+	require.ElementsMatch(t, []uuid.UUID{chosen, h.ids["cancelled"].ID}, cancelled, "and no other")
+}
+
+// TestSelectionOfAGoneTaskKeepsItsRow: when the selected task leaves the
+// list (here: filtered by status, it changed status), the row number stays.
+func TestSelectionOfAGoneTaskKeepsItsRow(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil, Options{}).seed()
+	for range 2 {
+		_, _, err := h.q.Submit(h.ctx, queue.SubmitRequest{Type: "report", Input: json.RawMessage(`{}`)})
+		require.NoError(t, err)
+	}
+	h.newModel(Options{Screen: "tasks", Status: queue.StatusPending})
+	h.init()
+	require.GreaterOrEqual(t, len(h.m.tasks.visible()), 3)
+	h.press("j")
+	gone := h.m.tasks.selected().ID
+	_, err := h.q.Cancel(h.ctx, gone, "")
+	require.NoError(t, err)
+	h.press("r")
+	require.Equal(t, 1, h.m.tasks.sel)
+	require.NotEqual(t, gone, h.m.tasks.selected().ID)
+}
