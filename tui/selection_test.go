@@ -3,6 +3,7 @@ package tui
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,4 +80,27 @@ func TestSelectionOfAGoneTaskKeepsItsRow(t *testing.T) {
 	h.press("r")
 	require.Equal(t, 1, h.m.tasks.sel)
 	require.NotEqual(t, gone, h.m.tasks.selected().ID)
+}
+
+// TestSearchTheShortID: the 8 characters the list shows, typed in the
+// search box, open that task (they are the END of the id, not a shard).
+func TestSearchTheShortID(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil, Options{}).seed()
+	h.newModel(Options{Screen: "tasks"})
+	h.init()
+	want := h.ids["failed"].ID
+	short := queue.ShortID(want)
+	require.Contains(t, h.view(), short)
+	h.press(append(append([]string{"/"}, strings.Split(short, "")...), "enter")...)
+	require.Equal(t, scrDetail, h.m.screen, h.m.flash)
+	require.Equal(t, want, h.m.detail.task.ID)
+	h.press("q")
+	require.Equal(t, scrTasks, h.m.screen)
+	require.Equal(t, -1, h.m.tasks.shard, "the short id is not read as a shard")
+
+	h.press(append(append([]string{"/"}, strings.Split("0000beef", "")...), "enter")...)
+	require.Equal(t, scrTasks, h.m.screen)
+	require.True(t, h.m.flashErr)
+	require.Contains(t, h.m.flash, "no task found")
 }

@@ -54,7 +54,7 @@ func newTasks(st Styles, keys KeyMap, shards []string) tasks {
 	ti := textinput.New()
 	ti.Cursor.SetMode(cursor.CursorStatic) // no blinking: calmer over SSH
 	ti.Prompt = "/"
-	ti.Placeholder = "id prefix, full id, task type (type:NAME forces a type), or wf:NAME / wf:ID for a workflow"
+	ti.Placeholder = "short id as listed (e.g. 264545bf), full id, task type (type:NAME forces a type), or wf:NAME / wf:ID"
 	ti.CharLimit = 64
 	return tasks{st: st, keys: keys, shards: shards, shard: -1, cursors: []string{""}, search: ti}
 }
@@ -93,7 +93,7 @@ func (t *tasks) visible() []*queue.Task {
 	}
 	var out []*queue.Task
 	for _, task := range t.page.Tasks {
-		if id := task.ID.String(); strings.HasPrefix(id, t.idPrefix) || strings.HasPrefix(queue.ShortID(task.ID), t.idPrefix) {
+		if id := task.ID.String(); strings.HasPrefix(id, t.idPrefix) || strings.HasSuffix(id, t.idPrefix) || strings.HasPrefix(queue.ShortID(task.ID), t.idPrefix) {
 			out = append(out, task)
 		}
 	}
@@ -139,6 +139,7 @@ const (
 	tasksOpen
 	tasksOpenID       // open the task (or workflow) whose full id was typed
 	tasksOpenWorkflow // open the workflow wfRef (typed as wf:NAME or wf:ID)
+	tasksResolve      // reload, and open the task the short id idPrefix names
 )
 
 var idPrefixRE = regexp.MustCompile(`^[0-9a-f][0-9a-f-]{0,35}$`)
@@ -232,8 +233,10 @@ func (t *tasks) openSearch() tea.Cmd {
 // applySearch reads the search box: a whole id opens that task (or the
 // workflow with that id); "wf:NAME" or "wf:ID" (or "workflow:…") opens a
 // workflow; "type:X"
-// or anything that is not hex is a task type; hex (with dashes) is an id
-// prefix, which also narrows the listing to the prefix's shard.
+// or anything that is not hex is a task type; hex (with dashes) is a short
+// id, the end of an id as lists show it (or its start): the list narrows
+// to the ids that end or start with it, and the task it names opens
+// (queue.ResolveID).
 func (t *tasks) applySearch(s string) (tasksEffect, uuid.UUID, tea.Cmd) {
 	s = strings.TrimSpace(s)
 	for _, p := range []string{"wf:", "workflow:"} {
@@ -249,11 +252,8 @@ func (t *tasks) applySearch(s string) (tasksEffect, uuid.UUID, tea.Cmd) {
 		return tasksOpenID, id, nil
 	} else if p := strings.ToLower(s); idPrefixRE.MatchString(p) {
 		t.idPrefix = p
-		for i, sh := range t.shards {
-			if strings.HasPrefix(p, sh) {
-				t.shard = i
-			}
-		}
+		t.resetPaging()
+		return tasksResolve, uuid.Nil, nil
 	} else {
 		t.typ = s
 	}

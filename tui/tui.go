@@ -325,6 +325,21 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			}
 		}
 		return m, nil
+	case resolvedMsg:
+		if !m.fresh("resolve", msg.seq) || m.screen != scrTasks || m.tasks.idPrefix != msg.ref {
+			return m, nil // the operator moved on
+		}
+		var amb *queue.AmbiguousIDError
+		switch {
+		case msg.err == nil:
+			m.open(msg.id)
+			return m, loadDetail(m.ctx, m.q, msg.id, m.next("detail"), m.record, true)
+		case errors.As(msg.err, &amb):
+			m.flash, m.flashErr = fmt.Sprintf("%s names %d tasks (type more of the id): %s", safe(msg.ref), len(amb.Candidates), wholeIDs(amb.Candidates)), true
+		default:
+			m.flash, m.flashErr = "no task found: "+oneLine(msg.err.Error()), true
+		}
+		return m, nil
 	case actionMsg:
 		m.flash, m.flashErr = actionResult(msg), msg.err != nil
 		if msg.err == nil && msg.action == actSubmit && msg.task != nil {
@@ -716,6 +731,8 @@ func (m *Model) tasksKey(msg tea.KeyMsg) tea.Cmd {
 		return tea.Batch(cmd, loadDetail(m.ctx, m.q, id, m.next("detail"), m.record, m.detailOrWorkflow))
 	case tasksOpenWorkflow:
 		return tea.Batch(cmd, m.openWorkflow(m.tasks.wfRef))
+	case tasksResolve:
+		return tea.Batch(cmd, loadTasks(m.ctx, m.q, m.tasks.query(), m.next("tasks")), resolveID(m.ctx, m.q, m.tasks.idPrefix, m.next("resolve")))
 	}
 	return cmd
 }
