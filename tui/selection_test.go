@@ -8,6 +8,7 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/exp/golden"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
@@ -103,4 +104,31 @@ func TestSearchTheShortID(t *testing.T) {
 	require.Equal(t, scrTasks, h.m.screen)
 	require.True(t, h.m.flashErr)
 	require.Contains(t, h.m.flash, "no task found")
+}
+
+// TestConfirmWraps: a confirmation dialog shows its whole question, the
+// consequence included, at 80 and 120 columns.
+func TestConfirmWraps(t *testing.T) {
+	t.Parallel()
+	for _, w := range []int{80, 120} {
+		t.Run(fmt.Sprint(w), func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, nil, Options{}).seed()
+			h.newModel(Options{Screen: "tasks", Status: queue.StatusRunning})
+			h.m.SetSize(w, 24)
+			h.init()
+			h.press("C")
+			v := h.view()
+			requireFits(t, v, w, 24)
+			golden.RequireEqual(t, []byte(v))
+			var words []string
+			for _, line := range strings.Split(v, "\n") {
+				if strings.HasPrefix(line, "│") {
+					words = append(words, strings.Fields(strings.Trim(line, "│ "))...)
+				}
+			}
+			require.Contains(t, strings.Join(words, " "), "Its worker is asked to stop it at the next lease renewal.")
+			require.Contains(t, strings.Join(words, " "), h.ids["running"].ID.String())
+		})
+	}
 }
