@@ -132,3 +132,31 @@ func TestConfirmWraps(t *testing.T) {
 		})
 	}
 }
+
+// TestDiffComparesFields: an output of several lines appearing above
+// unchanged fields shows as added, and the fields below it never show as
+// removed and added again.
+func TestDiffComparesFields(t *testing.T) {
+	t.Parallel()
+	a := `{"status":"running","output":null,"timeout_seconds":60,"tags":["x","y"],"gone":1}`
+	b := `{"status":"completed","output":{"rows":["a","b"],"n":2},"timeout_seconds":60,"tags":["x","y"],"new":{}}`
+	lines, same := fieldDiff([]byte(a), []byte(b))
+	require.Equal(t, []string{
+		`- status: "running"`, `+ status: "completed"`,
+		`- output: null`, `+ output.rows[0]: "a"`, `+ output.rows[1]: "b"`, `+ output.n: 2`,
+		`- gone: 1`, `+ new: {}`,
+	}, lines)
+	require.Equal(t, 3, same, "timeout_seconds, tags[0], tags[1]")
+
+	h := newHarness(t, nil, Options{}).seed()
+	h.newModel(Options{Screen: "tasks", Status: queue.StatusCompleted, Type: "send_email"})
+	h.init()
+	h.press("enter", "d") // the completing version against the claim: an output appeared
+	require.NotEmpty(t, h.m.detail.diff)
+	for _, l := range h.m.detail.diff {
+		for _, unchanged := range []string{"timeout_seconds", "max_retries", "retry_policy", "input", "created_at"} {
+			require.False(t, (strings.HasPrefix(l, "-") || strings.HasPrefix(l, "+")) && strings.Contains(l, unchanged), "unchanged %s shown as changed: %q", unchanged, l)
+		}
+	}
+	require.Contains(t, h.m.detail.diff, `+ output.message_id: "m-1"`)
+}
