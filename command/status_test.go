@@ -77,3 +77,20 @@ func TestCommandsTakeTheShortIDListsShow(t *testing.T) {
 	require.Equal(t, exitUsage, code, errs)
 	require.Contains(t, errs, "short id qo list shows")
 }
+
+// Operator actions record who acted and on which host, not only the tool.
+func TestOperatorActionsNameUserAndHost(t *testing.T) {
+	q := newQueueCLI(t)
+	q.ok("init")
+	task := q.task("submit", "--type", "job", "--input", `{}`)
+	q.ok("cancel", task.ID.String(), "--reason", "duplicate")
+	got := q.task("status", task.ID.String())
+	require.Equal(t, "duplicate ("+queue.Actor()+", qo cancel)", got.CancelReason)
+	require.Contains(t, queue.Actor(), "@")
+	q.ok("pause", "job")
+	qq, err := queue.Open(context.Background(), q.s, queue.Options{})
+	require.NoError(t, err)
+	ctl, err := qq.Control(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, "paused ("+queue.Actor()+", qo pause)", ctl.Types["job"].Reason)
+}
