@@ -21,6 +21,8 @@ func tuiFlags() []cli.Flag {
 		&cli.StringFlag{Name: "status", Usage: "start the task list filtered to `STATUS`: " + statusChoices()},
 		&cli.StringFlag{Name: "shard", Usage: "start the task list on one `SHARD`"},
 		&cli.StringFlag{Name: "type", Usage: "start the task list filtered to task `TYPE`"},
+		&cli.BoolFlag{Name: "readonly", EnvVars: []string{"QO_TUI_READONLY"},
+			Usage: "offer no action that changes the queue (for production): browse and inspect only"},
 		&cli.Float64Flag{Name: "price-put", Value: store.AWSStandardPrices.PutPer1000,
 			Usage: "US$ per 1,000 PUT/LIST requests, for the cost estimate"},
 		&cli.Float64Flag{Name: "price-get", Value: store.AWSStandardPrices.GetPer1000,
@@ -58,7 +60,8 @@ Actions ask for confirmation first: R replay, A archive, C cancel,
 N requeue now, n submit a new task, p pause or resume the selected task's
 type, P pause or resume the whole queue; on the schedules screen e enables
 or disables, t triggers a run now, X deletes. Errors show in the status line; the
-console keeps running through S3 outages and malformed objects.
+console keeps running through S3 outages and malformed objects. With
+--readonly no action is offered or accepted, and the header says READ-ONLY.
 
 The console needs a terminal. It works without colour (NO_COLOR=1 or a
 dumb terminal) and from 80x24 up; the mouse is optional. Times are the S3
@@ -68,6 +71,7 @@ Examples:
   qo tui
   qo tui --screen tasks --status failed      # straight to the dead letters
   qo tui --refresh 2s
+  qo tui --readonly                          # production: look, do not touch
   qo dev                                     # the same console, on the dev server`,
 		Flags:  tuiFlags(),
 		Action: runTUI,
@@ -77,6 +81,7 @@ Examples:
 // tuiOptions reads the console flags.
 func tuiOptions(c *cli.Context) (tui.Options, error) {
 	var opts tui.Options
+	opts.ReadOnly = c.Bool("readonly")
 	switch r := c.String("refresh"); r {
 	case "off", "0", "0s":
 	default:

@@ -80,6 +80,9 @@ type Options struct {
 	// ShuttingDown, when set, turns /healthz and /readyz to 503 once it
 	// reports true.
 	ShuttingDown func() bool
+	// ReadOnly refuses every request that would change the queue (403,
+	// code "read_only"), whoever sends it: for a production dashboard.
+	ReadOnly bool
 }
 
 // DefaultStatsMaxAge is the default Options.StatsMaxAge.
@@ -203,6 +206,10 @@ func (a *api) wrap(rt route) http.Handler {
 		}
 		if status, code, msg := a.crossSite(r); status != 0 {
 			writeError(w, status, code, msg)
+			return
+		}
+		if a.opts.ReadOnly && r.Method != http.MethodGet && r.Method != http.MethodHead && r.Method != http.MethodOptions {
+			writeError(w, http.StatusForbidden, "read_only", "this server is read-only (qo serve --readonly): it changes nothing in the queue; use a server without --readonly, or the CLI")
 			return
 		}
 		if !rt.public && a.opts.Token != "" && !a.authorized(r) {

@@ -605,3 +605,26 @@ func sum(c store.Counts) (n int64) {
 	}
 	return n
 }
+
+// TestReadOnly: a read-only server answers reads and refuses every write
+// with 403 read_only, changing nothing.
+func TestReadOnly(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, storetest.Backends()[0], Options{ReadOnly: true})
+	id := e.tasks["pending"].ID.String()
+	status, _, _ := e.do(t, "GET", "/api/tasks/"+id, "")
+	require.Equal(t, 200, status)
+	for _, c := range []struct{ method, path, body string }{
+		{"POST", "/api/tasks/" + id + "/cancel", ""},
+		{"POST", "/api/tasks", `{"type":"email"}`},
+		{"POST", "/api/pause", `{}`},
+		{"DELETE", "/api/dead/" + e.tasks["failed"].ID.String(), ""},
+	} {
+		status, body, _ := e.do(t, c.method, c.path, c.body)
+		require.Equal(t, 403, status, "%s %s", c.method, c.path)
+		require.Equal(t, "read_only", body.(map[string]any)["error"].(map[string]any)["code"])
+	}
+	got, err := e.q.Get(context.Background(), e.tasks["pending"].ID)
+	require.NoError(t, err)
+	require.Equal(t, queue.StatusPending, got.Status, "nothing changed")
+}

@@ -161,3 +161,32 @@ func TestDiffComparesFields(t *testing.T) {
 	}
 	require.Contains(t, h.m.detail.diff, `+ output.message_id: "m-1"`)
 }
+
+// TestReadOnly: a read-only console offers and accepts no action that
+// changes the queue, and says so.
+func TestReadOnly(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil, Options{}).seed().features()
+	h.newModel(Options{Screen: "tasks", Status: queue.StatusFailed, ReadOnly: true})
+	h.init()
+	v := h.view()
+	require.Contains(t, v, "READ-ONLY")
+	hints := h.m.hints()
+	for _, action := range []string{"replay", "archive", "cancel", "pause", "new task"} {
+		require.NotContains(t, hints, action)
+	}
+	for _, k := range []string{"R", "A", "C", "N", "n", "p", "P"} {
+		h.press(k)
+		require.Nil(t, h.m.confirm, "key %s", k)
+		require.Nil(t, h.m.form, "key %s", k)
+		require.Contains(t, h.m.flash, "read-only")
+	}
+	h.press("4")
+	h.press("e", "t", "X")
+	require.Nil(t, h.m.confirm)
+	got, err := h.q.Get(h.ctx, h.ids["failed"].ID)
+	require.NoError(t, err)
+	require.Equal(t, queue.StatusFailed, got.Status)
+	h.press("2", "enter")
+	require.Equal(t, scrDetail, h.m.screen, "reading still works")
+}

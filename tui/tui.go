@@ -45,6 +45,9 @@ type Options struct {
 	// screen: qo dev's console stops the S3 server and everything with
 	// it. Ctrl+C still quits at once.
 	QuitPrompt string
+	// ReadOnly offers no action that changes the queue: the action keys
+	// are refused, left out of the key line, and the header says so.
+	ReadOnly bool
 }
 
 // RefreshIntervals are the auto-refresh choices, in the order i cycles.
@@ -74,6 +77,7 @@ type Model struct {
 	w, h  int
 	// quitPrompt is Options.QuitPrompt.
 	quitPrompt string
+	readOnly   bool
 
 	screen   screen
 	help     bool
@@ -132,7 +136,7 @@ func New(ctx context.Context, q *queue.Queue, opts Options) (*Model, error) {
 	}
 	st, keys := DefaultStyles(), DefaultKeyMap()
 	m := &Model{
-		ctx: ctx, q: q, clock: clock, keys: keys, st: st, title: opts.Title, quitPrompt: opts.QuitPrompt,
+		ctx: ctx, q: q, clock: clock, keys: keys, st: st, title: opts.Title, quitPrompt: opts.QuitPrompt, readOnly: opts.ReadOnly,
 		interval: interval,
 		counter:  q.NewStatsCounter(queue.StatsOptions{}),
 		overview: newOverview(st, prices, q.Shards()),
@@ -547,6 +551,10 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	if m.screen == scrTasks && m.tasks.searching {
 		return m.tasksKey(msg)
 	}
+	if m.readOnly && m.writeKey(msg) {
+		m.flash, m.flashErr = "read-only console (--readonly): it changes nothing in the queue", true
+		return nil
+	}
 	if m.screen == scrDetail {
 		if used, cmd := m.detail.Update(msg); used {
 			return cmd
@@ -647,6 +655,24 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 		m.wf.Update(msg)
 	}
 	return nil
+}
+
+// writeKey reports whether msg asks for an action that changes the queue
+// on the current screen.
+func (m *Model) writeKey(msg tea.KeyMsg) bool {
+	k := m.keys
+	for _, b := range []key.Binding{k.Replay, k.Archive, k.Cancel, k.Requeue, k.Submit, k.PauseType, k.PauseAll} {
+		if key.Matches(msg, b) {
+			return true
+		}
+	}
+	switch m.screen {
+	case scrSchedules:
+		return key.Matches(msg, k.ToggleSchedule) || key.Matches(msg, k.Trigger) || key.Matches(msg, k.DeleteSchedule)
+	case scrWorkflow:
+		return key.Matches(msg, k.CancelWorkflow)
+	}
+	return false
 }
 
 // openStep opens the task of the selected workflow step.
@@ -755,6 +781,9 @@ func (m *Model) View() string {
 	}
 	right := refresh + " · " + now.UTC().Format("15:04:05") + " UTC"
 	left := m.st.Title.Render("qo") + " " + m.title
+	if m.readOnly {
+		left += " " + m.st.Error.Render("READ-ONLY")
+	}
 	b.WriteString(fit(left, max(m.w-len(right)-1, 0)) + " " + m.st.Dim.Render(right) + "\n")
 	var tabs []string
 	for i, name := range screenNames {
@@ -832,6 +861,18 @@ func (m *Model) View() string {
 
 // hints is the key line for the current screen.
 func (m *Model) hints() string {
+	h := m.allHints()
+	if m.readOnly {
+		for _, w := range []string{"R replay A archive C cancel N requeue p pause · ", "R replay · C cancel step · X cancel workflow · ",
+			"e enable/disable · t trigger · X delete · ", "P pause queue · ", "n new task · "} {
+			h = strings.ReplaceAll(h, w, "")
+		}
+	}
+	return h
+}
+
+// allHints is the key line of the current screen, actions included.
+func (m *Model) allHints() string {
 	switch {
 	case m.help:
 		return "↑/↓ pgup/pgdn scroll · q/esc close help"
