@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/store"
 )
 
 // TestSelectionKeepsItsTask: in the newest-first list, tasks arriving
@@ -189,4 +190,18 @@ func TestReadOnly(t *testing.T) {
 	require.Equal(t, queue.StatusFailed, got.Status)
 	h.press("2", "enter")
 	require.Equal(t, scrDetail, h.m.screen, "reading still works")
+}
+
+// TestShardMapShowsBacklogBesideDeadLetters: with a dead letter in every
+// shard, each cell still shows its backlog.
+func TestShardMapShowsBacklogBesideDeadLetters(t *testing.T) {
+	t.Parallel()
+	shards := []string{"0", "1", "2", "3"}
+	o := newOverview(DefaultStyles(), store.AWSStandardPrices, shards)
+	o.stats.ByShard = map[string]map[queue.Status]int{}
+	for i, sh := range shards {
+		o.stats.ByShard[sh] = map[queue.Status]int{queue.StatusPending: i, queue.StatusRunning: i * 4, queue.StatusFailed: 1}
+	}
+	grid := strings.Split(o.shardGrid(), "\n")[1]
+	require.Equal(t, "  0   ·! 5! +! +!", strings.TrimRight(grid, " "))
 }
