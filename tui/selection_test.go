@@ -205,3 +205,26 @@ func TestShardMapShowsBacklogBesideDeadLetters(t *testing.T) {
 	grid := strings.Split(o.shardGrid(), "\n")[1]
 	require.Equal(t, "  0   ·! 5! +! +!", strings.TrimRight(grid, " "))
 }
+
+// TestListPositionAndPausedMark: a long list says where the selection is
+// and how long the list is, across pages; pending tasks of a paused type
+// are marked.
+func TestListPositionAndPausedMark(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil, Options{}).seed()
+	for i := range 40 {
+		_, _, err := h.q.Submit(h.ctx, queue.SubmitRequest{Type: "bulk", Input: json.RawMessage(fmt.Sprint(i))})
+		require.NoError(t, err)
+	}
+	_, err := h.q.Pause(h.ctx, "bulk", "")
+	require.NoError(t, err)
+	h.newModel(Options{Screen: "tasks", Status: queue.StatusPending})
+	h.init()
+	require.Contains(t, h.view(), "1 of 42 · page 1")
+	h.press("j", "j")
+	require.Contains(t, h.view(), "3 of 42 · page 1")
+	h.press("]", "j")
+	require.Contains(t, h.view(), fmt.Sprintf("%d of 42 · page 2", h.m.tasks.pageSize()+2))
+	require.Contains(t, h.view(), "‖ bulk", "a pending task of a paused type is marked")
+	require.Contains(t, h.view(), "‖ paused")
+}

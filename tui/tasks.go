@@ -40,6 +40,12 @@ type tasks struct {
 	// list); only when it left the list does the row number stay.
 	selID uuid.UUID
 
+	// control and stats are the overview's last reads: which types are
+	// paused (marked in the rows), and the counts that give the list a
+	// total.
+	control queue.Control
+	stats   queue.Stats
+
 	searching bool
 	search    textinput.Model
 	wfRef     string // the workflow asked for by the last search (tasksOpenWorkflow)
@@ -283,11 +289,48 @@ func (t *tasks) filterLine() string {
 	if t.idPrefix != "" {
 		parts = append(parts, "id: "+safe(t.idPrefix)+"…")
 	}
+	if t.control.Paused || len(t.control.Types) > 0 {
+		parts = append(parts, "‖ paused")
+	}
 	page := fmt.Sprintf("page %d", t.pageIdx+1)
 	if t.page.Cursor != "" {
 		page += " (] for more)"
 	}
+	if pos := t.position(); pos != "" {
+		page = pos + " · " + page
+	}
 	return strings.Join(parts, " · ") + " · " + page
+}
+
+// position is where the selected row is in the whole list, and how long
+// the list is when that is known: "42 of 1,310". The total comes from the
+// counted indexes (pending, running, failed, waiting) when only the
+// status (and a shard or a type) filters the list, else from the last page.
+func (t *tasks) position() string {
+	v := t.visible()
+	if !t.loaded || len(v) == 0 {
+		return ""
+	}
+	at := t.pageIdx*t.pageSize() + t.sel + 1
+	total := -1
+	counted := t.status != "" && slices.Contains(t.stats.Counted, t.status) && t.idPrefix == ""
+	switch {
+	case counted && t.shard < 0 && t.typ == "":
+		total = t.stats.ByStatus[t.status]
+	case counted && t.shard >= 0 && t.typ == "":
+		total = t.stats.ByShard[t.shards[t.shard]][t.status]
+	case counted && t.shard < 0 && t.typ != "" && t.status != queue.StatusWaiting:
+		total = t.stats.ByType[t.typ][t.status]
+	case t.page.Cursor == "":
+		total = t.pageIdx*t.pageSize() + len(v)
+	}
+	if total < at { // counts lag the list by a refresh
+		if t.page.Cursor != "" {
+			return fmt.Sprintf("%s of more than %s", count(at), count(t.pageIdx*t.pageSize()+len(v)))
+		}
+		total = max(total, t.pageIdx*t.pageSize()+len(v))
+	}
+	return count(at) + " of " + count(total)
 }
 
 func (t *tasks) View(now time.Time) string {
@@ -318,7 +361,11 @@ func (t *tasks) View(now time.Time) string {
 	}
 	for i := t.offset; i < len(v) && i < t.offset+rows; i++ {
 		task := v[i]
-		line := fmt.Sprintf("%-8s %s %-6s %s %4d %-10s %s", queue.ShortID(task.ID), fit(safe(task.Type), typeW), safe(string(task.Priority)),
+		typ := safe(task.Type)
+		if (task.Status == queue.StatusPending || task.Status == queue.StatusWaiting) && t.control.IsPaused(task.Type) {
+			typ = "‖ " + typ // held: its type (or the queue) is paused
+		}
+		line := fmt.Sprintf("%-8s %s %-6s %s %4d %-10s %s", queue.ShortID(task.ID), fit(typ, typeW), safe(string(task.Priority)),
 			fit(t.st.status(task.Status), 10), task.Attempt, ago(task.UpdatedAt, now), when(task, now))
 		if i == t.sel {
 			b.WriteString(t.st.Selected.Render(fit("> "+line, t.w)))

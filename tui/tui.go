@@ -274,6 +274,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.noteLoad(msg.err)
 			if msg.err == nil {
 				m.overview.apply(msg)
+				m.tasks.control, m.tasks.stats = m.overview.control, m.overview.stats
 			}
 		}
 		return m, nil
