@@ -228,3 +228,29 @@ func TestListPositionAndPausedMark(t *testing.T) {
 	require.Contains(t, h.view(), "‖ bulk", "a pending task of a paused type is marked")
 	require.Contains(t, h.view(), "‖ paused")
 }
+
+// TestStatusPicker: S then a status key filters on that status at once,
+// whatever the current one; the chooser names its keys.
+func TestStatusPicker(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil, Options{}).seed()
+	h.newModel(Options{Screen: "tasks"})
+	h.init()
+	require.Contains(t, h.m.hints(), "s/S status")
+	h.press("S")
+	require.Contains(t, h.view(), "f)failed")
+	h.press("f")
+	require.Equal(t, queue.StatusFailed, h.m.tasks.status)
+	require.Equal(t, []*queue.Task{h.ids["failed"]}[0].ID, h.m.tasks.page.Tasks[0].ID)
+	h.press("S", "x")
+	require.Equal(t, queue.StatusCancelled, h.m.tasks.status)
+	h.press("S", "esc")
+	require.Equal(t, queue.StatusCancelled, h.m.tasks.status, "esc keeps the filter")
+	require.False(t, h.m.tasks.choosing)
+	h.press("S", "a")
+	require.Equal(t, queue.Status(""), h.m.tasks.status)
+	h.m.SetSize(80, 24)
+	h.press("S")
+	require.Contains(t, h.view(), "f:fail")
+	requireFits(t, h.view(), 80, 24)
+}

@@ -46,6 +46,9 @@ type tasks struct {
 	control queue.Control
 	stats   queue.Stats
 
+	// choosing: S opened the status chooser; the next key picks.
+	choosing bool
+
 	searching bool
 	search    textinput.Model
 	wfRef     string // the workflow asked for by the last search (tasksOpenWorkflow)
@@ -136,6 +139,40 @@ func (t *tasks) noteSel() {
 	}
 }
 
+// statusKeys are the keys of the status chooser (S), in statusCycle order.
+var statusKeys = []string{"a", "p", "r", "c", "f", "x", "e", "v", "w"}
+
+// chooserLine lists the status chooser's keys in w cells.
+func chooserLine(w int) string {
+	parts := make([]string, len(statusCycle))
+	short := make([]string, len(statusCycle))
+	for i, st := range statusCycle {
+		name := string(st)
+		if st == "" {
+			name = "all"
+		}
+		parts[i] = statusKeys[i] + ")" + name
+		short[i] = statusKeys[i] + ":" + name[:min(len(name), 4)]
+	}
+	if line := "status? " + strings.Join(parts, " "); len(line) <= w {
+		return line
+	}
+	return cut("status? "+strings.Join(short, " "), w)
+}
+
+// choose handles the key after S: a status key filters on it at once.
+func (t *tasks) choose(msg tea.KeyMsg) tasksEffect {
+	t.choosing = false
+	for i, k := range statusKeys {
+		if msg.String() == k {
+			t.status = statusCycle[i]
+			t.resetPaging()
+			return tasksReload
+		}
+	}
+	return tasksNone
+}
+
 // tasksEffect is what a key on the task list asks the root model to do.
 type tasksEffect int
 
@@ -167,10 +204,15 @@ func (t *tasks) Update(msg tea.KeyMsg) (tasksEffect, uuid.UUID, tea.Cmd) {
 		t.search, cmd = t.search.Update(msg)
 		return tasksNone, uuid.Nil, cmd
 	}
+	if t.choosing {
+		return t.choose(msg), uuid.Nil, nil
+	}
 	n := len(t.visible())
 	k := t.keys
 	defer t.noteSel()
 	switch {
+	case key.Matches(msg, k.StatusPick):
+		t.choosing = true
 	case key.Matches(msg, k.Up):
 		t.sel = max(t.sel-1, 0)
 	case key.Matches(msg, k.Down):
@@ -335,9 +377,12 @@ func (t *tasks) position() string {
 
 func (t *tasks) View(now time.Time) string {
 	var b strings.Builder
-	if t.searching {
+	switch {
+	case t.searching:
 		b.WriteString(t.search.View() + "\n")
-	} else {
+	case t.choosing:
+		b.WriteString(chooserLine(t.w) + "\n")
+	default:
 		b.WriteString(t.st.Dim.Render(cut(t.filterLine(), t.w)) + "\n")
 	}
 	// Columns: id, type, priority, status, attempt, updated, when.

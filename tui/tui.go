@@ -549,7 +549,7 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 		}
 		return nil
 	}
-	if m.screen == scrTasks && m.tasks.searching {
+	if m.screen == scrTasks && (m.tasks.searching || m.tasks.choosing) {
 		return m.tasksKey(msg)
 	}
 	if m.readOnly && m.writeKey(msg) {
@@ -885,7 +885,10 @@ func (m *Model) allHints() string {
 	common := "? keys · r refresh · i interval · n new task · q quit"
 	switch m.screen {
 	case scrTasks:
-		return "enter open · s status · / search · h/l shard · [/] page · R replay A archive C cancel N requeue p pause · " + common
+		if m.tasks.choosing {
+			return "the status key filters at once · esc keeps the filter"
+		}
+		return "enter open · s/S status · / search · h/l shard · [/] page · R replay A archive C cancel N requeue p pause · " + common
 	case scrDetail:
 		if t := m.detail.task; t != nil && t.Workflow != nil {
 			return "w workflow · tab pane · m mark · d diff · R replay A archive C cancel N requeue p pause · q back"
