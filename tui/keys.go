@@ -21,7 +21,7 @@ type KeyMap struct {
 	NextPage, PrevPage                           key.Binding
 	Mark, Diff                                   key.Binding
 	Replay, Archive, Cancel, Requeue, Submit     key.Binding
-	PauseType, PauseAll                          key.Binding
+	PauseType, PauseAll, ResumeList              key.Binding
 	ToggleSchedule, Trigger, DeleteSchedule      key.Binding
 	Workflow, OpenStep, CancelWorkflow           key.Binding
 	Confirm, Deny                                key.Binding
@@ -69,6 +69,7 @@ func DefaultKeyMap() KeyMap {
 		Submit:     k("n", "submit a new task", "n"),
 		PauseType:  k("p", "pause/resume the selected task's type", "p"),
 		PauseAll:   k("P", "pause/resume the whole queue", "P"),
+		ResumeList: k("U", "list the paused types to resume one", "U"),
 
 		ToggleSchedule: k("e", "enable/disable the schedule", "e"),
 		Trigger:        k("t", "trigger the schedule now", "t"),
@@ -98,7 +99,7 @@ func (k KeyMap) helpSections() []helpSection {
 		{"Lists", []key.Binding{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown, k.Open}},
 		{"Tasks", []key.Binding{k.Status, k.StatusPick, k.Search, k.ShardPrev, k.ShardNext, k.Clear, k.NextPage, k.PrevPage}},
 		{"Task detail", []key.Binding{k.Focus, k.Toggle, k.Mark, k.Diff}},
-		{"Actions (ask first)", []key.Binding{k.Replay, k.Archive, k.Cancel, k.Requeue, k.Submit, k.PauseType, k.PauseAll}},
+		{"Actions (ask first)", []key.Binding{k.Replay, k.Archive, k.Cancel, k.Requeue, k.Submit, k.PauseType, k.PauseAll, k.ResumeList}},
 		{"Schedules (ask first)", []key.Binding{k.ToggleSchedule, k.Trigger, k.DeleteSchedule}},
 		{"Workflow (R, C, A, N act on the selected step)", []key.Binding{k.Workflow, k.OpenStep, k.CancelWorkflow}},
 	}

@@ -163,7 +163,7 @@ func (o *overview) pauseBanner() string {
 		for _, t := range ts {
 			parts = append(parts, safe(t)+reasonText(c.Types[t].Reason))
 		}
-		lines = append(lines, "PAUSED types: "+strings.Join(parts, ", ")+" · p on one of their tasks resumes")
+		lines = append(lines, "PAUSED types: "+strings.Join(parts, ", ")+" · U lists them to resume")
 	}
 	if o.controlErr != nil {
 		lines = append(lines, "pause switches unreadable: "+oneLine(o.controlErr.Error()))

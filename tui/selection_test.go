@@ -254,3 +254,31 @@ func TestStatusPicker(t *testing.T) {
 	require.Contains(t, h.view(), "f:fail")
 	requireFits(t, h.view(), 80, 24)
 }
+
+// TestResumeList: U lists the paused types; a digit asks to resume that
+// one.
+func TestResumeList(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil, Options{}).seed().features()
+	_, err := h.q.Pause(h.ctx, "send_email", "smtp down")
+	require.NoError(t, err)
+	h.newModel(Options{})
+	h.init()
+	require.Contains(t, h.m.hints(), "U resume types")
+	h.press("U")
+	v := h.view()
+	require.Contains(t, v, "1 report")
+	require.Contains(t, v, "2 send_email")
+	require.Contains(t, v, "smtp down")
+	h.press("2")
+	require.NotNil(t, h.m.confirm)
+	require.Contains(t, h.view(), "Resume task type send_email?")
+	h.press("y")
+	c, err := h.q.Control(h.ctx)
+	require.NoError(t, err)
+	require.False(t, c.IsPaused("send_email"))
+	require.True(t, c.IsPaused("report"), "only the one picked")
+	h.press("U", "x")
+	require.False(t, h.m.resumeList)
+	require.Nil(t, h.m.confirm, "another key closes the list")
+}

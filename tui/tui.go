@@ -84,6 +84,8 @@ type Model struct {
 	helpOff  int // first help line shown (the help scrolls)
 	confirm  *confirm
 	form     *submitForm
+	// resumeList: U opened the list of paused types; a digit picks one.
+	resumeList bool
 	interval int // index into RefreshIntervals
 	gen      int // auto-refresh timer generation
 
@@ -534,6 +536,16 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 		}
 		return nil
 	}
+	if m.resumeList {
+		m.resumeList = false
+		types := m.overview.control.PausedTypes()
+		if i := strings.IndexAny(msg.String(), "123456789"); i == 0 && len(msg.String()) == 1 {
+			if n := int(msg.String()[0] - '1'); n < len(types) {
+				m.confirm = m.pauseConfirm(types[n])
+			}
+		}
+		return nil
+	}
 	if m.help {
 		switch {
 		case key.Matches(msg, k.Back) || key.Matches(msg, k.Help):
@@ -612,6 +624,13 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.PauseAll):
 		m.confirm = m.pauseConfirm("")
 		return nil
+	case key.Matches(msg, k.ResumeList):
+		if len(m.overview.control.Types) == 0 {
+			m.flash, m.flashErr = "no task type is paused", false
+			return nil
+		}
+		m.resumeList = true
+		return nil
 	case key.Matches(msg, k.PauseType) && m.target() != nil:
 		m.confirm = m.pauseConfirm(m.target().Type)
 		return nil
@@ -658,11 +677,28 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	return nil
 }
 
+// resumeView lists the paused types, numbered for U's pick.
+func (m *Model) resumeView() string {
+	var b strings.Builder
+	b.WriteString("Paused task types: press its number to resume one")
+	ctl := m.overview.control
+	now := m.clock.Now()
+	for i, typ := range ctl.PausedTypes() {
+		if i == 9 {
+			b.WriteString(fmt.Sprintf("\n   … and %d more (p on one of their tasks resumes it)", len(ctl.Types)-9))
+			break
+		}
+		p := ctl.Types[typ]
+		b.WriteString(fmt.Sprintf("\n%s %s  paused %s ago%s", m.st.Key.Render(fmt.Sprint(i+1)), safe(typ), short(now.Sub(p.At)), reasonText(p.Reason)))
+	}
+	return m.st.Box.Render(b.String())
+}
+
 // writeKey reports whether msg asks for an action that changes the queue
 // on the current screen.
 func (m *Model) writeKey(msg tea.KeyMsg) bool {
 	k := m.keys
-	for _, b := range []key.Binding{k.Replay, k.Archive, k.Cancel, k.Requeue, k.Submit, k.PauseType, k.PauseAll} {
+	for _, b := range []key.Binding{k.Replay, k.Archive, k.Cancel, k.Requeue, k.Submit, k.PauseType, k.PauseAll, k.ResumeList} {
 		if key.Matches(msg, b) {
 			return true
 		}
@@ -829,6 +865,9 @@ func (m *Model) View() string {
 		if m.confirm != nil {
 			body = m.confirm.View(m.st, m.w) + "\n" + body
 		}
+		if m.resumeList {
+			body = m.resumeView() + "\n" + body
+		}
 	}
 	bodyH := max(m.h-4, 1)
 	lines := strings.Split(body, "\n")
@@ -865,7 +904,7 @@ func (m *Model) hints() string {
 	h := m.allHints()
 	if m.readOnly {
 		for _, w := range []string{"R replay A archive C cancel N requeue p pause · ", "R replay · C cancel step · X cancel workflow · ",
-			"e enable/disable · t trigger · X delete · ", "P pause queue · ", "n new task · "} {
+			"e enable/disable · t trigger · X delete · ", "U resume types · ", "P pause queue · ", "n new task · "} {
 			h = strings.ReplaceAll(h, w, "")
 		}
 	}
@@ -881,6 +920,8 @@ func (m *Model) allHints() string {
 		return "tab next field · enter submit · esc cancel"
 	case m.confirm != nil:
 		return "y confirm · n/esc cancel"
+	case m.resumeList:
+		return "1-9 resume that type (asks first) · any other key closes"
 	}
 	common := "? keys · r refresh · i interval · n new task · q quit"
 	switch m.screen {
@@ -900,6 +941,9 @@ func (m *Model) allHints() string {
 		return "e enable/disable · t trigger · X delete · P pause queue · " + common
 	}
 	if m.screen == scrOverview {
+		if len(m.overview.control.Types) > 0 {
+			return "1-4 screens · / search · U resume types · P pause queue · " + common
+		}
 		return "1-4 screens · / search · P pause queue · " + common
 	}
 	return "1-4 screens · P pause queue · " + common
