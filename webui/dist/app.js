@@ -2029,13 +2029,20 @@ function layout(rep, { nodeW = 168, nodeH = 44, gapX = 56, gapY = 14, pad = 8 } 
 // src/search.js
 var SEARCH_LIMIT = 20;
 var TYPE_SCAN_PAGES = 10;
-var SEARCH_HELP = "an id or its beginning, type:NAME, or key:TYPE/KEY";
+var RESOLVE_PAGES = 4;
+var SEARCH_HELP = "an id, the short id a list shows, type:NAME, or key:TYPE/KEY";
 function idPrefix(text) {
   const hex = String(text).trim().toLowerCase().replace(/-/g, "");
   if (!/^[0-9a-f]{1,32}$/.test(hex)) return null;
   let prefix = "";
   for (let i = 0; i < hex.length; i++) prefix += ([8, 12, 16, 20].includes(i) ? "-" : "") + hex[i];
   return { prefix, hex };
+}
+function idSuffix(hex) {
+  const start2 = 32 - hex.length;
+  let out = "";
+  for (let i = start2; i < 32; i++) out += (i > start2 && [8, 12, 16, 20].includes(i) ? "-" : "") + hex[i - start2];
+  return out;
 }
 function parseSearch(input) {
   const text = String(input ?? "").trim();
@@ -2070,7 +2077,7 @@ function searchCost(q, mode, shards2) {
   if (q.kind === "id" && q.full) return api ? "1 request to qo serve (it makes 1 GET)" : "1 GET";
   if (q.kind === "id") {
     const n = idShards(q.prefix, shards2).length;
-    const s32 = `${n} LIST${n === 1 ? "" : ` (one per shard)`} + 1 GET per task shown (at most ${SEARCH_LIMIT})`;
+    const s32 = `${n} LIST${n === 1 ? "" : ` (one per shard)`} + 1 GET per task shown (at most ${SEARCH_LIMIT}); when no id starts with it, 5 LIST for the ids ending with it (the short ids of the lists)`;
     return api ? `1 request to qo serve (it makes ${s32})` : s32;
   }
   if (q.kind === "key") return api ? "1 request to qo serve (it makes 2 GET)" : "2 GET (the key's marker, then its task)";
@@ -2079,8 +2086,8 @@ function searchCost(q, mode, shards2) {
 }
 function searchNote(q, found) {
   if (q.kind === "type") return "Pending, running and failed tasks only: finished and waiting tasks are not found by type (their keys do not name it; finding them would mean reading every task).";
-  if (q.kind === "id" && !q.full && !found && q.prefix.length === 8) {
-    return "The short ids in the lists are the END of an id (its random part): no key starts with them, so the page cannot find a task by them without listing every task. Search with the id's beginning, or paste the full id.";
+  if (q.kind === "id" && !q.full && !found) {
+    return "No task starts with it, and none of the last 24 hours, live or among the newest dead letters, ends with it: paste the full id for an older task.";
   }
   return "";
 }
@@ -2456,6 +2463,7 @@ var S3Backend = class {
           if (ID.test(id) && shardOf(id, shard.length) === shard) ids.push(id);
         }
       }));
+      if (!ids.length) ids = await this.findBySuffix(idSuffix(q.prefix.replace(/-/g, "")), list[0].length);
       ids.sort();
       more = ids.length > SEARCH_LIMIT;
       ids = ids.slice(0, SEARCH_LIMIT);
@@ -2463,6 +2471,42 @@ var S3Backend = class {
     const n = list[0].length;
     const { tasks, malformed } = await this.readTasks(ids.map((id) => taskKey(shardOf(id, n), id)));
     return { tasks: tasks.filter(Boolean), more: more ? ["id"] : [], malformed };
+  }
+  /**
+   * findBySuffix returns the ids that end with suffix (the short id a list
+   * shows), as queue.ResolveID finds them: the end of a time-ordered id
+   * holds its shard, so only that shard's ready, lease and waiting
+   * entries, its tasks created in the list window and the newest dead
+   * letters are listed, at most RESOLVE_PAGES LISTs each, whatever the
+   * history.
+   */
+  async findBySuffix(suffix, n) {
+    const hex = suffix.replace(/-/g, "");
+    if (hex.length < n) return [];
+    const shard = hex.slice(-n);
+    const tasks = `${TASKS_PREFIX}${shard}/`;
+    const fromKey = (key) => indexEntry(key)?.id;
+    const places = [
+      { prefix: `${READY_PREFIX}${shard}/`, id: fromKey },
+      { prefix: `${LEASES_PREFIX}${shard}/`, id: fromKey },
+      { prefix: `${WAITING_PREFIX}${shard}/`, id: fromKey },
+      { prefix: DEAD_PREFIX, id: fromKey },
+      { prefix: tasks, after: tasks + idFloor(this.now().getTime() - LIST_WINDOW_MS), id: (key) => key.slice(tasks.length, -".json".length) }
+    ];
+    const found = /* @__PURE__ */ new Set();
+    await Promise.all(places.map(async (p) => {
+      let after = p.after || "";
+      for (let i = 0; i < RESOLVE_PAGES; i++) {
+        const page = await this.s3.list(p.prefix, { startAfter: after });
+        for (const { key } of page.keys) {
+          const id = p.id(key);
+          if (id && ID.test(id) && id.endsWith(suffix)) found.add(id);
+          after = key;
+        }
+        if (!page.next || !page.keys.length) return;
+      }
+    }));
+    return [...found];
   }
   /**
    * deadOfType lists the dead letters of a type for a bulk action, from
@@ -4088,7 +4132,7 @@ function renderDetail(now) {
     h("td", { class: "error" }, e.error || "")
   ));
   box.replaceChildren(
-    h("h2", { class: "mono" }, t.id),
+    h("h2", { class: "mono" }, t.id, " ", h("button", { id: "copy-id", class: "copy", title: "copy the full id", onclick: () => copyID(t.id) }, "copy id")),
     h("div", { class: "actions" }, actions, h("a", { class: "permalink", href: navFragment(state.cfg, { view: state.view, task: t.id, search: state.search?.text, type: state.filter.type, workflow: state.workflow }) }, "link to this task")),
     h(
       "table",
@@ -4203,6 +4247,19 @@ function showDiff() {
     }))
   );
   pre.hidden = false;
+}
+async function copyID(id) {
+  try {
+    await navigator.clipboard.writeText(id);
+    state.flash = `copied ${id}`;
+  } catch (err) {
+    const range = document.createRange();
+    range.selectNodeContents($("#detail h2").firstChild);
+    getSelection().removeAllRanges();
+    getSelection().addRange(range);
+    state.flash = `select and copy the id (the browser refused the clipboard: ${err.message})`;
+  }
+  render();
 }
 async function select(id) {
   const gen = state.gen;

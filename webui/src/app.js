@@ -951,7 +951,7 @@ function renderDetail(now) {
     h('td', {}, e.event), h('td', {}, e.status || ''), h('td', { class: 'num' }, e.attempt ?? ''), h('td', {}, e.worker_id || '-'),
     h('td', { class: 'error' }, e.error || '')));
   box.replaceChildren(
-    h('h2', { class: 'mono' }, t.id),
+    h('h2', { class: 'mono' }, t.id, ' ', h('button', { id: 'copy-id', class: 'copy', title: 'copy the full id', onclick: () => copyID(t.id) }, 'copy id')),
     h('div', { class: 'actions' }, actions, h('a', { class: 'permalink', href: navFragment(state.cfg, { view: state.view, task: t.id, search: state.search?.text, type: state.filter.type, workflow: state.workflow }) }, 'link to this task')),
     h('table', { class: 'fields' },
       field('type', t.task_type), field('status', h('span', { class: `st ${t.status}` }, t.status)),
@@ -1039,6 +1039,24 @@ function showDiff() {
       return h('div', { class: part.added ? 'add' : part.removed ? 'del' : '' }, `${sign} ${line}`);
     })));
   pre.hidden = false;
+}
+
+// copyID puts a task's full id on the clipboard: the lists show its end
+// only (the short id), which every command and search takes too, but a
+// script or a ticket wants all of it.
+async function copyID(id) {
+  try {
+    await navigator.clipboard.writeText(id);
+    state.flash = `copied ${id}`;
+  } catch (err) {
+    // No clipboard (a page not served over HTTPS or localhost): select it.
+    const range = document.createRange();
+    range.selectNodeContents($('#detail h2').firstChild);
+    getSelection().removeAllRanges();
+    getSelection().addRange(range);
+    state.flash = `select and copy the id (the browser refused the clipboard: ${err.message})`;
+  }
+  render();
 }
 
 async function select(id) {
