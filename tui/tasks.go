@@ -123,9 +123,7 @@ func (t *tasks) apply(m tasksMsg) {
 	t.page = m.page
 	v := t.visible()
 	if i := slices.IndexFunc(v, func(task *queue.Task) bool { return task.ID == t.selID }); i >= 0 && t.selID != uuid.Nil {
-		// Keep the row on screen where it was, as far as the list allows.
-		t.offset = max(t.offset+i-t.sel, 0)
-		t.sel = i
+		t.sel = i // the view scrolls only if the row would leave the screen
 	}
 	t.sel = max(min(t.sel, len(v)-1), 0)
 	t.noteSel()
