@@ -4132,8 +4132,8 @@ function renderDetail(now) {
     h("td", { class: "error" }, e.error || "")
   ));
   box.replaceChildren(
-    h("h2", { class: "mono" }, t.id, " ", h("button", { id: "copy-id", class: "copy", title: "copy the full id", onclick: () => copyID(t.id) }, "copy id")),
-    h("div", { class: "actions" }, actions, h("a", { class: "permalink", href: navFragment(state.cfg, { view: state.view, task: t.id, search: state.search?.text, type: state.filter.type, workflow: state.workflow }) }, "link to this task")),
+    h("h2", { class: "mono" }, t.id),
+    h("div", { class: "actions" }, actions, h("button", { id: "copy-id", title: "copy the full id", onclick: () => copyID(t.id) }, "Copy id"), h("a", { class: "permalink", href: navFragment(state.cfg, { view: state.view, task: t.id, search: state.search?.text, type: state.filter.type, workflow: state.workflow }) }, "link to this task")),
     h(
       "table",
       { class: "fields" },
@@ -4254,7 +4254,7 @@ async function copyID(id) {
     state.flash = `copied ${id}`;
   } catch (err) {
     const range = document.createRange();
-    range.selectNodeContents($("#detail h2").firstChild);
+    range.selectNodeContents($("#detail h2"));
     getSelection().removeAllRanges();
     getSelection().addRange(range);
     state.flash = `select and copy the id (the browser refused the clipboard: ${err.message})`;

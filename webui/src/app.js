@@ -951,8 +951,8 @@ function renderDetail(now) {
     h('td', {}, e.event), h('td', {}, e.status || ''), h('td', { class: 'num' }, e.attempt ?? ''), h('td', {}, e.worker_id || '-'),
     h('td', { class: 'error' }, e.error || '')));
   box.replaceChildren(
-    h('h2', { class: 'mono' }, t.id, ' ', h('button', { id: 'copy-id', class: 'copy', title: 'copy the full id', onclick: () => copyID(t.id) }, 'copy id')),
-    h('div', { class: 'actions' }, actions, h('a', { class: 'permalink', href: navFragment(state.cfg, { view: state.view, task: t.id, search: state.search?.text, type: state.filter.type, workflow: state.workflow }) }, 'link to this task')),
+    h('h2', { class: 'mono' }, t.id),
+    h('div', { class: 'actions' }, actions, h('button', { id: 'copy-id', title: 'copy the full id', onclick: () => copyID(t.id) }, 'Copy id'), h('a', { class: 'permalink', href: navFragment(state.cfg, { view: state.view, task: t.id, search: state.search?.text, type: state.filter.type, workflow: state.workflow }) }, 'link to this task')),
     h('table', { class: 'fields' },
       field('type', t.task_type), field('status', h('span', { class: `st ${t.status}` }, t.status)),
       field('priority', priorityOf(t)), field('shard', t.shard),
@@ -1051,7 +1051,7 @@ async function copyID(id) {
   } catch (err) {
     // No clipboard (a page not served over HTTPS or localhost): select it.
     const range = document.createRange();
-    range.selectNodeContents($('#detail h2').firstChild);
+    range.selectNodeContents($('#detail h2'));
     getSelection().removeAllRanges();
     getSelection().addRange(range);
     state.flash = `select and copy the id (the browser refused the clipboard: ${err.message})`;
