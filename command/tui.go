@@ -41,9 +41,11 @@ Screens (switch with 1, 2, 3, 4 or tab; ? lists every key):
               failures per minute, the oldest pending task, live workers,
               the fleet's S3 requests per second and cost per hour, and
               what is paused
-  2 Tasks     browse by shard (h/l), filter by status (s), search (/) by id
-              prefix, full id or type, or wf:NAME / wf:ID for a workflow;
-              priorities shown; enter opens a task
+  2 Tasks     browse by shard (h/l), filter by status (s steps, S picks),
+              search (/) by the short id the list shows, a full id or a
+              type, or wf:NAME / wf:ID for a workflow; the selection follows
+              its task across refreshes; "42 of 1,310" says where it is;
+              pending tasks of a paused type are marked; enter opens a task
   3 Workers   health (active/stale/dead by heartbeat age), running tasks,
               counters, shards held
   4 Schedules cron schedules with their next due time and last run
@@ -58,7 +60,8 @@ Screens (switch with 1, 2, 3, 4 or tab; ? lists every key):
 
 Actions ask for confirmation first: R replay, A archive, C cancel,
 N requeue now, n submit a new task, p pause or resume the selected task's
-type, P pause or resume the whole queue; on the schedules screen e enables
+type, P pause or resume the whole queue, U list the paused types to resume
+one; on the schedules screen e enables
 or disables, t triggers a run now, X deletes. Errors show in the status line; the
 console keeps running through S3 outages and malformed objects. With
 --readonly no action is offered or accepted, and the header says READ-ONLY.
