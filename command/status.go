@@ -37,7 +37,7 @@ output_ref still say where it lives.
 Examples:
   qo status 0b6f4c2e-8d1a-4f7e-9c3b-2a5d6e7f8a9b
   qo status 0b6f4c2e-8d1a-4f7e-9c3b-2a5d6e7f8a9b --json | jq -r .status
-  qo status 2a5d6e7f                             # the short id from qo list`,
+  qo status 264545bf                             # the short id qo list shows`,
 		Flags: []cli.Flag{jsonFlag()},
 		Action: func(c *cli.Context) error {
 			id, err := oneID(c)
