@@ -524,3 +524,34 @@ func TestWebUISelectionAndCopyID(t *testing.T) {
 		}
 	}
 }
+
+// TestWebUIReadOnlyServer: through qo serve --readonly the page says it is
+// read-only and offers no action; the server refuses one sent anyway.
+func TestWebUIReadOnlyServer(t *testing.T) {
+	t.Parallel()
+	ctx := browser(t)
+	e := wkSetup(t)
+	failed := failMany(t, e, "email", 1)[0]
+	srv := startServe(t, e, "--readonly")
+	var shown, actions, toggles, checks int
+	require.NoError(t, chromedp.Run(ctx,
+		chromedp.Navigate(srv.ui),
+		chromedp.WaitVisible(`#types tr[data-type="email"]`, chromedp.ByQuery),
+		noAutoRefresh(),
+		poll(`!document.querySelector('#readonly-note').hidden`),
+		chromedp.Evaluate(`[...document.querySelectorAll('#types button.toggle, #pause-all')].filter((b) => b.offsetParent !== null).length`, &toggles),
+		chromedp.Click("#tab-dead", chromedp.ByQuery),
+		chromedp.WaitVisible(row(failed), chromedp.ByQuery),
+		chromedp.Evaluate(`[...document.querySelectorAll('td.check, #bulk-replay-checked')].filter((b) => b.offsetParent !== null).length`, &checks),
+		clickRow(failed),
+		poll(`document.querySelector('#detail h2')?.textContent === '`+failed.ID.String()+`'`),
+		chromedp.Evaluate(`document.querySelectorAll('#detail [id^="act-"]').length`, &shown),
+		chromedp.Evaluate(`[...document.querySelectorAll('#detail [id^="act-"]')].filter((b) => b.offsetParent !== null).length`, &actions),
+	))
+	require.Contains(t, text(ctx, t, "#readonly-note"), "READ-ONLY")
+	require.Positive(t, shown, "the actions are drawn (a failed task may be replayed)...")
+	require.Zero(t, actions, "...but none is offered")
+	require.Zero(t, toggles, "no pause switch")
+	require.Zero(t, checks, "no bulk action")
+	screenshot(t, ctx, "readonly")
+}

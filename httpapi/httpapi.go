@@ -197,6 +197,7 @@ func (a *api) wrap(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if a.opts.AllowOrigin != "" && strings.HasPrefix(r.URL.Path, "/api/") {
 			w.Header().Set("Access-Control-Allow-Origin", a.opts.AllowOrigin)
+			w.Header().Set("Access-Control-Expose-Headers", "X-Qo-Read-Only")
 			w.Header().Set("Vary", "Origin")
 		}
 		if !a.hostAllowed(r.Host) {
@@ -207,6 +208,9 @@ func (a *api) wrap(rt route) http.Handler {
 		if status, code, msg := a.crossSite(r); status != 0 {
 			writeError(w, status, code, msg)
 			return
+		}
+		if a.opts.ReadOnly {
+			w.Header().Set("X-Qo-Read-Only", "true") // the web UI offers no write
 		}
 		if a.opts.ReadOnly && r.Method != http.MethodGet && r.Method != http.MethodHead && r.Method != http.MethodOptions {
 			writeError(w, http.StatusForbidden, "read_only", "this server is read-only (qo serve --readonly): it changes nothing in the queue; use a server without --readonly, or the CLI")

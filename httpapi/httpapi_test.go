@@ -612,8 +612,9 @@ func TestReadOnly(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, storetest.Backends()[0], Options{ReadOnly: true})
 	id := e.tasks["pending"].ID.String()
-	status, _, _ := e.do(t, "GET", "/api/tasks/"+id, "")
+	status, _, hdr := e.do(t, "GET", "/api/tasks/"+id, "")
 	require.Equal(t, 200, status)
+	require.Equal(t, "true", hdr.Get("X-Qo-Read-Only"), "the web UI learns it offers no write")
 	for _, c := range []struct{ method, path, body string }{
 		{"POST", "/api/tasks/" + id + "/cancel", ""},
 		{"POST", "/api/tasks", `{"type":"email"}`},

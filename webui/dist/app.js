@@ -2981,6 +2981,7 @@ var ApiBackend = class {
     const res = await fetch(this.base + path, { method, headers, body: body && JSON.stringify(body) });
     const date = res.headers.get("Date");
     if (date) this.offset = Date.parse(date) + 500 - Date.now();
+    this.readOnly = res.headers.get("X-Qo-Read-Only") === "true";
     const data = await res.json().catch(() => ({}));
     if (!res.ok) {
       const msg = data.error?.message || `${res.status} ${res.statusText}`;
@@ -3677,6 +3678,9 @@ function shownTasks() {
   return state.view === "search" ? state.search?.tasks || [] : state.tasks;
 }
 function render() {
+  const readOnly = Boolean(state.backend?.readOnly);
+  document.body.classList.toggle("readonly", readOnly);
+  $("#readonly-note").hidden = !readOnly;
   renderViews();
   renderPaused();
   const now = state.backend.now();

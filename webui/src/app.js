@@ -527,6 +527,9 @@ function shownTasks() {
 }
 
 function render() {
+  const readOnly = Boolean(state.backend?.readOnly);
+  document.body.classList.toggle('readonly', readOnly);
+  $('#readonly-note').hidden = !readOnly;
   renderViews();
   renderPaused();
   const now = state.backend.now();

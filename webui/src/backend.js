@@ -814,6 +814,8 @@ export class ApiBackend {
     const res = await fetch(this.base + path, { method, headers, body: body && JSON.stringify(body) });
     const date = res.headers.get('Date');
     if (date) this.offset = Date.parse(date) + 500 - Date.now();
+    // qo serve --readonly says so on every answer: the page offers no write.
+    this.readOnly = res.headers.get('X-Qo-Read-Only') === 'true';
     const data = await res.json().catch(() => ({}));
     if (!res.ok) {
       const msg = data.error?.message || `${res.status} ${res.statusText}`;
