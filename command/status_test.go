@@ -94,3 +94,16 @@ func TestOperatorActionsNameUserAndHost(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "paused ("+queue.Actor()+", qo pause)", ctl.Types["job"].Reason)
 }
+
+// --after takes the short id qo list shows too.
+func TestSubmitAfterTheShortID(t *testing.T) {
+	q := newQueueCLI(t)
+	q.ok("init")
+	parent := q.task("submit", "--type", "job", "--input", `{}`)
+	child := q.task("submit", "--type", "job", "--input", `{}`, "--after", queue.ShortID(parent.ID))
+	require.Len(t, child.Parents, 1)
+	require.Equal(t, parent.ID, child.Parents[0].ID)
+	code, _, errs := q.run("submit", "--type", "job", "--after", "zz")
+	require.Equal(t, exitUsage, code, errs)
+	require.Contains(t, errs, "--after")
+}
