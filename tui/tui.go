@@ -79,15 +79,15 @@ type Model struct {
 	quitPrompt string
 	readOnly   bool
 
-	screen   screen
-	help     bool
-	helpOff  int // first help line shown (the help scrolls)
-	confirm  *confirm
-	form     *submitForm
+	screen  screen
+	help    bool
+	helpOff int // first help line shown (the help scrolls)
+	confirm *confirm
+	form    *submitForm
 	// resumeList: U opened the list of paused types; a digit picks one.
 	resumeList bool
-	interval int // index into RefreshIntervals
-	gen      int // auto-refresh timer generation
+	interval   int // index into RefreshIntervals
+	gen        int // auto-refresh timer generation
 
 	counter  *queue.StatsCounter
 	overview overview
@@ -539,8 +539,8 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	if m.resumeList {
 		m.resumeList = false
 		types := m.overview.control.PausedTypes()
-		if i := strings.IndexAny(msg.String(), "123456789"); i == 0 && len(msg.String()) == 1 {
-			if n := int(msg.String()[0] - '1'); n < len(types) {
+		if k := msg.String(); len(k) == 1 && k[0] >= '1' && k[0] <= '9' {
+			if n := int(k[0] - '1'); n < len(types) {
 				m.confirm = m.pauseConfirm(types[n])
 			}
 		}
