@@ -77,7 +77,7 @@ func resolveTaskID(c *cli.Context, s string) (uuid.UUID, error) {
 		return id, nil
 	}
 	if _, _, err := queue.CanonicalIDPrefix(s); err != nil {
-		return uuid.Nil, usageError("%q is not a task id: give the whole id, or the short id qo list shows (e.g. 264545bf)", s)
+		return uuid.Nil, usageError("%q is not a task id (give the whole id, or the short id qo list shows, e.g. 264545bf)", s)
 	}
 	q, err := openQueue(c)
 	if err != nil {
