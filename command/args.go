@@ -65,9 +65,32 @@ func oneID(c *cli.Context) (uuid.UUID, error) {
 	if len(args) != 1 {
 		return uuid.Nil, usageError("want exactly one task id, got %d arguments (usage: %s)", len(args), c.Command.UsageText)
 	}
-	id, err := queue.ParseID(args[0])
+	return resolveTaskID(c, args[0])
+}
+
+// resolveTaskID turns a task id argument into the id: the whole id, or
+// the short form lists show (the end of the id, e.g. 264545bf), or its
+// first digits, resolved in the bucket at a bounded cost
+// (queue.ResolveID). An id naming several tasks lists them.
+func resolveTaskID(c *cli.Context, s string) (uuid.UUID, error) {
+	if id, err := queue.ParseID(s); err == nil {
+		return id, nil
+	}
+	if _, _, err := queue.CanonicalIDPrefix(s); err != nil {
+		return uuid.Nil, usageError("%q is not a task id (give the whole id, or the short id qo list shows, e.g. 264545bf)", s)
+	}
+	q, err := openQueue(c)
 	if err != nil {
+		return uuid.Nil, err
+	}
+	id, err := q.ResolveID(c.Context, s)
+	switch {
+	case errors.Is(err, queue.ErrAmbiguousID):
 		return uuid.Nil, usageError("%s", inputMessage(err))
+	case errors.Is(err, queue.ErrNotFound):
+		return uuid.Nil, fmt.Errorf("no task of this queue has an id ending (or starting) with %q: check the id and --bucket, or give the whole id: %w", s, queue.ErrNotFound)
+	case err != nil:
+		return uuid.Nil, err
 	}
 	return id, nil
 }
@@ -88,9 +111,9 @@ func inputMessage(err error) string {
 	return strings.TrimPrefix(err.Error(), queue.ErrInvalidInput.Error()+": ")
 }
 
-// taskIDs parses the id arguments of wait and tail: each a task id, or "-"
-// for ids read from stdin. Duplicates are dropped, order kept.
-func taskIDs(args []string) ([]uuid.UUID, error) {
+// taskIDs parses the id arguments of wait and tail: each a task id (whole
+// or short, see resolveTaskID), or "-" for ids read from stdin. Duplicates are dropped, order kept.
+func taskIDs(c *cli.Context, args []string) ([]uuid.UUID, error) {
 	var words []string
 	for _, a := range args {
 		if a != "-" {
@@ -110,9 +133,9 @@ func taskIDs(args []string) ([]uuid.UUID, error) {
 	seen := map[uuid.UUID]bool{}
 	var ids []uuid.UUID
 	for _, w := range words {
-		id, err := queue.ParseID(w)
+		id, err := resolveTaskID(c, w)
 		if err != nil {
-			return nil, usageError("%s", inputMessage(err))
+			return nil, err
 		}
 		if !seen[id] {
 			seen[id] = true

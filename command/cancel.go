@@ -35,6 +35,6 @@ Examples:
   qo cancel 0b6f4c2e-8d1a-4f7e-9c3b-2a5d6e7f8a9b && qo wait 0b6f4c2e-8d1a-4f7e-9c3b-2a5d6e7f8a9b`,
 		[]cli.Flag{&cli.StringFlag{Name: "reason", Usage: "why, as `TEXT` kept in the task's cancel_reason"}},
 		func(ctx context.Context, c *cli.Context, q *queue.Queue, id uuid.UUID) (*queue.Task, error) {
-			return q.Cancel(ctx, id, c.String("reason"))
+			return q.Cancel(ctx, id, queue.ActorReason(c.String("reason"), "cancelled", "qo cancel"))
 		})
 }

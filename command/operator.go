@@ -106,7 +106,7 @@ func bulkRequest(c *cli.Context, op string, args []string) (queue.BulkActionRequ
 		if len(args) == 0 {
 			return req, uuid.Nil, usageError("want task ids ('-' reads them from stdin) or a filter such as --status %s (usage: %s)", queue.OperatorFrom(op)[0], c.Command.UsageText)
 		}
-		ids, err := taskIDs(args)
+		ids, err := taskIDs(c, args)
 		if err != nil {
 			return req, uuid.Nil, err
 		}

@@ -80,7 +80,7 @@ func pauseOrResume(c *cli.Context, pause bool) error {
 	}
 	for _, t := range types {
 		if pause {
-			ctl, err = q.Pause(c.Context, t, c.String("reason"))
+			ctl, err = q.Pause(c.Context, t, queue.ActorReason(c.String("reason"), "paused", "qo pause"))
 		} else {
 			ctl, err = q.Resume(c.Context, t)
 		}

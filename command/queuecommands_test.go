@@ -67,7 +67,7 @@ func TestQueueCommandsBadInput(t *testing.T) {
 	}{
 		{[]string{"status", "nope"}, "not a task id"},
 		{[]string{"status"}, "exactly one task id"},
-		{[]string{"history", "1234"}, "not a task id"},
+		{[]string{"history", "1234g"}, "not a task id"},
 		{[]string{"cancel", "x-y"}, "not a task id"},
 		{[]string{"submit", "--input", "{}"}, "--type is required"},
 		{[]string{"submit", "--type", "a b"}, "contains"},

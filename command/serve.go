@@ -32,6 +32,8 @@ func serveCommand() *cli.Command {
 		&cli.BoolFlag{Name: "no-ui", Usage: "do not serve the web UI at /"},
 		&cli.BoolFlag{Name: "no-auth", EnvVars: []string{"QO_API_NO_AUTH"},
 			Usage: "serve without a token (loopback only): any local process, and any web page the operator opens that passes the cross-site checks, may use the API"},
+		&cli.BoolFlag{Name: "readonly", EnvVars: []string{"QO_API_READONLY"},
+			Usage: "refuse every request that would change the queue (403 read_only): a dashboard for production"},
 		&cli.StringSliceFlag{Name: "allowed-host", EnvVars: []string{"QO_API_ALLOWED_HOSTS"},
 			Usage: "also answer requests whose Host header is `NAME` (repeatable; on loopback only localhost, 127.0.0.1 and ::1 are answered, which defeats DNS rebinding)"},
 	}
@@ -87,6 +89,9 @@ token off, on loopback only, and never with --allow-origin '*' or 'null'
 random: a placeholder such as REPLACE_ME or one under 128 bits of apparent
 entropy (length x log2 of the alphabet it uses) is refused; make one with
 openssl rand -hex 16.
+
+--readonly refuses every POST and DELETE with 403 {"error": {"code":
+"read_only"}}: the API and the web UI through it only read.
 
 Browsers: a POST body must be JSON (Content-Type: application/json, 415
 otherwise), and requests that change the queue from another site's page
@@ -289,9 +294,12 @@ func runServe(c *cli.Context) error {
 	watchStoreMetrics(m, q)
 	var stopping atomic.Bool
 	opts := httpapi.Options{Token: token, MaxBody: c.Int64("max-body"), Metrics: m, AllowOrigin: c.String("allow-origin"), AllowedHosts: hosts,
-		ShuttingDown: stopping.Load, Logger: log}
+		ShuttingDown: stopping.Load, Logger: log, ReadOnly: c.Bool("readonly")}
 	if token != "" {
 		opts.LoginCodes = httpapi.NewLoginCodes[struct{}](0, nil)
+	}
+	if opts.ReadOnly {
+		fmt.Fprintln(c.App.ErrWriter, "qo: read-only: requests that would change the queue are refused (403)")
 	}
 	if !c.Bool("no-ui") {
 		opts.UI = webui.Handler()

@@ -27,13 +27,17 @@ func statusCommand() *cli.Command {
 		UsageText: "qo status ID [--json]",
 		Description: `Shows the task's current state. A pending task in backoff or delayed shows
 when it becomes available; a running task shows when its lease expires.
+ID is the whole id or the short id qo list shows (its end, e.g. 264545bf;
+every command taking a task id accepts it), looked for in that id's shard
+at a fixed cost; one naming several tasks lists them.
 --json prints the task object as stored in the bucket, except that an input or
 output stored in its own object (over 256 KiB) is loaded in; input_ref and
 output_ref still say where it lives.
 
 Examples:
   qo status 0b6f4c2e-8d1a-4f7e-9c3b-2a5d6e7f8a9b
-  qo status 0b6f4c2e-8d1a-4f7e-9c3b-2a5d6e7f8a9b --json | jq -r .status`,
+  qo status 0b6f4c2e-8d1a-4f7e-9c3b-2a5d6e7f8a9b --json | jq -r .status
+  qo status 264545bf                             # the short id qo list shows`,
 		Flags: []cli.Flag{jsonFlag()},
 		Action: func(c *cli.Context) error {
 			id, err := oneID(c)

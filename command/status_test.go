@@ -55,3 +55,55 @@ func TestStatusLoadsOffloadedInput(t *testing.T) {
 	require.NotNil(t, res.Tasks[0].Task.OutputRef)
 	require.JSONEq(t, big, string(res.Tasks[0].Task.Output))
 }
+
+// The short id qo list shows (the end of the id) is accepted by every
+// command that takes a task id; one naming no task says so.
+func TestCommandsTakeTheShortIDListsShow(t *testing.T) {
+	q := newQueueCLI(t)
+	q.ok("init")
+	task := q.task("submit", "--type", "job", "--input", `{}`)
+	short := queue.ShortID(task.ID)
+	require.Contains(t, q.ok("list"), short, "the list shows the short id")
+	for _, args := range [][]string{{"status", short}, {"history", short, "--json"}, {"status", strings.ToUpper(short)}} {
+		require.Contains(t, q.ok(args...), task.ID.String(), "qo %v", args)
+	}
+	require.Contains(t, q.ok("cancel", short), "task "+task.ID.String()+": pending -> cancelled")
+	_, out, _ := q.run("wait", short, "--json")
+	require.Contains(t, out, task.ID.String(), "qo wait takes it too")
+	code, _, errs := q.run("status", "0000beef")
+	require.Equal(t, exitNotFound, code, errs)
+	require.Contains(t, errs, `ending (or starting) with "0000beef"`)
+	code, _, errs = q.run("status", "zz-top")
+	require.Equal(t, exitUsage, code, errs)
+	require.Contains(t, errs, "short id qo list shows")
+}
+
+// Operator actions record who acted and on which host, not only the tool.
+func TestOperatorActionsNameUserAndHost(t *testing.T) {
+	q := newQueueCLI(t)
+	q.ok("init")
+	task := q.task("submit", "--type", "job", "--input", `{}`)
+	q.ok("cancel", task.ID.String(), "--reason", "duplicate")
+	got := q.task("status", task.ID.String())
+	require.Equal(t, "duplicate ("+queue.Actor()+", qo cancel)", got.CancelReason)
+	require.Contains(t, queue.Actor(), "@")
+	q.ok("pause", "job")
+	qq, err := queue.Open(context.Background(), q.s, queue.Options{})
+	require.NoError(t, err)
+	ctl, err := qq.Control(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, "paused ("+queue.Actor()+", qo pause)", ctl.Types["job"].Reason)
+}
+
+// --after takes the short id qo list shows too.
+func TestSubmitAfterTheShortID(t *testing.T) {
+	q := newQueueCLI(t)
+	q.ok("init")
+	parent := q.task("submit", "--type", "job", "--input", `{}`)
+	child := q.task("submit", "--type", "job", "--input", `{}`, "--after", queue.ShortID(parent.ID))
+	require.Len(t, child.Parents, 1)
+	require.Equal(t, parent.ID, child.Parents[0].ID)
+	code, _, errs := q.run("submit", "--type", "job", "--after", "zz")
+	require.Equal(t, exitUsage, code, errs)
+	require.Contains(t, errs, "--after")
+}

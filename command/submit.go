@@ -217,9 +217,9 @@ func submitRequest(c *cli.Context) (queue.SubmitRequest, error) {
 			if part = strings.TrimSpace(part); part == "" {
 				continue
 			}
-			id, err := queue.ParseID(part)
+			id, err := resolveTaskID(c, part) // the whole id or the short id qo list shows
 			if err != nil {
-				return req, usageError("--after: %s", inputMessage(err))
+				return req, fmt.Errorf("--after: %w", err)
 			}
 			req.After = append(req.After, id)
 		}

@@ -159,7 +159,7 @@ func runTail(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	ids, err := taskIDs(args)
+	ids, err := taskIDs(c, args)
 	if err != nil {
 		return err
 	}

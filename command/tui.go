@@ -21,6 +21,8 @@ func tuiFlags() []cli.Flag {
 		&cli.StringFlag{Name: "status", Usage: "start the task list filtered to `STATUS`: " + statusChoices()},
 		&cli.StringFlag{Name: "shard", Usage: "start the task list on one `SHARD`"},
 		&cli.StringFlag{Name: "type", Usage: "start the task list filtered to task `TYPE`"},
+		&cli.BoolFlag{Name: "readonly", EnvVars: []string{"QO_TUI_READONLY"},
+			Usage: "offer no action that changes the queue (for production): browse and inspect only"},
 		&cli.Float64Flag{Name: "price-put", Value: store.AWSStandardPrices.PutPer1000,
 			Usage: "US$ per 1,000 PUT/LIST requests, for the cost estimate"},
 		&cli.Float64Flag{Name: "price-get", Value: store.AWSStandardPrices.GetPer1000,
@@ -39,9 +41,11 @@ Screens (switch with 1, 2, 3, 4 or tab; ? lists every key):
               failures per minute, the oldest pending task, live workers,
               the fleet's S3 requests per second and cost per hour, and
               what is paused
-  2 Tasks     browse by shard (h/l), filter by status (s), search (/) by id
-              prefix, full id or type, or wf:NAME / wf:ID for a workflow;
-              priorities shown; enter opens a task
+  2 Tasks     browse by shard (h/l), filter by status (s steps, S picks),
+              search (/) by the short id the list shows, a full id or a
+              type, or wf:NAME / wf:ID for a workflow; the selection follows
+              its task across refreshes; "42 of 1,310" says where it is;
+              pending tasks of a paused type are marked; enter opens a task
   3 Workers   health (active/stale/dead by heartbeat age), running tasks,
               counters, shards held
   4 Schedules cron schedules with their next due time and last run
@@ -56,9 +60,11 @@ Screens (switch with 1, 2, 3, 4 or tab; ? lists every key):
 
 Actions ask for confirmation first: R replay, A archive, C cancel,
 N requeue now, n submit a new task, p pause or resume the selected task's
-type, P pause or resume the whole queue; on the schedules screen e enables
+type, P pause or resume the whole queue, U list the paused types to resume
+one; on the schedules screen e enables
 or disables, t triggers a run now, X deletes. Errors show in the status line; the
-console keeps running through S3 outages and malformed objects.
+console keeps running through S3 outages and malformed objects. With
+--readonly no action is offered or accepted, and the header says READ-ONLY.
 
 The console needs a terminal. It works without colour (NO_COLOR=1 or a
 dumb terminal) and from 80x24 up; the mouse is optional. Times are the S3
@@ -68,6 +74,7 @@ Examples:
   qo tui
   qo tui --screen tasks --status failed      # straight to the dead letters
   qo tui --refresh 2s
+  qo tui --readonly                          # production: look, do not touch
   qo dev                                     # the same console, on the dev server`,
 		Flags:  tuiFlags(),
 		Action: runTUI,
@@ -77,6 +84,7 @@ Examples:
 // tuiOptions reads the console flags.
 func tuiOptions(c *cli.Context) (tui.Options, error) {
 	var opts tui.Options
+	opts.ReadOnly = c.Bool("readonly")
 	switch r := c.String("refresh"); r {
 	case "off", "0", "0s":
 	default:

@@ -82,7 +82,7 @@ func runWait(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	ids, err := taskIDs(args)
+	ids, err := taskIDs(c, args)
 	if err != nil {
 		return err
 	}

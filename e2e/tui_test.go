@@ -243,3 +243,71 @@ func TestTUIWorkflowInTmux(t *testing.T) {
 	s.keys("q")
 	s.waitQuit()
 }
+
+// TestTUISelectionInTmux: in the real console against MinIO, with the list
+// refreshing every 2 s, tasks arriving above the selected row leave the
+// selection on its task, with and without a dialog open, and y cancels
+// the task chosen. The short id the list shows, typed in the search box,
+// opens its task.
+func TestTUISelectionInTmux(t *testing.T) {
+	t.Parallel()
+	e := wkSetup(t)
+	ctx := context.Background()
+	var tasks []*queue.Task
+	submit := func() *queue.Task {
+		task, _, err := e.q.Submit(ctx, queue.SubmitRequest{Type: "resize", Input: json.RawMessage(fmt.Sprintf(`{"n":%d}`, len(tasks)))})
+		require.NoError(t, err)
+		tasks = append(tasks, task)
+		return task
+	}
+	for range 5 {
+		submit()
+	}
+	var script strings.Builder
+	for _, kv := range e.env {
+		name, value, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "S3_") || strings.HasPrefix(name, "AWS_") {
+			fmt.Fprintf(&script, "export %s='%s'\n", name, value)
+		}
+	}
+	fmt.Fprintf(&script, "export NO_COLOR=1 TERM=xterm-256color\nexec '%s' tui --screen tasks --refresh 2s\n", wkBinary(t))
+	s := startTmux(t, 100, 30, script.String())
+
+	chosen := tasks[2] // newest first: the third row
+	s.waitFor("NEXT / LEASE", queue.ShortID(tasks[4].ID))
+	s.keys("j", "j")
+	s.waitFor("> " + queue.ShortID(chosen.ID))
+	arrived := []*queue.Task{submit(), submit(), submit()}
+	want := []string{"> " + queue.ShortID(chosen.ID)}
+	for _, a := range arrived {
+		want = append(want, queue.ShortID(a.ID))
+	}
+	scr := s.waitFor(want...) // the refresh showed them, above it
+	t.Logf("after three tasks arrived:\n%s", scr)
+
+	s.keys("C")
+	s.waitFor("Cancel task " + chosen.ID.String())
+	more := []string{"Cancel task " + chosen.ID.String(), "> " + queue.ShortID(chosen.ID)}
+	for _, a := range []*queue.Task{submit(), submit()} {
+		more = append(more, queue.ShortID(a.ID))
+	}
+	s.waitFor(more...) // refreshed under the open dialog
+	s.keys("y")
+	s.waitFor("cancelled " + chosen.ID.String())
+	for _, task := range tasks {
+		got, err := e.q.Get(ctx, task.ID)
+		require.NoError(t, err)
+		if task.ID == chosen.ID {
+			require.Equal(t, queue.StatusCancelled, got.Status, "the chosen task")
+		} else {
+			require.Equal(t, queue.StatusPending, got.Status, "task %s was not chosen", task.ID)
+		}
+	}
+
+	s.keys("/", queue.ShortID(tasks[0].ID), "Enter")
+	s.waitFor("› task "+queue.ShortID(tasks[0].ID), tasks[0].ID.String())
+	s.keys("q")
+	s.waitFor("NEXT / LEASE")
+	s.keys("q")
+	s.waitQuit()
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/queue"
 )
 
@@ -339,9 +340,9 @@ func TestWebUISearch(t *testing.T) {
 			require.Equal(t, "1 task found by id prefix.", text(ctx, t, "#search-summary"))
 			cost := text(ctx, t, "#search-cost")
 			if mode == "S3" {
-				require.Equal(t, "Cost: 16 LIST (one per shard) + 1 GET per task shown (at most 20); this search sent 16 LIST + 1 GET.", cost)
+				require.Equal(t, "Cost: 16 LIST (one per shard) + 1 GET per task shown (at most 20); when no id starts with it, 5 LIST for the ids ending with it (the short ids of the lists); this search sent 16 LIST + 1 GET.", cost)
 			} else {
-				require.Equal(t, "Cost: 1 request to qo serve (it makes 16 LIST (one per shard) + 1 GET per task shown (at most 20)); this search sent 1 GET to qo serve.", cost)
+				require.Equal(t, "Cost: 1 request to qo serve (it makes 16 LIST (one per shard) + 1 GET per task shown (at most 20); when no id starts with it, 5 LIST for the ids ending with it (the short ids of the lists)); this search sent 1 GET to qo serve.", cost)
 			}
 			require.Contains(t, location, "view=search&search="+id[:23]+"&task="+id, "the address is a link to the search and its task")
 			require.Contains(t, text(ctx, t, "#detail"), "order-42", "the detail shows the idempotency key")
@@ -371,11 +372,18 @@ func TestWebUISearch(t *testing.T) {
 			search("key:resize/order-42")
 			require.Equal(t, "0 tasks found by idempotency key.", text(ctx, t, "#search-summary"), "a key belongs to its type")
 
-			// The short id the lists show is the id's end: the page says why
-			// it finds nothing rather than scanning.
+			// The short id the lists show is the id's end: it finds its task,
+			// looked for in the id's shard only (16 LIST for the prefix, then
+			// 5), and the detail copies the full id.
 			search(queue.ShortID(failed[1].ID))
+			require.NoError(t, chromedp.Run(ctx, poll(`document.querySelector('#detail h2')?.textContent === '`+failed[1].ID.String()+`'`)))
+			require.Equal(t, "1 task found by id prefix.", text(ctx, t, "#search-summary"))
+			if mode == "S3" {
+				require.Contains(t, text(ctx, t, "#search-cost"), "this search sent 21 LIST + 1 GET.")
+			}
+			search("0000beef")
 			require.Equal(t, "0 tasks found by id prefix.", text(ctx, t, "#search-summary"))
-			require.Contains(t, text(ctx, t, "#search-note"), "END of an id")
+			require.Contains(t, text(ctx, t, "#search-note"), "ends with it")
 
 			// A link to a search, pasted into the tab, and opened in a new one.
 			require.NoError(t, chromedp.Run(ctx,
@@ -549,4 +557,87 @@ func TestWebUIPhoneAndTheme(t *testing.T) {
 	require.Equal(t, "rgb(230, 237, 243)", fg)
 	screenshot(t, ctx, "dark")
 	require.Equal(t, "rgb(255, 255, 255)", background("light"), "light otherwise")
+}
+
+// TestWebUISelectionAndCopyID: in Chromium, the selected task stays
+// selected (by id) when a refresh brings newer tasks above it, the cancel
+// button acts on it, and the detail copies its full id.
+func TestWebUISelectionAndCopyID(t *testing.T) {
+	t.Parallel()
+	ctx := browser(t)
+	e := wkSetup(t)
+	bg := context.Background()
+	var tasks []*queue.Task
+	submit := func() {
+		task, _, err := e.q.Submit(bg, queue.SubmitRequest{Type: "resize", Input: json.RawMessage(fmt.Sprintf(`{"n":%d}`, len(tasks)))})
+		require.NoError(t, err)
+		tasks = append(tasks, task)
+	}
+	for range 4 {
+		submit()
+	}
+	chosen := tasks[1]
+	require.NoError(t, chromedp.Run(ctx,
+		chromedp.Navigate(uiLink(t, e)),
+		chromedp.WaitVisible(`#types tr[data-type="resize"]`, chromedp.ByQuery),
+		noAutoRefresh(),
+		chromedp.Click("#tab-tasks", chromedp.ByQuery),
+		chromedp.WaitVisible(row(chosen), chromedp.ByQuery),
+		clickRow(chosen),
+		poll(`document.querySelector('#detail h2')?.textContent === '`+chosen.ID.String()+`'`),
+	))
+	for range 3 {
+		submit()
+	}
+	require.NoError(t, chromedp.Run(ctx,
+		chromedp.KeyEvent("r"),
+		chromedp.WaitVisible(row(tasks[6]), chromedp.ByQuery),
+		poll(`document.querySelector('#tasks tr.sel')?.dataset.id === '`+chosen.ID.String()+`'`),
+		chromedp.Evaluate(`navigator.clipboard.writeText = async (s) => { window.copied = s; }`, nil),
+		chromedp.Click("#copy-id", chromedp.ByQuery),
+		poll(`window.copied === '`+chosen.ID.String()+`'`),
+		chromedp.Click("#act-cancel", chromedp.ByQuery), // the confirm() is accepted by browser()
+	))
+	testutil.Poll{Limit: 30 * time.Second, Every: 100 * time.Millisecond}.Until(t, func() bool {
+		got, err := e.q.Get(bg, chosen.ID)
+		return err == nil && got.Status == queue.StatusCancelled
+	}, "the chosen task to be cancelled")
+	for _, task := range tasks {
+		if task.ID != chosen.ID {
+			got, err := e.q.Get(bg, task.ID)
+			require.NoError(t, err)
+			require.Equal(t, queue.StatusPending, got.Status, "only the chosen task is cancelled")
+		}
+	}
+}
+
+// TestWebUIReadOnlyServer: through qo serve --readonly the page says it is
+// read-only and offers no action; the server refuses one sent anyway.
+func TestWebUIReadOnlyServer(t *testing.T) {
+	t.Parallel()
+	ctx := browser(t)
+	e := wkSetup(t)
+	failed := failMany(t, e, "email", 1)[0]
+	srv := startServe(t, e, "--readonly")
+	var shown, actions, toggles, checks int
+	require.NoError(t, chromedp.Run(ctx,
+		chromedp.Navigate(srv.ui),
+		chromedp.WaitVisible(`#types tr[data-type="email"]`, chromedp.ByQuery),
+		noAutoRefresh(),
+		poll(`!document.querySelector('#readonly-note').hidden`),
+		chromedp.Evaluate(`[...document.querySelectorAll('#types button.toggle, #pause-all')].filter((b) => b.offsetParent !== null).length`, &toggles),
+		chromedp.Click("#tab-dead", chromedp.ByQuery),
+		chromedp.WaitVisible(row(failed), chromedp.ByQuery),
+		chromedp.Evaluate(`[...document.querySelectorAll('td.check, #bulk-replay-checked')].filter((b) => b.offsetParent !== null).length`, &checks),
+		clickRow(failed),
+		poll(`document.querySelector('#detail h2')?.textContent === '`+failed.ID.String()+`'`),
+		chromedp.Evaluate(`document.querySelectorAll('#detail [id^="act-"]').length`, &shown),
+		chromedp.Evaluate(`[...document.querySelectorAll('#detail [id^="act-"]')].filter((b) => b.offsetParent !== null).length`, &actions),
+	))
+	require.Contains(t, text(ctx, t, "#readonly-note"), "READ-ONLY")
+	require.Positive(t, shown, "the actions are drawn (a failed task may be replayed)...")
+	require.Zero(t, actions, "...but none is offered")
+	require.Zero(t, toggles, "no pause switch")
+	require.Zero(t, checks, "no bulk action")
+	screenshot(t, ctx, "readonly")
 }

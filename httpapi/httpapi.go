@@ -21,6 +21,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -88,6 +89,9 @@ type Options struct {
 	// Logger receives what the public probes do not say, such as why
 	// the bucket check failed (default: discarded).
 	Logger *slog.Logger
+	// ReadOnly refuses every request that would change the queue (403,
+	// code "read_only"), whoever sends it: for a production dashboard.
+	ReadOnly bool
 }
 
 // DefaultStatsMaxAge is the default Options.StatsMaxAge.
@@ -144,6 +148,21 @@ type route struct {
 	pattern string // ServeMux pattern: "METHOD /path"
 	public  bool   // no token needed
 	handler func(w http.ResponseWriter, r *http.Request) error
+}
+
+// sessionRoutes log a browser in (a login code for a session); they
+// change nothing in the queue, so a read-only server answers them too.
+var sessionRoutes = []string{"POST /api/session", "POST /api/login-codes"}
+
+// changesQueue reports whether a route's requests may change the queue:
+// every method but GET, HEAD and OPTIONS, the session routes aside.
+func changesQueue(pattern string) bool {
+	method, _, _ := strings.Cut(pattern, " ")
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return false
+	}
+	return !slices.Contains(sessionRoutes, pattern)
 }
 
 func (a *api) routes() []route {
@@ -208,6 +227,7 @@ func (a *api) wrap(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if a.opts.AllowOrigin != "" && strings.HasPrefix(r.URL.Path, "/api/") {
 			w.Header().Set("Access-Control-Allow-Origin", a.opts.AllowOrigin)
+			w.Header().Set("Access-Control-Expose-Headers", "X-Qo-Read-Only")
 			w.Header().Set("Vary", "Origin")
 		}
 		if !a.hostAllowed(r.Host) {
@@ -217,6 +237,13 @@ func (a *api) wrap(rt route) http.Handler {
 		}
 		if status, code, msg := a.crossSite(r); status != 0 {
 			writeError(w, status, code, msg)
+			return
+		}
+		if a.opts.ReadOnly {
+			w.Header().Set("X-Qo-Read-Only", "true") // the web UI offers no write
+		}
+		if a.opts.ReadOnly && changesQueue(rt.pattern) {
+			writeError(w, http.StatusForbidden, "read_only", "this server is read-only (qo serve --readonly): it changes nothing in the queue; use a server without --readonly, or the CLI")
 			return
 		}
 		if !rt.public && a.opts.Token != "" && !a.authorized(r) {
@@ -305,6 +332,8 @@ func errorStatus(err error) (int, string) {
 		return http.StatusRequestEntityTooLarge, "body_too_large"
 	case errors.Is(err, queue.ErrInvalidInput):
 		return http.StatusBadRequest, "invalid_input"
+	case errors.Is(err, queue.ErrAmbiguousID):
+		return http.StatusBadRequest, "ambiguous_id"
 	case errors.Is(err, queue.ErrNotFound), errors.Is(err, store.ErrNotFound):
 		return http.StatusNotFound, "not_found"
 	case errors.Is(err, queue.ErrInvalidTransition):
@@ -367,12 +396,19 @@ func decodeBody(r *http.Request, v any, want string) error {
 	return nil
 }
 
-func pathID(r *http.Request) (uuid.UUID, error) {
-	id, err := queue.ParseID(r.PathValue("id"))
-	if err != nil {
-		return uuid.Nil, badInput("task id %q: %v", r.PathValue("id"), err)
+// pathID is the task named by the path's {id}: the whole id, or the short
+// id lists show (its end, e.g. 264545bf) or its first digits, resolved at
+// a bounded cost (queue.ResolveID).
+func (a *api) pathID(r *http.Request) (uuid.UUID, error) {
+	s := r.PathValue("id")
+	if id, err := queue.ParseID(s); err == nil {
+		return id, nil
 	}
-	return id, nil
+	id, err := a.q.ResolveID(r.Context(), s)
+	if errors.Is(err, queue.ErrInvalidInput) {
+		return uuid.Nil, badInput("task id %q: want the whole id, or the short id lists show (e.g. 264545bf)", s)
+	}
+	return id, err
 }
 
 // --- handlers -----------------------------------------------------------------
@@ -618,7 +654,7 @@ func (a *api) resolveSubmit(doc queue.SubmitDoc) queue.SubmitRequest {
 }
 
 func (a *api) getTask(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r)
+	id, err := a.pathID(r)
 	if err != nil {
 		return err
 	}
@@ -646,7 +682,7 @@ func (a *api) withPayloads(r *http.Request, t *queue.Task) fullTask {
 }
 
 func (a *api) history(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r)
+	id, err := a.pathID(r)
 	if err != nil {
 		return err
 	}
@@ -662,7 +698,7 @@ func (a *api) history(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *api) cancel(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r)
+	id, err := a.pathID(r)
 	if err != nil {
 		return err
 	}
@@ -704,7 +740,7 @@ func cancelReason(r *http.Request) (string, error) {
 // letter routes do the same for failed tasks only).
 func (a *api) taskAction(op string) func(w http.ResponseWriter, r *http.Request) error {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		id, err := pathID(r)
+		id, err := a.pathID(r)
 		if err != nil {
 			return err
 		}
@@ -724,7 +760,7 @@ func (a *api) taskAction(op string) func(w http.ResponseWriter, r *http.Request)
 
 // deadTask reads a task that must be failed.
 func (a *api) deadTask(r *http.Request) (uuid.UUID, error) {
-	id, err := pathID(r)
+	id, err := a.pathID(r)
 	if err != nil {
 		return id, err
 	}

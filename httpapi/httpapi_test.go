@@ -295,6 +295,12 @@ func TestEndpoints(t *testing.T) {
 			{"GET", "/api/tasks/" + id("done"), "/api/tasks/{id}", "", 200, func(t *testing.T, v map[string]any) { require.Equal(t, "completed", v["status"]) }},
 			{"GET", "/api/tasks/" + missing, "/api/tasks/{id}", "", 404, nil},
 			{"GET", "/api/tasks/not-an-id", "/api/tasks/{id}", "", 400, nil},
+			// The short id lists show (the end of the id) names the task too.
+			{"GET", "/api/tasks/" + queue.ShortID(e.tasks["done"].ID), "/api/tasks/{id}", "", 200, func(t *testing.T, v map[string]any) { require.Equal(t, id("done"), v["id"]) }},
+			{"GET", "/api/tasks/" + queue.ShortID(e.tasks["done"].ID) + "/history", "/api/tasks/{id}/history", "", 200, func(t *testing.T, v map[string]any) {
+				require.Len(t, v["events"], 3)
+			}},
+			{"GET", "/api/tasks/0000beef", "/api/tasks/{id}", "", 404, nil},
 			{"GET", "/api/tasks/" + id("done") + "/history", "/api/tasks/{id}/history", "", 200, func(t *testing.T, v map[string]any) {
 				require.Len(t, v["events"], 3)
 			}},
@@ -598,4 +604,28 @@ func sum(c store.Counts) (n int64) {
 		n += c.Total(op)
 	}
 	return n
+}
+
+// TestReadOnly: a read-only server answers reads and refuses every write
+// with 403 read_only, changing nothing.
+func TestReadOnly(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, storetest.Backends()[0], Options{ReadOnly: true})
+	id := e.tasks["pending"].ID.String()
+	status, _, hdr := e.do(t, "GET", "/api/tasks/"+id, "")
+	require.Equal(t, 200, status)
+	require.Equal(t, "true", hdr.Get("X-Qo-Read-Only"), "the web UI learns it offers no write")
+	for _, c := range []struct{ method, path, body string }{
+		{"POST", "/api/tasks/" + id + "/cancel", ""},
+		{"POST", "/api/tasks", `{"type":"email"}`},
+		{"POST", "/api/pause", `{}`},
+		{"DELETE", "/api/dead/" + e.tasks["failed"].ID.String(), ""},
+	} {
+		status, body, _ := e.do(t, c.method, c.path, c.body)
+		require.Equal(t, 403, status, "%s %s", c.method, c.path)
+		require.Equal(t, "read_only", body.(map[string]any)["error"].(map[string]any)["code"])
+	}
+	got, err := e.q.Get(context.Background(), e.tasks["pending"].ID)
+	require.NoError(t, err)
+	require.Equal(t, queue.StatusPending, got.Status, "nothing changed")
 }

@@ -110,3 +110,22 @@ func TestLoginCodesAreBounded(t *testing.T) {
 	_, _, err := codes.New(0)
 	require.ErrorContains(t, err, "wait for their exchange")
 }
+
+// TestReadOnlyServerOpensSessions: qo serve --readonly refuses writes, not
+// the login its printed link carries.
+func TestReadOnlyServerOpensSessions(t *testing.T) {
+	t.Parallel()
+	codes := NewLoginCodes[struct{}](5*time.Minute, nil)
+	e := newEnv(t, storetest.Backends()[0], Options{Token: "0123456789abcdef0123456789abcdef", LoginCodes: codes, ReadOnly: true})
+	status, body, _ := e.do(t, "POST", "/api/login-codes", "")
+	require.Equal(t, http.StatusCreated, status, "%v", body)
+	e.token = "" // a browser: no bearer token
+	code, _, err := codes.New(struct{}{})
+	require.NoError(t, err)
+	status, body, hdr := e.do(t, "POST", "/api/session", `{"code":"`+code+`"}`, "Origin", e.srv.URL, "Sec-Fetch-Site", "same-origin")
+	require.Equal(t, http.StatusNoContent, status, "%v", body)
+	cookies := (&http.Response{Header: hdr}).Cookies()
+	require.Len(t, cookies, 1)
+	status, body, _ = e.do(t, "POST", "/api/pause", `{}`, "Cookie", SessionCookie+"="+cookies[0].Value, "Origin", e.srv.URL, "Sec-Fetch-Site", "same-origin")
+	require.Equal(t, http.StatusForbidden, status, "%v", body)
+}

@@ -35,7 +35,8 @@ type SearchResult struct {
 //   - ?id_prefix=P: the tasks whose id starts with P (hex digits, dashes
 //     optional), oldest first: queue.FindByIDPrefix (a full id nothing, a
 //     prefix 1 LIST per shard, or 1 when it shows a random id), then 1 GET
-//     per task returned.
+//     per task returned; when none starts with P, the tasks whose id ENDS
+//     with it (the short id lists show): queue.ResolveID, 5 LISTs.
 //   - ?type=T&idempotency_key=K: the task a submit of type T with key K
 //     made: 2 GET (its marker, then the task).
 func (a *api) search(w http.ResponseWriter, r *http.Request) error {
@@ -84,6 +85,19 @@ func (a *api) searchIDPrefix(ctx context.Context, s string, limit int) (SearchRe
 	}
 	if err != nil {
 		return SearchResult{}, err
+	}
+	if len(ids) == 0 {
+		// The short id lists show is the END of a v7 id.
+		id, err := a.q.ResolveID(ctx, s)
+		var amb *queue.AmbiguousIDError
+		switch {
+		case err == nil:
+			ids = []uuid.UUID{id}
+		case errors.As(err, &amb):
+			ids = amb.Candidates
+		case !errors.Is(err, queue.ErrNotFound):
+			return SearchResult{}, err
+		}
 	}
 	return a.readFound(ctx, ids, more)
 }

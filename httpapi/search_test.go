@@ -47,6 +47,7 @@ func TestSearch(t *testing.T) {
 		require.Equal(t, ids(body), ids(get("id_prefix="+strings.ToUpper(strings.ReplaceAll(pending[:13], "-", "")), 200)), "dashes and case do not matter")
 		require.Equal(t, []string{pending}, ids(get("id_prefix="+pending, 200)), "a full id finds its task")
 		require.Empty(t, ids(get("id_prefix=00000000-0000-4000-8000-000000000000", 200)), "no such task: nothing found")
+		require.Equal(t, []string{pending}, ids(get("id_prefix="+queue.ShortID(e.tasks["pending"].ID), 200)), "the short id lists show (the id's end) finds its task")
 
 		// The clock stands still: every task of newEnv has the same first
 		// 12 digits (its creation millisecond).

@@ -707,7 +707,15 @@ List never costs in proportion to the bucket's history:
   - FindByIDPrefix finds tasks by the first digits of their id (the
     console's and the API's search): task keys are the ids, so 1 LIST per
     shard of limit + 1 keys does the matching (1 LIST in all when the
-    prefix shows a random id, whose first characters are its shard).
+    prefix shows a random id, whose first characters are its shard);
+  - ResolveID turns the short id lists show (ShortID: the END of a v7
+    id) into the task, for every command, search box and API route. The
+    end of a v7 id holds its shard, so only that shard is looked in: its
+    ready, lease and waiting indexes, its tasks created in the last
+    DefaultListWindow (one key range), and the newest dead letters, at
+    most resolvePages LISTs of 1,000 keys each (5 LISTs in all for a
+    small queue, whatever the history). Several matches are an
+    ErrAmbiguousID naming them; no match falls back to FindByIDPrefix.
 
 Workers list the ready index with ListReady: one LIST walks the wanted
 shards' partitions in order and skips the rest of a partition at its first

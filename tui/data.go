@@ -197,7 +197,7 @@ func cancelWorkflow(ctx context.Context, q *queue.Queue, w *queue.Workflow, labe
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, workflowTimeout)
 		defer cancel()
-		n, err := q.CancelWorkflow(ctx, w.ID.String(), "cancelled from qo tui")
+		n, err := q.CancelWorkflow(ctx, w.ID.String(), queue.ActorReason("", "cancelled", "qo tui"))
 		note := fmt.Sprintf("cancelled %d step(s) of workflow %s: running ones are asked to stop", n, label)
 		return actionMsg{action: actCancelWorkflow, note: note, err: err}
 	}
@@ -240,7 +240,7 @@ func pauseAction(ctx context.Context, q *queue.Queue, pause bool, typ string) te
 			what = "task type " + typ
 		}
 		if pause {
-			_, err := q.Pause(ctx, typ, "paused from qo tui")
+			_, err := q.Pause(ctx, typ, queue.ActorReason("", "paused", "qo tui"))
 			return actionMsg{action: actPause, note: "paused " + what + ": workers start none of it until resumed", err: err}
 		}
 		_, err := q.Resume(ctx, typ)
@@ -284,7 +284,7 @@ func runAction(ctx context.Context, q *queue.Queue, action string, id uuid.UUID)
 		case actArchive:
 			t, err = q.Archive(ctx, id)
 		case actCancel:
-			t, err = q.Cancel(ctx, id, "cancelled from qo tui")
+			t, err = q.Cancel(ctx, id, queue.ActorReason("", "cancelled", "qo tui"))
 		case actRequeue:
 			t, err = q.RequeueNow(ctx, id)
 		}

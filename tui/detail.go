@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -155,7 +156,7 @@ func (d *detail) mark(i int) {
 }
 
 // showDiff compares the two marked versions, or, with fewer marks, the
-// version under the cursor with the one before it.
+// version under the cursor with the one before it, field by field.
 func (d *detail) showDiff() {
 	a, b := d.evSel-1, d.evSel
 	if len(d.marks) == 2 {
@@ -166,12 +167,27 @@ func (d *detail) showDiff() {
 		return
 	}
 	ea, eb := d.events[a], d.events[b]
-	text := udiff.Unified(versionLabel(a, ea), versionLabel(b, eb), pretty(ea), pretty(eb))
-	if text == "" {
-		text = "The two versions are identical.\n"
-	}
-	d.diff = strings.Split(strings.TrimRight(text, "\n"), "\n")
 	d.diffOff = 0
+	d.diff = []string{"--- " + versionLabel(a, ea), "+++ " + versionLabel(b, eb)}
+	if ea.Task == nil || eb.Task == nil {
+		// A delete marker or an unreadable version: no fields to compare.
+		text := udiff.Unified(versionLabel(a, ea), versionLabel(b, eb), pretty(ea), pretty(eb))
+		d.diff = strings.Split(strings.TrimRight(text, "\n"), "\n")
+		return
+	}
+	ja, errA := json.Marshal(ea.Task)
+	jb, errB := json.Marshal(eb.Task)
+	if err := cmp.Or(errA, errB); err != nil {
+		d.diff = append(d.diff, err.Error())
+		return
+	}
+	lines, same := fieldDiff(ja, jb)
+	if len(lines) == 0 {
+		d.diff = append(d.diff, "The two versions are identical.")
+		return
+	}
+	d.diff = append(d.diff, lines...)
+	d.diff = append(d.diff, fmt.Sprintf("(%s unchanged)", plural(same, "field")))
 }
 
 func versionLabel(i int, e queue.Event) string {

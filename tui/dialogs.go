@@ -10,6 +10,7 @@ import (
 	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/google/uuid"
 
 	"github.com/qo-queue/qo/queue"
@@ -23,8 +24,12 @@ type confirm struct {
 	run    tea.Cmd // the action, when it is not one on task id
 }
 
+// View draws the question in a box as wide as the screen, wrapped at word
+// boundaries (an id too long for a line is broken), so the consequence is
+// read to its end at any width.
 func (c confirm) View(st Styles, w int) string {
-	return st.Box.Render(cut(c.text, max(w-6, 20)) + "\n\n" + st.Key.Render("y") + " yes   " + st.Key.Render("n/esc") + " no")
+	text := strings.TrimRight(ansi.Wrap(c.text, max(w-6, 20), "-"), " ")
+	return st.Box.Render(text + "\n\n" + st.Key.Render("y") + " yes   " + st.Key.Render("n/esc") + " no")
 }
 
 // actionPrompt is the question asked before an action on t.

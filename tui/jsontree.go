@@ -117,3 +117,94 @@ func (t *jsonTree) toggle(i int) {
 		ls[i].node.collapsed = !ls[i].node.collapsed
 	}
 }
+
+// field is one leaf of a JSON document: its path and its value as JSON
+// text. Empty objects and arrays are leaves too ({} and []).
+type field struct{ path, value string }
+
+// fields flattens doc into its leaves, in document order. Invalid JSON is
+// one field holding the text.
+func fields(doc []byte) []field {
+	n := &jnode{}
+	if err := fill(n, json.NewDecoder(bytes.NewReader(doc))); err != nil {
+		return []field{{path: "(not JSON)", value: string(doc)}}
+	}
+	var out []field
+	var walk func(n *jnode, path string)
+	walk = func(n *jnode, path string) {
+		if n.open == 0 || len(n.children) == 0 {
+			v := n.scalar
+			if n.open != 0 {
+				v = map[byte]string{'{': "{}", '[': "[]"}[n.open]
+			}
+			out = append(out, field{path, v})
+			return
+		}
+		for _, c := range n.children {
+			label := strings.TrimSuffix(c.label, ": ")
+			switch {
+			case n.open == '[':
+				label = strings.TrimSpace(c.label)
+			default:
+				var k string
+				if json.Unmarshal([]byte(label), &k) == nil && k != "" && strings.Trim(k, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == "" {
+					label = k
+				}
+				if path != "" {
+					label = "." + label
+				}
+			}
+			walk(c, path+label)
+		}
+	}
+	walk(n, "")
+	return out
+}
+
+// fieldDiff compares two JSON documents field by field: a field whose
+// value is the same in both is never shown, however its line moved (a
+// multi-line output appearing above it shifts every line, not the field).
+// Lines start with "-" (the old value of a changed or removed field) or
+// "+" (the new value of a changed or added field), in document order.
+func fieldDiff(a, b []byte) (lines []string, same int) {
+	fa, fb := fields(a), fields(b)
+	inA, inB := map[string]string{}, map[string]bool{}
+	for _, f := range fa {
+		inA[f.path] = f.value
+	}
+	for _, f := range fb {
+		inB[f.path] = true
+	}
+	ia := 0
+	// removedUpTo emits the fields of a that b lacks, up to path p.
+	removedUpTo := func(p string) {
+		for ia < len(fa) && fa[ia].path != p {
+			if !inB[fa[ia].path] {
+				lines = append(lines, "- "+fa[ia].path+": "+fa[ia].value)
+			}
+			ia++
+		}
+	}
+	for _, f := range fb {
+		old, ok := inA[f.path]
+		if !ok {
+			for ia < len(fa) && !inB[fa[ia].path] { // a removal here comes first
+				lines = append(lines, "- "+fa[ia].path+": "+fa[ia].value)
+				ia++
+			}
+			lines = append(lines, "+ "+f.path+": "+f.value)
+			continue
+		}
+		removedUpTo(f.path)
+		if ia < len(fa) {
+			ia++
+		}
+		if old == f.value {
+			same++
+			continue
+		}
+		lines = append(lines, "- "+f.path+": "+old, "+ "+f.path+": "+f.value)
+	}
+	removedUpTo("\x00")
+	return lines, same
+}

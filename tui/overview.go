@@ -164,7 +164,7 @@ func (o *overview) pauseBanner() string {
 		for _, t := range ts {
 			parts = append(parts, safe(t)+reasonText(c.Types[t].Reason))
 		}
-		lines = append(lines, "PAUSED types: "+strings.Join(parts, ", ")+" · p on one of their tasks resumes")
+		lines = append(lines, "PAUSED types: "+strings.Join(parts, ", ")+" · U lists them to resume")
 	}
 	if o.controlErr != nil {
 		lines = append(lines, "pause switches unreadable: "+oneLine(o.controlErr.Error()))
@@ -191,7 +191,7 @@ func reasonText(r string) string {
 // the busiest shards by backlog.
 func (o *overview) shardGrid() string {
 	var b strings.Builder
-	b.WriteString(o.st.Header.Render("Shards") + o.st.Dim.Render("  backlog per shard: · none  1-9  + 10 or more  ! has failed tasks") + "\n")
+	b.WriteString(o.st.Header.Render("Shards") + o.st.Dim.Render("  backlog per shard: · none  1-9  + 10 or more; ! after it: has failed tasks") + "\n")
 	perRow := 16
 	if len(o.shards) <= 16 {
 		perRow = len(o.shards)
@@ -209,12 +209,16 @@ func (o *overview) shardGrid() string {
 			case backlog > 0:
 				cell = fmt.Sprint(backlog)
 			}
-			if c[queue.StatusFailed] > 0 {
-				cell = o.st.Status[queue.StatusFailed].Render("!")
-			} else if c[queue.StatusRunning] > 0 {
+			// The backlog stays readable beside a dead letter: a shard
+			// with failed tasks is marked after its count, not instead.
+			if c[queue.StatusRunning] > 0 {
 				cell = o.st.Status[queue.StatusRunning].Render(cell)
 			}
-			b.WriteString(" " + cell)
+			mark := " "
+			if c[queue.StatusFailed] > 0 {
+				mark = o.st.Status[queue.StatusFailed].Render("!")
+			}
+			b.WriteString(" " + cell + mark)
 		}
 		b.WriteString("\n")
 	}

@@ -3,6 +3,7 @@ package tui
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -34,6 +35,19 @@ type tasks struct {
 	loaded  bool
 	sel     int
 	offset  int
+	// selID is the task selected: a refresh finds it again wherever it
+	// moved in the list (new tasks arrive above it in a newest-first
+	// list); only when it left the list does the row number stay.
+	selID uuid.UUID
+
+	// control and stats are the overview's last reads: which types are
+	// paused (marked in the rows), and the counts that give the list a
+	// total.
+	control queue.Control
+	stats   queue.Stats
+
+	// choosing: S opened the status chooser; the next key picks.
+	choosing bool
 
 	searching bool
 	search    textinput.Model
@@ -52,7 +66,7 @@ func newTasks(st Styles, keys KeyMap, shards []string) tasks {
 	ti := textinput.New()
 	ti.Cursor.SetMode(cursor.CursorStatic) // no blinking: calmer over SSH
 	ti.Prompt = "/"
-	ti.Placeholder = "id prefix, full id, task type (type:NAME forces a type), or wf:NAME / wf:ID for a workflow"
+	ti.Placeholder = "short id as listed (e.g. 264545bf), full id, task type (type:NAME forces a type), or wf:NAME / wf:ID"
 	ti.CharLimit = 64
 	return tasks{st: st, keys: keys, shards: shards, shard: -1, cursors: []string{""}, search: ti}
 }
@@ -82,7 +96,7 @@ func (t *tasks) resetPaging() {
 // clearPage forgets the rows shown until the next page arrives, so no key
 // acts on a row of the previous filter or page.
 func (t *tasks) clearPage() {
-	t.page, t.loaded, t.sel, t.offset = queue.TaskPage{}, false, 0, 0
+	t.page, t.loaded, t.sel, t.offset, t.selID = queue.TaskPage{}, false, 0, 0, uuid.Nil
 }
 
 // visible returns the page's tasks that pass the id-prefix filter.
@@ -92,7 +106,7 @@ func (t *tasks) visible() []*queue.Task {
 	}
 	var out []*queue.Task
 	for _, task := range t.page.Tasks {
-		if id := task.ID.String(); strings.HasPrefix(id, t.idPrefix) || strings.HasPrefix(queue.ShortID(task.ID), t.idPrefix) {
+		if id := task.ID.String(); strings.HasPrefix(id, t.idPrefix) || strings.HasSuffix(id, t.idPrefix) || strings.HasPrefix(queue.ShortID(task.ID), t.idPrefix) {
 			out = append(out, task)
 		}
 	}
@@ -111,8 +125,54 @@ func (t *tasks) selected() *queue.Task {
 func (t *tasks) apply(m tasksMsg) {
 	t.loaded = true
 	t.page = m.page
-	n := len(t.visible())
-	t.sel = max(min(t.sel, n-1), 0)
+	v := t.visible()
+	if i := slices.IndexFunc(v, func(task *queue.Task) bool { return task.ID == t.selID }); i >= 0 && t.selID != uuid.Nil {
+		t.sel = i // the view scrolls only if the row would leave the screen
+	}
+	t.sel = max(min(t.sel, len(v)-1), 0)
+	t.noteSel()
+}
+
+// noteSel remembers which task the selected row shows.
+func (t *tasks) noteSel() {
+	t.selID = uuid.Nil
+	if task := t.selected(); task != nil {
+		t.selID = task.ID
+	}
+}
+
+// statusKeys are the keys of the status chooser (S), in statusCycle order.
+var statusKeys = []string{"a", "p", "r", "c", "f", "x", "e", "v", "w"}
+
+// chooserLine lists the status chooser's keys in w cells.
+func chooserLine(w int) string {
+	parts := make([]string, len(statusCycle))
+	short := make([]string, len(statusCycle))
+	for i, st := range statusCycle {
+		name := string(st)
+		if st == "" {
+			name = "all"
+		}
+		parts[i] = statusKeys[i] + ")" + name
+		short[i] = statusKeys[i] + ":" + name[:min(len(name), 4)]
+	}
+	if line := "status? " + strings.Join(parts, " "); len(line) <= w {
+		return line
+	}
+	return cut("status? "+strings.Join(short, " "), w)
+}
+
+// choose handles the key after S: a status key filters on it at once.
+func (t *tasks) choose(msg tea.KeyMsg) tasksEffect {
+	t.choosing = false
+	for i, k := range statusKeys {
+		if msg.String() == k {
+			t.status = statusCycle[i]
+			t.resetPaging()
+			return tasksReload
+		}
+	}
+	return tasksNone
 }
 
 // tasksEffect is what a key on the task list asks the root model to do.
@@ -124,6 +184,7 @@ const (
 	tasksOpen
 	tasksOpenID       // open the task (or workflow) whose full id was typed
 	tasksOpenWorkflow // open the workflow wfRef (typed as wf:NAME or wf:ID)
+	tasksResolve      // reload, and open the task the short id idPrefix names
 )
 
 var idPrefixRE = regexp.MustCompile(`^[0-9a-f][0-9a-f-]{0,35}$`)
@@ -145,9 +206,15 @@ func (t *tasks) Update(msg tea.KeyMsg) (tasksEffect, uuid.UUID, tea.Cmd) {
 		t.search, cmd = t.search.Update(msg)
 		return tasksNone, uuid.Nil, cmd
 	}
+	if t.choosing {
+		return t.choose(msg), uuid.Nil, nil
+	}
 	n := len(t.visible())
 	k := t.keys
+	defer t.noteSel()
 	switch {
+	case key.Matches(msg, k.StatusPick):
+		t.choosing = true
 	case key.Matches(msg, k.Up):
 		t.sel = max(t.sel-1, 0)
 	case key.Matches(msg, k.Down):
@@ -222,8 +289,10 @@ func (t *tasks) openSearch() tea.Cmd {
 // applySearch reads the search box: a whole id opens that task (or the
 // workflow with that id); "wf:NAME" or "wf:ID" (or "workflow:…") opens a
 // workflow; "type:X"
-// or anything that is not hex is a task type; hex (with dashes) is an id
-// prefix, which also narrows the listing to the prefix's shard.
+// or anything that is not hex is a task type; hex (with dashes) is a short
+// id, the end of an id as lists show it (or its start): the list narrows
+// to the ids that end or start with it, and the task it names opens
+// (queue.ResolveID).
 func (t *tasks) applySearch(s string) (tasksEffect, uuid.UUID, tea.Cmd) {
 	s = strings.TrimSpace(s)
 	for _, p := range []string{"wf:", "workflow:"} {
@@ -239,11 +308,8 @@ func (t *tasks) applySearch(s string) (tasksEffect, uuid.UUID, tea.Cmd) {
 		return tasksOpenID, id, nil
 	} else if p := strings.ToLower(s); idPrefixRE.MatchString(p) {
 		t.idPrefix = p
-		for i, sh := range t.shards {
-			if strings.HasPrefix(p, sh) {
-				t.shard = i
-			}
-		}
+		t.resetPaging()
+		return tasksResolve, uuid.Nil, nil
 	} else {
 		t.typ = s
 	}
@@ -276,18 +342,58 @@ func (t *tasks) filterLine() string {
 	if m := t.marks.describe(); m != "" {
 		parts = append(parts, m)
 	}
+	if t.control.Paused || len(t.control.Types) > 0 {
+		parts = append(parts, "‖ paused")
+	}
 	page := fmt.Sprintf("page %d", t.pageIdx+1)
 	if t.page.Cursor != "" {
 		page += " (] for more)"
 	}
+	if pos := t.position(); pos != "" {
+		page = pos + " · " + page
+	}
 	return strings.Join(parts, " · ") + " · " + page
+}
+
+// position is where the selected row is in the whole list, and how long
+// the list is when that is known: "42 of 1,310". The total comes from the
+// counted indexes (pending, running, failed, waiting) when only the
+// status (and a shard or a type) filters the list, else from the last page.
+func (t *tasks) position() string {
+	v := t.visible()
+	if !t.loaded || len(v) == 0 {
+		return ""
+	}
+	at := t.pageIdx*t.pageSize() + t.sel + 1
+	total := -1
+	counted := t.status != "" && slices.Contains(t.stats.Counted, t.status) && t.idPrefix == ""
+	switch {
+	case counted && t.shard < 0 && t.typ == "":
+		total = t.stats.ByStatus[t.status]
+	case counted && t.shard >= 0 && t.typ == "":
+		total = t.stats.ByShard[t.shards[t.shard]][t.status]
+	case counted && t.shard < 0 && t.typ != "" && t.status != queue.StatusWaiting:
+		total = t.stats.ByType[t.typ][t.status]
+	case t.page.Cursor == "":
+		total = t.pageIdx*t.pageSize() + len(v)
+	}
+	if total < at { // counts lag the list by a refresh
+		if t.page.Cursor != "" {
+			return fmt.Sprintf("%s of more than %s", count(at), count(t.pageIdx*t.pageSize()+len(v)))
+		}
+		total = max(total, t.pageIdx*t.pageSize()+len(v))
+	}
+	return count(at) + " of " + count(total)
 }
 
 func (t *tasks) View(now time.Time) string {
 	var b strings.Builder
-	if t.searching {
+	switch {
+	case t.searching:
 		b.WriteString(t.search.View() + "\n")
-	} else {
+	case t.choosing:
+		b.WriteString(chooserLine(t.w) + "\n")
+	default:
 		b.WriteString(t.st.Dim.Render(cut(t.filterLine(), t.w)) + "\n")
 	}
 	// Columns: id, type, priority, status, attempt, updated, when.
@@ -317,7 +423,11 @@ func (t *tasks) View(now time.Time) string {
 	}
 	for i := t.offset; i < len(v) && i < t.offset+rows; i++ {
 		task := v[i]
-		line := fmt.Sprintf("%-8s %s %-6s %s %4d %-10s %s", queue.ShortID(task.ID), fit(safe(task.Type), typeW), safe(string(task.Priority)),
+		typ := safe(task.Type)
+		if (task.Status == queue.StatusPending || task.Status == queue.StatusWaiting) && t.control.IsPaused(task.Type) {
+			typ = "‖ " + typ // held: its type (or the queue) is paused
+		}
+		line := fmt.Sprintf("%-8s %s %-6s %s %4d %-10s %s", queue.ShortID(task.ID), fit(typ, typeW), safe(string(task.Priority)),
 			fit(t.st.status(task.Status), 10), task.Attempt, ago(task.UpdatedAt, now), when(task, now))
 		mark := " "
 		if t.marks.has(task.ID) {

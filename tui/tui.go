@@ -46,6 +46,9 @@ type Options struct {
 	// screen: qo dev's console stops the S3 server and everything with
 	// it. Ctrl+C still quits at once.
 	QuitPrompt string
+	// ReadOnly offers no action that changes the queue: the action keys
+	// are refused, left out of the key line, and the header says so.
+	ReadOnly bool
 }
 
 // RefreshIntervals are the auto-refresh choices, in the order i cycles.
@@ -75,14 +78,17 @@ type Model struct {
 	w, h  int
 	// quitPrompt is Options.QuitPrompt.
 	quitPrompt string
+	readOnly   bool
 
-	screen   screen
-	help     bool
-	helpOff  int // first help line shown (the help scrolls)
-	confirm  *confirm
-	form     *submitForm
-	interval int // index into RefreshIntervals
-	gen      int // auto-refresh timer generation
+	screen  screen
+	help    bool
+	helpOff int // first help line shown (the help scrolls)
+	confirm *confirm
+	form    *submitForm
+	// resumeList: U opened the list of paused types; a digit picks one.
+	resumeList bool
+	interval   int // index into RefreshIntervals
+	gen        int // auto-refresh timer generation
 
 	model    *inspect.Model
 	overview overview
@@ -133,7 +139,7 @@ func New(ctx context.Context, q *queue.Queue, opts Options) (*Model, error) {
 	}
 	st, keys := DefaultStyles(), DefaultKeyMap()
 	m := &Model{
-		ctx: ctx, q: q, clock: clock, keys: keys, st: st, title: opts.Title, quitPrompt: opts.QuitPrompt,
+		ctx: ctx, q: q, clock: clock, keys: keys, st: st, title: opts.Title, quitPrompt: opts.QuitPrompt, readOnly: opts.ReadOnly,
 		interval: interval,
 		model:    inspect.New(q, inspect.Options{Prices: &prices}),
 		overview: newOverview(st, prices, q.Shards()),
@@ -271,6 +277,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.noteLoad(msg.err)
 			if msg.err == nil {
 				m.overview.apply(msg)
+				m.tasks.control, m.tasks.stats = m.overview.control, m.overview.stats
 			}
 		}
 		return m, nil
@@ -331,6 +338,21 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case bulkDoneMsg:
 		return m, m.bulkDone(msg)
+	case resolvedMsg:
+		if !m.fresh("resolve", msg.seq) || m.screen != scrTasks || m.tasks.idPrefix != msg.ref {
+			return m, nil // the operator moved on
+		}
+		var amb *queue.AmbiguousIDError
+		switch {
+		case msg.err == nil:
+			m.open(msg.id)
+			return m, loadDetail(m.ctx, m.q, m.model, msg.id, m.next("detail"), m.record, true)
+		case errors.As(msg.err, &amb):
+			m.flash, m.flashErr = fmt.Sprintf("%s names %d tasks (type more of the id): %s", safe(msg.ref), len(amb.Candidates), wholeIDs(amb.Candidates)), true
+		default:
+			m.flash, m.flashErr = "no task found: "+oneLine(msg.err.Error()), true
+		}
+		return m, nil
 	case actionMsg:
 		m.flash, m.flashErr = actionResult(msg), msg.err != nil
 		if msg.err == nil && msg.action == actSubmit && msg.task != nil {
@@ -520,6 +542,16 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 		}
 		return nil
 	}
+	if m.resumeList {
+		m.resumeList = false
+		types := m.overview.control.PausedTypes()
+		if k := msg.String(); len(k) == 1 && k[0] >= '1' && k[0] <= '9' {
+			if n := int(k[0] - '1'); n < len(types) {
+				m.confirm = m.pauseConfirm(types[n])
+			}
+		}
+		return nil
+	}
 	if m.help {
 		switch {
 		case key.Matches(msg, k.Back) || key.Matches(msg, k.Help):
@@ -535,8 +567,12 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 		}
 		return nil
 	}
-	if m.screen == scrTasks && m.tasks.searching {
+	if m.screen == scrTasks && (m.tasks.searching || m.tasks.choosing) {
 		return m.tasksKey(msg)
+	}
+	if m.readOnly && m.writeKey(msg) {
+		m.flash, m.flashErr = "read-only console (--readonly): it changes nothing in the queue", true
+		return nil
 	}
 	if m.screen == scrDetail {
 		if used, cmd := m.detail.Update(msg); used {
@@ -594,6 +630,13 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.PauseAll):
 		m.confirm = m.pauseConfirm("")
 		return nil
+	case key.Matches(msg, k.ResumeList):
+		if len(m.overview.control.Types) == 0 {
+			m.flash, m.flashErr = "no task type is paused", false
+			return nil
+		}
+		m.resumeList = true
+		return nil
 	case key.Matches(msg, k.PauseType) && m.target() != nil:
 		m.confirm = m.pauseConfirm(m.target().Type)
 		return nil
@@ -641,6 +684,41 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 		m.wf.Update(msg)
 	}
 	return nil
+}
+
+// resumeView lists the paused types, numbered for U's pick.
+func (m *Model) resumeView() string {
+	var b strings.Builder
+	b.WriteString("Paused task types: press its number to resume one")
+	ctl := m.overview.control
+	now := m.clock.Now()
+	for i, typ := range ctl.PausedTypes() {
+		if i == 9 {
+			b.WriteString(fmt.Sprintf("\n   … and %d more (p on one of their tasks resumes it)", len(ctl.Types)-9))
+			break
+		}
+		p := ctl.Types[typ]
+		b.WriteString(fmt.Sprintf("\n%s %s  paused %s ago%s", m.st.Key.Render(fmt.Sprint(i+1)), safe(typ), short(now.Sub(p.At)), reasonText(p.Reason)))
+	}
+	return m.st.Box.Render(b.String())
+}
+
+// writeKey reports whether msg asks for an action that changes the queue
+// on the current screen.
+func (m *Model) writeKey(msg tea.KeyMsg) bool {
+	k := m.keys
+	for _, b := range []key.Binding{k.Replay, k.Archive, k.Cancel, k.Requeue, k.Submit, k.PauseType, k.PauseAll, k.ResumeList} {
+		if key.Matches(msg, b) {
+			return true
+		}
+	}
+	switch m.screen {
+	case scrSchedules:
+		return key.Matches(msg, k.ToggleSchedule) || key.Matches(msg, k.Trigger) || key.Matches(msg, k.DeleteSchedule)
+	case scrWorkflow:
+		return key.Matches(msg, k.CancelWorkflow)
+	}
+	return false
 }
 
 // openStep opens the task of the selected workflow step.
@@ -725,6 +803,8 @@ func (m *Model) tasksKey(msg tea.KeyMsg) tea.Cmd {
 		return tea.Batch(cmd, loadDetail(m.ctx, m.q, m.model, id, m.next("detail"), m.record, m.detailOrWorkflow))
 	case tasksOpenWorkflow:
 		return tea.Batch(cmd, m.openWorkflow(m.tasks.wfRef))
+	case tasksResolve:
+		return tea.Batch(cmd, loadTasks(m.ctx, m.q, m.tasks.query(), m.next("tasks")), resolveID(m.ctx, m.q, m.tasks.idPrefix, m.next("resolve")))
 	}
 	return cmd
 }
@@ -747,6 +827,9 @@ func (m *Model) View() string {
 	}
 	right := refresh + " · " + now.UTC().Format("15:04:05") + " UTC"
 	left := m.st.Title.Render("qo") + " " + m.title
+	if m.readOnly {
+		left += " " + m.st.Error.Render("READ-ONLY")
+	}
 	b.WriteString(fit(left, max(m.w-len(right)-1, 0)) + " " + m.st.Dim.Render(right) + "\n")
 	var tabs []string
 	for i, name := range screenNames {
@@ -791,6 +874,9 @@ func (m *Model) View() string {
 		if m.confirm != nil {
 			body = m.confirm.View(m.st, m.w) + "\n" + body
 		}
+		if m.resumeList {
+			body = m.resumeView() + "\n" + body
+		}
 	}
 	bodyH := max(m.h-4, 1)
 	lines := strings.Split(body, "\n")
@@ -824,6 +910,18 @@ func (m *Model) View() string {
 
 // hints is the key line for the current screen.
 func (m *Model) hints() string {
+	h := m.allHints()
+	if m.readOnly {
+		for _, w := range []string{"R replay A archive C cancel N requeue p pause · ", "R replay · C cancel step · X cancel workflow · ",
+			"e enable/disable · t trigger · X delete · ", "U resume types · ", "P pause queue · ", "n new task · "} {
+			h = strings.ReplaceAll(h, w, "")
+		}
+	}
+	return h
+}
+
+// allHints is the key line of the current screen, actions included.
+func (m *Model) allHints() string {
 	switch {
 	case m.help:
 		return "↑/↓ pgup/pgdn scroll · q/esc close help"
@@ -831,11 +929,16 @@ func (m *Model) hints() string {
 		return "tab next field · enter submit · esc cancel"
 	case m.confirm != nil:
 		return "y confirm · n/esc cancel"
+	case m.resumeList:
+		return "1-9 resume that type (asks first) · any other key closes"
 	}
 	common := "? keys · r refresh · i interval · n new task · q quit"
 	switch m.screen {
 	case scrTasks:
-		return "enter open · s status · / search · h/l shard · [/] page · R replay A archive C cancel N requeue p pause · " + common
+		if m.tasks.choosing {
+			return "the status key filters at once · esc keeps the filter"
+		}
+		return "enter open · s/S status · / search · h/l shard · [/] page · R replay A archive C cancel N requeue p pause · " + common
 	case scrDetail:
 		if t := m.detail.task; t != nil && t.Workflow != nil {
 			return "w workflow · tab pane · m mark · d diff · R replay A archive C cancel N requeue p pause · q back"
@@ -847,6 +950,9 @@ func (m *Model) hints() string {
 		return "e enable/disable · t trigger · X delete · P pause queue · " + common
 	}
 	if m.screen == scrOverview {
+		if len(m.overview.control.Types) > 0 {
+			return "1-4 screens · / search · U resume types · P pause queue · " + common
+		}
 		return "1-4 screens · / search · P pause queue · " + common
 	}
 	return "1-4 screens · P pause queue · " + common

@@ -2208,13 +2208,20 @@ function layout(rep, { nodeW = 168, nodeH = 44, gapX = 56, gapY = 14, pad = 8 } 
 // src/search.js
 var SEARCH_LIMIT = 20;
 var TYPE_SCAN_PAGES = 10;
-var SEARCH_HELP = "an id or its beginning, type:NAME, or key:TYPE/KEY";
+var RESOLVE_PAGES = 4;
+var SEARCH_HELP = "an id, the short id a list shows, type:NAME, or key:TYPE/KEY";
 function idPrefix(text) {
   const hex = String(text).trim().toLowerCase().replace(/-/g, "");
   if (!/^[0-9a-f]{1,32}$/.test(hex)) return null;
   let prefix = "";
   for (let i = 0; i < hex.length; i++) prefix += ([8, 12, 16, 20].includes(i) ? "-" : "") + hex[i];
   return { prefix, hex };
+}
+function idSuffix(hex) {
+  const start2 = 32 - hex.length;
+  let out = "";
+  for (let i = start2; i < 32; i++) out += (i > start2 && [8, 12, 16, 20].includes(i) ? "-" : "") + hex[i - start2];
+  return out;
 }
 function parseSearch(input) {
   const text = String(input ?? "").trim();
@@ -2249,7 +2256,7 @@ function searchCost(q, mode, shards2) {
   if (q.kind === "id" && q.full) return api ? "1 request to qo serve (it makes 1 GET)" : "1 GET";
   if (q.kind === "id") {
     const n = idShards(q.prefix, shards2).length;
-    const s32 = `${n} LIST${n === 1 ? "" : ` (one per shard)`} + 1 GET per task shown (at most ${SEARCH_LIMIT})`;
+    const s32 = `${n} LIST${n === 1 ? "" : ` (one per shard)`} + 1 GET per task shown (at most ${SEARCH_LIMIT}); when no id starts with it, 5 LIST for the ids ending with it (the short ids of the lists)`;
     return api ? `1 request to qo serve (it makes ${s32})` : s32;
   }
   if (q.kind === "key") return api ? "1 request to qo serve (it makes 2 GET)" : "2 GET (the key's marker, then its task)";
@@ -2258,8 +2265,8 @@ function searchCost(q, mode, shards2) {
 }
 function searchNote(q, found) {
   if (q.kind === "type") return "Pending, running and failed tasks only: finished and waiting tasks are not found by type (their keys do not name it; finding them would mean reading every task).";
-  if (q.kind === "id" && !q.full && !found && q.prefix.length === 8) {
-    return "The short ids in the lists are the END of an id (its random part): no key starts with them, so the page cannot find a task by them without listing every task. Search with the id's beginning, or paste the full id.";
+  if (q.kind === "id" && !q.full && !found) {
+    return "No task starts with it, and none of the last 24 hours, live or among the newest dead letters, ends with it: paste the full id for an older task.";
   }
   return "";
 }
@@ -2680,6 +2687,7 @@ var S3Backend = class {
           if (ID.test(id) && shardOf(id, shard.length) === shard) ids.push(id);
         }
       }));
+      if (!ids.length) ids = await this.findBySuffix(idSuffix(q.prefix.replace(/-/g, "")), list[0].length);
       ids.sort();
       more = ids.length > SEARCH_LIMIT;
       ids = ids.slice(0, SEARCH_LIMIT);
@@ -2687,6 +2695,42 @@ var S3Backend = class {
     const n = list[0].length;
     const { tasks, malformed } = await this.readTasks(ids.map((id) => taskKey(shardOf(id, n), id)));
     return { tasks: tasks.filter(Boolean), more: more ? ["id"] : [], malformed };
+  }
+  /**
+   * findBySuffix returns the ids that end with suffix (the short id a list
+   * shows), as queue.ResolveID finds them: the end of a time-ordered id
+   * holds its shard, so only that shard's ready, lease and waiting
+   * entries, its tasks created in the list window and the newest dead
+   * letters are listed, at most RESOLVE_PAGES LISTs each, whatever the
+   * history.
+   */
+  async findBySuffix(suffix, n) {
+    const hex = suffix.replace(/-/g, "");
+    if (hex.length < n) return [];
+    const shard = hex.slice(-n);
+    const tasks = `${TASKS_PREFIX}${shard}/`;
+    const fromKey = (key) => indexEntry(key)?.id;
+    const places = [
+      { prefix: `${READY_PREFIX}${shard}/`, id: fromKey },
+      { prefix: `${LEASES_PREFIX}${shard}/`, id: fromKey },
+      { prefix: `${WAITING_PREFIX}${shard}/`, id: fromKey },
+      { prefix: DEAD_PREFIX, id: fromKey },
+      { prefix: tasks, after: tasks + idFloor(this.now().getTime() - LIST_WINDOW_MS), id: (key) => key.slice(tasks.length, -".json".length) }
+    ];
+    const found = /* @__PURE__ */ new Set();
+    await Promise.all(places.map(async (p) => {
+      let after = p.after || "";
+      for (let i = 0; i < RESOLVE_PAGES; i++) {
+        const page = await this.s3.list(p.prefix, { startAfter: after });
+        for (const { key } of page.keys) {
+          const id = p.id(key);
+          if (id && ID.test(id) && id.endsWith(suffix)) found.add(id);
+          after = key;
+        }
+        if (!page.next || !page.keys.length) return;
+      }
+    }));
+    return [...found];
   }
   /**
    * deadOfType lists the dead letters of a type for a bulk action, from
@@ -3243,6 +3287,7 @@ var ApiBackend = class {
     const res = await fetch(this.base + path, { method, headers, body: body && JSON.stringify(body) });
     const date = res.headers.get("Date");
     if (date) this.offset = Date.parse(date) + 500 - Date.now();
+    this.readOnly = res.headers.get("X-Qo-Read-Only") === "true";
     const data = await res.json().catch(() => ({}));
     if (!res.ok) {
       const msg = data.error?.message || `${res.status} ${res.statusText}`;
@@ -4009,6 +4054,9 @@ function shownTasks() {
   return state.view === "search" ? state.search?.tasks || [] : state.tasks;
 }
 function render() {
+  const readOnly2 = Boolean(state.backend?.readOnly);
+  document.body.classList.toggle("readonly", readOnly2);
+  $("#readonly-note").hidden = !readOnly2;
   renderViews();
   renderPaused();
   const now = state.backend.now();
@@ -4514,7 +4562,7 @@ function renderDetail(now) {
   ));
   box.replaceChildren(
     h("h2", { class: "mono" }, t.id),
-    h("div", { class: "actions" }, actions, h("a", { class: "permalink", href: navFragment(state.cfg, { view: state.view, task: t.id, search: state.search?.text, type: state.filter.type, workflow: state.workflow }) }, "link to this task")),
+    h("div", { class: "actions" }, actions, h("button", { id: "copy-id", title: "copy the full id", onclick: () => copyID(t.id) }, "Copy id"), h("a", { class: "permalink", href: navFragment(state.cfg, { view: state.view, task: t.id, search: state.search?.text, type: state.filter.type, workflow: state.workflow }) }, "link to this task")),
     h(
       "table",
       { class: "fields" },
@@ -4628,6 +4676,19 @@ function showDiff() {
     }))
   );
   pre.hidden = false;
+}
+async function copyID(id) {
+  try {
+    await navigator.clipboard.writeText(id);
+    state.flash = `copied ${id}`;
+  } catch (err) {
+    const range = document.createRange();
+    range.selectNodeContents($("#detail h2"));
+    getSelection().removeAllRanges();
+    getSelection().addRange(range);
+    state.flash = `select and copy the id (the browser refused the clipboard: ${err.message})`;
+  }
+  render();
 }
 async function select(id) {
   const gen = state.gen;

@@ -591,6 +591,9 @@ function shownTasks() {
 }
 
 function render() {
+  const readOnly = Boolean(state.backend?.readOnly);
+  document.body.classList.toggle('readonly', readOnly);
+  $('#readonly-note').hidden = !readOnly;
   renderViews();
   renderPaused();
   const now = state.backend.now();
@@ -1083,7 +1086,7 @@ function renderDetail(now) {
     h('td', { class: 'error' }, e.error || '')));
   box.replaceChildren(
     h('h2', { class: 'mono' }, t.id),
-    h('div', { class: 'actions' }, actions, h('a', { class: 'permalink', href: navFragment(state.cfg, { view: state.view, task: t.id, search: state.search?.text, type: state.filter.type, workflow: state.workflow }) }, 'link to this task')),
+    h('div', { class: 'actions' }, actions, h('button', { id: 'copy-id', title: 'copy the full id', onclick: () => copyID(t.id) }, 'Copy id'), h('a', { class: 'permalink', href: navFragment(state.cfg, { view: state.view, task: t.id, search: state.search?.text, type: state.filter.type, workflow: state.workflow }) }, 'link to this task')),
     h('table', { class: 'fields' },
       field('type', t.task_type), field('status', h('span', { class: `st ${t.status}` }, t.status)),
       field('priority', priorityOf(t)), field('shard', t.shard),
@@ -1170,6 +1173,24 @@ function showDiff() {
       return h('div', { class: part.added ? 'add' : part.removed ? 'del' : '' }, `${sign} ${line}`);
     })));
   pre.hidden = false;
+}
+
+// copyID puts a task's full id on the clipboard: the lists show its end
+// only (the short id), which every command and search takes too, but a
+// script or a ticket wants all of it.
+async function copyID(id) {
+  try {
+    await navigator.clipboard.writeText(id);
+    state.flash = `copied ${id}`;
+  } catch (err) {
+    // No clipboard (a page not served over HTTPS or localhost): select it.
+    const range = document.createRange();
+    range.selectNodeContents($('#detail h2'));
+    getSelection().removeAllRanges();
+    getSelection().addRange(range);
+    state.flash = `select and copy the id (the browser refused the clipboard: ${err.message})`;
+  }
+  render();
 }
 
 async function select(id) {

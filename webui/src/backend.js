@@ -10,7 +10,7 @@ import {
 import {
   WORKFLOW_NAMES_PREFIX, workflowKey, workflowNameKey, decodeWorkflow, decodeWorkflowName, isWorkflowID, report, parseWorkflowNameKey,
 } from './workflow.js';
-import { SEARCH_LIMIT, TYPE_SCAN_PAGES, idShards } from './search.js';
+import { SEARCH_LIMIT, TYPE_SCAN_PAGES, RESOLVE_PAGES, idShards, idSuffix } from './search.js';
 import { BULK_SCAN_PAGES, BULK_FILTER_PAGES, deadEntryTask } from './bulk.js';
 import { RateMeter } from './fleet.js';
 
@@ -277,6 +277,7 @@ export class S3Backend {
           if (ID.test(id) && shardOf(id, shard.length) === shard) ids.push(id);
         }
       }));
+      if (!ids.length) ids = await this.findBySuffix(idSuffix(q.prefix.replace(/-/g, '')), list[0].length);
       ids.sort();
       more = ids.length > SEARCH_LIMIT;
       ids = ids.slice(0, SEARCH_LIMIT);
@@ -284,6 +285,43 @@ export class S3Backend {
     const n = list[0].length;
     const { tasks, malformed } = await this.readTasks(ids.map((id) => taskKey(shardOf(id, n), id)));
     return { tasks: tasks.filter(Boolean), more: more ? ['id'] : [], malformed };
+  }
+
+  /**
+   * findBySuffix returns the ids that end with suffix (the short id a list
+   * shows), as queue.ResolveID finds them: the end of a time-ordered id
+   * holds its shard, so only that shard's ready, lease and waiting
+   * entries, its tasks created in the list window and the newest dead
+   * letters are listed, at most RESOLVE_PAGES LISTs each, whatever the
+   * history.
+   */
+  async findBySuffix(suffix, n) {
+    const hex = suffix.replace(/-/g, '');
+    if (hex.length < n) return [];
+    const shard = hex.slice(-n);
+    const tasks = `${TASKS_PREFIX}${shard}/`;
+    const fromKey = (key) => indexEntry(key)?.id;
+    const places = [
+      { prefix: `${READY_PREFIX}${shard}/`, id: fromKey },
+      { prefix: `${LEASES_PREFIX}${shard}/`, id: fromKey },
+      { prefix: `${WAITING_PREFIX}${shard}/`, id: fromKey },
+      { prefix: DEAD_PREFIX, id: fromKey },
+      { prefix: tasks, after: tasks + idFloor(this.now().getTime() - LIST_WINDOW_MS), id: (key) => key.slice(tasks.length, -'.json'.length) },
+    ];
+    const found = new Set();
+    await Promise.all(places.map(async (p) => {
+      let after = p.after || '';
+      for (let i = 0; i < RESOLVE_PAGES; i++) {
+        const page = await this.s3.list(p.prefix, { startAfter: after });
+        for (const { key } of page.keys) {
+          const id = p.id(key);
+          if (id && ID.test(id) && id.endsWith(suffix)) found.add(id);
+          after = key;
+        }
+        if (!page.next || !page.keys.length) return;
+      }
+    }));
+    return [...found];
   }
 
   /**
@@ -865,6 +903,8 @@ export class ApiBackend {
     const res = await fetch(this.base + path, { method, headers, body: body && JSON.stringify(body) });
     const date = res.headers.get('Date');
     if (date) this.offset = Date.parse(date) + 500 - Date.now();
+    // qo serve --readonly says so on every answer: the page offers no write.
+    this.readOnly = res.headers.get('X-Qo-Read-Only') === 'true';
     const data = await res.json().catch(() => ({}));
     if (!res.ok) {
       const msg = data.error?.message || `${res.status} ${res.statusText}`;

@@ -14,8 +14,10 @@
 //   - an idempotency key's marker is idempotency/{h[:2]}/{h}.json, h the
 //     SHA-256 of type NUL key: two GETs (the marker, then its task).
 // The short ids the lists show are the END of an id (its random part): no
-// key starts with them, so they cannot be searched for without listing
-// every task.
+// task key starts with them, but the end of a time-ordered id holds its
+// shard, so they are looked up in that shard alone (queue.ResolveID): its
+// ready, lease and waiting indexes, its tasks created in the list window,
+// and the newest dead letters, at most RESOLVE_PAGES LISTs each.
 import { validType } from './queue.js';
 
 /** SEARCH_LIMIT is how many tasks a search shows (per status for a type). */
@@ -23,7 +25,10 @@ export const SEARCH_LIMIT = 20;
 /** TYPE_SCAN_PAGES bounds the LISTs of one index for a type search (1,000 keys each), as the counts do. */
 export const TYPE_SCAN_PAGES = 10;
 
-export const SEARCH_HELP = 'an id or its beginning, type:NAME, or key:TYPE/KEY';
+/** RESOLVE_PAGES bounds the LISTs of each place a short id is looked for (queue's resolvePages). */
+export const RESOLVE_PAGES = 4;
+
+export const SEARCH_HELP = 'an id, the short id a list shows, type:NAME, or key:TYPE/KEY';
 
 /**
  * idPrefix normalizes what was typed as the beginning of a task id: hex
@@ -36,6 +41,18 @@ export function idPrefix(text) {
   let prefix = '';
   for (let i = 0; i < hex.length; i++) prefix += ([8, 12, 16, 20].includes(i) ? '-' : '') + hex[i];
   return { prefix, hex };
+}
+
+/**
+ * idSuffix is the end of a canonical id that hex digits (the short id a
+ * list shows, or more of the id's end) make: dashes where a whole id has
+ * them.
+ */
+export function idSuffix(hex) {
+  const start = 32 - hex.length;
+  let out = '';
+  for (let i = start; i < 32; i++) out += (i > start && [8, 12, 16, 20].includes(i) ? '-' : '') + hex[i - start];
+  return out;
 }
 
 /**
@@ -91,7 +108,7 @@ export function searchCost(q, mode, shards) {
   if (q.kind === 'id' && q.full) return api ? '1 request to qo serve (it makes 1 GET)' : '1 GET';
   if (q.kind === 'id') {
     const n = idShards(q.prefix, shards).length;
-    const s3 = `${n} LIST${n === 1 ? '' : ` (one per shard)`} + 1 GET per task shown (at most ${SEARCH_LIMIT})`;
+    const s3 = `${n} LIST${n === 1 ? '' : ` (one per shard)`} + 1 GET per task shown (at most ${SEARCH_LIMIT}); when no id starts with it, 5 LIST for the ids ending with it (the short ids of the lists)`;
     return api ? `1 request to qo serve (it makes ${s3})` : s3;
   }
   if (q.kind === 'key') return api ? '1 request to qo serve (it makes 2 GET)' : '2 GET (the key\'s marker, then its task)';
@@ -102,8 +119,8 @@ export function searchCost(q, mode, shards) {
 /** searchNote says what a search does not find, shown with its results. */
 export function searchNote(q, found) {
   if (q.kind === 'type') return 'Pending, running and failed tasks only: finished and waiting tasks are not found by type (their keys do not name it; finding them would mean reading every task).';
-  if (q.kind === 'id' && !q.full && !found && q.prefix.length === 8) {
-    return 'The short ids in the lists are the END of an id (its random part): no key starts with them, so the page cannot find a task by them without listing every task. Search with the id\'s beginning, or paste the full id.';
+  if (q.kind === 'id' && !q.full && !found) {
+    return 'No task starts with it, and none of the last 24 hours, live or among the newest dead letters, ends with it: paste the full id for an older task.';
   }
   return '';
 }
