@@ -61,7 +61,7 @@ type Queue struct {
 // Open reads queue.json and returns a handle. ErrNotInitialized when the
 // bucket has no queue yet.
 func Open(ctx context.Context, s store.Store, opts Options) (*Queue, error) {
-	obj, err := s.Get(ctx, ConfigKey)
+	obj, err := getLimited(ctx, s, ConfigKey, maxSmallObject)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("open queue: %w", ErrNotInitialized)
 	}
@@ -145,7 +145,7 @@ func (q *Queue) GetWithETag(ctx context.Context, id uuid.UUID) (*Task, string, e
 
 func (q *Queue) getTask(ctx context.Context, id uuid.UUID) (*Task, string, error) {
 	key := q.TaskKey(id)
-	obj, err := q.s.Get(ctx, key)
+	obj, err := q.getLimited(ctx, key, q.maxTaskObject())
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, "", fmt.Errorf("get task %s: %w (%w)", id, ErrNotFound, err)
 	}
