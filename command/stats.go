@@ -13,6 +13,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/qo-queue/qo/internal/termsafe"
 	"github.com/qo-queue/qo/monitor"
 	"github.com/qo-queue/qo/monitor/view"
 	"github.com/qo-queue/qo/queue"
@@ -192,6 +193,9 @@ func printStats(w io.Writer, st view.Stats) error {
 	}
 	if len(st.Malformed) > 0 {
 		fmt.Fprintf(w, "\n%d malformed objects skipped (see qo doctor)\n", len(st.Malformed))
+		for _, m := range st.Malformed {
+			fmt.Fprintf(w, "  %s: %s\n", termsafe.Line(m.Key), termsafe.Line(m.Error))
+		}
 	}
 	return nil
 }

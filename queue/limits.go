@@ -30,9 +30,10 @@ const (
 
 // MaxPayloadBytes is the bound of this queue on a task's input and on its
 // output, each: queue.json's max_payload_bytes, or DefaultMaxPayloadBytes.
-func (q *Queue) MaxPayloadBytes() int64 { return q.cfg.maxPayload() }
+func (q *Queue) MaxPayloadBytes() int64 { return q.cfg.EffectiveMaxPayloadBytes() }
 
-func (c Config) maxPayload() int64 {
+// EffectiveMaxPayloadBytes is MaxPayloadBytes, or the default when unset.
+func (c Config) EffectiveMaxPayloadBytes() int64 {
 	if c.MaxPayloadBytes > 0 {
 		return c.MaxPayloadBytes
 	}
@@ -86,7 +87,20 @@ func (q *Queue) getVersionLimited(ctx context.Context, key, versionID string, ma
 
 func tooLargeIsMalformed(key string, err error) error {
 	if tl := (*store.TooLargeError)(nil); errors.As(err, &tl) {
-		return &MalformedError{Key: key, Err: tl}
+		return &MalformedError{Key: key, Err: tooLarge{tl}}
 	}
 	return err
 }
+
+// tooLarge words a *store.TooLargeError for a MalformedError, which names
+// the key already.
+type tooLarge struct{ *store.TooLargeError }
+
+func (e tooLarge) Error() string {
+	if e.Size > 0 {
+		return fmt.Sprintf("too large: %d bytes, over the limit of %d bytes for this kind of object", e.Size, e.Max)
+	}
+	return fmt.Sprintf("too large: over the limit of %d bytes for this kind of object", e.Max)
+}
+
+func (e tooLarge) Unwrap() error { return e.TooLargeError }

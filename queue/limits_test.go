@@ -116,7 +116,7 @@ func TestOversizedObjectsRefused(t *testing.T) {
 		require.NoError(t, err, "stats stay up")
 		require.Len(t, st.Malformed, 1)
 		require.Equal(t, bigWorker, st.Malformed[0].Key)
-		require.Contains(t, st.Malformed[0].Error(), "over the limit of 1048576 bytes")
+		require.Contains(t, st.Malformed[0].Error(), "too large: 1048577 bytes, over the limit of 1048576 bytes")
 		// Kept by its ETag: the next refresh does not read it again.
 		before := b.counts()
 		st, err = c.Refresh(b.ctx)
