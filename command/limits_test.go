@@ -41,10 +41,10 @@ func TestSizeLimitsCLI(t *testing.T) {
 	qq, err := queue.Open(ctx, q.s, queue.Options{})
 	require.NoError(t, err)
 	id := queue.NewID()
-	_, err = q.s.Put(ctx, qq.TaskKey(id), bytes.Repeat([]byte(" "), 2*100+4<<20+1), store.Condition{})
+	_, err = q.s.Put(ctx, qq.TaskKey(id), bytes.Repeat([]byte(" "), 6<<20+1), store.Condition{})
 	require.NoError(t, err)
 	code, _, errs = q.run("status", id.String())
 	require.NotEqual(t, 0, code)
 	require.Contains(t, errs, qq.TaskKey(id))
-	require.Contains(t, errs, "over the limit of 4194504 bytes")
+	require.Contains(t, errs, "over the limit of 6291456 bytes")
 }

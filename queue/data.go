@@ -32,7 +32,7 @@ func digest(b []byte) string {
 }
 
 // offload reports whether a payload of n bytes goes to data/.
-func (q *Queue) offload(n int) bool { return q.threshold > 0 && n > q.threshold }
+func (q *Queue) offload(n int) bool { return n > q.threshold }
 
 // writeData stores body at key (with tags, when any) and returns its
 // reference.

@@ -856,7 +856,8 @@ Replay runs an expired task after all, clearing the deadline.
 # Large payloads
 
 An input or output larger than the offload threshold (Options.
-OffloadThreshold, 256 KiB by default) is stored in its own object,
+OffloadThreshold, 256 KiB by default, at most MaxInlinePayload, 1 MiB:
+see Size limits) is stored in its own object,
 data/{shard}/{id}/input.json or output-{lease_id}.json, and the task
 carries input_ref/output_ref {key, version_id, bytes, sha256} with
 input/output null. Submit writes the input object first (create-only; an
@@ -886,8 +887,8 @@ Every reader refuses an object over the bound of its kind before loading
 it (store.GetLimited: the size the server announces is checked before the
 body is read, and no more than the bound is read whatever it announced):
 
-	task objects and their versions   2 x max_payload_bytes + 4 MiB
-	schedules (a template with input) max_payload_bytes + 4 MiB
+	task objects and their versions   6 MiB (2 x MaxInlinePayload + 4 MiB)
+	schedules (a template with input) 2 MiB (MaxInlinePayload + 1 MiB)
 	offloaded payloads (data/)        the bytes of their reference, at most max_payload_bytes
 	workflow records                  16 MiB
 	everything else (queue.json,      1 MiB
@@ -896,11 +897,17 @@ body is read, and no more than the bound is read whatever it announced):
 	  idempotency markers, workflow
 	  names, index entries)
 
+A task object holds an input or output of at most MaxInlinePayload
+(1 MiB) inline: every writer offloads larger ones (the offload threshold
+cannot exceed it), so a task object's size does not grow with the payload
+limit. A schedule's input is at most MaxInlinePayload too, refused at
+creation.
+
 An object over its bound is a *MalformedError wrapping store.ErrTooLarge
 that names the key and the bound: single reads return it, listings, stats,
 repair and workers report it and skip it (as any malformed object), and
 nothing loads it. Lowering max_payload_bytes below the size of existing
-tasks makes them unreadable until it is raised again.
+payloads makes them unreadable until it is raised again.
 
 A workflow file has at most MaxWorkflowSteps (1,000) steps and
 MaxWorkflowEdges (10,000) after entries in all, refused before any write:

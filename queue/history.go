@@ -91,9 +91,9 @@ func (q *Queue) History(ctx context.Context, id uuid.UUID) ([]Event, error) {
 		var obj *store.Object
 		var err error
 		if v.VersionID == "" {
-			obj, err = q.getLimited(ctx, key, q.maxTaskObject()) // unversioned bucket: only the current object
+			obj, err = q.getLimited(ctx, key, maxTaskObject) // unversioned bucket: only the current object
 		} else {
-			obj, err = q.getVersionLimited(ctx, key, v.VersionID, q.maxTaskObject())
+			obj, err = q.getVersionLimited(ctx, key, v.VersionID, maxTaskObject)
 		}
 		if err != nil {
 			if errors.Is(err, store.ErrNotFound) {

@@ -12,6 +12,12 @@ import (
 // queue.json sets no max_payload_bytes (see doc.go, "Size limits").
 const DefaultMaxPayloadBytes = 64 << 20
 
+// MaxInlinePayload is the largest input or output a task object holds
+// inline: larger ones are offloaded to data/ (see Options.OffloadThreshold),
+// so a task object stays small whatever its payloads (see doc.go, "Size
+// limits").
+const MaxInlinePayload = 1 << 20
+
 // Bounds of the objects qo reads, besides payloads (see doc.go, "Size
 // limits"). A reader refuses an object over its bound before loading it.
 const (
@@ -19,9 +25,14 @@ const (
 	// worker records, named leases, the control and sweep-state objects,
 	// idempotency markers, workflow names and index entries.
 	maxSmallObject = 1 << 20
-	// taskEnvelope bounds what a task object holds besides its input and
-	// output (parents, children, values from parents, errors).
+	// taskEnvelope bounds what a task object holds besides its inline
+	// input and output (parents, children, values from parents, errors).
 	taskEnvelope = 4 << 20
+	// maxTaskObject bounds a task object and each of its versions.
+	maxTaskObject = 2*MaxInlinePayload + taskEnvelope
+	// maxScheduleObject bounds a schedule: its task template holds an
+	// input of at most MaxInlinePayload.
+	maxScheduleObject = MaxInlinePayload + maxSmallObject
 	// maxWorkflowRecord bounds a workflow record (MaxWorkflowSteps steps
 	// and MaxWorkflowEdges edges take well under 1 MiB; records written
 	// under the earlier bound of 20,000 steps fit too).
@@ -39,13 +50,6 @@ func (c Config) EffectiveMaxPayloadBytes() int64 {
 	}
 	return DefaultMaxPayloadBytes
 }
-
-// maxTaskObject bounds a task object (and each of its versions): both
-// payloads inline (offloading may be off) and the envelope.
-func (q *Queue) maxTaskObject() int64 { return 2*q.MaxPayloadBytes() + taskEnvelope }
-
-// maxScheduleObject bounds a schedule: its task template holds an input.
-func (q *Queue) maxScheduleObject() int64 { return q.MaxPayloadBytes() + taskEnvelope }
 
 // payloadTooLarge is the error of an input or output over the bound.
 func (q *Queue) payloadTooLarge(what string, n int) error {

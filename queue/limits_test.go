@@ -79,8 +79,9 @@ func TestOversizedObjectsRefused(t *testing.T) {
 		const limit = 1000
 		b := setup(t, be, withMaxPayload(limit))
 		good := b.submit(t, "m", `{}`)
-		// The task bound: both payloads and 4 MiB for the rest.
-		taskBound := 2*limit + 4<<20
+		// The task bound: two inline payloads and 4 MiB for the rest,
+		// whatever the payload limit.
+		taskBound := 2*queue.MaxInlinePayload + 4<<20
 		bigTask := queue.NewID()
 		bigKey := b.q.TaskKey(bigTask)
 		_, err := b.raw.Put(b.ctx, bigKey, bytes.Repeat([]byte(" "), taskBound+1), store.Condition{})
@@ -92,7 +93,7 @@ func TestOversizedObjectsRefused(t *testing.T) {
 		require.Equal(t, bigKey, m.Key)
 		require.ErrorIs(t, err, store.ErrTooLarge)
 		require.Contains(t, err.Error(), bigKey)
-		require.Contains(t, err.Error(), "limit of 4196304 bytes")
+		require.Contains(t, err.Error(), "limit of 6291456 bytes")
 
 		page, err := b.q.List(b.ctx, queue.ListQuery{})
 		require.NoError(t, err)
@@ -124,9 +125,9 @@ func TestOversizedObjectsRefused(t *testing.T) {
 		require.Len(t, st.Malformed, 1)
 		require.Zero(t, b.counts().Sub(before).Total(store.OpGet))
 
-		// A schedule holds an input: the payload limit and 4 MiB.
+		// A schedule holds an input: an inline payload and 1 MiB.
 		bigSchedule := queue.ScheduleKey("big")
-		_, err = b.raw.Put(b.ctx, bigSchedule, bytes.Repeat([]byte(" "), limit+4<<20+1), store.Condition{})
+		_, err = b.raw.Put(b.ctx, bigSchedule, bytes.Repeat([]byte(" "), 2<<20+1), store.Condition{})
 		require.NoError(t, err)
 		_, bad, err = b.q.ListSchedules(b.ctx)
 		require.NoError(t, err)
@@ -158,4 +159,30 @@ func TestOffloadedPayloadBounded(t *testing.T) {
 	_, err = q.LoadInput(b.ctx, task)
 	require.ErrorIs(t, err, store.ErrTooLarge)
 	require.Contains(t, err.Error(), "limit of 500 bytes")
+}
+
+// A task object holds at most MaxInlinePayload of input or output inline,
+// whatever the offload threshold asked for, so its bound holds for every
+// writer; a schedule refuses a larger input.
+func TestInlinePayloadBounded(t *testing.T) {
+	t.Parallel()
+	b := setup(t, storetest.Backends()[0])
+	for _, threshold := range []int{-1, 8 << 20} {
+		q, err := queue.Open(b.ctx, b.s, queue.Options{OffloadThreshold: threshold})
+		require.NoError(t, err)
+		task, _, err := q.Submit(b.ctx, queue.SubmitRequest{Type: "x", Input: jsonOfSize(queue.MaxInlinePayload + 1)})
+		require.NoError(t, err)
+		require.NotNil(t, task.InputRef, "threshold %d: offloaded", threshold)
+		task, _, err = q.Submit(b.ctx, queue.SubmitRequest{Type: "x", Input: jsonOfSize(queue.MaxInlinePayload)})
+		require.NoError(t, err)
+		require.Nil(t, task.InputRef, "threshold %d: inline", threshold)
+	}
+
+	_, err := b.q.CreateSchedule(b.ctx, queue.ScheduleSpec{Name: "big", Cron: "*/5 * * * *",
+		Task: queue.ScheduleTask{Type: "t", Input: jsonOfSize(queue.MaxInlinePayload + 1)}})
+	require.ErrorIs(t, err, queue.ErrInvalidInput)
+	require.Contains(t, err.Error(), "over the 1048576 bytes a schedule holds")
+	_, err = b.q.CreateSchedule(b.ctx, queue.ScheduleSpec{Name: "ok", Cron: "*/5 * * * *",
+		Task: queue.ScheduleTask{Type: "t", Input: jsonOfSize(queue.MaxInlinePayload)}})
+	require.NoError(t, err)
 }

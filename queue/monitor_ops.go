@@ -370,7 +370,7 @@ func (q *Queue) Repair(ctx context.Context, shard string, pageSize int, cursor s
 
 func (q *Queue) repairOne(ctx context.Context, key string) SweepResult {
 	r := SweepResult{Scanned: 1}
-	obj, err := q.getLimited(ctx, key, q.maxTaskObject())
+	obj, err := q.getLimited(ctx, key, maxTaskObject)
 	if errors.Is(err, store.ErrNotFound) {
 		return r
 	}

@@ -29,12 +29,13 @@ func TestWorkerSizeLimits(t *testing.T) {
 		require.NoError(t, err)
 		bd := &bundle{s: s, q: q}
 
-		// A task whose object someone padded past the task bound (both
-		// payloads and 4 MiB): valid JSON still, its ready entry in place.
+		// A task whose object someone padded past the task bound (two
+		// inline payloads and 4 MiB): valid JSON still, its ready entry in
+		// place.
 		big := bd.submit(t, "echo", `{}`)
 		body, err := queue.EncodeTask(big)
 		require.NoError(t, err)
-		body = append(body, bytes.Repeat([]byte(" "), 2*limit+4<<20+1-len(body))...)
+		body = append(body, bytes.Repeat([]byte(" "), 6<<20+1-len(body))...)
 		_, err = s.Put(ctx, q.TaskKey(big.ID), body, store.Condition{})
 		require.NoError(t, err)
 

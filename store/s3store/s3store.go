@@ -307,17 +307,24 @@ func (s *Store) getOnce(ctx context.Context, op, key string, versionID *string) 
 		return nil, s.wrap(ctx, op, key, err, mapOpts{version: versionID != nil})
 	}
 	defer out.Body.Close()
-	var r io.Reader = out.Body
+	var body []byte
 	max := store.MaxBytes(ctx)
-	if max > 0 {
-		// Refuse by the announced size before reading, and read at most
-		// one byte past the bound in case the announcement was wrong.
-		if n := aws.ToInt64(out.ContentLength); n > max {
-			return nil, fmt.Errorf("%s %s: %w", op, key, &store.TooLargeError{Key: key, Size: n, Max: max})
-		}
-		r = io.LimitReader(out.Body, max+1)
+	n := aws.ToInt64(out.ContentLength)
+	switch {
+	case max > 0 && n > max:
+		// Refused by the announced size, before reading.
+		return nil, fmt.Errorf("%s %s: %w", op, key, &store.TooLargeError{Key: key, Size: n, Max: max})
+	case max > 0 && n > 0:
+		// Within the bound: read into a buffer of that size (net/http
+		// holds the body to its Content-Length), not one that doubles.
+		body = make([]byte, n)
+		_, err = io.ReadFull(out.Body, body)
+	case max > 0:
+		// Size not announced: read at most one byte past the bound.
+		body, err = io.ReadAll(io.LimitReader(out.Body, max+1))
+	default:
+		body, err = io.ReadAll(out.Body)
 	}
-	body, err := io.ReadAll(r)
 	if err != nil {
 		return nil, s.wrap(ctx, op, key, fmt.Errorf("read body: %w", err), mapOpts{})
 	}
