@@ -37,6 +37,7 @@ require (
 	github.com/versity/versitygw v1.8.0
 	golang.org/x/crypto/x509roots/fallback v0.0.0-20260211191256-cab0f718548e
 	golang.org/x/sync v0.22.0
+	golang.org/x/sys v0.47.0
 	k8s.io/api v0.34.1
 	k8s.io/apimachinery v0.34.1
 	sigs.k8s.io/json v0.0.0-20241014173422-cfa47c3a1cc8
@@ -137,7 +138,6 @@ require (
 	golang.org/x/crypto v0.55.0 // indirect
 	golang.org/x/exp v0.0.0-20241009180824-f66d83c29e7c // indirect
 	golang.org/x/net v0.58.0 // indirect
-	golang.org/x/sys v0.47.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
 	golang.org/x/tools v0.49.0 // indirect

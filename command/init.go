@@ -4,7 +4,7 @@ package command
 //
 // --json output shape (stable; new fields may be added, none removed):
 // {"format", "shard_chars", "shards", "created_at", "created",
-// "tasks_retention_days", "versioning", "lifecycle"}.
+// "tasks_retention_days", "max_payload_bytes", "versioning", "lifecycle"}.
 
 import (
 	"context"
@@ -52,7 +52,7 @@ func initCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "init",
 		Usage:     "create the queue in a bucket (idempotent)",
-		UsageText: "qo init [--shard-chars 1|2] [--tasks-retention-days N] [--create-bucket] [--json]",
+		UsageText: "qo init [--shard-chars 1|2] [--tasks-retention-days N] [--max-payload-bytes N] [--create-bucket] [--json]",
 		Description: `First probes the server's conditional writes (three PUTs to
 monitor/probe.json, as every worker does when it starts) and refuses a
 server that ignores them: qo would run tasks twice there (qo doctor has the
@@ -64,11 +64,14 @@ that answers success but does not apply them is refused too. Tasks and their
 history are kept forever unless --tasks-retention-days N is given: then every
 task version is tagged as it is written, and finished tasks (completed,
 cancelled, expired, archived; not failed ones, the dead letters) expire with
-their history N days after they finished. Running init again is safe: it
-cannot change the shard width of an existing queue, and it sets the retention
-to what it is given (0: keep forever). --json prints {"format",
-"shard_chars", "shards", "created_at", "created", "tasks_retention_days",
-"versioning", "lifecycle"}.
+their history N days after they finished. A task's input and its output are
+each at most 64 MiB unless --max-payload-bytes N says otherwise: the limit is
+recorded in queue.json, so every producer, worker and reader of the bucket
+holds to it. Running init again is safe: it cannot change the shard width of
+an existing queue, and it sets the retention and the payload limit to what
+it is given (0: keep forever; 0: the default limit). --json prints
+{"format", "shard_chars", "shards", "created_at", "created",
+"tasks_retention_days", "max_payload_bytes", "versioning", "lifecycle"}.
 
 Examples:
   qo init --bucket jobs
@@ -77,6 +80,7 @@ Examples:
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "shard-chars", Value: 1, Usage: "hex characters of the task id used as shard: 1 (16 shards) or 2 (256 shards)"},
 			&cli.IntFlag{Name: "tasks-retention-days", Usage: "expire finished tasks and their history `N` days after they finish (0: keep forever; failed tasks are kept)"},
+			&cli.Int64Flag{Name: "max-payload-bytes", Usage: "limit a task's input and its output to `N` bytes each, for every reader and writer of the bucket (0: 64 MiB)"},
 			&cli.BoolFlag{Name: "create-bucket", Usage: "create the bucket when it does not exist"},
 			jsonFlag(),
 		},
@@ -92,12 +96,16 @@ Examples:
 			if days < 0 {
 				return usageError("--tasks-retention-days %d is negative (0 keeps task history forever)", days)
 			}
+			maxPayload := c.Int64("max-payload-bytes")
+			if maxPayload < 0 {
+				return usageError("--max-payload-bytes %d is negative (0: the default of %d bytes)", maxPayload, queue.DefaultMaxPayloadBytes)
+			}
 			s, err := initStore(c)
 			if err != nil {
 				return err
 			}
 			res, err := queue.InitWithOptions(c.Context, s, queue.InitOptions{
-				ShardChars: chars, TasksRetentionDays: days, Logger: stderrLogger(c), SettleTime: initSettleTime,
+				ShardChars: chars, TasksRetentionDays: days, MaxPayloadBytes: maxPayload, Logger: stderrLogger(c), SettleTime: initSettleTime,
 			})
 			if err != nil {
 				return err
@@ -110,6 +118,7 @@ Examples:
 					"created_at":           res.Config.CreatedAt,
 					"created":              res.Created,
 					"tasks_retention_days": res.Config.TasksRetentionDays,
+					"max_payload_bytes":    res.Config.EffectiveMaxPayloadBytes(),
 					"versioning":           res.Versioning,
 					"lifecycle":            res.Lifecycle,
 				})
@@ -127,6 +136,7 @@ Examples:
 			} else {
 				fmt.Fprintln(w, "retention:  tasks are kept forever (--tasks-retention-days N to expire finished ones)")
 			}
+			fmt.Fprintf(w, "payloads:   inputs and outputs up to %d bytes each (--max-payload-bytes N to change)\n", res.Config.EffectiveMaxPayloadBytes())
 			return nil
 		},
 	}

@@ -210,6 +210,9 @@ func printStats(w io.Writer, st view.Stats) error {
 	}
 	if len(st.Malformed) > 0 {
 		fmt.Fprintf(w, "\n%d malformed objects skipped (see qo doctor)\n", len(st.Malformed))
+		for _, m := range st.Malformed {
+			fmt.Fprintf(w, "  %s: %s\n", termsafe.Line(m.Key), termsafe.Line(m.Error))
+		}
 	}
 	return nil
 }

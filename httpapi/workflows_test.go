@@ -1,10 +1,13 @@
 package httpapi
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/storetest"
 )
 
@@ -46,4 +49,24 @@ func TestWorkflowEndpoints(t *testing.T) {
 			}},
 		})
 	})
+}
+
+// A workflow file of 20,000 steps (about 660 KB, within the body limit)
+// once cost about 60,000 requests: it is refused with 400 before any
+// write.
+func TestWorkflowSubmitBounded(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, storetest.Backends()[0], Options{})
+	var steps []string
+	for i := range 20000 {
+		steps = append(steps, fmt.Sprintf(`{"name":"s%d","type":"x"}`, i))
+	}
+	body := `{"steps":[` + strings.Join(steps, ",") + `]}`
+	require.Less(t, len(body), int(DefaultMaxBody))
+	before := e.raw.(store.Counted).Requests().Snapshot()
+	status, v, _ := e.do(t, "POST", "/api/workflows", body)
+	require.Equal(t, 400, status)
+	require.Contains(t, v.(map[string]any)["error"].(map[string]any)["message"], "20000 steps (at most 1000)")
+	after := e.raw.(store.Counted).Requests().Snapshot().Sub(before)
+	require.Zero(t, after.Total(store.OpPut), "nothing written")
 }

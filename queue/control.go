@@ -76,7 +76,7 @@ func (q *Queue) Control(ctx context.Context) (Control, error) {
 }
 
 func (q *Queue) readControl(ctx context.Context) (Control, string, error) {
-	obj, err := q.s.Get(ctx, ControlKey)
+	obj, err := q.getLimited(ctx, ControlKey, maxSmallObject)
 	if errors.Is(err, store.ErrNotFound) {
 		return Control{Format: FormatVersion}, "", nil
 	}

@@ -32,7 +32,7 @@ func digest(b []byte) string {
 }
 
 // offload reports whether a payload of n bytes goes to data/.
-func (q *Queue) offload(n int) bool { return q.threshold > 0 && n > q.threshold }
+func (q *Queue) offload(n int) bool { return n > q.threshold }
 
 // writeData stores body at key (with tags, when any) and returns its
 // reference.
@@ -46,12 +46,18 @@ func (q *Queue) writeData(ctx context.Context, key string, body []byte, cond sto
 
 // readData loads the payload a reference points at and checks its digest.
 func (q *Queue) readData(ctx context.Context, ref *DataRef) (json.RawMessage, error) {
+	// The reference says how large the payload is; none is over the
+	// queue's limit.
+	max := q.MaxPayloadBytes()
+	if ref.Bytes > 0 && ref.Bytes < max {
+		max = ref.Bytes
+	}
 	var obj *store.Object
 	var err error
 	if ref.VersionID != "" {
-		obj, err = q.s.GetVersion(ctx, ref.Key, ref.VersionID)
+		obj, err = q.getVersionLimited(ctx, ref.Key, ref.VersionID, max)
 	} else {
-		obj, err = q.s.Get(ctx, ref.Key)
+		obj, err = q.getLimited(ctx, ref.Key, max)
 	}
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("read %s: %w (the offloaded payload is gone)", ref.Key, ErrNotFound)
@@ -124,7 +130,7 @@ func (q *Queue) putInput(ctx context.Context, t *Task, body []byte) (*DataRef, e
 	if err == nil || !errors.Is(err, store.ErrPreconditionFailed) {
 		return ref, err
 	}
-	obj, gerr := q.s.Get(ctx, key)
+	obj, gerr := q.getLimited(ctx, key, int64(len(body)))
 	if gerr == nil && bytes.Equal(obj.Body, body) {
 		return &DataRef{Key: key, VersionID: obj.VersionID, Bytes: int64(len(body)), SHA256: digest(body)}, nil
 	}

@@ -202,7 +202,9 @@ or status, invalid type name, id or shard not matching its key) is a
 *MalformedError: listings skip and report it, single reads return it,
 nothing panics.
 
-queue.json is {"format":3,"shard_chars":1|2,"created_at":...}. Worker
+queue.json is {"format":3,"shard_chars":1|2,"created_at":...}, with
+"tasks_retention_days" (see Retention) and "max_payload_bytes" (see Size
+limits) when set. Worker
 entries are WorkerInfo as JSON ("format":1, "layout":3: the key layout the
 worker speaks, see Key layout). Named leases are
 {"format":1,"name":key,"holder":...,"expires_at":...,"acquired_at":...,
@@ -599,6 +601,7 @@ a reason naming the missing parent. A name,
 when given, points at the latest workflow submitted with it
 (workflow-names/{name}.json, overwritten after every task exists).
 
+A workflow has at most 1,000 steps and 10,000 edges (see Size limits).
 Cost: per step what its task's submit costs (2 PUTs, plus an offloaded
 input), the marker and the record (2 PUTs) and the name (1 PUT). Each
 edge costs 1 GET + 1 PUT on the child when the parent ends, as above.
@@ -930,7 +933,8 @@ Replay runs an expired task after all, clearing the deadline.
 # Large payloads
 
 An input or output larger than the offload threshold (Options.
-OffloadThreshold, 256 KiB by default) is stored in its own object,
+OffloadThreshold, 256 KiB by default, at most MaxInlinePayload, 1 MiB:
+see Size limits) is stored in its own object,
 data/{shard}/{id}/input.json or output-{lease_id}.json, and the task
 carries input_ref/output_ref {key, version_id, bytes, sha256} with
 input/output null. Submit writes the input object first (create-only; an
@@ -944,6 +948,48 @@ output.json, which stays readable.
 LoadInput, LoadOutput and WithPayloads return the JSON either way: workers
 hand it to handlers, and the CLI, console, web UI and HTTP API show it.
 An offloaded submit costs 1 PUT more, and reading the payload 1 GET.
+
+# Size limits
+
+A task's input and its output are each at most max_payload_bytes bytes
+(queue.json, set by qo init --max-payload-bytes; DefaultMaxPayloadBytes,
+64 MiB, when absent), for every writer and reader of the bucket, since
+every one reads queue.json. Submit refuses a larger input and Complete a
+larger output with ErrInvalidInput naming the size, the limit and how to
+raise it, before anything is written; the worker fails a task whose
+handler returned a larger output, permanently (the same output would be
+refused again), with the limit in last_error.
+
+Every reader refuses an object over the bound of its kind before loading
+it (store.GetLimited: the size the server announces is checked before the
+body is read, and no more than the bound is read whatever it announced):
+
+	task objects and their versions   6 MiB (2 x MaxInlinePayload + 4 MiB)
+	schedules (a template with input) 2 MiB (MaxInlinePayload + 1 MiB)
+	offloaded payloads (data/)        the bytes of their reference, at most max_payload_bytes
+	workflow records                  16 MiB
+	throughput rollup hours           8 MiB (open minutes count per worker)
+	everything else (queue.json,      1 MiB
+	  worker records, named leases,
+	  control.json, sweep state,
+	  idempotency markers, workflow
+	  names, index entries)
+
+A task object holds an input or output of at most MaxInlinePayload
+(1 MiB) inline: every writer offloads larger ones (the offload threshold
+cannot exceed it), so a task object's size does not grow with the payload
+limit. A schedule's input is at most MaxInlinePayload too, refused at
+creation.
+
+An object over its bound is a *MalformedError wrapping store.ErrTooLarge
+that names the key and the bound: single reads return it, listings, stats,
+repair and workers report it and skip it (as any malformed object), and
+nothing loads it. Lowering max_payload_bytes below the size of existing
+payloads makes them unreadable until it is raised again.
+
+A workflow file has at most MaxWorkflowSteps (1,000) steps and
+MaxWorkflowEdges (10,000) after entries in all, refused before any write:
+each step costs a few requests (see Workflows).
 
 # Pause
 

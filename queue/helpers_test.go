@@ -104,7 +104,11 @@ func (b *bundle) counts() store.Counts { return b.s.Requests().Snapshot() }
 type setupOpts struct {
 	shardChars int
 	ids        string // seed of reproducible task ids ("": random)
+	maxPayload int64  // queue.json's max_payload_bytes (0: the default)
 }
+
+// withMaxPayload sets the queue's limit on inputs and outputs.
+func withMaxPayload(n int64) func(*setupOpts) { return func(o *setupOpts) { o.maxPayload = n } }
 
 // withIDs gives the queue reproducible task ids (queue.SequentialIDs).
 func withIDs(seed string) func(*setupOpts) { return func(o *setupOpts) { o.ids = seed } }
@@ -121,7 +125,7 @@ func setup(t *testing.T, be storetest.Backend, opts ...func(*setupOpts)) *bundle
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	clock := newFakeClock()
-	_, err := queue.Init(ctx, raw, o.shardChars)
+	_, err := queue.InitWithOptions(ctx, raw, queue.InitOptions{ShardChars: o.shardChars, MaxPayloadBytes: o.maxPayload})
 	require.NoError(t, err)
 	qo := queue.Options{Clock: clock, Rand: rand.New(rand.NewSource(1))}
 	if o.ids != "" {

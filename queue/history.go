@@ -110,8 +110,8 @@ func (q *Queue) HistoryCached(ctx context.Context, id uuid.UUID, cache VersionCa
 		if body, ok := cachedVersion(cache, key, v.VersionID); ok {
 			obj = &store.Object{Body: body}
 		} else if v.VersionID == "" {
-			obj, err = q.s.Get(ctx, key) // unversioned bucket: only the current object
-		} else if obj, err = q.s.GetVersion(ctx, key, v.VersionID); err == nil && cache != nil {
+			obj, err = q.getLimited(ctx, key, maxTaskObject) // unversioned bucket: only the current object
+		} else if obj, err = q.getVersionLimited(ctx, key, v.VersionID, maxTaskObject); err == nil && cache != nil {
 			cache.Keep(key, v.VersionID, obj.Body)
 		}
 		if err != nil {

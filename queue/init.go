@@ -22,6 +22,11 @@ type InitOptions struct {
 	// finished (see doc.go, "Retention"). 0 keeps them forever. Running
 	// Init again with another value changes it.
 	TasksRetentionDays int
+	// MaxPayloadBytes, when > 0, bounds a task's input and its output,
+	// each, for every reader and writer of the bucket (0: the default,
+	// DefaultMaxPayloadBytes). Running Init again with another value
+	// changes it.
+	MaxPayloadBytes int64
 	// Clock stamps created_at (default: the store's clock).
 	Clock store.Clock
 	// Logger receives warnings (lifecycle or versioning not configurable).
@@ -174,6 +179,9 @@ func InitWithOptions(ctx context.Context, s store.Store, opts InitOptions) (Init
 	if opts.TasksRetentionDays < 0 {
 		return res, fmt.Errorf("init: %w", invalidInput("tasks retention %d days is negative (0 keeps history forever)", opts.TasksRetentionDays))
 	}
+	if opts.MaxPayloadBytes < 0 {
+		return res, fmt.Errorf("init: %w", invalidInput("max payload %d bytes is negative (0: the default of %d bytes)", opts.MaxPayloadBytes, DefaultMaxPayloadBytes))
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -187,7 +195,7 @@ func InitWithOptions(ctx context.Context, s store.Store, opts InitOptions) (Init
 	if err := doctor.Probe(ctx, s, ProbeKey); err != nil {
 		return res, fmt.Errorf("init: %w", err)
 	}
-	cfg, created, err := writeConfig(ctx, s, opts.ShardChars, opts.TasksRetentionDays, clock)
+	cfg, created, err := writeConfig(ctx, s, Config{ShardChars: opts.ShardChars, TasksRetentionDays: opts.TasksRetentionDays, MaxPayloadBytes: opts.MaxPayloadBytes}, clock)
 	if err != nil {
 		return res, err
 	}
@@ -238,14 +246,15 @@ func settled(ctx context.Context, settle time.Duration, applied func() (bool, er
 	}
 }
 
-func writeConfig(ctx context.Context, s store.Store, shardChars, retention int, clock store.Clock) (Config, bool, error) {
-	want := Config{Format: LayoutVersion, ShardChars: shardChars, CreatedAt: clock.Now().UTC(), TasksRetentionDays: retention}
+func writeConfig(ctx context.Context, s store.Store, settings Config, clock store.Clock) (Config, bool, error) {
+	shardChars, retention := settings.ShardChars, settings.TasksRetentionDays
+	want := Config{Format: LayoutVersion, ShardChars: shardChars, CreatedAt: clock.Now().UTC(), TasksRetentionDays: retention, MaxPayloadBytes: settings.MaxPayloadBytes}
 	body, err := json.Marshal(want)
 	if err != nil {
 		return Config{}, false, err
 	}
 	_, perr := s.Put(ctx, ConfigKey, body, store.CreateOnly)
-	obj, gerr := s.Get(ctx, ConfigKey)
+	obj, gerr := getLimited(ctx, s, ConfigKey, maxSmallObject)
 	if gerr != nil {
 		if perr != nil {
 			return Config{}, false, fmt.Errorf("init: write %s: %w", ConfigKey, perr)
@@ -260,15 +269,16 @@ func writeConfig(ctx context.Context, s store.Store, shardChars, retention int, 
 		return have, false, fmt.Errorf("init: %w: this bucket's queue already uses %d shard character(s); the shard width cannot change once tasks exist (run init with --shard-chars %d, or use a new bucket)",
 			ErrConflict, have.ShardChars, have.ShardChars)
 	}
-	if have.TasksRetentionDays != retention && have.Format == LayoutVersion {
-		// Init again with another retention: record it (If-Match).
-		have.TasksRetentionDays = retention
+	if (have.TasksRetentionDays != retention || have.MaxPayloadBytes != settings.MaxPayloadBytes) && have.Format == LayoutVersion {
+		// Init again with another retention or payload limit: record it
+		// (If-Match).
+		have.TasksRetentionDays, have.MaxPayloadBytes = retention, settings.MaxPayloadBytes
 		body, err := json.Marshal(have)
 		if err != nil {
 			return have, false, err
 		}
 		if _, err := s.Put(ctx, ConfigKey, body, store.IfMatch(obj.ETag)); err != nil {
-			return have, false, fmt.Errorf("init: record the tasks retention in %s: %w (run init again)", ConfigKey, err)
+			return have, false, fmt.Errorf("init: record the settings in %s: %w (run init again)", ConfigKey, err)
 		}
 	}
 	if perr != nil && !errors.Is(perr, store.ErrPreconditionFailed) {

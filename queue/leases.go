@@ -68,7 +68,7 @@ func (q *Queue) ReadLease(ctx context.Context, key string) (*NamedLease, error) 
 }
 
 func (q *Queue) readLease(ctx context.Context, key string) (*NamedLease, string, error) {
-	obj, err := q.s.Get(ctx, key)
+	obj, err := q.getLimited(ctx, key, maxSmallObject)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, "", fmt.Errorf("read lease %s: %w (%w)", key, ErrNotFound, err)
 	}
@@ -102,7 +102,7 @@ func (q *Queue) writeLease(ctx context.Context, l *NamedLease, cond store.Condit
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	obj, gerr := q.s.Get(rctx, l.Name)
+	obj, gerr := q.getLimited(rctx, l.Name, maxSmallObject)
 	if gerr == nil {
 		if _, reqID, derr := decodeLease(l.Name, obj); derr == nil && reqID == rec.RequestID {
 			return obj.ETag, nil
@@ -142,7 +142,7 @@ func (q *Queue) AcquireLease(ctx context.Context, key, holder string, ttl time.D
 			l.AcquiredAt = cur.AcquiredAt
 		}
 	case errors.As(err, &m):
-		obj, gerr := q.s.Get(ctx, key)
+		obj, gerr := q.getLimited(ctx, key, maxSmallObject)
 		if gerr != nil {
 			return nil, fmt.Errorf("acquire lease %s: %w", key, gerr)
 		}

@@ -196,7 +196,7 @@ type fetched struct {
 // fetchAll GETs tasks in parallel, keeping order.
 func (q *Queue) fetchAll(ctx context.Context, items []fetched) {
 	forEach(len(items), sweepParallelism, func(i int) {
-		obj, err := q.s.Get(ctx, items[i].key)
+		obj, err := q.getLimited(ctx, items[i].key, maxTaskObject)
 		if err != nil {
 			items[i].err = err
 			return

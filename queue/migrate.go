@@ -85,7 +85,7 @@ func Migrate(ctx context.Context, s store.Store, opts Options, mo MigrateOptions
 			mo.Progress(fmt.Sprintf(format, a...))
 		}
 	}
-	obj, err := s.Get(ctx, ConfigKey)
+	obj, err := getLimited(ctx, s, ConfigKey, maxSmallObject)
 	if errors.Is(err, store.ErrNotFound) {
 		return res, fmt.Errorf("migrate: %w", ErrNotInitialized)
 	}

@@ -370,8 +370,12 @@ func (q *Queue) Repair(ctx context.Context, shard string, pageSize int, cursor s
 
 func (q *Queue) repairOne(ctx context.Context, key string) SweepResult {
 	r := SweepResult{Scanned: 1}
-	obj, err := q.s.Get(ctx, key)
+	obj, err := q.getLimited(ctx, key, maxTaskObject)
 	if errors.Is(err, store.ErrNotFound) {
+		return r
+	}
+	if m := (*MalformedError)(nil); errors.As(err, &m) {
+		r.Malformed = append(r.Malformed, *m) // over its bound
 		return r
 	}
 	if err != nil {
@@ -399,7 +403,7 @@ func (q *Queue) repairOne(ctx context.Context, key string) SweepResult {
 		return r
 	}
 	for _, want := range IndexKeys(t) {
-		_, err = q.s.Get(ctx, want)
+		_, err = q.getLimited(ctx, want, maxSmallObject)
 		switch {
 		case err == nil:
 			continue

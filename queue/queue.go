@@ -26,8 +26,9 @@ type Options struct {
 	// Default: discard.
 	Logger *slog.Logger
 	// OffloadThreshold is the size in bytes above which inputs and
-	// outputs are stored under data/ (default DefaultOffloadThreshold;
-	// negative: never offload).
+	// outputs are stored under data/ (default DefaultOffloadThreshold). It
+	// is at most MaxInlinePayload, which readers bound task objects by:
+	// larger values, and negative ones, mean MaxInlinePayload.
 	OffloadThreshold int
 	// NewID makes the id of a task created at the given time (default
 	// NewIDAt). It must return a UUIDv7 for that time and never repeat;
@@ -45,7 +46,8 @@ type Queue struct {
 	shards []string
 	clock  store.Clock
 	log    *slog.Logger
-	// threshold: offload payloads above this many bytes (0: never).
+	// threshold: offload payloads above this many bytes (at most
+	// MaxInlinePayload).
 	threshold int
 
 	rndMu sync.Mutex
@@ -61,7 +63,7 @@ type Queue struct {
 // Open reads queue.json and returns a handle. ErrNotInitialized when the
 // bucket has no queue yet.
 func Open(ctx context.Context, s store.Store, opts Options) (*Queue, error) {
-	obj, err := s.Get(ctx, ConfigKey)
+	obj, err := getLimited(ctx, s, ConfigKey, maxSmallObject)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("open queue: %w", ErrNotInitialized)
 	}
@@ -89,8 +91,10 @@ func newQueue(s store.Store, cfg Config, opts Options) *Queue {
 	switch {
 	case opts.OffloadThreshold == 0:
 		q.threshold = DefaultOffloadThreshold
-	case opts.OffloadThreshold > 0:
+	case opts.OffloadThreshold > 0 && opts.OffloadThreshold < MaxInlinePayload:
 		q.threshold = opts.OffloadThreshold
+	default:
+		q.threshold = MaxInlinePayload
 	}
 	if q.rnd == nil {
 		q.rnd = rand.New(rand.NewSource(time.Now().UnixNano()))
@@ -145,7 +149,7 @@ func (q *Queue) GetWithETag(ctx context.Context, id uuid.UUID) (*Task, string, e
 
 func (q *Queue) getTask(ctx context.Context, id uuid.UUID) (*Task, string, error) {
 	key := q.TaskKey(id)
-	obj, err := q.s.Get(ctx, key)
+	obj, err := q.getLimited(ctx, key, maxTaskObject)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, "", fmt.Errorf("get task %s: %w (%w)", id, ErrNotFound, err)
 	}

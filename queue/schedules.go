@@ -180,6 +180,9 @@ func (spec ScheduleSpec) validate() (*Schedule, error) {
 			return nil, invalidInput("input is not valid JSON: %v", err)
 		}
 		task.Input = buf.Bytes()
+		if len(task.Input) > MaxInlinePayload {
+			return nil, invalidInput("input is %d bytes, over the %d bytes a schedule holds: store the data elsewhere (e.g. the bucket) and put a reference in the input", len(task.Input), MaxInlinePayload)
+		}
 	}
 	switch {
 	case task.TimeoutSeconds < 0:
@@ -268,7 +271,7 @@ func (q *Queue) getSchedule(ctx context.Context, name string) (*Schedule, error)
 		return nil, err
 	}
 	key := ScheduleKey(name)
-	obj, err := q.s.Get(ctx, key)
+	obj, err := q.getLimited(ctx, key, maxScheduleObject)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("schedule %q: %w", name, ErrNotFound)
 	}
@@ -319,15 +322,18 @@ func (q *Queue) listSchedules(ctx context.Context, cache map[string]*Schedule) (
 				out = append(out, c)
 				continue
 			}
-			obj, err := q.s.Get(ctx, o.Key)
-			if errors.Is(err, store.ErrNotFound) {
+			obj, err := q.getLimited(ctx, o.Key, maxScheduleObject)
+			var m *MalformedError
+			switch {
+			case errors.Is(err, store.ErrNotFound):
 				continue
-			}
-			if err != nil {
+			case errors.As(err, &m):
+				malformed = append(malformed, *m) // over its bound
+				continue
+			case err != nil:
 				return nil, nil, fmt.Errorf("list schedules: read %s: %w", o.Key, err)
 			}
 			s, err := decodeSchedule(o.Key, obj.Body, obj.ETag)
-			var m *MalformedError
 			if errors.As(err, &m) {
 				malformed = append(malformed, *m)
 				continue

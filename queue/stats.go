@@ -381,7 +381,13 @@ func (c *StatsCounter) readWorkers(ctx context.Context) error {
 	read := make([]workerEntry, len(changed))
 	errs := make([]error, len(changed))
 	forEach(len(changed), sweepParallelism, func(j int) {
-		obj, err := c.q.s.Get(ctx, changed[j].key)
+		obj, err := c.q.getLimited(ctx, changed[j].key, maxSmallObject)
+		if m := (*MalformedError)(nil); errors.As(err, &m) {
+			// Over its bound: reported, and kept by the listed ETag so it
+			// is not read again until it changes.
+			read[j] = workerEntry{etag: changed[j].etag, malformed: m}
+			return
+		}
 		if err != nil {
 			errs[j] = err
 			return

@@ -39,7 +39,7 @@ func (q *Queue) LookupKey(ctx context.Context, taskType, key string) (uuid.UUID,
 
 func (q *Queue) readMarker(ctx context.Context, key string) (idempotencyRecord, error) {
 	var rec idempotencyRecord
-	obj, err := q.s.Get(ctx, key)
+	obj, err := q.getLimited(ctx, key, maxSmallObject)
 	if errors.Is(err, store.ErrNotFound) {
 		return rec, fmt.Errorf("%w (%w)", ErrNotFound, err)
 	}
@@ -302,6 +302,9 @@ func (q *Queue) newTask(req SubmitRequest) (*Task, error) {
 			return nil, invalidInput("input is not valid UTF-8 (JSON text must be UTF-8): convert it first, e.g. iconv -f latin1 -t utf-8")
 		}
 		input = buf.Bytes()
+		if int64(len(input)) > q.MaxPayloadBytes() {
+			return nil, q.payloadTooLarge("input", len(input))
+		}
 	}
 	timeout := req.Timeout
 	if timeout == 0 {

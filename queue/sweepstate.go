@@ -34,7 +34,7 @@ type SweepState struct {
 // when there is none or it cannot be decoded (reported in the error only
 // when the read itself failed).
 func (q *Queue) LoadSweepState(ctx context.Context) (SweepState, error) {
-	obj, err := q.s.Get(ctx, SweepStateKey)
+	obj, err := q.getLimited(ctx, SweepStateKey, maxSmallObject)
 	if errors.Is(err, store.ErrNotFound) {
 		return SweepState{}, nil
 	}

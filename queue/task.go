@@ -327,6 +327,9 @@ type Config struct {
 	// TasksRetentionDays, when > 0, is how long finished tasks are kept
 	// (see doc.go, "Retention"); writers then tag every task version.
 	TasksRetentionDays int `json:"tasks_retention_days,omitempty"`
+	// MaxPayloadBytes, when > 0, bounds a task's input and its output,
+	// each (0: DefaultMaxPayloadBytes). See doc.go, "Size limits".
+	MaxPayloadBytes int64 `json:"max_payload_bytes,omitempty"`
 }
 
 func decodeConfig(body []byte) (Config, error) {
@@ -339,6 +342,9 @@ func decodeConfig(body []byte) (Config, error) {
 	}
 	if c.ShardChars != 1 && c.ShardChars != 2 {
 		return Config{}, &MalformedError{Key: ConfigKey, Err: fmt.Errorf("shard_chars %d (want 1 or 2)", c.ShardChars)}
+	}
+	if c.MaxPayloadBytes < 0 {
+		return Config{}, &MalformedError{Key: ConfigKey, Err: fmt.Errorf("max_payload_bytes %d is negative (0: the default of %d)", c.MaxPayloadBytes, DefaultMaxPayloadBytes)}
 	}
 	return c, nil
 }

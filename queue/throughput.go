@@ -128,7 +128,7 @@ func DecodeThroughputHour(key string, body []byte) (*ThroughputHour, error) {
 // missing one is an empty hour.
 func (q *Queue) LoadThroughputHour(ctx context.Context, at time.Time) (*ThroughputHour, error) {
 	key := ThroughputKey(at)
-	obj, err := q.s.Get(ctx, key)
+	obj, err := q.getLimited(ctx, key, maxRollupObject)
 	if errors.Is(err, store.ErrNotFound) {
 		return &ThroughputHour{Format: FormatVersion, Hour: at.UTC().Truncate(time.Hour)}, nil
 	}
@@ -179,7 +179,7 @@ func (q *Queue) ListThroughput(ctx context.Context, since time.Time) ([]store.Ob
 
 // ReadThroughputHour reads one hour object by key.
 func (q *Queue) ReadThroughputHour(ctx context.Context, key string) (*ThroughputHour, error) {
-	obj, err := q.s.Get(ctx, key)
+	obj, err := q.getLimited(ctx, key, maxRollupObject)
 	if err != nil {
 		return nil, fmt.Errorf("read throughput rollup %s: %w", key, err)
 	}

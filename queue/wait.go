@@ -222,7 +222,7 @@ func (q *Queue) archivedFrom(ctx context.Context, t *Task) *Task {
 		if v.DeleteMarker || v.VersionID == "" {
 			continue
 		}
-		obj, err := q.s.GetVersion(ctx, key, v.VersionID)
+		obj, err := q.getVersionLimited(ctx, key, v.VersionID, maxTaskObject)
 		if err != nil {
 			continue
 		}

@@ -89,7 +89,7 @@ func (q *Queue) GetWorker(ctx context.Context, id string) (*WorkerInfo, error) {
 	if err := ValidateWorkerID(id); err != nil {
 		return nil, fmt.Errorf("get worker: %w", err)
 	}
-	obj, err := q.s.Get(ctx, WorkerKey(id))
+	obj, err := q.getLimited(ctx, WorkerKey(id), maxSmallObject)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, fmt.Errorf("get worker %s: %w", id, ErrNotFound)
@@ -177,7 +177,7 @@ func (q *Queue) ListWorkersReport(ctx context.Context) ([]*WorkerInfo, []Malform
 	ws := make([]*WorkerInfo, len(keys))
 	errs := make([]error, len(keys))
 	forEach(len(keys), sweepParallelism, func(i int) {
-		obj, err := q.s.Get(ctx, keys[i])
+		obj, err := q.getLimited(ctx, keys[i], maxSmallObject)
 		if err != nil {
 			errs[i] = err
 			return

@@ -268,7 +268,7 @@ func (q *Queue) workflowTasks(w *Workflow, spec *WorkflowSpec, now time.Time) ([
 // readWorkflow reads a workflow record by id (1 GET).
 func (q *Queue) readWorkflow(ctx context.Context, id uuid.UUID) (*Workflow, error) {
 	key := q.WorkflowKey(id)
-	obj, err := q.s.Get(ctx, key)
+	obj, err := q.getLimited(ctx, key, maxWorkflowRecord)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("workflow %s: %w (%w)", id, ErrNotFound, err)
 	}
@@ -291,7 +291,7 @@ func (q *Queue) GetWorkflow(ctx context.Context, ref string) (*Workflow, error) 
 	if err := ValidateWorkflowName("workflow name", ref); err != nil {
 		return nil, fmt.Errorf("workflow %q: %w (give a workflow id or name)", ref, err)
 	}
-	obj, err := q.s.Get(ctx, WorkflowNameKey(ref))
+	obj, err := q.getLimited(ctx, WorkflowNameKey(ref), maxSmallObject)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("no workflow named %q: %w (qo workflow list shows the names)", ref, ErrNotFound)
 	}
@@ -327,7 +327,7 @@ func (q *Queue) WorkflowNames(ctx context.Context, limit int) ([]WorkflowSummary
 	out := make([]WorkflowSummary, len(page.Objects))
 	keep := make([]bool, len(page.Objects))
 	forEach(len(page.Objects), edgeParallelism, func(i int) {
-		obj, err := q.s.Get(ctx, page.Objects[i].Key)
+		obj, err := q.getLimited(ctx, page.Objects[i].Key, maxSmallObject)
 		if err != nil {
 			q.log.Debug("workflow name unreadable", "key", page.Objects[i].Key, "err", err)
 			return

@@ -277,3 +277,42 @@ func TestSweepCancelsStepsOfAnAbandonedSubmit(t *testing.T) {
 		b.requireIndexed(t, got)
 	})
 }
+
+// A workflow file over the bounds on steps or edges is refused by the
+// decoder, before a submit can write anything: each step costs requests.
+func TestDecodeWorkflowRefusesTooLargeFiles(t *testing.T) {
+	t.Parallel()
+	doc := func(steps []string) []byte { return []byte(`{"steps": [` + strings.Join(steps, ",") + `]}`) }
+	chain := func(n int) []string {
+		var steps []string
+		for i := range n {
+			steps = append(steps, fmt.Sprintf(`{"name": "s%d", "type": "x"}`, i))
+		}
+		return steps
+	}
+	// At the bound: accepted.
+	_, err := queue.DecodeWorkflow(doc(chain(queue.MaxWorkflowSteps)), queue.DefaultSubmitDefaults)
+	require.NoError(t, err)
+	_, err = queue.DecodeWorkflow(doc(chain(queue.MaxWorkflowSteps+1)), queue.DefaultSubmitDefaults)
+	require.ErrorIs(t, err, queue.ErrInvalidInput)
+	require.Contains(t, err.Error(), fmt.Sprintf("%d steps (at most %d)", queue.MaxWorkflowSteps+1, queue.MaxWorkflowSteps))
+
+	// 100 roots and 100 steps after each of them: 10,000 edges, then one
+	// more.
+	var roots []string
+	for i := range 100 {
+		roots = append(roots, fmt.Sprintf("%q", fmt.Sprintf("s%d", i)))
+	}
+	after := `"after": [` + strings.Join(roots, ",") + `]`
+	steps := chain(100)
+	for i := range 100 {
+		steps = append(steps, fmt.Sprintf(`{"name": "t%d", "type": "x", %s}`, i, after))
+	}
+	require.Equal(t, queue.MaxWorkflowEdges, 100*100)
+	_, err = queue.DecodeWorkflow(doc(steps), queue.DefaultSubmitDefaults)
+	require.NoError(t, err)
+	steps = append(steps, `{"name": "u", "type": "x", "after": ["s0"]}`)
+	_, err = queue.DecodeWorkflow(doc(steps), queue.DefaultSubmitDefaults)
+	require.ErrorIs(t, err, queue.ErrInvalidInput)
+	require.Contains(t, err.Error(), fmt.Sprintf("%d edges", queue.MaxWorkflowEdges+1))
+}

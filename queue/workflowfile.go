@@ -10,8 +10,13 @@ import (
 	"strings"
 )
 
-// MaxWorkflowSteps bounds the steps of one workflow file.
-const MaxWorkflowSteps = 20000
+// Bounds of one workflow file, checked before anything is written: each
+// step costs a few requests to submit (its task, its index entry) and one
+// to read back, and each edge a name in the record and an id in two tasks.
+const (
+	MaxWorkflowSteps = 1000
+	MaxWorkflowEdges = 10000
+)
 
 // WorkflowSpec is a decoded workflow file (see DecodeWorkflow).
 type WorkflowSpec struct {
@@ -115,6 +120,13 @@ func decodeWorkflow(doc []byte, def SubmitDefaults) (*WorkflowSpec, error) {
 		}
 		byName[st.Name] = i
 		spec.Steps = append(spec.Steps, st)
+	}
+	edges := 0
+	for _, st := range spec.Steps {
+		edges += len(st.After)
+	}
+	if edges > MaxWorkflowEdges {
+		return nil, fmt.Errorf("%d edges (\"after\" entries; at most %d): fan in or out through intermediate steps, or split the workflow", edges, MaxWorkflowEdges)
 	}
 	for _, st := range spec.Steps {
 		for _, a := range st.After {

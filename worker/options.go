@@ -171,6 +171,14 @@ func DefaultConcurrency() int {
 
 // Options configure a Worker. Zero values take the defaults.
 type Options struct {
+	// Dumpable leaves the process dumpable. By default Run makes it
+	// non-dumpable on Linux (prctl PR_SET_DUMPABLE 0), process-wide, so
+	// that a handler running as the same user cannot read the worker's
+	// environment and memory (/proc/$PPID/environ, /proc/$PPID/mem,
+	// ptrace), which hold the bucket's credentials. It also stops core
+	// dumps and debuggers attaching without CAP_SYS_PTRACE: set Dumpable
+	// to debug a worker.
+	Dumpable bool
 	// ID names the worker in the registry and in task records (default
 	// "{hostname}-{6 random hex}"). Letters, digits, '_', '.', ':' and '-'.
 	ID string

@@ -185,6 +185,12 @@ func (w *Worker) finish(ctx context.Context, rt *runningTask, log *slog.Logger, 
 		herr = Permanent(fmt.Errorf("handler returned invalid JSON output (starts with %q)", preview(out, 80)))
 		out = nil
 	}
+	if max := w.q.MaxPayloadBytes(); herr == nil && int64(len(out)) > max {
+		// The queue would refuse to store it: fail the task, with the
+		// limit in its error, rather than leave it to retry.
+		herr = Permanent(fmt.Errorf("handler returned %d bytes of output, over the queue's limit of %d bytes on an output (write large results elsewhere, e.g. the bucket, and return a reference; or raise the limit with qo init --max-payload-bytes N)", len(out), max))
+		out = nil
+	}
 	if herr == nil && !utf8.Valid(out) {
 		herr = Permanent(fmt.Errorf("handler returned output that is not valid UTF-8 (starts with %q)", preview(out, 80)))
 		out = nil

@@ -233,6 +233,13 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err := w.prepare(); err != nil {
 		return err
 	}
+	// Before any handler runs: a handler must not read the worker's
+	// credentials from /proc/$PPID/environ (Linux; see protectProcess).
+	if !w.opts.Dumpable {
+		if err := protectProcess(); err != nil {
+			return err
+		}
+	}
 	bg := context.WithoutCancel(ctx)
 	w.handlerBase = withHandlerEnv(bg, handlerEnv{abort: w.abort, killGrace: w.opts.KillGrace})
 	w.startedAt = w.clock.Now()

@@ -166,7 +166,16 @@ func toObject(key string, v *version) *store.Object {
 	}
 }
 
-// Get implements store.Store.
+// tooLarge refuses a version over the bound of ctx (store.WithMaxBytes)
+// before its body is copied.
+func tooLarge(ctx context.Context, key string, v *version) error {
+	if max := store.MaxBytes(ctx); max > 0 && int64(len(v.body)) > max {
+		return &store.TooLargeError{Key: key, Size: int64(len(v.body)), Max: max}
+	}
+	return nil
+}
+
+// Get implements store.Store, within the bound of store.WithMaxBytes.
 func (s *Store) Get(ctx context.Context, key string) (*store.Object, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("get %s: %w", key, err)
@@ -179,6 +188,9 @@ func (s *Store) Get(ctx context.Context, key string) (*store.Object, error) {
 	v := s.current(key)
 	if v == nil {
 		return nil, s.count(store.OpGet, fmt.Errorf("get %s: %w", key, store.ErrNotFound))
+	}
+	if err := tooLarge(ctx, key, v); err != nil {
+		return nil, s.count(store.OpGet, fmt.Errorf("get %s: %w", key, err))
 	}
 	return toObject(key, v), s.count(store.OpGet, nil)
 }
@@ -201,6 +213,9 @@ func (s *Store) GetVersion(ctx context.Context, key, versionID string) (*store.O
 		}
 		if v.deleteMarker {
 			return nil, s.count(store.OpGet, fmt.Errorf("get %s version %s: the version is a delete marker: %w", key, versionID, store.ErrNotFound))
+		}
+		if err := tooLarge(ctx, key, v); err != nil {
+			return nil, s.count(store.OpGet, fmt.Errorf("get %s version %s: %w", key, versionID, err))
 		}
 		return toObject(key, v), s.count(store.OpGet, nil)
 	}

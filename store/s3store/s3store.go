@@ -274,7 +274,9 @@ func checkKey(op, key string) error {
 	return nil
 }
 
-// Get implements store.Store.
+// Get implements store.Store, within the bound of store.WithMaxBytes:
+// an object whose Content-Length is over it is refused before its body is
+// read, and no more than the bound plus one byte is ever read.
 func (s *Store) Get(ctx context.Context, key string) (*store.Object, error) {
 	if err := checkKey("get", key); err != nil {
 		return nil, err
@@ -305,9 +307,29 @@ func (s *Store) getOnce(ctx context.Context, op, key string, versionID *string) 
 		return nil, s.wrap(ctx, op, key, err, mapOpts{version: versionID != nil})
 	}
 	defer out.Body.Close()
-	body, err := io.ReadAll(out.Body)
+	var body []byte
+	max := store.MaxBytes(ctx)
+	n := aws.ToInt64(out.ContentLength)
+	switch {
+	case max > 0 && n > max:
+		// Refused by the announced size, before reading.
+		return nil, fmt.Errorf("%s %s: %w", op, key, &store.TooLargeError{Key: key, Size: n, Max: max})
+	case max > 0 && n > 0:
+		// Within the bound: read into a buffer of that size (net/http
+		// holds the body to its Content-Length), not one that doubles.
+		body = make([]byte, n)
+		_, err = io.ReadFull(out.Body, body)
+	case max > 0:
+		// Size not announced: read at most one byte past the bound.
+		body, err = io.ReadAll(io.LimitReader(out.Body, max+1))
+	default:
+		body, err = io.ReadAll(out.Body)
+	}
 	if err != nil {
 		return nil, s.wrap(ctx, op, key, fmt.Errorf("read body: %w", err), mapOpts{})
+	}
+	if max > 0 && int64(len(body)) > max {
+		return nil, fmt.Errorf("%s %s: %w", op, key, &store.TooLargeError{Key: key, Max: max})
 	}
 	return &store.Object{
 		Key:          key,

@@ -1,6 +1,7 @@
 package s3store_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -668,4 +669,50 @@ func (l *logBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return string(l.b)
+}
+
+// A bounded Get refuses an object over the bound by its Content-Length,
+// and one whose size the server does not announce (a chunked body, here
+// an endless one) after reading one byte past the bound: never the whole
+// body.
+func TestGetLimitedRefusesBeforeReading(t *testing.T) {
+	t.Parallel()
+	var sent atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Date", time.Now().UTC().Format(http.TimeFormat))
+		w.Header().Set("ETag", `"opaque-etag-1"`)
+		chunk := bytes.Repeat([]byte("x"), 4096)
+		if r.URL.Path == "/b/announced" {
+			w.Header().Set("Content-Length", "5000")
+			_, _ = w.Write(bytes.Repeat([]byte("x"), 5000))
+			return
+		}
+		// No Content-Length: chunked, until the client goes away or
+		// 16 MiB were sent.
+		for range (16 << 20) / len(chunk) {
+			n, err := w.Write(chunk)
+			sent.Add(int64(n))
+			if err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+		}
+	}))
+	t.Cleanup(srv.Close)
+	ctx := ctxFor(t)
+	s, err := s3store.New(ctx, s3store.Config{Endpoint: srv.URL, Bucket: "b", AccessKey: "k", SecretKey: "s", PathStyle: true, MaxAttempts: 1})
+	require.NoError(t, err)
+
+	_, err = store.GetLimited(ctx, s, "announced", 1000)
+	var tl *store.TooLargeError
+	require.ErrorAs(t, err, &tl)
+	require.Equal(t, store.TooLargeError{Key: "announced", Size: 5000, Max: 1000}, *tl)
+	require.ErrorContains(t, err, "object announced is 5000 bytes, over the limit of 1000 bytes")
+
+	_, err = store.GetLimited(ctx, s, "endless", 1000)
+	require.ErrorAs(t, err, &tl)
+	require.Equal(t, store.TooLargeError{Key: "endless", Max: 1000}, *tl)
+	require.ErrorContains(t, err, "object endless is over the limit of 1000 bytes")
+	srv.CloseClientConnections()
+	require.Less(t, sent.Load(), int64(16<<20), "the client stopped reading")
 }

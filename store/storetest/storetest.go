@@ -69,6 +69,7 @@ func Run(t *testing.T, newStore func(t testing.TB) store.Store) {
 		{"BadInput", testBadInput},
 		{"Tags", testTags},
 		{"TaggedLifecycle", testTaggedLifecycle},
+		{"GetLimited", testGetLimited},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -872,4 +873,56 @@ func testTaggedLifecycle(t *testing.T, s store.Store) {
 	require.ElementsMatch(t, rules, got)
 	require.Error(t, admin.SetLifecycle(ctx, []store.LifecycleRule{{ID: "both", Prefix: "x/", ExpirationDays: 1, ExpiredDeleteMarkers: true}}),
 		"S3 refuses expiration days and expired delete markers in one rule")
+}
+
+// testGetLimited: a read bounded with store.GetLimited (store.WithMaxBytes)
+// returns an object within the bound and refuses a larger one with a
+// *store.TooLargeError that names the key and the bound, for the current
+// object and for an old version alike.
+func testGetLimited(t *testing.T, s store.Store) {
+	ctx := ctxFor(t)
+	const key = "limited/obj.json"
+	small, err := s.Put(ctx, key, []byte("0123456789"), store.Condition{})
+	require.NoError(t, err)
+	_, err = s.Put(ctx, key, bytes.Repeat([]byte("x"), 1000), store.IfMatch(small.ETag))
+	require.NoError(t, err)
+
+	// Exactly at the bound: read.
+	obj, err := store.GetLimited(ctx, s, key, 1000)
+	require.NoError(t, err)
+	require.Len(t, obj.Body, 1000)
+	// Unbounded: read.
+	_, err = store.GetLimited(ctx, s, key, 0)
+	require.NoError(t, err)
+
+	for _, get := range []struct {
+		name string
+		fn   func(ctx context.Context) (*store.Object, error)
+	}{
+		{"Get", func(ctx context.Context) (*store.Object, error) { return s.Get(ctx, key) }},
+		{"GetLimited", func(ctx context.Context) (*store.Object, error) { return store.GetLimited(ctx, s, key, 999) }},
+	} {
+		obj, err := get.fn(store.WithMaxBytes(ctx, 999))
+		require.ErrorIs(t, err, store.ErrTooLarge, get.name)
+		require.Nil(t, obj, get.name)
+		var tl *store.TooLargeError
+		require.ErrorAs(t, err, &tl, get.name)
+		require.Equal(t, key, tl.Key)
+		require.EqualValues(t, 999, tl.Max)
+		require.Contains(t, err.Error(), key)
+		require.Contains(t, err.Error(), "999 bytes")
+	}
+
+	// An old version within the bound reads; the current one over it not.
+	_, err = store.GetVersionLimited(ctx, s, key, small.VersionID, 10)
+	require.NoError(t, err)
+	vs, err := s.ListVersions(ctx, key)
+	require.NoError(t, err)
+	require.Len(t, vs, 2)
+	_, err = store.GetVersionLimited(ctx, s, key, vs[0].VersionID, 10)
+	require.ErrorIs(t, err, store.ErrTooLarge)
+
+	// A missing key is still ErrNotFound, whatever the bound.
+	_, err = store.GetLimited(ctx, s, "limited/missing.json", 1)
+	require.ErrorIs(t, err, store.ErrNotFound)
 }
