@@ -32,34 +32,37 @@ func signup(ctx context.Context, q *queue.Queue, email string) error {
 	return err
 }
 
+// sendWelcome is a handler whose first attempt fails.
+func sendWelcome(ctx context.Context, task *queue.Task) (json.RawMessage, error) {
+	if task.Attempt == 1 {
+		return nil, errors.New("mail server busy")
+	}
+	return json.RawMessage(`{"sent":true}`), nil
+}
+
 // Test what code submits, then run the handlers until the queue is idle:
 // the first attempt fails and the retry runs at once, the clock jumping
 // over the backoff.
 func Example() {
 	t := exampleT{} // in a test: t *testing.T
 	ctx := context.Background()
-	q := queuetest.New(t)
-
-	if err := signup(ctx, q.Queue, "ada@example.com"); err != nil {
+	start := queuetest.Start
+	// README: begin
+	q := queuetest.New(t)                                           // in memory, on a clock the test moves
+	if err := signup(ctx, q.Queue, "ada@example.com"); err != nil { // the code under test submits
 		t.Fatalf("signup: %v", err)
 	}
-	fmt.Println(queuetest.Submitted[welcome](t, q, "welcome"))
+	fmt.Println(queuetest.Submitted[welcome](t, q, "welcome")) // [{ada@example.com}]
 
-	start := q.Now()
-	q.Work(ctx, t, map[string]worker.HandlerFunc{
-		"welcome": func(ctx context.Context, task *queue.Task) (json.RawMessage, error) {
-			if task.Attempt == 1 {
-				return nil, errors.New("mail server busy")
-			}
-			return json.RawMessage(`{"sent":true}`), nil
-		},
-	})
-	task := q.Tasks("welcome")[0]
-	done := q.Get(t, task.ID)
-	fmt.Println(done.Status, done.Attempt, string(done.Output), q.Now().After(start))
+	q.Work(ctx, t, map[string]worker.HandlerFunc{"welcome": sendWelcome}) // until idle: no sleeping through backoffs
+	done := q.Get(t, q.Tasks("welcome")[0].ID)
+	fmt.Println(done.Status, done.Attempt) // completed 2
+	// README: end
+	fmt.Println(q.Now().After(start))
 	// Output:
 	// [{ada@example.com}]
-	// completed 2 {"sent":true} true
+	// completed 2
+	// true
 }
 
 // Complete, fail or expire tasks by hand, through the queue's own
