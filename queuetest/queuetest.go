@@ -239,7 +239,9 @@ func (q *Queue) Work(ctx context.Context, t T, handlers map[string]worker.Handle
 // earliest of them, so retries happen at once. It never moves the clock
 // while a handler runs: a handler that does not return keeps it waiting
 // until ctx ends, which fails the test. Tasks of other types, and waiting
-// tasks whose parents have not ended, are left as they are.
+// tasks whose parents have not ended, are left as they are. Make w with
+// NewWorker: a worker with the default options polls too slowly for a
+// test, and one on another clock does not see the moves.
 func (q *Queue) RunUntilIdle(ctx context.Context, t T, w *worker.Worker) {
 	t.Helper()
 	if err := w.Validate(); err != nil {
