@@ -12,22 +12,16 @@ import (
 	"github.com/qo-queue/qo/monitor"
 	"github.com/qo-queue/qo/monitor/view"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queuetest"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/memstore"
-	"github.com/qo-queue/qo/store/storetest"
 )
 
 // open makes a queue on a counting memory store with a fake clock.
-func open(t *testing.T) (*queue.Queue, *memstore.Store, *storetest.Clock) {
-	t.Helper()
-	ctx := context.Background()
-	s := memstore.New()
-	_, err := queue.Init(ctx, s, 1)
-	require.NoError(t, err)
-	clock := storetest.NewClock(time.Date(2030, 1, 1, 12, 0, 30, 0, time.UTC))
-	q, err := queue.Open(ctx, s, queue.Options{Clock: clock})
-	require.NoError(t, err)
-	return q, s, clock
+func open(t *testing.T) (*queue.Queue, *memstore.Store, *queuetest.Clock) {
+	q := queuetest.New(t)
+	q.Clock.Advance(12*time.Hour + 30*time.Second) // mid-day, mid-minute
+	return q.Queue, q.Store, q.Clock
 }
 
 // count returns the requests of kind op s has served so far.

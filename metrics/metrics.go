@@ -29,6 +29,8 @@ type Metrics struct {
 	claimConflicts *prometheus.CounterVec
 	finished       *prometheus.CounterVec
 	handlerSecs    *prometheus.HistogramVec
+	calls          *prometheus.CounterVec
+	callSecs       *prometheus.HistogramVec
 	leaseChecks    *prometheus.CounterVec
 	timedOut       *prometheus.CounterVec
 	scheduleRuns   *prometheus.CounterVec
@@ -57,6 +59,13 @@ func New() *Metrics {
 			Name: "qo_handler_duration_seconds", Help: "Handler run time per attempt, by type and outcome.",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 12), // 5 ms to about 5 min
 		}, []string{"type", "outcome"}),
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "qo_handler_calls_total", Help: "Handler calls seen by the metrics middleware, by type and result (ok, error, panic).",
+		}, []string{"type", "result"}),
+		callSecs: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "qo_handler_call_duration_seconds", Help: "Handler call time seen by the metrics middleware (the middleware inside it included), by type and result.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 12),
+		}, []string{"type", "result"}),
 		leaseChecks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "qo_lease_checks_total", Help: "Re-reads of running tasks (a cancel request or a lost lease), by type and result (ok, failed).",
 		}, []string{"type", "result"}),
@@ -74,7 +83,7 @@ func New() *Metrics {
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 		}, []string{"op", "outcome"}),
 	}
-	m.reg.MustRegister(m.submitted, m.claimed, m.claimConflicts, m.finished, m.handlerSecs, m.leaseChecks,
+	m.reg.MustRegister(m.submitted, m.claimed, m.claimConflicts, m.finished, m.handlerSecs, m.calls, m.callSecs, m.leaseChecks,
 		m.timedOut, m.scheduleRuns, m.leader, m.s3Latency,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -90,6 +99,19 @@ func (m *Metrics) Handler() http.Handler {
 
 // Submitted counts a task this process submitted.
 func (m *Metrics) Submitted(taskType string) { m.submitted.WithLabelValues(taskType).Inc() }
+
+// Middleware returns worker middleware that counts handler calls and
+// their time by type and result (ok, error, panic): qo_handler_calls_total
+// and qo_handler_call_duration_seconds. Install it with
+// (*worker.Worker).Use. It measures the handler as middleware sees it;
+// the outcome the worker wrote (completed, retried, failed...) is counted
+// by the Observer side (qo_tasks_finished_total).
+func (m *Metrics) Middleware() worker.Middleware {
+	return worker.Measure(func(taskType string, r worker.Result, d time.Duration) {
+		m.calls.WithLabelValues(taskType, string(r)).Inc()
+		m.callSecs.WithLabelValues(taskType, string(r)).Observe(d.Seconds())
+	})
+}
 
 // Claimed implements worker.Observer.
 func (m *Metrics) Claimed(taskType string) { m.claimed.WithLabelValues(taskType).Inc() }

@@ -108,6 +108,7 @@ func TestWorkerMetrics(t *testing.T) {
 			Observer: m,
 			Monitor:  monitor.Options{CheckInterval: 100 * time.Millisecond, Observer: m},
 		})
+		w.Use(m.Middleware())
 		w.Handle("ok", func(context.Context, *queue.Task) (json.RawMessage, error) { return json.RawMessage(`{}`), nil })
 		w.Handle("bad", func(context.Context, *queue.Task) (json.RawMessage, error) {
 			return nil, worker.Permanent(errors.New("no"))
@@ -133,6 +134,9 @@ func TestWorkerMetrics(t *testing.T) {
 		require.Equal(t, 2.0, value(t, fams, "qo_tasks_finished_total", map[string]string{"type": "ok", "outcome": "completed"}))
 		require.Equal(t, 1.0, value(t, fams, "qo_tasks_finished_total", map[string]string{"type": "bad", "outcome": "failed"}))
 		require.Equal(t, 2.0, value(t, fams, "qo_handler_duration_seconds", map[string]string{"type": "ok", "outcome": "completed"}))
+		require.Equal(t, 2.0, value(t, fams, "qo_handler_calls_total", map[string]string{"type": "ok", "result": "ok"}))
+		require.Equal(t, 1.0, value(t, fams, "qo_handler_calls_total", map[string]string{"type": "bad", "result": "error"}))
+		require.Equal(t, 1.0, value(t, fams, "qo_handler_call_duration_seconds", map[string]string{"type": "bad", "result": "error"}))
 		puts := value(t, fams, "qo_s3_requests_total", map[string]string{"op": "PUT", "outcome": "ok"})
 		require.GreaterOrEqual(t, puts, 3*2.0+3*3.0, "3 submits (2 PUT each) and 3 claims+outcomes (3 PUT)")
 		require.Greater(t, value(t, fams, "qo_s3_estimated_cost_dollars_total", nil), 0.0)

@@ -46,6 +46,9 @@ var (
 	// ErrIdempotencyMismatch: a submit reused an idempotency key with a
 	// different input than the task it already created.
 	ErrIdempotencyMismatch = errors.New("idempotency key reused with different input")
+	// ErrSubmitRefused: a submit hook (see OnSubmit) refused the submit;
+	// nothing was written. The hook's error is wrapped too.
+	ErrSubmitRefused = errors.New("submit refused by a hook")
 	// ErrCancelRequested: returned by Extend after a successful extension
 	// when an operator has asked to cancel the task. The lease is still
 	// valid; the worker should stop the handler and call AckCancel.

@@ -232,3 +232,45 @@ func Example_goAPI() {
 
 	_, _, _, _ = bad, res, results, err
 }
+
+// Submit hooks run around every submit (Submit, each bulk line, each
+// workflow step): Before may change the request or refuse it, After sees
+// the result. Before functions run in the order added, After functions in
+// reverse.
+func ExampleQueue_OnSubmit() {
+	ctx := context.Background()
+	st := memstore.New()
+	if _, err := queue.Init(ctx, st, 1); err != nil {
+		log.Fatal(err)
+	}
+	q, err := queue.Open(ctx, st, queue.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	q.OnSubmit(queue.SubmitHook{
+		Before: func(ctx context.Context, req *queue.SubmitRequest) (context.Context, error) {
+			if req.Type == "drop_tables" {
+				return nil, errors.New("not from this program")
+			}
+			if req.Priority == "" {
+				req.Priority = queue.PriorityHigh // this program's default
+			}
+			return nil, nil
+		},
+		After: func(ctx context.Context, req queue.SubmitRequest, t *queue.Task, created bool, err error) {
+			// Not called for drop_tables: a hook whose Before refused
+			// has no After; earlier hooks' After get the error.
+			if err == nil {
+				fmt.Println("submitted:", t.Type, t.Priority)
+			}
+		},
+	})
+	if _, _, err := q.Submit(ctx, queue.SubmitRequest{Type: "send_email"}); err != nil {
+		log.Fatal(err)
+	}
+	_, _, err = q.Submit(ctx, queue.SubmitRequest{Type: "drop_tables"})
+	fmt.Println(errors.Is(err, queue.ErrSubmitRefused), err)
+	// Output:
+	// submitted: send_email high
+	// true submit: submit refused by a hook: not from this program
+}

@@ -58,6 +58,9 @@ type Queue struct {
 	// olderHolders: workers of an older key layout whose lease entries
 	// the lease check met (each is warned about once).
 	olderHolders sync.Map
+
+	hooksMu sync.RWMutex
+	hooks   []SubmitHook // see OnSubmit
 }
 
 // Open reads queue.json and returns a handle. ErrNotInitialized when the

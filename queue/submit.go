@@ -149,7 +149,21 @@ type SubmitRequest struct {
 // waiting entry, then the task) and registered on each parent that has
 // not ended (a child_added write each, see doc.go, "Dependencies"), and
 // parents that ended otherwise decide by OnParentFailure at once.
+//
+// The hooks added with OnSubmit run around it (see SubmitHook).
 func (q *Queue) Submit(ctx context.Context, req SubmitRequest) (*Task, bool, error) {
+	ctx, h, err := q.beforeSubmit(ctx, &req)
+	if err != nil {
+		err = fmt.Errorf("submit: %w", err)
+		h.afterSubmit(req, nil, false, err)
+		return nil, false, err
+	}
+	t, created, err := q.submit(ctx, req)
+	h.afterSubmit(req, t, created, err)
+	return t, created, err
+}
+
+func (q *Queue) submit(ctx context.Context, req SubmitRequest) (*Task, bool, error) {
 	t, err := q.newTask(req)
 	if err != nil {
 		return nil, false, fmt.Errorf("submit: %w", err)

@@ -104,45 +104,79 @@ func (q *Queue) SubmitWorkflow(ctx context.Context, spec *WorkflowSpec) (*Workfl
 		return nil, false, fmt.Errorf("submit workflow: %w", invalidInput("%v", err))
 	}
 	now := q.Now()
+	// The submit hooks run on every step before anything is written; one
+	// refusal refuses the workflow. Each step's After runs at the end.
+	reqs := make([]SubmitRequest, len(spec.Steps))
+	hooks := make([]*hooked, len(spec.Steps))
+	stepCtx := make([]context.Context, len(spec.Steps))
+	results := make([]stepResult, len(spec.Steps))
+	defer func() {
+		for i, h := range hooks {
+			if h == nil {
+				continue
+			}
+			r := results[i]
+			if r.t == nil && r.err == nil {
+				r.err = err // the workflow stopped before this step
+			}
+			h.afterSubmit(reqs[i], r.t, r.created, r.err)
+		}
+	}()
+	for i, s := range spec.Steps {
+		reqs[i] = s.Doc.Resolve(now)
+		if stepCtx[i], hooks[i], err = q.beforeSubmit(ctx, &reqs[i]); err != nil {
+			err = fmt.Errorf("submit workflow: step %q: %w", s.Name, err)
+			return nil, false, err
+		}
+	}
 	w := &Workflow{Format: FormatVersion, ID: q.newID(now), Name: spec.Name, IdempotencyKey: spec.IdempotencyKey, Digest: spec.digest, CreatedAt: now}
 	if w.IdempotencyKey == "" {
 		w.IdempotencyKey = w.ID.String()
 	}
-	for _, s := range spec.Steps {
-		w.Steps = append(w.Steps, WorkflowStep{Name: s.Name, Type: s.Doc.Request.Type, TaskID: q.newID(now), After: s.After})
+	for i, s := range spec.Steps {
+		w.Steps = append(w.Steps, WorkflowStep{Name: s.Name, Type: reqs[i].Type, TaskID: q.newID(now), After: s.After})
 	}
 	w, created, err := q.claimWorkflow(ctx, w)
 	if err != nil {
-		return nil, false, fmt.Errorf("submit workflow: %w", err)
+		err = fmt.Errorf("submit workflow: %w", err)
+		return nil, false, err
 	}
-	tasks, err := q.workflowTasks(w, spec, now)
+	tasks, err := q.workflowTasks(w, spec, reqs)
 	if err != nil {
-		return nil, false, fmt.Errorf("submit workflow: %w", err)
+		err = fmt.Errorf("submit workflow: %w", err)
+		return nil, false, err
 	}
 	var mu sync.Mutex
 	made, fresh := 0, 0
 	for _, level := range levels {
 		errs := make([]error, len(level))
 		forEach(len(level), edgeParallelism, func(i int) {
-			t := tasks[level[i]]
-			existing, err := q.create(ctx, t)
+			k := level[i]
+			t := tasks[k]
+			existing, err := q.create(stepCtx[k], t)
 			switch {
 			case err != nil:
 				errs[i] = fmt.Errorf("step %q: %w", t.Workflow.Step, err)
+				results[k].err = errs[i]
 			case existing != nil && !sameWorkflow(existing.Workflow, t.Workflow):
 				errs[i] = fmt.Errorf("step %q: task %s exists and is not this step: %w", t.Workflow.Step, t.ID, ErrConflict)
+				results[k].err = errs[i]
 			default:
 				mu.Lock()
 				made++
 				if existing == nil {
 					fresh++
+					results[k] = stepResult{t: t, created: true}
+				} else {
+					results[k] = stepResult{t: existing}
 				}
 				mu.Unlock()
 			}
 		})
-		if err := errors.Join(errs...); err != nil {
-			return w, created, fmt.Errorf("submit workflow %s: %w (%d of %d steps exist and none of the rest runs before they do; submit the same file again with idempotency key %q to finish it)",
+		if err = errors.Join(errs...); err != nil {
+			err = fmt.Errorf("submit workflow %s: %w (%d of %d steps exist and none of the rest runs before they do; submit the same file again with idempotency key %q to finish it)",
 				w.ID, err, made, len(w.Steps), w.IdempotencyKey)
+			return w, created, err
 		}
 	}
 	// The name moves to this workflow once every step exists, by the
@@ -212,9 +246,16 @@ func (q *Queue) claimWorkflow(ctx context.Context, w *Workflow) (*Workflow, bool
 	return w, true, nil
 }
 
-// workflowTasks builds the task of each step of w (spec in the same
-// order).
-func (q *Queue) workflowTasks(w *Workflow, spec *WorkflowSpec, now time.Time) ([]*Task, error) {
+// stepResult is what the submit of one workflow step gave, for its hooks.
+type stepResult struct {
+	t       *Task
+	created bool
+	err     error
+}
+
+// workflowTasks builds the task of each step of w from its request (spec
+// and reqs in the same order).
+func (q *Queue) workflowTasks(w *Workflow, spec *WorkflowSpec, reqs []SubmitRequest) ([]*Task, error) {
 	if len(w.Steps) != len(spec.Steps) {
 		return nil, fmt.Errorf("workflow %s has %d steps, the file %d: %w", w.ID, len(w.Steps), len(spec.Steps), ErrIdempotencyMismatch)
 	}
@@ -233,7 +274,7 @@ func (q *Queue) workflowTasks(w *Workflow, spec *WorkflowSpec, now time.Time) ([
 		if len(children[s.Name]) > MaxChildren {
 			return nil, invalidInput("step %q has %d children (at most %d)", s.Name, len(children[s.Name]), MaxChildren)
 		}
-		t, err := q.newTask(s.Doc.Resolve(now))
+		t, err := q.newTask(reqs[i])
 		if err != nil {
 			return nil, fmt.Errorf("step %q: %w", s.Name, err)
 		}
@@ -242,7 +283,7 @@ func (q *Queue) workflowTasks(w *Workflow, spec *WorkflowSpec, now time.Time) ([
 		t.Workflow = &WorkflowRef{ID: w.ID, Step: s.Name}
 		t.Children = children[s.Name]
 		if len(s.After) > 0 {
-			if t.OnParentFailure, err = ParseParentFailure(string(s.Doc.Request.OnParentFailure)); err != nil {
+			if t.OnParentFailure, err = ParseParentFailure(string(reqs[i].OnParentFailure)); err != nil {
 				return nil, fmt.Errorf("step %q: %w", s.Name, err)
 			}
 			for _, a := range s.After {

@@ -26,6 +26,16 @@
 // Built-in handlers (Builtins, `--builtins`): echo, sleep and fail, for
 // demos and tests; see builtin.go.
 //
+// # Middleware
+//
+// (*Worker).Use wraps every handler (Go, exec and built-in alike) in
+// Middleware, func(next HandlerFunc) HandlerFunc; the first registered is
+// the outermost. Recover always sits innermost (a handler's panic reaches
+// the middleware as a *PanicError) and outermost (a middleware's panic
+// fails the task, not the worker). Logging (slog) and Measure come with
+// this package; metrics.(*Metrics).Middleware feeds Prometheus. See
+// middleware.go.
+//
 // # Outcomes
 //
 //	handler returns           task becomes

@@ -194,3 +194,41 @@ func ExampleNew() {
 	// sent to ada@example.com
 	// worker stopped: <nil>
 }
+
+// Middleware wraps every handler, Go and exec alike; the first registered
+// is the outermost. Logging, Recover (always on) and Measure come with the
+// package; metrics.(*Metrics).Middleware counts calls for Prometheus.
+func ExampleWorker_Use() {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	q := openQueue(ctx)
+
+	w := worker.New(q, quiet())
+	timing := func(next worker.HandlerFunc) worker.HandlerFunc {
+		return func(ctx context.Context, t *queue.Task) (json.RawMessage, error) {
+			fmt.Println("start", t.Type)
+			out, err := next(ctx, t)
+			fmt.Println("end", t.Type, worker.ResultOf(err))
+			return out, err
+		}
+	}
+	w.Use(timing, worker.Logging(slog.New(slog.DiscardHandler)))
+	w.Handle("resize", func(context.Context, *queue.Task) (json.RawMessage, error) {
+		panic("out of memory") // recovered: the task fails (retryable), the worker stays up
+	})
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+
+	none := 0
+	t, _, err := q.Submit(ctx, queue.SubmitRequest{Type: "resize", MaxRetries: &none})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(waitFor(ctx, q, t.ID).LastError)
+	cancel()
+	<-done
+	// Output:
+	// start resize
+	// end resize panic
+	// handler panicked: out of memory
+}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -130,7 +129,7 @@ func (w *Worker) runTask(ctx context.Context, rt *runningTask) {
 	log := w.log.With("task_id", task.ID, "task_type", task.Type, "attempt", task.Attempt)
 	log.Debug("task claimed")
 
-	h := w.handlers[task.Type]
+	h := w.wrapped[task.Type]
 	if h == nil {
 		// ListReady filters by type, so this means a bug or a hand-edited
 		// index: fail loudly rather than retry forever.
@@ -155,27 +154,10 @@ func (w *Worker) runTask(ctx context.Context, rt *runningTask) {
 		task.Input = in
 	}
 	began := time.Now()
-	out, err := callHandler(ctx, h, task)
+	out, err := h(ctx, task)
 	took := time.Since(began)
 	stop()
 	w.finish(ctx, rt, log, out, err, took)
-}
-
-// panicError is a recovered handler panic; it is retryable.
-type panicError struct {
-	value any
-	stack []byte
-}
-
-func (e *panicError) Error() string { return fmt.Sprintf("handler panicked: %v", e.value) }
-
-func callHandler(ctx context.Context, h HandlerFunc, t *queue.Task) (out json.RawMessage, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			out, err = nil, &panicError{value: r, stack: debug.Stack()}
-		}
-	}()
-	return h(ctx, t)
 }
 
 // finish writes the task's outcome from the handler result and the reason
@@ -195,9 +177,9 @@ func (w *Worker) finish(ctx context.Context, rt *runningTask, log *slog.Logger, 
 		herr = Permanent(fmt.Errorf("handler returned output that is not valid UTF-8 (starts with %q)", preview(out, 80)))
 		out = nil
 	}
-	var pe *panicError
+	var pe *PanicError
 	if errors.As(herr, &pe) {
-		log.Error("handler panicked", "panic", fmt.Sprint(pe.value), "stack", string(pe.stack))
+		log.Error("handler panicked", "panic", fmt.Sprint(pe.Value), "stack", string(pe.Stack))
 	}
 	cause := context.Cause(ctx)
 	if ctx.Err() == nil {

@@ -37,9 +37,13 @@ type Worker struct {
 	log      *slog.Logger
 	clock    store.Clock
 	handlers map[string]HandlerFunc
-	types    []string
-	typeSet  map[string]bool
-	host     string
+	// middleware wraps every handler (see Use); wrapped holds the
+	// handlers with it, built by prepare.
+	middleware []Middleware
+	wrapped    map[string]HandlerFunc
+	types      []string
+	typeSet    map[string]bool
+	host       string
 
 	started   atomic.Bool
 	startedAt time.Time
@@ -192,8 +196,11 @@ func (w *Worker) prepare() error {
 		w.typeSet[t] = true
 	}
 	w.types = make([]string, 0, len(w.typeSet))
+	w.wrapped = make(map[string]HandlerFunc, len(w.typeSet))
 	for t := range w.typeSet {
 		w.types = append(w.types, t)
+		// The outer Recover catches panics of the middleware itself.
+		w.wrapped[t] = Recover()(w.chain(w.handlers[t]))
 	}
 	sort.Strings(w.types)
 	for t, n := range w.opts.Limits {

@@ -8,6 +8,7 @@
 //	worker/...                    handlers, which embed a monitor
 //	inspect/                      the read model every interface reads, beside worker
 //	metrics/...                   Prometheus metrics, a worker.Observer
+//	queuetest/                    the test kit for users' tests, beside metrics
 //	tui/, webui/, httpapi/        the interfaces; none imports another
 //	devenv/                       the local environment of qo dev, beside them
 //	command/...                   the commands
