@@ -334,6 +334,8 @@ func errorStatus(err error) (int, string) {
 		return http.StatusBadRequest, "invalid_input"
 	case errors.Is(err, queue.ErrAmbiguousID):
 		return http.StatusBadRequest, "ambiguous_id"
+	case errors.Is(err, queue.ErrSubmitRefused):
+		return http.StatusUnprocessableEntity, "submit_refused"
 	case errors.Is(err, queue.ErrNotFound), errors.Is(err, store.ErrNotFound):
 		return http.StatusNotFound, "not_found"
 	case errors.Is(err, queue.ErrInvalidTransition):

@@ -629,3 +629,19 @@ func TestReadOnly(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, queue.StatusPending, got.Status, "nothing changed")
 }
+
+// TestSubmitRefusedByHook: a submit hook's refusal is a 422 that says so,
+// not a 500, and nothing is written.
+func TestSubmitRefusedByHook(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, storetest.Backends()[0], Options{})
+	e.q.OnSubmit(queue.SubmitHook{Before: func(ctx context.Context, req *queue.SubmitRequest) (context.Context, error) {
+		return nil, errors.New("type email is closed for the night")
+	}})
+	status, body, _ := e.do(t, "POST", "/api/tasks", `{"type":"email"}`)
+	require.Equal(t, http.StatusUnprocessableEntity, status, "%v", body)
+	errBody := body.(map[string]any)["error"].(map[string]any)
+	require.Equal(t, "submit_refused", errBody["code"])
+	require.Contains(t, errBody["message"], "closed for the night")
+	e.documented(t, "POST", "/api/tasks", status, body)
+}
