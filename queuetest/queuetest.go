@@ -33,6 +33,7 @@ import (
 	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/memstore"
+	"github.com/qo-queue/qo/store/storetest"
 	"github.com/qo-queue/qo/worker"
 )
 
@@ -48,34 +49,9 @@ type T interface {
 var Start = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // Clock is the queue's time source (a store.Clock): it stands still until
-// the test, or RunUntilIdle, moves it. Safe for concurrent use.
-type Clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-// Now implements store.Clock.
-func (c *Clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-// Advance moves the clock forward by d.
-func (c *Clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
-// advanceTo moves the clock to at, if that is later.
-func (c *Clock) advanceTo(at time.Time) {
-	c.mu.Lock()
-	if at.After(c.t) {
-		c.t = at
-	}
-	c.mu.Unlock()
-}
+// the test, or RunUntilIdle, moves it (Advance, AdvanceTo, Set). Safe for
+// concurrent use.
+type Clock = storetest.Clock
 
 // watchedStore is the memory store with a count of the writes to task
 // objects begun and ended, so that RunUntilIdle can tell a consistent look
@@ -127,7 +103,7 @@ type Queue struct {
 func New(t T) *Queue {
 	t.Helper()
 	ctx := context.Background()
-	q := &Queue{Clock: &Clock{t: Start}, Store: memstore.New()}
+	q := &Queue{Clock: storetest.NewClock(Start), Store: memstore.New()}
 	q.watched = &watchedStore{Store: q.Store}
 	if _, err := queue.Init(ctx, q.Store, 1); err != nil {
 		t.Fatalf("queuetest: init the queue: %v", err)
@@ -289,7 +265,7 @@ func (q *Queue) RunUntilIdle(ctx context.Context, t T, w *worker.Worker) {
 			next = minTime(next, task.AvailableAt)
 		}
 		if next.After(now) {
-			q.Clock.advanceTo(next)
+			q.Clock.AdvanceTo(next)
 		}
 	}
 }
@@ -400,8 +376,8 @@ func (q *Queue) Expire(t T, id uuid.UUID) *queue.Task {
 		t.Fatalf("queuetest: cannot expire task %s: only a pending task with an expires_at can expire (it is %s, expires_at %v; set SubmitRequest.ExpiresAt, or time out an attempt with ExpireLease)",
 			id, task.Status, task.ExpiresAt)
 	}
-	q.Clock.advanceTo(*task.ExpiresAt)
-	q.Clock.advanceTo(task.AvailableAt)
+	q.Clock.AdvanceTo(*task.ExpiresAt)
+	q.Clock.AdvanceTo(task.AvailableAt)
 	e, err := queue.ParseReadyKey(queue.ReadyKey(task))
 	if err != nil {
 		t.Fatalf("queuetest: expire task %s: %v", id, err)
@@ -431,7 +407,7 @@ func (q *Queue) ExpireLease(t T, id uuid.UUID) *queue.Task {
 	if task.Status != queue.StatusRunning || task.LeaseExpiresAt == nil {
 		t.Fatalf("queuetest: cannot expire the lease of task %s: it is %s, not running", id, task.Status)
 	}
-	q.Clock.advanceTo(task.LeaseExpiresAt.Add(time.Millisecond))
+	q.Clock.AdvanceTo(task.LeaseExpiresAt.Add(time.Millisecond))
 	after := ""
 	for {
 		entries, next, err := q.ListExpired(ctx, 1000, after)

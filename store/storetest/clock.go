@@ -30,6 +30,15 @@ func (c *Clock) Advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
+// AdvanceTo moves the clock to at if that is later, and never back.
+func (c *Clock) AdvanceTo(at time.Time) {
+	c.mu.Lock()
+	if at.After(c.t) {
+		c.t = at
+	}
+	c.mu.Unlock()
+}
+
 // Set moves the clock to t.
 func (c *Clock) Set(t time.Time) {
 	c.mu.Lock()
