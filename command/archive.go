@@ -15,15 +15,6 @@ func archiveCommand() *cli.Command {
 stay; 'qo list --status archived' still finds it. With one id, --json
 prints the task object after the change.
 
-Several tasks: give several ids, '-' to read ids from stdin (separated by
-spaces or newlines), or a filter: --status, --type, --shard (--all for every
-task it applies to). Each task gets the same conditional write as one task;
-tasks it does not apply to are skipped, with the reason. The plan and its
-request cost are printed on stderr before anything is written; --dry-run
-stops there. The summary lists what was done, skipped (and why) and failed;
-it is JSON with --json or when stdout is not a terminal. Running the same
-command again is safe: what is done is skipped.
-
 Examples:
   qo archive 0b6f4c2e-8d1a-4f7e-9c3b-2a5d6e7f8a9b
   qo archive --status completed --since 7d --dry-run

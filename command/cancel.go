@@ -18,15 +18,6 @@ handler and confirms (if the worker is gone, the expiry check cancels it).
 A task that has ended cannot be cancelled.
 With one id, --json prints the task object after the change.
 
-Several tasks: give several ids, '-' to read ids from stdin (separated by
-spaces or newlines), or a filter: --status, --type, --shard (--all for every
-task it applies to). Each task gets the same conditional write as one task;
-tasks it does not apply to are skipped, with the reason. The plan and its
-request cost are printed on stderr before anything is written; --dry-run
-stops there. The summary lists what was done, skipped (and why) and failed;
-it is JSON with --json or when stdout is not a terminal. Running the same
-command again is safe: what is done is skipped.
-
 Examples:
   qo cancel 0b6f4c2e-8d1a-4f7e-9c3b-2a5d6e7f8a9b --reason "customer withdrew"
   qo cancel --status pending --type resize --dry-run

@@ -39,8 +39,20 @@ import (
 	"github.com/qo-queue/qo/store"
 )
 
+// severalTasks is the part of an operator command's help about acting on
+// several tasks: the same for cancel, replay and archive.
+const severalTasks = `Several tasks: give several ids, '-' to read ids from stdin (separated by
+spaces or newlines), or a filter: --status, --type, --shard (--all for every
+task it applies to). Each task gets the same conditional write as one task;
+tasks it does not apply to are skipped, with the reason. The plan and its
+request cost are printed on stderr before anything is written; --dry-run
+stops there. The summary lists what was done, skipped (and why) and failed;
+it is JSON with --json or when stdout is not a terminal. Running the same
+command again is safe: what is done is skipped.`
+
 // operatorCommand builds a command that applies one operator action to a
-// task, or to many (see above). op is the queue's name of the action.
+// task, or to many (see above); name is the queue's name of the action.
+// The paragraph on several tasks goes before the description's examples.
 func operatorCommand(name, usage, description string, extra []cli.Flag,
 	do func(ctx context.Context, c *cli.Context, q *queue.Queue, id uuid.UUID) (*queue.Task, error)) *cli.Command {
 	usageText := "qo " + name + " ID... | - | --status S [--type T] | --type T | --all"
@@ -68,7 +80,7 @@ func operatorCommand(name, usage, description string, extra []cli.Flag,
 		Name:        name,
 		Usage:       usage,
 		UsageText:   usageText,
-		Description: description,
+		Description: withSeveralTasks(description),
 		Flags:       flags,
 		Action: func(c *cli.Context) error {
 			args, err := positionalArgs(c)
@@ -267,4 +279,14 @@ func actError(s *queue.ActSummary) error {
 		return fmt.Errorf("%s: %w", msg, s.Stopped)
 	}
 	return errors.New(msg)
+}
+
+// withSeveralTasks puts the paragraph on several tasks before the examples
+// of an operator command's description.
+func withSeveralTasks(description string) string {
+	head, examples, ok := strings.Cut(description, "\nExamples:\n")
+	if !ok {
+		return description + "\n\n" + severalTasks
+	}
+	return head + "\n" + severalTasks + "\n\nExamples:\n" + examples
 }
