@@ -840,9 +840,10 @@ A handler reports how far its attempt got: a fraction from 0 to 1 and a
 message of at most MaxProgressMessage (200) bytes of UTF-8 without control
 characters (ValidateProgress; a bad report is refused with ErrInvalidInput,
 an exec handler's malformed line is skipped). Go handlers call
-worker.ReportProgress(ctx, fraction, msg); exec handlers append lines
-"0.42 message" or "42% message" to the file QO_PROGRESS_FILE names, of which
-the worker reads the last complete line (its last 4 KiB) at each heartbeat.
+worker.ReportProgress(ctx, fraction, msg); exec handlers write lines
+"0.42 message" or "42% message" to the file QO_PROGRESS_FILE names
+(appending or overwriting), of which the worker reads the last complete
+line (in its last 4 KiB) at each heartbeat.
 
 Cost: a report is a memory write in the worker and never a request. The
 registry entry the heartbeat rewrites anyway (1 PUT per HeartbeatInterval,

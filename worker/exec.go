@@ -33,9 +33,10 @@ import (
 //     QO_TASK_ID, QO_TASK_TYPE, QO_ATTEMPT, QO_WORKER_ID,
 //     QO_TASK_TIMEOUT_SECONDS and, under a worker, QO_PROGRESS_FILE (see
 //     execenv.go);
-//   - progress: the child may append lines "FRACTION [MESSAGE]" (0.42 or
+//   - progress: the child may write lines "FRACTION [MESSAGE]" (0.42 or
 //     42%, then up to 200 bytes of text) to the file QO_PROGRESS_FILE
-//     names, e.g. echo "42% resized 42 of 100" >> "$QO_PROGRESS_FILE";
+//     names, appending or overwriting, e.g.
+//     echo "42% resized 42 of 100" > "$QO_PROGRESS_FILE";
 //     the worker reads its last complete line at each heartbeat (see
 //     ReportProgress and ParseProgressLine; malformed lines are skipped);
 //   - on timeout, cancellation or lease loss the child's process group gets

@@ -168,6 +168,21 @@ while [ ! -e "$1" ]; do sleep 0.02; done`), gate}, ExecOptions{}))
 	require.InDelta(t, 0.42, got.Progress.Fraction, 1e-9)
 	require.NoError(t, os.WriteFile(gate, nil, 0o600))
 	bd.waitStatus(t, task.ID, queue.StatusCompleted)
+
+	// Overwriting works as well as appending.
+	gate2 := filepath.Join(t.TempDir(), "go-on")
+	w2 := New(bd.q, bd.opts(t))
+	w2.Handle("resize2", Exec([]string{script(t, `
+echo "0.5 first" > "$QO_PROGRESS_FILE"
+echo "0.75 second" > "$QO_PROGRESS_FILE"
+while [ ! -e "$1" ]; do sleep 0.02; done`), gate2}, ExecOptions{}))
+	task2 := bd.submit(t, "resize2", `{}`)
+	r2 := start(t, w2)
+	got = bd.waitProgress(t, task2.ID, "second")
+	require.Equal(t, 0.75, got.Progress.Fraction)
+	require.NoError(t, os.WriteFile(gate2, nil, 0o600))
+	bd.waitStatus(t, task2.ID, queue.StatusCompleted)
+	require.NoError(t, r2.stop(t))
 	require.NoError(t, r.stop(t))
 }
 
