@@ -156,7 +156,8 @@ func ParseProgressLine(line string) (fraction float64, msg string, err error) {
 	return fraction, msg, nil
 }
 
-// progressOf returns the progress of a running task, for the heartbeat.
+// progressNow returns the latest progress of a running task, for the
+// heartbeat.
 func (rt *runningTask) progressNow() *queue.Progress {
 	return rt.prog.snapshot(rt.now())
 }
