@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"text/tabwriter"
 	"time"
@@ -30,9 +31,13 @@ when it becomes available; a running task shows when its lease expires.
 ID is the whole id or the short id qo list shows (its end, e.g. 264545bf;
 every command taking a task id accepts it), looked for in that id's shard
 at a fixed cost; one naming several tasks lists them.
+A running task whose handler reported progress shows it (the fraction done
+and a message, as of the worker's last heartbeat).
 --json prints the task object as stored in the bucket, except that an input or
 output stored in its own object (over 256 KiB) is loaded in; input_ref and
-output_ref still say where it lives.
+output_ref still say where it lives; a running task's progress is added as
+"progress" ({"attempt","fraction","message","at"}), read from its worker's
+registry entry.
 
 Examples:
   qo status 0b6f4c2e-8d1a-4f7e-9c3b-2a5d6e7f8a9b
@@ -55,6 +60,10 @@ Examples:
 			full, loadErr := q.WithPayloads(c.Context, task)
 			if loadErr != nil {
 				full = task
+			}
+			// A running task's progress: one GET of its holder's entry.
+			if withProg, err := q.WithProgress(c.Context, full); err == nil {
+				full = withProg
 			}
 			if c.Bool("json") {
 				err = emitJSON(c.App.Writer, full)
@@ -87,6 +96,9 @@ func printTask(w io.Writer, t *queue.Task, now time.Time) error {
 			row("lease expires", timeWithCountdown(*t.LeaseExpiresAt, now, "expired"))
 		}
 		row("worker", t.WorkerID)
+		if p := t.Progress; p != nil {
+			row("progress", progressText(p, now))
+		}
 	}
 	row("attempt", fmt.Sprintf("%d (retries used %d of %d; timeout %ds)", t.Attempt, t.RetryCount, t.MaxRetries, t.TimeoutSeconds))
 	row("created", formatTime(t.CreatedAt))
@@ -152,6 +164,19 @@ func printTask(w io.Writer, t *queue.Task, now time.Time) error {
 		row("output", jsonText(t.Output)+refNote(t.OutputRef))
 	}
 	return tw.Flush()
+}
+
+// progressText renders a progress report: "42% resized 42 of 100
+// (reported 3s ago)".
+func progressText(p *queue.Progress, now time.Time) string {
+	s := fmt.Sprintf("%d%%", int(math.Floor(p.Fraction*100)))
+	if p.Message != "" {
+		s += " " + p.Message
+	}
+	if d := now.Sub(p.At); !p.At.IsZero() && d > 0 {
+		s += fmt.Sprintf(" (reported %s ago)", roundDuration(d))
+	}
+	return s
 }
 
 // refNote says where an offloaded payload lives.

@@ -3,14 +3,18 @@ package command
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/store"
+	"github.com/qo-queue/qo/worker"
 )
 
 // A task object with an invalid type name is the bucket's problem, not the
@@ -106,4 +110,45 @@ func TestSubmitAfterTheShortID(t *testing.T) {
 	code, _, errs := q.run("submit", "--type", "job", "--after", "zz")
 	require.Equal(t, exitUsage, code, errs)
 	require.Contains(t, errs, "--after")
+}
+
+// An exec handler's progress reaches qo status (text and --json) while
+// the task runs, through its worker's heartbeat.
+func TestStatusShowsExecProgress(t *testing.T) {
+	q := newQueueCLI(t)
+	q.ok("init")
+	task := q.task("submit", "--type", "resize", "--input", `{}`)
+
+	dir := t.TempDir()
+	gate := filepath.Join(dir, "go-on")
+	sh := filepath.Join(dir, "resize.sh")
+	require.NoError(t, os.WriteFile(sh, []byte("#!/bin/sh\n"+
+		`echo "42% resized 42 of 100" >> "$QO_PROGRESS_FILE"`+"\n"+
+		`while [ ! -e "$1" ]; do sleep 0.02; done`+"\n"), 0o755))
+	wq, err := queue.Open(context.Background(), q.s, queue.Options{})
+	require.NoError(t, err)
+	w := worker.New(wq, worker.Options{ID: "w-progress", PollMin: 5 * time.Millisecond, PollMax: 50 * time.Millisecond,
+		HeartbeatInterval: 50 * time.Millisecond, NoMonitor: true})
+	w.Handle("resize", worker.Exec([]string{sh, gate}, worker.ExecOptions{}))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(q.ok("status", task.ID.String()), "progress:") {
+		require.False(t, time.Now().After(deadline), "qo status never showed the progress")
+		time.Sleep(20 * time.Millisecond)
+	}
+	out := q.ok("status", task.ID.String())
+	require.Regexp(t, `progress:\s+42% resized 42 of 100`, out)
+	shown := q.task("status", task.ID.String())
+	require.NotNil(t, shown.Progress, "status --json")
+	require.InDelta(t, 0.42, shown.Progress.Fraction, 1e-9)
+	require.Equal(t, "resized 42 of 100", shown.Progress.Message)
+	require.Equal(t, 1, shown.Progress.Attempt)
+	require.NoError(t, os.WriteFile(gate, nil, 0o600))
 }

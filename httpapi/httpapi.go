@@ -664,6 +664,11 @@ func (a *api) getTask(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// A running task's progress: one GET of its holder's registry entry.
+	// Without it (the entry unreadable) the task is shown all the same.
+	if withProg, err := a.q.WithProgress(r.Context(), t); err == nil {
+		t = withProg
+	}
 	writeJSON(w, http.StatusOK, a.withPayloads(r, t))
 	return nil
 }

@@ -202,11 +202,16 @@ or status, invalid type name, id or shard not matching its key) is a
 *MalformedError: listings skip and report it, single reads return it,
 nothing panics.
 
+Readers may add "progress" to a running task they show (qo status --json,
+GET /api/tasks/{id}): it is read from the holder's registry entry and never
+stored in the task object (see Progress).
+
 queue.json is {"format":3,"shard_chars":1|2,"created_at":...}, with
 "tasks_retention_days" (see Retention) and "max_payload_bytes" (see Size
 limits) when set. Worker
 entries are WorkerInfo as JSON ("format":1, "layout":3: the key layout the
-worker speaks, see Key layout). Named leases are
+worker speaks, see Key layout; "progress": the running tasks' latest
+progress reports, see Progress). Named leases are
 {"format":1,"name":key,"holder":...,"expires_at":...,"acquired_at":...,
 "updated_at":...,"request_id":...}; a released lease has holder "".
 Index objects are empty: the key is the whole entry.
@@ -844,6 +849,35 @@ entries by the listings that meet them. Entries lost to damage from outside (obj
 hand, a partial restore) are rebuilt by Repair (`qo repair`), which reads
 every task object once: the one operation whose cost is the history, run
 only when asked.
+
+# Progress
+
+A handler reports how far its attempt got: a fraction from 0 to 1 and a
+message of at most MaxProgressMessage (200) bytes of UTF-8 without control
+characters (ValidateProgress; a bad report is refused with ErrInvalidInput,
+an exec handler's malformed line is skipped). Go handlers call
+worker.ReportProgress(ctx, fraction, msg); exec handlers write lines
+"0.42 message" or "42% message" to the file QO_PROGRESS_FILE names
+(appending or overwriting), of which the worker reads the last complete
+line (in its last 4 KiB) at each heartbeat.
+
+Cost: a report is a memory write in the worker and never a request. The
+registry entry the heartbeat rewrites anyway (1 PUT per HeartbeatInterval,
+10s, whatever the number of tasks or reports) carries the latest report of
+each running task that made one: "progress": {task id: {attempt,
+fraction, message, at}}, at most concurrency entries of about 300 bytes.
+So a task's progress costs no write of its own, and what readers see is at
+most one heartbeat interval old. A reader finds it with one GET of the
+entry of the worker the task's worker_id names (TaskProgress: only for a
+running task, and only a report of the task's current attempt; a missing
+or malformed entry or report shows no progress). qo status and GET
+/api/tasks/{id} pay that GET; listings do not read it.
+
+When the attempt ends the progress is dropped, not kept in the final task
+write: it describes a running attempt, and the final state (output,
+last_error) says how it ended; keeping it would add a field to the stored
+task for little. The task object never holds it (EncodeTask leaves
+Task.Progress out, DecodeTask ignores it).
 
 # Requests and storage per task
 

@@ -190,6 +190,12 @@ type Task struct {
 	// failed, cancelled or expired), set by Archive; absent on objects
 	// archived before it existed (see ArchivedEnd).
 	ArchivedFrom Status `json:"archived_from,omitempty"`
+
+	// Progress is the latest progress its handler reported, filled in by
+	// readers of a running task from its holder's registry entry
+	// (Queue.WithProgress). It is never stored: EncodeTask leaves it out
+	// and DecodeTask ignores it (see doc.go, "Progress").
+	Progress *Progress `json:"progress,omitempty"`
 }
 
 // Timeout returns the lease duration of one attempt.
@@ -231,6 +237,10 @@ func (t *Task) Clone() *Task {
 		w := *t.Workflow
 		c.Workflow = &w
 	}
+	if t.Progress != nil {
+		p := *t.Progress
+		c.Progress = &p
+	}
 	return &c
 }
 
@@ -246,6 +256,11 @@ func timePtr(t time.Time) *time.Time { return &t }
 
 // EncodeTask renders t in the on-bucket format.
 func EncodeTask(t *Task) ([]byte, error) {
+	if t.Progress != nil {
+		c := *t
+		c.Progress = nil
+		t = &c
+	}
 	b, err := json.Marshal(t)
 	if err != nil {
 		return nil, fmt.Errorf("encode task %s: %w", t.ID, err)
@@ -262,6 +277,7 @@ func DecodeTask(key string, body []byte) (*Task, error) {
 	if err := json.Unmarshal(body, &t); err != nil {
 		return nil, &MalformedError{Key: key, Err: err}
 	}
+	t.Progress = nil // never stored: see EncodeTask
 	if t.Format != FormatVersion {
 		return nil, &MalformedError{Key: key, Err: fmt.Errorf("unknown format version %d (this qo reads format %d)", t.Format, FormatVersion)}
 	}

@@ -46,6 +46,10 @@ type WorkerInfo struct {
 	// set by PutWorker). An entry without it was written by a qo of layout
 	// 2 or older: Migrate refuses to run while such a worker is alive.
 	Layout int `json:"layout,omitempty"`
+	// Progress is the latest progress report of each running task that
+	// made one, by task id (see doc.go, "Progress"): reports land here at
+	// the next heartbeat, never in a write of their own.
+	Progress map[string]Progress `json:"progress,omitempty"`
 }
 
 // DefaultDeadAfter is the liveness bound of a worker that states none: a

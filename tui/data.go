@@ -151,6 +151,11 @@ func loadDetail(ctx context.Context, q *queue.Queue, model *inspect.Model, id uu
 				msg.record, msg.recordErr = q.GetWorkflow(ctx, ref.ID.String())
 			}
 		}
+		// A running task's progress: one GET of its worker's entry (the
+		// detail shows without it when that fails).
+		if withProg, err := q.WithProgress(ctx, msg.task); err == nil {
+			msg.task = withProg
+		}
 		msg.data, msg.payloadErr = q.WithPayloads(ctx, msg.task)
 		if msg.payloadErr != nil {
 			msg.data = msg.task

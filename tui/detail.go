@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -209,6 +210,19 @@ func pretty(e queue.Event) string {
 	return string(b) + "\n"
 }
 
+// progressText renders a running task's progress: "42% resized 42 of 100
+// (reported 3s ago)", the message escaped.
+func progressText(p *queue.Progress, now time.Time) string {
+	s := fmt.Sprintf("%d%%", int(math.Floor(p.Fraction*100)))
+	if p.Message != "" {
+		s += " " + oneLine(p.Message)
+	}
+	if !p.At.IsZero() && now.After(p.At) {
+		s += " (reported " + ago(p.At, now) + ")"
+	}
+	return s
+}
+
 func (d *detail) View(now time.Time) string {
 	if !d.loaded || d.task == nil {
 		return d.st.Dim.Render("Loading task…")
@@ -232,6 +246,9 @@ func (d *detail) View(now time.Time) string {
 	two(field("available", t.AvailableAt.UTC().Format(time.DateTime)+" ("+ago(t.AvailableAt, now)+")"), field("lease", lease))
 	two(field("worker", safe(orDash(t.WorkerID))), field("event", safe(orDash(t.LastEvent))))
 	extra := []string{}
+	if p := t.Progress; p != nil {
+		extra = append(extra, "progress "+progressText(p, now))
+	}
 	if t.ExpiresAt != nil {
 		extra = append(extra, "expires "+t.ExpiresAt.UTC().Format(time.DateTime)+" ("+ago(*t.ExpiresAt, now)+")")
 	}

@@ -97,7 +97,10 @@
 // HeartbeatInterval on its own ticker (independent of running tasks):
 // started_at, last_heartbeat, shards (empty: all; with shard leasing, the
 // shards held), current_tasks, types, concurrency, tasks_completed,
-// tasks_failed (failed attempts, retried or final), host, pid, version. It
+// tasks_failed (failed attempts, retried or final), host, pid, version,
+// and the latest progress report of each running task that made one (see
+// ReportProgress: reports ride on the heartbeat, never a write of their
+// own). It
 // deletes the entry on exit. The heartbeat is the worker's liveness: once
 // it is older than the DeadAfter the entry states, the monitor takes the
 // worker's tasks back, and a worker that could not write it for three

@@ -30,8 +30,15 @@ import (
 //   - the environment is not the worker's (which holds the bucket's
 //     credentials): only the variables of BaseEnv (PATH, HOME, the locale,
 //     ...), those named in ExecOptions.PassEnv, ExecOptions.Env, and
-//     QO_TASK_ID, QO_TASK_TYPE, QO_ATTEMPT, QO_WORKER_ID and
-//     QO_TASK_TIMEOUT_SECONDS (see execenv.go);
+//     QO_TASK_ID, QO_TASK_TYPE, QO_ATTEMPT, QO_WORKER_ID,
+//     QO_TASK_TIMEOUT_SECONDS and, under a worker, QO_PROGRESS_FILE (see
+//     execenv.go);
+//   - progress: the child may write lines "FRACTION [MESSAGE]" (0.42 or
+//     42%, then up to 200 bytes of text) to the file QO_PROGRESS_FILE
+//     names, appending or overwriting, e.g.
+//     echo "42% resized 42 of 100" > "$QO_PROGRESS_FILE";
+//     the worker reads its last complete line at each heartbeat (see
+//     ReportProgress and ParseProgressLine; malformed lines are skipped);
 //   - on timeout, cancellation or lease loss the child's process group gets
 //     SIGTERM, then SIGKILL after KillGrace (Windows: killed at once);
 //   - stdout larger than MaxStdout kills the child and fails the task
@@ -139,13 +146,28 @@ func runExec(ctx context.Context, command []string, opts ExecOptions, t *queue.T
 	name := command[0]
 	cmd := exec.Command(name, command[1:]...)
 	cmd.Dir = opts.Dir
-	cmd.Env = childEnv(os.Environ(), opts, []string{
+	taskVars := []string{
 		"QO_TASK_ID=" + t.ID.String(),
 		"QO_TASK_TYPE=" + t.Type,
 		"QO_ATTEMPT=" + strconv.Itoa(t.Attempt),
 		"QO_WORKER_ID=" + opts.WorkerID,
 		"QO_TASK_TIMEOUT_SECONDS=" + strconv.Itoa(t.TimeoutSeconds),
-	})
+	}
+	if rt, _ := ctx.Value(runningTaskKey{}).(*runningTask); rt != nil {
+		// The progress channel: a file of the handler's own, read at
+		// each heartbeat (see progress.go).
+		f, err := os.CreateTemp("", "qo-progress-*")
+		if err != nil {
+			return nil, Retryable(fmt.Errorf("exec %s: create the progress file: %w", name, err))
+		}
+		path := f.Name()
+		f.Close()
+		defer os.Remove(path)
+		rt.prog.setFile(path)
+		defer rt.prog.setFile("") // keep the last report, stop reading the file
+		taskVars = append(taskVars, "QO_PROGRESS_FILE="+path)
+	}
+	cmd.Env = childEnv(os.Environ(), opts, taskVars)
 	input := []byte(t.Input)
 	if len(bytes.TrimSpace(input)) == 0 {
 		input = []byte("null")

@@ -57,6 +57,9 @@ type runningTask struct {
 	mu      writeLock // guards lease and settled; held across each write
 	lease   *queue.Lease
 	settled bool // the outcome was written (or given up)
+
+	prog taskProgress     // the handler's latest progress report
+	now  func() time.Time // the worker's clock
 }
 
 var errSettled = errors.New("task outcome already settled")
@@ -92,7 +95,10 @@ func (rt *runningTask) ctxCause() error {
 // type of its ready entry, claimedAs.
 func (w *Worker) start(l *queue.Lease, claimedAs string) {
 	ctx, cancel := context.WithCancelCause(w.handlerBase)
-	rt := &runningTask{id: l.Task.ID, typ: l.Task.Type, ctx: ctx, lease: l, cancel: cancel}
+	rt := &runningTask{id: l.Task.ID, typ: l.Task.Type, lease: l, cancel: cancel, now: w.clock.Now}
+	rt.prog.attempt = l.Task.Attempt
+	ctx = context.WithValue(ctx, runningTaskKey{}, rt)
+	rt.ctx = ctx
 	if l.Task.LeaseExpiresAt != nil {
 		rt.expires = *l.Task.LeaseExpiresAt
 	}

@@ -514,11 +514,24 @@ func (w *Worker) snapshotRunning() []*runningTask {
 func (w *Worker) info() *queue.WorkerInfo {
 	w.mu.Lock()
 	current := make([]string, 0, len(w.running))
-	for id := range w.running {
+	running := make([]*runningTask, 0, len(w.running))
+	for id, rt := range w.running {
 		current = append(current, id.String())
+		running = append(running, rt)
 	}
 	w.mu.Unlock()
 	sort.Strings(current)
+	// The handlers' latest progress reports (read outside w.mu: an exec
+	// handler's is read from its file).
+	var progress map[string]queue.Progress
+	for _, rt := range running {
+		if p := rt.progressNow(); p != nil {
+			if progress == nil {
+				progress = map[string]queue.Progress{}
+			}
+			progress[rt.id.String()] = *p
+		}
+	}
 	var shards []string
 	switch {
 	case w.leaser != nil:
@@ -551,6 +564,7 @@ func (w *Worker) info() *queue.WorkerInfo {
 		PID:              os.Getpid(),
 		Version:          w.opts.Version,
 		DeadAfterSeconds: int(w.opts.DeadAfter.Round(time.Second) / time.Second),
+		Progress:         progress,
 	}
 }
 

@@ -1588,6 +1588,9 @@ function shardPart(shard, id) {
 function taskKey(shard, id) {
   return `${TASKS_PREFIX}${shardPart(shard, id)}/${id}.json`;
 }
+function workerKey(id) {
+  return `${WORKERS_PREFIX}${part("worker_id", id)}.json`;
+}
 function parseWorkerKey(key) {
   const id = key.startsWith(WORKERS_PREFIX) && key.endsWith(".json") ? key.slice(WORKERS_PREFIX.length, -".json".length) : null;
   return id !== null && validPart("worker_id", id) ? id : null;
@@ -1663,6 +1666,19 @@ function parseIndexKey(key) {
   if (root === DEAD_PREFIX && parts.length === 5) return ok(parts[2], parts[4]);
   if (root === WAITING_PREFIX && parts.length === 3) return ok(parts[1], parts[2]);
   return null;
+}
+var MAX_PROGRESS_MESSAGE = 200;
+function progressOf(t, record) {
+  if (!t || t.status !== "running" || !record || typeof record !== "object" || record.worker_id !== t.worker_id) return null;
+  const p = record.progress?.[t.id];
+  if (!p || typeof p !== "object" || p.attempt !== t.attempt) return null;
+  if (typeof p.fraction !== "number" || !(p.fraction >= 0 && p.fraction <= 1)) return null;
+  const message = p.message ?? "";
+  if (typeof message !== "string" || new TextEncoder().encode(message).length > MAX_PROGRESS_MESSAGE || /\p{Cc}/u.test(message)) return null;
+  return { attempt: p.attempt, fraction: p.fraction, message, at: typeof p.at === "string" ? p.at : null };
+}
+function progressText(p) {
+  return `${Math.floor(p.fraction * 100)}%${p.message ? ` ${p.message}` : ""}`;
 }
 function decodeTask(key, text) {
   let t;
@@ -2645,6 +2661,22 @@ var S3Backend = class {
     return { task: decodeTask(key, obj.text), etag: obj.etag };
   }
   /**
+   * taskProgress returns a running task's progress (queue.progressOf) with
+   * one GET of the registry entry of the worker its lease names; null when
+   * not running, or the entry is gone or malformed.
+   */
+  async taskProgress(t) {
+    const key = t?.status === "running" && validPart("worker_id", t.worker_id) ? workerKey(t.worker_id) : "";
+    if (!key) return null;
+    const obj = await this.s3.get(key);
+    if (!obj) return null;
+    try {
+      return progressOf(t, JSON.parse(obj.text));
+    } catch {
+      return null;
+    }
+  }
+  /**
    * search finds tasks (a query of search.parseSearch) at a cost set by
    * what it shows (search.searchCost): a full id is a GET; an id prefix a
    * LIST of tasks/{shard}/{prefix} per shard (S3 matches the keys) and a
@@ -3315,6 +3347,10 @@ var ApiBackend = class {
   async history(task) {
     return (await this.call("GET", `/api/tasks/${part("task_id", task.id)}/history`)).events;
   }
+  /** taskProgress: GET /api/tasks/{id} already carries a running task's progress. */
+  async taskProgress(t) {
+    return t?.progress ?? null;
+  }
   /**
    * search: a type's pending, running and failed tasks from GET
    * /api/tasks (one request per status); an id prefix or an idempotency
@@ -3954,9 +3990,10 @@ async function loadDetail(id) {
   if (task.workflow?.id) await workflowName(backend, task.workflow.id);
   const payloads = await backend.payloads(task).catch((e) => ({ error: e.message }));
   const events = await backend.history(task);
+  const progress = await backend.taskProgress(task).catch(() => null);
   current(gen);
   if (state.selected !== id) return;
-  Object.assign(state, { detail: task, payloads, events });
+  Object.assign(state, { detail: task, payloads, events, progress });
 }
 function setRefresh(seconds) {
   clearInterval(state.refreshTimer);
@@ -4577,6 +4614,7 @@ function renderDetail(now) {
       field("available", t.available_at),
       field("lease expires", t.lease_expires_at),
       field("worker", t.worker_id || "-"),
+      state.progress ? field("progress", h("span", { id: "progress" }, progressText(state.progress), state.progress.at ? ` (reported ${ago(state.progress.at, now)})` : "")) : null,
       t.expires_at ? field("expires", `${t.expires_at} (${ago(t.expires_at, now)})`) : null,
       field("timeout", `${t.timeout_seconds}s`),
       field("last event", t.last_event),

@@ -7,6 +7,7 @@ import { S3Backend, ApiBackend, stepsToCancel, INDEXED } from './backend.js';
 import { readLink, canConnect, navFragment, isNavigation, workflowRef, VIEWS, PAGES } from './link.js';
 import { layout, stepActions } from './workflow.js';
 import { STATUSES, TERMINAL, COUNTED, LIST_WINDOW_MS, health, priorityOf, shortID, canAct } from './queue.js';
+import { progressText } from './queue.js';
 import { mergeRecent, chartSeries, bars, MINUTE_MS } from './chart.js';
 import { parseSearch, searchCost, searchNote, SEARCH_LIMIT } from './search.js';
 import { planBulk, runBulk, formatOps, serverPlan, BULK_CONCURRENCY } from './bulk.js';
@@ -460,11 +461,14 @@ async function loadDetail(id) {
   // place; the rest of the detail still renders.
   const payloads = await backend.payloads(task).catch((e) => ({ error: e.message }));
   const events = await backend.history(task);
+  // A running task's progress (one GET of its worker's entry); the detail
+  // shows without it when it cannot be read.
+  const progress = await backend.taskProgress(task).catch(() => null);
   current(gen);
   // A load for a task no longer selected (the operator clicked another
   // meanwhile) must not replace the newer one.
   if (state.selected !== id) return;
-  Object.assign(state, { detail: task, payloads, events });
+  Object.assign(state, { detail: task, payloads, events, progress });
 }
 
 // setRefresh sets the auto-refresh period. A hidden tab (another tab in
@@ -1093,6 +1097,7 @@ function renderDetail(now) {
       field('attempt', `${t.attempt} (retries ${t.retry_count} of ${t.max_retries})`), field('rev', t.rev),
       field('created', t.created_at), field('updated', `${t.updated_at} (${ago(t.updated_at, now)})`),
       field('available', t.available_at), field('lease expires', t.lease_expires_at), field('worker', t.worker_id || '-'),
+      state.progress ? field('progress', h('span', { id: 'progress' }, progressText(state.progress), state.progress.at ? ` (reported ${ago(state.progress.at, now)})` : '')) : null,
       t.expires_at ? field('expires', `${t.expires_at} (${ago(t.expires_at, now)})`) : null,
       field('timeout', `${t.timeout_seconds}s`), field('last event', t.last_event), field('idempotency key', t.idempotency_key || '-'),
       t.cancel_requested ? field('cancel', `requested: ${t.cancel_reason || '-'}`) : null,

@@ -6,6 +6,7 @@ import {
   CONFIG_KEY, FORMAT_VERSION, TASKS_PREFIX, WORKERS_PREFIX, SCHEDULES_PREFIX, CONTROL_KEY, READY_PREFIX, LEASES_PREFIX, DEAD_PREFIX, WAITING_PREFIX, LAYOUT_VERSION, LIST_WINDOW_MS,
   INDEX_GRACE_MS, THROUGHPUT_PREFIX, DAY_HOURS, throughputKey, applyOperator, applyControl, countStats, indexChanges, indexKeys, indexEntry, parseIndexKey, decodeTask, taskKey, shards, shardOf, idFloor,
   idempotencyKey, rewait, recordEnd, endedAs, TransitionError, part, validPart, parseWorkerKey, parseScheduleKey, payloadKey,
+  progressOf, workerKey,
 } from './queue.js';
 import {
   WORKFLOW_NAMES_PREFIX, workflowKey, workflowNameKey, decodeWorkflow, decodeWorkflowName, isWorkflowID, report, parseWorkflowNameKey,
@@ -232,6 +233,23 @@ export class S3Backend {
     const obj = await this.s3.get(key);
     if (!obj) throw new Error(`task ${id} not found`);
     return { task: decodeTask(key, obj.text), etag: obj.etag };
+  }
+
+  /**
+   * taskProgress returns a running task's progress (queue.progressOf) with
+   * one GET of the registry entry of the worker its lease names; null when
+   * not running, or the entry is gone or malformed.
+   */
+  async taskProgress(t) {
+    const key = t?.status === 'running' && validPart('worker_id', t.worker_id) ? workerKey(t.worker_id) : '';
+    if (!key) return null;
+    const obj = await this.s3.get(key);
+    if (!obj) return null;
+    try {
+      return progressOf(t, JSON.parse(obj.text));
+    } catch {
+      return null;
+    }
   }
 
   /**
@@ -937,6 +955,11 @@ export class ApiBackend {
 
   async history(task) {
     return (await this.call('GET', `/api/tasks/${part('task_id', task.id)}/history`)).events;
+  }
+
+  /** taskProgress: GET /api/tasks/{id} already carries a running task's progress. */
+  async taskProgress(t) {
+    return t?.progress ?? null;
   }
 
   /**

@@ -261,6 +261,32 @@ export function parseIndexKey(key) {
 }
 
 /** decodeTask parses a task object, refusing what qo would not trust. */
+// MAX_PROGRESS_MESSAGE bounds a progress message, in bytes (Go:
+// queue.MaxProgressMessage).
+export const MAX_PROGRESS_MESSAGE = 200;
+
+/**
+ * progressOf returns the progress a worker's registry record carries for
+ * a running task it holds (queue/doc.go, "Progress"): {attempt, fraction,
+ * message, at}, or null when there is none for this attempt or it breaks
+ * the rules (a fraction outside 0..1, a message over 200 bytes or with
+ * control characters), as Go's TaskProgress does.
+ */
+export function progressOf(t, record) {
+  if (!t || t.status !== 'running' || !record || typeof record !== 'object' || record.worker_id !== t.worker_id) return null;
+  const p = record.progress?.[t.id];
+  if (!p || typeof p !== 'object' || p.attempt !== t.attempt) return null;
+  if (typeof p.fraction !== 'number' || !(p.fraction >= 0 && p.fraction <= 1)) return null;
+  const message = p.message ?? '';
+  if (typeof message !== 'string' || new TextEncoder().encode(message).length > MAX_PROGRESS_MESSAGE || /\p{Cc}/u.test(message)) return null;
+  return { attempt: p.attempt, fraction: p.fraction, message, at: typeof p.at === 'string' ? p.at : null };
+}
+
+/** progressText renders a progress: "42% resized 42 of 100". */
+export function progressText(p) {
+  return `${Math.floor(p.fraction * 100)}%${p.message ? ` ${p.message}` : ''}`;
+}
+
 export function decodeTask(key, text) {
   let t;
   try {
