@@ -5,6 +5,7 @@
 //	store/...                     the bucket: S3, the memory store, doctor, gateway
 //	queue/...                     the task lifecycle
 //	monitor/...                   recovery and the shared JSON shapes (view)
+//	connect/                      opening a queue from the CLI's settings, beside monitor
 //	worker/...                    handlers, which embed a monitor
 //	inspect/                      the read model every interface reads, beside worker
 //	metrics/...                   Prometheus metrics, a worker.Observer
