@@ -12,7 +12,8 @@
 //	tui/, webui/, httpapi/        the interfaces; none imports another
 //	devenv/                       the local environment of qo dev, beside them
 //	command/...                   the commands
-//	qo (the root), deploy/...     programs
+//	qo (the root), deploy/...,    programs
+//	examples/...                  (examples/gotasks is README.md's Go program)
 //	e2e/                          tests only
 //
 // A package may import its own tree (store/memstore imports store) and any

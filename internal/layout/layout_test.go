@@ -40,6 +40,7 @@ var layers = []layer{
 	{"command", 7},
 	{"", 8},
 	{"deploy", 8},
+	{"examples", 8},
 	{"e2e", 9},
 }
 
@@ -142,8 +143,9 @@ func TestAllowed(t *testing.T) {
 		{"command", "", false},
 		{"deploy/image", "", false},
 		{"e2e", "worker", true},
-		{"examples", "queue", false},
+		{"examples", "connect", true},
 		{"queue", "examples", false},
+		{"tools", "queue", false}, // a tree with no layer
 	} {
 		ok, why := allowed(tc.from, tc.to)
 		if ok != tc.ok {
