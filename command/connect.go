@@ -13,7 +13,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/qo-queue/qo/devenv"
+	"github.com/qo-queue/qo/connect"
 	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/s3store"
@@ -21,7 +21,7 @@ import (
 
 // envAllowNoVersioning lets qo run on a bucket without versioning (no task
 // history).
-const envAllowNoVersioning = "QO_ALLOW_NO_VERSIONING"
+const envAllowNoVersioning = connect.EnvAllowNoVersioning
 
 // connectTimeout bounds the first request to the bucket, so a black-holed
 // endpoint fails in seconds rather than after the SDK's retries.
@@ -29,41 +29,25 @@ const connectTimeout = 20 * time.Second
 
 // allowNoVersioning reports whether QO_ALLOW_NO_VERSIONING is set to 1 (or
 // true).
-func allowNoVersioning() bool {
-	v := strings.TrimSpace(os.Getenv(envAllowNoVersioning))
-	return v == "1" || strings.EqualFold(v, "true")
-}
+func allowNoVersioning() bool { return connect.AllowNoVersioning(os.LookupEnv) }
 
 // storeConfig builds the S3 configuration from the connection flags (and
-// their environment variables); credentials are left to the AWS chain.
-// Without a bucket or an endpoint it falls back to a running `qo dev`
-// (see devenv.Discover).
+// their environment variables) with connect's rules: credentials are left
+// to the AWS chain, and without a bucket or an endpoint a running `qo dev`
+// is used (see connect.DiscoverDev).
 func storeConfig(c *cli.Context) (s3store.Config, error) {
-	bucket := strings.TrimSpace(connString(c, "bucket"))
-	endpoint := strings.TrimSpace(connString(c, "endpoint"))
-	if bucket == "" {
-		// No S3 settings at all: a running `qo dev` on this machine is the
-		// default, so a developer's other terminals need no environment.
-		if endpoint == "" {
-			if st, ok := devenv.Discover(); ok {
-				return st.StoreConfig(), nil
-			}
-		}
-		return s3store.Config{}, usageError("no bucket configured: set S3_BUCKET or pass --bucket NAME (or start a local one with 'qo dev')")
+	s := connect.Settings{
+		Bucket:   connString(c, "bucket"),
+		Endpoint: connString(c, "endpoint"),
+		Region:   connString(c, "region"),
+		Profile:  connString(c, "profile"),
 	}
-	pathStyle, set := connBool(c, "path-style")
-	if !set && endpoint != "" {
-		// Self-hosted servers (MinIO, versitygw, Garage, ...) rarely
-		// resolve BUCKET.host names.
-		pathStyle = true
+	s.PathStyle, s.PathStyleSet = connBool(c, "path-style")
+	cfg, err := s.StoreConfig(c.Context)
+	if errors.Is(err, connect.ErrNoBucket) {
+		return cfg, usageError("no bucket configured: set S3_BUCKET or pass --bucket NAME (or start a local one with 'qo dev')")
 	}
-	return s3store.Config{
-		Endpoint:  endpoint,
-		Region:    strings.TrimSpace(connString(c, "region")),
-		Bucket:    bucket,
-		Profile:   strings.TrimSpace(connString(c, "profile")),
-		PathStyle: pathStyle,
-	}, nil
+	return cfg, err
 }
 
 // newStore returns the configured store without sending a request.
@@ -240,15 +224,15 @@ func openQueueLogged(c *cli.Context, log *slog.Logger) (*queue.Queue, error) {
 func connectionFlags() []cli.Flag {
 	const cat = "Connection"
 	return []cli.Flag{
-		&cli.StringFlag{Name: "endpoint", Category: cat, EnvVars: []string{"S3_ENDPOINT"},
+		&cli.StringFlag{Name: "endpoint", Category: cat, EnvVars: []string{connect.EnvEndpoint},
 			Usage: "S3 endpoint `URL`, e.g. http://127.0.0.1:9000 (empty: AWS S3)"},
-		&cli.StringFlag{Name: "bucket", Category: cat, EnvVars: []string{"S3_BUCKET"},
+		&cli.StringFlag{Name: "bucket", Category: cat, EnvVars: []string{connect.EnvBucket},
 			Usage: "the queue's bucket `NAME`"},
-		&cli.StringFlag{Name: "region", Category: cat, EnvVars: []string{"S3_REGION", "AWS_REGION"},
+		&cli.StringFlag{Name: "region", Category: cat, EnvVars: []string{connect.EnvRegion, connect.EnvAWSRegion},
 			Usage: "S3 region `NAME` (default us-east-1)"},
-		&cli.BoolFlag{Name: "path-style", Category: cat, EnvVars: []string{"S3_PATH_STYLE"},
+		&cli.BoolFlag{Name: "path-style", Category: cat, EnvVars: []string{connect.EnvPathStyle},
 			Usage: "address the bucket as ENDPOINT/BUCKET (default: on when --endpoint is set)"},
-		&cli.StringFlag{Name: "profile", Category: cat, EnvVars: []string{"AWS_PROFILE"},
+		&cli.StringFlag{Name: "profile", Category: cat, EnvVars: []string{connect.EnvProfile},
 			Usage: "shared AWS config `PROFILE` for credentials"},
 	}
 }

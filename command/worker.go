@@ -308,18 +308,11 @@ func runWorker(c *cli.Context, build Build) error {
 		return httpapi.Readiness{Ready: r.Ready, Reason: r.Reason, Since: r.Since}
 	})
 
-	ctx, cancel := context.WithCancel(c.Context)
-	defer cancel()
-	stop := onSignals(func(n int) {
+	// The first signal drains (the probes turn to 503), a second one
+	// releases the running tasks at once.
+	return worker.RunNotify(c.Context, w, func(n int) {
 		if n == 1 {
-			log.Info("signal received: shutting down (send it again to release running tasks at once)")
 			p.setStopping()
-			cancel()
-			return
 		}
-		log.Warn("second signal: releasing running tasks now")
-		w.Abort()
 	})
-	defer stop()
-	return w.Run(ctx)
 }

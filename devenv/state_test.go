@@ -3,7 +3,6 @@ package devenv
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,52 +15,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 )
-
-func TestDefaultDataDir(t *testing.T) {
-	t.Parallel()
-	homeOK := func() (string, error) { return "/home/ann", nil }
-	homeErr := func() (string, error) { return "", errors.New("no home") }
-	env := func(kv ...string) func(string) string {
-		return func(k string) string {
-			for i := 0; i+1 < len(kv); i += 2 {
-				if kv[i] == k {
-					return kv[i+1]
-				}
-			}
-			return ""
-		}
-	}
-	tests := []struct {
-		name    string
-		goos    string
-		getenv  func(string) string
-		home    func() (string, error)
-		want    string
-		wantErr string
-	}{
-		{"xdg", "linux", env("XDG_DATA_HOME", "/data/ann"), homeOK, filepath.Join("/data/ann", "qo", "dev"), ""},
-		{"no xdg", "linux", env(), homeOK, filepath.Join("/home/ann", ".local", "share", "qo", "dev"), ""},
-		{"relative xdg is ignored", "linux", env("XDG_DATA_HOME", "rel/dir"), homeOK, filepath.Join("/home/ann", ".local", "share", "qo", "dev"), ""},
-		{"darwin follows the unix rule", "darwin", env(), homeOK, filepath.Join("/home/ann", ".local", "share", "qo", "dev"), ""},
-		{"no home", "linux", env(), homeErr, "", "--data-dir"},
-		{"windows", "windows", env("LocalAppData", `C:\Users\ann\AppData\Local`), homeOK, filepath.Join(`C:\Users\ann\AppData\Local`, "qo", "dev"), ""},
-		{"windows without LocalAppData", "windows", env(), homeOK, filepath.Join("/home/ann", "AppData", "Local", "qo", "dev"), ""},
-		{"windows ignores XDG", "windows", env("XDG_DATA_HOME", "/x", "LocalAppData", `D:\l`), homeOK, filepath.Join(`D:\l`, "qo", "dev"), ""},
-		{"windows nothing", "windows", env(), homeErr, "", "--data-dir"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			got, err := defaultDataDir(tt.goos, tt.getenv, tt.home)
-			if tt.wantErr != "" {
-				require.ErrorContains(t, err, tt.wantErr)
-				return
-			}
-			require.NoError(t, err)
-			require.Equal(t, tt.want, got)
-		})
-	}
-}
 
 func TestDataDirExplicitIsAbsolute(t *testing.T) {
 	t.Parallel()
@@ -177,14 +130,6 @@ func deadPID(t *testing.T) int {
 	cmd := exec.Command(exe, "-test.run=^$")
 	require.NoError(t, cmd.Run())
 	return cmd.Process.Pid
-}
-
-func TestProcessAlive(t *testing.T) {
-	t.Parallel()
-	require.True(t, processAlive(os.Getpid()))
-	require.False(t, processAlive(0))
-	require.False(t, processAlive(-1))
-	require.False(t, processAlive(deadPID(t)))
 }
 
 func TestRunning(t *testing.T) {

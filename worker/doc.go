@@ -118,9 +118,10 @@
 // once its handler has returned: pending, available at once, no retry
 // counted. A task is never released while its handler still runs, so no
 // other worker starts it meanwhile; a Go handler that ignores its context
-// keeps its task until it returns or its lease expires. Abort (the CLI's
-// second signal) skips the wait and kills exec handlers at once. Then shard
-// leases are released, the embedded monitor resigns, the worker
+// keeps its task until it returns or its lease expires. Abort (a second
+// signal) skips the wait and kills exec handlers at once. The function Run
+// does both on SIGINT and SIGTERM, as qo worker does: the first signal
+// cancels the context, a second calls Abort. Then shard leases are released, the embedded monitor resigns, the worker
 // deregisters and Run returns nil. A task is never lost on any path: what
 // is not completed, retried, failed or released is recovered when its
 // lease expires or the monitor finds its worker dead.

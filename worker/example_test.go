@@ -98,13 +98,12 @@ func ExampleWorker_Handle() {
 }
 
 // An embedded worker stops gracefully when its context is cancelled (here
-// by hand; in a service by signal.NotifyContext on SIGTERM): it claims no
+// by hand; in a service the function Run does it on SIGTERM): it claims no
 // more tasks, waits up to Options.ShutdownTimeout for the running ones,
 // releases what is left (pending again, no retry counted), deregisters and
 // returns nil.
 func ExampleWorker_Run() {
 	q := openQueue(context.Background())
-	// ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 

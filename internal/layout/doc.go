@@ -5,6 +5,7 @@
 //	store/...                     the bucket: S3, the memory store, doctor, gateway
 //	queue/...                     the task lifecycle
 //	monitor/...                   recovery and the shared JSON shapes (view)
+//	connect/                      opening a queue from the CLI's settings, beside monitor
 //	worker/...                    handlers, which embed a monitor
 //	inspect/                      the read model every interface reads, beside worker
 //	metrics/...                   Prometheus metrics, a worker.Observer
@@ -12,7 +13,8 @@
 //	tui/, webui/, httpapi/        the interfaces; none imports another
 //	devenv/                       the local environment of qo dev, beside them
 //	command/...                   the commands
-//	qo (the root), deploy/...     programs
+//	qo (the root), deploy/...,    programs
+//	examples/...                  (examples/gotasks is README.md's Go program)
 //	e2e/                          tests only
 //
 // A package may import its own tree (store/memstore imports store) and any

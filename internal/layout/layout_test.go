@@ -29,6 +29,7 @@ var layers = []layer{
 	{"store", 1},
 	{"queue", 2},
 	{"monitor", 3},
+	{"connect", 3},
 	{"worker", 4},
 	{"inspect", 4},
 	{"metrics", 5},
@@ -40,6 +41,7 @@ var layers = []layer{
 	{"command", 7},
 	{"", 8},
 	{"deploy", 8},
+	{"examples", 8},
 	{"e2e", 9},
 }
 
@@ -128,6 +130,14 @@ func TestAllowed(t *testing.T) {
 		{"command", "tui", true},
 		{"command", "httpapi", true},
 		{"command", "devenv", true},
+		{"connect", "store/s3store", true},
+		{"connect", "queue", true},
+		{"connect", "monitor", false},
+		{"connect", "store/gateway", true},
+		{"connect", "devenv", false},
+		{"devenv", "connect", true},
+		{"command", "connect", true},
+		{"queue", "connect", false},
 		{"devenv", "worker", true},
 		{"devenv", "store/gateway", true},
 		{"devenv", "command", false},
@@ -137,8 +147,9 @@ func TestAllowed(t *testing.T) {
 		{"command", "", false},
 		{"deploy/image", "", false},
 		{"e2e", "worker", true},
-		{"examples", "queue", false},
+		{"examples", "connect", true},
 		{"queue", "examples", false},
+		{"tools", "queue", false}, // a tree with no layer
 	} {
 		ok, why := allowed(tc.from, tc.to)
 		if ok != tc.ok {
