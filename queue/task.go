@@ -190,6 +190,10 @@ type Task struct {
 	// failed, cancelled or expired), set by Archive; absent on objects
 	// archived before it existed (see ArchivedEnd).
 	ArchivedFrom Status `json:"archived_from,omitempty"`
+
+	// Metadata is the task's string headers, set at submit and never
+	// changed (see doc.go, "Task metadata"); absent when empty.
+	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
 // Timeout returns the lease duration of one attempt.
@@ -227,6 +231,7 @@ func (t *Task) Clone() *Task {
 	}
 	c.InputFrom = maps.Clone(t.InputFrom)
 	c.FromParents = maps.Clone(t.FromParents)
+	c.Metadata = maps.Clone(t.Metadata)
 	if t.Workflow != nil {
 		w := *t.Workflow
 		c.Workflow = &w
@@ -274,6 +279,9 @@ func DecodeTask(key string, body []byte) (*Task, error) {
 	if err := ValidateType(t.Type); err != nil {
 		// A bad name in the bucket is the object's fault, not the caller's:
 		// keep the message, drop ErrInvalidInput.
+		return nil, &MalformedError{Key: key, Err: errors.New(err.Error())}
+	}
+	if err := ValidateMetadata(t.Metadata); err != nil {
 		return nil, &MalformedError{Key: key, Err: errors.New(err.Error())}
 	}
 	if t.Priority == "" {
