@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -31,7 +30,8 @@ import (
 //     credentials): only the variables of BaseEnv (PATH, HOME, the locale,
 //     ...), those named in ExecOptions.PassEnv, ExecOptions.Env, and
 //     QO_TASK_ID, QO_TASK_TYPE, QO_ATTEMPT, QO_WORKER_ID and
-//     QO_TASK_TIMEOUT_SECONDS (see execenv.go);
+//     QO_TASK_TIMEOUT_SECONDS, and TRACEPARENT and TRACESTATE when the
+//     task's metadata holds a trace context (see execenv.go);
 //   - on timeout, cancellation or lease loss the child's process group gets
 //     SIGTERM, then SIGKILL after KillGrace (Windows: killed at once);
 //   - stdout larger than MaxStdout kills the child and fails the task
@@ -139,13 +139,7 @@ func runExec(ctx context.Context, command []string, opts ExecOptions, t *queue.T
 	name := command[0]
 	cmd := exec.Command(name, command[1:]...)
 	cmd.Dir = opts.Dir
-	cmd.Env = childEnv(os.Environ(), opts, []string{
-		"QO_TASK_ID=" + t.ID.String(),
-		"QO_TASK_TYPE=" + t.Type,
-		"QO_ATTEMPT=" + strconv.Itoa(t.Attempt),
-		"QO_WORKER_ID=" + opts.WorkerID,
-		"QO_TASK_TIMEOUT_SECONDS=" + strconv.Itoa(t.TimeoutSeconds),
-	})
+	cmd.Env = childEnv(os.Environ(), opts, taskEnv(t, opts.WorkerID))
 	input := []byte(t.Input)
 	if len(bytes.TrimSpace(input)) == 0 {
 		input = []byte("null")
