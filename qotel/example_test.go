@@ -7,12 +7,14 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"testing"
 	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/qotel"
 	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/store/memstore"
@@ -77,4 +79,25 @@ func Example() {
 	// stored trace context: true
 	// handler in the trace: true
 	// [process greet receive greet run greet send greet settle greet]
+}
+
+// The README's snippet: a traced submit and a traced worker.
+func ExampleTracer() {
+	ctx := context.Background()
+	var q *queue.Queue // from queue.Open
+	// README: begin
+	tr := qotel.New() // the global TracerProvider, or qotel.New(qotel.WithTracerProvider(tp))
+	// A "send" span; its context is stored in the task's metadata.
+	task, _, err := tr.Submit(ctx, q, queue.SubmitRequest{Type: "resize"})
+	// "process", "receive", "run" and "settle" spans, in the submit's trace.
+	w := worker.New(q, worker.Options{AttemptHook: tr.AttemptHook()})
+	// Exec handlers get the "run" span's TRACEPARENT and TRACESTATE.
+	w.Handle("resize", worker.Exec([]string{"./resize.sh"}, worker.ExecOptions{}))
+	// README: end
+	_, _ = task, err
+}
+
+// README.md's qotel snippet is the body of ExampleTracer.
+func TestREADMESnippet(t *testing.T) {
+	testutil.READMESnippet(t, "../README.md", "qotel", "example_test.go")
 }
