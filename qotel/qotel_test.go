@@ -132,7 +132,7 @@ func TestTraceCrossesSubmitExecAndCompletion(t *testing.T) {
 
 	attrs := map[string]string{}
 	for _, kv := range process.Attributes() {
-		attrs[string(kv.Key)] = kv.Value.Emit()
+		attrs[string(kv.Key)] = kv.Value.String()
 	}
 	require.Equal(t, map[string]string{"messaging.system": "qo", "messaging.destination.name": "resize",
 		"messaging.operation.type": "process", "messaging.operation.name": "process",
