@@ -85,7 +85,17 @@ func eventDetail(e queue.Event) string {
 		return oneLine(t.LastError)
 	case queue.EventCancelRequested, queue.EventCancelled:
 		return strings.TrimPrefix(reasonSuffix(t.CancelReason), ": ")
-	case queue.EventEnqueued, queue.EventRequeued, queue.EventReplayed:
+	case queue.EventEnqueued:
+		// Metadata never changes: shown once, with the submit.
+		meta := ""
+		if len(t.Metadata) > 0 {
+			meta = "; metadata " + strings.Join(queue.MetadataLines(t.Metadata), " ")
+		}
+		if t.Status == queue.StatusWaiting {
+			return "waits for " + t.WaitingFor() + meta
+		}
+		return "available " + formatTime(t.AvailableAt) + meta
+	case queue.EventRequeued, queue.EventReplayed:
 		if t.Status == queue.StatusWaiting {
 			return "waits for " + t.WaitingFor()
 		}

@@ -159,6 +159,9 @@ func printTask(w io.Writer, t *queue.Task, now time.Time) error {
 	if t.IdempotencyKey != "" {
 		row("idempotency key", t.IdempotencyKey)
 	}
+	for _, kv := range queue.MetadataLines(t.Metadata) {
+		row("metadata", kv)
+	}
 	row("input", jsonText(t.Input)+refNote(t.InputRef))
 	if t.Output != nil || t.OutputRef != nil {
 		row("output", jsonText(t.Output)+refNote(t.OutputRef))

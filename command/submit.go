@@ -26,7 +26,7 @@ func submitCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "submit",
 		Usage: "add a task to the queue, or one per line of a JSON Lines file",
-		UsageText: `qo submit --type TYPE [--input JSON | --input-file FILE|-] [--timeout D] [--retries N] [--delay D | --at TIME] [--priority P] [--expires-in D | --expires-at TIME] [--idempotency-key K] [--after ID,... [--on-parent-failure cancel|fail|run]] [--json]
+		UsageText: `qo submit --type TYPE [--input JSON | --input-file FILE|-] [--timeout D] [--retries N] [--delay D | --at TIME] [--priority P] [--expires-in D | --expires-at TIME] [--idempotency-key K] [--after ID,... [--on-parent-failure cancel|fail|run]] [--metadata KEY=VALUE]... [--json]
 qo submit --file FILE|- [--type TYPE] [--timeout D] [--retries N] [--delay D | --at TIME] [--priority P] [--expires-in D] [--concurrency N] [--json]
 qo submit --workflow FILE|- [--idempotency-key K] [--json]`,
 		Description: `Prints the new task's id (or the whole task with --json). With
@@ -51,6 +51,12 @@ Replaying a failed parent puts the children it cancelled back to waiting. A
 parent that completed long ago counts as done; an unknown id is refused
 (exit 2) and nothing is submitted.
 
+--metadata KEY=VALUE (repeatable) attaches string headers to the task: shown by
+qo status and qo history, carried unchanged through retries and replays. Keys
+are letters, digits, _ . - (at most 64); at most 32 entries and 4096 bytes in
+all. traceparent and tracestate are reserved for the W3C trace context (exec
+handlers get them as TRACEPARENT and TRACESTATE).
+
 Workflows: --workflow FILE ('-' for stdin) submits a workflow of named steps
 and prints its id (--json: the workflow as qo workflow show --json prints
 it); see qo workflow --help for the file. A bad file is refused (exit 2) and
@@ -70,6 +76,7 @@ file. Each line is an object with any of these fields:
   priority         high, normal or low (default: --priority)
   expires_in       deadline for starting, after available (default: --expires-in)
   expires_at       RFC 3339 deadline for starting
+  metadata         {"KEY": "VALUE", ...}, as --metadata
 Every line is checked before anything is sent: a bad line refuses the whole
 file (exit 2, each bad line named with its number) and nothing is submitted.
 Then --concurrency submits run at once, with a progress bar on a terminal
@@ -101,12 +108,17 @@ Examples:
 			&cli.StringFlag{Name: "expires-at", Usage: "expire the task if no worker starts it by `TIME` (RFC 3339)"},
 			&cli.StringSliceFlag{Name: "after", Usage: "run after these tasks completed: task `ID`s, comma-separated or repeated"},
 			&cli.StringFlag{Name: "on-parent-failure", Usage: "`WHAT` the task does when a parent fails, is cancelled or expires: cancel (default), fail or run"},
+			&cli.GenericFlag{Name: "metadata", Value: &envEntries{},
+				Usage: "attach metadata `KEY=VALUE` to the task (repeatable; a value may hold commas)"},
 			&cli.StringFlag{Name: "workflow", Aliases: []string{"w"}, TakesFile: true, Usage: "submit the workflow in `FILE` ('-' for stdin); see qo workflow --help"},
 			jsonFlag(),
 		}, bulkFlags()...),
 		Action: func(c *cli.Context) error {
 			if err := noArgs(c); err != nil {
 				return err
+			}
+			if c.IsSet("metadata") && (c.IsSet("workflow") || c.IsSet("file")) {
+				return usageError(`--metadata applies to one task: with --file or --workflow give each line or step a "metadata" field`)
 			}
 			if c.IsSet("workflow") {
 				return runWorkflowSubmit(c)
@@ -233,6 +245,22 @@ func submitRequest(c *cli.Context) (queue.SubmitRequest, error) {
 			return req, usageError("--on-parent-failure: %s", inputMessage(err))
 		}
 		req.OnParentFailure = p
+	}
+	if e, ok := c.Generic("metadata").(*envEntries); ok && len(e.vals) > 0 {
+		req.Metadata = map[string]string{}
+		for _, s := range e.vals {
+			k, v, err := queue.ParseMetadataEntry(s)
+			if err != nil {
+				return req, usageError("--metadata: %s", inputMessage(err))
+			}
+			if _, dup := req.Metadata[k]; dup {
+				return req, usageError("--metadata: key %q given twice", k)
+			}
+			req.Metadata[k] = v
+		}
+		if err := queue.ValidateMetadata(req.Metadata); err != nil {
+			return req, usageError("--metadata: %s", inputMessage(err))
+		}
 	}
 	return req, nil
 }

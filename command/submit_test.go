@@ -2,6 +2,7 @@ package command
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,6 +47,38 @@ func TestSubmitPriorityAndExpiry(t *testing.T) {
 		{[]string{"--expires-in", "1m", "--expires-at", "2030-01-01T00:00:00Z"}, "not both"},
 		{[]string{"--expires-at", "tomorrow"}, "RFC 3339"},
 		{[]string{"--delay", "1h", "--expires-at", "2000-01-01T00:00:00Z"}, "could never run"},
+	} {
+		before := q.puts()
+		code, _, errs := q.run(append([]string{"submit", "--type", "job"}, tc.args...)...)
+		require.Equal(t, exitUsage, code, "%v: %s", tc.args, errs)
+		require.Contains(t, errs, tc.want)
+		require.Equal(t, before, q.puts(), "nothing written for %v", tc.args)
+	}
+}
+
+func TestSubmitMetadata(t *testing.T) {
+	q := newQueueCLI(t)
+	q.ok("init")
+	task := q.task("submit", "--type", "job", "--metadata", "tenant=acme", "--metadata", "tracestate=a=1,b=2")
+	want := map[string]string{"tenant": "acme", "tracestate": "a=1,b=2"}
+	require.Equal(t, want, task.Metadata, "one entry per flag, commas and all")
+
+	got := q.task("status", task.ID.String())
+	require.Equal(t, want, got.Metadata)
+	out := q.ok("status", task.ID.String())
+	require.Regexp(t, `metadata:\s+tenant=acme`, out)
+	require.Regexp(t, `metadata:\s+tracestate=a=1,b=2`, out)
+	require.Contains(t, q.ok("history", task.ID.String()), "metadata tenant=acme tracestate=a=1,b=2")
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--metadata", "tenant"}, "want KEY=VALUE"},
+		{[]string{"--metadata", "a b=1"}, `metadata key "a b" contains " "`},
+		{[]string{"--metadata", "k=1", "--metadata", "k=2"}, `key "k" given twice`},
+		{[]string{"--metadata", "k=" + strings.Repeat("v", queue.MaxMetadataBytes)}, "at most 4096"},
+		{[]string{"--metadata", "k=1", "--file", "-"}, `give each line or step a "metadata" field`},
 	} {
 		before := q.puts()
 		code, _, errs := q.run(append([]string{"submit", "--type", "job"}, tc.args...)...)

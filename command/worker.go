@@ -50,6 +50,9 @@ then, in this order (a later one wins):
   --env NAME=VALUE      NAME set to VALUE (commas and all)
   QO_TASK_ID, QO_TASK_TYPE, QO_ATTEMPT, QO_WORKER_ID, QO_TASK_TIMEOUT_SECONDS,
                         set by qo for each task; nothing overrides them.
+  TRACEPARENT, TRACESTATE
+                        the task's W3C trace context, when its metadata
+                        holds one; never the worker's own.
 QO_EXEC_ENV takes names (or NAME=VALUE without commas), comma separated; a
 --env on the command line replaces it.
 

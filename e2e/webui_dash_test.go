@@ -302,7 +302,8 @@ func TestWebUISearch(t *testing.T) {
 			e := wkSetup(t)
 			bg := context.Background()
 			failed := failMany(t, e, "email", 2)
-			keyed, _, err := e.q.Submit(bg, queue.SubmitRequest{Type: "email", IdempotencyKey: "order-42", Input: json.RawMessage(`{"order":42}`)})
+			keyed, _, err := e.q.Submit(bg, queue.SubmitRequest{Type: "email", IdempotencyKey: "order-42", Input: json.RawMessage(`{"order":42}`),
+				Metadata: map[string]string{"tenant": "acme", "batch": "7"}})
 			require.NoError(t, err)
 			resize, _, err := e.q.Submit(bg, queue.SubmitRequest{Type: "resize", AvailableAt: time.Now().Add(time.Hour)})
 			require.NoError(t, err)
@@ -346,6 +347,7 @@ func TestWebUISearch(t *testing.T) {
 			}
 			require.Contains(t, location, "view=search&search="+id[:23]+"&task="+id, "the address is a link to the search and its task")
 			require.Contains(t, text(ctx, t, "#detail"), "order-42", "the detail shows the idempotency key")
+			require.Contains(t, text(ctx, t, "#detail"), "batch=7 tenant=acme", "the detail shows the metadata")
 
 			// A type: its pending, running and failed tasks, not the completed one.
 			search("type:email")

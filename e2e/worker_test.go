@@ -664,3 +664,23 @@ func TestStartProbesLeaveOneVersion(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, vs, 1, "probes by init, qo init and two workers wrote one version")
 }
+
+// A trace context set at submit (qo submit --metadata traceparent=...)
+// crosses into the exec handler a qo run-worker process starts, as
+// TRACEPARENT and TRACESTATE, and stays with the task.
+func TestExecHandlerGetsTraceContext(t *testing.T) {
+	t.Parallel()
+	e := wkSetup(t)
+	dir := t.TempDir()
+	script := filepath.Join(dir, "trace.sh")
+	require.NoError(t, os.WriteFile(script, []byte("#!/bin/sh\nprintf '{\"traceparent\":\"%s\",\"tracestate\":\"%s\"}' \"$TRACEPARENT\" \"$TRACESTATE\"\n"), 0o755))
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	id := e.cliID(t, "submit", "--type", "trace", "--metadata", "traceparent="+tp, "--metadata", "tracestate=congo=t61rcWkgMzE,rojo=00f067aa0ba902b7")
+	w := e.start(t, "w", workerArgs("w-trace", "--exec", "trace="+script)...)
+	got := e.waitTask(t, id, "completed", func(task *queue.Task) bool { return task.Status == queue.StatusCompleted })
+	require.JSONEq(t, `{"traceparent":"`+tp+`","tracestate":"congo=t61rcWkgMzE,rojo=00f067aa0ba902b7"}`, string(got.Output))
+	require.Equal(t, tp, got.Metadata[queue.MetaTraceparent])
+	require.Contains(t, e.cli(t, "status", id.String()), "traceparent="+tp)
+	w.signal(t, syscall.SIGTERM)
+	require.Equal(t, 0, w.wait(t))
+}

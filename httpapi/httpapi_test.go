@@ -361,6 +361,13 @@ func TestSubmitOptionsAndTaskActions(t *testing.T) {
 				require.Equal(t, "high", v["priority"])
 				require.NotNil(t, v["expires_at"])
 			}},
+			// Metadata on submit, returned with the task.
+			{"POST", "/api/tasks", "/api/tasks", `{"type":"email","metadata":{"tenant":"acme","traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}}`, 201, func(t *testing.T, v map[string]any) {
+				require.Equal(t, map[string]any{"tenant": "acme", "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}, v["metadata"])
+			}},
+			{"POST", "/api/tasks", "/api/tasks", `{"type":"email","metadata":{"a/b":"x"}}`, 400, func(t *testing.T, v map[string]any) {
+				require.Contains(t, v["error"].(map[string]any)["message"], `metadata key "a/b"`)
+			}},
 			{"POST", "/api/tasks", "/api/tasks", `{"type":"email","priority":"urgent"}`, 400, func(t *testing.T, v map[string]any) {
 				require.Contains(t, v["error"].(map[string]any)["message"], "high, normal, low")
 			}},

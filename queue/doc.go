@@ -184,6 +184,8 @@ present in every object; absent values are null, "" or 0):
 	archived_from       absent, or on an archived task the status it was archived
 	                    from (completed, failed, cancelled or expired), set by
 	                    Archive; objects archived before it existed lack it
+	metadata            absent, or {key: value}: string headers set at submit,
+	                    never changed (see Task metadata)
 
 The dependency and workflow fields are left out of tasks that have none,
 and archived_from out of tasks not archived, so objects written before
@@ -324,9 +326,25 @@ Then:
 
 Across a write (prev -> next): rev grows by exactly 1; attempt grows by 1
 on claimed and never otherwise; request_id is fresh; id, task_type, shard,
-created_at, input, input_ref and idempotency_key never change; the parent
+created_at, input, input_ref, idempotency_key and metadata never change; the parent
 ids and on_parent_failure never change (only each parent's done); children
 are only ever appended; updated_at never goes back.
+
+# Task metadata
+
+A task may carry metadata: string headers its submitter sets (qo submit
+--metadata KEY=VALUE, the HTTP API's "metadata", SubmitRequest.Metadata),
+stored in the task object and never changed by any later write, so
+retries and replays carry them as they are. Bounds, checked at submit and
+on every read (an object over them is a *MalformedError, reported and
+skipped like any other): at most 32 entries (MaxMetadataKeys); keys of 1
+to 64 characters (MaxMetadataKeyLen) from [A-Za-z0-9._-]; values valid
+UTF-8 without control characters; keys and values together at most 4096
+bytes (MaxMetadataBytes). Metadata is never indexed: it costs no request.
+
+Reserved keys: traceparent and tracestate hold the W3C trace context of
+the submit (package qotel writes them). Exec handlers get them in their
+environment as TRACEPARENT and TRACESTATE.
 
 # rev, attempt and request_id
 

@@ -23,6 +23,7 @@ func TestMalformedObjectsReportedAndSkipped(t *testing.T) {
 		idFormat := queue.NewID()
 		idTypes := queue.NewID()
 		idMismatch := queue.NewID()
+		idMeta := queue.NewID()
 		other := queue.NewID()
 		put := func(id uuid.UUID, body string) string {
 			key := b.q.TaskKey(id)
@@ -33,10 +34,11 @@ func TestMalformedObjectsReportedAndSkipped(t *testing.T) {
 		valid, err := queue.EncodeTask(good)
 		require.NoError(t, err)
 		bad := map[string]string{
-			put(idBadJSON, `{"format":1, "id": `):                                                "unexpected end",
-			put(idFormat, strings.Replace(string(valid), `"format":1`, `"format":9`, 1)):         "unknown format version 9",
-			put(idTypes, strings.Replace(string(valid), `"attempt":0`, `"attempt":"zero"`, 1)):   "attempt",
-			put(idMismatch, strings.Replace(string(valid), good.ID.String(), other.String(), 1)): "key says",
+			put(idBadJSON, `{"format":1, "id": `):                                                                                                                    "unexpected end",
+			put(idFormat, strings.Replace(string(valid), `"format":1`, `"format":9`, 1)):                                                                             "unknown format version 9",
+			put(idTypes, strings.Replace(string(valid), `"attempt":0`, `"attempt":"zero"`, 1)):                                                                       "attempt",
+			put(idMismatch, strings.Replace(string(valid), good.ID.String(), other.String(), 1)):                                                                     "key says",
+			put(idMeta, strings.Replace(strings.ReplaceAll(string(valid), good.ID.String(), idMeta.String()), `"format":1`, `"format":1,"metadata":{"a b":"x"}`, 1)): `metadata key "a b"`,
 		}
 		// Single reads return a *MalformedError.
 		_, err = b.q.Get(b.ctx, idFormat)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 	"unicode/utf8"
 
@@ -135,6 +136,10 @@ type SubmitRequest struct {
 	// OnParentFailure is what the task does when a parent ends without
 	// completing ("" is ParentFailureCancel). Only with After.
 	OnParentFailure ParentFailure
+	// Metadata is string headers carried unchanged by the task (see
+	// ValidateMetadata for the bounds); the keys MetaTraceparent and
+	// MetaTracestate hold its trace context.
+	Metadata map[string]string
 }
 
 // Submit creates a pending task: its ready entry, then a create-only PUT
@@ -345,6 +350,13 @@ func (q *Queue) newTask(req SubmitRequest) (*Task, error) {
 	if len(req.IdempotencyKey) > MaxIdempotencyKeyLen {
 		return nil, invalidInput("idempotency key is %d bytes long (at most %d)", len(req.IdempotencyKey), MaxIdempotencyKeyLen)
 	}
+	if err := ValidateMetadata(req.Metadata); err != nil {
+		return nil, err
+	}
+	var meta map[string]string
+	if len(req.Metadata) > 0 {
+		meta = maps.Clone(req.Metadata)
+	}
 	now := q.Now()
 	id := q.newID(now)
 	prio, err := ParsePriority(string(req.Priority))
@@ -382,6 +394,7 @@ func (q *Queue) newTask(req SubmitRequest) (*Task, error) {
 		IdempotencyKey: req.IdempotencyKey,
 		Priority:       prio,
 		ExpiresAt:      expires,
+		Metadata:       meta,
 	}, nil
 }
 

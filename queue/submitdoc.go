@@ -12,7 +12,7 @@ import (
 
 // SubmitFields are the keys a submit document may carry.
 var SubmitFields = []string{"type", "task_type", "input", "timeout_seconds", "max_retries", "retry_policy",
-	"delay", "available_at", "idempotency_key", "priority", "expires_in", "expires_at", "after", "on_parent_failure"}
+	"delay", "available_at", "idempotency_key", "priority", "expires_in", "expires_at", "after", "on_parent_failure", "metadata"}
 
 // SubmitDefaults fill the fields a submit document leaves out.
 type SubmitDefaults struct {
@@ -240,6 +240,23 @@ func decodeSubmit(line []byte, def SubmitDefaults) (SubmitDoc, error) {
 		}
 		if req.OnParentFailure, err = ParseParentFailure(policy); err != nil {
 			return t, errors.New(inputText(err))
+		}
+	}
+
+	// metadata: {key: string value}, within the bounds of ValidateMetadata.
+	if raw, ok := fields["metadata"]; ok && !isNull(raw) {
+		var m map[string]string
+		if jsonKind(raw) != "an object" {
+			return t, fmt.Errorf(`metadata: want an object of strings, e.g. {"tenant": "acme"}, got %s`, jsonKind(raw))
+		}
+		if json.Unmarshal(raw, &m) != nil {
+			return t, errors.New(`metadata: every value must be a string, e.g. {"tenant": "acme", "batch": "7"}`)
+		}
+		if err := ValidateMetadata(m); err != nil {
+			return t, errors.New(inputText(err))
+		}
+		if len(m) > 0 {
+			req.Metadata = m
 		}
 	}
 	return t, nil

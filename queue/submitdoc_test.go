@@ -38,6 +38,12 @@ func TestDecodeSubmit(t *testing.T) {
 		{"available_at", `{"type":"e","available_at":"2031-01-02T03:04:05Z"}`, "", func(t *testing.T, d queue.SubmitDoc) {
 			require.Equal(t, at, d.Request.AvailableAt)
 		}},
+		{"metadata", `{"type":"e","metadata":{"tenant":"acme","traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}}`, "", func(t *testing.T, d queue.SubmitDoc) {
+			require.Equal(t, map[string]string{"tenant": "acme", "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}, d.Request.Metadata)
+		}},
+		{"metadata not an object", `{"type":"e","metadata":["a"]}`, "metadata: want an object of strings", nil},
+		{"metadata number value", `{"type":"e","metadata":{"n":1}}`, "metadata: every value must be a string", nil},
+		{"metadata bad key", `{"type":"e","metadata":{"a/b":"x"}}`, `metadata key "a/b" contains "/"`, nil},
 		{"not JSON", `{"type":`, "not valid JSON", nil},
 		{"not an object", `[1]`, "want a JSON object", nil},
 		{"unknown field", `{"type":"e","prio":"high"}`, `unknown field "prio"`, nil},

@@ -196,6 +196,9 @@ type Task struct {
 	// (Queue.WithProgress). It is never stored: EncodeTask leaves it out
 	// and DecodeTask ignores it (see doc.go, "Progress").
 	Progress *Progress `json:"progress,omitempty"`
+	// Metadata is the task's string headers, set at submit and never
+	// changed (see doc.go, "Task metadata"); absent when empty.
+	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
 // Timeout returns the lease duration of one attempt.
@@ -233,6 +236,7 @@ func (t *Task) Clone() *Task {
 	}
 	c.InputFrom = maps.Clone(t.InputFrom)
 	c.FromParents = maps.Clone(t.FromParents)
+	c.Metadata = maps.Clone(t.Metadata)
 	if t.Workflow != nil {
 		w := *t.Workflow
 		c.Workflow = &w
@@ -305,6 +309,9 @@ func DecodeTask(key string, body []byte) (*Task, error) {
 		if err := ValidateLeaseID(t.LeaseID); err != nil {
 			return nil, &MalformedError{Key: key, Err: errors.New(err.Error())}
 		}
+	}
+	if err := ValidateMetadata(t.Metadata); err != nil {
+		return nil, &MalformedError{Key: key, Err: errors.New(err.Error())}
 	}
 	if t.Priority == "" {
 		t.Priority = PriorityNormal // written before priorities existed

@@ -177,6 +177,9 @@ func ValidateTransition(prev, next *Task) error {
 		if !maps.Equal(next.InputFrom, prev.InputFrom) || !sameWorkflow(next.Workflow, prev.Workflow) {
 			return fail("input_from and workflow never change")
 		}
+		if !maps.Equal(next.Metadata, prev.Metadata) {
+			return fail("metadata never changes")
+		}
 		if len(next.Children) < len(prev.Children) || !slices.Equal(next.Children[:len(prev.Children)], prev.Children) {
 			return fail("children are only ever added")
 		}

@@ -263,6 +263,9 @@ func (d *detail) View(now time.Time) string {
 	if t.IdempotencyKey != "" {
 		extra = append(extra, "idempotency key "+safe(t.IdempotencyKey))
 	}
+	if len(t.Metadata) > 0 {
+		extra = append(extra, "metadata "+safe(strings.Join(queue.MetadataLines(t.Metadata), " ")))
+	}
 	if t.CancelRequested {
 		extra = append(extra, "cancel requested: "+oneLine(orDash(t.CancelReason)))
 	}

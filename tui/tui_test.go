@@ -539,3 +539,15 @@ func TestBrokenPayloadAndSchedule(t *testing.T) {
 	require.Contains(t, v, "1 malformed schedule object(s) skipped")
 	require.Contains(t, v, "nightly")
 }
+
+// The detail shows a task's metadata.
+func TestDetailShowsMetadata(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil, Options{})
+	_, _, err := h.q.Submit(h.ctx, queue.SubmitRequest{Type: "traced", Metadata: map[string]string{"tenant": "acme", "batch": "7"}})
+	require.NoError(t, err)
+	h.newModel(Options{Screen: "tasks", Type: "traced"})
+	h.init()
+	h.press("enter")
+	require.Contains(t, h.view(), "metadata batch=7 tenant=acme")
+}

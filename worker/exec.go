@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -31,8 +30,9 @@ import (
 //     credentials): only the variables of BaseEnv (PATH, HOME, the locale,
 //     ...), those named in ExecOptions.PassEnv, ExecOptions.Env, and
 //     QO_TASK_ID, QO_TASK_TYPE, QO_ATTEMPT, QO_WORKER_ID,
-//     QO_TASK_TIMEOUT_SECONDS and, under a worker, QO_PROGRESS_FILE (see
-//     execenv.go);
+//     QO_TASK_TIMEOUT_SECONDS, under a worker QO_PROGRESS_FILE, and
+//     TRACEPARENT and TRACESTATE when the task's metadata holds a trace
+//     context (see execenv.go);
 //   - progress: the child may write lines "FRACTION [MESSAGE]" (0.42 or
 //     42%, then up to 200 bytes of text) to the file QO_PROGRESS_FILE
 //     names, appending or overwriting, e.g.
@@ -146,13 +146,7 @@ func runExec(ctx context.Context, command []string, opts ExecOptions, t *queue.T
 	name := command[0]
 	cmd := exec.Command(name, command[1:]...)
 	cmd.Dir = opts.Dir
-	taskVars := []string{
-		"QO_TASK_ID=" + t.ID.String(),
-		"QO_TASK_TYPE=" + t.Type,
-		"QO_ATTEMPT=" + strconv.Itoa(t.Attempt),
-		"QO_WORKER_ID=" + opts.WorkerID,
-		"QO_TASK_TIMEOUT_SECONDS=" + strconv.Itoa(t.TimeoutSeconds),
-	}
+	taskVars := taskEnv(t, opts.WorkerID)
 	if rt, _ := ctx.Value(runningTaskKey{}).(*runningTask); rt != nil {
 		// The progress channel: a file of the handler's own, read at
 		// each heartbeat (see progress.go).

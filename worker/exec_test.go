@@ -442,3 +442,42 @@ func TestAbortDuringKillGraceReleases(t *testing.T) {
 	require.False(t, alive.Load(), "released while the handler still ran")
 	require.False(t, bd.registered(t, w.ID()), "nothing left for the monitor: deregistered")
 }
+
+// An exec handler gets the task's trace context as TRACEPARENT and
+// TRACESTATE, and only the task's: a worker's own TRACEPARENT stays with
+// it. (Not parallel: it sets the process environment.)
+func TestExecTraceContext(t *testing.T) {
+	t.Setenv("TRACEPARENT", "00-11111111111111111111111111111111-1111111111111111-01")
+	t.Setenv("TRACESTATE", "worker=own")
+	run := func(meta map[string]string, opts ExecOptions) map[string]string {
+		out := filepath.Join(t.TempDir(), "env.txt")
+		h := Exec([]string{script(t, `env > "$1"`), out}, opts)
+		task := execTask(`{}`)
+		task.Metadata = meta
+		_, err := h(context.Background(), task)
+		require.NoError(t, err)
+		b, err := os.ReadFile(out)
+		require.NoError(t, err)
+		env := map[string]string{}
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			if k, v, ok := strings.Cut(line, "="); ok {
+				env[k] = v
+			}
+		}
+		return env
+	}
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	env := run(map[string]string{queue.MetaTraceparent: tp, queue.MetaTracestate: "congo=t61rcWkgMzE", "tenant": "acme"}, ExecOptions{})
+	require.Equal(t, tp, env["TRACEPARENT"])
+	require.Equal(t, "congo=t61rcWkgMzE", env["TRACESTATE"])
+	require.NotContains(t, env, "tenant", "other metadata is not in the environment")
+
+	// Nothing set by the options overrides the task's context.
+	env = run(map[string]string{queue.MetaTraceparent: tp}, ExecOptions{Env: []string{"TRACEPARENT=00-22222222222222222222222222222222-2222222222222222-01"}})
+	require.Equal(t, tp, env["TRACEPARENT"])
+	require.NotContains(t, env, "TRACESTATE")
+
+	env = run(nil, ExecOptions{})
+	require.NotContains(t, env, "TRACEPARENT", "the worker's own trace context never reaches a handler")
+	require.NotContains(t, env, "TRACESTATE")
+}

@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/joho/godotenv"
+
+	"github.com/qo-queue/qo/queue"
 )
 
 // The environment of an exec handler is built, not inherited: a worker
@@ -24,6 +26,13 @@ import (
 //  2. the worker's values of ExecOptions.PassEnv, when set;
 //  3. ExecOptions.Env (NAME=VALUE);
 //  4. the task variables qo sets (QO_TASK_ID, ...), which nothing overrides.
+//
+// The task variables include the W3C trace context of the task, when its
+// metadata holds one (queue.MetaTraceparent, queue.MetaTracestate), as
+// TRACEPARENT and TRACESTATE: the names OpenTelemetry SDKs read to
+// continue a trace in a child process. They are added on purpose, from
+// the task and not the worker: a worker's own TRACEPARENT (if it runs
+// under a traced parent) never leaks into its handlers.
 
 // ErrExecEnv marks a bad exec handler environment setting: an invalid
 // variable name, a malformed entry or an unreadable env file.
@@ -93,6 +102,25 @@ func (o ExecOptions) Validate() error {
 		}
 	}
 	return nil
+}
+
+// taskEnv is the task variables of an exec handler of t run by worker
+// workerID.
+func taskEnv(t *queue.Task, workerID string) []string {
+	env := []string{
+		"QO_TASK_ID=" + t.ID.String(),
+		"QO_TASK_TYPE=" + t.Type,
+		"QO_ATTEMPT=" + strconv.Itoa(t.Attempt),
+		"QO_WORKER_ID=" + workerID,
+		"QO_TASK_TIMEOUT_SECONDS=" + strconv.Itoa(t.TimeoutSeconds),
+	}
+	if v := t.Metadata[queue.MetaTraceparent]; v != "" {
+		env = append(env, "TRACEPARENT="+v)
+		if s := t.Metadata[queue.MetaTracestate]; s != "" {
+			env = append(env, "TRACESTATE="+s)
+		}
+	}
+	return env
 }
 
 // childEnv builds an exec handler's environment from the worker's (as

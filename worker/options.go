@@ -268,6 +268,9 @@ type Options struct {
 	// Observer, when set, is told about claims, outcomes and lease
 	// checks (for metrics).
 	Observer Observer
+	// AttemptHook, when set, follows each attempt with its task (tracing:
+	// see package qotel).
+	AttemptHook AttemptHook
 }
 
 func (o Options) withDefaults() Options {

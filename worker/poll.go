@@ -1044,12 +1044,13 @@ func (w *Worker) claimOne(ctx context.Context, e queue.ReadyEntry) claimOutcome 
 	// claim whose answer we never saw would leave the task running until
 	// its holder is found dead.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	began := time.Now()
 	l, err := w.q.Claim(cctx, e, w.opts.ID)
 	cancel()
 	switch {
 	case err == nil:
 		w.observer().Claimed(e.Type)
-		w.start(l, e.Type)
+		w.start(l, e.Type, began)
 		return claimWon
 	case errors.Is(err, queue.ErrConflict), errors.Is(err, queue.ErrNotFound):
 		w.observer().ClaimConflict(e.Type)

@@ -53,6 +53,11 @@ type runningTask struct {
 	ctx     context.Context // the handler's context
 	cancel  context.CancelCauseFunc
 	expires time.Time // the lease's expiry (a lease is never extended)
+	// claimBegan is when the claim was sent; outcome is how the attempt
+	// ended, once it is written (for Options.AttemptHook, like written).
+	claimBegan time.Time
+	outcome    Outcome
+	written    *queue.Task // the version the outcome's write made
 
 	mu      writeLock // guards lease and settled; held across each write
 	lease   *queue.Lease
@@ -93,9 +98,9 @@ func (rt *runningTask) ctxCause() error {
 
 // start runs the task of a won claim; the claim was counted under the
 // type of its ready entry, claimedAs.
-func (w *Worker) start(l *queue.Lease, claimedAs string) {
+func (w *Worker) start(l *queue.Lease, claimedAs string, claimBegan time.Time) {
 	ctx, cancel := context.WithCancelCause(w.handlerBase)
-	rt := &runningTask{id: l.Task.ID, typ: l.Task.Type, lease: l, cancel: cancel, now: w.clock.Now}
+	rt := &runningTask{id: l.Task.ID, typ: l.Task.Type, lease: l, cancel: cancel, now: w.clock.Now, claimBegan: claimBegan}
 	rt.prog.attempt = l.Task.Attempt
 	ctx = context.WithValue(ctx, runningTaskKey{}, rt)
 	rt.ctx = ctx
@@ -136,6 +141,30 @@ func (w *Worker) runTask(ctx context.Context, rt *runningTask) {
 	log.Debug("task claimed")
 
 	h := w.wrapped[task.Type]
+	if hook := w.opts.AttemptHook; hook != nil {
+		// The hook sees the attempt from its claim to its recorded end;
+		// its context carries what it keeps (a span) to the handler.
+		ctx = hook.Claimed(ctx, task.Clone(), rt.claimBegan)
+		var herr error
+		defer func() {
+			rt.mu.Lock()
+			last := rt.lease.Task
+			if rt.written != nil {
+				last = rt.written
+			}
+			last, outcome := last.Clone(), rt.outcome
+			rt.mu.Unlock()
+			hook.Finished(ctx, last, outcome, herr)
+		}()
+		if h != nil {
+			next := h
+			h = func(ctx context.Context, t *queue.Task) (json.RawMessage, error) {
+				out, err := hook.Run(ctx, t, next)
+				herr = err
+				return out, err
+			}
+		}
+	}
 	if h == nil {
 		// ListReady filters by type, so this means a bug or a hand-edited
 		// index: fail loudly rather than retry forever.
@@ -164,6 +193,15 @@ func (w *Worker) runTask(ctx context.Context, rt *runningTask) {
 	took := time.Since(began)
 	stop()
 	w.finish(ctx, rt, log, out, err, took)
+}
+
+// finished tells the observer how an attempt ended and keeps the outcome
+// for Options.AttemptHook.
+func (w *Worker) finished(rt *runningTask, outcome Outcome, took time.Duration) {
+	rt.mu.Lock()
+	rt.outcome = outcome
+	rt.mu.Unlock()
+	w.observer().Finished(rt.typ, outcome, took)
 }
 
 // finish writes the task's outcome from the handler result and the reason
@@ -197,11 +235,11 @@ func (w *Worker) finish(ctx context.Context, rt *runningTask, log *slog.Logger, 
 		rt.settled = true
 		rt.mu.Unlock()
 		log.Warn("lease lost while the handler ran; its result is discarded (the task belongs to someone else now)", "took", took.String())
-		w.observer().Finished(rt.typ, OutcomeLost, took)
+		w.finished(rt, OutcomeLost, took)
 		return
 	case errors.Is(cause, ErrShuttingDown):
 		w.release(rt, "worker "+w.opts.ID+" shut down before the task finished")
-		w.observer().Finished(rt.typ, OutcomeReleased, took)
+		w.finished(rt, OutcomeReleased, took)
 		return
 	case errors.Is(cause, ErrCancelRequested):
 		if herr == nil {
@@ -211,7 +249,7 @@ func (w *Worker) finish(ctx context.Context, rt *runningTask, log *slog.Logger, 
 			if err == nil {
 				w.countFinish(1, 0)
 				log.Info("task completed (a cancel was requested but the handler had finished)", "took", took.String(), "status", statusOf(t))
-				w.observer().Finished(rt.typ, OutcomeCompleted, took)
+				w.finished(rt, OutcomeCompleted, took)
 				return
 			}
 			if !errors.Is(err, queue.ErrInvalidTransition) {
@@ -230,11 +268,11 @@ func (w *Worker) finish(ctx context.Context, rt *runningTask, log *slog.Logger, 
 			return
 		}
 		log.Info("task cancelled", "took", took.String(), "status", statusOf(t))
-		w.observer().Finished(rt.typ, OutcomeCancelled, took)
+		w.finished(rt, OutcomeCancelled, took)
 		return
 	case errors.Is(cause, ErrPresumedDead):
 		w.release(rt, "worker "+w.opts.ID+" lost its heartbeat while the task ran")
-		w.observer().Finished(rt.typ, OutcomeReleased, took)
+		w.finished(rt, OutcomeReleased, took)
 		return
 	case errors.Is(cause, ErrTimedOut):
 		// The attempt ended at its timeout, whatever the handler returned
@@ -252,7 +290,7 @@ func (w *Worker) finish(ctx context.Context, rt *runningTask, log *slog.Logger, 
 		}
 		w.countFinish(1, 0)
 		log.Info("task completed", "took", took.String(), "status", statusOf(t))
-		w.observer().Finished(rt.typ, OutcomeCompleted, took)
+		w.finished(rt, OutcomeCompleted, took)
 		return
 	}
 
@@ -292,11 +330,11 @@ func (w *Worker) finish(ctx context.Context, rt *runningTask, log *slog.Logger, 
 	}
 	switch {
 	case op == "reschedule":
-		w.observer().Finished(rt.typ, OutcomeRescheduled, took)
+		w.finished(rt, OutcomeRescheduled, took)
 	case t != nil && t.Status == queue.StatusFailed:
-		w.observer().Finished(rt.typ, OutcomeFailed, took)
+		w.finished(rt, OutcomeFailed, took)
 	default:
-		w.observer().Finished(rt.typ, OutcomeRetried, took)
+		w.finished(rt, OutcomeRetried, took)
 	}
 	attrs := []any{"took", took.String(), "err", msg, "status", statusOf(t)}
 	if t != nil && t.Status == queue.StatusPending {
@@ -340,6 +378,9 @@ func (w *Worker) write(rt *runningTask, log *slog.Logger, op string, fn func(con
 		ctx, cancel := context.WithTimeout(w.handlerBase, 30*time.Second)
 		t, err := fn(ctx, rt.lease)
 		cancel()
+		if err == nil && t != nil {
+			rt.written = t
+		}
 		if err == nil || !transient(err) {
 			return t, err
 		}

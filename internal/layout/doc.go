@@ -10,6 +10,7 @@
 //	inspect/                      the read model every interface reads, beside worker
 //	metrics/...                   Prometheus metrics, a worker.Observer
 //	queuetest/                    the test kit for users' tests, beside metrics
+//	qotel/                        OpenTelemetry spans, beside metrics; nothing below imports it
 //	tui/, webui/, httpapi/        the interfaces; none imports another
 //	devenv/                       the local environment of qo dev, beside them
 //	command/...                   the commands

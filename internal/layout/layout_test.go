@@ -34,6 +34,7 @@ var layers = []layer{
 	{"inspect", 4},
 	{"metrics", 5},
 	{"queuetest", 5},
+	{"qotel", 5},
 	{"tui", 6},
 	{"webui", 6},
 	{"httpapi", 6},

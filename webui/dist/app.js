@@ -4620,6 +4620,7 @@ function renderDetail(now) {
       field("last event", t.last_event),
       field("idempotency key", t.idempotency_key || "-"),
       t.cancel_requested ? field("cancel", `requested: ${t.cancel_reason || "-"}`) : null,
+      t.metadata && typeof t.metadata === "object" ? field("metadata", Object.keys(t.metadata).sort().map((k) => `${k}=${t.metadata[k]}`).join(" ")) : null,
       t.last_error ? field("last error", h("span", { class: "error" }, t.last_error)) : null,
       ...workflowFields(t)
     ),

@@ -1101,6 +1101,7 @@ function renderDetail(now) {
       t.expires_at ? field('expires', `${t.expires_at} (${ago(t.expires_at, now)})`) : null,
       field('timeout', `${t.timeout_seconds}s`), field('last event', t.last_event), field('idempotency key', t.idempotency_key || '-'),
       t.cancel_requested ? field('cancel', `requested: ${t.cancel_reason || '-'}`) : null,
+      t.metadata && typeof t.metadata === 'object' ? field('metadata', Object.keys(t.metadata).sort().map((k) => `${k}=${t.metadata[k]}`).join(' ')) : null,
       t.last_error ? field('last error', h('span', { class: 'error' }, t.last_error)) : null,
       ...workflowFields(t)),
     h('h3', {}, 'Data'), h('div', { id: 'data' }, dataView(t)),
