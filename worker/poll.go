@@ -738,8 +738,11 @@ func (w *Worker) indexStep(ctx context.Context, shards, types []string, free int
 	v.keep(wanted)
 	if lost, own, in := w.lost.take(); lost {
 		// Another worker claims from these shards' pages: list them again
-		// (nothing is claimed until then) after a pause; if it was the
-		// others' work, back off.
+		// (nothing is claimed until then); if it was the others' work
+		// the worker helped with, back off first. A lost race for its own
+		// or late entries is listed again at once: a pause there would
+		// leave its free slots idle while the late entries behind the
+		// lost one wait.
 		if own {
 			w.peers.lostOwn(time.Now())
 		}
@@ -749,7 +752,9 @@ func (w *Worker) indexStep(ctx context.Context, shards, types []string, free int
 		}
 		v.entries = slices.DeleteFunc(v.entries, func(h heldEntry) bool { return in[h.Shard] })
 		v.bound(wanted)
-		return pollResult{others: v.help}
+		if v.help {
+			return pollResult{others: true}
+		}
 	}
 	now := w.clock.Now()
 	v.passed = w.passed.before(now, w.opts.PageHold)
