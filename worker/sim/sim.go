@@ -39,6 +39,10 @@ const (
 	// not know yet (ready after its shard's page was listed) is seen
 	// within PageHold and a poll wait (16 s), which the first term covers.
 	OvertakeBound = 40 * time.Second
+	// harnessSlack is how long after the load ended its submits and the
+	// fault timeline may still run (a submit retried through a partition,
+	// a rolling restart waiting for its handlers).
+	harnessSlack = 30 * time.Minute
 	// maxWalkLists is the LISTs one walk of a worker reads
 	// (worker/poll.go): the report gives the longest wait while the ready
 	// index held more than this many pages apart.
@@ -137,6 +141,19 @@ func Run(sc Scenario, trace io.Writer) Report {
 				rep.DrainBound = f.drainBound(c)
 				deadline = f.now() + rep.DrainBound
 			default:
+				// The submits and the timeline end soon after LoadEnd;
+				// one that never does is a defect of the run itself, to
+				// name rather than to simulate for ever.
+				if f.now() > max(sc.LoadEnd, sc.FaultsEnd)+harnessSlack {
+					c.violate("harness", "", fmt.Sprintf("the submits or the fault timeline still running %s after the load ended", harnessSlack))
+					rep.Simulated = f.now()
+					cancel()
+					close(f.teardown)
+					f.wg.Wait()
+					<-loadDone
+					rep.Violations = c.violations
+					return rep
+				}
 			}
 			continue
 		}
@@ -302,6 +319,10 @@ func (f *fleet) upgrade(ctx context.Context) {
 		p.cancel()
 		select {
 		case <-p.done:
+		case <-p.killed:
+			// Crashed while it shut down: its requests never return, so
+			// its Run never does; its restart is the timeline's.
+			continue
 		case <-ctx.Done():
 			return
 		}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
 )
 
 var (
@@ -182,4 +183,31 @@ func (s Summary) String() string {
 	sort.Strings(kinds)
 	return fmt.Sprintf("simulation: %d seeds, %.1f simulated hours, %d tasks, %d handler runs, faults: %s; longest wait behind a newer task %s with a ready index no deeper than one walk, %s deeper (bound %s at every depth); %d violations (failing seeds %v)",
 		s.Seeds, s.SimulatedHours, s.Tasks, s.Runs, strings.Join(kinds, ", "), s.MaxOvertake, s.MaxOvertakeDeep, OvertakeBound, s.Violations, s.FailingSeeds)
+}
+
+// A worker killed while a rolling restart waits for it to shut down never
+// finishes its shutdown (nothing it sends returns): the restart goes on
+// with the next worker, the timeline restarts the killed one, and the run
+// drains and ends instead of simulating for ever.
+func TestCrashDuringRollingRestart(t *testing.T) {
+	t.Parallel()
+	sc := Scenario{
+		Seed: 7, ShardChars: 1, PageSize: 10, Types: []string{"a"},
+		Workers: []WorkerSpec{
+			{Name: "w0", Concurrency: 2, Types: []string{"a"}, Speed: 1},
+			{Name: "w1", Concurrency: 2, Types: []string{"a"}, Speed: 1},
+		},
+		FaultsEnd: 40 * time.Second, LoadEnd: time.Minute, Rate: 1,
+		Bursts: []Burst{{At: 0, Type: "a", N: 20}},
+		Events: []Event{
+			{At: 5 * time.Second, Kind: Upgrade},
+			{At: 5*time.Second + time.Millisecond, Kind: Crash, Worker: 0},
+			{At: 15 * time.Second, Kind: Restart, Worker: 0},
+		},
+	}
+	var rep Report
+	synctest.Test(t, func(t *testing.T) { rep = Run(sc, nil) })
+	require.Empty(t, rep.Violations)
+	require.Equal(t, map[string]int{"rolling upgrade": 1, "crash": 1, "restart": 1}, rep.Faults)
+	require.Less(t, rep.TimelineDone, sc.FaultsEnd, "the timeline ended with its last event")
 }
