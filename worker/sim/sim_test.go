@@ -65,8 +65,9 @@ func TestSimulate(t *testing.T) {
 				var ms runtime.MemStats
 				runtime.GC()
 				runtime.ReadMemStats(&ms)
-				fmt.Fprintf(os.Stderr, "sim: seed %d done in %s (%s simulated, %d violations); %d goroutines, heap %d MB\n",
-					seed, time.Since(began).Round(time.Millisecond), rep.Simulated.Round(time.Second), len(rep.Violations), runtime.NumGoroutine(), ms.HeapAlloc>>20)
+				b, _ := json.Marshal(summarize([]Report{rep}))
+				fmt.Fprintf(os.Stderr, "sim: seed %d done in %s; %d goroutines, heap %d MB; %s\n",
+					seed, time.Since(began).Round(time.Millisecond), runtime.NumGoroutine(), ms.HeapAlloc>>20, b)
 			}
 			mu.Lock()
 			reports = append(reports, rep)
