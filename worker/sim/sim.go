@@ -43,6 +43,9 @@ const (
 	// fault timeline may still run (a submit retried through a partition,
 	// a rolling restart waiting for its handlers).
 	harnessSlack = 30 * time.Minute
+	// lingerAfterStop is how long the run waits, once every process
+	// stopped, for what a Run left behind (see stop).
+	lingerAfterStop = 5 * time.Minute
 	// maxWalkLists is the LISTs one walk of a worker reads
 	// (worker/poll.go): the report gives the longest wait while the ready
 	// index held more than this many pages apart.
@@ -147,10 +150,7 @@ func Run(sc Scenario, trace io.Writer) Report {
 				if f.now() > max(sc.LoadEnd, sc.FaultsEnd)+harnessSlack {
 					c.violate("harness", "", fmt.Sprintf("the submits or the fault timeline still running %s after the load ended", harnessSlack))
 					rep.Simulated = f.now()
-					cancel()
-					close(f.teardown)
-					f.wg.Wait()
-					<-loadDone
+					f.stop(cancel, loadDone)
 					rep.Violations = c.violations
 					return rep
 				}
@@ -168,12 +168,7 @@ func Run(sc Scenario, trace io.Writer) Report {
 	}
 	rep.Simulated = f.now()
 
-	// Stop everything: the live processes shut down, the crashed ones are
-	// released from their freeze.
-	cancel()
-	close(f.teardown)
-	f.wg.Wait()
-	<-loadDone
+	f.stop(cancel, loadDone)
 
 	c.final(context.Background())
 	rep.MaxOvertake, rep.MaxOvertakeDeep, rep.Longest = c.overtake(maxWalkLists * sc.PageSize)
@@ -182,6 +177,19 @@ func Run(sc Scenario, trace io.Writer) Report {
 	rep.Faults = f.faults.snapshot()
 	rep.Violations = c.violations
 	return rep
+}
+
+// stop ends the run: the live processes shut down, the crashed ones are
+// released from their freeze. A process whose Run gave up waiting for a
+// handler (one killed while it shut down: its handler returns only at the
+// teardown) leaves that task's last writes retrying for a second or so;
+// they end before Run returns, as the bubble requires.
+func (f *fleet) stop(cancel context.CancelFunc, loadDone <-chan struct{}) {
+	cancel()
+	close(f.teardown)
+	f.wg.Wait()
+	<-loadDone
+	time.Sleep(lingerAfterStop)
 }
 
 // load submits the scenario's steady arrivals and bursts until LoadEnd.

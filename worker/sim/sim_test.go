@@ -199,7 +199,7 @@ func TestCrashDuringRollingRestart(t *testing.T) {
 			{Name: "w1", Concurrency: 2, Types: []string{"a"}, Speed: 1},
 		},
 		FaultsEnd: 40 * time.Second, LoadEnd: time.Minute, Rate: 1,
-		Bursts: []Burst{{At: 0, Type: "a", N: 20}},
+		Bursts: []Burst{{At: 0, Type: "a", N: 20}, {At: 4900 * time.Millisecond, Type: "a", N: 40}},
 		Events: []Event{
 			{At: 5 * time.Second, Kind: Upgrade},
 			{At: 5*time.Second + time.Millisecond, Kind: Crash, Worker: 0},
