@@ -518,10 +518,12 @@ above; liveness from these bounds, with the defaults:
     shard's page was listed, ranked before what the page holds) within a
     page hold and a poll wait (10s + 6s, plus the walks that list the
     pages due before it, 4 LISTs each); behind another worker's share,
-    within 2 x 9/8 page hold and a poll wait (28.5s) of this worker passing
-    it; the rule and its bound are in worker/poll.go ("Polling"), and the
-    fleet simulation holds whole fleets to 40s (one small seed still
-    exceeds it in some interleavings: docs/reliability.md).
+    within 2 x 5/4 page hold and a poll wait (31s) of this worker passing
+    it while it was ready (one that became ready after the worker passed
+    its rank, as a task ranked before a low-priority one started while
+    nothing else waited, was not passed); the rule and its bound are in
+    worker/poll.go ("Polling"), and the fleet simulation holds whole
+    fleets to 40s.
 
 The fleet simulation (worker/sim) runs the real worker, monitor and queue
 code of whole fleets in simulated time, with crashes, partitions, lost

@@ -446,12 +446,13 @@ func TestDeepBacklogShareNotStarved(t *testing.T) {
 				oldest   = 40 // the backlog's oldest tasks checked
 			)
 			// The bound in steps (a poll of each worker per step): a hold
-			// and an eighth (passing counts from the end of the eighth of
-			// a hold it falls in), a step, and a round of the free
+			// and a quarter (passing counts from the end of the eighth of
+			// a hold it falls in, for what was ready when that eighth
+			// began), a step, and a round of the free
 			// worker's walks over the 16 shards: at most 16/4+1 walks,
 			// each within ceil(4 pages / free) polls of the last (its
 			// view is used up by then).
-			bound := int(hold/step) + int(hold/8/step) + 1 + (16/4+1)*((4*pageSize+free-1)/free)
+			bound := int(hold/step) + int(hold/4/step) + 1 + (16/4+1)*((4*pageSize+free-1)/free)
 
 			ho := bd.opts(t)
 			ho.ID, ho.Concurrency, ho.Limits = "held-up", tc.concurrency, tc.limits
@@ -564,44 +565,112 @@ func TestDeepBacklogShareNotStarved(t *testing.T) {
 	}
 }
 
-// The record of passed ranks answers, for any moment, the highest rank
-// passed at least a hold before it (a rank counts from the end of the
-// eighth of a hold it was noted in), and keeps a few buckets whatever
-// the number of notes.
+// Another worker's entry is late only if this worker passed its rank
+// while it was ready. A worker that started a low-priority task (ranked a
+// quarter hour on) while nothing else waited, and then had no free slot
+// for longer than a hold, did not pass the entries that came meanwhile:
+// the first poll with a slot free claims its own oldest entry, not the
+// other worker's older one (which its worker, alive, may be claiming).
+func TestLateOnlyWhatWasReadyWhenPassed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	bd := setupRegistry(t)
+	o := bd.opts(t)
+	o.ID, o.PageHold = "passer", time.Second
+	w := jobWorker(t, bd.q, o)
+	require.NoError(t, w.Heartbeat(ctx))
+
+	low := bd.submit(t, "job", `{}`, func(r *queue.SubmitRequest) { r.Priority = queue.PriorityLow })
+	require.Equal(t, 1, w.pollSettled(ctx, 1).claimed, "alone, it claims the low-priority task")
+	require.Equal(t, low.ID, w.snapshotRunning()[0].id)
+
+	// Another worker joins; this one has no free slot for two holds while
+	// tasks of both shares come, the other's first.
+	const other = "other"
+	require.NoError(t, bd.q.PutWorker(ctx, &queue.WorkerInfo{ID: other, LastHeartbeat: bd.fake.Now(), Types: []string{"job"}}))
+	bd.fake.Advance(2 * o.PageHold)
+	var first *queue.Task
+	for first == nil {
+		task := bd.submit(t, "job", `{}`)
+		if weight(other, task.ID) > weight(w.opts.ID, task.ID) {
+			first = task
+			continue
+		}
+		_, err := bd.q.Cancel(ctx, task.ID, "test: the other worker's entry comes first")
+		require.NoError(t, err)
+	}
+	bd.fake.Advance(time.Millisecond)
+	rest := bd.submitSpread(t, "job", 20)
+	bd.fake.Advance(2 * o.PageHold)
+	require.NoError(t, bd.q.PutWorker(ctx, &queue.WorkerInfo{ID: other, LastHeartbeat: bd.fake.Now(), Types: []string{"job"}}))
+
+	require.Equal(t, 1, w.pollSettled(ctx, 1).claimed)
+	var got uuid.UUID
+	for _, rt := range w.snapshotRunning() {
+		if rt.id != low.ID {
+			got = rt.id
+		}
+	}
+	require.NotEqual(t, first.ID, got, "claimed the other worker's entry, which it never passed")
+	require.Contains(t, ids(rest), got)
+	require.True(t, w.owns(queue.ReadyEntry{ID: got, Type: "job"}), "claimed its own oldest entry")
+}
+
+// The record of passed ranks answers, for any moment and an entry ready
+// since a given time, the highest rank passed while the entry was ready,
+// at least a hold before that moment (a rank counts from the end of the
+// eighth of a hold it was noted in, for what was ready when that eighth
+// began), and keeps a few buckets whatever the number of notes.
 func TestPassedRanks(t *testing.T) {
 	t.Parallel()
 	const hold = 8 * time.Second
 	t0 := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	at := func(d time.Duration) time.Time { return t0.Add(d) }
 	var p passedRanks
-	require.True(t, p.before(at(time.Hour), hold).IsZero(), "nothing passed")
+	require.Empty(t, p.before(at(time.Hour), hold), "nothing passed")
 
 	p.note(at(0), at(-time.Minute), hold)
-	p.note(at(500*time.Millisecond), at(-30*time.Second), hold) // same bucket (until 1 s)
-	p.note(at(700*time.Millisecond), at(-50*time.Second), hold) // lower: ignored
-	p.note(at(2*time.Second), at(-10*time.Second), hold)        // next bucket (until 3 s)
+	p.note(at(500*time.Millisecond), at(-30*time.Second), hold) // same bucket (0-1 s)
+	p.note(at(700*time.Millisecond), at(-50*time.Second), hold) // lower: the bucket keeps its highest
+	p.note(at(2*time.Second), at(-10*time.Second), hold)        // next bucket (2-3 s)
+	p.note(at(4*time.Second), at(-20*time.Second), hold)        // a lower rank later (4-5 s)
 	for _, tc := range []struct {
-		now  time.Duration
-		want time.Time
+		now, ready time.Duration
+		want       time.Time
 	}{
-		{8 * time.Second, time.Time{}},            // the first bucket ends at 1 s: not a hold ago yet
-		{9 * time.Second, at(-30 * time.Second)},  // the first bucket, its highest rank
-		{10 * time.Second, at(-30 * time.Second)}, // the second ends at 3 s
-		{11 * time.Second, at(-10 * time.Second)}, // both
-		{time.Hour, at(-10 * time.Second)},        // nothing passed since
+		{8 * time.Second, -time.Minute, time.Time{}},               // the first bucket ends at 1 s: not a hold ago yet
+		{9 * time.Second, -time.Minute, at(-30 * time.Second)},     // the first bucket, its highest rank
+		{9 * time.Second, 100 * time.Millisecond, time.Time{}},     // ready after the bucket began: not passed by it
+		{10 * time.Second, -time.Minute, at(-30 * time.Second)},    // the second ends at 3 s
+		{11 * time.Second, -time.Minute, at(-10 * time.Second)},    // both
+		{11 * time.Second, time.Second, at(-10 * time.Second)},     // ready before the second began
+		{11 * time.Second, 3 * time.Second, time.Time{}},           // ready after it began
+		{13 * time.Second, 3 * time.Second, at(-20 * time.Second)}, // the third (lower) passed it
+		{13 * time.Second, 0, at(-10 * time.Second)},               // the second still ranks higher for it
+		{time.Hour, -time.Minute, at(-10 * time.Second)},           // nothing passed since
+		{time.Hour, 5 * time.Second, time.Time{}},                  // ready after every pass
 	} {
-		require.Equal(t, tc.want, p.before(at(tc.now), hold), "at %s", tc.now)
+		require.Equal(t, tc.want, lateUpTo(p.before(at(tc.now), hold), at(tc.ready)), "at %s, ready at %s", tc.now, tc.ready)
 	}
 
-	// A note every millisecond for a minute keeps at most a hold's
-	// eighths in the record.
+	// A note every millisecond for a minute, ranks rising, keeps at most
+	// a hold's eighths in the record, and one counted bucket.
 	var q passedRanks
 	for ms := range 60_000 {
 		now := at(time.Duration(ms) * time.Millisecond)
 		q.note(now, now, hold)
 		if ms%100 == 0 {
-			q.before(now, hold)
+			require.LessOrEqual(t, len(q.before(now, hold)), 1)
 			require.LessOrEqual(t, len(q.recent), 9)
+		}
+	}
+	// Ranks falling at every note keep at most maxPassedSteps.
+	var r passedRanks
+	for ms := range 60_000 {
+		now := at(time.Duration(ms) * time.Millisecond)
+		r.note(now, at(-time.Duration(ms)*time.Millisecond), hold)
+		if ms%100 == 0 {
+			require.LessOrEqual(t, len(r.before(now, hold)), maxPassedSteps)
 		}
 	}
 }

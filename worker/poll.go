@@ -48,10 +48,11 @@ import (
 //
 // Workers reading the same entries split them by task id (see peers.go),
 // so each claims its own share oldest first instead of racing for the same
-// keys. Another worker's entry that this worker passed a page hold ago is
-// late (see passedRanks), and the worker claims it with its own, in rank
-// order: so the share of a worker that does not claim it (dead, stalled,
-// saturated, at its type limit, draining, failing to list) gets done. A
+// keys. Another worker's entry that this worker passed a page hold ago,
+// while it was ready, is late (see passedRanks), and the worker claims it
+// with its own, in rank order: so the share of a worker that does not
+// claim it (dead, stalled, saturated, at its type limit, draining,
+// failing to list) gets done. A
 // worker with nothing of its own up to the horizon helps with the others'
 // entries there when they are few (no more than its free slots), newest
 // first; more than that are left to their workers (until late) and the
@@ -78,18 +79,25 @@ import (
 //
 // The bound behind another worker's share: take a ready task and a worker
 // W that serves its type, polls its shard and has a free slot. Once W has
-// started a task ranked after it (a newer one of its priority), or walked
-// and found only others' entries up to its horizon, W claims it, if its
-// own worker has not, the first time W's held view holds it after 9/8
-// PageHold more (passing is counted in eighths of a hold) and at least
-// PageHold after it became ready, after the late entries ranked before it
-// (themselves passed at most as long before): so at most about 2 x 9/8
-// PageHold plus a poll wait, whatever the depth of the backlog, however
-// unequal the workers, and whatever holds its own worker up. The held
-// view holds it by then (its shard's page is listed again within PageHold
-// and a poll wait, see above). With the defaults: 28.5 s, plus the
-// claims' own time and the skew of the clock lateness is timed by; the
-// fleet simulation holds whole fleets to 40 s (worker/sim, OvertakeBound).
+// started a task ranked after it (a newer one of its priority) while
+// the task was ready, or walked and found only others' entries up to its
+// horizon, W claims it, if its own worker has not, the first time W's held
+// view holds it after 5/4 PageHold more (passing is counted in eighths of
+// a hold, each for what was ready when it began: the eighth that began
+// after the task was ready ends within two eighths, and counts a hold
+// after that), after the late entries ranked before it (themselves passed
+// at most as long before): so at most about 2 x 5/4 PageHold plus a poll
+// wait, whatever the depth of the backlog, however unequal the workers,
+// and whatever holds its own worker up. The held view holds it by then
+// (its shard's page is listed again within PageHold and a poll wait, see
+// above). With the defaults: 31 s, plus the claims' own time and the skew
+// of the clock lateness is timed by; the fleet simulation holds whole
+// fleets to 40 s (worker/sim, OvertakeBound). Only what W passed while it
+// was ready is late: were every entry ranked before the highest rank W
+// ever passed late once ready a hold, one low-priority task started on an
+// idle fleet (ranked a quarter hour on) would make every share late for a
+// quarter hour, and every worker would claim the same oldest entries,
+// losing most of the races and listing the shards again after each.
 
 // othersWait: after a walk that found only other workers' work, the
 // worker waits this many PollMin before it looks again (then twice as
@@ -293,9 +301,10 @@ type heldView struct {
 	// peersAt: the list of live workers the entries were split by (its
 	// readAt, see peerSet).
 	peersAt time.Time
-	// late: another worker's entry ranked up to lateRank and ready since
-	// lateReady at the latest is late (see passedRanks); set at each poll.
-	lateRank, lateReady time.Time
+	// passed: what this worker passed a page hold ago or more (see
+	// passedRanks); another worker's entry is late if it was ready when
+	// its rank was passed. Set at each poll.
+	passed []passedBucket
 }
 
 // within reports whether the entry may be claimed before the next walk.
@@ -306,7 +315,8 @@ func (v *heldView) within(h *heldEntry) bool {
 // late reports whether another worker's entry has waited a page hold
 // behind tasks this worker started (see passedRanks).
 func (v *heldView) late(h *heldEntry) bool {
-	return !h.Rank.After(v.lateRank) && !h.AvailableAt.After(v.lateReady)
+	r := lateUpTo(v.passed, h.AvailableAt)
+	return !r.IsZero() && !h.Rank.After(r)
 }
 
 // claimable reports whether the entry is one the view is claimed for.
@@ -645,50 +655,78 @@ func (w *Worker) hold(ctx context.Context, entries []queue.ReadyEntry, pages map
 // tasks, by the queue's clock: the highest rank it started a claim for, and,
 // after a walk that found only others' entries (more than it helps with)
 // while it had free slots, the highest rank of those. An entry of another
-// worker's share ranked up to what was passed a page hold ago, and ready
-// since then, has waited that long behind tasks this worker started (or
-// for a free slot it had): it is late, and the worker claims it in rank
-// order with its own. The ranks are kept in buckets an eighth of a page
-// hold long, each counted as passed when it ends: a few values, whatever
-// the backlog, and no entry needs to be remembered from walk to walk
-// (the page of a shard is listed again as it is used up or ages, and the
-// entry may be claimed by its own worker meanwhile).
+// worker's share that was ready when this worker passed its rank, a page
+// hold ago or more, has waited that long behind tasks this worker started
+// (or for a free slot it had): it is late, and the worker claims it in
+// rank order with its own. An entry that became ready after the pass was
+// not passed: a low-priority task started while nothing else waited
+// (ranked a quarter hour on) does not make every later entry of others
+// ranked before it late, which would set every worker on the same oldest
+// entries. The passes are kept in buckets an eighth of a page hold long,
+// each opened at the first pass after the last one ended (what was ready
+// then was passed by all of its passes) and counted as passed a hold after
+// it ends; of those counted, only the ones no later bucket of a higher rank
+// covers are kept (see lateUpTo): a few values, whatever the backlog, and
+// no entry needs to be remembered from walk to walk (the page of a shard
+// is listed again as it is used up or ages, and the entry may be claimed
+// by its own worker meanwhile).
 type passedRanks struct {
-	settled time.Time      // the highest rank passed a page hold ago
-	recent  []passedBucket // since then, oldest first, ranks rising
+	settled []passedBucket // counted as passed: opened later, ranked lower
+	recent  []passedBucket // not yet, oldest first
 }
 
 type passedBucket struct {
-	end  time.Time // when it counts as passed (queue clock)
-	rank time.Time // the highest rank passed up to end
+	start time.Time // when its first pass was (queue clock)
+	end   time.Time // when it closed
+	rank  time.Time // the highest rank passed in it
 }
+
+// maxPassedSteps bounds the buckets kept counted as passed: each one is a
+// fall in the rank passed (another priority), so a few are enough; past
+// this, the oldest is dropped (its entries wait for a later pass).
+const maxPassedSteps = 64
 
 // note records that rank was passed at now.
 func (p *passedRanks) note(now, rank time.Time, hold time.Duration) {
-	top := p.settled
-	if n := len(p.recent); n > 0 {
-		top = p.recent[n-1].rank
-		if !now.After(p.recent[n-1].end) {
-			if rank.After(top) {
-				p.recent[n-1].rank = rank
-			}
-			return
+	if n := len(p.recent); n > 0 && !now.After(p.recent[n-1].end) {
+		if rank.After(p.recent[n-1].rank) {
+			p.recent[n-1].rank = rank
 		}
+		return
 	}
-	if rank.After(top) {
-		p.recent = append(p.recent, passedBucket{end: now.Add(hold / 8), rank: rank})
-	}
+	p.recent = append(p.recent, passedBucket{start: now, end: now.Add(hold / 8), rank: rank})
 }
 
-// before returns the highest rank passed at least hold before now.
-func (p *passedRanks) before(now time.Time, hold time.Duration) time.Time {
+// before counts the buckets closed at least hold before now as passed and
+// returns them (see lateUpTo): opened later and later, ranked lower and
+// lower. The caller may keep the slice until its next call.
+func (p *passedRanks) before(now time.Time, hold time.Duration) []passedBucket {
 	cut := now.Add(-hold)
 	n := 0
 	for ; n < len(p.recent) && !p.recent[n].end.After(cut); n++ {
-		p.settled = p.recent[n].rank
+		b := p.recent[n]
+		// A bucket opened earlier and ranked no higher makes late only
+		// entries this one makes late too.
+		for k := len(p.settled); k > 0 && !p.settled[k-1].rank.After(b.rank); k-- {
+			p.settled = p.settled[:k-1]
+		}
+		p.settled = append(p.settled, b)
 	}
 	p.recent = slices.Delete(p.recent, 0, n)
+	if over := len(p.settled) - maxPassedSteps; over > 0 {
+		p.settled = slices.Delete(p.settled, 0, over)
+	}
 	return p.settled
+}
+
+// lateUpTo returns the highest rank passed (steps as before returns them)
+// while an entry ready at ready was ready; zero if none.
+func lateUpTo(steps []passedBucket, ready time.Time) time.Time {
+	i, _ := slices.BinarySearchFunc(steps, ready, func(b passedBucket, t time.Time) int { return b.start.Compare(t) })
+	if i == len(steps) {
+		return time.Time{}
+	}
+	return steps[i].rank
 }
 
 // indexStep claims up to free entries from the held view, walking the
@@ -700,21 +738,26 @@ func (w *Worker) indexStep(ctx context.Context, shards, types []string, free int
 	v.keep(wanted)
 	if lost, own, in := w.lost.take(); lost {
 		// Another worker claims from these shards' pages: list them again
-		// (nothing is claimed until then) after a pause; if it was the
-		// others' work, back off.
+		// (nothing is claimed until then); if it was the others' work
+		// the worker helped with, back off first. A lost race for its own
+		// or late entries is listed again at once: a pause there would
+		// leave its free slots idle while the late entries behind the
+		// lost one wait.
 		if own {
 			w.peers.lostOwn(time.Now())
 		}
+		w.log.Debug("claims lost to another worker; listing their shards again", "shards", len(in), "own", own)
 		for s := range in {
 			delete(v.pages, s)
 		}
 		v.entries = slices.DeleteFunc(v.entries, func(h heldEntry) bool { return in[h.Shard] })
 		v.bound(wanted)
-		return pollResult{others: v.help}
+		if v.help {
+			return pollResult{others: true}
+		}
 	}
 	now := w.clock.Now()
-	lateRank, lateReady := w.passed.before(now, w.opts.PageHold), now.Add(-w.opts.PageHold)
-	v.lateRank, v.lateReady = lateRank, lateReady
+	v.passed = w.passed.before(now, w.opts.PageHold)
 	walked, listed := false, 0
 	spent := v.spent()
 	if due, onward, urgent := v.due(wanted, types, time.Now(), w.opts.PageHold, spent); spent || urgent {
@@ -726,7 +769,8 @@ func (w *Worker) indexStep(ctx context.Context, shards, types []string, free int
 		walked, listed = true, len(entries)
 		entries = w.tried.drop(entries, began)
 		w.hold(ctx, w.dropPaused(ctx, entries), pages, wanted, free)
-		v.lateRank, v.lateReady = lateRank, lateReady
+		w.log.Debug("walked the ready index", "due", len(due), "listed_shards", len(pages), "entries", listed,
+			"held", len(v.entries), "horizon", v.horizon, "blind", v.blind, "help", v.help, "free", free)
 	}
 	claimed := w.claimHeld(ctx, free)
 	switch {
@@ -804,6 +848,7 @@ func (w *Worker) claimHeld(ctx context.Context, free int) (started int) {
 			p.claimed = true
 		}
 		own, key, shard := h.own, h.Key, h.Shard
+		w.log.Debug("claiming", "task_id", h.ID, "rank", h.Rank, "own", own, "late", !own && v.late(h), "help", v.help)
 		w.tried.begin(key)
 		w.startClaim(ctx, h.ReadyEntry, func(o claimOutcome) {
 			w.tried.end(key)

@@ -262,7 +262,7 @@ func (c *checker) final(ctx context.Context) {
 // index. It returns the longest wait
 // while the index held no more than one walk reads (maxWalk entries) and
 // the longest while it was deeper, for the report.
-func (c *checker) overtake(maxWalk int) (shallow, deep time.Duration) {
+func (c *checker) overtake(maxWalk int) (shallow, deep time.Duration, longest string) {
 	from := c.f.sc.FaultsEnd + Settle
 	free := c.f.freeFor(c.f.journal.all())
 	type item struct {
@@ -313,6 +313,9 @@ func (c *checker) overtake(maxWalk int) (shallow, deep time.Duration) {
 					// How long it waited behind the newer task while
 					// some worker that serves its type had a slot free.
 					wait := within(slots, earliest, it.start)
+					if wait > max(shallow, deep) {
+						longest = fmt.Sprintf("%s waited %s (pending at %s, started at %s, a newer one at %s)", c.name(it.id), wait, it.pending, it.start, earliest)
+					}
 					if c.deepest(max(it.pending, from), it.start) > maxWalk {
 						deep = max(deep, wait)
 					} else {
@@ -331,5 +334,5 @@ func (c *checker) overtake(maxWalk int) (shallow, deep time.Duration) {
 			i = j
 		}
 	}
-	return shallow, deep
+	return shallow, deep, longest
 }

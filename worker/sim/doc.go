@@ -56,11 +56,24 @@
 //
 // # Seeds
 //
-// A seed fixes the scenario: the fleet, the workload, the fault timeline
-// and the outcome of every handler run. Goroutines that run at the same
-// simulated instant are ordered by the Go scheduler, so two runs of a
-// seed may interleave differently; a failing seed fails again in most
-// runs (run it with -count). The test command runs a few small seeds;
+// A seed fixes the scenario: the fleet, the workload and the fault
+// timeline and the outcome of every handler run. It fixes too what does
+// not depend on the order goroutines run in: each task (its time,
+// priority and parents) is drawn from the seed and its number, numbers
+// are given in submit order; task ids come from the seed and the order of
+// the creates of each process, lease and request ids from a seeded
+// source; every request's latency and fault from the process's seed, the
+// request and how many such requests the process sent before; the
+// queue's backoff jitter from the seed, the worker's from the simulated
+// clock. What it cannot fix is the order in which the Go scheduler runs
+// goroutines woken at the same simulated instant (and which ready case a
+// select takes): a claim that wins in one run may lose in the next, and
+// the runs part from there. So a seed injects the same fault timeline in
+// every run (the requests it hits differ by a few) but the timings it
+// reports vary from run to run, and a failing seed fails again in most
+// runs, not all: run it alone with -count, and with -sim.trace DIR for
+// the debug log of every process (in simulated time, DIR/seed-N.log) to
+// find the cause. The test command runs a few small seeds;
 // scripts/simulate.sh runs many, full size, and prints the report
 // docs/reliability.md quotes.
 package sim

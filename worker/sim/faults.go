@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -60,16 +61,18 @@ type procStore struct {
 	teardown <-chan struct{}
 	faults   *faultCounts
 
+	seed uint64
+
 	mu          sync.Mutex
-	rnd         *rand.Rand
-	dead        chan struct{} // closed when the process crashes
+	sent        map[string]uint64 // requests sent, by operation and key
+	dead        chan struct{}     // closed when the process crashes
 	partitioned bool
 }
 
 func newProcStore(s store.Store, net *netState, skew time.Duration, seed uint64, teardown <-chan struct{}, fc *faultCounts) *procStore {
 	return &procStore{
 		Store: s, net: net, skew: skew, teardown: teardown, faults: fc,
-		rnd: rand.New(rand.NewPCG(seed, 0x51)), dead: make(chan struct{}),
+		seed: seed, sent: map[string]uint64{}, dead: make(chan struct{}),
 	}
 }
 
@@ -97,15 +100,26 @@ const (
 	lost
 )
 
-func (p *procStore) before(ctx context.Context, write bool) (fault, error) {
+// before waits out one request's latency and decides its fault. Both are
+// drawn from the process's seed, the request (operation and key) and how
+// many such requests the process sent before, not from one stream shared
+// by all of its requests: so the goroutines of a process that send at the
+// same instant, in whatever order the scheduler runs them, draw the same.
+func (p *procStore) before(ctx context.Context, write bool, op, key string) (fault, error) {
 	loss, delay := p.net.get()
+	req := op + " " + key
 	p.mu.Lock()
 	dead := p.dead
 	part := p.partitioned
-	latency := time.Duration(2+p.rnd.IntN(18)) * time.Millisecond
-	x := p.rnd.Float64()
-	y := p.rnd.IntN(2)
+	n := p.sent[req]
+	p.sent[req] = n + 1
 	p.mu.Unlock()
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(req))
+	r := rand.New(rand.NewPCG(p.seed^h.Sum64(), n))
+	latency := time.Duration(2+r.IntN(18)) * time.Millisecond
+	x := r.Float64()
+	y := r.IntN(2)
 	select {
 	case <-dead:
 		<-p.teardown
@@ -137,7 +151,7 @@ func (p *procStore) before(ctx context.Context, write bool) (fault, error) {
 }
 
 func (p *procStore) Get(ctx context.Context, key string) (*store.Object, error) {
-	if f, err := p.before(ctx, false); err != nil {
+	if f, err := p.before(ctx, false, "get", key); err != nil {
 		return nil, err
 	} else if f != none {
 		return nil, fmt.Errorf("get %s: %w", key, errInjected)
@@ -146,7 +160,7 @@ func (p *procStore) Get(ctx context.Context, key string) (*store.Object, error) 
 }
 
 func (p *procStore) GetVersion(ctx context.Context, key, versionID string) (*store.Object, error) {
-	if f, err := p.before(ctx, false); err != nil {
+	if f, err := p.before(ctx, false, "getversion", key+"?"+versionID); err != nil {
 		return nil, err
 	} else if f != none {
 		return nil, fmt.Errorf("get %s: %w", key, errInjected)
@@ -155,7 +169,7 @@ func (p *procStore) GetVersion(ctx context.Context, key, versionID string) (*sto
 }
 
 func (p *procStore) Put(ctx context.Context, key string, body []byte, cond store.Condition) (store.PutResult, error) {
-	f, err := p.before(ctx, true)
+	f, err := p.before(ctx, true, "put", key)
 	if err != nil {
 		return store.PutResult{}, err
 	}
@@ -172,7 +186,7 @@ func (p *procStore) Put(ctx context.Context, key string, body []byte, cond store
 }
 
 func (p *procStore) Delete(ctx context.Context, key string, cond store.Condition) error {
-	f, err := p.before(ctx, true)
+	f, err := p.before(ctx, true, "delete", key)
 	if err != nil {
 		return err
 	}
@@ -189,7 +203,7 @@ func (p *procStore) Delete(ctx context.Context, key string, cond store.Condition
 }
 
 func (p *procStore) List(ctx context.Context, lp store.ListParams) (store.ListPage, error) {
-	if f, err := p.before(ctx, false); err != nil {
+	if f, err := p.before(ctx, false, "list", lp.Prefix+"|"+lp.StartAfter+"|"+lp.Token); err != nil {
 		return store.ListPage{}, err
 	} else if f != none {
 		return store.ListPage{}, fmt.Errorf("list %s: %w", lp.Prefix, errInjected)
@@ -198,7 +212,7 @@ func (p *procStore) List(ctx context.Context, lp store.ListParams) (store.ListPa
 }
 
 func (p *procStore) ListVersions(ctx context.Context, key string) ([]store.Version, error) {
-	if f, err := p.before(ctx, false); err != nil {
+	if f, err := p.before(ctx, false, "versions", key); err != nil {
 		return nil, err
 	} else if f != none {
 		return nil, fmt.Errorf("list versions %s: %w", key, errInjected)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	mrand "math/rand"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -87,7 +88,7 @@ type fleet struct {
 
 	mu        sync.Mutex
 	tasks     map[uuid.UUID]*submitted
-	order     []uuid.UUID
+	byN       map[int]uuid.UUID // task number -> id, once its submit returned
 	paused    map[string][]span // per type, when it was paused
 	lives     []life            // every worker process's life
 	procs     []*proc           // one per WorkerSpec: the current process
@@ -97,6 +98,7 @@ type fleet struct {
 	inspect   *queue.Queue // reads the bucket as it is, for the checks
 	submitter *queue.Queue
 	restarts  int
+	queues    int // queue handles opened
 }
 
 type span struct{ from, to time.Duration }
@@ -116,8 +118,18 @@ func (f *fleet) now() time.Duration { return time.Since(f.start) }
 
 // openQueue opens the queue as a new process would, over its own view of
 // the bucket.
+// Its task ids come from the seed and the order of the creates (see
+// Seeds in doc.go), its backoff jitter from the seed.
 func (f *fleet) openQueue(ctx context.Context, st *procStore) (*queue.Queue, error) {
-	return queue.Open(ctx, st, queue.Options{Logger: f.log, Rand: nil})
+	f.mu.Lock()
+	f.queues++
+	n := f.queues
+	f.mu.Unlock()
+	return queue.Open(ctx, st, queue.Options{
+		Logger: f.log,
+		Rand:   mrand.New(mrand.NewSource(int64(f.sc.Seed)<<16 + int64(n))),
+		NewID:  queue.SequentialIDs(fmt.Sprintf("sim-%d-%d", f.sc.Seed, n)),
+	})
 }
 
 // startWorker starts the process of spec i (a fresh process: new store
@@ -212,22 +224,27 @@ func (f *fleet) handler(p *proc) worker.HandlerFunc {
 }
 
 // submit submits task n of typ as a client would: with an idempotency key,
-// retried until it is known to exist.
-func (f *fleet) submit(ctx context.Context, typ string, withParents bool) {
-	f.mu.Lock()
-	n := f.nextN
-	f.nextN++
-	spec := newTaskSpec(f.rnd, n)
-	prio := []queue.Priority{queue.PriorityNormal, queue.PriorityNormal, queue.PriorityNormal, queue.PriorityHigh, queue.PriorityLow}[f.rnd.IntN(5)]
+// retried until it is known to exist. What the task is (its time,
+// priority, and, when it may have any, one in ten times parents) is drawn
+// from the seed and n alone, whatever order the submits run in; a parent
+// is one of the 50 tasks before it whose submit returned.
+func (f *fleet) submit(ctx context.Context, typ string, n int, mayHaveParents bool) {
+	r := rand.New(rand.NewPCG(f.sc.Seed, uint64(n)<<8|0x5b))
+	spec := newTaskSpec(r, n)
+	prio := []queue.Priority{queue.PriorityNormal, queue.PriorityNormal, queue.PriorityNormal, queue.PriorityHigh, queue.PriorityLow}[r.IntN(5)]
 	var after []uuid.UUID
 	var onFail queue.ParentFailure
-	if withParents && len(f.order) > 0 {
-		for range 1 + f.rnd.IntN(2) {
-			after = append(after, f.order[len(f.order)-1-f.rnd.IntN(min(len(f.order), 50))])
+	withParents := mayHaveParents && r.IntN(10) == 0
+	f.mu.Lock()
+	if withParents && n > 0 {
+		for range 1 + r.IntN(2) {
+			if id, ok := f.byN[n-1-r.IntN(min(n, 50))]; ok {
+				after = append(after, id)
+			}
 		}
 		slices.SortFunc(after, func(a, b uuid.UUID) int { return slices.Compare(a[:], b[:]) })
 		after = slices.Compact(after)
-		onFail = []queue.ParentFailure{queue.ParentFailureCancel, queue.ParentFailureFail, queue.ParentFailureRun}[f.rnd.IntN(3)]
+		onFail = []queue.ParentFailure{queue.ParentFailureCancel, queue.ParentFailureFail, queue.ParentFailureRun}[r.IntN(3)]
 	}
 	f.mu.Unlock()
 	input, _ := json.Marshal(spec)
@@ -241,7 +258,7 @@ func (f *fleet) submit(ctx context.Context, typ string, withParents bool) {
 		if err == nil {
 			f.mu.Lock()
 			f.tasks[t.ID] = &submitted{id: t.ID, n: n, typ: typ, priority: t.Priority, at: f.now(), parents: len(after) > 0}
-			f.order = append(f.order, t.ID)
+			f.byN[n] = t.ID
 			f.mu.Unlock()
 			return
 		}
@@ -301,4 +318,20 @@ func (f *fleet) partitioned(serial int, s span) {
 	}
 }
 
-func newLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+// newLogger is the log of every process of the run: discarded, or with
+// trace the debug log of all of them, each line stamped with the simulated
+// time since start.
+func newLogger(trace io.Writer, start time.Time) *slog.Logger {
+	if trace == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return slog.New(slog.NewTextHandler(trace, &slog.HandlerOptions{
+		Level: slog.LevelDebug,
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) == 0 && a.Key == slog.TimeKey {
+				return slog.Duration("t", a.Value.Time().Sub(start))
+			}
+			return a
+		},
+	}))
+}

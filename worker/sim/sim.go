@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -29,14 +30,22 @@ const (
 	// of its type and priority that started before it, at any depth of
 	// the ready index. It is the bound of worker/poll.go ("Order") with
 	// the default PageHold (10 s) and PollMax (5 s, 6 s jittered): behind
-	// another worker's share, 9/8 PageHold until the entry is late, as
-	// long again for the late entries ranked before it (taken first), and
-	// a poll wait: 28.5 s; plus MaxClockSkew (2 s) on the clock that
+	// another worker's share, 5/4 PageHold until the entry is late (what
+	// was ready when it was passed), as long again for the late entries
+	// ranked before it (taken first), and a poll wait: 31 s; plus
+	// MaxClockSkew (2 s) on the clock that
 	// times lateness, and room for the claims and writes in between (a
 	// rounding up to 30 s plus one page hold). An entry the held view does
 	// not know yet (ready after its shard's page was listed) is seen
 	// within PageHold and a poll wait (16 s), which the first term covers.
 	OvertakeBound = 40 * time.Second
+	// harnessSlack is how long after the load ended its submits and the
+	// fault timeline may still run (a submit retried through a partition,
+	// a rolling restart waiting for its handlers).
+	harnessSlack = 30 * time.Minute
+	// lingerAfterStop is how long the run waits, once every process
+	// stopped, for what a Run left behind (see stop).
+	lingerAfterStop = 5 * time.Minute
 	// maxWalkLists is the LISTs one walk of a worker reads
 	// (worker/poll.go): the report gives the longest wait while the ready
 	// index held more than this many pages apart.
@@ -69,6 +78,8 @@ type Report struct {
 	// index was no deeper than one walk reads; MaxOvertakeDeep the same
 	// while it was deeper. Both are held to OvertakeBound.
 	MaxOvertake, MaxOvertakeDeep time.Duration
+	// Longest names the task that waited longest, and when.
+	Longest string
 	// DrainBound is the bound every task had to end within once the load
 	// stopped, and Drained how long the last one took.
 	DrainBound, Drained time.Duration
@@ -80,12 +91,14 @@ type Report struct {
 // Run simulates one scenario to its end and checks it. It must be called
 // inside a synctest bubble (testing/synctest.Test): the real queue, worker
 // and monitor code runs over an in-memory bucket, and every timer of it
-// fires in simulated time.
-func Run(sc Scenario) Report {
+// fires in simulated time. trace, when not nil, gets the debug log of
+// every process of the run.
+func Run(sc Scenario, trace io.Writer) Report {
+	start := time.Now()
 	f := &fleet{
-		sc: sc, mem: memstore.New(), start: time.Now(), teardown: make(chan struct{}),
-		rnd: rand.New(rand.NewPCG(sc.Seed, 0x7a5)), log: newLogger(),
-		tasks: map[uuid.UUID]*submitted{}, paused: map[string][]span{}, procs: make([]*proc, len(sc.Workers)),
+		sc: sc, mem: memstore.New(), start: start, teardown: make(chan struct{}),
+		rnd: rand.New(rand.NewPCG(sc.Seed, 0x7a5)), log: newLogger(trace, start),
+		tasks: map[uuid.UUID]*submitted{}, byN: map[int]uuid.UUID{}, paused: map[string][]span{}, procs: make([]*proc, len(sc.Workers)),
 	}
 	rep := Report{Seed: sc.Seed, Scenario: sc}
 	c := &checker{f: f, seen: map[string]bool{}, ended: map[uuid.UUID]time.Duration{}}
@@ -131,6 +144,16 @@ func Run(sc Scenario) Report {
 				rep.DrainBound = f.drainBound(c)
 				deadline = f.now() + rep.DrainBound
 			default:
+				// The submits and the timeline end soon after LoadEnd;
+				// one that never does is a defect of the run itself, to
+				// name rather than to simulate for ever.
+				if f.now() > max(sc.LoadEnd, sc.FaultsEnd)+harnessSlack {
+					c.violate("harness", "", fmt.Sprintf("the submits or the fault timeline still running %s after the load ended", harnessSlack))
+					rep.Simulated = f.now()
+					f.stop(cancel, loadDone)
+					rep.Violations = c.violations
+					return rep
+				}
 			}
 			continue
 		}
@@ -145,15 +168,10 @@ func Run(sc Scenario) Report {
 	}
 	rep.Simulated = f.now()
 
-	// Stop everything: the live processes shut down, the crashed ones are
-	// released from their freeze.
-	cancel()
-	close(f.teardown)
-	f.wg.Wait()
-	<-loadDone
+	f.stop(cancel, loadDone)
 
 	c.final(context.Background())
-	rep.MaxOvertake, rep.MaxOvertakeDeep = c.overtake(maxWalkLists * sc.PageSize)
+	rep.MaxOvertake, rep.MaxOvertakeDeep, rep.Longest = c.overtake(maxWalkLists * sc.PageSize)
 	rep.Tasks = len(f.tasks)
 	rep.Runs = len(f.journal.all())
 	rep.Faults = f.faults.snapshot()
@@ -161,17 +179,36 @@ func Run(sc Scenario) Report {
 	return rep
 }
 
+// stop ends the run: the live processes shut down, the crashed ones are
+// released from their freeze. A process whose Run gave up waiting for a
+// handler (one killed while it shut down: its handler returns only at the
+// teardown) leaves that task's last writes retrying for a second or so;
+// they end before Run returns, as the bubble requires.
+func (f *fleet) stop(cancel context.CancelFunc, loadDone <-chan struct{}) {
+	cancel()
+	close(f.teardown)
+	f.wg.Wait()
+	<-loadDone
+	time.Sleep(lingerAfterStop)
+}
+
 // load submits the scenario's steady arrivals and bursts until LoadEnd.
 func (f *fleet) load(ctx context.Context) {
 	sem := make(chan struct{}, 16)
 	var wg sync.WaitGroup
+	// Task numbers are given here, in order, so a task's number (and so
+	// what it is, see submit) does not depend on which submit runs first.
 	send := func(typ string, parents bool) {
 		sem <- struct{}{}
+		f.mu.Lock()
+		n := f.nextN
+		f.nextN++
+		f.mu.Unlock()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			f.submit(ctx, typ, parents)
+			f.submit(ctx, typ, n, parents)
 		}()
 	}
 	bursts := slices.Clone(f.sc.Bursts)
@@ -187,10 +224,7 @@ func (f *fleet) load(ctx context.Context) {
 		}
 		if f.now() >= next {
 			for _, typ := range f.sc.Types {
-				f.mu.Lock()
-				parents := f.rnd.IntN(10) == 0
-				f.mu.Unlock()
-				send(typ, parents)
+				send(typ, true)
 			}
 			next += step
 		}
@@ -255,10 +289,14 @@ func (f *fleet) timeline(ctx context.Context) {
 			wg.Add(1)
 			go func() { defer wg.Done(); f.pause(ctx, e) }()
 		case CancelOne, ReplayOne:
+			// The task: one drawn by number among those submitted so
+			// far (the nearest earlier one whose submit returned).
 			f.mu.Lock()
 			var id uuid.UUID
-			if len(f.order) > 0 {
-				id = f.order[f.rnd.IntN(len(f.order))]
+			if f.nextN > 0 {
+				for n := f.rnd.IntN(f.nextN); n >= 0 && id == uuid.Nil; n-- {
+					id = f.byN[n]
+				}
 			}
 			f.mu.Unlock()
 			if id == uuid.Nil {
@@ -289,6 +327,10 @@ func (f *fleet) upgrade(ctx context.Context) {
 		p.cancel()
 		select {
 		case <-p.done:
+		case <-p.killed:
+			// Crashed while it shut down: its requests never return, so
+			// its Run never does; its restart is the timeline's.
+			continue
 		case <-ctx.Done():
 			return
 		}

@@ -4,13 +4,20 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
+	"math/rand/v2"
 	"os"
+	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
 )
 
 var (
@@ -19,6 +26,7 @@ var (
 	full      = flag.Bool("sim.full", false, "full-size scenarios (longer, deeper backlogs) instead of the small ones of the test command")
 	reportOut = flag.String("sim.report", "", "write the run's summary as JSON to this file")
 	verbose   = flag.Bool("sim.v", false, "log each seed's scenario and outcome")
+	trace     = flag.String("sim.trace", "", "write each seed's debug log of every process (simulated time) to this directory, as seed-N.log")
 )
 
 // TestSimulate runs the fleet simulation over -sim.seeds seeds and fails
@@ -28,6 +36,9 @@ func TestSimulate(t *testing.T) {
 	if *full {
 		size = Full
 	}
+	// Lease and request ids come from the seed too (see Seeds in doc.go).
+	uuid.SetRand(&lockedRand{r: rand.New(rand.NewPCG(*first, 0x1d))})
+	t.Cleanup(func() { uuid.SetRand(nil) })
 	var mu sync.Mutex
 	var reports []Report
 	for i := range *seeds {
@@ -35,8 +46,29 @@ func TestSimulate(t *testing.T) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			t.Parallel()
 			sc := NewScenario(seed, size)
+			var tw io.Writer
+			if *trace != "" {
+				f, err := os.Create(filepath.Join(*trace, fmt.Sprintf("seed-%d.log", seed)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				tw = f // unbuffered: a run stopped by the test timeout keeps its trace
+			}
 			var rep Report
-			synctest.Test(t, func(t *testing.T) { rep = Run(sc) })
+			began := time.Now()
+			synctest.Test(t, func(t *testing.T) { rep = Run(sc, tw) })
+			if *verbose {
+				// Progress of a long run as it goes (a parallel subtest's
+				// log shows only once its parent ends), and what the seed
+				// left behind: goroutines, and the heap after a collection.
+				var ms runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&ms)
+				b, _ := json.Marshal(summarize([]Report{rep}))
+				fmt.Fprintf(os.Stderr, "sim: seed %d done in %s; %d goroutines, heap %d MB; %s\n",
+					seed, time.Since(began).Round(time.Millisecond), runtime.NumGoroutine(), ms.HeapAlloc>>20, b)
+			}
 			mu.Lock()
 			reports = append(reports, rep)
 			mu.Unlock()
@@ -47,7 +79,10 @@ func TestSimulate(t *testing.T) {
 				t.Errorf("seed %d: %s", seed, v)
 			}
 			if len(rep.Violations) > 0 {
-				t.Logf("reproduce: go test ./worker/sim -run 'TestSimulate/seed=%d$' -sim.first %d -sim.seeds 1%s -sim.v", seed, seed, map[bool]string{true: " -sim.full"}[*full])
+				// Runs of a seed differ in how goroutines of one instant
+				// interleave (see Seeds in doc.go): run it a few times,
+				// with the trace of every process.
+				t.Logf("reproduce: go test ./worker/sim -count 4 -run 'TestSimulate/seed=%d$' -sim.first %d -sim.seeds 1%s -sim.v -sim.trace /tmp", seed, seed, map[bool]string{true: " -sim.full"}[*full])
 			}
 		})
 	}
@@ -61,6 +96,22 @@ func TestSimulate(t *testing.T) {
 			}
 		}
 	})
+}
+
+// lockedRand is a seeded source of uuid's random bits, safe for the
+// goroutines of every seed.
+type lockedRand struct {
+	mu sync.Mutex
+	r  *rand.Rand
+}
+
+func (l *lockedRand) Read(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := range p {
+		p[i] = byte(l.r.Uint32())
+	}
+	return len(p), nil
 }
 
 // describe is one seed's scenario and outcome, for the log.
@@ -80,6 +131,9 @@ func describe(r Report) string {
 	fmt.Fprintf(&b, "  last submit returned at %s, timeline done at %s\n", r.Submitted.Truncate(time.Second), r.TimelineDone.Truncate(time.Second))
 	fmt.Fprintf(&b, "  => simulated %s, %d tasks, %d runs, drained in %s of %s, max overtake %s (deeper than a walk: %s), faults %v, %d violations",
 		r.Simulated.Truncate(time.Second), r.Tasks, r.Runs, r.Drained.Truncate(time.Second), r.DrainBound.Truncate(time.Second), r.MaxOvertake.Truncate(time.Millisecond), r.MaxOvertakeDeep.Truncate(time.Millisecond), r.Faults, len(r.Violations))
+	if r.Longest != "" {
+		fmt.Fprintf(&b, "\n  longest wait: %s", r.Longest)
+	}
 	return b.String()
 }
 
@@ -130,4 +184,31 @@ func (s Summary) String() string {
 	sort.Strings(kinds)
 	return fmt.Sprintf("simulation: %d seeds, %.1f simulated hours, %d tasks, %d handler runs, faults: %s; longest wait behind a newer task %s with a ready index no deeper than one walk, %s deeper (bound %s at every depth); %d violations (failing seeds %v)",
 		s.Seeds, s.SimulatedHours, s.Tasks, s.Runs, strings.Join(kinds, ", "), s.MaxOvertake, s.MaxOvertakeDeep, OvertakeBound, s.Violations, s.FailingSeeds)
+}
+
+// A worker killed while a rolling restart waits for it to shut down never
+// finishes its shutdown (nothing it sends returns): the restart goes on
+// with the next worker, the timeline restarts the killed one, and the run
+// drains and ends instead of simulating for ever.
+func TestCrashDuringRollingRestart(t *testing.T) {
+	t.Parallel()
+	sc := Scenario{
+		Seed: 7, ShardChars: 1, PageSize: 10, Types: []string{"a"},
+		Workers: []WorkerSpec{
+			{Name: "w0", Concurrency: 2, Types: []string{"a"}, Speed: 1},
+			{Name: "w1", Concurrency: 2, Types: []string{"a"}, Speed: 1},
+		},
+		FaultsEnd: 40 * time.Second, LoadEnd: time.Minute, Rate: 1,
+		Bursts: []Burst{{At: 0, Type: "a", N: 20}, {At: 4900 * time.Millisecond, Type: "a", N: 40}},
+		Events: []Event{
+			{At: 5 * time.Second, Kind: Upgrade},
+			{At: 5*time.Second + time.Millisecond, Kind: Crash, Worker: 0},
+			{At: 15 * time.Second, Kind: Restart, Worker: 0},
+		},
+	}
+	var rep Report
+	synctest.Test(t, func(t *testing.T) { rep = Run(sc, nil) })
+	require.Empty(t, rep.Violations)
+	require.Equal(t, map[string]int{"rolling upgrade": 1, "crash": 1, "restart": 1}, rep.Faults)
+	require.Less(t, rep.TimelineDone, sc.FaultsEnd, "the timeline ended with its last event")
 }
