@@ -61,7 +61,7 @@
 // split the ready tasks by task id, see peers.go), for up to PageHold
 // before it walks again. Another worker's task that it passed (started a
 // newer one, or had a free slot for) a page hold ago it claims too: a
-// worker with a free slot passes another's task for at most 9/8 PageHold
+// worker with a free slot passes another's task for at most 5/4 PageHold
 // longer than one of its own, whatever holds that worker up and however
 // deep the backlog. A claim (four requests in a row) starts as soon as a
 // slot is free, in that order, and holds the slot while in flight; no
