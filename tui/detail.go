@@ -315,6 +315,9 @@ func (d *detail) View(now time.Time) string {
 		}
 		line := fmt.Sprintf("%s v%-3d %-19s %-14s %s a%-2d %s", mark, i+1, e.At.UTC().Format(time.DateTime), cut(safe(e.Name), 14), fit(st, 10), e.Attempt, cut(safe(orDash(e.WorkerID)), 24))
 		line = cursor + line
+		if e.Task != nil && e.Task.Actor != "" {
+			line += " by " + safe(oneLine(e.Task.Actor)) // an operator made it
+		}
 		if e.Err != nil {
 			line += d.st.Error.Render(" unreadable")
 		}
