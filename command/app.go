@@ -243,8 +243,9 @@ func New(build Build) *cli.App {
 
 // operatorCommands are the commands whose writes are operator actions:
 // each records who ran it, as "user@host, qo COMMAND" (queue.WithActor).
-// The worker's, the monitor's and the scheduler's own writes record none.
-var operatorCommands = []string{"archive", "cancel", "pause", "replay", "resume", "schedule", "tui", "workflow"}
+// The worker's, the monitor's and the scheduler's own writes record none;
+// the console (qo tui, qo dev) names itself (tui.New).
+var operatorCommands = []string{"archive", "cancel", "pause", "replay", "resume", "schedule", "workflow"}
 
 // recordActor makes cmd (and its subcommands) act as queue.CLIActor of
 // its full name, e.g. "alice@ops-1, qo schedule enable".
