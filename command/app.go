@@ -20,6 +20,7 @@ import (
 
 	"github.com/qo-queue/qo/httpapi"
 	"github.com/qo-queue/qo/internal/termsafe"
+	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/store/doctor"
 )
 
@@ -206,6 +207,11 @@ func New(build Build) *cli.App {
 	for _, cmd := range local {
 		prepareCommand(cmd, false)
 	}
+	for _, cmd := range withBucket {
+		if slices.Contains(operatorCommands, cmd.Name) {
+			recordActor(cmd, "qo")
+		}
+	}
 	cmds := append(withBucket, local...)
 	sort.Slice(cmds, func(i, j int) bool { return cmds[i].Name < cmds[j].Name })
 	return &cli.App{
@@ -232,6 +238,27 @@ func New(build Build) *cli.App {
 			}
 			return cli.ShowAppHelp(c)
 		},
+	}
+}
+
+// operatorCommands are the commands whose writes are operator actions:
+// each records who ran it, as "user@host, qo COMMAND" (queue.WithActor).
+// The worker's, the monitor's and the scheduler's own writes record none;
+// the console (qo tui, qo dev) names itself (tui.New).
+var operatorCommands = []string{"archive", "cancel", "pause", "replay", "resume", "schedule", "workflow"}
+
+// recordActor makes cmd (and its subcommands) act as queue.CLIActor of
+// its full name, e.g. "alice@ops-1, qo schedule enable".
+func recordActor(cmd *cli.Command, parent string) {
+	tool := parent + " " + cmd.Name
+	if action := cmd.Action; action != nil {
+		cmd.Action = func(c *cli.Context) error {
+			c.Context = queue.WithActor(c.Context, queue.CLIActor(tool))
+			return action(c)
+		}
+	}
+	for _, sub := range cmd.Subcommands {
+		recordActor(sub, tool)
 	}
 }
 

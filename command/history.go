@@ -24,8 +24,10 @@ func historyCommand() *cli.Command {
 		UsageText: "qo history ID [--json]",
 		Description: `Lists the task's object versions, oldest first, with the event that made each
 (enqueued, claimed, lease_extended, succeeded, failed, retried, timed_out,
-requeued, cancel_requested, cancelled, replayed, archived). Versions that
-cannot be decoded are shown with their error. --json prints {"id", "events":
+requeued, cancel_requested, cancelled, replayed, archived); the versions an
+operator made name who, as the task's actor field records it (e.g. "by
+alice@ops-1, qo replay"). Versions that cannot be decoded are shown with
+their error. --json prints {"id", "events":
 [{"event", "at", "status", "worker_id", "attempt", "rev", "version_id",
 "error", "task"}]}.
 
@@ -61,11 +63,24 @@ Examples:
 					continue
 				}
 				tabRow(tw, fmt.Sprint(e.Rev), formatTime(e.At), e.Name, string(e.Status),
-					fmt.Sprint(e.Attempt), dash(e.WorkerID), eventDetail(e))
+					fmt.Sprint(e.Attempt), dash(e.WorkerID), withActor(eventDetail(e), e.Task.Actor))
 			}
 			return tw.Flush()
 		},
 	}
+}
+
+// withActor adds to an event's detail who made the version, when an
+// operator did (the task's actor field), unless the detail (a cancel
+// reason) names them already.
+func withActor(detail, actor string) string {
+	switch {
+	case actor == "" || strings.Contains(detail, actor):
+		return detail
+	case detail == "":
+		return "by " + oneLine(actor)
+	}
+	return detail + "; by " + oneLine(actor)
 }
 
 // eventDetail is the one fact worth showing next to an event.

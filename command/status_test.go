@@ -82,21 +82,94 @@ func TestCommandsTakeTheShortIDListsShow(t *testing.T) {
 	require.Contains(t, errs, "short id qo list shows")
 }
 
-// Operator actions record who acted and on which host, not only the tool.
+// Operator actions record who acted and on which host, not only the tool:
+// in the reasons they keep, and in the actor field of the version each one
+// writes (a task's, control.json's, a schedule's), which qo history shows.
 func TestOperatorActionsNameUserAndHost(t *testing.T) {
 	q := newQueueCLI(t)
 	q.ok("init")
-	task := q.task("submit", "--type", "job", "--input", `{}`)
-	q.ok("cancel", task.ID.String(), "--reason", "duplicate")
-	got := q.task("status", task.ID.String())
-	require.Equal(t, "duplicate ("+queue.Actor()+", qo cancel)", got.CancelReason)
+	ctx := context.Background()
+	qq, err := queue.Open(ctx, q.s, queue.Options{})
+	require.NoError(t, err)
+	by := func(tool string) string { return queue.Actor() + ", " + tool }
 	require.Contains(t, queue.Actor(), "@")
+
+	task := q.task("submit", "--type", "job", "--input", `{}`)
+	id := task.ID.String()
+	q.ok("cancel", id, "--reason", "duplicate")
+	got := q.task("status", id)
+	require.Equal(t, "duplicate ("+queue.Actor()+", qo cancel)", got.CancelReason)
+	require.Equal(t, by("qo cancel"), got.Actor)
+	q.ok("replay", id)
+	require.Equal(t, by("qo replay"), q.task("status", id).Actor)
+	q.ok("cancel", id)
+	q.ok("archive", id)
+	require.Equal(t, by("qo archive"), q.task("status", id).Actor)
+
+	// The history names who made each operator version, and no one for
+	// the others.
+	hist := q.ok("history", id)
+	for _, tool := range []string{"qo replay", "qo archive"} {
+		require.Contains(t, hist, "by "+by(tool), hist)
+	}
+	var h struct {
+		Events []struct {
+			Event string     `json:"event"`
+			Task  queue.Task `json:"task"`
+		} `json:"events"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(q.ok("history", id, "--json")), &h))
+	var actors []string
+	for _, e := range h.Events {
+		actors = append(actors, e.Event+": "+e.Task.Actor)
+	}
+	require.Equal(t, []string{"enqueued: ", "cancelled: " + by("qo cancel"), "replayed: " + by("qo replay"),
+		"cancelled: " + by("qo cancel"), "archived: " + by("qo archive")}, actors)
+
+	// Several tasks at once: each write names the bulk command too.
+	a := q.task("submit", "--type", "bulk", "--input", `{}`)
+	b := q.task("submit", "--type", "bulk", "--input", `{}`)
+	q.ok("cancel", a.ID.String(), b.ID.String(), "--json")
+	for _, x := range []*queue.Task{a, b} {
+		require.Equal(t, by("qo cancel"), q.task("status", x.ID.String()).Actor)
+	}
+
+	// A workflow's cancel names its command on every step it cancels.
+	spec, err := queue.DecodeWorkflow([]byte(`{"name": "etl", "steps": [{"name": "a", "type": "job"}, {"name": "b", "type": "job", "after": ["a"]}]}`), queue.DefaultSubmitDefaults)
+	require.NoError(t, err)
+	w, _, err := qq.SubmitWorkflow(ctx, spec)
+	require.NoError(t, err)
+	q.ok("workflow", "cancel", w.ID.String())
+	for _, st := range w.Steps {
+		require.Equal(t, by("qo workflow cancel"), q.task("status", st.TaskID.String()).Actor, "step %s", st.Name)
+	}
+
+	// Pause and resume: control.json's version names who wrote it.
+	control := func() queue.Control {
+		ctl, err := qq.Control(ctx)
+		require.NoError(t, err)
+		return ctl
+	}
 	q.ok("pause", "job")
-	qq, err := queue.Open(context.Background(), q.s, queue.Options{})
-	require.NoError(t, err)
-	ctl, err := qq.Control(context.Background())
-	require.NoError(t, err)
-	require.Equal(t, "paused ("+queue.Actor()+", qo pause)", ctl.Types["job"].Reason)
+	require.Equal(t, "paused ("+queue.Actor()+", qo pause)", control().Types["job"].Reason)
+	require.Equal(t, by("qo pause"), control().Actor)
+	q.ok("resume", "job")
+	require.Equal(t, by("qo resume"), control().Actor)
+
+	// Schedules: each operator write names its command.
+	schedule := func() map[string]any {
+		obj, err := q.s.Get(ctx, queue.ScheduleKey("nightly"))
+		require.NoError(t, err)
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(obj.Body, &m))
+		return m
+	}
+	q.ok("schedule", "create", "nightly", "--cron", "@daily", "--type", "job", "--input", `{}`)
+	require.Equal(t, by("qo schedule create"), schedule()["actor"])
+	for _, sub := range []string{"disable", "enable", "trigger", "delete"} {
+		q.ok("schedule", sub, "nightly")
+		require.Equal(t, by("qo schedule "+sub), schedule()["actor"], "qo schedule %s", sub)
+	}
 }
 
 // --after takes the short id qo list shows too.

@@ -21,6 +21,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -252,7 +253,7 @@ func (a *api) wrap(rt route) http.Handler {
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, a.opts.MaxBody)
-		ctx, cancel := context.WithTimeout(r.Context(), a.opts.RequestTimeout)
+		ctx, cancel := context.WithTimeout(queue.WithActor(r.Context(), a.actor(r)), a.opts.RequestTimeout)
 		defer cancel()
 		if err := rt.handler(w, r.WithContext(ctx)); err != nil {
 			status, code := errorStatus(err)
@@ -323,6 +324,40 @@ func (a *api) authorized(r *http.Request) bool {
 	}
 	return a.sessionFromCookie(r)
 }
+
+// actor is who the queue records for the operator actions of request r
+// (queue.WithActor): this server and what it knows of the caller, e.g.
+// "qo serve on ops-1, token from 10.0.0.5" ("session" for a browser's
+// login cookie, "no token" on a server that asks for none). The address
+// is the connection's peer: behind a proxy, the proxy's. A caller's own
+// claims (headers) are not recorded; they prove nothing.
+func (a *api) actor(r *http.Request) string {
+	how := "no token"
+	if a.opts.Token != "" {
+		how = "session"
+		if strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
+			how = "token"
+		}
+	}
+	peer := r.RemoteAddr
+	if h, _, err := net.SplitHostPort(peer); err == nil {
+		peer = h
+	}
+	if peer == "" {
+		peer = "unknown"
+	}
+	return "qo serve on " + serverHost() + ", " + how + " from " + peer
+}
+
+// serverHost is this machine's host name ("unknown" when the system does
+// not tell).
+var serverHost = sync.OnceValue(func() string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "unknown"
+	}
+	return h
+})
 
 // errorStatus maps an error to its HTTP status and a stable code.
 func errorStatus(err error) (int, string) {

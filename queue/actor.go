@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"context"
 	"os"
 	"os/user"
 	"strings"
@@ -33,4 +34,31 @@ func ActorReason(reason, what, tool string) string {
 		reason = what
 	}
 	return reason + " (" + Actor() + ", " + tool + ")"
+}
+
+type actorKey struct{}
+
+// WithActor returns ctx carrying who performs the operator actions done
+// with it, as they are recorded: "user@host, tool" from the CLI and the
+// console (CLIActor), what the server knows of its caller from qo serve.
+// Cancel, Replay, Archive, RequeueNow, bulk actions, Pause, Resume and
+// the schedule writes record it (a task's actor field, control.json's and
+// a schedule's actor); without it they record none.
+func WithActor(ctx context.Context, actor string) context.Context {
+	return context.WithValue(ctx, actorKey{}, oneLine(actor))
+}
+
+// ActorFrom is the actor WithActor put in ctx, or "".
+func ActorFrom(ctx context.Context) string {
+	s, _ := ctx.Value(actorKey{}).(string)
+	return s
+}
+
+// CLIActor is the actor of a command-line tool run in this process:
+// "user@host, tool", e.g. "alice@ops-1, qo cancel".
+func CLIActor(tool string) string { return Actor() + ", " + tool }
+
+// oneLine keeps a recorded actor on one line.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
 }

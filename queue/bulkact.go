@@ -166,7 +166,7 @@ func (q *Queue) PlanBulkAction(ctx context.Context, req BulkActionRequest) (*Act
 			return
 		}
 		seen[t.ID] = true
-		next, err := ApplyOperator(t, req.Op, req.Reason, q.Now(), "plan")
+		next, err := ApplyOperator(t, req.Op, req.Reason, "", q.Now(), "plan")
 		switch {
 		case err != nil:
 			p.Skipped = append(p.Skipped, ActSkip{ID: t.ID, Status: t.Status, Reason: refusal(t, req.Op, err)})
@@ -437,7 +437,7 @@ dispatch:
 // does. It returns nil when it wrote, or the current version when the
 // action found nothing to change (another writer got there first).
 func (q *Queue) actOn(ctx context.Context, base *Task, etag, op, reason string) (*Task, error) {
-	res, err := q.apply(ctx, base, etag, mutation{op: op, rebase: true, change: operatorChange(op, reason)})
+	res, err := q.apply(ctx, base, etag, mutation{op: op, rebase: true, change: operatorChange(op, reason, ActorFrom(ctx))})
 	if err != nil {
 		return nil, err
 	}

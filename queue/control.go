@@ -25,6 +25,10 @@ type Control struct {
 	Types     map[string]Pause `json:"paused_types"`
 	UpdatedAt time.Time        `json:"updated_at"`
 	Rev       int64            `json:"rev"`
+	// Actor names who made this version (the pause or resume), as the
+	// interface knows it (see WithActor); absent when none was given.
+	// control.json's versions are the record of who paused and resumed.
+	Actor string `json:"actor,omitempty"`
 }
 
 // Pause records why and since when a task type is paused.
@@ -155,7 +159,7 @@ func (q *Queue) updateControl(ctx context.Context, op string, change func(c *Con
 		if !change(&c, now) {
 			return c, nil
 		}
-		c.Format, c.Rev, c.UpdatedAt = FormatVersion, c.Rev+1, now
+		c.Format, c.Rev, c.UpdatedAt, c.Actor = FormatVersion, c.Rev+1, now, ActorFrom(ctx)
 		body, err := json.Marshal(c)
 		if err != nil {
 			return Control{}, fmt.Errorf("%s: %w", op, err)

@@ -166,6 +166,9 @@ present in every object; absent values are null, "" or 0):
 	cancel_requested    an operator asked to cancel
 	cancel_requested_at time of that request, or null
 	cancel_reason       operator's reason
+	actor               absent, or on a version an operator action wrote (cancel,
+	                    replay, archive, requeue, alone or in bulk) who made it
+	                    (see Actor)
 	idempotency_key     submit's idempotency key, or ""
 	priority            high | normal | low (objects without it read as normal)
 	expires_at          RFC 3339 deadline for starting, or null (never expires)
@@ -188,7 +191,8 @@ present in every object; absent values are null, "" or 0):
 	                    never changed (see Task metadata)
 
 The dependency and workflow fields are left out of tasks that have none,
-and archived_from out of tasks not archived, so objects written before
+actor out of versions no operator wrote, and archived_from out of tasks
+not archived, so objects written before
 they existed read the same. How an archived task ended (for Wait, for a
 child submitted after it, for a workflow's status) is its archived_from;
 for an object without it, the version it was archived from, read from its
@@ -345,6 +349,37 @@ bytes (MaxMetadataBytes). Metadata is never indexed: it costs no request.
 Reserved keys: traceparent and tracestate hold the W3C trace context of
 the submit (package qotel writes them). Exec handlers get them in their
 environment as TRACEPARENT and TRACESTATE.
+
+# Actor
+
+The audit trail is the bucket's versions; each version an operator wrote
+names who in its "actor" field: a task's (set by Cancel, Replay, Archive,
+RequeueNow and bulk actions, cleared by every other write, so it never
+outlives the version that made it), control.json's (each pause and
+resume) and a schedule's (create, enable, disable, trigger, delete; the
+scheduler's own writes clear it). A workflow cancel names it on each step
+it cancels; writes an action causes on other tasks (a child cancelled
+because its parent was) name no one: their reason names the parent. The
+interface puts the actor in the operation's context (WithActor); no
+context, no actor. Who writes what:
+
+	CLI and console    "user@host, qo COMMAND" (login and host name of the
+	                   process; e.g. "alice@ops-1, qo schedule enable",
+	                   "alice@ops-1, qo tui")
+	qo serve (API)     "qo serve on HOST, HOW from ADDRESS": the server's
+	                   host, HOW the caller authenticated (token, session:
+	                   a browser's login cookie, or no token on a server
+	                   that asks for none) and the connection's peer
+	                   address (behind a proxy, the proxy's). Nothing the
+	                   caller claims is recorded: it proves nothing.
+	web UI, S3 mode    "web UI on HOST, S3 key AKIA…MPLE": the page's host
+	                   and the first and last four characters of the access
+	                   key it signs with (the shared operator cases keep its
+	                   writes equal to the Go rules')
+
+It is what each interface knows, not an authentication: anyone with write
+access to the bucket can write any actor. S3's own access logs or
+CloudTrail name the credentials of every write.
 
 # rev, attempt and request_id
 
@@ -1048,7 +1083,8 @@ each step costs a few requests (see Workflows).
 # Pause
 
 control.json holds the pause switches: the whole queue ("paused") and
-single types ("paused_types", each with when and why). Workers claim
+single types ("paused_types", each with when and why); "actor" names who
+wrote the version (see Actor). Workers claim
 nothing of a paused type: before claiming what a listing found they re-read
 it when their copy is older than a second (1 GET), and while a type they
 serve is paused they re-read it every few seconds to notice the resume
@@ -1074,6 +1110,7 @@ skip does not. So downtime never floods the queue. Enabling a schedule
 sets last_due to now (due times passed while disabled do not run); delete
 writes a tombstone ("deleted": true) in place, since deleted keys are
 never written conditionally again; create over a tombstone replaces it.
+An operator's write names them in "actor" (see Actor).
 
 # Server probes
 

@@ -16,7 +16,7 @@ import (
 // a task whose cancellation is already requested writes nothing. Terminal
 // tasks: ErrInvalidTransition.
 func (q *Queue) Cancel(ctx context.Context, id uuid.UUID, reason string) (*Task, error) {
-	res, err := q.operate(ctx, id, "cancel", operatorChange(OpCancel, reason))
+	res, err := q.operate(ctx, id, "cancel", operatorChange(OpCancel, reason, ActorFrom(ctx)))
 	if err != nil {
 		return nil, err
 	}
@@ -30,7 +30,7 @@ func (q *Queue) Cancel(ctx context.Context, id uuid.UUID, reason string) (*Task,
 // them again instead (see doc.go, "Dependencies"): one that is still
 // failed, cancelled or expired decides at once, by on_parent_failure.
 func (q *Queue) Replay(ctx context.Context, id uuid.UUID) (*Task, error) {
-	res, err := q.operate(ctx, id, "replay", operatorChange(OpReplay, ""))
+	res, err := q.operate(ctx, id, "replay", operatorChange(OpReplay, "", ActorFrom(ctx)))
 	if err != nil {
 		return nil, err
 	}
@@ -46,7 +46,7 @@ func (q *Queue) Replay(ctx context.Context, id uuid.UUID) (*Task, error) {
 // Archive hides a completed, failed, cancelled or expired task from
 // default listings. Its object and history stay.
 func (q *Queue) Archive(ctx context.Context, id uuid.UUID) (*Task, error) {
-	res, err := q.operate(ctx, id, "archive", operatorChange(OpArchive, ""))
+	res, err := q.operate(ctx, id, "archive", operatorChange(OpArchive, "", ActorFrom(ctx)))
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +59,7 @@ func (q *Queue) Archive(ctx context.Context, id uuid.UUID) (*Task, error) {
 // available_at (backoff or delay) becomes available now. A pending task
 // that is already available is left alone (no write).
 func (q *Queue) RequeueNow(ctx context.Context, id uuid.UUID) (*Task, error) {
-	res, err := q.operate(ctx, id, "requeue", operatorChange(OpRequeue, ""))
+	res, err := q.operate(ctx, id, "requeue", operatorChange(OpRequeue, "", ActorFrom(ctx)))
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +93,7 @@ var operatorRefusal = map[string]struct {
 // UI) applies exactly these rules; ApplyOperator exposes them. The
 // statuses an action applies to are the table's (OperatorFrom): any other
 // is refused before the change looks at the task.
-func operatorChange(op, reason string) func(t *Task, now time.Time) (string, error) {
+func operatorChange(op, reason, actor string) func(t *Task, now time.Time) (string, error) {
 	change := operatorChanges(op, reason)
 	r, known := operatorRefusal[op]
 	return func(t *Task, now time.Time) (string, error) {
@@ -103,7 +103,11 @@ func operatorChange(op, reason string) func(t *Task, now time.Time) (string, err
 				return "", &TransitionError{From: t.Status, Event: r.event, To: r.to, Reason: fmt.Sprintf("only %s tasks can be %s", joinOr(from), r.done)}
 			}
 		}
-		return change(t, now)
+		event, err := change(t, now)
+		if event != "" {
+			t.Actor = actor
+		}
+		return event, err
 	}
 }
 
@@ -176,13 +180,14 @@ func operatorChanges(op, reason string) func(t *Task, now time.Time) (string, er
 
 // ApplyOperator computes, without writing anything, the version an
 // operator action op (OpCancel, OpReplay, OpArchive, OpRequeue) makes of
-// base at time now: the change, rev+1, requestID, last_event, updated_at
-// (never moving back), and the transition validator. A nil task with a nil
+// base at time now: the change, actor, rev+1, requestID, last_event,
+// updated_at (never moving back), and the transition validator. A nil task with a nil
 // error means the action changes nothing. The web UI implements the same
 // function in JavaScript and is tested against this one on shared cases.
-func ApplyOperator(base *Task, op, reason string, now time.Time, requestID string) (*Task, error) {
+func ApplyOperator(base *Task, op, reason, actor string, now time.Time, requestID string) (*Task, error) {
 	next := base.Clone()
-	event, err := operatorChange(op, reason)(next, now)
+	next.Actor = ""
+	event, err := operatorChange(op, reason, actor)(next, now)
 	if err != nil || event == "" {
 		return nil, err
 	}

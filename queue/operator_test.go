@@ -42,7 +42,7 @@ func TestOperatorFrom(t *testing.T) {
 					continue
 				}
 				base := &queue.Task{ID: uuid.Must(uuid.NewV7()), Status: st, Rev: 3}
-				next, err := queue.ApplyOperator(base, tc.op, "", now, "r")
+				next, err := queue.ApplyOperator(base, tc.op, "", "", now, "r")
 				require.Nil(t, next, "%s on %s", tc.op, st)
 				require.ErrorIs(t, err, queue.ErrInvalidTransition, "%s on %s", tc.op, st)
 				var te *queue.TransitionError

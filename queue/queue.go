@@ -307,6 +307,7 @@ func (q *Queue) apply(ctx context.Context, base *Task, etag string, m mutation) 
 		}
 		now := q.Now()
 		next := base.Clone()
+		next.Actor = "" // only an operator action's change names one
 		event, err := m.change(next, now)
 		if err != nil {
 			q.dropEntries(ctx, written, base)

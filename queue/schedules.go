@@ -85,6 +85,10 @@ type Schedule struct {
 	Skipped int64 `json:"skipped"`
 	Deleted bool  `json:"deleted"`
 	Rev     int64 `json:"rev"`
+	// Actor names who made this version when an operator did (create,
+	// enable, disable, trigger, delete: see WithActor); absent on the
+	// scheduler's own writes.
+	Actor string `json:"actor,omitempty"`
 
 	spec cron.Schedule
 	loc  *time.Location
@@ -253,6 +257,7 @@ func (q *Queue) CreateSchedule(ctx context.Context, spec ScheduleSpec) (*Schedul
 
 func (q *Queue) putSchedule(ctx context.Context, s *Schedule, cond store.Condition) error {
 	s.Rev++
+	s.Actor = ActorFrom(ctx)
 	body, err := json.Marshal(s)
 	if err != nil {
 		return err

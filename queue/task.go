@@ -167,6 +167,11 @@ type Task struct {
 	CancelRequestedAt *time.Time `json:"cancel_requested_at"`
 	CancelReason      string     `json:"cancel_reason"`
 
+	// Actor names who made this version when an operator action did
+	// (cancel, replay, archive, requeue): e.g. "alice@ops-1, qo cancel"
+	// (see doc.go, "Task object"). Absent on every other write.
+	Actor string `json:"actor,omitempty"`
+
 	IdempotencyKey string `json:"idempotency_key"`
 
 	Priority  Priority   `json:"priority"`

@@ -313,7 +313,11 @@ func (d *detail) View(now time.Time) string {
 		if !d.focusTree && i == d.evSel {
 			cursor = ">"
 		}
-		line := fmt.Sprintf("%s v%-3d %-19s %-14s %s a%-2d %s", mark, i+1, e.At.UTC().Format(time.DateTime), cut(safe(e.Name), 14), fit(st, 10), e.Attempt, cut(safe(orDash(e.WorkerID)), 24))
+		who := orDash(e.WorkerID)
+		if e.Task != nil && e.Task.Actor != "" {
+			who = "by " + oneLine(e.Task.Actor) // an operator made it, not the worker
+		}
+		line := fmt.Sprintf("%s v%-3d %-19s %-14s %s a%-2d %s", mark, i+1, e.At.UTC().Format(time.DateTime), cut(safe(e.Name), 14), fit(st, 10), e.Attempt, cut(safe(who), 24))
 		line = cursor + line
 		if e.Err != nil {
 			line += d.st.Error.Render(" unreadable")

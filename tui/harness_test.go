@@ -66,7 +66,7 @@ func (h *harness) newModel(opts Options) {
 	if opts.Clock == nil {
 		opts.Clock = h.clock
 	}
-	m, err := New(h.ctx, h.q, opts)
+	m, err := New(queue.WithActor(h.ctx, harnessActor), h.q, opts)
 	require.NoError(h.t, err)
 	m.tick = func(time.Duration, func(time.Time) tea.Msg) tea.Cmd { return nil }
 	m.SetSize(100, 30)
@@ -223,3 +223,7 @@ func (h *harness) features() *harness {
 	h.ids["big"] = big
 	return h
 }
+
+// harnessActor is who the console's writes name in tests: fixed, so that
+// screens do not depend on the machine's user and host.
+const harnessActor = "op@console, qo tui"

@@ -8,6 +8,8 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/charmbracelet/x/exp/teatest"
 	"github.com/stretchr/testify/require"
+
+	"github.com/qo-queue/qo/queue"
 )
 
 // TestProgram runs the console as a real bubbletea program (commands in
@@ -43,4 +45,18 @@ func TestProgram(t *testing.T) {
 	task, err := h.q.Get(h.ctx, h.ids["failed"].ID)
 	require.NoError(t, err)
 	require.Equal(t, "pending", string(task.Status))
+	require.Contains(t, final.View(), "by "+harnessActor, "the timeline names who replayed it")
+}
+
+// The console names who runs it on its writes: the user and host of its
+// process, unless its caller said otherwise.
+func TestConsoleActsAsUserAndHost(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil, Options{})
+	m, err := New(h.ctx, h.q, Options{})
+	require.NoError(t, err)
+	require.Equal(t, queue.Actor()+", qo tui", queue.ActorFrom(m.ctx))
+	m, err = New(queue.WithActor(h.ctx, "bob@ops-2, qo dev"), h.q, Options{})
+	require.NoError(t, err)
+	require.Equal(t, "bob@ops-2, qo dev", queue.ActorFrom(m.ctx))
 }

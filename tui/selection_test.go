@@ -55,6 +55,7 @@ func TestSelectionKeepsItsTask(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, queue.StatusCancelled, got.Status, "y cancels the task the dialog was opened for")
 	require.Equal(t, "cancelled ("+queue.Actor()+", qo tui)", got.CancelReason, "the history says who cancelled it, and where")
+	require.Equal(t, harnessActor, got.Actor, "the version names who wrote it")
 	page, err := h.q.List(h.ctx, queue.ListQuery{Status: queue.StatusCancelled})
 	require.NoError(t, err)
 	var cancelled []uuid.UUID

@@ -120,6 +120,11 @@ type Model struct {
 
 // New returns the console's model over q.
 func New(ctx context.Context, q *queue.Queue, opts Options) (*Model, error) {
+	if queue.ActorFrom(ctx) == "" {
+		// The console's writes name who ran it (see queue.WithActor),
+		// from qo tui and from qo dev alike.
+		ctx = queue.WithActor(ctx, queue.CLIActor("qo tui"))
+	}
 	interval := -1
 	for i, d := range RefreshIntervals {
 		if d == opts.Refresh {

@@ -24,6 +24,7 @@ import (
 type cancelCase struct {
 	Now         time.Time     `json:"now"`
 	Reason      string        `json:"reason"`
+	Actor       string        `json:"actor"` // who the page is (queue.WithActor)
 	Parent      uuid.UUID     `json:"parent"`
 	Names       []string      `json:"names"` // the tasks' names, for messages
 	Before      []*queue.Task `json:"before"`
@@ -69,7 +70,7 @@ func TestCancelCases(t *testing.T) {
 	submit("H: run, child of B", queue.ParentFailureRun, b)
 	x := submit("X: cancelled by hand before", queue.ParentFailureCancel, p)
 	clock.Advance(time.Second)
-	_, err = q.Cancel(ctx, x, "by hand")
+	_, err = q.Cancel(queue.WithActor(ctx, "alice@ops-1, qo cancel"), x, "by hand")
 	require.NoError(t, err)
 
 	snap := func() ([]*queue.Task, []string) {
@@ -93,13 +94,25 @@ func TestCancelCases(t *testing.T) {
 		slices.Sort(keys)
 		return tasks, keys
 	}
-	c := cancelCase{Reason: "from the web UI", Parent: p, Names: names}
+	c := cancelCase{Reason: "from the web UI", Actor: "web UI on qo.example:8080, S3 key AKIA…MPLE", Parent: p, Names: names}
 	clock.Advance(time.Second)
 	c.Now = clock.Now()
 	c.Before, c.IndexBefore = snap()
-	_, err = q.Cancel(ctx, p, c.Reason)
+	_, err = q.Cancel(queue.WithActor(ctx, c.Actor), p, c.Reason)
 	require.NoError(t, err)
 	c.After, c.IndexAfter = snap()
+	// The operator's write names them; the writes it caused on the
+	// children do not; an earlier operator's write keeps its actor.
+	for i, task := range c.After {
+		switch names[i] {
+		case "P":
+			require.Equal(t, c.Actor, task.Actor)
+		case "X: cancelled by hand before":
+			require.Equal(t, "alice@ops-1, qo cancel", task.Actor)
+		default:
+			require.Empty(t, task.Actor, names[i])
+		}
+	}
 
 	// The case covers what it says: each kind of child ended as its
 	// on_parent_failure says.

@@ -48,6 +48,7 @@ type opCase struct {
 	Name      string      `json:"name"`
 	Op        string      `json:"op"`
 	Reason    string      `json:"reason"`
+	Actor     string      `json:"actor"`
 	Now       time.Time   `json:"now"`
 	RequestID string      `json:"request_id"`
 	Base      *queue.Task `json:"base"`
@@ -142,8 +143,11 @@ func TestOperatorCases(t *testing.T) {
 				bases["pending, priority low"] = low
 			}
 			for name, base := range bases {
-				c := opCase{Name: op + " " + name, Op: op, Reason: "from the web UI", Now: now, RequestID: "req-" + op, Base: base}
-				next, err := queue.ApplyOperator(base, op, c.Reason, now, c.RequestID)
+				c := opCase{Name: op + " " + name, Op: op, Reason: "from the web UI", Actor: "web UI, S3 keys AKIA…MPLE", Now: now, RequestID: "req-" + op, Base: base}
+				if st == queue.StatusCancelled {
+					base.Actor = "alice@ops-1, qo cancel" // an earlier operator's: replaced, never kept
+				}
+				next, err := queue.ApplyOperator(base, op, c.Reason, c.Actor, now, c.RequestID)
 				switch {
 				case err != nil:
 					require.ErrorIs(t, err, queue.ErrInvalidTransition)

@@ -1781,7 +1781,7 @@ var changes = {
     return "archived";
   }
 };
-function applyOperator(base, op, reason, now, requestID) {
+function applyOperator(base, op, reason, actor, now, requestID) {
   const change = changes[op];
   if (!change || !OPERATORS[op]) throw new Error(`unknown action ${op}`);
   if (!canAct(op, base.status)) {
@@ -1792,9 +1792,16 @@ function applyOperator(base, op, reason, now, requestID) {
   const at = iso(now);
   const event = change(next, at, reason);
   if (!event) return null;
-  return stamp(base, next, event, at, requestID);
+  return stamp(base, next, event, at, requestID, actor);
 }
-function stamp(base, next, event, at, requestID) {
+function pageActor(accessKeyId, host) {
+  const key = String(accessKeyId || "");
+  const short2 = key.length > 8 ? `${key.slice(0, 4)}\u2026${key.slice(-4)}` : "\u2026";
+  return `web UI${host ? ` on ${host}` : ""}, S3 key ${short2}`.replace(/\s+/g, " ");
+}
+function stamp(base, next, event, at, requestID, actor = "") {
+  if (actor) next.actor = actor;
+  else delete next.actor;
   next.rev = base.rev + 1;
   next.request_id = requestID;
   next.last_event = event;
@@ -2040,7 +2047,7 @@ function countStats({ ready = [], leases = [], dead = [], waiting = [], workers 
   if (meter) st.request_rate = meter.observe(workers, st.at);
   return st;
 }
-function applyControl(base, op, type, reason, now) {
+function applyControl(base, op, type, reason, now, actor = "") {
   if (base && base.format !== FORMAT_VERSION) throw new Error(`control.json has format ${base.format}; this page writes format ${FORMAT_VERSION}`);
   if (type && !validType(type)) throw new Error(`${op}: bad task type ${JSON.stringify(type)}`);
   const c = structuredClone(base || { format: FORMAT_VERSION, paused: false, paused_at: null, reason: "", paused_types: null, rev: 0 });
@@ -2064,6 +2071,8 @@ function applyControl(base, op, type, reason, now) {
   c.format = FORMAT_VERSION;
   c.rev = (c.rev || 0) + 1;
   c.updated_at = now;
+  if (actor) c.actor = actor;
+  else delete c.actor;
   return c;
 }
 
@@ -2400,7 +2409,7 @@ function deadEntryTask(entry) {
   };
 }
 function actionRequests(task, op, mode, now) {
-  const next = applyOperator(task, op, "from the web UI", now, "plan");
+  const next = applyOperator(task, op, "from the web UI", "", now, "plan");
   if (!next) return null;
   const idx = indexChanges(task, next);
   const s3 = { GET: 1, PUT: idx.put.length + 1, DELETE: idx.del.length };
@@ -2544,6 +2553,7 @@ var S3Backend = class {
   constructor(cfg) {
     this.s3 = new S3(cfg);
     this.kind = "S3";
+    this.actor = pageActor(cfg.accessKeyId, globalThis.location?.host);
   }
   now() {
     return this.s3.now();
@@ -2861,7 +2871,7 @@ var S3Backend = class {
     for (let tries = 0; tries < 5; tries++) {
       const obj = await this.s3.get(CONTROL_KEY);
       const base = obj ? JSON.parse(obj.text) : null;
-      const next = applyControl(base, op, type, reason, this.now().toISOString());
+      const next = applyControl(base, op, type, reason, this.now().toISOString(), this.actor);
       if (!next) return base;
       try {
         await this.s3.put(CONTROL_KEY, JSON.stringify(next), obj ? { ifMatch: obj.etag } : { ifNoneMatch: "*" });
@@ -3029,7 +3039,7 @@ var S3Backend = class {
    * version written, or the task as read when the action changes nothing.
    */
   async act(op, id, shardChars, reason = "from the web UI") {
-    const { next } = await this.operate(id, shardChars, (base, now, requestID) => applyOperator(base, op, reason, now, requestID));
+    const { next } = await this.operate(id, shardChars, (base, now, requestID) => applyOperator(base, op, reason, this.actor, now, requestID));
     return next;
   }
   /**
@@ -4591,7 +4601,7 @@ function renderDetail(now) {
     })),
     h("td", {}, `v${i + 1}`),
     h("td", {}, e.at ? new Date(e.at).toISOString().replace("T", " ").slice(0, 19) : "-"),
-    h("td", {}, e.event),
+    h("td", {}, e.event, e.task?.actor ? h("span", { class: "dim small actor" }, ` by ${e.task.actor}`) : ""),
     h("td", {}, e.status || ""),
     h("td", { class: "num" }, e.attempt ?? ""),
     h("td", {}, e.worker_id || "-"),

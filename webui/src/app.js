@@ -1086,7 +1086,7 @@ function renderDetail(now) {
       onchange: () => mark(i),
     })),
     h('td', {}, `v${i + 1}`), h('td', {}, e.at ? new Date(e.at).toISOString().replace('T', ' ').slice(0, 19) : '-'),
-    h('td', {}, e.event), h('td', {}, e.status || ''), h('td', { class: 'num' }, e.attempt ?? ''), h('td', {}, e.worker_id || '-'),
+    h('td', {}, e.event, e.task?.actor ? h('span', { class: 'dim small actor' }, ` by ${e.task.actor}`) : ''), h('td', {}, e.status || ''), h('td', { class: 'num' }, e.attempt ?? ''), h('td', {}, e.worker_id || '-'),
     h('td', { class: 'error' }, e.error || '')));
   box.replaceChildren(
     h('h2', { class: 'mono' }, t.id),

@@ -4,7 +4,7 @@
 import { S3, S3Error } from './s3.js';
 import {
   CONFIG_KEY, FORMAT_VERSION, TASKS_PREFIX, WORKERS_PREFIX, SCHEDULES_PREFIX, CONTROL_KEY, READY_PREFIX, LEASES_PREFIX, DEAD_PREFIX, WAITING_PREFIX, LAYOUT_VERSION, LIST_WINDOW_MS,
-  INDEX_GRACE_MS, THROUGHPUT_PREFIX, DAY_HOURS, throughputKey, applyOperator, applyControl, countStats, indexChanges, indexKeys, indexEntry, parseIndexKey, decodeTask, taskKey, shards, shardOf, idFloor,
+  INDEX_GRACE_MS, THROUGHPUT_PREFIX, DAY_HOURS, throughputKey, applyOperator, applyControl, pageActor, countStats, indexChanges, indexKeys, indexEntry, parseIndexKey, decodeTask, taskKey, shards, shardOf, idFloor,
   idempotencyKey, rewait, recordEnd, endedAs, TransitionError, part, validPart, parseWorkerKey, parseScheduleKey, payloadKey,
   progressOf, workerKey,
 } from './queue.js';
@@ -110,6 +110,8 @@ export class S3Backend {
   constructor(cfg) {
     this.s3 = new S3(cfg);
     this.kind = 'S3';
+    // Who the page's writes name as their actor (queue's actor field).
+    this.actor = pageActor(cfg.accessKeyId, globalThis.location?.host);
   }
 
   now() {
@@ -444,7 +446,7 @@ export class S3Backend {
     for (let tries = 0; tries < 5; tries++) {
       const obj = await this.s3.get(CONTROL_KEY);
       const base = obj ? JSON.parse(obj.text) : null;
-      const next = applyControl(base, op, type, reason, this.now().toISOString());
+      const next = applyControl(base, op, type, reason, this.now().toISOString(), this.actor);
       if (!next) return base;
       try {
         await this.s3.put(CONTROL_KEY, JSON.stringify(next), obj ? { ifMatch: obj.etag } : { ifNoneMatch: '*' });
@@ -611,7 +613,7 @@ export class S3Backend {
    * version written, or the task as read when the action changes nothing.
    */
   async act(op, id, shardChars, reason = 'from the web UI') {
-    const { next } = await this.operate(id, shardChars, (base, now, requestID) => applyOperator(base, op, reason, now, requestID));
+    const { next } = await this.operate(id, shardChars, (base, now, requestID) => applyOperator(base, op, reason, this.actor, now, requestID));
     return next;
   }
 

@@ -57,7 +57,7 @@ export function deadEntryTask(entry) {
  * action, and returns null when the action would change nothing.
  */
 export function actionRequests(task, op, mode, now) {
-  const next = applyOperator(task, op, 'from the web UI', now, 'plan');
+  const next = applyOperator(task, op, 'from the web UI', '', now, 'plan');
   if (!next) return null;
   const idx = indexChanges(task, next);
   const s3 = { GET: 1, PUT: idx.put.length + 1, DELETE: idx.del.length };

@@ -413,10 +413,11 @@ const changes = {
 /**
  * applyOperator returns the version an operator action makes of base at
  * time now (an ISO string), or null when the action changes nothing; it
- * throws a TransitionError when the task's state does not allow it. Same
- * rules as queue.ApplyOperator in Go.
+ * throws a TransitionError when the task's state does not allow it. The
+ * version names actor as who made it (its actor field; none when actor is
+ * empty). Same rules as queue.ApplyOperator in Go.
  */
-export function applyOperator(base, op, reason, now, requestID) {
+export function applyOperator(base, op, reason, actor, now, requestID) {
   const change = changes[op];
   if (!change || !OPERATORS[op]) throw new Error(`unknown action ${op}`);
   if (!canAct(op, base.status)) {
@@ -427,15 +428,30 @@ export function applyOperator(base, op, reason, now, requestID) {
   const at = iso(now);
   const event = change(next, at, reason);
   if (!event) return null;
-  return stamp(base, next, event, at, requestID);
+  return stamp(base, next, event, at, requestID, actor);
+}
+
+/**
+ * pageActor is who the page records as the actor of its writes in S3
+ * mode (queue.WithActor in Go): the web UI, the host it was opened from,
+ * and the S3 access key it signs with, shortened (its first and last four
+ * characters): what the page knows of who uses it.
+ */
+export function pageActor(accessKeyId, host) {
+  const key = String(accessKeyId || '');
+  const short = key.length > 8 ? `${key.slice(0, 4)}…${key.slice(-4)}` : '…';
+  return `web UI${host ? ` on ${host}` : ''}, S3 key ${short}`.replace(/\s+/g, ' ');
 }
 
 /**
  * stamp makes next the version after base (queue's stamp): rev+1, the
- * request id, the event, updated_at = now (never moving back), then checks
- * the transition against the lifecycle table.
+ * request id, the event, updated_at = now (never moving back), the actor
+ * of an operator action (cleared on any other write, as queue's apply
+ * does), then checks the transition against the lifecycle table.
  */
-function stamp(base, next, event, at, requestID) {
+function stamp(base, next, event, at, requestID, actor = '') {
+  if (actor) next.actor = actor;
+  else delete next.actor;
   next.rev = base.rev + 1;
   next.request_id = requestID;
   next.last_event = event;
@@ -777,11 +793,12 @@ export function countStats({ ready = [], leases = [], dead = [], waiting = [], w
 /**
  * applyControl returns the control.json a pause or resume makes of base
  * (the stored one, or null when there is none) at time now (ISO), or null
- * when it changes nothing: the rules of queue.Pause and queue.Resume. An
+ * when it changes nothing: the rules of queue.Pause and queue.Resume, with
+ * actor naming who made the version (control.json's actor). An
  * empty type means the whole queue; resuming it leaves the types paused
  * one by one paused.
  */
-export function applyControl(base, op, type, reason, now) {
+export function applyControl(base, op, type, reason, now, actor = '') {
   if (base && base.format !== FORMAT_VERSION) throw new Error(`control.json has format ${base.format}; this page writes format ${FORMAT_VERSION}`);
   if (type && !validType(type)) throw new Error(`${op}: bad task type ${JSON.stringify(type)}`);
   const c = structuredClone(base || { format: FORMAT_VERSION, paused: false, paused_at: null, reason: '', paused_types: null, rev: 0 });
@@ -805,5 +822,7 @@ export function applyControl(base, op, type, reason, now) {
   c.format = FORMAT_VERSION;
   c.rev = (c.rev || 0) + 1;
   c.updated_at = now;
+  if (actor) c.actor = actor;
+  else delete c.actor;
   return c;
 }

@@ -58,7 +58,9 @@ function comparable(t) {
 test('cancelling a parent records its end on its children, which follow on_parent_failure, as queue.Cancel does', async () => {
   const { be, s3 } = bucket();
   await be.shards();
+  be.actor = c.actor;
   const next = await be.act('cancel', c.parent, 1, c.reason);
+  assert.equal(next.actor, c.actor, 'the write names who made it');
   assert.equal(next.status, 'cancelled');
   c.after.forEach((want, i) => {
     const got = JSON.parse(s3.objects.get(taskKey(want.shard, want.id)));

@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { applyOperator, TransitionError, allowed, indexChanges, decodeTask, health, shards, canAct } from '../src/queue.js';
+import { applyOperator, applyControl, pageActor, TransitionError, allowed, indexChanges, decodeTask, health, shards, canAct } from '../src/queue.js';
 
 const cases = JSON.parse(readFileSync(new URL('../testdata/cases.json', import.meta.url)));
 
@@ -19,10 +19,10 @@ function normalize(t) {
 for (const c of cases) {
   test(`shared case: ${c.name}`, () => {
     if (c.error) {
-      assert.throws(() => applyOperator(c.base, c.op, c.reason, c.now, c.request_id), TransitionError);
+      assert.throws(() => applyOperator(c.base, c.op, c.reason, c.actor, c.now, c.request_id), TransitionError);
       return;
     }
-    const got = applyOperator(c.base, c.op, c.reason, c.now, c.request_id);
+    const got = applyOperator(c.base, c.op, c.reason, c.actor, c.now, c.request_id);
     if (c.want === null) {
       assert.equal(got, null);
       return;
@@ -31,6 +31,18 @@ for (const c of cases) {
     assert.deepEqual(indexChanges(c.base, got), { put: c.index_put ?? [], del: c.index_delete ?? [] });
   });
 }
+
+test('the page names itself as the actor of its writes, as the Go rules record it', () => {
+  assert.equal(pageActor('AKIAIOSFODNN7EXAMPLE', 'ops.example:8080'), 'web UI on ops.example:8080, S3 key AKIA…MPLE');
+  assert.equal(pageActor('short', ''), 'web UI, S3 key …', 'a short key is not shown at all');
+  const c = cases.find((x) => x.want && x.actor && x.base.actor);
+  assert.ok(c, 'a case replaces an earlier operator\'s actor');
+  assert.equal(applyOperator(c.base, c.op, c.reason, c.actor, c.now, c.request_id).actor, c.actor);
+  assert.equal(applyOperator(c.base, c.op, c.reason, '', c.now, c.request_id).actor, undefined, 'no actor: none recorded');
+  const ctl = applyControl(null, 'pause', 'email', 'outage', c.now, 'web UI, S3 key AKIA…MPLE');
+  assert.equal(ctl.actor, 'web UI, S3 key AKIA…MPLE');
+  assert.equal(applyControl(ctl, 'resume', 'email', '', c.now, '').actor, undefined, 'each version names its own actor');
+});
 
 test('the page offers an action exactly where the Go rules take it', () => {
   for (const c of cases) {
@@ -41,7 +53,7 @@ test('the page offers an action exactly where the Go rules take it', () => {
 
 test('a refusal names the statuses the action applies to', () => {
   const c = cases.find((x) => x.op === 'replay' && x.error && x.base.status === 'pending');
-  assert.throws(() => applyOperator(c.base, c.op, c.reason, c.now, c.request_id), /only failed, cancelled or expired tasks can be replayed/);
+  assert.throws(() => applyOperator(c.base, c.op, c.reason, c.actor, c.now, c.request_id), /only failed, cancelled or expired tasks can be replayed/);
 });
 
 test('there are cases of every kind', () => {
