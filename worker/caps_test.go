@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/monitor"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/memstore"
 )
 
@@ -126,4 +128,70 @@ func TestFleetCapHolds(t *testing.T) {
 	defer mu.Unlock()
 	require.LessOrEqual(t, most, capN, "handlers running at once")
 	require.Positive(t, most)
+}
+
+// registryCount counts the requests that touch the registry or the
+// control object.
+type registryCount struct {
+	store.Store
+	n atomic.Int64
+}
+
+func (s *registryCount) note(key string) {
+	if strings.HasPrefix(key, queue.WorkersPrefix) || key == queue.ControlKey {
+		s.n.Add(1)
+	}
+}
+
+func (s *registryCount) Get(ctx context.Context, key string) (*store.Object, error) {
+	s.note(key)
+	return s.Store.Get(ctx, key)
+}
+
+func (s *registryCount) Put(ctx context.Context, key string, body []byte, cond store.Condition) (store.PutResult, error) {
+	s.note(key)
+	return s.Store.Put(ctx, key, body, cond)
+}
+
+func (s *registryCount) List(ctx context.Context, p store.ListParams) (store.ListPage, error) {
+	s.note(p.Prefix)
+	return s.Store.List(ctx, p)
+}
+
+// A cap costs nothing per task: a worker draining 200 capped tasks reads
+// and writes the registry and control.json a few times in all (its
+// heartbeats and the confirmation of its share), not per task.
+func TestFleetCapCostsNoRequestPerTask(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	base := memstore.New()
+	_, err := queue.Init(ctx, base, 1)
+	require.NoError(t, err)
+	cs := &registryCount{Store: base}
+	q, err := queue.Open(ctx, cs, queue.Options{Logger: testLogger(t)})
+	require.NoError(t, err)
+	_, err = q.SetLimit(ctx, "capped", 4)
+	require.NoError(t, err)
+	bd := &bundle{s: cs, q: q}
+	const tasks = 200
+	for range tasks {
+		bd.submit(t, "capped", `{}`)
+	}
+	var done atomic.Int64
+	o := bd.opts(t)
+	o.Concurrency = 4
+	o.HeartbeatInterval = 9 * time.Second
+	o.ControlRefresh = time.Hour
+	w := New(q, o)
+	w.Handle("capped", func(context.Context, *queue.Task) (json.RawMessage, error) {
+		done.Add(1)
+		return nil, nil
+	})
+	before := cs.n.Load()
+	r := start(t, w)
+	testutil.Eventually(t, func() bool { return done.Load() == tasks }, "every task to run")
+	require.NoError(t, r.stop(t))
+	used := cs.n.Load() - before
+	t.Logf("%d registry and control requests for %d tasks", used, tasks)
+	require.Less(t, used, int64(tasks/10), "registry and control requests")
 }
