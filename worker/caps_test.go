@@ -195,3 +195,118 @@ func TestFleetCapCostsNoRequestPerTask(t *testing.T) {
 	t.Logf("%d registry and control requests for %d tasks", used, tasks)
 	require.Less(t, used, int64(tasks/10), "registry and control requests")
 }
+
+// The live set behind a worker's target, step by step: joins count, a
+// worker serving other types does not, a killed worker counts until it is
+// dead by the monitor's rule (DeadAfter + MaxClockSkew after its last
+// heartbeat) and a deregistered one stops counting at once.
+func TestCapTargetsFollowTheLiveSet(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := newFakeClock()
+	s := memstore.New(memstore.WithClock(clock))
+	_, err := queue.Init(ctx, s, 1)
+	require.NoError(t, err)
+	q, err := queue.Open(ctx, s, queue.Options{Logger: testLogger(t), Clock: clock})
+	require.NoError(t, err)
+	w := New(q, Options{ID: "b", Clock: clock, NoMonitor: true, Logger: testLogger(t)})
+	beat := func(id string, types ...string) {
+		require.NoError(t, q.PutWorker(ctx, &queue.WorkerInfo{ID: id, Types: types}))
+	}
+	steps := []struct {
+		name string
+		act  func()
+		want int
+	}{
+		{"alone", func() {}, 5},
+		{"a joins", func() { beat("a", "t") }, 2},
+		{"c joins, serving another type", func() { beat("c", "other") }, 2},
+		{"d joins", func() { beat("d", "t", "other") }, 2},
+		{"a stops heartbeating: still counted at the bound", func() {
+			clock.Advance(queue.DefaultDeadAfter + queue.MaxClockSkew)
+			beat("d", "t", "other")
+		}, 2},
+		{"a is dead past the bound", func() {
+			clock.Advance(time.Second)
+			beat("d", "t", "other")
+		}, 3},
+		{"d deregisters", func() { require.NoError(t, q.DeleteWorker(ctx, "d")) }, 5},
+	}
+	for _, st := range steps {
+		st.act()
+		got, err := w.capTargets(ctx, map[string]int{"t": 5})
+		require.NoError(t, err, st.name)
+		require.Equal(t, st.want, got["t"], st.name)
+	}
+}
+
+// The hand-over of shares between two workers, heartbeat by heartbeat: a
+// joiner holds nothing usable until the other's published hold shrank; a
+// worker shrinks no lower than what it runs; a dead worker's share is
+// taken only past the liveness bound.
+func TestCapHandOver(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := newFakeClock()
+	s := memstore.New(memstore.WithClock(clock))
+	_, err := queue.Init(ctx, s, 1)
+	require.NoError(t, err)
+	q, err := queue.Open(ctx, s, queue.Options{Logger: testLogger(t), Clock: clock})
+	require.NoError(t, err)
+	ctl, err := q.SetLimit(ctx, "t", 4)
+	require.NoError(t, err)
+	newW := func(id string) *Worker {
+		w := New(q, Options{ID: id, Clock: clock, NoMonitor: true, Logger: testLogger(t)})
+		w.Handle("t", func(context.Context, *queue.Task) (json.RawMessage, error) { return nil, nil })
+		require.NoError(t, w.Validate())
+		w.setCaps(ctl)
+		return w
+	}
+	usable := func(w *Worker) int {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		n, ok := w.capLimit("t")
+		require.True(t, ok)
+		return n
+	}
+	held := func(w *Worker) int {
+		info, err := q.GetWorker(ctx, w.ID())
+		require.NoError(t, err)
+		return info.Holds["t"]
+	}
+	a := newW("a")
+	require.NoError(t, a.Heartbeat(ctx))
+	require.Equal(t, 4, usable(a), "alone: the whole cap")
+
+	b := newW("b")
+	require.NoError(t, b.Heartbeat(ctx))
+	require.Equal(t, 2, held(b), "b publishes its target")
+	require.Equal(t, 0, usable(b), "but a still holds 4")
+
+	a.mu.Lock()
+	a.claiming["t"] = 3 // a runs 3
+	a.mu.Unlock()
+	require.NoError(t, a.Heartbeat(ctx))
+	require.Equal(t, 3, held(a), "a shrinks no lower than it runs")
+	require.Equal(t, 3, usable(a))
+	require.NoError(t, b.Heartbeat(ctx))
+	require.Equal(t, 0, usable(b), "3 + 2 is over the cap")
+
+	a.mu.Lock()
+	a.claiming["t"] = 1
+	a.mu.Unlock()
+	require.NoError(t, a.Heartbeat(ctx))
+	require.Equal(t, 2, usable(a))
+	require.NoError(t, b.Heartbeat(ctx))
+	require.Equal(t, 2, usable(b), "a shrank to its target: b takes its share")
+
+	// a is killed: b's share grows only once a is dead by the monitor's rule.
+	clock.Advance(queue.DefaultDeadAfter / 2)
+	require.NoError(t, b.Heartbeat(ctx))
+	clock.Advance(queue.DefaultDeadAfter/2 + queue.MaxClockSkew)
+	require.NoError(t, b.Heartbeat(ctx))
+	require.Equal(t, 2, usable(b), "a is not dead yet")
+	clock.Advance(time.Second)
+	require.NoError(t, b.Heartbeat(ctx))
+	require.Equal(t, 4, usable(b), "a is dead: b holds the whole cap")
+}
