@@ -192,7 +192,7 @@ func New(build Build) *cli.App {
 	// The commands that talk to a bucket: each gets the connection flags.
 	withBucket := []*cli.Command{
 		archiveCommand(), benchCommand(), cancelCommand(), doctorCommand(), historyCommand(),
-		initCommand(), listCommand(), migrateCommand(), monitorCommand(), pauseCommand(),
+		initCommand(), limitCommand(), limitsCommand(), listCommand(), migrateCommand(), monitorCommand(), pauseCommand(),
 		repairCommand(), replayCommand(), resumeCommand(), scheduleCommand(), serveCommand(),
 		statsCommand(), statusCommand(), submitCommand(), tailCommand(), tuiCommand(),
 		uiCommand(), waitCommand(), workerCommand(build), workersCommand(), workflowCommand(),

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -170,6 +171,13 @@ func printStats(w io.Writer, st view.Stats) error {
 	}
 	if r := st.RequestRate; r != nil {
 		fmt.Fprintf(w, "S3 requests: %.1f/s (~$%.4f/hour) from %d workers' heartbeats\n", r.PerSecond, r.DollarsPerHour, r.Workers)
+	}
+	if len(st.Limits) > 0 {
+		var caps []string
+		for _, t := range slices.Sorted(maps.Keys(st.Limits)) {
+			caps = append(caps, fmt.Sprintf("%s %d", termsafe.Line(t), st.Limits[t]))
+		}
+		fmt.Fprintf(w, "fleet-wide caps (running at once): %s\n", strings.Join(caps, ", "))
 	}
 	for _, u := range st.Unserved {
 		fmt.Fprintf(w, "UNSERVED %s: %d pending, %s\n", termsafe.Line(u.Type), u.Pending, u.Reason)

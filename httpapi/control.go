@@ -1,6 +1,10 @@
 package httpapi
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/qo-queue/qo/queue"
+)
 
 // The pause switches (see queue/doc.go, "Pause"): the same calls as qo
 // pause and qo resume.
@@ -43,6 +47,40 @@ func (a *api) resume(w http.ResponseWriter, r *http.Request) error {
 		return badInput(`resume takes no "reason"`)
 	}
 	c, err := a.q.Resume(r.Context(), b.Type)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, c)
+	return nil
+}
+
+// limitBody is the body of POST /api/limit.
+type limitBody struct {
+	Type        string `json:"type"`
+	Concurrency int    `json:"concurrency"`
+	Clear       bool   `json:"clear"`
+}
+
+// limit sets or clears a type's fleet-wide concurrency cap (qo limit).
+func (a *api) limit(w http.ResponseWriter, r *http.Request) error {
+	var b limitBody
+	if err := decodeBody(r, &b, `{"type": "...", "concurrency": N} or {"type": "...", "clear": true}`); err != nil {
+		return err
+	}
+	var (
+		c   queue.Control
+		err error
+	)
+	switch {
+	case b.Clear && b.Concurrency != 0:
+		return badInput(`give either "concurrency" or "clear", not both`)
+	case b.Clear:
+		c, err = a.q.ClearLimit(r.Context(), b.Type)
+	case b.Concurrency == 0:
+		return badInput(`give "concurrency": N to set a cap, or "clear": true to remove it`)
+	default:
+		c, err = a.q.SetLimit(r.Context(), b.Type, b.Concurrency)
+	}
 	if err != nil {
 		return err
 	}

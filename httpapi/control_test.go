@@ -29,3 +29,33 @@ func TestControlEndpoints(t *testing.T) {
 		require.Equal(t, []string{"email"}, c.PausedTypes(), "the API wrote the bucket")
 	})
 }
+
+// POST /api/limit sets and clears a fleet-wide cap, refusing bad bodies;
+// GET /api/control and /api/stats show it.
+func TestLimitEndpoint(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
+		e := newEnv(t, be, Options{})
+		e.calls(t, []call{
+			{"POST", "/api/limit", "/api/limit", `{"type":"api","concurrency":5}`, 200, func(t *testing.T, v map[string]any) {
+				require.Equal(t, float64(5), v["limits"].(map[string]any)["api"].(map[string]any)["concurrency"])
+			}},
+			{"POST", "/api/limit", "/api/limit", `{"type":"other","concurrency":2}`, 200, nil},
+			{"POST", "/api/limit", "/api/limit", `{"type":"other","clear":true}`, 200, func(t *testing.T, v map[string]any) {
+				require.NotContains(t, v["limits"], "other")
+			}},
+			{"GET", "/api/stats", "/api/stats", "", 200, func(t *testing.T, v map[string]any) {
+				require.Equal(t, map[string]any{"api": float64(5)}, v["limits"])
+			}},
+			{"POST", "/api/limit", "/api/limit", `{"type":"api"}`, 400, nil},
+			{"POST", "/api/limit", "/api/limit", `{"type":"api","concurrency":-1}`, 400, nil},
+			{"POST", "/api/limit", "/api/limit", `{"type":"api","concurrency":3,"clear":true}`, 400, nil},
+			{"POST", "/api/limit", "/api/limit", `{"type":"a b","concurrency":3}`, 400, nil},
+		})
+		c, err := e.q.Control(context.Background())
+		require.NoError(t, err)
+		n, ok := c.ConcurrencyCap("api")
+		require.True(t, ok)
+		require.Equal(t, 5, n, "the API wrote the bucket")
+	})
+}

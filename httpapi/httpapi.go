@@ -195,6 +195,7 @@ func (a *api) routes() []route {
 		{"GET /api/control", false, a.getControl},
 		{"POST /api/pause", false, a.pause},
 		{"POST /api/resume", false, a.resume},
+		{"POST /api/limit", false, a.limit},
 		{"GET /api/schedules", false, a.listSchedules},
 		{"POST /api/schedules", false, a.createSchedule},
 		{"GET /api/schedules/{name}", false, a.getSchedule},

@@ -109,6 +109,9 @@ func (m *Model) Snapshot(ctx context.Context) (Snapshot, error) {
 func (s Snapshot) View() view.Stats {
 	v := view.StatsOf(s.Stats, s.Workers)
 	v.Unserved = s.Unserved
+	for _, t := range s.Control.LimitedTypes() {
+		v.Limits[t] = s.Control.Limits[t].Concurrency
+	}
 	v.RequestRate = s.Rate
 	v.LastHour, v.LastDay = s.LastHour, s.LastDay
 	return v

@@ -22,7 +22,10 @@ type Control struct {
 	PausedAt *time.Time `json:"paused_at"`
 	Reason   string     `json:"reason"`
 	// Types holds the paused task types.
-	Types     map[string]Pause `json:"paused_types"`
+	Types map[string]Pause `json:"paused_types"`
+	// Limits holds the fleet-wide limits by task type (see doc.go,
+	// "Fleet-wide concurrency caps").
+	Limits    map[string]Limit `json:"limits,omitempty"`
 	UpdatedAt time.Time        `json:"updated_at"`
 	Rev       int64            `json:"rev"`
 	// Actor names who made this version (the pause or resume), as the
@@ -35,6 +38,35 @@ type Control struct {
 type Pause struct {
 	At     time.Time `json:"at"`
 	Reason string    `json:"reason"`
+}
+
+// Limit is a fleet-wide limit of one task type: at most Concurrency
+// handlers of the type run at once across every worker.
+type Limit struct {
+	Concurrency int       `json:"concurrency"`
+	SetAt       time.Time `json:"set_at"`
+}
+
+// MaxConcurrencyCap bounds a fleet-wide cap (a larger one is no cap).
+const MaxConcurrencyCap = 1_000_000
+
+// ConcurrencyCap returns the fleet-wide cap of typ (false: none).
+func (c Control) ConcurrencyCap(typ string) (int, bool) {
+	l, ok := c.Limits[typ]
+	if !ok || l.Concurrency <= 0 {
+		return 0, false
+	}
+	return l.Concurrency, true
+}
+
+// LimitedTypes returns the types with a limit in name order.
+func (c Control) LimitedTypes() []string {
+	out := make([]string, 0, len(c.Limits))
+	for t := range c.Limits {
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // IsPaused reports whether workers must not claim tasks of type typ.
@@ -69,7 +101,52 @@ func decodeControl(body []byte) (Control, error) {
 			return Control{}, &MalformedError{Key: ControlKey, Err: errors.New(err.Error())}
 		}
 	}
+	for t, l := range c.Limits {
+		if err := ValidateType(t); err != nil {
+			return Control{}, &MalformedError{Key: ControlKey, Err: errors.New(err.Error())}
+		}
+		if l.Concurrency < 1 || l.Concurrency > MaxConcurrencyCap {
+			return Control{}, &MalformedError{Key: ControlKey, Err: fmt.Errorf("limit of type %q: concurrency %d is not between 1 and %d", t, l.Concurrency, MaxConcurrencyCap)}
+		}
+	}
 	return c, nil
+}
+
+// SetLimit sets the fleet-wide concurrency cap of typ to n: at most n
+// handlers of the type run at once across every worker (see doc.go,
+// "Fleet-wide concurrency caps"). Setting the cap it has changes nothing.
+func (q *Queue) SetLimit(ctx context.Context, typ string, n int) (Control, error) {
+	if err := ValidateType(typ); err != nil {
+		return Control{}, fmt.Errorf("set limit: %w", err)
+	}
+	if n < 1 || n > MaxConcurrencyCap {
+		return Control{}, invalidInput("set limit: concurrency %d is not between 1 and %d (to remove the cap, clear it)", n, MaxConcurrencyCap)
+	}
+	return q.updateControl(ctx, "set limit", func(c *Control, now time.Time) bool {
+		if l, ok := c.Limits[typ]; ok && l.Concurrency == n {
+			return false
+		}
+		if c.Limits == nil {
+			c.Limits = map[string]Limit{}
+		}
+		c.Limits[typ] = Limit{Concurrency: n, SetAt: now}
+		return true
+	})
+}
+
+// ClearLimit removes the fleet-wide limit of typ. Clearing none changes
+// nothing.
+func (q *Queue) ClearLimit(ctx context.Context, typ string) (Control, error) {
+	if err := ValidateType(typ); err != nil {
+		return Control{}, fmt.Errorf("clear limit: %w", err)
+	}
+	return q.updateControl(ctx, "clear limit", func(c *Control, now time.Time) bool {
+		if _, ok := c.Limits[typ]; !ok {
+			return false
+		}
+		delete(c.Limits, typ)
+		return true
+	})
 }
 
 // Control reads control.json. A queue that was never paused has none: the

@@ -1,6 +1,7 @@
 package queue_test
 
 import (
+	"context"
 	"sync"
 	"testing"
 
@@ -8,6 +9,7 @@ import (
 
 	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/store"
+	"github.com/qo-queue/qo/store/memstore"
 	"github.com/qo-queue/qo/store/storetest"
 )
 
@@ -56,4 +58,40 @@ func TestPauseControl(t *testing.T) {
 		_, err = b.q.Pause(b.ctx, "bad type", "")
 		require.ErrorIs(t, err, queue.ErrInvalidInput)
 	})
+}
+
+// SetLimit and ClearLimit keep a type's fleet-wide cap in control.json
+// beside the pauses; a bad cap is refused and a malformed one reported.
+func TestSetLimit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := memstore.New()
+	_, err := queue.Init(ctx, s, 1)
+	require.NoError(t, err)
+	q, err := queue.Open(ctx, s, queue.Options{})
+	require.NoError(t, err)
+	_, err = q.Pause(ctx, "api", "")
+	require.NoError(t, err)
+	c, err := q.SetLimit(ctx, "api", 5)
+	require.NoError(t, err)
+	n, ok := c.ConcurrencyCap("api")
+	require.True(t, ok)
+	require.Equal(t, 5, n)
+	require.True(t, c.IsPaused("api"), "the pause stays")
+	rev := c.Rev
+	c, err = q.SetLimit(ctx, "api", 5)
+	require.NoError(t, err)
+	require.Equal(t, rev, c.Rev, "setting the same cap writes nothing")
+	_, err = q.SetLimit(ctx, "api", 0)
+	require.ErrorIs(t, err, queue.ErrInvalidInput)
+	c, err = q.ClearLimit(ctx, "api")
+	require.NoError(t, err)
+	_, ok = c.ConcurrencyCap("api")
+	require.False(t, ok)
+
+	_, err = s.Put(ctx, queue.ControlKey, []byte(`{"format":1,"limits":{"api":{"concurrency":0}}}`), store.Condition{})
+	require.NoError(t, err)
+	_, err = q.Control(ctx)
+	var m *queue.MalformedError
+	require.ErrorAs(t, err, &m)
 }

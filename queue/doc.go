@@ -15,12 +15,12 @@ writer follows; the code implements exactly what is written here.
 	waiting/{shard}/{id}                                waiting index: one empty object per waiting task (see Dependencies)
 	dead/{inv-ms}/{shard}/{type}/{id}                   dead letters: one empty object per failed task
 	data/{shard}/{id}/input.json|output-{lease_id}.json offloaded payloads (see Large payloads)
-	control.json                                        pause switches (see Pause)
+	control.json                                        pause switches and fleet-wide caps (see Pause, Fleet-wide concurrency caps)
 	schedules/{name}.json                               cron schedules (see Schedules)
 	idempotency/{h[:2]}/{h}.json                        idempotency key markers (see Idempotency keys, Workflows)
 	workflows/{shard}/{id}.json                         workflow records: steps and their task ids (see Workflows)
 	workflow-names/{name}.json                          a workflow name's latest workflow (see Workflows)
-	workers/{worker_id}.json                            worker registry: heartbeats (liveness, stats)
+	workers/{worker_id}.json                            worker registry: heartbeats (liveness, stats, shares of the caps)
 	shard-leases/{shard}.json                           named lease: which worker polls a shard
 	monitor/leader.json                                 named lease: which monitor is the leader
 	monitor/sweep.json                                  the sweeper's cursor and last pass
@@ -1092,6 +1092,71 @@ instead of listing. An idle worker with nothing paused never reads it.
 Tasks already running finish and submits are still accepted. Like every shared
 object it is compared-and-swapped (created with a create-only PUT), never
 deleted.
+
+# Fleet-wide concurrency caps
+
+control.json's "limits" holds a cap per task type ({"concurrency": N,
+"set_at": ...}, set by qo limit): at no instant do more than N handlers of
+the type run across every worker, through workers joining, draining, being
+paused and being killed. Nothing is written per task: the cap is held by
+shares that ride on the heartbeats.
+
+  - Each worker serving a capped type publishes in its registry entry
+    ("holds": type -> count, written with every heartbeat) the share it
+    holds, and runs (its claims in flight counted) at most its usable
+    share, which is never above any value of its holds another worker may
+    read: the one in the bucket, or one being written.
+  - Target: N split evenly over the live workers serving the type (by the
+    registry, a worker is live until its heartbeat is DeadAfter +
+    MaxClockSkew old), sorted by id, the remainder to the first ids. Every
+    heartbeat lists the registry (1 LIST; 1 GET per worker id not seen
+    before, for the types it serves) and publishes max(target, running).
+  - Shrinking: a smaller hold lowers the usable share before the write
+    (and every claim checks the usable share under the worker's lock, so
+    no claim started after it counts against the old one).
+  - Growing: a larger hold is used only after its write landed and a
+    registry read that followed (1 LIST, 1 GET per live worker) shows the
+    holds of the live workers summing to at most N; otherwise the worker
+    keeps its usable share and tries again at its next heartbeat (every
+    second while it waits). A joining worker holds nothing until others'
+    published records show they have shrunk to their targets.
+  - A worker whose last landed heartbeat is older than its stop bound
+    (three quarters of DeadAfter) when one lands again drops every usable
+    share and grows again as above: others may have counted it dead.
+
+Proof sketch. Take any instant and the workers' usable shares then. Each
+share above 0 was confirmed by a write W of its holds followed by a read
+R; of these, let W_k be the last write. Every other worker's usable share
+was confirmed by an earlier write, and since then its holds in the bucket
+never fell below it (shrinking lowers the usable share first), so R_k,
+which follows W_k, read holds at least as large for every worker it counted
+live, and summed them with its own to at most N. A worker R_k left out was
+dead by the monitor's rule: its heartbeat older than DeadAfter +
+MaxClockSkew by the reader's clock, so (see Leases and liveness) it stopped
+its handlers at three quarters of DeadAfter and they have returned (exec
+handlers within the kill grace), and, should a heartbeat of it land again,
+it starts from nothing. A worker without an entry then either had none
+yet (it will confirm after W_k and see W_k's holds) or deregistered after
+its handlers returned. Clock skew enters only through the liveness rule,
+bounded by MaxClockSkew as there; a lost heartbeat response counts as not
+landed, which only delays growth, while a lost shrinking write was already
+applied to the usable share. So the sum of the usable shares, hence of the
+running handlers, is at most N.
+
+What it costs and what it does not guarantee:
+  - a killed worker's share is unusable until it is found dead: DeadAfter +
+    MaxClockSkew (22 s by default) after its last heartbeat, plus up to a
+    heartbeat interval (10 s) for the others to notice and confirm;
+  - a joining worker gets its share once the others' next heartbeats
+    shrank them and their running tasks of the type ended;
+  - a worker learns a cap from control.json (read at least every second
+    while it claims): tasks started before it knew are not stopped, and
+    count against the cap as they end;
+  - requests: a worker serving a capped type pays 1 LIST per heartbeat
+    interval, plus 1 LIST and 1 GET per live worker after a heartbeat that
+    raised its share. Nothing per task;
+  - a paused type keeps its shares (every worker is paused alike); a
+    draining worker publishes 0 beyond what it runs.
 
 # Schedules
 

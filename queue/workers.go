@@ -50,6 +50,11 @@ type WorkerInfo struct {
 	// made one, by task id (see doc.go, "Progress"): reports land here at
 	// the next heartbeat, never in a write of their own.
 	Progress map[string]Progress `json:"progress,omitempty"`
+	// Holds is the share of each capped type's fleet-wide cap the worker
+	// holds: it runs at most that many of the type (see doc.go,
+	// "Fleet-wide concurrency caps"). A worker holds nothing of a type
+	// not listed.
+	Holds map[string]int `json:"holds,omitempty"`
 }
 
 // DefaultDeadAfter is the liveness bound of a worker that states none: a

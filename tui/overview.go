@@ -173,6 +173,14 @@ func (o *overview) pauseBanner() string {
 	for _, l := range lines {
 		b.WriteString(o.st.Error.Render(cut(l, max(o.w, 20))) + "\n")
 	}
+	if ts := c.LimitedTypes(); len(ts) > 0 {
+		var parts []string
+		for _, t := range ts {
+			parts = append(parts, fmt.Sprintf("%s %d", safe(t), c.Limits[t].Concurrency))
+		}
+		b.WriteString(o.st.Dim.Render(cut("fleet-wide caps (running at once): "+strings.Join(parts, ", "), max(o.w, 20))) + "\n")
+		lines = append(lines, "")
+	}
 	if len(lines) > 0 {
 		b.WriteString("\n")
 	}

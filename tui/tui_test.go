@@ -551,3 +551,14 @@ func TestDetailShowsMetadata(t *testing.T) {
 	h.press("enter")
 	require.Contains(t, h.view(), "metadata batch=7 tenant=acme")
 }
+
+// The overview shows the fleet-wide caps.
+func TestOverviewShowsCaps(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil, Options{}).seed()
+	_, err := h.q.SetLimit(h.ctx, "report", 3)
+	require.NoError(t, err)
+	h.newModel(Options{})
+	h.init()
+	require.Contains(t, h.view(), "fleet-wide caps (running at once): report 3")
+}

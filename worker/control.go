@@ -43,7 +43,7 @@ func (w *Worker) claimableTypes(ctx context.Context) ([]string, bool) {
 		if w.control.ctl.IsPaused(t) {
 			continue
 		}
-		if n, ok := w.opts.Limits[t]; ok && running[t] >= n {
+		if n, ok := w.typeLimit(t); ok && running[t] >= n {
 			continue
 		}
 		out = append(out, t)
@@ -79,6 +79,7 @@ func (w *Worker) refreshControl(ctx context.Context, maxAge time.Duration) {
 	}
 	cs.failing = false
 	cs.ctl = ctl
+	w.setCaps(ctl)
 	if s := w.pauseSummary(); s != cs.summary {
 		if s == "" {
 			w.log.Info("resumed: no served type is paused")
@@ -128,7 +129,7 @@ func (w *Worker) runningByType() map[string]int {
 // atLimit reports whether starting one more task of typ would exceed its
 // limit, counting claimed (tasks already running plus claims of this poll).
 func (w *Worker) atLimit(typ string, claimed map[string]int) bool {
-	n, ok := w.opts.Limits[typ]
+	n, ok := w.typeLimit(typ)
 	return ok && claimed[typ] >= n
 }
 

@@ -72,7 +72,9 @@
 //
 // Types paused in the queue's control.json are not claimed (control.go
 // says when the switches are read); Options.Limits caps how many tasks of
-// a type run at once in this worker. An input stored in its own object
+// a type run at once in this worker, and a fleet-wide cap in control.json
+// (qo limit) caps them across every worker: the worker runs at most its
+// share of it, published with its heartbeat (caps.go). An input stored in its own object
 // (over the queue's offload threshold) is loaded before the handler runs,
 // and a large output is offloaded by Complete: handlers see plain JSON.
 //

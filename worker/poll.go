@@ -810,7 +810,7 @@ func (w *Worker) claimHeld(ctx context.Context, free int) (started int) {
 	}
 	w.refreshControl(ctx, min(controlFresh, w.opts.ControlRefresh))
 	var perType map[string]int
-	if len(w.opts.Limits) > 0 {
+	if w.anyLimits() {
 		perType = w.runningByType()
 	}
 	now := w.clock.Now()
@@ -990,7 +990,7 @@ func (w *Worker) scanStep(ctx context.Context, shards, types []string, free int)
 // many were claimed and how many entries were tried.
 func (w *Worker) claimEntries(ctx context.Context, entries []queue.ReadyEntry, free int) (claimed, tried int) {
 	var perType map[string]int
-	if len(w.opts.Limits) > 0 {
+	if w.anyLimits() {
 		perType = w.runningByType()
 	}
 	for tried < len(entries) && claimed < free && !w.stopping(ctx) {
@@ -1058,6 +1058,15 @@ func (w *Worker) claimBatch(ctx context.Context, entries []queue.ReadyEntry, per
 // not nil, gets the outcome.
 func (w *Worker) startClaim(ctx context.Context, e queue.ReadyEntry, done func(claimOutcome)) {
 	w.mu.Lock()
+	if !w.capAdmits(e.Type) {
+		// The type's share of its fleet-wide cap shrank since the poll
+		// looked (see caps.go): the entry stays for a later poll.
+		w.mu.Unlock()
+		if done != nil {
+			done(claimFailed)
+		}
+		return
+	}
 	w.claiming[e.Type]++
 	w.mu.Unlock()
 	w.claims.Add(1)

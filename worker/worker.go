@@ -53,6 +53,7 @@ type Worker struct {
 	claiming map[string]int // claims in flight, by task type (they hold a slot)
 	lost     lostClaims     // claims of the held view lost since the last poll
 	tried    triedKeys      // ready entries claimed from, until a walk cannot show them
+	caps     capState       // shares of the fleet-wide caps (see caps.go)
 
 	claims sync.WaitGroup // claims in flight
 
@@ -62,9 +63,11 @@ type Worker struct {
 	rnd         *rand.Rand
 
 	tasks    sync.WaitGroup
-	taskDone chan struct{} // a slot freed up
-	hbNow    chan struct{} // publish a heartbeat soon
-	lastBeat atomic.Int64  // queue-clock unix ns when the last heartbeat that landed was sent
+	taskDone chan struct{}      // a slot freed up
+	hbNow    chan struct{}      // publish a heartbeat soon
+	lastBeat atomic.Int64       // queue-clock unix ns when the last heartbeat that landed was sent
+	hbMu     sync.Mutex         // one heartbeat at a time
+	capPeers map[string]capPeer // registry entries read for the caps (under hbMu)
 
 	state  atomic.Int32 // stateNew, stateRegistered, stateDraining, stateStopped (see Ready)
 	health health
@@ -565,6 +568,7 @@ func (w *Worker) info() *queue.WorkerInfo {
 		Version:          w.opts.Version,
 		DeadAfterSeconds: int(w.opts.DeadAfter.Round(time.Second) / time.Second),
 		Progress:         progress,
+		Holds:            w.heldShares(),
 	}
 }
 
@@ -579,17 +583,33 @@ func (w *Worker) countFinish(completed, failed int) {
 // Heartbeat writes the registry record now. The registry entry's age is the
 // worker's liveness (see queue.WorkerInfo.DeadAfter), so a heartbeat that
 // cannot land within half the bound is abandoned and tried again soon.
+//
+// A worker serving a type with a fleet-wide cap works out its share of it
+// first and confirms a raised share after the write (see caps.go).
 func (w *Worker) Heartbeat(ctx context.Context) error {
+	w.hbMu.Lock()
+	defer w.hbMu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, min(30*time.Second, w.opts.DeadAfter/2))
 	defer cancel()
+	raised := w.planHolds(ctx)
 	sent := w.clock.Now()
-	if err := w.q.PutWorker(ctx, w.info()); err != nil {
+	info := w.info()
+	if err := w.q.PutWorker(ctx, info); err != nil {
 		err = fmt.Errorf("worker %s: heartbeat: %w", w.opts.ID, err)
 		w.noteHeartbeat(err)
 		return err
 	}
+	if w.presumedDead() {
+		// The last heartbeat before this one grew too old: others may
+		// have counted this worker dead and used its shares.
+		w.resetShares()
+		raised = info.Holds != nil
+	}
 	w.lastBeat.Store(sent.UnixNano())
 	w.noteHeartbeat(nil)
+	if raised {
+		w.confirmHolds(ctx, info.Holds)
+	}
 	return nil
 }
 
@@ -611,7 +631,7 @@ func (w *Worker) heartbeatLoop(ctx context.Context) {
 	failing := false
 	for {
 		wait := w.opts.HeartbeatInterval
-		if failing {
+		if failing || w.capsPending() {
 			wait = min(wait, heartbeatRetry)
 		}
 		t := time.NewTimer(wait)

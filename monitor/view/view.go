@@ -140,6 +140,9 @@ type Stats struct {
 	// Unserved names the types with pending tasks that no live worker
 	// serves or that are paused (never null).
 	Unserved []Unserved `json:"unserved"`
+	// Limits holds the fleet-wide concurrency caps by task type (never
+	// null; see qo limit).
+	Limits map[string]int `json:"limits"`
 	// RequestRate is the fleet's S3 request rate (null until some
 	// worker's counters were seen at two heartbeats).
 	RequestRate *Rate `json:"request_rate"`
@@ -160,6 +163,7 @@ func StatsOf(st queue.Stats, health []monitor.WorkerHealth) Stats {
 		OldestPendingByType: map[string]float64{},
 		WorkerRequests:      map[string]store.Counts{},
 		Unserved:            []Unserved{},
+		Limits:              map[string]int{},
 		LastHour:            []queue.MinuteCount{},
 		LastDay:             []queue.MinuteCount{},
 	}

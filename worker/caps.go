@@ -1,0 +1,339 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/qo-queue/qo/queue"
+)
+
+// Fleet-wide concurrency caps
+//
+// A cap of N on a type (control.json's limits) holds across the fleet by
+// shares: each worker publishes in its registry entry (Holds, written with
+// the heartbeat it writes anyway) how many of the type it holds, and runs
+// (claims in flight included) at most what it may use: its usable share.
+// The rule and its proof are in queue/doc.go, "Fleet-wide concurrency
+// caps"; in short:
+//
+//   - Every heartbeat of a worker serving a capped type lists the registry
+//     (one LIST; one GET per worker id it has not seen, for the types it
+//     serves) and computes its target: N split evenly over the live
+//     workers serving the type, sorted by id, the remainder to the first.
+//   - It publishes max(target, running). A smaller value lowers the usable
+//     share before the write (never more usable than any value others may
+//     read); a larger one is used only once the write landed and a read
+//     of the registry after it (one LIST, one GET per live worker) shows
+//     the holds of the live workers summing to at most N.
+//   - A worker whose last landed heartbeat grew older than its stop bound
+//     (three quarters of DeadAfter) starts again from nothing: others may
+//     have taken its share once it looked dead to them.
+//
+// Nothing is written per task: the cost is the registry reads of the
+// heartbeats of workers serving a capped type.
+
+// capState is the worker's share of each cap (guarded by w.mu).
+type capState struct {
+	limits    map[string]int // the caps of the types it serves, from control.json
+	usable    map[string]int // how many of a type it may run
+	published map[string]int // what its last heartbeat sent (or is sending)
+	pending   bool           // a raised hold is not confirmed yet
+}
+
+// capPeer is what a worker's registry entry says about the types it
+// serves (fixed for the life of a worker id).
+type capPeer struct {
+	types     []string // nil: unknown, taken as every type
+	deadAfter time.Duration
+}
+
+func (p capPeer) serves(typ string) bool {
+	return p.types == nil || slices.Contains(p.types, typ)
+}
+
+// capShare is a worker's target share of a cap of n over the live workers
+// ids serving the type (sorted, me among them): n split evenly, the
+// remainder to the first ids. A worker not among them gets nothing.
+func capShare(n int, ids []string, me string) int {
+	i := slices.Index(ids, me)
+	if i < 0 || n <= 0 {
+		return 0
+	}
+	share := n / len(ids)
+	if i < n%len(ids) {
+		share++
+	}
+	return share
+}
+
+// setCaps takes the caps of control.json (dispatch loop); a change asks
+// for a heartbeat, which works out the new shares.
+func (w *Worker) setCaps(ctl queue.Control) {
+	limits := map[string]int{}
+	for _, t := range w.types {
+		if n, ok := ctl.ConcurrencyCap(t); ok {
+			limits[t] = n
+		}
+	}
+	w.mu.Lock()
+	changed := !maps.Equal(limits, w.caps.limits)
+	if changed {
+		w.caps.limits = limits
+		for t := range w.caps.usable {
+			if _, ok := limits[t]; !ok {
+				delete(w.caps.usable, t)
+				delete(w.caps.published, t)
+			}
+		}
+	}
+	w.mu.Unlock()
+	if changed {
+		w.requestHeartbeat()
+	}
+}
+
+// capLimit returns how many tasks of typ this worker may run now under
+// the fleet-wide cap (false: the type has none). w.mu held.
+func (w *Worker) capLimit(typ string) (int, bool) {
+	if _, ok := w.caps.limits[typ]; !ok {
+		return 0, false
+	}
+	return w.caps.usable[typ], true
+}
+
+// typeLimit is the lower of the worker's own limit of typ and its usable
+// share of the fleet-wide cap (false: neither applies).
+func (w *Worker) typeLimit(typ string) (int, bool) {
+	w.mu.Lock()
+	c, capped := w.capLimit(typ)
+	w.mu.Unlock()
+	n, own := w.opts.Limits[typ]
+	switch {
+	case capped && own:
+		return min(c, n), true
+	case capped:
+		return c, true
+	default:
+		return n, own
+	}
+}
+
+// anyLimits reports whether some type has a limit of either kind.
+func (w *Worker) anyLimits() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.opts.Limits) > 0 || len(w.caps.limits) > 0
+}
+
+// capAdmits reports whether a claim of typ fits the usable share, claims
+// in flight and running tasks counted (w.mu held). It is the last check
+// before a claim: the share may have shrunk since the poll looked.
+func (w *Worker) capAdmits(typ string) bool {
+	n, ok := w.capLimit(typ)
+	if !ok {
+		return true
+	}
+	held := w.claiming[typ]
+	for _, rt := range w.running {
+		if rt.typ == typ {
+			held++
+		}
+	}
+	return held < n
+}
+
+// planHolds works out the holds the next heartbeat publishes, lowering
+// the usable shares first, and reports whether one was raised. It reads
+// the registry only when the worker serves a capped type; when that read
+// fails the holds are kept (never raised).
+func (w *Worker) planHolds(ctx context.Context) bool {
+	w.mu.Lock()
+	limits := maps.Clone(w.caps.limits)
+	w.mu.Unlock()
+	if len(limits) == 0 {
+		return false
+	}
+	targets, err := w.capTargets(ctx, limits)
+	if err != nil {
+		w.log.Warn("reading the worker registry for the shares of the fleet-wide caps failed; keeping the shares held", "err", err)
+	}
+	draining := w.state.Load() >= stateDraining
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.caps.usable == nil {
+		w.caps.usable, w.caps.published = map[string]int{}, map[string]int{}
+	}
+	running := map[string]int{}
+	for _, rt := range w.running {
+		running[rt.typ]++
+	}
+	for t, c := range w.claiming {
+		running[t] += c
+	}
+	raised := false
+	for t := range w.caps.limits {
+		want, ok := targets[t]
+		if !ok {
+			want = min(w.caps.published[t], w.caps.usable[t])
+		}
+		if draining {
+			want = 0
+		}
+		h := max(want, running[t])
+		if h < w.caps.usable[t] {
+			w.caps.usable[t] = h
+		}
+		w.caps.published[t] = h
+		raised = raised || h > w.caps.usable[t]
+	}
+	w.caps.pending = raised
+	return raised
+}
+
+// capTargets computes the worker's target share of each cap from the
+// live workers of the registry.
+func (w *Worker) capTargets(ctx context.Context, limits map[string]int) (map[string]int, error) {
+	beats, err := w.q.WorkerBeats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := w.clock.Now()
+	serving := map[string][]string{}
+	for id, beat := range beats {
+		if id == w.opts.ID {
+			continue
+		}
+		p, err := w.capPeer(ctx, id)
+		if errors.Is(err, queue.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if now.Sub(beat) > p.deadAfter+queue.MaxClockSkew {
+			continue
+		}
+		for t := range limits {
+			if p.serves(t) {
+				serving[t] = append(serving[t], id)
+			}
+		}
+	}
+	out := make(map[string]int, len(limits))
+	for t, n := range limits {
+		ids := append(serving[t], w.opts.ID)
+		slices.Sort(ids)
+		out[t] = capShare(n, ids, w.opts.ID)
+	}
+	return out, nil
+}
+
+// capPeer returns what worker id serves, reading its entry once.
+func (w *Worker) capPeer(ctx context.Context, id string) (capPeer, error) {
+	if p, ok := w.capPeers[id]; ok {
+		return p, nil
+	}
+	info, err := w.q.GetWorker(ctx, id)
+	var m *queue.MalformedError
+	switch {
+	case errors.As(err, &m):
+		// Serves everything, as far as we know; read again next time.
+		return capPeer{deadAfter: queue.DefaultDeadAfter}, nil
+	case err != nil:
+		return capPeer{}, err
+	}
+	p := capPeer{types: slices.Clone(info.Types), deadAfter: info.DeadAfter()}
+	if p.types == nil {
+		p.types = []string{}
+	}
+	if w.capPeers == nil {
+		w.capPeers = map[string]capPeer{}
+	}
+	w.capPeers[id] = p
+	return p, nil
+}
+
+// confirmHolds makes the raised holds of a heartbeat that landed usable
+// where the registry, read after it, shows the live workers' holds of
+// the type summing to at most the cap. Where it does not (or the read
+// fails) the usable share stays, and the next heartbeat tries again.
+func (w *Worker) confirmHolds(ctx context.Context, sent map[string]int) {
+	w.mu.Lock()
+	sum := map[string]int{}
+	for t, h := range sent {
+		if h > w.caps.usable[t] {
+			sum[t] = h
+		}
+	}
+	w.mu.Unlock()
+	if len(sum) == 0 {
+		return
+	}
+	beats, err := w.q.WorkerBeats(ctx)
+	if err != nil {
+		w.log.Warn("reading the worker registry to confirm a share of a fleet-wide cap failed; will try again", "err", err)
+		return
+	}
+	now := w.clock.Now()
+	for id, beat := range beats {
+		if id == w.opts.ID {
+			continue
+		}
+		info, err := w.q.GetWorker(ctx, id)
+		if errors.Is(err, queue.ErrNotFound) {
+			continue // deregistered: its handlers have returned
+		}
+		if err != nil {
+			w.log.Warn("reading a worker's entry to confirm a share of a fleet-wide cap failed; will try again", "other_worker", id, "err", err)
+			return
+		}
+		if now.Sub(beat) > info.DeadAfter()+queue.MaxClockSkew {
+			continue // dead by the monitor's rule: its handlers have stopped
+		}
+		for t := range sum {
+			sum[t] += info.Holds[t]
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	confirmed := true
+	for t, total := range sum {
+		n, ok := w.caps.limits[t]
+		if !ok || w.caps.published[t] != sent[t] || total > n {
+			confirmed = false
+			continue
+		}
+		w.caps.usable[t] = sent[t]
+	}
+	w.caps.pending = !confirmed
+}
+
+// capsPending reports whether a raised hold waits for confirmation (the
+// heartbeat loop then tries again sooner).
+func (w *Worker) capsPending() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.caps.pending
+}
+
+// resetShares drops every usable share: called when a heartbeat lands
+// after the last one grew older than the stop bound, since others may
+// have counted this worker dead and used its shares meanwhile.
+func (w *Worker) resetShares() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	clear(w.caps.usable)
+}
+
+// heldShares returns the holds to publish (nil when nothing is capped).
+func (w *Worker) heldShares() map[string]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.caps.published) == 0 {
+		return nil
+	}
+	return maps.Clone(w.caps.published)
+}

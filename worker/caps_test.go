@@ -1,0 +1,312 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/qo-queue/qo/internal/testutil"
+	"github.com/qo-queue/qo/monitor"
+	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/store"
+	"github.com/qo-queue/qo/store/memstore"
+)
+
+// The share rule: a cap split evenly over the live workers serving the
+// type, by sorted id, the remainder to the first; as workers join, leave
+// or are found dead, the shares of one live set always sum to the cap.
+func TestCapShare(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		n    int
+		ids  []string
+		want map[string]int
+	}{
+		{"alone", 5, []string{"a"}, map[string]int{"a": 5}},
+		{"a joins", 5, []string{"a", "b"}, map[string]int{"a": 3, "b": 2}},
+		{"an earlier id joins", 5, []string{"0", "a", "b"}, map[string]int{"0": 2, "a": 2, "b": 1}},
+		{"four workers", 5, []string{"a", "b", "c", "d"}, map[string]int{"a": 2, "b": 1, "c": 1, "d": 1}},
+		{"b killed (found dead)", 5, []string{"a", "c", "d"}, map[string]int{"a": 2, "c": 2, "d": 1}},
+		{"more workers than the cap", 2, []string{"a", "b", "c"}, map[string]int{"a": 1, "b": 1, "c": 0}},
+		{"not among the live", 5, []string{"a"}, map[string]int{"z": 0}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			sum := 0
+			for id, want := range c.want {
+				got := capShare(c.n, c.ids, id)
+				require.Equal(t, want, got, "share of %s", id)
+				sum += got
+			}
+			if _, ok := c.want[c.ids[0]]; ok && len(c.want) == len(c.ids) {
+				require.Equal(t, c.n, sum, "the shares of one live set sum to the cap")
+			}
+		})
+	}
+}
+
+// A fleet-wide cap holds across workers, as the handlers themselves count
+// it: three workers of 4 slots start, a fourth joins, one loses the
+// bucket (its heartbeats stop, as a killed worker's) mid-run; at no
+// instant do more than 3 handlers run, and every task finishes.
+func TestFleetCapHolds(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	base := memstore.New()
+	_, err := queue.Init(ctx, base, 1)
+	require.NoError(t, err)
+	q, err := queue.Open(ctx, base, queue.Options{Logger: testLogger(t)})
+	require.NoError(t, err)
+	const capN, tasks = 3, 60
+	_, err = q.SetLimit(ctx, "capped", capN)
+	require.NoError(t, err)
+	bd := &bundle{s: base, q: q}
+	var ids []*queue.Task
+	for i := range tasks {
+		ids = append(ids, bd.submit(t, "capped", fmt.Sprint(i)))
+	}
+
+	var mu sync.Mutex
+	cur, most := 0, 0
+	var done atomic.Int64
+	handler := func(ctx context.Context, _ *queue.Task) (json.RawMessage, error) {
+		mu.Lock()
+		cur++
+		most = max(most, cur)
+		mu.Unlock()
+		defer func() {
+			mu.Lock()
+			cur--
+			mu.Unlock()
+		}()
+		select { // some work
+		case <-time.After(20 * time.Millisecond):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		done.Add(1)
+		return []byte(`{}`), nil
+	}
+	stores := []*downStore{}
+	add := func(withMonitor bool) {
+		ds := &downStore{Store: base}
+		wq, err := queue.Open(ctx, ds, queue.Options{Logger: testLogger(t)})
+		require.NoError(t, err)
+		o := bd.opts(t)
+		o.Concurrency = 4
+		o.DeadAfter = 2 * time.Second
+		o.KillGrace = 100 * time.Millisecond
+		o.HandlerGrace = 200 * time.Millisecond
+		if withMonitor {
+			o.NoMonitor = false
+			o.Monitor = monitor.Options{LeaseCheckInterval: 100 * time.Millisecond, Logger: testLogger(t)}
+		}
+		w := New(wq, o)
+		w.Handle("capped", handler)
+		start(t, w)
+		stores = append(stores, ds)
+	}
+	for i := range 3 {
+		add(i == 0)
+	}
+	testutil.Eventually(t, func() bool { return done.Load() >= 10 }, "10 tasks done")
+	add(false)
+	testutil.Eventually(t, func() bool { return done.Load() >= 25 }, "25 tasks done")
+	stores[1].down.Store(true) // killed: no heartbeat, no write lands
+	for _, task := range ids {
+		bd.waitStatus(t, task.ID, queue.StatusCompleted)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	require.LessOrEqual(t, most, capN, "handlers running at once")
+	require.Positive(t, most)
+}
+
+// registryCount counts the requests that touch the registry or the
+// control object.
+type registryCount struct {
+	store.Store
+	n atomic.Int64
+}
+
+func (s *registryCount) note(key string) {
+	if strings.HasPrefix(key, queue.WorkersPrefix) || key == queue.ControlKey {
+		s.n.Add(1)
+	}
+}
+
+func (s *registryCount) Get(ctx context.Context, key string) (*store.Object, error) {
+	s.note(key)
+	return s.Store.Get(ctx, key)
+}
+
+func (s *registryCount) Put(ctx context.Context, key string, body []byte, cond store.Condition) (store.PutResult, error) {
+	s.note(key)
+	return s.Store.Put(ctx, key, body, cond)
+}
+
+func (s *registryCount) List(ctx context.Context, p store.ListParams) (store.ListPage, error) {
+	s.note(p.Prefix)
+	return s.Store.List(ctx, p)
+}
+
+// A cap costs nothing per task: a worker draining 200 capped tasks reads
+// and writes the registry and control.json a few times in all (its
+// heartbeats and the confirmation of its share), not per task.
+func TestFleetCapCostsNoRequestPerTask(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	base := memstore.New()
+	_, err := queue.Init(ctx, base, 1)
+	require.NoError(t, err)
+	cs := &registryCount{Store: base}
+	q, err := queue.Open(ctx, cs, queue.Options{Logger: testLogger(t)})
+	require.NoError(t, err)
+	_, err = q.SetLimit(ctx, "capped", 4)
+	require.NoError(t, err)
+	bd := &bundle{s: cs, q: q}
+	const tasks = 200
+	for range tasks {
+		bd.submit(t, "capped", `{}`)
+	}
+	var done atomic.Int64
+	o := bd.opts(t)
+	o.Concurrency = 4
+	o.HeartbeatInterval = 9 * time.Second
+	o.ControlRefresh = time.Hour
+	w := New(q, o)
+	w.Handle("capped", func(context.Context, *queue.Task) (json.RawMessage, error) {
+		done.Add(1)
+		return nil, nil
+	})
+	before := cs.n.Load()
+	r := start(t, w)
+	testutil.Eventually(t, func() bool { return done.Load() == tasks }, "every task to run")
+	require.NoError(t, r.stop(t))
+	used := cs.n.Load() - before
+	t.Logf("%d registry and control requests for %d tasks", used, tasks)
+	require.Less(t, used, int64(tasks/10), "registry and control requests")
+}
+
+// The live set behind a worker's target, step by step: joins count, a
+// worker serving other types does not, a killed worker counts until it is
+// dead by the monitor's rule (DeadAfter + MaxClockSkew after its last
+// heartbeat) and a deregistered one stops counting at once.
+func TestCapTargetsFollowTheLiveSet(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := newFakeClock()
+	s := memstore.New(memstore.WithClock(clock))
+	_, err := queue.Init(ctx, s, 1)
+	require.NoError(t, err)
+	q, err := queue.Open(ctx, s, queue.Options{Logger: testLogger(t), Clock: clock})
+	require.NoError(t, err)
+	w := New(q, Options{ID: "b", Clock: clock, NoMonitor: true, Logger: testLogger(t)})
+	beat := func(id string, types ...string) {
+		require.NoError(t, q.PutWorker(ctx, &queue.WorkerInfo{ID: id, Types: types}))
+	}
+	steps := []struct {
+		name string
+		act  func()
+		want int
+	}{
+		{"alone", func() {}, 5},
+		{"a joins", func() { beat("a", "t") }, 2},
+		{"c joins, serving another type", func() { beat("c", "other") }, 2},
+		{"d joins", func() { beat("d", "t", "other") }, 2},
+		{"a stops heartbeating: still counted at the bound", func() {
+			clock.Advance(queue.DefaultDeadAfter + queue.MaxClockSkew)
+			beat("d", "t", "other")
+		}, 2},
+		{"a is dead past the bound", func() {
+			clock.Advance(time.Second)
+			beat("d", "t", "other")
+		}, 3},
+		{"d deregisters", func() { require.NoError(t, q.DeleteWorker(ctx, "d")) }, 5},
+	}
+	for _, st := range steps {
+		st.act()
+		got, err := w.capTargets(ctx, map[string]int{"t": 5})
+		require.NoError(t, err, st.name)
+		require.Equal(t, st.want, got["t"], st.name)
+	}
+}
+
+// The hand-over of shares between two workers, heartbeat by heartbeat: a
+// joiner holds nothing usable until the other's published hold shrank; a
+// worker shrinks no lower than what it runs; a dead worker's share is
+// taken only past the liveness bound.
+func TestCapHandOver(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := newFakeClock()
+	s := memstore.New(memstore.WithClock(clock))
+	_, err := queue.Init(ctx, s, 1)
+	require.NoError(t, err)
+	q, err := queue.Open(ctx, s, queue.Options{Logger: testLogger(t), Clock: clock})
+	require.NoError(t, err)
+	ctl, err := q.SetLimit(ctx, "t", 4)
+	require.NoError(t, err)
+	newW := func(id string) *Worker {
+		w := New(q, Options{ID: id, Clock: clock, NoMonitor: true, Logger: testLogger(t)})
+		w.Handle("t", func(context.Context, *queue.Task) (json.RawMessage, error) { return nil, nil })
+		require.NoError(t, w.Validate())
+		w.setCaps(ctl)
+		return w
+	}
+	usable := func(w *Worker) int {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		n, ok := w.capLimit("t")
+		require.True(t, ok)
+		return n
+	}
+	held := func(w *Worker) int {
+		info, err := q.GetWorker(ctx, w.ID())
+		require.NoError(t, err)
+		return info.Holds["t"]
+	}
+	a := newW("a")
+	require.NoError(t, a.Heartbeat(ctx))
+	require.Equal(t, 4, usable(a), "alone: the whole cap")
+
+	b := newW("b")
+	require.NoError(t, b.Heartbeat(ctx))
+	require.Equal(t, 2, held(b), "b publishes its target")
+	require.Equal(t, 0, usable(b), "but a still holds 4")
+
+	a.mu.Lock()
+	a.claiming["t"] = 3 // a runs 3
+	a.mu.Unlock()
+	require.NoError(t, a.Heartbeat(ctx))
+	require.Equal(t, 3, held(a), "a shrinks no lower than it runs")
+	require.Equal(t, 3, usable(a))
+	require.NoError(t, b.Heartbeat(ctx))
+	require.Equal(t, 0, usable(b), "3 + 2 is over the cap")
+
+	a.mu.Lock()
+	a.claiming["t"] = 1
+	a.mu.Unlock()
+	require.NoError(t, a.Heartbeat(ctx))
+	require.Equal(t, 2, usable(a))
+	require.NoError(t, b.Heartbeat(ctx))
+	require.Equal(t, 2, usable(b), "a shrank to its target: b takes its share")
+
+	// a is killed: b's share grows only once a is dead by the monitor's rule.
+	clock.Advance(queue.DefaultDeadAfter / 2)
+	require.NoError(t, b.Heartbeat(ctx))
+	clock.Advance(queue.DefaultDeadAfter/2 + queue.MaxClockSkew)
+	require.NoError(t, b.Heartbeat(ctx))
+	require.Equal(t, 2, usable(b), "a is not dead yet")
+	clock.Advance(time.Second)
+	require.NoError(t, b.Heartbeat(ctx))
+	require.Equal(t, 4, usable(b), "a is dead: b holds the whole cap")
+}
