@@ -151,6 +151,8 @@ present in every object; absent values are null, "" or 0):
 	timeout_seconds     lease length of one attempt (default 300)
 	max_retries         retries after the first attempt (default 3)
 	retry_count         retries consumed (0..max_retries)
+	snooze_count        absent, or how often handlers snoozed the task (1..MaxSnoozes);
+	                    reset by Replay (see Snooze)
 	retry_policy        {initial_interval_ms, max_interval_ms, multiplier, jitter_percent}
 	                    default {1000, 60000, 2, 0.25}: 1 s, 2 s, 4 s ... 60 s, each ±25 %
 	created_at          submit time
@@ -279,15 +281,16 @@ else with a *TransitionError (errors.Is ErrInvalidTransition) and no write.
 	running    lease_extended    running    Extend
 	running    succeeded         completed  Complete
 	running    retried           pending    Retry (retries left)
-	running    failed            failed     Fail; Retry with retries exhausted
+	running    failed            failed     Fail; Retry with retries exhausted; Snooze past MaxSnoozes
 	running    timed_out         pending    ExpireLease, ReclaimLease (retries left)
 	running    timed_out         failed     ExpireLease, ReclaimLease (retries exhausted)
 	running    requeued          pending    Release; RequeueNow
 	pending    requeued          pending    RequeueNow (available now)
+	running    snoozed           pending    Snooze (snoozes left; no retry counted)
 	running    cancel_requested  running    Cancel
 	pending    cancelled         cancelled  Cancel
 	pending    expired           expired    Claim, Sweep (expires_at <= now; no further attempt)
-	running    cancelled         cancelled  AckCancel; Retry/Release/ExpireLease/ReclaimLease after cancel_requested
+	running    cancelled         cancelled  AckCancel; Retry/Release/Snooze/ExpireLease/ReclaimLease after cancel_requested
 	failed     replayed          pending    Replay
 	cancelled  replayed          pending    Replay
 	expired    replayed          pending    Replay (a passed expires_at is cleared)
@@ -298,11 +301,26 @@ else with a *TransitionError (errors.Is ErrInvalidTransition) and no write.
 	cancelled  archived          archived   Archive
 	expired    archived          archived   Archive
 
+# Snooze
+
+A handler may put its task back for a while without using a retry
+(worker.Snooze(d); an exec handler exits with worker.ExitSnooze, 79, and
+may print the delay in seconds on stdout): Snooze writes running ->
+pending with event snoozed, available_at = now + d, retry_count unchanged
+and snooze_count + 1, over the lease like Retry (one PUT, the index moves
+of Retry). The bounds keep a task from snoozing for ever: one snooze is at
+most MaxSnoozeDelay (24 h; the worker clamps longer ones), and a task
+snoozes at most MaxSnoozes (100) times: the snooze after that fails it
+(event failed, last_error ErrSnoozeLimit). A snoozed task thus stays at
+most MaxSnoozes x MaxSnoozeDelay out of the ready set in total. Replay
+resets snooze_count with retry_count. A cancel requested meanwhile cancels
+instead, as for Retry.
+
 # Per-status invariants
 
 Checked on the version about to be written (CheckInvariants), for every
 status: format 1, rev >= 1, request_id set, timeout_seconds >= 1,
-0 <= retry_count <= max_retries, created_at <= updated_at, valid type,
+0 <= retry_count <= max_retries, 0 <= snooze_count <= MaxSnoozes, created_at <= updated_at, valid type,
 priority and retry policy, shard = ShardOf(id), input and input_ref not
 both set (output and output_ref likewise), output_ref only on completed or
 archived tasks; parents within 1,000, without repeats or the task itself,

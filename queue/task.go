@@ -149,6 +149,9 @@ type Task struct {
 	MaxRetries     int         `json:"max_retries"`
 	RetryCount     int         `json:"retry_count"`
 	RetryPolicy    RetryPolicy `json:"retry_policy"`
+	// SnoozeCount is how often its handlers snoozed the task (see doc.go,
+	// "Snooze"); absent when 0.
+	SnoozeCount int `json:"snooze_count,omitempty"`
 
 	CreatedAt   time.Time  `json:"created_at"`
 	UpdatedAt   time.Time  `json:"updated_at"`
