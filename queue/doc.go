@@ -991,6 +991,14 @@ task at once (the listing looks PriorityStep past now). No level starves: a task
 passed by one that became available more than 2 x PriorityStep after it.
 A retry or requeue keeps the priority.
 
+A worker serving several types may weigh them (run-worker --types
+a=6,b=3,c=1, worker.Options.Weights): while its slots are all taken and
+several types have entries it could claim, the types take turns in
+proportion to their weights (a smooth weighted round robin), each claimed
+in the rank order above. It reorders only what one worker claims first;
+with a free slot every claimable entry is claimed, so the order bounds of
+"Every task finishes" hold as stated (see worker/weights.go).
+
 # Expiry
 
 expires_at is a deadline for starting. A pending task past it is never
