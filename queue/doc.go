@@ -169,6 +169,8 @@ present in every object; absent values are null, "" or 0):
 	cancel_requested_at time of that request, or null
 	cancel_reason       operator's reason
 	idempotency_key     submit's idempotency key, or ""
+	unique              absent, or {while_active} or {until}: the window the key binds
+	                    for (see Uniqueness windows); never changes
 	priority            high | normal | low (objects without it read as normal)
 	expires_at          RFC 3339 deadline for starting, or null (never expires)
 	input_ref           null, or {key, version_id, bytes, sha256} of an offloaded input
@@ -1159,6 +1161,52 @@ wrote carry no tag: the rule never expires them, and one is rewritten
 tagged finished when its task finishes; a bucket whose rules an earlier
 qo installed still expires every marker N days after its submit until
 qo init runs again.
+
+# Uniqueness windows
+
+A key binds for good unless its submit gives a window (SubmitRequest's
+UniqueWhileActive or UniqueFor, qo submit --unique-while-active or
+--unique-for D, the HTTP API's unique_while_active and unique_for, the
+same fields on a bulk line): while its task is active (waiting, pending
+or running), or until created_at + D. The window is recorded in the
+marker (while_active, until) and in the task (unique, never changed). A
+submit whose create-only PUT of the marker finds one reads it (1 GET; +1
+GET of its task for a while-active binding): a binding that holds is the
+answer, as for any key; one that ended (its until passed, or its task
+ended: completed, failed, cancelled, expired or archived) is taken over
+with a PUT of a marker naming the new task, If-Match the ETag read, and
+the new task is created as usual under it. The new binding takes the
+window of the submit that made it. Exactly one task per binding, under
+races and lost responses:
+
+  - two submitters taking over the same ended binding: both PUT If-Match
+    the same ETag, one wins; the other's PUT fails, it reads the marker
+    again and finds the winner's binding, which holds (its task is
+    active, or does not exist yet: then, as for a first submit that died
+    between marker and task, it creates the task under the marker's id
+    with a create-only PUT, and the winner's own create finds it and
+    answers created=false; exactly one of them gets created=true);
+  - a takeover PUT whose response was lost: the submit reads the marker;
+    when it names the submit's own new id (ids are fresh per call) the
+    takeover landed and the task is created; otherwise another binding
+    won, as above;
+  - a binding taken over again and again while a submit tries: it gives
+    up after 5 rounds with ErrConflict, and nothing of its own is bound;
+  - an ended task whose key moved on keeps its idempotency_key; a replay
+    of it does not take the key back (under a retention the marker
+    rewrite of a windowed task is If-Match on a read of the marker, and
+    skipped when the marker names another task: 1 GET more, for windowed
+    keys only);
+  - a while-active binding whose task does not exist (its submit died
+    between the two writes, or it was deleted) holds: the next submit
+    with the key creates the task under it.
+
+A window does not change what a duplicate answers within it: the bound
+task, or ErrIdempotencyMismatch for another input. While a binding holds
+a submit costs what a keyed duplicate does (+1 GET for while active); a
+takeover costs 1 GET, +1 GET (while active), +1 PUT more than a new key.
+Markers and tasks written before windows existed have neither field:
+bound for good, as before.
 */
 package queue
 

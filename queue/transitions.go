@@ -182,6 +182,9 @@ func ValidateTransition(prev, next *Task) error {
 		if !maps.Equal(next.Metadata, prev.Metadata) {
 			return fail("metadata never changes")
 		}
+		if !sameUnique(next.Unique, prev.Unique) {
+			return fail("unique never changes")
+		}
 		if len(next.Children) < len(prev.Children) || !slices.Equal(next.Children[:len(prev.Children)], prev.Children) {
 			return fail("children are only ever added")
 		}
@@ -325,6 +328,13 @@ func CheckInvariants(t *Task) error {
 		}
 	}
 	return nil
+}
+
+func sameUnique(a, b *UniqueWindow) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.WhileActive == b.WhileActive && (a.Until == nil) == (b.Until == nil) && (a.Until == nil || a.Until.Equal(*b.Until))
 }
 
 func sameRef(a, b *DataRef) bool {
