@@ -1736,6 +1736,7 @@ function toWaiting(t) {
   clearRun(t);
   t.last_error = "";
   t.retry_count = 0;
+  delete t.snooze_count;
 }
 function toCancelled(t, now) {
   t.status = "cancelled";
@@ -1772,6 +1773,7 @@ var changes = {
   replay(t, now) {
     if (t.expires_at && Date.parse(t.expires_at) <= Date.parse(now)) t.expires_at = null;
     t.retry_count = 0;
+    delete t.snooze_count;
     for (const p of t.parents || []) {
       if (p.done !== "completed") delete p.done;
     }
