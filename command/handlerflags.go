@@ -1,6 +1,7 @@
 package command
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -66,6 +67,36 @@ func parseLimits(vals []string) (map[string]int, error) {
 		out[typ] = n
 	}
 	return out, nil
+}
+
+// parseTypes reads --types: TYPE or TYPE=W (a weight >= 1, see
+// worker.Options.Weights). weights is nil when none is given.
+func parseTypes(vals []string) (types []string, weights map[string]int, err error) {
+	for _, v := range splitList(vals) {
+		typ, num, weighted := strings.Cut(v, "=")
+		typ = strings.TrimSpace(typ)
+		if err := queue.ValidateType(typ); err != nil {
+			return nil, nil, usageError("invalid --types: %v", err)
+		}
+		if !slices.Contains(types, typ) {
+			types = append(types, typ)
+		}
+		if !weighted {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(num))
+		if err != nil || n < 1 {
+			return nil, nil, usageError("invalid --types %q: the weight must be a whole number >= 1, e.g. --types %s=3", v, typ)
+		}
+		if _, dup := weights[typ]; dup {
+			return nil, nil, usageError("--types weighs type %q twice", typ)
+		}
+		if weights == nil {
+			weights = map[string]int{}
+		}
+		weights[typ] = n
+	}
+	return types, weights, nil
 }
 
 // execEnvFlag is --env NAME[=VALUE], shared by run-worker and dev. Each

@@ -96,6 +96,12 @@ func eventDetail(e queue.Event) string {
 			return "retry " + fmt.Sprint(t.RetryCount) + " at " + formatTime(t.AvailableAt) + "; " + oneLine(t.LastError)
 		}
 		return oneLine(t.LastError)
+	case queue.EventSnoozed:
+		d := fmt.Sprintf("snooze %d of %d, available %s", t.SnoozeCount, queue.MaxSnoozes, formatTime(t.AvailableAt))
+		if t.LastError != "" {
+			d += "; " + oneLine(t.LastError)
+		}
+		return d
 	case queue.EventFailed:
 		return oneLine(t.LastError)
 	case queue.EventCancelRequested, queue.EventCancelled:

@@ -26,13 +26,16 @@ func submitCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "submit",
 		Usage: "add a task to the queue, or one per line of a JSON Lines file",
-		UsageText: `qo submit --type TYPE [--input JSON | --input-file FILE|-] [--timeout D] [--retries N] [--delay D | --at TIME] [--priority P] [--expires-in D | --expires-at TIME] [--idempotency-key K] [--after ID,... [--on-parent-failure cancel|fail|run]] [--metadata KEY=VALUE]... [--json]
+		UsageText: `qo submit --type TYPE [--input JSON | --input-file FILE|-] [--timeout D] [--retries N] [--delay D | --at TIME] [--priority P] [--expires-in D | --expires-at TIME] [--idempotency-key K [--unique-while-active | --unique-for D]] [--after ID,... [--on-parent-failure cancel|fail|run]] [--metadata KEY=VALUE]... [--json]
 qo submit --file FILE|- [--type TYPE] [--timeout D] [--retries N] [--delay D | --at TIME] [--priority P] [--expires-in D] [--concurrency N] [--json]
 qo submit --workflow FILE|- [--idempotency-key K] [--json]`,
 		Description: `Prints the new task's id (or the whole task with --json). With
 --idempotency-key, submitting the same type and key again returns the existing
 task instead of a new one (a note goes to stderr); the same key with a different
-input is refused (exit 4).
+input is refused (exit 4). The key holds for good, unless
+--unique-while-active (only while its task waits, is pending or runs: once it
+ended, the same key makes a new task) or --unique-for D (only for D after the
+submit that made its task).
 
 --priority high|normal|low moves the task in line: workers take a high task
 ahead of normal ones that became ready up to 15 minutes earlier, and a low one
@@ -73,6 +76,8 @@ file. Each line is an object with any of these fields:
   delay            "90s", "1h30m" or a number of seconds (default: --delay)
   available_at     RFC 3339 time (default: --at)
   idempotency_key  deduplicates like --idempotency-key
+  unique_while_active  true: the key holds while its task is active
+  unique_for       "10m" or seconds: the key holds that long
   priority         high, normal or low (default: --priority)
   expires_in       deadline for starting, after available (default: --expires-in)
   expires_at       RFC 3339 deadline for starting
@@ -103,6 +108,8 @@ Examples:
 			&cli.DurationFlag{Name: "delay", Usage: "make the task available after `DURATION`"},
 			&cli.StringFlag{Name: "at", Usage: "make the task available at `TIME` (RFC 3339, e.g. 2025-06-01T08:00:00Z)"},
 			&cli.StringFlag{Name: "idempotency-key", Usage: "deduplicate submits: the same type and `KEY` yield the same task"},
+			&cli.BoolFlag{Name: "unique-while-active", Usage: "the --idempotency-key holds only while its task is active: once it ended, the key makes a new task"},
+			&cli.DurationFlag{Name: "unique-for", Usage: "the --idempotency-key holds only for `DURATION` after the submit that made its task"},
 			&cli.StringFlag{Name: "priority", Aliases: []string{"p"}, Value: string(queue.PriorityNormal), Usage: "`LEVEL`: high, normal or low"},
 			&cli.DurationFlag{Name: "expires-in", Usage: "expire the task if no worker starts it within `DURATION` of becoming available"},
 			&cli.StringFlag{Name: "expires-at", Usage: "expire the task if no worker starts it by `TIME` (RFC 3339)"},
@@ -119,6 +126,9 @@ Examples:
 			}
 			if c.IsSet("metadata") && (c.IsSet("workflow") || c.IsSet("file")) {
 				return usageError(`--metadata applies to one task: with --file or --workflow give each line or step a "metadata" field`)
+			}
+			if (c.IsSet("unique-while-active") || c.IsSet("unique-for")) && (c.IsSet("workflow") || c.IsSet("file")) {
+				return usageError(`--unique-while-active and --unique-for apply to one task: with --file give each line "unique_while_active" or "unique_for"`)
 			}
 			if c.IsSet("workflow") {
 				return runWorkflowSubmit(c)
@@ -218,6 +228,15 @@ func submitRequest(c *cli.Context) (queue.SubmitRequest, error) {
 	req.IdempotencyKey = c.String("idempotency-key")
 	if len(req.IdempotencyKey) > queue.MaxIdempotencyKeyLen {
 		return req, usageError("--idempotency-key is %d bytes long (at most %d)", len(req.IdempotencyKey), queue.MaxIdempotencyKeyLen)
+	}
+	req.UniqueWhileActive, req.UniqueFor = c.Bool("unique-while-active"), c.Duration("unique-for")
+	switch {
+	case (req.UniqueWhileActive || c.IsSet("unique-for")) && req.IdempotencyKey == "":
+		return req, usageError("--unique-while-active and --unique-for need --idempotency-key: the window applies to that key")
+	case c.IsSet("unique-for") && req.UniqueFor <= 0:
+		return req, usageError("--unique-for %s must be positive (leave it out for a key held for good)", req.UniqueFor)
+	case req.UniqueWhileActive && req.UniqueFor > 0:
+		return req, usageError("--unique-while-active and --unique-for exclude each other: give one")
 	}
 	extra, err := submitExtrasFromFlags(c)
 	if err != nil {

@@ -110,7 +110,7 @@ func workerCommand(build Build) *cli.Command {
 			DefaultText: fmt.Sprintf("the CPUs the process may use (a container's CPU limit), at least %d, at most %d", worker.MinDefaultConcurrency, worker.MaxDefaultConcurrency),
 			Usage:       "tasks run at once"},
 		&cli.StringSliceFlag{Name: "types", Category: catWorker, EnvVars: []string{"QO_TYPES"},
-			Usage: "task types to serve, comma separated (default: every type with a handler)"},
+			Usage: "task types to serve, comma separated (default: every type with a handler); TYPE=W weighs a type: with a=6,b=3,c=1 the worker claims about 6 of a and 3 of b for each c while all have tasks ready (a type without =W weighs 1)"},
 		limitFlag(catWorker, "QO_LIMITS"),
 		&cli.StringFlag{Name: "shutdown-timeout", Category: catWorker, EnvVars: []string{"QO_SHUTDOWN_TIMEOUT"}, Value: "30s",
 			Usage: "on SIGTERM/SIGINT, wait this long for running tasks before releasing them"},
@@ -192,11 +192,8 @@ func workerSetupFromFlags(c *cli.Context) (*workerSetup, error) {
 	if o.Concurrency < 1 {
 		return nil, usageError("invalid --concurrency %d: must be at least 1", o.Concurrency)
 	}
-	o.Types = splitList(c.StringSlice("types"))
-	for _, t := range o.Types {
-		if err := queue.ValidateType(t); err != nil {
-			return nil, usageError("invalid --types: %v", err)
-		}
+	if o.Types, o.Weights, err = parseTypes(c.StringSlice("types")); err != nil {
+		return nil, err
 	}
 	if o.Limits, err = parseLimits(c.StringSlice("limit")); err != nil {
 		return nil, err

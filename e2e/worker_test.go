@@ -429,8 +429,8 @@ func TestTwoMonitorProcesses(t *testing.T) {
 	require.Empty(t, l.Holder, "a clean shutdown releases the leadership")
 }
 
-// Exec handlers through the real binary: output, retry (exit 75) and
-// permanent failure (other exit codes).
+// Exec handlers through the real binary: output, retry (exit 75), snooze
+// (exit 79, no retry used) and permanent failure (other exit codes).
 func TestExecHandlerProcess(t *testing.T) {
 	t.Parallel()
 	e := wkSetup(t)
@@ -443,10 +443,12 @@ func TestExecHandlerProcess(t *testing.T) {
 	up := write("up.sh", `tr a-z A-Z`)
 	tmp := write("tmp.sh", `echo "busy, try later" >&2; exit 75`)
 	bad := write("bad.sh", `echo "cannot parse input" >&2; exit 2`)
+	snooze := write("snooze.sh", `[ "$QO_ATTEMPT" = 1 ] && { echo 0.2; exit 79; }; echo '"woke"'`)
 	ok := e.submit(t, "up", `{"msg":"hi"}`, 10*time.Second, 3)
+	snoozed := e.submit(t, "snooze", `{}`, 10*time.Second, 0)
 	retried := e.submit(t, "tmp", `{}`, 10*time.Second, 1)
 	failed := e.submit(t, "bad", `{}`, 10*time.Second, 3)
-	w := e.start(t, "w", workerArgs("w-exec", "--exec", "up="+up, "--exec", "tmp="+tmp, "--exec", "bad="+bad)...)
+	w := e.start(t, "w", workerArgs("w-exec", "--exec", "up="+up, "--exec", "tmp="+tmp, "--exec", "bad="+bad, "--exec", "snooze="+snooze)...)
 
 	got := e.waitTask(t, ok, "completed", func(task *queue.Task) bool { return task.Status == queue.StatusCompleted })
 	require.JSONEq(t, `{"MSG":"HI"}`, string(got.Output))
@@ -456,6 +458,11 @@ func TestExecHandlerProcess(t *testing.T) {
 	got = e.waitTask(t, failed, "failed", func(task *queue.Task) bool { return task.Status == queue.StatusFailed })
 	require.Equal(t, 0, got.RetryCount)
 	require.Contains(t, got.LastError, "cannot parse input")
+	got = e.waitTask(t, snoozed, "completed", func(task *queue.Task) bool { return task.Status == queue.StatusCompleted })
+	require.JSONEq(t, `"woke"`, string(got.Output))
+	require.Equal(t, 2, got.Attempt)
+	require.Equal(t, 1, got.SnoozeCount, "snoozed once")
+	require.Equal(t, 0, got.RetryCount, "without using a retry (it has none)")
 
 	w.signal(t, syscall.SIGTERM)
 	require.Equal(t, 0, w.wait(t))

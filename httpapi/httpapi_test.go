@@ -287,6 +287,13 @@ func TestEndpoints(t *testing.T) {
 			{"POST", "/api/tasks", "/api/tasks", `{"type":"email","input":1,"idempotency_key":"k"}`, 201, nil},
 			{"POST", "/api/tasks", "/api/tasks", `{"type":"email","input":1,"idempotency_key":"k"}`, 200, nil},
 			{"POST", "/api/tasks", "/api/tasks", `{"type":"email","input":2,"idempotency_key":"k"}`, 409, nil},
+			{"POST", "/api/tasks", "/api/tasks", `{"type":"email","idempotency_key":"u","unique_while_active":true}`, 201, func(t *testing.T, v map[string]any) {
+				require.Equal(t, map[string]any{"while_active": true}, v["unique"])
+			}},
+			{"POST", "/api/tasks", "/api/tasks", `{"type":"email","idempotency_key":"u","unique_while_active":true}`, 200, nil},
+			{"POST", "/api/tasks", "/api/tasks", `{"type":"email","unique_for":"1m"}`, 400, func(t *testing.T, v map[string]any) {
+				require.Contains(t, v["error"].(map[string]any)["message"], "need an idempotency_key")
+			}},
 			{"POST", "/api/tasks", "/api/tasks", `{"type":"email",`, 400, func(t *testing.T, v map[string]any) {
 				require.Contains(t, v["error"].(map[string]any)["message"], "not valid JSON")
 			}},

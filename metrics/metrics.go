@@ -53,7 +53,7 @@ func New() *Metrics {
 			Name: "qo_claim_conflicts_total", Help: "Claims lost to another worker or to a change of the task, by type.",
 		}, []string{"type"}),
 		finished: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "qo_tasks_finished_total", Help: "Attempts ended by this worker, by type and outcome (completed, retried, rescheduled, failed, cancelled, released, lost).",
+			Name: "qo_tasks_finished_total", Help: "Attempts ended by this worker, by type and outcome (completed, retried, rescheduled, snoozed, failed, cancelled, released, lost).",
 		}, []string{"type", "outcome"}),
 		handlerSecs: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "qo_handler_duration_seconds", Help: "Handler run time per attempt, by type and outcome.",

@@ -527,5 +527,5 @@ func toWaiting(t *Task) {
 	t.Status = StatusWaiting
 	clearRun(t)
 	t.LastError = ""
-	t.RetryCount = 0
+	t.RetryCount, t.SnoozeCount = 0, 0
 }

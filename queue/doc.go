@@ -151,6 +151,8 @@ present in every object; absent values are null, "" or 0):
 	timeout_seconds     lease length of one attempt (default 300)
 	max_retries         retries after the first attempt (default 3)
 	retry_count         retries consumed (0..max_retries)
+	snooze_count        absent, or how often handlers snoozed the task (1..MaxSnoozes);
+	                    reset by Replay (see Snooze)
 	retry_policy        {initial_interval_ms, max_interval_ms, multiplier, jitter_percent}
 	                    default {1000, 60000, 2, 0.25}: 1 s, 2 s, 4 s ... 60 s, each ±25 %
 	created_at          submit time
@@ -170,6 +172,8 @@ present in every object; absent values are null, "" or 0):
 	                    replay, archive, requeue, alone or in bulk) who made it
 	                    (see Actor)
 	idempotency_key     submit's idempotency key, or ""
+	unique              absent, or {while_active} or {until}: the window the key binds
+	                    for (see Uniqueness windows); never changes
 	priority            high | normal | low (objects without it read as normal)
 	expires_at          RFC 3339 deadline for starting, or null (never expires)
 	input_ref           null, or {key, version_id, bytes, sha256} of an offloaded input
@@ -283,15 +287,16 @@ else with a *TransitionError (errors.Is ErrInvalidTransition) and no write.
 	running    lease_extended    running    Extend
 	running    succeeded         completed  Complete
 	running    retried           pending    Retry (retries left)
-	running    failed            failed     Fail; Retry with retries exhausted
+	running    failed            failed     Fail; Retry with retries exhausted; Snooze past MaxSnoozes
 	running    timed_out         pending    ExpireLease, ReclaimLease (retries left)
 	running    timed_out         failed     ExpireLease, ReclaimLease (retries exhausted)
 	running    requeued          pending    Release; RequeueNow
 	pending    requeued          pending    RequeueNow (available now)
+	running    snoozed           pending    Snooze (snoozes left; no retry counted)
 	running    cancel_requested  running    Cancel
 	pending    cancelled         cancelled  Cancel
 	pending    expired           expired    Claim, Sweep (expires_at <= now; no further attempt)
-	running    cancelled         cancelled  AckCancel; Retry/Release/ExpireLease/ReclaimLease after cancel_requested
+	running    cancelled         cancelled  AckCancel; Retry/Release/Snooze/ExpireLease/ReclaimLease after cancel_requested
 	failed     replayed          pending    Replay
 	cancelled  replayed          pending    Replay
 	expired    replayed          pending    Replay (a passed expires_at is cleared)
@@ -302,11 +307,26 @@ else with a *TransitionError (errors.Is ErrInvalidTransition) and no write.
 	cancelled  archived          archived   Archive
 	expired    archived          archived   Archive
 
+# Snooze
+
+A handler may put its task back for a while without using a retry
+(worker.Snooze(d); an exec handler exits with worker.ExitSnooze, 79, and
+may print the delay in seconds on stdout): Snooze writes running ->
+pending with event snoozed, available_at = now + d, retry_count unchanged
+and snooze_count + 1, over the lease like Retry (one PUT, the index moves
+of Retry). The bounds keep a task from snoozing for ever: one snooze is at
+most MaxSnoozeDelay (24 h; the worker clamps longer ones), and a task
+snoozes at most MaxSnoozes (100) times: the snooze after that fails it
+(event failed, last_error ErrSnoozeLimit). A snoozed task thus stays at
+most MaxSnoozes x MaxSnoozeDelay out of the ready set in total. Replay
+resets snooze_count with retry_count. A cancel requested meanwhile cancels
+instead, as for Retry.
+
 # Per-status invariants
 
 Checked on the version about to be written (CheckInvariants), for every
 status: format 1, rev >= 1, request_id set, timeout_seconds >= 1,
-0 <= retry_count <= max_retries, created_at <= updated_at, valid type,
+0 <= retry_count <= max_retries, 0 <= snooze_count <= MaxSnoozes, created_at <= updated_at, valid type,
 priority and retry policy, shard = ShardOf(id), input and input_ref not
 both set (output and output_ref likewise), output_ref only on completed or
 archived tasks; parents within 1,000, without repeats or the task itself,
@@ -1010,6 +1030,14 @@ task at once (the listing looks PriorityStep past now). No level starves: a task
 passed by one that became available more than 2 x PriorityStep after it.
 A retry or requeue keeps the priority.
 
+A worker serving several types may weigh them (run-worker --types
+a=6,b=3,c=1, worker.Options.Weights): while its slots are all taken and
+several types have entries it could claim, the types take turns in
+proportion to their weights (a smooth weighted round robin), each claimed
+in the rank order above. It reorders only what one worker claims first;
+with a free slot every claimable entry is claimed, so the order bounds of
+"Every task finishes" hold as stated (see worker/weights.go).
+
 # Expiry
 
 expires_at is a deadline for starting. A pending task past it is never
@@ -1237,6 +1265,52 @@ wrote carry no tag: the rule never expires them, and one is rewritten
 tagged finished when its task finishes; a bucket whose rules an earlier
 qo installed still expires every marker N days after its submit until
 qo init runs again.
+
+# Uniqueness windows
+
+A key binds for good unless its submit gives a window (SubmitRequest's
+UniqueWhileActive or UniqueFor, qo submit --unique-while-active or
+--unique-for D, the HTTP API's unique_while_active and unique_for, the
+same fields on a bulk line): while its task is active (waiting, pending
+or running), or until created_at + D. The window is recorded in the
+marker (while_active, until) and in the task (unique, never changed). A
+submit whose create-only PUT of the marker finds one reads it (1 GET; +1
+GET of its task for a while-active binding): a binding that holds is the
+answer, as for any key; one that ended (its until passed, or its task
+ended: completed, failed, cancelled, expired or archived) is taken over
+with a PUT of a marker naming the new task, If-Match the ETag read, and
+the new task is created as usual under it. The new binding takes the
+window of the submit that made it. Exactly one task per binding, under
+races and lost responses:
+
+  - two submitters taking over the same ended binding: both PUT If-Match
+    the same ETag, one wins; the other's PUT fails, it reads the marker
+    again and finds the winner's binding, which holds (its task is
+    active, or does not exist yet: then, as for a first submit that died
+    between marker and task, it creates the task under the marker's id
+    with a create-only PUT, and the winner's own create finds it and
+    answers created=false; exactly one of them gets created=true);
+  - a takeover PUT whose response was lost: the submit reads the marker;
+    when it names the submit's own new id (ids are fresh per call) the
+    takeover landed and the task is created; otherwise another binding
+    won, as above;
+  - a binding taken over again and again while a submit tries: it gives
+    up after 5 rounds with ErrConflict, and nothing of its own is bound;
+  - an ended task whose key moved on keeps its idempotency_key; a replay
+    of it does not take the key back (under a retention the marker
+    rewrite of a windowed task is If-Match on a read of the marker, and
+    skipped when the marker names another task: 1 GET more, for windowed
+    keys only);
+  - a while-active binding whose task does not exist (its submit died
+    between the two writes, or it was deleted) holds: the next submit
+    with the key creates the task under it.
+
+A window does not change what a duplicate answers within it: the bound
+task, or ErrIdempotencyMismatch for another input. While a binding holds
+a submit costs what a keyed duplicate does (+1 GET for while active); a
+takeover costs 1 GET, +1 GET (while active), +1 PUT more than a new key.
+Markers and tasks written before windows existed have neither field:
+bound for good, as before.
 */
 package queue
 

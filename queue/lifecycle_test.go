@@ -579,3 +579,47 @@ func TestHistoryNotFound(t *testing.T) {
 		require.ErrorIs(t, err, queue.ErrNotFound)
 	})
 }
+
+// TestSnoozeKeepsRetriesAndIsBounded: a snooze puts the task back after its
+// delay without using a retry, and the snooze past MaxSnoozes fails it.
+func TestSnoozeKeepsRetriesAndIsBounded(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
+		b := setup(t, be)
+		retries := 0
+		task, _, err := b.q.Submit(b.ctx, queue.SubmitRequest{Type: "throttled", MaxRetries: &retries})
+		require.NoError(t, err)
+
+		l := b.claim(t, task, "w1")
+		_, err = b.q.Snooze(b.ctx, l, queue.MaxSnoozeDelay+time.Second, "")
+		require.ErrorIs(t, err, queue.ErrInvalidInput)
+		_, err = b.q.Release(b.ctx, l, "")
+		require.NoError(t, err)
+
+		for n := 1; n <= queue.MaxSnoozes+1; n++ {
+			entries := b.readyEntries(t, queue.ReadyQuery{})
+			require.Len(t, entries, 1, "snooze %d", n)
+			l, err := b.q.Claim(b.ctx, entries[0], "w1")
+			require.NoError(t, err)
+			now := b.clock.Now()
+			got, err := b.q.Snooze(b.ctx, l, time.Minute, "rate limited")
+			require.NoError(t, err)
+			require.Zero(t, got.RetryCount, "a snooze uses no retry")
+			if n <= queue.MaxSnoozes {
+				require.Equal(t, queue.StatusPending, got.Status)
+				require.Equal(t, queue.EventSnoozed, got.LastEvent)
+				require.Equal(t, n, got.SnoozeCount)
+				require.Equal(t, "snoozed: rate limited", got.LastError)
+				require.Equal(t, now.Add(time.Minute).Truncate(time.Millisecond), got.AvailableAt)
+				require.Empty(t, b.readyEntries(t, queue.ReadyQuery{}), "not ready before its delay")
+				b.clock.Advance(time.Minute)
+				continue
+			}
+			require.Equal(t, queue.StatusFailed, got.Status)
+			require.Equal(t, queue.EventFailed, got.LastEvent)
+			require.Equal(t, queue.ErrSnoozeLimit.Error(), got.LastError)
+		}
+		require.Empty(t, b.keys(t, queue.LeasesPrefix))
+		require.Equal(t, queue.StatusFailed, b.get(t, task).Status)
+	})
+}

@@ -143,7 +143,7 @@ func operatorChanges(op, reason string) func(t *Task, now time.Time) (string, er
 			if t.ExpiresAt != nil && !t.ExpiresAt.After(now) {
 				t.ExpiresAt = nil
 			}
-			t.RetryCount = 0
+			t.RetryCount, t.SnoozeCount = 0, 0
 			// A task with parents waits again for those that did not
 			// complete (they may have been replayed since).
 			for i := range t.Parents {

@@ -26,6 +26,11 @@ type idempotencyRecord struct {
 	TaskType  string    `json:"task_type"`
 	Key       string    `json:"idempotency_key"`
 	CreatedAt time.Time `json:"created_at"`
+	// A binding with a window (see doc.go, "Uniqueness windows"): the
+	// key is held while its task is active, or until Until. Neither:
+	// held for good.
+	WhileActive bool       `json:"while_active,omitempty"`
+	Until       *time.Time `json:"until,omitempty"`
 }
 
 // LookupKey returns the id of the task a submit with this type and
@@ -39,18 +44,50 @@ func (q *Queue) LookupKey(ctx context.Context, taskType, key string) (uuid.UUID,
 }
 
 func (q *Queue) readMarker(ctx context.Context, key string) (idempotencyRecord, error) {
+	rec, _, err := q.readMarkerTag(ctx, key)
+	return rec, err
+}
+
+// readMarkerTag reads a marker and its ETag.
+func (q *Queue) readMarkerTag(ctx context.Context, key string) (idempotencyRecord, string, error) {
 	var rec idempotencyRecord
 	obj, err := q.getLimited(ctx, key, maxSmallObject)
 	if errors.Is(err, store.ErrNotFound) {
-		return rec, fmt.Errorf("%w (%w)", ErrNotFound, err)
+		return rec, "", fmt.Errorf("%w (%w)", ErrNotFound, err)
 	}
 	if err != nil {
-		return rec, err
+		return rec, "", err
 	}
 	if err := json.Unmarshal(obj.Body, &rec); err != nil || rec.Format != FormatVersion || rec.TaskID == uuid.Nil {
-		return rec, &MalformedError{Key: key, Err: fmt.Errorf("not an idempotency record (%v)", err)}
+		return rec, "", &MalformedError{Key: key, Err: fmt.Errorf("not an idempotency record (%v)", err)}
 	}
-	return rec, nil
+	return rec, obj.ETag, nil
+}
+
+// maxTakeovers bounds the rounds of claimKey taking over a marker whose
+// binding ended, each lost to another submitter taking it over first.
+const maxTakeovers = 5
+
+// bindingEnded reports whether the binding rec records has ended, so a
+// submit may take the key over: its Until passed, or, held while active,
+// its task ended (failed, completed, cancelled, expired or archived). A
+// task that does not exist has not ended (its submit may still create it,
+// see claimKey). 1 GET for a binding held while active, none otherwise.
+func (q *Queue) bindingEnded(ctx context.Context, rec idempotencyRecord) (bool, error) {
+	if rec.Until != nil && !q.Now().Before(*rec.Until) {
+		return true, nil
+	}
+	if !rec.WhileActive {
+		return false, nil
+	}
+	t, _, err := q.getTask(ctx, rec.TaskID)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("read task %s of the key: %w", rec.TaskID, err)
+	}
+	return t.Status.Terminal(), nil
 }
 
 // claimKey binds an idempotency key to t.ID with a create-only PUT of its
@@ -70,20 +107,45 @@ func (q *Queue) claimKey(ctx context.Context, t *Task) (uuid.UUID, error) {
 	if perr == nil {
 		return t.ID, nil
 	}
-	if isDefinite(perr) {
-		return uuid.Nil, fmt.Errorf("write idempotency marker: %w", perr)
+	for round := 0; ; round++ {
+		if isDefinite(perr) {
+			return uuid.Nil, fmt.Errorf("write idempotency marker: %w", perr)
+		}
+		// Taken, or an outcome we cannot know: the marker says who owns
+		// the key.
+		rec, etag, err := q.readMarkerTag(ctx, key)
+		if err != nil {
+			return uuid.Nil, fmt.Errorf("write idempotency marker: %w (re-read: %w)", perr, err)
+		}
+		if rec.TaskID == t.ID {
+			return t.ID, nil // our write landed; its response was lost
+		}
+		ended, err := q.bindingEnded(ctx, rec)
+		if err != nil {
+			return uuid.Nil, fmt.Errorf("write idempotency marker: %w", err)
+		}
+		if !ended {
+			return rec.TaskID, nil
+		}
+		if round >= maxTakeovers {
+			return uuid.Nil, fmt.Errorf("write idempotency marker: %w (the key was taken over %d times while this submit tried; submit again)", ErrConflict, round)
+		}
+		// The binding ended: take the key over, if nobody changed the
+		// marker since it was read. A lost race or a lost response is
+		// settled by reading the marker again.
+		if _, perr = q.put(ctx, key, body, store.IfMatch(etag), q.retentionTags(t)); perr == nil {
+			return t.ID, nil
+		}
 	}
-	// Taken, or an outcome we cannot know: the marker says who owns the key.
-	rec, err := q.readMarker(ctx, key)
-	if err != nil {
-		return uuid.Nil, fmt.Errorf("write idempotency marker: %w (re-read: %w)", perr, err)
-	}
-	return rec.TaskID, nil
 }
 
 // markerBody is the body of the idempotency marker of keyed task t.
 func markerBody(t *Task) ([]byte, error) {
-	return json.Marshal(idempotencyRecord{Format: FormatVersion, TaskID: t.ID, TaskType: t.Type, Key: t.IdempotencyKey, CreatedAt: t.CreatedAt})
+	rec := idempotencyRecord{Format: FormatVersion, TaskID: t.ID, TaskType: t.Type, Key: t.IdempotencyKey, CreatedAt: t.CreatedAt}
+	if u := t.Unique; u != nil {
+		rec.WhileActive, rec.Until = u.WhileActive, cloneTime(u.Until)
+	}
+	return json.Marshal(rec)
 }
 
 // markerMoves reports whether the idempotency marker of a keyed task must
@@ -105,7 +167,22 @@ func (q *Queue) putMarker(ctx context.Context, t *Task) error {
 	if err != nil {
 		return err
 	}
-	if _, err := q.put(ctx, IdempotencyKey(t.Type, t.IdempotencyKey), body, store.Condition{}, q.retentionTags(t)); err != nil {
+	key := IdempotencyKey(t.Type, t.IdempotencyKey)
+	cond := store.Condition{}
+	if t.Unique != nil {
+		// A windowed key may have moved on to another task: rewrite the
+		// marker only while it still names t (1 GET more).
+		rec, etag, err := q.readMarkerTag(ctx, key)
+		switch {
+		case err == nil && rec.TaskID != t.ID:
+			return nil
+		case err == nil:
+			cond = store.IfMatch(etag)
+		case !errors.Is(err, ErrNotFound):
+			return fmt.Errorf("rewrite idempotency marker of task %s: %w", t.ID, err)
+		}
+	}
+	if _, err := q.put(ctx, key, body, cond, q.retentionTags(t)); err != nil {
 		return fmt.Errorf("rewrite idempotency marker of task %s: %w", t.ID, err)
 	}
 	return nil
@@ -124,6 +201,14 @@ type SubmitRequest struct {
 	// IdempotencyKey, when set, makes the submit idempotent per (type,
 	// key): a second submit with the same pair returns the first task.
 	IdempotencyKey string
+	// UniqueWhileActive limits IdempotencyKey to while its task is
+	// active (waiting, pending or running): once it ended, a submit with
+	// the key makes a new task (see doc.go, "Uniqueness windows").
+	UniqueWhileActive bool
+	// UniqueFor limits IdempotencyKey to this long after the submit that
+	// made its task; then a submit with the key makes a new task.
+	// Exclusive with UniqueWhileActive.
+	UniqueFor time.Duration
 	// Priority is the task's level ("" is normal).
 	Priority Priority
 	// ExpiresAt, when set, is the deadline for starting: a task not
@@ -353,11 +438,28 @@ func (q *Queue) newTask(req SubmitRequest) (*Task, error) {
 	if err := ValidateMetadata(req.Metadata); err != nil {
 		return nil, err
 	}
+	var unique *UniqueWindow
+	switch {
+	case req.UniqueFor < 0:
+		return nil, invalidInput("unique for %s is negative", req.UniqueFor)
+	case (req.UniqueWhileActive || req.UniqueFor > 0) && req.IdempotencyKey == "":
+		return nil, invalidInput("a uniqueness window needs an idempotency key: give the key the window applies to")
+	case req.UniqueWhileActive && req.UniqueFor > 0:
+		return nil, invalidInput("unique while active and unique for %s exclude each other: choose one", req.UniqueFor)
+	case req.UniqueWhileActive:
+		unique = &UniqueWindow{WhileActive: true}
+	case req.UniqueFor > 0:
+		unique = &UniqueWindow{}
+	}
 	var meta map[string]string
 	if len(req.Metadata) > 0 {
 		meta = maps.Clone(req.Metadata)
 	}
 	now := q.Now()
+	if unique != nil && req.UniqueFor > 0 {
+		until := now.Add(req.UniqueFor).Truncate(time.Millisecond)
+		unique.Until = &until
+	}
 	id := q.newID(now)
 	prio, err := ParsePriority(string(req.Priority))
 	if err != nil {
@@ -392,6 +494,7 @@ func (q *Queue) newTask(req SubmitRequest) (*Task, error) {
 		RequestID:      newRequestID(),
 		LastEvent:      EventEnqueued,
 		IdempotencyKey: req.IdempotencyKey,
+		Unique:         unique,
 		Priority:       prio,
 		ExpiresAt:      expires,
 		Metadata:       meta,

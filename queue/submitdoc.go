@@ -12,7 +12,8 @@ import (
 
 // SubmitFields are the keys a submit document may carry.
 var SubmitFields = []string{"type", "task_type", "input", "timeout_seconds", "max_retries", "retry_policy",
-	"delay", "available_at", "idempotency_key", "priority", "expires_in", "expires_at", "after", "on_parent_failure", "metadata"}
+	"delay", "available_at", "idempotency_key", "priority", "expires_in", "expires_at", "after", "on_parent_failure", "metadata",
+	"unique_while_active", "unique_for"}
 
 // SubmitDefaults fill the fields a submit document leaves out.
 type SubmitDefaults struct {
@@ -189,6 +190,27 @@ func decodeSubmit(line []byte, def SubmitDefaults) (SubmitDoc, error) {
 		return t, fmt.Errorf("idempotency_key is %d bytes long (at most %d)", len(key), MaxIdempotencyKeyLen)
 	}
 	req.IdempotencyKey = key
+
+	// unique_while_active | unique_for (see Uniqueness windows in doc.go)
+	if raw, ok := fields["unique_while_active"]; ok && !isNull(raw) {
+		if json.Unmarshal(raw, &req.UniqueWhileActive) != nil {
+			return t, fmt.Errorf("unique_while_active: want true or false, got %s", jsonKind(raw))
+		}
+	}
+	if raw, ok := fields["unique_for"]; ok && !isNull(raw) {
+		if req.UniqueFor, err = durationField("unique_for", raw); err != nil {
+			return t, err
+		}
+		if req.UniqueFor <= 0 {
+			return t, errors.New(`unique_for must be positive, e.g. "10m" (leave it out for a key held for good)`)
+		}
+	}
+	switch {
+	case (req.UniqueWhileActive || req.UniqueFor > 0) && key == "":
+		return t, errors.New("unique_while_active and unique_for need an idempotency_key: the window applies to that key")
+	case req.UniqueWhileActive && req.UniqueFor > 0:
+		return t, errors.New("unique_while_active and unique_for exclude each other: give one")
+	}
 
 	// priority
 	prio, err := stringField(fields, "priority")

@@ -41,6 +41,15 @@ func TestDecodeSubmit(t *testing.T) {
 		{"metadata", `{"type":"e","metadata":{"tenant":"acme","traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}}`, "", func(t *testing.T, d queue.SubmitDoc) {
 			require.Equal(t, map[string]string{"tenant": "acme", "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}, d.Request.Metadata)
 		}},
+		{"unique while active", `{"type":"e","idempotency_key":"k","unique_while_active":true}`, "", func(t *testing.T, d queue.SubmitDoc) {
+			require.True(t, d.Request.UniqueWhileActive)
+		}},
+		{"unique for", `{"type":"e","idempotency_key":"k","unique_for":"10m"}`, "", func(t *testing.T, d queue.SubmitDoc) {
+			require.Equal(t, 10*time.Minute, d.Request.UniqueFor)
+		}},
+		{"unique without key", `{"type":"e","unique_for":"10m"}`, "need an idempotency_key", nil},
+		{"unique both", `{"type":"e","idempotency_key":"k","unique_for":60,"unique_while_active":true}`, "exclude each other", nil},
+		{"unique not a bool", `{"type":"e","idempotency_key":"k","unique_while_active":"yes"}`, "want true or false", nil},
 		{"metadata not an object", `{"type":"e","metadata":["a"]}`, "metadata: want an object of strings", nil},
 		{"metadata number value", `{"type":"e","metadata":{"n":1}}`, "metadata: every value must be a string", nil},
 		{"metadata bad key", `{"type":"e","metadata":{"a/b":"x"}}`, `metadata key "a/b" contains "/"`, nil},

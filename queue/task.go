@@ -149,6 +149,9 @@ type Task struct {
 	MaxRetries     int         `json:"max_retries"`
 	RetryCount     int         `json:"retry_count"`
 	RetryPolicy    RetryPolicy `json:"retry_policy"`
+	// SnoozeCount is how often its handlers snoozed the task (see doc.go,
+	// "Snooze"); absent when 0.
+	SnoozeCount int `json:"snooze_count,omitempty"`
 
 	CreatedAt   time.Time  `json:"created_at"`
 	UpdatedAt   time.Time  `json:"updated_at"`
@@ -173,6 +176,9 @@ type Task struct {
 	Actor string `json:"actor,omitempty"`
 
 	IdempotencyKey string `json:"idempotency_key"`
+	// Unique is the window its idempotency key holds for (see doc.go,
+	// "Uniqueness windows"); absent for a key held for good.
+	Unique *UniqueWindow `json:"unique,omitempty"`
 
 	Priority  Priority   `json:"priority"`
 	ExpiresAt *time.Time `json:"expires_at"`
@@ -206,6 +212,13 @@ type Task struct {
 	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
+// UniqueWindow is how long a task's idempotency key stays bound to it:
+// while the task is active, or until Until.
+type UniqueWindow struct {
+	WhileActive bool       `json:"while_active,omitempty"`
+	Until       *time.Time `json:"until,omitempty"`
+}
+
 // Timeout returns the lease duration of one attempt.
 func (t *Task) Timeout() time.Duration { return time.Duration(t.TimeoutSeconds) * time.Second }
 
@@ -219,6 +232,9 @@ func (t *Task) Clone() *Task {
 	c.CompletedAt = cloneTime(t.CompletedAt)
 	c.CancelRequestedAt = cloneTime(t.CancelRequestedAt)
 	c.ExpiresAt = cloneTime(t.ExpiresAt)
+	if t.Unique != nil {
+		c.Unique = &UniqueWindow{WhileActive: t.Unique.WhileActive, Until: cloneTime(t.Unique.Until)}
+	}
 	if t.InputRef != nil {
 		r := *t.InputRef
 		c.InputRef = &r

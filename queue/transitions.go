@@ -21,6 +21,7 @@ const (
 	EventRetried         = "retried"          // a failed attempt scheduled another one after backoff
 	EventTimedOut        = "timed_out"        // the lease expired, or its holder died, without a result (monitor)
 	EventRequeued        = "requeued"         // put back without counting a retry (shutdown, operator)
+	EventSnoozed         = "snoozed"          // the handler put its task back for a while without using a retry
 	EventCancelRequested = "cancel_requested" // an operator asked a running task to stop
 	EventCancelled       = "cancelled"        // cancelled (waiting or pending at once; running once the worker or monitor acks)
 	EventReplayed        = "replayed"         // an operator re-ran a failed, cancelled or expired task
@@ -34,7 +35,7 @@ const (
 // Events lists the canonical events in lifecycle order.
 var Events = []string{
 	EventEnqueued, EventClaimed, EventLeaseExtended, EventSucceeded, EventFailed, EventRetried,
-	EventTimedOut, EventRequeued, EventCancelRequested, EventCancelled, EventReplayed, EventArchived, EventExpired,
+	EventTimedOut, EventRequeued, EventSnoozed, EventCancelRequested, EventCancelled, EventReplayed, EventArchived, EventExpired,
 	EventChildAdded, EventParentDone, EventReleased,
 }
 
@@ -69,14 +70,15 @@ var transitions = []Transition{
 	{StatusRunning, EventLeaseExtended, StatusRunning, "Extend", "lease holder only"},
 	{StatusRunning, EventSucceeded, StatusCompleted, "Complete", "lease holder only"},
 	{StatusRunning, EventRetried, StatusPending, "Retry", "lease holder; retries left; available_at = now + backoff"},
-	{StatusRunning, EventFailed, StatusFailed, "Fail, Retry", "lease holder; permanent error or retries exhausted"},
+	{StatusRunning, EventFailed, StatusFailed, "Fail, Retry, Snooze", "lease holder; permanent error, retries exhausted or snoozes exhausted"},
 	{StatusRunning, EventTimedOut, StatusPending, "ExpireLease, ReclaimLease", "lease expired or holder dead; retries left; available_at = now + backoff"},
 	{StatusRunning, EventTimedOut, StatusFailed, "ExpireLease, ReclaimLease", "lease expired or holder dead; retries exhausted"},
 	{StatusRunning, EventRequeued, StatusPending, "Release, RequeueNow", "available now; no retry counted"},
 	{StatusPending, EventRequeued, StatusPending, "RequeueNow", "a task in backoff or delayed becomes available now"},
+	{StatusRunning, EventSnoozed, StatusPending, "Snooze", "lease holder; snoozes left; available_at = now + delay; no retry counted"},
 	{StatusRunning, EventCancelRequested, StatusRunning, "Cancel", "the worker sees it on its next lease check"},
 	{StatusPending, EventCancelled, StatusCancelled, "Cancel", "immediately"},
-	{StatusRunning, EventCancelled, StatusCancelled, "AckCancel, Retry, Release, ExpireLease, ReclaimLease", "only after cancel_requested"},
+	{StatusRunning, EventCancelled, StatusCancelled, "AckCancel, Retry, Release, Snooze, ExpireLease, ReclaimLease", "only after cancel_requested"},
 	{StatusPending, EventExpired, StatusExpired, "Claim, Sweep", "expires_at <= now; no further attempt starts"},
 	{StatusFailed, EventReplayed, StatusPending, "Replay", "retry_count reset; available now"},
 	{StatusCancelled, EventReplayed, StatusPending, "Replay", "retry_count reset; available now"},
@@ -180,6 +182,9 @@ func ValidateTransition(prev, next *Task) error {
 		if !maps.Equal(next.Metadata, prev.Metadata) {
 			return fail("metadata never changes")
 		}
+		if !sameUnique(next.Unique, prev.Unique) {
+			return fail("unique never changes")
+		}
 		if len(next.Children) < len(prev.Children) || !slices.Equal(next.Children[:len(prev.Children)], prev.Children) {
 			return fail("children are only ever added")
 		}
@@ -214,6 +219,8 @@ func CheckInvariants(t *Task) error {
 		return fmt.Errorf("need 0 <= retry_count (%d) <= max_retries (%d)", t.RetryCount, t.MaxRetries)
 	case t.Attempt < 0:
 		return fmt.Errorf("attempt is negative")
+	case t.SnoozeCount < 0 || t.SnoozeCount > MaxSnoozes:
+		return fmt.Errorf("need 0 <= snooze_count (%d) <= %d", t.SnoozeCount, MaxSnoozes)
 	case t.CreatedAt.IsZero() || t.UpdatedAt.Before(t.CreatedAt):
 		return fmt.Errorf("need created_at <= updated_at")
 	case t.Input != nil && !json.Valid(t.Input):
@@ -321,6 +328,13 @@ func CheckInvariants(t *Task) error {
 		}
 	}
 	return nil
+}
+
+func sameUnique(a, b *UniqueWindow) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.WhileActive == b.WhileActive && (a.Until == nil) == (b.Until == nil) && (a.Until == nil || a.Until.Equal(*b.Until))
 }
 
 func sameRef(a, b *DataRef) bool {

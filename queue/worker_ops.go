@@ -530,6 +530,51 @@ func (q *Queue) Fail(ctx context.Context, l *Lease, lastErr string) (*Task, erro
 	})
 }
 
+// Snooze bounds (see doc.go, "Snooze").
+const (
+	// MaxSnoozes is how often a task may snooze; the snooze after that
+	// fails it (ErrSnoozeLimit in last_error). Replay resets the count.
+	MaxSnoozes = 100
+	// MaxSnoozeDelay is the longest single snooze; longer ones are refused.
+	MaxSnoozeDelay = 24 * time.Hour
+)
+
+// ErrSnoozeLimit is the error a task fails with when its handler snoozes it
+// more than MaxSnoozes times.
+var ErrSnoozeLimit = fmt.Errorf("snoozed %d times, the most a task may (it fails instead of waiting for ever; replay it to start again)", MaxSnoozes)
+
+// Snooze puts a running task back to pending, available after delay,
+// without counting a retry: its handler asked to run later (a throttle, a
+// resource not ready). snooze_count grows by one; a task that has snoozed
+// MaxSnoozes times fails with ErrSnoozeLimit instead, and one whose
+// cancellation was requested is cancelled. reason, when given, is kept in
+// last_error. delay must be within 0..MaxSnoozeDelay.
+func (q *Queue) Snooze(ctx context.Context, l *Lease, delay time.Duration, reason string) (*Task, error) {
+	if delay < 0 || delay > MaxSnoozeDelay {
+		return nil, fmt.Errorf("snooze: %w", invalidInput("delay %s is outside 0..%s", delay, MaxSnoozeDelay))
+	}
+	return q.finish(ctx, l, "snooze", func(t *Task, now time.Time) (string, error) {
+		if t.CancelRequested {
+			toCancelled(t, now)
+			return EventCancelled, nil
+		}
+		if t.SnoozeCount >= MaxSnoozes {
+			t.Status = StatusFailed
+			t.LastError = ErrSnoozeLimit.Error()
+			t.CompletedAt = timePtr(now)
+			t.Output, t.OutputRef = nil, nil
+			endLease(t)
+			return EventFailed, nil
+		}
+		t.SnoozeCount++
+		if reason != "" {
+			t.LastError = "snoozed: " + reason
+		}
+		toPending(t, now.Add(delay).Truncate(time.Millisecond))
+		return EventSnoozed, nil
+	})
+}
+
 // Release gives the task back without counting a retry (graceful shutdown):
 // pending, available now. reason, when given, is kept in last_error. A task
 // whose cancellation was requested is cancelled instead.

@@ -123,6 +123,13 @@ func TestOperatorCases(t *testing.T) {
 				skew := fixture(st, now)
 				skew.UpdatedAt = now.Add(time.Second) // the clock moved back
 				bases["failed, updated in the future"] = skew
+				// A replay resets the snoozes with the retries; a key's
+				// window never changes.
+				sz := fixture(st, now)
+				sz.SnoozeCount, sz.LastError = queue.MaxSnoozes, queue.ErrSnoozeLimit.Error()
+				until := now.Add(time.Hour)
+				sz.IdempotencyKey, sz.Unique = "k", &queue.UniqueWindow{Until: &until}
+				bases["failed, snoozed to the limit, unique for a while"] = sz
 				// Priorities move the ready key; an expiry still ahead stays.
 				for _, p := range []queue.Priority{queue.PriorityHigh, queue.PriorityLow} {
 					pt := fixture(st, now)

@@ -43,6 +43,8 @@
 //	Retryable(err), other err pending after backoff, retry_count+1; failed when retries are exhausted
 //	Permanent(err)            failed at once
 //	Reschedule(d)             pending, available after d, retry_count+1 (bounded by max_retries)
+//	Snooze(d)                 pending, available after d, snooze_count+1, no retry used;
+//	                          failed after queue.MaxSnoozes snoozes
 //	panic                     recovered; as a retryable error carrying the panic message
 //	(type not served)         failed: "no handler for task type" (cannot happen through the index)
 //

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/qo-queue/qo/queue"
 )
 
 // Handler results that steer a task. A handler returns nil for success, or
@@ -14,6 +16,8 @@ import (
 //	any other error     -> same as Retryable
 //	Permanent(err)      -> failed now, no more retries
 //	Reschedule(d)       -> pending again, available after d; counts as a retry
+//	Snooze(d)           -> pending again, available after d; no retry used
+//	                       (bounded by queue.MaxSnoozes, then failed)
 //	panic               -> recovered, retryable, the panic message is kept as the error
 
 // RetryableError marks a failure worth another attempt.
@@ -69,6 +73,28 @@ func Reschedule(delay time.Duration) error {
 		delay = time.Millisecond
 	}
 	return &RescheduleError{Delay: delay}
+}
+
+// SnoozeError asks for the task to run again after Delay without using a
+// retry: its snooze_count grows instead, and the task fails once it has
+// snoozed queue.MaxSnoozes times (see queue's doc.go, "Snooze").
+type SnoozeError struct {
+	Delay  time.Duration
+	Reason string
+}
+
+func (e *SnoozeError) Error() string {
+	if e.Reason != "" {
+		return fmt.Sprintf("snoozed for %s: %s", e.Delay, e.Reason)
+	}
+	return fmt.Sprintf("snoozed for %s", e.Delay)
+}
+
+// Snooze puts the task back for delay without using a retry (a throttle, a
+// resource not ready yet). delay is clamped to 1 ms..queue.MaxSnoozeDelay.
+// A task that snoozes more than queue.MaxSnoozes times fails.
+func Snooze(delay time.Duration) error {
+	return &SnoozeError{Delay: min(max(delay, time.Millisecond), queue.MaxSnoozeDelay)}
 }
 
 // IsPermanent reports whether err (or an error it wraps) is permanent.

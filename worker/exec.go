@@ -23,9 +23,12 @@ import (
 //   - the child writes its output as one JSON value on stdout (empty stdout
 //     means null; anything else that is not valid JSON fails the task
 //     permanently, so keep logs on stderr);
-//   - exit 0 = success, exit 75 (EX_TEMPFAIL) = retryable failure, any other
-//     exit = permanent failure; the last StderrTail bytes of stderr are kept
-//     as the task's error;
+//   - exit 0 = success, exit 75 (EX_TEMPFAIL) = retryable failure, exit 79
+//     = snooze (put the task back without using a retry, for the number of
+//     seconds printed on stdout, e.g. `echo 30; exit 79`, or
+//     DefaultExecSnooze when stdout is empty; see Snooze), any other exit =
+//     permanent failure; the last StderrTail bytes of stderr are kept as
+//     the task's error;
 //   - the environment is not the worker's (which holds the bucket's
 //     credentials): only the variables of BaseEnv (PATH, HOME, the locale,
 //     ...), those named in ExecOptions.PassEnv, ExecOptions.Env, and
@@ -47,6 +50,15 @@ import (
 // ExitRetryable is the exit code an exec handler uses to ask for a retry
 // (EX_TEMPFAIL from sysexits.h).
 const ExitRetryable = 75
+
+// ExitSnooze is the exit code an exec handler uses to snooze its task (see
+// Snooze): stdout then holds the delay in seconds as a JSON number, or is
+// empty for DefaultExecSnooze. 79 is outside sysexits.h's 64..78.
+const ExitSnooze = 79
+
+// DefaultExecSnooze is the snooze of an exec handler that exits ExitSnooze
+// without printing a delay.
+const DefaultExecSnooze = time.Minute
 
 // Exec handler defaults.
 const (
@@ -245,6 +257,8 @@ func runExec(ctx context.Context, command []string, opts ExecOptions, t *queue.T
 				// success handling below.
 			case code == ExitRetryable:
 				return nil, Retryable(errors.New(withTail(fmt.Sprintf("exec %s: exit status %d (retry requested)", name, code))))
+			case code == ExitSnooze:
+				return nil, execSnooze(name, bytes.TrimSpace(stdout.buf.Bytes()))
 			case code < 0:
 				// Killed by a signal we did not send (OOM killer, operator):
 				// worth another attempt.
@@ -265,6 +279,22 @@ func runExec(ctx context.Context, command []string, opts ExecOptions, t *queue.T
 		return nil, Permanent(fmt.Errorf("exec %s: stdout is not valid JSON (starts with %q); print the result as one JSON value on stdout and send logs to stderr", name, preview(out, 80)))
 	}
 	return json.RawMessage(bytes.Clone(out)), nil
+}
+
+// execSnooze reads the delay an exec handler that exited ExitSnooze printed
+// on stdout: a JSON number of seconds, or nothing for DefaultExecSnooze.
+// Anything else fails the task permanently, naming the fix.
+func execSnooze(name string, out []byte) error {
+	if len(out) == 0 {
+		return &SnoozeError{Delay: DefaultExecSnooze, Reason: fmt.Sprintf("exec %s: exit status %d", name, ExitSnooze)}
+	}
+	var secs float64
+	if err := json.Unmarshal(out, &secs); err != nil || secs < 0 || secs > queue.MaxSnoozeDelay.Seconds() {
+		return Permanent(fmt.Errorf("exec %s: exit status %d (snooze) wants the delay in seconds on stdout, a number within 0..%g, got %q", name, ExitSnooze, queue.MaxSnoozeDelay.Seconds(), preview(out, 80)))
+	}
+	err := Snooze(time.Duration(secs * float64(time.Second))).(*SnoozeError)
+	err.Reason = fmt.Sprintf("exec %s: exit status %d", name, ExitSnooze)
+	return err
 }
 
 // handlerEnvKey marks a handler context with what its worker tells exec

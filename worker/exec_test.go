@@ -104,6 +104,36 @@ func TestExecHandler(t *testing.T) {
 	})
 }
 
+// An exec handler snoozes its task with ExitSnooze and the delay in seconds
+// on stdout.
+func TestExecSnooze(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, body string
+		want       time.Duration // 0: a permanent failure
+	}{
+		{"delay on stdout", `echo 30; exit 79`, 30 * time.Second},
+		{"fractional", `echo 0.5; exit 79`, 500 * time.Millisecond},
+		{"empty stdout takes the default", `exit 79`, DefaultExecSnooze},
+		{"not a number", `echo soon; exit 79`, 0},
+		{"over the bound", `echo 1e9; exit 79`, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := Exec([]string{script(t, tc.body)}, ExecOptions{})(context.Background(), execTask(`{}`))
+			if tc.want == 0 {
+				require.True(t, IsPermanent(err), "%v", err)
+				require.ErrorContains(t, err, "wants the delay in seconds")
+				return
+			}
+			var sz *SnoozeError
+			require.ErrorAs(t, err, &sz)
+			require.Equal(t, tc.want, sz.Delay)
+		})
+	}
+}
+
 // On cancellation the whole process group gets SIGTERM, and SIGKILL after
 // the grace period when it ignores SIGTERM.
 func TestExecHandlerKill(t *testing.T) {

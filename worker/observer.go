@@ -10,6 +10,7 @@ const (
 	OutcomeCompleted   Outcome = "completed"   // the task succeeded
 	OutcomeRetried     Outcome = "retried"     // failed, will run again after a backoff
 	OutcomeRescheduled Outcome = "rescheduled" // the handler asked to run again later
+	OutcomeSnoozed     Outcome = "snoozed"     // the handler put the task back for a while, no retry used
 	OutcomeFailed      Outcome = "failed"      // failed for good (dead letter)
 	OutcomeCancelled   Outcome = "cancelled"   // an operator cancelled it while it ran
 	OutcomeReleased    Outcome = "released"    // the worker shut down and gave it back

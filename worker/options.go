@@ -193,6 +193,13 @@ type Options struct {
 	// Limits caps how many tasks of a type run at once in this worker; a
 	// type not listed is bounded by Concurrency only.
 	Limits map[string]int
+	// Weights share the worker's slots between the types it serves while
+	// tasks of several are ready: with {"a": 6, "b": 3, "c": 1} it claims
+	// about 6 of a and 3 of b for each of c (not strict priority: a type
+	// with no ready task gives its share to the others). A served type not
+	// named weighs 1; nil claims in the ready index's order alone. See
+	// weights.go for the bounds.
+	Weights map[string]int
 	// ControlRefresh is how often a worker with a paused type re-reads the
 	// queue's pause switches (control.json) to notice a resume (default
 	// 5s). Before claiming, it never relies on a copy older than a second

@@ -827,8 +827,13 @@ func (w *Worker) claimHeld(ctx context.Context, free int) (started int) {
 			order = append(order[k:], order[:k]...)
 		}
 	}
-	for _, i := range order {
-		if started >= free || w.stopping(ctx) {
+	// With weights (see weights.go) the types take turns; a type at its
+	// limit takes no part.
+	next := w.weightedOrder(v.entries, order)
+	full := func(typ string) bool { return w.atLimit(typ, perType) }
+	for started < free && !w.stopping(ctx) {
+		i, ok := next.next(full)
+		if !ok {
 			break
 		}
 		h := &v.entries[i]

@@ -300,6 +300,7 @@ func (w *Worker) finish(ctx context.Context, rt *runningTask, log *slog.Logger, 
 	}
 	var (
 		rs  *RescheduleError
+		sz  *SnoozeError
 		t   *queue.Task
 		err error
 		op  string
@@ -309,6 +310,11 @@ func (w *Worker) finish(ctx context.Context, rt *runningTask, log *slog.Logger, 
 		op = "reschedule"
 		t, err = w.write(rt, log, op, func(ctx context.Context, l *queue.Lease) (*queue.Task, error) {
 			return w.q.Retry(ctx, l, msg, rs.Delay)
+		})
+	case errors.As(herr, &sz):
+		op = "snooze"
+		t, err = w.write(rt, log, op, func(ctx context.Context, l *queue.Lease) (*queue.Task, error) {
+			return w.q.Snooze(ctx, l, sz.Delay, sz.Reason)
 		})
 	case IsPermanent(herr):
 		op = "fail"
@@ -325,12 +331,15 @@ func (w *Worker) finish(ctx context.Context, rt *runningTask, log *slog.Logger, 
 		w.logWriteErr(log, op, err)
 		return
 	}
-	if op != "reschedule" {
+	snoozed := op == "snooze" && t != nil && t.Status == queue.StatusPending
+	if op != "reschedule" && !snoozed {
 		w.countFinish(0, 1)
 	}
 	switch {
 	case op == "reschedule":
 		w.finished(rt, OutcomeRescheduled, took)
+	case snoozed:
+		w.finished(rt, OutcomeSnoozed, took)
 	case t != nil && t.Status == queue.StatusFailed:
 		w.finished(rt, OutcomeFailed, took)
 	default:
@@ -340,9 +349,15 @@ func (w *Worker) finish(ctx context.Context, rt *runningTask, log *slog.Logger, 
 	if t != nil && t.Status == queue.StatusPending {
 		attrs = append(attrs, "retry_count", t.RetryCount, "available_at", t.AvailableAt)
 	}
-	if op == "reschedule" {
+	if snoozed {
+		attrs = append(attrs, "snooze_count", t.SnoozeCount)
+	}
+	switch {
+	case op == "reschedule":
 		log.Info("task rescheduled", attrs...)
-	} else {
+	case snoozed:
+		log.Info("task snoozed", attrs...)
+	default:
 		log.Warn("task attempt failed", attrs...)
 	}
 }

@@ -43,6 +43,7 @@ type Worker struct {
 	wrapped    map[string]HandlerFunc
 	types      []string
 	typeSet    map[string]bool
+	weights    *typeWeights // Options.Weights' chooser; nil without weights
 	host       string
 
 	started   atomic.Bool
@@ -214,6 +215,15 @@ func (w *Worker) prepare() error {
 			return fmt.Errorf("worker: the limit for type %q is %d; it must be at least 1 (pause the type to stop it: qo pause %s)", t, n, t)
 		}
 	}
+	for t, n := range w.opts.Weights {
+		if !w.typeSet[t] {
+			return fmt.Errorf("worker: a weight is set for type %q, which this worker does not serve (serves %v)", t, w.types)
+		}
+		if n < 1 {
+			return fmt.Errorf("worker: the weight of type %q is %d; it must be at least 1", t, n)
+		}
+	}
+	w.weights = newTypeWeights(w.opts.Weights)
 	if len(w.opts.Shards) > 0 {
 		all := w.q.Shards()
 		for _, s := range w.opts.Shards {

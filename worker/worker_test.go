@@ -35,6 +35,12 @@ func TestHandlerOutcomes(t *testing.T) {
 			}
 			return nil, nil
 		})
+		w.Handle("snoozes", func(_ context.Context, task *queue.Task) (json.RawMessage, error) {
+			if task.Attempt == 1 {
+				return nil, Snooze(time.Hour)
+			}
+			return nil, nil
+		})
 		w.Handle("badjson", func(context.Context, *queue.Task) (json.RawMessage, error) {
 			return json.RawMessage("{not json"), nil
 		})
@@ -86,6 +92,7 @@ func TestHandlerOutcomes(t *testing.T) {
 			ids[i] = bd.submit(t, tc.typ, tc.input, tc.mod...)
 		}
 		resched := bd.submit(t, "reschedules", `{}`, retries(5))
+		snoozed := bd.submit(t, "snoozes", `{}`, retries(0))
 		r := start(t, w)
 		for i, tc := range tests {
 			task := bd.waitStatus(t, ids[i].ID, tc.want)
@@ -98,6 +105,16 @@ func TestHandlerOutcomes(t *testing.T) {
 			return task.Status == queue.StatusPending && task.Attempt == 1
 		}, "rescheduled task")
 		require.Equal(t, 1, task.RetryCount)
+		require.WithinDuration(t, bd.q.Now().Add(time.Hour), task.AvailableAt, 5*time.Minute)
+		// Snooze: back to pending, an hour out, no retry used (a task
+		// without retries can snooze).
+		testutil.Eventually(t, func() bool {
+			task = bd.get(t, snoozed.ID)
+			return task.Status == queue.StatusPending && task.Attempt == 1
+		}, "snoozed task")
+		require.Equal(t, queue.EventSnoozed, task.LastEvent)
+		require.Equal(t, 0, task.RetryCount)
+		require.Equal(t, 1, task.SnoozeCount)
 		require.WithinDuration(t, bd.q.Now().Add(time.Hour), task.AvailableAt, 5*time.Minute)
 		require.NoError(t, r.stop(t))
 	})

@@ -1291,8 +1291,8 @@ var transitions_default = [
     from: "running",
     event: "failed",
     to: "failed",
-    by: "Fail, Retry",
-    note: "lease holder; permanent error or retries exhausted"
+    by: "Fail, Retry, Snooze",
+    note: "lease holder; permanent error, retries exhausted or snoozes exhausted"
   },
   {
     from: "running",
@@ -1324,6 +1324,13 @@ var transitions_default = [
   },
   {
     from: "running",
+    event: "snoozed",
+    to: "pending",
+    by: "Snooze",
+    note: "lease holder; snoozes left; available_at = now + delay; no retry counted"
+  },
+  {
+    from: "running",
     event: "cancel_requested",
     to: "running",
     by: "Cancel",
@@ -1340,7 +1347,7 @@ var transitions_default = [
     from: "running",
     event: "cancelled",
     to: "cancelled",
-    by: "AckCancel, Retry, Release, ExpireLease, ReclaimLease",
+    by: "AckCancel, Retry, Release, Snooze, ExpireLease, ReclaimLease",
     note: "only after cancel_requested"
   },
   {
@@ -1729,6 +1736,7 @@ function toWaiting(t) {
   clearRun(t);
   t.last_error = "";
   t.retry_count = 0;
+  delete t.snooze_count;
 }
 function toCancelled(t, now) {
   t.status = "cancelled";
@@ -1765,6 +1773,7 @@ var changes = {
   replay(t, now) {
     if (t.expires_at && Date.parse(t.expires_at) <= Date.parse(now)) t.expires_at = null;
     t.retry_count = 0;
+    delete t.snooze_count;
     for (const p of t.parents || []) {
       if (p.done !== "completed") delete p.done;
     }

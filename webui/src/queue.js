@@ -347,6 +347,7 @@ function toWaiting(t) {
   clearRun(t);
   t.last_error = '';
   t.retry_count = 0;
+  delete t.snooze_count;
 }
 
 function toCancelled(t, now) {
@@ -392,6 +393,7 @@ const changes = {
   replay(t, now) {
     if (t.expires_at && Date.parse(t.expires_at) <= Date.parse(now)) t.expires_at = null;
     t.retry_count = 0;
+    delete t.snooze_count; // absent when 0, as Go writes it
     // A task with parents waits again for those that did not complete.
     for (const p of t.parents || []) {
       if (p.done !== 'completed') delete p.done;
