@@ -568,7 +568,8 @@ above; liveness from these bounds, with the defaults:
   - order: with a free slot in a worker that serves its type and polls
     its shard, a ready task is not passed for long by newer tasks of its
     priority, whatever the depth of the ready index (a worker keeps a page
-    of every shard it polls and claims oldest first across all of them):
+    of every shard it polls and claims oldest first across all of them,
+    listing on past the entries of a type it is at its limit for):
     a task its worker's held view does not hold yet (ready after its
     shard's page was listed, ranked before what the page holds) within a
     page hold and a poll wait (10s + 6s, plus the walks that list the

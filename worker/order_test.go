@@ -730,3 +730,70 @@ func TestEntryBeforeKeptPageSeenAfterHold(t *testing.T) {
 		require.NoError(t, w.pollSettled(ctx, 1).err)
 	}
 }
+
+// A worker at its limit for a type whose page of a shard is cut inside a
+// backlog of that type (deeper than a page in every shard it polls) does
+// not hold back its other types behind that cut: it lists on past the
+// entries it cannot claim now, as it does for keys of types it does not
+// serve, and starts the tasks of its other type ranked after them while
+// the page is still held (the hold is an hour here), in a bounded number
+// of LISTs.
+func TestTypeAtLimitDoesNotHoldOtherTypes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	bd := setup(t, storetest.Backends()[0], setupOpts{fake: true})
+	o := bd.opts(t)
+	o.PageHold = time.Hour
+	o.ReadyPageSize = 3
+	o.Shards = []string{"2", "5", "9"}
+	o.Concurrency = 64
+	o.Limits = map[string]int{"a": 1}
+	w := New(bd.q, o)
+	w.Handle("a", blockHandler)
+	w.Handle("b", blockHandler)
+	prepared(t, w)
+
+	// Each shard polled holds ten a (over three pages), then five b
+	// (low priority: ranked a quarter hour after them).
+	var as, bs []*queue.Task
+	for _, tc := range []struct {
+		typ  string
+		n    int
+		list *[]*queue.Task
+		mod  func(*queue.SubmitRequest)
+	}{
+		{"a", 10, &as, func(*queue.SubmitRequest) {}},
+		{"b", 5, &bs, func(r *queue.SubmitRequest) { r.Priority = queue.PriorityLow }},
+	} {
+		per := map[string]int{}
+		for per["2"] < tc.n || per["5"] < tc.n || per["9"] < tc.n {
+			task := bd.submit(t, tc.typ, `{}`, tc.mod)
+			bd.fake.Advance(time.Millisecond)
+			if slices.Contains(o.Shards, task.Shard) {
+				*tc.list = append(*tc.list, task)
+				per[task.Shard]++
+			}
+		}
+	}
+
+	require.Equal(t, 1, w.pollSettled(ctx, o.Concurrency).claimed, "one a, then it is at its limit")
+	require.Equal(t, map[string]int{"a": 1}, runningTypes(w))
+	require.True(t, isRunning(w, as[0].ID), "the oldest a first")
+
+	before := counts(bd.s)
+	polls := 0
+	for ; runningTypes(w)["b"] < len(bs); polls++ {
+		require.Less(t, polls, 40, "b tasks started: %d of %d", runningTypes(w)["b"], len(bs))
+		require.NoError(t, w.pollSettled(ctx, o.Concurrency-w.slotsTaken()).err)
+	}
+	for _, task := range bs {
+		require.True(t, isRunning(w, task.ID), "task %s", task.ID)
+	}
+	require.Equal(t, 1, runningTypes(w)["a"], "still at its limit for a")
+	// Each key is listed about once: the a backlog is paged past, not
+	// listed again and again.
+	d := counts(bd.s).Sub(before)
+	keys := len(as) + len(bs)
+	require.LessOrEqual(t, d.Total(store.OpList), int64(keys/o.ReadyPageSize+len(o.Shards)), "LISTs in %d polls: %s", polls, d)
+	t.Logf("%d polls, %s", polls, d)
+}

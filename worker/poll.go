@@ -33,10 +33,21 @@ import (
 // heldView.due), first come first listed, in LISTs of ReadyPageSize
 // (1,000) keys, at most 4 a walk: a shard never listed; one whose page the
 // worker claimed from and that holds nothing more for it while it has a
-// cut (its next entries wait for it); one whose page lacks a type the
-// worker claims now; one whose page is older than PageHold (10s); and one
-// that stopped in a run of keys the worker cannot claim (paged on in a
-// walk made for another reason). With nothing left to claim and none of
+// cut (its next entries wait for it); one whose page has a cut and holds
+// entries of a type the worker cannot claim now (at its limit or its
+// share of a fleet-wide cap) and none for the types it claims; one whose
+// page lacks a type the worker claims now; one whose page is older than
+// PageHold (10s); and one that stopped in a run of keys the worker cannot
+// claim (paged on in a walk made for another reason). A page of the
+// second and third kinds is listed on after its cut, for the types the
+// worker claims now, when it holds entries of a type the worker cannot
+// claim now or was listed for fewer types than the worker serves (the
+// keys before the cut would be passed again): so entries of a type at its
+// limit hold the horizon for the worker's other types only until that
+// listing, as keys of a paused type or of one the worker does not serve
+// never do; the entries it kept wait for a slot of their type, and the
+// page is listed from its start again once it is PageHold old or that
+// type is claimed again. With nothing left to claim and none of
 // these, every shard is due: pages holding only other workers' entries
 // are listed on after their cut, earliest cut first, the others again. A
 // LIST runs on in key order past shards shallower than its page, so an
@@ -66,7 +77,10 @@ import (
 // other workers' work backs off at once, from 10xPollMin.
 //
 // Order: each worker claims in rank order across all its shards, as of
-// the listing of each shard's page, whatever the depth of the backlog. A
+// the listing of each shard's page, whatever the depth of the backlog
+// (among the types it claims now: a backlog of a type at its limit holds
+// back its other types only until a walk lists its shard on past it, see
+// above). A
 // task that became ready after its shard's page was listed, ranked before
 // entries the view holds (a higher-priority one, or one in a shard listed
 // to its end), waits until that page is listed again: at most PageHold
@@ -276,7 +290,11 @@ type shardPage struct {
 	resume string
 	// next: the key the listing stopped at when it left a cut.
 	next string
-	// claimed: the worker started a claim from it.
+	// partial: listed for fewer types than the worker serves (some at
+	// their limit or paused): it passed keys of theirs.
+	partial bool
+	// claimed: the worker started a claim from it (from the entries the
+	// listing found: an onward page starts unclaimed).
 	claimed bool
 	// onward: it was listed on after the cut of the page before it, whose
 	// entries it adds to (see due).
@@ -381,9 +399,14 @@ func (v *heldView) bound(wanted []string) {
 // due returns the shards of wanted (sorted) a walk lists, in the order it
 // lists them. First those never listed; then, by when they came due, a
 // page listed for fewer types than the worker claims now, and a page with
-// a cut that the worker claimed from and that holds nothing more for it
-// (none of its own entries, none late: the shard's next entries wait for
-// it), both due since they were listed; a page older than hold, due since
+// a cut that holds nothing more for it of the types it claims now (none
+// of its own entries, none late) and that it claimed from or that holds
+// entries of a type it does not claim now (at its limit) while listed
+// for it (the shard's next entries wait for it), both due since they
+// were listed (the second listed on after its cut, in onward, when the
+// keys before the cut include some it would pass again: entries of a
+// type it does not claim now, or keys of types the page was not listed
+// for); a page older than hold, due since
 // it turned that old; and a page that stopped in a run of keys the worker
 // cannot claim, due since it was listed. With spent (nothing in the view
 // left to claim) and none of these due, every shard is: those with a cut
@@ -395,11 +418,17 @@ func (v *heldView) bound(wanted []string) {
 // the worker cannot claim (which waits for a walk made for another
 // reason).
 func (v *heldView) due(wanted, types []string, now time.Time, hold time.Duration, spent bool) (shards []string, onward map[string]bool, urgent bool) {
-	left, held := map[string]bool{}, map[string]bool{}
+	// left: the shard's page holds entries for the worker (its own or
+	// late) of the types it claims now; off: entries of a type it does
+	// not claim now (at its limit or cap share).
+	left, off, held := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for i := range v.entries {
 		if h := &v.entries[i]; !h.done {
 			held[h.Shard] = true
-			if h.own || v.late(h) {
+			switch {
+			case !slices.Contains(types, h.Type):
+				off[h.Shard] = true
+			case h.own || v.late(h):
 				left[h.Shard] = true
 			}
 		}
@@ -413,8 +442,18 @@ func (v *heldView) due(wanted, types []string, now time.Time, hold time.Duration
 		switch p := v.pages[s]; {
 		case p == nil:
 			ds, urgent = append(ds, dueAt{s, time.Time{}}), true
-		case !subset(types, p.types), !p.cut.IsZero() && p.claimed && !left[s]:
+		case !subset(types, p.types):
 			ds, urgent = append(ds, dueAt{s, p.listed}), true
+		case !p.cut.IsZero() && !left[s] && (p.claimed || off[s] && !subset(p.types, types)):
+			ds, urgent = append(ds, dueAt{s, p.listed}), true
+			if p.next != "" && (off[s] || p.partial) {
+				// What it holds waits for a slot of its type: list on
+				// past the cut for the types the worker claims now.
+				if onward == nil {
+					onward = map[string]bool{}
+				}
+				onward[s] = true
+			}
 		case now.Sub(p.listed) >= hold:
 			ds, urgent = append(ds, dueAt{s, p.listed.Add(hold)}), true
 		case p.resume != "":
@@ -514,6 +553,7 @@ func (w *Worker) walk(ctx context.Context, shards, types, due []string, onward m
 	var entries []queue.ReadyEntry
 	pages := map[string]*shardPage{}
 	start := "" // the StartAfter of the next LIST ("": the next shard due)
+	partial := len(types) < len(w.types)
 	for range maxWalkLists {
 		if start == "" {
 			i := slices.IndexFunc(due, func(s string) bool { return pages[s] == nil })
@@ -549,14 +589,14 @@ func (w *Worker) walk(ctx context.Context, shards, types, due []string, onward m
 		}
 		for _, s := range wanted {
 			if s >= first && (end == "" || s < end) {
-				pages[s] = &shardPage{listed: began, types: types}
+				pages[s] = &shardPage{listed: began, types: types, partial: partial}
 			}
 		}
 		start = ""
 		if in == "" {
 			continue
 		}
-		p := &shardPage{listed: began, types: types}
+		p := &shardPage{listed: began, types: types, partial: partial}
 		pages[in] = p
 		last, perr := queue.ParseReadyKey(next)
 		if perr != nil || !slices.ContainsFunc(es, func(e queue.ReadyEntry) bool { return e.Shard == in }) {
@@ -571,7 +611,7 @@ func (w *Worker) walk(ctx context.Context, shards, types, due []string, onward m
 	}
 	for s, p := range pages {
 		if old := w.view.pages[s]; onward[s] && old != nil && p.resume == "" {
-			p.onward, p.listed, p.claimed = true, old.listed, old.claimed
+			p.onward, p.listed = true, old.listed
 		}
 	}
 	return entries, pages, nil
