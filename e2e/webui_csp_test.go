@@ -123,6 +123,9 @@ func TestWebUIDeployedUnderCSPAndNotFramed(t *testing.T) {
 	_, err = e.s.Client().PutObject(bg, &s3.PutObjectInput{Bucket: aws.String(e.s.Bucket()), Key: aws.String("ui/framer.html"),
 		Body: bytes.NewReader([]byte(framer)), ContentType: aws.String("text/html")})
 	require.NoError(t, err)
+	// Leave the page first: a refresh it had in flight must not count as
+	// the framed page's.
+	require.NoError(t, chromedp.Run(ctx, chromedp.Navigate("about:blank")))
 	log := recordS3(t, ctx, e.s.Bucket())
 	require.NoError(t, chromedp.Run(ctx,
 		chromedp.Navigate(strings.TrimSuffix(base, "index.html")+"framer.html"),
