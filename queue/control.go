@@ -191,11 +191,13 @@ func decodeControl(body []byte) (Control, error) {
 		if err := ValidateType(t); err != nil {
 			return Control{}, &MalformedError{Key: ControlKey, Err: errors.New(err.Error())}
 		}
-		if l.Concurrency == 0 && l.Rate > 0 {
-			if l.Per != "s" && l.Per != "m" || l.Burst < 0 || l.Rate*60/int(perOf(l.Per)/time.Second) > MaxRate*60 {
-				return Control{}, &MalformedError{Key: ControlKey, Err: fmt.Errorf("limit of type %q: rate %d per %q (burst %d) is not a valid rate", t, l.Rate, l.Per, l.Burst)}
+		if l.Rate != 0 || l.Per != "" || l.Burst != 0 {
+			if l.Rate < 1 || l.Per != "s" && l.Per != "m" || l.Burst < 0 || l.Burst > MaxRate || l.Rate > MaxRate*60 || l.Per == "s" && l.Rate > MaxRate {
+				return Control{}, &MalformedError{Key: ControlKey, Err: fmt.Errorf("limit of type %q: rate %d per %q (burst %d) is not a rate of 1 to %d per second", t, l.Rate, l.Per, l.Burst, MaxRate)}
 			}
-			continue
+			if l.Concurrency == 0 {
+				continue
+			}
 		}
 		if l.Concurrency < 1 || l.Concurrency > MaxConcurrencyCap {
 			return Control{}, &MalformedError{Key: ControlKey, Err: fmt.Errorf("limit of type %q: concurrency %d is not between 1 and %d", t, l.Concurrency, MaxConcurrencyCap)}

@@ -64,8 +64,8 @@ func (w *Worker) rateAdmits(typ string) bool {
 }
 
 // unclaimRated gives back the slot of a claim of typ that did not start
-// its task, and its token: the next claim of the type uses it (at most a
-// bucket's worth kept). w.mu held.
+// its task, and its token: the next claim of the type uses it (the bucket's
+// tokens and the refunds together at most its burst). w.mu held.
 func (w *Worker) unclaimRated(typ string) {
 	w.unclaim(typ)
 	lim, ok := w.rateBucket(typ)
@@ -75,7 +75,9 @@ func (w *Worker) unclaimRated(typ string) {
 	if w.caps.refunds == nil {
 		w.caps.refunds = map[string]int{}
 	}
-	w.caps.refunds[typ] = min(w.caps.refunds[typ]+1, lim.Burst())
+	// Saved tokens (the bucket's and the refunds) stay within the burst.
+	room := lim.Burst() - int(lim.TokensAt(w.clock.Now()))
+	w.caps.refunds[typ] = max(0, min(w.caps.refunds[typ]+1, room))
 }
 
 // rateReady reports whether a claim of typ would get a token now, without

@@ -124,7 +124,7 @@ func TestFleetRateCostsNoRequestPerTask(t *testing.T) {
 func TestRateBucketFollowsShare(t *testing.T) {
 	t.Parallel()
 	clk := &fixedClock{t: time.Unix(1_000_000, 0)}
-	w := &Worker{clock: clk, types: []string{"rated"}}
+	w := &Worker{clock: clk, types: []string{"rated"}, claiming: map[string]int{}}
 	ctl := queue.Control{Limits: map[string]queue.Limit{"rated": {Rate: 10, Per: "s", Burst: 4}}}
 	limits := map[string]int{}
 	w.caps.bursts = w.rateLimits(ctl, limits)
@@ -139,6 +139,27 @@ func TestRateBucketFollowsShare(t *testing.T) {
 	require.True(t, w.rateAdmits("rated"), "one token after 1/5 s")
 	require.False(t, w.rateAdmits("rated"))
 	require.True(t, w.rateAdmits("other"), "a type without a rate limit")
+
+	// A claim that started nothing gives its token back, the saved
+	// tokens staying within the bucket's burst.
+	w.unclaimRated("rated")
+	w.unclaimRated("rated")
+	w.unclaimRated("rated")
+	require.True(t, w.rateReady("rated"))
+	require.True(t, w.rateAdmits("rated"))
+	require.True(t, w.rateAdmits("rated"))
+	require.False(t, w.rateAdmits("rated"), "no more than the burst saved")
+
+	// A smaller share slows the bucket at once.
+	w.caps.usable[rateKey("rated")] = 60 // 1/s
+	require.False(t, w.rateReady("rated"))
+	clk.t = clk.t.Add(200 * time.Millisecond)
+	require.False(t, w.rateAdmits("rated"), "a fifth of a token")
+	clk.t = clk.t.Add(800 * time.Millisecond)
+	require.True(t, w.rateAdmits("rated"))
+	w.caps.usable[rateKey("rated")] = 0
+	clk.t = clk.t.Add(time.Hour)
+	require.False(t, w.rateAdmits("rated"), "no share: no claim")
 }
 
 type fixedClock struct{ t time.Time }
