@@ -1216,7 +1216,8 @@ by the shares of the caps, nothing per task:
     limit, less the time a worker joining or found dead waits for its
     share (as for a cap) and the poll interval when a worker's bucket is
     full: measured within 1% for 1 and 8 workers with a backlog
-    (worker/rate_test.go). Starts are when the claim took its token; a
+    (worker/rate_test.go), 9.6/s for 10/s over 4 worker processes on
+    MinIO over 20 s, start-up included (e2e/rate_test.go). Starts are when the claim took its token; a
     handler starts after the claim's requests, so its own start times
     jitter by one claim's latency.
   - Requests: those of a cap, for the share; a token costs none.
