@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -14,8 +16,8 @@ import (
 func limitCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "limit",
-		Usage:     "cap how many tasks of a type run at once across every worker",
-		UsageText: "qo limit TYPE --concurrency N [--json]\nqo limit TYPE --clear [--json]",
+		Usage:     "cap how many tasks of a type run at once, or start per second, across every worker",
+		UsageText: "qo limit TYPE --concurrency N [--json]\nqo limit TYPE --rate 20/s [--burst N] [--json]\nqo limit TYPE --clear [--json]",
 		Description: `A fleet-wide cap: at most N handlers of the type run at once across all
 workers, however many join, drain, are paused or killed. Workers hold
 shares of N in their registry entries, written with their heartbeats, so
@@ -24,12 +26,21 @@ heartbeat or two; a killed worker's share is free again once it is found
 dead (22s after its last heartbeat with the defaults). 'qo limits' lists
 the caps.
 
+A fleet-wide rate (--rate 20/s or 600/m): at most that many tasks of the
+type start per second (minute) across all workers, plus --burst more in
+any window (default: a second's worth). Workers hold shares of the rate
+the same way and each runs a token bucket for its share; a claim takes a
+token before it starts. A type may have both a cap and a rate.
+
 Examples:
   qo limit call_partner_api --concurrency 5
+  qo limit call_partner_api --rate 20/s --burst 5
   qo limit call_partner_api --clear`,
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "concurrency", Usage: "at most `N` running at once, fleet-wide"},
-			&cli.BoolFlag{Name: "clear", Usage: "remove the type's limit"},
+			&cli.StringFlag{Name: "rate", Usage: "at most `R` starts per second or minute (20/s, 600/m), fleet-wide"},
+			&cli.IntFlag{Name: "burst", Usage: "with --rate: at most `N` starts above the rate in any window (default: a second's worth)"},
+			&cli.BoolFlag{Name: "clear", Usage: "remove the type's limits"},
 			jsonFlag(),
 		},
 		Action: func(c *cli.Context) error {
@@ -44,14 +55,25 @@ Examples:
 			if err := queue.ValidateType(typ); err != nil {
 				return usageError("%s", inputMessage(err))
 			}
-			set, clr := c.IsSet("concurrency"), c.Bool("clear")
+			set, clr, rated := c.IsSet("concurrency"), c.Bool("clear"), c.IsSet("rate")
+			var starts int
+			var per time.Duration
 			switch {
-			case set && clr:
-				return usageError("give either --concurrency N or --clear, not both")
-			case !set && !clr:
-				return usageError("give --concurrency N to set a cap, or --clear to remove it")
+			case c.IsSet("burst") && !rated:
+				return usageError("--burst goes with --rate (qo limit TYPE --rate 20/s --burst 5)")
+			case (set || rated) && clr:
+				return usageError("give either --concurrency N or --rate R, or --clear, not both")
+			case !set && !rated && !clr:
+				return usageError("give --concurrency N to set a cap, --rate 20/s to set a rate, or --clear to remove them")
+			case c.IsSet("burst") && (c.Int("burst") < 1 || c.Int("burst") > queue.MaxRate):
+				return usageError("--burst %d is not between 1 and %d", c.Int("burst"), queue.MaxRate)
 			case set && (c.Int("concurrency") < 1 || c.Int("concurrency") > queue.MaxConcurrencyCap):
 				return usageError("--concurrency %d is not between 1 and %d (to remove the cap, use --clear)", c.Int("concurrency"), queue.MaxConcurrencyCap)
+			}
+			if rated {
+				if starts, per, err = queue.ParseRate(c.String("rate")); err != nil {
+					return usageError("--rate: %s", inputMessage(err))
+				}
 			}
 			q, err := openQueue(c)
 			if err != nil {
@@ -60,8 +82,12 @@ Examples:
 			var ctl queue.Control
 			if clr {
 				ctl, err = q.ClearLimit(c.Context, typ)
-			} else {
+			}
+			if err == nil && set {
 				ctl, err = q.SetLimit(c.Context, typ, c.Int("concurrency"))
+			}
+			if err == nil && rated {
+				ctl, err = q.SetRate(c.Context, typ, starts, per, c.Int("burst"))
 			}
 			if err != nil {
 				return err
@@ -71,7 +97,11 @@ Examples:
 			}
 			if n, ok := ctl.ConcurrencyCap(typ); ok {
 				fmt.Fprintf(c.App.Writer, "%s: at most %d running at once across the fleet\n", termsafe.Line(typ), n)
-			} else {
+			}
+			if r, ok := ctl.RateLimit(typ); ok {
+				fmt.Fprintf(c.App.Writer, "%s: at most %s started across the fleet (burst %d)\n", termsafe.Line(typ), r, r.Burst)
+			}
+			if _, ok := ctl.Limits[typ]; !ok {
 				fmt.Fprintf(c.App.Writer, "%s: no fleet-wide limit\n", termsafe.Line(typ))
 			}
 			return nil
@@ -110,6 +140,8 @@ func limitsCommand() *cli.Command {
 type limitJSON struct {
 	Type        string `json:"type"`
 	Concurrency int    `json:"concurrency"`
+	Rate        string `json:"rate,omitempty"` // "20/s", "600/m"
+	Burst       int    `json:"burst,omitempty"`
 	SetAt       string `json:"set_at"`
 }
 
@@ -117,7 +149,11 @@ func limitsJSON(ctl queue.Control) map[string]any {
 	out := []limitJSON{}
 	for _, t := range ctl.LimitedTypes() {
 		l := ctl.Limits[t]
-		out = append(out, limitJSON{Type: t, Concurrency: l.Concurrency, SetAt: l.SetAt.UTC().Format("2006-01-02T15:04:05Z")})
+		j := limitJSON{Type: t, Concurrency: l.Concurrency, SetAt: l.SetAt.UTC().Format("2006-01-02T15:04:05Z")}
+		if r, ok := ctl.RateLimit(t); ok {
+			j.Rate, j.Burst = r.String(), r.Burst
+		}
+		out = append(out, j)
 	}
 	return map[string]any{"limits": out}
 }
@@ -130,6 +166,13 @@ func writeLimits(w io.Writer, ctl queue.Control) {
 		return
 	}
 	for _, t := range types {
-		fmt.Fprintf(w, "%s\tconcurrency %s\n", termsafe.Line(t), strconv.Itoa(ctl.Limits[t].Concurrency))
+		var parts []string
+		if n, ok := ctl.ConcurrencyCap(t); ok {
+			parts = append(parts, "concurrency "+strconv.Itoa(n))
+		}
+		if r, ok := ctl.RateLimit(t); ok {
+			parts = append(parts, fmt.Sprintf("rate %s burst %d", r, r.Burst))
+		}
+		fmt.Fprintf(w, "%s\t%s\n", termsafe.Line(t), strings.Join(parts, ", "))
 	}
 }

@@ -29,6 +29,13 @@ func TestLimitCLI(t *testing.T) {
 	require.Equal(t, 5, out.Limits[0].Concurrency)
 	require.Contains(t, q.ok("stats"), "fleet-wide caps (running at once): api 5")
 
+	require.Contains(t, q.ok("limit", "api", "--rate", "20/s", "--burst", "5"), "api: at most 20/s started across the fleet (burst 5)")
+	q.ok("limit", "slow", "--rate", "600/m")
+	require.Equal(t, "api\tconcurrency 5, rate 20/s burst 5\nslow\trate 600/m burst 10\n", q.ok("limits"))
+	require.Contains(t, q.ok("limits", "--json"), `"rate": "20/s",
+      "burst": 5`)
+	require.Contains(t, q.ok("stats"), "fleet-wide rates (starts): api 20/s burst 5, slow 600/m burst 10")
+
 	for _, bad := range []struct {
 		args []string
 		msg  string
@@ -38,6 +45,10 @@ func TestLimitCLI(t *testing.T) {
 		{[]string{"limit", "api", "--concurrency", "3", "--clear"}, "not both"},
 		{[]string{"limit", "--concurrency", "3"}, "name one task type"},
 		{[]string{"limit", "a b", "--concurrency", "3"}, "type"},
+		{[]string{"limit", "api", "--rate", "20"}, "20/s or 600/m"},
+		{[]string{"limit", "api", "--rate", "0/s"}, "20/s or 600/m"},
+		{[]string{"limit", "api", "--burst", "3"}, "--burst goes with --rate"},
+		{[]string{"limit", "api", "--rate", "5/s", "--clear"}, "not both"},
 	} {
 		code, _, errs := q.run(bad.args...)
 		require.Equal(t, exitUsage, code, "%v: %s", bad.args, errs)

@@ -179,6 +179,13 @@ func printStats(w io.Writer, st view.Stats) error {
 		}
 		fmt.Fprintf(w, "fleet-wide caps (running at once): %s\n", strings.Join(caps, ", "))
 	}
+	if len(st.Rates) > 0 {
+		var rates []string
+		for _, t := range slices.Sorted(maps.Keys(st.Rates)) {
+			rates = append(rates, fmt.Sprintf("%s %s", termsafe.Line(t), st.Rates[t]))
+		}
+		fmt.Fprintf(w, "fleet-wide rates (starts): %s\n", strings.Join(rates, ", "))
+	}
 	for _, u := range st.Unserved {
 		fmt.Fprintf(w, "UNSERVED %s: %d pending, %s\n", termsafe.Line(u.Type), u.Pending, u.Reason)
 	}

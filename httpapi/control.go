@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/qo-queue/qo/queue"
 )
@@ -58,13 +59,15 @@ func (a *api) resume(w http.ResponseWriter, r *http.Request) error {
 type limitBody struct {
 	Type        string `json:"type"`
 	Concurrency int    `json:"concurrency"`
+	Rate        string `json:"rate"`
+	Burst       int    `json:"burst"`
 	Clear       bool   `json:"clear"`
 }
 
 // limit sets or clears a type's fleet-wide concurrency cap (qo limit).
 func (a *api) limit(w http.ResponseWriter, r *http.Request) error {
 	var b limitBody
-	if err := decodeBody(r, &b, `{"type": "...", "concurrency": N} or {"type": "...", "clear": true}`); err != nil {
+	if err := decodeBody(r, &b, `{"type": "...", "concurrency": N}, {"type": "...", "rate": "20/s", "burst": N} or {"type": "...", "clear": true}`); err != nil {
 		return err
 	}
 	var (
@@ -72,14 +75,24 @@ func (a *api) limit(w http.ResponseWriter, r *http.Request) error {
 		err error
 	)
 	switch {
-	case b.Clear && b.Concurrency != 0:
-		return badInput(`give either "concurrency" or "clear", not both`)
+	case b.Clear && (b.Concurrency != 0 || b.Rate != ""):
+		return badInput(`give either "concurrency" or "rate", or "clear", not both`)
+	case b.Burst != 0 && b.Rate == "":
+		return badInput(`"burst" goes with "rate": {"type": "...", "rate": "20/s", "burst": 5}`)
 	case b.Clear:
 		c, err = a.q.ClearLimit(r.Context(), b.Type)
-	case b.Concurrency == 0:
-		return badInput(`give "concurrency": N to set a cap, or "clear": true to remove it`)
-	default:
+	case b.Concurrency == 0 && b.Rate == "":
+		return badInput(`give "concurrency": N to set a cap, "rate": "20/s" to set a rate, or "clear": true to remove them`)
+	}
+	if err == nil && b.Concurrency != 0 {
 		c, err = a.q.SetLimit(r.Context(), b.Type, b.Concurrency)
+	}
+	if err == nil && b.Rate != "" {
+		var starts int
+		var per time.Duration
+		if starts, per, err = queue.ParseRate(b.Rate); err == nil {
+			c, err = a.q.SetRate(r.Context(), b.Type, starts, per, b.Burst)
+		}
 	}
 	if err != nil {
 		return err

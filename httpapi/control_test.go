@@ -30,7 +30,7 @@ func TestControlEndpoints(t *testing.T) {
 	})
 }
 
-// POST /api/limit sets and clears a fleet-wide cap, refusing bad bodies;
+// POST /api/limit sets and clears a fleet-wide cap and rate, refusing bad bodies;
 // GET /api/control and /api/stats show it.
 func TestLimitEndpoint(t *testing.T) {
 	t.Parallel()
@@ -44,9 +44,17 @@ func TestLimitEndpoint(t *testing.T) {
 			{"POST", "/api/limit", "/api/limit", `{"type":"other","clear":true}`, 200, func(t *testing.T, v map[string]any) {
 				require.NotContains(t, v["limits"], "other")
 			}},
+			{"POST", "/api/limit", "/api/limit", `{"type":"rated","rate":"20/s","burst":5}`, 200, func(t *testing.T, v map[string]any) {
+				l := v["limits"].(map[string]any)["rated"].(map[string]any)
+				require.Equal(t, []any{float64(20), "s", float64(5)}, []any{l["rate"], l["per"], l["burst"]})
+			}},
 			{"GET", "/api/stats", "/api/stats", "", 200, func(t *testing.T, v map[string]any) {
 				require.Equal(t, map[string]any{"api": float64(5)}, v["limits"])
+				require.Equal(t, map[string]any{"rated": "20/s burst 5"}, v["rates"])
 			}},
+			{"POST", "/api/limit", "/api/limit", `{"type":"rated","rate":"20"}`, 400, nil},
+			{"POST", "/api/limit", "/api/limit", `{"type":"rated","burst":3}`, 400, nil},
+			{"POST", "/api/limit", "/api/limit", `{"type":"rated","rate":"5/s","clear":true}`, 400, nil},
 			{"POST", "/api/limit", "/api/limit", `{"type":"api"}`, 400, nil},
 			{"POST", "/api/limit", "/api/limit", `{"type":"api","concurrency":-1}`, 400, nil},
 			{"POST", "/api/limit", "/api/limit", `{"type":"api","concurrency":3,"clear":true}`, 400, nil},

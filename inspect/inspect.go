@@ -110,7 +110,15 @@ func (s Snapshot) View() view.Stats {
 	v := view.StatsOf(s.Stats, s.Workers)
 	v.Unserved = s.Unserved
 	for _, t := range s.Control.LimitedTypes() {
-		v.Limits[t] = s.Control.Limits[t].Concurrency
+		if n, ok := s.Control.ConcurrencyCap(t); ok {
+			v.Limits[t] = n
+		}
+		if r, ok := s.Control.RateLimit(t); ok {
+			if v.Rates == nil {
+				v.Rates = map[string]string{}
+			}
+			v.Rates[t] = fmt.Sprintf("%s burst %d", r, r.Burst)
+		}
 	}
 	v.RequestRate = s.Rate
 	v.LastHour, v.LastDay = s.LastHour, s.LastDay

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/qo-queue/qo/store"
@@ -41,10 +43,94 @@ type Pause struct {
 }
 
 // Limit is a fleet-wide limit of one task type: at most Concurrency
-// handlers of the type run at once across every worker.
+// handlers of the type run at once across every worker (0: no cap), and
+// at most Rate starts per Per (a second or a minute; Rate 0: no rate
+// limit), Burst more in any window (see doc.go, "Fleet-wide rate
+// limits").
 type Limit struct {
 	Concurrency int       `json:"concurrency"`
+	Rate        int       `json:"rate,omitempty"`
+	Per         string    `json:"per,omitempty"` // "s" or "m"
+	Burst       int       `json:"burst,omitempty"`
 	SetAt       time.Time `json:"set_at"`
+}
+
+// MaxRate bounds a fleet-wide rate limit in starts per second.
+const MaxRate = 1_000_000
+
+// RateLimit is a fleet-wide rate limit: Starts per Per (time.Second or
+// time.Minute), Burst more in any window.
+type RateLimit struct {
+	Starts int
+	Per    time.Duration
+	Burst  int
+}
+
+// PerMinute returns the rate in starts per minute (the unit the workers
+// share it in).
+func (r RateLimit) PerMinute() int {
+	if r.Per == time.Second {
+		return r.Starts * 60
+	}
+	return r.Starts
+}
+
+// String returns the rate as qo limit --rate takes it ("20/s").
+func (r RateLimit) String() string {
+	if r.Per == time.Second {
+		return fmt.Sprintf("%d/s", r.Starts)
+	}
+	return fmt.Sprintf("%d/m", r.Starts)
+}
+
+// DefaultBurst is the burst of a rate limit set without one: a second's
+// worth of starts, at least 1.
+func DefaultBurst(starts int, per time.Duration) int {
+	if per == time.Second {
+		return max(1, starts)
+	}
+	return max(1, (starts+59)/60)
+}
+
+// ParseRate parses a rate as qo limit --rate takes it: "20/s" or "600/m".
+func ParseRate(s string) (int, time.Duration, error) {
+	n, unit, ok := strings.Cut(strings.TrimSpace(s), "/")
+	var per time.Duration
+	switch unit {
+	case "s", "sec", "second":
+		per = time.Second
+	case "m", "min", "minute":
+		per = time.Minute
+	}
+	v, err := strconv.Atoi(n)
+	if !ok || per == 0 || err != nil || v < 1 {
+		return 0, 0, invalidInput("rate %q is not a count per second or minute (write it as 20/s or 600/m)", s)
+	}
+	if v*int(time.Second)/int(per) > MaxRate || (per == time.Minute && v > MaxRate*60) {
+		return 0, 0, invalidInput("rate %q is above %d per second", s, MaxRate)
+	}
+	return v, per, nil
+}
+
+func perOf(s string) time.Duration {
+	if s == "s" {
+		return time.Second
+	}
+	return time.Minute
+}
+
+// RateLimit returns the fleet-wide rate limit of typ (false: none).
+func (c Control) RateLimit(typ string) (RateLimit, bool) {
+	l, ok := c.Limits[typ]
+	if !ok || l.Rate <= 0 {
+		return RateLimit{}, false
+	}
+	per := perOf(l.Per)
+	b := l.Burst
+	if b <= 0 {
+		b = DefaultBurst(l.Rate, per)
+	}
+	return RateLimit{Starts: l.Rate, Per: per, Burst: b}, true
 }
 
 // MaxConcurrencyCap bounds a fleet-wide cap (a larger one is no cap).
@@ -105,6 +191,14 @@ func decodeControl(body []byte) (Control, error) {
 		if err := ValidateType(t); err != nil {
 			return Control{}, &MalformedError{Key: ControlKey, Err: errors.New(err.Error())}
 		}
+		if l.Rate != 0 || l.Per != "" || l.Burst != 0 {
+			if l.Rate < 1 || l.Per != "s" && l.Per != "m" || l.Burst < 0 || l.Burst > MaxRate || l.Rate > MaxRate*60 || l.Per == "s" && l.Rate > MaxRate {
+				return Control{}, &MalformedError{Key: ControlKey, Err: fmt.Errorf("limit of type %q: rate %d per %q (burst %d) is not a rate of 1 to %d per second", t, l.Rate, l.Per, l.Burst, MaxRate)}
+			}
+			if l.Concurrency == 0 {
+				continue
+			}
+		}
 		if l.Concurrency < 1 || l.Concurrency > MaxConcurrencyCap {
 			return Control{}, &MalformedError{Key: ControlKey, Err: fmt.Errorf("limit of type %q: concurrency %d is not between 1 and %d", t, l.Concurrency, MaxConcurrencyCap)}
 		}
@@ -123,13 +217,50 @@ func (q *Queue) SetLimit(ctx context.Context, typ string, n int) (Control, error
 		return Control{}, invalidInput("set limit: concurrency %d is not between 1 and %d (to remove the cap, clear it)", n, MaxConcurrencyCap)
 	}
 	return q.updateControl(ctx, "set limit", func(c *Control, now time.Time) bool {
-		if l, ok := c.Limits[typ]; ok && l.Concurrency == n {
+		l, ok := c.Limits[typ]
+		if ok && l.Concurrency == n {
 			return false
 		}
 		if c.Limits == nil {
 			c.Limits = map[string]Limit{}
 		}
-		c.Limits[typ] = Limit{Concurrency: n, SetAt: now}
+		l.Concurrency, l.SetAt = n, now
+		c.Limits[typ] = l
+		return true
+	})
+}
+
+// SetRate sets the fleet-wide rate limit of typ: at most starts per per
+// (time.Second or time.Minute) across every worker, burst more in any
+// window (burst 0: DefaultBurst). It keeps the type's concurrency cap
+// (see doc.go, "Fleet-wide rate limits").
+func (q *Queue) SetRate(ctx context.Context, typ string, starts int, per time.Duration, burst int) (Control, error) {
+	if err := ValidateType(typ); err != nil {
+		return Control{}, fmt.Errorf("set rate: %w", err)
+	}
+	if per != time.Second && per != time.Minute {
+		return Control{}, invalidInput("set rate: per %s is neither a second nor a minute", per)
+	}
+	if starts < 1 || starts*int(time.Second)/int(per) > MaxRate || starts > MaxRate*60 {
+		return Control{}, invalidInput("set rate: %d per %s is not between 1 and %d per second (to remove the rate, clear the limit)", starts, per, MaxRate)
+	}
+	if burst < 0 || burst > MaxRate {
+		return Control{}, invalidInput("set rate: burst %d is not between 1 and %d (0: the default)", burst, MaxRate)
+	}
+	unit := "m"
+	if per == time.Second {
+		unit = "s"
+	}
+	return q.updateControl(ctx, "set rate", func(c *Control, now time.Time) bool {
+		l, ok := c.Limits[typ]
+		if ok && l.Rate == starts && l.Per == unit && l.Burst == burst {
+			return false
+		}
+		if c.Limits == nil {
+			c.Limits = map[string]Limit{}
+		}
+		l.Rate, l.Per, l.Burst, l.SetAt = starts, unit, burst, now
+		c.Limits[typ] = l
 		return true
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -94,4 +95,77 @@ func TestSetLimit(t *testing.T) {
 	_, err = q.Control(ctx)
 	var m *queue.MalformedError
 	require.ErrorAs(t, err, &m)
+}
+
+// SetRate keeps a type's fleet-wide rate beside its cap; ParseRate takes
+// 20/s and 600/m; bad rates are refused and malformed ones reported.
+func TestSetRate(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := memstore.New()
+	_, err := queue.Init(ctx, s, 1)
+	require.NoError(t, err)
+	q, err := queue.Open(ctx, s, queue.Options{})
+	require.NoError(t, err)
+	_, err = q.SetLimit(ctx, "api", 5)
+	require.NoError(t, err)
+	c, err := q.SetRate(ctx, "api", 20, time.Second, 0)
+	require.NoError(t, err)
+	r, ok := c.RateLimit("api")
+	require.True(t, ok)
+	require.Equal(t, queue.RateLimit{Starts: 20, Per: time.Second, Burst: 20}, r, "the burst defaults to a second's worth")
+	require.Equal(t, 1200, r.PerMinute())
+	n, ok := c.ConcurrencyCap("api")
+	require.True(t, ok, "the cap stays")
+	require.Equal(t, 5, n)
+	c, err = q.SetLimit(ctx, "api", 3)
+	require.NoError(t, err)
+	_, ok = c.RateLimit("api")
+	require.True(t, ok, "setting the cap keeps the rate")
+	rev := c.Rev
+	c, err = q.SetRate(ctx, "api", 20, time.Second, 0)
+	require.NoError(t, err)
+	require.Equal(t, rev, c.Rev, "setting the same rate writes nothing")
+
+	c, err = q.SetRate(ctx, "slow", 90, time.Minute, 4)
+	require.NoError(t, err)
+	r, _ = c.RateLimit("slow")
+	require.Equal(t, queue.RateLimit{Starts: 90, Per: time.Minute, Burst: 4}, r)
+	require.Equal(t, "90/m", r.String())
+	_, ok = c.ConcurrencyCap("slow")
+	require.False(t, ok, "a rate alone is no cap")
+	c, err = q.Control(ctx)
+	require.NoError(t, err, "a rate without a cap reads back")
+	_, ok = c.RateLimit("slow")
+	require.True(t, ok)
+
+	for _, bad := range []struct {
+		starts int
+		per    time.Duration
+		burst  int
+	}{{0, time.Second, 0}, {5, time.Hour, 0}, {5, time.Second, -1}, {queue.MaxRate + 1, time.Second, 0}} {
+		_, err = q.SetRate(ctx, "api", bad.starts, bad.per, bad.burst)
+		require.ErrorIs(t, err, queue.ErrInvalidInput, "%+v", bad)
+	}
+	for in, want := range map[string]int{"20/s": 20, "600/m": 600, " 7/min ": 7} {
+		n, _, err := queue.ParseRate(in)
+		require.NoError(t, err, in)
+		require.Equal(t, want, n, in)
+	}
+	for _, in := range []string{"20", "0/s", "x/s", "5/h", "-1/m", "2000000/s"} {
+		_, _, err := queue.ParseRate(in)
+		require.ErrorIs(t, err, queue.ErrInvalidInput, in)
+	}
+
+	for _, body := range []string{
+		`{"format":1,"limits":{"api":{"concurrency":0,"rate":5,"per":"h"}}}`,
+		`{"format":1,"limits":{"api":{"concurrency":2,"rate":-5,"per":"s"}}}`,
+		`{"format":1,"limits":{"api":{"concurrency":0,"burst":3}}}`,
+	} {
+		_, err = s.Put(ctx, queue.ControlKey, []byte(body), store.Condition{})
+		require.NoError(t, err)
+		_, err = q.Control(ctx)
+		var m *queue.MalformedError
+		require.ErrorAs(t, err, &m, body)
+	}
 }

@@ -15,7 +15,7 @@ writer follows; the code implements exactly what is written here.
 	waiting/{shard}/{id}                                waiting index: one empty object per waiting task (see Dependencies)
 	dead/{inv-ms}/{shard}/{type}/{id}                   dead letters: one empty object per failed task
 	data/{shard}/{id}/input.json|output-{lease_id}.json offloaded payloads (see Large payloads)
-	control.json                                        pause switches and fleet-wide caps (see Pause, Fleet-wide concurrency caps)
+	control.json                                        pause switches and fleet-wide caps and rates (see Pause, Fleet-wide concurrency caps, Fleet-wide rate limits)
 	schedules/{name}.json                               cron schedules (see Schedules)
 	idempotency/{h[:2]}/{h}.json                        idempotency key markers (see Idempotency keys, Workflows)
 	workflows/{shard}/{id}.json                         workflow records: steps and their task ids (see Workflows)
@@ -1186,6 +1186,42 @@ What it costs and what it does not guarantee:
     raised its share. Nothing per task;
   - a paused type keeps its shares (every worker is paused alike); a
     draining worker publishes 0 beyond what it runs.
+
+# Fleet-wide rate limits
+
+A limit of control.json may also carry a rate ({"rate": R, "per": "s" or
+"m", "burst": B}, set by qo limit --rate; B absent or 0: a second's worth,
+at least 1): over any window of length T, at most R*T/per + B + (workers
+serving the type) handlers of the type start across the fleet. It is held
+by the shares of the caps, nothing per task:
+
+  - The rate in starts per minute (R*60 for a rate per second) is split
+    and handed over exactly as a cap (previous section): the share is
+    published in the worker's holds under "rate:TYPE", shrinks before its
+    write and grows only once confirmed, so the usable shares of the live
+    workers sum to at most the rate at every instant.
+  - Each worker runs a token bucket for the type at its usable share
+    (share/60 starts per second) holding at most max(1, B*share/rate)
+    tokens; a claim of the type takes a token before it is sent (the
+    task's claim and start follow; nothing is held on a lease), and one
+    that does not start its task (lost to another worker, failed) gives
+    its token back for the next claim. With no usable share the worker
+    claims none of the type.
+  - Precision: the sum of the buckets' rates is at most the rate, so in a
+    window of length T at most rate*T starts plus the tokens the buckets
+    held at its start, at most B plus one per worker (a bucket holds at
+    least one). A bucket's rate changes while its tokens stay, so a share
+    handed over (a worker lowering its share keeps what it had saved) adds
+    at most its burst, within the bound. Shares round in starts per minute,
+    so they sum to the rate exactly. The start rate over a minute is the
+    limit, less the time a worker joining or found dead waits for its
+    share (as for a cap) and the poll interval when a worker's bucket is
+    full: measured within 1% for 1 and 8 workers with a backlog
+    (worker/rate_test.go), 9.6/s for 10/s over 4 worker processes on
+    MinIO over 20 s, start-up included (e2e/rate_test.go). Starts are when the claim took its token; a
+    handler starts after the claim's requests, so its own start times
+    jitter by one claim's latency.
+  - Requests: those of a cap, for the share; a token costs none.
 
 # Schedules
 

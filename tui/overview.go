@@ -174,11 +174,21 @@ func (o *overview) pauseBanner() string {
 		b.WriteString(o.st.Error.Render(cut(l, max(o.w, 20))) + "\n")
 	}
 	if ts := c.LimitedTypes(); len(ts) > 0 {
-		var parts []string
+		var parts, rates []string
 		for _, t := range ts {
-			parts = append(parts, fmt.Sprintf("%s %d", safe(t), c.Limits[t].Concurrency))
+			if n, ok := c.ConcurrencyCap(t); ok {
+				parts = append(parts, fmt.Sprintf("%s %d", safe(t), n))
+			}
+			if r, ok := c.RateLimit(t); ok {
+				rates = append(rates, fmt.Sprintf("%s %s", safe(t), r))
+			}
 		}
-		b.WriteString(o.st.Dim.Render(cut("fleet-wide caps (running at once): "+strings.Join(parts, ", "), max(o.w, 20))) + "\n")
+		if len(parts) > 0 {
+			b.WriteString(o.st.Dim.Render(cut("fleet-wide caps (running at once): "+strings.Join(parts, ", "), max(o.w, 20))) + "\n")
+		}
+		if len(rates) > 0 {
+			b.WriteString(o.st.Dim.Render(cut("fleet-wide rates (starts): "+strings.Join(rates, ", "), max(o.w, 20))) + "\n")
+		}
 		lines = append(lines, "")
 	}
 	if len(lines) > 0 {

@@ -562,3 +562,16 @@ func TestOverviewShowsCaps(t *testing.T) {
 	h.init()
 	require.Contains(t, h.view(), "fleet-wide caps (running at once): report 3")
 }
+
+// The overview shows the fleet-wide rates beside the caps; a type with a
+// rate and no cap is not listed among the caps.
+func TestOverviewShowsRates(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil, Options{}).seed()
+	_, err := h.q.SetRate(h.ctx, "report", 20, time.Second, 0)
+	require.NoError(t, err)
+	h.newModel(Options{})
+	h.init()
+	require.Contains(t, h.view(), "fleet-wide rates (starts): report 20/s")
+	require.NotContains(t, h.view(), "fleet-wide caps")
+}

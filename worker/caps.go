@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/qo-queue/qo/queue"
 )
 
@@ -37,7 +39,10 @@ import (
 
 // capState is the worker's share of each cap (guarded by w.mu).
 type capState struct {
-	limits    map[string]int // the caps of the types it serves, from control.json
+	limits    map[string]int // the caps of the types it serves, from control.json (rate limits under rateKey, in starts per minute)
+	bursts    map[string]int // the bursts of the rate limits, by type
+	buckets   map[string]*rate.Limiter
+	refunds   map[string]int // tokens of claims that started nothing, by type
 	usable    map[string]int // how many of a type it may run
 	published map[string]int // what its last heartbeat sent (or is sending)
 	pending   bool           // a raised hold is not confirmed yet
@@ -78,10 +83,11 @@ func (w *Worker) setCaps(ctl queue.Control) {
 			limits[t] = n
 		}
 	}
+	bursts := w.rateLimits(ctl, limits)
 	w.mu.Lock()
-	changed := !maps.Equal(limits, w.caps.limits)
+	changed := !maps.Equal(limits, w.caps.limits) || !maps.Equal(bursts, w.caps.bursts)
 	if changed {
-		w.caps.limits = limits
+		w.caps.limits, w.caps.bursts = limits, bursts
 		for t := range w.caps.usable {
 			if _, ok := limits[t]; !ok {
 				delete(w.caps.usable, t)
@@ -217,7 +223,7 @@ func (w *Worker) capTargets(ctx context.Context, limits map[string]int) (map[str
 			continue
 		}
 		for t := range limits {
-			if p.serves(t) {
+			if p.serves(limitType(t)) {
 				serving[t] = append(serving[t], id)
 			}
 		}

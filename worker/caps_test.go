@@ -234,9 +234,10 @@ func TestCapTargetsFollowTheLiveSet(t *testing.T) {
 	}
 	for _, st := range steps {
 		st.act()
-		got, err := w.capTargets(ctx, map[string]int{"t": 5})
+		got, err := w.capTargets(ctx, map[string]int{"t": 5, rateKey("t"): 5})
 		require.NoError(t, err, st.name)
 		require.Equal(t, st.want, got["t"], st.name)
+		require.Equal(t, st.want, got[rateKey("t")], "%s: a rate is shared over the same live set", st.name)
 	}
 }
 

@@ -46,6 +46,9 @@ func (w *Worker) claimableTypes(ctx context.Context) ([]string, bool) {
 		if n, ok := w.typeLimit(t); ok && running[t] >= n {
 			continue
 		}
+		if !w.rateReadyNow(t) {
+			continue
+		}
 		out = append(out, t)
 	}
 	return out, len(out) > 0

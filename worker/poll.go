@@ -1103,7 +1103,7 @@ func (w *Worker) claimBatch(ctx context.Context, entries []queue.ReadyEntry, per
 // not nil, gets the outcome.
 func (w *Worker) startClaim(ctx context.Context, e queue.ReadyEntry, done func(claimOutcome)) {
 	w.mu.Lock()
-	if !w.capAdmits(e.Type) {
+	if !w.capAdmits(e.Type) || !w.rateAdmits(e.Type) {
 		// The type's share of its fleet-wide cap shrank since the poll
 		// looked (see caps.go): the entry stays for a later poll.
 		w.mu.Unlock()
@@ -1120,7 +1120,7 @@ func (w *Worker) startClaim(ctx context.Context, e queue.ReadyEntry, done func(c
 		o := w.claimOne(ctx, e) // a won claim hands its slot to its task (see start)
 		if o != claimWon {
 			w.mu.Lock()
-			w.unclaim(e.Type)
+			w.unclaimRated(e.Type)
 			w.mu.Unlock()
 			w.slotFreed()
 		}

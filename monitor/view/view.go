@@ -143,6 +143,8 @@ type Stats struct {
 	// Limits holds the fleet-wide concurrency caps by task type (never
 	// null; see qo limit).
 	Limits map[string]int `json:"limits"`
+	// Rates holds the fleet-wide rate limits by type ("20/s burst 20").
+	Rates map[string]string `json:"rates,omitempty"`
 	// RequestRate is the fleet's S3 request rate (null until some
 	// worker's counters were seen at two heartbeats).
 	RequestRate *Rate `json:"request_rate"`
