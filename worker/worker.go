@@ -279,6 +279,19 @@ func (w *Worker) Run(ctx context.Context) error {
 		return fmt.Errorf("worker %s: %w", w.opts.ID, err)
 	}
 
+	// Before registering, while the entry is still the earlier process's:
+	// tasks it left running under this id are taken back below.
+	loCtx, cancelLo := context.WithTimeout(ctx, 30*time.Second)
+	lo, err := w.findLeftover(loCtx)
+	cancelLo()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		// Not fatal: the tasks still come back when their leases expire.
+		w.log.Warn("could not look for tasks an earlier process of this worker id left running", "err", err)
+	}
+
 	regCtx, cancelReg := context.WithTimeout(ctx, 30*time.Second)
 	sent := w.clock.Now()
 	err = w.q.PutWorker(regCtx, w.info())
@@ -316,6 +329,13 @@ func (w *Worker) Run(ctx context.Context) error {
 		go func() {
 			defer aux.Done()
 			w.leaser.run(auxCtx)
+		}()
+	}
+	if lo != nil {
+		aux.Add(1)
+		go func() {
+			defer aux.Done()
+			w.recoverLeftover(auxCtx, lo)
 		}()
 	}
 	monCtx, stopMon := context.WithCancel(bg)
