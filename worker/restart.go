@@ -25,6 +25,26 @@ type leftover struct {
 	deadAfter time.Duration
 }
 
+// findLeftoverRetrying is findLeftover tried again after a failure (a lost
+// or refused request) every heartbeatRetry, until ctx ends; the last error
+// is returned then.
+func (w *Worker) findLeftoverRetrying(ctx context.Context) (*leftover, error) {
+	for {
+		lo, err := w.findLeftover(ctx)
+		if err == nil {
+			return lo, nil
+		}
+		w.log.Warn("could not look for tasks an earlier process of this worker id left running (will try again)", "err", err)
+		t := time.NewTimer(heartbeatRetry)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		case <-t.C:
+		}
+	}
+}
+
 // findLeftover reads the registry entry of the worker's id before the worker
 // registers. No entry (the last process deregistered, or none ran): nothing
 // is left, for one GET. An entry: the lease index is listed (one LIST per

@@ -281,15 +281,17 @@ func (w *Worker) Run(ctx context.Context) error {
 
 	// Before registering, while the entry is still the earlier process's:
 	// tasks it left running under this id are taken back below.
+	// Starting without knowing would leave them running until their
+	// leases expire: a lookup that keeps failing stops the start, as a
+	// registration that keeps failing does.
 	loCtx, cancelLo := context.WithTimeout(ctx, 30*time.Second)
-	lo, err := w.findLeftover(loCtx)
+	lo, err := w.findLeftoverRetrying(loCtx)
 	cancelLo()
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil
+			return nil // stopped while starting: nothing was written but the probe
 		}
-		// Not fatal: the tasks still come back when their leases expire.
-		w.log.Warn("could not look for tasks an earlier process of this worker id left running", "err", err)
+		return fmt.Errorf("worker %s: look for tasks an earlier process of this id left running: %w", w.opts.ID, err)
 	}
 
 	regCtx, cancelReg := context.WithTimeout(ctx, 30*time.Second)
