@@ -2,6 +2,10 @@ package worker
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -9,17 +13,41 @@ import (
 
 	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/memstore"
 )
+
+// failLeaseLists fails the first n LISTs of the lease index.
+type failLeaseLists struct {
+	store.Store
+	n atomic.Int32
+}
+
+func (s *failLeaseLists) List(ctx context.Context, p store.ListParams) (store.ListPage, error) {
+	if strings.HasPrefix(p.Prefix, queue.LeasesPrefix) && s.n.Add(-1) >= 0 {
+		return store.ListPage{}, errors.New("injected list failure")
+	}
+	return s.Store.List(ctx, p)
+}
 
 // A worker killed while it runs a task and restarted under the same id
 // before the monitor judged it dead (a StatefulSet pod, a systemd unit)
 // heartbeats again under the id, so the monitor sees the task's holder
 // alive. The new process takes the earlier one's task back once that
 // process's last heartbeat is older than DeadAfter + MaxClockSkew, the
-// bound of a kill without restart, not a whole timeout later.
+// bound of a kill without restart, not a whole timeout later; also when
+// its first look at the lease index fails.
 func TestRestartUnderSameIDTakesBackEarlierTasks(t *testing.T) {
 	t.Parallel()
+	for _, failures := range []int32{0, 2} {
+		t.Run(fmt.Sprintf("failed lease lists %d", failures), func(t *testing.T) {
+			t.Parallel()
+			testRestartUnderSameID(t, failures)
+		})
+	}
+}
+
+func testRestartUnderSameID(t *testing.T, failures int32) {
 	ctx := context.Background()
 	fake := newFakeClock()
 	s := memstore.New(memstore.WithClock(fake)) // registry ages by the same clock
@@ -51,7 +79,9 @@ func TestRestartUnderSameIDTakesBackEarlierTasks(t *testing.T) {
 	o.NoMonitor = false
 	o.Monitor.LeaseCheckInterval = 20 * time.Millisecond
 	o.Monitor.LeaderTTL = time.Hour // fake time moves in big steps here
-	w := New(q, o)
+	fs := &failLeaseLists{Store: s}
+	fs.n.Store(failures)
+	w := New(bd.over(t, fs), o)
 	w.Handle("echo", echoHandler)
 	r := start(t, w)
 	testutil.Eventually(t, func() bool { return w.Monitor() != nil && w.Monitor().IsLeader() }, "the embedded monitor to lead")
