@@ -491,10 +491,11 @@ extends a lease:
     naming its id, all the earlier process's since it has claimed nothing
     yet, and takes them back (ReclaimLease, fenced on each lease id) once
     the entry's last heartbeat is DeadAfter + MaxClockSkew old by its
-    clock. A restart under the same id thus brings the tasks back within
-    the bound above (or at the restart's listing, if later), as a kill
-    without restart does. Two live processes of one id are a
-    misconfiguration this does not cover.
+    clock. The look is retried for up to 30s; a look that keeps failing
+    stops the start, as a failed registration does. A restart under the
+    same id thus brings the tasks back within the bound above (or at the
+    restart's listing, if later), as a kill without restart does. Two
+    live processes of one id are a misconfiguration this does not cover.
   - A lease round lists at most 100,000 entries (100 pages). A larger
     lease index is walked in parts: each round goes on where the last
     stopped, wrapping from the last shard to the first, so every entry is
