@@ -279,6 +279,21 @@ func (w *Worker) Run(ctx context.Context) error {
 		return fmt.Errorf("worker %s: %w", w.opts.ID, err)
 	}
 
+	// Before registering, while the entry is still the earlier process's:
+	// tasks it left running under this id are taken back below.
+	// Starting without knowing would leave them running until their
+	// leases expire: a lookup that keeps failing stops the start, as a
+	// registration that keeps failing does.
+	loCtx, cancelLo := context.WithTimeout(ctx, 30*time.Second)
+	lo, err := w.findLeftoverRetrying(loCtx)
+	cancelLo()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while starting: nothing was written but the probe
+		}
+		return fmt.Errorf("worker %s: look for tasks an earlier process of this id left running: %w", w.opts.ID, err)
+	}
+
 	regCtx, cancelReg := context.WithTimeout(ctx, 30*time.Second)
 	sent := w.clock.Now()
 	err = w.q.PutWorker(regCtx, w.info())
@@ -316,6 +331,13 @@ func (w *Worker) Run(ctx context.Context) error {
 		go func() {
 			defer aux.Done()
 			w.leaser.run(auxCtx)
+		}()
+	}
+	if lo != nil {
+		aux.Add(1)
+		go func() {
+			defer aux.Done()
+			w.recoverLeftover(auxCtx, lo)
 		}()
 	}
 	monCtx, stopMon := context.WithCancel(bg)

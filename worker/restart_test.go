@@ -1,0 +1,108 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/qo-queue/qo/internal/testutil"
+	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/store"
+	"github.com/qo-queue/qo/store/memstore"
+)
+
+// failLeaseLists fails the first n LISTs of the lease index.
+type failLeaseLists struct {
+	store.Store
+	n atomic.Int32
+}
+
+func (s *failLeaseLists) List(ctx context.Context, p store.ListParams) (store.ListPage, error) {
+	if strings.HasPrefix(p.Prefix, queue.LeasesPrefix) && s.n.Add(-1) >= 0 {
+		return store.ListPage{}, errors.New("injected list failure")
+	}
+	return s.Store.List(ctx, p)
+}
+
+// A worker killed while it runs a task and restarted under the same id
+// before the monitor judged it dead (a StatefulSet pod, a systemd unit)
+// heartbeats again under the id, so the monitor sees the task's holder
+// alive. The new process takes the earlier one's task back once that
+// process's last heartbeat is older than DeadAfter + MaxClockSkew, the
+// bound of a kill without restart, not a whole timeout later; also when
+// its first look at the lease index fails.
+func TestRestartUnderSameIDTakesBackEarlierTasks(t *testing.T) {
+	t.Parallel()
+	for _, failures := range []int32{0, 2} {
+		t.Run(fmt.Sprintf("failed lease lists %d", failures), func(t *testing.T) {
+			t.Parallel()
+			testRestartUnderSameID(t, failures)
+		})
+	}
+}
+
+func testRestartUnderSameID(t *testing.T, failures int32) {
+	ctx := context.Background()
+	fake := newFakeClock()
+	s := memstore.New(memstore.WithClock(fake)) // registry ages by the same clock
+	_, err := queue.Init(ctx, s, 1)
+	require.NoError(t, err)
+	q, err := queue.Open(ctx, s, queue.Options{Logger: testLogger(t), Clock: fake})
+	require.NoError(t, err)
+	bd := &bundle{s: s, q: q, clock: fake, fake: fake}
+
+	task := bd.submit(t, "echo", `{"v":1}`, timeout(10*time.Minute), retries(2), func(r *queue.SubmitRequest) {
+		r.RetryPolicy = &queue.RetryPolicy{InitialIntervalMS: 1, MaxIntervalMS: 1, Multiplier: 1}
+	})
+
+	// The first process registered, claimed the task and was killed: its
+	// registry entry and its lease are left as they were.
+	const id = "w-restarted"
+	killedAt := fake.Now()
+	require.NoError(t, q.PutWorker(ctx, &queue.WorkerInfo{ID: id, StartedAt: killedAt, LastHeartbeat: killedAt}))
+	entries, _, err := q.ListReady(ctx, queue.ReadyQuery{})
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	old, err := q.Claim(ctx, entries[0], id)
+	require.NoError(t, err)
+
+	// Restarted under the same id well within the liveness bound.
+	fake.Advance(5 * time.Second)
+	o := bd.opts(t)
+	o.ID = id
+	o.NoMonitor = false
+	o.Monitor.LeaseCheckInterval = 20 * time.Millisecond
+	o.Monitor.LeaderTTL = time.Hour // fake time moves in big steps here
+	fs := &failLeaseLists{Store: s}
+	fs.n.Store(failures)
+	w := New(bd.over(t, fs), o)
+	w.Handle("echo", echoHandler)
+	r := start(t, w)
+	testutil.Eventually(t, func() bool { return w.Monitor() != nil && w.Monitor().IsLeader() }, "the embedded monitor to lead")
+	testutil.Eventually(t, func() bool {
+		wi, err := q.GetWorker(ctx, id)
+		return err == nil && wi.LastHeartbeat.After(killedAt)
+	}, "the new process to register")
+
+	// Past the bound of the first process's last heartbeat, far before the
+	// task's lease runs out.
+	bound := killedAt.Add(queue.DefaultDeadAfter + queue.MaxClockSkew + time.Second)
+	fake.AdvanceTo(bound)
+	require.True(t, bound.Before(*old.Task.LeaseExpiresAt))
+	testutil.Eventually(t, func() bool {
+		got := bd.get(t, task.ID)
+		return got.Status != queue.StatusRunning || got.Attempt > 1
+	}, "the earlier process's attempt to be taken back before its lease runs out")
+	fake.Advance(5 * time.Minute) // past the retry backoff
+	got := bd.waitStatus(t, task.ID, queue.StatusCompleted)
+	require.Equal(t, 2, got.Attempt, "the earlier attempt was taken back, then run again")
+	require.Equal(t, 1, got.RetryCount)
+	require.JSONEq(t, `{"v":1}`, string(got.Output))
+	require.NoError(t, r.stop(t))
+}
