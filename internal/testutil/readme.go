@@ -19,23 +19,7 @@ var snippetRE = regexp.MustCompile("(?m)^(?:<!-- snippet: ([^ ]+) -->\\n)?```go\
 // new one cannot go untested.
 func READMESnippet(t testing.TB, readme, name, src string) {
 	t.Helper()
-	doc, err := os.ReadFile(readme)
-	if err != nil {
-		t.Fatalf("%v", err)
-	}
-	var snippet string
-	found := false
-	for _, m := range snippetRE.FindAllStringSubmatch(string(doc), -1) {
-		switch m[1] {
-		case "":
-			t.Fatalf("%s: a Go block has no <!-- snippet: NAME --> line before it: add one and an example that compiles it", readme)
-		case name:
-			snippet, found = m[2], true
-		}
-	}
-	if !found {
-		t.Fatalf("%s: no Go block marked <!-- snippet: %s -->", readme, name)
-	}
+	snippet := readmeBlock(t, readme, name, true)
 	code, err := os.ReadFile(src)
 	if err != nil {
 		t.Fatalf("%v", err)
@@ -55,4 +39,29 @@ func READMESnippet(t testing.TB, readme, name, src string) {
 	if got := strings.Join(lines, "\n"); got != snippet {
 		t.Errorf("%s's snippet %s and %s differ: change both.\n%s:\n%s\n\n%s:\n%s", readme, name, src, readme, snippet, src, got)
 	}
+}
+
+// readmeBlock returns the Go block of the Markdown file readme marked
+// <!-- snippet: name -->, failing t when there is none; with everyMarked,
+// also when a Go block of readme has no marker.
+func readmeBlock(t testing.TB, readme, name string, everyMarked bool) string {
+	t.Helper()
+	doc, err := os.ReadFile(readme)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	var snippet string
+	found := false
+	for _, m := range snippetRE.FindAllStringSubmatch(string(doc), -1) {
+		switch {
+		case m[1] == "" && everyMarked:
+			t.Fatalf("%s: a Go block has no <!-- snippet: NAME --> line before it: add one and an example that compiles it", readme)
+		case m[1] == name:
+			snippet, found = m[2], true
+		}
+	}
+	if !found {
+		t.Fatalf("%s: no Go block marked <!-- snippet: %s -->", readme, name)
+	}
+	return snippet
 }

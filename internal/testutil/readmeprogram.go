@@ -12,20 +12,7 @@ import (
 // program that go vet and go test compile.
 func READMEProgram(t testing.TB, readme, name, src string) {
 	t.Helper()
-	doc, err := os.ReadFile(readme)
-	if err != nil {
-		t.Fatalf("%v", err)
-	}
-	var snippet string
-	found := false
-	for _, m := range snippetRE.FindAllStringSubmatch(string(doc), -1) {
-		if m[1] == name {
-			snippet, found = m[2], true
-		}
-	}
-	if !found {
-		t.Fatalf("%s: no Go block marked <!-- snippet: %s -->", readme, name)
-	}
+	snippet := readmeBlock(t, readme, name, false)
 	code, err := os.ReadFile(src)
 	if err != nil {
 		t.Fatalf("%v", err)
