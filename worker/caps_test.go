@@ -163,6 +163,17 @@ func (s *registryCount) List(ctx context.Context, p store.ListParams) (store.Lis
 // heartbeats and the confirmation of its share), not per task.
 func TestFleetCapCostsNoRequestPerTask(t *testing.T) {
 	t.Parallel()
+	limitCostsNoRequestPerTask(t, "capped", func(ctx context.Context, q *queue.Queue) error {
+		_, err := q.SetLimit(ctx, "capped", 4)
+		return err
+	})
+}
+
+// limitCostsNoRequestPerTask drains 200 tasks of typ, under the limit set
+// sets, through one worker of 4 slots, and counts the registry and
+// control.json requests it made: fewer than one per ten tasks.
+func limitCostsNoRequestPerTask(t *testing.T, typ string, set func(context.Context, *queue.Queue) error) {
+	t.Helper()
 	ctx := context.Background()
 	base := memstore.New()
 	_, err := queue.Init(ctx, base, 1)
@@ -170,12 +181,11 @@ func TestFleetCapCostsNoRequestPerTask(t *testing.T) {
 	cs := &registryCount{Store: base}
 	q, err := queue.Open(ctx, cs, queue.Options{Logger: testLogger(t)})
 	require.NoError(t, err)
-	_, err = q.SetLimit(ctx, "capped", 4)
-	require.NoError(t, err)
+	require.NoError(t, set(ctx, q))
 	bd := &bundle{s: cs, q: q}
 	const tasks = 200
 	for range tasks {
-		bd.submit(t, "capped", `{}`)
+		bd.submit(t, typ, `{}`)
 	}
 	var done atomic.Int64
 	o := bd.opts(t)
@@ -183,7 +193,7 @@ func TestFleetCapCostsNoRequestPerTask(t *testing.T) {
 	o.HeartbeatInterval = 9 * time.Second
 	o.ControlRefresh = time.Hour
 	w := New(q, o)
-	w.Handle("capped", func(context.Context, *queue.Task) (json.RawMessage, error) {
+	w.Handle(typ, func(context.Context, *queue.Task) (json.RawMessage, error) {
 		done.Add(1)
 		return nil, nil
 	})

@@ -15,6 +15,7 @@ import (
 	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/store/memstore"
+	"github.com/qo-queue/qo/store/storetest"
 )
 
 // A fleet-wide rate limit holds over 1 and 8 workers, measured from the
@@ -86,44 +87,17 @@ func TestFleetRateLimit(t *testing.T) {
 // reads and writes the registry and control.json a few times in all.
 func TestFleetRateCostsNoRequestPerTask(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	base := memstore.New()
-	_, err := queue.Init(ctx, base, 1)
-	require.NoError(t, err)
-	cs := &registryCount{Store: base}
-	q, err := queue.Open(ctx, cs, queue.Options{Logger: testLogger(t)})
-	require.NoError(t, err)
-	_, err = q.SetRate(ctx, "rated", 200, time.Second, 0)
-	require.NoError(t, err)
-	bd := &bundle{s: cs, q: q}
-	const tasks = 200
-	for range tasks {
-		bd.submit(t, "rated", `{}`)
-	}
-	var done atomic.Int64
-	o := bd.opts(t)
-	o.Concurrency = 4
-	o.HeartbeatInterval = 9 * time.Second
-	o.ControlRefresh = time.Hour
-	w := New(q, o)
-	w.Handle("rated", func(context.Context, *queue.Task) (json.RawMessage, error) {
-		done.Add(1)
-		return nil, nil
+	limitCostsNoRequestPerTask(t, "rated", func(ctx context.Context, q *queue.Queue) error {
+		_, err := q.SetRate(ctx, "rated", 200, time.Second, 0)
+		return err
 	})
-	before := cs.n.Load()
-	r := start(t, w)
-	testutil.Eventually(t, func() bool { return done.Load() == tasks }, "every task to run")
-	require.NoError(t, r.stop(t))
-	used := cs.n.Load() - before
-	t.Logf("%d registry and control requests for %d tasks", used, tasks)
-	require.Less(t, used, int64(tasks/10), "registry and control requests")
 }
 
 // The bucket follows the usable share: nothing while the share is
 // nothing, share/60 starts a second with its part of the burst after.
 func TestRateBucketFollowsShare(t *testing.T) {
 	t.Parallel()
-	clk := &fixedClock{t: time.Unix(1_000_000, 0)}
+	clk := storetest.NewClock(time.Unix(1_000_000, 0))
 	w := &Worker{clock: clk, types: []string{"rated"}, claiming: map[string]int{}}
 	ctl := queue.Control{Limits: map[string]queue.Limit{"rated": {Rate: 10, Per: "s", Burst: 4}}}
 	limits := map[string]int{}
@@ -135,7 +109,7 @@ func TestRateBucketFollowsShare(t *testing.T) {
 	require.True(t, w.rateAdmits("rated"))
 	require.True(t, w.rateAdmits("rated"))
 	require.False(t, w.rateAdmits("rated"), "burst spent")
-	clk.t = clk.t.Add(200 * time.Millisecond)
+	clk.Advance(200 * time.Millisecond)
 	require.True(t, w.rateAdmits("rated"), "one token after 1/5 s")
 	require.False(t, w.rateAdmits("rated"))
 	require.True(t, w.rateAdmits("other"), "a type without a rate limit")
@@ -153,15 +127,11 @@ func TestRateBucketFollowsShare(t *testing.T) {
 	// A smaller share slows the bucket at once.
 	w.caps.usable[rateKey("rated")] = 60 // 1/s
 	require.False(t, w.rateReady("rated"))
-	clk.t = clk.t.Add(200 * time.Millisecond)
+	clk.Advance(200 * time.Millisecond)
 	require.False(t, w.rateAdmits("rated"), "a fifth of a token")
-	clk.t = clk.t.Add(800 * time.Millisecond)
+	clk.Advance(800 * time.Millisecond)
 	require.True(t, w.rateAdmits("rated"))
 	w.caps.usable[rateKey("rated")] = 0
-	clk.t = clk.t.Add(time.Hour)
+	clk.Advance(time.Hour)
 	require.False(t, w.rateAdmits("rated"), "no share: no claim")
 }
-
-type fixedClock struct{ t time.Time }
-
-func (c *fixedClock) Now() time.Time { return c.t }
