@@ -102,6 +102,7 @@ Examples:
 			&cli.IntFlag{Name: "fan-in", Usage: "also measure `N` parents (at most 1,000) with one child, as a workflow and with --after"},
 			&cli.IntFlag{Name: "fan-out-after", Usage: "children of the fan-out submitted with --after, if not --fan-out's `N` (each child_added write carries the parent's whole, growing, list of children; -1 skips it)"},
 			&cli.BoolFlag{Name: "deps-only", Usage: "with --fan-out or --fan-in: measure only the dependencies"},
+			&cli.BoolFlag{Name: "no-limits", Usage: "skip the end-to-end run under a fleet-wide cap and rate"},
 			&cli.BoolFlag{Name: "no-rss", Usage: "skip the worker memory measurement"},
 			&cli.BoolFlag{Name: "no-processes", Usage: "skip the end-to-end run through real worker processes"},
 			&cli.BoolFlag{Name: "processes-only", Usage: "run only the end-to-end run through real worker processes (--tasks, --workers, --concurrency)"},
@@ -195,7 +196,7 @@ func runBench(c *cli.Context) error {
 		Idle: c.Duration("idle"), IdleWorkers: c.Int("idle-workers"), SeedFinished: c.Int("seed-finished"),
 		LeaderWindow: c.Duration("leader-window"), HistoryOnly: c.Bool("history-only"),
 		FanOut: c.Int("fan-out"), FanOutAfter: c.Int("fan-out-after"), FanIn: c.Int("fan-in"), DepsOnly: c.Bool("deps-only"),
-		Prices: prices, Log: c.App.ErrWriter,
+		NoLimits: c.Bool("no-limits"), Prices: prices, Log: c.App.ErrWriter,
 	}
 	if dir := c.String("plot"); dir != "" {
 		if err := benchPlots(c.Context, cfg, dir); err != nil {

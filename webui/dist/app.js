@@ -2084,6 +2084,16 @@ function applyControl(base, op, type, reason, now, actor = "") {
   else delete c.actor;
   return c;
 }
+function limitText(l) {
+  if (!l || typeof l !== "object") return "";
+  const whole = (n) => Number.isInteger(n) && n > 0;
+  const parts = [];
+  if (whole(l.concurrency)) parts.push(`at most ${l.concurrency} running`);
+  if (whole(l.rate) && (l.per === "s" || l.per === "m")) {
+    parts.push(`${l.rate}/${l.per}${whole(l.burst) ? ` (burst ${l.burst})` : ""}`);
+  }
+  return parts.join(", ");
+}
 
 // src/workflow.js
 function workflowKey(id, shardChars) {
@@ -4254,7 +4264,8 @@ function renderShardMap(st) {
 function renderTypes(st) {
   const c = state.control || {};
   const pausedTypes = c.paused_types || {};
-  const types = [.../* @__PURE__ */ new Set([...Object.keys(st.by_type || {}), ...Object.keys(pausedTypes)])].sort();
+  const limits = c.limits || {};
+  const types = [.../* @__PURE__ */ new Set([...Object.keys(st.by_type || {}), ...Object.keys(pausedTypes), ...Object.keys(limits)])].sort();
   const rows = types.map((type) => {
     const n = st.by_type?.[type] || {};
     const own = Object.hasOwn(pausedTypes, type);
@@ -4270,6 +4281,7 @@ function renderTypes(st) {
       // replayed or archived together).
       h("td", { class: "num failed" }, n.failed ? h("a", { href: navFragment(state.cfg, { view: "dead", type }), title: `the dead letters of ${type}` }, fmt(n.failed)) : fmt(n.failed)),
       h("td", { class: "oldest" }, age >= 0 ? short(age * 1e3) : "-"),
+      h("td", { class: "limit" }, limitText(limits[type]) || "-"),
       h("td", { class: `pause-state ${own || c.paused ? "warn" : "dim"}` }, state_),
       h("td", {}, h("button", {
         class: "toggle",
@@ -4280,7 +4292,7 @@ function renderTypes(st) {
       }, own ? "Resume" : "Pause"))
     );
   });
-  $("#types").replaceChildren(...rows.length ? rows : [h("tr", {}, h("td", { colspan: 7, class: "dim" }, "no task waits, runs or failed"))]);
+  $("#types").replaceChildren(...rows.length ? rows : [h("tr", {}, h("td", { colspan: 8, class: "dim" }, "no task waits, runs or failed"))]);
   const all = $("#pause-all");
   all.textContent = c.paused ? "Resume the whole queue" : "Pause the whole queue";
   all.disabled = Boolean(c.error) || readOnly();

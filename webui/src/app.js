@@ -7,7 +7,7 @@ import { S3Backend, ApiBackend, stepsToCancel, INDEXED } from './backend.js';
 import { readLink, canConnect, navFragment, isNavigation, workflowRef, VIEWS, PAGES } from './link.js';
 import { layout, stepActions } from './workflow.js';
 import { STATUSES, TERMINAL, COUNTED, LIST_WINDOW_MS, health, priorityOf, shortID, canAct } from './queue.js';
-import { progressText } from './queue.js';
+import { progressText, limitText } from './queue.js';
 import { mergeRecent, chartSeries, bars, MINUTE_MS } from './chart.js';
 import { parseSearch, searchCost, searchNote, SEARCH_LIMIT } from './search.js';
 import { planBulk, runBulk, formatOps, serverPlan, BULK_CONCURRENCY } from './bulk.js';
@@ -718,12 +718,13 @@ function renderShardMap(st) {
     ? `busiest: ${top.map(([shard, c]) => `${shard} p${c.pending || 0} r${c.running || 0} f${c.failed || 0}`).join(' · ')}` : 'every shard is empty';
 }
 
-// renderTypes: one row per task type with tasks in the indexes or a pause
-// switch, with its own pause toggle.
+// renderTypes: one row per task type with tasks in the indexes, a pause
+// switch or a fleet-wide limit, with its limit and its own pause toggle.
 function renderTypes(st) {
   const c = state.control || {};
   const pausedTypes = c.paused_types || {};
-  const types = [...new Set([...Object.keys(st.by_type || {}), ...Object.keys(pausedTypes)])].sort();
+  const limits = c.limits || {};
+  const types = [...new Set([...Object.keys(st.by_type || {}), ...Object.keys(pausedTypes), ...Object.keys(limits)])].sort();
   const rows = types.map((type) => {
     const n = st.by_type?.[type] || {};
     const own = Object.hasOwn(pausedTypes, type);
@@ -736,6 +737,7 @@ function renderTypes(st) {
       // replayed or archived together).
       h('td', { class: 'num failed' }, n.failed ? h('a', { href: navFragment(state.cfg, { view: 'dead', type }), title: `the dead letters of ${type}` }, fmt(n.failed)) : fmt(n.failed)),
       h('td', { class: 'oldest' }, age >= 0 ? short(age * 1000) : '-'),
+      h('td', { class: 'limit' }, limitText(limits[type]) || '-'),
       h('td', { class: `pause-state ${own || c.paused ? 'warn' : 'dim'}` }, state_),
       h('td', {}, h('button', {
         class: 'toggle', 'aria-label': `${own ? 'resume' : 'pause'} type ${type}`, disabled: Boolean(c.error) || readOnly(),
@@ -743,7 +745,7 @@ function renderTypes(st) {
         onclick: () => togglePause(type, own),
       }, own ? 'Resume' : 'Pause')));
   });
-  $('#types').replaceChildren(...(rows.length ? rows : [h('tr', {}, h('td', { colspan: 7, class: 'dim' }, 'no task waits, runs or failed'))]));
+  $('#types').replaceChildren(...(rows.length ? rows : [h('tr', {}, h('td', { colspan: 8, class: 'dim' }, 'no task waits, runs or failed'))]));
   const all = $('#pause-all');
   all.textContent = c.paused ? 'Resume the whole queue' : 'Pause the whole queue';
   all.disabled = Boolean(c.error) || readOnly();

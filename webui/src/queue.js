@@ -828,3 +828,21 @@ export function applyControl(base, op, type, reason, now, actor = '') {
   else delete c.actor;
   return c;
 }
+
+/**
+ * limitText is a fleet-wide limit of control.json's "limits" (queue/doc.go,
+ * "Fleet-wide concurrency caps" and "Fleet-wide rate limits") as the
+ * overview shows it: "at most 5 running, 20/s (burst 2)"; '' for none or a
+ * limit with no usable field (a malformed one shows nothing rather than a
+ * wrong bound).
+ */
+export function limitText(l) {
+  if (!l || typeof l !== 'object') return '';
+  const whole = (n) => Number.isInteger(n) && n > 0;
+  const parts = [];
+  if (whole(l.concurrency)) parts.push(`at most ${l.concurrency} running`);
+  if (whole(l.rate) && (l.per === 's' || l.per === 'm')) {
+    parts.push(`${l.rate}/${l.per}${whole(l.burst) ? ` (burst ${l.burst})` : ''}`);
+  }
+  return parts.join(', ');
+}

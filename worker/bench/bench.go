@@ -67,7 +67,10 @@ type Config struct {
 	// of children; -1 skips it). DepsOnly runs only the dependency phases.
 	FanOut, FanIn, FanOutAfter int
 	DepsOnly                   bool
-	Prices                     store.Prices
+	// NoLimits skips the end-to-end run under a fleet-wide cap and rate
+	// (see Limited).
+	NoLimits bool
+	Prices   store.Prices
 	// Log receives progress lines (nil: none).
 	Log io.Writer
 }
@@ -112,6 +115,9 @@ type Report struct {
 	Submit   []Rate    `json:"submit"`
 	EndToEnd EndToEnd  `json:"end_to_end"`
 	Seeded   *EndToEnd `json:"seeded,omitempty"`
+	// Limited is the end-to-end run again with a fleet-wide cap and rate
+	// set on its type, for its requests per task beside EndToEnd's.
+	Limited *Limited `json:"limited,omitempty"`
 	// Processes is the end-to-end run through real worker processes (its
 	// requests from their own counters; duplicates are not measured).
 	Processes  *EndToEnd `json:"processes,omitempty"`
@@ -152,6 +158,21 @@ type EndToEnd struct {
 	// (a later created_at) yet started before it.
 	Overtaken Overtaking `json:"overtaken"`
 }
+
+// Limited is an end-to-end run under a fleet-wide cap (half the slots of
+// the run, so it holds the workers back) and a rate (RatePerSecond, above
+// what the run reaches, so the workers hold tokens and take them) on its
+// type: what limits cost per task.
+type Limited struct {
+	Cap           int `json:"cap"`
+	RatePerSecond int `json:"rate_per_second"`
+	EndToEnd
+}
+
+// limitedRate is the rate the limited run sets: above the end-to-end
+// rate of the machines qo is measured on, so it does not slow the run
+// (its cost is then per task, not per second waited).
+const limitedRate = 1000
 
 // Overtaking summarises how far tasks were overtaken (see EndToEnd).
 type Overtaking struct {
@@ -290,6 +311,24 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	if cfg.HistoryOnly || cfg.DepsOnly {
 		steps = steps[:0]
+	} else if !cfg.NoLimits {
+		// Right after the run without limits, on the same machine load.
+		steps = slices.Insert(steps, 3, struct {
+			name string
+			fn   func(ctx context.Context, b Bucket, q *queue.Queue) error
+		}{"end to end with a cap and a rate", func(ctx context.Context, b Bucket, q *queue.Queue) error {
+			l := &Limited{Cap: max(1, conc/2), RatePerSecond: limitedRate}
+			if _, err := q.SetLimit(ctx, noopRequest().Type, l.Cap); err != nil {
+				return err
+			}
+			if _, err := q.SetRate(ctx, noopRequest().Type, l.RatePerSecond, time.Second, 0); err != nil {
+				return err
+			}
+			var err error
+			l.EndToEnd, err = endToEnd(ctx, b, q, cfg)
+			r.Limited = l
+			return err
+		}})
 	}
 	if cfg.SeedFinished > 0 {
 		steps = append(steps, struct {

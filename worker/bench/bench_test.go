@@ -51,6 +51,21 @@ func TestRunSmall(t *testing.T) {
 	require.InDelta(t, 2.0, e.RequestsPerTask[store.OpDelete], 0.5)
 	require.Positive(t, e.CostPerMillion)
 	require.NotNil(t, r.Seeded)
+	// The run under a fleet-wide cap (half the 6 slots) and a rate pays
+	// the same request floor per task.
+	l := r.Limited
+	require.NotNil(t, l, "the end-to-end run with a cap and a rate ran")
+	require.Equal(t, 3, l.Cap)
+	require.Positive(t, l.RatePerSecond)
+	require.Equal(t, 60, l.Tasks)
+	require.Zero(t, l.Duplicates)
+	require.GreaterOrEqual(t, l.RequestsPerTask[store.OpPut], 5.0)
+	require.Less(t, l.RequestsPerTask[store.OpPut], 8.0)
+	require.GreaterOrEqual(t, l.RequestsPerTask[store.OpGet], 1.0)
+	require.InDelta(t, 2.0, l.RequestsPerTask[store.OpDelete], 0.5)
+	var text strings.Builder
+	r.WriteText(&text)
+	require.Contains(t, text.String(), "end to end, fleet-wide cap 3 and rate")
 	require.Equal(t, 12, r.Claim.N)
 	require.LessOrEqual(t, r.Claim.P50, r.Claim.P99)
 	require.Positive(t, r.Pickup.N)

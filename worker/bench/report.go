@@ -121,6 +121,9 @@ func (r *Report) WriteText(w io.Writer) {
 	p("cost per million tasks\t$%.2f", e.CostPerMillion)
 	p("duplicate executions\t%d", e.Duplicates)
 	p("ordering: tasks that overtook a task (became ready after it, started before it)\tmax %d, p99 %d, mean %.1f", e.Overtaken.Max, e.Overtaken.P99, e.Overtaken.Mean)
+	if l := r.Limited; l != nil {
+		p("end to end, fleet-wide cap %d and rate %d/s\t%.0f tasks/s (%.1f s), %s", l.Cap, l.RatePerSecond, l.TasksPerSecond, l.Seconds, opsLine(l.RequestsPerTask))
+	}
 	r.writeProcesses(p)
 	if r.Seeded != nil {
 		p("end to end over %d finished tasks\t%.0f tasks/s (%s)", r.Config.SeedFinished, r.Seeded.TasksPerSecond, opsLine(r.Seeded.RequestsPerTask))

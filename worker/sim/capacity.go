@@ -12,7 +12,8 @@ import (
 // while it lived (started, not crashed or shut down, not partitioned),
 // served the type, the type was not paused, and it ran fewer handlers
 // than its concurrency and fewer of the type than its limit, as the
-// handlers' own journal shows.
+// handlers' own journal shows; and, for a type with a fleet-wide cap,
+// while fewer handlers of the type than the cap ran across the fleet.
 
 const forever = time.Duration(math.MaxInt64)
 
@@ -48,9 +49,33 @@ func (f *fleet) freeFor(runs []run) map[string][]span {
 			up := subtract([]span{{l.from, to}}, normalize(l.partitions))
 			all = append(all, intersect(up, slotsFree(byProc[l.proc], types, typ, l.spec))...)
 		}
-		out[typ] = subtract(normalize(all), normalize(paused[typ]))
+		out[typ] = subtract(subtract(normalize(all), normalize(paused[typ])), f.atCap(runs, typ))
 	}
 	return out
+}
+
+// atCap is when the handlers of typ running across the fleet were at its
+// fleet-wide cap (none without a cap), sorted and disjoint.
+func (f *fleet) atCap(runs []run, typ string) []span {
+	limit := 0
+	for _, l := range f.sc.Limits {
+		if l.Type == typ {
+			limit = l.Concurrency
+		}
+	}
+	if limit == 0 {
+		return nil
+	}
+	var mine []run
+	for _, r := range runs {
+		if r.typ == typ {
+			mine = append(mine, r)
+		}
+	}
+	// A worker's slots with one "type" of limit: the spans it is not free
+	// are those at the cap.
+	free := slotsFree(mine, nil, "", WorkerSpec{Concurrency: limit})
+	return subtract([]span{{0, forever}}, free)
 }
 
 // slotsFree is when a process of spec, running runs, had a slot free for

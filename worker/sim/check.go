@@ -32,6 +32,7 @@ type checker struct {
 	pending    map[uuid.UUID]time.Duration // when each task first became pending (final)
 	started    map[uuid.UUID]time.Duration // when its first handler run started (final)
 	depth      []depthAt                   // ready entries at each check
+	maxRunning map[string]int              // most handlers of a capped type at a check
 }
 
 // depthAt is how many ready entries the index held at a check.
@@ -105,6 +106,7 @@ func (c *checker) check(ctx context.Context) {
 		}
 	}
 	c.depth = append(c.depth, depthAt{c.f.now(), ready})
+	c.caps()
 	c.f.mu.Lock()
 	ids := make([]uuid.UUID, 0, len(c.f.tasks))
 	for id := range c.f.tasks {
@@ -162,6 +164,88 @@ func (c *checker) check(ctx context.Context) {
 			c.ended[id] = c.f.now()
 		}
 	}
+}
+
+// caps checks the fleet-wide concurrency caps at this instant: the
+// handlers running each capped type, as the handlers themselves recorded
+// it (not qo's counters), are at most its cap.
+func (c *checker) caps() {
+	running := c.f.journal.running()
+	if c.maxRunning == nil {
+		c.maxRunning = map[string]int{}
+	}
+	for _, l := range c.f.sc.Limits {
+		c.maxRunning[l.Type] = max(c.maxRunning[l.Type], running[l.Type])
+		if l.Concurrency > 0 && running[l.Type] > l.Concurrency {
+			c.violate("over cap", l.Type+"@"+c.f.now().String(), fmt.Sprintf("%d handlers of type %s running at once, over its fleet-wide cap of %d", running[l.Type], l.Type, l.Concurrency))
+		}
+	}
+}
+
+// RateWindows are the windows the rate bound is checked over.
+var RateWindows = []time.Duration{10 * time.Second, time.Minute}
+
+// rates checks the fleet-wide rate limits once the run stopped, from the
+// handlers' own start times: in any window of length T (RateWindows) at
+// most rate*T/per + burst + one per worker process serving the type in the
+// window starts (queue/doc.go, "Fleet-wide rate limits"). A handler starts a
+// claim's requests after its token was taken; the windows are not
+// widened for that. It returns how close each limited type came to its
+// limits (Report.Limited).
+func (c *checker) rates() map[string]string {
+	all := c.f.journal.all()
+	seen := map[string]string{}
+	for _, l := range c.f.sc.Limits {
+		var parts []string
+		if l.Concurrency > 0 {
+			parts = append(parts, fmt.Sprintf("cap %d/%d", c.maxRunning[l.Type], l.Concurrency))
+		}
+		if l.Rate > 0 {
+			parts = append(parts, c.rate(l, all)...)
+		}
+		seen[l.Type] = strings.Join(parts, "; ")
+	}
+	return seen
+}
+
+// rate checks the rate limit l over every window and returns, for each
+// window length, the most starts in one against its bound.
+func (c *checker) rate(l FleetLimit, all []run) []string {
+	var starts []time.Duration
+	for _, r := range all {
+		if r.typ == l.Type {
+			starts = append(starts, r.start)
+		}
+	}
+	slices.Sort(starts)
+	burst := l.Burst
+	if burst == 0 {
+		burst = queue.DefaultBurst(l.Rate, l.Per)
+	}
+	var seen []string
+	for _, T := range RateWindows {
+		base := l.Rate*int(T/l.Per) + burst
+		j, most, mostBound, reported := 0, 0, base, false
+		for i := range starts {
+			for j < len(starts) && starts[j] < starts[i]+T {
+				j++
+			}
+			n := j - i
+			if n <= most && n <= base {
+				continue // within the bound whatever the processes
+			}
+			procs := c.f.procsServing(l.Type, starts[i], starts[i]+T)
+			if n > most {
+				most, mostBound = n, base+procs
+			}
+			if n > base+procs && !reported { // the first window over it
+				reported = true
+				c.violate("over rate", fmt.Sprintf("%s/%s@%s", l.Type, T, starts[i]), fmt.Sprintf("%d handlers of type %s started in the %s from %s, over the bound %d (%d/%s, burst %d, %d worker processes)", n, l.Type, T, starts[i], base+procs, l.Rate, l.Per, burst, procs))
+			}
+		}
+		seen = append(seen, fmt.Sprintf("%s %d/%d", T, most, mostBound))
+	}
+	return seen
 }
 
 func (c *checker) allEnded() bool {
@@ -296,7 +380,18 @@ func (c *checker) overtake(maxWalk int) (shallow, deep time.Duration, longest st
 		groups[k] = append(groups[k], item{id, s.typ, p, st})
 	}
 	c.f.mu.Unlock()
+	rated := map[string]bool{}
+	for _, l := range c.f.sc.Limits {
+		rated[l.Type] = l.Rate > 0
+	}
 	for k, items := range groups {
+		if rated[items[0].typ] {
+			// A rate-limited type is not held to the order promise: the
+			// rate is split in token buckets over the workers, and one
+			// with a page of older tasks and no token leaves them while
+			// another with tokens starts newer ones (see doc.go).
+			continue
+		}
 		slots := subtract(free[items[0].typ], normalize(higher[k]))
 		// Newest first, carrying the earliest start of the newer ones.
 		slices.SortFunc(items, func(a, b item) int { return int(b.pending - a.pending) })

@@ -36,7 +36,10 @@
 //   - no task lost: every task a submit returned is in the bucket;
 //   - every pending task has its ready entry, every running task the lease
 //     entry the lease check finds it by, every waiting task its waiting
-//     entry and every failed task its dead-letter entry.
+//     entry and every failed task its dead-letter entry;
+//   - the handlers of a type with a fleet-wide cap running across the
+//     fleet, as the handlers' journal has them (not qo's counters), are
+//     at most the cap (queue/doc.go, "Fleet-wide concurrency caps").
 //
 // Once the run stopped, from each task's history and the handlers' own
 // journal:
@@ -52,7 +55,21 @@
 //   - from Settle after the faults stopped, no task waited more than
 //     OvertakeBound (30 s plus one page hold), while a slot for its type
 //     was free, to start after a newer task of its type and priority had
-//     started, whatever the depth of the ready index.
+//     started, whatever the depth of the ready index;
+//   - over every window of 10 s and of a minute, the handlers of a type
+//     with a fleet-wide rate limit that started (their own start times)
+//     are at most rate x window + burst + one per worker process serving
+//     the type in the window (queue/doc.go, "Fleet-wide rate limits").
+//
+// A few seeds draw fleet-wide limits (Scenario.Limits: a cap, a rate or
+// both on a type), set before the workers start; the drain bound counts
+// the cap as the slots of the type and the tasks left at the rate. Under
+// a cap, a slot is free for the order check only while the fleet
+// runs fewer handlers of the type than the cap. A rate-limited type is
+// not held to the order bound: each worker spends its own share of the
+// rate, so one holding a page of older tasks and no token leaves them
+// while a worker with tokens starts newer ones (seed 4 of the small
+// scenarios: up to 47 s behind a newer task at 5/s over four workers).
 //
 // # Seeds
 //

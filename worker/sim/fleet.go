@@ -23,7 +23,8 @@ import (
 // run is one handler execution, as the handler itself saw it.
 type run struct {
 	task   uuid.UUID
-	n      int // the task's number
+	n      int    // the task's number
+	typ    string // the task's type
 	lease  string
 	worker string
 	proc   int // the process's serial (see proc)
@@ -51,6 +52,19 @@ func (j *journal) finish(r *run, at time.Duration, how string) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	r.end, r.how = at, how
+}
+
+// running counts the handlers of each type running now.
+func (j *journal) running() map[string]int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	n := map[string]int{}
+	for _, r := range j.runs {
+		if r.end < 0 {
+			n[r.typ]++
+		}
+	}
+	return n
 }
 
 func (j *journal) all() []run {
@@ -195,7 +209,7 @@ func (f *fleet) handler(p *proc) worker.HandlerFunc {
 		if err := json.Unmarshal(t.Input, &spec); err != nil {
 			return nil, worker.Permanent(fmt.Errorf("sim: bad input: %w", err))
 		}
-		r := f.journal.begin(&run{task: t.ID, n: spec.N, lease: t.LeaseID, worker: p.id, proc: p.serial, start: f.now()})
+		r := f.journal.begin(&run{task: t.ID, n: spec.N, typ: t.Type, lease: t.LeaseID, worker: p.id, proc: p.serial, start: f.now()})
 		var wait <-chan time.Time
 		if !spec.Hang {
 			tm := time.NewTimer(time.Duration(float64(spec.MS)*p.spec.Speed) * time.Millisecond)
@@ -334,4 +348,18 @@ func newLogger(trace io.Writer, start time.Time) *slog.Logger {
 			return a
 		},
 	}))
+}
+
+// procsServing counts the worker processes serving typ whose life met
+// [from, to).
+func (f *fleet) procsServing(typ string, from, to time.Duration) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, l := range f.lives {
+		if slices.Contains(l.spec.Types, typ) && l.from < to && (l.to < 0 || l.to >= from) {
+			n++
+		}
+	}
+	return n
 }

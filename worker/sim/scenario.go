@@ -30,6 +30,21 @@ type Scenario struct {
 	Bursts []Burst
 	// Events is the fault and operator timeline, in time order.
 	Events []Event
+	// Limits are fleet-wide limits an operator sets before the workers
+	// start (see queue/doc.go, "Fleet-wide concurrency caps" and
+	// "Fleet-wide rate limits"); the check holds the handlers to them.
+	Limits []FleetLimit
+}
+
+// FleetLimit is a fleet-wide limit of one type: at most Concurrency
+// handlers at once (0: no cap), at most Rate starts per Per (0: no rate),
+// Burst more in any window (0: queue.DefaultBurst).
+type FleetLimit struct {
+	Type        string
+	Concurrency int
+	Rate        int
+	Per         time.Duration
+	Burst       int
 }
 
 // WorkerSpec is one worker process of the fleet.
@@ -192,6 +207,22 @@ func NewScenario(seed uint64, size Size) Scenario {
 		sc.Events = append(sc.Events, Event{At: at(), Kind: ReplayOne})
 	}
 	sortEvents(sc.Events)
+
+	// Fleet-wide limits, drawn last so that the draws above (and so the
+	// scenarios of the seeds before limits existed) stay as they were.
+	for _, t := range sc.Types {
+		var l FleetLimit
+		if r.IntN(4) == 0 {
+			l.Concurrency = pick(1, 2, 3, 5, 8)
+		}
+		if r.IntN(5) == 0 {
+			l.Rate, l.Per, l.Burst = pick(2, 5, 10), time.Second, pick(0, 1, 10)
+		}
+		if l.Concurrency > 0 || l.Rate > 0 {
+			l.Type = t
+			sc.Limits = append(sc.Limits, l)
+		}
+	}
 	return sc
 }
 

@@ -86,6 +86,11 @@ type Report struct {
 	// Submitted and TimelineDone are when the last submit returned and
 	// the last event of the timeline was carried out.
 	Submitted, TimelineDone time.Duration
+	// Limited is, for each type with a fleet-wide limit, the most
+	// handlers seen running at a check against the cap, and the most
+	// starts in a window of each length against the bound ("cap 2/2;
+	// 10s 21/22"): how close the run came to the limits it was held to.
+	Limited map[string]string
 }
 
 // Run simulates one scenario to its end and checks it. It must be called
@@ -120,6 +125,16 @@ func Run(sc Scenario, trace io.Writer) Report {
 		c.violate("setup", "", err.Error())
 		rep.Violations = c.violations
 		return rep
+	}
+	// The operator sets the fleet-wide limits before any worker starts,
+	// so every handler run is held to them.
+	for _, l := range sc.Limits {
+		if l.Concurrency > 0 {
+			retry(ctx, func() error { _, err := f.operator.SetLimit(ctx, l.Type, l.Concurrency); return err })
+		}
+		if l.Rate > 0 {
+			retry(ctx, func() error { _, err := f.operator.SetRate(ctx, l.Type, l.Rate, l.Per, l.Burst); return err })
+		}
 	}
 	for i, w := range sc.Workers {
 		f.startWorker(ctx, i, w.Name)
@@ -171,6 +186,7 @@ func Run(sc Scenario, trace io.Writer) Report {
 	f.stop(cancel, loadDone)
 
 	c.final(context.Background())
+	rep.Limited = c.rates()
 	rep.MaxOvertake, rep.MaxOvertakeDeep, rep.Longest = c.overtake(maxWalkLists * sc.PageSize)
 	rep.Tasks = len(f.tasks)
 	rep.Runs = len(f.journal.all())
@@ -391,7 +407,23 @@ func (f *fleet) drainBound(c *checker) time.Duration {
 		work[s.typ] += d
 		longest = max(longest, time.Duration(float64(d)*slowest[s.typ]))
 	}
+	left := map[string]int{}
+	for id, s := range f.tasks {
+		if _, ok := c.ended[id]; !ok {
+			left[s.typ]++
+		}
+	}
 	var drain time.Duration
+	for _, l := range f.sc.Limits {
+		if l.Concurrency > 0 {
+			slots[l.Type] = min(slots[l.Type], l.Concurrency)
+		}
+		if l.Rate > 0 {
+			// Each start takes a token: the tasks left (a retry being a
+			// start more) at the rate.
+			drain = max(drain, time.Duration(2*float64(left[l.Type])*float64(l.Per)/float64(l.Rate)))
+		}
+	}
 	for t, d := range work {
 		drain = max(drain, time.Duration(2*float64(d)*slowest[t]/float64(max(1, slots[t]))))
 	}

@@ -131,6 +131,9 @@ func describe(r Report) string {
 	fmt.Fprintf(&b, "  last submit returned at %s, timeline done at %s\n", r.Submitted.Truncate(time.Second), r.TimelineDone.Truncate(time.Second))
 	fmt.Fprintf(&b, "  => simulated %s, %d tasks, %d runs, drained in %s of %s, max overtake %s (deeper than a walk: %s), faults %v, %d violations",
 		r.Simulated.Truncate(time.Second), r.Tasks, r.Runs, r.Drained.Truncate(time.Second), r.DrainBound.Truncate(time.Second), r.MaxOvertake.Truncate(time.Millisecond), r.MaxOvertakeDeep.Truncate(time.Millisecond), r.Faults, len(r.Violations))
+	for _, l := range sc.Limits {
+		fmt.Fprintf(&b, "\n  fleet-wide limit of %s: %+v; seen (most/bound): %s", l.Type, l, r.Limited[l.Type])
+	}
 	if r.Longest != "" {
 		fmt.Fprintf(&b, "\n  longest wait: %s", r.Longest)
 	}
