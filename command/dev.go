@@ -497,7 +497,13 @@ func startDevUI(addr string, st *devenv.State, log *slog.Logger) (link string, s
 			return "", func() {}
 		}
 	}
-	srv := newHTTPServer(ln.Addr().String(), webui.Handler(), log)
+	page, err := webui.Handler(st.Endpoint)
+	if err != nil {
+		ln.Close()
+		log.Warn("web UI not served", "err", err)
+		return "", func() {}
+	}
+	srv := newHTTPServer(ln.Addr().String(), page, log)
 	go func() { _ = srv.Serve(ln) }()
 	frag := uiFragment(st.Endpoint, st.Bucket, st.Region)
 	frag.Set("ak", st.AccessKey)

@@ -302,7 +302,10 @@ func runServe(c *cli.Context) error {
 		fmt.Fprintln(c.App.ErrWriter, "qo: read-only: requests that would change the queue are refused (403)")
 	}
 	if !c.Bool("no-ui") {
-		opts.UI = webui.Handler()
+		// The page talks to this API only: its own origin.
+		if opts.UI, err = webui.Handler(); err != nil {
+			return err
+		}
 		link := "http://" + addr + "/#api=/"
 		switch {
 		case token == "":

@@ -346,7 +346,17 @@ func runUIServe(c *cli.Context) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("POST /session", uiSessionHandler(codes))
-	mux.Handle("/", webui.Handler())
+	connect, err := deployConnect(c)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	page, err := webui.Handler(connect...)
+	if err != nil {
+		ln.Close()
+		return usageError("%v", err)
+	}
+	mux.Handle("/", page)
 	srv := newHTTPServer(addr, logRequests(log, mux), log)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

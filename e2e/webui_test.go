@@ -435,6 +435,7 @@ func TestWebUIThroughAPI(t *testing.T) {
 	s := startServe(t, e)
 	require.NotEmpty(t, s.token, s.p.out.String())
 	require.Contains(t, s.ui, "#api=/&code=")
+	console := watchConsole(t, ctx)
 	var text, location string
 	require.NoError(t, chromedp.Run(ctx,
 		chromedp.Navigate(s.ui+"&view=tasks"),
@@ -453,6 +454,15 @@ func TestWebUIThroughAPI(t *testing.T) {
 	got, err := e.q.Get(bg, failed.ID)
 	require.NoError(t, err)
 	require.Equal(t, queue.StatusPending, got.Status, "the replay went through the API")
+
+	// The page qo serve sends may talk to this API only: its own origin,
+	// without a violation, and nowhere else.
+	require.Equal(t, "", evalString(ctx, t, `window.__csp.join('\n')`), "no CSP violation")
+	require.Empty(t, console.matching("exception: "))
+	require.NoError(t, chromedp.Run(ctx,
+		chromedp.Evaluate(`fetch('http://127.0.0.1:9/x').catch(() => {}); 0`, nil),
+		chromedp.Poll(`window.__csp.some((v) => v.startsWith('connect-src'))`, nil, chromedp.WithPollingTimeout(30*time.Second)),
+	))
 }
 
 // TestServeRefusesCrossSitePages: a page of another site the operator

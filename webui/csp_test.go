@@ -1,6 +1,8 @@
 package webui
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -25,4 +27,30 @@ func TestDeployedIndexCarriesCSP(t *testing.T) {
 		require.Error(t, err, bad)
 		require.Contains(t, err.Error(), "want scheme://host[:port]")
 	}
+}
+
+// The page served by qo (qo serve, qo ui serve, qo dev) may send requests
+// to its own origin and the origins given only, never anywhere: a script
+// injected into it could not send the credentials it holds elsewhere.
+func TestHandlerCSPNamesItsOrigins(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		connect []string
+		want    string
+	}{
+		{nil, "connect-src 'self';"},
+		{[]string{"http://127.0.0.1:7070/"}, "connect-src 'self' http://127.0.0.1:7070;"},
+	} {
+		h, err := Handler(tc.connect...)
+		require.NoError(t, err)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+		require.Equal(t, http.StatusOK, rec.Code)
+		csp := rec.Header().Get("Content-Security-Policy")
+		require.Contains(t, csp, tc.want, tc.connect)
+		require.Contains(t, csp, "frame-ancestors 'none'")
+		require.NotContains(t, csp, "*", "no wildcard origin")
+	}
+	_, err := Handler("https://x; connect-src *")
+	require.ErrorContains(t, err, "want scheme://host[:port]")
 }

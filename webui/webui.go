@@ -39,8 +39,19 @@ func Files() fs.FS {
 }
 
 // Handler serves the UI's files. The page reads its configuration from the
-// URL fragment, which browsers never send to a server.
-func Handler() http.Handler {
+// URL fragment, which browsers never send to a server. connect lists the
+// origins other than the page's own that it may send requests to (the S3
+// endpoint of qo ui serve and qo dev; none for qo serve, whose page talks
+// to its own API): the Content-Security-Policy header allows no other, so a
+// script injected into the page could not send what it reads elsewhere.
+// Each origin must be scheme://host[:port].
+func Handler(connect ...string) (http.Handler, error) {
+	csp, err := CSP(connect)
+	if err != nil {
+		return nil, err
+	}
+	// A header can say what a meta element cannot: no frames.
+	csp += "; frame-ancestors 'none'"
 	fsrv := http.FileServerFS(Files())
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
@@ -50,17 +61,18 @@ func Handler() http.Handler {
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("Cache-Control", "no-store")
-		h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; connect-src *; img-src 'self' data:; frame-ancestors 'none'")
+		h.Set("Content-Security-Policy", csp)
 		fsrv.ServeHTTP(w, r)
-	})
+	}), nil
 }
 
-// DeployedCSP is the Content-Security-Policy of the page deployed into a
-// bucket (qo ui deploy): scripts and styles from the page's own origin
-// only (no inline script), requests only to connect (the S3 endpoint, and
-// an API the page may be pointed at), no plugins, frames, base or form
-// targets. Each origin must be scheme://host[:port].
-func DeployedCSP(connect []string) (string, error) {
+// CSP is the Content-Security-Policy of the page, however it is served:
+// scripts and styles from the page's own origin only (no inline script),
+// requests only to its own origin and connect (the S3 endpoint, and an API
+// the page may be pointed at), no plugins, frames, base or form targets.
+// Each origin must be scheme://host[:port]. Handler adds what only a
+// header can say; DeployedIndex carries it as a meta element.
+func CSP(connect []string) (string, error) {
 	origins := []string{"'self'"}
 	for _, o := range connect {
 		u, err := url.Parse(o)
@@ -77,12 +89,12 @@ func DeployedCSP(connect []string) (string, error) {
 }
 
 // DeployedIndex is index.html as qo ui deploy writes it: with a
-// Content-Security-Policy meta element (DeployedCSP), since a bucket
+// Content-Security-Policy meta element (CSP), since a bucket
 // cannot send the header qo's own server sends (Handler). A meta element
 // cannot set frame-ancestors: the page itself refuses to run framed
 // (src/frame.js).
 func DeployedIndex(connect []string) ([]byte, error) {
-	csp, err := DeployedCSP(connect)
+	csp, err := CSP(connect)
 	if err != nil {
 		return nil, err
 	}
