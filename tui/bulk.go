@@ -125,18 +125,18 @@ type bulkDoneMsg struct {
 
 // bulkKey starts planning R, A or C on the marked tasks; ok is false when
 // the key is not one of them or nothing is marked.
-func (m *Model) bulkKey(msg tea.KeyMsg) (tea.Cmd, bool) {
-	if m.screen != scrTasks || !m.tasks.marks.any() {
+func (t *tasks) bulkKey(r *Model, msg tea.KeyMsg) (tea.Cmd, bool) {
+	if !t.marks.any() {
 		return nil, false
 	}
 	for _, a := range []struct {
 		b  key.Binding
 		op string
-	}{{m.keys.Replay, queue.OpReplay}, {m.keys.Archive, queue.OpArchive}, {m.keys.Cancel, queue.OpCancel}} {
+	}{{t.keys.Replay, queue.OpReplay}, {t.keys.Archive, queue.OpArchive}, {t.keys.Cancel, queue.OpCancel}} {
 		if key.Matches(msg, a.b) {
-			req, what := m.tasks.bulkRequest(a.op)
-			m.flash, m.flashErr = "planning "+a.op+" of "+what+"…", false
-			ctx, q := m.ctx, m.q
+			req, what := t.bulkRequest(a.op)
+			r.say("planning "+a.op+" of "+what+"…", false)
+			ctx, q := r.ctx, r.q
 			return func() tea.Msg {
 				ctx, cancel := context.WithTimeout(ctx, bulkTimeout)
 				defer cancel()
@@ -149,40 +149,40 @@ func (m *Model) bulkKey(msg tea.KeyMsg) (tea.Cmd, bool) {
 }
 
 // bulkPlanned asks to confirm a plan.
-func (m *Model) bulkPlanned(msg bulkPlanMsg) {
+func (t *tasks) bulkPlanned(r *Model, msg bulkPlanMsg) {
 	if msg.err != nil {
-		m.flash, m.flashErr = "planning failed: "+oneLine(msg.err.Error()), true
+		r.say("planning failed: "+oneLine(msg.err.Error()), true)
 		return
 	}
 	p := msg.plan
 	if p.Len() == 0 {
-		m.flash, m.flashErr = fmt.Sprintf("%s: nothing to do among %s (%s skipped%s)", p.Op, msg.what, count(len(p.Skipped)), firstSkip(p)), false
+		r.say(fmt.Sprintf("%s: nothing to do among %s (%s skipped%s)", p.Op, msg.what, count(len(p.Skipped)), firstSkip(p)), false)
 		return
 	}
-	m.flash = ""
+	r.flash = ""
 	text := fmt.Sprintf("%s %s (%s)? Requests: %s; about %s.", verb(p.Op), plural(p.Len(), "task"), msg.what,
 		planCost(p), dollars(p.Dollars(store.AWSStandardPrices)))
 	if len(p.Skipped) > 0 {
 		text += fmt.Sprintf(" %s skipped%s.", count(len(p.Skipped)), firstSkip(p))
 	}
-	ctx, q := m.ctx, m.q
-	m.confirm = &confirm{action: p.Op, text: text, run: func() tea.Msg {
+	ctx, q := r.ctx, r.q
+	r.ask(&confirm{action: p.Op, text: text, run: func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, bulkTimeout)
 		defer cancel()
 		return bulkDoneMsg{sum: q.RunBulkAction(ctx, p, queue.ActOptions{})}
-	}}
+	}})
 }
 
 // bulkDone reports a bulk run and clears the marks.
-func (m *Model) bulkDone(msg bulkDoneMsg) tea.Cmd {
+func (t *tasks) bulkDone(r *Model, msg bulkDoneMsg) tea.Cmd {
 	s := msg.sum
-	m.tasks.marks = marks{}
-	m.flash = fmt.Sprintf("%s: %d done, %d skipped, %d failed", s.Op, len(s.Done), len(s.Skipped), len(s.Failed))
-	m.flashErr = len(s.Failed) > 0
+	t.marks = marks{}
+	text := fmt.Sprintf("%s: %d done, %d skipped, %d failed", s.Op, len(s.Done), len(s.Skipped), len(s.Failed))
 	if len(s.Failed) > 0 {
-		m.flash += " (first: " + oneLine(s.Failed[0].Reason) + ")"
+		text += " (first: " + oneLine(s.Failed[0].Reason) + ")"
 	}
-	return m.reload()
+	r.say(text, len(s.Failed) > 0)
+	return r.reload()
 }
 
 func planCost(p *queue.ActPlan) string {

@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"sort"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/aymanbagabas/go-udiff"
 	"github.com/charmbracelet/bubbles/key"
@@ -25,6 +23,10 @@ type detail struct {
 	st   Styles
 	keys KeyMap
 	w, h int
+
+	id uuid.UUID // the task shown
+	// orWorkflow: the open id was typed, and may be a workflow's.
+	orWorkflow bool
 
 	loaded     bool
 	task       *queue.Task
@@ -51,7 +53,7 @@ func newDetail(st Styles, keys KeyMap) detail { return detail{st: st, keys: keys
 
 func (d *detail) SetSize(w, h int) { d.w, d.h = w, h }
 
-func (d *detail) apply(m detailMsg) {
+func (d *detail) take(m detailMsg) {
 	keepSel := d.loaded && d.task != nil && m.task != nil && d.task.ID == m.task.ID
 	onLast := d.evSel == len(d.events)-1
 	d.loaded, d.task, d.events, d.payloadErr = true, m.task, m.events, m.payloadErr
@@ -94,25 +96,98 @@ func (d *detail) apply(m detailMsg) {
 	}
 }
 
-// Update handles a key. It returns true when the key was used.
-func (d *detail) Update(msg tea.KeyMsg) (bool, tea.Cmd) {
+func (d *detail) load(r *Model, _ bool) tea.Cmd { return d.read(r, d.orWorkflow) }
+
+// read loads the task; orWorkflow: the id may be a workflow's.
+func (d *detail) read(r *Model, orWorkflow bool) tea.Cmd {
+	return loadDetail(r.ctx, r.q, r.model, d.id, r.next("detail"), r.record, orWorkflow)
+}
+
+// apply takes a read of the task. When the id typed is a workflow's, the
+// workflow opens in its place.
+func (d *detail) apply(r *Model, msg tea.Msg) (tea.Cmd, bool) {
+	m, ok := msg.(detailMsg)
+	if !ok {
+		return nil, false
+	}
+	if !r.fresh("detail", m.seq) {
+		return nil, true
+	}
+	if m.workflow != nil && r.screen == scrDetail && m.workflow.ID == d.id {
+		r.noteLoad(nil)
+		r.record = m.workflow
+		r.setWorkflow(m.workflow.ID.String())
+		r.screen = scrWorkflow
+		return r.reload(), true
+	}
+	r.noteLoad(m.err)
+	if m.record != nil {
+		r.record = m.record
+	}
+	if m.err == nil || d.task == nil {
+		d.take(m)
+	}
+	if m.task != nil {
+		d.orWorkflow = false
+	}
+	return nil, true
+}
+
+// capture takes the keys of the diff while one is shown.
+func (d *detail) capture(_ *Model, msg tea.KeyMsg) (tea.Cmd, bool) {
+	if d.diff == nil {
+		return nil, false
+	}
+	return nil, d.diffKey(msg)
+}
+
+// key moves through the timeline or the data, or asks before an action on
+// the task.
+func (d *detail) key(r *Model, msg tea.KeyMsg) tea.Cmd {
+	if d.Update(msg) {
+		return nil
+	}
+	cmd, _ := r.taskAction(msg, d.task)
+	return cmd
+}
+
+func (d *detail) target() *queue.Task { return d.task }
+
+func (d *detail) writes(tea.KeyMsg) bool { return false }
+
+func (d *detail) hints(*Model) string {
+	if t := d.task; t != nil && t.Workflow != nil {
+		return "w workflow · tab pane · m mark · d diff · R replay A archive C cancel N requeue p pause · q back"
+	}
+	return "tab pane · m mark · d diff · R replay A archive C cancel N requeue p pause · q back · ? keys"
+}
+
+// diffKey scrolls or closes the diff; false when the key is not one of it.
+func (d *detail) diffKey(msg tea.KeyMsg) bool {
+	k := d.keys
+	switch {
+	case key.Matches(msg, k.Back):
+		d.diff = nil
+	case key.Matches(msg, k.Up):
+		d.diffOff = max(d.diffOff-1, 0)
+	case key.Matches(msg, k.Down):
+		d.diffOff = min(d.diffOff+1, max(len(d.diff)-d.h+2, 0))
+	case key.Matches(msg, k.PageUp):
+		d.diffOff = max(d.diffOff-d.h, 0)
+	case key.Matches(msg, k.PageDown):
+		d.diffOff = min(d.diffOff+d.h, max(len(d.diff)-d.h+2, 0))
+	default:
+		return false
+	}
+	return true
+}
+
+// Update handles a key of the timeline or the data. It returns true when
+// the key was used.
+func (d *detail) Update(msg tea.KeyMsg) bool {
 	k := d.keys
 	if d.diff != nil {
-		switch {
-		case key.Matches(msg, k.Back):
-			d.diff = nil
-		case key.Matches(msg, k.Up):
-			d.diffOff = max(d.diffOff-1, 0)
-		case key.Matches(msg, k.Down):
-			d.diffOff = min(d.diffOff+1, max(len(d.diff)-d.h+2, 0))
-		case key.Matches(msg, k.PageUp):
-			d.diffOff = max(d.diffOff-d.h, 0)
-		case key.Matches(msg, k.PageDown):
-			d.diffOff = min(d.diffOff+d.h, max(len(d.diff)-d.h+2, 0))
-		default:
-			return false, nil
-		}
-		return true, nil
+		return false // the diff took its keys (capture)
 	}
 	sel, n := &d.evSel, len(d.events)
 	if d.focusTree {
@@ -137,9 +212,9 @@ func (d *detail) Update(msg tea.KeyMsg) (bool, tea.Cmd) {
 	case key.Matches(msg, k.Diff):
 		d.showDiff()
 	default:
-		return false, nil
+		return false
 	}
-	return true, nil
+	return true
 }
 
 // mark toggles version i as one of the two to compare.
@@ -230,6 +305,21 @@ func (d *detail) View(now time.Time) string {
 	if d.diff != nil {
 		return d.diffView()
 	}
+	var b strings.Builder
+	b.WriteString(d.fieldsView(now))
+
+	used := strings.Count(b.String(), "\n")
+	space := max(d.h-used-2, 4)
+	evRows := min(max(len(d.events), 1), max(space/2, 2))
+	treeRows := max(space-evRows, 2)
+
+	b.WriteString(d.timelineView(evRows))
+	b.WriteString(d.dataView(treeRows))
+	return b.String()
+}
+
+// fieldsView is the task's fields, its errors and its dependencies.
+func (d *detail) fieldsView(now time.Time) string {
 	t := d.task
 	var b strings.Builder
 	field := func(name, value string) string { return d.st.Dim.Render(fmt.Sprintf("%-10s", name)) + value }
@@ -281,12 +371,12 @@ func (d *detail) View(now time.Time) string {
 	for _, l := range d.depLines() {
 		b.WriteString(cut(l, d.w) + "\n")
 	}
+	return b.String()
+}
 
-	used := strings.Count(b.String(), "\n")
-	space := max(d.h-used-2, 4)
-	evRows := min(max(len(d.events), 1), max(space/2, 2))
-	treeRows := max(space-evRows, 2)
-
+// timelineView is the version timeline in rows lines.
+func (d *detail) timelineView(evRows int) string {
+	var b strings.Builder
 	// The timeline.
 	title := fmt.Sprintf("Timeline: %d versions", len(d.events))
 	if !d.focusTree {
@@ -329,8 +419,14 @@ func (d *detail) View(now time.Time) string {
 		}
 	}
 
+	return b.String()
+}
+
+// dataView is the input and output tree in rows lines.
+func (d *detail) dataView(treeRows int) string {
+	var b strings.Builder
 	// The data.
-	title = "Input and output"
+	title := "Input and output"
 	if d.focusTree {
 		title = "▶ " + title + d.st.Dim.Render("  space folds, tab to timeline")
 	}
@@ -388,151 +484,4 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-// depLines describe the task's place among others: its workflow and step,
-// each parent with the end recorded for it, its children, what it waits
-// for and where its input_from values come from. All of it is on the task,
-// or in its workflow's record (step names and types), which is read once:
-// the detail reads no parent or child.
-func (d *detail) depLines() []string {
-	t := d.task
-	if t.Workflow == nil && len(t.Parents) == 0 && len(t.Children) == 0 && len(t.InputFrom) == 0 {
-		return nil
-	}
-	field := func(name, value string) string { return d.st.Dim.Render(fmt.Sprintf("%-10s", name)) + " " + value }
-	indent := strings.Repeat(" ", 11)
-	// Rows per list (parents, input_from): on a small terminal each list
-	// is one line, so the timeline and the data keep room.
-	rows := 1
-	if d.h >= 20 {
-		rows = 3
-	}
-	var out []string
-	if ref := t.Workflow; ref != nil {
-		line := "step " + safe(ref.Step) + " of "
-		if d.record != nil && d.record.Name != "" {
-			line += safe(d.record.Name) + " "
-		}
-		line += ref.ID.String()
-		switch {
-		case d.recordErr != nil:
-			line += d.st.Error.Render("  ! its record: " + describe(d.recordErr))
-		default:
-			line += d.st.Dim.Render("  (w opens it)")
-		}
-		out = append(out, field("workflow", line))
-	}
-	if n := len(t.Parents); n > 0 {
-		left := t.ParentsLeft()
-		head := fmt.Sprintf("%d, every end recorded", n)
-		switch {
-		case t.Status == queue.StatusWaiting:
-			head = "waits for " + t.WaitingFor()
-		case left > 0:
-			head = fmt.Sprintf("%d, %d not ended", n, left)
-		}
-		if t.OnParentFailure != "" {
-			head += " · on parent failure: " + safe(string(t.OnParentFailure))
-		}
-		out = append(out, field("parents", head))
-		var parts []string
-		for i, p := range t.Parents {
-			if i == rows-1 && n > rows {
-				parts = append(parts, d.st.Dim.Render(fmt.Sprintf("… and %d more", n-i)))
-				break
-			}
-			done := d.st.Dim.Render("not ended")
-			if p.Done != "" {
-				done = d.st.status(p.Done)
-			}
-			if rows == 1 {
-				parts = append(parts, d.taskName(p.ID)+" "+done)
-				continue
-			}
-			parts = append(parts, fit(done, 10)+" "+d.taskName(p.ID))
-		}
-		if rows == 1 {
-			parts = []string{strings.Join(parts, " · ")}
-		}
-		for _, p := range parts {
-			out = append(out, indent+p)
-		}
-	}
-	if n := len(t.Children); n > 0 {
-		var names []string
-		for _, c := range t.Children[:min(n, 4)] {
-			names = append(names, d.taskName(c))
-		}
-		line := fmt.Sprintf("%d: %s", n, strings.Join(names, ", "))
-		if n > 4 {
-			line += fmt.Sprintf(", … %d more", n-4)
-		}
-		out = append(out, field("children", line))
-	}
-	if n := len(t.InputFrom); n > 0 {
-		fields := make([]string, 0, n)
-		for f := range t.InputFrom {
-			fields = append(fields, f)
-		}
-		sort.Strings(fields)
-		var parts []string
-		for _, f := range fields {
-			src := t.InputFrom[f]
-			from := queue.ShortID(src.Parent)
-			if i, ok := d.steps[src.Parent]; ok {
-				from = safe(d.record.Steps[i].Name)
-			}
-			from += ".output"
-			if src.Path != "" {
-				from += "." + safe(src.Path)
-			}
-			part := safe(f) + " ← " + from
-			if v, ok := t.FromParents[f]; ok {
-				part += " = " + preview(v, 40)
-			} else {
-				part += d.st.Dim.Render(" (not yet)")
-			}
-			parts = append(parts, part)
-		}
-		if rows == 1 {
-			parts = []string{strings.Join(parts, " · ")}
-		}
-		for i, p := range parts {
-			if i == rows-1 && len(parts) > rows {
-				out = append(out, indent+d.st.Dim.Render(fmt.Sprintf("… and %d more", len(parts)-i)))
-				break
-			}
-			if i == 0 {
-				out = append(out, field("input_from", p))
-			} else {
-				out = append(out, indent+p)
-			}
-		}
-	}
-	return out
-}
-
-// taskName is a parent's or a child's short id, with its step name and
-// type when the workflow's record says them.
-func (d *detail) taskName(id uuid.UUID) string {
-	s := queue.ShortID(id)
-	if i, ok := d.steps[id]; ok {
-		step := d.record.Steps[i]
-		s += " " + safe(step.Name) + d.st.Dim.Render(" ("+safe(step.Type)+")")
-	}
-	return s
-}
-
-// preview is the start of a JSON value on one line, at most w cells.
-func preview(v []byte, w int) string {
-	s := string(v)
-	if len(s) > 4*w {
-		s = s[:4*w]
-		for !utf8.ValidString(s) {
-			s = s[:len(s)-1] // a rune cut in two
-		}
-		s += "…"
-	}
-	return cut(oneLine(s), w)
 }

@@ -1,19 +1,23 @@
 package tui
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/charmbracelet/bubbles/cursor"
+	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/google/uuid"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/store"
 )
 
 // confirm asks before an action changes a task.
@@ -186,4 +190,133 @@ func helpView(st Styles, keys KeyMap, w int) string {
 		}
 	}
 	return b.String()
+}
+
+func actionResult(msg actionMsg) string {
+	if msg.err != nil {
+		return msg.action + " failed: " + oneLine(msg.err.Error())
+	}
+	if msg.note != "" {
+		return safe(msg.note)
+	}
+	switch msg.action {
+	case actSubmit:
+		return "submitted " + msg.task.ID.String()
+	case actReplay:
+		return "replayed " + msg.task.ID.String() + ": pending again"
+	case actArchive:
+		return "archived " + msg.task.ID.String()
+	case actCancel:
+		if msg.task.Status == queue.StatusRunning {
+			return "cancel requested for " + msg.task.ID.String() + ": its worker stops it"
+		}
+		return "cancelled " + msg.task.ID.String()
+	case actRequeue:
+		return "requeued " + msg.task.ID.String() + ": available now"
+	}
+	return msg.action + " done"
+}
+
+// dialogKey gives the key to the dialog open, if any: the new-task form,
+// a confirmation, the list of paused types or the help.
+func (m *Model) dialogKey(msg tea.KeyMsg) (tea.Cmd, bool) {
+	k := m.keys
+	switch {
+	case m.form != nil:
+		res, req, cmd := m.form.Update(msg, m.clock.Now())
+		switch res {
+		case formCancelled:
+			m.form = nil
+		case formSubmitted:
+			m.form = nil
+			m.say("submitting…", false)
+			return submitTask(m.ctx, m.q, req), true
+		}
+		return cmd, true
+	case m.confirm != nil:
+		c := m.confirm
+		switch {
+		case key.Matches(msg, k.Confirm):
+			m.confirm = nil
+			m.say(c.action+"…", false)
+			if c.run != nil {
+				return c.run, true
+			}
+			return runAction(m.ctx, m.q, c.action, c.id), true
+		case key.Matches(msg, k.Deny):
+			m.confirm = nil
+		}
+		return nil, true
+	case m.resumeList:
+		m.resumeList = false
+		types := m.overview.control.PausedTypes()
+		if k := msg.String(); len(k) == 1 && k[0] >= '1' && k[0] <= '9' {
+			if n := int(k[0] - '1'); n < len(types) {
+				m.ask(m.pauseConfirm(types[n]))
+			}
+		}
+		return nil, true
+	case m.help:
+		switch {
+		case key.Matches(msg, k.Back) || key.Matches(msg, k.Help):
+			m.help = false
+		case key.Matches(msg, k.Down):
+			m.helpOff++
+		case key.Matches(msg, k.Up):
+			m.helpOff = max(m.helpOff-1, 0)
+		case key.Matches(msg, k.PageDown):
+			m.helpOff += max(m.h-6, 1)
+		case key.Matches(msg, k.PageUp):
+			m.helpOff = max(m.helpOff-max(m.h-6, 1), 0)
+		}
+		return nil, true
+	}
+	return nil, false
+}
+
+// resumeView lists the paused types, numbered for U's pick.
+func (m *Model) resumeView() string {
+	var b strings.Builder
+	b.WriteString("Paused task types: press its number to resume one")
+	ctl := m.overview.control
+	now := m.clock.Now()
+	for i, typ := range ctl.PausedTypes() {
+		if i == 9 {
+			b.WriteString(fmt.Sprintf("\n   … and %d more (p on one of their tasks resumes it)", len(ctl.Types)-9))
+			break
+		}
+		p := ctl.Types[typ]
+		b.WriteString(fmt.Sprintf("\n%s %s  paused %s ago%s", m.st.Key.Render(fmt.Sprint(i+1)), safe(typ), short(now.Sub(p.At)), reasonText(p.Reason)))
+	}
+	return m.st.Box.Render(b.String())
+}
+
+// pauseConfirm asks before pausing or resuming typ ("" for the whole
+// queue), whichever the switches say is the change.
+func (m *Model) pauseConfirm(typ string) *confirm {
+	ctl := m.overview.control
+	paused := ctl.Paused
+	what := "the whole queue"
+	if typ != "" {
+		_, paused = ctl.Types[typ]
+		what = "task type " + safe(typ)
+	}
+	if paused {
+		return &confirm{action: actResume, text: "Resume " + what + "? Workers start its tasks again.", run: pauseAction(m.ctx, m.q, false, typ)}
+	}
+	text := "Pause " + what + "? Workers start none of its tasks until resumed; running tasks finish, submits are still accepted."
+	return &confirm{action: actPause, text: text, run: pauseAction(m.ctx, m.q, true, typ)}
+}
+
+// describe turns an error into a line an operator can act on.
+func describe(err error) string {
+	switch {
+	case errors.Is(err, queue.ErrNotFound):
+		return "not found: " + oneLine(err.Error())
+	case errors.Is(err, context.DeadlineExceeded):
+		return "S3 did not answer in " + requestTimeout.String()
+	case errors.Is(err, store.ErrUnreachable):
+		return "S3 unreachable: " + oneLine(err.Error())
+	}
+	return oneLine(err.Error())
 }

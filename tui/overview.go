@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/qo-queue/qo/monitor"
 	"github.com/qo-queue/qo/monitor/view"
@@ -40,8 +43,8 @@ func newOverview(st Styles, prices store.Prices, shards []string) overview {
 
 func (o *overview) SetSize(w, h int) { o.w, o.h = w, h }
 
-// apply takes a fresh overviewMsg.
-func (o *overview) apply(m overviewMsg) {
+// take takes a fresh overviewMsg.
+func (o *overview) take(m overviewMsg) {
 	o.loaded = true
 	o.stats, o.workers, o.badWorker = m.stats, m.workers, m.malformed
 	o.controlErr = m.controlErr
@@ -61,7 +64,7 @@ func (o *overview) requestRate() (perSec, perHour float64, ok bool) {
 	return o.rate.PerSecond, o.rate.DollarsPerHour, true
 }
 
-func (o *overview) View() string {
+func (o *overview) View(time.Time) string {
 	if !o.loaded {
 		return o.st.Dim.Render("Counting tasks…")
 	}
@@ -265,4 +268,39 @@ func (o *overview) shardGrid() string {
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+// The overview reads nothing of its own: the root loads its counts on
+// every refresh, for the header and the workers screen too.
+func (o *overview) load(*Model, bool) tea.Cmd { return nil }
+
+// apply takes the counts, and passes on what the task list and the
+// workers screen show of them.
+func (o *overview) apply(r *Model, msg tea.Msg) (tea.Cmd, bool) {
+	m, ok := msg.(overviewMsg)
+	if !ok {
+		return nil, false
+	}
+	if r.fresh("overview", m.seq) {
+		r.noteLoad(m.err)
+		if m.err == nil {
+			o.take(m)
+			r.tasks.control, r.tasks.stats = o.control, o.stats
+			r.workers.health, r.workers.loaded = o.workers, o.loaded
+		}
+	}
+	return nil, true
+}
+
+func (o *overview) capture(*Model, tea.KeyMsg) (tea.Cmd, bool) { return nil, false }
+
+func (o *overview) key(*Model, tea.KeyMsg) tea.Cmd { return nil }
+
+func (o *overview) writes(tea.KeyMsg) bool { return false }
+
+func (o *overview) hints(*Model) string {
+	if len(o.control.Types) > 0 {
+		return "1-4 screens · / search · U resume types · P pause queue · " + commonHints
+	}
+	return "1-4 screens · / search · P pause queue · " + commonHints
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/qo-queue/qo/queue"
@@ -27,7 +28,7 @@ func newSchedules(st Styles, keys KeyMap) schedules { return schedules{st: st, k
 
 func (s *schedules) SetSize(w, h int) { s.w, s.h = w, h }
 
-func (s *schedules) apply(m schedulesMsg) {
+func (s *schedules) take(m schedulesMsg) {
 	s.loaded, s.list, s.malformed = true, m.list, m.malformed
 	s.sel = max(min(s.sel, len(s.list)-1), 0)
 }
@@ -39,7 +40,59 @@ func (s *schedules) selected() *queue.Schedule {
 	return s.list[s.sel]
 }
 
-func (s *schedules) Update(msg tea.KeyMsg) { s.sel = moveSel(s.keys, msg, s.sel, len(s.list)) }
+func (s *schedules) load(r *Model, _ bool) tea.Cmd {
+	return loadSchedules(r.ctx, r.q, r.next("schedules"))
+}
+
+func (s *schedules) apply(r *Model, msg tea.Msg) (tea.Cmd, bool) {
+	m, ok := msg.(schedulesMsg)
+	if !ok {
+		return nil, false
+	}
+	if r.fresh("schedules", m.seq) {
+		r.noteLoad(m.err)
+		if m.err == nil {
+			s.take(m)
+		}
+	}
+	return nil, true
+}
+
+func (s *schedules) capture(*Model, tea.KeyMsg) (tea.Cmd, bool) { return nil, false }
+
+// key asks before e, t or X on the selected schedule, or moves the cursor.
+func (s *schedules) key(r *Model, msg tea.KeyMsg) tea.Cmd {
+	k := s.keys
+	if sc := s.selected(); sc != nil {
+		action := ""
+		switch {
+		case key.Matches(msg, k.ToggleSchedule):
+			action = actEnable
+			if sc.Enabled {
+				action = actDisable
+			}
+		case key.Matches(msg, k.Trigger):
+			action = actTrigger
+		case key.Matches(msg, k.DeleteSchedule):
+			action = actDelSched
+		}
+		if action != "" {
+			r.ask(&confirm{action: action, text: schedulePrompt(action, sc), run: scheduleAction(r.ctx, r.q, action, sc.Name)})
+			return nil
+		}
+	}
+	s.sel = moveSel(k, msg, s.sel, len(s.list))
+	return nil
+}
+
+func (s *schedules) writes(msg tea.KeyMsg) bool {
+	k := s.keys
+	return key.Matches(msg, k.ToggleSchedule) || key.Matches(msg, k.Trigger) || key.Matches(msg, k.DeleteSchedule)
+}
+
+func (s *schedules) hints(*Model) string {
+	return "e enable/disable · t trigger · X delete · P pause queue · " + commonHints
+}
 
 func (s *schedules) View(now time.Time) string {
 	if !s.loaded {

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -122,7 +123,7 @@ func (t *tasks) selected() *queue.Task {
 	return v[t.sel]
 }
 
-func (t *tasks) apply(m tasksMsg) {
+func (t *tasks) take(m tasksMsg) {
 	t.loaded = true
 	t.page = m.page
 	v := t.visible()
@@ -485,4 +486,105 @@ func when(t *queue.Task, now time.Time) string {
 		return "lease " + short(left) + " left"
 	}
 	return ""
+}
+
+func (t *tasks) load(r *Model, _ bool) tea.Cmd {
+	return loadTasks(r.ctx, r.q, t.query(), r.next("tasks"))
+}
+
+// apply takes a page of the list, the task a short id names, and a bulk
+// action's plan or result.
+func (t *tasks) apply(r *Model, msg tea.Msg) (tea.Cmd, bool) {
+	switch msg := msg.(type) {
+	case tasksMsg:
+		if r.fresh("tasks", msg.seq) {
+			r.noteLoad(msg.err)
+			if msg.err == nil {
+				t.take(msg)
+			}
+		}
+		return nil, true
+	case resolvedMsg:
+		return t.resolved(r, msg), true
+	case bulkPlanMsg:
+		t.bulkPlanned(r, msg)
+		return nil, true
+	case bulkDoneMsg:
+		return t.bulkDone(r, msg), true
+	}
+	return nil, false
+}
+
+// resolved opens the task a short id named, or says why none opens.
+func (t *tasks) resolved(r *Model, msg resolvedMsg) tea.Cmd {
+	if !r.fresh("resolve", msg.seq) || r.screen != scrTasks || t.idPrefix != msg.ref {
+		return nil // the operator moved on
+	}
+	var amb *queue.AmbiguousIDError
+	switch {
+	case msg.err == nil:
+		r.open(msg.id)
+		return r.detail.read(r, true)
+	case errors.As(msg.err, &amb):
+		r.say(fmt.Sprintf("%s names %d tasks (type more of the id): %s", safe(msg.ref), len(amb.Candidates), wholeIDs(amb.Candidates)), true)
+	default:
+		r.say("no task found: "+oneLine(msg.err.Error()), true)
+	}
+	return nil
+}
+
+// capture gives every key to the search box or the status chooser while
+// one is open.
+func (t *tasks) capture(r *Model, msg tea.KeyMsg) (tea.Cmd, bool) {
+	if t.searching || t.choosing {
+		return t.listKey(r, msg), true
+	}
+	return nil, false
+}
+
+// key starts a bulk action on the marked tasks, asks before an action on
+// the selected one, or moves through the list.
+func (t *tasks) key(r *Model, msg tea.KeyMsg) tea.Cmd {
+	if cmd, ok := t.bulkKey(r, msg); ok {
+		return cmd
+	}
+	if cmd, ok := r.taskAction(msg, t.selected()); ok {
+		return cmd
+	}
+	return t.listKey(r, msg)
+}
+
+// listKey runs a key of the list and loads what it asks for.
+func (t *tasks) listKey(r *Model, msg tea.KeyMsg) tea.Cmd {
+	searching := t.searching
+	eff, id, cmd := t.Update(msg)
+	if searching && !t.searching {
+		from := r.searchFromOverview
+		r.searchFromOverview = false
+		if from && eff == tasksNone {
+			return r.back() // esc: nothing was searched
+		}
+	}
+	switch eff {
+	case tasksReload:
+		return tea.Batch(cmd, t.load(r, false))
+	case tasksOpen, tasksOpenID:
+		return tea.Batch(cmd, r.openTask(id, eff == tasksOpenID))
+	case tasksOpenWorkflow:
+		return tea.Batch(cmd, r.openWorkflow(t.wfRef))
+	case tasksResolve:
+		return tea.Batch(cmd, t.load(r, false), resolveID(r.ctx, r.q, t.idPrefix, r.next("resolve")))
+	}
+	return cmd
+}
+
+func (t *tasks) target() *queue.Task { return t.selected() }
+
+func (t *tasks) writes(tea.KeyMsg) bool { return false }
+
+func (t *tasks) hints(*Model) string {
+	if t.choosing {
+		return "the status key filters at once · esc keeps the filter"
+	}
+	return "enter open · s/S status · / search · h/l shard · [/] page · R replay A archive C cancel N requeue p pause · " + commonHints
 }

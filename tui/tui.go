@@ -1,10 +1,12 @@
 // Package tui is qo's operations console: a bubbletea program over the
-// queue and monitor APIs. The root Model only routes: each screen
-// (overview, tasks, task detail, workflow, workers, schedules) is its own component with
-// Update, View and SetSize. Every read and action runs in a tea.Cmd and
-// comes back as a typed message; responses older than the newest request
-// of their kind are dropped. Time comes from an injected clock, so the
-// countdowns are testable.
+// queue and monitor APIs. The root Model only routes: it keeps the
+// navigation trail, the global keys, the dialogs and the status line, and
+// each screen (overview, tasks, task detail, workflow, workers, schedules)
+// is a page (screen.go): it loads what it shows, applies the messages its
+// reads send back, handles its keys and actions, and draws itself. Every
+// read and action runs in a tea.Cmd and comes back as a typed message;
+// responses older than the newest request of their kind are dropped. Time
+// comes from an injected clock, so the countdowns are testable.
 package tui
 
 import (
@@ -16,7 +18,6 @@ import (
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/google/uuid"
 
 	"github.com/qo-queue/qo/inspect"
 	"github.com/qo-queue/qo/queue"
@@ -96,10 +97,7 @@ type Model struct {
 	workers  workers
 	scheds   schedules
 	detail   detail
-	detailID uuid.UUID
-	// detailOrWorkflow: the open id was typed, and may be a workflow's.
-	detailOrWorkflow bool
-	wf               workflowScreen
+	wf       workflowScreen
 	// record is the workflow record read last: records never change, so
 	// the details of tasks of one workflow share it.
 	record *queue.Workflow
@@ -238,23 +236,7 @@ func (m *Model) reload() tea.Cmd { return m.load(false) }
 // again only its steps that have not ended, and not while the last read
 // is still under way.
 func (m *Model) load(tick bool) tea.Cmd {
-	cmds := []tea.Cmd{m.loadOverview()}
-	switch m.screen {
-	case scrTasks:
-		cmds = append(cmds, loadTasks(m.ctx, m.q, m.tasks.query(), m.next("tasks")))
-	case scrDetail:
-		cmds = append(cmds, loadDetail(m.ctx, m.q, m.model, m.detailID, m.next("detail"), m.record, m.detailOrWorkflow))
-	case scrWorkflow:
-		switch {
-		case !tick || m.wf.view == nil:
-			cmds = append(cmds, loadWorkflow(m.ctx, m.q, m.wf.pinned(), m.next("workflow")))
-		case !m.inflight["workflow"]:
-			cmds = append(cmds, refreshWorkflow(m.ctx, m.q, m.wf.view, m.next("workflow")))
-		}
-	case scrSchedules:
-		cmds = append(cmds, loadSchedules(m.ctx, m.q, m.next("schedules")))
-	}
-	return tea.Batch(cmds...)
+	return tea.Batch(m.loadOverview(), m.page().load(m, tick))
 }
 
 func (m *Model) loadOverview() tea.Cmd {
@@ -264,7 +246,8 @@ func (m *Model) loadOverview() tea.Cmd {
 	return loadOverview(m.ctx, m.model, m.next("overview"))
 }
 
-// Update routes a message.
+// Update routes a message: the root's own (size, timers, action results,
+// keys) here, every read's to the screen that made it.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
@@ -277,89 +260,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, nil
 		}
 		return m, tea.Batch(m.load(true), m.schedule())
-	case overviewMsg:
-		if m.fresh("overview", msg.seq) {
-			m.noteLoad(msg.err)
-			if msg.err == nil {
-				m.overview.apply(msg)
-				m.tasks.control, m.tasks.stats = m.overview.control, m.overview.stats
-			}
-		}
-		return m, nil
-	case tasksMsg:
-		if m.fresh("tasks", msg.seq) {
-			m.noteLoad(msg.err)
-			if msg.err == nil {
-				m.tasks.apply(msg)
-			}
-		}
-		return m, nil
-	case schedulesMsg:
-		if m.fresh("schedules", msg.seq) {
-			m.noteLoad(msg.err)
-			if msg.err == nil {
-				m.scheds.apply(msg)
-			}
-		}
-		return m, nil
-	case detailMsg:
-		if m.fresh("detail", msg.seq) {
-			if msg.workflow != nil && m.screen == scrDetail && msg.workflow.ID == m.detailID {
-				// The id typed is a workflow's: show it instead.
-				m.noteLoad(nil)
-				m.record = msg.workflow
-				m.setWorkflow(msg.workflow.ID.String())
-				m.screen = scrWorkflow
-				return m, m.reload()
-			}
-			m.noteLoad(msg.err)
-			if msg.record != nil {
-				m.record = msg.record
-			}
-			if msg.err == nil || m.detail.task == nil {
-				m.detail.apply(msg)
-			}
-			if msg.task != nil {
-				m.detailOrWorkflow = false
-			}
-		}
-		return m, nil
-	case workflowMsg:
-		if m.fresh("workflow", msg.seq) {
-			var bad *queue.MalformedError
-			if msg.view == nil && (errors.Is(msg.err, queue.ErrNotFound) || errors.As(msg.err, &bad)) {
-				m.noteLoad(nil) // not an outage: the screen says what is wrong
-			} else {
-				m.noteLoad(msg.err)
-			}
-			m.wf.apply(msg)
-			if msg.view != nil && msg.view.Workflow != nil {
-				m.record = msg.view.Workflow
-			}
-		}
-		return m, nil
-	case bulkPlanMsg:
-		m.bulkPlanned(msg)
-		return m, nil
-	case bulkDoneMsg:
-		return m, m.bulkDone(msg)
-	case resolvedMsg:
-		if !m.fresh("resolve", msg.seq) || m.screen != scrTasks || m.tasks.idPrefix != msg.ref {
-			return m, nil // the operator moved on
-		}
-		var amb *queue.AmbiguousIDError
-		switch {
-		case msg.err == nil:
-			m.open(msg.id)
-			return m, loadDetail(m.ctx, m.q, m.model, msg.id, m.next("detail"), m.record, true)
-		case errors.As(msg.err, &amb):
-			m.flash, m.flashErr = fmt.Sprintf("%s names %d tasks (type more of the id): %s", safe(msg.ref), len(amb.Candidates), wholeIDs(amb.Candidates)), true
-		default:
-			m.flash, m.flashErr = "no task found: "+oneLine(msg.err.Error()), true
-		}
-		return m, nil
 	case actionMsg:
-		m.flash, m.flashErr = actionResult(msg), msg.err != nil
+		m.say(actionResult(msg), msg.err != nil)
 		if msg.err == nil && msg.action == actSubmit && msg.task != nil {
 			m.open(msg.task.ID)
 		}
@@ -375,6 +277,11 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, tea.Batch(cmds...)
 		}
 		return m, m.key(msg)
+	}
+	for _, p := range m.pages() {
+		if cmd, ok := p.apply(m, msg); ok {
+			return m, cmd
+		}
 	}
 	return m, nil
 }
@@ -393,319 +300,96 @@ func (m *Model) noteLoad(err error) {
 	m.loadErr = err
 }
 
-func actionResult(msg actionMsg) string {
-	if msg.err != nil {
-		return msg.action + " failed: " + oneLine(msg.err.Error())
-	}
-	if msg.note != "" {
-		return safe(msg.note)
-	}
-	switch msg.action {
-	case actSubmit:
-		return "submitted " + msg.task.ID.String()
-	case actReplay:
-		return "replayed " + msg.task.ID.String() + ": pending again"
-	case actArchive:
-		return "archived " + msg.task.ID.String()
-	case actCancel:
-		if msg.task.Status == queue.StatusRunning {
-			return "cancel requested for " + msg.task.ID.String() + ": its worker stops it"
-		}
-		return "cancelled " + msg.task.ID.String()
-	case actRequeue:
-		return "requeued " + msg.task.ID.String() + ": available now"
-	}
-	return msg.action + " done"
-}
-
-// place is a screen q/esc goes back to; for a task's detail or a
-// workflow, also which one.
-type place struct {
-	screen screen
-	task   uuid.UUID
-	ref    string
-}
-
-// maxTrail bounds how many screens q/esc walks back through.
-const maxTrail = 32
-
-func (m *Model) here() place {
-	switch m.screen {
-	case scrDetail:
-		return place{screen: scrDetail, task: m.detailID}
-	case scrWorkflow:
-		return place{screen: scrWorkflow, ref: m.wf.pinned()}
-	}
-	return place{screen: m.screen}
-}
-
-// push remembers the current screen before another opens over it.
-func (m *Model) push() {
-	p := m.here()
-	if n := len(m.trail); n > 0 && m.trail[n-1] == p {
-		return
-	}
-	m.trail = append(m.trail, p)
-	if len(m.trail) > maxTrail {
-		m.trail = m.trail[len(m.trail)-maxTrail:]
-	}
-}
-
-// back goes to the screen the current one was opened from; from a top
-// screen it quits.
-func (m *Model) back() tea.Cmd {
-	if n := len(m.trail); n > 0 {
-		p := m.trail[n-1]
-		m.trail = m.trail[:n-1]
-		switch p.screen {
-		case scrDetail:
-			m.setDetail(p.task)
-		case scrWorkflow:
-			m.setWorkflow(p.ref)
-		}
-		m.screen = p.screen
-		return m.reload()
-	}
-	if m.screen == scrDetail || m.screen == scrWorkflow {
-		m.screen = scrTasks
-		return m.reload()
-	}
-	if m.quitPrompt != "" {
-		m.confirm = &confirm{action: actQuit, text: m.quitPrompt, run: tea.Quit}
-		return nil
-	}
-	return tea.Quit
-}
-
-// open shows the detail of task id (the caller loads it).
-func (m *Model) open(id uuid.UUID) {
-	m.push()
-	m.setDetail(id)
-	m.screen = scrDetail
-}
-
-func (m *Model) setDetail(id uuid.UUID) {
-	if m.detailID != id || m.screen != scrDetail {
-		m.detailOrWorkflow = false
-	}
-	if m.detailID != id {
-		m.detail = newDetail(m.st, m.keys)
-		m.detail.SetSize(m.w, max(m.h-4, 4))
-	}
-	m.detailID = id
-}
-
-// openWorkflow shows the workflow ref (an id or a name) and loads it.
-func (m *Model) openWorkflow(ref string) tea.Cmd {
-	m.push()
-	m.setWorkflow(ref)
-	m.screen = scrWorkflow
-	return m.reload()
-}
-
-// setWorkflow makes ref the workflow shown, keeping what is shown when it
-// is the same workflow. A name is always read again: it may have moved to
-// a newer workflow.
-func (m *Model) setWorkflow(ref string) {
-	if _, err := uuid.Parse(ref); err == nil && m.wf.matches(ref) {
-		return
-	}
-	m.wf = newWorkflowScreen(m.st, m.keys, ref)
-	m.wf.SetSize(m.w, max(m.h-4, 4))
-}
-
-// key handles a key press: dialogs first, then global keys, then the screen.
+// key handles a key press: dialogs first, then a box open on the screen,
+// then the global keys, then the screen.
 func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
-	k := m.keys
-	if key.Matches(msg, k.Quit) {
+	if key.Matches(msg, m.keys.Quit) {
 		return tea.Quit
 	}
-	if m.form != nil {
-		res, req, cmd := m.form.Update(msg, m.clock.Now())
-		switch res {
-		case formCancelled:
-			m.form = nil
-		case formSubmitted:
-			m.form = nil
-			m.flash, m.flashErr = "submitting…", false
-			return submitTask(m.ctx, m.q, req)
-		}
+	if cmd, ok := m.dialogKey(msg); ok {
 		return cmd
 	}
-	if m.confirm != nil {
-		c := m.confirm
-		switch {
-		case key.Matches(msg, k.Confirm):
-			m.confirm = nil
-			m.flash, m.flashErr = c.action+"…", false
-			if c.run != nil {
-				return c.run
-			}
-			return runAction(m.ctx, m.q, c.action, c.id)
-		case key.Matches(msg, k.Deny):
-			m.confirm = nil
-		}
-		return nil
-	}
-	if m.resumeList {
-		m.resumeList = false
-		types := m.overview.control.PausedTypes()
-		if k := msg.String(); len(k) == 1 && k[0] >= '1' && k[0] <= '9' {
-			if n := int(k[0] - '1'); n < len(types) {
-				m.confirm = m.pauseConfirm(types[n])
-			}
-		}
-		return nil
-	}
-	if m.help {
-		switch {
-		case key.Matches(msg, k.Back) || key.Matches(msg, k.Help):
-			m.help = false
-		case key.Matches(msg, k.Down):
-			m.helpOff++
-		case key.Matches(msg, k.Up):
-			m.helpOff = max(m.helpOff-1, 0)
-		case key.Matches(msg, k.PageDown):
-			m.helpOff += max(m.h-6, 1)
-		case key.Matches(msg, k.PageUp):
-			m.helpOff = max(m.helpOff-max(m.h-6, 1), 0)
-		}
-		return nil
-	}
-	if m.screen == scrTasks && (m.tasks.searching || m.tasks.choosing) {
-		return m.tasksKey(msg)
+	p := m.page()
+	if cmd, ok := p.capture(m, msg); ok {
+		return cmd
 	}
 	if m.readOnly && m.writeKey(msg) {
-		m.flash, m.flashErr = "read-only console (--readonly): it changes nothing in the queue", true
+		m.say("read-only console (--readonly): it changes nothing in the queue", true)
 		return nil
 	}
-	if m.screen == scrDetail {
-		if used, cmd := m.detail.Update(msg); used {
-			return cmd
-		}
+	if cmd, ok := m.globalKey(msg); ok {
+		return cmd
 	}
-	if m.screen == scrWorkflow {
-		switch {
-		case key.Matches(msg, k.OpenStep):
-			return m.openStep()
-		case key.Matches(msg, k.CancelWorkflow):
-			m.confirmCancelWorkflow()
-			return nil
-		}
-	}
+	return p.key(m, msg)
+}
+
+// globalKey handles the keys every screen shares: help, back, the tabs,
+// refresh, and the actions on the whole queue or the selected task's type.
+func (m *Model) globalKey(msg tea.KeyMsg) (tea.Cmd, bool) {
+	k := m.keys
 	switch {
 	case key.Matches(msg, k.Help):
 		m.help, m.helpOff = true, 0
-		return nil
+		return nil, true
 	case key.Matches(msg, k.Back):
-		return m.back()
+		return m.back(), true
 	case key.Matches(msg, k.Workflow) && (m.screen == scrDetail || m.screen == scrTasks) && m.target() != nil:
 		t := m.target()
 		if t.Workflow == nil {
-			m.flash, m.flashErr = "task "+queue.ShortID(t.ID)+" is not a step of a workflow", true
-			return nil
+			m.say("task "+queue.ShortID(t.ID)+" is not a step of a workflow", true)
+			return nil, true
 		}
-		return m.openWorkflow(t.Workflow.ID.String())
+		return m.openWorkflow(t.Workflow.ID.String()), true
 	case key.Matches(msg, k.Search) && m.screen == scrOverview:
 		// The task search, as / opens it on the task list; the list
 		// goes back to the overview.
 		m.push()
 		m.screen = scrTasks
 		m.searchFromOverview = true
-		return tea.Batch(m.reload(), m.tasks.openSearch())
+		return tea.Batch(m.reload(), m.tasks.openSearch()), true
 	case key.Matches(msg, k.Overview):
-		return m.show(scrOverview)
+		return m.show(scrOverview), true
 	case key.Matches(msg, k.Tasks):
-		return m.show(scrTasks)
+		return m.show(scrTasks), true
 	case key.Matches(msg, k.Workers):
-		return m.show(scrWorkers)
+		return m.show(scrWorkers), true
 	case key.Matches(msg, k.Schedules):
-		return m.show(scrSchedules)
+		return m.show(scrSchedules), true
 	case key.Matches(msg, k.NextTab) && m.screen != scrDetail && m.screen != scrWorkflow:
-		return m.show((m.screen + 1) % screen(len(screenNames)))
+		return m.show((m.screen + 1) % screen(len(screenNames))), true
 	case key.Matches(msg, k.Refresh):
 		m.inflight["overview"] = false
-		return m.reload()
+		return m.reload(), true
 	case key.Matches(msg, k.Interval):
 		m.interval = (m.interval + 1) % len(RefreshIntervals)
-		return m.schedule()
-	case key.Matches(msg, k.Submit):
-		m.form = newSubmitForm()
-		return m.form.inputs[fieldType].Focus()
-	case key.Matches(msg, k.PauseAll):
-		m.confirm = m.pauseConfirm("")
-		return nil
-	case key.Matches(msg, k.ResumeList):
-		if len(m.overview.control.Types) == 0 {
-			m.flash, m.flashErr = "no task type is paused", false
-			return nil
-		}
-		m.resumeList = true
-		return nil
-	case key.Matches(msg, k.PauseType) && m.target() != nil:
-		m.confirm = m.pauseConfirm(m.target().Type)
-		return nil
+		return m.schedule(), true
 	}
-	if sc := m.scheds.selected(); m.screen == scrSchedules && sc != nil {
-		action := ""
-		switch {
-		case key.Matches(msg, k.ToggleSchedule):
-			action = actEnable
-			if sc.Enabled {
-				action = actDisable
-			}
-		case key.Matches(msg, k.Trigger):
-			action = actTrigger
-		case key.Matches(msg, k.DeleteSchedule):
-			action = actDelSched
-		}
-		if action != "" {
-			m.confirm = &confirm{action: action, text: schedulePrompt(action, sc), run: scheduleAction(m.ctx, m.q, action, sc.Name)}
-			return nil
-		}
-	}
-	if cmd, ok := m.bulkKey(msg); ok {
-		return cmd
-	}
-	if t := m.target(); t != nil {
-		for _, a := range []struct {
-			b      key.Binding
-			action string
-		}{{k.Replay, actReplay}, {k.Archive, actArchive}, {k.Cancel, actCancel}, {k.Requeue, actRequeue}} {
-			if key.Matches(msg, a.b) {
-				m.confirm = &confirm{action: a.action, id: t.ID, text: actionPrompt(a.action, t)}
-				return nil
-			}
-		}
-	}
-	switch m.screen {
-	case scrTasks:
-		return m.tasksKey(msg)
-	case scrWorkers:
-		m.workers.Update(msg, len(m.overview.workers))
-	case scrSchedules:
-		m.scheds.Update(msg)
-	case scrWorkflow:
-		m.wf.Update(msg)
-	}
-	return nil
+	return m.queueKey(msg)
 }
 
-// resumeView lists the paused types, numbered for U's pick.
-func (m *Model) resumeView() string {
-	var b strings.Builder
-	b.WriteString("Paused task types: press its number to resume one")
-	ctl := m.overview.control
-	now := m.clock.Now()
-	for i, typ := range ctl.PausedTypes() {
-		if i == 9 {
-			b.WriteString(fmt.Sprintf("\n   … and %d more (p on one of their tasks resumes it)", len(ctl.Types)-9))
-			break
+// queueKey handles the global actions: a new task, and pausing or
+// resuming the queue or a type.
+func (m *Model) queueKey(msg tea.KeyMsg) (tea.Cmd, bool) {
+	k := m.keys
+	switch {
+	case key.Matches(msg, k.Submit):
+		m.form = newSubmitForm()
+		return m.form.inputs[fieldType].Focus(), true
+	case key.Matches(msg, k.PauseAll):
+		m.ask(m.pauseConfirm(""))
+		return nil, true
+	case key.Matches(msg, k.ResumeList):
+		if len(m.overview.control.Types) == 0 {
+			m.say("no task type is paused", false)
+			return nil, true
 		}
-		p := ctl.Types[typ]
-		b.WriteString(fmt.Sprintf("\n%s %s  paused %s ago%s", m.st.Key.Render(fmt.Sprint(i+1)), safe(typ), short(now.Sub(p.At)), reasonText(p.Reason)))
+		m.resumeList = true
+		return nil, true
+	case key.Matches(msg, k.PauseType) && m.target() != nil:
+		m.ask(m.pauseConfirm(m.target().Type))
+		return nil, true
 	}
-	return m.st.Box.Render(b.String())
+	return nil, false
 }
 
 // writeKey reports whether msg asks for an action that changes the queue
@@ -717,115 +401,19 @@ func (m *Model) writeKey(msg tea.KeyMsg) bool {
 			return true
 		}
 	}
-	switch m.screen {
-	case scrSchedules:
-		return key.Matches(msg, k.ToggleSchedule) || key.Matches(msg, k.Trigger) || key.Matches(msg, k.DeleteSchedule)
-	case scrWorkflow:
-		return key.Matches(msg, k.CancelWorkflow)
-	}
-	return false
-}
-
-// openStep opens the task of the selected workflow step.
-func (m *Model) openStep() tea.Cmd {
-	i, t := m.wf.selected()
-	switch {
-	case i < 0:
-		return nil
-	case t == nil:
-		step := m.wf.view.Workflow.Steps[i]
-		m.flash, m.flashErr = "step "+safe(step.Name)+" has no task to open: "+oneLine(orDash(m.wf.view.Problems[step.Name])), true
-		return nil
-	}
-	m.open(t.ID)
-	return loadDetail(m.ctx, m.q, m.model, t.ID, m.next("detail"), m.record, false)
-}
-
-// confirmCancelWorkflow asks before cancelling the shown workflow's steps
-// that have not ended.
-func (m *Model) confirmCancelWorkflow() {
-	v := m.wf.view
-	if v == nil {
-		return
-	}
-	label := m.wf.label()
-	n := m.wf.notEnded()
-	if n == 0 {
-		m.flash, m.flashErr = "workflow "+label+" has no step left to cancel: every step ended", false
-		return
-	}
-	text := fmt.Sprintf("Cancel the %s of workflow %s that did not end? Running ones are asked to stop; ended ones stay.", plural(n, "step"), label)
-	m.confirm = &confirm{action: actCancelWorkflow, text: text, run: cancelWorkflow(m.ctx, m.q, v.Workflow, label)}
-}
-
-// pauseConfirm asks before pausing or resuming typ ("" for the whole
-// queue), whichever the switches say is the change.
-func (m *Model) pauseConfirm(typ string) *confirm {
-	ctl := m.overview.control
-	paused := ctl.Paused
-	what := "the whole queue"
-	if typ != "" {
-		_, paused = ctl.Types[typ]
-		what = "task type " + safe(typ)
-	}
-	if paused {
-		return &confirm{action: actResume, text: "Resume " + what + "? Workers start its tasks again.", run: pauseAction(m.ctx, m.q, false, typ)}
-	}
-	text := "Pause " + what + "? Workers start none of its tasks until resumed; running tasks finish, submits are still accepted."
-	return &confirm{action: actPause, text: text, run: pauseAction(m.ctx, m.q, true, typ)}
-}
-
-// target is the task an action applies to: the open task or the selected row.
-func (m *Model) target() *queue.Task {
-	switch m.screen {
-	case scrDetail:
-		return m.detail.task
-	case scrTasks:
-		return m.tasks.selected()
-	case scrWorkflow:
-		_, t := m.wf.selected()
-		return t
-	}
-	return nil
-}
-
-func (m *Model) tasksKey(msg tea.KeyMsg) tea.Cmd {
-	searching := m.tasks.searching
-	eff, id, cmd := m.tasks.Update(msg)
-	if searching && !m.tasks.searching {
-		from := m.searchFromOverview
-		m.searchFromOverview = false
-		if from && eff == tasksNone {
-			return m.back() // esc: nothing was searched
-		}
-	}
-	switch eff {
-	case tasksReload:
-		return tea.Batch(cmd, loadTasks(m.ctx, m.q, m.tasks.query(), m.next("tasks")))
-	case tasksOpen, tasksOpenID:
-		m.open(id)
-		m.detailOrWorkflow = eff == tasksOpenID
-		return tea.Batch(cmd, loadDetail(m.ctx, m.q, m.model, id, m.next("detail"), m.record, m.detailOrWorkflow))
-	case tasksOpenWorkflow:
-		return tea.Batch(cmd, m.openWorkflow(m.tasks.wfRef))
-	case tasksResolve:
-		return tea.Batch(cmd, loadTasks(m.ctx, m.q, m.tasks.query(), m.next("tasks")), resolveID(m.ctx, m.q, m.tasks.idPrefix, m.next("resolve")))
-	}
-	return cmd
-}
-
-func (m *Model) show(s screen) tea.Cmd {
-	m.screen = s
-	m.trail = nil
-	return m.reload()
+	return m.page().writes(msg)
 }
 
 // View draws the header, the screen, and the status line.
 func (m *Model) View() string {
 	now := m.clock.Now()
-	var b strings.Builder
+	return m.header(now) + m.body(now) + m.statusLine()
+}
 
-	// Header: name, tabs, refresh, time.
+// header is the console's name, the refresh interval and the time, then
+// the tab line.
+func (m *Model) header(now time.Time) string {
+	var b strings.Builder
 	refresh := "auto-refresh off"
 	if d := RefreshIntervals[m.interval]; d > 0 {
 		refresh = "every " + d.String()
@@ -846,12 +434,17 @@ func (m *Model) View() string {
 	}
 	switch m.screen {
 	case scrDetail:
-		tabs = append(tabs, m.st.TabOn.Render("› task "+queue.ShortID(m.detailID)))
+		tabs = append(tabs, m.st.TabOn.Render("› task "+queue.ShortID(m.detail.id)))
 	case scrWorkflow:
 		tabs = append(tabs, m.st.TabOn.Render("› workflow "+m.wf.label()))
 	}
 	b.WriteString(cut(strings.Join(tabs, "  "), m.w) + "\n")
+	return b.String()
+}
 
+// body is the help, the form, or the screen under its dialogs, cut to the
+// lines between the header and the status line.
+func (m *Model) body(now time.Time) string {
 	body := ""
 	switch {
 	case m.help:
@@ -862,20 +455,7 @@ func (m *Model) View() string {
 	case m.form != nil:
 		body = m.form.View(m.st, m.w)
 	default:
-		switch m.screen {
-		case scrOverview:
-			body = m.overview.View()
-		case scrTasks:
-			body = m.tasks.View(now)
-		case scrWorkers:
-			body = m.workers.View(m.overview.workers, m.overview.loaded, now)
-		case scrSchedules:
-			body = m.scheds.View(now)
-		case scrDetail:
-			body = m.detail.View(now)
-		case scrWorkflow:
-			body = m.wf.View(now)
-		}
+		body = m.page().View(now)
 		if m.confirm != nil {
 			body = m.confirm.View(m.st, m.w) + "\n" + body
 		}
@@ -894,9 +474,12 @@ func (m *Model) View() string {
 	for i := range lines {
 		lines[i] = cut(lines[i], m.w)
 	}
-	b.WriteString(strings.Join(lines, "\n") + "\n")
+	return strings.Join(lines, "\n") + "\n"
+}
 
-	// Status line: the last read's failure wins, then the last action.
+// statusLine is the last read's failure, else the last action's result,
+// then the key line.
+func (m *Model) statusLine() string {
 	status := ""
 	switch {
 	case m.loadErr != nil:
@@ -908,9 +491,7 @@ func (m *Model) View() string {
 			status = m.st.OK.Render(m.flash)
 		}
 	}
-	b.WriteString(cut(status, m.w) + "\n")
-	b.WriteString(m.st.Dim.Render(cut(m.hints(), m.w)))
-	return b.String()
+	return cut(status, m.w) + "\n" + m.st.Dim.Render(cut(m.hints(), m.w))
 }
 
 // hints is the key line for the current screen.
@@ -925,6 +506,9 @@ func (m *Model) hints() string {
 	return h
 }
 
+// commonHints ends the key line of the top screens.
+const commonHints = "? keys · r refresh · i interval · n new task · q quit"
+
 // allHints is the key line of the current screen, actions included.
 func (m *Model) allHints() string {
 	switch {
@@ -937,43 +521,7 @@ func (m *Model) allHints() string {
 	case m.resumeList:
 		return "1-9 resume that type (asks first) · any other key closes"
 	}
-	common := "? keys · r refresh · i interval · n new task · q quit"
-	switch m.screen {
-	case scrTasks:
-		if m.tasks.choosing {
-			return "the status key filters at once · esc keeps the filter"
-		}
-		return "enter open · s/S status · / search · h/l shard · [/] page · R replay A archive C cancel N requeue p pause · " + common
-	case scrDetail:
-		if t := m.detail.task; t != nil && t.Workflow != nil {
-			return "w workflow · tab pane · m mark · d diff · R replay A archive C cancel N requeue p pause · q back"
-		}
-		return "tab pane · m mark · d diff · R replay A archive C cancel N requeue p pause · q back · ? keys"
-	case scrWorkflow:
-		return "enter open step · R replay · C cancel step · X cancel workflow · r refresh · q back · ? keys"
-	case scrSchedules:
-		return "e enable/disable · t trigger · X delete · P pause queue · " + common
-	}
-	if m.screen == scrOverview {
-		if len(m.overview.control.Types) > 0 {
-			return "1-4 screens · / search · U resume types · P pause queue · " + common
-		}
-		return "1-4 screens · / search · P pause queue · " + common
-	}
-	return "1-4 screens · P pause queue · " + common
-}
-
-// describe turns an error into a line an operator can act on.
-func describe(err error) string {
-	switch {
-	case errors.Is(err, queue.ErrNotFound):
-		return "not found: " + oneLine(err.Error())
-	case errors.Is(err, context.DeadlineExceeded):
-		return "S3 did not answer in " + requestTimeout.String()
-	case errors.Is(err, store.ErrUnreachable):
-		return "S3 unreachable: " + oneLine(err.Error())
-	}
-	return oneLine(err.Error())
+	return m.page().hints(m)
 }
 
 // Run runs the console full-screen until the user quits or ctx ends.

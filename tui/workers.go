@@ -18,13 +18,15 @@ type workers struct {
 	w, h int
 	sel  int
 	off  int
+
+	// health and loaded are the overview's last read of the registry.
+	health []monitor.WorkerHealth
+	loaded bool
 }
 
 func newWorkers(st Styles, keys KeyMap) workers { return workers{st: st, keys: keys} }
 
 func (w *workers) SetSize(width, h int) { w.w, w.h = width, h }
-
-func (w *workers) Update(msg tea.KeyMsg, n int) { w.sel = moveSel(w.keys, msg, w.sel, n) }
 
 // moveSel moves a list cursor by the up, down, first and last keys.
 func moveSel(k KeyMap, msg tea.KeyMsg, sel, n int) int {
@@ -41,8 +43,27 @@ func moveSel(k KeyMap, msg tea.KeyMsg, sel, n int) int {
 	return sel
 }
 
-func (w *workers) View(hs []monitor.WorkerHealth, loaded bool, now time.Time) string {
-	if !loaded {
+// The workers screen reads nothing of its own: the overview's read of the
+// registry is passed on to it.
+func (w *workers) load(*Model, bool) tea.Cmd { return nil }
+
+func (w *workers) apply(*Model, tea.Msg) (tea.Cmd, bool) { return nil, false }
+
+func (w *workers) capture(*Model, tea.KeyMsg) (tea.Cmd, bool) { return nil, false }
+
+// key moves the cursor.
+func (w *workers) key(_ *Model, msg tea.KeyMsg) tea.Cmd {
+	w.sel = moveSel(w.keys, msg, w.sel, len(w.health))
+	return nil
+}
+
+func (w *workers) writes(tea.KeyMsg) bool { return false }
+
+func (w *workers) hints(*Model) string { return "1-4 screens · P pause queue · " + commonHints }
+
+func (w *workers) View(now time.Time) string {
+	hs := w.health
+	if !w.loaded {
 		return w.st.Dim.Render("Loading workers…")
 	}
 	if len(hs) == 0 {

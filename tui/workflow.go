@@ -38,9 +38,9 @@ func newWorkflowScreen(st Styles, keys KeyMap, ref string) workflowScreen {
 
 func (s *workflowScreen) SetSize(w, h int) { s.w, s.h = w, h }
 
-// apply takes a read of the workflow. A failed read keeps what is shown;
+// take takes a read of the workflow. A failed read keeps what is shown;
 // with nothing shown yet, its error is.
-func (s *workflowScreen) apply(m workflowMsg) {
+func (s *workflowScreen) take(m workflowMsg) {
 	s.loaded = true
 	if m.view == nil || m.view.Workflow == nil {
 		if s.view == nil {
@@ -95,8 +95,102 @@ func (s *workflowScreen) selected() (i int, t *queue.Task) {
 // column header and the two lines about the selected step.
 func (s *workflowScreen) rows() int { return max(s.h-5, 1) }
 
-// Update moves the cursor.
-func (s *workflowScreen) Update(msg tea.KeyMsg) {
+// load reads the workflow; on the auto-refresh tick, only its steps that
+// have not ended, and not while the last read is still under way.
+func (s *workflowScreen) load(r *Model, tick bool) tea.Cmd {
+	switch {
+	case !tick || s.view == nil:
+		return loadWorkflow(r.ctx, r.q, s.pinned(), r.next("workflow"))
+	case !r.inflight["workflow"]:
+		return refreshWorkflow(r.ctx, r.q, s.view, r.next("workflow"))
+	}
+	return nil
+}
+
+func (s *workflowScreen) apply(r *Model, msg tea.Msg) (tea.Cmd, bool) {
+	m, ok := msg.(workflowMsg)
+	if !ok {
+		return nil, false
+	}
+	if r.fresh("workflow", m.seq) {
+		var bad *queue.MalformedError
+		if m.view == nil && (errors.Is(m.err, queue.ErrNotFound) || errors.As(m.err, &bad)) {
+			r.noteLoad(nil) // not an outage: the screen says what is wrong
+		} else {
+			r.noteLoad(m.err)
+		}
+		s.take(m)
+		if m.view != nil && m.view.Workflow != nil {
+			r.record = m.view.Workflow
+		}
+	}
+	return nil, true
+}
+
+func (s *workflowScreen) capture(*Model, tea.KeyMsg) (tea.Cmd, bool) { return nil, false }
+
+// key opens the selected step's task, asks before cancelling the
+// workflow or acting on the step's task, or moves the cursor.
+func (s *workflowScreen) key(r *Model, msg tea.KeyMsg) tea.Cmd {
+	switch {
+	case key.Matches(msg, s.keys.OpenStep):
+		return s.openStep(r)
+	case key.Matches(msg, s.keys.CancelWorkflow):
+		s.confirmCancel(r)
+		return nil
+	}
+	if cmd, ok := r.taskAction(msg, s.target()); ok {
+		return cmd
+	}
+	s.move(msg)
+	return nil
+}
+
+func (s *workflowScreen) target() *queue.Task {
+	_, t := s.selected()
+	return t
+}
+
+func (s *workflowScreen) writes(msg tea.KeyMsg) bool { return key.Matches(msg, s.keys.CancelWorkflow) }
+
+func (s *workflowScreen) hints(*Model) string {
+	return "enter open step · R replay · C cancel step · X cancel workflow · r refresh · q back · ? keys"
+}
+
+// openStep opens the task of the selected workflow step.
+func (s *workflowScreen) openStep(r *Model) tea.Cmd {
+	i, t := s.selected()
+	switch {
+	case i < 0:
+		return nil
+	case t == nil:
+		step := s.view.Workflow.Steps[i]
+		r.say("step "+safe(step.Name)+" has no task to open: "+oneLine(orDash(s.view.Problems[step.Name])), true)
+		return nil
+	}
+	r.open(t.ID)
+	return r.detail.read(r, false)
+}
+
+// confirmCancel asks before cancelling the workflow's steps that have not
+// ended.
+func (s *workflowScreen) confirmCancel(r *Model) {
+	v := s.view
+	if v == nil {
+		return
+	}
+	label := s.label()
+	n := s.notEnded()
+	if n == 0 {
+		r.say("workflow "+label+" has no step left to cancel: every step ended", false)
+		return
+	}
+	text := fmt.Sprintf("Cancel the %s of workflow %s that did not end? Running ones are asked to stop; ended ones stay.", plural(n, "step"), label)
+	r.ask(&confirm{action: actCancelWorkflow, text: text, run: cancelWorkflow(r.ctx, r.q, v.Workflow, label)})
+}
+
+// move moves the cursor.
+func (s *workflowScreen) move(msg tea.KeyMsg) {
 	n := len(s.graph.order)
 	switch {
 	case key.Matches(msg, s.keys.PageUp):
@@ -194,6 +288,15 @@ func (s *workflowScreen) View(now time.Time) string {
 	parts = append(parts, age)
 	b.WriteString(cut(strings.Join(parts, " · "), s.w) + "\n")
 
+	b.WriteString(s.stepsView(now))
+	b.WriteString(s.selectedView())
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// stepsView is the column header and the step rows on the screen.
+func (s *workflowScreen) stepsView(now time.Time) string {
+	v, w := s.view, s.view.Workflow
+	var b strings.Builder
 	// The steps.
 	const statusW, attW, whenW = 10, 3, 22
 	rest := max(s.w-2-statusW-attW-whenW-5, 24)
@@ -238,7 +341,14 @@ func (s *workflowScreen) View(now time.Time) string {
 		}
 	}
 
-	// The selected step: its task, and what is wrong with it if anything.
+	return b.String()
+}
+
+// selectedView is the selected step: its task, and what is wrong with it
+// if anything.
+func (s *workflowScreen) selectedView() string {
+	v, w := s.view, s.view.Workflow
+	var b strings.Builder
 	if i, t := s.selected(); i >= 0 {
 		step := w.Steps[i]
 		info := "step " + safe(step.Name)
@@ -272,7 +382,7 @@ func (s *workflowScreen) View(now time.Time) string {
 		}
 		b.WriteString(s.st.Dim.Render(cut(info, s.w)) + "\n" + cut(note, s.w))
 	}
-	return strings.TrimRight(b.String(), "\n")
+	return b.String()
 }
 
 // stepWhen is a step's timing: how long ago it ended, how long it has run

@@ -319,10 +319,10 @@ var require_spark_md5 = __commonJS({
       function arrayBuffer2Utf8Str(buff) {
         return String.fromCharCode.apply(null, new Uint8Array(buff));
       }
-      function concatenateArrayBuffers(first2, second, returnUInt8Array) {
-        var result = new Uint8Array(first2.byteLength + second.byteLength);
-        result.set(new Uint8Array(first2));
-        result.set(new Uint8Array(second), first2.byteLength);
+      function concatenateArrayBuffers(first, second, returnUInt8Array) {
+        var result = new Uint8Array(first.byteLength + second.byteLength);
+        result.set(new Uint8Array(first));
+        result.set(new Uint8Array(second), first.byteLength);
         return returnUInt8Array ? result : result.buffer;
       }
       function hexToBinaryString(hex2) {
@@ -476,256 +476,6 @@ if (framed()) {
   p.textContent = "This page refuses to run inside a frame: open it in its own tab.";
   document.body.replaceChildren(p);
   throw new Error("qo: the page is framed: it refuses to run");
-}
-
-// node_modules/diff/libesm/diff/base.js
-var Diff = class {
-  diff(oldStr, newStr, options = {}) {
-    let callback;
-    if (typeof options === "function") {
-      callback = options;
-      options = {};
-    } else if ("callback" in options) {
-      callback = options.callback;
-    }
-    const oldString = this.castInput(oldStr, options);
-    const newString = this.castInput(newStr, options);
-    const oldTokens = this.removeEmpty(this.tokenize(oldString, options));
-    const newTokens = this.removeEmpty(this.tokenize(newString, options));
-    return this.diffWithOptionsObj(oldTokens, newTokens, options, callback);
-  }
-  diffWithOptionsObj(oldTokens, newTokens, options, callback) {
-    var _a;
-    const done = (value) => {
-      value = this.postProcess(value, options);
-      if (callback) {
-        setTimeout(function() {
-          callback(value);
-        }, 0);
-        return void 0;
-      } else {
-        return value;
-      }
-    };
-    const newLen = newTokens.length, oldLen = oldTokens.length;
-    let editLength = 1;
-    let maxEditLength = newLen + oldLen;
-    if (options.maxEditLength != null) {
-      maxEditLength = Math.min(maxEditLength, options.maxEditLength);
-    }
-    const maxExecutionTime = (_a = options.timeout) !== null && _a !== void 0 ? _a : Infinity;
-    const abortAfterTimestamp = Date.now() + maxExecutionTime;
-    const bestPath = [{ oldPos: -1, lastComponent: void 0 }];
-    let newPos = this.extractCommon(bestPath[0], newTokens, oldTokens, 0, options);
-    if (bestPath[0].oldPos + 1 >= oldLen && newPos + 1 >= newLen) {
-      return done(this.buildValues(bestPath[0].lastComponent, newTokens, oldTokens));
-    }
-    let minDiagonalToConsider = -Infinity, maxDiagonalToConsider = Infinity;
-    const execEditLength = () => {
-      for (let diagonalPath = Math.max(minDiagonalToConsider, -editLength); diagonalPath <= Math.min(maxDiagonalToConsider, editLength); diagonalPath += 2) {
-        let basePath;
-        const removePath = bestPath[diagonalPath - 1], addPath = bestPath[diagonalPath + 1];
-        if (removePath) {
-          bestPath[diagonalPath - 1] = void 0;
-        }
-        let canAdd = false;
-        if (addPath) {
-          const addPathNewPos = addPath.oldPos - diagonalPath;
-          canAdd = addPath && 0 <= addPathNewPos && addPathNewPos < newLen;
-        }
-        const canRemove = removePath && removePath.oldPos + 1 < oldLen;
-        if (!canAdd && !canRemove) {
-          bestPath[diagonalPath] = void 0;
-          continue;
-        }
-        if (!canRemove || canAdd && removePath.oldPos < addPath.oldPos) {
-          basePath = this.addToPath(addPath, true, false, 0, options);
-        } else {
-          basePath = this.addToPath(removePath, false, true, 1, options);
-        }
-        newPos = this.extractCommon(basePath, newTokens, oldTokens, diagonalPath, options);
-        if (basePath.oldPos + 1 >= oldLen && newPos + 1 >= newLen) {
-          return done(this.buildValues(basePath.lastComponent, newTokens, oldTokens)) || true;
-        } else {
-          bestPath[diagonalPath] = basePath;
-          if (basePath.oldPos + 1 >= oldLen) {
-            maxDiagonalToConsider = Math.min(maxDiagonalToConsider, diagonalPath - 1);
-          }
-          if (newPos + 1 >= newLen) {
-            minDiagonalToConsider = Math.max(minDiagonalToConsider, diagonalPath + 1);
-          }
-        }
-      }
-      editLength++;
-    };
-    if (callback) {
-      (function exec() {
-        setTimeout(function() {
-          if (editLength > maxEditLength || Date.now() > abortAfterTimestamp) {
-            return callback(void 0);
-          }
-          if (!execEditLength()) {
-            exec();
-          }
-        }, 0);
-      })();
-    } else {
-      while (editLength <= maxEditLength && Date.now() <= abortAfterTimestamp) {
-        const ret = execEditLength();
-        if (ret) {
-          return ret;
-        }
-      }
-    }
-  }
-  addToPath(path, added, removed, oldPosInc, options) {
-    const last = path.lastComponent;
-    if (last && !options.oneChangePerToken && last.added === added && last.removed === removed) {
-      return {
-        oldPos: path.oldPos + oldPosInc,
-        lastComponent: { count: last.count + 1, added, removed, previousComponent: last.previousComponent }
-      };
-    } else {
-      return {
-        oldPos: path.oldPos + oldPosInc,
-        lastComponent: { count: 1, added, removed, previousComponent: last }
-      };
-    }
-  }
-  extractCommon(basePath, newTokens, oldTokens, diagonalPath, options) {
-    const newLen = newTokens.length, oldLen = oldTokens.length;
-    let oldPos = basePath.oldPos, newPos = oldPos - diagonalPath, commonCount = 0;
-    while (newPos + 1 < newLen && oldPos + 1 < oldLen && this.equals(oldTokens[oldPos + 1], newTokens[newPos + 1], options)) {
-      newPos++;
-      oldPos++;
-      commonCount++;
-      if (options.oneChangePerToken) {
-        basePath.lastComponent = { count: 1, previousComponent: basePath.lastComponent, added: false, removed: false };
-      }
-    }
-    if (commonCount && !options.oneChangePerToken) {
-      basePath.lastComponent = { count: commonCount, previousComponent: basePath.lastComponent, added: false, removed: false };
-    }
-    basePath.oldPos = oldPos;
-    return newPos;
-  }
-  equals(left, right, options) {
-    if (options.comparator) {
-      return options.comparator(left, right);
-    } else {
-      return left === right || !!options.ignoreCase && left.toLowerCase() === right.toLowerCase();
-    }
-  }
-  removeEmpty(array) {
-    const ret = [];
-    for (let i = 0; i < array.length; i++) {
-      if (array[i]) {
-        ret.push(array[i]);
-      }
-    }
-    return ret;
-  }
-  // eslint-disable-next-line @typescript-eslint/no-unused-vars
-  castInput(value, options) {
-    return value;
-  }
-  // eslint-disable-next-line @typescript-eslint/no-unused-vars
-  tokenize(value, options) {
-    return Array.from(value);
-  }
-  join(chars) {
-    return chars.join("");
-  }
-  postProcess(changeObjects, options) {
-    return changeObjects;
-  }
-  get useLongestToken() {
-    return false;
-  }
-  buildValues(lastComponent, newTokens, oldTokens) {
-    const components = [];
-    let nextComponent;
-    while (lastComponent) {
-      components.push(lastComponent);
-      nextComponent = lastComponent.previousComponent;
-      delete lastComponent.previousComponent;
-      lastComponent = nextComponent;
-    }
-    components.reverse();
-    const componentLen = components.length;
-    let componentPos = 0, newPos = 0, oldPos = 0;
-    for (; componentPos < componentLen; componentPos++) {
-      const component = components[componentPos];
-      if (!component.removed) {
-        if (!component.added && this.useLongestToken) {
-          let value = newTokens.slice(newPos, newPos + component.count);
-          value = value.map(function(value2, i) {
-            const oldValue = oldTokens[oldPos + i];
-            return oldValue.length > value2.length ? oldValue : value2;
-          });
-          component.value = this.join(value);
-        } else {
-          component.value = this.join(newTokens.slice(newPos, newPos + component.count));
-        }
-        newPos += component.count;
-        if (!component.added) {
-          oldPos += component.count;
-        }
-      } else {
-        component.value = this.join(oldTokens.slice(oldPos, oldPos + component.count));
-        oldPos += component.count;
-      }
-    }
-    return components;
-  }
-};
-
-// node_modules/diff/libesm/diff/line.js
-var LineDiff = class extends Diff {
-  constructor() {
-    super(...arguments);
-    this.tokenize = tokenize;
-  }
-  equals(left, right, options) {
-    if (options.ignoreWhitespace) {
-      if (!options.newlineIsToken || !left.includes("\n")) {
-        left = left.trim();
-      }
-      if (!options.newlineIsToken || !right.includes("\n")) {
-        right = right.trim();
-      }
-    } else if (options.ignoreNewlineAtEof && !options.newlineIsToken) {
-      if (left.endsWith("\n")) {
-        left = left.slice(0, -1);
-      }
-      if (right.endsWith("\n")) {
-        right = right.slice(0, -1);
-      }
-    }
-    return super.equals(left, right, options);
-  }
-};
-var lineDiff = new LineDiff();
-function diffLines(oldStr, newStr, options) {
-  return lineDiff.diff(oldStr, newStr, options);
-}
-function tokenize(value, options) {
-  if (options.stripTrailingCr) {
-    value = value.replace(/\r\n/g, "\n");
-  }
-  const retLines = [], linesAndNewlines = value.split(/(\n|\r\n)/);
-  if (!linesAndNewlines[linesAndNewlines.length - 1]) {
-    linesAndNewlines.pop();
-  }
-  for (let i = 0; i < linesAndNewlines.length; i++) {
-    const line = linesAndNewlines[i];
-    if (i % 2 && !options.newlineIsToken) {
-      retLines[retLines.length - 1] += line;
-    } else {
-      retLines.push(line);
-    }
-  }
-  return retLines;
 }
 
 // node_modules/aws4fetch/dist/aws4fetch.esm.mjs
@@ -1105,17 +855,17 @@ var S3 = class {
    */
   async get(key, versionId) {
     const mode = this.etags;
-    let first2 = null;
+    let first = null;
     let obj = null;
     for (const wait of [0, ...TORN_BACKOFF_MS]) {
       if (wait) await this.sleep(wait);
       obj = await this.getOnce(key, versionId);
       if (!obj || mode === "opaque" || this.settled(obj)) return obj && { text: obj.text, etag: obj.etag };
-      if (first2 && mode === "unknown" && obj.etag === first2.etag && obj.md5 === first2.md5) {
+      if (first && mode === "unknown" && obj.etag === first.etag && obj.md5 === first.md5) {
         if (++this.stableMismatches >= 2 && this.etags === "unknown") this.etags = "opaque";
         return { text: obj.text, etag: obj.etag };
       }
-      first2 ??= obj;
+      first ??= obj;
     }
     if (mode === "unknown") return { text: obj.text, etag: obj.etag };
     throw new S3Error(412, "TornRead", `${key}: the server answered a body whose MD5 ${obj.md5} is not its ETag ${obj.etag}, ${TORN_BACKOFF_MS.length + 1} times: treated as a lost race; try again`);
@@ -1903,9 +1653,9 @@ function health(lastHeartbeat, now, deadAfterSeconds = 0) {
   if (age > bound * 3 / 4) return "stale";
   return "active";
 }
-function unserved(byType, workers, control, now) {
+function unserved(byType, workers2, control, now) {
   const served = /* @__PURE__ */ new Set();
-  for (const w of workers) {
+  for (const w of workers2) {
     if (health(w.last_heartbeat, now, w.dead_after_seconds) === "dead") continue;
     for (const t of w.types || []) served.add(t);
   }
@@ -1949,7 +1699,7 @@ var HOUR = 60 * MINUTE;
 function throughputKey(ms) {
   return `${THROUGHPUT_PREFIX}${new Date(ms).toISOString().slice(0, 13)}.json`;
 }
-function throughputOf(hours, workers, nowMs, recentMinutes = RECENT_MINUTES) {
+function throughputOf(hours, workers2, nowMs, recentMinutes = RECENT_MINUTES) {
   const per = /* @__PURE__ */ new Map();
   const total = /* @__PURE__ */ new Map();
   const closed = /* @__PURE__ */ new Set();
@@ -1970,7 +1720,7 @@ function throughputOf(hours, workers, nowMs, recentMinutes = RECENT_MINUTES) {
       for (const [id, c] of Object.entries(m.workers)) per.set(`${id} ${at}`, { at, completed: c.completed || 0, failed: c.failed || 0 });
     }
   }
-  for (const w of workers) {
+  for (const w of workers2) {
     for (const m of w.recent || []) {
       const at = Date.parse(m.start) - Date.parse(m.start) % MINUTE;
       const k = `${w.worker_id} ${at}`;
@@ -1980,11 +1730,11 @@ function throughputOf(hours, workers, nowMs, recentMinutes = RECENT_MINUTES) {
   }
   for (const c of per.values()) if (!closed.has(c.at)) add2(c.at, c);
   const series = (step, n) => {
-    const first2 = nowMs - nowMs % step - (n - 1) * step;
-    const out = Array.from({ length: n }, (_, i) => ({ start: new Date(first2 + i * step).toISOString(), completed: 0, failed: 0 }));
+    const first = nowMs - nowMs % step - (n - 1) * step;
+    const out = Array.from({ length: n }, (_, i) => ({ start: new Date(first + i * step).toISOString(), completed: 0, failed: 0 }));
     for (const [at, c] of total) {
-      const i = Math.floor((at - first2) / step);
-      if (at < first2 || i >= n) continue;
+      const i = Math.floor((at - first) / step);
+      if (at < first || i >= n) continue;
       out[i].completed += c.completed;
       out[i].failed += c.failed;
     }
@@ -1994,7 +1744,7 @@ function throughputOf(hours, workers, nowMs, recentMinutes = RECENT_MINUTES) {
 }
 var COUNTED = constants_default.counted;
 var RECENT_MINUTES = constants_default.recent_minutes;
-function countStats({ ready = [], leases = [], dead = [], waiting = [], workers = [], malformed = [], partial = false, now, minutes = RECENT_MINUTES, control = null, meter = null, hours = [] }) {
+function countStats({ ready = [], leases = [], dead = [], waiting = [], workers: workers2 = [], malformed = [], partial = false, now, minutes = RECENT_MINUTES, control = null, meter = null, hours = [] }) {
   const nowMs = now.getTime();
   const st = {
     at: now.toISOString(),
@@ -2044,16 +1794,16 @@ function countStats({ ready = [], leases = [], dead = [], waiting = [], workers 
   add2("failed", dead);
   if (oldestAll < Infinity) st.oldest_pending_age_seconds = (nowMs - oldestAll) / 1e3;
   for (const [type, at] of Object.entries(oldest)) st.oldest_pending_age_seconds_by_type[type] = (nowMs - at) / 1e3;
-  for (const w of workers) {
+  for (const w of workers2) {
     st.workers[health(w.last_heartbeat, st.at, w.dead_after_seconds)]++;
     if (w.s3_requests) st.worker_requests[w.worker_id] = w.s3_requests;
   }
-  const t = throughputOf(hours, workers, nowMs, minutes);
+  const t = throughputOf(hours, workers2, nowMs, minutes);
   st.recent = t.recent;
   st.last_hour = t.last_hour;
   st.last_day = t.last_day;
-  st.unserved = unserved(st.by_type, workers, control, st.at);
-  if (meter) st.request_rate = meter.observe(workers, st.at);
+  st.unserved = unserved(st.by_type, workers2, control, st.at);
+  if (meter) st.request_rate = meter.observe(workers2, st.at);
   return st;
 }
 function applyControl(base, op, type, reason, now, actor = "") {
@@ -2154,14 +1904,14 @@ function depths(steps) {
   steps.forEach((_, i) => visit(i));
   return depth;
 }
-function report(w, tasks, problems = {}) {
+function report(w, tasks2, problems = {}) {
   const counts = {};
   let missing = 0;
   let running = 0;
   let failed = 0;
   let cancelled = 0;
   let endedAt = null;
-  for (const t of tasks) {
+  for (const t of tasks2) {
     if (!t) {
       missing++;
       continue;
@@ -2180,7 +1930,7 @@ function report(w, tasks, problems = {}) {
   else if (cancelled) status = "cancelled";
   const depth = depths(w.steps);
   const steps = w.steps.map((s2, i) => {
-    const t = tasks[i];
+    const t = tasks2[i];
     const r = {
       name: s2.name,
       task_type: s2.task_type,
@@ -2473,8 +2223,8 @@ function planBulk({ op, mode, candidates, now, found = null, partial = false }) 
     add(api, req.api);
   }
   const n = items.length;
-  const tasks = `${n} task${n === 1 ? "" : "s"}`;
-  let summary = mode === "API" ? `${op} ${tasks}: ${formatOps(api)} to qo serve, which makes ${formatOps(s3)}` : `${op} ${tasks}: ${formatOps(s3)}`;
+  const tasks2 = `${n} task${n === 1 ? "" : "s"}`;
+  let summary = mode === "API" ? `${op} ${tasks2}: ${formatOps(api)} to qo serve, which makes ${formatOps(s3)}` : `${op} ${tasks2}: ${formatOps(s3)}`;
   const total = add(add({}, s3), found?.s3);
   if (found) {
     const how = mode === "API" ? `${formatOps(found.api)} to qo serve (it made ${formatOps(found.s3)}${found.note ? ` ${found.note}` : ""})` : formatOps(found.s3);
@@ -2604,18 +2354,18 @@ var S3Backend = class {
     return this.listWindow(status, shard, cursor, type);
   }
   async readTasks(keys) {
-    const tasks = [];
+    const tasks2 = [];
     const malformed = [];
     await Promise.all(keys.map(async (key, i) => {
       const obj = await this.s3.get(key);
       if (!obj) return;
       try {
-        tasks[i] = decodeTask(key, obj.text);
+        tasks2[i] = decodeTask(key, obj.text);
       } catch (e) {
         malformed.push({ key, error: e.message });
       }
     }));
-    return { tasks, malformed };
+    return { tasks: tasks2, malformed };
   }
   /**
    * listIndex lists one page of an index: without a type, a LIST of limit
@@ -2645,8 +2395,8 @@ var S3Backend = class {
       more = i < page.keys.length || Boolean(page.next);
       if (!more || !type || entries.length >= limit) break;
     }
-    const { tasks, malformed } = await this.readTasks(entries.map((e) => taskKey(e.ref.shard, e.ref.id)));
-    const shown = entries.map((e, i) => tasks[i]).filter((t, i) => t && t.status === status && indexKeys(t).includes(entries[i].key));
+    const { tasks: tasks2, malformed } = await this.readTasks(entries.map((e) => taskKey(e.ref.shard, e.ref.id)));
+    const shown = entries.map((e, i) => tasks2[i]).filter((t, i) => t && t.status === status && indexKeys(t).includes(entries[i].key));
     return { tasks: shown, malformed, next_cursor: more ? after : "" };
   }
   async listWindow(status, shard, cursor, type = "") {
@@ -2674,10 +2424,10 @@ var S3Backend = class {
     }));
     ids.sort((a, b) => a.id < b.id ? 1 : -1);
     const pageIDs = ids.slice(0, PAGE);
-    const { tasks, malformed } = await this.readTasks(pageIDs.map((x) => taskKey(x.shard, x.id)));
+    const { tasks: tasks2, malformed } = await this.readTasks(pageIDs.map((x) => taskKey(x.shard, x.id)));
     const wanted = (t) => t && (status ? t.status === status : t.status !== "archived") && (!type || t.task_type === type);
     return {
-      tasks: tasks.filter(wanted),
+      tasks: tasks2.filter(wanted),
       malformed,
       since: new Date(now - LIST_WINDOW_MS).toISOString(),
       next_cursor: ids.length > PAGE ? pageIDs.at(-1).id : ""
@@ -2754,8 +2504,8 @@ var S3Backend = class {
       ids = ids.slice(0, SEARCH_LIMIT);
     }
     const n = list[0].length;
-    const { tasks, malformed } = await this.readTasks(ids.map((id) => taskKey(shardOf(id, n), id)));
-    return { tasks: tasks.filter(Boolean), more: more ? ["id"] : [], malformed };
+    const { tasks: tasks2, malformed } = await this.readTasks(ids.map((id) => taskKey(shardOf(id, n), id)));
+    return { tasks: tasks2.filter(Boolean), more: more ? ["id"] : [], malformed };
   }
   /**
    * findBySuffix returns the ids that end with suffix (the short id a list
@@ -2769,14 +2519,14 @@ var S3Backend = class {
     const hex = suffix.replace(/-/g, "");
     if (hex.length < n) return [];
     const shard = hex.slice(-n);
-    const tasks = `${TASKS_PREFIX}${shard}/`;
+    const tasks2 = `${TASKS_PREFIX}${shard}/`;
     const fromKey = (key) => indexEntry(key)?.id;
     const places = [
       { prefix: `${READY_PREFIX}${shard}/`, id: fromKey },
       { prefix: `${LEASES_PREFIX}${shard}/`, id: fromKey },
       { prefix: `${WAITING_PREFIX}${shard}/`, id: fromKey },
       { prefix: DEAD_PREFIX, id: fromKey },
-      { prefix: tasks, after: tasks + idFloor(this.now().getTime() - LIST_WINDOW_MS), id: (key) => key.slice(tasks.length, -".json".length) }
+      { prefix: tasks2, after: tasks2 + idFloor(this.now().getTime() - LIST_WINDOW_MS), id: (key) => key.slice(tasks2.length, -".json".length) }
     ];
     const found = /* @__PURE__ */ new Set();
     await Promise.all(places.map(async (p) => {
@@ -2865,14 +2615,14 @@ var S3Backend = class {
    * their own object (input_ref, output_ref) at the version recorded.
    */
   async payloads(task) {
-    const load = async (inline, ref, what) => {
+    const load5 = async (inline, ref, what) => {
       if (!ref) return inline;
       const key = payloadKey(task, ref, what);
       const obj = await this.s3.get(key, ref.version_id || void 0);
       if (!obj) throw new Error(`the offloaded payload ${key} is gone`);
       return JSON.parse(obj.text);
     };
-    return { input: await load(task.input, task.input_ref, "input"), output: await load(task.output, task.output_ref, "output") };
+    return { input: await load5(task.input, task.input_ref, "input"), output: await load5(task.output, task.output_ref, "output") };
   }
   /** control reads the pause switches (none stored: nothing paused). */
   async control() {
@@ -3247,7 +2997,7 @@ var S3Backend = class {
     const obj = await this.s3.get(key);
     if (!obj) throw new Error(`workflow ${id} not found`);
     const w = decodeWorkflow(key, obj.text);
-    const tasks = w.steps.map(() => null);
+    const tasks2 = w.steps.map(() => null);
     const problems = {};
     await forEachLimit(w.steps, WORKFLOW_CONCURRENCY, async (step, i) => {
       if (!validPart("task_id", step.task_id)) {
@@ -3261,12 +3011,12 @@ var S3Backend = class {
         return;
       }
       try {
-        tasks[i] = decodeTask(tk, got.text);
+        tasks2[i] = decodeTask(tk, got.text);
       } catch (e) {
         problems[step.name] = `its task object is malformed: ${e.message}`;
       }
     });
-    return report(w, tasks, problems);
+    return report(w, tasks2, problems);
   }
   /** workflowRecordName reads a workflow's name off its record (1 GET). */
   async workflowRecordName(id) {
@@ -3503,6 +3253,78 @@ var ApiBackend = class {
   }
 };
 
+// src/dom.js
+function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+    else if (v === true) el.setAttribute(k, "");
+    else if (v !== false && v != null) el.setAttribute(k, String(v));
+  }
+  for (const c of children.flat()) {
+    if (c == null || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+function s(tag, attrs = {}, ...children) {
+  const el = document.createElementNS("http://www.w3.org/2000/svg", tag);
+  for (const [k, v] of Object.entries(attrs)) if (v != null) el.setAttribute(k, String(v));
+  for (const c of children.flat(Infinity)) {
+    if (c == null || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+var $ = (sel) => document.querySelector(sel);
+function short(ms) {
+  const s2 = Math.round(Math.abs(ms) / 1e3);
+  if (s2 < 60) return `${s2}s`;
+  if (s2 < 3600) return `${Math.floor(s2 / 60)}m${String(s2 % 60).padStart(2, "0")}s`;
+  if (s2 < 86400) return `${Math.floor(s2 / 3600)}h${String(Math.floor(s2 % 3600 / 60)).padStart(2, "0")}m`;
+  return `${Math.floor(s2 / 86400)}d${Math.floor(s2 % 86400 / 3600)}h`;
+}
+function ago(iso2, now) {
+  if (!iso2) return "-";
+  const d = now - Date.parse(iso2);
+  return d >= -1e3 ? `${short(Math.max(d, 0))} ago` : `in ${short(d)}`;
+}
+function countdown(t, now) {
+  if (t.status === "pending") {
+    const d = Date.parse(t.available_at) - now;
+    return d > 0 ? `runs in ${short(d)}` : `ready ${short(d)}`;
+  }
+  if (t.status === "running" && t.lease_expires_at) {
+    const d = Date.parse(t.lease_expires_at) - now;
+    return d >= 0 ? `lease ${short(d)} left` : `lease expired ${short(d)} ago`;
+  }
+  return "";
+}
+function jsonTree(name, value) {
+  if (value !== null && typeof value === "object") {
+    const entries = Array.isArray(value) ? value.map((v, i) => [`[${i}]`, v]) : Object.entries(value);
+    const unit = Array.isArray(value) ? "item" : "key";
+    return h(
+      "details",
+      { open: true, class: "json" },
+      h("summary", {}, h("span", { class: "jkey" }, name), ` ${Array.isArray(value) ? "[" : "{"} ${entries.length} ${unit}${entries.length === 1 ? "" : "s"}`),
+      entries.map(([k, v]) => jsonTree(Array.isArray(value) ? k : JSON.stringify(k), v))
+    );
+  }
+  return h("div", { class: "json leaf" }, h("span", { class: "jkey" }, name), ": ", h("span", { class: "jval" }, JSON.stringify(value)));
+}
+var fmt = (n) => Number(n || 0).toLocaleString("en-US");
+var oneLine = (s2) => {
+  const one = String(s2).replace(/\s+/g, " ").trim();
+  return one.length > 160 ? `${one.slice(0, 159)}\u2026` : one;
+};
+function field(name, value) {
+  return h("tr", {}, h("th", {}, name), h("td", {}, value ?? "-"));
+}
+function clip(text, n) {
+  return text.length > n ? `${text.slice(0, n - 1)}\u2026` : text;
+}
+
 // src/link.js
 function parseFragment(hash2) {
   return Object.fromEntries(new URLSearchParams(String(hash2 ?? "").replace(/^#/, "")));
@@ -3526,25 +3348,25 @@ function readLink(hash2) {
   const all = parseFragment(hash2);
   const cfg = Object.fromEntries(Object.entries(all).filter(([k]) => !NAV_KEYS.includes(k)));
   const task = TASK_ID2.test(all.task || "") ? all.task : "";
-  const search = (all.search || "").trim().slice(0, 400);
+  const search2 = (all.search || "").trim().slice(0, 400);
   let view = PAGES.includes(all.view) ? all.view : "";
-  if (search && !view) view = "search";
-  if (view === "search" && !search) view = "";
+  if (search2 && !view) view = "search";
+  if (view === "search" && !search2) view = "";
   const type = TYPE.test(all.type || "") && /[^.]/.test(all.type) && (view === "dead" || !view) ? all.type : "";
   if (type && !view) view = "dead";
-  let workflow = workflowRef2(all.workflow);
-  if (workflow && !view) view = "workflow";
-  if (view !== "workflow") workflow = "";
+  let workflow2 = workflowRef2(all.workflow);
+  if (workflow2 && !view) view = "workflow";
+  if (view !== "workflow") workflow2 = "";
   if (task && !VIEWS_WITH_TASK.includes(view)) view = "tasks";
-  return { cfg, nav: { view, task, search: view === "search" ? search : "", type, workflow } };
+  return { cfg, nav: { view, task, search: view === "search" ? search2 : "", type, workflow: workflow2 } };
 }
 var enc = (v) => encodeURIComponent(v).replace(/%2F/gi, "/").replace(/%3A/gi, ":");
-function navFragment(cfg, { view = "overview", task = "", search = "", type = "", workflow = "" } = {}) {
+function navFragment(cfg, { view = "overview", task = "", search: search2 = "", type = "", workflow: workflow2 = "" } = {}) {
   const parts = PLACE_KEYS.filter((k) => cfg[k]).map((k) => `${k}=${enc(cfg[k])}`);
   parts.push(`view=${enc(view)}`);
-  if (view === "search" && search) parts.push(`search=${enc(search)}`);
+  if (view === "search" && search2) parts.push(`search=${enc(search2)}`);
   if (view === "dead" && type) parts.push(`type=${enc(type)}`);
-  if (view === "workflow" && workflow) parts.push(`workflow=${enc(workflow)}`);
+  if (view === "workflow" && workflow2) parts.push(`workflow=${enc(workflow2)}`);
   if (task) parts.push(`task=${enc(task)}`);
   return `#${parts.join("&")}`;
 }
@@ -3552,6 +3374,75 @@ function isNavigation(linkCfg, cfg) {
   if (Object.keys(linkCfg).some((k) => !PLACE_KEYS.includes(k))) return false;
   return PLACE_KEYS.every((k) => !linkCfg[k] || linkCfg[k] === cfg[k]);
 }
+
+// src/state.js
+var fresh = () => ({
+  shards: [],
+  shardChars: 1,
+  filter: { shard: "", status: "", type: "" },
+  cursors: [""],
+  page: 0,
+  tasks: [],
+  next: "",
+  since: "",
+  malformed: [],
+  selected: null,
+  detail: null,
+  payloads: null,
+  events: [],
+  marks: [],
+  workers: [],
+  schedules: [],
+  control: null,
+  error: "",
+  flash: "",
+  // The overview: the last stats, and every minute of throughput seen
+  // since connecting (the stats hold 15; the chart shows up to 60).
+  stats: null,
+  history: /* @__PURE__ */ new Map(),
+  // The fleet's request rate: the stats answer it was last computed
+  // from (worker_requests and at), and the rate.
+  fleet: null,
+  // The search box's last query ({text, q}) and its results.
+  search: null,
+  // Task lists: the checked tasks, and the bulk action planned or under
+  // way ({op, plan, running, stop, progress, made}).
+  checked: /* @__PURE__ */ new Set(),
+  bulk: null,
+  pendingPlan: null,
+  // Workflows: the one shown (its id or name, '' for the list of names),
+  // its last report ({ref, rep, made}), the names, and the names of the
+  // workflows seen, by id (for a step's link in the task detail).
+  workflow: "",
+  wf: null,
+  wfNames: null,
+  wfNameOf: /* @__PURE__ */ new Map(),
+  refreshedAt: null,
+  failedAt: null,
+  loading: false,
+  reload: false
+});
+var state = {
+  backend: null,
+  cfg: {},
+  view: "overview",
+  refreshTimer: null,
+  tickTimer: null,
+  pendingNav: null,
+  // gen counts connections: a load that began under an earlier one (other
+  // bucket, other credentials) drops its result.
+  gen: 0,
+  ...fresh()
+};
+var Stale = class extends Error {
+};
+function current(gen) {
+  if (gen !== state.gen) throw new Stale("the page moved to another link");
+}
+function readOnly() {
+  return state.cfg.ro === "1";
+}
+var READ_ONLY = "this link is read-only: get one that may act with qo ui url --operator (or qo ui serve --operator)";
 
 // src/chart.js
 var MINUTE_MS = 6e4;
@@ -3630,511 +3521,12 @@ function bars(series, width, height) {
   return out;
 }
 
-// src/app.js
-function h(tag, attrs = {}, ...children) {
-  const el = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
-    else if (v === true) el.setAttribute(k, "");
-    else if (v !== false && v != null) el.setAttribute(k, String(v));
-  }
-  for (const c of children.flat()) {
-    if (c == null || c === false) continue;
-    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
-  }
-  return el;
-}
-function s(tag, attrs = {}, ...children) {
-  const el = document.createElementNS("http://www.w3.org/2000/svg", tag);
-  for (const [k, v] of Object.entries(attrs)) if (v != null) el.setAttribute(k, String(v));
-  for (const c of children.flat(Infinity)) {
-    if (c == null || c === false) continue;
-    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
-  }
-  return el;
-}
-var $ = (sel) => document.querySelector(sel);
-function short(ms) {
-  const s2 = Math.round(Math.abs(ms) / 1e3);
-  if (s2 < 60) return `${s2}s`;
-  if (s2 < 3600) return `${Math.floor(s2 / 60)}m${String(s2 % 60).padStart(2, "0")}s`;
-  if (s2 < 86400) return `${Math.floor(s2 / 3600)}h${String(Math.floor(s2 % 3600 / 60)).padStart(2, "0")}m`;
-  return `${Math.floor(s2 / 86400)}d${Math.floor(s2 % 86400 / 3600)}h`;
-}
-function ago(iso2, now) {
-  if (!iso2) return "-";
-  const d = now - Date.parse(iso2);
-  return d >= -1e3 ? `${short(Math.max(d, 0))} ago` : `in ${short(d)}`;
-}
-function countdown(t, now) {
-  if (t.status === "pending") {
-    const d = Date.parse(t.available_at) - now;
-    return d > 0 ? `runs in ${short(d)}` : `ready ${short(d)}`;
-  }
-  if (t.status === "running" && t.lease_expires_at) {
-    const d = Date.parse(t.lease_expires_at) - now;
-    return d >= 0 ? `lease ${short(d)} left` : `lease expired ${short(d)} ago`;
-  }
-  return "";
-}
-function jsonTree(name, value) {
-  if (value !== null && typeof value === "object") {
-    const entries = Array.isArray(value) ? value.map((v, i) => [`[${i}]`, v]) : Object.entries(value);
-    const unit = Array.isArray(value) ? "item" : "key";
-    return h(
-      "details",
-      { open: true, class: "json" },
-      h("summary", {}, h("span", { class: "jkey" }, name), ` ${Array.isArray(value) ? "[" : "{"} ${entries.length} ${unit}${entries.length === 1 ? "" : "s"}`),
-      entries.map(([k, v]) => jsonTree(Array.isArray(value) ? k : JSON.stringify(k), v))
-    );
-  }
-  return h("div", { class: "json leaf" }, h("span", { class: "jkey" }, name), ": ", h("span", { class: "jval" }, JSON.stringify(value)));
-}
-function readFragment() {
-  return readLink(location.hash);
-}
-function writeAddress(push) {
-  const frag = navFragment(state.cfg, { view: state.view, task: state.selected || "", search: state.search?.text || "", type: state.filter.type, workflow: state.workflow });
-  if (location.hash === frag) return;
-  if (push) history.pushState(null, "", frag);
-  else history.replaceState(null, "", location.pathname + location.search + frag);
-}
-var fresh = () => ({
-  shards: [],
-  shardChars: 1,
-  filter: { shard: "", status: "", type: "" },
-  cursors: [""],
-  page: 0,
-  tasks: [],
-  next: "",
-  since: "",
-  malformed: [],
-  selected: null,
-  detail: null,
-  payloads: null,
-  events: [],
-  marks: [],
-  workers: [],
-  schedules: [],
-  control: null,
-  error: "",
-  flash: "",
-  // The overview: the last stats, and every minute of throughput seen
-  // since connecting (the stats hold 15; the chart shows up to 60).
-  stats: null,
-  history: /* @__PURE__ */ new Map(),
-  // The fleet's request rate: the stats answer it was last computed
-  // from (worker_requests and at), and the rate.
-  fleet: null,
-  // The search box's last query ({text, q}) and its results.
-  search: null,
-  // Task lists: the checked tasks, and the bulk action planned or under
-  // way ({op, plan, running, stop, progress, made}).
-  checked: /* @__PURE__ */ new Set(),
-  bulk: null,
-  pendingPlan: null,
-  // Workflows: the one shown (its id or name, '' for the list of names),
-  // its last report ({ref, rep, made}), the names, and the names of the
-  // workflows seen, by id (for a step's link in the task detail).
-  workflow: "",
-  wf: null,
-  wfNames: null,
-  wfNameOf: /* @__PURE__ */ new Map(),
-  refreshedAt: null,
-  failedAt: null,
-  loading: false,
-  reload: false
-});
-var state = {
-  backend: null,
-  cfg: {},
-  view: "overview",
-  refreshTimer: null,
-  tickTimer: null,
-  pendingNav: null,
-  // gen counts connections: a load that began under an earlier one (other
-  // bucket, other credentials) drops its result.
-  gen: 0,
-  ...fresh()
-};
-var Stale = class extends Error {
-};
-function current(gen) {
-  if (gen !== state.gen) throw new Stale("the page moved to another link");
-}
-function connect(cfg, nav = {}) {
-  state.gen++;
-  Object.assign(state, fresh());
-  state.cfg = cfg;
-  state.view = nav.view || "overview";
-  state.selected = nav.task || null;
-  state.filter.type = nav.type || "";
-  state.workflow = nav.workflow || "";
-  setSearch(nav.search || "");
-  state.pendingNav = null;
-  writeAddress(false);
-  state.backend = cfg.api ? new ApiBackend({ api: cfg.api, token: cfg.token }) : new S3Backend({ endpoint: cfg.endpoint, bucket: cfg.bucket, region: cfg.region, accessKeyId: cfg.ak, secretAccessKey: cfg.sk, sessionToken: cfg.st });
-  $("#login").hidden = true;
-  $("#app").hidden = false;
-  $("#search").disabled = false;
-  $("#where").textContent = cfg.api ? `API ${cfg.api}` : `bucket ${cfg.bucket}${cfg.endpoint ? ` at ${cfg.endpoint}` : ""}`;
-  $("#readonly").hidden = !readOnly();
-  start();
-}
-function readOnly() {
-  return state.cfg.ro === "1";
-}
-var READ_ONLY = "this link is read-only: get one that may act with qo ui url --operator (or qo ui serve --operator)";
-function disconnect() {
-  state.gen++;
-  Object.assign(state, fresh());
-  state.backend = null;
-  state.cfg = {};
-  clearInterval(state.tickTimer);
-  state.tickTimer = null;
-  $("#refreshed").textContent = "";
-  $("#search").disabled = true;
-  $("#bulk-dialog").close?.();
-}
-function showLogin(message) {
-  $("#app").hidden = true;
-  $("#login").hidden = false;
-  $("#login-msg").textContent = message || "";
-}
-$("#login-form").addEventListener("submit", (e) => {
-  e.preventDefault();
-  const f = new FormData(e.target);
-  connect(Object.fromEntries([...f.entries()].filter(([, v]) => v)), state.pendingNav || {});
-});
-function openLink(cfg, nav = {}) {
-  if (cfg.code) {
-    const { code, ...rest } = cfg;
-    history.replaceState(null, "", location.pathname + location.search + navFragment(rest, nav));
-    const gen = ++state.gen;
-    redeemCode(rest, code).then((creds) => {
-      if (gen === state.gen) openLink({ ...rest, ...creds }, nav);
-    }, (e) => {
-      if (gen !== state.gen) return;
-      if (rest.api) openLink(rest, nav);
-      else {
-        disconnect();
-        state.pendingNav = nav;
-        showLogin(`This link's one-time code did not work (${e.message}): get a new link (qo ui serve), or enter keys.`);
-      }
-    });
-    return;
-  }
-  if (canConnect(cfg)) {
-    connect(cfg, nav);
-  } else {
-    disconnect();
-    state.pendingNav = nav;
-    if (location.hash) history.replaceState(null, "", location.pathname + location.search + navFragment(cfg, nav));
-    showLogin(cfg.bucket ? `Enter credentials for bucket ${cfg.bucket}.` : "");
-  }
-  if (cfg.bucket) {
-    const form = $("#login-form");
-    form.reset();
-    for (const k of ["endpoint", "bucket", "region"]) if (cfg[k]) form.querySelector(`[name=${k}]`).value = cfg[k];
-  }
-}
-async function redeemCode(cfg, code) {
-  const url = cfg.api ? `${cfg.api.replace(/\/+$/, "")}/api/session` : new URL("session", location.href).href;
-  const res = await fetch(url, {
-    method: "POST",
-    headers: { "Content-Type": "application/json" },
-    body: JSON.stringify({ code }),
-    credentials: "same-origin",
-    cache: "no-store"
-  });
-  const data = await res.json().catch(() => ({}));
-  if (!res.ok) throw new Error(data.error?.message || `${res.status} ${res.statusText}`);
-  if (cfg.api) return {};
-  const creds = {};
-  for (const k of ["ak", "sk", "st", "exp", "ro"]) if (typeof data[k] === "string" && data[k]) creds[k] = data[k];
-  if (!creds.ak || !creds.sk) throw new Error("the server answered without credentials");
-  return creds;
-}
-async function guard(fn) {
-  const gen = state.gen;
-  let error = "";
-  try {
-    await fn();
-  } catch (e) {
-    if (e instanceof Stale) return;
-    error = e.message;
-  }
-  if (gen !== state.gen) return;
-  state.error = error;
-  renderStatus();
-}
-async function start() {
-  const gen = state.gen;
-  const backend = state.backend;
-  await guard(async () => {
-    const shards2 = await backend.shards();
-    current(gen);
-    state.shards = shards2;
-    state.shardChars = shards2[0]?.length || 1;
-  });
-  if (gen !== state.gen) return;
-  renderFilters();
-  render();
-  await refresh();
-  if (gen !== state.gen) return;
-  tick();
-  clearInterval(state.tickTimer);
-  state.tickTimer = setInterval(tick, 1e3);
-}
-async function refresh() {
-  const gen = state.gen;
-  const backend = state.backend;
-  if (!backend) return;
-  if (state.loading) {
-    state.reload = true;
-    return;
-  }
-  state.loading = true;
-  let ok = false;
-  await guard(async () => {
-    if (state.view === "overview") {
-      const st = await backend.stats();
-      current(gen);
-      takeStats(st);
-      state.malformed = st.malformed || [];
-    } else if (state.view === "tasks" || state.view === "dead") {
-      const filter = listFilter();
-      const page = await backend.listTasks({ ...filter, cursor: state.cursors[state.page] });
-      current(gen);
-      state.tasks = page.tasks;
-      state.next = page.next_cursor;
-      state.since = page.since || "";
-      state.malformed = page.malformed || [];
-      const shown = new Set(page.tasks.map((t) => t.id));
-      for (const id of state.checked) if (!shown.has(id)) state.checked.delete(id);
-      if (state.view === "dead" && !state.stats) {
-        const st = await backend.stats();
-        current(gen);
-        takeStats(st);
-      }
-      if (state.selected) await loadDetail(state.selected);
-    } else if (state.view === "search") {
-      await runSearch(gen, backend);
-      if (state.selected) await loadDetail(state.selected);
-    } else if (state.view === "workflow") {
-      await loadWorkflow(gen, backend);
-      if (state.selected) await loadDetail(state.selected);
-    } else if (state.view === "schedules") {
-      const s2 = await backend.schedules();
-      current(gen);
-      state.schedules = s2.schedules;
-      state.malformed = s2.malformed;
-    } else {
-      const w = await backend.workers();
-      current(gen);
-      state.workers = w.workers;
-      state.malformed = w.malformed;
-    }
-    const control = await backend.control().catch((e) => ({ error: e.message }));
-    current(gen);
-    state.control = control;
-    ok = true;
-  });
-  if (gen !== state.gen) return;
-  if (ok) state.refreshedAt = /* @__PURE__ */ new Date();
-  else state.failedAt = /* @__PURE__ */ new Date();
-  render();
-  state.loading = false;
-  if (state.reload) {
-    state.reload = false;
-    refresh();
-  }
-}
+// src/views/overview.js
 function takeStats(st) {
   state.stats = st;
   mergeRecent(state.history, st.last_hour?.length ? st.last_hour : st.recent);
   if (st.request_rate) state.fleet = { perSec: st.request_rate.per_second, perHour: st.request_rate.dollars_per_hour };
 }
-function setSearch(text) {
-  if (!text) {
-    state.search = null;
-    return;
-  }
-  const q = parseSearch(text);
-  state.search = { text: q.text || text, q, tasks: [], more: [], made: null, done: false };
-  $("#search").value = state.search.text;
-}
-async function runSearch(gen, backend) {
-  const sr = state.search;
-  if (!sr || sr.q.error) return;
-  const before = backend.requests();
-  const r = await backend.search(sr.q);
-  current(gen);
-  if (state.search !== sr) return;
-  const after = backend.requests();
-  sr.tasks = r.tasks;
-  sr.more = r.more;
-  sr.made = Object.fromEntries(Object.entries(after).map(([op, n]) => [op, n - (before[op] || 0)]).filter(([, n]) => n > 0));
-  sr.done = true;
-  state.malformed = r.malformed || [];
-  if (r.tasks.length === 1 && !state.selected) {
-    state.selected = r.tasks[0].id;
-    writeAddress(false);
-  }
-}
-async function loadWorkflow(gen, backend) {
-  const ref = state.workflow;
-  if (!ref) {
-    const r = await backend.workflowNames();
-    current(gen);
-    state.wfNames = r;
-    state.malformed = r.malformed || [];
-    for (const w of r.workflows) state.wfNameOf.set(w.id, w.name);
-    return;
-  }
-  const before = backend.requests();
-  const rep = await backend.workflow(ref);
-  current(gen);
-  const after = backend.requests();
-  if (state.workflow !== ref) return;
-  const made = Object.fromEntries(Object.entries(after).map(([op, n]) => [op, n - (before[op] || 0)]).filter(([, n]) => n > 0));
-  state.wf = { ref, rep, made };
-  state.malformed = [];
-  if (rep.name) state.wfNameOf.set(rep.id, rep.name);
-}
-async function workflowName(backend, id) {
-  if (state.wfNameOf.has(id)) return state.wfNameOf.get(id);
-  let name = "";
-  try {
-    name = await backend.workflowRecordName(id) || "";
-  } catch {
-  }
-  state.wfNameOf.set(id, name);
-  return name;
-}
-async function loadDetail(id) {
-  const gen = state.gen;
-  const backend = state.backend;
-  const { task } = await backend.getTask(id, state.shardChars);
-  if (task.workflow?.id) await workflowName(backend, task.workflow.id);
-  const payloads = await backend.payloads(task).catch((e) => ({ error: e.message }));
-  const events = await backend.history(task);
-  const progress = await backend.taskProgress(task).catch(() => null);
-  current(gen);
-  if (state.selected !== id) return;
-  Object.assign(state, { detail: task, payloads, events, progress });
-}
-function setRefresh(seconds) {
-  clearInterval(state.refreshTimer);
-  state.refreshSeconds = seconds;
-  state.refreshTimer = seconds > 0 ? setInterval(() => {
-    if (!document.hidden && !state.bulk?.running) refresh();
-  }, seconds * 1e3) : null;
-  renderStatus();
-}
-document.addEventListener("visibilitychange", () => {
-  if (document.hidden || !state.refreshSeconds || !state.backend) return;
-  if (!state.refreshedAt || Date.now() - state.refreshedAt >= state.refreshSeconds * 1e3) refresh();
-});
-function tick() {
-  if (!state.backend) return;
-  const now = state.backend.now();
-  for (const el2 of document.querySelectorAll("[data-countdown]")) {
-    const t = shownTasks().find((x) => x.id === el2.dataset.countdown);
-    if (t) el2.textContent = countdown(t, now);
-  }
-  const exp = state.cfg.exp;
-  const el = $("#expiry");
-  if (!exp) {
-    el.textContent = state.cfg.api ? "" : "credentials: entered by hand or long-lived (kept in this page only)";
-  } else {
-    const left = Date.parse(exp) - Date.now();
-    el.textContent = left > 0 ? `credentials expire in ${short(left)}` : "credentials expired: get a new link with qo ui url";
-    el.className = left > 3e5 ? "" : "warn";
-  }
-}
-function renderStatus() {
-  const el = $("#status");
-  const retry = state.refreshSeconds ? ` Retrying every ${state.refreshSeconds} s.` : " Auto-refresh is off: press Refresh to try again.";
-  el.textContent = state.error ? `Error: ${state.error}.${retry}` : state.flash;
-  el.className = state.error ? "error banner" : "ok";
-  el.setAttribute("role", state.error ? "alert" : "status");
-  const t = (d) => d.toLocaleTimeString();
-  const r = $("#refreshed");
-  if (!state.backend) r.textContent = "";
-  else if (state.error && state.failedAt) r.textContent = `refresh failed ${t(state.failedAt)}${state.refreshedAt ? ` \xB7 last refreshed ${t(state.refreshedAt)}` : ""}`;
-  else r.textContent = state.refreshedAt ? `last refreshed ${t(state.refreshedAt)}` : "loading\u2026";
-  r.className = state.error ? "warn" : "dim";
-}
-function renderFilters() {
-  const shard = $("#shard");
-  shard.replaceChildren(h("option", { value: "" }, "all shards"), ...state.shards.map((s2) => h("option", { value: s2 }, `shard ${s2}`)));
-  const status = $("#statusf");
-  const recent = `last ${LIST_WINDOW_MS / 36e5} h`;
-  status.replaceChildren(
-    h("option", { value: "" }, `all but archived (${recent})`),
-    ...STATUSES.map((s2) => h("option", { value: s2 }, INDEXED.includes(s2) ? s2 : `${s2} (${recent})`))
-  );
-}
-function renderPaused() {
-  const c = state.control;
-  const types = Object.entries(c?.paused_types || {}).sort(([a], [b]) => a.localeCompare(b));
-  const parts = [];
-  if (c?.error) parts.push(`The pause switches (control.json) could not be read: ${c.error}`);
-  if (c?.paused) parts.push(`The whole queue is paused${c.reason ? `: ${c.reason}` : ""} (since ${c.paused_at || "-"}). Workers start nothing until qo resume --all.`);
-  if (types.length) parts.push(`Paused types: ${types.map(([t, p]) => p.reason ? `${t} (${p.reason})` : t).join(", ")}.`);
-  const el = $("#paused");
-  el.textContent = parts.join(" ");
-  el.hidden = parts.length === 0;
-}
-function renderViews() {
-  for (const v of VIEWS) {
-    const tab = $(`#tab-${v}`);
-    tab.classList.toggle("on", state.view === v);
-    tab.setAttribute("aria-current", state.view === v ? "page" : "false");
-  }
-  const list = state.view === "tasks" || state.view === "dead" || state.view === "search";
-  $("#overview-view").hidden = state.view !== "overview";
-  $("#tasks-view").hidden = !list;
-  $("#workers-view").hidden = state.view !== "workers";
-  $("#schedules-view").hidden = state.view !== "schedules";
-  $("#workflow-view").hidden = state.view !== "workflow";
-  const host = state.view === "workflow" ? $("#wf-detail") : $("#tasks-split");
-  if ($("#detail").parentElement !== host) host.append($("#detail"));
-  $("#statusf").hidden = state.view !== "tasks";
-  $("#shard").hidden = state.view === "search";
-  $("#typef").hidden = state.view !== "dead";
-  $("#paging").hidden = state.view === "search";
-  $("#bulk").hidden = !checkable();
-  $("#bulk-progress").hidden = !checkable() || !state.bulk?.progress;
-  $("#search-info").hidden = state.view !== "search";
-  $("#list-title").textContent = state.view === "dead" ? "Dead letters: failed tasks, newest failure first" : state.view === "search" ? `Search: ${state.search?.text ?? ""}` : "";
-}
-function listFilter() {
-  return state.view === "dead" ? { shard: state.filter.shard, status: "failed", type: state.filter.type } : { shard: state.filter.shard, status: state.filter.status };
-}
-function checkable() {
-  return (state.view === "tasks" || state.view === "dead") && !readOnly();
-}
-function shownTasks() {
-  return state.view === "search" ? state.search?.tasks || [] : state.tasks;
-}
-function render() {
-  const readOnly2 = Boolean(state.backend?.readOnly);
-  document.body.classList.toggle("readonly", readOnly2);
-  $("#readonly-note").hidden = !readOnly2;
-  renderViews();
-  renderPaused();
-  const now = state.backend.now();
-  $("#malformed").textContent = state.malformed?.length ? `${state.malformed.length} malformed object(s) skipped, e.g. ${state.malformed[0].key}: ${state.malformed[0].error}` : "";
-  if (state.view === "overview") renderOverview(now);
-  else if (state.view === "tasks" || state.view === "dead" || state.view === "search") renderTasks(now);
-  else if (state.view === "schedules") renderSchedules(now);
-  else if (state.view === "workflow") renderWorkflow(now);
-  else renderWorkers(now);
-  renderStatus();
-}
-var fmt = (n) => Number(n || 0).toLocaleString("en-US");
 function renderOverview(now) {
   const st = state.stats;
   if (!st) {
@@ -4306,20 +3698,553 @@ async function togglePause(type, paused) {
     state.flash = `${paused ? "resumed" : "paused"} ${what}`;
   }
 }
-async function action(fn) {
-  let ok = false;
-  await guard(async () => {
-    await fn();
-    ok = true;
+async function load(gen, backend) {
+  const st = await backend.stats();
+  current(gen);
+  takeStats(st);
+  state.malformed = st.malformed || [];
+}
+function wire() {
+  $("#pause-all").addEventListener("click", () => togglePause("", Boolean(state.control?.paused)));
+}
+var overview = { load, render: renderOverview, wire };
+
+// src/views/schedules.js
+function renderSchedules(now) {
+  const rows = state.schedules.map((s2) => h(
+    "tr",
+    { class: "schedule" },
+    h("td", { class: "mono" }, s2.name),
+    h("td", { class: "mono" }, s2.cron),
+    h("td", {}, s2.timezone),
+    h("td", {}, s2.task?.task_type),
+    h("td", {}, s2.enabled ? "enabled" : "disabled"),
+    // next_due comes from the HTTP API, which evaluates the cron fields;
+    // reading the bucket directly, the page does not.
+    h("td", {}, s2.next_due ? ago(s2.next_due, now) : "-"),
+    h("td", {}, s2.last_due ? ago(s2.last_due, now) : "-"),
+    h("td", { class: "mono", title: s2.last_task_id || "" }, s2.last_task_id ? shortID(s2.last_task_id) : "-"),
+    h("td", { class: "num" }, s2.skipped || 0),
+    h("td", { class: "actions" }, scheduleButtons(s2))
+  ));
+  $("#schedules").replaceChildren(...rows.length ? rows : [h("tr", {}, h("td", { colspan: 10, class: "dim" }, "no schedules (qo schedule create)"))]);
+}
+function scheduleButtons(s2) {
+  const backend = state.backend;
+  if (readOnly()) return h("span", { class: "dim small", title: READ_ONLY }, "read-only");
+  if (!backend?.scheduleAction) {
+    return h("span", { class: "dim small", title: "open the page through qo serve to act here" }, `qo schedule ${s2.enabled ? "disable" : "enable"}|trigger|delete ${s2.name}`);
+  }
+  const act2 = (op, question) => async () => {
+    if (!window.confirm(question)) return;
+    const ok = await action(() => backend.scheduleAction(op, s2.name));
+    if (ok) state.flash = `${op === "delete" ? "deleted" : `${op}${op.endsWith("e") ? "d" : "ed"}`} schedule ${s2.name}`;
+    renderStatus();
+  };
+  return [
+    s2.enabled ? h("button", { class: "small", "data-op": "disable", onclick: act2("disable", `Disable schedule ${s2.name}? It submits nothing until enabled.`) }, "Disable") : h("button", { class: "small", "data-op": "enable", onclick: act2("enable", `Enable schedule ${s2.name}? It submits its next due run.`) }, "Enable"),
+    h("button", { class: "small", "data-op": "trigger", onclick: act2("trigger", `Trigger schedule ${s2.name} now? It submits one run at once.`) }, "Trigger"),
+    h("button", { class: "small", "data-op": "delete", onclick: act2("delete", `Delete schedule ${s2.name}? Tasks it submitted stay.`) }, "Delete")
+  ];
+}
+async function load2(gen, backend) {
+  const s2 = await backend.schedules();
+  current(gen);
+  state.schedules = s2.schedules;
+  state.malformed = s2.malformed;
+}
+var schedules = { load: load2, render: renderSchedules, wire() {
+} };
+
+// node_modules/diff/libesm/diff/base.js
+var Diff = class {
+  diff(oldStr, newStr, options = {}) {
+    let callback;
+    if (typeof options === "function") {
+      callback = options;
+      options = {};
+    } else if ("callback" in options) {
+      callback = options.callback;
+    }
+    const oldString = this.castInput(oldStr, options);
+    const newString = this.castInput(newStr, options);
+    const oldTokens = this.removeEmpty(this.tokenize(oldString, options));
+    const newTokens = this.removeEmpty(this.tokenize(newString, options));
+    return this.diffWithOptionsObj(oldTokens, newTokens, options, callback);
+  }
+  diffWithOptionsObj(oldTokens, newTokens, options, callback) {
+    var _a;
+    const done = (value) => {
+      value = this.postProcess(value, options);
+      if (callback) {
+        setTimeout(function() {
+          callback(value);
+        }, 0);
+        return void 0;
+      } else {
+        return value;
+      }
+    };
+    const newLen = newTokens.length, oldLen = oldTokens.length;
+    let editLength = 1;
+    let maxEditLength = newLen + oldLen;
+    if (options.maxEditLength != null) {
+      maxEditLength = Math.min(maxEditLength, options.maxEditLength);
+    }
+    const maxExecutionTime = (_a = options.timeout) !== null && _a !== void 0 ? _a : Infinity;
+    const abortAfterTimestamp = Date.now() + maxExecutionTime;
+    const bestPath = [{ oldPos: -1, lastComponent: void 0 }];
+    let newPos = this.extractCommon(bestPath[0], newTokens, oldTokens, 0, options);
+    if (bestPath[0].oldPos + 1 >= oldLen && newPos + 1 >= newLen) {
+      return done(this.buildValues(bestPath[0].lastComponent, newTokens, oldTokens));
+    }
+    let minDiagonalToConsider = -Infinity, maxDiagonalToConsider = Infinity;
+    const execEditLength = () => {
+      for (let diagonalPath = Math.max(minDiagonalToConsider, -editLength); diagonalPath <= Math.min(maxDiagonalToConsider, editLength); diagonalPath += 2) {
+        let basePath;
+        const removePath = bestPath[diagonalPath - 1], addPath = bestPath[diagonalPath + 1];
+        if (removePath) {
+          bestPath[diagonalPath - 1] = void 0;
+        }
+        let canAdd = false;
+        if (addPath) {
+          const addPathNewPos = addPath.oldPos - diagonalPath;
+          canAdd = addPath && 0 <= addPathNewPos && addPathNewPos < newLen;
+        }
+        const canRemove = removePath && removePath.oldPos + 1 < oldLen;
+        if (!canAdd && !canRemove) {
+          bestPath[diagonalPath] = void 0;
+          continue;
+        }
+        if (!canRemove || canAdd && removePath.oldPos < addPath.oldPos) {
+          basePath = this.addToPath(addPath, true, false, 0, options);
+        } else {
+          basePath = this.addToPath(removePath, false, true, 1, options);
+        }
+        newPos = this.extractCommon(basePath, newTokens, oldTokens, diagonalPath, options);
+        if (basePath.oldPos + 1 >= oldLen && newPos + 1 >= newLen) {
+          return done(this.buildValues(basePath.lastComponent, newTokens, oldTokens)) || true;
+        } else {
+          bestPath[diagonalPath] = basePath;
+          if (basePath.oldPos + 1 >= oldLen) {
+            maxDiagonalToConsider = Math.min(maxDiagonalToConsider, diagonalPath - 1);
+          }
+          if (newPos + 1 >= newLen) {
+            minDiagonalToConsider = Math.max(minDiagonalToConsider, diagonalPath + 1);
+          }
+        }
+      }
+      editLength++;
+    };
+    if (callback) {
+      (function exec() {
+        setTimeout(function() {
+          if (editLength > maxEditLength || Date.now() > abortAfterTimestamp) {
+            return callback(void 0);
+          }
+          if (!execEditLength()) {
+            exec();
+          }
+        }, 0);
+      })();
+    } else {
+      while (editLength <= maxEditLength && Date.now() <= abortAfterTimestamp) {
+        const ret = execEditLength();
+        if (ret) {
+          return ret;
+        }
+      }
+    }
+  }
+  addToPath(path, added, removed, oldPosInc, options) {
+    const last = path.lastComponent;
+    if (last && !options.oneChangePerToken && last.added === added && last.removed === removed) {
+      return {
+        oldPos: path.oldPos + oldPosInc,
+        lastComponent: { count: last.count + 1, added, removed, previousComponent: last.previousComponent }
+      };
+    } else {
+      return {
+        oldPos: path.oldPos + oldPosInc,
+        lastComponent: { count: 1, added, removed, previousComponent: last }
+      };
+    }
+  }
+  extractCommon(basePath, newTokens, oldTokens, diagonalPath, options) {
+    const newLen = newTokens.length, oldLen = oldTokens.length;
+    let oldPos = basePath.oldPos, newPos = oldPos - diagonalPath, commonCount = 0;
+    while (newPos + 1 < newLen && oldPos + 1 < oldLen && this.equals(oldTokens[oldPos + 1], newTokens[newPos + 1], options)) {
+      newPos++;
+      oldPos++;
+      commonCount++;
+      if (options.oneChangePerToken) {
+        basePath.lastComponent = { count: 1, previousComponent: basePath.lastComponent, added: false, removed: false };
+      }
+    }
+    if (commonCount && !options.oneChangePerToken) {
+      basePath.lastComponent = { count: commonCount, previousComponent: basePath.lastComponent, added: false, removed: false };
+    }
+    basePath.oldPos = oldPos;
+    return newPos;
+  }
+  equals(left, right, options) {
+    if (options.comparator) {
+      return options.comparator(left, right);
+    } else {
+      return left === right || !!options.ignoreCase && left.toLowerCase() === right.toLowerCase();
+    }
+  }
+  removeEmpty(array) {
+    const ret = [];
+    for (let i = 0; i < array.length; i++) {
+      if (array[i]) {
+        ret.push(array[i]);
+      }
+    }
+    return ret;
+  }
+  // eslint-disable-next-line @typescript-eslint/no-unused-vars
+  castInput(value, options) {
+    return value;
+  }
+  // eslint-disable-next-line @typescript-eslint/no-unused-vars
+  tokenize(value, options) {
+    return Array.from(value);
+  }
+  join(chars) {
+    return chars.join("");
+  }
+  postProcess(changeObjects, options) {
+    return changeObjects;
+  }
+  get useLongestToken() {
+    return false;
+  }
+  buildValues(lastComponent, newTokens, oldTokens) {
+    const components = [];
+    let nextComponent;
+    while (lastComponent) {
+      components.push(lastComponent);
+      nextComponent = lastComponent.previousComponent;
+      delete lastComponent.previousComponent;
+      lastComponent = nextComponent;
+    }
+    components.reverse();
+    const componentLen = components.length;
+    let componentPos = 0, newPos = 0, oldPos = 0;
+    for (; componentPos < componentLen; componentPos++) {
+      const component = components[componentPos];
+      if (!component.removed) {
+        if (!component.added && this.useLongestToken) {
+          let value = newTokens.slice(newPos, newPos + component.count);
+          value = value.map(function(value2, i) {
+            const oldValue = oldTokens[oldPos + i];
+            return oldValue.length > value2.length ? oldValue : value2;
+          });
+          component.value = this.join(value);
+        } else {
+          component.value = this.join(newTokens.slice(newPos, newPos + component.count));
+        }
+        newPos += component.count;
+        if (!component.added) {
+          oldPos += component.count;
+        }
+      } else {
+        component.value = this.join(oldTokens.slice(oldPos, oldPos + component.count));
+        oldPos += component.count;
+      }
+    }
+    return components;
+  }
+};
+
+// node_modules/diff/libesm/diff/line.js
+var LineDiff = class extends Diff {
+  constructor() {
+    super(...arguments);
+    this.tokenize = tokenize;
+  }
+  equals(left, right, options) {
+    if (options.ignoreWhitespace) {
+      if (!options.newlineIsToken || !left.includes("\n")) {
+        left = left.trim();
+      }
+      if (!options.newlineIsToken || !right.includes("\n")) {
+        right = right.trim();
+      }
+    } else if (options.ignoreNewlineAtEof && !options.newlineIsToken) {
+      if (left.endsWith("\n")) {
+        left = left.slice(0, -1);
+      }
+      if (right.endsWith("\n")) {
+        right = right.slice(0, -1);
+      }
+    }
+    return super.equals(left, right, options);
+  }
+};
+var lineDiff = new LineDiff();
+function diffLines(oldStr, newStr, options) {
+  return lineDiff.diff(oldStr, newStr, options);
+}
+function tokenize(value, options) {
+  if (options.stripTrailingCr) {
+    value = value.replace(/\r\n/g, "\n");
+  }
+  const retLines = [], linesAndNewlines = value.split(/(\n|\r\n)/);
+  if (!linesAndNewlines[linesAndNewlines.length - 1]) {
+    linesAndNewlines.pop();
+  }
+  for (let i = 0; i < linesAndNewlines.length; i++) {
+    const line = linesAndNewlines[i];
+    if (i % 2 && !options.newlineIsToken) {
+      retLines[retLines.length - 1] += line;
+    } else {
+      retLines.push(line);
+    }
+  }
+  return retLines;
+}
+
+// src/views/detail.js
+async function workflowName(backend, id) {
+  if (state.wfNameOf.has(id)) return state.wfNameOf.get(id);
+  let name = "";
+  try {
+    name = await backend.workflowRecordName(id) || "";
+  } catch {
+  }
+  state.wfNameOf.set(id, name);
+  return name;
+}
+async function loadDetail(id) {
+  const gen = state.gen;
+  const backend = state.backend;
+  const { task } = await backend.getTask(id, state.shardChars);
+  if (task.workflow?.id) await workflowName(backend, task.workflow.id);
+  const payloads = await backend.payloads(task).catch((e) => ({ error: e.message }));
+  const events = await backend.history(task);
+  const progress = await backend.taskProgress(task).catch(() => null);
+  current(gen);
+  if (state.selected !== id) return;
+  Object.assign(state, { detail: task, payloads, events, progress });
+}
+function renderDetail(now) {
+  const box = $("#detail");
+  const t = state.detail;
+  if (!t || t.id !== state.selected) {
+    box.replaceChildren(h("p", { class: "dim" }, state.view === "workflow" ? "Click a step to see its task: fields, data and history." : "Select a task to see its fields, data and history."));
+    return;
+  }
+  const actions = readOnly() ? [h("span", { id: "act-readonly", class: "dim small" }, READ_ONLY)] : [["replay", "Replay"], ["archive", "Archive"], ["cancel", "Cancel"]].filter(([op]) => canAct(op, t.status)).map(([op, label]) => h("button", { id: `act-${op}`, onclick: () => act(op, t) }, label));
+  const timeline = state.events.map((e, i) => h(
+    "tr",
+    { class: "version" },
+    h("td", {}, h("input", {
+      type: "checkbox",
+      "aria-label": `compare version ${i + 1}`,
+      checked: state.marks.includes(i),
+      onchange: () => mark(i)
+    })),
+    h("td", {}, `v${i + 1}`),
+    h("td", {}, e.at ? new Date(e.at).toISOString().replace("T", " ").slice(0, 19) : "-"),
+    h("td", {}, e.event, e.task?.actor ? h("span", { class: "dim small actor" }, ` by ${e.task.actor}`) : ""),
+    h("td", {}, e.status || ""),
+    h("td", { class: "num" }, e.attempt ?? ""),
+    h("td", {}, e.worker_id || "-"),
+    h("td", { class: "error" }, e.error || "")
+  ));
+  box.replaceChildren(
+    h("h2", { class: "mono" }, t.id),
+    h("div", { class: "actions" }, actions, h("button", { id: "copy-id", title: "copy the full id", onclick: () => copyID(t.id) }, "Copy id"), h("a", { class: "permalink", href: navFragment(state.cfg, { view: state.view, task: t.id, search: state.search?.text, type: state.filter.type, workflow: state.workflow }) }, "link to this task")),
+    h(
+      "table",
+      { class: "fields" },
+      field("type", t.task_type),
+      field("status", h("span", { class: `st ${t.status}` }, t.status)),
+      field("priority", priorityOf(t)),
+      field("shard", t.shard),
+      field("attempt", `${t.attempt} (retries ${t.retry_count} of ${t.max_retries})`),
+      field("rev", t.rev),
+      field("created", t.created_at),
+      field("updated", `${t.updated_at} (${ago(t.updated_at, now)})`),
+      field("available", t.available_at),
+      field("lease expires", t.lease_expires_at),
+      field("worker", t.worker_id || "-"),
+      state.progress ? field("progress", h("span", { id: "progress" }, progressText(state.progress), state.progress.at ? ` (reported ${ago(state.progress.at, now)})` : "")) : null,
+      t.expires_at ? field("expires", `${t.expires_at} (${ago(t.expires_at, now)})`) : null,
+      field("timeout", `${t.timeout_seconds}s`),
+      field("last event", t.last_event),
+      field("idempotency key", t.idempotency_key || "-"),
+      t.cancel_requested ? field("cancel", `requested: ${t.cancel_reason || "-"}`) : null,
+      t.metadata && typeof t.metadata === "object" ? field("metadata", Object.keys(t.metadata).sort().map((k) => `${k}=${t.metadata[k]}`).join(" ")) : null,
+      t.last_error ? field("last error", h("span", { class: "error" }, t.last_error)) : null,
+      ...workflowFields(t)
+    ),
+    h("h3", {}, "Data"),
+    h("div", { id: "data" }, dataView(t)),
+    h(
+      "h3",
+      {},
+      `Timeline (${state.events.length} versions)`,
+      " ",
+      h("button", { id: "diff-btn", disabled: state.marks.length !== 2, onclick: showDiff }, "Diff the two checked versions")
+    ),
+    h("div", { class: "scroll" }, h("table", { id: "timeline" }, h("tr", {}, ["", "", "at", "event", "status", "attempt", "worker", ""].map((c) => h("th", {}, c))), timeline)),
+    h("pre", { id: "diff", hidden: true })
+  );
+}
+function taskHref(id) {
+  return state.view === "workflow" ? navFragment(state.cfg, { view: "workflow", workflow: state.workflow, task: id }) : navFragment(state.cfg, { view: "tasks", task: id });
+}
+function workflowFields(t) {
+  const rep = state.wf?.rep;
+  const stepOf = (id) => rep?.steps.find((s2) => s2.task_id === id)?.name;
+  const named = (id) => stepOf(id) ? `${stepOf(id)} (${shortID(id)})` : shortID(id);
+  const out = [];
+  if (t.workflow?.id) {
+    const name = state.wfNameOf.get(t.workflow.id) || shortID(t.workflow.id);
+    out.push(field("workflow", h(
+      "a",
+      { id: "wf-link", href: navFragment(state.cfg, { view: "workflow", workflow: t.workflow.id, task: t.id }) },
+      `workflow ${name} \xB7 step ${t.workflow.step}`
+    )));
+  }
+  if (t.parents?.length) {
+    out.push(field("parents", h("ul", { class: "links", id: "parents" }, t.parents.map((p) => h(
+      "li",
+      { "data-id": p.id },
+      h("a", { class: "mono", href: taskHref(p.id), title: p.id }, named(p.id)),
+      " ",
+      p.done ? h("span", { class: `st ${p.done}` }, p.done) : h("span", { class: "dim" }, "not ended yet")
+    )))));
+    if (t.on_parent_failure) out.push(field("if a parent fails", t.on_parent_failure));
+  }
+  if (t.children?.length) {
+    out.push(field("children", h("ul", { class: "links", id: "children" }, t.children.map((c) => h(
+      "li",
+      { "data-id": c },
+      h("a", { class: "mono", href: taskHref(c), title: c }, named(c))
+    )))));
+  }
+  const from = Object.entries(t.input_from || {}).sort(([a], [b]) => a.localeCompare(b));
+  if (from.length) {
+    out.push(field("input from", h("ul", { class: "links", id: "input-from" }, from.map(([f, src]) => {
+      const has = Object.hasOwn(t.from_parents || {}, f);
+      return h(
+        "li",
+        { "data-field": f },
+        h("span", { class: "jkey" }, f),
+        " = ",
+        h("span", { class: "mono" }, `${stepOf(src.parent) || shortID(src.parent)}.output${src.path ? `.${src.path}` : ""}`),
+        ": ",
+        has ? h("span", { class: "mono" }, JSON.stringify(t.from_parents[f])) : h("span", { class: "dim" }, "not taken yet")
+      );
+    }))));
+  }
+  return out;
+}
+function dataView(t) {
+  const p = state.payloads || {};
+  const part2 = (name, inline, ref) => {
+    const note = ref ? h("p", { class: "dim offloaded" }, `${name} offloaded: ${ref.bytes} bytes in ${ref.key}`) : null;
+    if (ref && p.error) return [note, h("p", { class: "error" }, `${name} not loaded: ${p.error}`)];
+    return [note, jsonTree(name, ref ? p[name] : inline)];
+  };
+  return [...part2("input", t.input, t.input_ref), ...part2("output", t.output, t.output_ref)];
+}
+function mark(i) {
+  state.marks = state.marks.includes(i) ? state.marks.filter((m) => m !== i) : [...state.marks, i].slice(-2);
+  renderDetail(state.backend.now());
+}
+function showDiff() {
+  const [a, b] = [...state.marks].sort((x, y) => x - y);
+  const text = (e) => e.task ? `${JSON.stringify(e.task, null, 2)}
+` : `(${e.event})
+`;
+  const pre = $("#diff");
+  pre.replaceChildren(
+    h("div", {}, `--- v${a + 1} ${state.events[a].event}`),
+    h("div", {}, `+++ v${b + 1} ${state.events[b].event}`),
+    ...diffLines(text(state.events[a]), text(state.events[b])).flatMap((part2) => part2.value.replace(/\n$/, "").split("\n").map((line) => {
+      const sign = part2.added ? "+" : part2.removed ? "-" : " ";
+      return h("div", { class: part2.added ? "add" : part2.removed ? "del" : "" }, `${sign} ${line}`);
+    }))
+  );
+  pre.hidden = false;
+}
+async function copyID(id) {
+  try {
+    await navigator.clipboard.writeText(id);
+    state.flash = `copied ${id}`;
+  } catch (err) {
+    const range = document.createRange();
+    range.selectNodeContents($("#detail h2"));
+    getSelection().removeAllRanges();
+    getSelection().addRange(range);
+    state.flash = `select and copy the id (the browser refused the clipboard: ${err.message})`;
+  }
+  render();
+}
+async function select(id) {
+  const gen = state.gen;
+  state.selected = id;
+  state.marks = [];
+  writeAddress(true);
+  await guard(() => loadDetail(id));
+  if (gen === state.gen) render();
+}
+async function act(op, t) {
+  const children = op === "cancel" && t.status !== "running" && t.children?.length ? ` Its ${fmt(t.children.length)} ${t.children.length === 1 ? "child follows" : "children follow"} their "if a parent fails" rule (cancel by default).` : "";
+  if (!confirm(`${op[0].toUpperCase()}${op.slice(1)} task ${t.id} (${t.task_type}, ${t.status})?${children}`)) return;
+  await action(async () => {
+    const next = await state.backend.act(op, t.id, state.shardChars);
+    state.flash = `${op}: task ${t.id} is now ${next.status}`;
   });
-  if (ok) await refresh();
-  return ok;
+}
+
+// src/views/tasks.js
+function setSearch(text) {
+  if (!text) {
+    state.search = null;
+    return;
+  }
+  const q = parseSearch(text);
+  state.search = { text: q.text || text, q, tasks: [], more: [], made: null, done: false };
+  $("#search").value = state.search.text;
+}
+async function runSearch(gen, backend) {
+  const sr = state.search;
+  if (!sr || sr.q.error) return;
+  const before = backend.requests();
+  const r = await backend.search(sr.q);
+  current(gen);
+  if (state.search !== sr) return;
+  const after = backend.requests();
+  sr.tasks = r.tasks;
+  sr.more = r.more;
+  sr.made = Object.fromEntries(Object.entries(after).map(([op, n]) => [op, n - (before[op] || 0)]).filter(([, n]) => n > 0));
+  sr.done = true;
+  state.malformed = r.malformed || [];
+  if (r.tasks.length === 1 && !state.selected) {
+    state.selected = r.tasks[0].id;
+    writeAddress(false);
+  }
+}
+function listFilter() {
+  return state.view === "dead" ? { shard: state.filter.shard, status: "failed", type: state.filter.type } : { shard: state.filter.shard, status: state.filter.status };
+}
+function checkable() {
+  return (state.view === "tasks" || state.view === "dead") && !readOnly();
+}
+function shownTasks() {
+  return state.view === "search" ? state.search?.tasks || [] : state.tasks;
 }
 var COLUMNS = ["id", "type", "priority", "status", "attempt", "updated", "next / lease"];
 function renderTasks(now) {
   const dead = state.view === "dead";
   const boxes = checkable();
-  const tasks = shownTasks();
+  const tasks2 = shownTasks();
   const busy = Boolean(state.bulk?.running);
   const columns = dead ? [...COLUMNS, "last error"] : COLUMNS;
   $("#tasks-head").replaceChildren(h(
@@ -4329,13 +4254,13 @@ function renderTasks(now) {
       type: "checkbox",
       id: "check-all",
       "aria-label": "check every task on this page",
-      disabled: busy || !tasks.length,
-      checked: tasks.length > 0 && tasks.every((t) => state.checked.has(t.id)),
+      disabled: busy || !tasks2.length,
+      checked: tasks2.length > 0 && tasks2.every((t) => state.checked.has(t.id)),
       onchange: (e) => checkAll(e.target.checked)
     })) : null,
     columns.map((c) => h("th", {}, c))
   ));
-  const rows = tasks.map((t) => h(
+  const rows = tasks2.map((t) => h(
     "tr",
     {
       class: `row ${t.id === state.selected ? "sel" : ""}`,
@@ -4367,10 +4292,6 @@ function renderTasks(now) {
   if (state.view === "search") renderSearchInfo();
   renderDetail(now);
 }
-var oneLine = (s2) => {
-  const one = String(s2).replace(/\s+/g, " ").trim();
-  return one.length > 160 ? `${one.slice(0, 159)}\u2026` : one;
-};
 function check(id, on) {
   if (on) state.checked.add(id);
   else state.checked.delete(id);
@@ -4600,186 +4521,130 @@ function renderSearchInfo() {
     searchNote(q, n) ? h("p", { class: "dim small", id: "search-note" }, searchNote(q, n)) : null
   );
 }
-function field(name, value) {
-  return h("tr", {}, h("th", {}, name), h("td", {}, value ?? "-"));
-}
-function renderDetail(now) {
-  const box = $("#detail");
-  const t = state.detail;
-  if (!t || t.id !== state.selected) {
-    box.replaceChildren(h("p", { class: "dim" }, state.view === "workflow" ? "Click a step to see its task: fields, data and history." : "Select a task to see its fields, data and history."));
-    return;
+async function loadList(gen, backend) {
+  const filter = listFilter();
+  const page = await backend.listTasks({ ...filter, cursor: state.cursors[state.page] });
+  current(gen);
+  state.tasks = page.tasks;
+  state.next = page.next_cursor;
+  state.since = page.since || "";
+  state.malformed = page.malformed || [];
+  const shown = new Set(page.tasks.map((t) => t.id));
+  for (const id of state.checked) if (!shown.has(id)) state.checked.delete(id);
+  if (state.view === "dead" && !state.stats) {
+    const st = await backend.stats();
+    current(gen);
+    takeStats(st);
   }
-  const actions = readOnly() ? [h("span", { id: "act-readonly", class: "dim small" }, READ_ONLY)] : [["replay", "Replay"], ["archive", "Archive"], ["cancel", "Cancel"]].filter(([op]) => canAct(op, t.status)).map(([op, label]) => h("button", { id: `act-${op}`, onclick: () => act(op, t) }, label));
-  const timeline = state.events.map((e, i) => h(
-    "tr",
-    { class: "version" },
-    h("td", {}, h("input", {
-      type: "checkbox",
-      "aria-label": `compare version ${i + 1}`,
-      checked: state.marks.includes(i),
-      onchange: () => mark(i)
-    })),
-    h("td", {}, `v${i + 1}`),
-    h("td", {}, e.at ? new Date(e.at).toISOString().replace("T", " ").slice(0, 19) : "-"),
-    h("td", {}, e.event, e.task?.actor ? h("span", { class: "dim small actor" }, ` by ${e.task.actor}`) : ""),
-    h("td", {}, e.status || ""),
-    h("td", { class: "num" }, e.attempt ?? ""),
-    h("td", {}, e.worker_id || "-"),
-    h("td", { class: "error" }, e.error || "")
-  ));
-  box.replaceChildren(
-    h("h2", { class: "mono" }, t.id),
-    h("div", { class: "actions" }, actions, h("button", { id: "copy-id", title: "copy the full id", onclick: () => copyID(t.id) }, "Copy id"), h("a", { class: "permalink", href: navFragment(state.cfg, { view: state.view, task: t.id, search: state.search?.text, type: state.filter.type, workflow: state.workflow }) }, "link to this task")),
-    h(
-      "table",
-      { class: "fields" },
-      field("type", t.task_type),
-      field("status", h("span", { class: `st ${t.status}` }, t.status)),
-      field("priority", priorityOf(t)),
-      field("shard", t.shard),
-      field("attempt", `${t.attempt} (retries ${t.retry_count} of ${t.max_retries})`),
-      field("rev", t.rev),
-      field("created", t.created_at),
-      field("updated", `${t.updated_at} (${ago(t.updated_at, now)})`),
-      field("available", t.available_at),
-      field("lease expires", t.lease_expires_at),
-      field("worker", t.worker_id || "-"),
-      state.progress ? field("progress", h("span", { id: "progress" }, progressText(state.progress), state.progress.at ? ` (reported ${ago(state.progress.at, now)})` : "")) : null,
-      t.expires_at ? field("expires", `${t.expires_at} (${ago(t.expires_at, now)})`) : null,
-      field("timeout", `${t.timeout_seconds}s`),
-      field("last event", t.last_event),
-      field("idempotency key", t.idempotency_key || "-"),
-      t.cancel_requested ? field("cancel", `requested: ${t.cancel_reason || "-"}`) : null,
-      t.metadata && typeof t.metadata === "object" ? field("metadata", Object.keys(t.metadata).sort().map((k) => `${k}=${t.metadata[k]}`).join(" ")) : null,
-      t.last_error ? field("last error", h("span", { class: "error" }, t.last_error)) : null,
-      ...workflowFields(t)
-    ),
-    h("h3", {}, "Data"),
-    h("div", { id: "data" }, dataView(t)),
-    h(
-      "h3",
-      {},
-      `Timeline (${state.events.length} versions)`,
-      " ",
-      h("button", { id: "diff-btn", disabled: state.marks.length !== 2, onclick: showDiff }, "Diff the two checked versions")
-    ),
-    h("div", { class: "scroll" }, h("table", { id: "timeline" }, h("tr", {}, ["", "", "at", "event", "status", "attempt", "worker", ""].map((c) => h("th", {}, c))), timeline)),
-    h("pre", { id: "diff", hidden: true })
-  );
+  if (state.selected) await loadDetail(state.selected);
 }
-function taskHref(id) {
-  return state.view === "workflow" ? navFragment(state.cfg, { view: "workflow", workflow: state.workflow, task: id }) : navFragment(state.cfg, { view: "tasks", task: id });
+async function loadSearch(gen, backend) {
+  await runSearch(gen, backend);
+  if (state.selected) await loadDetail(state.selected);
 }
-function workflowFields(t) {
-  const rep = state.wf?.rep;
-  const stepOf = (id) => rep?.steps.find((s2) => s2.task_id === id)?.name;
-  const named = (id) => stepOf(id) ? `${stepOf(id)} (${shortID(id)})` : shortID(id);
-  const out = [];
-  if (t.workflow?.id) {
-    const name = state.wfNameOf.get(t.workflow.id) || shortID(t.workflow.id);
-    out.push(field("workflow", h(
-      "a",
-      { id: "wf-link", href: navFragment(state.cfg, { view: "workflow", workflow: t.workflow.id, task: t.id }) },
-      `workflow ${name} \xB7 step ${t.workflow.step}`
-    )));
+function wire2() {
+  $("#shard").addEventListener("change", (e) => {
+    state.filter.shard = e.target.value;
+    state.cursors = [""];
+    state.page = 0;
+    state.checked.clear();
+    refresh();
+  });
+  $("#statusf").addEventListener("change", (e) => {
+    state.filter.status = e.target.value;
+    state.cursors = [""];
+    state.page = 0;
+    state.checked.clear();
+    refresh();
+  });
+  $("#more").addEventListener("click", () => {
+    state.cursors[state.page + 1] = state.next;
+    state.page++;
+    refresh();
+  });
+  $("#prev").addEventListener("click", () => {
+    state.page = Math.max(0, state.page - 1);
+    refresh();
+  });
+  $("#typef").addEventListener("change", (e) => go("dead", { type: e.target.value, push: false }));
+  for (const op of BULK_BUTTON_OPS) {
+    $(`#bulk-${op}-checked`).addEventListener("click", () => startBulk(op, "checked"));
+    $(`#bulk-${op}-type`).addEventListener("click", () => startBulk(op, "type"));
   }
-  if (t.parents?.length) {
-    out.push(field("parents", h("ul", { class: "links", id: "parents" }, t.parents.map((p) => h(
-      "li",
-      { "data-id": p.id },
-      h("a", { class: "mono", href: taskHref(p.id), title: p.id }, named(p.id)),
-      " ",
-      p.done ? h("span", { class: `st ${p.done}` }, p.done) : h("span", { class: "dim" }, "not ended yet")
-    )))));
-    if (t.on_parent_failure) out.push(field("if a parent fails", t.on_parent_failure));
-  }
-  if (t.children?.length) {
-    out.push(field("children", h("ul", { class: "links", id: "children" }, t.children.map((c) => h(
-      "li",
-      { "data-id": c },
-      h("a", { class: "mono", href: taskHref(c), title: c }, named(c))
-    )))));
-  }
-  const from = Object.entries(t.input_from || {}).sort(([a], [b]) => a.localeCompare(b));
-  if (from.length) {
-    out.push(field("input from", h("ul", { class: "links", id: "input-from" }, from.map(([f, src]) => {
-      const has = Object.hasOwn(t.from_parents || {}, f);
-      return h(
-        "li",
-        { "data-field": f },
-        h("span", { class: "jkey" }, f),
-        " = ",
-        h("span", { class: "mono" }, `${stepOf(src.parent) || shortID(src.parent)}.output${src.path ? `.${src.path}` : ""}`),
-        ": ",
-        has ? h("span", { class: "mono" }, JSON.stringify(t.from_parents[f])) : h("span", { class: "dim" }, "not taken yet")
-      );
-    }))));
-  }
-  return out;
-}
-function dataView(t) {
-  const p = state.payloads || {};
-  const part2 = (name, inline, ref) => {
-    const note = ref ? h("p", { class: "dim offloaded" }, `${name} offloaded: ${ref.bytes} bytes in ${ref.key}`) : null;
-    if (ref && p.error) return [note, h("p", { class: "error" }, `${name} not loaded: ${p.error}`)];
-    return [note, jsonTree(name, ref ? p[name] : inline)];
-  };
-  return [...part2("input", t.input, t.input_ref), ...part2("output", t.output, t.output_ref)];
-}
-function mark(i) {
-  state.marks = state.marks.includes(i) ? state.marks.filter((m) => m !== i) : [...state.marks, i].slice(-2);
-  renderDetail(state.backend.now());
-}
-function showDiff() {
-  const [a, b] = [...state.marks].sort((x, y) => x - y);
-  const text = (e) => e.task ? `${JSON.stringify(e.task, null, 2)}
-` : `(${e.event})
-`;
-  const pre = $("#diff");
-  pre.replaceChildren(
-    h("div", {}, `--- v${a + 1} ${state.events[a].event}`),
-    h("div", {}, `+++ v${b + 1} ${state.events[b].event}`),
-    ...diffLines(text(state.events[a]), text(state.events[b])).flatMap((part2) => part2.value.replace(/\n$/, "").split("\n").map((line) => {
-      const sign = part2.added ? "+" : part2.removed ? "-" : " ";
-      return h("div", { class: part2.added ? "add" : part2.removed ? "del" : "" }, `${sign} ${line}`);
-    }))
-  );
-  pre.hidden = false;
-}
-async function copyID(id) {
-  try {
-    await navigator.clipboard.writeText(id);
-    state.flash = `copied ${id}`;
-  } catch (err) {
-    const range = document.createRange();
-    range.selectNodeContents($("#detail h2"));
-    getSelection().removeAllRanges();
-    getSelection().addRange(range);
-    state.flash = `select and copy the id (the browser refused the clipboard: ${err.message})`;
-  }
-  render();
-}
-async function select(id) {
-  const gen = state.gen;
-  state.selected = id;
-  state.marks = [];
-  writeAddress(true);
-  await guard(() => loadDetail(id));
-  if (gen === state.gen) render();
-}
-async function act(op, t) {
-  const children = op === "cancel" && t.status !== "running" && t.children?.length ? ` Its ${fmt(t.children.length)} ${t.children.length === 1 ? "child follows" : "children follow"} their "if a parent fails" rule (cancel by default).` : "";
-  if (!confirm(`${op[0].toUpperCase()}${op.slice(1)} task ${t.id} (${t.task_type}, ${t.status})?${children}`)) return;
-  await action(async () => {
-    const next = await state.backend.act(op, t.id, state.shardChars);
-    state.flash = `${op}: task ${t.id} is now ${next.status}`;
+  $("#bulk-dialog").addEventListener("close", () => {
+    const plan = state.pendingPlan;
+    state.pendingPlan = null;
+    if ($("#bulk-dialog").returnValue === "go" && plan && state.backend) runBulkNow(plan);
+  });
+  $("#search-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    if (!state.backend) return;
+    const text = $("#search").value.trim();
+    if (!text) return;
+    $("#search").blur();
+    setSearch(text);
+    if (state.view === "search") state.selected = null;
+    go("search", { search: state.search.text });
+  });
+  $("#search").addEventListener("keydown", (e) => {
+    if (e.key === "Escape") e.target.blur();
   });
 }
-var NODE = { nodeW: 188, nodeH: 60 };
-function clip(text, n) {
-  return text.length > n ? `${text.slice(0, n - 1)}\u2026` : text;
+var tasks = { load: loadList, render: renderTasks, wire: wire2 };
+var search = { load: loadSearch, render: renderTasks, wire() {
+} };
+
+// src/views/workers.js
+function renderWorkers(now) {
+  const rows = state.workers.map((w) => {
+    const st = health(w.last_heartbeat, now.toISOString(), w.dead_after_seconds);
+    return h(
+      "tr",
+      { class: "worker" },
+      h("td", { class: "mono" }, w.worker_id),
+      h("td", {}, h("span", { class: `health ${st}` }, st)),
+      h("td", { class: "num" }, (w.current_tasks || []).length),
+      h("td", { class: "num" }, w.tasks_completed),
+      h("td", { class: "num" }, w.tasks_failed),
+      h("td", {}, ago(w.last_heartbeat, now)),
+      h("td", {}, ago(w.started_at, now)),
+      h("td", {}, (w.shards || []).length ? w.shards.join(",") : "all"),
+      h("td", {}, `${w.host || "-"} pid ${w.pid ?? "-"}`)
+    );
+  });
+  $("#workers").replaceChildren(...rows.length ? rows : [h("tr", {}, h("td", { colspan: 9, class: "dim" }, "no workers registered"))]);
 }
+async function load3(gen, backend) {
+  const w = await backend.workers();
+  current(gen);
+  state.workers = w.workers;
+  state.malformed = w.malformed;
+}
+var workers = { load: load3, render: renderWorkers, wire() {
+} };
+
+// src/views/workflow.js
+async function loadWorkflow(gen, backend) {
+  const ref = state.workflow;
+  if (!ref) {
+    const r = await backend.workflowNames();
+    current(gen);
+    state.wfNames = r;
+    state.malformed = r.malformed || [];
+    for (const w of r.workflows) state.wfNameOf.set(w.id, w.name);
+    return;
+  }
+  const before = backend.requests();
+  const rep = await backend.workflow(ref);
+  current(gen);
+  const after = backend.requests();
+  if (state.workflow !== ref) return;
+  const made = Object.fromEntries(Object.entries(after).map(([op, n]) => [op, n - (before[op] || 0)]).filter(([, n]) => n > 0));
+  state.wf = { ref, rep, made };
+  state.malformed = [];
+  if (rep.name) state.wfNameOf.set(rep.id, rep.name);
+}
+var NODE = { nodeW: 188, nodeH: 60 };
 function stepState(st) {
   if (!st.status) return "missing";
   if (st.status === "waiting" && st.waiting_for) return `waiting \xB7 after ${st.waiting_for}`;
@@ -4943,68 +4808,286 @@ async function cancelRest() {
     state.flash = `cancelled ${r.cancelled} step${r.cancelled === 1 ? "" : "s"} of workflow ${rep.name || rep.id}`;
   });
 }
-function renderWorkers(now) {
-  const rows = state.workers.map((w) => {
-    const st = health(w.last_heartbeat, now.toISOString(), w.dead_after_seconds);
-    return h(
-      "tr",
-      { class: "worker" },
-      h("td", { class: "mono" }, w.worker_id),
-      h("td", {}, h("span", { class: `health ${st}` }, st)),
-      h("td", { class: "num" }, (w.current_tasks || []).length),
-      h("td", { class: "num" }, w.tasks_completed),
-      h("td", { class: "num" }, w.tasks_failed),
-      h("td", {}, ago(w.last_heartbeat, now)),
-      h("td", {}, ago(w.started_at, now)),
-      h("td", {}, (w.shards || []).length ? w.shards.join(",") : "all"),
-      h("td", {}, `${w.host || "-"} pid ${w.pid ?? "-"}`)
-    );
-  });
-  $("#workers").replaceChildren(...rows.length ? rows : [h("tr", {}, h("td", { colspan: 9, class: "dim" }, "no workers registered"))]);
+async function load4(gen, backend) {
+  await loadWorkflow(gen, backend);
+  if (state.selected) await loadDetail(state.selected);
 }
-function renderSchedules(now) {
-  const rows = state.schedules.map((s2) => h(
-    "tr",
-    { class: "schedule" },
-    h("td", { class: "mono" }, s2.name),
-    h("td", { class: "mono" }, s2.cron),
-    h("td", {}, s2.timezone),
-    h("td", {}, s2.task?.task_type),
-    h("td", {}, s2.enabled ? "enabled" : "disabled"),
-    // next_due comes from the HTTP API, which evaluates the cron fields;
-    // reading the bucket directly, the page does not.
-    h("td", {}, s2.next_due ? ago(s2.next_due, now) : "-"),
-    h("td", {}, s2.last_due ? ago(s2.last_due, now) : "-"),
-    h("td", { class: "mono", title: s2.last_task_id || "" }, s2.last_task_id ? shortID(s2.last_task_id) : "-"),
-    h("td", { class: "num" }, s2.skipped || 0),
-    h("td", { class: "actions" }, scheduleButtons(s2))
-  ));
-  $("#schedules").replaceChildren(...rows.length ? rows : [h("tr", {}, h("td", { colspan: 10, class: "dim" }, "no schedules (qo schedule create)"))]);
-}
-function scheduleButtons(s2) {
-  const backend = state.backend;
-  if (readOnly()) return h("span", { class: "dim small", title: READ_ONLY }, "read-only");
-  if (!backend?.scheduleAction) {
-    return h("span", { class: "dim small", title: "open the page through qo serve to act here" }, `qo schedule ${s2.enabled ? "disable" : "enable"}|trigger|delete ${s2.name}`);
-  }
-  const act2 = (op, question) => async () => {
-    if (!window.confirm(question)) return;
-    const ok = await action(() => backend.scheduleAction(op, s2.name));
-    if (ok) state.flash = `${op === "delete" ? "deleted" : `${op}${op.endsWith("e") ? "d" : "ed"}`} schedule ${s2.name}`;
+function wire3() {
+  $("#wf-cancel").addEventListener("click", cancelRest);
+  $("#wf-open").addEventListener("submit", (e) => {
+    e.preventDefault();
+    const ref = workflowRef2($("#wf-ref").value.trim());
+    if (ref) go("workflow", { workflow: ref });
+    else state.flash = "give a workflow id or name (letters, digits and _ . : -, at most 64)";
     renderStatus();
-  };
-  return [
-    s2.enabled ? h("button", { class: "small", "data-op": "disable", onclick: act2("disable", `Disable schedule ${s2.name}? It submits nothing until enabled.`) }, "Disable") : h("button", { class: "small", "data-op": "enable", onclick: act2("enable", `Enable schedule ${s2.name}? It submits its next due run.`) }, "Enable"),
-    h("button", { class: "small", "data-op": "trigger", onclick: act2("trigger", `Trigger schedule ${s2.name} now? It submits one run at once.`) }, "Trigger"),
-    h("button", { class: "small", "data-op": "delete", onclick: act2("delete", `Delete schedule ${s2.name}? Tasks it submitted stay.`) }, "Delete")
-  ];
+  });
 }
-function go(view, { task = "", push = true, search, type, workflow } = {}) {
+var workflow = { load: load4, render: renderWorkflow, wire: wire3 };
+
+// src/shell.js
+function readFragment() {
+  return readLink(location.hash);
+}
+function writeAddress(push) {
+  const frag = navFragment(state.cfg, { view: state.view, task: state.selected || "", search: state.search?.text || "", type: state.filter.type, workflow: state.workflow });
+  if (location.hash === frag) return;
+  if (push) history.pushState(null, "", frag);
+  else history.replaceState(null, "", location.pathname + location.search + frag);
+}
+function connect(cfg, nav = {}) {
+  state.gen++;
+  Object.assign(state, fresh());
+  state.cfg = cfg;
+  state.view = nav.view || "overview";
+  state.selected = nav.task || null;
+  state.filter.type = nav.type || "";
+  state.workflow = nav.workflow || "";
+  setSearch(nav.search || "");
+  state.pendingNav = null;
+  writeAddress(false);
+  state.backend = cfg.api ? new ApiBackend({ api: cfg.api, token: cfg.token }) : new S3Backend({ endpoint: cfg.endpoint, bucket: cfg.bucket, region: cfg.region, accessKeyId: cfg.ak, secretAccessKey: cfg.sk, sessionToken: cfg.st });
+  $("#login").hidden = true;
+  $("#app").hidden = false;
+  $("#search").disabled = false;
+  $("#where").textContent = cfg.api ? `API ${cfg.api}` : `bucket ${cfg.bucket}${cfg.endpoint ? ` at ${cfg.endpoint}` : ""}`;
+  $("#readonly").hidden = !readOnly();
+  start();
+}
+function disconnect() {
+  state.gen++;
+  Object.assign(state, fresh());
+  state.backend = null;
+  state.cfg = {};
+  clearInterval(state.tickTimer);
+  state.tickTimer = null;
+  $("#refreshed").textContent = "";
+  $("#search").disabled = true;
+  $("#bulk-dialog").close?.();
+}
+function showLogin(message) {
+  $("#app").hidden = true;
+  $("#login").hidden = false;
+  $("#login-msg").textContent = message || "";
+}
+function openLink(cfg, nav = {}) {
+  if (cfg.code) {
+    const { code, ...rest } = cfg;
+    history.replaceState(null, "", location.pathname + location.search + navFragment(rest, nav));
+    const gen = ++state.gen;
+    redeemCode(rest, code).then((creds) => {
+      if (gen === state.gen) openLink({ ...rest, ...creds }, nav);
+    }, (e) => {
+      if (gen !== state.gen) return;
+      if (rest.api) openLink(rest, nav);
+      else {
+        disconnect();
+        state.pendingNav = nav;
+        showLogin(`This link's one-time code did not work (${e.message}): get a new link (qo ui serve), or enter keys.`);
+      }
+    });
+    return;
+  }
+  if (canConnect(cfg)) {
+    connect(cfg, nav);
+  } else {
+    disconnect();
+    state.pendingNav = nav;
+    if (location.hash) history.replaceState(null, "", location.pathname + location.search + navFragment(cfg, nav));
+    showLogin(cfg.bucket ? `Enter credentials for bucket ${cfg.bucket}.` : "");
+  }
+  if (cfg.bucket) {
+    const form = $("#login-form");
+    form.reset();
+    for (const k of ["endpoint", "bucket", "region"]) if (cfg[k]) form.querySelector(`[name=${k}]`).value = cfg[k];
+  }
+}
+async function redeemCode(cfg, code) {
+  const url = cfg.api ? `${cfg.api.replace(/\/+$/, "")}/api/session` : new URL("session", location.href).href;
+  const res = await fetch(url, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ code }),
+    credentials: "same-origin",
+    cache: "no-store"
+  });
+  const data = await res.json().catch(() => ({}));
+  if (!res.ok) throw new Error(data.error?.message || `${res.status} ${res.statusText}`);
+  if (cfg.api) return {};
+  const creds = {};
+  for (const k of ["ak", "sk", "st", "exp", "ro"]) if (typeof data[k] === "string" && data[k]) creds[k] = data[k];
+  if (!creds.ak || !creds.sk) throw new Error("the server answered without credentials");
+  return creds;
+}
+async function guard(fn) {
+  const gen = state.gen;
+  let error = "";
+  try {
+    await fn();
+  } catch (e) {
+    if (e instanceof Stale) return;
+    error = e.message;
+  }
+  if (gen !== state.gen) return;
+  state.error = error;
+  renderStatus();
+}
+async function start() {
+  const gen = state.gen;
+  const backend = state.backend;
+  await guard(async () => {
+    const shards2 = await backend.shards();
+    current(gen);
+    state.shards = shards2;
+    state.shardChars = shards2[0]?.length || 1;
+  });
+  if (gen !== state.gen) return;
+  renderFilters();
+  render();
+  await refresh();
+  if (gen !== state.gen) return;
+  tick();
+  clearInterval(state.tickTimer);
+  state.tickTimer = setInterval(tick, 1e3);
+}
+var SCREENS = { overview, tasks, dead: tasks, search, workers, schedules, workflow };
+function screen(view) {
+  return Object.hasOwn(SCREENS, view) ? SCREENS[view] : workers;
+}
+async function refresh() {
+  const gen = state.gen;
+  const backend = state.backend;
+  if (!backend) return;
+  if (state.loading) {
+    state.reload = true;
+    return;
+  }
+  state.loading = true;
+  let ok = false;
+  await guard(async () => {
+    await screen(state.view).load(gen, backend);
+    const control = await backend.control().catch((e) => ({ error: e.message }));
+    current(gen);
+    state.control = control;
+    ok = true;
+  });
+  if (gen !== state.gen) return;
+  if (ok) state.refreshedAt = /* @__PURE__ */ new Date();
+  else state.failedAt = /* @__PURE__ */ new Date();
+  render();
+  state.loading = false;
+  if (state.reload) {
+    state.reload = false;
+    refresh();
+  }
+}
+function setRefresh(seconds) {
+  clearInterval(state.refreshTimer);
+  state.refreshSeconds = seconds;
+  state.refreshTimer = seconds > 0 ? setInterval(() => {
+    if (!document.hidden && !state.bulk?.running) refresh();
+  }, seconds * 1e3) : null;
+  renderStatus();
+}
+function tick() {
+  if (!state.backend) return;
+  const now = state.backend.now();
+  for (const el2 of document.querySelectorAll("[data-countdown]")) {
+    const t = shownTasks().find((x) => x.id === el2.dataset.countdown);
+    if (t) el2.textContent = countdown(t, now);
+  }
+  const exp = state.cfg.exp;
+  const el = $("#expiry");
+  if (!exp) {
+    el.textContent = state.cfg.api ? "" : "credentials: entered by hand or long-lived (kept in this page only)";
+  } else {
+    const left = Date.parse(exp) - Date.now();
+    el.textContent = left > 0 ? `credentials expire in ${short(left)}` : "credentials expired: get a new link with qo ui url";
+    el.className = left > 3e5 ? "" : "warn";
+  }
+}
+function renderStatus() {
+  const el = $("#status");
+  const retry = state.refreshSeconds ? ` Retrying every ${state.refreshSeconds} s.` : " Auto-refresh is off: press Refresh to try again.";
+  el.textContent = state.error ? `Error: ${state.error}.${retry}` : state.flash;
+  el.className = state.error ? "error banner" : "ok";
+  el.setAttribute("role", state.error ? "alert" : "status");
+  const t = (d) => d.toLocaleTimeString();
+  const r = $("#refreshed");
+  if (!state.backend) r.textContent = "";
+  else if (state.error && state.failedAt) r.textContent = `refresh failed ${t(state.failedAt)}${state.refreshedAt ? ` \xB7 last refreshed ${t(state.refreshedAt)}` : ""}`;
+  else r.textContent = state.refreshedAt ? `last refreshed ${t(state.refreshedAt)}` : "loading\u2026";
+  r.className = state.error ? "warn" : "dim";
+}
+function renderFilters() {
+  const shard = $("#shard");
+  shard.replaceChildren(h("option", { value: "" }, "all shards"), ...state.shards.map((s2) => h("option", { value: s2 }, `shard ${s2}`)));
+  const status = $("#statusf");
+  const recent = `last ${LIST_WINDOW_MS / 36e5} h`;
+  status.replaceChildren(
+    h("option", { value: "" }, `all but archived (${recent})`),
+    ...STATUSES.map((s2) => h("option", { value: s2 }, INDEXED.includes(s2) ? s2 : `${s2} (${recent})`))
+  );
+}
+function renderPaused() {
+  const c = state.control;
+  const types = Object.entries(c?.paused_types || {}).sort(([a], [b]) => a.localeCompare(b));
+  const parts = [];
+  if (c?.error) parts.push(`The pause switches (control.json) could not be read: ${c.error}`);
+  if (c?.paused) parts.push(`The whole queue is paused${c.reason ? `: ${c.reason}` : ""} (since ${c.paused_at || "-"}). Workers start nothing until qo resume --all.`);
+  if (types.length) parts.push(`Paused types: ${types.map(([t, p]) => p.reason ? `${t} (${p.reason})` : t).join(", ")}.`);
+  const el = $("#paused");
+  el.textContent = parts.join(" ");
+  el.hidden = parts.length === 0;
+}
+function renderViews() {
+  for (const v of VIEWS) {
+    const tab = $(`#tab-${v}`);
+    tab.classList.toggle("on", state.view === v);
+    tab.setAttribute("aria-current", state.view === v ? "page" : "false");
+  }
+  const list = state.view === "tasks" || state.view === "dead" || state.view === "search";
+  $("#overview-view").hidden = state.view !== "overview";
+  $("#tasks-view").hidden = !list;
+  $("#workers-view").hidden = state.view !== "workers";
+  $("#schedules-view").hidden = state.view !== "schedules";
+  $("#workflow-view").hidden = state.view !== "workflow";
+  const host = state.view === "workflow" ? $("#wf-detail") : $("#tasks-split");
+  if ($("#detail").parentElement !== host) host.append($("#detail"));
+  $("#statusf").hidden = state.view !== "tasks";
+  $("#shard").hidden = state.view === "search";
+  $("#typef").hidden = state.view !== "dead";
+  $("#paging").hidden = state.view === "search";
+  $("#bulk").hidden = !checkable();
+  $("#bulk-progress").hidden = !checkable() || !state.bulk?.progress;
+  $("#search-info").hidden = state.view !== "search";
+  $("#list-title").textContent = state.view === "dead" ? "Dead letters: failed tasks, newest failure first" : state.view === "search" ? `Search: ${state.search?.text ?? ""}` : "";
+}
+function render() {
+  const readOnly2 = Boolean(state.backend?.readOnly);
+  document.body.classList.toggle("readonly", readOnly2);
+  $("#readonly-note").hidden = !readOnly2;
+  renderViews();
+  renderPaused();
+  const now = state.backend.now();
+  $("#malformed").textContent = state.malformed?.length ? `${state.malformed.length} malformed object(s) skipped, e.g. ${state.malformed[0].key}: ${state.malformed[0].error}` : "";
+  screen(state.view).render(now);
+  renderStatus();
+}
+async function action(fn) {
+  let ok = false;
+  await guard(async () => {
+    await fn();
+    ok = true;
+  });
+  if (ok) await refresh();
+  return ok;
+}
+function go(view, { task = "", push = true, search: search2, type, workflow: workflow2 } = {}) {
   if (!PAGES.includes(view) || !state.backend) return;
   const changed = view !== state.view;
   let reset = changed;
-  if (search !== void 0 && search !== (state.search?.text ?? "")) {
-    setSearch(search);
+  if (search2 !== void 0 && search2 !== (state.search?.text ?? "")) {
+    setSearch(search2);
     reset = true;
   }
   if (view === "search" && !state.search) return;
@@ -5013,9 +5096,9 @@ function go(view, { task = "", push = true, search, type, workflow } = {}) {
     state.filter.type = type;
     reset = true;
   }
-  if (changed && workflow === void 0) workflow = "";
-  if (workflow !== void 0 && workflow !== state.workflow) {
-    state.workflow = workflow;
+  if (changed && workflow2 === void 0) workflow2 = "";
+  if (workflow2 !== void 0 && workflow2 !== state.workflow) {
+    state.workflow = workflow2;
     state.wf = null;
     reset = true;
   }
@@ -5034,67 +5117,31 @@ function go(view, { task = "", push = true, search, type, workflow } = {}) {
   render();
   refresh();
 }
-for (const v of VIEWS) $(`#tab-${v}`).addEventListener("click", () => go(v, v === "workflow" ? { workflow: "" } : {}));
-$("#wf-cancel").addEventListener("click", cancelRest);
-$("#wf-open").addEventListener("submit", (e) => {
-  e.preventDefault();
-  const ref = workflowRef2($("#wf-ref").value.trim());
-  if (ref) go("workflow", { workflow: ref });
-  else state.flash = "give a workflow id or name (letters, digits and _ . : -, at most 64)";
-  renderStatus();
-});
-$("#pause-all").addEventListener("click", () => togglePause("", Boolean(state.control?.paused)));
-$("#refresh-now").addEventListener("click", refresh);
-$("#interval").addEventListener("change", (e) => setRefresh(Number(e.target.value)));
-$("#shard").addEventListener("change", (e) => {
-  state.filter.shard = e.target.value;
-  state.cursors = [""];
-  state.page = 0;
-  state.checked.clear();
-  refresh();
-});
-$("#statusf").addEventListener("change", (e) => {
-  state.filter.status = e.target.value;
-  state.cursors = [""];
-  state.page = 0;
-  state.checked.clear();
-  refresh();
-});
-$("#more").addEventListener("click", () => {
-  state.cursors[state.page + 1] = state.next;
-  state.page++;
-  refresh();
-});
-$("#prev").addEventListener("click", () => {
-  state.page = Math.max(0, state.page - 1);
-  refresh();
-});
-$("#typef").addEventListener("change", (e) => go("dead", { type: e.target.value, push: false }));
-for (const op of BULK_BUTTON_OPS) {
-  $(`#bulk-${op}-checked`).addEventListener("click", () => startBulk(op, "checked"));
-  $(`#bulk-${op}-type`).addEventListener("click", () => startBulk(op, "type"));
+function boot() {
+  $("#login-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    const f = new FormData(e.target);
+    connect(Object.fromEntries([...f.entries()].filter(([, v]) => v)), state.pendingNav || {});
+  });
+  document.addEventListener("visibilitychange", () => {
+    if (document.hidden || !state.refreshSeconds || !state.backend) return;
+    if (!state.refreshedAt || Date.now() - state.refreshedAt >= state.refreshSeconds * 1e3) refresh();
+  });
+  for (const v of VIEWS) $(`#tab-${v}`).addEventListener("click", () => go(v, v === "workflow" ? { workflow: "" } : {}));
+  workflow.wire();
+  overview.wire();
+  $("#refresh-now").addEventListener("click", refresh);
+  $("#interval").addEventListener("change", (e) => setRefresh(Number(e.target.value)));
+  tasks.wire();
+  document.addEventListener("keydown", onKey);
+  window.addEventListener("hashchange", onHashChange);
+  setRefresh(Number($("#interval").value));
+  const first = readFragment();
+  openLink(first.cfg, first.nav);
 }
-$("#bulk-dialog").addEventListener("close", () => {
-  const plan = state.pendingPlan;
-  state.pendingPlan = null;
-  if ($("#bulk-dialog").returnValue === "go" && plan && state.backend) runBulkNow(plan);
-});
-$("#search-form").addEventListener("submit", (e) => {
-  e.preventDefault();
-  if (!state.backend) return;
-  const text = $("#search").value.trim();
-  if (!text) return;
-  $("#search").blur();
-  setSearch(text);
-  if (state.view === "search") state.selected = null;
-  go("search", { search: state.search.text });
-});
-$("#search").addEventListener("keydown", (e) => {
-  if (e.key === "Escape") e.target.blur();
-});
 var KEY_VIEWS = { o: "overview", t: "tasks", d: "dead", w: "workers", s: "schedules", f: "workflow" };
 var gPressed = 0;
-document.addEventListener("keydown", (e) => {
+function onKey(e) {
   if (!state.backend || e.ctrlKey || e.metaKey || e.altKey || e.target.closest?.("input, select, textarea, [contenteditable]")) return;
   if (document.querySelector("dialog[open]")) return;
   const afterG = gPressed && Date.now() - gPressed < 1500;
@@ -5116,8 +5163,8 @@ document.addEventListener("keydown", (e) => {
   } else if (e.key === "r" && !afterG) {
     refresh();
   }
-});
-window.addEventListener("hashchange", () => {
+}
+function onHashChange() {
   const { cfg, nav } = readFragment();
   if (state.backend && isNavigation(cfg, state.cfg)) {
     if (nav.view || nav.task) {
@@ -5133,7 +5180,7 @@ window.addEventListener("hashchange", () => {
   }
   if (cfg.bucket || cfg.api) openLink(cfg, nav);
   else if (!state.backend && (nav.view || nav.task)) state.pendingNav = nav;
-});
-setRefresh(Number($("#interval").value));
-var first = readFragment();
-openLink(first.cfg, first.nav);
+}
+
+// src/app.js
+boot();
