@@ -58,7 +58,7 @@
 //     SweepInterval (the bound docs/reliability.md states).
 //   - Schedules: re-read schedules/ every ScheduleRefresh (1 LIST, plus a
 //     GET per changed schedule) and wake at the next due time to submit it
-//     (see queue.Scheduler; each due time submits one task however many
+//     (see schedule.Scheduler; each due time submits one task however many
 //     monitors run).
 //
 // # Files

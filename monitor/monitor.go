@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/schedule"
 	"github.com/qo-queue/qo/store"
 )
 
@@ -167,7 +168,7 @@ type Monitor struct {
 	sweepKick chan struct{}
 	// schedKick wakes the schedule loop (on becoming leader).
 	schedKick chan struct{}
-	sched     *queue.Scheduler
+	sched     *schedule.Scheduler
 	// declared caches the liveness bounds workers state, by heartbeat.
 	declared map[string]declaredBound
 	// schedReadAt is when the schedules were last re-read (wall time).
@@ -196,7 +197,7 @@ func New(q *queue.Queue, opts Options) *Monitor {
 		sweepKick: make(chan struct{}, 1),
 
 		schedKick: make(chan struct{}, 1),
-		sched:     q.NewScheduler(),
+		sched:     schedule.NewScheduler(q),
 	}
 }
 

@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/schedule"
 )
 
 // scheduleLoop runs the cron schedules while this monitor leads: it wakes
@@ -36,9 +36,9 @@ func (m *Monitor) scheduleLoop(ctx context.Context) {
 }
 
 // RunSchedules re-reads the schedules when ScheduleRefresh has passed since
-// the last read, then submits what is due (see queue.Scheduler.RunDue) and
+// the last read, then submits what is due (see schedule.Scheduler.RunDue) and
 // logs it. Not safe for concurrent use; Run calls it from one goroutine.
-func (m *Monitor) RunSchedules(ctx context.Context) ([]queue.ScheduleRun, error) {
+func (m *Monitor) RunSchedules(ctx context.Context) ([]schedule.Run, error) {
 	if m.schedReadAt.IsZero() || time.Since(m.schedReadAt) >= m.opts.ScheduleRefresh {
 		malformed, err := m.sched.Refresh(ctx)
 		if err != nil {
