@@ -22,6 +22,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/schedule"
 )
 
 var completionShells = []string{"bash", "zsh", "fish"}
@@ -299,7 +300,7 @@ func scheduleNames(c *cli.Context) []string {
 		return nil
 	}
 	defer cancel()
-	live, _, err := q.ListSchedules(ctx)
+	live, _, err := schedule.List(ctx, q)
 	if err != nil {
 		return nil
 	}

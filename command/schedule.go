@@ -14,6 +14,7 @@ import (
 	"github.com/qo-queue/qo/internal/termsafe"
 	"github.com/qo-queue/qo/monitor/view"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/schedule"
 )
 
 func scheduleCommand() *cli.Command {
@@ -30,7 +31,7 @@ func scheduleCommand() *cli.Command {
 		}
 		return args[0], nil
 	}
-	show := func(c *cli.Context, q *queue.Queue, s *queue.Schedule) error {
+	show := func(c *cli.Context, q *queue.Queue, s *schedule.Schedule) error {
 		if c.Bool("json") {
 			return emitJSON(c.App.Writer, view.ScheduleOf(s))
 		}
@@ -53,7 +54,7 @@ func scheduleCommand() *cli.Command {
 	}
 	toggle := func(enabled bool) cli.ActionFunc {
 		return onSchedule(func(c *cli.Context, q *queue.Queue, name string) error {
-			s, err := q.SetScheduleEnabled(c.Context, name, enabled)
+			s, err := schedule.SetEnabled(c.Context, q, name, enabled)
 			if err != nil {
 				return err
 			}
@@ -86,7 +87,7 @@ due time. Either way a long outage never floods the queue.`,
 					&cli.StringFlag{Name: "tz", Value: "UTC", Usage: "IANA time `ZONE` the cron fields are read in (e.g. Europe/Berlin)"},
 					&cli.StringFlag{Name: "type", Aliases: []string{"t"}, Usage: "task `TYPE` each run submits"},
 					&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "task input as a `JSON` document"},
-					&cli.StringFlag{Name: "missed", Value: string(queue.MissedCatchUp), Usage: "`POLICY` for due times missed while no monitor ran: catch-up (run the latest once) or skip"},
+					&cli.StringFlag{Name: "missed", Value: string(schedule.MissedCatchUp), Usage: "`POLICY` for due times missed while no monitor ran: catch-up (run the latest once) or skip"},
 					&cli.StringFlag{Name: "priority", Aliases: []string{"p"}, Value: string(queue.PriorityNormal), Usage: "`LEVEL` of the tasks: high, normal or low"},
 					&cli.DurationFlag{Name: "timeout", Value: queue.DefaultTimeout, Usage: "lease of one attempt of each task"},
 					&cli.IntFlag{Name: "retries", Value: queue.DefaultMaxRetries, Usage: "retries after the first attempt (0: run once)"},
@@ -107,7 +108,7 @@ due time. Either way a long outage never floods the queue.`,
 					if err != nil {
 						return err
 					}
-					s, err := q.CreateSchedule(c.Context, spec)
+					s, err := schedule.Create(c.Context, q, spec)
 					if err != nil {
 						return err
 					}
@@ -127,7 +128,7 @@ due time. Either way a long outage never floods the queue.`,
 					if err != nil {
 						return err
 					}
-					list, malformed, err := q.ListSchedules(c.Context)
+					list, malformed, err := schedule.List(c.Context, q)
 					if err != nil {
 						return err
 					}
@@ -156,7 +157,7 @@ due time. Either way a long outage never floods the queue.`,
 				UsageText: "qo schedule show NAME [--json]",
 				Flags:     []cli.Flag{jsonFlag()},
 				Action: onSchedule(func(c *cli.Context, q *queue.Queue, name string) error {
-					s, err := q.GetSchedule(c.Context, name)
+					s, err := schedule.Get(c.Context, q, name)
 					if err != nil {
 						return err
 					}
@@ -176,7 +177,7 @@ due time. Either way a long outage never floods the queue.`,
 				Usage:     "delete a schedule (tasks it submitted stay)",
 				UsageText: "qo schedule delete NAME",
 				Action: onSchedule(func(c *cli.Context, q *queue.Queue, name string) error {
-					if err := q.DeleteSchedule(c.Context, name); err != nil {
+					if err := schedule.Delete(c.Context, q, name); err != nil {
 						return err
 					}
 					fmt.Fprintf(c.App.Writer, "deleted schedule %s\n", name)
@@ -189,7 +190,7 @@ due time. Either way a long outage never floods the queue.`,
 				UsageText: "qo schedule trigger NAME [--json]",
 				Flags:     []cli.Flag{jsonFlag()},
 				Action: onSchedule(func(c *cli.Context, q *queue.Queue, name string) error {
-					t, err := q.TriggerSchedule(c.Context, name)
+					t, err := schedule.Trigger(c.Context, q, name)
 					if err != nil {
 						return err
 					}
@@ -204,10 +205,10 @@ due time. Either way a long outage never floods the queue.`,
 	}
 }
 
-func scheduleSpecFromFlags(c *cli.Context, name string) (queue.ScheduleSpec, error) {
-	spec := queue.ScheduleSpec{
+func scheduleSpecFromFlags(c *cli.Context, name string) (schedule.Spec, error) {
+	spec := schedule.Spec{
 		Name: name, Cron: c.String("cron"), Timezone: c.String("tz"),
-		Missed: queue.MissedPolicy(c.String("missed")), Disabled: c.Bool("disabled"),
+		Missed: schedule.MissedPolicy(c.String("missed")), Disabled: c.Bool("disabled"),
 	}
 	if spec.Cron == "" {
 		return spec, usageError("--cron is required (5 fields: minute hour day-of-month month day-of-week, e.g. --cron \"30 2 * * *\")")
@@ -250,7 +251,7 @@ func scheduleSpecFromFlags(c *cli.Context, name string) (queue.ScheduleSpec, err
 	return spec, nil
 }
 
-func printSchedule(w io.Writer, s *queue.Schedule, now time.Time) error {
+func printSchedule(w io.Writer, s *schedule.Schedule, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, termsafe.Line(v)) }
 	row("name", s.Name)
@@ -290,7 +291,7 @@ func mustLocation(tz string) *time.Location {
 	return loc
 }
 
-func nextDueText(s *queue.Schedule, now time.Time) string {
+func nextDueText(s *schedule.Schedule, now time.Time) string {
 	d := s.NextDue()
 	if d.IsZero() {
 		return "-"

@@ -16,6 +16,7 @@ import (
 
 	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/schedule"
 )
 
 // Two workers, each with an embedded monitor: a once-a-minute schedule
@@ -28,10 +29,10 @@ func TestScheduleRunsOncePerDueTime(t *testing.T) {
 	for _, id := range []string{"s1", "s2"} {
 		e.start(t, id, workerArgs(id, "--builtins")...)
 	}
-	var first *queue.Schedule
+	var first *schedule.Schedule
 	testutil.Poll{Limit: 150 * time.Second, Every: 500 * time.Millisecond}.Until(t, func() bool {
 		var err error
-		first, err = e.q.GetSchedule(ctx, "tick")
+		first, err = schedule.Get(ctx, e.q, "tick")
 		require.NoError(t, err)
 		return first.LastTaskID != ""
 	}, "the schedule to run")
@@ -39,7 +40,7 @@ func TestScheduleRunsOncePerDueTime(t *testing.T) {
 	require.NoError(t, err)
 	task := e.waitTask(t, id, "completed", func(t *queue.Task) bool { return t.Status == queue.StatusCompleted })
 	require.JSONEq(t, `{"from":"cron"}`, string(task.Output))
-	require.Equal(t, queue.ScheduleRunKey("tick", *first.LastDue), task.IdempotencyKey)
+	require.Equal(t, schedule.RunKey("tick", *first.LastDue), task.IdempotencyKey)
 
 	// Exactly one task per due time handled so far.
 	var runs int
@@ -56,7 +57,7 @@ func TestScheduleRunsOncePerDueTime(t *testing.T) {
 			break
 		}
 	}
-	latest, err := e.q.GetSchedule(ctx, "tick")
+	latest, err := schedule.Get(ctx, e.q, "tick")
 	require.NoError(t, err)
 	due := 0
 	for d := latest.CreatedAt; ; {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/schedule"
 )
 
 // tmuxSession runs one program in a detached tmux session on a private
@@ -143,7 +144,7 @@ func TestTUIInTmux(t *testing.T) {
 	// so), and the schedules screen triggers a run of a schedule.
 	s.keys("q")
 	s.waitFor("NEXT / LEASE")
-	_, err = e.q.CreateSchedule(ctx, queue.ScheduleSpec{Name: "nightly", Cron: "30 2 * * *", Task: queue.ScheduleTask{Type: "report"}})
+	_, err = schedule.Create(ctx, e.q, schedule.Spec{Name: "nightly", Cron: "30 2 * * *", Task: schedule.Task{Type: "report"}})
 	require.NoError(t, err)
 	s.keys("1", "P")
 	s.waitFor("Pause the whole queue?")
@@ -158,7 +159,7 @@ func TestTUIInTmux(t *testing.T) {
 	s.waitFor("Trigger schedule nightly")
 	s.keys("y")
 	s.waitFor("schedule nightly submitted")
-	sc, err := e.q.GetSchedule(ctx, "nightly")
+	sc, err := schedule.Get(ctx, e.q, "nightly")
 	require.NoError(t, err)
 	require.NotEmpty(t, sc.LastTaskID)
 

@@ -22,6 +22,7 @@ import (
 
 	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/schedule"
 )
 
 // failMany submits n tasks of typ and fails each for good (a dead letter).
@@ -491,7 +492,7 @@ func TestWebUIPhoneAndTheme(t *testing.T) {
 		_, _, err := e.q.Submit(bg, queue.SubmitRequest{Type: "thumbnail.resize", AvailableAt: time.Now().Add(time.Hour), Priority: queue.PriorityHigh})
 		require.NoError(t, err)
 	}
-	_, err := e.q.CreateSchedule(bg, queue.ScheduleSpec{Name: "nightly-report", Cron: "30 2 * * *", Timezone: "Europe/Berlin", Task: queue.ScheduleTask{Type: "report"}})
+	_, err := schedule.Create(bg, e.q, schedule.Spec{Name: "nightly-report", Cron: "30 2 * * *", Timezone: "Europe/Berlin", Task: schedule.Task{Type: "report"}})
 	require.NoError(t, err)
 	slow, _, err := e.q.Submit(bg, queue.SubmitRequest{Type: "sleep", Input: json.RawMessage(`{"ms":120000}`)})
 	require.NoError(t, err)

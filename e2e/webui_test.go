@@ -25,6 +25,7 @@ import (
 
 	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/schedule"
 )
 
 const chromiumPath = "/usr/bin/chromium"
@@ -307,7 +308,7 @@ func TestWebUITaskDetailsPauseAndSchedules(t *testing.T) {
 	require.NotNil(t, offloaded.InputRef)
 	_, err = e.q.Pause(bg, "report", "month end")
 	require.NoError(t, err)
-	_, err = e.q.CreateSchedule(bg, queue.ScheduleSpec{Name: "nightly", Cron: "30 2 * * *", Timezone: "Europe/Berlin", Task: queue.ScheduleTask{Type: "report"}})
+	_, err = schedule.Create(bg, e.q, schedule.Spec{Name: "nightly", Cron: "30 2 * * *", Timezone: "Europe/Berlin", Task: schedule.Task{Type: "report"}})
 	require.NoError(t, err)
 
 	var tasks, banner, data string

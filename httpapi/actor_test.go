@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/schedule"
 	"github.com/qo-queue/qo/store/storetest"
 )
 
@@ -51,7 +52,7 @@ func TestOperatorActionsNameTheServerAndCaller(t *testing.T) {
 		require.Equal(t, http.StatusCreated, status, "%v", body)
 		obj, err := e.raw.Get(ctx, queue.ScheduleKey("nightly"))
 		require.NoError(t, err)
-		var s queue.Schedule
+		var s schedule.Schedule
 		require.NoError(t, json.Unmarshal(obj.Body, &s))
 		require.Equal(t, actor, s.Actor)
 	})

@@ -4,7 +4,7 @@ import (
 	"net/http"
 
 	"github.com/qo-queue/qo/monitor/view"
-	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/schedule"
 )
 
 // Cron schedules (see queue/doc.go, "Schedules"): the same calls as qo
@@ -12,16 +12,16 @@ import (
 
 // scheduleBody is the body of POST /api/schedules.
 type scheduleBody struct {
-	Name     string             `json:"name"`
-	Cron     string             `json:"cron"`
-	Timezone string             `json:"timezone"`
-	Missed   queue.MissedPolicy `json:"missed"`
-	Disabled bool               `json:"disabled"`
-	Task     queue.ScheduleTask `json:"task"`
+	Name     string                `json:"name"`
+	Cron     string                `json:"cron"`
+	Timezone string                `json:"timezone"`
+	Missed   schedule.MissedPolicy `json:"missed"`
+	Disabled bool                  `json:"disabled"`
+	Task     schedule.Task         `json:"task"`
 }
 
 func (a *api) listSchedules(w http.ResponseWriter, r *http.Request) error {
-	list, malformed, err := a.q.ListSchedules(r.Context())
+	list, malformed, err := schedule.List(r.Context(), a.q)
 	if err != nil {
 		return err
 	}
@@ -35,7 +35,7 @@ func (a *api) createSchedule(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &b, want); err != nil {
 		return err
 	}
-	s, err := a.q.CreateSchedule(r.Context(), queue.ScheduleSpec{
+	s, err := schedule.Create(r.Context(), a.q, schedule.Spec{
 		Name: b.Name, Cron: b.Cron, Timezone: b.Timezone, Missed: b.Missed, Disabled: b.Disabled, Task: b.Task,
 	})
 	if err != nil {
@@ -47,7 +47,7 @@ func (a *api) createSchedule(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *api) getSchedule(w http.ResponseWriter, r *http.Request) error {
-	s, err := a.q.GetSchedule(r.Context(), r.PathValue("name"))
+	s, err := schedule.Get(r.Context(), a.q, r.PathValue("name"))
 	if err != nil {
 		return err
 	}
@@ -56,7 +56,7 @@ func (a *api) getSchedule(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *api) deleteSchedule(w http.ResponseWriter, r *http.Request) error {
-	if err := a.q.DeleteSchedule(r.Context(), r.PathValue("name")); err != nil {
+	if err := schedule.Delete(r.Context(), a.q, r.PathValue("name")); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -65,7 +65,7 @@ func (a *api) deleteSchedule(w http.ResponseWriter, r *http.Request) error {
 
 func (a *api) enableSchedule(enabled bool) func(w http.ResponseWriter, r *http.Request) error {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		s, err := a.q.SetScheduleEnabled(r.Context(), r.PathValue("name"), enabled)
+		s, err := schedule.SetEnabled(r.Context(), a.q, r.PathValue("name"), enabled)
 		if err != nil {
 			return err
 		}
@@ -75,7 +75,7 @@ func (a *api) enableSchedule(enabled bool) func(w http.ResponseWriter, r *http.R
 }
 
 func (a *api) triggerSchedule(w http.ResponseWriter, r *http.Request) error {
-	t, err := a.q.TriggerSchedule(r.Context(), r.PathValue("name"))
+	t, err := schedule.Trigger(r.Context(), a.q, r.PathValue("name"))
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/schedule"
 	"github.com/qo-queue/qo/store/storetest"
 )
 
@@ -41,7 +42,7 @@ func TestScheduleEndpoints(t *testing.T) {
 			{"DELETE", "/api/schedules/nightly", "/api/schedules/{name}", "", 204, nil},
 			{"DELETE", "/api/schedules/nightly", "/api/schedules/{name}", "", 404, nil},
 		})
-		_, err := e.q.GetSchedule(context.Background(), "nightly")
+		_, err := schedule.Get(context.Background(), e.q, "nightly")
 		require.ErrorIs(t, err, queue.ErrNotFound)
 	})
 }

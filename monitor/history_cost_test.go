@@ -11,6 +11,7 @@ import (
 
 	"github.com/qo-queue/qo/monitor"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/schedule"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/storetest"
 	"github.com/qo-queue/qo/worker/bench"
@@ -37,7 +38,7 @@ func TestNewLeaderCostIndependentOfHistory(t *testing.T) {
 				_, _, err := q.Submit(ctx, queue.SubmitRequest{Type: "job"})
 				require.NoError(t, err)
 			}
-			_, err = q.CreateSchedule(ctx, queue.ScheduleSpec{Name: "hourly", Cron: "@hourly", Task: queue.ScheduleTask{Type: "job"}})
+			_, err = schedule.Create(ctx, q, schedule.Spec{Name: "hourly", Cron: "@hourly", Task: schedule.Task{Type: "job"}})
 			require.NoError(t, err)
 			require.NoError(t, q.PutWorker(ctx, &queue.WorkerInfo{ID: "w1", LastHeartbeat: clock.Now()}))
 

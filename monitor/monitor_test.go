@@ -17,6 +17,7 @@ import (
 
 	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/schedule"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/storetest"
 )
@@ -527,7 +528,7 @@ func TestRunSchedules(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, b storetest.Backend) {
 		ctx := context.Background()
 		q, _, clock := setup(t, b, true)
-		_, err := q.CreateSchedule(ctx, queue.ScheduleSpec{Name: "minutely", Cron: "* * * * *", Task: queue.ScheduleTask{Type: "job"}})
+		_, err := schedule.Create(ctx, q, schedule.Spec{Name: "minutely", Cron: "* * * * *", Task: schedule.Task{Type: "job"}})
 		require.NoError(t, err)
 		// Two monitors, as after a leadership change.
 		obs := &scheduleObserver{}

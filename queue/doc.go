@@ -1248,13 +1248,16 @@ number of schedulers is safe): for a schedule whose due times in
 for the latest due time with the idempotency key "schedule:{name}:{due in
 RFC 3339}" (so two schedulers create one task) and compare-and-swaps
 last_due forward; earlier due times of the same pass count as skipped.
-Times come from the queue clock. A due time handled more than ScheduleGrace
+Times come from the queue clock. A due time handled more than schedule.Grace
 (2 minutes) late is missed: policy catch-up (default) still submits it,
 skip does not. So downtime never floods the queue. Enabling a schedule
 sets last_due to now (due times passed while disabled do not run); delete
 writes a tombstone ("deleted": true) in place, since deleted keys are
 never written conditionally again; create over a tombstone replaces it.
-An operator's write names them in "actor" (see Actor).
+An operator's write names them in "actor" (see Actor). The package
+queue/schedule owns these objects (Create, Get, List, SetEnabled, Delete,
+Trigger and the Scheduler); the queue keeps their key (ScheduleKey,
+ValidateScheduleName) and the submit each run makes.
 
 # Server probes
 

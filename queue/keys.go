@@ -447,6 +447,10 @@ func ParseWorkerKey(key string) (string, error) {
 	return id, nil
 }
 
+// ValidateScheduleName checks a schedule name: 1..64 characters from
+// [A-Za-z0-9_.:-], not only dots.
+func ValidateScheduleName(s string) error { return validateName("schedule name", s, 64) }
+
 // ParseScheduleKey returns the schedule name of a schedule key
 // "schedules/{name}.json".
 func ParseScheduleKey(key string) (string, error) {

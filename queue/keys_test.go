@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/schedule"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/memstore"
 )
@@ -87,7 +88,7 @@ func TestKeysCoverEveryWrite(t *testing.T) {
 	require.NoError(t, err)
 	_, err = q.Pause(ctx, "bad", "incident")
 	require.NoError(t, err)
-	_, err = q.CreateSchedule(ctx, queue.ScheduleSpec{Name: "nightly", Cron: "0 3 * * *", Task: queue.ScheduleTask{Type: "report"}})
+	_, err = schedule.Create(ctx, q, schedule.Spec{Name: "nightly", Cron: "0 3 * * *", Task: schedule.Task{Type: "report"}})
 	require.NoError(t, err)
 	require.NoError(t, q.PutWorker(ctx, &queue.WorkerInfo{Format: 1, ID: "w1", StartedAt: q.Now(), LastHeartbeat: q.Now()}))
 	_, err = q.AcquireLease(ctx, queue.MonitorLeaderKey, "m1", time.Minute)

@@ -30,9 +30,6 @@ const (
 	taskEnvelope = 4 << 20
 	// maxTaskObject bounds a task object and each of its versions.
 	maxTaskObject = 2*MaxInlinePayload + taskEnvelope
-	// maxScheduleObject bounds a schedule: its task template holds an
-	// input of at most MaxInlinePayload.
-	maxScheduleObject = MaxInlinePayload + maxSmallObject
 	// maxWorkflowRecord bounds a workflow record (MaxWorkflowSteps steps
 	// and MaxWorkflowEdges edges take well under 1 MiB; records written
 	// under the earlier bound of 20,000 steps fit too).
@@ -79,6 +76,14 @@ func humanBytes(n int64) string {
 // single read says which key and which bound.
 func (q *Queue) getLimited(ctx context.Context, key string, max int64) (*store.Object, error) {
 	return getLimited(ctx, q.s, key, max)
+}
+
+// GetLimited reads key from s, refusing an object over max bytes: such an
+// object is a *MalformedError naming the key and the bound (packages that
+// own an object kind of the bucket, such as queue/schedule, read theirs
+// with it as the queue reads its own).
+func GetLimited(ctx context.Context, s store.Store, key string, max int64) (*store.Object, error) {
+	return getLimited(ctx, s, key, max)
 }
 
 func getLimited(ctx context.Context, s store.Store, key string, max int64) (*store.Object, error) {

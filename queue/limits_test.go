@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/schedule"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/storetest"
 )
@@ -129,7 +130,7 @@ func TestOversizedObjectsRefused(t *testing.T) {
 		bigSchedule := queue.ScheduleKey("big")
 		_, err = b.raw.Put(b.ctx, bigSchedule, bytes.Repeat([]byte(" "), 2<<20+1), store.Condition{})
 		require.NoError(t, err)
-		_, bad, err = b.q.ListSchedules(b.ctx)
+		_, bad, err = schedule.List(b.ctx, b.q)
 		require.NoError(t, err)
 		require.Len(t, bad, 1)
 		require.Equal(t, bigSchedule, bad[0].Key)
@@ -178,11 +179,11 @@ func TestInlinePayloadBounded(t *testing.T) {
 		require.Nil(t, task.InputRef, "threshold %d: inline", threshold)
 	}
 
-	_, err := b.q.CreateSchedule(b.ctx, queue.ScheduleSpec{Name: "big", Cron: "*/5 * * * *",
-		Task: queue.ScheduleTask{Type: "t", Input: jsonOfSize(queue.MaxInlinePayload + 1)}})
+	_, err := schedule.Create(b.ctx, b.q, schedule.Spec{Name: "big", Cron: "*/5 * * * *",
+		Task: schedule.Task{Type: "t", Input: jsonOfSize(queue.MaxInlinePayload + 1)}})
 	require.ErrorIs(t, err, queue.ErrInvalidInput)
 	require.Contains(t, err.Error(), "over the 1048576 bytes a schedule holds")
-	_, err = b.q.CreateSchedule(b.ctx, queue.ScheduleSpec{Name: "ok", Cron: "*/5 * * * *",
-		Task: queue.ScheduleTask{Type: "t", Input: jsonOfSize(queue.MaxInlinePayload)}})
+	_, err = schedule.Create(b.ctx, b.q, schedule.Spec{Name: "ok", Cron: "*/5 * * * *",
+		Task: schedule.Task{Type: "t", Input: jsonOfSize(queue.MaxInlinePayload)}})
 	require.NoError(t, err)
 }

@@ -114,6 +114,9 @@ func (q *Queue) Shards() []string { return append([]string(nil), q.shards...) }
 // Store returns the underlying store.
 func (q *Queue) Store() store.Store { return q.s }
 
+// Logger returns the queue's logger (Options.Logger; discards when unset).
+func (q *Queue) Logger() *slog.Logger { return q.log }
+
 // Now returns the queue's current time (UTC, millisecond precision: the
 // resolution of index keys).
 func (q *Queue) Now() time.Time { return q.clock.Now().UTC().Truncate(time.Millisecond) }

@@ -14,6 +14,7 @@ import (
 	"github.com/qo-queue/qo/inspect"
 	"github.com/qo-queue/qo/monitor"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/schedule"
 	"github.com/qo-queue/qo/store"
 )
 
@@ -69,7 +70,7 @@ type workflowMsg struct {
 // schedulesMsg carries the cron schedules.
 type schedulesMsg struct {
 	seq       int
-	list      []*queue.Schedule
+	list      []*schedule.Schedule
 	malformed []queue.MalformedError
 	err       error
 }
@@ -212,7 +213,7 @@ func loadSchedules(ctx context.Context, q *queue.Queue, seq int) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 		defer cancel()
-		list, bad, err := q.ListSchedules(ctx)
+		list, bad, err := schedule.List(ctx, q)
 		return schedulesMsg{seq: seq, list: list, malformed: bad, err: err}
 	}
 }
@@ -261,16 +262,16 @@ func scheduleAction(ctx context.Context, q *queue.Queue, action, name string) te
 		msg := actionMsg{action: action}
 		switch action {
 		case actEnable, actDisable:
-			_, msg.err = q.SetScheduleEnabled(ctx, name, action == actEnable)
+			_, msg.err = schedule.SetEnabled(ctx, q, name, action == actEnable)
 			msg.note = action + "d schedule " + name
 		case actTrigger:
 			var t *queue.Task
-			t, msg.err = q.TriggerSchedule(ctx, name)
+			t, msg.err = schedule.Trigger(ctx, q, name)
 			if msg.err == nil {
 				msg.note = "schedule " + name + " submitted " + t.ID.String()
 			}
 		case actDelSched:
-			msg.err = q.DeleteSchedule(ctx, name)
+			msg.err = schedule.Delete(ctx, q, name)
 			msg.note = "deleted schedule " + name
 		}
 		return msg

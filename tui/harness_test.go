@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/schedule"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/memstore"
 	"github.com/qo-queue/qo/store/storetest"
@@ -204,11 +205,11 @@ func (h *harness) features() *harness {
 	t := h.t
 	_, err := h.q.Pause(h.ctx, "report", "month end")
 	require.NoError(t, err)
-	_, err = h.q.CreateSchedule(h.ctx, queue.ScheduleSpec{Name: "nightly", Cron: "30 2 * * *", Timezone: "Europe/Berlin",
-		Task: queue.ScheduleTask{Type: "report", Input: json.RawMessage(`{"kind":"daily"}`)}})
+	_, err = schedule.Create(h.ctx, h.q, schedule.Spec{Name: "nightly", Cron: "30 2 * * *", Timezone: "Europe/Berlin",
+		Task: schedule.Task{Type: "report", Input: json.RawMessage(`{"kind":"daily"}`)}})
 	require.NoError(t, err)
-	_, err = h.q.CreateSchedule(h.ctx, queue.ScheduleSpec{Name: "poll", Cron: "*/5 * * * *", Disabled: true, Missed: queue.MissedSkip,
-		Task: queue.ScheduleTask{Type: "poll"}})
+	_, err = schedule.Create(h.ctx, h.q, schedule.Spec{Name: "poll", Cron: "*/5 * * * *", Disabled: true, Missed: schedule.MissedSkip,
+		Task: schedule.Task{Type: "poll"}})
 	require.NoError(t, err)
 	urgent, _, err := h.q.Submit(h.ctx, queue.SubmitRequest{Type: "send_email", IdempotencyKey: "urgent", Priority: queue.PriorityHigh,
 		Input: json.RawMessage(`{"to":"ops@example.com"}`), ExpiresAt: h.clock.Now().Add(10 * time.Minute)})

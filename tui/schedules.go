@@ -9,6 +9,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/schedule"
 )
 
 // schedules lists the cron schedules with their next due time; e toggles,
@@ -19,7 +20,7 @@ type schedules struct {
 	w, h int
 
 	loaded    bool
-	list      []*queue.Schedule
+	list      []*schedule.Schedule
 	malformed []queue.MalformedError
 	sel, off  int
 }
@@ -33,7 +34,7 @@ func (s *schedules) take(m schedulesMsg) {
 	s.sel = max(min(s.sel, len(s.list)-1), 0)
 }
 
-func (s *schedules) selected() *queue.Schedule {
+func (s *schedules) selected() *schedule.Schedule {
 	if s.sel < 0 || s.sel >= len(s.list) {
 		return nil
 	}
@@ -155,7 +156,7 @@ func orNull(b []byte) []byte {
 }
 
 // schedulePrompt is the question asked before an action on a schedule.
-func schedulePrompt(action string, sc *queue.Schedule) string {
+func schedulePrompt(action string, sc *schedule.Schedule) string {
 	what := safe(fmt.Sprintf("schedule %s (%s %s, task type %s)", sc.Name, sc.Cron, sc.Timezone, sc.Task.Type))
 	switch action {
 	case actEnable:

@@ -10,6 +10,7 @@ import (
 
 	"github.com/qo-queue/qo/internal/termsafe/termsafetest"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/schedule"
 	"github.com/qo-queue/qo/store"
 )
 
@@ -56,8 +57,8 @@ func (h *harness) hostileData() (failed *queue.Task) {
 	require.NoError(t, err)
 	require.NoError(t, h.q.PutWorker(h.ctx, &queue.WorkerInfo{ID: "a-hostile-worker", LastHeartbeat: h.clock.Now(), StartedAt: h.clock.Now(),
 		Host: termsafetest.Hostile, Version: termsafetest.Hostile, CurrentTasks: []string{termsafetest.Hostile}, Shards: []string{"\x1b[2J"}}))
-	_, err = h.q.CreateSchedule(h.ctx, queue.ScheduleSpec{Name: "a-hostile", Cron: "30 2 * * *",
-		Task: queue.ScheduleTask{Type: "hostile", Input: json.RawMessage(`{"x":"\u009b2J"}`)}})
+	_, err = schedule.Create(h.ctx, h.q, schedule.Spec{Name: "a-hostile", Cron: "30 2 * * *",
+		Task: schedule.Task{Type: "hostile", Input: json.RawMessage(`{"x":"\u009b2J"}`)}})
 	require.NoError(t, err)
 	got, err := h.q.Get(h.ctx, failed.ID)
 	require.NoError(t, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/schedule"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/memstore"
 )
@@ -464,17 +465,17 @@ func TestFeatureKeys(t *testing.T) {
 			require.Len(t, h.m.scheds.list, 2)
 		}},
 		{"e then y disables the selected schedule", Options{Screen: "schedules"}, []string{"e", "y"}, func(t *testing.T, h *harness) {
-			s, err := h.q.GetSchedule(h.ctx, "nightly")
+			s, err := schedule.Get(h.ctx, h.q, "nightly")
 			require.NoError(t, err)
 			require.False(t, s.Enabled)
 		}},
 		{"j e y enables the disabled one", Options{Screen: "schedules"}, []string{"j", "e", "y"}, func(t *testing.T, h *harness) {
-			s, err := h.q.GetSchedule(h.ctx, "poll")
+			s, err := schedule.Get(h.ctx, h.q, "poll")
 			require.NoError(t, err)
 			require.True(t, s.Enabled)
 		}},
 		{"t then y triggers a run", Options{Screen: "schedules"}, []string{"t", "y"}, func(t *testing.T, h *harness) {
-			s, err := h.q.GetSchedule(h.ctx, "nightly")
+			s, err := schedule.Get(h.ctx, h.q, "nightly")
 			require.NoError(t, err)
 			require.NotEmpty(t, s.LastTaskID)
 			id, err := queue.ParseID(s.LastTaskID)
@@ -485,7 +486,7 @@ func TestFeatureKeys(t *testing.T) {
 			require.Contains(t, h.m.flash, "submitted")
 		}},
 		{"X then y deletes it", Options{Screen: "schedules"}, []string{"X", "y"}, func(t *testing.T, h *harness) {
-			_, err := h.q.GetSchedule(h.ctx, "nightly")
+			_, err := schedule.Get(h.ctx, h.q, "nightly")
 			require.ErrorIs(t, err, queue.ErrNotFound)
 			require.Len(t, h.m.scheds.list, 1, "the list is reloaded")
 		}},

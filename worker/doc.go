@@ -93,7 +93,9 @@
 // task re-read that often, to notice a cancel request or a lost lease.
 // Deadlines are read from Options.Clock (the store's authoritative time by
 // default), never from the local clock alone. See task.go for the reasons
-// a handler's context is cancelled.
+// a handler's context is cancelled, finish.go for how an attempt's end
+// becomes the task's next state (decide, then one write), heartbeat.go for
+// the heartbeat and its watchdog, shutdown.go for the drain at shutdown.
 //
 // # Registry and heartbeat
 //

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
 	"github.com/qo-queue/qo/monitor"
 	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/store"
@@ -267,46 +268,9 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.leaser = newShardLeaser(w)
 	}
 
-	// A server that ignores conditional writes would run tasks twice:
-	// refuse it before claiming anything (queue/doc.go, "Server probes").
-	probeCtx, cancelProbe := context.WithTimeout(ctx, 30*time.Second)
-	err := doctor.Probe(probeCtx, w.q.Store(), queue.ProbeKey)
-	cancelProbe()
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil // stopped while starting: nothing was written but the probe
-		}
-		return fmt.Errorf("worker %s: %w", w.opts.ID, err)
-	}
-
-	// Before registering, while the entry is still the earlier process's:
-	// tasks it left running under this id are taken back below.
-	// Starting without knowing would leave them running until their
-	// leases expire: a lookup that keeps failing stops the start, as a
-	// registration that keeps failing does.
-	loCtx, cancelLo := context.WithTimeout(ctx, 30*time.Second)
-	lo, err := w.findLeftoverRetrying(loCtx)
-	cancelLo()
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil // stopped while starting: nothing was written but the probe
-		}
-		return fmt.Errorf("worker %s: look for tasks an earlier process of this id left running: %w", w.opts.ID, err)
-	}
-
-	regCtx, cancelReg := context.WithTimeout(ctx, 30*time.Second)
-	sent := w.clock.Now()
-	err = w.q.PutWorker(regCtx, w.info())
-	cancelReg()
-	w.lastBeat.Store(sent.UnixNano())
-	if err != nil {
-		if ctx.Err() != nil {
-			// Stopped while registering: nothing was claimed. The entry's
-			// write may have landed all the same; remove it.
-			w.deregister(bg)
-			return nil
-		}
-		return fmt.Errorf("worker %s: register in the worker registry: %w", w.opts.ID, err)
+	lo, started, err := w.register(ctx, bg)
+	if !started {
+		return err // nil when stopped while starting
 	}
 	w.state.Store(stateRegistered)
 	stopWatch := w.watchShutdown(ctx)
@@ -371,6 +335,57 @@ func (w *Worker) Run(ctx context.Context) error {
 	return nil
 }
 
+// register makes the worker's start, before it claims anything: the
+// server probe, the lookup of tasks an earlier process of this id left
+// running (returned for recoverLeftover) and the registration. started is
+// false when the worker must not run: err says why, or is nil when ctx
+// ended meanwhile.
+func (w *Worker) register(ctx, bg context.Context) (_ *leftover, started bool, _ error) {
+	// A server that ignores conditional writes would run tasks twice:
+	// refuse it before claiming anything (queue/doc.go, "Server probes").
+	probeCtx, cancelProbe := context.WithTimeout(ctx, 30*time.Second)
+	err := doctor.Probe(probeCtx, w.q.Store(), queue.ProbeKey)
+	cancelProbe()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, false, nil // stopped while starting: nothing was written but the probe
+		}
+		return nil, false, fmt.Errorf("worker %s: %w", w.opts.ID, err)
+	}
+
+	// Before registering, while the entry is still the earlier process's:
+	// tasks it left running under this id are taken back once registered
+	// (Run starts recoverLeftover).
+	// Starting without knowing would leave them running until their
+	// leases expire: a lookup that keeps failing stops the start, as a
+	// registration that keeps failing does.
+	loCtx, cancelLo := context.WithTimeout(ctx, 30*time.Second)
+	lo, err := w.findLeftoverRetrying(loCtx)
+	cancelLo()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, false, nil // stopped while starting: nothing was written but the probe
+		}
+		return nil, false, fmt.Errorf("worker %s: look for tasks an earlier process of this id left running: %w", w.opts.ID, err)
+	}
+
+	regCtx, cancelReg := context.WithTimeout(ctx, 30*time.Second)
+	sent := w.clock.Now()
+	err = w.q.PutWorker(regCtx, w.info())
+	cancelReg()
+	w.lastBeat.Store(sent.UnixNano())
+	if err != nil {
+		if ctx.Err() != nil {
+			// Stopped while registering: nothing was claimed. The entry's
+			// write may have landed all the same; remove it.
+			w.deregister(bg)
+			return nil, false, nil
+		}
+		return nil, false, fmt.Errorf("worker %s: register in the worker registry: %w", w.opts.ID, err)
+	}
+	return lo, true, nil
+}
+
 // Monitor returns the embedded monitor (nil with NoMonitor).
 func (w *Worker) Monitor() *monitor.Monitor { return w.mon }
 
@@ -395,127 +410,6 @@ func (w *Worker) stopping(ctx context.Context) bool {
 	default:
 		return false
 	}
-}
-
-// abortGrace bounds how long an aborted shutdown waits for the handlers it
-// stopped: exec handlers are killed at once, so only a Go handler that
-// ignores its context takes longer.
-const abortGrace = 2 * time.Second
-
-// drain waits for running handlers. Past ShutdownTimeout (or at Abort) it
-// stops the ones still running and waits for them to return: each task is
-// released by its own runTask once its handler has returned (an exec
-// handler: once its process exited, after SIGTERM and, at the kill grace,
-// SIGKILL), never while the handler still runs, so no other worker can
-// start the task meanwhile. A handler that has not returned HandlerGrace
-// after it was stopped (a Go handler that ignores its context) keeps its
-// task: drain waits for it until its lease expires (the monitor's
-// ExpireLease is then the way back) or Abort. It reports whether Abort
-// left handlers running, whose tasks the registry entry must then keep
-// (see Run).
-func (w *Worker) drain() (keepEntry bool) {
-	n := w.runningCount()
-	allDone := make(chan struct{})
-	go func() {
-		w.tasks.Wait()
-		close(allDone)
-	}()
-	if n == 0 {
-		<-allDone
-		return false
-	}
-	w.log.Info("shutting down: waiting for running tasks", "running", n, "timeout", w.opts.ShutdownTimeout.String())
-	timer := time.NewTimer(w.opts.ShutdownTimeout)
-	defer timer.Stop()
-	cause := ErrShuttingDown
-	select {
-	case <-allDone:
-		w.log.Info("running tasks finished")
-		return false
-	case <-timer.C:
-	case <-w.abort:
-		cause = errAbort
-	}
-	running := w.snapshotRunning()
-	w.log.Warn("stopping the handlers still running; each task is released once its handler has returned", "running", len(running), "reason", cause)
-	for _, rt := range running {
-		rt.cancel(cause)
-	}
-	aborted := cause == errAbort
-	grace := w.opts.HandlerGrace
-	if aborted {
-		grace = min(grace, abortGrace)
-	}
-	done, ab := w.awaitHandlers(allDone, grace, aborted, time.Time{})
-	if done {
-		return false
-	}
-	if !aborted && !ab {
-		until := w.lastLeaseExpiry()
-		w.log.Error("handlers did not return after they were stopped: their tasks are not released while they run; waiting until they return or their leases expire (stop waiting with a second signal, or Abort)",
-			"running", w.runningCount(), "handler_grace", w.opts.HandlerGrace.String(), "leases_expire", until)
-		if done, ab = w.awaitHandlers(allDone, 0, false, until); done {
-			return false
-		}
-		if !ab {
-			w.log.Warn("the leases of the handlers still running have expired: their tasks are the monitor's to take back", "running", w.runningCount())
-			return false
-		}
-	}
-	if !aborted {
-		// Aborted while waiting: exec handlers still running are killed
-		// now (see handlerEnv); wait briefly for them.
-		if done, _ := w.awaitHandlers(allDone, min(w.opts.HandlerGrace, abortGrace), true, time.Time{}); done {
-			return false
-		}
-	}
-	w.log.Error("shutdown aborted while handlers still run: their tasks are not released; the registry entry is left for the monitor, which takes them back once it is older than the liveness bound",
-		"running", w.runningCount(), "dead_after", w.opts.DeadAfter.String())
-	return true
-}
-
-// awaitHandlers waits until every handler returned (done), for at most d
-// (when d > 0) and until the queue clock reaches until (when not zero).
-// Unless aborted already, an Abort ends the wait (ab).
-func (w *Worker) awaitHandlers(allDone <-chan struct{}, d time.Duration, aborted bool, until time.Time) (done, ab bool) {
-	var timeout <-chan time.Time
-	if d > 0 {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		timeout = t.C
-	}
-	var abort <-chan struct{}
-	if !aborted {
-		abort = w.abort
-	}
-	// The queue clock is not the machine's: look at it every supervisePoll.
-	tick := time.NewTicker(supervisePoll)
-	defer tick.Stop()
-	for {
-		select {
-		case <-allDone:
-			return true, false
-		case <-abort:
-			return false, true
-		case <-timeout:
-			return false, false
-		case <-tick.C:
-			if !until.IsZero() && !w.clock.Now().Before(until) {
-				return false, false
-			}
-		}
-	}
-}
-
-// lastLeaseExpiry is the latest lease_expires_at of the running tasks.
-func (w *Worker) lastLeaseExpiry() time.Time {
-	var last time.Time
-	for _, rt := range w.snapshotRunning() {
-		if rt.expires.After(last) {
-			last = rt.expires
-		}
-	}
-	return last
 }
 
 func (w *Worker) runningCount() int {
@@ -543,220 +437,6 @@ func (w *Worker) snapshotRunning() []*runningTask {
 		out = append(out, rt)
 	}
 	return out
-}
-
-// info is the registry record as of now.
-func (w *Worker) info() *queue.WorkerInfo {
-	w.mu.Lock()
-	current := make([]string, 0, len(w.running))
-	running := make([]*runningTask, 0, len(w.running))
-	for id, rt := range w.running {
-		current = append(current, id.String())
-		running = append(running, rt)
-	}
-	w.mu.Unlock()
-	sort.Strings(current)
-	// The handlers' latest progress reports (read outside w.mu: an exec
-	// handler's is read from its file).
-	var progress map[string]queue.Progress
-	for _, rt := range running {
-		if p := rt.progressNow(); p != nil {
-			if progress == nil {
-				progress = map[string]queue.Progress{}
-			}
-			progress[rt.id.String()] = *p
-		}
-	}
-	var shards []string
-	switch {
-	case w.leaser != nil:
-		shards = w.leaser.owned()
-	case len(w.opts.Shards) > 0:
-		shards = append([]string(nil), w.opts.Shards...)
-	default:
-		// Empty means every shard. (Not the full list: leasing workers
-		// read the registry to see which shards are taken, and a worker
-		// without leasing takes none.)
-	}
-	var requests *store.Counts
-	if c, ok := w.q.Store().(store.Counted); ok {
-		snap := c.Requests().Snapshot()
-		requests = &snap
-	}
-	return &queue.WorkerInfo{
-		Requests:         requests,
-		ID:               w.opts.ID,
-		StartedAt:        w.startedAt,
-		LastHeartbeat:    w.clock.Now(),
-		Shards:           shards,
-		CurrentTasks:     current,
-		Types:            append([]string(nil), w.types...),
-		Concurrency:      w.opts.Concurrency,
-		TasksCompleted:   w.completed.Load(),
-		TasksFailed:      w.failed.Load(),
-		Recent:           w.recent.Snapshot(w.clock.Now()),
-		Host:             w.host,
-		PID:              os.Getpid(),
-		Version:          w.opts.Version,
-		DeadAfterSeconds: int(w.opts.DeadAfter.Round(time.Second) / time.Second),
-		Progress:         progress,
-		Holds:            w.heldShares(),
-	}
-}
-
-// countFinish counts finished attempts (for the totals and the per-minute
-// counts of the heartbeat).
-func (w *Worker) countFinish(completed, failed int) {
-	w.completed.Add(int64(completed))
-	w.failed.Add(int64(failed))
-	w.recent.Add(w.clock.Now(), completed, failed)
-}
-
-// Heartbeat writes the registry record now. The registry entry's age is the
-// worker's liveness (see queue.WorkerInfo.DeadAfter), so a heartbeat that
-// cannot land within half the bound is abandoned and tried again soon.
-//
-// A worker serving a type with a fleet-wide cap works out its share of it
-// first and confirms a raised share after the write (see caps.go).
-func (w *Worker) Heartbeat(ctx context.Context) error {
-	w.hbMu.Lock()
-	defer w.hbMu.Unlock()
-	ctx, cancel := context.WithTimeout(ctx, min(30*time.Second, w.opts.DeadAfter/2))
-	defer cancel()
-	raised := w.planHolds(ctx)
-	sent := w.clock.Now()
-	info := w.info()
-	if err := w.q.PutWorker(ctx, info); err != nil {
-		err = fmt.Errorf("worker %s: heartbeat: %w", w.opts.ID, err)
-		w.noteHeartbeat(err)
-		return err
-	}
-	if w.presumedDead() {
-		// The last heartbeat before this one grew too old: others may
-		// have counted this worker dead and used its shares.
-		w.resetShares()
-		raised = info.Holds != nil
-	}
-	w.lastBeat.Store(sent.UnixNano())
-	w.noteHeartbeat(nil)
-	if raised {
-		w.confirmHolds(ctx, info.Holds)
-	}
-	return nil
-}
-
-// requestHeartbeat asks the heartbeat loop to publish soon (after shard
-// ownership changed).
-func (w *Worker) requestHeartbeat() {
-	select {
-	case w.hbNow <- struct{}{}:
-	default:
-	}
-}
-
-// heartbeatRetry is how soon a failed heartbeat is tried again.
-const heartbeatRetry = time.Second
-
-// heartbeatLoop runs on its own timer, independent of running tasks; a
-// failed heartbeat is retried after heartbeatRetry.
-func (w *Worker) heartbeatLoop(ctx context.Context) {
-	failing := false
-	for {
-		wait := w.opts.HeartbeatInterval
-		if failing || w.capsPending() {
-			wait = min(wait, heartbeatRetry)
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		case <-w.hbNow:
-			t.Stop()
-		}
-		// A beat already sent is not cancelled when the loop is stopped:
-		// Run deregisters only after it returned, so a write the server
-		// completes late cannot bring the entry back after the delete.
-		// Heartbeat bounds it with its own timeout.
-		err := w.Heartbeat(context.WithoutCancel(ctx))
-		switch {
-		case err != nil && ctx.Err() == nil:
-			if !failing {
-				w.log.Warn("heartbeat failed (will keep trying)", "err", err)
-			}
-			failing = true
-		case err == nil && failing:
-			w.log.Info("heartbeat recovered")
-			failing = false
-		}
-	}
-}
-
-// presumedDead reports whether the last heartbeat that landed is older
-// than stopAfter: the worker then claims nothing and stops its handlers.
-func (w *Worker) presumedDead() bool {
-	return w.clock.Now().Sub(time.Unix(0, w.lastBeat.Load())) >= w.stopAfter()
-}
-
-// stopAfter is how old the last landed heartbeat may grow before the
-// worker stops its handlers: three quarters of DeadAfter, less the
-// watchdog's period, so that they are stopped by three quarters. The
-// monitor takes the tasks back only once the heartbeat is older than
-// DeadAfter plus queue.MaxClockSkew by its own clock, so a handler that
-// stops within the last quarter (an exec handler's kill grace, 5s of the
-// default 20s: Options.KillGrace is held to it) has ended before its task
-// can run elsewhere, whichever way the clocks are skewed.
-func (w *Worker) stopAfter() time.Duration {
-	return w.opts.DeadAfter - w.opts.DeadAfter/4 - watchdogEvery(w.opts.DeadAfter)
-}
-
-// watchdogEvery is how often the watchdog looks: every DeadAfter/40 of the
-// queue's clock, at most every 500ms.
-func watchdogEvery(deadAfter time.Duration) time.Duration {
-	return min(max(deadAfter/40, 10*time.Millisecond), 500*time.Millisecond)
-}
-
-// watchdogLoop stops every handler once the last heartbeat that reached the
-// store is older than stopAfter, before the monitor may take the tasks back
-// and run them elsewhere (each is released where the lease still holds,
-// once its handler has returned, see finish).
-func (w *Worker) watchdogLoop(ctx context.Context) {
-	t := time.NewTicker(watchdogEvery(w.opts.DeadAfter))
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if !w.presumedDead() {
-			continue
-		}
-		last := time.Unix(0, w.lastBeat.Load())
-		age := w.clock.Now().Sub(last)
-		w.mu.Lock()
-		var stopped int
-		for _, rt := range w.running {
-			if rt.ctx.Err() == nil {
-				rt.cancel(fmt.Errorf("%w: last heartbeat %s ago", ErrPresumedDead, age.Round(time.Millisecond)))
-				stopped++
-			}
-		}
-		w.mu.Unlock()
-		if stopped > 0 {
-			w.log.Error("heartbeat has not reached the store for three quarters of the liveness bound: stopping the handlers before their tasks are taken back",
-				"last_heartbeat", last, "dead_after", w.opts.DeadAfter.String(), "stopped", stopped)
-		}
-	}
-}
-
-func (w *Worker) deregister(bg context.Context) {
-	ctx, cancel := context.WithTimeout(bg, 30*time.Second)
-	defer cancel()
-	if err := w.q.DeleteWorker(ctx, w.opts.ID); err != nil {
-		w.log.Warn("deregistering failed; the registry entry will show as stale", "err", err)
-	}
 }
 
 func (w *Worker) jitter(d time.Duration) time.Duration {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/qo-queue/qo/monitor"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/schedule"
 	"github.com/qo-queue/qo/store"
 )
 
@@ -184,12 +185,12 @@ func StatsOf(st queue.Stats, health []monitor.WorkerHealth) Stats {
 // Schedule is a cron schedule as stored plus its next due time (qo
 // schedule show --json, GET /api/schedules/{name}).
 type Schedule struct {
-	*queue.Schedule
+	*schedule.Schedule
 	NextDue *time.Time `json:"next_due"`
 }
 
 // ScheduleOf adds the next due time (null when disabled).
-func ScheduleOf(s *queue.Schedule) Schedule {
+func ScheduleOf(s *schedule.Schedule) Schedule {
 	v := Schedule{Schedule: s}
 	if d := s.NextDue(); !d.IsZero() {
 		v.NextDue = &d
@@ -205,7 +206,7 @@ type Schedules struct {
 }
 
 // SchedulesOf converts a listing; lists are never null.
-func SchedulesOf(list []*queue.Schedule, malformed []queue.MalformedError) Schedules {
+func SchedulesOf(list []*schedule.Schedule, malformed []queue.MalformedError) Schedules {
 	out := Schedules{Schedules: []Schedule{}, Malformed: MalformedOf(malformed)}
 	for _, s := range list {
 		out.Schedules = append(out.Schedules, ScheduleOf(s))
