@@ -1,4 +1,4 @@
-// Package layout holds no code. Its test keeps qo's packages in layers,
+// Package layers holds no code. Its test keeps qo's packages in layers,
 // each importing only layers below it:
 //
 //	internal/...                  leaf helpers (termsafe, testutil): nothing of qo
@@ -24,4 +24,4 @@
 // must have a layer, so a new one is placed on purpose. The check parses
 // the import clauses of every file with go/parser, whatever its build
 // constraints, so code built for one OS only is checked on every OS.
-package layout
+package layers
