@@ -44,7 +44,7 @@ func testMain(m *testing.M) int {
 		qoBin += ".exe"
 	}
 	build := exec.Command("go", "build", "-o", qoBin, ".")
-	build.Dir = ".." // the module root
+	build.Dir = ".." // the root module: built as the release builds it
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: building qo failed: %v\n%s", err, out)
 		return 1

@@ -149,15 +149,6 @@ func retainedAsFinished(t *Task) bool {
 	return false
 }
 
-// put writes an object with tags when there are any and the store can tag
-// in the same request, else untagged.
-func (q *Queue) put(ctx context.Context, key string, body []byte, cond store.Condition, tags []store.Tag) (store.PutResult, error) {
-	if tg, ok := q.s.(store.Tagger); ok && len(tags) > 0 {
-		return tg.PutTagged(ctx, key, body, cond, tags)
-	}
-	return q.s.Put(ctx, key, body, cond)
-}
-
 // Init creates the queue in an empty bucket with default options; see
 // InitWithOptions.
 func Init(ctx context.Context, s store.Store, shardChars int) (Config, error) {

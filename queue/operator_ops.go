@@ -88,13 +88,14 @@ var operatorRefusal = map[string]struct {
 	OpRequeue: {EventRequeued, StatusPending, "requeued"},
 }
 
-// operatorChange is the change an operator action makes to a task (see the
-// methods above). Every client that acts on tasks (this package, the web
-// UI) applies exactly these rules; ApplyOperator exposes them. The
-// statuses an action applies to are the table's (OperatorFrom): any other
-// is refused before the change looks at the task.
+// operatorChange is the whole change an operator action makes to a task
+// (see the methods above): it refuses a task whose status the action does
+// not apply to (the table's, OperatorFrom), applies operatorEffect, and
+// records the actor when the task changed. Every client that acts on tasks
+// (this package, the web UI) applies exactly these rules; ApplyOperator
+// exposes them.
 func operatorChange(op, reason, actor string) func(t *Task, now time.Time) (string, error) {
-	change := operatorChanges(op, reason)
+	change := operatorEffect(op, reason)
 	r, known := operatorRefusal[op]
 	return func(t *Task, now time.Time) (string, error) {
 		if known {
@@ -119,9 +120,9 @@ func joinOr(ss []Status) string {
 	return joinNames(ss[:len(ss)-1]) + " or " + string(ss[len(ss)-1])
 }
 
-// operatorChanges is the change itself, for a task whose status the
-// action applies to.
-func operatorChanges(op, reason string) func(t *Task, now time.Time) (string, error) {
+// operatorEffect is what action op does to a task whose status it applies
+// to, unchecked: operatorChange checks the status first.
+func operatorEffect(op, reason string) func(t *Task, now time.Time) (string, error) {
 	switch op {
 	case OpCancel:
 		return func(t *Task, now time.Time) (string, error) {

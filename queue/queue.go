@@ -193,6 +193,15 @@ func (e *staleError) Unwrap() error { return store.ErrPreconditionFailed }
 // unknown outcome.
 const maxPutAttempts = 3
 
+// put writes an object with tags when there are any and the store can tag
+// in the same request, else untagged.
+func (q *Queue) put(ctx context.Context, key string, body []byte, cond store.Condition, tags []store.Tag) (store.PutResult, error) {
+	if tg, ok := q.s.(store.Tagger); ok && len(tags) > 0 {
+		return tg.PutTagged(ctx, key, body, cond, tags)
+	}
+	return q.s.Put(ctx, key, body, cond)
+}
+
 // putTask writes next under cond (create-only or If-Match on the version
 // whose request_id is prevRequestID) and resolves uncertainty:
 //

@@ -31,7 +31,7 @@ set -euo pipefail
 
 GORELEASER_VERSION=v2.16.0
 # crane pushes the image; the same release of go-containerregistry that
-# deploy/image builds it with (go.mod).
+# deploy/image builds it with (deploy/go.mod).
 CRANE_VERSION=v0.22.1
 # The SBOMs of .goreleaser.yaml, made from each binary's build information.
 CYCLONEDX_GOMOD_VERSION=v1.10.0
@@ -40,6 +40,9 @@ bin_dir=$cache_root/goreleaser/$GORELEASER_VERSION/bin
 goreleaser=$bin_dir/goreleaser
 
 cd "$(dirname "$0")/.."
+# The release builds each module as its own go.mod says, whatever local
+# go.work a developer keeps (CONTRIBUTING.md, "Three modules").
+export GOWORK=off
 
 install() {
 	if [[ -x $goreleaser ]]; then

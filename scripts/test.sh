@@ -9,15 +9,71 @@
 # whole test suite with the race detector, and scripts/compat.sh against a few
 # S3 servers, stops MinIO and exits with the test status.
 #
+# Every Go step runs in every Go module of the repository: the root (the
+# library and the qo binary) and the nested modules e2e/ and deploy/, which
+# are modules of their own so that what only they need (chromedp, toxiproxy,
+# the Kubernetes API, go-containerregistry) stays out of the library's
+# go.mod. `go test ./...` does not enter a nested module, hence the loop.
+# There is no go.work: each module is checked as its own go.mod resolves it,
+# which is what a program importing qo, and the release build, get.
+#
 # Environment:
 #   QO_CACHE_DIR       where tools are cached (default ${XDG_CACHE_HOME:-$HOME/.cache}/qo)
 #   QO_TEST_TIMEOUT    go test -timeout (default 30m)
-#   QO_TEST_PKGS       packages to test (default ./...)
+#   QO_TEST_PKGS       packages to test, as paths from the repository root
+#                      (default: every package of every module; ./e2e/... runs
+#                      in the e2e module)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+# A local go.work (CONTRIBUTING.md) would resolve every module together.
+export GOWORK=off
 
 step() { echo "==> $*" >&2; }
+
+# The Go modules of the repository, "." (the root) first.
+mapfile -t modules < <(find . -name go.mod -not -path './.git/*' -not -path '*/testdata/*' -not -path '*/node_modules/*' |
+	sed -e 's#^\./##' -e 's#/\?go\.mod$##' -e 's#^$#.#' | LC_ALL=C sort)
+
+# in_modules CMD...: runs CMD in each module's directory, stopping at the
+# first failure.
+in_modules() {
+	local m
+	for m in "${modules[@]}"; do
+		(cd "$m" && "$@") || {
+			echo "test.sh: in module $m: $* failed" >&2
+			return 1
+		}
+	done
+}
+
+# module_pkgs MODULE: the packages of QO_TEST_PKGS (./... unset) that lie in
+# MODULE, as paths relative to it; each path belongs to the innermost
+# module whose directory holds it.
+module_pkgs() {
+	local mod=$1 p rel owner m
+	if [[ -z ${QO_TEST_PKGS:-} ]]; then
+		echo ./...
+		return
+	fi
+	for p in $QO_TEST_PKGS; do
+		rel=${p#./}
+		owner=.
+		for m in "${modules[@]}"; do
+			if [[ $m != . && ($rel == "$m" || $rel == "$m"/*) && ${#m} -gt ${#owner} ]]; then
+				owner=$m
+			fi
+		done
+		[[ $owner == "$mod" ]] || continue
+		if [[ $mod == . ]]; then
+			echo "$p"
+		else
+			rel=${rel#"$mod"}
+			rel=${rel#/}
+			echo "${rel:+./}${rel:-.}"
+		fi
+	done
+}
 
 command -v go >/dev/null || {
 	echo "test.sh: error: the Go toolchain is required (go not found in PATH)" >&2
@@ -67,10 +123,13 @@ trap 'bash scripts/minio.sh stop "$QO_MINIO_STATE_DIR" || true' EXIT
 export QO_TEST_REQUIRE_S3=1
 
 # --- Static checks -------------------------------------------------------------
-step "go vet ./... (linux, and windows + darwin: the release targets)"
-go vet ./...
-GOOS=windows go vet ./...
-GOOS=darwin go vet ./...
+step "modules: ${modules[*]}; go mod tidy -diff in each (go.mod and go.sum say exactly what the module needs)"
+in_modules go mod tidy -diff
+
+step "go vet ./... in every module (linux, and windows + darwin: the release targets)"
+in_modules go vet ./...
+GOOS=windows in_modules go vet ./...
+GOOS=darwin in_modules go vet ./...
 
 # The container image's qo is built with -tags nogateway (.goreleaser.yaml):
 # vet that build too, and test the gateway package's stub in it, so the
@@ -87,7 +146,7 @@ if [[ ! -x $staticcheck_bin/staticcheck ]]; then
 	mkdir -p "$staticcheck_bin"
 	GOBIN=$staticcheck_bin go install "honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION"
 fi
-"$staticcheck_bin/staticcheck" ./...
+in_modules "$staticcheck_bin/staticcheck" ./...
 
 step "gofmt"
 unformatted=$(find . -name '*.go' -not -path './.git/*' -not -path '*/testdata/*' -print0 | xargs -0 -r gofmt -l)
@@ -111,13 +170,16 @@ bash scripts/release.sh single >&2
 export QO_TEST_REQUIRE_IMAGE=1
 
 # --- Tests ---------------------------------------------------------------------
-step "go test -race ${QO_TEST_PKGS:-./...}"
 status=0
-# shellcheck disable=SC2086 # QO_TEST_PKGS is a space-separated package list
-# One package at a time (-p 1): the process and chaos tests load the machine
-# on their own, and leases of a second or two must not expire because
-# another package's tests starve them of CPU.
-go test -race -count=1 -p 1 -timeout "${QO_TEST_TIMEOUT:-30m}" ${QO_TEST_PKGS:-./...} || status=$?
+# One package at a time (-p 1), one module after another: the process and
+# chaos tests load the machine on their own, and leases of a second or two
+# must not expire because another package's tests starve them of CPU.
+for m in "${modules[@]}"; do
+	mapfile -t pkgs < <(module_pkgs "$m")
+	((${#pkgs[@]} > 0)) || continue
+	step "go test -race ${pkgs[*]} (module $m)"
+	(cd "$m" && go test -race -count=1 -p 1 -timeout "${QO_TEST_TIMEOUT:-30m}" "${pkgs[@]}") || status=1
+done
 
 # --- Servers -------------------------------------------------------------------
 # qo against S3 servers beside the test MinIO (docs/providers.md): the embedded

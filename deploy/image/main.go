@@ -3,7 +3,10 @@
 // The release (.goreleaser.yaml) runs it after each build of the image's
 // binary (linux, -tags nogateway: without the embedded S3 server of qo dev):
 //
-//	go run ./deploy/image add --layout dist/qo_image_oci --binary PATH --platform linux/amd64 --version V ...
+//	go -C deploy run ./image add --layout ../dist/qo_image_oci --binary PATH --platform linux/amd64 --version V ...
+//
+// It runs in deploy/, the module it belongs to, so its paths are absolute
+// or relative to deploy/.
 //
 // Each call puts the binary of one platform into an image (one layer:
 // /usr/local/bin/qo, an /etc/passwd naming the non-root user 65532, a home

@@ -1,6 +1,7 @@
-package layout
+package layers
 
 import (
+	"errors"
 	"fmt"
 	"go/parser"
 	"go/token"
@@ -173,7 +174,7 @@ func TestImports(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"", "store", "queue", "monitor", "worker", "metrics", "httpapi", "tui", "webui"} {
+	for _, want := range []string{"", "store", "queue", "monitor", "worker", "metrics", "httpapi", "tui", "webui", "deploy/image", "e2e"} {
 		if _, ok := imports[want]; !ok {
 			t.Errorf("no package %s found: the walk missed part of the module", pkgName(want))
 		}
@@ -204,7 +205,9 @@ type importRef struct {
 // moduleImports parses the import clauses of every non-test Go file under
 // root, whatever its build constraints, and returns the imports of module
 // packages by importing package (paths relative to root). A package with
-// test files only is listed with no imports.
+// test files only is listed with no imports. qo's nested modules (e2e,
+// deploy: their own go.mod keeps what only they need out of the library's)
+// are walked too, as their packages keep the import paths of this tree.
 func moduleImports(root string) (map[string][]importRef, error) {
 	out := map[string][]importRef{}
 	fset := token.NewFileSet()
@@ -218,8 +221,12 @@ func moduleImports(root string) (map[string][]importRef, error) {
 				return filepath.SkipDir
 			}
 			if path != root {
-				if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
-					return filepath.SkipDir // another module
+				own, err := ownModule(root, path)
+				if err != nil {
+					return err
+				}
+				if !own {
+					return filepath.SkipDir // another project's module
 				}
 			}
 			return nil
@@ -268,4 +275,27 @@ func moduleImports(root string) (map[string][]importRef, error) {
 		return nil, fmt.Errorf("walk %s: %w", root, err)
 	}
 	return out, nil
+}
+
+// ownModule reports whether dir is a directory of root's module, or the
+// root of one of qo's nested modules (a go.mod whose module path is the
+// directory's import path under module), rather than another module.
+func ownModule(root, dir string) (bool, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read go.mod: %w", err)
+	}
+	rel, err := filepath.Rel(root, dir)
+	if err != nil {
+		return false, fmt.Errorf("relative path of %s: %w", dir, err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if p, ok := strings.CutPrefix(strings.TrimSpace(line), "module "); ok {
+			return strings.Trim(strings.TrimSpace(p), `"`) == pkgName(filepath.ToSlash(rel)), nil
+		}
+	}
+	return false, fmt.Errorf("%s: no module line", filepath.Join(dir, "go.mod"))
 }

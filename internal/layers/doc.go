@@ -1,4 +1,4 @@
-// Package layout holds no code. Its test keeps qo's packages in layers,
+// Package layers holds no code. Its test keeps qo's packages in layers,
 // each importing only layers below it:
 //
 //	internal/...                  leaf helpers (termsafe, testutil): nothing of qo
@@ -20,8 +20,10 @@
 //
 // A package may import its own tree (store/memstore imports store) and any
 // layer below its own. Tests may reach upward (queue's tests run workers):
-// only what is built into a program is checked. Every package of the module
-// must have a layer, so a new one is placed on purpose. The check parses
+// only what is built into a program is checked. Every package must have a
+// layer, so a new one is placed on purpose; the nested modules deploy/ and
+// e2e/ (modules of their own, so that what only they need stays out of the
+// library's go.mod) are checked with the rest. The check parses
 // the import clauses of every file with go/parser, whatever its build
 // constraints, so code built for one OS only is checked on every OS.
-package layout
+package layers
