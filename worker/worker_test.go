@@ -318,7 +318,10 @@ func TestCancelRequestedStopsHandler(t *testing.T) {
 		blk := newBlocker(true)
 		w.Handle("block", blk.handle)
 		r := start(t, w)
-		task := bd.submit(t, "block", `{}`, timeout(time.Second))
+		// The timeout is far off: on a loaded machine the cancel may take
+		// more than a second to reach the handler, and this test is about
+		// the cancel, not the timeout.
+		task := bd.submit(t, "block", `{}`, timeout(time.Minute))
 		blk.waitStarted(t)
 		_, err := bd.q.Cancel(context.Background(), task.ID, "operator said so")
 		require.NoError(t, err)
