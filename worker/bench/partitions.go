@@ -559,7 +559,10 @@ func (r SimReport) WriteText(w io.Writer) {
 	c := r.Config
 	shards := 1 << (4 * c.ShardChars)
 	share := fmt.Sprintf("%d workers each owning %d shards", c.Workers, max(1, shards/c.Workers))
-	if c.Workers > shards {
+	switch {
+	case c.Workers == shards:
+		share = fmt.Sprintf("%d workers each owning 1 shard", c.Workers)
+	case c.Workers > shards:
 		share = fmt.Sprintf("%d workers, %d of them owning 1 shard each", c.Workers, shards)
 	}
 	if i := r.Idle; i != nil {
