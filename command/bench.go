@@ -70,10 +70,13 @@ docs/performance.md met or not:
 
 --simulate-partitions needs no S3 server: it drives --sim-rate tasks per
 second for --sim-seconds of simulated time through qo's real queue code over
-an in-memory store, with workers owning an even share of --sim-shards shards,
-maps every request to the key prefix S3 could partition on, and reports the
-busiest prefix against S3's limits of 3,500 writes and 5,500 reads per second
-per prefix (docs/scaling.md).
+an in-memory store, with workers holding an even share of --sim-shards shards
+by shard lease and sending what deployed workers send besides (heartbeats,
+leasing rounds, embedded monitors, the leader's lease check), maps every
+request to the key prefix S3 could partition on, and reports the busiest
+prefix against S3's limits of 3,500 writes and 5,500 reads per second per
+prefix (docs/scaling.md). Before the load, --sim-idle-seconds of an idle
+fleet are priced per month.
 
 Each phase runs in a fresh bucket named qo-bench-..., removed afterwards
 (--keep leaves them): a real queue is never touched. Prices are flags, so
@@ -86,7 +89,8 @@ Examples:
   qo bench --deps-only --fan-out 10000 --fan-in 1000
   qo bench --processes-only --workers 8 --concurrency 4
   qo bench --price-put 0.0045 --price-get 0.00036     # another provider's prices
-  qo bench --simulate-partitions --sim-rate 20000 --sim-shards 256`,
+  qo bench --simulate-partitions --sim-rate 20000 --sim-shards 256
+  qo bench --simulate-partitions --sim-workers 1000                # a fleet's idle cost and busiest prefix`,
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "tasks", Value: 2000, Usage: "tasks of the end-to-end run"},
 			&cli.IntFlag{Name: "workers", Value: 4, Usage: "workers of the end-to-end runs (in this process, then as worker processes)"},
@@ -115,6 +119,7 @@ Examples:
 			&cli.IntFlag{Name: "sim-seconds", Value: 2, Usage: "with --simulate-partitions: simulated `SECONDS`"},
 			&cli.IntFlag{Name: "sim-shards", Value: 256, Usage: "with --simulate-partitions: 16 or 256 shards"},
 			&cli.IntFlag{Name: "sim-workers", Value: 64, Usage: "with --simulate-partitions: workers sharing the shards"},
+			&cli.IntFlag{Name: "sim-idle-seconds", Value: 60, Usage: "with --simulate-partitions: simulated `SECONDS` of an idle fleet before the load, priced per month (0: none)"},
 			&cli.StringFlag{Name: "plot", Usage: "instead of the standard run, sweep workers x concurrency (1x1 to 8x8) and poll ceilings (1s to 10s) and draw them as SVG into `DIR`"},
 			jsonFlag(),
 		},
@@ -251,8 +256,13 @@ func simulatePartitions(c *cli.Context) error {
 			return usageError("--%s %d: want at least 1", f, c.Int(f))
 		}
 	}
+	if n := c.Int("sim-idle-seconds"); n < 0 {
+		return usageError("--sim-idle-seconds %d: want 0 (no idle phase) or more", n)
+	}
 	r, err := bench.SimulatePartitions(c.Context, bench.SimConfig{
 		Rate: c.Int("sim-rate"), Seconds: c.Int("sim-seconds"), ShardChars: chars, Workers: c.Int("sim-workers"),
+		IdleSeconds: c.Int("sim-idle-seconds"),
+		Prices:      store.Prices{PutPer1000: c.Float64("price-put"), GetPer1000: c.Float64("price-get"), DeletePer1000: c.Float64("price-delete")},
 	})
 	if err != nil {
 		return fmt.Errorf("bench: simulate partitions: %w", err)

@@ -211,3 +211,31 @@ func (q *Queue) ReleaseLease(ctx context.Context, l *NamedLease) error {
 	l.Holder, l.ExpiresAt, l.ETag = "", now, etag
 	return nil
 }
+
+// ShardLeaseWrites lists shard-leases/ and returns, per shard, when its
+// lease object was last written by the store's clock (an acquisition, a
+// renewal or a release). One LIST per 1,000 shards and no GET, whatever
+// the number of workers; keys that are not shard leases of this queue are
+// skipped. A holder renews its lease every renew interval, so a lease
+// written longer ago than that (with a margin) is released, expired, or
+// about to expire: worth one AcquireLease, which reads it and decides.
+func (q *Queue) ShardLeaseWrites(ctx context.Context) (map[string]time.Time, error) {
+	out := map[string]time.Time{}
+	token := ""
+	for {
+		page, err := q.s.List(ctx, store.ListParams{Prefix: ShardLeasePrefix, Token: token})
+		if err != nil {
+			return nil, fmt.Errorf("list shard leases: %w", err)
+		}
+		for _, o := range page.Objects {
+			rest, _ := strings.CutPrefix(o.Key, ShardLeasePrefix)
+			if shard, ok := strings.CutSuffix(rest, ".json"); ok && q.ValidShard(shard) {
+				out[shard] = o.LastModified
+			}
+		}
+		if page.NextToken == "" {
+			return out, nil
+		}
+		token = page.NextToken
+	}
+}

@@ -24,32 +24,48 @@ import (
 // Every RenewInterval (jittered) a worker runs one round:
 //
 //  1. renew every held lease; a lease found lost is dropped at once;
-//  2. read the worker registry: live workers are those whose heartbeat is
-//     younger than LiveAfter (this worker always counts); shards listed by
-//     other live workers are taken;
+//  2. list the worker registry (one LIST of workers/, no GET): live
+//     workers are those whose entry was written (its LastModified, the
+//     store's time of the last heartbeat) less than LiveAfter ago; this
+//     worker always counts;
 //  3. target = ceil(eligible shards / live workers), capped by
 //     ShardsPerWorker when set;
 //  4. holding more than target: release the excess (random picks), so a
-//     newcomer finds free shards on its next round;
-//  5. holding fewer: try to acquire shards that no live worker lists, in
-//     random order, until target is reached.
+//     newcomer finds free shards once the releases are stale (below);
+//  5. holding fewer, and the acquisition backoff (below) elapsed: list
+//     shard-leases/ (one LIST, no GET) and try to acquire, in random
+//     order until target is reached, the shards whose lease object is
+//     missing or was last written more than staleAfter ago (2 x
+//     RenewInterval, at most TTL). A holder rewrites its lease every
+//     RenewInterval, so a lease that old is released, expired or about
+//     to expire; AcquireLease reads it and takes it only when it is free.
+//
+// A round thus reads no registry entry: a worker pays one LIST per round
+// (two while it is below its target), whatever the number of workers, and
+// the fleet's registry reads grow linearly with it (up to 1,000 workers a
+// LIST is one page). A worker's registry entry still lists the shards it
+// holds, for operators (qo workers, the console).
 //
 // Balance: N identical workers end up with ceil(S/N) or fewer shards each
-// (e.g. 16 shards, 3 workers: 6, 6, 4). A dead worker's shards come back
-// once its heartbeat is older than LiveAfter and its leases expired (about
-// TTL): the survivors' target rises and they take the expired leases over.
+// (e.g. 16 shards, 3 workers: 6, 6, 4). A newcomer gets the shards the
+// others released for it within staleAfter of the release and one round.
+// A dead worker's shards come back once its heartbeat is older than
+// LiveAfter and its leases expired (about TTL): the survivors' target
+// rises and they take the expired leases over.
 //
 // No free shard: a worker below its target that found nothing to acquire
 // keeps running: it heartbeats (so others see it and shed their excess),
 // renews what it holds, polls only its own shards (none: it sends no LIST
-// at all), and retries acquisition with exponential backoff from
-// RenewInterval up to 4 x RenewInterval, jittered ±20% so that several
-// idle workers do not retry in lockstep.
+// of the ready index at all), and retries acquisition (the shard-lease
+// LIST and its attempts) with exponential backoff from RenewInterval up
+// to 4 x RenewInterval, jittered ±20% so that several idle workers do not
+// retry in lockstep.
 //
 // Shard leasing assumes one homogeneous pool: every worker sharing the
 // bucket serves the same task types (a shard's tasks are only seen by its
-// lease holder). Workers without leasing report the shards they poll
-// (empty: all) and are not counted as holding any shard.
+// lease holder). Workers without leasing count as live workers but hold
+// no shard lease, so leasing workers poll every shard between them
+// whatever those others poll.
 
 type shardLeaser struct {
 	w   *Worker
@@ -111,12 +127,12 @@ func (s *shardLeaser) run(ctx context.Context) {
 // acquisition backoff.
 func (s *shardLeaser) round(ctx context.Context, force bool) {
 	changed := s.renew(ctx)
-	target, taken, ok := s.target(ctx)
+	target, ok := s.target(ctx)
 	if ok {
 		if s.shed(ctx, target) {
 			changed = true
 		}
-		if s.acquire(ctx, target, taken, force) {
+		if s.acquire(ctx, target, force) {
 			changed = true
 		}
 	}
@@ -177,27 +193,22 @@ func (s *shardLeaser) renew(ctx context.Context) (changed bool) {
 	return changed
 }
 
-// target computes this worker's share and the shards other live workers
-// hold. ok is false when the registry could not be read (no rebalancing
-// this round).
-func (s *shardLeaser) target(ctx context.Context) (target int, taken map[string]bool, ok bool) {
-	workers, err := s.w.q.ListWorkers(ctx)
+// target computes this worker's share from the registry listing alone:
+// the LastModified of each entry is its last heartbeat. ok is false when
+// the registry could not be listed (no rebalancing this round).
+func (s *shardLeaser) target(ctx context.Context) (target int, ok bool) {
+	beats, err := s.w.q.WorkerBeats(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
-			s.log.Warn("reading the worker registry failed; keeping current shards", "err", err)
+			s.log.Warn("listing the worker registry failed; keeping current shards", "err", err)
 		}
-		return 0, nil, false
+		return 0, false
 	}
 	now := s.w.clock.Now()
 	live := 1
-	taken = map[string]bool{}
-	for _, wi := range workers {
-		if wi == nil || wi.ID == s.w.opts.ID || now.Sub(wi.LastHeartbeat) > s.cfg.LiveAfter {
-			continue
-		}
-		live++
-		for _, sh := range wi.Shards {
-			taken[sh] = true
+	for id, beat := range beats {
+		if id != s.w.opts.ID && now.Sub(beat) <= s.cfg.LiveAfter {
+			live++
 		}
 	}
 	n := len(s.eligible)
@@ -210,7 +221,13 @@ func (s *shardLeaser) target(ctx context.Context) (target int, taken map[string]
 			s.warnedCap = true
 		}
 	}
-	return target, taken, true
+	return target, true
+}
+
+// staleAfter is how long ago a shard lease must have been written for a
+// worker to try it (see above).
+func (s *shardLeaser) staleAfter() time.Duration {
+	return min(2*s.cfg.RenewInterval, s.cfg.TTL)
 }
 
 // shed releases leases above target.
@@ -238,7 +255,7 @@ func (s *shardLeaser) shed(ctx context.Context, target int) (changed bool) {
 }
 
 // acquire tries free shards until target is reached.
-func (s *shardLeaser) acquire(ctx context.Context, target int, taken map[string]bool, force bool) (changed bool) {
+func (s *shardLeaser) acquire(ctx context.Context, target int, force bool) (changed bool) {
 	held := s.snapshot()
 	if len(held) >= target {
 		s.mu.Lock()
@@ -252,9 +269,18 @@ func (s *shardLeaser) acquire(ctx context.Context, target int, taken map[string]
 	if wait {
 		return false
 	}
+	written, err := s.w.q.ShardLeaseWrites(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("listing shard leases failed; acquiring later", "err", err)
+		}
+		written = nil // try nothing; back off below
+	}
+	now := s.w.clock.Now()
 	free := make([]string, 0, len(s.eligible))
 	for _, sh := range s.eligible {
-		if held[sh] == nil && !taken[sh] {
+		at, listed := written[sh]
+		if err == nil && held[sh] == nil && (!listed || now.Sub(at) > s.staleAfter()) {
 			free = append(free, sh)
 		}
 	}
@@ -273,7 +299,7 @@ func (s *shardLeaser) acquire(ctx context.Context, target int, taken map[string]
 			have++
 			changed = true
 		case errors.Is(err, queue.ErrConflict):
-			// Held by someone the registry does not show yet.
+			// Still held (a late renewal) or a racer won.
 		default:
 			if ctx.Err() == nil {
 				s.log.Warn("acquiring shard lease failed", "shard", sh, "err", err)

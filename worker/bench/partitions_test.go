@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/qo-queue/qo/queue"
 )
 
 // TestPartitionSimulation runs a short version of the simulation of
@@ -62,4 +64,44 @@ func TestPartitionOf(t *testing.T) {
 	} {
 		require.Equal(t, want, partitionOf(key), key)
 	}
+}
+
+// A fleet of 1,000 idle workers (256 shards, shard leasing, embedded
+// monitors) sends requests that grow linearly with it: per worker per
+// second at most one registry read (its leasing round's LIST every 10 s
+// and the leader's health check), one standby read of the leader lease
+// every 5 s, and the polls of the 256 shard holders; no prefix comes near
+// S3's limits. Under load at 20,000 tasks/s the same fleet stays within
+// them too.
+func TestPartitionSimulationFleet(t *testing.T) {
+	t.Parallel()
+	const n = 1000
+	r, err := SimulatePartitions(context.Background(), SimConfig{Rate: 20000, Seconds: 1, ShardChars: 2, Workers: n, Step: 50 * time.Millisecond, IdleSeconds: 60})
+	require.NoError(t, err)
+	var out bytes.Buffer
+	r.WriteText(&out)
+	t.Log("\n" + out.String())
+	i := r.Idle
+	require.NotNil(t, i)
+	// workers/: a LIST per worker every 10 s, a heartbeat per worker every
+	// 10 s, and the leader's health check (a LIST and a GET per worker
+	// every 30 s): 0.1 + 0.1 + 1/30 per worker per second, not n/10 GETs.
+	require.InDelta(t, 0.2+1.0/30, i.ByPrefix[queue.WorkersPrefix]/n, 0.01, "registry requests per worker per second")
+	// shard-leases/: the 256 holders renew every 10 s; the 744 workers
+	// below their target list the leases every 40 s (a 60 s window sees
+	// one or two listings of each).
+	sl := i.ByPrefix[queue.ShardLeasePrefix]
+	require.GreaterOrEqual(t, sl, 256.0/10+744.0/60, "shard-lease requests per second")
+	require.LessOrEqual(t, sl, 256.0/10+744.0/30, "shard-lease requests per second")
+	// monitor/: every standby reads the leader lease every 5 s.
+	require.InDelta(t, 0.2, i.ByPrefix[queue.MonitorPrefix]/n, 0.01, "leadership requests per worker per second")
+	// ready/: an idle shard holder polls every 5 s (and the leader's sweep
+	// lists a page every 5 minutes).
+	require.InDelta(t, 256.0/5, i.ByPrefix[queue.ReadyPrefix], 256.0/5/10, "idle polls")
+	require.Positive(t, i.CostPerMonth)
+	require.LessOrEqual(t, i.BusiestPrefix.PeakReads, S3ReadsPerPrefix)
+	require.LessOrEqual(t, i.BusiestPrefix.PeakWrites, S3WritesPerPrefix)
+	require.True(t, r.WritesOK, "busiest by writes: %+v", r.BusiestWrites)
+	require.True(t, r.ReadsOK, "busiest by reads: %+v", r.BusiestReads)
+	require.Greater(t, r.Completed, r.Tasks*9/10, "workers keep up")
 }
