@@ -797,3 +797,46 @@ func TestTypeAtLimitDoesNotHoldOtherTypes(t *testing.T) {
 	require.LessOrEqual(t, d.Total(store.OpList), int64(keys/o.ReadyPageSize+len(o.Shards)), "LISTs in %d polls: %s", polls, d)
 	t.Logf("%d polls, %s", polls, d)
 }
+
+// A listing made while a type is at its limit (for the worker's other
+// types) replaces the shard's entries of those types only: the entries of
+// the type at its limit stay in the view, so when a slot of it frees the
+// worker claims its oldest entry across every shard, not a newer one in
+// a shard listed in a moment a slot was free (fleet simulation, seed 127:
+// a late entry of another worker's share passed for minutes that way).
+func TestListingForOtherTypesKeepsEntriesOfTypeAtLimit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	bd := setup(t, storetest.Backends()[0], setupOpts{fake: true})
+	o := bd.opts(t)
+	o.Shards = []string{"2", "5"}
+	o.Limits = map[string]int{"a": 1}
+	w := New(bd.q, o)
+	w.Handle("a", blockHandler)
+	w.Handle("b", blockHandler)
+	prepared(t, w)
+
+	at := bd.fake.Now()
+	entry := func(shard, typ string, ms int) queue.ReadyEntry {
+		return queue.ReadyEntry{Shard: shard, Type: typ, Rank: at.Add(time.Duration(ms) * time.Millisecond), ID: uuid.Must(uuid.NewV7())}
+	}
+	older, newer := entry("2", "a", 1), entry("5", "a", 2)
+	wanted := []string{"2", "5"}
+	both := []string{"a", "b"}
+	w.hold(ctx, []queue.ReadyEntry{older, newer}, map[string]*shardPage{
+		"2": {listed: at, types: both}, "5": {listed: at, types: both},
+	}, wanted, 4)
+	// a is at its limit: shard 2 is listed again for b only, and holds no b.
+	w.hold(ctx, nil, map[string]*shardPage{"2": {listed: at, types: []string{"b"}, partial: true}}, wanted, 4)
+
+	var held []uuid.UUID
+	for _, h := range w.view.entries {
+		held = append(held, h.ID)
+	}
+	require.Equal(t, []uuid.UUID{older.ID, newer.ID}, held, "the a entries of both shards, oldest first")
+
+	// Listed again for a, shard 2's page says what it holds of a now.
+	w.hold(ctx, nil, map[string]*shardPage{"2": {listed: at, types: both}}, wanted, 4)
+	require.Len(t, w.view.entries, 1)
+	require.Equal(t, newer.ID, w.view.entries[0].ID)
+}

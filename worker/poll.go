@@ -80,7 +80,10 @@ import (
 // the listing of each shard's page, whatever the depth of the backlog
 // (among the types it claims now: a backlog of a type at its limit holds
 // back its other types only until a walk lists its shard on past it, see
-// above). A
+// above; a listing made for fewer types keeps the view's entries of the
+// others, so a type at its limit is claimed oldest first across every
+// shard as its slots free, not from the shards listed in the moments one
+// was free). A
 // task that became ready after its shard's page was listed, ranked before
 // entries the view holds (a higher-priority one, or one in a shard listed
 // to its end), waits until that page is listed again: at most PageHold
@@ -640,9 +643,15 @@ func (w *Worker) hold(ctx context.Context, entries []queue.ReadyEntry, pages map
 	for s, p := range pages {
 		v.pages[s] = p
 	}
+	// A listing replaces the shard's entries of the types it was made for.
+	// Those of a type it was not made for (at its limit, or paused, when
+	// it was made) stay: the listing says nothing of them, and dropped,
+	// a type at its limit would know only the shards listed in the
+	// moments a slot of it was free, and take newer entries there before
+	// older ones elsewhere (late ones of other workers' shares too).
 	v.entries = slices.DeleteFunc(v.entries, func(h heldEntry) bool {
 		p, relisted := pages[h.Shard]
-		return h.done || relisted && !p.onward || v.pages[h.Shard] == nil
+		return h.done || relisted && !p.onward && slices.Contains(p.types, h.Type) || v.pages[h.Shard] == nil
 	})
 	if w.leaser == nil && len(v.entries)+len(entries) > free && w.peers.due(time.Now()) {
 		w.refreshPeers(ctx)
