@@ -52,9 +52,13 @@ type Worker struct {
 	mu       sync.Mutex
 	running  map[uuid.UUID]*runningTask
 	claiming map[string]int // claims in flight, by task type (they hold a slot)
-	lost     lostClaims     // claims of the held view lost since the last poll
-	tried    triedKeys      // ready entries claimed from, until a walk cannot show them
-	caps     capState       // shares of the fleet-wide caps (see caps.go)
+	// claimingKeys counts the claims in flight of keyed tasks by type and
+	// key (see keys.go).
+	claimingKeys map[typeKey]int
+	turns        keyTurns   // when each key last had its turn (dispatch loop)
+	lost         lostClaims // claims of the held view lost since the last poll
+	tried        triedKeys  // ready entries claimed from, until a walk cannot show them
+	caps         capState   // shares of the fleet-wide caps (see caps.go)
 
 	claims sync.WaitGroup // claims in flight
 

@@ -1,0 +1,199 @@
+package worker
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/qo-queue/qo/queue"
+)
+
+// Task keys
+//
+// A per-key cap of N on a type (control.json's key_limits) holds for each
+// key by the shares of the caps (caps.go): the worker holds a share of N
+// under "key:TYPE" in its registry entry, worked out, published, lowered
+// and raised exactly as a cap's share, so the usable shares of the live
+// workers never sum to more than N. The worker runs at most its usable
+// share of tasks of each key of the type (claims in flight counted), so
+// no key has more than N running across the fleet. What it publishes is
+// at least the most tasks it runs of any one key. Tasks without a key
+// are not limited by it. Nothing is written or read per task: the key is
+// in the ready entry's name (see queue/doc.go, "Task keys").
+//
+// Fairness: from what its held view holds, the worker takes a type's
+// ready tasks round-robin over their keys, within each priority (see
+// fairOrder).
+
+// keyCapPrefix marks a per-key cap's share among the holds.
+const keyCapPrefix = "key:"
+
+// keyCapKey is the key of typ's per-key cap in the holds and caps.limits.
+func keyCapKey(typ string) string { return keyCapPrefix + typ }
+
+// typeKey is how claims in flight are counted by type and task key.
+type typeKey struct{ typ, key string }
+
+// keyHeld counts the tasks of typ and key the worker runs or claims (w.mu
+// held).
+func (w *Worker) keyHeld(typ, key string) int {
+	n := w.claimingKeys[typeKey{typ, key}]
+	for _, rt := range w.running {
+		if rt.typ == typ && rt.key == key {
+			n++
+		}
+	}
+	return n
+}
+
+// keyAdmits reports whether a claim of typ with key fits the usable share
+// of the type's per-key cap (w.mu held). Like capAdmits, it is checked
+// last before a claim.
+func (w *Worker) keyAdmits(typ, key string) bool {
+	if key == "" {
+		return true
+	}
+	k := keyCapKey(typ)
+	if _, ok := w.caps.limits[k]; !ok {
+		return true
+	}
+	return w.keyHeld(typ, key) < w.caps.usable[k]
+}
+
+// keyAdmitsNow is keyAdmits taking w.mu.
+func (w *Worker) keyAdmitsNow(typ, key string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.keyAdmits(typ, key)
+}
+
+// claimKey counts a claim of typ with key in flight (w.mu held).
+func (w *Worker) claimKey(typ, key string) {
+	if key == "" {
+		return
+	}
+	if w.claimingKeys == nil {
+		w.claimingKeys = map[typeKey]int{}
+	}
+	w.claimingKeys[typeKey{typ, key}]++
+}
+
+// unclaimKey ends the count of a claim of typ with key (w.mu held).
+func (w *Worker) unclaimKey(typ, key string) {
+	if key == "" {
+		return
+	}
+	k := typeKey{typ, key}
+	if w.claimingKeys[k]--; w.claimingKeys[k] <= 0 {
+		delete(w.claimingKeys, k)
+	}
+}
+
+// keyHolding returns, for each per-key cap among limits, the most tasks
+// of one key of its type the worker runs or claims: its hold may not go
+// below that (w.mu held).
+func (w *Worker) keyHolding(limits map[string]int) map[string]int {
+	per := map[typeKey]int{}
+	for _, rt := range w.running {
+		if rt.key != "" {
+			per[typeKey{rt.typ, rt.key}]++
+		}
+	}
+	for k, n := range w.claimingKeys {
+		per[k] += n
+	}
+	out := map[string]int{}
+	for k, n := range per {
+		c := keyCapKey(k.typ)
+		if _, ok := limits[c]; ok {
+			out[c] = max(out[c], n)
+		}
+	}
+	return out
+}
+
+// keyTurns records when each key of a type last had its turn (a
+// sequence number of the worker's claims), so that the turns go on from
+// one poll to the next.
+type keyTurns struct {
+	seq  uint64
+	last map[typeKey]uint64
+}
+
+// took records a claim of typ with key.
+func (k *keyTurns) took(typ, key string) {
+	if k.last == nil {
+		k.last = map[typeKey]uint64{}
+	}
+	k.seq++
+	k.last[typeKey{typ, key}] = k.seq
+}
+
+// keep forgets the keys the held view no longer holds (bounded memory).
+func (k *keyTurns) keep(entries []heldEntry) {
+	if len(k.last) == 0 {
+		return
+	}
+	held := make(map[typeKey]bool, len(k.last))
+	for _, h := range entries {
+		held[typeKey{h.Type, h.TaskKey}] = true
+	}
+	for tk := range k.last {
+		if !held[tk] {
+			delete(k.last, tk)
+		}
+	}
+}
+
+// fairOrder reorders the indexes of entries (in claim order) so that,
+// within each priority, the keys of a type take turns: the first entry of
+// every key comes before the second of any, and so on; in each round the
+// key whose turn was longest ago (turns; never: first) goes first, then
+// the claim order. Entries without a key take their turns as one key. So
+// a key with a deep backlog delays another key's first task by at most
+// one task per other key the view holds, not by its backlog.
+func fairOrder(entries []heldEntry, order []int, turns *keyTurns) []int {
+	type slot struct {
+		level, round, pos int
+		last              uint64
+	}
+	seen := map[typeKey]int{}
+	keyed := false
+	slots := make([]slot, len(order))
+	for pos, i := range order {
+		e := entries[i].ReadyEntry
+		k := typeKey{e.Type, e.TaskKey}
+		keyed = keyed || e.TaskKey != ""
+		slots[pos] = slot{level: e.Priority.Level(), round: seen[k], pos: pos, last: turns.last[k]}
+		seen[k]++
+	}
+	if !keyed {
+		return order
+	}
+	slices.SortFunc(slots, func(a, b slot) int {
+		if a.level != b.level {
+			return a.level - b.level
+		}
+		if a.round != b.round {
+			return a.round - b.round
+		}
+		if a.last != b.last {
+			return cmp.Compare(a.last, b.last)
+		}
+		return a.pos - b.pos
+	})
+	out := make([]int, len(order))
+	for j, s := range slots {
+		out[j] = order[s.pos]
+	}
+	return out
+}
+
+// keyLimits adds the per-key caps of the types the worker serves to
+// limits.
+func (w *Worker) keyLimits(ctl queue.Control, limits map[string]int) {
+	for _, t := range w.types {
+		if n, ok := ctl.KeyConcurrencyCap(t); ok {
+			limits[keyCapKey(t)] = n
+		}
+	}
+}
