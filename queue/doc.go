@@ -1271,18 +1271,23 @@ Fairness. Within a type and a priority, a worker takes the ready tasks its
 held view holds (see worker/poll.go, "Polling") round-robin over their
 keys: the first task of every key before the second of any, the key whose
 turn came longest ago first, then oldest first; tasks without a key take
-their turns as one key. So another key's first task, once in the view, is
-among the worker's next K claims of its priority for the K keys of the
-type in the view, however deep one key's backlog; across W workers, each
-taking turns, among the next K x W starts. It is in the view once its
-shard's page is listed after it became ready (within PageHold, 10 s, plus
-a poll wait: see Priorities and worker/poll.go, "Order"), when the tasks
-ranked before it in its shard number less than a page (ReadyPageSize,
-1,000: 16,000 spread over 16 shards, 256,000 over 256). Beyond that depth
-in its shard it waits behind that shard's older entries as without keys
-(the ready index is in rank order; a key-first partition would be a new
-layout). Measured: worker/keys_test.go, one key's 300 tasks ahead of
-another's 5 on one slot, those 5 start among the first 10.
+their turns as one key. A key none of whose held entries is within the
+view's horizon (they all rank after the earliest cut of a page, as a key
+submitted after another key's deep backlog does) takes its turns with its
+first held entry beyond it; that claim may pass an older entry of its own
+key in a shard not yet listed so far. So another key's first task, once
+in the view, is among the worker's next K claims of its priority for the
+K keys of the type in the view, however deep one key's backlog; across W
+workers, each taking turns over its share, among about the next K x W
+starts. It is in the view once its shard's page is listed after it became
+ready (within PageHold, 10 s, plus a poll wait: see worker/poll.go,
+"Order"), when the tasks ranked before it in its shard number less than a
+page (ReadyPageSize, 1,000: 16,000 spread over 16 shards, 256,000 over
+256). Beyond that depth in its shard it waits behind that shard's older
+entries as without keys (the ready index is in rank order; a key-first
+partition would be a new layout). Measured: worker/keys_test.go, one
+key's 300 tasks ahead of another's 5 on one slot, with pages cut short or
+not: the 5 start among the first 10; e2e/keys_test.go on MinIO: RESULT.
 
 Per-key caps. control.json's "key_limits" holds a per-key cap by type
 ({"concurrency": N, "set_at": ...}, set by qo limit TYPE --concurrency N

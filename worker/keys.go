@@ -2,7 +2,9 @@ package worker
 
 import (
 	"cmp"
+	"context"
 	"slices"
+	"time"
 
 	"github.com/qo-queue/qo/queue"
 )
@@ -186,6 +188,48 @@ func fairOrder(entries []heldEntry, order []int, turns *keyTurns) []int {
 		out[j] = order[s.pos]
 	}
 	return out
+}
+
+// keyTurns returns, for each task key of a type that has no entry in
+// order (the claimable entries) but one ranked after the horizon that the
+// worker would otherwise claim, the first such entry: a key whose tasks
+// all came after another key's deep backlog takes its turns without
+// waiting for the walks to list that backlog to its end. Its claim may
+// pass an older entry of its own key in a shard not yet listed that far.
+func (v *heldView) keyTurns(order []int) []int {
+	if v.blind || v.horizon.IsZero() {
+		return nil
+	}
+	have := map[typeKey]bool{}
+	for _, i := range order {
+		h := &v.entries[i]
+		have[typeKey{h.Type, h.TaskKey}] = true
+	}
+	var out []int
+	for i := range v.entries {
+		h := &v.entries[i]
+		k := typeKey{h.Type, h.TaskKey}
+		if h.TaskKey == "" || h.done || have[k] || v.within(h) || !h.own && !v.late(h) {
+			continue
+		}
+		have[k] = true
+		out = append(out, i)
+	}
+	return out
+}
+
+// releaseMiskeyed gives back a task claimed from a ready entry that did
+// not carry its key (written by a process that does not know keys) while
+// its key is at its per-key cap: the release writes its entry with the
+// key, so the next claim is checked against the cap before it is sent.
+func (w *Worker) releaseMiskeyed(ctx context.Context, l *queue.Lease, e queue.ReadyEntry) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if _, err := w.q.Release(rctx, l, ""); err != nil {
+		w.log.Warn("releasing a task whose key is at its per-key cap failed; its lease runs out", "task_id", e.ID, "key", l.Task.TaskKey, "err", err)
+		return
+	}
+	w.log.Info("released a task claimed from an entry without its key: the key is at its per-key cap", "task_id", e.ID, "key", l.Task.TaskKey)
 }
 
 // keyLimits adds the per-key caps of the types the worker serves to

@@ -84,9 +84,20 @@ func TestPerKeyCapHolds(t *testing.T) {
 // Keys take turns: with a worker of one slot, one key's backlog of 300
 // tasks submitted first does not hold back another key's 5 tasks; each of
 // those starts within the first 2x5 starts (one of the backlog between
-// every two of them), not after the backlog.
+// every two of them), not after the backlog. With small pages the walks
+// cut the shards short, so the 5 rank after the view's horizon: they take
+// their turns all the same.
 func TestKeysTakeTurns(t *testing.T) {
 	t.Parallel()
+	for _, page := range []int{0, 25, 40} {
+		t.Run(fmt.Sprintf("page %d", page), func(t *testing.T) {
+			t.Parallel()
+			keysTakeTurns(t, page)
+		})
+	}
+}
+
+func keysTakeTurns(t *testing.T, page int) {
 	bd := setup(t, memBackend(), setupOpts{})
 	const deep, few = 300, 5
 	for i := range deep {
@@ -99,6 +110,7 @@ func TestKeysTakeTurns(t *testing.T) {
 	var order []string
 	o := bd.opts(t)
 	o.Concurrency = 1
+	o.ReadyPageSize = page
 	w := New(bd.q, o)
 	w.Handle("sync", func(_ context.Context, task *queue.Task) (json.RawMessage, error) {
 		mu.Lock()
@@ -238,4 +250,38 @@ func TestTaskKeysCostNoRequestPerTask(t *testing.T) {
 	t.Logf("task requests: %d without keys, %d with keys and a per-key cap; %d registry and control requests", plainTask, keyedTask, keyedRegistry)
 	require.Equal(t, plainTask, keyedTask, "task requests")
 	require.Less(t, keyedRegistry, int64(tasks/10), "registry and control requests")
+}
+
+// A keyed task whose ready entry lacks its key (written by a process that
+// does not know keys) is not run past its key's per-key cap: the worker
+// that claimed it gives it back, with an entry that carries the key.
+func TestPerKeyCapHoldsForEntryWithoutKey(t *testing.T) {
+	t.Parallel()
+	bd := setup(t, memBackend(), setupOpts{})
+	ctx := context.Background()
+	_, err := bd.q.SetKeyLimit(ctx, "sync", 1)
+	require.NoError(t, err)
+	b := newBlocker(false)
+	o := bd.opts(t)
+	o.Concurrency = 4
+	w := New(bd.q, o)
+	w.Handle("sync", b.handle)
+	first := bd.submit(t, "sync", `1`, withKey("k"))
+	start(t, w)
+	require.Equal(t, first.ID, b.waitStarted(t).ID)
+
+	second := bd.submit(t, "sync", `2`, withKey("k"))
+	unkeyed := *second
+	unkeyed.TaskKey = ""
+	require.NoError(t, bd.s.Delete(ctx, queue.ReadyKey(second), store.Condition{}))
+	_, err = bd.s.Put(ctx, queue.ReadyKey(&unkeyed), nil, store.Condition{})
+	require.NoError(t, err)
+
+	testutil.Eventually(t, func() bool {
+		return len(b.started) > 0 || bd.get(t, second.ID).LastEvent == queue.EventRequeued
+	}, "the second task to start or be given back")
+	require.Empty(t, b.started, "a second task of key k started while the first ran")
+	require.Equal(t, "~k", queue.ReadyKey(second)[len(queue.ReadyKey(second))-2:])
+	close(b.release)
+	bd.waitStatus(t, second.ID, queue.StatusCompleted)
 }

@@ -862,6 +862,7 @@ func (w *Worker) claimHeld(ctx context.Context, free int) (started int) {
 	}
 	if !v.help {
 		w.turns.keep(v.entries)
+		order = append(order, v.keyTurns(order)...)
 		order = fairOrder(v.entries, order, &w.turns) // keys take turns (see keys.go)
 	}
 	if v.help {
@@ -1160,6 +1161,10 @@ func (w *Worker) claimOne(ctx context.Context, e queue.ReadyEntry) claimOutcome 
 	cancel()
 	switch {
 	case err == nil:
+		if l.Task.TaskKey != e.TaskKey && !w.keyAdmitsNow(l.Task.Type, l.Task.TaskKey) {
+			w.releaseMiskeyed(ctx, l, e)
+			return claimLost
+		}
 		w.observer().Claimed(e.Type)
 		w.start(l, e, began)
 		return claimWon
