@@ -90,3 +90,31 @@ func TestDecodeTaskRefusesBadKey(t *testing.T) {
 	var m *queue.MalformedError
 	require.ErrorAs(t, err, &m)
 }
+
+// A workflow step may carry a key; a waiting step gets it in its ready
+// entry once its parents completed.
+func TestWorkflowStepKey(t *testing.T) {
+	t.Parallel()
+	b := setup(t, storetest.Backends()[0])
+	spec := decodeFlow(t, `{"name": "keyed", "steps": [
+    {"name": "a", "type": "sync", "key": "customer-1"},
+    {"name": "b", "type": "sync", "key": "customer-1", "after": ["a"]}
+  ]}`)
+	w, _, err := b.q.SubmitWorkflow(b.ctx, spec)
+	require.NoError(t, err)
+	a := b.step(t, w, "a")
+	require.Equal(t, "customer-1", a.TaskKey)
+	require.Equal(t, "customer-1", readyEntryOf(a).TaskKey)
+	b.run(t, w, "a", `{}`)
+	next := b.step(t, w, "b")
+	require.Equal(t, queue.StatusPending, next.Status)
+	require.Equal(t, "customer-1", next.TaskKey)
+	found := false
+	for _, e := range b.readyEntries(t, queue.ReadyQuery{}) {
+		if e.ID == next.ID {
+			found = true
+			require.Equal(t, "customer-1", e.TaskKey)
+		}
+	}
+	require.True(t, found, "the released step's ready entry")
+}
