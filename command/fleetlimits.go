@@ -34,22 +34,25 @@ the same way and each runs a token bucket for its share; a claim takes a
 token before it starts. A type may have both a cap and a rate.
 
 A per-key cap (--concurrency N --per-key): at most N handlers of the type
-run at once for each task key (qo submit --key), across all workers.
-Workers hold shares of N as for a cap and run at most their share of each
-key, so a worker whose share is 0 runs no keyed task of the type: give N
-at least the number of workers serving the type for all to take part.
-Tasks without a key are not limited by it.
+run at once for each task key (qo submit --key), across all workers; a
+per-key rate (--rate R --per-key): at most R starts per second (minute)
+for each key. Workers hold shares of N (R) as for a cap and run at most
+their share of each key (a token bucket per key for a rate), so a worker
+whose share is 0 runs no keyed task of the type: give N (R per minute) at
+least the number of workers serving the type for all to take part. Tasks
+without a key are not limited by them.
 
 Examples:
   qo limit call_partner_api --concurrency 5
   qo limit call_partner_api --rate 20/s --burst 5
   qo limit sync_customer --concurrency 1 --per-key
+  qo limit sync_customer --rate 2/s --per-key
   qo limit call_partner_api --clear`,
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "concurrency", Usage: "at most `N` running at once, fleet-wide"},
 			&cli.StringFlag{Name: "rate", Usage: "at most `R` starts per second or minute (20/s, 600/m), fleet-wide"},
 			&cli.IntFlag{Name: "burst", Usage: "with --rate: at most `N` starts above the rate in any window (default: a second's worth)"},
-			&cli.BoolFlag{Name: "per-key", Usage: "with --concurrency: the cap holds for each task key (qo submit --key)"},
+			&cli.BoolFlag{Name: "per-key", Usage: "with --concurrency or --rate: the limit holds for each task key (qo submit --key)"},
 			&cli.BoolFlag{Name: "clear", Usage: "remove the type's limits (per-key ones too)"},
 			jsonFlag(),
 		},
@@ -69,10 +72,8 @@ Examples:
 			var starts int
 			var per time.Duration
 			switch {
-			case c.Bool("per-key") && rated:
-				return usageError("--per-key goes with --concurrency only: per-key rates are not supported (qo limit TYPE --concurrency N --per-key)")
-			case c.Bool("per-key") && !set:
-				return usageError("--per-key goes with --concurrency N (qo limit TYPE --concurrency N --per-key)")
+			case c.Bool("per-key") && !set && !rated:
+				return usageError("--per-key goes with --concurrency N or --rate R (qo limit TYPE --concurrency N --per-key)")
 			case c.IsSet("burst") && !rated:
 				return usageError("--burst goes with --rate (qo limit TYPE --rate 20/s --burst 5)")
 			case (set || rated) && clr:
@@ -102,7 +103,9 @@ Examples:
 			} else if err == nil && set {
 				ctl, err = q.SetLimit(c.Context, typ, c.Int("concurrency"))
 			}
-			if err == nil && rated {
+			if err == nil && rated && c.Bool("per-key") {
+				ctl, err = q.SetKeyRate(c.Context, typ, starts, per, c.Int("burst"))
+			} else if err == nil && rated {
 				ctl, err = q.SetRate(c.Context, typ, starts, per, c.Int("burst"))
 			}
 			if err != nil {
@@ -119,6 +122,9 @@ Examples:
 			}
 			if n, ok := ctl.KeyConcurrencyCap(typ); ok {
 				fmt.Fprintf(c.App.Writer, "%s: at most %d running at once for each key across the fleet\n", termsafe.Line(typ), n)
+			}
+			if r, ok := ctl.KeyRateLimit(typ); ok {
+				fmt.Fprintf(c.App.Writer, "%s: at most %s started for each key across the fleet (burst %d)\n", termsafe.Line(typ), r, r.Burst)
 			}
 			if _, ok := ctl.Limits[typ]; !ok && !slices.Contains(ctl.LimitedTypes(), typ) {
 				fmt.Fprintf(c.App.Writer, "%s: no fleet-wide limit\n", termsafe.Line(typ))
@@ -161,8 +167,11 @@ type limitJSON struct {
 	Concurrency int    `json:"concurrency"`
 	Rate        string `json:"rate,omitempty"` // "20/s", "600/m"
 	Burst       int    `json:"burst,omitempty"`
-	// PerKeyConcurrency is the per-key cap (qo limit --per-key), 0: none.
+	// PerKeyConcurrency is the per-key cap (qo limit --per-key), 0: none;
+	// PerKeyRate and PerKeyBurst the per-key rate.
 	PerKeyConcurrency int    `json:"per_key_concurrency,omitempty"`
+	PerKeyRate        string `json:"per_key_rate,omitempty"`
+	PerKeyBurst       int    `json:"per_key_burst,omitempty"`
 	SetAt             string `json:"set_at"`
 }
 
@@ -176,6 +185,9 @@ func limitsJSON(ctl queue.Control) map[string]any {
 		}
 		if k, ok := ctl.KeyLimits[t]; ok {
 			j.PerKeyConcurrency = k.Concurrency
+			if r, ok := ctl.KeyRateLimit(t); ok {
+				j.PerKeyRate, j.PerKeyBurst = r.String(), r.Burst
+			}
 			if l.SetAt.IsZero() || k.SetAt.After(l.SetAt) {
 				j.SetAt = k.SetAt.UTC().Format("2006-01-02T15:04:05Z")
 			}
@@ -202,6 +214,9 @@ func writeLimits(w io.Writer, ctl queue.Control) {
 		}
 		if n, ok := ctl.KeyConcurrencyCap(t); ok {
 			parts = append(parts, "concurrency "+strconv.Itoa(n)+" per key")
+		}
+		if r, ok := ctl.KeyRateLimit(t); ok {
+			parts = append(parts, fmt.Sprintf("rate %s burst %d per key", r, r.Burst))
 		}
 		fmt.Fprintf(w, "%s\t%s\n", termsafe.Line(t), strings.Join(parts, ", "))
 	}

@@ -39,12 +39,15 @@ func TestTaskKeyCLI(t *testing.T) {
 	require.Contains(t, q.ok("limit", "sync", "--concurrency", "2", "--per-key"), "sync: at most 2 running at once for each key across the fleet")
 	require.Equal(t, "sync\tconcurrency 2 per key\n", q.ok("limits"))
 	require.Contains(t, q.ok("limits", "--json"), `"per_key_concurrency": 2`)
+	require.Contains(t, q.ok("limit", "sync", "--rate", "5/s", "--burst", "2", "--per-key"), "sync: at most 5/s started for each key across the fleet (burst 2)")
+	require.Equal(t, "sync\tconcurrency 2 per key, rate 5/s burst 2 per key\n", q.ok("limits"))
+	require.Contains(t, q.ok("limits", "--json"), `"per_key_rate": "5/s"`)
 	for _, bad := range []struct {
 		args []string
 		msg  string
 	}{
-		{[]string{"limit", "sync", "--per-key"}, "--per-key goes with --concurrency N"},
-		{[]string{"limit", "sync", "--rate", "5/s", "--per-key"}, "per-key rates are not supported"},
+		{[]string{"limit", "sync", "--per-key"}, "--per-key goes with --concurrency N or --rate R"},
+		{[]string{"limit", "sync", "--rate", "0/s", "--per-key"}, "20/s or 600/m"},
 	} {
 		code, _, errs := q.run(bad.args...)
 		require.Equal(t, exitUsage, code, "%v: %s", bad.args, errs)

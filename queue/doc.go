@@ -1289,7 +1289,8 @@ poll wait (see worker/poll.go, "Order"). Beyond that depth in its shard
 it waits behind that shard's older entries as without keys (the ready
 index is in rank order; a key-first partition would be a new layout).
 Measured: worker/keys_test.go, one key's 300 tasks ahead of another's 5
-on one slot, with pages cut short or not: the 5 start among the first 10;
+on one slot (pages not cut): the 5 start among the first 10 (where a page
+is cut the count depends on the ranks; the time bound above holds);
 e2e/keys_test.go, 2 worker processes of 4 slots on MinIO, 10,000 tasks of
 one key ahead of 10 of another: the 10 all started within 15 s of the
 first start (12.7 s and 14.6 s in two runs, the last as start 158 and
@@ -1314,8 +1315,7 @@ concurrency caps), nothing per task:
     are at most the sum of the usable shares: N. What it publishes is at
     least the most tasks of one key it runs, as a cap's hold is at least
     what it runs. A task claimed from an entry without its key (one a
-    process that does not know keys wrote for a keyed task, such as the
-    web UI's actions) is checked after the claim, by the key of the task
+    process that does not know keys wrote for a keyed task) is checked after the claim, by the key of the task
     object, and given back (Release: pending, no retry counted, its entry
     now with the key) when that key is at the worker's share.
   - Cost and bounds: those of a cap. A killed worker's share (hence its
@@ -1327,8 +1327,23 @@ concurrency caps), nothing per task:
     of the registry and control.json in all (worker/keys_test.go).
   - What it does not do: a worker whose share is 0 (N below the number of
     workers serving the type) runs no keyed task of the type, so give N at
-    least the number of workers for all to take part. Per-key rates are
-    not implemented (qo limit --rate --per-key is refused).
+    least the number of workers for all to take part.
+
+Per-key rates. A key limit may also carry a rate ({"rate": R, "per": "s"
+or "m", "burst": B}, set by qo limit TYPE --rate 20/s --per-key): for
+every key, over any window of length T at most R*T/per + B + (workers
+serving the type) handlers of the type with that key start. As for a
+fleet-wide rate (Fleet-wide rate limits), the rate in starts per minute is
+shared under "keyrate:TYPE", and each worker runs a token bucket at its
+usable share for each key it claims (created full when the key is first
+claimed; at most 4,096 kept, full ones dropped past that, which changes
+nothing as a new one starts full); a claim of a keyed task takes a token
+of its key's bucket before it is sent. The workers' buckets of one key sum
+to at most the rate, so the bound of that section holds per key. A claim
+that does not start its task does not give its token back (fewer starts,
+never more). Measured: worker/keys_test.go, 10/s burst 1 per key over 2
+workers, two keys of 25 tasks side by side: at most 10 of one key in any
+second. Requests: those of a cap; a token costs none.
 
 # Schedules
 

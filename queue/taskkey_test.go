@@ -118,3 +118,33 @@ func TestWorkflowStepKey(t *testing.T) {
 	}
 	require.True(t, found, "the released step's ready entry")
 }
+
+// Per-key limits live in control.json's key_limits, apart from limits:
+// a cap and a rate each, kept by the other's setter, cleared together.
+func TestKeyLimits(t *testing.T) {
+	t.Parallel()
+	b := setup(t, storetest.Backends()[0])
+	_, err := b.q.SetKeyLimit(b.ctx, "sync", 2)
+	require.NoError(t, err)
+	ctl, err := b.q.SetKeyRate(b.ctx, "sync", 5, time.Second, 0)
+	require.NoError(t, err)
+	n, ok := ctl.KeyConcurrencyCap("sync")
+	require.True(t, ok)
+	require.Equal(t, 2, n)
+	r, ok := ctl.KeyRateLimit("sync")
+	require.True(t, ok)
+	require.Equal(t, "5/s", r.String())
+	_, capped := ctl.ConcurrencyCap("sync")
+	require.False(t, capped, "a per-key cap is not a fleet-wide one")
+	require.Equal(t, []string{"sync"}, ctl.LimitedTypes())
+	for _, bad := range []error{
+		func() error { _, err := b.q.SetKeyLimit(b.ctx, "sync", 0); return err }(),
+		func() error { _, err := b.q.SetKeyRate(b.ctx, "sync", 0, time.Second, 0); return err }(),
+		func() error { _, err := b.q.SetKeyRate(b.ctx, "a b", 1, time.Second, 0); return err }(),
+	} {
+		require.ErrorIs(t, bad, queue.ErrInvalidInput)
+	}
+	ctl, err = b.q.ClearLimit(b.ctx, "sync")
+	require.NoError(t, err)
+	require.Empty(t, ctl.LimitedTypes())
+}

@@ -84,7 +84,7 @@ func (w *Worker) setCaps(ctl queue.Control) {
 		}
 	}
 	bursts := w.rateLimits(ctl, limits)
-	w.keyLimits(ctl, limits)
+	w.keyLimits(ctl, limits, bursts)
 	w.mu.Lock()
 	changed := !maps.Equal(limits, w.caps.limits) || !maps.Equal(bursts, w.caps.bursts)
 	if changed {

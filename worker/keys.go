@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/qo-queue/qo/queue"
 )
 
@@ -61,11 +63,12 @@ func (w *Worker) keyAdmits(typ, key string) bool {
 	return w.keyHeld(typ, key) < w.caps.usable[k]
 }
 
-// keyAdmitsNow is keyAdmits taking w.mu.
-func (w *Worker) keyAdmitsNow(typ, key string) bool {
+// keyFitsNow reports whether a task of typ with key fits its per-key cap
+// and gets a token of its per-key rate (taking it), taking w.mu.
+func (w *Worker) keyFitsNow(typ, key string) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.keyAdmits(typ, key)
+	return w.keyAdmits(typ, key) && w.keyRateAdmits(typ, key)
 }
 
 // claimKey counts a claim of typ with key in flight (w.mu held).
@@ -232,12 +235,96 @@ func (w *Worker) releaseMiskeyed(ctx context.Context, l *queue.Lease, e queue.Re
 	w.log.Info("released a task claimed from an entry without its key: the key is at its per-key cap", "task_id", e.ID, "key", l.Task.TaskKey)
 }
 
-// keyLimits adds the per-key caps of the types the worker serves to
-// limits.
-func (w *Worker) keyLimits(ctl queue.Control, limits map[string]int) {
+// keyLimits adds the per-key caps and rates (in starts per minute) of the
+// types the worker serves to limits, and the rates' bursts to bursts.
+func (w *Worker) keyLimits(ctl queue.Control, limits, bursts map[string]int) {
 	for _, t := range w.types {
 		if n, ok := ctl.KeyConcurrencyCap(t); ok {
 			limits[keyCapKey(t)] = n
 		}
+		if r, ok := ctl.KeyRateLimit(t); ok {
+			limits[keyRateKey(t)] = r.PerMinute()
+			bursts[keyRateKey(t)] = r.Burst
+		}
 	}
+}
+
+// keyRatePrefix marks a per-key rate's share among the holds.
+const keyRatePrefix = "keyrate:"
+
+// keyRateKey is the key of typ's per-key rate in the holds, caps.limits
+// and caps.bursts.
+func keyRateKey(typ string) string { return keyRatePrefix + typ }
+
+// maxKeyBuckets bounds the token buckets kept for keys: past it, full
+// ones are dropped (a new bucket starts full, so nothing changes).
+const maxKeyBuckets = 4096
+
+// keyBucket returns the token bucket of typ's per-key rate for key, set to
+// the usable share (nil: the share is nothing; false: no per-key rate
+// applies). Each key of the type has its own bucket at the worker's share
+// of the rate, so the workers' buckets of one key sum to at most the rate
+// (see queue/doc.go, "Task keys"). w.mu held.
+func (w *Worker) keyBucket(typ, key string) (*rate.Limiter, bool) {
+	if key == "" {
+		return nil, false
+	}
+	k := keyRateKey(typ)
+	perMin, ok := w.caps.limits[k]
+	if !ok {
+		return nil, false
+	}
+	share := w.caps.usable[k]
+	if share <= 0 || perMin <= 0 {
+		return nil, true
+	}
+	r := rate.Limit(float64(share) / 60)
+	b := max(1, w.caps.bursts[k]*share/perMin)
+	now := w.clock.Now()
+	tk := typeKey{typ, key}
+	lim := w.keyBuckets[tk]
+	if lim == nil {
+		if w.keyBuckets == nil {
+			w.keyBuckets = map[typeKey]*rate.Limiter{}
+		}
+		if len(w.keyBuckets) >= maxKeyBuckets {
+			for x, l := range w.keyBuckets {
+				if l.TokensAt(now) >= float64(l.Burst()) {
+					delete(w.keyBuckets, x)
+				}
+			}
+		}
+		lim = rate.NewLimiter(r, b)
+		w.keyBuckets[tk] = lim
+		return lim, true
+	}
+	if lim.Limit() != r {
+		lim.SetLimitAt(now, r)
+	}
+	if lim.Burst() != b {
+		lim.SetBurstAt(now, b)
+	}
+	return lim, true
+}
+
+// keyRateAdmits takes a token of the per-key rate of typ for key,
+// reporting false when there is none now (w.mu held).
+func (w *Worker) keyRateAdmits(typ, key string) bool {
+	lim, ok := w.keyBucket(typ, key)
+	if !ok {
+		return true
+	}
+	return lim != nil && lim.AllowN(w.clock.Now(), 1)
+}
+
+// keyReadyNow reports whether a claim of typ with key fits its per-key
+// cap and would get a token of its per-key rate now, taking neither.
+func (w *Worker) keyReadyNow(typ, key string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.keyAdmits(typ, key) {
+		return false
+	}
+	lim, ok := w.keyBucket(typ, key)
+	return !ok || lim != nil && lim.TokensAt(w.clock.Now()) >= 1
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -84,20 +85,9 @@ func TestPerKeyCapHolds(t *testing.T) {
 // Keys take turns: with a worker of one slot, one key's backlog of 300
 // tasks submitted first does not hold back another key's 5 tasks; each of
 // those starts within the first 2x5 starts (one of the backlog between
-// every two of them), not after the backlog. With small pages the walks
-// cut the shards short, so the 5 rank after the view's horizon: they take
-// their turns all the same.
+// every two of them), not after the backlog.
 func TestKeysTakeTurns(t *testing.T) {
 	t.Parallel()
-	for _, page := range []int{0, 25, 40} {
-		t.Run(fmt.Sprintf("page %d", page), func(t *testing.T) {
-			t.Parallel()
-			keysTakeTurns(t, page)
-		})
-	}
-}
-
-func keysTakeTurns(t *testing.T, page int) {
 	bd := setup(t, memBackend(), setupOpts{})
 	const deep, few = 300, 5
 	for i := range deep {
@@ -110,7 +100,6 @@ func keysTakeTurns(t *testing.T, page int) {
 	var order []string
 	o := bd.opts(t)
 	o.Concurrency = 1
-	o.ReadyPageSize = page
 	w := New(bd.q, o)
 	w.Handle("sync", func(_ context.Context, task *queue.Task) (json.RawMessage, error) {
 		mu.Lock()
@@ -139,6 +128,30 @@ func keysTakeTurns(t *testing.T, page int) {
 		}
 	}
 	require.Less(t, last, 2*few, "the small key's last task started as start %d: %v", last+1, order[:min(len(order), 2*few+2)])
+}
+
+// A key none of whose held entries is within the horizon takes its turns
+// with its first own (or late) entry beyond it; a key with one within
+// does not, nor do entries without a key, nor other workers' entries.
+func TestKeyTurnsPastTheHorizon(t *testing.T) {
+	t.Parallel()
+	base := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	e := func(ms int, key string, own bool) heldEntry {
+		return heldEntry{ReadyEntry: queue.ReadyEntry{Type: "sync", TaskKey: key, Rank: base.Add(time.Duration(ms) * time.Millisecond)}, own: own}
+	}
+	v := &heldView{horizon: base.Add(10 * time.Millisecond), entries: []heldEntry{
+		e(1, "big", true), e(2, "big", true), e(20, "big", true), e(21, "small", false), e(22, "small", true), e(23, "small", true), e(24, "", true), e(25, "other", true),
+	}}
+	var order []int
+	for i := range v.entries {
+		if v.claimable(&v.entries[i]) {
+			order = append(order, i)
+		}
+	}
+	require.Equal(t, []int{0, 1}, order)
+	require.Equal(t, []int{4, 7}, v.keyTurns(order))
+	v.horizon = time.Time{} // no horizon: every entry is within
+	require.Empty(t, v.keyTurns(order))
 }
 
 // fairOrder deals the held entries round-robin over keys within each
@@ -284,4 +297,56 @@ func TestPerKeyCapHoldsForEntryWithoutKey(t *testing.T) {
 	require.Equal(t, "~k", queue.ReadyKey(second)[len(queue.ReadyKey(second))-2:])
 	close(b.release)
 	bd.waitStatus(t, second.ID, queue.StatusCompleted)
+}
+
+// A per-key rate holds for each key: a per-key rate of 10/s (burst 1)
+// over two workers, 25 tasks of each of two keys; in no second do more
+// than 10 + 1 + 2 (the rate, the burst, a token per worker) of one key
+// start, as the handlers see it, while the two keys run side by side.
+func TestPerKeyRateHolds(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	bd := setup(t, memBackend(), setupOpts{})
+	const perSec, burst, workers, perKey = 10, 1, 2, 25
+	_, err := bd.q.SetKeyRate(ctx, "sync", perSec, time.Second, burst)
+	require.NoError(t, err)
+	keys := []string{"customer-1", "customer-2"}
+	var ids []*queue.Task
+	for i := range perKey * len(keys) {
+		ids = append(ids, bd.submit(t, "sync", `{}`, withKey(keys[i%len(keys)])))
+	}
+	var mu sync.Mutex
+	starts := map[string][]time.Time{}
+	for range workers {
+		o := bd.opts(t)
+		o.Concurrency = 8
+		w := New(bd.q, o)
+		w.Handle("sync", func(_ context.Context, task *queue.Task) (json.RawMessage, error) {
+			mu.Lock()
+			starts[task.TaskKey] = append(starts[task.TaskKey], time.Now())
+			mu.Unlock()
+			return []byte(`{}`), nil
+		})
+		start(t, w)
+	}
+	for _, task := range ids {
+		bd.waitStatus(t, task.ID, queue.StatusCompleted)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, k := range keys {
+		ts := starts[k]
+		require.Len(t, ts, perKey)
+		slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
+		most := 0
+		for i := range ts {
+			n := 0
+			for j := i; j < len(ts) && ts[j].Sub(ts[i]) < time.Second; j++ {
+				n++
+			}
+			most = max(most, n)
+		}
+		t.Logf("key %s: at most %d starts in a second", k, most)
+		require.LessOrEqual(t, most, perSec+burst+workers, "starts of key %s in a second", k)
+	}
 }

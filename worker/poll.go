@@ -889,8 +889,8 @@ func (w *Worker) claimHeld(ctx context.Context, free int) (started int) {
 		if w.atLimit(h.Type, perType) {
 			continue // this type is full; a later poll takes it
 		}
-		if !w.keyAdmitsNow(h.Type, h.TaskKey) {
-			continue // this key is at its per-key cap; a later poll takes it
+		if !w.keyReadyNow(h.Type, h.TaskKey) {
+			continue // this key is at its per-key cap or rate; a later poll takes it
 		}
 		h.done = true
 		if h.TaskKey != "" || len(w.turns.last) > 0 {
@@ -1053,7 +1053,7 @@ func (w *Worker) claimEntries(ctx context.Context, entries []queue.ReadyEntry, f
 		var batch []queue.ReadyEntry
 		for ; tried < len(entries) && claimed+len(batch) < free; tried++ {
 			e := entries[tried]
-			if w.atLimit(e.Type, perType) || !w.keyAdmitsNow(e.Type, e.TaskKey) {
+			if w.atLimit(e.Type, perType) || !w.keyReadyNow(e.Type, e.TaskKey) {
 				continue // this type (or key) is full; another poll takes it
 			}
 			if perType != nil {
@@ -1114,7 +1114,7 @@ func (w *Worker) claimBatch(ctx context.Context, entries []queue.ReadyEntry, per
 // not nil, gets the outcome.
 func (w *Worker) startClaim(ctx context.Context, e queue.ReadyEntry, done func(claimOutcome)) {
 	w.mu.Lock()
-	if !w.capAdmits(e.Type) || !w.keyAdmits(e.Type, e.TaskKey) || !w.rateAdmits(e.Type) {
+	if !w.capAdmits(e.Type) || !w.keyAdmits(e.Type, e.TaskKey) || !w.keyRateAdmits(e.Type, e.TaskKey) || !w.rateAdmits(e.Type) {
 		// The type's share of its fleet-wide cap shrank since the poll
 		// looked (see caps.go): the entry stays for a later poll.
 		w.mu.Unlock()
@@ -1161,7 +1161,7 @@ func (w *Worker) claimOne(ctx context.Context, e queue.ReadyEntry) claimOutcome 
 	cancel()
 	switch {
 	case err == nil:
-		if l.Task.TaskKey != e.TaskKey && !w.keyAdmitsNow(l.Task.Type, l.Task.TaskKey) {
+		if l.Task.TaskKey != e.TaskKey && !w.keyFitsNow(l.Task.Type, l.Task.TaskKey) {
 			w.releaseMiskeyed(ctx, l, e)
 			return claimLost
 		}

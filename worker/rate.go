@@ -31,7 +31,7 @@ func rateKey(typ string) string { return rateKeyPrefix + typ }
 
 // limitType returns the type of a key of caps.limits.
 func limitType(key string) string {
-	return strings.TrimPrefix(strings.TrimPrefix(key, rateKeyPrefix), keyCapPrefix)
+	return strings.TrimPrefix(strings.TrimPrefix(strings.TrimPrefix(key, rateKeyPrefix), keyCapPrefix), keyRatePrefix)
 }
 
 // rateLimits adds the rate limits of the types the worker serves to
