@@ -136,11 +136,17 @@ func bulkDefaultsFromFlags(c *cli.Context) (queue.SubmitDefaults, error) {
 		Timeout:    c.Duration("timeout"),
 		MaxRetries: c.Int("retries"),
 		Delay:      c.Duration("delay"),
+		Key:        c.String("key"),
 		TypeHint:   "or pass --type as the default for every line",
 	}
 	if def.Type != "" {
 		if err := queue.ValidateType(def.Type); err != nil {
 			return def, usageError("--type: %s", inputMessage(err))
+		}
+	}
+	if def.Key != "" {
+		if err := queue.ValidateTaskKey(def.Key); err != nil {
+			return def, usageError("--key: %s", inputMessage(err))
 		}
 	}
 	if def.Timeout < time.Second {

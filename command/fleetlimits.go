@@ -3,6 +3,7 @@ package command
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,7 +18,7 @@ func limitCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "limit",
 		Usage:     "cap how many tasks of a type run at once, or start per second, across every worker",
-		UsageText: "qo limit TYPE --concurrency N [--json]\nqo limit TYPE --rate 20/s [--burst N] [--json]\nqo limit TYPE --clear [--json]",
+		UsageText: "qo limit TYPE --concurrency N [--per-key] [--json]\nqo limit TYPE --rate 20/s [--burst N] [--json]\nqo limit TYPE --clear [--json]",
 		Description: `A fleet-wide cap: at most N handlers of the type run at once across all
 workers, however many join, drain, are paused or killed. Workers hold
 shares of N in their registry entries, written with their heartbeats, so
@@ -32,15 +33,27 @@ any window (default: a second's worth). Workers hold shares of the rate
 the same way and each runs a token bucket for its share; a claim takes a
 token before it starts. A type may have both a cap and a rate.
 
+A per-key cap (--concurrency N --per-key): at most N handlers of the type
+run at once for each task key (qo submit --key), across all workers; a
+per-key rate (--rate R --per-key): at most R starts per second (minute)
+for each key. Workers hold shares of N (R) as for a cap and run at most
+their share of each key (a token bucket per key for a rate), so a worker
+whose share is 0 runs no keyed task of the type: give N (R per minute) at
+least the number of workers serving the type for all to take part. Tasks
+without a key are not limited by them.
+
 Examples:
   qo limit call_partner_api --concurrency 5
   qo limit call_partner_api --rate 20/s --burst 5
+  qo limit sync_customer --concurrency 1 --per-key
+  qo limit sync_customer --rate 2/s --per-key
   qo limit call_partner_api --clear`,
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "concurrency", Usage: "at most `N` running at once, fleet-wide"},
 			&cli.StringFlag{Name: "rate", Usage: "at most `R` starts per second or minute (20/s, 600/m), fleet-wide"},
 			&cli.IntFlag{Name: "burst", Usage: "with --rate: at most `N` starts above the rate in any window (default: a second's worth)"},
-			&cli.BoolFlag{Name: "clear", Usage: "remove the type's limits"},
+			&cli.BoolFlag{Name: "per-key", Usage: "with --concurrency or --rate: the limit holds for each task key (qo submit --key)"},
+			&cli.BoolFlag{Name: "clear", Usage: "remove the type's limits (per-key ones too)"},
 			jsonFlag(),
 		},
 		Action: func(c *cli.Context) error {
@@ -59,6 +72,8 @@ Examples:
 			var starts int
 			var per time.Duration
 			switch {
+			case c.Bool("per-key") && !set && !rated:
+				return usageError("--per-key goes with --concurrency N or --rate R (qo limit TYPE --concurrency N --per-key)")
 			case c.IsSet("burst") && !rated:
 				return usageError("--burst goes with --rate (qo limit TYPE --rate 20/s --burst 5)")
 			case (set || rated) && clr:
@@ -83,10 +98,14 @@ Examples:
 			if clr {
 				ctl, err = q.ClearLimit(c.Context, typ)
 			}
-			if err == nil && set {
+			if err == nil && set && c.Bool("per-key") {
+				ctl, err = q.SetKeyLimit(c.Context, typ, c.Int("concurrency"))
+			} else if err == nil && set {
 				ctl, err = q.SetLimit(c.Context, typ, c.Int("concurrency"))
 			}
-			if err == nil && rated {
+			if err == nil && rated && c.Bool("per-key") {
+				ctl, err = q.SetKeyRate(c.Context, typ, starts, per, c.Int("burst"))
+			} else if err == nil && rated {
 				ctl, err = q.SetRate(c.Context, typ, starts, per, c.Int("burst"))
 			}
 			if err != nil {
@@ -101,7 +120,13 @@ Examples:
 			if r, ok := ctl.RateLimit(typ); ok {
 				fmt.Fprintf(c.App.Writer, "%s: at most %s started across the fleet (burst %d)\n", termsafe.Line(typ), r, r.Burst)
 			}
-			if _, ok := ctl.Limits[typ]; !ok {
+			if n, ok := ctl.KeyConcurrencyCap(typ); ok {
+				fmt.Fprintf(c.App.Writer, "%s: at most %d running at once for each key across the fleet\n", termsafe.Line(typ), n)
+			}
+			if r, ok := ctl.KeyRateLimit(typ); ok {
+				fmt.Fprintf(c.App.Writer, "%s: at most %s started for each key across the fleet (burst %d)\n", termsafe.Line(typ), r, r.Burst)
+			}
+			if _, ok := ctl.Limits[typ]; !ok && !slices.Contains(ctl.LimitedTypes(), typ) {
 				fmt.Fprintf(c.App.Writer, "%s: no fleet-wide limit\n", termsafe.Line(typ))
 			}
 			return nil
@@ -142,7 +167,12 @@ type limitJSON struct {
 	Concurrency int    `json:"concurrency"`
 	Rate        string `json:"rate,omitempty"` // "20/s", "600/m"
 	Burst       int    `json:"burst,omitempty"`
-	SetAt       string `json:"set_at"`
+	// PerKeyConcurrency is the per-key cap (qo limit --per-key), 0: none;
+	// PerKeyRate and PerKeyBurst the per-key rate.
+	PerKeyConcurrency int    `json:"per_key_concurrency,omitempty"`
+	PerKeyRate        string `json:"per_key_rate,omitempty"`
+	PerKeyBurst       int    `json:"per_key_burst,omitempty"`
+	SetAt             string `json:"set_at"`
 }
 
 func limitsJSON(ctl queue.Control) map[string]any {
@@ -152,6 +182,15 @@ func limitsJSON(ctl queue.Control) map[string]any {
 		j := limitJSON{Type: t, Concurrency: l.Concurrency, SetAt: l.SetAt.UTC().Format("2006-01-02T15:04:05Z")}
 		if r, ok := ctl.RateLimit(t); ok {
 			j.Rate, j.Burst = r.String(), r.Burst
+		}
+		if k, ok := ctl.KeyLimits[t]; ok {
+			j.PerKeyConcurrency = k.Concurrency
+			if r, ok := ctl.KeyRateLimit(t); ok {
+				j.PerKeyRate, j.PerKeyBurst = r.String(), r.Burst
+			}
+			if l.SetAt.IsZero() || k.SetAt.After(l.SetAt) {
+				j.SetAt = k.SetAt.UTC().Format("2006-01-02T15:04:05Z")
+			}
 		}
 		out = append(out, j)
 	}
@@ -172,6 +211,12 @@ func writeLimits(w io.Writer, ctl queue.Control) {
 		}
 		if r, ok := ctl.RateLimit(t); ok {
 			parts = append(parts, fmt.Sprintf("rate %s burst %d", r, r.Burst))
+		}
+		if n, ok := ctl.KeyConcurrencyCap(t); ok {
+			parts = append(parts, "concurrency "+strconv.Itoa(n)+" per key")
+		}
+		if r, ok := ctl.KeyRateLimit(t); ok {
+			parts = append(parts, fmt.Sprintf("rate %s burst %d per key", r, r.Burst))
 		}
 		fmt.Fprintf(w, "%s\t%s\n", termsafe.Line(t), strings.Join(parts, ", "))
 	}

@@ -9,6 +9,7 @@ package command
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -136,13 +137,21 @@ Examples:
 				// Dead letters say why they died: the last error on one
 				// line, cut at 200 bytes (qo status ID shows it whole).
 				deadLetters := qry.Status == queue.StatusFailed
+				// A KEY column when a task of the page has a key.
+				keyed := slices.ContainsFunc(page.Tasks, func(t *queue.Task) bool { return t.TaskKey != "" })
 				header := "ID\tTYPE\tPRIORITY\tSTATUS\tATTEMPT\tUPDATED\tWHEN"
+				if keyed {
+					header = "ID\tTYPE\tKEY\tPRIORITY\tSTATUS\tATTEMPT\tUPDATED\tWHEN"
+				}
 				if deadLetters {
 					header += "\tLAST ERROR"
 				}
 				fmt.Fprintln(tw, header)
 				for _, t := range page.Tasks {
 					cells := []string{t.ID.String(), t.Type, string(t.Priority), string(t.Status), fmt.Sprint(t.Attempt), formatTime(t.UpdatedAt), listWhen(t, now)}
+					if keyed {
+						cells = slices.Insert(cells, 2, dash(t.TaskKey))
+					}
 					if deadLetters {
 						cells = append(cells, dash(foldSpace(t.LastError)))
 					}

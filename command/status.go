@@ -87,6 +87,9 @@ func printTask(w io.Writer, t *queue.Task, now time.Time) error {
 	row("type", t.Type)
 	row("status", statusLine(t, now))
 	row("priority", string(t.Priority))
+	if t.TaskKey != "" {
+		row("key", t.TaskKey)
+	}
 	row("shard", t.Shard)
 	switch t.Status {
 	case queue.StatusPending:

@@ -26,8 +26,8 @@ func submitCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "submit",
 		Usage: "add a task to the queue, or one per line of a JSON Lines file",
-		UsageText: `qo submit --type TYPE [--input JSON | --input-file FILE|-] [--timeout D] [--retries N] [--delay D | --at TIME] [--priority P] [--expires-in D | --expires-at TIME] [--idempotency-key K [--unique-while-active | --unique-for D]] [--after ID,... [--on-parent-failure cancel|fail|run]] [--metadata KEY=VALUE]... [--json]
-qo submit --file FILE|- [--type TYPE] [--timeout D] [--retries N] [--delay D | --at TIME] [--priority P] [--expires-in D] [--concurrency N] [--json]
+		UsageText: `qo submit --type TYPE [--input JSON | --input-file FILE|-] [--timeout D] [--retries N] [--delay D | --at TIME] [--priority P] [--key K] [--expires-in D | --expires-at TIME] [--idempotency-key K [--unique-while-active | --unique-for D]] [--after ID,... [--on-parent-failure cancel|fail|run]] [--metadata KEY=VALUE]... [--json]
+qo submit --file FILE|- [--type TYPE] [--timeout D] [--retries N] [--delay D | --at TIME] [--priority P] [--key K] [--expires-in D] [--concurrency N] [--json]
 qo submit --workflow FILE|- [--idempotency-key K] [--json]`,
 		Description: `Prints the new task's id (or the whole task with --json). With
 --idempotency-key, submitting the same type and key again returns the existing
@@ -79,6 +79,7 @@ file. Each line is an object with any of these fields:
   unique_while_active  true: the key holds while its task is active
   unique_for       "10m" or seconds: the key holds that long
   priority         high, normal or low (default: --priority)
+  key              the task's key, as --key (default: --key)
   expires_in       deadline for starting, after available (default: --expires-in)
   expires_at       RFC 3339 deadline for starting
   metadata         {"KEY": "VALUE", ...}, as --metadata
@@ -111,6 +112,7 @@ Examples:
 			&cli.BoolFlag{Name: "unique-while-active", Usage: "the --idempotency-key holds only while its task is active: once it ended, the key makes a new task"},
 			&cli.DurationFlag{Name: "unique-for", Usage: "the --idempotency-key holds only for `DURATION` after the submit that made its task"},
 			&cli.StringFlag{Name: "priority", Aliases: []string{"p"}, Value: string(queue.PriorityNormal), Usage: "`LEVEL`: high, normal or low"},
+			&cli.StringFlag{Name: "key", Aliases: []string{"k"}, Usage: "the task's `KEY` (e.g. a customer id; letters, digits, _ . : -): a type's tasks are taken round-robin over keys, and a qo limit --per-key holds for each key"},
 			&cli.DurationFlag{Name: "expires-in", Usage: "expire the task if no worker starts it within `DURATION` of becoming available"},
 			&cli.StringFlag{Name: "expires-at", Usage: "expire the task if no worker starts it by `TIME` (RFC 3339)"},
 			&cli.StringSliceFlag{Name: "after", Usage: "run after these tasks completed: task `ID`s, comma-separated or repeated"},
@@ -243,6 +245,11 @@ func submitRequest(c *cli.Context) (queue.SubmitRequest, error) {
 		return req, err
 	}
 	req.Priority, req.ExpiresAt = extra.priority, extra.expiresAt
+	if req.Key = c.String("key"); c.IsSet("key") {
+		if err := queue.ValidateTaskKey(req.Key); err != nil {
+			return req, usageError("--key: %s", inputMessage(err))
+		}
+	}
 	for _, s := range c.StringSlice("after") {
 		for _, part := range strings.Split(s, ",") {
 			if part = strings.TrimSpace(part); part == "" {

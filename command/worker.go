@@ -49,7 +49,8 @@ then, in this order (a later one wins):
                         # comments, quotes, export prefixes)
   --env NAME=VALUE      NAME set to VALUE (commas and all)
   QO_TASK_ID, QO_TASK_TYPE, QO_ATTEMPT, QO_WORKER_ID, QO_TASK_TIMEOUT_SECONDS,
-                        set by qo for each task; nothing overrides them.
+  QO_TASK_KEY           set by qo for each task (QO_TASK_KEY when it has a
+                        key); nothing overrides them.
   TRACEPARENT, TRACESTATE
                         the task's W3C trace context, when its metadata
                         holds one; never the worker's own.

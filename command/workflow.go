@@ -27,7 +27,7 @@ const workflowFileHelp = `A workflow file is one JSON object:
       "input_from": {"rows": "extract.output.rows"}},
      ...]}
 Each step has a unique name, a type and any field of a qo submit --file line
-(input, timeout_seconds, max_retries, priority, delay, expires_in,
+(input, timeout_seconds, max_retries, priority, key, delay, expires_in,
 on_parent_failure, ...), plus "after" (the names of the steps it runs after)
 and "input_from" (input fields filled from parents' outputs: STEP.output or
 STEP.output.PATH, PATH being keys and array indexes joined by dots; a step

@@ -27,9 +27,13 @@ type Control struct {
 	Types map[string]Pause `json:"paused_types"`
 	// Limits holds the fleet-wide limits by task type (see doc.go,
 	// "Fleet-wide concurrency caps").
-	Limits    map[string]Limit `json:"limits,omitempty"`
-	UpdatedAt time.Time        `json:"updated_at"`
-	Rev       int64            `json:"rev"`
+	Limits map[string]Limit `json:"limits,omitempty"`
+	// KeyLimits holds the per-key limits by task type (see doc.go, "Task
+	// keys"): apart from Limits, so a qo that predates task keys (and
+	// never claims a keyed task) reads control.json as before.
+	KeyLimits map[string]KeyLimit `json:"key_limits,omitempty"`
+	UpdatedAt time.Time           `json:"updated_at"`
+	Rev       int64               `json:"rev"`
 	// Actor names who made this version (the pause or resume), as the
 	// interface knows it (see WithActor); absent when none was given.
 	// control.json's versions are the record of who paused and resumed.
@@ -53,6 +57,41 @@ type Limit struct {
 	Per         string    `json:"per,omitempty"` // "s" or "m"
 	Burst       int       `json:"burst,omitempty"`
 	SetAt       time.Time `json:"set_at"`
+}
+
+// KeyLimit is a per-key limit of one task type: at most Concurrency
+// handlers of the type run at once for each task key (0: no cap), and at
+// most Rate starts per Per for each key, Burst more in any window (Rate
+// 0: none), across every worker (see doc.go, "Task keys").
+type KeyLimit struct {
+	Concurrency int       `json:"concurrency"`
+	Rate        int       `json:"rate,omitempty"`
+	Per         string    `json:"per,omitempty"` // "s" or "m"
+	Burst       int       `json:"burst,omitempty"`
+	SetAt       time.Time `json:"set_at"`
+}
+
+// KeyRateLimit returns the per-key rate limit of typ (false: none).
+func (c Control) KeyRateLimit(typ string) (RateLimit, bool) {
+	l, ok := c.KeyLimits[typ]
+	if !ok || l.Rate <= 0 {
+		return RateLimit{}, false
+	}
+	per := perOf(l.Per)
+	b := l.Burst
+	if b <= 0 {
+		b = DefaultBurst(l.Rate, per)
+	}
+	return RateLimit{Starts: l.Rate, Per: per, Burst: b}, true
+}
+
+// KeyConcurrencyCap returns the per-key cap of typ (false: none).
+func (c Control) KeyConcurrencyCap(typ string) (int, bool) {
+	l, ok := c.KeyLimits[typ]
+	if !ok || l.Concurrency <= 0 {
+		return 0, false
+	}
+	return l.Concurrency, true
 }
 
 // MaxRate bounds a fleet-wide rate limit in starts per second.
@@ -145,11 +184,17 @@ func (c Control) ConcurrencyCap(typ string) (int, bool) {
 	return l.Concurrency, true
 }
 
-// LimitedTypes returns the types with a limit in name order.
+// LimitedTypes returns the types with a limit (fleet-wide or per key) in
+// name order.
 func (c Control) LimitedTypes() []string {
-	out := make([]string, 0, len(c.Limits))
+	out := make([]string, 0, len(c.Limits)+len(c.KeyLimits))
 	for t := range c.Limits {
 		out = append(out, t)
+	}
+	for t := range c.KeyLimits {
+		if _, ok := c.Limits[t]; !ok {
+			out = append(out, t)
+		}
 	}
 	slices.Sort(out)
 	return out
@@ -203,7 +248,83 @@ func decodeControl(body []byte) (Control, error) {
 			return Control{}, &MalformedError{Key: ControlKey, Err: fmt.Errorf("limit of type %q: concurrency %d is not between 1 and %d", t, l.Concurrency, MaxConcurrencyCap)}
 		}
 	}
+	for t, l := range c.KeyLimits {
+		if err := ValidateType(t); err != nil {
+			return Control{}, &MalformedError{Key: ControlKey, Err: errors.New(err.Error())}
+		}
+		if l.Rate != 0 || l.Per != "" || l.Burst != 0 {
+			if l.Rate < 1 || l.Per != "s" && l.Per != "m" || l.Burst < 0 || l.Burst > MaxRate || l.Rate > MaxRate*60 || l.Per == "s" && l.Rate > MaxRate {
+				return Control{}, &MalformedError{Key: ControlKey, Err: fmt.Errorf("per-key limit of type %q: rate %d per %q (burst %d) is not a rate of 1 to %d per second", t, l.Rate, l.Per, l.Burst, MaxRate)}
+			}
+			if l.Concurrency == 0 {
+				continue
+			}
+		}
+		if l.Concurrency < 1 || l.Concurrency > MaxConcurrencyCap {
+			return Control{}, &MalformedError{Key: ControlKey, Err: fmt.Errorf("per-key limit of type %q: concurrency %d is not between 1 and %d", t, l.Concurrency, MaxConcurrencyCap)}
+		}
+	}
 	return c, nil
+}
+
+// SetKeyLimit sets the per-key concurrency cap of typ to n: at most n
+// handlers of the type run at once for each task key, across every
+// worker (see doc.go, "Task keys"). Setting the cap it has changes
+// nothing.
+func (q *Queue) SetKeyLimit(ctx context.Context, typ string, n int) (Control, error) {
+	if err := ValidateType(typ); err != nil {
+		return Control{}, fmt.Errorf("set per-key limit: %w", err)
+	}
+	if n < 1 || n > MaxConcurrencyCap {
+		return Control{}, invalidInput("set per-key limit: concurrency %d is not between 1 and %d (to remove the cap, clear it)", n, MaxConcurrencyCap)
+	}
+	return q.updateControl(ctx, "set per-key limit", func(c *Control, now time.Time) bool {
+		l, ok := c.KeyLimits[typ]
+		if ok && l.Concurrency == n {
+			return false
+		}
+		if c.KeyLimits == nil {
+			c.KeyLimits = map[string]KeyLimit{}
+		}
+		l.Concurrency, l.SetAt = n, now
+		c.KeyLimits[typ] = l
+		return true
+	})
+}
+
+// SetKeyRate sets the per-key rate limit of typ: at most starts per per
+// (time.Second or time.Minute) for each task key across every worker,
+// burst more in any window (burst 0: DefaultBurst). It keeps the type's
+// per-key cap (see doc.go, "Task keys").
+func (q *Queue) SetKeyRate(ctx context.Context, typ string, starts int, per time.Duration, burst int) (Control, error) {
+	if err := ValidateType(typ); err != nil {
+		return Control{}, fmt.Errorf("set per-key rate: %w", err)
+	}
+	if per != time.Second && per != time.Minute {
+		return Control{}, invalidInput("set per-key rate: per %s is neither a second nor a minute", per)
+	}
+	if starts < 1 || starts*int(time.Second)/int(per) > MaxRate || starts > MaxRate*60 {
+		return Control{}, invalidInput("set per-key rate: %d per %s is not between 1 and %d per second (to remove the rate, clear the limit)", starts, per, MaxRate)
+	}
+	if burst < 0 || burst > MaxRate {
+		return Control{}, invalidInput("set per-key rate: burst %d is not between 1 and %d (0: the default)", burst, MaxRate)
+	}
+	unit := "m"
+	if per == time.Second {
+		unit = "s"
+	}
+	return q.updateControl(ctx, "set per-key rate", func(c *Control, now time.Time) bool {
+		l, ok := c.KeyLimits[typ]
+		if ok && l.Rate == starts && l.Per == unit && l.Burst == burst {
+			return false
+		}
+		if c.KeyLimits == nil {
+			c.KeyLimits = map[string]KeyLimit{}
+		}
+		l.Rate, l.Per, l.Burst, l.SetAt = starts, unit, burst, now
+		c.KeyLimits[typ] = l
+		return true
+	})
 }
 
 // SetLimit sets the fleet-wide concurrency cap of typ to n: at most n
@@ -265,17 +386,20 @@ func (q *Queue) SetRate(ctx context.Context, typ string, starts int, per time.Du
 	})
 }
 
-// ClearLimit removes the fleet-wide limit of typ. Clearing none changes
+// ClearLimit removes the fleet-wide limits of typ, per-key ones too. Clearing none changes
 // nothing.
 func (q *Queue) ClearLimit(ctx context.Context, typ string) (Control, error) {
 	if err := ValidateType(typ); err != nil {
 		return Control{}, fmt.Errorf("clear limit: %w", err)
 	}
 	return q.updateControl(ctx, "clear limit", func(c *Control, now time.Time) bool {
-		if _, ok := c.Limits[typ]; !ok {
+		_, ok := c.Limits[typ]
+		_, keyed := c.KeyLimits[typ]
+		if !ok && !keyed {
 			return false
 		}
 		delete(c.Limits, typ)
+		delete(c.KeyLimits, typ)
 		return true
 	})
 }

@@ -9,7 +9,8 @@ writer follows; the code implements exactly what is written here.
 
 	queue.json                                          queue configuration (Init; read by Open)
 	tasks/{shard}/{id}.json                             THE task object: the only truth
-	ready/{shard}/{rank-ms}~{type}~{priority}~{id}      ready index: one empty object per pending task
+	ready/{shard}/{rank-ms}~{type}~{priority}~{id}[~{key}]
+	                                                    ready index: one empty object per pending task ({key}: see Task keys)
 	leases/{shard}/{expires-ms}~{type}~{id}~{lease_id}~{worker_id}
 	                                                    lease index: one empty object per running task
 	waiting/{shard}/{id}                                waiting index: one empty object per waiting task (see Dependencies)
@@ -59,7 +60,9 @@ LIST of one partition returns the entries to run (or expire) first and
 stops at the first one in the future. {rank-ms} is available_at moved by
 the task's priority (see Priorities). The task type and priority sit in
 the ready key so a worker skips types it cannot run, and computes
-available_at, without a GET. The lease key carries the lease id, so every
+available_at, without a GET; so does the task's key, when it has one, so a
+worker takes turns over keys and holds per-key caps from the listing alone
+(see Task keys). The lease key carries the lease id, so every
 claim and extension writes a key of its own: two claimers of one task never
 share (or delete) each other's entry; and it ends with the holder's worker
 id, so the monitor finds every task a dead worker held from the listing
@@ -175,6 +178,8 @@ present in every object; absent values are null, "" or 0):
 	unique              absent, or {while_active} or {until}: the window the key binds
 	                    for (see Uniqueness windows); never changes
 	priority            high | normal | low (objects without it read as normal)
+	key                 absent, or the task's key, [A-Za-z0-9_.:-]{1,64}; never changes
+	                    (see Task keys)
 	expires_at          RFC 3339 deadline for starting, or null (never expires)
 	input_ref           null, or {key, version_id, bytes, sha256} of an offloaded input
 	output_ref          null, or the same for an offloaded output
@@ -1236,6 +1241,109 @@ by the shares of the caps, nothing per task:
     handler starts after the claim's requests, so its own start times
     jitter by one claim's latency.
   - Requests: those of a cap, for the share; a token costs none.
+
+# Task keys
+
+A task may carry a key (SubmitRequest.Key, qo submit --key, "key" in a
+submit document: bulk lines, the HTTP API, workflow steps), e.g. the
+customer it is for. Keys follow the rules of type names ([A-Za-z0-9_.:-],
+1 to 64 characters, not dots only); a bad one is ErrInvalidInput naming the
+rule, and a task object holding one is malformed. The key never changes.
+
+The ready entry of a keyed task carries it as a fifth field,
+"{rank-ms}~{type}~{priority}~{id}~{key}"; an entry without a key keeps the
+four fields of layout 3. This is still layout 3 (queue.json stays
+"format":3, qo migrate has nothing to do): every entry a qo without keys
+wrote reads the same, and a qo without keys beside a current one is safe.
+Its parser refuses five fields, so its workers and listings skip a keyed
+entry (logged at debug) and never claim, delete or convert it: the
+sweeper's test for an older layout's entry needs a "/" in the name, and
+Repair (which would add a four-field entry beside it) only runs when an
+operator asks. So a keyed task is run only by workers that know keys, a
+per-key cap is never broken by one that does not, and no keyed task loses
+its entry. What such a qo does do: qo list and qo status of an older
+version show keyed pending tasks without their key, and an older process
+that rewrites a keyed task (its monitor taking back an expired lease, an
+operator's retry) drops the key, so the task goes on as one without a key.
+Run keyed tasks once every worker knows keys (qo workers shows versions).
+
+Fairness. Within a type and a priority, a worker takes the ready tasks its
+held view holds (see worker/poll.go, "Polling") round-robin over their
+keys: the first task of every key before the second of any, the key whose
+turn came longest ago first, then oldest first; tasks without a key take
+their turns as one key. A key none of whose held entries is within the
+view's horizon (they all rank after the earliest cut of a page, as a key
+submitted after another key's deep backlog does) takes its turns with its
+first held entry beyond it; that claim may pass an older entry of its own
+key in a shard not yet listed so far. So another key's first task, once
+in the view, is among the worker's next K claims of its priority for the
+K keys of the type in the view, however deep one key's backlog; across W
+workers, each taking turns over its share, among about the next K x W
+starts. It is in the view once a listing of its shard from the shard's
+start reaches it: when the tasks ranked before it in its shard number
+less than a page (ReadyPageSize, 1,000: 16,000 spread over 16 shards,
+256,000 over 256), at the first walk, or, where that walk's LIST ran on
+into its shard from the one before and stopped short of it, when the page
+is listed again from its start, at most PageHold (10 s) later, plus a
+poll wait (see worker/poll.go, "Order"). Beyond that depth in its shard
+it waits behind that shard's older entries as without keys (the ready
+index is in rank order; a key-first partition would be a new layout).
+Measured: worker/keys_test.go, one key's 300 tasks ahead of another's 5
+on one slot (pages not cut): the 5 start among the first 10 (where a page
+is cut the count depends on the ranks; the time bound above holds);
+e2e/keys_test.go, 2 worker processes of 4 slots on MinIO, 10,000 tasks of
+one key ahead of 10 of another: the 10 all started within 15 s of the
+first start (12.7 s and 14.6 s in two runs, the last as start 158 and
+137; 2,000 ahead: within 1.5 s, by start 30);
+without keys they would start after the 10,000.
+
+Per-key caps. control.json's "key_limits" holds a per-key cap by type
+({"concurrency": N, "set_at": ...}, set by qo limit TYPE --concurrency N
+--per-key; apart from "limits" so a qo without keys reads control.json as
+before): for every key, at no instant do more than N handlers of tasks of
+the type with that key run across every worker. Tasks without a key are
+not limited by it. It is held by the shares of the caps (Fleet-wide
+concurrency caps), nothing per task:
+
+  - Each worker serving the type holds a share of N under "key:TYPE" in
+    its registry entry, worked out, published, shrunk and grown exactly as
+    a cap's share, so the usable shares of the live workers sum to at most
+    N at every instant (the proof of that section, word for word).
+  - A worker runs at most its usable share of tasks of each key (claims in
+    flight counted; checked under its lock before every claim, from the
+    key in the ready entry's name), so for any key the running handlers
+    are at most the sum of the usable shares: N. What it publishes is at
+    least the most tasks of one key it runs, as a cap's hold is at least
+    what it runs. A task claimed from an entry without its key (one a
+    process that does not know keys wrote for a keyed task) is checked after the claim, by the key of the task
+    object, and given back (Release: pending, no retry counted, its entry
+    now with the key) when that key is at the worker's share.
+  - Cost and bounds: those of a cap. A killed worker's share (hence its
+    part of every key's N) is unusable until it is found dead, DeadAfter +
+    MaxClockSkew (22 s by default) after its last heartbeat, plus up to a
+    heartbeat interval. Requests per task: unchanged (the key is in the
+    entry's name): a worker draining 200 tasks of 10 keys under a per-key
+    cap makes the same 1,203 task requests as for 200 without keys, and 8
+    of the registry and control.json in all (worker/keys_test.go).
+  - What it does not do: a worker whose share is 0 (N below the number of
+    workers serving the type) runs no keyed task of the type, so give N at
+    least the number of workers for all to take part.
+
+Per-key rates. A key limit may also carry a rate ({"rate": R, "per": "s"
+or "m", "burst": B}, set by qo limit TYPE --rate 20/s --per-key): for
+every key, over any window of length T at most R*T/per + B + (workers
+serving the type) handlers of the type with that key start. As for a
+fleet-wide rate (Fleet-wide rate limits), the rate in starts per minute is
+shared under "keyrate:TYPE", and each worker runs a token bucket at its
+usable share for each key it claims (created full when the key is first
+claimed; at most 4,096 kept, full ones dropped past that, which changes
+nothing as a new one starts full); a claim of a keyed task takes a token
+of its key's bucket before it is sent. The workers' buckets of one key sum
+to at most the rate, so the bound of that section holds per key. A claim
+that does not start its task does not give its token back (fewer starts,
+never more). Measured: worker/keys_test.go, 10/s burst 1 per key over 2
+workers, two keys of 25 tasks side by side: at most 10 of one key in any
+second. Requests: those of a cap; a token costs none.
 
 # Schedules
 

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -237,19 +238,24 @@ func LeaseShardPrefix(shard string) string { return LeasesPrefix + shard + "/" }
 
 // ReadyKey is the ready-index key of a pending task:
 // "ready/{shard}/{rank ms}~{type}~{priority}~{id}", where the rank is
-// available_at moved by the priority (see doc.go, "Priorities").
+// available_at moved by the priority (see doc.go, "Priorities"), with
+// "~{key}" after the id when the task has a key (see doc.go, "Task keys").
 func ReadyKey(t *Task) string {
-	return readyKey(t.AvailableAt, t.Priority, t.Shard, t.Type, t.ID)
+	return readyKey(t.AvailableAt, t.Priority, t.Shard, t.Type, t.ID, t.TaskKey)
 }
 
 // rankOf is the time a ready entry sorts under.
 func rankOf(availableAt time.Time, p Priority) time.Time { return availableAt.Add(p.offset()) }
 
-func readyKey(availableAt time.Time, p Priority, shard, typ string, id uuid.UUID) string {
+func readyKey(availableAt time.Time, p Priority, shard, typ string, id uuid.UUID, key string) string {
 	if !p.Valid() {
 		p = PriorityNormal
 	}
-	return ReadyShardPrefix(shard) + joinFields(unixMS(rankOf(availableAt, p)), typ, string(p), id.String())
+	fields := []string{unixMS(rankOf(availableAt, p)), typ, string(p), id.String()}
+	if key != "" {
+		fields = append(fields, key)
+	}
+	return ReadyShardPrefix(shard) + joinFields(fields...)
 }
 
 // FieldSep separates the fields of an index entry's name (see doc.go, "Key
@@ -260,8 +266,9 @@ const FieldSep = "~"
 func joinFields(fields ...string) string { return strings.Join(fields, FieldSep) }
 
 // entryFields splits the name of an index entry below "{prefix}{shard}/"
-// into its shard and n fields (ok false when the key is not one).
-func entryFields(key, prefix string, n int) (shard string, fields []string, ok bool) {
+// into its shard and n fields, or n+extra (ok false when the key is not
+// one).
+func entryFields(key, prefix string, n int, extra ...int) (shard string, fields []string, ok bool) {
 	rest, ok := strings.CutPrefix(key, prefix)
 	if !ok {
 		return "", nil, false
@@ -271,14 +278,14 @@ func entryFields(key, prefix string, n int) (shard string, fields []string, ok b
 		return "", nil, false
 	}
 	fields = strings.Split(name, FieldSep)
-	return shard, fields, len(fields) == n
+	return shard, fields, len(fields) == n || slices.Contains(extra, len(fields)-n)
 }
 
 // ParseReadyKey decodes a ready-index key.
 func ParseReadyKey(key string) (ReadyEntry, error) {
-	shard, f, ok := entryFields(key, ReadyPrefix, 4)
+	shard, f, ok := entryFields(key, ReadyPrefix, 4, 1)
 	if !ok {
-		return ReadyEntry{}, fmt.Errorf("%q is not a ready index key (want ready/{shard}/{ms}~{type}~{priority}~{id})", key)
+		return ReadyEntry{}, fmt.Errorf("%q is not a ready index key (want ready/{shard}/{ms}~{type}~{priority}~{id}, or ~{key} after the id)", key)
 	}
 	if !isHex(shard) || len(shard) > 2 {
 		return ReadyEntry{}, fmt.Errorf("ready index key %q: bad shard %q", key, shard)
@@ -298,7 +305,14 @@ func ParseReadyKey(key string) (ReadyEntry, error) {
 	if err != nil || id.String() != f[3] || !shardMatches(id, shard) {
 		return ReadyEntry{}, fmt.Errorf("ready index key %q: bad task id %q", key, f[3])
 	}
-	return ReadyEntry{Key: key, ID: id, Shard: shard, Type: f[1], Priority: p, Rank: rank, AvailableAt: rank.Add(-p.offset())}, nil
+	var taskKey string
+	if len(f) == 5 {
+		if ValidateTaskKey(f[4]) != nil {
+			return ReadyEntry{}, fmt.Errorf("ready index key %q: bad task key %q", key, f[4])
+		}
+		taskKey = f[4]
+	}
+	return ReadyEntry{Key: key, ID: id, Shard: shard, Type: f[1], Priority: p, Rank: rank, AvailableAt: rank.Add(-p.offset()), TaskKey: taskKey}, nil
 }
 
 // LeaseKey is the lease-index key of a running task:

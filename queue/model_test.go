@@ -246,7 +246,7 @@ func TestKeys(t *testing.T) {
 		"ready/3/1700000000123/t!/normal/" + task.ID.String(), "ready/3/1700000000123/t/normal/nope", "leases/3/1700000000123",
 		"ready/3/1700000000123/t/urgent/" + task.ID.String(), "leases/3/1700000000123/t/" + task.ID.String() + "/nope", "leases/3/1700000000123/t/" + task.ID.String() + "/" + task.LeaseID + "/bad worker",
 		"dead/3/x", "dead/0000000000001/4/t/" + task.ID.String(),
-		"ready/3/1700000000123~t~normal", "ready/3/1700000000123~t~normal~" + task.ID.String() + "~x", "ready/3/1700000000123~t~urgent~" + task.ID.String(),
+		"ready/3/1700000000123~t~normal", "ready/3/1700000000123~t~normal~" + task.ID.String() + "~x~y", "ready/3/1700000000123~t~normal~" + task.ID.String() + "~x y", "ready/3/1700000000123~t~urgent~" + task.ID.String(),
 		"ready/3~1700000000123~t~normal~" + task.ID.String(), "leases/3/1700000000123~t~" + task.ID.String() + "~" + task.LeaseID + "~bad worker"} {
 		_, err1 := queue.ParseReadyKey(bad)
 		_, err2 := queue.ParseLeaseKey(bad)

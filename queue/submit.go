@@ -211,6 +211,10 @@ type SubmitRequest struct {
 	UniqueFor time.Duration
 	// Priority is the task's level ("" is normal).
 	Priority Priority
+	// Key is the task's fairness key ("" is none): a type's ready tasks
+	// are taken round-robin over keys, and a per-key limit holds for each
+	// (see doc.go, "Task keys"). [A-Za-z0-9_.:-]{1,64}.
+	Key string
 	// ExpiresAt, when set, is the deadline for starting: a task not
 	// claimed by then becomes expired instead of running.
 	ExpiresAt time.Time
@@ -438,6 +442,11 @@ func (q *Queue) newTask(req SubmitRequest) (*Task, error) {
 	if err := ValidateMetadata(req.Metadata); err != nil {
 		return nil, err
 	}
+	if req.Key != "" {
+		if err := ValidateTaskKey(req.Key); err != nil {
+			return nil, err
+		}
+	}
 	var unique *UniqueWindow
 	switch {
 	case req.UniqueFor < 0:
@@ -496,6 +505,7 @@ func (q *Queue) newTask(req SubmitRequest) (*Task, error) {
 		IdempotencyKey: req.IdempotencyKey,
 		Unique:         unique,
 		Priority:       prio,
+		TaskKey:        req.Key,
 		ExpiresAt:      expires,
 		Metadata:       meta,
 	}, nil

@@ -13,7 +13,7 @@ import (
 // SubmitFields are the keys a submit document may carry.
 var SubmitFields = []string{"type", "task_type", "input", "timeout_seconds", "max_retries", "retry_policy",
 	"delay", "available_at", "idempotency_key", "priority", "expires_in", "expires_at", "after", "on_parent_failure", "metadata",
-	"unique_while_active", "unique_for"}
+	"unique_while_active", "unique_for", "key"}
 
 // SubmitDefaults fill the fields a submit document leaves out.
 type SubmitDefaults struct {
@@ -25,6 +25,7 @@ type SubmitDefaults struct {
 	Priority    Priority
 	ExpiresIn   time.Duration // relative to the moment of submission
 	ExpiresAt   time.Time
+	Key         string // the task key (see doc.go, "Task keys")
 	// TypeHint is added to the "missing type" error (e.g. how to give a
 	// default type).
 	TypeHint string
@@ -223,6 +224,21 @@ func decodeSubmit(line []byte, def SubmitDefaults) (SubmitDoc, error) {
 	if req.Priority, err = ParsePriority(prio); err != nil {
 		return t, fmt.Errorf("priority: %s", inputText(err))
 	}
+
+	// key (see Task keys in doc.go)
+	tkey, err := stringField(fields, "key")
+	if err != nil {
+		return t, err
+	}
+	if tkey == "" {
+		tkey = def.Key
+	}
+	if tkey != "" {
+		if err := ValidateTaskKey(tkey); err != nil {
+			return t, fmt.Errorf("key: %s", inputText(err))
+		}
+	}
+	req.Key = tkey
 
 	// expires_in | expires_at
 	if t.ExpiresIn, req.ExpiresAt, given, err = whenField(fields, "expires_in", "expires_at"); err != nil {

@@ -180,7 +180,11 @@ type Task struct {
 	// "Uniqueness windows"); absent for a key held for good.
 	Unique *UniqueWindow `json:"unique,omitempty"`
 
-	Priority  Priority   `json:"priority"`
+	Priority Priority `json:"priority"`
+	// TaskKey is the task's key (see doc.go, "Task keys"): workers
+	// take a type's ready tasks round-robin over keys, and a per-key
+	// limit holds for each key. Absent when none.
+	TaskKey   string     `json:"key,omitempty"`
 	ExpiresAt *time.Time `json:"expires_at"`
 	InputRef  *DataRef   `json:"input_ref"`
 	OutputRef *DataRef   `json:"output_ref"`
@@ -340,6 +344,12 @@ func DecodeTask(key string, body []byte) (*Task, error) {
 	if !t.Priority.Valid() {
 		return nil, &MalformedError{Key: key, Err: fmt.Errorf("unknown priority %q", t.Priority)}
 	}
+	if t.TaskKey != "" {
+		// It becomes a field of the ready entry's name.
+		if err := ValidateTaskKey(t.TaskKey); err != nil {
+			return nil, &MalformedError{Key: key, Err: errors.New(err.Error())}
+		}
+	}
 	if key != "" {
 		shard, id, ok := parseTaskKey(key)
 		if !ok {
@@ -398,6 +408,13 @@ func decodeConfig(body []byte) (Config, error) {
 // else is allowed.
 func ValidateType(s string) error {
 	return validateName("task type", s, 64)
+}
+
+// ValidateTaskKey checks a task's fairness key: 1..64 characters from
+// [A-Za-z0-9_.:-], not only dots (it is the last field of its ready
+// entry's name, see doc.go, "Task keys").
+func ValidateTaskKey(s string) error {
+	return validateName("task key", s, 64)
 }
 
 // ValidateWorkerID checks a worker id: 1..128 characters from

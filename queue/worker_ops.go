@@ -21,6 +21,7 @@ type ReadyEntry struct {
 	Priority    Priority
 	Rank        time.Time // the time the key sorts under
 	AvailableAt time.Time // when the task may run (Rank minus the priority's offset)
+	TaskKey     string    // the task's key ("" when none; see doc.go, "Task keys")
 	// Modified is when the entry was written (from the listing; zero when
 	// not known).
 	Modified time.Time

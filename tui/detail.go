@@ -329,7 +329,11 @@ func (d *detail) fieldsView(now time.Time) string {
 	}
 	colW := max(d.w/2, 36)
 	two := func(a, c string) { b.WriteString(fit(a, colW) + cut(c, max(d.w-colW, 10)) + "\n") }
-	b.WriteString(d.st.Header.Render(t.ID.String()) + "  " + d.st.status(t.Status) + "  " + safe(t.Type) + "  priority " + safe(string(t.Priority)) + "\n")
+	head := d.st.Header.Render(t.ID.String()) + "  " + d.st.status(t.Status) + "  " + safe(t.Type) + "  priority " + safe(string(t.Priority))
+	if t.TaskKey != "" {
+		head += "  key " + safe(t.TaskKey)
+	}
+	b.WriteString(head + "\n")
 	two(field("shard", safe(t.Shard)), field("rev", fmt.Sprint(t.Rev)))
 	two(field("attempt", fmt.Sprintf("%d (retries %d of %d)", t.Attempt, t.RetryCount, t.MaxRetries)), field("timeout", fmt.Sprintf("%ds", t.TimeoutSeconds)))
 	two(field("created", t.CreatedAt.UTC().Format(time.DateTime)), field("updated", t.UpdatedAt.UTC().Format(time.DateTime)+" ("+ago(t.UpdatedAt, now)+")"))

@@ -84,6 +84,7 @@ func (w *Worker) setCaps(ctl queue.Control) {
 		}
 	}
 	bursts := w.rateLimits(ctl, limits)
+	w.keyLimits(ctl, limits, bursts)
 	w.mu.Lock()
 	changed := !maps.Equal(limits, w.caps.limits) || !maps.Equal(bursts, w.caps.bursts)
 	if changed {
@@ -178,6 +179,9 @@ func (w *Worker) planHolds(ctx context.Context) bool {
 	}
 	for t, c := range w.claiming {
 		running[t] += c
+	}
+	for k, n := range w.keyHolding(w.caps.limits) {
+		running[k] = n // a per-key cap: the most of one key
 	}
 	raised := false
 	for t := range w.caps.limits {

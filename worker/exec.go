@@ -33,7 +33,8 @@ import (
 //     credentials): only the variables of BaseEnv (PATH, HOME, the locale,
 //     ...), those named in ExecOptions.PassEnv, ExecOptions.Env, and
 //     QO_TASK_ID, QO_TASK_TYPE, QO_ATTEMPT, QO_WORKER_ID,
-//     QO_TASK_TIMEOUT_SECONDS, under a worker QO_PROGRESS_FILE, and
+//     QO_TASK_TIMEOUT_SECONDS, QO_TASK_KEY when the task has a key, under
+//     a worker QO_PROGRESS_FILE, and
 //     TRACEPARENT and TRACESTATE when the task's metadata holds a trace
 //     context (see execenv.go);
 //   - progress: the child may write lines "FRACTION [MESSAGE]" (0.42 or

@@ -114,6 +114,9 @@ func taskEnv(t *queue.Task, workerID string) []string {
 		"QO_WORKER_ID=" + workerID,
 		"QO_TASK_TIMEOUT_SECONDS=" + strconv.Itoa(t.TimeoutSeconds),
 	}
+	if t.TaskKey != "" {
+		env = append(env, "QO_TASK_KEY="+t.TaskKey)
+	}
 	if v := t.Metadata[queue.MetaTraceparent]; v != "" {
 		env = append(env, "TRACEPARENT="+v)
 		if s := t.Metadata[queue.MetaTracestate]; s != "" {

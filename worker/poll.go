@@ -869,6 +869,11 @@ func (w *Worker) claimHeld(ctx context.Context, free int) (started int) {
 			order = append(order, i)
 		}
 	}
+	if !v.help {
+		w.turns.keep(v.entries)
+		order = append(order, v.keyTurns(order)...)
+		order = fairOrder(v.entries, order, &w.turns) // keys take turns (see keys.go)
+	}
 	if v.help {
 		slices.Reverse(order)
 		if n := len(order); n > 1 {
@@ -893,7 +898,13 @@ func (w *Worker) claimHeld(ctx context.Context, free int) (started int) {
 		if w.atLimit(h.Type, perType) {
 			continue // this type is full; a later poll takes it
 		}
+		if !w.keyReadyNow(h.Type, h.TaskKey) {
+			continue // this key is at its per-key cap or rate; a later poll takes it
+		}
 		h.done = true
+		if h.TaskKey != "" || len(w.turns.last) > 0 {
+			w.turns.took(h.Type, h.TaskKey)
+		}
 		if perType != nil {
 			perType[h.Type]++
 		}
@@ -1051,8 +1062,8 @@ func (w *Worker) claimEntries(ctx context.Context, entries []queue.ReadyEntry, f
 		var batch []queue.ReadyEntry
 		for ; tried < len(entries) && claimed+len(batch) < free; tried++ {
 			e := entries[tried]
-			if w.atLimit(e.Type, perType) {
-				continue // this type is full; another poll takes it
+			if w.atLimit(e.Type, perType) || !w.keyReadyNow(e.Type, e.TaskKey) {
+				continue // this type (or key) is full; another poll takes it
 			}
 			if perType != nil {
 				perType[e.Type]++
@@ -1112,7 +1123,7 @@ func (w *Worker) claimBatch(ctx context.Context, entries []queue.ReadyEntry, per
 // not nil, gets the outcome.
 func (w *Worker) startClaim(ctx context.Context, e queue.ReadyEntry, done func(claimOutcome)) {
 	w.mu.Lock()
-	if !w.capAdmits(e.Type) || !w.rateAdmits(e.Type) {
+	if !w.capAdmits(e.Type) || !w.keyAdmits(e.Type, e.TaskKey) || !w.keyRateAdmits(e.Type, e.TaskKey) || !w.rateAdmits(e.Type) {
 		// The type's share of its fleet-wide cap shrank since the poll
 		// looked (see caps.go): the entry stays for a later poll.
 		w.mu.Unlock()
@@ -1122,6 +1133,7 @@ func (w *Worker) startClaim(ctx context.Context, e queue.ReadyEntry, done func(c
 		return
 	}
 	w.claiming[e.Type]++
+	w.claimKey(e.Type, e.TaskKey)
 	w.mu.Unlock()
 	w.claims.Add(1)
 	go func() {
@@ -1130,6 +1142,7 @@ func (w *Worker) startClaim(ctx context.Context, e queue.ReadyEntry, done func(c
 		if o != claimWon {
 			w.mu.Lock()
 			w.unclaimRated(e.Type)
+			w.unclaimKey(e.Type, e.TaskKey)
 			w.mu.Unlock()
 			w.slotFreed()
 		}
@@ -1157,8 +1170,12 @@ func (w *Worker) claimOne(ctx context.Context, e queue.ReadyEntry) claimOutcome 
 	cancel()
 	switch {
 	case err == nil:
+		if l.Task.TaskKey != e.TaskKey && !w.keyFitsNow(l.Task.Type, l.Task.TaskKey) {
+			w.releaseMiskeyed(ctx, l, e)
+			return claimLost
+		}
 		w.observer().Claimed(e.Type)
-		w.start(l, e.Type, began)
+		w.start(l, e, began)
 		return claimWon
 	case errors.Is(err, queue.ErrConflict), errors.Is(err, queue.ErrNotFound):
 		w.observer().ClaimConflict(e.Type)

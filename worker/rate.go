@@ -30,7 +30,9 @@ const rateKeyPrefix = "rate:"
 func rateKey(typ string) string { return rateKeyPrefix + typ }
 
 // limitType returns the type of a key of caps.limits.
-func limitType(key string) string { return strings.TrimPrefix(key, rateKeyPrefix) }
+func limitType(key string) string {
+	return strings.TrimPrefix(strings.TrimPrefix(strings.TrimPrefix(key, rateKeyPrefix), keyCapPrefix), keyRatePrefix)
+}
 
 // rateLimits adds the rate limits of the types the worker serves to
 // limits (in starts per minute) and returns their bursts.

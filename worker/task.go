@@ -49,6 +49,7 @@ const maxLastError = 8 << 10
 type runningTask struct {
 	id      uuid.UUID
 	typ     string
+	key     string          // the task's key ("" when none)
 	ctx     context.Context // the handler's context
 	cancel  context.CancelCauseFunc
 	expires time.Time // the lease's expiry (a lease is never extended)
@@ -96,10 +97,10 @@ func (rt *runningTask) ctxCause() error {
 }
 
 // start runs the task of a won claim; the claim was counted under the
-// type of its ready entry, claimedAs.
-func (w *Worker) start(l *queue.Lease, claimedAs string, claimBegan time.Time) {
+// type and key of its ready entry, claimedAs.
+func (w *Worker) start(l *queue.Lease, claimedAs queue.ReadyEntry, claimBegan time.Time) {
 	ctx, cancel := context.WithCancelCause(w.handlerBase)
-	rt := &runningTask{id: l.Task.ID, typ: l.Task.Type, lease: l, cancel: cancel, now: w.clock.Now, claimBegan: claimBegan}
+	rt := &runningTask{id: l.Task.ID, typ: l.Task.Type, key: l.Task.TaskKey, lease: l, cancel: cancel, now: w.clock.Now, claimBegan: claimBegan}
 	rt.prog.attempt = l.Task.Attempt
 	ctx = context.WithValue(ctx, runningTaskKey{}, rt)
 	rt.ctx = ctx
@@ -110,7 +111,8 @@ func (w *Worker) start(l *queue.Lease, claimedAs string, claimBegan time.Time) {
 	w.running[rt.id] = rt
 	// The claim's slot is the task's now, in one step: a count of the
 	// slots taken never sees both or neither.
-	w.unclaim(claimedAs)
+	w.unclaim(claimedAs.Type)
+	w.unclaimKey(claimedAs.Type, claimedAs.TaskKey)
 	w.mu.Unlock()
 	w.tasks.Add(1)
 	go w.runTask(ctx, rt)

@@ -1,6 +1,8 @@
 package worker
 
 import (
+	"golang.org/x/time/rate"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -53,9 +55,16 @@ type Worker struct {
 	mu       sync.Mutex
 	running  map[uuid.UUID]*runningTask
 	claiming map[string]int // claims in flight, by task type (they hold a slot)
-	lost     lostClaims     // claims of the held view lost since the last poll
-	tried    triedKeys      // ready entries claimed from, until a walk cannot show them
-	caps     capState       // shares of the fleet-wide caps (see caps.go)
+	// claimingKeys counts the claims in flight of keyed tasks by type and
+	// key (see keys.go).
+	claimingKeys map[typeKey]int
+	turns        keyTurns // when each key last had its turn (dispatch loop)
+	// keyBuckets are the token buckets of the per-key rates, by type and
+	// key (see keys.go; guarded by mu).
+	keyBuckets map[typeKey]*rate.Limiter
+	lost       lostClaims // claims of the held view lost since the last poll
+	tried      triedKeys  // ready entries claimed from, until a walk cannot show them
+	caps       capState   // shares of the fleet-wide caps (see caps.go)
 
 	claims sync.WaitGroup // claims in flight
 

@@ -206,11 +206,17 @@ export function priorityOf(t) {
   return PRIORITIES.includes(t.priority) ? t.priority : 'normal';
 }
 
-/** readyKey is the ready-index key of a pending task: its rank is available_at moved by the priority. */
+/**
+ * readyKey is the ready-index key of a pending task: its rank is available_at
+ * moved by the priority; a task's key, when it has one, is a fifth field
+ * (queue/doc.go, "Task keys"; a key follows the rules of a type name).
+ */
 export function readyKey(t) {
   const p = priorityOf(t);
   const offset = p === 'high' ? -PRIORITY_STEP_MS : p === 'low' ? PRIORITY_STEP_MS : 0;
-  return `${READY_PREFIX}${shardPart(t.shard, t.id)}/${[unixMS(Date.parse(t.available_at) + offset), part('task_type', t.task_type), p, t.id].join(FIELD_SEP)}`;
+  const fields = [unixMS(Date.parse(t.available_at) + offset), part('task_type', t.task_type), p, t.id];
+  if (t.key) fields.push(part('task_type', t.key));
+  return `${READY_PREFIX}${shardPart(t.shard, t.id)}/${fields.join(FIELD_SEP)}`;
 }
 
 /** leaseKey is the lease-index key of a running task (its holder last). */
@@ -253,7 +259,7 @@ export function parseIndexKey(key) {
   const parts = keyFields(key);
   const ok = (shard, id) => (validPart('shard', shard) && validPart('task_id', id) && shardOf(id, shard.length) === shard ? { shard, id } : null);
   const root = `${parts[0]}/`;
-  if (root === READY_PREFIX && parts.length === 6) return ok(parts[1], parts[5]);
+  if (root === READY_PREFIX && (parts.length === 6 || (parts.length === 7 && validPart('task_type', parts[6])))) return ok(parts[1], parts[5]);
   if (root === LEASES_PREFIX && parts.length === 7) return ok(parts[1], parts[4]);
   if (root === DEAD_PREFIX && parts.length === 5) return ok(parts[2], parts[4]);
   if (root === WAITING_PREFIX && parts.length === 3) return ok(parts[1], parts[2]);
@@ -307,6 +313,7 @@ export function decodeTask(key, text) {
   if (t.worker_id && !validPart('worker_id', t.worker_id)) throw bad(`bad worker id ${JSON.stringify(t.worker_id)}`);
   if (t.lease_id && !validPart('lease_id', t.lease_id)) throw bad(`bad lease id ${JSON.stringify(t.lease_id)}`);
   if (t.priority != null && t.priority !== '' && !PRIORITIES.includes(t.priority)) throw bad(`unknown priority ${JSON.stringify(t.priority)}`);
+  if (t.key != null && t.key !== '' && !validPart('task_type', t.key)) throw bad(`bad task key ${JSON.stringify(t.key)}`);
   if (t.parents != null && !Array.isArray(t.parents)) throw bad('parents is not a list');
   if (t.children != null && !Array.isArray(t.children)) throw bad('children is not a list');
   for (const p of t.parents || []) if (!validPart('task_id', p?.id)) throw bad(`bad parent id ${JSON.stringify(p?.id)}`);
@@ -650,9 +657,10 @@ export function indexEntry(key) {
   const ok = (index, shard, type, id, extra) => (HEX_SHARD.test(shard) && validType(type) && UUID.test(id) && shardOf(id, shard.length) === shard
     ? { index, shard, type, id, ...extra } : null);
   const root = `${p[0]}/`;
-  if (root === READY_PREFIX && p.length === 6 && MS.test(p[2]) && PRIORITIES.includes(p[4])) {
+  const keyed = p.length === 7 && validType(p[6]); // a task key (queue/doc.go, "Task keys")
+  if (root === READY_PREFIX && (p.length === 6 || keyed) && MS.test(p[2]) && PRIORITIES.includes(p[4])) {
     const offset = p[4] === 'high' ? -PRIORITY_STEP_MS : p[4] === 'low' ? PRIORITY_STEP_MS : 0;
-    return ok('ready', p[1], p[3], p[5], { availableAt: Number(p[2]) - offset });
+    return ok('ready', p[1], p[3], p[5], { availableAt: Number(p[2]) - offset, ...(keyed ? { key: p[6] } : {}) });
   }
   if (root === LEASES_PREFIX && p.length === 7 && MS.test(p[2])) return ok('leases', p[1], p[3], p[4]);
   if (root === DEAD_PREFIX && p.length === 5 && MS.test(p[1])) return ok('dead', p[2], p[3], p[4]);

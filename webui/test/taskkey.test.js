@@ -1,0 +1,30 @@
+// Task keys (queue/doc.go, "Task keys"): a keyed task's ready entry carries
+// its key as a fifth field, which the page reads and writes as qo does.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readyKey, indexEntry, parseIndexKey, decodeTask } from '../src/queue.js';
+
+const id = '0197a3b2-6c1d-7e2f-8a3b-4c5d6e7f8a9b';
+const task = { id, shard: 'b', task_type: 'sync', priority: 'normal', available_at: '2026-01-02T03:04:05.000Z', status: 'pending' };
+
+test('a keyed task\'s ready entry carries its key, and reads back', () => {
+  const plain = readyKey(task);
+  assert.equal(plain, `ready/b/1767323045000~sync~normal~${id}`);
+  const keyed = readyKey({ ...task, key: 'customer-42' });
+  assert.equal(keyed, `${plain}~customer-42`);
+  assert.equal(indexEntry(keyed).key, 'customer-42');
+  assert.equal(indexEntry(keyed).id, id);
+  assert.equal(indexEntry(plain).key, undefined);
+  assert.deepEqual(parseIndexKey(keyed), { shard: 'b', id });
+  for (const bad of [`${plain}~`, `${plain}~a b`, `${plain}~x~y`]) {
+    assert.equal(indexEntry(bad), null, bad);
+    assert.equal(parseIndexKey(bad), null, bad);
+  }
+  assert.throws(() => readyKey({ ...task, key: 'a/b' }));
+});
+
+test('a task object with a bad key is refused', () => {
+  const key = `tasks/b/${id}.json`;
+  assert.equal(decodeTask(key, JSON.stringify({ format: 1, ...task, key: 'customer-42' })).key, 'customer-42');
+  assert.throws(() => decodeTask(key, JSON.stringify({ format: 1, ...task, key: '../x' })), /bad task key/);
+});
