@@ -184,7 +184,7 @@ func submitRequest(c *cli.Context) (queue.SubmitRequest, error) {
 		name := c.String("input-file")
 		var err error
 		if name == "-" {
-			raw, err = io.ReadAll(stdin)
+			raw, err = io.ReadAll(envOf(c).Stdin)
 		} else {
 			raw, err = os.ReadFile(name)
 		}

@@ -35,7 +35,7 @@ named there runs after that step). The handler gets its input object with
 those fields set; a path the output lacks gives null.`
 
 // readWorkflowFile reads and checks a workflow file ('-' is stdin).
-func readWorkflowFile(name string) (*queue.WorkflowSpec, error) {
+func readWorkflowFile(stdin io.Reader, name string) (*queue.WorkflowSpec, error) {
 	var raw []byte
 	var err error
 	if name == "-" {
@@ -60,7 +60,7 @@ func runWorkflowSubmit(c *cli.Context) error {
 			return usageError("--%s does not go with --workflow: give it to the steps in the workflow file", f)
 		}
 	}
-	spec, err := readWorkflowFile(c.String("workflow"))
+	spec, err := readWorkflowFile(envOf(c).Stdin, c.String("workflow"))
 	if err != nil {
 		return err
 	}
