@@ -98,7 +98,7 @@ func runStats(c *cli.Context) error {
 	ctx, stop := context.WithCancel(c.Context)
 	defer stop()
 	defer onSignals(func(int) { stop() })()
-	redraw := isTerminal(c.App.Writer) && !c.Bool("json")
+	redraw := envOf(c).IsTerminal(c.App.Writer) && !c.Bool("json")
 	for round := 0; ; round++ {
 		if redraw {
 			fmt.Fprint(c.App.Writer, "\x1b[H\x1b[2J")
