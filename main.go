@@ -29,5 +29,5 @@ var (
 
 func main() {
 	gateway.MaybeRunChild() // returns unless this process is the embedded gateway's child
-	os.Exit(command.Run(os.Args, os.Stdout, os.Stderr, command.Build{Version: version, Commit: commit, Date: date}))
+	os.Exit(command.Run(os.Args, command.OSEnv(), command.Build{Version: version, Commit: commit, Date: date}))
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"regexp"
@@ -24,9 +23,12 @@ import (
 	"github.com/qo-queue/qo/store/doctor"
 )
 
-// Run runs qo with args (os.Args) and returns the process exit code, having
-// printed any error as one line on stderr.
-func Run(args []string, stdout, stderr io.Writer, build Build) int {
+// Run runs qo with args (os.Args) in env (OSEnv for the process's own) and
+// returns the process exit code, having printed any error as one line on
+// env's stderr.
+func Run(args []string, env Env, build Build) int {
+	env = env.resolved()
+	stderr := env.Stderr
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	// The first interrupt cancels the context so commands wind down; a
@@ -43,9 +45,7 @@ func Run(args []string, stdout, stderr io.Writer, build Build) int {
 		}
 	}()
 
-	app := New(build)
-	app.Writer = stdout
-	app.ErrWriter = stderr
+	app := New(build, env)
 	err := app.RunContext(ctx, args)
 	if err == nil {
 		return exitOK
@@ -184,11 +184,13 @@ idempotency_mismatch, precondition_failed (4), storage_unavailable,
 storage_unsafe (5), task_failed (6), wait_timeout (7), interrupted (130),
 internal (1).`
 
-// New builds the qo app. Every call makes its commands and flags afresh:
-// urfave/cli writes to them while it runs, so two apps (tests run several
-// at once) share none.
-func New(build Build) *cli.App {
+// New builds the qo app, to run in env (its zero fields are the process's
+// own). Every call makes its commands and flags afresh: urfave/cli writes
+// to them while it runs, so two apps (tests run several at once) share
+// none.
+func New(build Build, env Env) *cli.App {
 	build = build.resolved()
+	env = env.resolved()
 	// The commands that talk to a bucket: each gets the connection flags.
 	withBucket := []*cli.Command{
 		archiveCommand(), benchCommand(), cancelCommand(), doctorCommand(), historyCommand(),
@@ -220,6 +222,10 @@ func New(build Build) *cli.App {
 		UsageText:              "qo [connection flags] COMMAND [flags] [arguments...]",
 		Description:            appDescription,
 		Version:                build.String(),
+		Reader:                 env.Stdin,
+		Writer:                 env.Stdout,
+		ErrWriter:              env.Stderr,
+		Metadata:               map[string]any{envKey: &env},
 		Flags:                  connectionFlags(),
 		Commands:               cmds,
 		HideHelpCommand:        true,

@@ -31,7 +31,7 @@ func TestErrorLine(t *testing.T) {
 
 func TestNearestCommand(t *testing.T) {
 	t.Parallel()
-	cmds := New(Build{}).Commands
+	cmds := New(Build{}, Env{}).Commands
 	for typed, want := range map[string]string{
 		"submti": "submit", "sumbit": "submit", "stats": "stats", "wokrer": "worker", "tial": "tail",
 		"frobnicate": "", "no-such-command": "", "": "",
@@ -92,10 +92,10 @@ func TestVersionPrintsTheBuild(t *testing.T) {
 	t.Parallel()
 	var stdout, stderr bytes.Buffer
 	build := Build{Version: "v1.2.3", Commit: "0123456789ab", Date: "2025-06-01T08:00:00Z"}
-	require.Equal(t, exitOK, Run([]string{"qo", "--version"}, &stdout, &stderr, build))
+	require.Equal(t, exitOK, Run([]string{"qo", "--version"}, Env{Stdout: &stdout, Stderr: &stderr}, build))
 	require.Equal(t, "qo version v1.2.3 (commit 0123456789ab, built 2025-06-01T08:00:00Z)\n", stdout.String())
 	stdout.Reset()
-	require.Equal(t, exitOK, Run([]string{"qo", "version", "--json"}, &stdout, &stderr, build))
+	require.Equal(t, exitOK, Run([]string{"qo", "version", "--json"}, Env{Stdout: &stdout, Stderr: &stderr}, build))
 	require.Contains(t, stdout.String(), `"version": "v1.2.3"`)
 	require.Contains(t, stdout.String(), `"commit": "0123456789ab"`)
 }
@@ -115,7 +115,7 @@ func TestNewBuildsFreshCommands(t *testing.T) {
 	t.Parallel()
 	var stdout, stderr bytes.Buffer
 	require.Equal(t, exitOK, runApp([]string{"qo", "doctor", "--help"}, &stdout, &stderr))
-	a, b := New(Build{}), New(Build{})
+	a, b := New(Build{}, Env{}), New(Build{}, Env{})
 	seen := map[any]bool{}
 	for _, app := range []*cli.App{a, b} {
 		walkCommands(app.Commands, func(cmd *cli.Command) {

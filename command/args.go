@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/google/uuid"
@@ -14,9 +13,6 @@ import (
 
 	"github.com/qo-queue/qo/queue"
 )
-
-// stdin is where "-" reads from. Tests replace it.
-var stdin io.Reader = os.Stdin
 
 // positionalArgs returns the command's positional arguments. The flag
 // parser stops at the first positional argument, so flags written after it
@@ -120,7 +116,7 @@ func taskIDs(c *cli.Context, args []string) ([]uuid.UUID, error) {
 			words = append(words, a)
 			continue
 		}
-		sc := bufio.NewScanner(stdin)
+		sc := bufio.NewScanner(envOf(c).Stdin)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		sc.Split(bufio.ScanWords)
 		for sc.Scan() {

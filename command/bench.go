@@ -409,20 +409,7 @@ func workerProcesses(ctx context.Context, base s3store.Config, newBucket func(co
 		cmds = append(cmds, cmd)
 		addrs, ids = append(addrs, addr), append(ids, id)
 	}
-	// scrape reads every process's counters: requests by kind and attempts
-	// ended (completed or failed).
-	scrape := func() (store.Counts, int64, error) {
-		total := store.Counts{OK: map[store.Op]int64{}, Failed: map[store.Op]int64{}}
-		var done int64
-		for _, addr := range addrs {
-			c, d, err := scrapeWorker(ctx, addr)
-			if err != nil {
-				return store.Counts{}, 0, err
-			}
-			total, done = total.Add(c), done+d
-		}
-		return total, done, nil
-	}
+	scrape := func() (store.Counts, int64, error) { return scrapeWorkers(ctx, addrs) }
 	deadline := time.Now().Add(time.Minute)
 	if err := bench.AwaitRegistered(ctx, q, ids, deadline); err != nil {
 		return nil, fmt.Errorf("worker processes: %w", err)
@@ -442,27 +429,8 @@ func workerProcesses(ctx context.Context, base s3store.Config, newBucket func(co
 	}
 	before := b.Requests().Snapshot()
 	start := time.Now()
-	errs := make(chan error, 1)
-	sem := make(chan struct{}, 32)
-	for range cfg.Tasks {
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem }()
-			if _, _, err := q.Submit(ctx, queue.SubmitRequest{Type: "echo"}); err != nil {
-				select {
-				case errs <- err:
-				default:
-				}
-			}
-		}()
-	}
-	for range cap(sem) {
-		sem <- struct{}{}
-	}
-	select {
-	case err := <-errs:
+	if err := submitEchoTasks(ctx, q, cfg.Tasks); err != nil {
 		return nil, err
-	default:
 	}
 	submitted := b.Requests().Snapshot().Sub(before)
 	deadline = time.Now().Add(10 * time.Minute)
@@ -505,6 +473,50 @@ func workerProcesses(ctx context.Context, base s3store.Config, newBucket func(co
 	}
 	e.CostPerMillion = total.Cost(cfg.Prices) / float64(cfg.Tasks) * 1e6
 	return e, nil
+}
+
+// scrapeWorkers reads the counters of the worker processes serving
+// /metrics at addrs: requests by kind and attempts ended (completed or
+// failed).
+func scrapeWorkers(ctx context.Context, addrs []string) (store.Counts, int64, error) {
+	total := store.Counts{OK: map[store.Op]int64{}, Failed: map[store.Op]int64{}}
+	var done int64
+	for _, addr := range addrs {
+		c, d, err := scrapeWorker(ctx, addr)
+		if err != nil {
+			return store.Counts{}, 0, err
+		}
+		total, done = total.Add(c), done+d
+	}
+	return total, done, nil
+}
+
+// submitEchoTasks submits n echo tasks, 32 at a time; the error is one of
+// the submits that failed.
+func submitEchoTasks(ctx context.Context, q *queue.Queue, n int) error {
+	errs := make(chan error, 1)
+	sem := make(chan struct{}, 32)
+	for range n {
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem }()
+			if _, _, err := q.Submit(ctx, queue.SubmitRequest{Type: "echo"}); err != nil {
+				select {
+				case errs <- err:
+				default:
+				}
+			}
+		}()
+	}
+	for range cap(sem) {
+		sem <- struct{}{}
+	}
+	select {
+	case err := <-errs:
+		return err
+	default:
+		return nil
+	}
 }
 
 // freeLocalAddr returns a 127.0.0.1 address with a port free right now,

@@ -29,18 +29,11 @@ import (
 	"time"
 
 	"github.com/charmbracelet/bubbles/progress"
-	"github.com/mattn/go-isatty"
 	"github.com/urfave/cli/v2"
 
 	"github.com/qo-queue/qo/internal/termsafe"
 	"github.com/qo-queue/qo/queue"
 )
-
-// onTerminal reports whether w is a terminal. Tests replace it.
-var onTerminal = func(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
-}
 
 // maxListedBadLines bounds the bad or failed lines printed one per line on
 // stderr (--json lists every failed line).
@@ -77,7 +70,7 @@ func runBulkSubmit(c *cli.Context) error {
 	display := name
 	var r io.Reader
 	if name == "-" {
-		r, display = stdin, "stdin"
+		r, display = envOf(c).Stdin, "stdin"
 	} else {
 		f, err := os.Open(name)
 		if err != nil {
@@ -103,7 +96,7 @@ func runBulkSubmit(c *cli.Context) error {
 	}
 	opt := queue.BulkOptions{Concurrency: conc}
 	var bar *progressBar
-	if !c.Bool("no-progress") && onTerminal(c.App.ErrWriter) {
+	if !c.Bool("no-progress") && envOf(c).IsTerminal(c.App.ErrWriter) {
 		bar = startProgress(c.App.ErrWriter, len(items))
 		opt.Progress = func(done, _ int) { bar.set(done) }
 	}
@@ -111,7 +104,7 @@ func runBulkSubmit(c *cli.Context) error {
 	bar.stop()
 
 	sum := res.Summary()
-	if c.Bool("json") || !onTerminal(c.App.Writer) {
+	if c.Bool("json") || !envOf(c).IsTerminal(c.App.Writer) {
 		if err := emitJSON(c.App.Writer, sum); err != nil {
 			return err
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -201,9 +200,10 @@ func TestBulkSubmitRefusesBadFiles(t *testing.T) {
 }
 
 func TestBulkSubmitStdinAndTerminal(t *testing.T) {
+	t.Parallel()
 	q := newQueueCLI(t)
 	q.ok("init")
-	env := &cliEnv{t: t, s: q.s}
+	env := q.cli()
 	in := "{\"type\":\"a\"}\n{\"type\":\"b\",\"idempotency_key\":\"x\"}\n{\"type\":\"b\",\"idempotency_key\":\"x\"}\n"
 
 	// Not a terminal: the JSON summary.
@@ -217,10 +217,7 @@ func TestBulkSubmitStdinAndTerminal(t *testing.T) {
 	require.Empty(t, res.stderr)
 
 	// On a terminal: a progress bar on stderr and a human summary.
-	old := onTerminal
-	onTerminal = func(io.Writer) bool { return true }
-	t.Cleanup(func() { onTerminal = old })
-	res = env.runWithStdin(in, "submit", "--file", "-")
+	res = env.onTerminal().runWithStdin(in, "submit", "--file", "-")
 	require.Equal(t, 0, res.code, res)
 	require.Equal(t, "submitted 1 task, 2 duplicates (idempotency key already used; not resubmitted) (--json lists the task ids)\n", res.stdout)
 	require.Contains(t, res.stderr, "3/3")
@@ -238,11 +235,12 @@ func TestBulkSubmitStdinAndTerminal(t *testing.T) {
 // TestBulkSubmitStopsOnStorageErrors: a bucket that fails every write stops
 // the run; the lines not attempted are counted as skipped, exit 5.
 func TestBulkSubmitStopsOnStorageErrors(t *testing.T) {
+	t.Parallel()
 	q := newQueueCLI(t)
 	q.ok("init")
 	broken := &failingPuts{Store: q.s}
-	queueStore = func(*cli.Context) (store.Store, error) { return broken, nil }
-	env := &cliEnv{t: t, s: q.s}
+	q.env.OpenStore = func(*cli.Context) (store.Store, error) { return broken, nil }
+	env := q.cli()
 	var b strings.Builder
 	for i := 0; i < 200; i++ {
 		fmt.Fprintf(&b, "{\"type\":\"t\",\"input\":%d}\n", i)
@@ -271,6 +269,7 @@ func (f *failingPuts) Put(ctx context.Context, key string, body []byte, cond sto
 }
 
 func TestBulkSubmitBadInput(t *testing.T) {
+	t.Parallel()
 	q := newQueueCLI(t)
 	q.ok("init")
 	dir := t.TempDir()

@@ -27,15 +27,28 @@ import (
 // runApp runs qo with args as the binary does, built as a development
 // build.
 func runApp(args []string, stdout, stderr io.Writer) int {
-	return Run(args, stdout, stderr, Build{})
+	return runIn(Env{}, args, stdout, stderr)
+}
+
+// runIn is runApp in env, its streams set to stdout and stderr.
+func runIn(env Env, args []string, stdout, stderr io.Writer) int {
+	env.Stdout, env.Stderr = stdout, stderr
+	return Run(args, env, Build{})
+}
+
+// storeEnv is the Env of an app whose commands (qo init's too) open s.
+func storeEnv(s store.Store) Env {
+	open := func(*cli.Context) (store.Store, error) { return s, nil }
+	return Env{OpenStore: open, OpenInitStore: open}
 }
 
 // cliEnv runs qo commands against one initialised queue on a test backend
 // and drives the queue directly through q.
 type cliEnv struct {
-	t *testing.T
-	s store.Store
-	q *queue.Queue
+	t   *testing.T
+	s   store.Store
+	q   *queue.Queue
+	env Env // the app's: the memstore backend's store opener
 }
 
 type cliResult struct {
@@ -55,6 +68,7 @@ func forEachBackend(t *testing.T, fn func(t *testing.T, e *cliEnv)) {
 	for _, b := range storetest.Backends() {
 		t.Run(b.Name, func(t *testing.T) {
 			s := b.New(t)
+			var env Env
 			if s3, ok := s.(*s3store.Store); ok {
 				cfg := storetest.S3Config(t, s3.Bucket())
 				t.Setenv("AWS_ACCESS_KEY_ID", cfg.AccessKey)
@@ -64,32 +78,36 @@ func forEachBackend(t *testing.T, fn func(t *testing.T, e *cliEnv)) {
 				t.Setenv("S3_BUCKET", s3.Bucket())
 				t.Setenv("S3_REGION", cfg.Region)
 			} else {
-				old := queueStore
-				queueStore = func(*cli.Context) (store.Store, error) { return s, nil }
-				t.Cleanup(func() { queueStore = old })
+				env = storeEnv(s)
 			}
 			ctx := t.Context()
 			_, err := queue.Init(ctx, s, 1)
 			require.NoError(t, err)
 			q, err := queue.Open(ctx, s, queue.Options{})
 			require.NoError(t, err)
-			fn(t, &cliEnv{t: t, s: s, q: q})
+			fn(t, &cliEnv{t: t, s: s, q: q, env: env})
 		})
 	}
 }
 
 func (e *cliEnv) run(args ...string) cliResult {
 	var out, errb bytes.Buffer
-	code := runApp(append([]string{"qo"}, args...), &out, &errb)
+	code := runIn(e.env, append([]string{"qo"}, args...), &out, &errb)
 	return cliResult{code: code, stdout: out.String(), stderr: errb.String()}
 }
 
 // runWithStdin runs qo with in as its standard input.
 func (e *cliEnv) runWithStdin(in string, args ...string) cliResult {
-	old := stdin
-	stdin = strings.NewReader(in)
-	defer func() { stdin = old }()
-	return e.run(args...)
+	on := *e
+	on.env.Stdin = strings.NewReader(in)
+	return on.run(args...)
+}
+
+// onTerminal is e with its standard output and error taken for terminals.
+func (e *cliEnv) onTerminal() *cliEnv {
+	on := *e
+	on.env.IsTerminal = func(io.Writer) bool { return true }
+	return &on
 }
 
 func (e *cliEnv) counts() store.Counts {
@@ -154,7 +172,7 @@ type asyncRun struct {
 // start runs qo in the background; the test waits for its exit at the end.
 func (e *cliEnv) start(args ...string) *asyncRun {
 	r := &asyncRun{t: e.t, out: &testutil.Buffer{}, errb: &testutil.Buffer{}, done: make(chan int, 1)}
-	go func() { r.done <- runApp(append([]string{"qo"}, args...), r.out, r.errb) }()
+	go func() { r.done <- runIn(e.env, append([]string{"qo"}, args...), r.out, r.errb) }()
 	return r
 }
 

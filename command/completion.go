@@ -132,7 +132,7 @@ func completeCommand(build Build) *cli.Command {
 			if slices.Contains(words, "--") {
 				return nil
 			}
-			app := New(build)
+			app := New(build, *envOf(c))
 			ctx := c.Context
 			if !strings.HasPrefix(cur, "-") && flagTakesValue(app, words) {
 				// A flag's value: the values of the flags that have them
@@ -246,7 +246,7 @@ func completionQueue(c *cli.Context) (*queue.Queue, context.Context, context.Can
 	ctx, cancel := context.WithTimeout(c.Context, completionBudget)
 	cc := *c
 	cc.Context = ctx
-	s, err := queueStore(&cc)
+	s, err := envOf(c).OpenStore(&cc)
 	if err != nil {
 		cancel()
 		return nil, nil, nil

@@ -17,6 +17,7 @@ import (
 )
 
 func TestCompletionScripts(t *testing.T) {
+	t.Parallel()
 	q := newQueueCLI(t)
 	for _, tc := range []struct {
 		shell string
@@ -63,6 +64,8 @@ func (q *queueCLI) complete(words ...string) []string {
 	return strings.Fields(out)
 }
 
+// Not parallel: completion sets os.Args, where urfave/cli reads the word
+// being completed.
 func TestCompleteCandidates(t *testing.T) {
 	q := newQueueCLI(t)
 	q.ok("init")
@@ -111,6 +114,8 @@ func TestCompleteCandidates(t *testing.T) {
 // workflow names where a command takes them, reading the bucket at a
 // bounded cost; it offers nothing, silently, when the bucket is out of
 // reach.
+// Not parallel: completion sets os.Args, where urfave/cli reads the word
+// being completed.
 func TestCompleteNames(t *testing.T) {
 	q := newQueueCLI(t)
 	q.ok("init")
@@ -159,7 +164,7 @@ func TestCompleteNames(t *testing.T) {
 
 	// The bucket out of reach: no candidates, no error, no output on
 	// stderr (complete checks both).
-	queueStore = func(*cli.Context) (store.Store, error) { return nil, errors.New("unreachable") }
+	q.env.OpenStore = func(*cli.Context) (store.Store, error) { return nil, errors.New("unreachable") }
 	require.Empty(t, q.complete("submit", "--type", ""))
 	require.Empty(t, q.complete("schedule", "show", ""))
 	require.Equal(t, statuses, q.complete("list", "--status", ""), "statuses need no bucket")

@@ -188,15 +188,6 @@ func httpStatus(se *s3store.Error) string {
 	return fmt.Sprintf("HTTP %d", se.Status)
 }
 
-// queueStore opens the bucket for the queue commands. Tests replace it.
-var queueStore = func(c *cli.Context) (store.Store, error) {
-	s, err := openStore(c)
-	if err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
 // openQueue connects to the bucket and opens the queue in it.
 func openQueue(c *cli.Context) (*queue.Queue, error) {
 	return openQueueLogged(c, stderrLogger(c))
@@ -205,7 +196,7 @@ func openQueue(c *cli.Context) (*queue.Queue, error) {
 // openQueueLogged is openQueue for long-running commands that have their own
 // logger (so the queue's warnings share its format).
 func openQueueLogged(c *cli.Context, log *slog.Logger) (*queue.Queue, error) {
-	s, err := queueStore(c)
+	s, err := envOf(c).OpenStore(c)
 	if err != nil {
 		return nil, err
 	}

@@ -71,10 +71,10 @@ func cliReference(t *testing.T) string {
 	var b strings.Builder
 	b.WriteString("# qo command reference\n\n")
 	b.WriteString("<!-- Generated from `qo --help` by command/docs_test.go; do not edit. Regenerate with `go test -run TestDocsUpToDate ./command -update`. -->\n\n")
-	cmds := visibleCommands(New(Build{}).Commands, nil)
+	cmds := visibleCommands(New(Build{}, Env{}).Commands, nil)
 	b.WriteString("| command | what it does |\n|---|---|\n")
 	for _, p := range cmds {
-		c := findCommand(New(Build{}).Commands, p)
+		c := findCommand(New(Build{}, Env{}).Commands, p)
 		fmt.Fprintf(&b, "| [`qo %s`](#qo-%s) | %s |\n", strings.Join(p, " "), strings.Join(p, "-"), c.Usage)
 	}
 	b.WriteString("\n## qo\n\n```text\n" + helpText(t, "--help") + "\n```\n")
@@ -103,7 +103,7 @@ func configReference() string {
 	b.WriteString("# qo configuration reference\n\n")
 	b.WriteString("<!-- Generated from the flag definitions by command/docs_test.go; do not edit. Regenerate with `go test -run TestDocsUpToDate ./command -update`. -->\n\n")
 	b.WriteString("Settings have an environment twin (flags that only shape one invocation, such as `--json`, do not); a flag on the command line wins over its variable. Credentials come from the standard AWS chain (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_PROFILE`, SSO, web identity, instance roles).\n\n")
-	app := New(Build{})
+	app := New(Build{}, Env{})
 	b.WriteString("## Connection (every command that talks to a bucket)\n\n")
 	writeFlagTable(&b, app.Flags)
 	conn := map[string]bool{}

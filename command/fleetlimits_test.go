@@ -10,6 +10,7 @@ import (
 // qo limit sets and clears a fleet-wide cap in the bucket; qo limits and
 // qo stats show it; bad input is refused with the fix named.
 func TestLimitCLI(t *testing.T) {
+	t.Parallel()
 	q := newQueueCLI(t)
 	q.ok("init")
 	require.Equal(t, "no fleet-wide limits\n", q.ok("limits"))

@@ -14,6 +14,7 @@ import (
 // TestHelpTeaches: every command of this file group explains itself in
 // --help with at least two examples.
 func TestHelpTeaches(t *testing.T) {
+	t.Parallel()
 	q := newQueueCLI(t)
 	for _, name := range []string{"init", "submit", "status", "history", "list", "replay", "archive", "cancel",
 		"wait", "tail", "completion"} {
@@ -42,7 +43,7 @@ func TestHelpTeaches(t *testing.T) {
 func TestStatusFlagsListEveryStatus(t *testing.T) {
 	t.Parallel()
 	n := 0
-	walkCommands(New(Build{}).Commands, func(cmd *cli.Command) {
+	walkCommands(New(Build{}, Env{}).Commands, func(cmd *cli.Command) {
 		for _, f := range cmd.Flags {
 			if !slices.Contains(f.Names(), "status") {
 				continue

@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -18,10 +17,10 @@ import (
 	"github.com/qo-queue/qo/store"
 )
 
-// initStore opens the bucket for qo init: like openStore, but a bucket
+// openInitStore opens the bucket for qo init: like openStore, but a bucket
 // without versioning is fine (init turns it on) and --create-bucket creates
-// a missing bucket. Tests replace it.
-var initStore = func(c *cli.Context) (store.Store, error) {
+// a missing bucket.
+func openInitStore(c *cli.Context) (store.Store, error) {
 	s, cfg, err := newStore(c)
 	if err != nil {
 		return nil, err
@@ -42,11 +41,6 @@ var initStore = func(c *cli.Context) (store.Store, error) {
 	}
 	return s, nil
 }
-
-// initSettleTime is how long init re-reads versioning and lifecycle rules
-// it set before it concludes the server ignored them (0: the queue's
-// default). Tests shorten it.
-var initSettleTime time.Duration
 
 func initCommand() *cli.Command {
 	return &cli.Command{
@@ -100,12 +94,12 @@ Examples:
 			if maxPayload < 0 {
 				return usageError("--max-payload-bytes %d is negative (0: the default of %d bytes)", maxPayload, queue.DefaultMaxPayloadBytes)
 			}
-			s, err := initStore(c)
+			s, err := envOf(c).OpenInitStore(c)
 			if err != nil {
 				return err
 			}
 			res, err := queue.InitWithOptions(c.Context, s, queue.InitOptions{
-				ShardChars: chars, TasksRetentionDays: days, MaxPayloadBytes: maxPayload, Logger: stderrLogger(c), SettleTime: initSettleTime,
+				ShardChars: chars, TasksRetentionDays: days, MaxPayloadBytes: maxPayload, Logger: stderrLogger(c), SettleTime: envOf(c).InitSettleTime,
 			})
 			if err != nil {
 				return err

@@ -17,6 +17,7 @@ import (
 // an oversized worker record and names it; qo status of an oversized task
 // says what is wrong.
 func TestSizeLimitsCLI(t *testing.T) {
+	t.Parallel()
 	q := newQueueCLI(t)
 	out := q.ok("init", "--max-payload-bytes", "100")
 	require.Contains(t, out, "up to 100 bytes each")

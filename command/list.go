@@ -8,7 +8,9 @@ package command
 // "stale_index_entries": ["..."]}.
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -83,93 +85,135 @@ Examples:
 			&cli.StringFlag{Name: "since", Usage: "window of the statuses not served by an index: tasks created in the last `AGE` (1h, 7d) or since a TIME (RFC 3339); default 24h"},
 			jsonFlag(),
 		},
-		Action: func(c *cli.Context) error {
-			if err := noArgs(c); err != nil {
-				return err
-			}
-			qry := queue.ListQuery{Shard: c.String("shard"), Type: c.String("type"), Limit: c.Int("limit"), Cursor: c.String("cursor")}
-			if s := c.String("since"); s != "" {
-				since, err := parseSince(s, time.Now())
-				if err != nil {
-					return usageError("--since %q: %v", s, err)
-				}
-				qry.Since = since
-			}
-			if s := c.String("status"); s != "" {
-				st, err := queue.ParseStatus(s)
-				if err != nil {
-					return usageError("--status: %s", inputMessage(err))
-				}
-				qry.Status = st
-			}
-			if qry.Type != "" {
-				if err := queue.ValidateType(qry.Type); err != nil {
-					return usageError("--type: %s", inputMessage(err))
-				}
-			}
-			if qry.Limit < 1 || qry.Limit > queue.MaxListLimit {
-				return usageError("--limit %d: want 1..%d", qry.Limit, queue.MaxListLimit)
-			}
-			q, err := openQueue(c)
-			if err != nil {
-				return err
-			}
-			if qry.Shard != "" && !q.ValidShard(qry.Shard) {
-				shards := q.Shards()
-				return usageError("--shard %q: this queue's shards are %s..%s", qry.Shard, shards[0], shards[len(shards)-1])
-			}
-			page, err := q.List(c.Context, qry)
-			if err != nil {
-				return err
-			}
-			for _, m := range page.Malformed {
-				fmt.Fprintf(c.App.ErrWriter, "qo: skipped malformed object %s: %s\n", termsafe.Line(m.Key), oneLine(m.Err.Error()))
-			}
-			if c.Bool("json") {
-				return emitJSON(c.App.Writer, view.PageOf(page))
-			}
-			now := q.Now()
-			w := c.App.Writer
-			if len(page.Tasks) == 0 {
-				fmt.Fprintln(w, "no tasks on this page")
-			} else {
-				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-				// Dead letters say why they died: the last error on one
-				// line, cut at 200 bytes (qo status ID shows it whole).
-				deadLetters := qry.Status == queue.StatusFailed
-				// A KEY column when a task of the page has a key.
-				keyed := slices.ContainsFunc(page.Tasks, func(t *queue.Task) bool { return t.TaskKey != "" })
-				header := "ID\tTYPE\tPRIORITY\tSTATUS\tATTEMPT\tUPDATED\tWHEN"
-				if keyed {
-					header = "ID\tTYPE\tKEY\tPRIORITY\tSTATUS\tATTEMPT\tUPDATED\tWHEN"
-				}
-				if deadLetters {
-					header += "\tLAST ERROR"
-				}
-				fmt.Fprintln(tw, header)
-				for _, t := range page.Tasks {
-					cells := []string{t.ID.String(), t.Type, string(t.Priority), string(t.Status), fmt.Sprint(t.Attempt), formatTime(t.UpdatedAt), listWhen(t, now)}
-					if keyed {
-						cells = slices.Insert(cells, 2, dash(t.TaskKey))
-					}
-					if deadLetters {
-						cells = append(cells, dash(foldSpace(t.LastError)))
-					}
-					tabRow(tw, cells...)
-				}
-				if err := tw.Flush(); err != nil {
-					return err
-				}
-			}
-			if len(page.Stale) > 0 {
-				fmt.Fprintf(c.App.ErrWriter, "qo: skipped %d stale index entries (cleaned up by workers and the monitor)\n", len(page.Stale))
-			}
-			if page.Cursor != "" {
-				fmt.Fprintf(w, "more: qo list%s --cursor %s\n", listFlagsEcho(c), page.Cursor)
-			}
-			return nil
-		},
+		Action: kit[listOptions, listPage]{
+			options: readListOptions,
+			run:     runList,
+			text:    printListPage,
+			json:    func(r listPage) any { return view.PageOf(r.page) },
+		}.action(),
 	}
+}
+
+// listOptions are the filters and the page of qo list.
+type listOptions struct {
+	Shard, Status, Type, Since, Cursor string
+	Limit                              int
+	JSON                               bool   // no stale-entry note on stderr
+	echo                               string // the filters, for the "more:" line
+}
+
+func readListOptions(c *cli.Context) (listOptions, error) {
+	err := noArgs(c) // first: it applies flags given after an argument
+	return listOptions{
+		Shard: c.String("shard"), Status: c.String("status"), Type: c.String("type"),
+		Since: c.String("since"), Cursor: c.String("cursor"), Limit: c.Int("limit"),
+		JSON: c.Bool("json"), echo: listFlagsEcho(c),
+	}, err
+}
+
+func (o listOptions) Validate() error {
+	_, err := o.query(time.Now())
+	return err
+}
+
+// query is the queue's query for the options, --since counted back from
+// now, or the usage error of the first flag that is wrong.
+func (o listOptions) query(now time.Time) (queue.ListQuery, error) {
+	qry := queue.ListQuery{Shard: o.Shard, Type: o.Type, Limit: o.Limit, Cursor: o.Cursor}
+	if s := o.Since; s != "" {
+		since, err := parseSince(s, now)
+		if err != nil {
+			return qry, usageError("--since %q: %v", s, err)
+		}
+		qry.Since = since
+	}
+	if s := o.Status; s != "" {
+		st, err := queue.ParseStatus(s)
+		if err != nil {
+			return qry, usageError("--status: %s", inputMessage(err))
+		}
+		qry.Status = st
+	}
+	if qry.Type != "" {
+		if err := queue.ValidateType(qry.Type); err != nil {
+			return qry, usageError("--type: %s", inputMessage(err))
+		}
+	}
+	if qry.Limit < 1 || qry.Limit > queue.MaxListLimit {
+		return qry, usageError("--limit %d: want 1..%d", qry.Limit, queue.MaxListLimit)
+	}
+	return qry, nil
+}
+
+// listPage is one page of qo list as the queue's clock saw it.
+type listPage struct {
+	page        queue.TaskPage
+	now         time.Time
+	deadLetters bool   // --status failed: a LAST ERROR column
+	echo        string // the filters, for the "more:" line
+}
+
+func runList(ctx context.Context, env *runEnv, o listOptions) (listPage, error) {
+	qry, err := o.query(time.Now())
+	if err != nil {
+		return listPage{}, err
+	}
+	q, err := env.openQueue()
+	if err != nil {
+		return listPage{}, err
+	}
+	if qry.Shard != "" && !q.ValidShard(qry.Shard) {
+		shards := q.Shards()
+		return listPage{}, usageError("--shard %q: this queue's shards are %s..%s", qry.Shard, shards[0], shards[len(shards)-1])
+	}
+	page, err := q.List(ctx, qry)
+	if err != nil {
+		return listPage{}, err
+	}
+	for _, m := range page.Malformed {
+		fmt.Fprintf(env.Stderr, "qo: skipped malformed object %s: %s\n", termsafe.Line(m.Key), oneLine(m.Err.Error()))
+	}
+	if len(page.Stale) > 0 && !o.JSON {
+		fmt.Fprintf(env.Stderr, "qo: skipped %d stale index entries (cleaned up by workers and the monitor)\n", len(page.Stale))
+	}
+	return listPage{page: page, now: q.Now(), deadLetters: qry.Status == queue.StatusFailed, echo: o.echo}, nil
+}
+
+func printListPage(w io.Writer, r listPage) error {
+	if len(r.page.Tasks) == 0 {
+		fmt.Fprintln(w, "no tasks on this page")
+	} else {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		// Dead letters say why they died: the last error on one line, cut
+		// at 200 bytes (qo status ID shows it whole).
+		// A KEY column when a task of the page has a key.
+		keyed := slices.ContainsFunc(r.page.Tasks, func(t *queue.Task) bool { return t.TaskKey != "" })
+		header := "ID\tTYPE\tPRIORITY\tSTATUS\tATTEMPT\tUPDATED\tWHEN"
+		if keyed {
+			header = "ID\tTYPE\tKEY\tPRIORITY\tSTATUS\tATTEMPT\tUPDATED\tWHEN"
+		}
+		if r.deadLetters {
+			header += "\tLAST ERROR"
+		}
+		fmt.Fprintln(tw, header)
+		for _, t := range r.page.Tasks {
+			cells := []string{t.ID.String(), t.Type, string(t.Priority), string(t.Status), fmt.Sprint(t.Attempt), formatTime(t.UpdatedAt), listWhen(t, r.now)}
+			if keyed {
+				cells = slices.Insert(cells, 2, dash(t.TaskKey))
+			}
+			if r.deadLetters {
+				cells = append(cells, dash(foldSpace(t.LastError)))
+			}
+			tabRow(tw, cells...)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if r.page.Cursor != "" {
+		fmt.Fprintf(w, "more: qo list%s --cursor %s\n", r.echo, r.page.Cursor)
+	}
+	return nil
 }
 
 // listWhen is the countdown column: availability of pending tasks, lease

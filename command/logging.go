@@ -1,11 +1,9 @@
 package command
 
 import (
-	"io"
 	"log/slog"
 	"os"
 
-	"github.com/mattn/go-isatty"
 	"github.com/urfave/cli/v2"
 
 	"github.com/qo-queue/qo/internal/termsafe"
@@ -47,16 +45,11 @@ func cmdLogger(c *cli.Context) (*slog.Logger, error) {
 	case "json":
 		return slog.New(slog.NewJSONHandler(termsafe.JSONWriter(w), ho)), nil
 	case "auto", "":
-		if isTerminal(w) {
+		if envOf(c).IsTerminal(w) {
 			return slog.New(slog.NewTextHandler(w, ho)), nil
 		}
 		return slog.New(slog.NewJSONHandler(termsafe.JSONWriter(w), ho)), nil
 	default:
 		return nil, usageError("invalid --log-format %q: want text, json or auto", f)
 	}
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }

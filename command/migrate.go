@@ -57,7 +57,7 @@ Examples:
 			if err := noArgs(c); err != nil {
 				return err
 			}
-			s, err := queueStore(c)
+			s, err := envOf(c).OpenStore(c)
 			if err != nil {
 				return err
 			}

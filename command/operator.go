@@ -221,14 +221,14 @@ func runBulkAction(c *cli.Context, q *queue.Queue, req queue.BulkActionRequest) 
 	} else {
 		opt := queue.ActOptions{Concurrency: conc}
 		var bar *progressBar
-		if plan.Len() > 0 && !c.Bool("no-progress") && onTerminal(c.App.ErrWriter) {
+		if plan.Len() > 0 && !c.Bool("no-progress") && envOf(c).IsTerminal(c.App.ErrWriter) {
 			bar = startProgress(c.App.ErrWriter, plan.Len())
 			opt.Progress = func(done, _ int) { bar.set(done) }
 		}
 		sum = q.RunBulkAction(c.Context, plan, opt)
 		bar.stop()
 	}
-	if c.Bool("json") || !onTerminal(c.App.Writer) {
+	if c.Bool("json") || !envOf(c).IsTerminal(c.App.Writer) {
 		if err := emitJSON(c.App.Writer, sum); err != nil {
 			return err
 		}

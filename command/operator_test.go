@@ -2,7 +2,6 @@ package command
 
 import (
 	"encoding/json"
-	"io"
 	"strings"
 	"testing"
 
@@ -90,9 +89,7 @@ func TestBulkOperatorIDs(t *testing.T) {
 			Reason: "cancelled: only waiting, pending or running tasks can be cancelled"}}, sum.Skipped)
 
 		// On a terminal: the text summary and a progress bar.
-		old := onTerminal
-		onTerminal = func(io.Writer) bool { return true }
-		t.Cleanup(func() { onTerminal = old })
+		e = e.onTerminal()
 		res = e.runWithStdin(in, "replay", "-")
 		require.Equal(t, 0, res.code, res)
 		require.Equal(t, "replay: 2 done, 0 skipped, 0 failed\n", res.stdout)

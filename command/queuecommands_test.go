@@ -20,22 +20,22 @@ import (
 
 // queueCLI runs qo commands against one in-memory bucket.
 type queueCLI struct {
-	t *testing.T
-	s *memstore.Store
+	t   *testing.T
+	s   *memstore.Store
+	env Env // opens s
 }
 
 func newQueueCLI(t *testing.T) *queueCLI {
 	s := memstore.New()
-	oldQ, oldI := queueStore, initStore
-	queueStore = func(*cli.Context) (store.Store, error) { return s, nil }
-	initStore = queueStore
-	t.Cleanup(func() { queueStore, initStore = oldQ, oldI })
-	return &queueCLI{t: t, s: s}
+	return &queueCLI{t: t, s: s, env: storeEnv(s)}
 }
+
+// cli is q as a cliEnv (no queue handle of its own).
+func (q *queueCLI) cli() *cliEnv { return &cliEnv{t: q.t, s: q.s, env: q.env} }
 
 func (q *queueCLI) run(args ...string) (code int, stdout, stderr string) {
 	var out, errb bytes.Buffer
-	code = runApp(append([]string{"qo"}, args...), &out, &errb)
+	code = runIn(q.env, append([]string{"qo"}, args...), &out, &errb)
 	return code, out.String(), errb.String()
 }
 
@@ -55,10 +55,8 @@ func (q *queueCLI) task(args ...string) *queue.Task {
 
 func (q *queueCLI) puts() int64 { return q.s.Requests().Snapshot().Total(store.OpPut) }
 
-// These tests swap the package-level store opener, so they do not run in
-// parallel.
-
 func TestQueueCommandsBadInput(t *testing.T) {
+	t.Parallel()
 	q := newQueueCLI(t)
 	q.ok("init")
 	tests := []struct {
@@ -159,13 +157,15 @@ func (s *ignoringStore) EnableVersioning(ctx context.Context) error {
 // qo init and run-worker refuse a server that ignores conditional writes
 // or bucket settings, with the doctor's finding and exit code 5.
 func TestInitAndWorkerRefuseAServerThatIgnoresRequests(t *testing.T) {
+	t.Parallel()
 	q := newQueueCLI(t)
-	oldQ, oldI, oldSettle := queueStore, initStore, initSettleTime
-	t.Cleanup(func() { queueStore, initStore, initSettleTime = oldQ, oldI, oldSettle })
-	initSettleTime = time.Millisecond
+	q.env.InitSettleTime = time.Millisecond
+	opener := func(s store.Store) func(*cli.Context) (store.Store, error) {
+		return func(*cli.Context) (store.Store, error) { return s, nil }
+	}
 
 	lying := &ignoringStore{Store: q.s, conditions: true}
-	initStore = func(*cli.Context) (store.Store, error) { return lying, nil }
+	q.env.OpenInitStore = opener(lying)
 	code, _, errs := q.run("init")
 	require.Equal(t, exitStorage, code, errs)
 	require.Contains(t, errs, "ignored If-None-Match")
@@ -177,16 +177,16 @@ func TestInitAndWorkerRefuseAServerThatIgnoresRequests(t *testing.T) {
 	require.ErrorIs(t, err, store.ErrNotFound, "no queue on an unsafe server")
 
 	// A queue made elsewhere; a worker on the unsafe server refuses to start.
-	initStore = oldI
+	q.env.OpenInitStore = opener(q.s)
 	q.ok("init")
-	queueStore = func(*cli.Context) (store.Store, error) { return lying, nil }
+	q.env.OpenStore = opener(lying)
 	code, _, errs = q.run("run-worker", "--builtins", "--no-monitor")
 	require.Equal(t, exitStorage, code, errs)
 	require.Contains(t, errs, "ignored If-None-Match")
 
 	// Versioning the server says it enabled but did not.
 	fresh := &ignoringStore{Store: memstore.New(memstore.WithoutVersioning()), versioning: true}
-	initStore = func(*cli.Context) (store.Store, error) { return fresh, nil }
+	q.env.OpenInitStore = opener(fresh)
 	code, _, errs = q.run("init")
 	require.Equal(t, exitStorage, code, errs)
 	require.Contains(t, errs, "versioning is still off")

@@ -1,6 +1,7 @@
 package command
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,49 +19,6 @@ import (
 )
 
 func scheduleCommand() *cli.Command {
-	nameArg := func(c *cli.Context) (string, error) {
-		args, err := positionalArgs(c)
-		if err != nil {
-			return "", err
-		}
-		if len(args) != 1 {
-			return "", usageError("want exactly one schedule name, got %d arguments (usage: %s)", len(args), c.Command.UsageText)
-		}
-		if err := queue.ValidateScheduleName(args[0]); err != nil {
-			return "", usageError("%s", inputMessage(err))
-		}
-		return args[0], nil
-	}
-	show := func(c *cli.Context, q *queue.Queue, s *schedule.Schedule) error {
-		if c.Bool("json") {
-			return emitJSON(c.App.Writer, view.ScheduleOf(s))
-		}
-		return printSchedule(c.App.Writer, s, q.Now())
-	}
-	// onSchedule makes the action of a subcommand on one schedule: it reads
-	// NAME and opens the queue, then runs fn.
-	onSchedule := func(fn func(c *cli.Context, q *queue.Queue, name string) error) cli.ActionFunc {
-		return func(c *cli.Context) error {
-			name, err := nameArg(c)
-			if err != nil {
-				return err
-			}
-			q, err := openQueue(c)
-			if err != nil {
-				return err
-			}
-			return fn(c, q, name)
-		}
-	}
-	toggle := func(enabled bool) cli.ActionFunc {
-		return onSchedule(func(c *cli.Context, q *queue.Queue, name string) error {
-			s, err := schedule.SetEnabled(c.Context, q, name, enabled)
-			if err != nil {
-				return err
-			}
-			return show(c, q, s)
-		})
-	}
 	return &cli.Command{
 		Name:  "schedule",
 		Usage: "run tasks on a cron schedule",
@@ -75,180 +33,308 @@ Missed runs: when no monitor ran at a due time (more than 2 minutes late),
 when a monitor is back; --missed skip submits nothing and waits for the next
 due time. Either way a long outage never floods the queue.`,
 		Subcommands: []*cli.Command{
-			{
-				Name:      "create",
-				Usage:     "create a schedule",
-				UsageText: "qo schedule create NAME --cron EXPR --type TYPE [--input JSON] [--tz ZONE] [--missed catch-up|skip] [--priority P] [--timeout D] [--retries N] [--expires-in D] [--disabled] [--json]",
-				Description: `Examples:
-  qo schedule create nightly-report --cron "30 2 * * *" --tz Europe/Berlin --type report --input '{"kind":"daily"}'
-  qo schedule create poll-feeds --cron "*/5 * * * *" --type poll --missed skip --expires-in 4m`,
-				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "cron", Usage: "`EXPR`: 5 fields (minute hour day-of-month month day-of-week) or @hourly, @daily, @weekly, @monthly"},
-					&cli.StringFlag{Name: "tz", Value: "UTC", Usage: "IANA time `ZONE` the cron fields are read in (e.g. Europe/Berlin)"},
-					&cli.StringFlag{Name: "type", Aliases: []string{"t"}, Usage: "task `TYPE` each run submits"},
-					&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "task input as a `JSON` document"},
-					&cli.StringFlag{Name: "missed", Value: string(schedule.MissedCatchUp), Usage: "`POLICY` for due times missed while no monitor ran: catch-up (run the latest once) or skip"},
-					&cli.StringFlag{Name: "priority", Aliases: []string{"p"}, Value: string(queue.PriorityNormal), Usage: "`LEVEL` of the tasks: high, normal or low"},
-					&cli.DurationFlag{Name: "timeout", Value: queue.DefaultTimeout, Usage: "lease of one attempt of each task"},
-					&cli.IntFlag{Name: "retries", Value: queue.DefaultMaxRetries, Usage: "retries after the first attempt (0: run once)"},
-					&cli.DurationFlag{Name: "expires-in", Usage: "each run expires if no worker starts it within `DURATION` of its due time"},
-					&cli.BoolFlag{Name: "disabled", Usage: "create it disabled (enable it later with 'qo schedule enable')"},
-					jsonFlag(),
-				},
-				Action: func(c *cli.Context) error {
-					name, err := nameArg(c)
-					if err != nil {
-						return err
-					}
-					spec, err := scheduleSpecFromFlags(c, name) // before anything is contacted
-					if err != nil {
-						return err
-					}
-					q, err := openQueue(c)
-					if err != nil {
-						return err
-					}
-					s, err := schedule.Create(c.Context, q, spec)
-					if err != nil {
-						return err
-					}
-					return show(c, q, s)
-				},
-			},
-			{
-				Name:      "list",
-				Usage:     "list schedules with their next due time",
-				UsageText: "qo schedule list [--json]",
-				Flags:     []cli.Flag{jsonFlag()},
-				Action: func(c *cli.Context) error {
-					if err := noArgs(c); err != nil {
-						return err
-					}
-					q, err := openQueue(c)
-					if err != nil {
-						return err
-					}
-					list, malformed, err := schedule.List(c.Context, q)
-					if err != nil {
-						return err
-					}
-					for _, m := range malformed {
-						fmt.Fprintf(c.App.ErrWriter, "qo: skipping %s\n", oneLine(m.Error()))
-					}
-					if c.Bool("json") {
-						return emitJSON(c.App.Writer, view.SchedulesOf(list, malformed))
-					}
-					if len(list) == 0 {
-						fmt.Fprintln(c.App.Writer, "no schedules (create one with: qo schedule create NAME --cron EXPR --type TYPE)")
-						return nil
-					}
-					now := q.Now()
-					tw := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)
-					fmt.Fprintln(tw, "NAME\tCRON\tTZ\tTYPE\tSTATE\tNEXT\tLAST TASK")
-					for _, s := range list {
-						tabRow(tw, s.Name, s.Cron, s.Timezone, s.Task.Type, enabledWord(s.Enabled), nextDueText(s, now), dash(s.LastTaskID))
-					}
-					return tw.Flush()
-				},
-			},
-			{
-				Name:      "show",
-				Usage:     "show one schedule",
-				UsageText: "qo schedule show NAME [--json]",
-				Flags:     []cli.Flag{jsonFlag()},
-				Action: onSchedule(func(c *cli.Context, q *queue.Queue, name string) error {
-					s, err := schedule.Get(c.Context, q, name)
-					if err != nil {
-						return err
-					}
-					return show(c, q, s)
-				}),
-			},
-			{
-				Name: "enable", Usage: "enable a schedule (due times start from now)", UsageText: "qo schedule enable NAME [--json]",
-				Flags: []cli.Flag{jsonFlag()}, Action: toggle(true),
-			},
-			{
-				Name: "disable", Usage: "disable a schedule (no runs until enabled)", UsageText: "qo schedule disable NAME [--json]",
-				Flags: []cli.Flag{jsonFlag()}, Action: toggle(false),
-			},
-			{
-				Name:      "delete",
-				Usage:     "delete a schedule (tasks it submitted stay)",
-				UsageText: "qo schedule delete NAME",
-				Action: onSchedule(func(c *cli.Context, q *queue.Queue, name string) error {
-					if err := schedule.Delete(c.Context, q, name); err != nil {
-						return err
-					}
-					fmt.Fprintf(c.App.Writer, "deleted schedule %s\n", name)
-					return nil
-				}),
-			},
-			{
-				Name:      "trigger",
-				Usage:     "submit the schedule's task now (its due times stay as they are)",
-				UsageText: "qo schedule trigger NAME [--json]",
-				Flags:     []cli.Flag{jsonFlag()},
-				Action: onSchedule(func(c *cli.Context, q *queue.Queue, name string) error {
-					t, err := schedule.Trigger(c.Context, q, name)
-					if err != nil {
-						return err
-					}
-					if c.Bool("json") {
-						return emitJSON(c.App.Writer, t)
-					}
-					_, err = fmt.Fprintln(c.App.Writer, t.ID)
-					return err
-				}),
-			},
+			scheduleCreateCommand(), scheduleListCommand(), scheduleShowCommand(),
+			scheduleEnableCommand(), scheduleDisableCommand(), scheduleDeleteCommand(),
+			scheduleTriggerCommand(),
 		},
 	}
 }
 
-func scheduleSpecFromFlags(c *cli.Context, name string) (schedule.Spec, error) {
+// scheduleNameOptions name one schedule: the NAME of qo schedule show,
+// enable, disable, delete and trigger.
+type scheduleNameOptions struct{ Name string }
+
+func readScheduleName(c *cli.Context) (scheduleNameOptions, error) {
+	args, err := positionalArgs(c)
+	if err != nil {
+		return scheduleNameOptions{}, err
+	}
+	if len(args) != 1 {
+		return scheduleNameOptions{}, usageError("want exactly one schedule name, got %d arguments (usage: %s)", len(args), c.Command.UsageText)
+	}
+	return scheduleNameOptions{Name: args[0]}, nil
+}
+
+func (o scheduleNameOptions) Validate() error {
+	if err := queue.ValidateScheduleName(o.Name); err != nil {
+		return usageError("%s", inputMessage(err))
+	}
+	return nil
+}
+
+// scheduleShown is a schedule as the queue's clock saw it: what create,
+// show, enable and disable print.
+type scheduleShown struct {
+	s   *schedule.Schedule
+	now time.Time
+}
+
+func printScheduleShown(w io.Writer, r scheduleShown) error { return printSchedule(w, r.s, r.now) }
+func scheduleShownJSON(r scheduleShown) any                 { return view.ScheduleOf(r.s) }
+
+// showSchedule is the kit of a command that changes or reads one
+// schedule (do) and prints it.
+func showSchedule(do func(ctx context.Context, q *queue.Queue, name string) (*schedule.Schedule, error)) cli.ActionFunc {
+	return kit[scheduleNameOptions, scheduleShown]{
+		options: readScheduleName,
+		run: func(ctx context.Context, env *runEnv, o scheduleNameOptions) (scheduleShown, error) {
+			q, err := env.openQueue()
+			if err != nil {
+				return scheduleShown{}, err
+			}
+			s, err := do(ctx, q, o.Name)
+			return scheduleShown{s: s, now: q.Now()}, err
+		},
+		text: printScheduleShown,
+		json: scheduleShownJSON,
+	}.action()
+}
+
+// scheduleCreateOptions are the flags of qo schedule create.
+type scheduleCreateOptions struct {
+	Name, Cron, Timezone, Type, Missed, Priority string
+	Input                                        *string // nil: not given
+	Timeout                                      time.Duration
+	Retries                                      int
+	ExpiresIn                                    *time.Duration // nil: not given
+	Disabled                                     bool
+}
+
+func readScheduleCreate(c *cli.Context) (scheduleCreateOptions, error) {
+	n, err := readScheduleName(c) // first: it applies flags given after NAME
+	o := scheduleCreateOptions{
+		Name: n.Name, Cron: c.String("cron"), Timezone: c.String("tz"), Type: c.String("type"),
+		Missed: c.String("missed"), Priority: c.String("priority"), Timeout: c.Duration("timeout"),
+		Retries: c.Int("retries"), Disabled: c.Bool("disabled"),
+	}
+	if c.IsSet("input") {
+		in := c.String("input")
+		o.Input = &in
+	}
+	if c.IsSet("expires-in") {
+		d := c.Duration("expires-in")
+		o.ExpiresIn = &d
+	}
+	return o, err
+}
+
+func (o scheduleCreateOptions) Validate() error {
+	if err := (scheduleNameOptions{Name: o.Name}).Validate(); err != nil {
+		return err
+	}
+	_, err := o.spec()
+	return err
+}
+
+// spec is the schedule the options describe, or the usage error of the
+// first flag that is wrong.
+func (o scheduleCreateOptions) spec() (schedule.Spec, error) {
 	spec := schedule.Spec{
-		Name: name, Cron: c.String("cron"), Timezone: c.String("tz"),
-		Missed: schedule.MissedPolicy(c.String("missed")), Disabled: c.Bool("disabled"),
+		Name: o.Name, Cron: o.Cron, Timezone: o.Timezone,
+		Missed: schedule.MissedPolicy(o.Missed), Disabled: o.Disabled,
 	}
 	if spec.Cron == "" {
 		return spec, usageError("--cron is required (5 fields: minute hour day-of-month month day-of-week, e.g. --cron \"30 2 * * *\")")
 	}
-	spec.Task.Type = c.String("type")
+	spec.Task.Type = o.Type
 	if spec.Task.Type == "" {
 		return spec, usageError("--type is required (the task type each run submits, e.g. --type report)")
 	}
 	if err := queue.ValidateType(spec.Task.Type); err != nil {
 		return spec, usageError("--type: %s", inputMessage(err))
 	}
-	if c.IsSet("input") {
-		raw := []byte(c.String("input"))
+	if o.Input != nil {
+		raw := []byte(*o.Input)
 		if !json.Valid(raw) {
 			return spec, usageError("--input is not valid JSON; quote it for the shell, e.g. --input '{\"kind\":\"daily\"}'")
 		}
 		spec.Task.Input = raw
 	}
-	p, err := queue.ParsePriority(c.String("priority"))
+	p, err := queue.ParsePriority(o.Priority)
 	if err != nil {
 		return spec, usageError("--priority: %s", inputMessage(err))
 	}
 	spec.Task.Priority = p
-	timeout := c.Duration("timeout")
-	if timeout < time.Second {
-		return spec, usageError("--timeout %s is below the 1s minimum", timeout)
+	if o.Timeout < time.Second {
+		return spec, usageError("--timeout %s is below the 1s minimum", o.Timeout)
 	}
-	spec.Task.TimeoutSeconds = int((timeout + time.Second - 1) / time.Second)
-	retries := c.Int("retries")
-	if retries < 0 {
-		return spec, usageError("--retries %d is negative (0 runs the task once)", retries)
+	spec.Task.TimeoutSeconds = int((o.Timeout + time.Second - 1) / time.Second)
+	if o.Retries < 0 {
+		return spec, usageError("--retries %d is negative (0 runs the task once)", o.Retries)
 	}
+	retries := o.Retries
 	spec.Task.MaxRetries = &retries
-	if d := c.Duration("expires-in"); c.IsSet("expires-in") {
-		if d < time.Second {
+	if o.ExpiresIn != nil {
+		if d := *o.ExpiresIn; d < time.Second {
 			return spec, usageError("--expires-in %s must be at least 1s", d)
 		}
-		spec.Task.ExpiresAfterSeconds = int(d / time.Second)
+		spec.Task.ExpiresAfterSeconds = int(*o.ExpiresIn / time.Second)
 	}
 	return spec, nil
+}
+
+func scheduleCreateCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "create",
+		Usage:     "create a schedule",
+		UsageText: "qo schedule create NAME --cron EXPR --type TYPE [--input JSON] [--tz ZONE] [--missed catch-up|skip] [--priority P] [--timeout D] [--retries N] [--expires-in D] [--disabled] [--json]",
+		Description: `Examples:
+  qo schedule create nightly-report --cron "30 2 * * *" --tz Europe/Berlin --type report --input '{"kind":"daily"}'
+  qo schedule create poll-feeds --cron "*/5 * * * *" --type poll --missed skip --expires-in 4m`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "cron", Usage: "`EXPR`: 5 fields (minute hour day-of-month month day-of-week) or @hourly, @daily, @weekly, @monthly"},
+			&cli.StringFlag{Name: "tz", Value: "UTC", Usage: "IANA time `ZONE` the cron fields are read in (e.g. Europe/Berlin)"},
+			&cli.StringFlag{Name: "type", Aliases: []string{"t"}, Usage: "task `TYPE` each run submits"},
+			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "task input as a `JSON` document"},
+			&cli.StringFlag{Name: "missed", Value: string(schedule.MissedCatchUp), Usage: "`POLICY` for due times missed while no monitor ran: catch-up (run the latest once) or skip"},
+			&cli.StringFlag{Name: "priority", Aliases: []string{"p"}, Value: string(queue.PriorityNormal), Usage: "`LEVEL` of the tasks: high, normal or low"},
+			&cli.DurationFlag{Name: "timeout", Value: queue.DefaultTimeout, Usage: "lease of one attempt of each task"},
+			&cli.IntFlag{Name: "retries", Value: queue.DefaultMaxRetries, Usage: "retries after the first attempt (0: run once)"},
+			&cli.DurationFlag{Name: "expires-in", Usage: "each run expires if no worker starts it within `DURATION` of its due time"},
+			&cli.BoolFlag{Name: "disabled", Usage: "create it disabled (enable it later with 'qo schedule enable')"},
+			jsonFlag(),
+		},
+		Action: kit[scheduleCreateOptions, scheduleShown]{
+			options: readScheduleCreate,
+			run: func(ctx context.Context, env *runEnv, o scheduleCreateOptions) (scheduleShown, error) {
+				spec, _ := o.spec() // Validate passed
+				q, err := env.openQueue()
+				if err != nil {
+					return scheduleShown{}, err
+				}
+				s, err := schedule.Create(ctx, q, spec)
+				return scheduleShown{s: s, now: q.Now()}, err
+			},
+			text: printScheduleShown,
+			json: scheduleShownJSON,
+		}.action(),
+	}
+}
+
+// scheduleList is what qo schedule list prints.
+type scheduleList struct {
+	list      []*schedule.Schedule
+	malformed []queue.MalformedError
+	now       time.Time
+}
+
+func scheduleListCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "list",
+		Usage:     "list schedules with their next due time",
+		UsageText: "qo schedule list [--json]",
+		Flags:     []cli.Flag{jsonFlag()},
+		Action: kit[noOptions, scheduleList]{
+			options: readNoOptions,
+			run: func(ctx context.Context, env *runEnv, _ noOptions) (scheduleList, error) {
+				q, err := env.openQueue()
+				if err != nil {
+					return scheduleList{}, err
+				}
+				list, malformed, err := schedule.List(ctx, q)
+				if err != nil {
+					return scheduleList{}, err
+				}
+				for _, m := range malformed {
+					fmt.Fprintf(env.Stderr, "qo: skipping %s\n", oneLine(m.Error()))
+				}
+				return scheduleList{list: list, malformed: malformed, now: q.Now()}, nil
+			},
+			text: printSchedules,
+			json: func(r scheduleList) any { return view.SchedulesOf(r.list, r.malformed) },
+		}.action(),
+	}
+}
+
+func printSchedules(w io.Writer, r scheduleList) error {
+	if len(r.list) == 0 {
+		fmt.Fprintln(w, "no schedules (create one with: qo schedule create NAME --cron EXPR --type TYPE)")
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tCRON\tTZ\tTYPE\tSTATE\tNEXT\tLAST TASK")
+	for _, s := range r.list {
+		tabRow(tw, s.Name, s.Cron, s.Timezone, s.Task.Type, enabledWord(s.Enabled), nextDueText(s, r.now), dash(s.LastTaskID))
+	}
+	return tw.Flush()
+}
+
+func scheduleShowCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "show",
+		Usage:     "show one schedule",
+		UsageText: "qo schedule show NAME [--json]",
+		Flags:     []cli.Flag{jsonFlag()},
+		Action: showSchedule(func(ctx context.Context, q *queue.Queue, name string) (*schedule.Schedule, error) {
+			return schedule.Get(ctx, q, name)
+		}),
+	}
+}
+
+// setEnabled is the run step of qo schedule enable and disable.
+func setEnabled(enabled bool) func(ctx context.Context, q *queue.Queue, name string) (*schedule.Schedule, error) {
+	return func(ctx context.Context, q *queue.Queue, name string) (*schedule.Schedule, error) {
+		return schedule.SetEnabled(ctx, q, name, enabled)
+	}
+}
+
+func scheduleEnableCommand() *cli.Command {
+	return &cli.Command{
+		Name: "enable", Usage: "enable a schedule (due times start from now)", UsageText: "qo schedule enable NAME [--json]",
+		Flags: []cli.Flag{jsonFlag()}, Action: showSchedule(setEnabled(true)),
+	}
+}
+
+func scheduleDisableCommand() *cli.Command {
+	return &cli.Command{
+		Name: "disable", Usage: "disable a schedule (no runs until enabled)", UsageText: "qo schedule disable NAME [--json]",
+		Flags: []cli.Flag{jsonFlag()}, Action: showSchedule(setEnabled(false)),
+	}
+}
+
+func scheduleDeleteCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "delete",
+		Usage:     "delete a schedule (tasks it submitted stay)",
+		UsageText: "qo schedule delete NAME",
+		Action: kit[scheduleNameOptions, string]{
+			options: readScheduleName,
+			run: func(ctx context.Context, env *runEnv, o scheduleNameOptions) (string, error) {
+				q, err := env.openQueue()
+				if err != nil {
+					return "", err
+				}
+				return o.Name, schedule.Delete(ctx, q, o.Name)
+			},
+			text: func(w io.Writer, name string) error {
+				fmt.Fprintf(w, "deleted schedule %s\n", name)
+				return nil
+			},
+		}.action(),
+	}
+}
+
+func scheduleTriggerCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "trigger",
+		Usage:     "submit the schedule's task now (its due times stay as they are)",
+		UsageText: "qo schedule trigger NAME [--json]",
+		Flags:     []cli.Flag{jsonFlag()},
+		Action: kit[scheduleNameOptions, *queue.Task]{
+			options: readScheduleName,
+			run: func(ctx context.Context, env *runEnv, o scheduleNameOptions) (*queue.Task, error) {
+				q, err := env.openQueue()
+				if err != nil {
+					return nil, err
+				}
+				return schedule.Trigger(ctx, q, o.Name)
+			},
+			text: func(w io.Writer, t *queue.Task) error {
+				_, err := fmt.Fprintln(w, t.ID)
+				return err
+			},
+		}.action(),
+	}
 }
 
 func printSchedule(w io.Writer, s *schedule.Schedule, now time.Time) error {

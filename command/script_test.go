@@ -42,7 +42,7 @@ import (
 // puts a copy of it named qo first in their PATH.
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"qo": func() { os.Exit(Run(os.Args, os.Stdout, os.Stderr, Build{})) },
+		"qo": func() { os.Exit(Run(os.Args, OSEnv(), Build{})) },
 	})
 }
 

@@ -220,7 +220,7 @@ func showMadeToken(c *cli.Context, token string) error {
 		fmt.Fprintf(c.App.ErrWriter, "qo: API token made for this run, written to %s\n", path)
 		return nil
 	}
-	if isTerminal(c.App.ErrWriter) {
+	if envOf(c).IsTerminal(c.App.ErrWriter) {
 		fmt.Fprintf(c.App.ErrWriter, "qo: API token (made for this run; set %s to choose one): %s\n", envAPIToken, token)
 		return nil
 	}
@@ -310,7 +310,7 @@ func runServe(c *cli.Context) error {
 		switch {
 		case token == "":
 			fmt.Fprintf(c.App.ErrWriter, "qo: web UI through this API: %s\n", link)
-		case isTerminal(c.App.ErrWriter):
+		case envOf(c).IsTerminal(c.App.ErrWriter):
 			code, exp, err := opts.LoginCodes.New(struct{}{})
 			if err != nil {
 				return err

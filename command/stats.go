@@ -98,7 +98,7 @@ func runStats(c *cli.Context) error {
 	ctx, stop := context.WithCancel(c.Context)
 	defer stop()
 	defer onSignals(func(int) { stop() })()
-	redraw := isTerminal(c.App.Writer) && !c.Bool("json")
+	redraw := envOf(c).IsTerminal(c.App.Writer) && !c.Bool("json")
 	for round := 0; ; round++ {
 		if redraw {
 			fmt.Fprint(c.App.Writer, "\x1b[H\x1b[2J")
@@ -121,13 +121,28 @@ func runStats(c *cli.Context) error {
 
 // printStats writes the human form of st.
 func printStats(w io.Writer, st view.Stats) error {
-	counted := func(s queue.Status) bool { return slices.Contains(st.Counted, s) }
-	count := func(s queue.Status, n int) string {
-		if !counted(s) {
-			return "-"
-		}
-		return fmt.Sprint(n)
+	if err := printStatusCounts(w, st); err != nil {
+		return err
 	}
+	printStatsActivity(w, st)
+	if err := printStatsTable(w, st, "TYPE", st.ByType); err != nil {
+		return err
+	}
+	if err := printStatsTable(w, st, "SHARD", st.ByShard); err != nil {
+		return err
+	}
+	if len(st.Malformed) > 0 {
+		fmt.Fprintf(w, "\n%d malformed objects skipped (see qo doctor)\n", len(st.Malformed))
+		for _, m := range st.Malformed {
+			fmt.Fprintf(w, "  %s: %s\n", termsafe.Line(m.Key), termsafe.Line(m.Error))
+		}
+	}
+	return nil
+}
+
+// printStatusCounts prints the head line and the tasks by status.
+func printStatusCounts(w io.Writer, st view.Stats) error {
+	counted := func(s queue.Status) bool { return slices.Contains(st.Counted, s) }
 	head := "queue at " + st.At.UTC().Format(time.RFC3339)
 	if st.Partial {
 		head += " (partial: the counts are lower bounds)"
@@ -154,6 +169,13 @@ func printStats(w io.Writer, st view.Stats) error {
 	if st.ByStatus[queue.StatusPending] > 0 {
 		fmt.Fprintf(w, "oldest pending: %s\n", (time.Duration(st.OldestPendingSeconds * float64(time.Second))).Round(time.Second))
 	}
+	return nil
+}
+
+// printStatsActivity prints the finishes of the last minutes and hours,
+// the request rate, the fleet-wide caps and rates, the types no worker
+// serves and the workers.
+func printStatsActivity(w io.Writer, st view.Stats) {
 	sum := func(ms []queue.MinuteCount) (done, failed int) {
 		for _, m := range ms {
 			done += m.Completed
@@ -190,44 +212,37 @@ func printStats(w io.Writer, st view.Stats) error {
 		fmt.Fprintf(w, "UNSERVED %s: %d pending, %s\n", termsafe.Line(u.Type), u.Pending, u.Reason)
 	}
 	fmt.Fprintf(w, "workers: %d active, %d stale, %d dead\n", st.Workers[monitor.Active], st.Workers[monitor.Stale], st.Workers[monitor.Dead])
+}
 
+// printStatsTable prints rows (by type or shard) of the pending, running
+// and failed counts, "-" for a status not counted; nothing without rows.
+func printStatsTable(w io.Writer, st view.Stats, title string, rows map[string]map[queue.Status]int) error {
+	if len(rows) == 0 {
+		return nil
+	}
 	cols := []queue.Status{queue.StatusPending, queue.StatusRunning, queue.StatusFailed}
-	table := func(title string, rows map[string]map[queue.Status]int) error {
-		if len(rows) == 0 {
-			return nil
-		}
-		fmt.Fprintln(w)
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		hdr := []string{title}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	hdr := []string{title}
+	for _, s := range cols {
+		hdr = append(hdr, strings.ToUpper(string(s)))
+	}
+	fmt.Fprintln(tw, strings.Join(hdr, "\t"))
+	keys := make([]string, 0, len(rows))
+	for k := range rows {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		cells := []string{k}
 		for _, s := range cols {
-			hdr = append(hdr, strings.ToUpper(string(s)))
-		}
-		fmt.Fprintln(tw, strings.Join(hdr, "\t"))
-		keys := make([]string, 0, len(rows))
-		for k := range rows {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			cells := []string{k}
-			for _, s := range cols {
-				cells = append(cells, count(s, rows[k][s]))
+			n := "-"
+			if slices.Contains(st.Counted, s) {
+				n = fmt.Sprint(rows[k][s])
 			}
-			tabRow(tw, cells...)
+			cells = append(cells, n)
 		}
-		return tw.Flush()
+		tabRow(tw, cells...)
 	}
-	if err := table("TYPE", st.ByType); err != nil {
-		return err
-	}
-	if err := table("SHARD", st.ByShard); err != nil {
-		return err
-	}
-	if len(st.Malformed) > 0 {
-		fmt.Fprintf(w, "\n%d malformed objects skipped (see qo doctor)\n", len(st.Malformed))
-		for _, m := range st.Malformed {
-			fmt.Fprintf(w, "  %s: %s\n", termsafe.Line(m.Key), termsafe.Line(m.Error))
-		}
-	}
-	return nil
+	return tw.Flush()
 }

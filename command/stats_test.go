@@ -15,6 +15,7 @@ import (
 )
 
 func TestStatsCommand(t *testing.T) {
+	t.Parallel()
 	q := newQueueCLI(t)
 	code, _, errs := q.run("stats")
 	require.Equal(t, exitNotFound, code, "an uninitialised bucket: %s", errs)

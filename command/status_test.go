@@ -20,6 +20,7 @@ import (
 // A task object with an invalid type name is the bucket's problem, not the
 // user's: qo status reports it as malformed (exit 1), not as bad input.
 func TestStatusOfMalformedTypeName(t *testing.T) {
+	t.Parallel()
 	q := newQueueCLI(t)
 	q.ok("init")
 	id := uuid.MustParse("0b6f4c2e-8d1a-4f7e-9c3b-2a5d6e7f8a9b")
@@ -32,6 +33,7 @@ func TestStatusOfMalformedTypeName(t *testing.T) {
 }
 
 func TestStatusLoadsOffloadedInput(t *testing.T) {
+	t.Parallel()
 	q := newQueueCLI(t)
 	q.ok("init")
 	big := `{"blob":"` + strings.Repeat("x", queue.DefaultOffloadThreshold) + `"}`
@@ -63,6 +65,7 @@ func TestStatusLoadsOffloadedInput(t *testing.T) {
 // The short id qo list shows (the end of the id) is accepted by every
 // command that takes a task id; one naming no task says so.
 func TestCommandsTakeTheShortIDListsShow(t *testing.T) {
+	t.Parallel()
 	q := newQueueCLI(t)
 	q.ok("init")
 	task := q.task("submit", "--type", "job", "--input", `{}`)
@@ -86,6 +89,7 @@ func TestCommandsTakeTheShortIDListsShow(t *testing.T) {
 // in the reasons they keep, and in the actor field of the version each one
 // writes (a task's, control.json's, a schedule's), which qo history shows.
 func TestOperatorActionsNameUserAndHost(t *testing.T) {
+	t.Parallel()
 	q := newQueueCLI(t)
 	q.ok("init")
 	ctx := context.Background()
@@ -174,6 +178,7 @@ func TestOperatorActionsNameUserAndHost(t *testing.T) {
 
 // --after takes the short id qo list shows too.
 func TestSubmitAfterTheShortID(t *testing.T) {
+	t.Parallel()
 	q := newQueueCLI(t)
 	q.ok("init")
 	parent := q.task("submit", "--type", "job", "--input", `{}`)
@@ -188,6 +193,7 @@ func TestSubmitAfterTheShortID(t *testing.T) {
 // An exec handler's progress reaches qo status (text and --json) while
 // the task runs, through its worker's heartbeat.
 func TestStatusShowsExecProgress(t *testing.T) {
+	t.Parallel()
 	q := newQueueCLI(t)
 	q.ok("init")
 	task := q.task("submit", "--type", "resize", "--input", `{}`)

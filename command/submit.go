@@ -22,14 +22,8 @@ import (
 	"github.com/qo-queue/qo/queue"
 )
 
-func submitCommand() *cli.Command {
-	return &cli.Command{
-		Name:  "submit",
-		Usage: "add a task to the queue, or one per line of a JSON Lines file",
-		UsageText: `qo submit --type TYPE [--input JSON | --input-file FILE|-] [--timeout D] [--retries N] [--delay D | --at TIME] [--priority P] [--key K] [--expires-in D | --expires-at TIME] [--idempotency-key K [--unique-while-active | --unique-for D]] [--after ID,... [--on-parent-failure cancel|fail|run]] [--metadata KEY=VALUE]... [--json]
-qo submit --file FILE|- [--type TYPE] [--timeout D] [--retries N] [--delay D | --at TIME] [--priority P] [--key K] [--expires-in D] [--concurrency N] [--json]
-qo submit --workflow FILE|- [--idempotency-key K] [--json]`,
-		Description: `Prints the new task's id (or the whole task with --json). With
+// submitDescription is the help text of qo submit.
+const submitDescription = `Prints the new task's id (or the whole task with --json). With
 --idempotency-key, submitting the same type and key again returns the existing
 task instead of a new one (a note goes to stderr); the same key with a different
 input is refused (exit 4). The key holds for good, unless
@@ -99,7 +93,16 @@ Examples:
   echo '{"n": 3}' | qo submit --type resize --input-file - --timeout 10m --retries 5
   qo submit --file tasks.jsonl --type resize | jq -r '.ids[]' | qo wait -
   a=$(qo submit --type extract); qo submit --type load --after "$a"
-  qo submit --workflow etl.json && qo wait --workflow nightly-etl`,
+  qo submit --workflow etl.json && qo wait --workflow nightly-etl`
+
+func submitCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "submit",
+		Usage: "add a task to the queue, or one per line of a JSON Lines file",
+		UsageText: `qo submit --type TYPE [--input JSON | --input-file FILE|-] [--timeout D] [--retries N] [--delay D | --at TIME] [--priority P] [--key K] [--expires-in D | --expires-at TIME] [--idempotency-key K [--unique-while-active | --unique-for D]] [--after ID,... [--on-parent-failure cancel|fail|run]] [--metadata KEY=VALUE]... [--json]
+qo submit --file FILE|- [--type TYPE] [--timeout D] [--retries N] [--delay D | --at TIME] [--priority P] [--key K] [--expires-in D] [--concurrency N] [--json]
+qo submit --workflow FILE|- [--idempotency-key K] [--json]`,
+		Description: submitDescription,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "type", Aliases: []string{"t"}, Usage: "task `TYPE` (the handler name; letters, digits, _ . : -); with --file, the default type of the lines"},
 			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "task input as a `JSON` document"},
@@ -122,47 +125,50 @@ Examples:
 			&cli.StringFlag{Name: "workflow", Aliases: []string{"w"}, TakesFile: true, Usage: "submit the workflow in `FILE` ('-' for stdin); see qo workflow --help"},
 			jsonFlag(),
 		}, bulkFlags()...),
-		Action: func(c *cli.Context) error {
-			if err := noArgs(c); err != nil {
-				return err
-			}
-			if c.IsSet("metadata") && (c.IsSet("workflow") || c.IsSet("file")) {
-				return usageError(`--metadata applies to one task: with --file or --workflow give each line or step a "metadata" field`)
-			}
-			if (c.IsSet("unique-while-active") || c.IsSet("unique-for")) && (c.IsSet("workflow") || c.IsSet("file")) {
-				return usageError(`--unique-while-active and --unique-for apply to one task: with --file give each line "unique_while_active" or "unique_for"`)
-			}
-			if c.IsSet("workflow") {
-				return runWorkflowSubmit(c)
-			}
-			if c.IsSet("file") {
-				return runBulkSubmit(c)
-			}
-			req, err := submitRequest(c)
-			if err != nil {
-				return err
-			}
-			q, err := openQueue(c)
-			if err != nil {
-				return err
-			}
-			extra, _ := submitExtrasFromFlags(c) // validated by submitRequest
-			req = queue.SubmitDoc{Request: req, Delay: c.Duration("delay"), ExpiresIn: extra.expiresIn}.Resolve(q.Now())
-			task, created, err := q.Submit(c.Context, req)
-			if err != nil {
-				return err
-			}
-			if !created {
-				fmt.Fprintf(c.App.ErrWriter, "qo: task %s already exists for idempotency key %q (%s); nothing submitted\n",
-					task.ID, req.IdempotencyKey, termsafe.Line(string(task.Status)))
-			}
-			if c.Bool("json") {
-				return emitJSON(c.App.Writer, task)
-			}
-			_, err = fmt.Fprintln(c.App.Writer, task.ID)
-			return err
-		},
+		Action: runSubmit,
 	}
+}
+
+// runSubmit is qo submit: one task, or --file or --workflow.
+func runSubmit(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	if c.IsSet("metadata") && (c.IsSet("workflow") || c.IsSet("file")) {
+		return usageError(`--metadata applies to one task: with --file or --workflow give each line or step a "metadata" field`)
+	}
+	if (c.IsSet("unique-while-active") || c.IsSet("unique-for")) && (c.IsSet("workflow") || c.IsSet("file")) {
+		return usageError(`--unique-while-active and --unique-for apply to one task: with --file give each line "unique_while_active" or "unique_for"`)
+	}
+	if c.IsSet("workflow") {
+		return runWorkflowSubmit(c)
+	}
+	if c.IsSet("file") {
+		return runBulkSubmit(c)
+	}
+	req, err := submitRequest(c)
+	if err != nil {
+		return err
+	}
+	q, err := openQueue(c)
+	if err != nil {
+		return err
+	}
+	extra, _ := submitExtrasFromFlags(c) // validated by submitRequest
+	req = queue.SubmitDoc{Request: req, Delay: c.Duration("delay"), ExpiresIn: extra.expiresIn}.Resolve(q.Now())
+	task, created, err := q.Submit(c.Context, req)
+	if err != nil {
+		return err
+	}
+	if !created {
+		fmt.Fprintf(c.App.ErrWriter, "qo: task %s already exists for idempotency key %q (%s); nothing submitted\n",
+			task.ID, req.IdempotencyKey, termsafe.Line(string(task.Status)))
+	}
+	if c.Bool("json") {
+		return emitJSON(c.App.Writer, task)
+	}
+	_, err = fmt.Fprintln(c.App.Writer, task.ID)
+	return err
 }
 
 // submitRequest validates the submit flags before anything is contacted.
@@ -175,34 +181,11 @@ func submitRequest(c *cli.Context) (queue.SubmitRequest, error) {
 	if err := queue.ValidateType(req.Type); err != nil {
 		return req, usageError("--type: %s", inputMessage(err))
 	}
-	if c.IsSet("input") && c.IsSet("input-file") {
-		return req, usageError("give either --input or --input-file, not both")
-	}
-	var raw []byte
-	switch {
-	case c.IsSet("input"):
-		raw = []byte(c.String("input"))
-	case c.IsSet("input-file"):
-		name := c.String("input-file")
-		var err error
-		if name == "-" {
-			raw, err = io.ReadAll(stdin)
-		} else {
-			raw, err = os.ReadFile(name)
-		}
-		if err != nil {
-			return req, usageError("--input-file: %v", err)
-		}
+	raw, err := submitInput(c)
+	if err != nil {
+		return req, err
 	}
 	if raw != nil {
-		if !json.Valid(raw) {
-			var v any
-			err := json.Unmarshal(raw, &v)
-			return req, usageError("the input is not valid JSON (%v); quote it for the shell, e.g. --input '{\"to\":\"ann@example.com\"}'", err)
-		}
-		if !utf8.Valid(raw) {
-			return req, usageError("the input is not valid UTF-8 (JSON text must be UTF-8): convert it first, e.g. iconv -f latin1 -t utf-8 FILE")
-		}
 		req.Input = raw
 	}
 	req.Timeout = c.Duration("timeout")
@@ -272,21 +255,8 @@ func submitRequest(c *cli.Context) (queue.SubmitRequest, error) {
 		}
 		req.OnParentFailure = p
 	}
-	if e, ok := c.Generic("metadata").(*envEntries); ok && len(e.vals) > 0 {
-		req.Metadata = map[string]string{}
-		for _, s := range e.vals {
-			k, v, err := queue.ParseMetadataEntry(s)
-			if err != nil {
-				return req, usageError("--metadata: %s", inputMessage(err))
-			}
-			if _, dup := req.Metadata[k]; dup {
-				return req, usageError("--metadata: key %q given twice", k)
-			}
-			req.Metadata[k] = v
-		}
-		if err := queue.ValidateMetadata(req.Metadata); err != nil {
-			return req, usageError("--metadata: %s", inputMessage(err))
-		}
+	if req.Metadata, err = submitMetadata(c); err != nil {
+		return req, err
 	}
 	return req, nil
 }
@@ -319,4 +289,61 @@ func submitExtrasFromFlags(c *cli.Context) (submitExtras, error) {
 		}
 	}
 	return x, nil
+}
+
+// submitInput reads the input of qo submit (--input or --input-file) and
+// checks that it is JSON in UTF-8; nil when neither flag is given.
+func submitInput(c *cli.Context) ([]byte, error) {
+	if c.IsSet("input") && c.IsSet("input-file") {
+		return nil, usageError("give either --input or --input-file, not both")
+	}
+	var raw []byte
+	switch {
+	case c.IsSet("input"):
+		raw = []byte(c.String("input"))
+	case c.IsSet("input-file"):
+		name := c.String("input-file")
+		var err error
+		if name == "-" {
+			raw, err = io.ReadAll(envOf(c).Stdin)
+		} else {
+			raw, err = os.ReadFile(name)
+		}
+		if err != nil {
+			return nil, usageError("--input-file: %v", err)
+		}
+	}
+	if raw != nil {
+		if !json.Valid(raw) {
+			var v any
+			err := json.Unmarshal(raw, &v)
+			return nil, usageError("the input is not valid JSON (%v); quote it for the shell, e.g. --input '{\"to\":\"ann@example.com\"}'", err)
+		}
+		if !utf8.Valid(raw) {
+			return nil, usageError("the input is not valid UTF-8 (JSON text must be UTF-8): convert it first, e.g. iconv -f latin1 -t utf-8 FILE")
+		}
+	}
+	return raw, nil
+}
+
+// submitMetadata reads the --metadata entries of qo submit; nil when none.
+func submitMetadata(c *cli.Context) (map[string]string, error) {
+	var md map[string]string
+	if e, ok := c.Generic("metadata").(*envEntries); ok && len(e.vals) > 0 {
+		md = map[string]string{}
+		for _, s := range e.vals {
+			k, v, err := queue.ParseMetadataEntry(s)
+			if err != nil {
+				return nil, usageError("--metadata: %s", inputMessage(err))
+			}
+			if _, dup := md[k]; dup {
+				return nil, usageError("--metadata: key %q given twice", k)
+			}
+			md[k] = v
+		}
+		if err := queue.ValidateMetadata(md); err != nil {
+			return nil, usageError("--metadata: %s", inputMessage(err))
+		}
+	}
+	return md, nil
 }

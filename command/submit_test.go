@@ -13,6 +13,7 @@ import (
 )
 
 func TestSubmitPriorityAndExpiry(t *testing.T) {
+	t.Parallel()
 	q := newQueueCLI(t)
 	q.ok("init")
 	task := q.task("submit", "--type", "job", "--priority", "high", "--expires-in", "10m")
@@ -57,6 +58,7 @@ func TestSubmitPriorityAndExpiry(t *testing.T) {
 }
 
 func TestSubmitMetadata(t *testing.T) {
+	t.Parallel()
 	q := newQueueCLI(t)
 	q.ok("init")
 	task := q.task("submit", "--type", "job", "--metadata", "tenant=acme", "--metadata", "tracestate=a=1,b=2")

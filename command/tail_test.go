@@ -166,7 +166,7 @@ func TestTailInterrupt(t *testing.T) {
 	q := newQueueCLI(t)
 	q.ok("init")
 	id := strings.TrimSpace(q.ok("submit", "--type", "t"))
-	e := &cliEnv{t: t, s: q.s}
+	e := q.cli()
 	run := e.start("tail", id, "--interval", "10ms")
 	// The first line comes from the command, so runApp's signal handler
 	// is installed by now.

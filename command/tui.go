@@ -137,7 +137,7 @@ func runTUI(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if !isTerminal(c.App.Writer) {
+	if !envOf(c).IsTerminal(c.App.Writer) {
 		return usageError("qo tui needs a terminal: for scripts use 'qo list', 'qo status' and 'qo workers' (all take --json)")
 	}
 	// The console owns the screen: the queue's warnings must not be

@@ -10,6 +10,7 @@ import (
 // --unique-while-active: the key returns its task while it is active and
 // makes a new one once it ended; bad combinations are usage errors.
 func TestSubmitUniqueWhileActive(t *testing.T) {
+	t.Parallel()
 	q := newQueueCLI(t)
 	q.ok("init")
 	args := []string{"submit", "--type", "refresh", "--idempotency-key", "customer-42", "--unique-while-active"}

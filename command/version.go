@@ -1,7 +1,9 @@
 package command
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"runtime"
 	"runtime/debug"
 
@@ -67,15 +69,19 @@ func versionCommand(build Build) *cli.Command {
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print as JSON"},
 		},
-		Action: func(c *cli.Context) error {
-			if c.Bool("json") {
-				return emitJSON(c.App.Writer, map[string]string{
-					"version": build.Version, "commit": build.Commit, "date": build.Date, "go": runtime.Version(),
+		Action: kit[noOptions, Build]{
+			options: readNoOptions,
+			run:     func(context.Context, *runEnv, noOptions) (Build, error) { return build, nil },
+			text: func(w io.Writer, b Build) error {
+				_, err := fmt.Fprintf(w, "qo %s %s/%s %s\n", b, runtime.GOOS, runtime.GOARCH, runtime.Version())
+				return err
+			},
+			json: func(b Build) any {
+				return map[string]string{
+					"version": b.Version, "commit": b.Commit, "date": b.Date, "go": runtime.Version(),
 					"os": runtime.GOOS, "arch": runtime.GOARCH,
-				})
-			}
-			_, err := fmt.Fprintf(c.App.Writer, "qo %s %s/%s %s\n", build, runtime.GOOS, runtime.GOARCH, runtime.Version())
-			return err
-		},
+				}
+			},
+		}.action(),
 	}
 }

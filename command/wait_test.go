@@ -113,6 +113,7 @@ func TestWaitBlocksUntilDone(t *testing.T) {
 }
 
 func TestWaitBadInput(t *testing.T) {
+	t.Parallel()
 	q := newQueueCLI(t)
 	q.ok("init")
 	const missing = "0b6f4c2e-8d1a-4f7e-9c3b-2a5d6e7f8a9b"

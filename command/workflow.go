@@ -4,6 +4,7 @@ package command
 // queue/doc.go, "Workflows").
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -35,7 +36,7 @@ named there runs after that step). The handler gets its input object with
 those fields set; a path the output lacks gives null.`
 
 // readWorkflowFile reads and checks a workflow file ('-' is stdin).
-func readWorkflowFile(name string) (*queue.WorkflowSpec, error) {
+func readWorkflowFile(stdin io.Reader, name string) (*queue.WorkflowSpec, error) {
 	var raw []byte
 	var err error
 	if name == "-" {
@@ -60,7 +61,7 @@ func runWorkflowSubmit(c *cli.Context) error {
 			return usageError("--%s does not go with --workflow: give it to the steps in the workflow file", f)
 		}
 	}
-	spec, err := readWorkflowFile(c.String("workflow"))
+	spec, err := readWorkflowFile(envOf(c).Stdin, c.String("workflow"))
 	if err != nil {
 		return err
 	}
@@ -90,38 +91,6 @@ func runWorkflowSubmit(c *cli.Context) error {
 }
 
 func workflowCommand() *cli.Command {
-	ref := func(c *cli.Context) (string, error) {
-		args, err := positionalArgs(c)
-		if err != nil {
-			return "", err
-		}
-		if len(args) != 1 {
-			return "", usageError("want one workflow id or name, got %d arguments (usage: %s)", len(args), c.Command.UsageText)
-		}
-		return args[0], nil
-	}
-	// printView reads the workflow named by the argument and prints it
-	// (with its steps, or the header only), or its report with --json.
-	printView := func(steps bool) cli.ActionFunc {
-		return func(c *cli.Context) error {
-			r, err := ref(c)
-			if err != nil {
-				return err
-			}
-			q, err := openQueue(c)
-			if err != nil {
-				return err
-			}
-			v, err := q.ReadWorkflow(c.Context, r)
-			if err != nil {
-				return err
-			}
-			if c.Bool("json") {
-				return emitJSON(c.App.Writer, v.Report())
-			}
-			return printWorkflow(c.App.Writer, v.Report(), q.Now(), steps)
-		}
-	}
 	return &cli.Command{
 		Name:  "workflow",
 		Usage: "show, list and cancel workflows (submit them with qo submit --workflow FILE)",
@@ -142,99 +111,159 @@ an hour.
 Replay a failed step with qo replay ID: the steps it cancelled wait for it
 again.`,
 		Subcommands: []*cli.Command{
-			{
-				Name:      "show",
-				Usage:     "every step of a workflow with its state, roots first",
-				UsageText: "qo workflow show NAME|ID [--json]",
-				Description: `Reads the workflow and each step's task (1 GET per step). Steps are listed
+			workflowShowCommand(), workflowStatusCommand(), workflowListCommand(), workflowCancelCommand(),
+		},
+	}
+}
+
+// workflowOptions name one workflow (NAME|ID) and, for qo workflow
+// cancel, why it is cancelled.
+type workflowOptions struct{ Ref, Reason string }
+
+func (workflowOptions) Validate() error { return nil } // the queue tells a name from an id
+
+func readWorkflowRef(c *cli.Context) (workflowOptions, error) {
+	args, err := positionalArgs(c)
+	if err != nil {
+		return workflowOptions{}, err
+	}
+	if len(args) != 1 {
+		return workflowOptions{}, usageError("want one workflow id or name, got %d arguments (usage: %s)", len(args), c.Command.UsageText)
+	}
+	return workflowOptions{Ref: args[0], Reason: c.String("reason")}, nil
+}
+
+// workflowShown is a workflow's report as the queue's clock saw it.
+type workflowShown struct {
+	report queue.WorkflowReport
+	now    time.Time
+}
+
+// showWorkflow is the action of qo workflow show (steps) and status: the
+// workflow with its steps, or the header only; its report with --json.
+func showWorkflow(steps bool) cli.ActionFunc {
+	return kit[workflowOptions, workflowShown]{
+		options: readWorkflowRef,
+		run: func(ctx context.Context, env *runEnv, o workflowOptions) (workflowShown, error) {
+			q, err := env.openQueue()
+			if err != nil {
+				return workflowShown{}, err
+			}
+			v, err := q.ReadWorkflow(ctx, o.Ref)
+			if err != nil {
+				return workflowShown{}, err
+			}
+			return workflowShown{report: v.Report(), now: q.Now()}, nil
+		},
+		text: func(w io.Writer, r workflowShown) error { return printWorkflow(w, r.report, r.now, steps) },
+		json: func(r workflowShown) any { return r.report },
+	}.action()
+}
+
+func workflowShowCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "show",
+		Usage:     "every step of a workflow with its state, roots first",
+		UsageText: "qo workflow show NAME|ID [--json]",
+		Description: `Reads the workflow and each step's task (1 GET per step). Steps are listed
 by depth, roots first, indented by depth, with the steps each runs after.
 --json prints {"id", "name", "idempotency_key", "status", "created_at",
 "ended_at", "counts", "steps": [{"name", "task_type", "task_id", "after",
 "depth", "status", "attempt", "waiting_for", "last_error", "cancel_reason",
 "updated_at", "completed_at", "problem"}]}.`,
-				Flags:  []cli.Flag{jsonFlag()},
-				Action: printView(true),
-			},
-			{
-				Name:      "status",
-				Usage:     "where a workflow stands: its status and how many steps are in each state",
-				UsageText: "qo workflow status NAME|ID [--json]",
-				Description: `The status is incomplete (a step's task is missing), running, completed,
+		Flags:  []cli.Flag{jsonFlag()},
+		Action: showWorkflow(true),
+	}
+}
+
+func workflowStatusCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "status",
+		Usage:     "where a workflow stands: its status and how many steps are in each state",
+		UsageText: "qo workflow status NAME|ID [--json]",
+		Description: `The status is incomplete (a step's task is missing), running, completed,
 failed (every step ended and one failed or expired) or cancelled. --json
 prints the same object as qo workflow show --json.`,
-				Flags:  []cli.Flag{jsonFlag()},
-				Action: printView(false),
-			},
-			{
-				Name:      "list",
-				Usage:     "the workflow names and the latest workflow of each",
-				UsageText: "qo workflow list [--json]",
-				Description: `One LIST and one GET per name, however many workflows were ever submitted.
+		Flags:  []cli.Flag{jsonFlag()},
+		Action: showWorkflow(false),
+	}
+}
+
+func workflowListCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "list",
+		Usage:     "the workflow names and the latest workflow of each",
+		UsageText: "qo workflow list [--json]",
+		Description: `One LIST and one GET per name, however many workflows were ever submitted.
 Workflows without a name are not listed: keep their ids. --json prints
 [{"name", "id", "created_at"}].`,
-				Flags: []cli.Flag{jsonFlag()},
-				Action: func(c *cli.Context) error {
-					if err := noArgs(c); err != nil {
-						return err
-					}
-					q, err := openQueue(c)
-					if err != nil {
-						return err
-					}
-					names, err := q.WorkflowNames(c.Context, 0)
-					if err != nil {
-						return err
-					}
-					if c.Bool("json") {
-						if names == nil {
-							names = []queue.WorkflowSummary{}
-						}
-						return emitJSON(c.App.Writer, names)
-					}
-					if len(names) == 0 {
-						_, err := fmt.Fprintln(c.App.Writer, "no named workflows (give a workflow file a \"name\")")
-						return err
-					}
-					tw := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)
-					tabRow(tw, "NAME", "LATEST", "SUBMITTED")
-					for _, n := range names {
-						tabRow(tw, n.Name, n.ID.String(), formatTime(n.CreatedAt))
-					}
-					return tw.Flush()
-				},
+		Flags: []cli.Flag{jsonFlag()},
+		Action: kit[noOptions, []queue.WorkflowSummary]{
+			options: readNoOptions,
+			run: func(ctx context.Context, env *runEnv, _ noOptions) ([]queue.WorkflowSummary, error) {
+				q, err := env.openQueue()
+				if err != nil {
+					return nil, err
+				}
+				names, err := q.WorkflowNames(ctx, 0)
+				if names == nil {
+					names = []queue.WorkflowSummary{} // [] in JSON
+				}
+				return names, err
 			},
-			{
-				Name:      "cancel",
-				Usage:     "cancel every step of a workflow that has not ended",
-				UsageText: "qo workflow cancel NAME|ID [--reason TEXT] [--json]",
-				Description: `Cancels the steps that wait, are pending or run (a running handler is asked to
+			text: printWorkflowNames,
+		}.action(),
+	}
+}
+
+func printWorkflowNames(w io.Writer, names []queue.WorkflowSummary) error {
+	if len(names) == 0 {
+		_, err := fmt.Fprintln(w, "no named workflows (give a workflow file a \"name\")")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	tabRow(tw, "NAME", "LATEST", "SUBMITTED")
+	for _, n := range names {
+		tabRow(tw, n.Name, n.ID.String(), formatTime(n.CreatedAt))
+	}
+	return tw.Flush()
+}
+
+// workflowCancelled is what qo workflow cancel prints: how many steps of
+// the workflow it cancelled.
+type workflowCancelled struct {
+	ref string
+	n   int
+}
+
+func workflowCancelCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "cancel",
+		Usage:     "cancel every step of a workflow that has not ended",
+		UsageText: "qo workflow cancel NAME|ID [--reason TEXT] [--json]",
+		Description: `Cancels the steps that wait, are pending or run (a running handler is asked to
 stop, as qo cancel does), children before parents so each keeps the reason.
 Completed and failed steps are left as they are.`,
-				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "reason", Usage: "why, as `TEXT` kept in each task's cancel_reason"},
-					jsonFlag(),
-				},
-				Action: func(c *cli.Context) error {
-					r, err := ref(c)
-					if err != nil {
-						return err
-					}
-					q, err := openQueue(c)
-					if err != nil {
-						return err
-					}
-					n, err := q.CancelWorkflow(c.Context, r, c.String("reason"))
-					if err != nil {
-						return err
-					}
-					if c.Bool("json") {
-						return emitJSON(c.App.Writer, map[string]int{"cancelled": n})
-					}
-					_, err = fmt.Fprintf(c.App.Writer, "workflow %s: %d step%s cancelled\n", termsafe.Line(r), n, plural(n))
-					return err
-				},
-			},
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "reason", Usage: "why, as `TEXT` kept in each task's cancel_reason"},
+			jsonFlag(),
 		},
+		Action: kit[workflowOptions, workflowCancelled]{
+			options: readWorkflowRef,
+			run: func(ctx context.Context, env *runEnv, o workflowOptions) (workflowCancelled, error) {
+				q, err := env.openQueue()
+				if err != nil {
+					return workflowCancelled{}, err
+				}
+				n, err := q.CancelWorkflow(ctx, o.Ref, o.Reason)
+				return workflowCancelled{ref: o.Ref, n: n}, err
+			},
+			text: func(w io.Writer, r workflowCancelled) error {
+				_, err := fmt.Fprintf(w, "workflow %s: %d step%s cancelled\n", termsafe.Line(r.ref), r.n, plural(r.n))
+				return err
+			},
+			json: func(r workflowCancelled) any { return map[string]int{"cancelled": r.n} },
+		}.action(),
 	}
 }
 
