@@ -6,6 +6,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+
+	"github.com/qo-queue/qo/queue"
 )
 
 // limitsFleet is a fleet of one process serving type a under limits, with
@@ -126,4 +128,98 @@ func TestSmallSeedsDrawLimits(t *testing.T) {
 	}
 	require.NotZero(t, caps)
 	require.NotZero(t, rates)
+}
+
+// orderTask is one task of orderFleet: of type typ (a when empty), pending
+// at pending and run once on process proc over [start, end).
+type orderTask struct {
+	proc                int
+	typ                 string
+	pending, start, end time.Duration
+}
+
+// orderFleet is a fleet of the workers given (process i runs specs[i] for
+// the whole run) under limits, each task run once as given, for the order
+// check alone. Times are from Settle, when the order is checked from.
+func orderFleet(limits []FleetLimit, specs []WorkerSpec, tasks ...orderTask) (*checker, []uuid.UUID) {
+	f := &fleet{start: time.Now(), sc: Scenario{Types: []string{"a", "b"}, Limits: limits}, tasks: map[uuid.UUID]*submitted{}}
+	for i, s := range specs {
+		f.lives = append(f.lives, life{proc: i, id: s.Name, spec: s, from: 0, to: -1})
+	}
+	c := &checker{f: f, seen: map[string]bool{}, pending: map[uuid.UUID]time.Duration{}, started: map[uuid.UUID]time.Duration{}}
+	var ids []uuid.UUID
+	for i, tk := range tasks {
+		id := uuid.New()
+		typ := tk.typ
+		if typ == "" {
+			typ = "a"
+		}
+		f.tasks[id] = &submitted{id: id, n: i, typ: typ, priority: queue.PriorityNormal}
+		c.pending[id], c.started[id] = Settle+tk.pending, Settle+tk.start
+		f.journal.runs = append(f.journal.runs, &run{task: id, n: i, typ: typ, worker: specs[tk.proc].Name, proc: tk.proc, start: Settle + tk.start, end: Settle + tk.end, how: "done"})
+		ids = append(ids, id)
+	}
+	return c, ids
+}
+
+// The order check counts only the time a worker could have started the
+// overtaken task: not a slot's hand-over to a task ranked before it (a
+// one-slot worker working through an older backlog is free between two
+// of its tasks), nor a slot a worker's share of a fleet-wide cap does not
+// let it use.
+func TestOvertakeCountsOnlyUsableSlots(t *testing.T) {
+	t.Parallel()
+	s, ms := time.Second, time.Millisecond
+	one := []WorkerSpec{{Name: "w0", Concurrency: 1, Types: []string{"a", "b"}}}
+	// x pending at 1 s is overtaken at 10 s by a task pending at 2 s; the
+	// worker then runs 100 others, each for half a second after a hand-over
+	// of half a second, and x after them.
+	backlog := func(pending func(i int) time.Duration) []orderTask {
+		tasks := []orderTask{{pending: 1 * s, start: 111 * s, end: 112 * s}, {pending: 2 * s, start: 10 * s, end: 10*s + 500*ms}}
+		for i := range 100 {
+			at := 11*s + time.Duration(i)*s
+			tasks = append(tasks, orderTask{pending: pending(i), start: at, end: at + 500*ms})
+		}
+		return tasks
+	}
+	older := func(i int) time.Duration { return time.Duration(i) * ms }
+	newer := func(i int) time.Duration { return 3*s + time.Duration(i)*ms }
+	capped := []WorkerSpec{{Name: "w0", Concurrency: 4, Types: []string{"a", "b"}}, {Name: "w1", Concurrency: 4, Types: []string{"a"}}}
+	for _, tc := range []struct {
+		name   string
+		limits []FleetLimit
+		specs  []WorkerSpec
+		tasks  []orderTask
+		over   bool
+	}{
+		{"hand-overs to older tasks", nil, one, backlog(older), false},
+		{"hand-overs to newer tasks", nil, one, backlog(newer), true},
+		// A cap of 3 over w0 and w1: shares 2 and 1. w0's slots run b;
+		// w1 runs the newer task, at its share, for 90 s, then x.
+		{"a worker at its share of a cap", []FleetLimit{{Type: "a", Concurrency: 3}}, capped, []orderTask{
+			{proc: 1, pending: 1 * s, start: 100 * s, end: 101 * s},
+			{proc: 1, pending: 2 * s, start: 10 * s, end: 100 * s},
+			{proc: 0, typ: "b", start: 0, end: 200 * s}, {proc: 0, typ: "b", start: 0, end: 200 * s},
+			{proc: 0, typ: "b", start: 0, end: 200 * s}, {proc: 0, typ: "b", start: 0, end: 200 * s},
+		}, false},
+		{"a worker below its share of a cap", []FleetLimit{{Type: "a", Concurrency: 4}}, capped, []orderTask{
+			{proc: 1, pending: 1 * s, start: 100 * s, end: 101 * s},
+			{proc: 1, pending: 2 * s, start: 10 * s, end: 100 * s},
+			{proc: 0, typ: "b", start: 0, end: 200 * s}, {proc: 0, typ: "b", start: 0, end: 200 * s},
+			{proc: 0, typ: "b", start: 0, end: 200 * s}, {proc: 0, typ: "b", start: 0, end: 200 * s},
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c, ids := orderFleet(tc.limits, tc.specs, tc.tasks...)
+			c.overtake(1000)
+			if !tc.over {
+				require.Empty(t, c.violations)
+				return
+			}
+			require.Len(t, c.violations, 1)
+			require.Equal(t, "overtaken", c.violations[0].Kind)
+			require.Equal(t, c.name(ids[0]), c.violations[0].Task)
+		})
+	}
 }
