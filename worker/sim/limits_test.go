@@ -1,7 +1,10 @@
 package sim
 
 import (
+	"fmt"
+	"slices"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/uuid"
@@ -128,6 +131,89 @@ func TestSmallSeedsDrawLimits(t *testing.T) {
 	}
 	require.NotZero(t, caps)
 	require.NotZero(t, rates)
+}
+
+// rateScenario is a fleet of n workers (64 slots in all, no faults)
+// serving type a under a fleet-wide rate of 20/s with a burst of 10, with
+// a backlog deep enough to start at the rate for minutes.
+func rateScenario(n int) Scenario {
+	sc := Scenario{
+		Seed: 38, ShardChars: 1, PageSize: 100, Types: []string{"a"},
+		LoadEnd: time.Second,
+		Bursts:  []Burst{{At: 0, Type: "a", N: 4500}},
+		Limits:  []FleetLimit{{Type: "a", Rate: 20, Per: time.Second, Burst: 10}},
+	}
+	for i := range n {
+		skew := queue.MaxClockSkew/2 - time.Duration(i)*queue.MaxClockSkew/time.Duration(max(1, n-1))
+		sc.Workers = append(sc.Workers, WorkerSpec{Name: fmt.Sprintf("w%d", i), Concurrency: 64 / n, Types: []string{"a"}, Speed: 1, Skew: skew})
+	}
+	return sc
+}
+
+// The precision of a fleet-wide rate over minutes, measured from the
+// handlers' own start times with 1 and with 8 workers (simulated minutes
+// cost seconds): over each whole minute of a backlog the starts are
+// within 10% of the rate, and no 10 s window holds more than the rate's
+// worth and the burst (and one start of claim latency at its edges).
+// With 8 workers each bucket holds one token (a share of the burst of
+// 10): before the dispatcher woke for a token due before its next poll,
+// the buckets sat full until the poll and the fleet started 1,037 to
+// 1,052 a minute (87%).
+func TestRatePrecision(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{1, 8} {
+		t.Run(fmt.Sprintf("workers=%d", n), func(t *testing.T) {
+			t.Parallel()
+			sc := rateScenario(n)
+			l := sc.Limits[0]
+			var starts []time.Duration
+			first := map[uuid.UUID]time.Duration{} // each task's first start
+			synctest.Test(t, func(t *testing.T) {
+				rep, f := simulate(sc, nil)
+				require.Empty(t, rep.Violations)
+				for _, r := range f.journal.all() {
+					starts = append(starts, r.start)
+					if s, ok := first[r.task]; !ok || r.start < s {
+						first[r.task] = r.start
+					}
+				}
+			})
+			slices.Sort(starts)
+			// The backlog lasted until the last task's first start.
+			var drained time.Duration
+			for _, s := range first {
+				drained = max(drained, s)
+			}
+			perMinute := l.Rate * int(time.Minute/l.Per)
+			// Each whole minute from the first start while the backlog
+			// lasted.
+			var minutes []int
+			for from := starts[0]; from+time.Minute <= drained; from += time.Minute {
+				minutes = append(minutes, countIn(starts, from, from+time.Minute))
+			}
+			worst := 0
+			for i := range starts {
+				worst = max(worst, countIn(starts, starts[i], starts[i]+10*time.Second))
+			}
+			t.Logf("%d workers, %d/s burst %d: starts in each minute %v (limit %d), most in a 10 s window %d (bound %d)",
+				n, l.Rate, l.Burst, minutes, perMinute, worst, l.Rate*10+l.Burst)
+			require.GreaterOrEqual(t, len(minutes), 3, "the backlog lasts three minutes at the rate")
+			for i, m := range minutes {
+				require.InDelta(t, perMinute, m, float64(perMinute)/10, "minute %d: %d starts, not within 10%% of %d", i+1, m, perMinute)
+			}
+			// The tokens hold the rate and the burst exactly; a handler
+			// starts one claim's requests after its token, so a window of
+			// handler starts may hold one more at its edges.
+			require.LessOrEqual(t, worst, l.Rate*10+l.Burst+1, "a 10 s window over the rate by more than the burst")
+		})
+	}
+}
+
+// countIn counts the sorted times in [from, to).
+func countIn(ts []time.Duration, from, to time.Duration) int {
+	i, _ := slices.BinarySearch(ts, from)
+	j, _ := slices.BinarySearch(ts, to)
+	return j - i
 }
 
 // orderTask is one task of orderFleet: of type typ (a when empty), pending
