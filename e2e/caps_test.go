@@ -21,8 +21,12 @@ import (
 )
 
 // A fleet-wide cap of 5 over four worker processes of 8 slots each, one
-// SIGKILLed and one added mid-run: the exec handlers' own start/end log
-// never shows more than 5 running at once, and every task completes.
+// SIGKILLed while it runs capped handlers and one added mid-run: the exec
+// handlers' own start/end log never shows more than 5 running at once,
+// and every task completes. The kill lands while the killed worker runs
+// capped handlers (its handlers take 5 s, the others' 0.2 s, and the kill
+// waits for one of its to start), so its share is held by a dead worker
+// until it is found dead, and its tasks run again elsewhere.
 func TestFleetCapAcrossProcesses(t *testing.T) {
 	t.Parallel()
 	e := wkSetup(t)
@@ -30,9 +34,12 @@ func TestFleetCapAcrossProcesses(t *testing.T) {
 	logPath := filepath.Join(dir, "handlers.log")
 	script := filepath.Join(dir, "work.sh")
 	require.NoError(t, os.WriteFile(script, []byte(`#!/bin/sh
-echo "S $$ $(date +%s%N)" >> `+logPath+`
-sleep 0.2
-echo "E $$ $(date +%s%N)" >> `+logPath+`
+echo "S $$ $QO_WORKER_ID $(date +%s%N)" >> `+logPath+`
+case "$QO_WORKER_ID" in
+cap-b) sleep 5 ;; # the worker to kill: running one most of the time
+*) sleep 0.2 ;;
+esac
+echo "E $$ $QO_WORKER_ID $(date +%s%N)" >> `+logPath+`
 echo '{}'
 `), 0o755))
 	const capN, tasks = 5, 120
@@ -55,10 +62,28 @@ echo '{}'
 	waitEnds := func(n int) {
 		testutil.Poll{Limit: 90 * time.Second, Every: 50 * time.Millisecond}.Until(t, func() bool { return countLines("E ") >= n }, "%d handler runs to end", n)
 	}
+	// runsOf counts the runs of worker id the log shows started and not
+	// ended.
+	runsOf := func(id string) int {
+		b, _ := os.ReadFile(logPath)
+		n := 0
+		for _, line := range strings.Split(string(b), "\n") {
+			switch f := strings.Fields(line); {
+			case len(f) == 4 && f[2] == id && f[0] == "S":
+				n++
+			case len(f) == 4 && f[2] == id && f[0] == "E":
+				n--
+			}
+		}
+		return n
+	}
 	waitEnds(20)
+	testutil.Poll{Limit: 90 * time.Second, Every: 50 * time.Millisecond}.Until(t, func() bool { return runsOf("cap-b") > 0 }, "cap-b to run a capped handler")
 	procs["cap-b"].signal(t, syscall.SIGKILL)
 	procs["cap-b"].wait(t)
 	killedAt := time.Now().UnixNano() // its exec children die with it (Pdeathsig)
+	held := runsOf("cap-b")
+	require.Positive(t, held, "the killed worker had capped handlers running at the kill")
 	waitEnds(40)
 	procs["cap-e"] = e.start(t, "cap-e", args("cap-e")...)
 	for _, id := range ids {
@@ -74,16 +99,16 @@ echo '{}'
 	f, err := os.Open(logPath)
 	require.NoError(t, err)
 	defer f.Close()
-	open := map[string]bool{}
+	open := map[string]string{} // shell pid -> worker id
 	var evs []ev
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		parts := strings.Fields(sc.Text())
-		require.Len(t, parts, 3, "log line %q", sc.Text())
-		at, err := strconv.ParseInt(parts[2], 10, 64)
+		require.Len(t, parts, 4, "log line %q", sc.Text())
+		at, err := strconv.ParseInt(parts[3], 10, 64)
 		require.NoError(t, err)
 		if parts[0] == "S" {
-			open[parts[1]] = true
+			open[parts[1]] = parts[2]
 			evs = append(evs, ev{at, +1})
 		} else {
 			delete(open, parts[1])
@@ -91,9 +116,11 @@ echo '{}'
 		}
 	}
 	require.NoError(t, sc.Err())
-	for range open {
+	for pid, id := range open {
+		require.Equal(t, "cap-b", id, "handler %s of a worker not killed never ended", pid)
 		evs = append(evs, ev{killedAt, -1})
 	}
+	require.Len(t, open, held, "the killed worker's handlers ended at the kill, none after")
 	// Starts before ends at the same instant: the stricter count.
 	slices.SortFunc(evs, func(a, b ev) int {
 		if a.at != b.at {

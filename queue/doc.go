@@ -1159,9 +1159,13 @@ shares that ride on the heartbeats.
     MaxClockSkew old), sorted by id, the remainder to the first ids. Every
     heartbeat lists the registry (1 LIST; 1 GET per worker id not seen
     before, for the types it serves) and publishes max(target, running).
-  - Shrinking: a smaller hold lowers the usable share before the write
-    (and every claim checks the usable share under the worker's lock, so
-    no claim started after it counts against the old one).
+  - Shrinking: a smaller target lowers the usable share before the write,
+    even below what the worker runs (every claim checks the usable share
+    under the worker's lock, so no claim started after it counts against
+    the old one): a worker kept busy by a backlog claims no more than its
+    target and so hands its excess over as its handlers end, where
+    keeping max(target, running) usable let it keep the whole cap for as
+    long as the backlog lasted.
   - Growing: a larger hold is used only after its write landed and a
     registry read that followed (1 LIST, 1 GET per live worker) shows the
     holds of the live workers summing to at most N; otherwise the worker
@@ -1172,11 +1176,15 @@ shares that ride on the heartbeats.
     (three quarters of DeadAfter) when one lands again drops every usable
     share and grows again as above: others may have counted it dead.
 
-Proof sketch. Take any instant and the workers' usable shares then. Each
-share above 0 was confirmed by a write W of its holds followed by a read
-R; of these, let W_k be the last write. Every other worker's usable share
-was confirmed by an earlier write, and since then its holds in the bucket
-never fell below it (shrinking lowers the usable share first), so R_k,
+Proof sketch. Take any instant and each worker's claim on the cap then:
+the larger of its usable share and what it runs (it runs more only after
+its share was lowered; a claim needs a usable share above what it runs,
+so the claim grows only when the usable share does). Each claim above
+what the worker ran when its share was lowered was confirmed by a write W
+of its holds followed by a read R; of these, let W_k be the last write.
+Every other worker's claim was confirmed by an earlier write, and since
+then its holds in the bucket never fell below it (it publishes at least
+what it runs, and shrinking lowers the usable share first), so R_k,
 which follows W_k, read holds at least as large for every worker it counted
 live, and summed them with its own to at most N. A worker R_k left out was
 dead by the monitor's rule: its heartbeat older than DeadAfter +
@@ -1188,7 +1196,7 @@ yet (it will confirm after W_k and see W_k's holds) or deregistered after
 its handlers returned. Clock skew enters only through the liveness rule,
 bounded by MaxClockSkew as there; a lost heartbeat response counts as not
 landed, which only delays growth, while a lost shrinking write was already
-applied to the usable share. So the sum of the usable shares, hence of the
+applied to the usable share. So the sum of the claims, hence of the
 running handlers, is at most N.
 
 What it costs and what it does not guarantee:
@@ -1196,7 +1204,8 @@ What it costs and what it does not guarantee:
     MaxClockSkew (22 s by default) after its last heartbeat, plus up to a
     heartbeat interval (10 s) for the others to notice and confirm;
   - a joining worker gets its share once the others' next heartbeats
-    shrank them and their running tasks of the type ended;
+    shrank them and their running tasks of the type beyond their new
+    targets ended (about a heartbeat interval and a task's run time);
   - a worker learns a cap from control.json (read at least every second
     while it claims): tasks started before it knew are not stopped, and
     count against the cap as they end;
@@ -1234,12 +1243,16 @@ by the shares of the caps, nothing per task:
     at most its burst, within the bound. Shares round in starts per minute,
     so they sum to the rate exactly. The start rate over a minute is the
     limit, less the time a worker joining or found dead waits for its
-    share (as for a cap) and the poll interval when a worker's bucket is
-    full: measured within 1% for 1 and 8 workers with a backlog
-    (worker/rate_test.go), 9.6/s for 10/s over 4 worker processes on
-    MinIO over 20 s, start-up included (e2e/rate_test.go). Starts are when the claim took its token; a
-    handler starts after the claim's requests, so its own start times
-    jitter by one claim's latency.
+    share (as for a cap) and the time a full bucket waits for a claim (a
+    worker polls again when an empty bucket's next token is due, and
+    takes it once a claim is sent): measured within 1% for 1 and 8
+    workers with a backlog over seconds (worker/rate_test.go), 97-100%
+    of 20/s (burst 10) in every minute of a backlog with 1 and 8
+    workers, at most 209 and 201 starts in any 10 s (worker/sim,
+    TestRatePrecision), 9.6/s for 10/s over 4 worker processes on
+    MinIO over 20 s, start-up included (e2e/rate_test.go). Starts are
+    when the claim took its token; a handler starts after the claim's
+    requests, so its own start times jitter by one claim's latency.
   - Requests: those of a cap, for the share; a token costs none.
 
 # Task keys

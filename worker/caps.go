@@ -25,11 +25,12 @@ import (
 //     (one LIST; one GET per worker id it has not seen, for the types it
 //     serves) and computes its target: N split evenly over the live
 //     workers serving the type, sorted by id, the remainder to the first.
-//   - It publishes max(target, running). A smaller value lowers the usable
-//     share before the write (never more usable than any value others may
-//     read); a larger one is used only once the write landed and a read
-//     of the registry after it (one LIST, one GET per live worker) shows
-//     the holds of the live workers summing to at most N.
+//   - It publishes max(target, running) and claims up to its target: a
+//     smaller target lowers the usable share before the write, even below
+//     what it runs (never more usable, nor running, than any value others
+//     may read); a larger one is used only once the write landed and a
+//     read of the registry after it (one LIST, one GET per live worker)
+//     shows the holds of the live workers summing to at most N.
 //   - A worker whose last landed heartbeat grew older than its stop bound
 //     (three quarters of DeadAfter) starts again from nothing: others may
 //     have taken its share once it looked dead to them.
@@ -44,6 +45,7 @@ type capState struct {
 	buckets   map[string]*rate.Limiter
 	refunds   map[string]int // tokens of claims that started nothing, by type
 	usable    map[string]int // how many of a type it may run
+	wanted    map[string]int // its target share, as of the last heartbeat
 	published map[string]int // what its last heartbeat sent (or is sending)
 	pending   bool           // a raised hold is not confirmed yet
 }
@@ -173,6 +175,9 @@ func (w *Worker) planHolds(ctx context.Context) bool {
 	if w.caps.usable == nil {
 		w.caps.usable, w.caps.published = map[string]int{}, map[string]int{}
 	}
+	if w.caps.wanted == nil {
+		w.caps.wanted = map[string]int{}
+	}
 	running := map[string]int{}
 	for _, rt := range w.running {
 		running[rt.typ]++
@@ -192,12 +197,15 @@ func (w *Worker) planHolds(ctx context.Context) bool {
 		if draining {
 			want = 0
 		}
-		h := max(want, running[t])
-		if h < w.caps.usable[t] {
-			w.caps.usable[t] = h
+		// It claims no more than its target at once (so a worker kept
+		// busy hands its excess over as its handlers end, not only when
+		// the backlog runs out), and publishes what it runs beyond.
+		if want < w.caps.usable[t] {
+			w.caps.usable[t] = want
 		}
-		w.caps.published[t] = h
-		raised = raised || h > w.caps.usable[t]
+		w.caps.wanted[t] = want
+		w.caps.published[t] = max(want, running[t])
+		raised = raised || want > w.caps.usable[t]
 	}
 	w.caps.pending = raised
 	return raised
@@ -274,7 +282,7 @@ func (w *Worker) confirmHolds(ctx context.Context, sent map[string]int) {
 	w.mu.Lock()
 	sum := map[string]int{}
 	for t, h := range sent {
-		if h > w.caps.usable[t] {
+		if w.caps.wanted[t] > w.caps.usable[t] {
 			sum[t] = h
 		}
 	}
@@ -316,7 +324,7 @@ func (w *Worker) confirmHolds(ctx context.Context, sent map[string]int) {
 			confirmed = false
 			continue
 		}
-		w.caps.usable[t] = sent[t]
+		w.caps.usable[t] = min(w.caps.wanted[t], sent[t])
 	}
 	w.caps.pending = !confirmed
 }

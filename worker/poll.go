@@ -197,7 +197,11 @@ func (w *Worker) dispatch(ctx context.Context) {
 		case time.Since(w.lastWork) < w.opts.WarmFor:
 			wait = w.opts.PollMin
 		}
-		t := time.NewTimer(w.jitter(wait))
+		d := w.jitter(wait)
+		if tw, ok := w.rateWait(); ok && tw < d {
+			d = tw // a token is due before the next poll (rate.go)
+		}
+		t := time.NewTimer(d)
 		select {
 		case <-ctx.Done():
 			t.Stop()

@@ -135,3 +135,32 @@ func TestRateBucketFollowsShare(t *testing.T) {
 	clk.Advance(time.Hour)
 	require.False(t, w.rateAdmits("rated"), "no share: no claim")
 }
+
+// The dispatcher learns when an empty bucket's next token is due, so a
+// bucket of one token does not sit full until the next poll; a bucket
+// with a token, or with no share, waits on nothing.
+func TestRateWaitIsTheNextToken(t *testing.T) {
+	t.Parallel()
+	clk := storetest.NewClock(time.Unix(1_000_000, 0))
+	w := &Worker{clock: clk, types: []string{"rated", "free"}, claiming: map[string]int{}}
+	ctl := queue.Control{Limits: map[string]queue.Limit{"rated": {Rate: 20, Per: "s", Burst: 10}}}
+	limits := map[string]int{}
+	w.caps.bursts = w.rateLimits(ctl, limits)
+	w.caps.limits = limits
+	_, ok := w.rateWait()
+	require.False(t, ok, "no share: no token to wait for")
+	w.caps.usable = map[string]int{rateKey("rated"): 150} // an eighth: 2.5/s, one token
+	_, ok = w.rateWait()
+	require.False(t, ok, "a token in hand")
+	require.True(t, w.rateAdmits("rated"))
+	d, ok := w.rateWait()
+	require.True(t, ok)
+	require.Equal(t, 401*time.Millisecond, d, "the next token in 1/2.5 s (rounded up)")
+	clk.Advance(300 * time.Millisecond)
+	d, _ = w.rateWait()
+	require.Equal(t, 101*time.Millisecond, d)
+	clk.Advance(d)
+	_, ok = w.rateWait()
+	require.False(t, ok)
+	require.True(t, w.rateAdmits("rated"), "the token is there on waking")
+}

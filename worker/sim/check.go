@@ -33,6 +33,7 @@ type checker struct {
 	started    map[uuid.UUID]time.Duration // when its first handler run started (final)
 	depth      []depthAt                   // ready entries at each check
 	maxRunning map[string]int              // most handlers of a capped type at a check
+	prio       map[uuid.UUID]int           // each task's priority level, for the order check (final)
 }
 
 // depthAt is how many ready entries the index held at a check.
@@ -339,7 +340,8 @@ func (c *checker) final(ctx context.Context) {
 
 // overtake checks the order promise once the faults stopped: no task
 // waits more than OvertakeBound, while some worker that serves its type
-// has a slot free (see freeFor) and no task of its type and a higher
+// could have started it (a slot free, see capacity.go, and not handed
+// over to a task ranked before it) and no task of its type and a higher
 // priority is ready and waiting (priority order gives those the slot),
 // to start behind a newer task of its type and priority (newer: it became
 // pending later) that started before it, whatever the depth of the ready
@@ -348,7 +350,8 @@ func (c *checker) final(ctx context.Context) {
 // the longest while it was deeper, for the report.
 func (c *checker) overtake(maxWalk int) (shallow, deep time.Duration, longest string) {
 	from := c.f.sc.FaultsEnd + Settle
-	free := c.f.freeFor(c.f.journal.all())
+	runs := c.f.journal.all()
+	procSlots := c.f.procSlots(runs)
 	type item struct {
 		id             uuid.UUID
 		typ            string
@@ -392,7 +395,9 @@ func (c *checker) overtake(maxWalk int) (shallow, deep time.Duration, longest st
 			// another with tokens starts newer ones (see doc.go).
 			continue
 		}
-		slots := subtract(free[items[0].typ], normalize(higher[k]))
+		typ := items[0].typ
+		blocked := normalize(append(c.f.blocked(runs, typ), higher[k]...))
+		slots := usable(procSlots[typ], func(run) bool { return false }, blocked)
 		// Newest first, carrying the earliest start of the newer ones.
 		slices.SortFunc(items, func(a, b item) int { return int(b.pending - a.pending) })
 		earliest := time.Duration(-1)
@@ -408,6 +413,11 @@ func (c *checker) overtake(maxWalk int) (shallow, deep time.Duration, longest st
 					// How long it waited behind the newer task while
 					// some worker that serves its type had a slot free.
 					wait := within(slots, earliest, it.start)
+					if wait > 0 {
+						// Not the hand-overs of slots to tasks ranked
+						// before it.
+						wait = within(usable(overlapping(procSlots[typ], earliest, it.start), c.rankedBefore(it.id), blocked), earliest, it.start)
+					}
 					if wait > max(shallow, deep) {
 						longest = fmt.Sprintf("%s waited %s (pending at %s, started at %s, a newer one at %s)", c.name(it.id), wait, it.pending, it.start, earliest)
 					}
@@ -430,4 +440,39 @@ func (c *checker) overtake(maxWalk int) (shallow, deep time.Duration, longest st
 		}
 	}
 	return shallow, deep, longest
+}
+
+// rankedBefore reports whether a run started a task ranked before task id
+// (of any type: a worker claims its types in rank order): its first run,
+// of a higher priority, or of the same and pending earlier. A retry's
+// rank is not known here: it is not counted as ranked before.
+func (c *checker) rankedBefore(id uuid.UUID) func(run) bool {
+	c.f.mu.Lock()
+	if c.prio == nil {
+		c.prio = map[uuid.UUID]int{}
+		for tid, s := range c.f.tasks {
+			c.prio[tid] = s.priority.Level()
+		}
+	}
+	c.f.mu.Unlock()
+	mine, pending := c.prio[id], c.pending[id]
+	return func(r run) bool {
+		p, ok1 := c.prio[r.task]
+		at, ok2 := c.pending[r.task]
+		if !ok1 || !ok2 || c.started[r.task] != r.start {
+			return false
+		}
+		return p < mine || p == mine && at < pending
+	}
+}
+
+// overlapping returns the spans of ss that meet [from, to].
+func overlapping(ss []slotSpan, from, to time.Duration) []slotSpan {
+	var out []slotSpan
+	for _, s := range ss {
+		if s.from <= to && s.to >= from {
+			out = append(out, s)
+		}
+	}
+	return out
 }

@@ -53,9 +53,9 @@
 //     task left at the slowest speed, and five minutes for recovery and
 //     backoff;
 //   - from Settle after the faults stopped, no task waited more than
-//     OvertakeBound (30 s plus one page hold), while a slot for its type
-//     was free, to start after a newer task of its type and priority had
-//     started, whatever the depth of the ready index;
+//     OvertakeBound (30 s plus one page hold), while some worker could
+//     have started it, to start after a newer task of its type and
+//     priority had started, whatever the depth of the ready index;
 //   - over every window of 10 s and of a minute, the handlers of a type
 //     with a fleet-wide rate limit that started (their own start times)
 //     are at most rate x window + burst + one per worker process serving
@@ -63,9 +63,26 @@
 //
 // A few seeds draw fleet-wide limits (Scenario.Limits: a cap, a rate or
 // both on a type), set before the workers start; the drain bound counts
-// the cap as the slots of the type and the tasks left at the rate. Under
-// a cap, a slot is free for the order check only while the fleet
-// runs fewer handlers of the type than the cap. A rate-limited type is
+// the cap as the slots of the type and the tasks left at the rate.
+//
+// "Could have started it", for the order check: a process that serves
+// the type lived, was not partitioned, the type was not paused, and it
+// ran fewer handlers than its concurrency and fewer of the type than its
+// type limit and, under a cap, than its share of the cap (the cap split
+// over the processes serving the type that lived then, by worker id, as
+// worker/caps.go splits it: the share the workers use is at most that);
+// the fleet ran fewer of the type than the cap; no task of the type and a
+// higher priority waited; and the slot was not handed over to a task
+// ranked before it: time between a run's end and the next start on the
+// process, when that start is the first run of a task of a higher
+// priority or of the same one pending earlier (of any type: a worker
+// claims in rank order), was the slot on its way to a task due before it,
+// not a slot free for it. Without that, a one-slot worker working through
+// an older backlog, free for the length of a claim between two of its
+// tasks, added those claims up: seed 5 once counted 41 s of them (a
+// worker of one slot for the type, another of one slot running an older
+// backlog of another type, over 4 min 47 s) as a wait behind a newer task.
+// A rate-limited type is
 // not held to the order bound: each worker spends its own share of the
 // rate, so one holding a page of older tasks and no token leaves them
 // while a worker with tokens starts newer ones (seed 4 of the small

@@ -160,7 +160,7 @@ func (f *fleet) startWorker(ctx context.Context, i int, id string) {
 	p := &proc{serial: serial, spec: spec, id: id, st: st, cancel: cancel, done: make(chan struct{}), killed: make(chan struct{})}
 	f.mu.Lock()
 	f.procs[i] = p
-	f.lives = append(f.lives, life{proc: serial, spec: spec, from: f.now(), to: -1})
+	f.lives = append(f.lives, life{proc: serial, id: id, spec: spec, from: f.now(), to: -1})
 	f.mu.Unlock()
 	f.wg.Add(1)
 	go func() {
@@ -305,6 +305,7 @@ func (f *fleet) crash(i int) {
 // partitions.
 type life struct {
 	proc       int
+	id         string // its worker id
 	spec       WorkerSpec
 	from, to   time.Duration
 	partitions []span

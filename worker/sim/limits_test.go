@@ -1,11 +1,16 @@
 package sim
 
 import (
+	"fmt"
+	"slices"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+
+	"github.com/qo-queue/qo/queue"
 )
 
 // limitsFleet is a fleet of one process serving type a under limits, with
@@ -126,4 +131,181 @@ func TestSmallSeedsDrawLimits(t *testing.T) {
 	}
 	require.NotZero(t, caps)
 	require.NotZero(t, rates)
+}
+
+// rateScenario is a fleet of n workers (64 slots in all, no faults)
+// serving type a under a fleet-wide rate of 20/s with a burst of 10, with
+// a backlog deep enough to start at the rate for minutes.
+func rateScenario(n int) Scenario {
+	sc := Scenario{
+		Seed: 38, ShardChars: 1, PageSize: 100, Types: []string{"a"},
+		LoadEnd: time.Second,
+		Bursts:  []Burst{{At: 0, Type: "a", N: 4500}},
+		Limits:  []FleetLimit{{Type: "a", Rate: 20, Per: time.Second, Burst: 10}},
+	}
+	for i := range n {
+		skew := queue.MaxClockSkew/2 - time.Duration(i)*queue.MaxClockSkew/time.Duration(max(1, n-1))
+		sc.Workers = append(sc.Workers, WorkerSpec{Name: fmt.Sprintf("w%d", i), Concurrency: 64 / n, Types: []string{"a"}, Speed: 1, Skew: skew})
+	}
+	return sc
+}
+
+// The precision of a fleet-wide rate over minutes, measured from the
+// handlers' own start times with 1 and with 8 workers (simulated minutes
+// cost seconds): over each whole minute of a backlog the starts are
+// within 10% of the rate, and no 10 s window holds more than the rate's
+// worth and the burst (and one start of claim latency at its edges).
+// With 8 workers each bucket holds one token (a share of the burst of
+// 10): before the dispatcher woke for a token due before its next poll,
+// the buckets sat full until the poll and the fleet started 1,037 to
+// 1,052 a minute (87%).
+func TestRatePrecision(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{1, 8} {
+		t.Run(fmt.Sprintf("workers=%d", n), func(t *testing.T) {
+			t.Parallel()
+			sc := rateScenario(n)
+			l := sc.Limits[0]
+			var starts []time.Duration
+			first := map[uuid.UUID]time.Duration{} // each task's first start
+			synctest.Test(t, func(t *testing.T) {
+				rep, f := simulate(sc, nil)
+				require.Empty(t, rep.Violations)
+				for _, r := range f.journal.all() {
+					starts = append(starts, r.start)
+					if s, ok := first[r.task]; !ok || r.start < s {
+						first[r.task] = r.start
+					}
+				}
+			})
+			slices.Sort(starts)
+			// The backlog lasted until the last task's first start.
+			var drained time.Duration
+			for _, s := range first {
+				drained = max(drained, s)
+			}
+			perMinute := l.Rate * int(time.Minute/l.Per)
+			// Each whole minute from the first start while the backlog
+			// lasted.
+			var minutes []int
+			for from := starts[0]; from+time.Minute <= drained; from += time.Minute {
+				minutes = append(minutes, countIn(starts, from, from+time.Minute))
+			}
+			worst := 0
+			for i := range starts {
+				worst = max(worst, countIn(starts, starts[i], starts[i]+10*time.Second))
+			}
+			t.Logf("%d workers, %d/s burst %d: starts in each minute %v (limit %d), most in a 10 s window %d (bound %d)",
+				n, l.Rate, l.Burst, minutes, perMinute, worst, l.Rate*10+l.Burst)
+			require.GreaterOrEqual(t, len(minutes), 3, "the backlog lasts three minutes at the rate")
+			for i, m := range minutes {
+				require.InDelta(t, perMinute, m, float64(perMinute)/10, "minute %d: %d starts, not within 10%% of %d", i+1, m, perMinute)
+			}
+			// The tokens hold the rate and the burst exactly; a handler
+			// starts one claim's requests after its token, so a window of
+			// handler starts may hold one more at its edges.
+			require.LessOrEqual(t, worst, l.Rate*10+l.Burst+1, "a 10 s window over the rate by more than the burst")
+		})
+	}
+}
+
+// countIn counts the sorted times in [from, to).
+func countIn(ts []time.Duration, from, to time.Duration) int {
+	i, _ := slices.BinarySearch(ts, from)
+	j, _ := slices.BinarySearch(ts, to)
+	return j - i
+}
+
+// orderTask is one task of orderFleet: of type typ (a when empty), pending
+// at pending and run once on process proc over [start, end).
+type orderTask struct {
+	proc                int
+	typ                 string
+	pending, start, end time.Duration
+}
+
+// orderFleet is a fleet of the workers given (process i runs specs[i] for
+// the whole run) under limits, each task run once as given, for the order
+// check alone. Times are from Settle, when the order is checked from.
+func orderFleet(limits []FleetLimit, specs []WorkerSpec, tasks ...orderTask) (*checker, []uuid.UUID) {
+	f := &fleet{start: time.Now(), sc: Scenario{Types: []string{"a", "b"}, Limits: limits}, tasks: map[uuid.UUID]*submitted{}}
+	for i, s := range specs {
+		f.lives = append(f.lives, life{proc: i, id: s.Name, spec: s, from: 0, to: -1})
+	}
+	c := &checker{f: f, seen: map[string]bool{}, pending: map[uuid.UUID]time.Duration{}, started: map[uuid.UUID]time.Duration{}}
+	var ids []uuid.UUID
+	for i, tk := range tasks {
+		id := uuid.New()
+		typ := tk.typ
+		if typ == "" {
+			typ = "a"
+		}
+		f.tasks[id] = &submitted{id: id, n: i, typ: typ, priority: queue.PriorityNormal}
+		c.pending[id], c.started[id] = Settle+tk.pending, Settle+tk.start
+		f.journal.runs = append(f.journal.runs, &run{task: id, n: i, typ: typ, worker: specs[tk.proc].Name, proc: tk.proc, start: Settle + tk.start, end: Settle + tk.end, how: "done"})
+		ids = append(ids, id)
+	}
+	return c, ids
+}
+
+// The order check counts only the time a worker could have started the
+// overtaken task: not a slot's hand-over to a task ranked before it (a
+// one-slot worker working through an older backlog is free between two
+// of its tasks), nor a slot a worker's share of a fleet-wide cap does not
+// let it use.
+func TestOvertakeCountsOnlyUsableSlots(t *testing.T) {
+	t.Parallel()
+	s, ms := time.Second, time.Millisecond
+	one := []WorkerSpec{{Name: "w0", Concurrency: 1, Types: []string{"a", "b"}}}
+	// x pending at 1 s is overtaken at 10 s by a task pending at 2 s; the
+	// worker then runs 100 others, each for half a second after a hand-over
+	// of half a second, and x after them.
+	backlog := func(pending func(i int) time.Duration) []orderTask {
+		tasks := []orderTask{{pending: 1 * s, start: 111 * s, end: 112 * s}, {pending: 2 * s, start: 10 * s, end: 10*s + 500*ms}}
+		for i := range 100 {
+			at := 11*s + time.Duration(i)*s
+			tasks = append(tasks, orderTask{pending: pending(i), start: at, end: at + 500*ms})
+		}
+		return tasks
+	}
+	older := func(i int) time.Duration { return time.Duration(i) * ms }
+	newer := func(i int) time.Duration { return 3*s + time.Duration(i)*ms }
+	capped := []WorkerSpec{{Name: "w0", Concurrency: 4, Types: []string{"a", "b"}}, {Name: "w1", Concurrency: 4, Types: []string{"a"}}}
+	for _, tc := range []struct {
+		name   string
+		limits []FleetLimit
+		specs  []WorkerSpec
+		tasks  []orderTask
+		over   bool
+	}{
+		{"hand-overs to older tasks", nil, one, backlog(older), false},
+		{"hand-overs to newer tasks", nil, one, backlog(newer), true},
+		// A cap of 3 over w0 and w1: shares 2 and 1. w0's slots run b;
+		// w1 runs the newer task, at its share, for 90 s, then x.
+		{"a worker at its share of a cap", []FleetLimit{{Type: "a", Concurrency: 3}}, capped, []orderTask{
+			{proc: 1, pending: 1 * s, start: 100 * s, end: 101 * s},
+			{proc: 1, pending: 2 * s, start: 10 * s, end: 100 * s},
+			{proc: 0, typ: "b", start: 0, end: 200 * s}, {proc: 0, typ: "b", start: 0, end: 200 * s},
+			{proc: 0, typ: "b", start: 0, end: 200 * s}, {proc: 0, typ: "b", start: 0, end: 200 * s},
+		}, false},
+		{"a worker below its share of a cap", []FleetLimit{{Type: "a", Concurrency: 4}}, capped, []orderTask{
+			{proc: 1, pending: 1 * s, start: 100 * s, end: 101 * s},
+			{proc: 1, pending: 2 * s, start: 10 * s, end: 100 * s},
+			{proc: 0, typ: "b", start: 0, end: 200 * s}, {proc: 0, typ: "b", start: 0, end: 200 * s},
+			{proc: 0, typ: "b", start: 0, end: 200 * s}, {proc: 0, typ: "b", start: 0, end: 200 * s},
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c, ids := orderFleet(tc.limits, tc.specs, tc.tasks...)
+			c.overtake(1000)
+			if !tc.over {
+				require.Empty(t, c.violations)
+				return
+			}
+			require.Len(t, c.violations, 1)
+			require.Equal(t, "overtaken", c.violations[0].Kind)
+			require.Equal(t, c.name(ids[0]), c.violations[0].Task)
+		})
+	}
 }

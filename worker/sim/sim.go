@@ -99,6 +99,13 @@ type Report struct {
 // fires in simulated time. trace, when not nil, gets the debug log of
 // every process of the run.
 func Run(sc Scenario, trace io.Writer) Report {
+	rep, _ := simulate(sc, trace)
+	return rep
+}
+
+// simulate is Run, returning the fleet too: its journal is the handlers' own
+// record, for tests that measure more than the checks hold.
+func simulate(sc Scenario, trace io.Writer) (Report, *fleet) {
 	start := time.Now()
 	f := &fleet{
 		sc: sc, mem: memstore.New(), start: start, teardown: make(chan struct{}),
@@ -112,7 +119,7 @@ func Run(sc Scenario, trace io.Writer) Report {
 	if _, err := queue.Init(ctx, f.mem, sc.ShardChars); err != nil {
 		c.violate("setup", "", err.Error())
 		rep.Violations = c.violations
-		return rep
+		return rep, f
 	}
 	var err error
 	if f.inspect, err = queue.Open(ctx, f.mem, queue.Options{Logger: f.log}); err == nil {
@@ -124,7 +131,7 @@ func Run(sc Scenario, trace io.Writer) Report {
 	if err != nil {
 		c.violate("setup", "", err.Error())
 		rep.Violations = c.violations
-		return rep
+		return rep, f
 	}
 	// The operator sets the fleet-wide limits before any worker starts,
 	// so every handler run is held to them.
@@ -167,7 +174,7 @@ func Run(sc Scenario, trace io.Writer) Report {
 					rep.Simulated = f.now()
 					f.stop(cancel, loadDone)
 					rep.Violations = c.violations
-					return rep
+					return rep, f
 				}
 			}
 			continue
@@ -192,7 +199,7 @@ func Run(sc Scenario, trace io.Writer) Report {
 	rep.Runs = len(f.journal.all())
 	rep.Faults = f.faults.snapshot()
 	rep.Violations = c.violations
-	return rep
+	return rep, f
 }
 
 // stop ends the run: the live processes shut down, the crashed ones are
@@ -229,8 +236,10 @@ func (f *fleet) load(ctx context.Context) {
 	}
 	bursts := slices.Clone(f.sc.Bursts)
 	sort.Slice(bursts, func(i, j int) bool { return bursts[i].At < bursts[j].At })
-	step := time.Duration(float64(time.Second) / f.sc.Rate)
-	next := time.Duration(0)
+	step, next := time.Duration(float64(time.Second)/f.sc.Rate), time.Duration(0)
+	if f.sc.Rate <= 0 {
+		step, next = time.Second, forever // bursts alone
+	}
 	for f.now() < f.sc.LoadEnd && ctx.Err() == nil {
 		for len(bursts) > 0 && bursts[0].At <= f.now() {
 			for range bursts[0].N {

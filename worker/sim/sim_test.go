@@ -47,8 +47,10 @@ func TestSimulate(t *testing.T) {
 			t.Parallel()
 			sc := NewScenario(seed, size)
 			var tw io.Writer
+			tracePath := ""
 			if *trace != "" {
-				f, err := os.Create(filepath.Join(*trace, fmt.Sprintf("seed-%d.log", seed)))
+				tracePath = filepath.Join(*trace, fmt.Sprintf("seed-%d.log", seed))
+				f, err := os.Create(tracePath)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -77,6 +79,16 @@ func TestSimulate(t *testing.T) {
 			}
 			for _, v := range rep.Violations {
 				t.Errorf("seed %d: %s", seed, v)
+			}
+			if len(rep.Violations) > 0 && tracePath != "" {
+				// Under -count the next run of the seed overwrites the
+				// trace: keep the failing run's apart.
+				kept := strings.TrimSuffix(tracePath, ".log") + fmt.Sprintf("-failed-%d.log", time.Now().UnixNano())
+				if err := copyFile(tracePath, kept); err != nil {
+					t.Error(err)
+				} else {
+					t.Logf("the trace of this run: %s", kept)
+				}
 			}
 			if len(rep.Violations) > 0 {
 				// Runs of a seed differ in how goroutines of one instant
@@ -214,4 +226,16 @@ func TestCrashDuringRollingRestart(t *testing.T) {
 	require.Empty(t, rep.Violations)
 	require.Equal(t, map[string]int{"rolling upgrade": 1, "crash": 1, "restart": 1}, rep.Faults)
 	require.Less(t, rep.TimelineDone, sc.FaultsEnd, "the timeline ended with its last event")
+}
+
+// copyFile copies the file at from to a new file at to.
+func copyFile(from, to string) error {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return fmt.Errorf("keeping the trace: %w", err)
+	}
+	if err := os.WriteFile(to, b, 0o644); err != nil {
+		return fmt.Errorf("keeping the trace: %w", err)
+	}
+	return nil
 }
