@@ -69,5 +69,10 @@ echo '{}'
 	rate := float64(len(all)-1) / span
 	t.Logf("%d starts over %.1fs: %.2f/s (limit %d/s); at most %d in a 10 s window", len(all), span, rate, perSec, most)
 	require.LessOrEqual(t, most, 10*perSec+burst+workers, "starts in a 10 s window")
-	require.InDelta(t, perSec, rate, perSec*0.1, "start rate")
+	// Never faster than the limit; slower only by what a busy machine
+	// costs the handlers (the fleet simulation, worker/sim
+	// TestRatePrecision, holds the rate to 10% over each minute in
+	// simulated time, where no load can slow it).
+	require.LessOrEqual(t, rate, perSec*1.1, "start rate")
+	require.GreaterOrEqual(t, rate, perSec*0.5, "start rate: the limit throttles far below itself")
 }
