@@ -13,6 +13,7 @@ writer follows; the code implements exactly what is written here.
 	leases/{shard}/{expires-ms}~{type}~{id}~{lease_id}~{worker_id}
 	                                                    lease index: one empty object per running task
 	waiting/{shard}/{id}                                waiting index: one empty object per waiting task (see Dependencies)
+	edges/{child}/{parent}/{status}                     a parent's end not yet recorded on its waiting child: one empty object (see Dependencies)
 	dead/{inv-ms}/{shard}/{type}/{id}                   dead letters: one empty object per failed task
 	data/{shard}/{id}/input.json|output-{lease_id}.json offloaded payloads (see Large payloads)
 	control.json                                        pause switches and fleet-wide caps and rates (see Pause, Fleet-wide concurrency caps, Fleet-wide rate limits)
