@@ -227,6 +227,7 @@ func New(build Build) *cli.App {
 		Suggest:                true,
 		// Errors are printed once, by Run, as one line.
 		ExitErrHandler: func(*cli.Context, error) {},
+		After:          settleQueues,
 		OnUsageError:   onUsageError,
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -197,6 +198,32 @@ var queueStore = func(c *cli.Context) (store.Store, error) {
 	return s, nil
 }
 
+// opened are the queues this process opened: before it exits, the
+// children of the tasks its commands ended are told (settleQueues).
+var (
+	openedMu sync.Mutex
+	opened   []*queue.Queue
+)
+
+// settleQueues waits, for at most 2 minutes, until the children of the
+// tasks this process ended have been told (queue.Settle: a task with more
+// than 16 children tells them in the background); past that the sweeper
+// tells the rest.
+func settleQueues(c *cli.Context) error {
+	openedMu.Lock()
+	qs := opened
+	opened = nil
+	openedMu.Unlock()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Context), 2*time.Minute)
+	defer cancel()
+	for _, q := range qs {
+		if err := q.Settle(ctx); err != nil {
+			fmt.Fprintf(c.App.ErrWriter, "qo: not every child of the tasks this command ended was told (the sweeper will): %v\n", err)
+		}
+	}
+	return nil
+}
+
 // openQueue connects to the bucket and opens the queue in it.
 func openQueue(c *cli.Context) (*queue.Queue, error) {
 	return openQueueLogged(c, stderrLogger(c))
@@ -210,6 +237,11 @@ func openQueueLogged(c *cli.Context, log *slog.Logger) (*queue.Queue, error) {
 		return nil, err
 	}
 	q, err := queue.Open(c.Context, s, queue.Options{Logger: log})
+	if err == nil {
+		openedMu.Lock()
+		opened = append(opened, q)
+		openedMu.Unlock()
+	}
 	if errors.Is(err, queue.ErrNotInitialized) {
 		return nil, fmt.Errorf("bucket %q holds no qo queue (no queue.json): run 'qo init' first: %w", connString(c, "bucket"), queue.ErrNotInitialized)
 	}
