@@ -648,7 +648,8 @@ parent. A parent with more than 16 children tells them in the
 background: its write returns in the time of one write, and the
 process keeps telling them (16 at a time) for at most 2 minutes plus
 20 ms per child past 1,000 (Queue.Settle waits for it; a worker waits
-for it at shutdown within its ShutdownTimeout). A parent that
+for it at shutdown within its ShutdownTimeout, the qo command before it
+exits for at most 2 minutes). A parent that
 ended otherwise decides the child's fate at once by on_parent_failure:
 cancel (default; cancel_reason names every parent recorded as not
 completed: "parent ID failed", or "parents ID1 failed, ID2 cancelled",
