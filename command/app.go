@@ -225,7 +225,7 @@ func New(build Build, env Env) *cli.App {
 		Reader:                 env.Stdin,
 		Writer:                 env.Stdout,
 		ErrWriter:              env.Stderr,
-		Metadata:               map[string]any{envKey: &env},
+		Metadata:               map[string]any{envKey: &env, openedKey: &openedQueues{}},
 		Flags:                  connectionFlags(),
 		Commands:               cmds,
 		HideHelpCommand:        true,
@@ -233,6 +233,7 @@ func New(build Build, env Env) *cli.App {
 		Suggest:                true,
 		// Errors are printed once, by Run, as one line.
 		ExitErrHandler: func(*cli.Context, error) {},
+		After:          settleQueues,
 		OnUsageError:   onUsageError,
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {

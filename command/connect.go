@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -188,6 +189,63 @@ func httpStatus(se *s3store.Error) string {
 	return fmt.Sprintf("HTTP %d", se.Status)
 }
 
+// openedQueues are the queues an app's commands opened: before the app
+// returns, the children of the tasks its commands ended are told
+// (settleQueues). One per app (App.Metadata), as the Env.
+type openedQueues struct {
+	mu sync.Mutex
+	qs []*queue.Queue
+}
+
+const openedKey = "qo.opened"
+
+func (o *openedQueues) add(q *queue.Queue) {
+	if o == nil {
+		return
+	}
+	o.mu.Lock()
+	o.qs = append(o.qs, q)
+	o.mu.Unlock()
+}
+
+func (o *openedQueues) take() []*queue.Queue {
+	if o == nil {
+		return nil
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	qs := o.qs
+	o.qs = nil
+	return qs
+}
+
+func openedOf(c *cli.Context) *openedQueues {
+	if c == nil || c.App == nil {
+		return nil
+	}
+	o, _ := c.App.Metadata[openedKey].(*openedQueues)
+	return o
+}
+
+// settleQueues waits, for at most 2 minutes, until the children of the
+// tasks this app's commands ended have been told (queue.Settle: a task
+// with more than 16 children tells them in the background); past that the
+// sweeper tells the rest.
+func settleQueues(c *cli.Context) error {
+	qs := openedOf(c).take()
+	if len(qs) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Context), 2*time.Minute)
+	defer cancel()
+	for _, q := range qs {
+		if err := q.Settle(ctx); err != nil {
+			fmt.Fprintf(c.App.ErrWriter, "qo: not every child of the tasks this command ended was told (the sweeper will): %v\n", err)
+		}
+	}
+	return nil
+}
+
 // openQueue connects to the bucket and opens the queue in it.
 func openQueue(c *cli.Context) (*queue.Queue, error) {
 	return openQueueLogged(c, stderrLogger(c))
@@ -201,6 +259,9 @@ func openQueueLogged(c *cli.Context, log *slog.Logger) (*queue.Queue, error) {
 		return nil, err
 	}
 	q, err := queue.Open(c.Context, s, queue.Options{Logger: log})
+	if err == nil {
+		openedOf(c).add(q)
+	}
 	if errors.Is(err, queue.ErrNotInitialized) {
 		return nil, fmt.Errorf("bucket %q holds no qo queue (no queue.json): run 'qo init' first: %w", connString(c, "bucket"), queue.ErrNotInitialized)
 	}

@@ -268,10 +268,11 @@ func endedByParents(t *Task) bool {
 // from their outputs (input_from), then resolves it (see resolveWaiting):
 // the one write that releases, cancels or fails it, or notes a parent's
 // end. Nothing happens to a child that is no longer waiting or already
-// knows these ends.
-func (q *Queue) record(ctx context.Context, child uuid.UUID, ends map[uuid.UUID]*Task) (*Task, error) {
+// knows these ends. base, when not nil, is the child as just read (with
+// its etag), which saves reading it again.
+func (q *Queue) record(ctx context.Context, child uuid.UUID, base *Task, etag string, ends map[uuid.UUID]*Task) (*Task, error) {
 	outputs := map[uuid.UUID]json.RawMessage{} // offloaded outputs, read once across rebases
-	res, err := q.operateEdge(ctx, child, "release", func(t *Task, now time.Time) (string, error) {
+	res, err := q.operateEdgeFrom(ctx, child, base, etag, "release", func(t *Task, now time.Time) (string, error) {
 		if t.Status != StatusWaiting {
 			return "", nil
 		}
@@ -330,6 +331,22 @@ func (q *Queue) register(ctx context.Context, child *Task) (_ *Task, told int, _
 			open = append(open, p.ID)
 		}
 	}
+	// Ends other parents left as edge objects (1 LIST): those parents
+	// are not read again. One that ended badly is still told of the
+	// child when a replay of it would bring the child back.
+	var edgeEnds map[uuid.UUID]Status
+	var edgeKeys []string
+	if len(open) > 1 && hasEdges(child) {
+		es, err := q.listEdges(ctx, child.ID)
+		if err != nil {
+			return child, 0, fmt.Errorf("register task %s: %w", child.ID, err)
+		}
+		edgeEnds, edgeKeys = es.unrecorded(child), es.keys
+		open = slices.DeleteFunc(open, func(id uuid.UUID) bool {
+			st, ok := edgeEnds[id]
+			return ok && !(replayable && endedBadly(st))
+		})
+	}
 	errs := make([]error, len(open))
 	forEach(len(open), edgeParallelism, func(i int) {
 		res, err := q.operateEdge(ctx, open[i], "add child", func(t *Task, now time.Time) (string, error) {
@@ -370,10 +387,25 @@ func (q *Queue) register(ctx context.Context, child *Task) (_ *Task, told int, _
 	for id, p := range ends {
 		ends[id] = q.resolveArchived(ctx, p)
 	}
+	if len(edgeEnds) > 0 {
+		for id := range ends {
+			delete(edgeEnds, id)
+		}
+		more, err := q.endTasks(ctx, child, edgeEnds, nil)
+		if err != nil {
+			return child, told, fmt.Errorf("register task %s: %w", child.ID, err)
+		}
+		for id, p := range more {
+			ends[id] = p
+		}
+	}
 	if len(ends) == 0 && !allEnded(child) {
 		return child, told, nil
 	}
-	next, err := q.record(ctx, child.ID, ends)
+	next, err := q.recordEnds(ctx, child.ID, nil, "", ends)
+	if err == nil && next != nil && next.Status != StatusWaiting {
+		q.dropEdges(ctx, edgeKeys) // recorded on the child now
+	}
 	return next, told, err
 }
 
@@ -385,6 +417,18 @@ func (q *Queue) register(ctx context.Context, child *Task) (_ *Task, told int, _
 // them that landed, so the write starts over rather than leave its edge
 // to the sweeper, until ctx ends.
 func (q *Queue) operateEdge(ctx context.Context, id uuid.UUID, op string, change func(next *Task, now time.Time) (string, error)) (applied, error) {
+	return q.operateEdgeFrom(ctx, id, nil, "", op, change)
+}
+
+// operateEdgeFrom is operateEdge starting from base (with its etag) when
+// not nil.
+func (q *Queue) operateEdgeFrom(ctx context.Context, id uuid.UUID, base *Task, etag, op string, change func(next *Task, now time.Time) (string, error)) (applied, error) {
+	if base != nil {
+		res, err := q.apply(ctx, base, etag, mutation{op: op, rebase: true, change: change})
+		if !errors.Is(err, ErrConflict) || ctx.Err() != nil {
+			return res, err
+		}
+	}
 	for {
 		res, err := q.operate(ctx, id, op, change)
 		if !errors.Is(err, ErrConflict) || ctx.Err() != nil {
@@ -420,36 +464,43 @@ func (t *Task) WaitingFor() string {
 }
 
 // afterLanded does what a landed write of a task owes to its children:
-// when the task has just ended, its end is recorded on each child (which
-// may release it: see record); when it was replayed, the children that
-// ended because of it wait for it again. Failures are logged, not
-// returned: the write itself succeeded, and the sweeper's pass over
-// waiting tasks (SweepWaiting) finishes what is left.
+// when the task has just ended, its end is told to each child (see
+// endOnChild, which may release it); when it was replayed, the children
+// that ended because of it wait for it again. A task with more than
+// backgroundChildren children tells them in the background, so that its
+// write returns in the time of one write whatever its fan-out. Failures
+// are logged, not returned: the write itself succeeded, and the sweeper's
+// pass over waiting tasks (SweepWaiting) finishes what is left.
 func (q *Queue) afterLanded(ctx context.Context, prev, next *Task) {
 	if prev == nil || next == nil || len(next.Children) == 0 || prev == next {
 		return
 	}
 	_, done := ended(next)
 	_, wasDone := ended(prev)
+	var fn func(context.Context, uuid.UUID) error
 	switch {
 	case done && !wasDone:
-		q.tellChildren(ctx, next, func(ctx context.Context, child uuid.UUID) error {
-			_, err := q.record(ctx, child, map[uuid.UUID]*Task{next.ID: next})
-			return err
-		})
+		parent := q.resolveArchived(ctx, next)
+		fn = func(ctx context.Context, child uuid.UUID) error { return q.endOnChild(ctx, parent, child) }
 	case next.LastEvent == EventReplayed:
-		q.tellChildren(ctx, next, func(ctx context.Context, child uuid.UUID) error {
-			return q.rewait(ctx, child, next.ID)
-		})
+		fn = func(ctx context.Context, child uuid.UUID) error { return q.rewait(ctx, child, next.ID) }
+	default:
+		return
 	}
+	if len(next.Children) <= backgroundChildren {
+		q.tellChildren(ctx, next, fn)
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	q.bg.run(func() { q.tellChildren(ctx, next, fn) })
 }
 
 // tellChildren runs fn for every child of parent, edgeParallelism at a
-// time.
+// time, for at most tellTimeout.
 func (q *Queue) tellChildren(ctx context.Context, parent *Task, fn func(context.Context, uuid.UUID) error) {
 	// Not the caller's context alone: a worker that finished its handler
 	// should not leave children waiting because its own deadline passed.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tellTimeout(len(parent.Children)))
 	defer cancel()
 	forEach(len(parent.Children), edgeParallelism, func(i int) {
 		if err := fn(ctx, parent.Children[i]); err != nil {

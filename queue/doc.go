@@ -14,6 +14,7 @@ writer follows; the code implements exactly what is written here.
 	leases/{shard}/{expires-ms}~{type}~{id}~{lease_id}~{worker_id}
 	                                                    lease index: one empty object per running task
 	waiting/{shard}/{id}                                waiting index: one empty object per waiting task (see Dependencies)
+	edges/{child}/{parent}/{status}                     a parent's end not yet recorded on its waiting child: one empty object (see Dependencies)
 	dead/{inv-ms}/{shard}/{type}/{id}                   dead letters: one empty object per failed task
 	data/{shard}/{id}/input.json|output-{lease_id}.json offloaded payloads (see Large payloads)
 	control.json                                        pause switches and fleet-wide caps and rates (see Pause, Fleet-wide concurrency caps, Fleet-wide rate limits)
@@ -278,7 +279,7 @@ else with a *TransitionError (errors.Is ErrInvalidTransition) and no write.
 	from       event             to         performed by
 	(new)      enqueued          pending    Submit
 	(new)      enqueued          waiting    Submit with parents not all completed
-	waiting    parent_done       waiting    the write ending a parent (others not ended)
+	waiting    parent_done       waiting    the write ending a parent (others not ended; a child with at most 16 parents), or a registration recording ends
 	waiting    released          pending    the write ending the last parent
 	waiting    cancelled         cancelled  Cancel; a parent ended badly (on_parent_failure cancel)
 	waiting    failed            failed     a parent ended badly (on_parent_failure fail)
@@ -580,9 +581,11 @@ above; liveness from these bounds, with the defaults:
     heartbeat if the worker dies; a task the worker itself can no longer
     write (a claim or final write whose outcome stayed unknown) within a
     heartbeat interval (10s) of the store answering again;
-  - a waiting task is released by the write that ends its last parent, or
-    by the sweeper within a sweep interval (5 minutes) when that write was
-    lost; a task nobody serves (paused, no worker of its type) expires at
+  - a waiting task is released by the write that ends its last parent
+    (or, more than 16 children, by that writer in the background after
+    it, within 2 minutes plus 20 ms per child past 1,000), or by the
+    sweeper within a sweep interval (5 minutes) per 1,000 waiting tasks
+    when that write was lost; a task nobody serves (paused, no worker of its type) expires at
     its expires_at through the sweeper within one pass;
   - order: with a free slot in a worker that serves its type and polls
     its shard, a ready task is not passed for long by newer tasks of its
@@ -627,11 +630,31 @@ once.
 
 Nothing polls a waiting task. The write that ends a parent (completed,
 failed, cancelled or expired, by a worker, the monitor or an operator)
-is followed, once it landed, by one write per child (GET + conditional
-PUT, rebased over other parents doing the same): the parent's end is
-recorded in the child's parents. The write that records the last end
-releases the child: pending, available now (its ready entry is written
-first, its waiting entry removed after), event released. A parent that
+is followed, once it landed, by telling each child. A child with at most
+16 parents gets one write (GET + conditional PUT, rebased over other
+parents doing the same): the parent's end is recorded in the child's
+parents. A child with more parents gets that write only when this end
+decides it (the last one its object does not record, or one that
+decides by on_parent_failure below); otherwise the end is an edge
+object, edges/{child}/{parent}/{status} (empty), then the child's edges
+are listed (1 LIST: a child has at most 1,000 parents) and the child is
+read again: the writer that finds every end there records them all in
+one write. Every writer that records an end on such a child lists its
+edges after its write, and a writer of an edge reads the child after
+writing it, so of any two ends the later writer sees both: the last end
+is never left unseen. The write that records the last end releases the
+child: pending, available now (its ready entry is written first, its
+waiting entry removed after), event released. A child decided so (or
+by a parent that ended badly) has its edge objects removed after the
+write: it records those ends itself now. Until then its object lags
+behind its edges; Get shows them (1 LIST), and Submit's registration
+and the sweeper take an edge for its parent's end without reading the
+parent. A parent with more than 16 children tells them in the
+background: its write returns in the time of one write, and the
+process keeps telling them (16 at a time) for at most 2 minutes plus
+20 ms per child past 1,000 (Queue.Settle waits for it; a worker waits
+for it at shutdown within its ShutdownTimeout, the qo command before it
+exits for at most 2 minutes). A parent that
 ended otherwise decides the child's fate at once by on_parent_failure:
 cancel (default; cancel_reason names every parent recorded as not
 completed: "parent ID failed", or "parents ID1 failed, ID2 cancelled",
@@ -644,12 +667,16 @@ recorded once and exactly one write releases it. So do children
 submitted at once onto one parent with their child_added writes.
 
 Cost of one edge: 1 GET at submit, 1 GET + 1 PUT on the parent
-(child_added) unless it had already completed, and 1 GET + 1 PUT on the child
-when the parent ends; the release adds the child's ready entry PUT and the
-waiting entry DELETE that any submit and claim would pay. Nothing is
-listed. Writers racing on one task (parents of a fan-in ending together,
-children submitted together after one parent) pay a refused PUT and a
-re-read per lost race: docs/performance.md measures it.
+(child_added) unless it had already completed, and when the parent ends
+1 GET + 1 PUT on a child with at most 16 parents, or, on a wider one,
+1 PUT of an empty edge object, 1 LIST and 2 GETs of the child (the bytes
+a parent's end writes do not grow with the fan-in); the release adds
+the child's write (once, or once per last writer in flight), its ready
+entry PUT and the waiting entry DELETE that any submit and claim would
+pay, and a DELETE per edge object. Writers racing on one task (parents
+of a narrow fan-in ending together, children submitted together after
+one parent) pay a refused PUT and a re-read per lost race:
+docs/performance.md measures it.
 
 Replay of a parent that ended badly puts the children it cancelled or
 failed (their reason names it) back to waiting, and theirs in turn: once
@@ -667,15 +694,27 @@ failed decides at once by on_parent_failure again.
 Faults: the child's waiting entry is written before it, so a waiting task
 is always in the index. A submit that dies before telling a parent
 leaves a waiting task the parent does not know, and a writer that dies
-between a parent's end and the child's write leaves a parent's end
-unrecorded: the same submit repeated with its idempotency key finishes
-the first, and the sweeper finishes both (SweepWaiting: each round of
-the monitor's sweeper reads one page of waiting/ and, for every waiting
-task, its parents that have not ended; it tells a parent that does not
-list the child and records an end no child heard of), so a missed release
-is repaired within one sweep interval (5 minutes by default). Its cost is
-one LIST per 1,000 waiting tasks plus their parents' reads, whatever the
+(or stops telling in the background) between a parent's end and the
+child's write or edge, or between an edge and the listing after it,
+leaves a parent's end unrecorded: the same submit repeated with its
+idempotency key finishes the first, and the sweeper finishes both
+(SweepWaiting: each round of the monitor's sweeper reads one page of
+waiting/ and, for every waiting task, its edges (1 LIST, children with
+more than 16 parents) and the parents that have not ended and left no
+edge; it tells a parent that does not list the child and records an end
+no child heard of, releasing the child when its edges hold every end).
+So a missed release is repaired within one round of the sweeper over the
+child's page of waiting/: a sweep interval (5 minutes by default) for
+each 1,000 waiting tasks. Its cost is one LIST per 1,000 waiting tasks
+plus a LIST per wide child and their parents' reads, whatever the
 bucket's history.
+
+Edge objects came with no change to any object: nothing to migrate. A
+waiting task's parents list is read as before, and edges only add ends
+to it. A qo of an earlier version (or the web UI's operator actions)
+ending a parent of a wide child writes the child as before; when that
+write holds the last end it does not see the edges, and the sweeper
+releases the child (within the bound above).
 
 # Workflows
 
@@ -704,7 +743,7 @@ when given, points at the latest workflow submitted with it
 A workflow has at most 1,000 steps and 10,000 edges (see Size limits).
 Cost: per step what its task's submit costs (2 PUTs, plus an offloaded
 input), the marker and the record (2 PUTs) and the name (1 PUT). Each
-edge costs 1 GET + 1 PUT on the child when the parent ends, as above.
+edge costs what it costs when the parent ends, as above.
 Reading a workflow is 1 GET for the record (2 by name) and 1 GET per step;
 waiting on it re-reads only the steps that have not ended.
 

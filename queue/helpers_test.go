@@ -8,6 +8,7 @@ import (
 	"math/rand"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,12 +35,17 @@ type faultStore struct {
 	failGet func(key string) bool // reads fail (a re-read after a lost response, say)
 	slowGet func(key string) bool // read responses take a few milliseconds to arrive (writers that read together race)
 	tornGet func(key string) bool // reads fail as s3store fails a read that stays torn
+	getGate func(key string)      // called before a read reaches the store (it may hold it)
+	sent    atomic.Int64          // bytes of the PUT bodies that reached the store
 }
 
 func (f *faultStore) Get(ctx context.Context, key string) (*store.Object, error) {
 	f.mu.Lock()
-	fail, slow, torn := f.failGet, f.slowGet, f.tornGet
+	fail, slow, torn, gate := f.failGet, f.slowGet, f.tornGet, f.getGate
 	f.mu.Unlock()
+	if gate != nil {
+		gate(key)
+	}
 	if fail != nil && fail(key) {
 		return nil, errors.New("injected get failure")
 	}
@@ -65,6 +71,7 @@ func (f *faultStore) Put(ctx context.Context, key string, body []byte, cond stor
 		}
 		return store.PutResult{}, errors.New("injected put failure")
 	}
+	f.sent.Add(int64(len(body)))
 	res, err := f.Store.Put(ctx, key, body, cond)
 	if err == nil && drop != nil && drop(key) {
 		return store.PutResult{}, errLostResponse

@@ -20,6 +20,7 @@ const (
 	ReadyPrefix         = "ready/"
 	LeasesPrefix        = "leases/"
 	WaitingPrefix       = "waiting/"
+	EdgesPrefix         = "edges/"
 	DeadPrefix          = "dead/"
 	WorkersPrefix       = "workers/"
 	ShardLeasePrefix    = "shard-leases/"
@@ -42,7 +43,7 @@ const (
 // these keys; doc.go's key layout table lists the same ones.
 func Keys() []string {
 	return []string{
-		ConfigKey, TasksPrefix, ReadyPrefix, LeasesPrefix, WaitingPrefix, DeadPrefix, DataPrefix,
+		ConfigKey, TasksPrefix, ReadyPrefix, LeasesPrefix, WaitingPrefix, EdgesPrefix, DeadPrefix, DataPrefix,
 		ControlKey, SchedulesPrefix, WorkersPrefix, ShardLeasePrefix, MonitorPrefix,
 		IdempotencyPrefix, WorkflowsPrefix, WorkflowNamesPrefix,
 	}

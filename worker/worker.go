@@ -328,6 +328,13 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.setDraining()
 	w.claims.Wait() // a claim in flight starts its task, which drain waits for
 	keepEntry := w.drain()
+	// The children of tasks it ended that are still being told in the
+	// background get ShutdownTimeout more; the sweeper tells the rest.
+	settleCtx, cancelSettle := context.WithTimeout(bg, w.opts.ShutdownTimeout)
+	if err := w.q.Settle(settleCtx); err != nil {
+		w.log.Warn("stopped before every child of the tasks it ended was told (the sweeper will)", "err", err)
+	}
+	cancelSettle()
 	// After drain: a task whose release failed there is tried once more.
 	w.stopResolving()
 	stopMon()

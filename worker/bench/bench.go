@@ -358,6 +358,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if fan.edges <= 0 {
 			continue
 		}
+		if fan.via == "workflow" && fan.edges+1 > queue.MaxWorkflowSteps {
+			fmt.Fprintf(cfg.Log, "bench: %s of %d via workflow skipped: %d steps, a workflow has at most %d\n", fan.shape, fan.edges, fan.edges+1, queue.MaxWorkflowSteps)
+			continue
+		}
 		steps = append(steps, struct {
 			name string
 			fn   func(ctx context.Context, b Bucket, q *queue.Queue) error

@@ -28,11 +28,15 @@ type Fan struct {
 	// Submit is what submitting the edges cost: the whole workflow, or
 	// the children (fan-out) or the child (fan-in) submitted with After.
 	Submit FanPhase `json:"submit"`
-	// End is the parents' end. Fan-out: the parent's Complete, which
-	// records its end on every child (releasing it) before it returns.
-	// Fan-in: every parent claimed and completed, 32 at a time, each
-	// Complete recording its end on the child.
+	// End is the parents' end until every child is told (queue.Settle).
+	// Fan-out: the parent's Complete, which returns after its own write,
+	// its children told in the background (more than 16 of them).
+	// Fan-in: every parent claimed and completed, 32 at a time, each end
+	// an edge object or a write of the child (up to 16 parents).
 	End FanPhase `json:"end"`
+	// CompleteSeconds is the longest Complete call of a parent: until it
+	// returned, not until its children were told.
+	CompleteSeconds float64 `json:"complete_seconds"`
 	// ReleaseMS is from the last parent's completed_at to the last
 	// release the parents' ends made, both stamped by this process's
 	// queue clock.
@@ -187,13 +191,18 @@ func runFan(ctx context.Context, b Bucket, shape, via string, edges int, log io.
 	var lastEnd time.Time
 	var mu sync.Mutex
 	f.End, err = m.measure(edges, func() error {
-		return drainParents(ctx, q, len(parents), func(t *queue.Task) {
+		err := drainParents(ctx, q, len(parents), func(t *queue.Task, took time.Duration) {
 			mu.Lock()
 			if t.CompletedAt != nil && t.CompletedAt.After(lastEnd) {
 				lastEnd = *t.CompletedAt
 			}
+			f.CompleteSeconds = max(f.CompleteSeconds, took.Seconds())
 			mu.Unlock()
 		})
+		if err != nil {
+			return err
+		}
+		return q.Settle(ctx)
 	})
 	if err != nil {
 		return f, err
@@ -351,8 +360,9 @@ func submitFanAfter(ctx context.Context, m *meter, q *queue.Queue, f *Fan) (pare
 }
 
 // drainParents claims and completes the n pending parents, 32 at a time
-// (as 4 workers x 8 would), calling done with each completed task.
-func drainParents(ctx context.Context, q *queue.Queue, n int, done func(*queue.Task)) error {
+// (as 4 workers x 8 would), calling done with each completed task and how
+// long its Complete took.
+func drainParents(ctx context.Context, q *queue.Queue, n int, done func(*queue.Task, time.Duration)) error {
 	var completed atomic.Int64
 	deadline := time.Now().Add(15 * time.Minute)
 	for int(completed.Load()) < n {
@@ -375,12 +385,13 @@ func drainParents(ctx context.Context, q *queue.Queue, n int, done func(*queue.T
 			if err != nil {
 				return err
 			}
+			start := time.Now()
 			t, err := q.Complete(ctx, l, json.RawMessage(`{"ok":true}`))
 			if err != nil {
 				return err
 			}
 			completed.Add(1)
-			done(t)
+			done(t, time.Since(start))
 			return nil
 		}); err != nil {
 			return err
@@ -519,9 +530,15 @@ func fanTargets(fans []Fan) []Target {
 			at(n+"end PUT per child", end[store.OpPut], (2*e+3)/e)
 			at(n+"end DELETE per child", end[store.OpDelete], (e+2)/e)
 		} else {
-			// Per parent: 1 GET + 1 PUT of the child.
-			at(n+"reads of the child per parent's end", float64(f.End.BigReads)/e, 1)
-			at(n+"writes of the child per parent's end", float64(f.End.BigWrites)/e, 1)
+			// Per parent: its claim (1 GET, 2 PUT, 1 DELETE) and complete
+			// (1 PUT, 1 DELETE); its end, an edge object (1 PUT), a LIST of
+			// the child's edges and 2 reads of the child; the child's
+			// release once (1 GET + 1 PUT, its ready entry, the waiting
+			// entry's and the edges' removal), written again by each other
+			// last writer in flight (32).
+			at(n+"end PUT per parent", end[store.OpPut], 4+2*32/e)
+			at(n+"bytes written per parent", f.End.PutBytesPerEdge, 16000)
+			at(n+"writes of the child per parent's end", float64(f.End.BigWrites)/e, 32/e)
 			ts = append(ts, Target{n + "child released exactly once", "1", float64(f.Releases), f.Releases == 1})
 		}
 		if f.Via == "after" {
@@ -549,11 +566,12 @@ func writeFans(w io.Writer, fans []Fan) {
 		if f.SubmitErrors > 0 {
 			p("%s: submits that left their registration to the sweeper\t%d", n, f.SubmitErrors)
 		}
-		end := "the parent's complete (until every child is told)"
+		end := "the parent's complete and the children told"
 		if f.Shape == "fan-in" {
 			end = "every parent claimed and completed, 32 at a time"
 		}
 		p("%s: %s\t%.1f s; per %s %s (%.2f refused); %.0f B sent, %.0f B read", n, end, e.Seconds, per, opsLine(e.PerEdge), e.RefusedPerEdge, e.PutBytesPerEdge, e.GetBytesPerEdge)
+		p("%s: the longest Complete call\t%.3f s", n, f.CompleteSeconds)
 		p("%s: last release by the parents' ends after the last parent's end\t%.0f ms; %d released", n, f.ReleaseMS, f.ReleasedByEnd)
 		if f.Shape == "fan-in" {
 			p("%s: released events of the child\t%d", n, f.Releases)
