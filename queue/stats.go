@@ -31,8 +31,9 @@ type Stats struct {
 	// index), running (lease index) and failed (dead-letter index).
 	Counted []Status `json:"counted"`
 
-	// Delayed counts pending tasks whose available_at is still ahead
-	// (submitted with a delay, or in backoff between attempts).
+	// Delayed counts pending tasks whose available_at is still ahead,
+	// by more than MaxClockSkew (submitted with a delay, or in backoff
+	// between attempts).
 	Delayed int `json:"delayed"`
 	// OldestPending is when the longest-waiting available pending task
 	// became available (zero when none waits); OldestPendingAge is At minus it.
@@ -197,7 +198,10 @@ func (c *StatsCounter) Refresh(ctx context.Context) (Stats, error) {
 			return
 		}
 		count(StatusPending, e.Shard, e.Type)
-		if e.AvailableAt.After(now) {
+		// Another process's view of the queue clock may be ahead of this
+		// one's by up to MaxClockSkew: a task it submitted just now is
+		// ready, not delayed.
+		if e.AvailableAt.After(now.Add(MaxClockSkew)) {
 			st.Delayed++
 			return
 		}
