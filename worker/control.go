@@ -17,9 +17,13 @@ import (
 // when a listing found something to claim and the copy in hand is older
 // than a second (so a pause stops new claims within about a second), and,
 // while something the worker serves is paused, every ControlRefresh (so it
-// notices a resume). An idle worker with nothing paused never reads them.
+// notices a resume). An idle worker with nothing paused reads them once,
+// at its first poll.
 // A control.json that cannot be read keeps the last known switches (a
-// warning is logged once).
+// warning is logged once). Until it has been read once the worker knows no
+// switches and no fleet-wide limits at all: it claims nothing, and tries
+// again at every poll (a worker started while the bucket answers only in
+// part would otherwise run a paused type, or past a fleet-wide cap).
 
 // controlFresh is the oldest copy of the switches a claim relies on.
 const controlFresh = time.Second
@@ -27,6 +31,7 @@ const controlFresh = time.Second
 type controlState struct {
 	ctl     queue.Control
 	readAt  time.Time
+	known   bool // read once: ctl holds the queue's switches and limits
 	failing bool
 	summary string // last logged pause state
 }
@@ -34,7 +39,12 @@ type controlState struct {
 // claimableTypes returns the types a poll may claim now (nil, false when
 // none).
 func (w *Worker) claimableTypes(ctx context.Context) ([]string, bool) {
-	if w.pauseSummary() != "" {
+	switch {
+	case !w.control.known:
+		if w.refreshControl(ctx, 0); !w.control.known {
+			return nil, false
+		}
+	case w.pauseSummary() != "":
 		w.refreshControl(ctx, w.opts.ControlRefresh)
 	}
 	running := w.runningByType()
@@ -68,7 +78,7 @@ func (w *Worker) dropPaused(ctx context.Context, entries []queue.ReadyEntry) []q
 // maxAge.
 func (w *Worker) refreshControl(ctx context.Context, maxAge time.Duration) {
 	cs := &w.control
-	if !cs.readAt.IsZero() && time.Since(cs.readAt) < maxAge {
+	if cs.known && time.Since(cs.readAt) < maxAge {
 		return
 	}
 	ctl, err := w.q.Control(ctx)
@@ -80,7 +90,7 @@ func (w *Worker) refreshControl(ctx context.Context, maxAge time.Duration) {
 		}
 		return
 	}
-	cs.failing = false
+	cs.failing, cs.known = false, true
 	cs.ctl = ctl
 	w.setCaps(ctl)
 	if s := w.pauseSummary(); s != cs.summary {

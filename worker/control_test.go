@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/store"
+	"github.com/qo-queue/qo/store/memstore"
 	"github.com/qo-queue/qo/store/storetest"
 )
 
@@ -136,4 +138,50 @@ func TestForeignEntryIsNotRun(t *testing.T) {
 		}, "the task to run under its own entry once its type is resumed")
 		require.Equal(t, map[string]int{"other": 1}, runningTypes(w))
 	})
+}
+
+// controlDown fails every read of control.json while down is set (a bucket
+// answering only in part, as when a worker starts inside a lossy window).
+type controlDown struct {
+	store.Store
+	down atomic.Bool
+}
+
+func (c *controlDown) Get(ctx context.Context, key string) (*store.Object, error) {
+	if key == queue.ControlKey && c.down.Load() {
+		return nil, errBucketDown
+	}
+	return c.Store.Get(ctx, key)
+}
+
+// A worker that has never read control.json knows neither the pauses nor
+// the fleet-wide caps: it claims nothing until it has read it once (the
+// fleet simulation's seed 169: a worker restarted while its reads failed
+// ran 9 tasks of a type capped at 5 across the fleet).
+func TestNoClaimBeforeSwitchesRead(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := &controlDown{Store: memstore.New()}
+	_, err := queue.Init(ctx, s, 1)
+	require.NoError(t, err)
+	q, err := queue.Open(ctx, s, queue.Options{Logger: testLogger(t)})
+	require.NoError(t, err)
+	bd := &bundle{s: s, q: q}
+	_, err = q.Pause(ctx, "job", "test: paused before the worker starts")
+	require.NoError(t, err)
+	bd.submit(t, "job", `{}`)
+	bd.submit(t, "free", `{}`)
+
+	w := New(q, bd.opts(t))
+	w.Handle("job", blockHandler)
+	w.Handle("free", blockHandler)
+	prepared(t, w)
+	s.down.Store(true)
+	for range 3 {
+		r := w.pollSettled(ctx, 4)
+		require.Zero(t, r.claimed, "claimed while the switches are unknown")
+	}
+	s.down.Store(false)
+	require.Equal(t, 1, w.pollSettled(ctx, 4).claimed, "the switches read: the type not paused is claimed")
+	require.Equal(t, map[string]int{"free": 1}, runningTypes(w))
 }

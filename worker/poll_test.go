@@ -62,13 +62,23 @@ func TestIdlePollCost(t *testing.T) {
 		w.Handle("mine", echoHandler)
 		prepared(t, w)
 
+		// The first poll reads control.json, once in the worker's life
+		// (see control.go); every idle poll after it is one LIST.
 		before := counts(bd.s)
 		r := w.pollSettled(ctx, 1)
 		require.NoError(t, r.err)
 		require.Zero(t, r.claimed)
 		d := counts(bd.s).Sub(before)
 		require.Equal(t, int64(1), d.Total(store.OpList), "requests: %s", d)
-		require.Equal(t, int64(1), total(d), "requests: %s", d)
+		require.Equal(t, int64(1), d.Total(store.OpGet), "the switches, read once: %s", d)
+		require.Equal(t, int64(2), total(d), "requests: %s", d)
+		for range 3 {
+			before = counts(bd.s)
+			require.NoError(t, w.pollSettled(ctx, 1).err)
+			d = counts(bd.s).Sub(before)
+			require.Equal(t, int64(1), d.Total(store.OpList), "requests: %s", d)
+			require.Equal(t, int64(1), total(d), "requests: %s", d)
+		}
 
 		for range 5 {
 			bd.submit(t, "other", `{}`)
