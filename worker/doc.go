@@ -67,8 +67,10 @@
 // longer than one of its own, whatever holds that worker up and however
 // deep the backlog. A claim (four requests in a row) starts as soon as a
 // slot is free, in that order, and holds the slot while in flight; no
-// claim waits for another. See poll.go for order, fairness and the bound,
-// and IndexMode for the fallback scans.
+// claim waits for another. See poll.go for order, fairness and the bound
+// (the dispatch loop and the poll); walk.go holds the held view and the
+// walks that fill it, claim.go the claims, scan.go the fallback scans of
+// IndexMode.
 //
 // # Pause, limits and large inputs
 //

@@ -33,7 +33,7 @@ import (
 // entries too, newest first, once it has none of its own left and they
 // are few (so workers finish a burst together), and in rank order with
 // its own once it passed them a page hold ago (their worker is dead,
-// stalled, saturated or otherwise behind; see passedRanks in poll.go). A
+// stalled, saturated or otherwise behind; see passedRanks in walk.go). A
 // lost race costs the GET it always cost.
 
 const (

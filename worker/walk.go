@@ -1,0 +1,522 @@
+// The held view of the ready index (a page of every shard the worker
+// polls) and the walks that fill it; the rules are in poll.go's comment.
+
+package worker
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/qo-queue/qo/queue"
+)
+
+// heldEntry is a ready entry of the held view.
+type heldEntry struct {
+	queue.ReadyEntry
+	own  bool // it falls to this worker (see peers.go)
+	done bool // tried (claimed, lost, or failed)
+}
+
+// shardPage is what the held view knows of one shard the worker polls: the
+// entries its last listing found, those not tried yet, are in the view.
+type shardPage struct {
+	listed time.Time // when the LIST that read it was sent (machine clock)
+	types  []string  // the types it was listed for
+	// cut: the listing stopped inside the shard after entries of the
+	// worker's (a shard deeper than a page), at a key of this rank: the
+	// shard may hold entries ranked after it. Zero: listed to its end (or
+	// see resume).
+	cut time.Time
+	// resume: the listing stopped inside a run of keys the worker cannot
+	// claim (other types, or paused); the next listing of the shard goes
+	// on after this key.
+	resume string
+	// next: the key the listing stopped at when it left a cut.
+	next string
+	// partial: listed for fewer types than the worker serves (some at
+	// their limit or paused): it passed keys of theirs.
+	partial bool
+	// claimed: the worker started a claim from it (from the entries the
+	// listing found: an onward page starts unclaimed).
+	claimed bool
+	// onward: it was listed on after the cut of the page before it, whose
+	// entries it adds to (see due).
+	onward bool
+}
+
+// heldView is what the walks of the ready index found, claimed from as
+// slots free up (dispatch loop only): a page of every shard the worker
+// polls, each kept until a walk lists that shard again (see due).
+type heldView struct {
+	entries []heldEntry // in claim order (see compareReady), every shard's
+	pages   map[string]*shardPage
+	// horizon: the earliest cut of a page; entries ranked after it wait
+	// until that shard is listed on (zero: no horizon).
+	horizon time.Time
+	// blind: a shard the worker polls was never listed (its first entries
+	// are unknown), so nothing is claimed before a walk lists it.
+	blind bool
+	// help: the view holds nothing of the worker's own, so it helps with
+	// the others' entries (see claimHeld).
+	help bool
+	// peersAt: the list of live workers the entries were split by (its
+	// readAt, see peerSet).
+	peersAt time.Time
+	// passed: what this worker passed a page hold ago or more (see
+	// passedRanks); another worker's entry is late if it was ready when
+	// its rank was passed. Set at each poll.
+	passed []passedBucket
+}
+
+// within reports whether the entry may be claimed before the next walk.
+func (v *heldView) within(h *heldEntry) bool {
+	return !v.blind && (v.horizon.IsZero() || !h.Rank.After(v.horizon))
+}
+
+// late reports whether another worker's entry has waited a page hold
+// behind tasks this worker started (see passedRanks).
+func (v *heldView) late(h *heldEntry) bool {
+	r := lateUpTo(v.passed, h.AvailableAt)
+	return !r.IsZero() && !h.Rank.After(r)
+}
+
+// claimable reports whether the entry is one the view is claimed for.
+func (v *heldView) claimable(h *heldEntry) bool {
+	return !h.done && v.within(h) && (v.help || h.own || v.late(h))
+}
+
+// spent reports whether nothing in the view is left to claim before the
+// next walk.
+func (v *heldView) spent() bool {
+	for i := range v.entries {
+		if v.claimable(&v.entries[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// empty reports whether the view knows every shard to its end and holds
+// nothing.
+func (v *heldView) empty() bool {
+	if v.blind || len(v.entries) > 0 {
+		return false
+	}
+	for _, p := range v.pages {
+		if !p.cut.IsZero() || p.resume != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// keep drops the pages, and the entries, of shards no longer in wanted
+// (sorted): a shard lease given up.
+func (v *heldView) keep(wanted []string) {
+	dropped := false
+	for s := range v.pages {
+		if _, ok := slices.BinarySearch(wanted, s); !ok {
+			delete(v.pages, s)
+			dropped = true
+		}
+	}
+	if dropped {
+		v.entries = slices.DeleteFunc(v.entries, func(h heldEntry) bool { return v.pages[h.Shard] == nil })
+		v.bound(wanted)
+	}
+}
+
+// bound sets the horizon and blind from the pages of the wanted shards.
+func (v *heldView) bound(wanted []string) {
+	v.horizon, v.blind = time.Time{}, false
+	for _, s := range wanted {
+		switch p := v.pages[s]; {
+		case p == nil:
+			v.blind = true
+		case !p.cut.IsZero() && (v.horizon.IsZero() || p.cut.Before(v.horizon)):
+			v.horizon = p.cut
+		}
+	}
+}
+
+// due returns the shards of wanted (sorted) a walk lists, in the order it
+// lists them. First those never listed; then, by when they came due, a
+// page listed for fewer types than the worker claims now, and a page with
+// a cut that holds nothing more for it of the types it claims now (none
+// of its own entries, none late) and that it claimed from or that holds
+// entries of a type it does not claim now (at its limit) while listed
+// for it (the shard's next entries wait for it), both due since they
+// were listed (the second listed on after its cut, in onward, when the
+// keys before the cut include some it would pass again: entries of a
+// type it does not claim now, or keys of types the page was not listed
+// for); a page older than hold, due since
+// it turned that old; and a page that stopped in a run of keys the worker
+// cannot claim, due since it was listed. With spent (nothing in the view
+// left to claim) and none of these due, every shard is: those with a cut
+// first, earliest cut first (the horizon), then the others, oldest
+// listing first; the worker looks for new work, and another worker may
+// have claimed what held the horizon. Ties go in shard order, so a LIST
+// that runs on from one shard into the next covers the next one due too.
+// urgent reports whether one is due for another reason than a run of keys
+// the worker cannot claim (which waits for a walk made for another
+// reason).
+func (v *heldView) due(wanted, types []string, now time.Time, hold time.Duration, spent bool) (shards []string, onward map[string]bool, urgent bool) {
+	// left: the shard's page holds entries for the worker (its own or
+	// late) of the types it claims now; off: entries of a type it does
+	// not claim now (at its limit or cap share).
+	left, off, held := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	for i := range v.entries {
+		if h := &v.entries[i]; !h.done {
+			held[h.Shard] = true
+			switch {
+			case !slices.Contains(types, h.Type):
+				off[h.Shard] = true
+			case h.own || v.late(h):
+				left[h.Shard] = true
+			}
+		}
+	}
+	type dueAt struct {
+		shard string
+		at    time.Time
+	}
+	var ds []dueAt
+	for _, s := range wanted {
+		switch p := v.pages[s]; {
+		case p == nil:
+			ds, urgent = append(ds, dueAt{s, time.Time{}}), true
+		case !subset(types, p.types):
+			ds, urgent = append(ds, dueAt{s, p.listed}), true
+		case !p.cut.IsZero() && !left[s] && (p.claimed || off[s] && !subset(p.types, types)):
+			ds, urgent = append(ds, dueAt{s, p.listed}), true
+			if p.next != "" && (off[s] || p.partial) {
+				// What it holds waits for a slot of its type: list on
+				// past the cut for the types the worker claims now.
+				if onward == nil {
+					onward = map[string]bool{}
+				}
+				onward[s] = true
+			}
+		case now.Sub(p.listed) >= hold:
+			ds, urgent = append(ds, dueAt{s, p.listed.Add(hold)}), true
+		case p.resume != "":
+			ds = append(ds, dueAt{s, p.listed})
+		}
+	}
+	if len(ds) == 0 && spent {
+		for _, s := range wanted {
+			ds = append(ds, dueAt{s, v.pages[s].listed})
+			if p := v.pages[s]; !p.cut.IsZero() && p.next != "" && held[s] && !left[s] {
+				if onward == nil {
+					onward = map[string]bool{}
+				}
+				onward[s] = true
+			}
+		}
+		cut := func(s string) time.Time { return v.pages[s].cut }
+		slices.SortStableFunc(ds, func(a, b dueAt) int {
+			switch ca, cb := cut(a.shard), cut(b.shard); {
+			case ca.IsZero() != cb.IsZero():
+				if ca.IsZero() {
+					return 1
+				}
+				return -1
+			case !ca.Equal(cb):
+				return ca.Compare(cb)
+			}
+			return a.at.Compare(b.at)
+		})
+	} else {
+		slices.SortStableFunc(ds, func(a, b dueAt) int { return a.at.Compare(b.at) })
+	}
+	shards = make([]string, len(ds))
+	for i, d := range ds {
+		shards[i] = d.shard
+	}
+	return shards, onward, urgent
+}
+
+// subset reports whether every element of a is in b.
+func subset(a, b []string) bool {
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	return true
+}
+
+// wanted is the sorted list of the shards the worker polls (shards, or
+// every shard when nil).
+func (w *Worker) wanted(shards []string) []string {
+	if shards == nil {
+		shards = w.q.Shards()
+	}
+	if slices.IsSorted(shards) {
+		return shards
+	}
+	return slices.Sorted(slices.Values(shards))
+}
+
+// compareReady is the order ready entries are claimed in, across shards:
+// by rank (the time the key sorts under: available_at moved by the
+// priority), then priority, then task id (time-ordered). It is the key
+// order within a shard, so sorting the pages of several shards by it
+// merges them.
+func compareReady(a, b queue.ReadyEntry) int {
+	if c := a.Rank.Compare(b.Rank); c != 0 {
+		return c
+	}
+	if c := a.Priority.Level() - b.Priority.Level(); c != 0 {
+		return c
+	}
+	return bytes.Compare(a.ID[:], b.ID[:])
+}
+
+// maxWalkLists bounds the LISTs of one walk of the ready index.
+const maxWalkLists = 4
+
+// walk lists the shards due (see heldView.due), in that order, up to
+// maxWalkLists LISTs of ReadyPageSize keys, and returns what it found and
+// the new page of each shard it listed. A LIST begins at the first key of
+// the next shard due it has not listed (or after the keys a page could not
+// claim, see shardPage.resume) and runs on in key order: every shard it
+// passes is listed to its end, and one it stops inside after entries of the
+// worker's gets a page with a cut, the rank of the last key listed. A LIST
+// that entered that shard after listing others goes on in it, budget
+// permitting, so the page holds up to a LIST of it. One that stops inside
+// a run of keys the worker cannot claim leaves no cut: the next LIST, or
+// the shard's next listing, goes on after them. Were they a horizon, a shard whose first
+// page is all other types would hold back every entry of the worker's
+// ranked after that page for as long as that backlog lasts; passing them,
+// an entry of the worker's behind them is overtaken by at most the
+// entries claimed in the walks it takes to reach it.
+func (w *Worker) walk(ctx context.Context, shards, types, due []string, onward map[string]bool) ([]queue.ReadyEntry, map[string]*shardPage, error) {
+	wanted := w.wanted(shards)
+	var entries []queue.ReadyEntry
+	pages := map[string]*shardPage{}
+	start := "" // the StartAfter of the next LIST ("": the next shard due)
+	partial := len(types) < len(w.types)
+	for range maxWalkLists {
+		if start == "" {
+			i := slices.IndexFunc(due, func(s string) bool { return pages[s] == nil })
+			if i < 0 {
+				break
+			}
+			start = queue.ReadyShardPrefix(due[i])
+			switch p := w.view.pages[due[i]]; {
+			case p == nil:
+			case p.resume != "":
+				start = p.resume
+			case onward[due[i]]:
+				start = p.next
+			}
+		}
+		began := time.Now()
+		es, next, err := w.q.ListReady(ctx, queue.ReadyQuery{
+			Shards: shards, Types: types, Limit: w.opts.ReadyPageSize, StartAfter: start,
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		entries = append(entries, es...)
+		// The shards from the one it began in up to the one it ended in
+		// (that one too when it ended at a shard's first key) are listed
+		// to their end.
+		first, end, in := readyShard(start), "", ""
+		if next != "" {
+			end = readyShard(next)
+			if next != queue.ReadyShardPrefix(end) {
+				in = end
+			}
+		}
+		for _, s := range wanted {
+			if s >= first && (end == "" || s < end) {
+				pages[s] = &shardPage{listed: began, types: types, partial: partial}
+			}
+		}
+		start = ""
+		if in == "" {
+			continue
+		}
+		p := &shardPage{listed: began, types: types, partial: partial}
+		pages[in] = p
+		last, perr := queue.ParseReadyKey(next)
+		if perr != nil || !slices.ContainsFunc(es, func(e queue.ReadyEntry) bool { return e.Shard == in }) {
+			p.resume = next
+			start = next // page on past them
+			continue
+		}
+		p.cut, p.next = last.Rank, next
+		if in != first {
+			start = next // list on in it
+		}
+	}
+	for s, p := range pages {
+		if old := w.view.pages[s]; onward[s] && old != nil && p.resume == "" {
+			p.onward, p.listed = true, old.listed
+		}
+	}
+	return entries, pages, nil
+}
+
+// readyShard is the shard of a ready-index key or partition prefix ("" for
+// "").
+func readyShard(key string) string {
+	shard, _, _ := strings.Cut(strings.TrimPrefix(key, queue.ReadyPrefix), "/")
+	return shard
+}
+
+// hold puts what a walk found in the held view: the pages of the shards it
+// listed replace their earlier ones (and the view's entries of them), the
+// others' stay. The entries are in claim order, each marked as the
+// worker's own or another's (see peers.go). A view without an own entry is
+// one to help with; with more entries than free slots, its entries count
+// as passed (see passedRanks): the worker had room for them and left them
+// to their workers.
+func (w *Worker) hold(ctx context.Context, entries []queue.ReadyEntry, pages map[string]*shardPage, wanted []string, free int) {
+	v := &w.view
+	if v.pages == nil {
+		v.pages = map[string]*shardPage{}
+	}
+	v.keep(wanted)
+	for s, p := range pages {
+		v.pages[s] = p
+	}
+	// A listing replaces the shard's entries of the types it was made for.
+	// Those of a type it was not made for (at its limit, or paused, when
+	// it was made) stay: the listing says nothing of them, and dropped,
+	// a type at its limit would know only the shards listed in the
+	// moments a slot of it was free, and take newer entries there before
+	// older ones elsewhere (late ones of other workers' shares too).
+	v.entries = slices.DeleteFunc(v.entries, func(h heldEntry) bool {
+		p, relisted := pages[h.Shard]
+		return h.done || relisted && !p.onward && slices.Contains(p.types, h.Type) || v.pages[h.Shard] == nil
+	})
+	if w.leaser == nil && len(v.entries)+len(entries) > free && w.peers.due(time.Now()) {
+		w.refreshPeers(ctx)
+	}
+	own := func(e queue.ReadyEntry) bool { return w.leaser != nil || w.owns(e) }
+	if !v.peersAt.Equal(w.peers.readAt) {
+		// Another list of workers: the kept entries are split again.
+		v.peersAt = w.peers.readAt
+		for i := range v.entries {
+			v.entries[i].own = own(v.entries[i].ReadyEntry)
+		}
+	}
+	// The kept entries are in claim order: sort the new ones and merge.
+	slices.SortFunc(entries, compareReady)
+	merged := make([]heldEntry, 0, len(v.entries)+len(entries))
+	i := 0
+	for _, e := range entries {
+		for ; i < len(v.entries) && compareReady(v.entries[i].ReadyEntry, e) <= 0; i++ {
+			merged = append(merged, v.entries[i])
+		}
+		merged = append(merged, heldEntry{ReadyEntry: e, own: own(e)})
+	}
+	v.entries = append(merged, v.entries[i:]...)
+	v.bound(wanted)
+	// What counts is what may be claimed before the next walk (up to the
+	// horizon): own entries ranked after it do not make the others' before
+	// it less passed.
+	mine, within := false, 0
+	for i := range v.entries {
+		if v.within(&v.entries[i]) {
+			within++
+			mine = mine || v.entries[i].own
+		}
+	}
+	// Help only with a few entries (no more than the free slots): with
+	// more, their workers are at them, and a helper would mostly meet
+	// them.
+	v.help = !mine && within <= free
+	if !mine && !v.help {
+		for i := len(v.entries) - 1; i >= 0; i-- {
+			if v.within(&v.entries[i]) {
+				w.passed.note(w.clock.Now(), v.entries[i].Rank, w.opts.PageHold)
+				break
+			}
+		}
+	}
+}
+
+// passedRanks records how far this worker has passed other workers' ready
+// tasks, by the queue's clock: the highest rank it started a claim for, and,
+// after a walk that found only others' entries (more than it helps with)
+// while it had free slots, the highest rank of those. An entry of another
+// worker's share that was ready when this worker passed its rank, a page
+// hold ago or more, has waited that long behind tasks this worker started
+// (or for a free slot it had): it is late, and the worker claims it in
+// rank order with its own. An entry that became ready after the pass was
+// not passed: a low-priority task started while nothing else waited
+// (ranked a quarter hour on) does not make every later entry of others
+// ranked before it late, which would set every worker on the same oldest
+// entries. The passes are kept in buckets an eighth of a page hold long,
+// each opened at the first pass after the last one ended (what was ready
+// then was passed by all of its passes) and counted as passed a hold after
+// it ends; of those counted, only the ones no later bucket of a higher rank
+// covers are kept (see lateUpTo): a few values, whatever the backlog, and
+// no entry needs to be remembered from walk to walk (the page of a shard
+// is listed again as it is used up or ages, and the entry may be claimed
+// by its own worker meanwhile).
+type passedRanks struct {
+	settled []passedBucket // counted as passed: opened later, ranked lower
+	recent  []passedBucket // not yet, oldest first
+}
+
+type passedBucket struct {
+	start time.Time // when its first pass was (queue clock)
+	end   time.Time // when it closed
+	rank  time.Time // the highest rank passed in it
+}
+
+// maxPassedSteps bounds the buckets kept counted as passed: each one is a
+// fall in the rank passed (another priority), so a few are enough; past
+// this, the oldest is dropped (its entries wait for a later pass).
+const maxPassedSteps = 64
+
+// note records that rank was passed at now.
+func (p *passedRanks) note(now, rank time.Time, hold time.Duration) {
+	if n := len(p.recent); n > 0 && !now.After(p.recent[n-1].end) {
+		if rank.After(p.recent[n-1].rank) {
+			p.recent[n-1].rank = rank
+		}
+		return
+	}
+	p.recent = append(p.recent, passedBucket{start: now, end: now.Add(hold / 8), rank: rank})
+}
+
+// before counts the buckets closed at least hold before now as passed and
+// returns them (see lateUpTo): opened later and later, ranked lower and
+// lower. The caller may keep the slice until its next call.
+func (p *passedRanks) before(now time.Time, hold time.Duration) []passedBucket {
+	cut := now.Add(-hold)
+	n := 0
+	for ; n < len(p.recent) && !p.recent[n].end.After(cut); n++ {
+		b := p.recent[n]
+		// A bucket opened earlier and ranked no higher makes late only
+		// entries this one makes late too.
+		for k := len(p.settled); k > 0 && !p.settled[k-1].rank.After(b.rank); k-- {
+			p.settled = p.settled[:k-1]
+		}
+		p.settled = append(p.settled, b)
+	}
+	p.recent = slices.Delete(p.recent, 0, n)
+	if over := len(p.settled) - maxPassedSteps; over > 0 {
+		p.settled = slices.Delete(p.settled, 0, over)
+	}
+	return p.settled
+}
+
+// lateUpTo returns the highest rank passed (steps as before returns them)
+// while an entry ready at ready was ready; zero if none.
+func lateUpTo(steps []passedBucket, ready time.Time) time.Time {
+	i, _ := slices.BinarySearchFunc(steps, ready, func(b passedBucket, t time.Time) int { return b.start.Compare(t) })
+	if i == len(steps) {
+		return time.Time{}
+	}
+	return steps[i].rank
+}
