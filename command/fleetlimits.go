@@ -16,10 +16,24 @@ import (
 
 func limitCommand() *cli.Command {
 	return &cli.Command{
-		Name:      "limit",
-		Usage:     "cap how many tasks of a type run at once, or start per second, across every worker",
-		UsageText: "qo limit TYPE --concurrency N [--per-key] [--json]\nqo limit TYPE --rate 20/s [--burst N] [--json]\nqo limit TYPE --clear [--json]",
-		Description: `A fleet-wide cap: at most N handlers of the type run at once across all
+		Name:        "limit",
+		Usage:       "cap how many tasks of a type run at once, or start per second, across every worker",
+		UsageText:   "qo limit TYPE --concurrency N [--per-key] [--json]\nqo limit TYPE --rate 20/s [--burst N] [--json]\nqo limit TYPE --clear [--json]",
+		Description: limitDescription,
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "concurrency", Usage: "at most `N` running at once, fleet-wide"},
+			&cli.StringFlag{Name: "rate", Usage: "at most `R` starts per second or minute (20/s, 600/m), fleet-wide"},
+			&cli.IntFlag{Name: "burst", Usage: "with --rate: at most `N` starts above the rate in any window (default: a second's worth)"},
+			&cli.BoolFlag{Name: "per-key", Usage: "with --concurrency or --rate: the limit holds for each task key (qo submit --key)"},
+			&cli.BoolFlag{Name: "clear", Usage: "remove the type's limits (per-key ones too)"},
+			jsonFlag(),
+		},
+		Action: runLimit,
+	}
+}
+
+// limitDescription is the help text of qo limit.
+const limitDescription = `A fleet-wide cap: at most N handlers of the type run at once across all
 workers, however many join, drain, are paused or killed. Workers hold
 shares of N in their registry entries, written with their heartbeats, so
 a cap costs no request per task. A new or larger share is taken within a
@@ -47,90 +61,88 @@ Examples:
   qo limit call_partner_api --rate 20/s --burst 5
   qo limit sync_customer --concurrency 1 --per-key
   qo limit sync_customer --rate 2/s --per-key
-  qo limit call_partner_api --clear`,
-		Flags: []cli.Flag{
-			&cli.IntFlag{Name: "concurrency", Usage: "at most `N` running at once, fleet-wide"},
-			&cli.StringFlag{Name: "rate", Usage: "at most `R` starts per second or minute (20/s, 600/m), fleet-wide"},
-			&cli.IntFlag{Name: "burst", Usage: "with --rate: at most `N` starts above the rate in any window (default: a second's worth)"},
-			&cli.BoolFlag{Name: "per-key", Usage: "with --concurrency or --rate: the limit holds for each task key (qo submit --key)"},
-			&cli.BoolFlag{Name: "clear", Usage: "remove the type's limits (per-key ones too)"},
-			jsonFlag(),
-		},
-		Action: func(c *cli.Context) error {
-			args, err := positionalArgs(c)
-			if err != nil {
-				return err
-			}
-			if len(args) != 1 {
-				return usageError("name one task type (usage: qo limit TYPE --concurrency N)")
-			}
-			typ := args[0]
-			if err := queue.ValidateType(typ); err != nil {
-				return usageError("%s", inputMessage(err))
-			}
-			set, clr, rated := c.IsSet("concurrency"), c.Bool("clear"), c.IsSet("rate")
-			var starts int
-			var per time.Duration
-			switch {
-			case c.Bool("per-key") && !set && !rated:
-				return usageError("--per-key goes with --concurrency N or --rate R (qo limit TYPE --concurrency N --per-key)")
-			case c.IsSet("burst") && !rated:
-				return usageError("--burst goes with --rate (qo limit TYPE --rate 20/s --burst 5)")
-			case (set || rated) && clr:
-				return usageError("give either --concurrency N or --rate R, or --clear, not both")
-			case !set && !rated && !clr:
-				return usageError("give --concurrency N to set a cap, --rate 20/s to set a rate, or --clear to remove them")
-			case c.IsSet("burst") && (c.Int("burst") < 1 || c.Int("burst") > queue.MaxRate):
-				return usageError("--burst %d is not between 1 and %d", c.Int("burst"), queue.MaxRate)
-			case set && (c.Int("concurrency") < 1 || c.Int("concurrency") > queue.MaxConcurrencyCap):
-				return usageError("--concurrency %d is not between 1 and %d (to remove the cap, use --clear)", c.Int("concurrency"), queue.MaxConcurrencyCap)
-			}
-			if rated {
-				if starts, per, err = queue.ParseRate(c.String("rate")); err != nil {
-					return usageError("--rate: %s", inputMessage(err))
-				}
-			}
-			q, err := openQueue(c)
-			if err != nil {
-				return err
-			}
-			var ctl queue.Control
-			if clr {
-				ctl, err = q.ClearLimit(c.Context, typ)
-			}
-			if err == nil && set && c.Bool("per-key") {
-				ctl, err = q.SetKeyLimit(c.Context, typ, c.Int("concurrency"))
-			} else if err == nil && set {
-				ctl, err = q.SetLimit(c.Context, typ, c.Int("concurrency"))
-			}
-			if err == nil && rated && c.Bool("per-key") {
-				ctl, err = q.SetKeyRate(c.Context, typ, starts, per, c.Int("burst"))
-			} else if err == nil && rated {
-				ctl, err = q.SetRate(c.Context, typ, starts, per, c.Int("burst"))
-			}
-			if err != nil {
-				return err
-			}
-			if c.Bool("json") {
-				return emitJSON(c.App.Writer, limitsJSON(ctl))
-			}
-			if n, ok := ctl.ConcurrencyCap(typ); ok {
-				fmt.Fprintf(c.App.Writer, "%s: at most %d running at once across the fleet\n", termsafe.Line(typ), n)
-			}
-			if r, ok := ctl.RateLimit(typ); ok {
-				fmt.Fprintf(c.App.Writer, "%s: at most %s started across the fleet (burst %d)\n", termsafe.Line(typ), r, r.Burst)
-			}
-			if n, ok := ctl.KeyConcurrencyCap(typ); ok {
-				fmt.Fprintf(c.App.Writer, "%s: at most %d running at once for each key across the fleet\n", termsafe.Line(typ), n)
-			}
-			if r, ok := ctl.KeyRateLimit(typ); ok {
-				fmt.Fprintf(c.App.Writer, "%s: at most %s started for each key across the fleet (burst %d)\n", termsafe.Line(typ), r, r.Burst)
-			}
-			if _, ok := ctl.Limits[typ]; !ok && !slices.Contains(ctl.LimitedTypes(), typ) {
-				fmt.Fprintf(c.App.Writer, "%s: no fleet-wide limit\n", termsafe.Line(typ))
-			}
-			return nil
-		},
+  qo limit call_partner_api --clear`
+
+// runLimit is qo limit: it checks the flags, sets or clears the type's
+// limits and prints what holds now.
+func runLimit(c *cli.Context) error {
+	args, err := positionalArgs(c)
+	if err != nil {
+		return err
+	}
+	if len(args) != 1 {
+		return usageError("name one task type (usage: qo limit TYPE --concurrency N)")
+	}
+	typ := args[0]
+	if err := queue.ValidateType(typ); err != nil {
+		return usageError("%s", inputMessage(err))
+	}
+	set, clr, rated := c.IsSet("concurrency"), c.Bool("clear"), c.IsSet("rate")
+	var starts int
+	var per time.Duration
+	switch {
+	case c.Bool("per-key") && !set && !rated:
+		return usageError("--per-key goes with --concurrency N or --rate R (qo limit TYPE --concurrency N --per-key)")
+	case c.IsSet("burst") && !rated:
+		return usageError("--burst goes with --rate (qo limit TYPE --rate 20/s --burst 5)")
+	case (set || rated) && clr:
+		return usageError("give either --concurrency N or --rate R, or --clear, not both")
+	case !set && !rated && !clr:
+		return usageError("give --concurrency N to set a cap, --rate 20/s to set a rate, or --clear to remove them")
+	case c.IsSet("burst") && (c.Int("burst") < 1 || c.Int("burst") > queue.MaxRate):
+		return usageError("--burst %d is not between 1 and %d", c.Int("burst"), queue.MaxRate)
+	case set && (c.Int("concurrency") < 1 || c.Int("concurrency") > queue.MaxConcurrencyCap):
+		return usageError("--concurrency %d is not between 1 and %d (to remove the cap, use --clear)", c.Int("concurrency"), queue.MaxConcurrencyCap)
+	}
+	if rated {
+		if starts, per, err = queue.ParseRate(c.String("rate")); err != nil {
+			return usageError("--rate: %s", inputMessage(err))
+		}
+	}
+	q, err := openQueue(c)
+	if err != nil {
+		return err
+	}
+	var ctl queue.Control
+	if clr {
+		ctl, err = q.ClearLimit(c.Context, typ)
+	}
+	if err == nil && set && c.Bool("per-key") {
+		ctl, err = q.SetKeyLimit(c.Context, typ, c.Int("concurrency"))
+	} else if err == nil && set {
+		ctl, err = q.SetLimit(c.Context, typ, c.Int("concurrency"))
+	}
+	if err == nil && rated && c.Bool("per-key") {
+		ctl, err = q.SetKeyRate(c.Context, typ, starts, per, c.Int("burst"))
+	} else if err == nil && rated {
+		ctl, err = q.SetRate(c.Context, typ, starts, per, c.Int("burst"))
+	}
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return emitJSON(c.App.Writer, limitsJSON(ctl))
+	}
+	printLimit(c.App.Writer, ctl, typ)
+	return nil
+}
+
+// printLimit prints the limits that hold for typ.
+func printLimit(w io.Writer, ctl queue.Control, typ string) {
+	if n, ok := ctl.ConcurrencyCap(typ); ok {
+		fmt.Fprintf(w, "%s: at most %d running at once across the fleet\n", termsafe.Line(typ), n)
+	}
+	if r, ok := ctl.RateLimit(typ); ok {
+		fmt.Fprintf(w, "%s: at most %s started across the fleet (burst %d)\n", termsafe.Line(typ), r, r.Burst)
+	}
+	if n, ok := ctl.KeyConcurrencyCap(typ); ok {
+		fmt.Fprintf(w, "%s: at most %d running at once for each key across the fleet\n", termsafe.Line(typ), n)
+	}
+	if r, ok := ctl.KeyRateLimit(typ); ok {
+		fmt.Fprintf(w, "%s: at most %s started for each key across the fleet (burst %d)\n", termsafe.Line(typ), r, r.Burst)
+	}
+	if _, ok := ctl.Limits[typ]; !ok && !slices.Contains(ctl.LimitedTypes(), typ) {
+		fmt.Fprintf(w, "%s: no fleet-wide limit\n", termsafe.Line(typ))
 	}
 }
 
