@@ -62,14 +62,9 @@ type Limit struct {
 // KeyLimit is a per-key limit of one task type: at most Concurrency
 // handlers of the type run at once for each task key (0: no cap), and at
 // most Rate starts per Per for each key, Burst more in any window (Rate
-// 0: none), across every worker (see doc.go, "Task keys").
-type KeyLimit struct {
-	Concurrency int       `json:"concurrency"`
-	Rate        int       `json:"rate,omitempty"`
-	Per         string    `json:"per,omitempty"` // "s" or "m"
-	Burst       int       `json:"burst,omitempty"`
-	SetAt       time.Time `json:"set_at"`
-}
+// 0: none), across every worker (see doc.go, "Task keys"). It has the
+// fields of a Limit.
+type KeyLimit = Limit
 
 // KeyRateLimit returns the per-key rate limit of typ (false: none).
 func (c Control) KeyRateLimit(typ string) (RateLimit, bool) {
@@ -272,24 +267,7 @@ func decodeControl(body []byte) (Control, error) {
 // worker (see doc.go, "Task keys"). Setting the cap it has changes
 // nothing.
 func (q *Queue) SetKeyLimit(ctx context.Context, typ string, n int) (Control, error) {
-	if err := ValidateType(typ); err != nil {
-		return Control{}, fmt.Errorf("set per-key limit: %w", err)
-	}
-	if n < 1 || n > MaxConcurrencyCap {
-		return Control{}, invalidInput("set per-key limit: concurrency %d is not between 1 and %d (to remove the cap, clear it)", n, MaxConcurrencyCap)
-	}
-	return q.updateControl(ctx, "set per-key limit", func(c *Control, now time.Time) bool {
-		l, ok := c.KeyLimits[typ]
-		if ok && l.Concurrency == n {
-			return false
-		}
-		if c.KeyLimits == nil {
-			c.KeyLimits = map[string]KeyLimit{}
-		}
-		l.Concurrency, l.SetAt = n, now
-		c.KeyLimits[typ] = l
-		return true
-	})
+	return q.setConcurrency(ctx, "set per-key limit", keyLimits, typ, n)
 }
 
 // SetKeyRate sets the per-key rate limit of typ: at most starts per per
@@ -297,58 +275,14 @@ func (q *Queue) SetKeyLimit(ctx context.Context, typ string, n int) (Control, er
 // burst more in any window (burst 0: DefaultBurst). It keeps the type's
 // per-key cap (see doc.go, "Task keys").
 func (q *Queue) SetKeyRate(ctx context.Context, typ string, starts int, per time.Duration, burst int) (Control, error) {
-	if err := ValidateType(typ); err != nil {
-		return Control{}, fmt.Errorf("set per-key rate: %w", err)
-	}
-	if per != time.Second && per != time.Minute {
-		return Control{}, invalidInput("set per-key rate: per %s is neither a second nor a minute", per)
-	}
-	if starts < 1 || starts*int(time.Second)/int(per) > MaxRate || starts > MaxRate*60 {
-		return Control{}, invalidInput("set per-key rate: %d per %s is not between 1 and %d per second (to remove the rate, clear the limit)", starts, per, MaxRate)
-	}
-	if burst < 0 || burst > MaxRate {
-		return Control{}, invalidInput("set per-key rate: burst %d is not between 1 and %d (0: the default)", burst, MaxRate)
-	}
-	unit := "m"
-	if per == time.Second {
-		unit = "s"
-	}
-	return q.updateControl(ctx, "set per-key rate", func(c *Control, now time.Time) bool {
-		l, ok := c.KeyLimits[typ]
-		if ok && l.Rate == starts && l.Per == unit && l.Burst == burst {
-			return false
-		}
-		if c.KeyLimits == nil {
-			c.KeyLimits = map[string]KeyLimit{}
-		}
-		l.Rate, l.Per, l.Burst, l.SetAt = starts, unit, burst, now
-		c.KeyLimits[typ] = l
-		return true
-	})
+	return q.setRate(ctx, "set per-key rate", keyLimits, typ, starts, per, burst)
 }
 
 // SetLimit sets the fleet-wide concurrency cap of typ to n: at most n
 // handlers of the type run at once across every worker (see doc.go,
 // "Fleet-wide concurrency caps"). Setting the cap it has changes nothing.
 func (q *Queue) SetLimit(ctx context.Context, typ string, n int) (Control, error) {
-	if err := ValidateType(typ); err != nil {
-		return Control{}, fmt.Errorf("set limit: %w", err)
-	}
-	if n < 1 || n > MaxConcurrencyCap {
-		return Control{}, invalidInput("set limit: concurrency %d is not between 1 and %d (to remove the cap, clear it)", n, MaxConcurrencyCap)
-	}
-	return q.updateControl(ctx, "set limit", func(c *Control, now time.Time) bool {
-		l, ok := c.Limits[typ]
-		if ok && l.Concurrency == n {
-			return false
-		}
-		if c.Limits == nil {
-			c.Limits = map[string]Limit{}
-		}
-		l.Concurrency, l.SetAt = n, now
-		c.Limits[typ] = l
-		return true
-	})
+	return q.setConcurrency(ctx, "set limit", fleetLimits, typ, n)
 }
 
 // SetRate sets the fleet-wide rate limit of typ: at most starts per per
@@ -356,32 +290,72 @@ func (q *Queue) SetLimit(ctx context.Context, typ string, n int) (Control, error
 // window (burst 0: DefaultBurst). It keeps the type's concurrency cap
 // (see doc.go, "Fleet-wide rate limits").
 func (q *Queue) SetRate(ctx context.Context, typ string, starts int, per time.Duration, burst int) (Control, error) {
+	return q.setRate(ctx, "set rate", fleetLimits, typ, starts, per, burst)
+}
+
+// limitsIn picks the limits a setting writes: the fleet-wide ones or the
+// per-key ones.
+type limitsIn func(c *Control) *map[string]Limit
+
+func fleetLimits(c *Control) *map[string]Limit { return &c.Limits }
+func keyLimits(c *Control) *map[string]Limit   { return &c.KeyLimits }
+
+// setLimit changes the limit of typ in the map in picks (had: it has
+// one), when change says it differs (see updateControl).
+func (q *Queue) setLimit(ctx context.Context, op string, in limitsIn, typ string, change func(l *Limit, had bool) bool) (Control, error) {
+	return q.updateControl(ctx, op, func(c *Control, now time.Time) bool {
+		m := in(c)
+		l, had := (*m)[typ]
+		if !change(&l, had) {
+			return false
+		}
+		if *m == nil {
+			*m = map[string]Limit{}
+		}
+		l.SetAt = now
+		(*m)[typ] = l
+		return true
+	})
+}
+
+func (q *Queue) setConcurrency(ctx context.Context, op string, in limitsIn, typ string, n int) (Control, error) {
 	if err := ValidateType(typ); err != nil {
-		return Control{}, fmt.Errorf("set rate: %w", err)
+		return Control{}, fmt.Errorf("%s: %w", op, err)
+	}
+	if n < 1 || n > MaxConcurrencyCap {
+		return Control{}, invalidInput("%s: concurrency %d is not between 1 and %d (to remove the cap, clear it)", op, n, MaxConcurrencyCap)
+	}
+	return q.setLimit(ctx, op, in, typ, func(l *Limit, had bool) bool {
+		if had && l.Concurrency == n {
+			return false
+		}
+		l.Concurrency = n
+		return true
+	})
+}
+
+func (q *Queue) setRate(ctx context.Context, op string, in limitsIn, typ string, starts int, per time.Duration, burst int) (Control, error) {
+	if err := ValidateType(typ); err != nil {
+		return Control{}, fmt.Errorf("%s: %w", op, err)
 	}
 	if per != time.Second && per != time.Minute {
-		return Control{}, invalidInput("set rate: per %s is neither a second nor a minute", per)
+		return Control{}, invalidInput("%s: per %s is neither a second nor a minute", op, per)
 	}
 	if starts < 1 || starts*int(time.Second)/int(per) > MaxRate || starts > MaxRate*60 {
-		return Control{}, invalidInput("set rate: %d per %s is not between 1 and %d per second (to remove the rate, clear the limit)", starts, per, MaxRate)
+		return Control{}, invalidInput("%s: %d per %s is not between 1 and %d per second (to remove the rate, clear the limit)", op, starts, per, MaxRate)
 	}
 	if burst < 0 || burst > MaxRate {
-		return Control{}, invalidInput("set rate: burst %d is not between 1 and %d (0: the default)", burst, MaxRate)
+		return Control{}, invalidInput("%s: burst %d is not between 1 and %d (0: the default)", op, burst, MaxRate)
 	}
 	unit := "m"
 	if per == time.Second {
 		unit = "s"
 	}
-	return q.updateControl(ctx, "set rate", func(c *Control, now time.Time) bool {
-		l, ok := c.Limits[typ]
-		if ok && l.Rate == starts && l.Per == unit && l.Burst == burst {
+	return q.setLimit(ctx, op, in, typ, func(l *Limit, had bool) bool {
+		if had && l.Rate == starts && l.Per == unit && l.Burst == burst {
 			return false
 		}
-		if c.Limits == nil {
-			c.Limits = map[string]Limit{}
-		}
-		l.Rate, l.Per, l.Burst, l.SetAt = starts, unit, burst, now
-		c.Limits[typ] = l
+		l.Rate, l.Per, l.Burst = starts, unit, burst
 		return true
 	})
 }
