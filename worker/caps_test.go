@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,7 +14,6 @@ import (
 	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/monitor"
 	"github.com/qo-queue/qo/queue"
-	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/memstore"
 )
 
@@ -130,34 +128,6 @@ func TestFleetCapHolds(t *testing.T) {
 	require.Positive(t, most)
 }
 
-// registryCount counts the requests that touch the registry or the
-// control object.
-type registryCount struct {
-	store.Store
-	n atomic.Int64
-}
-
-func (s *registryCount) note(key string) {
-	if strings.HasPrefix(key, queue.WorkersPrefix) || key == queue.ControlKey {
-		s.n.Add(1)
-	}
-}
-
-func (s *registryCount) Get(ctx context.Context, key string) (*store.Object, error) {
-	s.note(key)
-	return s.Store.Get(ctx, key)
-}
-
-func (s *registryCount) Put(ctx context.Context, key string, body []byte, cond store.Condition) (store.PutResult, error) {
-	s.note(key)
-	return s.Store.Put(ctx, key, body, cond)
-}
-
-func (s *registryCount) List(ctx context.Context, p store.ListParams) (store.ListPage, error) {
-	s.note(p.Prefix)
-	return s.Store.List(ctx, p)
-}
-
 // A cap costs nothing per task: a worker draining 200 capped tasks reads
 // and writes the registry and control.json a few times in all (its
 // heartbeats and the confirmation of its share), not per task.
@@ -178,7 +148,7 @@ func limitCostsNoRequestPerTask(t *testing.T, typ string, set func(context.Conte
 	base := memstore.New()
 	_, err := queue.Init(ctx, base, 1)
 	require.NoError(t, err)
-	cs := &registryCount{Store: base}
+	cs := &taskCount{Store: base}
 	q, err := queue.Open(ctx, cs, queue.Options{Logger: testLogger(t)})
 	require.NoError(t, err)
 	require.NoError(t, set(ctx, q))
@@ -197,11 +167,11 @@ func limitCostsNoRequestPerTask(t *testing.T, typ string, set func(context.Conte
 		done.Add(1)
 		return nil, nil
 	})
-	before := cs.n.Load()
+	before := cs.registry.Load()
 	r := start(t, w)
 	testutil.Eventually(t, func() bool { return done.Load() == tasks }, "every task to run")
 	require.NoError(t, r.stop(t))
-	used := cs.n.Load() - before
+	used := cs.registry.Load() - before
 	t.Logf("%d registry and control requests for %d tasks", used, tasks)
 	require.Less(t, used, int64(tasks/10), "registry and control requests")
 }
