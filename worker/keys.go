@@ -270,16 +270,10 @@ func (w *Worker) keyBucket(typ, key string) (*rate.Limiter, bool) {
 		return nil, false
 	}
 	k := keyRateKey(typ)
-	perMin, ok := w.caps.limits[k]
-	if !ok {
-		return nil, false
+	r, b, limited := w.shareRate(k, k)
+	if !limited || r == 0 {
+		return nil, limited
 	}
-	share := w.caps.usable[k]
-	if share <= 0 || perMin <= 0 {
-		return nil, true
-	}
-	r := rate.Limit(float64(share) / 60)
-	b := max(1, w.caps.bursts[k]*share/perMin)
 	now := w.clock.Now()
 	tk := typeKey{typ, key}
 	lim := w.keyBuckets[tk]
@@ -298,12 +292,7 @@ func (w *Worker) keyBucket(typ, key string) (*rate.Limiter, bool) {
 		w.keyBuckets[tk] = lim
 		return lim, true
 	}
-	if lim.Limit() != r {
-		lim.SetLimitAt(now, r)
-	}
-	if lim.Burst() != b {
-		lim.SetBurstAt(now, b)
-	}
+	retune(lim, now, r, b)
 	return lim, true
 }
 

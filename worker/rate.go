@@ -102,17 +102,10 @@ func (w *Worker) rateReady(typ string) bool {
 // (nil: the share is nothing; false: the type has no rate limit). w.mu
 // held.
 func (w *Worker) rateBucket(typ string) (*rate.Limiter, bool) {
-	k := rateKey(typ)
-	perMin, ok := w.caps.limits[k]
-	if !ok {
-		return nil, false
+	r, b, limited := w.shareRate(rateKey(typ), typ)
+	if !limited || r == 0 {
+		return nil, limited
 	}
-	share := w.caps.usable[k]
-	if share <= 0 || perMin <= 0 {
-		return nil, true
-	}
-	r := rate.Limit(float64(share) / 60)
-	b := max(1, w.caps.bursts[typ]*share/perMin)
 	now := w.clock.Now()
 	lim := w.caps.buckets[typ]
 	if lim == nil {
@@ -123,13 +116,33 @@ func (w *Worker) rateBucket(typ string) (*rate.Limiter, bool) {
 		w.caps.buckets[typ] = lim
 		return lim, true
 	}
+	retune(lim, now, r, b)
+	return lim, true
+}
+
+// shareRate is the rate and burst of this worker's usable share of the
+// rate limit held under k (its burst under burstKey): r 0 when the share
+// is nothing; false when no such limit applies. w.mu held.
+func (w *Worker) shareRate(k, burstKey string) (r rate.Limit, b int, limited bool) {
+	perMin, ok := w.caps.limits[k]
+	if !ok {
+		return 0, 0, false
+	}
+	share := w.caps.usable[k]
+	if share <= 0 || perMin <= 0 {
+		return 0, 0, true
+	}
+	return rate.Limit(float64(share) / 60), max(1, w.caps.bursts[burstKey]*share/perMin), true
+}
+
+// retune sets a bucket to the rate and burst of a share that changed.
+func retune(lim *rate.Limiter, now time.Time, r rate.Limit, b int) {
 	if lim.Limit() != r {
 		lim.SetLimitAt(now, r)
 	}
 	if lim.Burst() != b {
 		lim.SetBurstAt(now, b)
 	}
-	return lim, true
 }
 
 // rateWait returns how long until the next token of a rate-limited type
