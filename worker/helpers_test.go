@@ -18,6 +18,7 @@ import (
 	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/store"
+	"github.com/qo-queue/qo/store/memstore"
 	"github.com/qo-queue/qo/store/storetest"
 )
 
@@ -299,4 +300,10 @@ func (s *releaseWatch) Put(ctx context.Context, key string, body []byte, cond st
 		(*f)()
 	}
 	return s.Store.Put(ctx, key, body, cond)
+}
+
+// memBackend is the in-memory backend alone, for tests that need no real
+// S3 server.
+func memBackend() storetest.Backend {
+	return storetest.Backend{Name: "mem", New: func(testing.TB) store.Store { return memstore.New() }}
 }

@@ -15,14 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/qo-queue/qo/queue"
-	"github.com/qo-queue/qo/store"
-	"github.com/qo-queue/qo/store/memstore"
-	"github.com/qo-queue/qo/store/storetest"
 )
-
-func memBackend() storetest.Backend {
-	return storetest.Backend{Name: "mem", New: func(testing.TB) store.Store { return memstore.New() }}
-}
 
 // trace is middleware that records its name around each call.
 type trace struct {
