@@ -636,3 +636,24 @@ func TestHeldViewKeepsPolledShards(t *testing.T) {
 	}
 	require.Equal(t, at.Add(3*time.Millisecond), v.horizon)
 }
+
+// A page lacking a type the worker claims again is due since that type
+// was last listed in its shard, not since the page: a shard listed again
+// and again for the worker's other types while one type was at its limit
+// is listed for that type first (the fleet simulation's seed 255: with a
+// cap of 1, a worker saw that type's new entries in a few shards only,
+// and claimed newer ones there for minutes).
+func TestPageDueSinceTypeLastListed(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	sec := func(n int) time.Time { return at.Add(time.Duration(n) * time.Second) }
+	v := heldView{pages: map[string]*shardPage{
+		// Listed for b just now; a last listed there long ago.
+		"1": {listed: sec(10), types: []string{"b"}, seen: map[string]time.Time{"a": sec(0), "b": sec(10)}},
+		// Listed for b earlier; a listed there more recently.
+		"2": {listed: sec(5), types: []string{"b"}, seen: map[string]time.Time{"a": sec(4), "b": sec(5)}},
+	}}
+	due, _, urgent := v.due([]string{"1", "2"}, []string{"a", "b"}, sec(11), time.Hour, false)
+	require.True(t, urgent)
+	require.Equal(t, []string{"1", "2"}, due, "the shard whose a entries are the oldest news first")
+}

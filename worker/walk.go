@@ -45,6 +45,23 @@ type shardPage struct {
 	// onward: it was listed on after the cut of the page before it, whose
 	// entries it adds to (see due).
 	onward bool
+	// seen: when the shard was last listed for each type, through this
+	// page or the ones before it (a listing for fewer types keeps the
+	// others' times): a page lacking a type the worker claims again is
+	// due since that type was last listed there, not since this page.
+	seen map[string]time.Time
+}
+
+// staleSince is the earliest time one of types was last listed in the
+// shard (zero: one never was).
+func (p *shardPage) staleSince(types []string) time.Time {
+	var at time.Time
+	for i, t := range types {
+		if seen := p.seen[t]; i == 0 || seen.Before(at) {
+			at = seen
+		}
+	}
+	return at
 }
 
 // heldView is what the walks of the ready index found, claimed from as
@@ -189,7 +206,12 @@ func (v *heldView) due(wanted, types []string, now time.Time, hold time.Duration
 		case p == nil:
 			ds, urgent = append(ds, dueAt{s, time.Time{}}), true
 		case !subset(types, p.types):
-			ds, urgent = append(ds, dueAt{s, p.listed}), true
+			// Due since a type it lacks was last listed there: were it
+			// due since this page, one listed again and again for the
+			// other types while that type was at its limit would never
+			// be the oldest, and that type's new entries there never
+			// seen.
+			ds, urgent = append(ds, dueAt{s, p.staleSince(types)}), true
 		case !p.cut.IsZero() && !left[s] && (p.claimed || off[s] && !subset(p.types, types)):
 			ds, urgent = append(ds, dueAt{s, p.listed}), true
 			if p.next != "" && (off[s] || p.partial) {
@@ -384,6 +406,15 @@ func (w *Worker) hold(ctx context.Context, entries []queue.ReadyEntry, pages map
 	}
 	v.keep(wanted)
 	for s, p := range pages {
+		p.seen = map[string]time.Time{}
+		if old := v.pages[s]; old != nil {
+			for t, at := range old.seen {
+				p.seen[t] = at
+			}
+		}
+		for _, t := range p.types {
+			p.seen[t] = p.listed
+		}
 		v.pages[s] = p
 	}
 	// A listing replaces the shard's entries of the types it was made for.
