@@ -366,7 +366,7 @@ var wantPolicies = map[string]map[string]bool{
 		"s3:GetObject":                                  {queue.ConfigKey, queue.ControlKey},
 		"s3:GetObject s3:PutObject s3:PutObjectTagging": {queue.TasksPrefix, queue.IdempotencyPrefix},
 		"s3:GetObject s3:GetObjectVersion s3:PutObject s3:PutObjectTagging s3:DeleteObject": {queue.DataPrefix},
-		"s3:GetObject s3:PutObject s3:DeleteObject":                                         append(slices.Clone(indexes), queue.WorkersPrefix),
+		"s3:GetObject s3:PutObject s3:DeleteObject":                                         append(slices.Clone(indexes), queue.WorkersPrefix, queue.EdgesPrefix),
 		"s3:GetObject s3:PutObject":                                                         {queue.SchedulesPrefix, queue.ShardLeasePrefix, queue.MonitorPrefix},
 		// The leading monitor prunes the throughput rollup's old hours.
 		"s3:DeleteObject": {queue.ThroughputPrefix},
@@ -375,7 +375,7 @@ var wantPolicies = map[string]map[string]bool{
 		"s3:ListBucket s3:ListBucketVersions s3:GetBucketVersioning": {""},
 		"s3:GetObject": {queue.ConfigKey, queue.WorkersPrefix, queue.ShardLeasePrefix, queue.MonitorPrefix},
 		"s3:GetObject s3:GetObjectVersion s3:PutObject s3:PutObjectTagging": {queue.TasksPrefix, queue.DataPrefix, queue.IdempotencyPrefix},
-		"s3:GetObject s3:PutObject s3:DeleteObject":                         indexes,
+		"s3:GetObject s3:PutObject s3:DeleteObject":                         append(slices.Clone(indexes), queue.EdgesPrefix),
 		"s3:GetObject s3:PutObject":                                         {queue.ControlKey, queue.SchedulesPrefix, queue.WorkflowsPrefix, queue.WorkflowNamesPrefix},
 	}),
 	// The web UI's role (qo ui url --role-arn): what its links read, and
