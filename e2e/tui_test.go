@@ -59,6 +59,29 @@ func (s *tmuxSession) keys(keys ...string) {
 
 func (s *tmuxSession) screen() string { return s.tmux("capture-pane", "-p", "-t", s.name) }
 
+// taskInRow returns the task whose short id starts row n (from 0) of the
+// task table on scr.
+func taskInRow(t *testing.T, scr string, tasks []*queue.Task, n int) *queue.Task {
+	t.Helper()
+	byShort := map[string]*queue.Task{}
+	for _, task := range tasks {
+		byShort[queue.ShortID(task.ID)] = task
+	}
+	row := 0
+	for _, line := range strings.Split(scr, "\n") {
+		fields := strings.Fields(strings.TrimPrefix(strings.TrimSpace(line), ">"))
+		if len(fields) == 0 || byShort[fields[0]] == nil {
+			continue
+		}
+		if row == n {
+			return byShort[fields[0]]
+		}
+		row++
+	}
+	t.Fatalf("the screen has no row %d of these tasks:\n%s", n, scr)
+	return nil
+}
+
 // waitFor polls the screen until it contains all of want.
 func (s *tmuxSession) waitFor(want ...string) string {
 	s.t.Helper()
@@ -274,8 +297,13 @@ func TestTUISelectionInTmux(t *testing.T) {
 	fmt.Fprintf(&script, "export NO_COLOR=1 TERM=xterm-256color\nexec '%s' tui --screen tasks --refresh 2s\n", wkBinary(t))
 	s := startTmux(t, 100, 30, script.String())
 
-	chosen := tasks[2] // newest first: the third row
-	s.waitFor("NEXT / LEASE", queue.ShortID(tasks[4].ID))
+	all := []string{"NEXT / LEASE"}
+	for _, task := range tasks {
+		all = append(all, queue.ShortID(task.ID))
+	}
+	// The list is newest first, and tasks created in the same second
+	// may come in either order: choose whichever task the third row shows.
+	chosen := taskInRow(t, s.waitFor(all...), tasks, 2)
 	s.keys("j", "j")
 	s.waitFor("> " + queue.ShortID(chosen.ID))
 	arrived := []*queue.Task{submit(), submit(), submit()}
