@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -839,4 +840,57 @@ func TestListingForOtherTypesKeepsEntriesOfTypeAtLimit(t *testing.T) {
 	w.hold(ctx, nil, map[string]*shardPage{"2": {listed: at, types: both}}, wanted, 4)
 	require.Len(t, w.view.entries, 1)
 	require.Equal(t, newer.ID, w.view.entries[0].ID)
+}
+
+// Under a fleet-wide limit split over more workers than it has units, the
+// entries of its type fall only to the workers holding a share (the first
+// ids): one that fell to a worker with none would wait until another took
+// it as late. A per-key limit does so for keyed entries only.
+func TestEntriesFallToShareHolders(t *testing.T) {
+	t.Parallel()
+	ids := []string{"a", "b", "c", "d", "e"}
+	for _, tc := range []struct {
+		name    string
+		limits  map[string]int
+		key     string
+		holders []string
+	}{
+		{"no limit", nil, "", ids},
+		{"cap 2 of 5", map[string]int{"x": 2}, "", []string{"a", "b"}},
+		{"cap 7 of 5", map[string]int{"x": 7}, "", ids},
+		{"rate 3 a minute", map[string]int{rateKey("x"): 3}, "", []string{"a", "b", "c"}},
+		{"cap and rate", map[string]int{"x": 4, rateKey("x"): 1}, "", []string{"a"}},
+		{"per-key cap, unkeyed", map[string]int{keyCapKey("x"): 1}, "", ids},
+		{"per-key cap, keyed", map[string]int{keyCapKey("x"): 1}, "k", []string{"a"}},
+		{"per-key rate, keyed", map[string]int{keyRateKey("x"): 2}, "k", []string{"a", "b"}},
+		{"another type's cap", map[string]int{"y": 1}, "", ids},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			workers := make([]*Worker, len(ids))
+			for i, me := range ids {
+				w := &Worker{opts: Options{ID: me}}
+				w.caps.limits = tc.limits
+				for _, p := range ids {
+					if p != me {
+						w.peers.live = append(w.peers.live, peer{id: p, types: []string{"x", "y"}})
+					}
+				}
+				workers[i] = w
+			}
+			got := map[string]int{}
+			for i := range 500 {
+				e := queue.ReadyEntry{ID: uuid.NewSHA1(uuid.NameSpaceOID, []byte(fmt.Sprint(i))), Type: "x", Key: tc.key}
+				var owners []string
+				for j, w := range workers {
+					if w.owns(e) {
+						owners = append(owners, ids[j])
+					}
+				}
+				require.Len(t, owners, 1, "entry %d", i)
+				got[owners[0]]++
+			}
+			require.ElementsMatch(t, tc.holders, slices.Collect(maps.Keys(got)), "owners %v", got)
+		})
+	}
 }

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -19,7 +20,10 @@ import (
 // hash of (worker id, task id) among the live workers that serve its type
 // and poll its shard (rendezvous hashing), so every worker gets an even,
 // time-spread share of every shard and claims its share oldest first, and
-// a worker joining or leaving moves only its own share. The live workers
+// a worker joining or leaving moves only its own share. Under a fleet-wide
+// limit with fewer units than workers serving its type, only the workers
+// holding a share of it (see caps.go) take part in the split of its
+// entries. The live workers
 // come from the registry: one LIST of workers/ (its LastModified times are
 // the heartbeats) and, once per worker id, one GET of its entry for the
 // types it serves and the shards it polls (both fixed for the life of an
@@ -66,6 +70,12 @@ type peerSet struct {
 	readAt  time.Time       // machine clock; zero: never read
 	lostAt  time.Time       // when a claim of the own share was last lost
 	suspect bool            // two were lost within peersRetry
+	// unshared: by type (keyCapKey for keyed entries), the workers with no
+	// share of its limits (see unshared), as of the list read at
+	// unsharedAt and the limits unsharedFor.
+	unshared    map[string]map[string]bool
+	unsharedAt  time.Time
+	unsharedFor map[string]int
 }
 
 // lostOwn notes a lost claim of the worker's own share. One alone is a
@@ -137,9 +147,13 @@ func (w *Worker) refreshPeers(ctx context.Context) {
 // owns reports whether the entry falls to this worker: no live worker
 // that could claim it has a higher rendezvous weight for its task.
 func (w *Worker) owns(e queue.ReadyEntry) bool {
+	unshared := w.unshared(e)
+	if unshared[w.opts.ID] {
+		return false
+	}
 	mine := weight(w.opts.ID, e.ID)
 	for _, p := range w.peers.live {
-		if !p.serves(e) {
+		if !p.serves(e) || unshared[p.id] {
 			continue
 		}
 		if h := weight(p.id, e.ID); h > mine || (h == mine && p.id < w.opts.ID) {
@@ -147,6 +161,60 @@ func (w *Worker) owns(e queue.ReadyEntry) bool {
 		}
 	}
 	return true
+}
+
+// unshared returns the workers (this one too) that hold no share of a
+// fleet-wide limit on the entry: a cap or a rate of its type, and for an
+// entry with a key a per-key one too. Its entries fall to the others: one
+// that fell to such a worker would wait until another took it as late. The
+// shares are those of caps.go (the limit split over the live workers
+// serving the type, sorted by id, the remainder to the first) as this
+// worker's list of live workers gives them; the sets are kept until that
+// list or the limits change.
+func (w *Worker) unshared(e queue.ReadyEntry) map[string]bool {
+	p := &w.peers
+	w.mu.Lock()
+	limits := w.caps.limits
+	w.mu.Unlock()
+	if p.unshared == nil || !p.unsharedAt.Equal(p.readAt) || !maps.Equal(limits, p.unsharedFor) {
+		p.unshared, p.unsharedAt, p.unsharedFor = map[string]map[string]bool{}, p.readAt, limits
+	}
+	keys := []string{e.Type, rateKey(e.Type)}
+	memo := e.Type
+	if e.Key != "" {
+		keys = append(keys, keyCapKey(e.Type), keyRateKey(e.Type))
+		memo = keyCapKey(e.Type)
+	}
+	if out, ok := p.unshared[memo]; ok {
+		return out
+	}
+	var out map[string]bool
+	var ids []string
+	for _, k := range keys {
+		n, ok := limits[k]
+		if !ok || n <= 0 {
+			continue
+		}
+		if ids == nil {
+			ids = []string{w.opts.ID}
+			for _, q := range p.live {
+				if q.types == nil || slices.Contains(q.types, e.Type) {
+					ids = append(ids, q.id)
+				}
+			}
+			slices.Sort(ids)
+		}
+		for _, id := range ids {
+			if capShare(n, ids, id) == 0 {
+				if out == nil {
+					out = map[string]bool{}
+				}
+				out[id] = true
+			}
+		}
+	}
+	p.unshared[memo] = out
+	return out
 }
 
 // weight is the rendezvous weight of a task for a worker: FNV-1a of the

@@ -6,6 +6,7 @@ package worker
 import (
 	"bytes"
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -82,6 +83,9 @@ type heldView struct {
 	// peersAt: the list of live workers the entries were split by (its
 	// readAt, see peerSet).
 	peersAt time.Time
+	// limits: the fleet-wide limits the entries were split by (a worker
+	// with no share of one owns none of its type's entries, see unshared).
+	limits map[string]int
 	// passed: what this worker passed a page hold ago or more (see
 	// passedRanks); another worker's entry is late if it was ready when
 	// its rank was passed. Set at each poll.
@@ -431,9 +435,13 @@ func (w *Worker) hold(ctx context.Context, entries []queue.ReadyEntry, pages map
 		w.refreshPeers(ctx)
 	}
 	own := func(e queue.ReadyEntry) bool { return w.leaser != nil || w.owns(e) }
-	if !v.peersAt.Equal(w.peers.readAt) {
-		// Another list of workers: the kept entries are split again.
-		v.peersAt = w.peers.readAt
+	w.mu.Lock()
+	limits := w.caps.limits
+	w.mu.Unlock()
+	if !v.peersAt.Equal(w.peers.readAt) || !maps.Equal(v.limits, limits) {
+		// Another list of workers, or other limits: the kept entries are
+		// split again.
+		v.peersAt, v.limits = w.peers.readAt, limits
 		for i := range v.entries {
 			v.entries[i].own = own(v.entries[i].ReadyEntry)
 		}
