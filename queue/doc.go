@@ -1195,9 +1195,16 @@ shares that ride on the heartbeats.
     read: the one in the bucket, or one being written.
   - Target: N split evenly over the live workers serving the type (by the
     registry, a worker is live until its heartbeat is DeadAfter +
-    MaxClockSkew old), sorted by id, the remainder to the first ids. Every
-    heartbeat lists the registry (1 LIST; 1 GET per worker id not seen
-    before, for the types it serves) and publishes max(target, running).
+    MaxClockSkew old), sorted by id, the remainder to the first ids; a
+    worker that runs fewer of the type (its concurrency, or its own
+    --limit of it, both in its registry entry) gets that many, and what it
+    leaves is split over the others the same way, so the fleet runs up to
+    N when its workers can. Every heartbeat lists the registry (1 LIST; 1
+    GET per worker id not seen before, for the types it serves) and
+    publishes max(target, running). The workers split the type's ready
+    entries in proportion to these targets (weighted rendezvous hashing,
+    worker/peers.go), a worker with a target of 0 taking none, so no
+    entry waits on a worker that may not run it.
   - Shrinking: a smaller target lowers the usable share before the write,
     even below what the worker runs (every claim checks the usable share
     under the worker's lock, so no claim started after it counts against

@@ -55,6 +55,10 @@ type WorkerInfo struct {
 	// "Fleet-wide concurrency caps"). A worker holds nothing of a type
 	// not listed.
 	Holds map[string]int `json:"holds,omitempty"`
+	// Limits are the worker's own limits by type (worker.Options.Limits,
+	// qo worker --limit): with Concurrency, the most it runs of a type,
+	// which bounds its share of a fleet-wide cap.
+	Limits map[string]int `json:"limits,omitempty"`
 }
 
 // DefaultDeadAfter is the liveness bound of a worker that states none: a

@@ -24,7 +24,8 @@ import (
 //   - Every heartbeat of a worker serving a capped type lists the registry
 //     (one LIST; one GET per worker id it has not seen, for the types it
 //     serves) and computes its target: N split evenly over the live
-//     workers serving the type, sorted by id, the remainder to the first.
+//     workers serving the type, sorted by id, the remainder to the first,
+//     none above what it runs of the type (see capShare).
 //   - It publishes max(target, running) and claims up to its target: a
 //     smaller target lowers the usable share before the write, even below
 //     what it runs (never more usable, nor running, than any value others
@@ -55,25 +56,72 @@ type capState struct {
 type capPeer struct {
 	types     []string // nil: unknown, taken as every type
 	deadAfter time.Duration
+	bound     runBound
 }
 
 func (p capPeer) serves(typ string) bool {
 	return p.types == nil || slices.Contains(p.types, typ)
 }
 
+// runBound is the most a worker runs of each type: its concurrency, or its
+// own limit of the type when lower (from its registry entry).
+type runBound struct {
+	concurrency int // 0: unknown
+	limits      map[string]int
+}
+
+func boundOf(info *queue.WorkerInfo) runBound {
+	return runBound{concurrency: info.Concurrency, limits: maps.Clone(info.Limits)}
+}
+
+// most returns the most the worker runs of typ (false: no known bound).
+func (b runBound) most(typ string) (int, bool) {
+	n, limited := b.limits[typ]
+	switch {
+	case b.concurrency > 0 && (!limited || b.concurrency < n):
+		return b.concurrency, true
+	default:
+		return n, limited
+	}
+}
+
 // capShare is a worker's target share of a cap of n over the live workers
 // ids serving the type (sorted, me among them): n split evenly, the
-// remainder to the first ids. A worker not among them gets nothing.
-func capShare(n int, ids []string, me string) int {
-	i := slices.Index(ids, me)
-	if i < 0 || n <= 0 {
+// remainder to the first ids; a worker that runs at most most[id] of the
+// type (see runBound; absent: no bound) gets no more than that, and what
+// it leaves is split over the others the same way, so the fleet runs up to
+// the cap when its workers can. A worker not among them gets nothing.
+func capShare(n int, ids []string, me string, most map[string]int) int {
+	if n <= 0 || !slices.Contains(ids, me) {
 		return 0
 	}
-	share := n / len(ids)
-	if i < n%len(ids) {
-		share++
+	open := ids
+	for {
+		even, rem := n/len(open), n%len(open)
+		next := make([]string, 0, len(open))
+		share := 0
+		for i, id := range open {
+			want := even
+			if i < rem {
+				want++
+			}
+			if m, ok := most[id]; ok && m < want {
+				if id == me {
+					return max(m, 0)
+				}
+				n -= max(m, 0)
+				continue
+			}
+			if id == me {
+				share = want
+			}
+			next = append(next, id)
+		}
+		if len(next) == len(open) {
+			return share
+		}
+		open = next
 	}
-	return share
 }
 
 // setCaps takes the caps of control.json (dispatch loop); a change asks
@@ -220,6 +268,22 @@ func (w *Worker) capTargets(ctx context.Context, limits map[string]int) (map[str
 	}
 	now := w.clock.Now()
 	serving := map[string][]string{}
+	most := map[string]map[string]int{} // by cap, of the workers with a bound
+	bound := func(t, id string, b runBound) {
+		if t != limitType(t) {
+			return // a rate or a per-key limit: no bound
+		}
+		if m, ok := b.most(t); ok {
+			if most[t] == nil {
+				most[t] = map[string]int{}
+			}
+			most[t][id] = m
+		}
+	}
+	me := runBound{concurrency: w.opts.Concurrency, limits: w.opts.Limits}
+	for t := range limits {
+		bound(t, w.opts.ID, me)
+	}
 	for id, beat := range beats {
 		if id == w.opts.ID {
 			continue
@@ -237,6 +301,7 @@ func (w *Worker) capTargets(ctx context.Context, limits map[string]int) (map[str
 		for t := range limits {
 			if p.serves(limitType(t)) {
 				serving[t] = append(serving[t], id)
+				bound(t, id, p.bound)
 			}
 		}
 	}
@@ -244,7 +309,7 @@ func (w *Worker) capTargets(ctx context.Context, limits map[string]int) (map[str
 	for t, n := range limits {
 		ids := append(serving[t], w.opts.ID)
 		slices.Sort(ids)
-		out[t] = capShare(n, ids, w.opts.ID)
+		out[t] = capShare(n, ids, w.opts.ID, most[t])
 	}
 	return out, nil
 }
@@ -263,7 +328,7 @@ func (w *Worker) capPeer(ctx context.Context, id string) (capPeer, error) {
 	case err != nil:
 		return capPeer{}, err
 	}
-	p := capPeer{types: slices.Clone(info.Types), deadAfter: info.DeadAfter()}
+	p := capPeer{types: slices.Clone(info.Types), deadAfter: info.DeadAfter(), bound: boundOf(info)}
 	if p.types == nil {
 		p.types = []string{}
 	}

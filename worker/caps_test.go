@@ -26,25 +26,33 @@ func TestCapShare(t *testing.T) {
 		name string
 		n    int
 		ids  []string
+		most map[string]int
 		want map[string]int
 	}{
-		{"alone", 5, []string{"a"}, map[string]int{"a": 5}},
-		{"a joins", 5, []string{"a", "b"}, map[string]int{"a": 3, "b": 2}},
-		{"an earlier id joins", 5, []string{"0", "a", "b"}, map[string]int{"0": 2, "a": 2, "b": 1}},
-		{"four workers", 5, []string{"a", "b", "c", "d"}, map[string]int{"a": 2, "b": 1, "c": 1, "d": 1}},
-		{"b killed (found dead)", 5, []string{"a", "c", "d"}, map[string]int{"a": 2, "c": 2, "d": 1}},
-		{"more workers than the cap", 2, []string{"a", "b", "c"}, map[string]int{"a": 1, "b": 1, "c": 0}},
-		{"not among the live", 5, []string{"a"}, map[string]int{"z": 0}},
+		{"alone", 5, []string{"a"}, nil, map[string]int{"a": 5}},
+		{"a joins", 5, []string{"a", "b"}, nil, map[string]int{"a": 3, "b": 2}},
+		{"an earlier id joins", 5, []string{"0", "a", "b"}, nil, map[string]int{"0": 2, "a": 2, "b": 1}},
+		{"four workers", 5, []string{"a", "b", "c", "d"}, nil, map[string]int{"a": 2, "b": 1, "c": 1, "d": 1}},
+		{"b killed (found dead)", 5, []string{"a", "c", "d"}, nil, map[string]int{"a": 2, "c": 2, "d": 1}},
+		{"more workers than the cap", 2, []string{"a", "b", "c"}, nil, map[string]int{"a": 1, "b": 1, "c": 0}},
+		{"not among the live", 5, []string{"a"}, nil, map[string]int{"z": 0}},
+		// A worker that runs fewer (its concurrency or its own limit)
+		// gets that, and the rest goes to the others.
+		{"one runs at most 1", 5, []string{"a", "b", "c"}, map[string]int{"a": 1}, map[string]int{"a": 1, "b": 2, "c": 2}},
+		{"two bounded, in turn", 9, []string{"a", "b", "c", "d"}, map[string]int{"b": 1, "c": 2}, map[string]int{"a": 3, "b": 1, "c": 2, "d": 3}},
+		{"a bound above the share", 4, []string{"a", "b"}, map[string]int{"a": 8}, map[string]int{"a": 2, "b": 2}},
+		{"all bounded below the cap", 10, []string{"a", "b"}, map[string]int{"a": 2, "b": 3}, map[string]int{"a": 2, "b": 3}},
+		{"a bound of 0", 3, []string{"a", "b", "c"}, map[string]int{"b": 0}, map[string]int{"a": 2, "b": 0, "c": 1}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			sum := 0
 			for id, want := range c.want {
-				got := capShare(c.n, c.ids, id)
+				got := capShare(c.n, c.ids, id, c.most)
 				require.Equal(t, want, got, "share of %s", id)
 				sum += got
 			}
-			if _, ok := c.want[c.ids[0]]; ok && len(c.want) == len(c.ids) {
+			if _, ok := c.want[c.ids[0]]; ok && len(c.want) == len(c.ids) && c.name != "all bounded below the cap" {
 				require.Equal(t, c.n, sum, "the shares of one live set sum to the cap")
 			}
 		})
@@ -189,7 +197,7 @@ func TestCapTargetsFollowTheLiveSet(t *testing.T) {
 	require.NoError(t, err)
 	q, err := queue.Open(ctx, s, queue.Options{Logger: testLogger(t), Clock: clock})
 	require.NoError(t, err)
-	w := New(q, Options{ID: "b", Clock: clock, NoMonitor: true, Logger: testLogger(t)})
+	w := New(q, Options{ID: "b", Concurrency: 8, Clock: clock, NoMonitor: true, Logger: testLogger(t)})
 	beat := func(id string, types ...string) {
 		require.NoError(t, q.PutWorker(ctx, &queue.WorkerInfo{ID: id, Types: types}))
 	}
@@ -237,7 +245,7 @@ func TestCapHandOver(t *testing.T) {
 	ctl, err := q.SetLimit(ctx, "t", 4)
 	require.NoError(t, err)
 	newW := func(id string) *Worker {
-		w := New(q, Options{ID: id, Clock: clock, NoMonitor: true, Logger: testLogger(t)})
+		w := New(q, Options{ID: id, Concurrency: 8, Clock: clock, NoMonitor: true, Logger: testLogger(t)})
 		w.Handle("t", func(context.Context, *queue.Task) (json.RawMessage, error) { return nil, nil })
 		require.NoError(t, w.Validate())
 		w.setCaps(ctl)
@@ -290,4 +298,28 @@ func TestCapHandOver(t *testing.T) {
 	clock.Advance(time.Second)
 	require.NoError(t, b.Heartbeat(ctx))
 	require.Equal(t, 4, usable(b), "a is dead: b holds the whole cap")
+}
+
+// A peer whose registry entry says it runs fewer of a type (its own limit,
+// or its concurrency) is given no more of the type's cap than that, and
+// the rest goes to the others: the fleet runs up to the cap. Rates are
+// not bounded so.
+func TestCapTargetsLeaveNothingUnused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := newFakeClock()
+	s := memstore.New(memstore.WithClock(clock))
+	_, err := queue.Init(ctx, s, 1)
+	require.NoError(t, err)
+	q, err := queue.Open(ctx, s, queue.Options{Logger: testLogger(t), Clock: clock})
+	require.NoError(t, err)
+	w := New(q, Options{ID: "b", Concurrency: 8, Clock: clock, NoMonitor: true, Logger: testLogger(t)})
+	require.NoError(t, q.PutWorker(ctx, &queue.WorkerInfo{ID: "a", Types: []string{"t"}, Concurrency: 8, Limits: map[string]int{"t": 1}}))
+	require.NoError(t, q.PutWorker(ctx, &queue.WorkerInfo{ID: "c", Types: []string{"t"}, Concurrency: 2}))
+	got, err := w.capTargets(ctx, map[string]int{"t": 6, rateKey("t"): 6})
+	require.NoError(t, err)
+	// a runs at most 1 and c at most 2 of t: b takes the other 3 (an even
+	// split would give each 2, and a's second would go unused).
+	require.Equal(t, 3, got["t"])
+	require.Equal(t, 2, got[rateKey("t")], "a rate is split evenly")
 }

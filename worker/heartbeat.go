@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"sort"
 	"time"
@@ -67,6 +68,7 @@ func (w *Worker) info() *queue.WorkerInfo {
 		DeadAfterSeconds: int(w.opts.DeadAfter.Round(time.Second) / time.Second),
 		Progress:         progress,
 		Holds:            w.heldShares(),
+		Limits:           maps.Clone(w.opts.Limits),
 	}
 }
 

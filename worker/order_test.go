@@ -894,3 +894,45 @@ func TestEntriesFallToShareHolders(t *testing.T) {
 		})
 	}
 }
+
+// Under a fleet-wide cap, the entries of its type are split in proportion
+// to the workers' shares of it: a worker whose own limit holds it to 1 of
+// a cap of 5 takes a fifth, not a third, and no worker waits on a share it
+// cannot run.
+func TestSplitFollowsCapShares(t *testing.T) {
+	t.Parallel()
+	type spec struct {
+		id    string
+		conc  int
+		limit map[string]int
+	}
+	fleet := []spec{{"a", 16, nil}, {"b", 8, map[string]int{"x": 1}}, {"c", 4, nil}}
+	workers := make([]*Worker, len(fleet))
+	for i, me := range fleet {
+		w := &Worker{opts: Options{ID: me.id, Concurrency: me.conc, Limits: me.limit}}
+		w.caps.limits = map[string]int{"x": 5}
+		for _, p := range fleet {
+			if p.id != me.id {
+				w.peers.live = append(w.peers.live, peer{id: p.id, types: []string{"x"}, bound: runBound{concurrency: p.conc, limits: p.limit}})
+			}
+		}
+		workers[i] = w
+	}
+	const n = 6000
+	got := map[string]int{}
+	for i := range n {
+		e := queue.ReadyEntry{ID: uuid.NewSHA1(uuid.NameSpaceOID, []byte(fmt.Sprint(i))), Type: "x"}
+		var owners []string
+		for j, w := range workers {
+			if w.owns(e) {
+				owners = append(owners, fleet[j].id)
+			}
+		}
+		require.Len(t, owners, 1, "entry %d", i)
+		got[owners[0]]++
+	}
+	// Shares of the cap: a 2, b 1 (its limit), c 2.
+	for id, share := range map[string]int{"a": 2, "b": 1, "c": 2} {
+		require.InDelta(t, n*share/5, got[id], n/25, "%s's part of %d entries: %v", id, n, got)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -55,6 +56,7 @@ type peer struct {
 	types     []string // nil: unknown, taken as every type
 	shards    []string // nil: every shard
 	deadAfter time.Duration
+	bound     runBound
 }
 
 func (p peer) serves(e queue.ReadyEntry) bool {
@@ -70,12 +72,12 @@ type peerSet struct {
 	readAt  time.Time       // machine clock; zero: never read
 	lostAt  time.Time       // when a claim of the own share was last lost
 	suspect bool            // two were lost within peersRetry
-	// unshared: by type (keyCapKey for keyed entries), the workers with no
-	// share of its limits (see unshared), as of the list read at
-	// unsharedAt and the limits unsharedFor.
-	unshared    map[string]map[string]bool
-	unsharedAt  time.Time
-	unsharedFor map[string]int
+	// shares: by type (keyCapKey for keyed entries), the workers' weights
+	// in the split of its entries (see splitWeights), as of the list read
+	// at sharesAt and the limits sharesFor.
+	shares    map[string]map[string]int
+	sharesAt  time.Time
+	sharesFor map[string]int
 }
 
 // lostOwn notes a lost claim of the worker's own share. One alone is a
@@ -123,7 +125,7 @@ func (w *Worker) refreshPeers(ctx context.Context) {
 				// Serves everything, as far as we know; read again next time.
 				pr = peer{id: id, deadAfter: queue.DefaultDeadAfter}
 			default:
-				pr = peer{id: id, types: slices.Clone(info.Types), deadAfter: info.DeadAfter()}
+				pr = peer{id: id, types: slices.Clone(info.Types), deadAfter: info.DeadAfter(), bound: boundOf(info)}
 				if pr.types == nil {
 					pr.types = []string{}
 				}
@@ -147,37 +149,44 @@ func (w *Worker) refreshPeers(ctx context.Context) {
 // owns reports whether the entry falls to this worker: no live worker
 // that could claim it has a higher rendezvous weight for its task.
 func (w *Worker) owns(e queue.ReadyEntry) bool {
-	unshared := w.unshared(e)
-	if unshared[w.opts.ID] {
+	weights := w.splitWeights(e)
+	wt := func(id string) int {
+		if n, ok := weights[id]; ok {
+			return n
+		}
+		return 1
+	}
+	if wt(w.opts.ID) == 0 {
 		return false
 	}
-	mine := weight(w.opts.ID, e.ID)
+	mine := score(weight(w.opts.ID, e.ID), wt(w.opts.ID))
 	for _, p := range w.peers.live {
-		if !p.serves(e) || unshared[p.id] {
+		if !p.serves(e) || wt(p.id) == 0 {
 			continue
 		}
-		if h := weight(p.id, e.ID); h > mine || (h == mine && p.id < w.opts.ID) {
+		if h := score(weight(p.id, e.ID), wt(p.id)); h.beats(mine) || (h == mine && p.id < w.opts.ID) {
 			return false
 		}
 	}
 	return true
 }
 
-// unshared returns the workers (this one too) that hold no share of a
-// fleet-wide limit on the entry: a cap or a rate of its type, and for an
-// entry with a key a per-key one too. Its entries fall to the others: one
-// that fell to such a worker would wait until another took it as late. The
-// shares are those of caps.go (the limit split over the live workers
-// serving the type, sorted by id, the remainder to the first) as this
-// worker's list of live workers gives them; the sets are kept until that
+// splitWeights returns the weights of the workers (this one too) in the
+// split of the entry's type, those other than 1: under a fleet-wide cap
+// of the type, a worker's share of it (see capShare), so each takes a
+// part of the entries in proportion to what it may run; and 0 for a
+// worker with no share of a limit on the entry (a cap or a rate of its
+// type, and for an entry with a key a per-key one too), whose entries
+// would wait until another worker took them as late. The shares are
+// worked out from this worker's list of live workers, and kept until that
 // list or the limits change.
-func (w *Worker) unshared(e queue.ReadyEntry) map[string]bool {
+func (w *Worker) splitWeights(e queue.ReadyEntry) map[string]int {
 	p := &w.peers
 	w.mu.Lock()
 	limits := w.caps.limits
 	w.mu.Unlock()
-	if p.unshared == nil || !p.unsharedAt.Equal(p.readAt) || !maps.Equal(limits, p.unsharedFor) {
-		p.unshared, p.unsharedAt, p.unsharedFor = map[string]map[string]bool{}, p.readAt, limits
+	if p.shares == nil || !p.sharesAt.Equal(p.readAt) || !maps.Equal(limits, p.sharesFor) {
+		p.shares, p.sharesAt, p.sharesFor = map[string]map[string]int{}, p.readAt, limits
 	}
 	keys := []string{e.Type, rateKey(e.Type)}
 	memo := e.Type
@@ -185,36 +194,69 @@ func (w *Worker) unshared(e queue.ReadyEntry) map[string]bool {
 		keys = append(keys, keyCapKey(e.Type), keyRateKey(e.Type))
 		memo = keyCapKey(e.Type)
 	}
-	if out, ok := p.unshared[memo]; ok {
+	if out, ok := p.shares[memo]; ok {
 		return out
 	}
-	var out map[string]bool
+	var out map[string]int
 	var ids []string
+	var most map[string]int
 	for _, k := range keys {
 		n, ok := limits[k]
 		if !ok || n <= 0 {
 			continue
 		}
 		if ids == nil {
-			ids = []string{w.opts.ID}
+			ids, most = []string{w.opts.ID}, map[string]int{}
+			bound := func(id string, b runBound) {
+				if m, ok := b.most(e.Type); ok {
+					most[id] = m
+				}
+			}
+			bound(w.opts.ID, runBound{concurrency: w.opts.Concurrency, limits: w.opts.Limits})
 			for _, q := range p.live {
 				if q.types == nil || slices.Contains(q.types, e.Type) {
 					ids = append(ids, q.id)
+					bound(q.id, q.bound)
 				}
 			}
 			slices.Sort(ids)
 		}
+		if out == nil {
+			out = map[string]int{}
+		}
 		for _, id := range ids {
-			if capShare(n, ids, id) == 0 {
-				if out == nil {
-					out = map[string]bool{}
-				}
-				out[id] = true
+			bounded := most
+			if k != e.Type {
+				bounded = nil // a rate or a per-key limit: no bound
+			}
+			switch share := capShare(n, ids, id, bounded); {
+			case share == 0:
+				out[id] = 0
+			case k == e.Type: // the first of keys
+				out[id] = share
 			}
 		}
 	}
-	p.unshared[memo] = out
+	p.shares[memo] = out
 	return out
+}
+
+// rendezvousScore orders the workers a task may fall to: weighted
+// rendezvous hashing, the score -n/ln(u) of a hash u in (0, 1) and a
+// weight n, so a worker of weight n takes n parts of the tasks; the hash
+// itself breaks ties (and with equal weights orders alone).
+type rendezvousScore struct {
+	s float64
+	h uint64
+}
+
+func score(h uint64, n int) rendezvousScore {
+	u := (float64(h>>11) + 0.5) / (1 << 53)
+	return rendezvousScore{s: -float64(n) / math.Log(u), h: h}
+}
+
+func (a rendezvousScore) beats(b rendezvousScore) bool {
+	return a.s > b.s || a.s == b.s && a.h > b.h
 }
 
 // weight is the rendezvous weight of a task for a worker: FNV-1a of the

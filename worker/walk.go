@@ -84,7 +84,8 @@ type heldView struct {
 	// readAt, see peerSet).
 	peersAt time.Time
 	// limits: the fleet-wide limits the entries were split by (a worker
-	// with no share of one owns none of its type's entries, see unshared).
+	// with no share of one owns none of its type's entries, see
+	// splitWeights).
 	limits map[string]int
 	// passed: what this worker passed a page hold ago or more (see
 	// passedRanks); another worker's entry is late if it was ready when
