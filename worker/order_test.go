@@ -826,9 +826,9 @@ func TestListingForOtherTypesKeepsEntriesOfTypeAtLimit(t *testing.T) {
 	both := []string{"a", "b"}
 	w.hold(ctx, []queue.ReadyEntry{older, newer}, map[string]*shardPage{
 		"2": {listed: at, types: both}, "5": {listed: at, types: both},
-	}, wanted, 4)
+	}, wanted, both, 4)
 	// a is at its limit: shard 2 is listed again for b only, and holds no b.
-	w.hold(ctx, nil, map[string]*shardPage{"2": {listed: at, types: []string{"b"}, partial: true}}, wanted, 4)
+	w.hold(ctx, nil, map[string]*shardPage{"2": {listed: at, types: []string{"b"}, partial: true}}, wanted, []string{"b"}, 4)
 
 	var held []uuid.UUID
 	for _, h := range w.view.entries {
@@ -837,7 +837,7 @@ func TestListingForOtherTypesKeepsEntriesOfTypeAtLimit(t *testing.T) {
 	require.Equal(t, []uuid.UUID{older.ID, newer.ID}, held, "the a entries of both shards, oldest first")
 
 	// Listed again for a, shard 2's page says what it holds of a now.
-	w.hold(ctx, nil, map[string]*shardPage{"2": {listed: at, types: both}}, wanted, 4)
+	w.hold(ctx, nil, map[string]*shardPage{"2": {listed: at, types: both}}, wanted, both, 4)
 	require.Len(t, w.view.entries, 1)
 	require.Equal(t, newer.ID, w.view.entries[0].ID)
 }
@@ -935,4 +935,84 @@ func TestSplitFollowsCapShares(t *testing.T) {
 	for id, share := range map[string]int{"a": 2, "b": 1, "c": 2} {
 		require.InDelta(t, n*share/5, got[id], n/25, "%s's part of %d entries: %v", id, n, got)
 	}
+}
+
+// The walker's rules found by the fleet simulation (seed 163: a worker of
+// types a and b, a at its cap share, a low-priority b entry of a saturated
+// peer's share behind a deep a backlog waited 56-87 s behind newer ones).
+func TestWalkReachesEntriesBehindOthers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	bd := setup(t, storetest.Backends()[0], setupOpts{fake: true})
+	o := bd.opts(t)
+	o.Shards = []string{"2", "5"}
+	at := bd.fake.Now()
+	wanted := []string{"2", "5"}
+	newWorker := func(t *testing.T) *Worker {
+		w := New(bd.q, o)
+		w.Handle("a", blockHandler)
+		w.Handle("b", blockHandler)
+		w.peers.live = []peer{{id: "peer", types: []string{"a", "b"}}}
+		w.peers.readAt = at
+		return w
+	}
+	// entry returns a ready entry of typ in shard ranked ms after at,
+	// falling to this worker (own) or to its peer.
+	entry := func(w *Worker, shard, typ string, ms int, own bool) queue.ReadyEntry {
+		for {
+			e := queue.ReadyEntry{Shard: shard, Type: typ, Priority: queue.PriorityNormal, Rank: at.Add(time.Duration(ms) * time.Millisecond), ID: uuid.Must(uuid.NewV7())}
+			if w.owns(e) == own {
+				return e
+			}
+		}
+	}
+
+	t.Run("a page of others' entries with a cut is listed on", func(t *testing.T) {
+		t.Parallel()
+		w := newWorker(t)
+		theirs := entry(w, "2", "b", 1, false)
+		w.hold(ctx, []queue.ReadyEntry{theirs}, map[string]*shardPage{
+			"2": {listed: at, types: []string{"b"}, partial: true, cut: theirs.Rank, next: "ready/2/next"},
+			"5": {listed: at, types: []string{"b"}, partial: true},
+		}, wanted, []string{"b"}, 4)
+		// Not late yet, not claimed from: the worker's own entries of the
+		// shard may lie past the cut.
+		due, onward, urgent := w.view.due(wanted, []string{"b"}, time.Now(), o.PageHold, false)
+		require.True(t, urgent)
+		require.Equal(t, []string{"2"}, due)
+		require.True(t, onward["2"], "listed on past the cut, not from the top again")
+	})
+
+	t.Run("own entries of a type at its limit do not hide the others' passed", func(t *testing.T) {
+		t.Parallel()
+		w := newWorker(t)
+		var es []queue.ReadyEntry
+		for i := range 3 {
+			es = append(es, entry(w, "2", "a", i, true))     // its own, a at its limit
+			es = append(es, entry(w, "5", "b", 10+i, false)) // its peer's
+		}
+		w.hold(ctx, es, map[string]*shardPage{
+			"2": {listed: at, types: []string{"a", "b"}}, "5": {listed: at, types: []string{"a", "b"}},
+		}, wanted, []string{"b"}, 2)
+		require.NotEmpty(t, w.passed.recent, "more of the peer's b entries than free slots, none of its own b: passed")
+	})
+
+	t.Run("a listing stopped in a run of other keys keeps what lies past it", func(t *testing.T) {
+		t.Parallel()
+		w := newWorker(t)
+		deep := entry(w, "2", "b", 50, true)
+		w.hold(ctx, []queue.ReadyEntry{deep}, map[string]*shardPage{
+			"2": {listed: at, types: []string{"b"}}, "5": {listed: at, types: []string{"b"}},
+		}, wanted, []string{"b"}, 4)
+		// Listed again from the top: a run of a keys, and the listing
+		// stops inside it, before the b entry's rank.
+		id := uuid.Must(uuid.NewV7())
+		for queue.ShardOf(id, 1) != "2" {
+			id = uuid.Must(uuid.NewV7())
+		}
+		stop := queue.ReadyKey(&queue.Task{ID: id, Type: "a", Shard: "2", Priority: queue.PriorityNormal, AvailableAt: at.Add(20 * time.Millisecond)})
+		w.hold(ctx, nil, map[string]*shardPage{"2": {listed: at, types: []string{"b"}, partial: true, resume: stop}}, wanted, []string{"b"}, 4)
+		require.Len(t, w.view.entries, 1, "the b entry past the stop stays in the view")
+		require.Equal(t, deep.ID, w.view.entries[0].ID)
+	})
 }

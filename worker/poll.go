@@ -300,7 +300,7 @@ func (w *Worker) indexStep(ctx context.Context, shards, types []string, free int
 		}
 		walked, listed = true, len(entries)
 		entries = w.tried.drop(entries, began)
-		w.hold(ctx, w.dropPaused(ctx, entries), pages, wanted, free)
+		w.hold(ctx, w.dropPaused(ctx, entries), pages, wanted, types, free)
 		w.log.Debug("walked the ready index", "due", len(due), "listed_shards", len(pages), "entries", listed,
 			"held", len(v.entries), "horizon", v.horizon, "blind", v.blind, "help", v.help, "free", free)
 	}

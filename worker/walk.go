@@ -168,13 +168,13 @@ func (v *heldView) bound(wanted []string) {
 // lists them. First those never listed; then, by when they came due, a
 // page listed for fewer types than the worker claims now, and a page with
 // a cut that holds nothing more for it of the types it claims now (none
-// of its own entries, none late) and that it claimed from or that holds
-// entries of a type it does not claim now (at its limit) while listed
-// for it (the shard's next entries wait for it), both due since they
-// were listed (the second listed on after its cut, in onward, when the
-// keys before the cut include some it would pass again: entries of a
-// type it does not claim now, or keys of types the page was not listed
-// for); a page older than hold, due since
+// of its own entries, none late) and that it claimed from or that still
+// holds entries it does not claim (others' not late yet, or of a type at
+// its limit: the shard's next entries, its own among them, wait behind
+// them), both due since they were listed (the second listed on after its
+// cut, in onward, when the keys before the cut include some it would pass
+// again: entries it does not claim now, or keys of types the page was not
+// listed for); a page older than hold, due since
 // it turned that old; and a page that stopped in a run of keys the worker
 // cannot claim, due since it was listed. With spent (nothing in the view
 // left to claim) and none of these due, every shard is: those with a cut
@@ -217,9 +217,9 @@ func (v *heldView) due(wanted, types []string, now time.Time, hold time.Duration
 			// be the oldest, and that type's new entries there never
 			// seen.
 			ds, urgent = append(ds, dueAt{s, p.staleSince(types)}), true
-		case !p.cut.IsZero() && !left[s] && (p.claimed || off[s] && !subset(p.types, types)):
+		case !p.cut.IsZero() && !left[s] && (p.claimed || held[s]):
 			ds, urgent = append(ds, dueAt{s, p.listed}), true
-			if p.next != "" && (off[s] || p.partial) {
+			if p.next != "" && (held[s] || p.partial) {
 				// What it holds waits for a slot of its type: list on
 				// past the cut for the types the worker claims now.
 				if onward == nil {
@@ -404,7 +404,7 @@ func readyShard(key string) string {
 // one to help with; with more entries than free slots, its entries count
 // as passed (see passedRanks): the worker had room for them and left them
 // to their workers.
-func (w *Worker) hold(ctx context.Context, entries []queue.ReadyEntry, pages map[string]*shardPage, wanted []string, free int) {
+func (w *Worker) hold(ctx context.Context, entries []queue.ReadyEntry, pages map[string]*shardPage, wanted, types []string, free int) {
 	v := &w.view
 	if v.pages == nil {
 		v.pages = map[string]*shardPage{}
@@ -428,8 +428,23 @@ func (w *Worker) hold(ctx context.Context, entries []queue.ReadyEntry, pages map
 	// a type at its limit would know only the shards listed in the
 	// moments a slot of it was free, and take newer entries there before
 	// older ones elsewhere (late ones of other workers' shares too).
+	// So too those ranked after the key a listing stopped at inside a run
+	// of keys the worker could not claim (its resume): the listing did not
+	// reach them, and dropped, one the worker knew would wait until a walk
+	// pages on past that run, while newer ones elsewhere start.
+	stops := map[string]queue.ReadyEntry{}
+	for s, p := range pages {
+		if p.resume != "" {
+			if last, err := queue.ParseReadyKey(p.resume); err == nil {
+				stops[s] = last
+			}
+		}
+	}
 	v.entries = slices.DeleteFunc(v.entries, func(h heldEntry) bool {
 		p, relisted := pages[h.Shard]
+		if stop, ok := stops[h.Shard]; ok && compareReady(h.ReadyEntry, stop) > 0 {
+			relisted = false
+		}
 		return h.done || relisted && !p.onward && slices.Contains(p.types, h.Type) || v.pages[h.Shard] == nil
 	})
 	if w.leaser == nil && len(v.entries)+len(entries) > free && w.peers.due(time.Now()) {
@@ -460,13 +475,13 @@ func (w *Worker) hold(ctx context.Context, entries []queue.ReadyEntry, pages map
 	v.entries = append(merged, v.entries[i:]...)
 	v.bound(wanted)
 	// What counts is what may be claimed before the next walk (up to the
-	// horizon): own entries ranked after it do not make the others' before
-	// it less passed.
+	// horizon, of the types it claims now): own entries ranked after it,
+	// or of a type at its limit, do not make the others' less passed.
 	mine, within := false, 0
 	for i := range v.entries {
-		if v.within(&v.entries[i]) {
+		if h := &v.entries[i]; v.within(h) && slices.Contains(types, h.Type) {
 			within++
-			mine = mine || v.entries[i].own
+			mine = mine || h.own
 		}
 	}
 	// Help only with a few entries (no more than the free slots): with
@@ -475,7 +490,7 @@ func (w *Worker) hold(ctx context.Context, entries []queue.ReadyEntry, pages map
 	v.help = !mine && within <= free
 	if !mine && !v.help {
 		for i := len(v.entries) - 1; i >= 0; i-- {
-			if v.within(&v.entries[i]) {
+			if h := &v.entries[i]; v.within(h) && slices.Contains(types, h.Type) {
 				w.passed.note(w.clock.Now(), v.entries[i].Rank, w.opts.PageHold)
 				break
 			}
