@@ -172,6 +172,62 @@ func (k *triedKeys) drop(entries []queue.ReadyEntry, began time.Time) []queue.Re
 	})
 }
 
+// skippedKeys are the ready entries whose task object was malformed when
+// a claim read it: the worker leaves them alone for malformedRetry and
+// warns once, rather than reading the object at every walk that lists
+// the entry (a GET and a warning per poll, for ever). Bounded: past
+// maxSkipped keys, the earliest to be retried goes.
+type skippedKeys struct {
+	mu sync.Mutex
+	m  map[string]time.Time // ready key -> when to try it again
+}
+
+const (
+	// malformedRetry is how long a malformed task's entry is left alone.
+	malformedRetry = 10 * time.Minute
+	maxSkipped     = 10_000
+)
+
+// skip leaves key alone until until; it reports whether the key was not
+// skipped already (the caller warns then).
+func (k *skippedKeys) skip(key string, until time.Time) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.m == nil {
+		k.m = map[string]time.Time{}
+	}
+	_, known := k.m[key]
+	if !known && len(k.m) >= maxSkipped {
+		var first string
+		for key, at := range k.m {
+			if first == "" || at.Before(k.m[first]) {
+				first = key
+			}
+		}
+		delete(k.m, first)
+	}
+	k.m[key] = until
+	return !known
+}
+
+// drop removes the skipped entries from what a walk found at now, and
+// forgets those due to be tried again (they are kept in what it found).
+func (k *skippedKeys) drop(entries []queue.ReadyEntry, now time.Time) []queue.ReadyEntry {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if len(k.m) == 0 {
+		return entries
+	}
+	return slices.DeleteFunc(entries, func(e queue.ReadyEntry) bool {
+		until, ok := k.m[e.Key]
+		if ok && !now.Before(until) {
+			delete(k.m, e.Key)
+			return false
+		}
+		return ok
+	})
+}
+
 // claimEntries claims entries in order, as many at once as slots are free,
 // until free tasks were claimed or a claim was lost to another claimer
 // (every further try would likely cost a GET for nothing). It returns how
@@ -311,6 +367,12 @@ func (w *Worker) claimOne(ctx context.Context, e queue.ReadyEntry) claimOutcome 
 		}
 		w.log.Debug("ready entry not claimable", "task_id", e.ID, "reason", err)
 		return claimLost
+	case errors.As(err, new(*queue.MalformedError)):
+		if w.malformed.skip(e.Key, w.clock.Now().Add(malformedRetry)) {
+			w.log.Warn("skipping a ready task whose object is malformed; its entry is left alone for a while and tried again (fix or delete the object: qo repair lists malformed objects)",
+				"task_id", e.ID, "retry_in", malformedRetry, "err", err)
+		}
+		return claimFailed
 	default:
 		w.log.Warn("claim failed", "task_id", e.ID, "key", e.Key, "err", err)
 		if u := (*queue.UnknownClaimError)(nil); errors.As(err, &u) {

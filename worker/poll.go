@@ -299,7 +299,7 @@ func (w *Worker) indexStep(ctx context.Context, shards, types []string, free int
 			return pollResult{err: err}
 		}
 		walked, listed = true, len(entries)
-		entries = w.tried.drop(entries, began)
+		entries = w.malformed.drop(w.tried.drop(entries, began), w.clock.Now())
 		w.hold(ctx, w.dropPaused(ctx, entries), pages, wanted, types, free)
 		w.log.Debug("walked the ready index", "due", len(due), "listed_shards", len(pages), "entries", listed,
 			"held", len(v.entries), "horizon", v.horizon, "blind", v.blind, "help", v.help, "free", free)

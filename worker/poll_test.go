@@ -657,3 +657,31 @@ func TestPageDueSinceTypeLastListed(t *testing.T) {
 	require.True(t, urgent)
 	require.Equal(t, []string{"1", "2"}, due, "the shard whose a entries are the oldest news first")
 }
+
+// A ready task whose object is malformed is read once, warned about once,
+// and left alone for malformedRetry: not a GET and a warning at every poll
+// for ever. After that it is tried again (someone may have fixed it).
+func TestMalformedTaskReadOnceAWhile(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	bd := setup(t, storetest.Backends()[0], setupOpts{fake: true})
+	w := New(bd.q, bd.opts(t))
+	w.Handle("job", echoHandler)
+	prepared(t, w)
+	task := bd.submit(t, "job", `{}`)
+	_, err := bd.s.Put(ctx, bd.q.TaskKey(task.ID), []byte(`{"format":1, "id": `), store.Condition{})
+	require.NoError(t, err)
+
+	gets := func(polls int) int64 {
+		before := counts(bd.s)
+		for range polls {
+			require.NoError(t, w.pollSettled(ctx, 4).err)
+		}
+		return counts(bd.s).Sub(before).Total(store.OpGet)
+	}
+	// The first polls read control.json, then the task: malformed.
+	require.Equal(t, int64(2), gets(2))
+	require.Zero(t, gets(5), "the malformed task is not read again at every poll")
+	bd.fake.Advance(malformedRetry)
+	require.Equal(t, int64(1), gets(5), "read once more after malformedRetry")
+}

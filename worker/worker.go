@@ -62,9 +62,10 @@ type Worker struct {
 	// keyBuckets are the token buckets of the per-key rates, by type and
 	// key (see keys.go; guarded by mu).
 	keyBuckets map[typeKey]*rate.Limiter
-	lost       lostClaims // claims of the held view lost since the last poll
-	tried      triedKeys  // ready entries claimed from, until a walk cannot show them
-	caps       capState   // shares of the fleet-wide caps (see caps.go)
+	lost       lostClaims  // claims of the held view lost since the last poll
+	tried      triedKeys   // ready entries claimed from, until a walk cannot show them
+	malformed  skippedKeys // ready entries of malformed task objects, skipped a while
+	caps       capState    // shares of the fleet-wide caps (see caps.go)
 
 	claims sync.WaitGroup // claims in flight
 
