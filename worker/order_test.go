@@ -1016,3 +1016,54 @@ func TestWalkReachesEntriesBehindOthers(t *testing.T) {
 		require.Equal(t, deep.ID, w.view.entries[0].ID)
 	})
 }
+
+// A LIST that runs on into a shard from the one before (the shard before
+// is empty) meets that shard's run of keys the worker cannot claim from
+// its top: the walk goes on from where the shard's page had already
+// paged to, not through the run again (fleet simulation, seed 163: with
+// four LISTs a walk, a shard restarted so never reached its b entries
+// behind 16 pages of a).
+func TestWalkRunningOnKeepsShardsProgress(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	bd := setup(t, storetest.Backends()[0], setupOpts{fake: true})
+	o := bd.opts(t)
+	o.ReadyPageSize = 10
+	o.Shards = []string{"2", "5"}
+	w := New(bd.q, o)
+	w.Handle("a", blockHandler)
+	w.Handle("b", blockHandler)
+	prepared(t, w)
+
+	var as []*queue.Task
+	var b *queue.Task
+	for b == nil {
+		typ := "a"
+		if len(as) == 50 {
+			typ = "b"
+		}
+		task := bd.submit(t, typ, `{}`)
+		bd.fake.Advance(time.Millisecond)
+		switch task.Shard {
+		case "5":
+			if typ == "b" {
+				b = task
+			} else {
+				as = append(as, task)
+			}
+		default:
+			_, err := bd.q.Cancel(ctx, task.ID, "not in shard 5")
+			require.NoError(t, err)
+		}
+	}
+	// a is at its limit: the view pages shard 5 for b, and got past 40 a.
+	now := time.Now()
+	w.view.pages = map[string]*shardPage{
+		"2": {listed: now, types: []string{"b"}, partial: true},
+		"5": {listed: now, types: []string{"b"}, partial: true, resume: queue.ReadyKey(as[39])},
+	}
+	entries, pages, err := w.walk(ctx, o.Shards, []string{"b"}, []string{"2", "5"}, nil)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "pages: %+v", pages)
+	require.Equal(t, b.ID, entries[0].ID)
+}

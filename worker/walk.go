@@ -374,7 +374,13 @@ func (w *Worker) walk(ctx context.Context, shards, types, due []string, onward m
 		last, perr := queue.ParseReadyKey(next)
 		if perr != nil || !slices.ContainsFunc(es, func(e queue.ReadyEntry) bool { return e.Shard == in }) {
 			p.resume = next
-			start = next // page on past them
+			if old := w.view.pages[in]; in != first && old != nil && old.resume > next && subset(types, old.types) {
+				// Run on into this shard from the one before, it met the
+				// keys the shard's page had already paged past: go on
+				// from where that page stopped, not through them again.
+				p.resume = old.resume
+			}
+			start = p.resume // page on past them
 			continue
 		}
 		p.cut, p.next = last.Rank, next
