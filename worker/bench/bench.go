@@ -248,12 +248,46 @@ type Target struct {
 	Met      bool    `json:"met"`
 }
 
+// step is one phase of a run: it measures on a queue in a fresh bucket
+// and records what it measured in the report.
+type step struct {
+	name string
+	fn   func(ctx context.Context, b Bucket, q *queue.Queue) error
+}
+
 // Run runs every phase and returns the report.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	cfg.defaults()
 	r := NewReport(cfg)
-	conc := cfg.Workers * cfg.Concurrency
+	var steps []step
+	if !cfg.HistoryOnly && !cfg.DepsOnly {
+		steps = throughputSteps(cfg, r)
+	}
+	steps = append(steps, historySteps(cfg, r)...)
+	steps = append(steps, fanSteps(cfg, r)...)
+	if cfg.SeedFinished > 0 && !cfg.HistoryOnly && !cfg.DepsOnly {
+		steps = append(steps, seededStep(cfg, r))
+	}
+	for _, st := range steps {
+		fmt.Fprintf(cfg.Log, "bench: %s...\n", st.name)
+		if err := withBucket(ctx, cfg, func(b Bucket, q *queue.Queue) error { return st.fn(ctx, b, q) }); err != nil {
+			return r, fmt.Errorf("bench: %s: %w", st.name, err)
+		}
+	}
+	r.Efficiency = efficiency(r.EndToEnd, r.Raw)
+	if r.TaskCeiling.PerSecond > 0 {
+		r.OfTaskCeiling = r.EndToEnd.TasksPerSecond / r.TaskCeiling.PerSecond
+	}
+	r.Targets = targets(r)
+	return r, nil
+}
 
+// throughputSteps are the phases of a full run: submit throughput, the
+// store's raw ceiling before and after the end-to-end run (with and,
+// unless cfg.NoLimits, without a cap and a rate), the task ceiling, the
+// claim and pickup latencies and the cost of idle workers.
+func throughputSteps(cfg Config, r *Report) []step {
+	conc := cfg.Workers * cfg.Concurrency
 	rawStep := func(ctx context.Context, b Bucket, _ *queue.Queue) error {
 		m, err := rawCeiling(ctx, b, conc, cfg.RawOps)
 		if err != nil {
@@ -262,10 +296,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		r.Raw.add(m)
 		return nil
 	}
-	steps := []struct {
-		name string
-		fn   func(ctx context.Context, b Bucket, q *queue.Queue) error
-	}{
+	steps := []step{
 		{"submit throughput", func(ctx context.Context, b Bucket, q *queue.Queue) error {
 			for _, c := range cfg.SubmitConc {
 				rate, err := submitRate(ctx, q, c, cfg.SubmitTasks)
@@ -309,48 +340,60 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil
 		}},
 	}
-	if cfg.HistoryOnly || cfg.DepsOnly {
-		steps = steps[:0]
-	} else if !cfg.NoLimits {
+	if !cfg.NoLimits {
 		// Right after the run without limits, on the same machine load.
-		steps = slices.Insert(steps, 3, struct {
-			name string
-			fn   func(ctx context.Context, b Bucket, q *queue.Queue) error
-		}{"end to end with a cap and a rate", func(ctx context.Context, b Bucket, q *queue.Queue) error {
-			l := &Limited{Cap: max(1, conc/2), RatePerSecond: limitedRate}
-			if _, err := q.SetLimit(ctx, noopRequest().Type, l.Cap); err != nil {
-				return err
-			}
-			if _, err := q.SetRate(ctx, noopRequest().Type, l.RatePerSecond, time.Second, 0); err != nil {
-				return err
-			}
-			var err error
-			l.EndToEnd, err = endToEnd(ctx, b, q, cfg)
-			r.Limited = l
-			return err
-		}})
+		steps = slices.Insert(steps, 3, limitedStep(cfg, r))
 	}
-	if cfg.SeedFinished > 0 {
-		steps = append(steps, struct {
-			name string
-			fn   func(ctx context.Context, b Bucket, q *queue.Queue) error
-		}{"reads in an empty bucket", func(ctx context.Context, b Bucket, q *queue.Queue) error {
-			h, err := measureHistory(ctx, b, q, 0, cfg.LeaderWindow, cfg.Log)
+	return steps
+}
+
+// limitedStep is the end-to-end run again under a fleet-wide cap and a
+// rate on its type (see Limited).
+func limitedStep(cfg Config, r *Report) step {
+	conc := cfg.Workers * cfg.Concurrency
+	return step{"end to end with a cap and a rate", func(ctx context.Context, b Bucket, q *queue.Queue) error {
+		l := &Limited{Cap: max(1, conc/2), RatePerSecond: limitedRate}
+		if _, err := q.SetLimit(ctx, noopRequest().Type, l.Cap); err != nil {
+			return err
+		}
+		if _, err := q.SetRate(ctx, noopRequest().Type, l.RatePerSecond, time.Second, 0); err != nil {
+			return err
+		}
+		var err error
+		l.EndToEnd, err = endToEnd(ctx, b, q, cfg)
+		r.Limited = l
+		return err
+	}}
+}
+
+// historySteps measure the reads in an empty bucket and beside
+// cfg.SeedFinished finished tasks (none when it is 0).
+func historySteps(cfg Config, r *Report) []step {
+	if cfg.SeedFinished <= 0 {
+		return nil
+	}
+	read := func(finished int) func(ctx context.Context, b Bucket, q *queue.Queue) error {
+		return func(ctx context.Context, b Bucket, q *queue.Queue) error {
+			h, err := measureHistory(ctx, b, q, finished, cfg.LeaderWindow, cfg.Log)
 			r.History = append(r.History, h)
 			return err
-		}}, struct {
-			name string
-			fn   func(ctx context.Context, b Bucket, q *queue.Queue) error
-		}{fmt.Sprintf("reads beside %d finished tasks", cfg.SeedFinished), func(ctx context.Context, b Bucket, q *queue.Queue) error {
-			h, err := measureHistory(ctx, b, q, cfg.SeedFinished, cfg.LeaderWindow, cfg.Log)
-			r.History = append(r.History, h)
-			return err
-		}})
+		}
 	}
+	return []step{
+		{"reads in an empty bucket", read(0)},
+		{fmt.Sprintf("reads beside %d finished tasks", cfg.SeedFinished), read(cfg.SeedFinished)},
+	}
+}
+
+// fanSteps are the dependency phases: the fan-out and the fan-in, each
+// submitted as a workflow and with After (see Fan). A shape with more
+// steps than a workflow holds is skipped via workflow.
+func fanSteps(cfg Config, r *Report) []step {
 	fanOutAfter := cfg.FanOutAfter
 	if fanOutAfter == 0 {
 		fanOutAfter = cfg.FanOut
 	}
+	var steps []step
 	for _, fan := range []struct {
 		shape, via string
 		edges      int
@@ -362,40 +405,26 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			fmt.Fprintf(cfg.Log, "bench: %s of %d via workflow skipped: %d steps, a workflow has at most %d\n", fan.shape, fan.edges, fan.edges+1, queue.MaxWorkflowSteps)
 			continue
 		}
-		steps = append(steps, struct {
-			name string
-			fn   func(ctx context.Context, b Bucket, q *queue.Queue) error
-		}{fmt.Sprintf("%s of %d via %s", fan.shape, fan.edges, fan.via), func(ctx context.Context, b Bucket, _ *queue.Queue) error {
+		steps = append(steps, step{fmt.Sprintf("%s of %d via %s", fan.shape, fan.edges, fan.via), func(ctx context.Context, b Bucket, _ *queue.Queue) error {
 			f, err := runFan(ctx, b, fan.shape, fan.via, fan.edges, cfg.Log)
 			r.Fans = append(r.Fans, f)
 			return err
 		}})
 	}
-	if cfg.SeedFinished > 0 && !cfg.HistoryOnly && !cfg.DepsOnly {
-		steps = append(steps, struct {
-			name string
-			fn   func(ctx context.Context, b Bucket, q *queue.Queue) error
-		}{"end to end over finished tasks", func(ctx context.Context, b Bucket, q *queue.Queue) error {
-			if err := SeedFinished(ctx, b, q, Seed{Tasks: cfg.SeedFinished, FailedEvery: 100}); err != nil {
-				return err
-			}
-			e, err := endToEnd(ctx, b, q, cfg)
-			r.Seeded = &e
+	return steps
+}
+
+// seededStep is the end-to-end run again beside cfg.SeedFinished finished
+// tasks.
+func seededStep(cfg Config, r *Report) step {
+	return step{"end to end over finished tasks", func(ctx context.Context, b Bucket, q *queue.Queue) error {
+		if err := SeedFinished(ctx, b, q, Seed{Tasks: cfg.SeedFinished, FailedEvery: 100}); err != nil {
 			return err
-		}})
-	}
-	for _, st := range steps {
-		fmt.Fprintf(cfg.Log, "bench: %s...\n", st.name)
-		if err := withBucket(ctx, cfg, func(b Bucket, q *queue.Queue) error { return st.fn(ctx, b, q) }); err != nil {
-			return r, fmt.Errorf("bench: %s: %w", st.name, err)
 		}
-	}
-	r.Efficiency = efficiency(r.EndToEnd, r.Raw)
-	if r.TaskCeiling.PerSecond > 0 {
-		r.OfTaskCeiling = r.EndToEnd.TasksPerSecond / r.TaskCeiling.PerSecond
-	}
-	r.Targets = targets(r)
-	return r, nil
+		e, err := endToEnd(ctx, b, q, cfg)
+		r.Seeded = &e
+		return err
+	}}
 }
 
 // NewReport returns a report of cfg with no phase measured yet, for a run
