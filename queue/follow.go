@@ -358,17 +358,7 @@ func eventAfter(prev, t *Task) Event {
 // pollQueue lists both indexes and returns the events they reveal. The
 // first poll only records them.
 func (f *Follower) pollQueue(ctx context.Context) ([]Event, error) {
-	ready, err := f.q.indexIDs(ctx, ReadyPrefix, func(k string) (uuid.UUID, error) {
-		e, err := ParseReadyKey(k)
-		return e.ID, err
-	})
-	if err != nil {
-		return nil, err
-	}
-	leases, err := f.q.indexIDs(ctx, LeasesPrefix, func(k string) (uuid.UUID, error) {
-		e, err := ParseLeaseKey(k)
-		return e.ID, err
-	})
+	ready, leases, err := f.listIndexes(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -376,6 +366,60 @@ func (f *Follower) pollQueue(ctx context.Context) ([]Event, error) {
 		f.ready, f.leases, f.started = ready, leases, true
 		return nil, nil
 	}
+	cand := f.changed(ready, leases)
+	ids := make([]uuid.UUID, 0, len(cand))
+	for id := range cand {
+		ids = append(ids, id)
+	}
+	got := make([]*Task, len(ids))
+	errs := make([]error, len(ids))
+	forEach(len(ids), followParallelism, func(i int) {
+		got[i], errs[i] = f.q.Get(ctx, ids[i])
+	})
+	var evs []Event
+	var firstErr error
+	for i, id := range ids {
+		t, err := got[i], errs[i]
+		if errors.Is(err, ErrNotFound) {
+			continue // an index entry of a task that does not exist
+		}
+		if err != nil {
+			firstErr = firstOf(firstErr, err)
+			continue
+		}
+		if ev, ok := f.eventOf(id, t); ok {
+			evs = append(evs, ev)
+		}
+	}
+	f.ready, f.leases = ready, leases
+	f.awaitTasks(ids, got)
+	f.forget(cand)
+	return evs, firstErr
+}
+
+// listIndexes lists the ready and the lease index, each as task id ->
+// key.
+func (f *Follower) listIndexes(ctx context.Context) (ready, leases map[uuid.UUID]string, err error) {
+	ready, err = f.q.indexIDs(ctx, ReadyPrefix, func(k string) (uuid.UUID, error) {
+		e, err := ParseReadyKey(k)
+		return e.ID, err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	leases, err = f.q.indexIDs(ctx, LeasesPrefix, func(k string) (uuid.UUID, error) {
+		e, err := ParseLeaseKey(k)
+		return e.ID, err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return ready, leases, nil
+}
+
+// changed returns the tasks whose index entries differ between the last
+// poll's listing and this one's (ready, leases): the tasks to read.
+func (f *Follower) changed(ready, leases map[uuid.UUID]string) map[uuid.UUID]bool {
 	cand := map[uuid.UUID]bool{}
 	for id, k := range leases {
 		if f.leases[id] != k {
@@ -399,73 +443,66 @@ func (f *Follower) pollQueue(ctx context.Context) ([]Event, error) {
 			cand[id] = true // cancelled or expired, or claimed and finished between polls
 		}
 	}
-	ids := make([]uuid.UUID, 0, len(cand))
-	for id := range cand {
-		ids = append(ids, id)
-	}
-	got := make([]*Task, len(ids))
-	errs := make([]error, len(ids))
-	forEach(len(ids), followParallelism, func(i int) {
-		got[i], errs[i] = f.q.Get(ctx, ids[i])
-	})
-	var evs []Event
-	var firstErr error
-	for i, id := range ids {
-		t, err := got[i], errs[i]
-		if errors.Is(err, ErrNotFound) {
-			continue // an index entry of a task that does not exist
-		}
-		if err != nil {
-			firstErr = firstOf(firstErr, err)
-			continue
-		}
-		s, known := f.seen[id]
-		switch {
-		case known && t.Rev <= s.rev:
-			continue // already reported
-		case !known && t.UpdatedAt.Before(f.start):
-			// A change from before following started (a leftover index
-			// entry, say): remember it, report nothing.
-			f.seen[id] = seenOf(t)
-			continue
-		}
-		var ev Event
-		switch {
-		case known:
-			ev = eventAfter(s.task(), t)
-		case !t.CreatedAt.Before(f.start):
-			ev = eventAfter(nil, t) // created since: every earlier write was missed
-		default:
-			ev = eventAfter(nil, t)
-			ev.Missed = 0 // how many writes it had before following started is not known
-		}
-		evs = append(evs, ev)
+	return cand
+}
+
+// eventOf returns the event task t (read as id) reveals, if it changed
+// since it was last reported and after following started, and remembers
+// it as seen.
+func (f *Follower) eventOf(id uuid.UUID, t *Task) (Event, bool) {
+	s, known := f.seen[id]
+	switch {
+	case known && t.Rev <= s.rev:
+		return Event{}, false // already reported
+	case !known && t.UpdatedAt.Before(f.start):
+		// A change from before following started (a leftover index
+		// entry, say): remember it, report nothing.
 		f.seen[id] = seenOf(t)
+		return Event{}, false
 	}
-	f.ready, f.leases = ready, leases
-	// Entries are written before their task: an entry whose task has not
-	// caught up yet is looked at again by the next poll.
+	var ev Event
+	switch {
+	case known:
+		ev = eventAfter(s.task(), t)
+	case !t.CreatedAt.Before(f.start):
+		ev = eventAfter(nil, t) // created since: every earlier write was missed
+	default:
+		ev = eventAfter(nil, t)
+		ev.Missed = 0 // how many writes it had before following started is not known
+	}
+	f.seen[id] = seenOf(t)
+	return ev, true
+}
+
+// awaitTasks drops from the recorded listing the entries of the tasks
+// read (ids, got) that do not match their task yet. Entries are written
+// before their task: an entry whose task has not caught up yet is looked
+// at again by the next poll.
+func (f *Follower) awaitTasks(ids []uuid.UUID, got []*Task) {
 	for i, id := range ids {
 		if t := got[i]; t != nil {
-			if k, ok := leases[id]; ok && LeaseKey(t) != k {
+			if k, ok := f.leases[id]; ok && LeaseKey(t) != k {
 				delete(f.leases, id)
 			}
-			if k, ok := ready[id]; ok && ReadyKey(t) != k {
+			if k, ok := f.ready[id]; ok && ReadyKey(t) != k {
 				delete(f.ready, id)
 			}
 		}
 	}
-	// Forget tasks without index entries once they are terminal, or after a
-	// poll in which nothing about them changed (a running task whose lease
-	// entry is not written yet is kept, so its claim is not reported twice).
+}
+
+// forget forgets the tasks without index entries once they are terminal,
+// or after a poll in which nothing about them changed (not in cand; a
+// running task whose lease entry is not written yet is kept, so its claim
+// is not reported twice).
+func (f *Follower) forget(cand map[uuid.UUID]bool) {
 	for id, s := range f.seen {
-		_, r := ready[id]
-		_, l := leases[id]
+		_, r := f.ready[id]
+		_, l := f.leases[id]
 		if !r && !l && (s.status.Terminal() || !cand[id]) {
 			delete(f.seen, id)
 		}
 	}
-	return evs, firstErr
 }
 
 // indexIDs lists every key under prefix (every page) and maps task id to

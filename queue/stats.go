@@ -186,13 +186,30 @@ func (c *StatsCounter) Refresh(ctx context.Context) (Stats, error) {
 	for _, s := range CountedStatuses {
 		st.ByStatus[s] = 0
 	}
+	if err := c.countIndexes(ctx, &st, now); err != nil {
+		return Stats{}, fmt.Errorf("stats: %w", err)
+	}
+	if !st.OldestPending.IsZero() {
+		st.OldestPendingAge = now.Sub(st.OldestPending)
+	}
+	if err := c.readWorkers(ctx); err != nil {
+		return Stats{}, fmt.Errorf("stats: %w", err)
+	}
+	c.addRecent(&st, now)
+	return st, nil
+}
+
+// countIndexes counts the tasks into st by their index entries: pending
+// (delayed or not, and the oldest) by the ready index, running by the
+// lease index, waiting by the waiting index, and failed by the dead count.
+func (c *StatsCounter) countIndexes(ctx context.Context, st *Stats, now time.Time) error {
 	count := func(status Status, shard, typ string) {
 		st.Total++
 		st.ByStatus[status]++
 		bump(st.ByShard, shard, status)
 		bump(st.ByType, typ, status)
 	}
-	err := c.walk(ctx, ReadyPrefix, &st, func(key string) {
+	err := c.walk(ctx, ReadyPrefix, st, func(key string) {
 		e, err := ParseReadyKey(key)
 		if err != nil {
 			return
@@ -212,47 +229,48 @@ func (c *StatsCounter) Refresh(ctx context.Context) (Stats, error) {
 			st.OldestPendingByType[e.Type] = e.AvailableAt
 		}
 	})
-	if err == nil {
-		err = c.walk(ctx, LeasesPrefix, &st, func(key string) {
-			if e, err := ParseLeaseKey(key); err == nil {
-				count(StatusRunning, e.Shard, e.Type)
-			}
-		})
-	}
-	if err == nil {
-		// Waiting entries carry no type: waiting tasks count by shard only.
-		err = c.walk(ctx, WaitingPrefix, &st, func(key string) {
-			if shard, _, err := ParseWaitingKey(key); err == nil {
-				st.Total++
-				st.ByStatus[StatusWaiting]++
-				bump(st.ByShard, shard, StatusWaiting)
-			}
-		})
-	}
-	if err == nil {
-		err = c.countDead(ctx, now)
-	}
-	if err == nil {
-		d := c.dead
-		st.Total += d.total
-		st.ByStatus[StatusFailed] = d.total
-		for shard, n := range d.byShard {
-			bumpN(st.ByShard, shard, StatusFailed, n)
-		}
-		for typ, n := range d.byType {
-			bumpN(st.ByType, typ, StatusFailed, n)
-		}
-		st.Partial = st.Partial || d.partial
-	}
 	if err != nil {
-		return Stats{}, fmt.Errorf("stats: %w", err)
+		return err
 	}
-	if !st.OldestPending.IsZero() {
-		st.OldestPendingAge = now.Sub(st.OldestPending)
+	err = c.walk(ctx, LeasesPrefix, st, func(key string) {
+		if e, err := ParseLeaseKey(key); err == nil {
+			count(StatusRunning, e.Shard, e.Type)
+		}
+	})
+	if err != nil {
+		return err
 	}
-	if err := c.readWorkers(ctx); err != nil {
-		return Stats{}, fmt.Errorf("stats: %w", err)
+	// Waiting entries carry no type: waiting tasks count by shard only.
+	err = c.walk(ctx, WaitingPrefix, st, func(key string) {
+		if shard, _, err := ParseWaitingKey(key); err == nil {
+			st.Total++
+			st.ByStatus[StatusWaiting]++
+			bump(st.ByShard, shard, StatusWaiting)
+		}
+	})
+	if err != nil {
+		return err
 	}
+	if err := c.countDead(ctx, now); err != nil {
+		return err
+	}
+	d := c.dead
+	st.Total += d.total
+	st.ByStatus[StatusFailed] = d.total
+	for shard, n := range d.byShard {
+		bumpN(st.ByShard, shard, StatusFailed, n)
+	}
+	for typ, n := range d.byType {
+		bumpN(st.ByType, typ, StatusFailed, n)
+	}
+	st.Partial = st.Partial || d.partial
+	return nil
+}
+
+// addRecent sums the workers' completions and failures of the last
+// RecentMinutes minutes into st.Recent, and lists the malformed worker
+// records.
+func (c *StatsCounter) addRecent(st *Stats, now time.Time) {
 	first := now.Truncate(time.Minute).Add(-time.Duration(c.opts.RecentMinutes-1) * time.Minute)
 	st.Recent = make([]MinuteCount, c.opts.RecentMinutes)
 	for i := range st.Recent {
@@ -272,7 +290,6 @@ func (c *StatsCounter) Refresh(ctx context.Context) (Stats, error) {
 		}
 	}
 	sort.Slice(st.Malformed, func(i, j int) bool { return st.Malformed[i].Key < st.Malformed[j].Key })
-	return st, nil
 }
 
 // countDead brings c.dead up to date: a full count when there is none or

@@ -204,6 +204,15 @@ func ValidateTransition(prev, next *Task) error {
 // CheckInvariants checks the rules every stored task of its status obeys
 // (see doc.go, "Per-status invariants").
 func CheckInvariants(t *Task) error {
+	if err := checkCommonFields(t); err != nil {
+		return err
+	}
+	return checkStatusFields(t)
+}
+
+// checkCommonFields checks the rules of the fields every task obeys,
+// whatever its status.
+func checkCommonFields(t *Task) error {
 	switch {
 	case t.Format != FormatVersion:
 		return fmt.Errorf("format must be %d", FormatVersion)
@@ -260,6 +269,12 @@ func CheckInvariants(t *Task) error {
 	default:
 		return fmt.Errorf("archived_from %q is not how a task ends", t.ArchivedFrom)
 	}
+	return nil
+}
+
+// checkStatusFields checks the fields a task's status sets or leaves
+// empty.
+func checkStatusFields(t *Task) error {
 	noLease := t.LeaseID == "" && t.LeaseExpiresAt == nil
 	switch t.Status {
 	case StatusWaiting:
@@ -296,35 +311,42 @@ func CheckInvariants(t *Task) error {
 			return fmt.Errorf("running: cancel_requested and cancel_requested_at go together")
 		}
 	case StatusCompleted, StatusFailed, StatusCancelled, StatusExpired, StatusArchived:
-		switch {
-		case !noLease:
-			return fmt.Errorf("%s: lease_id and lease_expires_at must be empty", t.Status)
-		case t.CompletedAt == nil:
-			return fmt.Errorf("%s: completed_at must be set", t.Status)
+		return checkEndedFields(t)
+	}
+	return nil
+}
+
+// checkEndedFields checks the fields of a task that ended: no lease, a
+// completion time, and what its way of ending sets.
+func checkEndedFields(t *Task) error {
+	switch {
+	case t.LeaseID != "" || t.LeaseExpiresAt != nil:
+		return fmt.Errorf("%s: lease_id and lease_expires_at must be empty", t.Status)
+	case t.CompletedAt == nil:
+		return fmt.Errorf("%s: completed_at must be set", t.Status)
+	}
+	switch t.Status {
+	case StatusCompleted:
+		if t.LastError != "" {
+			return fmt.Errorf("completed: last_error must be empty")
 		}
-		switch t.Status {
-		case StatusCompleted:
-			if t.LastError != "" {
-				return fmt.Errorf("completed: last_error must be empty")
-			}
-		case StatusFailed:
-			if t.LastError == "" {
-				return fmt.Errorf("failed: last_error must say why")
-			}
-			if t.Output != nil {
-				return fmt.Errorf("failed: output must be empty")
-			}
-		case StatusExpired:
-			if t.ExpiresAt == nil || t.CompletedAt.Before(*t.ExpiresAt) || t.Output != nil {
-				return fmt.Errorf("expired: expires_at must be set and passed (completed_at >= expires_at), output empty")
-			}
-		case StatusCancelled:
-			if !t.CancelRequested || t.CancelRequestedAt == nil {
-				return fmt.Errorf("cancelled: cancel_requested and cancel_requested_at must be set")
-			}
-			if t.Output != nil {
-				return fmt.Errorf("cancelled: output must be empty")
-			}
+	case StatusFailed:
+		if t.LastError == "" {
+			return fmt.Errorf("failed: last_error must say why")
+		}
+		if t.Output != nil {
+			return fmt.Errorf("failed: output must be empty")
+		}
+	case StatusExpired:
+		if t.ExpiresAt == nil || t.CompletedAt.Before(*t.ExpiresAt) || t.Output != nil {
+			return fmt.Errorf("expired: expires_at must be set and passed (completed_at >= expires_at), output empty")
+		}
+	case StatusCancelled:
+		if !t.CancelRequested || t.CancelRequestedAt == nil {
+			return fmt.Errorf("cancelled: cancel_requested and cancel_requested_at must be set")
+		}
+		if t.Output != nil {
+			return fmt.Errorf("cancelled: output must be empty")
 		}
 	}
 	return nil

@@ -196,8 +196,16 @@ func runExec(ctx context.Context, command []string, opts ExecOptions, t *queue.T
 		return nil, Retryable(fmt.Errorf("exec %s: start: %w", name, err))
 	}
 
+	waitErr, overflowed := waitExec(ctx, cmd, opts, overflow)
+	return execResult(ctx, name, opts, waitErr, overflowed, stdout.buf.Bytes(), strings.TrimSpace(stderr.String()))
+}
+
+// waitExec waits for the started handler process and stops it early: it
+// is killed when its stdout passes the limit (overflowed), at once when
+// the task is aborted, and otherwise terminated when ctx ends and killed
+// after the grace period. Stray members of its process group die with it.
+func waitExec(ctx context.Context, cmd *exec.Cmd, opts ExecOptions, overflow <-chan struct{}) (waitErr error, overflowed bool) {
 	exited := make(chan struct{})
-	var killedForOverflow bool
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -206,7 +214,7 @@ func runExec(ctx context.Context, command []string, opts ExecOptions, t *queue.T
 		case <-exited:
 			return
 		case <-overflow:
-			killedForOverflow = true
+			overflowed = true
 			killGroup(cmd)
 			return
 		case <-ctx.Done():
@@ -226,22 +234,21 @@ func runExec(ctx context.Context, command []string, opts ExecOptions, t *queue.T
 			killGroup(cmd)
 		}
 	}()
-	waitErr := cmd.Wait()
+	waitErr = cmd.Wait()
 	close(exited)
 	wg.Wait()
 	// Leave nothing behind: stray members of the handler's process group
 	// die with it.
 	killGroup(cmd)
+	return waitErr, overflowed
+}
 
-	tail := strings.TrimSpace(stderr.String())
-	withTail := func(msg string) string {
-		if tail == "" {
-			return msg
-		}
-		return msg + ": " + tail
-	}
-
-	if killedForOverflow {
+// execResult turns how the handler process ended into the task's result
+// or error: killed for its stdout, stopped with ctx, its exit status
+// (see exitStatusError), or the JSON value it printed on stdout. tail is
+// the end of its stderr.
+func execResult(ctx context.Context, name string, opts ExecOptions, waitErr error, overflowed bool, stdout []byte, tail string) (json.RawMessage, error) {
+	if overflowed {
 		return nil, Permanent(fmt.Errorf("exec %s: stdout exceeded the %d-byte limit and the process was killed; write large results elsewhere (e.g. the bucket) and print a reference", name, opts.MaxStdout))
 	}
 	if ctx.Err() != nil {
@@ -250,29 +257,15 @@ func runExec(ctx context.Context, command []string, opts ExecOptions, t *queue.T
 	}
 	if waitErr != nil && !errors.Is(waitErr, exec.ErrWaitDelay) {
 		var ee *exec.ExitError
-		if errors.As(waitErr, &ee) {
-			code := ee.ExitCode()
-			switch {
-			case code == 0:
-				// Exited 0 but Wait complained (pipes): fall through to
-				// success handling below.
-			case code == ExitRetryable:
-				return nil, Retryable(errors.New(withTail(fmt.Sprintf("exec %s: exit status %d (retry requested)", name, code))))
-			case code == ExitSnooze:
-				return nil, execSnooze(name, bytes.TrimSpace(stdout.buf.Bytes()))
-			case code < 0:
-				// Killed by a signal we did not send (OOM killer, operator):
-				// worth another attempt.
-				return nil, Retryable(errors.New(withTail(fmt.Sprintf("exec %s: %s", name, ee.String()))))
-			default:
-				return nil, Permanent(errors.New(withTail(fmt.Sprintf("exec %s: exit status %d", name, code))))
-			}
-		} else {
+		if !errors.As(waitErr, &ee) {
 			return nil, Retryable(fmt.Errorf("exec %s: %w", name, waitErr))
+		}
+		if err := exitStatusError(name, ee, stdout, tail); err != nil {
+			return nil, err
 		}
 	}
 
-	out := bytes.TrimSpace(stdout.buf.Bytes())
+	out := bytes.TrimSpace(stdout)
 	if len(out) == 0 {
 		return nil, nil
 	}
@@ -280,6 +273,34 @@ func runExec(ctx context.Context, command []string, opts ExecOptions, t *queue.T
 		return nil, Permanent(fmt.Errorf("exec %s: stdout is not valid JSON (starts with %q); print the result as one JSON value on stdout and send logs to stderr", name, preview(out, 80)))
 	}
 	return json.RawMessage(bytes.Clone(out)), nil
+}
+
+// exitStatusError is the error of a handler process that exited with a
+// status: retried on ExitRetryable or a signal qo did not send, snoozed on
+// ExitSnooze, failed for good otherwise; nil for status 0 (Wait
+// complained of the pipes only: the result is read as on success).
+func exitStatusError(name string, ee *exec.ExitError, stdout []byte, tail string) error {
+	withTail := func(msg string) string {
+		if tail == "" {
+			return msg
+		}
+		return msg + ": " + tail
+	}
+	code := ee.ExitCode()
+	switch {
+	case code == 0:
+		return nil
+	case code == ExitRetryable:
+		return Retryable(errors.New(withTail(fmt.Sprintf("exec %s: exit status %d (retry requested)", name, code))))
+	case code == ExitSnooze:
+		return execSnooze(name, bytes.TrimSpace(stdout))
+	case code < 0:
+		// Killed by a signal we did not send (OOM killer, operator):
+		// worth another attempt.
+		return Retryable(errors.New(withTail(fmt.Sprintf("exec %s: %s", name, ee.String()))))
+	default:
+		return Permanent(errors.New(withTail(fmt.Sprintf("exec %s: exit status %d", name, code))))
+	}
 }
 
 // execSnooze reads the delay an exec handler that exited ExitSnooze printed

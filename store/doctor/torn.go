@@ -72,104 +72,17 @@ func (d *doctor) checkTornReads(ctx context.Context) {
 		d.add(CheckTornReads, StatusFail, "writing the probe failed: "+err.Error(), notSupportedFix(err))
 		return
 	}
-	writes := []probeWrite{{first.ETag, b0}}
-	seqOf := map[string]int{first.ETag: 0}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	done := make(chan struct{})
-	var (
-		mu      sync.Mutex
-		reads   []tornRead
-		readErr error
-		wg      sync.WaitGroup
-	)
-	// The server as it answers: a store that checks its reads would hide
-	// the tears this probe looks for.
-	read := d.s.Get
-	if u, ok := d.s.(store.UncheckedGetter); ok {
-		read = u.GetUnchecked
-	}
-	get := func() bool {
-		obj, err := read(ctx, key)
-		mu.Lock()
-		defer mu.Unlock()
-		if err != nil {
-			if readErr == nil && ctx.Err() == nil {
-				readErr = err
-			}
-			return false
-		}
-		var b struct {
-			Seq *int `json:"seq"`
-		}
-		r := tornRead{etag: obj.ETag}
-		if json.Unmarshal(obj.Body, &b) == nil && b.Seq != nil {
-			r.seq, r.ok = *b.Seq, true
-		}
-		reads = append(reads, r)
-		return true
-	}
-	// The readers spread their GETs over each write, tornReadsPerWrite
-	// in all (the pause between two GETs of a reader is a fraction of the
-	// last PUT's duration, measured), since a server may tear only in one
-	// stretch of a write; then each reads the last write once more.
-	var putTook atomic.Int64 // nanoseconds
-	putTook.Store(int64(tookFirst))
-	for r := range tornReaders {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			gap := func() time.Duration { return time.Duration(putTook.Load()) * tornReaders / tornReadsPerWrite }
-			if !pause(done, gap()*time.Duration(r)/tornReaders) { // readers take turns
-				get()
-				return
-			}
-			for {
-				mu.Lock()
-				spent := len(reads) >= tornMaxReads
-				mu.Unlock()
-				if spent {
-					<-done
-				}
-				select {
-				case <-done:
-					get()
-					return
-				default:
-				}
-				if !get() {
-					return
-				}
-				if !pause(done, gap()) {
-					get()
-					return
-				}
-			}
-		}()
-	}
-	prev := first.ETag
-	var writeErr error
-	for i := 1; i <= tornWrites; i++ {
-		b := tornBody(i)
-		start := d.opts.Now()
-		res, err := d.s.Put(ctx, key, []byte(b), store.IfMatch(prev))
-		putTook.Store(int64(d.opts.Now().Sub(start)))
-		if err != nil {
-			writeErr = err
-			break
-		}
-		mu.Lock()
-		seqOf[res.ETag] = i
-		mu.Unlock()
-		writes = append(writes, probeWrite{res.ETag, b})
-		prev = res.ETag
-	}
-	close(done)
+	p := newTornProbe(d.s, key, first.ETag, tookFirst)
+	p.startReaders(ctx)
+	writes, writeErr := d.chainTornWrites(ctx, p, probeWrite{first.ETag, b0})
+	close(p.done)
 	if writeErr != nil {
 		cancel() // the readers' verdict no longer matters
 	}
-	wg.Wait()
+	p.wg.Wait()
 	if len(writes) >= 3 {
 		d.verKey, d.verWrites = key, writes
 	}
@@ -181,13 +94,137 @@ func (d *doctor) checkTornReads(ctx context.Context) {
 	case writeErr != nil:
 		d.add(CheckTornReads, StatusFail, fmt.Sprintf("chained If-Match PUT %d of %d failed: %v", len(writes), tornWrites+1, writeErr), notSupportedFix(writeErr))
 		return
-	case readErr != nil:
-		d.add(CheckTornReads, StatusFail, "GET during writes failed: "+readErr.Error(), permFix(readErr, "s3:GetObject"))
+	case p.readErr != nil:
+		d.add(CheckTornReads, StatusFail, "GET during writes failed: "+p.readErr.Error(), permFix(p.readErr, "s3:GetObject"))
 		return
 	}
-	// A body older than its ETag's write is the dangerous tear: a
-	// compare-and-swap decided on the old body succeeds. A body newer than
-	// its ETag only makes the compare-and-swap fail (a lost race).
+	d.judgeTornReads(p.reads, p.seqOf)
+}
+
+// tornProbe is the readers' side of the torn-reads probe: the GETs of key
+// made while the chained writes go on, and the write each ETag came from.
+type tornProbe struct {
+	key     string
+	read    func(ctx context.Context, key string) (*store.Object, error)
+	done    chan struct{} // closed when the writes are over
+	putTook atomic.Int64  // the last PUT's duration, in nanoseconds
+	wg      sync.WaitGroup
+
+	mu      sync.Mutex
+	reads   []tornRead
+	readErr error
+	seqOf   map[string]int
+}
+
+// newTornProbe returns the probe of key, whose first write returned
+// firstETag and took tookFirst.
+func newTornProbe(s store.Store, key, firstETag string, tookFirst time.Duration) *tornProbe {
+	p := &tornProbe{key: key, done: make(chan struct{}), seqOf: map[string]int{firstETag: 0}}
+	// The server as it answers: a store that checks its reads would hide
+	// the tears this probe looks for.
+	p.read = s.Get
+	if u, ok := s.(store.UncheckedGetter); ok {
+		p.read = u.GetUnchecked
+	}
+	p.putTook.Store(int64(tookFirst))
+	return p
+}
+
+// get makes one GET and records what it returned; false when it failed.
+func (p *tornProbe) get(ctx context.Context) bool {
+	obj, err := p.read(ctx, p.key)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err != nil {
+		if p.readErr == nil && ctx.Err() == nil {
+			p.readErr = err
+		}
+		return false
+	}
+	var b struct {
+		Seq *int `json:"seq"`
+	}
+	r := tornRead{etag: obj.ETag}
+	if json.Unmarshal(obj.Body, &b) == nil && b.Seq != nil {
+		r.seq, r.ok = *b.Seq, true
+	}
+	p.reads = append(p.reads, r)
+	return true
+}
+
+// startReaders starts the readers. They spread their GETs over each
+// write, tornReadsPerWrite in all (the pause between two GETs of a reader
+// is a fraction of the last PUT's duration, measured), since a server may
+// tear only in one stretch of a write; then each reads the last write once
+// more.
+func (p *tornProbe) startReaders(ctx context.Context) {
+	for r := range tornReaders {
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			p.reader(ctx, r)
+		}()
+	}
+}
+
+// reader is the r-th reader's loop (see startReaders).
+func (p *tornProbe) reader(ctx context.Context, r int) {
+	gap := func() time.Duration { return time.Duration(p.putTook.Load()) * tornReaders / tornReadsPerWrite }
+	if !pause(p.done, gap()*time.Duration(r)/tornReaders) { // readers take turns
+		p.get(ctx)
+		return
+	}
+	for {
+		p.mu.Lock()
+		spent := len(p.reads) >= tornMaxReads
+		p.mu.Unlock()
+		if spent {
+			<-p.done
+		}
+		select {
+		case <-p.done:
+			p.get(ctx)
+			return
+		default:
+		}
+		if !p.get(ctx) {
+			return
+		}
+		if !pause(p.done, gap()) {
+			p.get(ctx)
+			return
+		}
+	}
+}
+
+// chainTornWrites makes the probe's tornWrites If-Match PUTs, each
+// presenting the ETag the one before returned, and returns the writes
+// made (from first) and the error that stopped them.
+func (d *doctor) chainTornWrites(ctx context.Context, p *tornProbe, first probeWrite) ([]probeWrite, error) {
+	writes := []probeWrite{first}
+	prev := first.etag
+	for i := 1; i <= tornWrites; i++ {
+		b := tornBody(i)
+		start := d.opts.Now()
+		res, err := d.s.Put(ctx, p.key, []byte(b), store.IfMatch(prev))
+		p.putTook.Store(int64(d.opts.Now().Sub(start)))
+		if err != nil {
+			return writes, err
+		}
+		p.mu.Lock()
+		p.seqOf[res.ETag] = i
+		p.mu.Unlock()
+		writes = append(writes, probeWrite{res.ETag, b})
+		prev = res.ETag
+	}
+	return writes, nil
+}
+
+// judgeTornReads reports the probe's reads, given the write each ETag came
+// from. A body older than its ETag's write is the dangerous tear: a
+// compare-and-swap decided on the old body succeeds. A body newer than
+// its ETag only makes the compare-and-swap fail (a lost race).
+func (d *doctor) judgeTornReads(reads []tornRead, seqOf map[string]int) {
 	var torn, lagging int
 	example, lagExample := "", ""
 	for _, r := range reads {
@@ -201,16 +238,8 @@ func (d *doctor) checkTornReads(ctx context.Context) {
 			}
 		default:
 			torn++
-			if example != "" {
-				continue
-			}
-			switch {
-			case !r.ok:
-				example = fmt.Sprintf("a body that is none of the writes with ETag %s", r.etag)
-			case !known:
-				example = fmt.Sprintf("the body of write %d with ETag %s, which no write returned", r.seq, r.etag)
-			default:
-				example = fmt.Sprintf("the body of write %d with the ETag of write %d", r.seq, seq)
+			if example == "" {
+				example = tornExample(r, seq, known)
 			}
 		}
 	}
@@ -230,4 +259,17 @@ func (d *doctor) checkTornReads(ctx context.Context) {
 		return
 	}
 	d.add(CheckTornReads, StatusOK, fmt.Sprintf("%d GETs during %d chained If-Match PUTs each returned the body and the ETag of one write", len(reads), tornWrites), "")
+}
+
+// tornExample describes the torn read r, whose ETag came from write seq
+// (when known).
+func tornExample(r tornRead, seq int, known bool) string {
+	switch {
+	case !r.ok:
+		return fmt.Sprintf("a body that is none of the writes with ETag %s", r.etag)
+	case !known:
+		return fmt.Sprintf("the body of write %d with ETag %s, which no write returned", r.seq, r.etag)
+	default:
+		return fmt.Sprintf("the body of write %d with the ETag of write %d", r.seq, seq)
+	}
 }

@@ -4,12 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand"
-	"sort"
-	"strings"
-	"sync"
-	"text/tabwriter"
 	"time"
 
 	"github.com/qo-queue/qo/monitor"
@@ -104,134 +99,6 @@ type SimIdle struct {
 	BusiestPrefix PrefixLoad         `json:"busiest_prefix"`
 }
 
-// partitionOf is the key prefix S3 could split a request's key on: the
-// first path element, plus the second where it spreads the keys (a shard,
-// or the first characters of a hash).
-func partitionOf(key string) string {
-	root, rest, found := strings.Cut(key, "/")
-	if !found {
-		return key // queue.json, control.json
-	}
-	switch root + "/" {
-	case queue.TasksPrefix, queue.ReadyPrefix, queue.LeasesPrefix, queue.DataPrefix, queue.IdempotencyPrefix:
-		if sub, _, ok := strings.Cut(rest, "/"); ok && sub != "" {
-			return root + "/" + sub + "/"
-		}
-	}
-	return root + "/"
-}
-
-// simStore counts each request against the partition it lands on, per
-// simulated second. A LIST lands where it starts reading (its StartAfter,
-// else its prefix).
-type simStore struct {
-	store.Store
-	clock *simClock
-	mu    sync.Mutex
-	// counts[second][prefix] = {writes, reads}
-	counts map[int64]map[string]*[2]int
-	total  int
-	ops    map[store.Op]int
-	roots  map[string]int // requests by first key element
-}
-
-// reset forgets what was counted.
-func (s *simStore) reset() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.counts, s.total = map[int64]map[string]*[2]int{}, 0
-	s.ops, s.roots = map[store.Op]int{}, map[string]int{}
-}
-
-func (s *simStore) op(op store.Op, key string) {
-	root, _, _ := strings.Cut(key, "/")
-	s.mu.Lock()
-	s.ops[op]++
-	s.roots[root+"/"]++
-	s.mu.Unlock()
-}
-
-func (s *simStore) count(key string, write bool) {
-	sec := s.clock.Now().Unix()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	bySec := s.counts[sec]
-	if bySec == nil {
-		bySec = map[string]*[2]int{}
-		s.counts[sec] = bySec
-	}
-	p := partitionOf(key)
-	c := bySec[p]
-	if c == nil {
-		c = &[2]int{}
-		bySec[p] = c
-	}
-	if write {
-		c[0]++
-	} else {
-		c[1]++
-	}
-	s.total++
-}
-
-func (s *simStore) Get(ctx context.Context, key string) (*store.Object, error) {
-	s.op(store.OpGet, key)
-	s.count(key, false)
-	return s.Store.Get(ctx, key)
-}
-
-func (s *simStore) GetVersion(ctx context.Context, key, version string) (*store.Object, error) {
-	s.op(store.OpGet, key)
-	s.count(key, false)
-	return s.Store.GetVersion(ctx, key, version)
-}
-
-func (s *simStore) Put(ctx context.Context, key string, body []byte, cond store.Condition) (store.PutResult, error) {
-	s.op(store.OpPut, key)
-	s.count(key, true)
-	return s.Store.Put(ctx, key, body, cond)
-}
-
-func (s *simStore) Delete(ctx context.Context, key string, cond store.Condition) error {
-	s.op(store.OpDelete, key)
-	s.count(key, true)
-	return s.Store.Delete(ctx, key, cond)
-}
-
-func (s *simStore) List(ctx context.Context, p store.ListParams) (store.ListPage, error) {
-	at := p.Prefix
-	if p.StartAfter != "" {
-		at = p.StartAfter
-	}
-	s.op(store.OpList, p.Prefix)
-	s.count(at, false)
-	return s.Store.List(ctx, p)
-}
-
-func (s *simStore) ListVersions(ctx context.Context, key string) ([]store.Version, error) {
-	s.op(store.OpListVersions, key)
-	s.count(key, false)
-	return s.Store.ListVersions(ctx, key)
-}
-
-// simClock is simulated time, moved by the simulation only.
-type simClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *simClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *simClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 // The simulated worker's periods, as the real worker's defaults.
 const (
 	simHeartbeat  = 10 * time.Second // worker.DefaultHeartbeatInterval
@@ -266,6 +133,21 @@ type simLeader struct {
 	nextLeases, nextHealth, nextSchedules, nextSweep time.Time
 }
 
+// partitionSim is one simulated fleet: the queue over a counted in-memory
+// store in simulated time, its workers with the shards they hold, the
+// leader's schedule and the report being filled in.
+type partitionSim struct {
+	cfg     SimConfig
+	clock   *simClock
+	s       *simStore
+	q       *queue.Queue
+	workers []*simWorker
+	start   time.Time
+	target  int // the shards a worker leases up to
+	lead    *simLeader
+	r       SimReport
+}
+
 // SimulatePartitions drives cfg.Rate tasks per second for cfg.Seconds of
 // simulated time through the queue's real Submit, ListReady, Claim,
 // Complete and Fail over the in-memory store, with workers each holding an
@@ -279,17 +161,38 @@ type simLeader struct {
 // sends with nothing to do. Nothing waits on the wall clock.
 func SimulatePartitions(ctx context.Context, cfg SimConfig) (SimReport, error) {
 	cfg.defaults()
+	p, err := newPartitionSim(ctx, cfg)
+	if err != nil {
+		return SimReport{}, err
+	}
+	if cfg.IdleSeconds > 0 {
+		if err := p.runIdle(ctx); err != nil {
+			return p.r, err
+		}
+		p.r.Idle = p.s.idle(cfg)
+	}
+	if err := p.runLoad(ctx); err != nil {
+		return p.r, err
+	}
+	p.r.summarize(p.s)
+	return p.r, nil
+}
+
+// newPartitionSim sets up the fleet: a queue of cfg.ShardChars, the
+// workers with their periods spread over their intervals, the shards
+// dealt out among them as leases, and their registry records.
+func newPartitionSim(ctx context.Context, cfg SimConfig) (*partitionSim, error) {
 	clock := &simClock{t: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
 	mem := memstore.New(memstore.WithClock(clock))
 	s := &simStore{Store: mem, clock: clock}
 	s.reset()
 	if _, err := queue.Init(ctx, mem, cfg.ShardChars); err != nil {
-		return SimReport{}, err
+		return nil, err
 	}
 	rnd := rand.New(rand.NewSource(1))
 	q, err := queue.Open(ctx, s, queue.Options{Clock: clock, Rand: rnd, NewID: queue.SequentialIDs("partition-sim"), Logger: quiet})
 	if err != nil {
-		return SimReport{}, err
+		return nil, err
 	}
 	shards := q.Shards()
 	workers := make([]*simWorker, cfg.Workers)
@@ -315,284 +218,202 @@ func SimulatePartitions(ctx context.Context, cfg SimConfig) (SimReport, error) {
 		w := workers[i%len(workers)]
 		l, err := q.AcquireLease(ctx, queue.ShardLeaseKey(sh), w.id, simLeaseTTL)
 		if err != nil {
-			return SimReport{}, err
+			return nil, err
 		}
 		w.shards, w.leases = append(w.shards, sh), append(w.leases, l)
 	}
-	target := (len(shards) + len(workers) - 1) / len(workers)
 	for _, w := range workers {
 		if err := q.PutWorker(ctx, &queue.WorkerInfo{ID: w.id, LastHeartbeat: clock.Now(), Shards: w.shards, Concurrency: 64}); err != nil {
-			return SimReport{}, err
+			return nil, err
 		}
 	}
-	lead := &simLeader{nextLeases: start, nextHealth: start, nextSchedules: start, nextSweep: start}
-	r := SimReport{Config: cfg}
+	return &partitionSim{
+		cfg: cfg, clock: clock, s: s, q: q, workers: workers, start: start,
+		target: (len(shards) + len(workers) - 1) / len(workers),
+		lead:   &simLeader{nextLeases: start, nextHealth: start, nextSchedules: start, nextSweep: start},
+		r:      SimReport{Config: cfg},
+	}, nil
+}
 
-	// background runs every worker's periodic requests and the leader's
-	// duties that are due.
-	background := func() error {
-		now := clock.Now()
-		var leader *simWorker
-		for _, w := range workers {
-			if !now.Before(w.nextBeat) {
-				if err := q.PutWorker(ctx, &queue.WorkerInfo{ID: w.id, LastHeartbeat: now, Shards: w.shards, Concurrency: 64}); err != nil {
-					return err
-				}
-				w.nextBeat = w.nextBeat.Add(simHeartbeat)
-			}
-			if !now.Before(w.nextRound) {
-				for _, l := range w.leases {
-					if err := q.RenewLease(ctx, l, simLeaseTTL); err != nil {
-						return err
-					}
-				}
-				if _, err := q.WorkerBeats(ctx); err != nil {
-					return err
-				}
-				if len(w.leases) < target && !now.Before(w.nextAcquire) {
-					// Nothing is stale in a steady fleet: the listing
-					// finds no shard to try, and the backoff grows to
-					// its longest.
-					if _, err := q.ShardLeaseWrites(ctx); err != nil {
-						return err
-					}
-					w.nextAcquire = now.Add(simAcquireMax)
-				}
-				w.nextRound = w.nextRound.Add(simLeaseRound)
-			}
-			if !now.Before(w.nextElect) {
-				w.mon.Elect(ctx)
-				w.nextElect = w.nextElect.Add(5 * time.Second)
-			}
-			if leader == nil && w.mon.IsLeader() {
-				leader = w
-			}
-		}
-		if leader == nil {
-			return nil
-		}
-		m := leader.mon
-		if !now.Before(lead.nextLeases) {
-			if _, err := m.CheckLeases(ctx); err != nil {
-				return err
-			}
-			lead.nextLeases = lead.nextLeases.Add(monitor.DefaultLeaseCheckInterval)
-		}
-		if !now.Before(lead.nextHealth) {
-			if _, err := m.CheckWorkers(ctx); err != nil {
-				return err
-			}
-			lead.nextHealth = lead.nextHealth.Add(monitor.DefaultCheckInterval)
-		}
-		if !now.Before(lead.nextSchedules) {
-			if _, err := m.RunSchedules(ctx); err != nil {
-				return err
-			}
-			lead.nextSchedules = lead.nextSchedules.Add(monitor.DefaultScheduleRefresh)
-		}
-		if !now.Before(lead.nextSweep) {
-			if err := m.SweepRound(ctx); err != nil {
-				return err
-			}
-			lead.nextSweep = lead.nextSweep.Add(monitor.DefaultSweepInterval)
-		}
-		return nil
+// runIdle is the idle phase: cfg.IdleSeconds of workers finding nothing,
+// each polling at the ceiling at its own time.
+func (p *partitionSim) runIdle(ctx context.Context) error {
+	n := time.Duration(len(p.workers))
+	for i, w := range p.workers {
+		w.pollEvery, w.nextPoll = simPollMax, p.start.Add(time.Duration(i)*simPollMax/n)
 	}
-	// poll runs the workers' polls that are due.
-	poll := func() error {
-		now := clock.Now()
-		for _, w := range workers {
-			if len(w.shards) == 0 || now.Before(w.nextPoll) {
-				continue
-			}
-			entries, next, err := q.ListReady(ctx, queue.ReadyQuery{Shards: w.shards, StartAfter: w.cursor, Limit: 100})
-			if err != nil {
-				return err
-			}
-			w.cursor = next
-			if len(entries) > 0 {
-				w.pollEvery = cfg.Step
-			} else {
-				w.pollEvery = min(2*w.pollEvery, simPollMax)
-			}
-			w.nextPoll = now.Add(w.pollEvery)
-			for _, e := range entries {
-				l, err := q.Claim(ctx, e, w.id)
-				if err != nil {
-					continue // a stale entry or a lost race: the real worker moves on too
-				}
-				if r.Completed%cfg.FailEvery == cfg.FailEvery-1 {
-					_, err = q.Fail(ctx, l, "simulated failure")
-				} else {
-					_, err = q.Complete(ctx, l, nil)
-				}
-				if err != nil {
-					return err
-				}
-				r.Completed++
-			}
+	p.s.reset()
+	steps := int(time.Duration(p.cfg.IdleSeconds) * time.Second / p.cfg.Step)
+	for step := 0; step < steps; step++ {
+		if err := ctx.Err(); err != nil {
+			return err
 		}
-		return nil
+		if err := p.background(ctx); err != nil {
+			return err
+		}
+		if err := p.poll(ctx); err != nil {
+			return err
+		}
+		p.clock.advance(p.cfg.Step)
 	}
+	return nil
+}
 
-	if cfg.IdleSeconds > 0 {
-		// Idle workers poll at the ceiling, each at its own time.
-		for i, w := range workers {
-			w.pollEvery, w.nextPoll = simPollMax, start.Add(time.Duration(i)*simPollMax/n)
-		}
-		s.reset()
-		steps := int(time.Duration(cfg.IdleSeconds) * time.Second / cfg.Step)
-		for step := 0; step < steps; step++ {
-			if err := ctx.Err(); err != nil {
-				return r, err
-			}
-			if err := background(); err != nil {
-				return r, err
-			}
-			if err := poll(); err != nil {
-				return r, err
-			}
-			clock.advance(cfg.Step)
-		}
-		r.Idle = s.idle(cfg)
+// runLoad is the load phase: cfg.Seconds of cfg.Rate submissions per
+// second, measured in its steady state: every holder polls at the step
+// (an idle worker's first poll after its backoff finds work and brings it
+// back there).
+func (p *partitionSim) runLoad(ctx context.Context) error {
+	for _, w := range p.workers {
+		w.pollEvery, w.nextPoll = p.cfg.Step, p.clock.Now()
 	}
-
-	// The load is measured in its steady state: every holder polls at
-	// the step (an idle worker's first poll after its backoff finds work
-	// and brings it back there).
-	for _, w := range workers {
-		w.pollEvery, w.nextPoll = cfg.Step, clock.Now()
-	}
-	s.reset()
-	steps := int(time.Duration(cfg.Seconds) * time.Second / cfg.Step)
-	perStep := float64(cfg.Rate) * cfg.Step.Seconds()
+	p.s.reset()
+	steps := int(time.Duration(p.cfg.Seconds) * time.Second / p.cfg.Step)
+	perStep := float64(p.cfg.Rate) * p.cfg.Step.Seconds()
 	owed := 0.0
 	for step := 0; step < steps; step++ {
 		if err := ctx.Err(); err != nil {
-			return r, err
+			return err
 		}
-		if err := background(); err != nil {
-			return r, err
+		if err := p.background(ctx); err != nil {
+			return err
 		}
 		for owed += perStep; owed >= 1; owed-- {
-			if _, _, err := q.Submit(ctx, queue.SubmitRequest{Type: "sim", Input: json.RawMessage(`{}`)}); err != nil {
-				return r, err
+			if _, _, err := p.q.Submit(ctx, queue.SubmitRequest{Type: "sim", Input: json.RawMessage(`{}`)}); err != nil {
+				return err
 			}
-			r.Tasks++
+			p.r.Tasks++
 		}
-		if err := poll(); err != nil {
-			return r, err
+		if err := p.poll(ctx); err != nil {
+			return err
 		}
-		clock.advance(cfg.Step)
+		p.clock.advance(p.cfg.Step)
 	}
-	r.summarize(s)
-	return r, nil
+	return nil
 }
 
-// idle turns what was counted over an idle phase into its report.
-func (s *simStore) idle(cfg SimConfig) *SimIdle {
-	secs := float64(cfg.IdleSeconds)
-	out := &SimIdle{Seconds: cfg.IdleSeconds, Workers: cfg.Workers,
-		RequestsPerSecond: map[store.Op]float64{}, ByPrefix: map[string]float64{}}
-	c := store.Counts{OK: map[store.Op]int64{}}
-	for op, n := range s.ops {
-		out.RequestsPerSecond[op] = float64(n) / secs
-		c.OK[op] = int64(n)
+// background runs every worker's periodic requests and the leader's
+// duties that are due.
+func (p *partitionSim) background(ctx context.Context) error {
+	now := p.clock.Now()
+	var leader *simWorker
+	for _, w := range p.workers {
+		if err := p.workerPeriodics(ctx, w, now); err != nil {
+			return err
+		}
+		if leader == nil && w.mon.IsLeader() {
+			leader = w
+		}
 	}
-	for root, n := range s.roots {
-		out.ByPrefix[root] = float64(n) / secs
+	if leader == nil {
+		return nil
 	}
-	const secondsPerMonth = 30 * 24 * 3600
-	out.CostPerMonth = c.Cost(cfg.Prices) / secs * secondsPerMonth
-	var r SimReport
-	r.summarize(s)
-	out.BusiestPrefix = r.BusiestReads
-	if r.BusiestWrites.PeakWrites > r.BusiestReads.PeakReads {
-		out.BusiestPrefix = r.BusiestWrites
-	}
-	return out
+	return p.leaderDuties(ctx, leader.mon, now)
 }
 
-func (r *SimReport) summarize(s *simStore) {
-	peaks := map[string]*PrefixLoad{}
-	for _, bySec := range s.counts {
-		for p, c := range bySec {
-			pl := peaks[p]
-			if pl == nil {
-				pl = &PrefixLoad{Prefix: p}
-				peaks[p] = pl
+// workerPeriodics runs what is due of w's heartbeat, leasing round and
+// monitor election.
+func (p *partitionSim) workerPeriodics(ctx context.Context, w *simWorker, now time.Time) error {
+	q := p.q
+	if !now.Before(w.nextBeat) {
+		if err := q.PutWorker(ctx, &queue.WorkerInfo{ID: w.id, LastHeartbeat: now, Shards: w.shards, Concurrency: 64}); err != nil {
+			return err
+		}
+		w.nextBeat = w.nextBeat.Add(simHeartbeat)
+	}
+	if !now.Before(w.nextRound) {
+		for _, l := range w.leases {
+			if err := q.RenewLease(ctx, l, simLeaseTTL); err != nil {
+				return err
 			}
-			pl.PeakWrites = max(pl.PeakWrites, c[0])
-			pl.PeakReads = max(pl.PeakReads, c[1])
-			pl.TotalRequests += c[0] + c[1]
 		}
-	}
-	var all []PrefixLoad
-	for _, pl := range peaks {
-		all = append(all, *pl)
-	}
-	sort.Slice(all, func(i, j int) bool {
-		if all[i].PeakWrites != all[j].PeakWrites {
-			return all[i].PeakWrites > all[j].PeakWrites
+		if _, err := q.WorkerBeats(ctx); err != nil {
+			return err
 		}
-		return all[i].Prefix < all[j].Prefix
-	})
-	r.Prefixes = len(all)
-	if len(all) > 0 {
-		r.BusiestWrites = all[0]
-	}
-	r.Top = all[:min(len(all), 8)]
-	for _, pl := range all {
-		if pl.PeakReads > r.BusiestReads.PeakReads {
-			r.BusiestReads = pl
+		if len(w.leases) < p.target && !now.Before(w.nextAcquire) {
+			// Nothing is stale in a steady fleet: the listing
+			// finds no shard to try, and the backoff grows to
+			// its longest.
+			if _, err := q.ShardLeaseWrites(ctx); err != nil {
+				return err
+			}
+			w.nextAcquire = now.Add(simAcquireMax)
 		}
+		w.nextRound = w.nextRound.Add(simLeaseRound)
 	}
-	if r.Tasks > 0 {
-		r.RequestsPerTask = float64(s.total) / float64(r.Tasks)
+	if !now.Before(w.nextElect) {
+		w.mon.Elect(ctx)
+		w.nextElect = w.nextElect.Add(5 * time.Second)
 	}
-	r.WritesOK = r.BusiestWrites.PeakWrites <= S3WritesPerPrefix
-	r.ReadsOK = r.BusiestReads.PeakReads <= S3ReadsPerPrefix
+	return nil
 }
 
-// WriteText prints the simulation's findings.
-func (r SimReport) WriteText(w io.Writer) {
-	c := r.Config
-	shards := 1 << (4 * c.ShardChars)
-	share := fmt.Sprintf("%d workers each owning %d shards", c.Workers, max(1, shards/c.Workers))
-	switch {
-	case c.Workers == shards:
-		share = fmt.Sprintf("%d workers each owning 1 shard", c.Workers)
-	case c.Workers > shards:
-		share = fmt.Sprintf("%d workers, %d of them owning 1 shard each", c.Workers, shards)
-	}
-	if i := r.Idle; i != nil {
-		fmt.Fprintf(w, "idle for %d s: the fleet of %d workers sent %.0f LIST, %.0f GET, %.0f PUT per second ($%.2f per month, $%.2f per worker); by prefix:",
-			i.Seconds, i.Workers, i.RequestsPerSecond[store.OpList], i.RequestsPerSecond[store.OpGet], i.RequestsPerSecond[store.OpPut],
-			i.CostPerMonth, i.CostPerMonth/float64(max(i.Workers, 1)))
-		roots := make([]string, 0, len(i.ByPrefix))
-		for root := range i.ByPrefix {
-			roots = append(roots, root)
+// leaderDuties runs the monitor duties that are due on the leader m:
+// the lease check, the worker health check, the schedules and the sweep.
+func (p *partitionSim) leaderDuties(ctx context.Context, m *monitor.Monitor, now time.Time) error {
+	lead := p.lead
+	if !now.Before(lead.nextLeases) {
+		if _, err := m.CheckLeases(ctx); err != nil {
+			return err
 		}
-		sort.Strings(roots)
-		for _, root := range roots {
-			fmt.Fprintf(w, " %s %.0f/s", root, i.ByPrefix[root])
+		lead.nextLeases = lead.nextLeases.Add(monitor.DefaultLeaseCheckInterval)
+	}
+	if !now.Before(lead.nextHealth) {
+		if _, err := m.CheckWorkers(ctx); err != nil {
+			return err
 		}
-		fmt.Fprintf(w, "; busiest prefix %s, %d writes/s and %d reads/s at peak\n\n", i.BusiestPrefix.Prefix, i.BusiestPrefix.PeakWrites, i.BusiestPrefix.PeakReads)
+		lead.nextHealth = lead.nextHealth.Add(monitor.DefaultCheckInterval)
 	}
-	fmt.Fprintf(w, "simulated %d tasks/s for %d s: %d shards, %s; %d tasks submitted, %d finished, %.2f requests per task over %d prefixes\n\n",
-		c.Rate, c.Seconds, shards, share, r.Tasks, r.Completed, r.RequestsPerTask, r.Prefixes)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "PREFIX\tPEAK WRITES/S\tPEAK READS/S")
-	for _, p := range r.Top {
-		fmt.Fprintf(tw, "%s\t%d\t%d\n", p.Prefix, p.PeakWrites, p.PeakReads)
-	}
-	tw.Flush()
-	verdict := func(ok bool) string {
-		if ok {
-			return "within"
+	if !now.Before(lead.nextSchedules) {
+		if _, err := m.RunSchedules(ctx); err != nil {
+			return err
 		}
-		return "OVER"
+		lead.nextSchedules = lead.nextSchedules.Add(monitor.DefaultScheduleRefresh)
 	}
-	fmt.Fprintf(w, "\nbusiest prefix by writes: %s, %d/s (%s S3's %d/s)\n", r.BusiestWrites.Prefix, r.BusiestWrites.PeakWrites, verdict(r.WritesOK), S3WritesPerPrefix)
-	fmt.Fprintf(w, "busiest prefix by reads:  %s, %d/s (%s S3's %d/s)\n", r.BusiestReads.Prefix, r.BusiestReads.PeakReads, verdict(r.ReadsOK), S3ReadsPerPrefix)
+	if !now.Before(lead.nextSweep) {
+		if err := m.SweepRound(ctx); err != nil {
+			return err
+		}
+		lead.nextSweep = lead.nextSweep.Add(monitor.DefaultSweepInterval)
+	}
+	return nil
+}
+
+// poll runs the workers' polls that are due: one ListReady over the
+// shards a worker holds, then a claim and an immediate finish of every
+// entry found (every cfg.FailEvery-th fails).
+func (p *partitionSim) poll(ctx context.Context) error {
+	now := p.clock.Now()
+	for _, w := range p.workers {
+		if len(w.shards) == 0 || now.Before(w.nextPoll) {
+			continue
+		}
+		entries, next, err := p.q.ListReady(ctx, queue.ReadyQuery{Shards: w.shards, StartAfter: w.cursor, Limit: 100})
+		if err != nil {
+			return err
+		}
+		w.cursor = next
+		if len(entries) > 0 {
+			w.pollEvery = p.cfg.Step
+		} else {
+			w.pollEvery = min(2*w.pollEvery, simPollMax)
+		}
+		w.nextPoll = now.Add(w.pollEvery)
+		for _, e := range entries {
+			l, err := p.q.Claim(ctx, e, w.id)
+			if err != nil {
+				continue // a stale entry or a lost race: the real worker moves on too
+			}
+			if p.r.Completed%p.cfg.FailEvery == p.cfg.FailEvery-1 {
+				_, err = p.q.Fail(ctx, l, "simulated failure")
+			} else {
+				_, err = p.q.Complete(ctx, l, nil)
+			}
+			if err != nil {
+				return err
+			}
+			p.r.Completed++
+		}
+	}
+	return nil
 }

@@ -111,59 +111,97 @@ const (
 	Full
 )
 
-// NewScenario draws the scenario of seed.
+// NewScenario draws the scenario of seed. The draws are made in a fixed
+// order (workers, bursts, events, limits): a seed names the same scenario
+// as long as that order holds.
 func NewScenario(seed uint64, size Size) Scenario {
-	r := rand.New(rand.NewPCG(seed, 0x716f))
-	pick := func(xs ...int) int { return xs[r.IntN(len(xs))] }
-	dur := func(lo, hi time.Duration) time.Duration { return lo + time.Duration(r.Int64N(int64(hi-lo)+1)) }
+	d := draws{rand.New(rand.NewPCG(seed, 0x716f))}
+	r := d.r
 
-	sc := Scenario{Seed: seed, ShardChars: pick(1, 1, 2), PageSize: pick(10, 25, 100, 1000)}
+	sc := Scenario{Seed: seed, ShardChars: d.pick(1, 1, 2), PageSize: d.pick(10, 25, 100, 1000)}
 	sc.Types = []string{"a", "b", "c"}[:1+r.IntN(3)]
 	scale := 1.0
 	if size == Small {
 		scale = 0.4
 	}
-	sc.FaultsEnd = time.Duration(float64(dur(4*time.Minute, 10*time.Minute)) * scale)
-	sc.LoadEnd = sc.FaultsEnd + time.Duration(float64(dur(3*time.Minute, 6*time.Minute))*scale)
+	sc.FaultsEnd = time.Duration(float64(d.dur(4*time.Minute, 10*time.Minute)) * scale)
+	sc.LoadEnd = sc.FaultsEnd + time.Duration(float64(d.dur(3*time.Minute, 6*time.Minute))*scale)
 	sc.Rate = []float64{0.5, 1, 2, 4}[r.IntN(4)] * scale
 
+	sc.Workers = d.workers(sc.Types)
+	sc.Bursts = d.bursts(sc, scale)
+	sc.Events = d.events(sc, len(sc.Workers))
+	sortEvents(sc.Events)
+	// Fleet-wide limits, drawn last so that the draws above (and so the
+	// scenarios of the seeds before limits existed) stay as they were.
+	sc.Limits = d.limits(sc.Types)
+	return sc
+}
+
+// draws is the random source of a scenario, with the shapes its draws
+// take.
+type draws struct{ r *rand.Rand }
+
+// pick draws one of xs.
+func (d draws) pick(xs ...int) int { return xs[d.r.IntN(len(xs))] }
+
+// dur draws a duration within lo..hi.
+func (d draws) dur(lo, hi time.Duration) time.Duration {
+	return lo + time.Duration(d.r.Int64N(int64(hi-lo)+1))
+}
+
+// workers draws the fleet: 2 to 5 workers. Every type is served by the
+// first worker; the others serve a subset (at least one type), and some
+// have a per-worker limit on one of their types.
+func (d draws) workers(types []string) []WorkerSpec {
+	r := d.r
 	n := 2 + r.IntN(4)
+	var out []WorkerSpec
 	for i := range n {
 		ws := WorkerSpec{
 			Name:        fmt.Sprintf("w%d", i),
-			Concurrency: pick(1, 1, 2, 4, 8, 16),
+			Concurrency: d.pick(1, 1, 2, 4, 8, 16),
 			Speed:       []float64{1, 1, 1, 2, 4, 10}[r.IntN(6)],
-			Skew:        dur(-queue.MaxClockSkew/2, queue.MaxClockSkew/2),
+			Skew:        d.dur(-queue.MaxClockSkew/2, queue.MaxClockSkew/2),
 		}
-		// Every type is served by the first worker; the others serve a
-		// subset (at least one type).
-		for _, t := range sc.Types {
+		for _, t := range types {
 			if i == 0 || r.IntN(3) > 0 {
 				ws.Types = append(ws.Types, t)
 			}
 		}
 		if len(ws.Types) == 0 {
-			ws.Types = []string{sc.Types[r.IntN(len(sc.Types))]}
+			ws.Types = []string{types[r.IntN(len(types))]}
 		}
 		if r.IntN(4) == 0 {
 			ws.Limits = map[string]int{ws.Types[r.IntN(len(ws.Types))]: 1 + r.IntN(2)}
 		}
-		sc.Workers = append(sc.Workers, ws)
+		out = append(out, ws)
 	}
+	return out
+}
 
-	// Deep backlogs: one at the start, one in the calm phase (where the
-	// order is checked), sometimes more.
+// bursts draws the deep backlogs: one at the start, one in the calm phase
+// (where the order is checked), sometimes more.
+func (d draws) bursts(sc Scenario, scale float64) []Burst {
+	r := d.r
+	var out []Burst
 	burst := func(at time.Duration) {
-		sc.Bursts = append(sc.Bursts, Burst{At: at, Type: sc.Types[r.IntN(len(sc.Types))], N: int(float64(pick(50, 200, 600, 1500)) * scale)})
+		out = append(out, Burst{At: at, Type: sc.Types[r.IntN(len(sc.Types))], N: int(float64(d.pick(50, 200, 600, 1500)) * scale)})
 	}
 	burst(0)
-	burst(sc.FaultsEnd + dur(0, (sc.LoadEnd-sc.FaultsEnd)/3))
+	burst(sc.FaultsEnd + d.dur(0, (sc.LoadEnd-sc.FaultsEnd)/3))
 	for range r.IntN(3) {
-		burst(dur(0, sc.LoadEnd))
+		burst(d.dur(0, sc.LoadEnd))
 	}
+	return out
+}
 
-	// The fault and operator timeline, within the fault phase.
-	at := func() time.Duration { return dur(10*time.Second, sc.FaultsEnd-30*time.Second) }
+// events draws the fault and operator timeline of n workers, within the
+// fault phase, unsorted.
+func (d draws) events(sc Scenario, n int) []Event {
+	r := d.r
+	var out []Event
+	at := func() time.Duration { return d.dur(10*time.Second, sc.FaultsEnd-30*time.Second) }
 	crashed := map[int]bool{}
 	for range r.IntN(4) {
 		w := r.IntN(n)
@@ -172,8 +210,8 @@ func NewScenario(seed uint64, size Size) Scenario {
 		}
 		crashed[w] = true
 		t := at()
-		back := min(t+dur(5*time.Second, 90*time.Second), sc.FaultsEnd)
-		sc.Events = append(sc.Events,
+		back := min(t+d.dur(5*time.Second, 90*time.Second), sc.FaultsEnd)
+		out = append(out,
 			Event{At: t, Kind: Crash, Worker: w},
 			Event{At: back, Kind: Restart, Worker: w, NewID: r.IntN(2) == 0})
 	}
@@ -183,47 +221,51 @@ func NewScenario(seed uint64, size Size) Scenario {
 			continue
 		}
 		t := at()
-		sc.Events = append(sc.Events, Event{At: t, Kind: Partition, Worker: w, For: min(dur(5*time.Second, 60*time.Second), sc.FaultsEnd-t)})
+		out = append(out, Event{At: t, Kind: Partition, Worker: w, For: min(d.dur(5*time.Second, 60*time.Second), sc.FaultsEnd-t)})
 	}
 	if r.IntN(3) == 0 {
-		sc.Events = append(sc.Events, Event{At: at(), Kind: Upgrade})
+		out = append(out, Event{At: at(), Kind: Upgrade})
 	}
 	for range r.IntN(4) {
 		t := at()
-		sc.Events = append(sc.Events, Event{At: t, Kind: Lossy, For: min(dur(10*time.Second, 60*time.Second), sc.FaultsEnd-t), Rate: []float64{0.02, 0.05, 0.1, 0.25}[r.IntN(4)]})
+		out = append(out, Event{At: t, Kind: Lossy, For: min(d.dur(10*time.Second, 60*time.Second), sc.FaultsEnd-t), Rate: []float64{0.02, 0.05, 0.1, 0.25}[r.IntN(4)]})
 	}
 	for range r.IntN(3) {
 		t := at()
-		sc.Events = append(sc.Events, Event{At: t, Kind: Slow, For: min(dur(10*time.Second, 60*time.Second), sc.FaultsEnd-t), Delay: dur(50*time.Millisecond, 3*time.Second)})
+		out = append(out, Event{At: t, Kind: Slow, For: min(d.dur(10*time.Second, 60*time.Second), sc.FaultsEnd-t), Delay: d.dur(50*time.Millisecond, 3*time.Second)})
 	}
 	for range r.IntN(3) {
 		t := at()
-		sc.Events = append(sc.Events, Event{At: t, Kind: PauseType, Type: sc.Types[r.IntN(len(sc.Types))], For: min(dur(5*time.Second, 60*time.Second), sc.FaultsEnd-t)})
+		out = append(out, Event{At: t, Kind: PauseType, Type: sc.Types[r.IntN(len(sc.Types))], For: min(d.dur(5*time.Second, 60*time.Second), sc.FaultsEnd-t)})
 	}
 	for range r.IntN(6) {
-		sc.Events = append(sc.Events, Event{At: at(), Kind: CancelOne})
+		out = append(out, Event{At: at(), Kind: CancelOne})
 	}
 	for range r.IntN(4) {
-		sc.Events = append(sc.Events, Event{At: at(), Kind: ReplayOne})
+		out = append(out, Event{At: at(), Kind: ReplayOne})
 	}
-	sortEvents(sc.Events)
+	return out
+}
 
-	// Fleet-wide limits, drawn last so that the draws above (and so the
-	// scenarios of the seeds before limits existed) stay as they were.
-	for _, t := range sc.Types {
+// limits draws the fleet-wide limits of the types: a concurrency cap, a
+// rate, both or neither.
+func (d draws) limits(types []string) []FleetLimit {
+	r := d.r
+	var out []FleetLimit
+	for _, t := range types {
 		var l FleetLimit
 		if r.IntN(4) == 0 {
-			l.Concurrency = pick(1, 2, 3, 5, 8)
+			l.Concurrency = d.pick(1, 2, 3, 5, 8)
 		}
 		if r.IntN(5) == 0 {
-			l.Rate, l.Per, l.Burst = pick(2, 5, 10), time.Second, pick(0, 1, 10)
+			l.Rate, l.Per, l.Burst = d.pick(2, 5, 10), time.Second, d.pick(0, 1, 10)
 		}
 		if l.Concurrency > 0 || l.Rate > 0 {
 			l.Type = t
-			sc.Limits = append(sc.Limits, l)
+			out = append(out, l)
 		}
 	}
-	return sc
+	return out
 }
 
 // TaskSpec is what a task's input tells the simulated handler.
