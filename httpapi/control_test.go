@@ -101,6 +101,11 @@ func TestLimitEndpointPerKey(t *testing.T) {
 			{"GET", "/api/control", "/api/control", "", 200, func(t *testing.T, v map[string]any) {
 				require.Equal(t, float64(2), keyLimit(v, "sync")["rate"])
 			}},
+			{"GET", "/api/stats", "/api/stats", "", 200, func(t *testing.T, v map[string]any) {
+				require.Equal(t, map[string]any{"sync": float64(1)}, v["key_limits"])
+				require.Equal(t, map[string]any{"sync": "2/s burst 3"}, v["key_rates"])
+				require.Equal(t, map[string]any{"sync": "600/m burst 10"}, v["rates"])
+			}},
 			{"POST", "/api/limit", "/api/limit", `{"type":"other","concurrency":2,"per_key":true}`, 200, nil},
 			{"POST", "/api/limit", "/api/limit", `{"type":"other","clear":true}`, 200, func(t *testing.T, v map[string]any) {
 				kl, _ := v["key_limits"].(map[string]any)
