@@ -1848,6 +1848,10 @@ function limitText(l) {
   }
   return parts.join(", ");
 }
+function limitsText(fleet, perKey) {
+  const keyed = limitText(perKey);
+  return [limitText(fleet), keyed && `per key: ${keyed}`].filter(Boolean).join("; ");
+}
 
 // src/workflow.js
 function workflowKey(id, shardChars) {
@@ -3661,7 +3665,8 @@ function renderTypes(st) {
   const c = state.control || {};
   const pausedTypes = c.paused_types || {};
   const limits = c.limits || {};
-  const types = [.../* @__PURE__ */ new Set([...Object.keys(st.by_type || {}), ...Object.keys(pausedTypes), ...Object.keys(limits)])].sort();
+  const keyLimits = c.key_limits || {};
+  const types = [.../* @__PURE__ */ new Set([...Object.keys(st.by_type || {}), ...Object.keys(pausedTypes), ...Object.keys(limits), ...Object.keys(keyLimits)])].sort();
   const rows = types.map((type) => {
     const n = st.by_type?.[type] || {};
     const own = Object.hasOwn(pausedTypes, type);
@@ -3677,7 +3682,7 @@ function renderTypes(st) {
       // replayed or archived together).
       h("td", { class: "num failed" }, n.failed ? h("a", { href: navFragment(state.cfg, { view: "dead", type }), title: `the dead letters of ${type}` }, fmt(n.failed)) : fmt(n.failed)),
       h("td", { class: "oldest" }, age >= 0 ? short(age * 1e3) : "-"),
-      h("td", { class: "limit" }, limitText(limits[type]) || "-"),
+      h("td", { class: "limit" }, limitsText(limits[type], keyLimits[type]) || "-"),
       h("td", { class: `pause-state ${own || c.paused ? "warn" : "dim"}` }, state_),
       h("td", {}, h("button", {
         class: "toggle",

@@ -854,3 +854,14 @@ export function limitText(l) {
   }
   return parts.join(', ');
 }
+
+/**
+ * limitsText is a type's limits as the overview's limit column shows them:
+ * the fleet-wide one (control.json "limits", see limitText), then the
+ * per-key one ("key_limits", qo limit --per-key: it holds for each task
+ * key) as "per key: at most 3 running, 10/s"; '' for none.
+ */
+export function limitsText(fleet, perKey) {
+  const keyed = limitText(perKey);
+  return [limitText(fleet), keyed && `per key: ${keyed}`].filter(Boolean).join('; ');
+}
