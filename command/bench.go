@@ -63,6 +63,11 @@ docs/performance.md met or not:
     takes), the bytes each write of the parent (or child) carries, and
     whether the fan-in's child is released exactly once (--deps-only skips
     everything else);
+  - with --keys N, end to end over N task keys (one key's deep backlog
+    submitted first, then N-1 keys of 5 tasks each) beside the same tasks
+    without keys: requests per task of each, and how long the small keys'
+    first tasks waited behind the backlog (--keys-only skips everything
+    else);
   - end to end again through --workers real 'qo worker' processes x
     --concurrency, with requests per task from the processes' own counters
     (their /metrics, from the first submit to the last task finished);
@@ -87,6 +92,7 @@ Examples:
   qo bench
   qo bench --tasks 5000 --workers 8 --concurrency 16 --json > run.json
   qo bench --deps-only --fan-out 10000 --fan-in 1000
+  qo bench --keys-only --keys 20 --tasks 2000
   qo bench --processes-only --workers 8 --concurrency 4
   qo bench --price-put 0.0045 --price-get 0.00036     # another provider's prices
   qo bench --simulate-partitions --sim-rate 20000 --sim-shards 256
@@ -107,6 +113,8 @@ Examples:
 			&cli.IntFlag{Name: "fan-out-after", Usage: "children of the fan-out submitted with --after, if not --fan-out's `N` (each child_added write carries the parent's whole, growing, list of children; -1 skips it)"},
 			&cli.BoolFlag{Name: "deps-only", Usage: "with --fan-out or --fan-in: measure only the dependencies"},
 			&cli.BoolFlag{Name: "no-limits", Usage: "skip the end-to-end run under a fleet-wide cap and rate"},
+			&cli.IntFlag{Name: "keys", Usage: "also run --tasks over `N` task keys: one key's deep backlog, then N-1 keys of 5 tasks each, beside the same run without keys"},
+			&cli.BoolFlag{Name: "keys-only", Usage: "with --keys: measure only the run over keys"},
 			&cli.BoolFlag{Name: "no-rss", Usage: "skip the worker memory measurement"},
 			&cli.BoolFlag{Name: "no-processes", Usage: "skip the end-to-end run through real worker processes"},
 			&cli.BoolFlag{Name: "processes-only", Usage: "run only the end-to-end run through real worker processes (--tasks, --workers, --concurrency)"},
@@ -185,6 +193,9 @@ func runBench(c *cli.Context) error {
 	if c.Bool("deps-only") && c.Bool("history-only") {
 		return usageError("--deps-only and --history-only exclude each other")
 	}
+	if err := checkBenchKeys(c); err != nil {
+		return err
+	}
 	prices := store.Prices{PutPer1000: c.Float64("price-put"), GetPer1000: c.Float64("price-get"), DeletePer1000: c.Float64("price-delete")}
 	if prices.PutPer1000 < 0 || prices.GetPer1000 < 0 || prices.DeletePer1000 < 0 {
 		return usageError("prices cannot be negative")
@@ -201,7 +212,7 @@ func runBench(c *cli.Context) error {
 		Idle: c.Duration("idle"), IdleWorkers: c.Int("idle-workers"), SeedFinished: c.Int("seed-finished"),
 		LeaderWindow: c.Duration("leader-window"), HistoryOnly: c.Bool("history-only"),
 		FanOut: c.Int("fan-out"), FanOutAfter: c.Int("fan-out-after"), FanIn: c.Int("fan-in"), DepsOnly: c.Bool("deps-only"),
-		NoLimits: c.Bool("no-limits"), Prices: prices, Log: c.App.ErrWriter,
+		NoLimits: c.Bool("no-limits"), Keys: c.Int("keys"), KeysOnly: c.Bool("keys-only"), Prices: prices, Log: c.App.ErrWriter,
 	}
 	if dir := c.String("plot"); dir != "" {
 		if err := benchPlots(c.Context, cfg, dir); err != nil {
@@ -217,7 +228,7 @@ func runBench(c *cli.Context) error {
 			return err
 		}
 	}
-	if !c.Bool("no-processes") && !cfg.HistoryOnly && !cfg.DepsOnly {
+	if !c.Bool("no-processes") && !cfg.HistoryOnly && !cfg.DepsOnly && !cfg.KeysOnly {
 		fmt.Fprintln(c.App.ErrWriter, "bench: end to end through worker processes...")
 		e, err := workerProcesses(c.Context, base, newBucket, cfg)
 		if err != nil {
@@ -225,7 +236,7 @@ func runBench(c *cli.Context) error {
 		}
 		r.AddProcesses(e)
 	}
-	if !c.Bool("no-rss") && !only && !cfg.HistoryOnly && !cfg.DepsOnly && runtime.GOOS == "linux" {
+	if !c.Bool("no-rss") && !only && !cfg.HistoryOnly && !cfg.DepsOnly && !cfg.KeysOnly && runtime.GOOS == "linux" {
 		fmt.Fprintln(c.App.ErrWriter, "bench: worker memory...")
 		mb, err := workerRSS(c.Context, base, newBucket)
 		if err != nil {
@@ -601,4 +612,20 @@ func peakRSS(pid int) (float64, error) {
 		}
 	}
 	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
+}
+
+// checkBenchKeys checks --keys and --keys-only.
+func checkBenchKeys(c *cli.Context) error {
+	n := c.Int("keys")
+	switch {
+	case n < 0:
+		return usageError("--keys %d: want at least 1 (or leave it out)", n)
+	case c.Bool("keys-only") && n == 0:
+		return usageError("--keys-only needs --keys N")
+	case c.Bool("keys-only") && (c.Bool("deps-only") || c.Bool("history-only") || c.Bool("processes-only")):
+		return usageError("--keys-only excludes --deps-only, --history-only and --processes-only")
+	case n > 0 && c.Int("tasks") < n*5:
+		return usageError("--keys %d needs --tasks of at least %d (the deep key's backlog, then 5 tasks per other key)", n, n*5)
+	}
+	return nil
 }

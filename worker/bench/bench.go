@@ -70,6 +70,10 @@ type Config struct {
 	// NoLimits skips the end-to-end run under a fleet-wide cap and rate
 	// (see Limited).
 	NoLimits bool
+	// Keys, when set, adds the run over task keys (see Keyed); KeysOnly
+	// runs only it.
+	Keys     int
+	KeysOnly bool
 	Prices   store.Prices
 	// Log receives progress lines (nil: none).
 	Log io.Writer
@@ -118,6 +122,8 @@ type Report struct {
 	// Limited is the end-to-end run again with a fleet-wide cap and rate
 	// set on its type, for its requests per task beside EndToEnd's.
 	Limited *Limited `json:"limited,omitempty"`
+	// Keyed is the run over task keys (qo bench --keys).
+	Keyed *Keyed `json:"keyed,omitempty"`
 	// Processes is the end-to-end run through real worker processes (its
 	// requests from their own counters; duplicates are not measured).
 	Processes  *EndToEnd `json:"processes,omitempty"`
@@ -309,7 +315,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil
 		}},
 	}
-	if cfg.HistoryOnly || cfg.DepsOnly {
+	if cfg.HistoryOnly || cfg.DepsOnly || cfg.KeysOnly {
 		steps = steps[:0]
 	} else if !cfg.NoLimits {
 		// Right after the run without limits, on the same machine load.
@@ -347,6 +353,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return err
 		}})
 	}
+	steps = keyedSteps(steps, cfg, r)
 	fanOutAfter := cfg.FanOutAfter
 	if fanOutAfter == 0 {
 		fanOutAfter = cfg.FanOut
