@@ -63,12 +63,7 @@ docs/performance.md met or not:
     takes), the bytes each write of the parent (or child) carries, and
     whether the fan-in's child is released exactly once (--deps-only skips
     everything else);
-  - with --keys N, end to end over N task keys (one key's deep backlog
-    submitted first, then N-1 keys of 5 tasks each) beside the same tasks
-    without keys: requests per task of each, and how long the small keys'
-    first tasks waited behind the backlog (--keys-only skips everything
-    else);
-  - end to end again through --workers real 'qo worker' processes x
+` + benchKeysHelp + `  - end to end again through --workers real 'qo worker' processes x
     --concurrency, with requests per task from the processes' own counters
     (their /metrics, from the first submit to the last task finished);
   - the peak memory of a real 'qo worker' at concurrency 32 (Linux).
@@ -92,12 +87,11 @@ Examples:
   qo bench
   qo bench --tasks 5000 --workers 8 --concurrency 16 --json > run.json
   qo bench --deps-only --fan-out 10000 --fan-in 1000
-  qo bench --keys-only --keys 20 --tasks 2000
   qo bench --processes-only --workers 8 --concurrency 4
   qo bench --price-put 0.0045 --price-get 0.00036     # another provider's prices
   qo bench --simulate-partitions --sim-rate 20000 --sim-shards 256
   qo bench --simulate-partitions --sim-workers 1000                # a fleet's idle cost and busiest prefix`,
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.IntFlag{Name: "tasks", Value: 2000, Usage: "tasks of the end-to-end run"},
 			&cli.IntFlag{Name: "workers", Value: 4, Usage: "workers of the end-to-end runs (in this process, then as worker processes)"},
 			&cli.IntFlag{Name: "concurrency", Value: 8, Usage: "concurrency per worker"},
@@ -113,8 +107,6 @@ Examples:
 			&cli.IntFlag{Name: "fan-out-after", Usage: "children of the fan-out submitted with --after, if not --fan-out's `N` (each child_added write carries the parent's whole, growing, list of children; -1 skips it)"},
 			&cli.BoolFlag{Name: "deps-only", Usage: "with --fan-out or --fan-in: measure only the dependencies"},
 			&cli.BoolFlag{Name: "no-limits", Usage: "skip the end-to-end run under a fleet-wide cap and rate"},
-			&cli.IntFlag{Name: "keys", Usage: "also run --tasks over `N` task keys: one key's deep backlog, then N-1 keys of 5 tasks each, beside the same run without keys"},
-			&cli.BoolFlag{Name: "keys-only", Usage: "with --keys: measure only the run over keys"},
 			&cli.BoolFlag{Name: "no-rss", Usage: "skip the worker memory measurement"},
 			&cli.BoolFlag{Name: "no-processes", Usage: "skip the end-to-end run through real worker processes"},
 			&cli.BoolFlag{Name: "processes-only", Usage: "run only the end-to-end run through real worker processes (--tasks, --workers, --concurrency)"},
@@ -130,7 +122,7 @@ Examples:
 			&cli.IntFlag{Name: "sim-idle-seconds", Value: 60, Usage: "with --simulate-partitions: simulated `SECONDS` of an idle fleet before the load, priced per month (0: none)"},
 			&cli.StringFlag{Name: "plot", Usage: "instead of the standard run, sweep workers x concurrency (1x1 to 8x8) and poll ceilings (1s to 10s) and draw them as SVG into `DIR`"},
 			jsonFlag(),
-		},
+		}, benchKeysFlags()...),
 		Action: runBench,
 	}
 }
@@ -190,10 +182,7 @@ func runBench(c *cli.Context) error {
 	if c.Bool("deps-only") && c.Int("fan-out") == 0 && c.Int("fan-out-after") <= 0 && c.Int("fan-in") == 0 {
 		return usageError("--deps-only needs --fan-out N or --fan-in N")
 	}
-	if c.Bool("deps-only") && c.Bool("history-only") {
-		return usageError("--deps-only and --history-only exclude each other")
-	}
-	if err := checkBenchKeys(c); err != nil {
+	if err := checkBenchOnly(c); err != nil {
 		return err
 	}
 	prices := store.Prices{PutPer1000: c.Float64("price-put"), GetPer1000: c.Float64("price-get"), DeletePer1000: c.Float64("price-delete")}
@@ -612,20 +601,4 @@ func peakRSS(pid int) (float64, error) {
 		}
 	}
 	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
-}
-
-// checkBenchKeys checks --keys and --keys-only.
-func checkBenchKeys(c *cli.Context) error {
-	n := c.Int("keys")
-	switch {
-	case n < 0:
-		return usageError("--keys %d: want at least 1 (or leave it out)", n)
-	case c.Bool("keys-only") && n == 0:
-		return usageError("--keys-only needs --keys N")
-	case c.Bool("keys-only") && (c.Bool("deps-only") || c.Bool("history-only") || c.Bool("processes-only")):
-		return usageError("--keys-only excludes --deps-only, --history-only and --processes-only")
-	case n > 0 && c.Int("tasks") < n*5:
-		return usageError("--keys %d needs --tasks of at least %d (the deep key's backlog, then 5 tasks per other key)", n, n*5)
-	}
-	return nil
 }
