@@ -39,7 +39,7 @@ const (
 func uiCredentialFlags(d time.Duration) []cli.Flag {
 	return []cli.Flag{
 		&cli.DurationFlag{Name: "duration", Value: d, Usage: "how long the link's credentials last (15m to 12h)"},
-		&cli.BoolFlag{Name: "operator", Usage: "credentials that may also cancel, replay and pause (write task objects, their index entries and control.json); default: read-only"},
+		&cli.BoolFlag{Name: "operator", Usage: "credentials that may also cancel, replay and pause (write task objects, their index entries, edge objects and control.json); default: read-only"},
 		&cli.StringFlag{Name: "role-arn", EnvVars: []string{"QO_UI_ROLE_ARN"},
 			Usage: "AWS: mint the credentials by assuming this `ARN` (default: GetFederationToken for IAM users)"},
 	}
