@@ -55,7 +55,7 @@ docs/performance.md met or not:
     takes), the bytes each write of the parent (or child) carries, and
     whether the fan-in's child is released exactly once (--deps-only skips
     everything else);
-  - end to end again through --workers real 'qo worker' processes x
+` + benchKeysHelp + `  - end to end again through --workers real 'qo worker' processes x
     --concurrency, with requests per task from the processes' own counters
     (their /metrics, from the first submit to the last task finished);
   - the peak memory of a real 'qo worker' at concurrency 32 (Linux).
@@ -83,7 +83,7 @@ Examples:
   qo bench --price-put 0.0045 --price-get 0.00036     # another provider's prices
   qo bench --simulate-partitions --sim-rate 20000 --sim-shards 256
   qo bench --simulate-partitions --sim-workers 1000                # a fleet's idle cost and busiest prefix`,
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.IntFlag{Name: "tasks", Value: 2000, Usage: "tasks of the end-to-end run"},
 			&cli.IntFlag{Name: "workers", Value: 4, Usage: "workers of the end-to-end runs (in this process, then as worker processes)"},
 			&cli.IntFlag{Name: "concurrency", Value: 8, Usage: "concurrency per worker"},
@@ -114,7 +114,7 @@ Examples:
 			&cli.IntFlag{Name: "sim-idle-seconds", Value: 60, Usage: "with --simulate-partitions: simulated `SECONDS` of an idle fleet before the load, priced per month (0: none)"},
 			&cli.StringFlag{Name: "plot", Usage: "instead of the standard run, sweep workers x concurrency (1x1 to 8x8) and poll ceilings (1s to 10s) and draw them as SVG into `DIR`"},
 			jsonFlag(),
-		},
+		}, benchKeysFlags()...),
 		Action: runBench,
 	}
 }
@@ -174,8 +174,8 @@ func runBench(c *cli.Context) error {
 	if c.Bool("deps-only") && c.Int("fan-out") == 0 && c.Int("fan-out-after") <= 0 && c.Int("fan-in") == 0 {
 		return usageError("--deps-only needs --fan-out N or --fan-in N")
 	}
-	if c.Bool("deps-only") && c.Bool("history-only") {
-		return usageError("--deps-only and --history-only exclude each other")
+	if err := checkBenchOnly(c); err != nil {
+		return err
 	}
 	prices := store.Prices{PutPer1000: c.Float64("price-put"), GetPer1000: c.Float64("price-get"), DeletePer1000: c.Float64("price-delete")}
 	if prices.PutPer1000 < 0 || prices.GetPer1000 < 0 || prices.DeletePer1000 < 0 {
@@ -193,7 +193,7 @@ func runBench(c *cli.Context) error {
 		Idle: c.Duration("idle"), IdleWorkers: c.Int("idle-workers"), SeedFinished: c.Int("seed-finished"),
 		LeaderWindow: c.Duration("leader-window"), HistoryOnly: c.Bool("history-only"),
 		FanOut: c.Int("fan-out"), FanOutAfter: c.Int("fan-out-after"), FanIn: c.Int("fan-in"), DepsOnly: c.Bool("deps-only"),
-		NoLimits: c.Bool("no-limits"), Prices: prices, Log: c.App.ErrWriter,
+		NoLimits: c.Bool("no-limits"), Keys: c.Int("keys"), KeysOnly: c.Bool("keys-only"), Prices: prices, Log: c.App.ErrWriter,
 	}
 	if dir := c.String("plot"); dir != "" {
 		if err := benchPlots(c.Context, cfg, dir); err != nil {
@@ -209,7 +209,7 @@ func runBench(c *cli.Context) error {
 			return err
 		}
 	}
-	if !c.Bool("no-processes") && !cfg.HistoryOnly && !cfg.DepsOnly {
+	if !c.Bool("no-processes") && !cfg.HistoryOnly && !cfg.DepsOnly && !cfg.KeysOnly {
 		fmt.Fprintln(c.App.ErrWriter, "bench: end to end through worker processes...")
 		e, err := workerProcesses(c.Context, base, newBucket, cfg)
 		if err != nil {
@@ -217,7 +217,7 @@ func runBench(c *cli.Context) error {
 		}
 		r.AddProcesses(e)
 	}
-	if !c.Bool("no-rss") && !only && !cfg.HistoryOnly && !cfg.DepsOnly && runtime.GOOS == "linux" {
+	if !c.Bool("no-rss") && !only && !cfg.HistoryOnly && !cfg.DepsOnly && !cfg.KeysOnly && runtime.GOOS == "linux" {
 		fmt.Fprintln(c.App.ErrWriter, "bench: worker memory...")
 		mb, err := workerRSS(c.Context, base, newBucket)
 		if err != nil {

@@ -208,6 +208,20 @@ func printStatsActivity(w io.Writer, st view.Stats) {
 		}
 		fmt.Fprintf(w, "fleet-wide rates (starts): %s\n", strings.Join(rates, ", "))
 	}
+	if len(st.KeyLimits) > 0 {
+		var caps []string
+		for _, t := range slices.Sorted(maps.Keys(st.KeyLimits)) {
+			caps = append(caps, fmt.Sprintf("%s %d", termsafe.Line(t), st.KeyLimits[t]))
+		}
+		fmt.Fprintf(w, "per-key caps (running at once for each key): %s\n", strings.Join(caps, ", "))
+	}
+	if len(st.KeyRates) > 0 {
+		var rates []string
+		for _, t := range slices.Sorted(maps.Keys(st.KeyRates)) {
+			rates = append(rates, fmt.Sprintf("%s %s", termsafe.Line(t), st.KeyRates[t]))
+		}
+		fmt.Fprintf(w, "per-key rates (starts for each key): %s\n", strings.Join(rates, ", "))
+	}
 	for _, u := range st.Unserved {
 		fmt.Fprintf(w, "UNSERVED %s: %d pending, %s\n", termsafe.Line(u.Type), u.Pending, u.Reason)
 	}

@@ -42,6 +42,12 @@ func TestTaskKeyCLI(t *testing.T) {
 	require.Contains(t, q.ok("limit", "sync", "--rate", "5/s", "--burst", "2", "--per-key"), "sync: at most 5/s started for each key across the fleet (burst 2)")
 	require.Equal(t, "sync\tconcurrency 2 per key, rate 5/s burst 2 per key\n", q.ok("limits"))
 	require.Contains(t, q.ok("limits", "--json"), `"per_key_rate": "5/s"`)
+	stats := q.ok("stats")
+	require.Contains(t, stats, "per-key caps (running at once for each key): sync 2")
+	require.Contains(t, stats, "per-key rates (starts for each key): sync 5/s burst 2")
+	require.Contains(t, q.ok("stats", "--json"), `"key_limits": {
+    "sync": 2
+  }`)
 	for _, bad := range []struct {
 		args []string
 		msg  string

@@ -39,7 +39,7 @@ const (
 func uiCredentialFlags(d time.Duration) []cli.Flag {
 	return []cli.Flag{
 		&cli.DurationFlag{Name: "duration", Value: d, Usage: "how long the link's credentials last (15m to 12h)"},
-		&cli.BoolFlag{Name: "operator", Usage: "credentials that may also cancel, replay and pause (write task objects, their index entries and control.json); default: read-only"},
+		&cli.BoolFlag{Name: "operator", Usage: "credentials that may also cancel, replay and pause (write task objects, their index entries, edge objects and control.json); default: read-only"},
 		&cli.StringFlag{Name: "role-arn", EnvVars: []string{"QO_UI_ROLE_ARN"},
 			Usage: "AWS: mint the credentials by assuming this `ARN` (default: GetFederationToken for IAM users)"},
 	}
@@ -197,19 +197,21 @@ var linkSecrets = []string{"ak", "sk", "st", "exp", "ro"}
 var linkReads = []string{
 	queue.ConfigKey, queue.ControlKey, queue.TasksPrefix, queue.ReadyPrefix, queue.LeasesPrefix, queue.WaitingPrefix,
 	queue.DeadPrefix, queue.DataPrefix, queue.WorkersPrefix, queue.SchedulesPrefix, queue.IdempotencyPrefix,
-	queue.WorkflowsPrefix, queue.WorkflowNamesPrefix, queue.ThroughputPrefix,
+	queue.WorkflowsPrefix, queue.WorkflowNamesPrefix, queue.ThroughputPrefix, queue.EdgesPrefix,
 }
 
 // Operator links write what the web UI's operator actions write
 // (webui/src/backend.js): setPause writes control.json; apply writes a
 // task object and the index entries its new version needs (ready/,
 // waiting/, dead/: the page never makes a task running) and deletes those
-// only the old one needed (a running task's lease/ entry included).
+// only the old one needed (a running task's lease/ entry included); a
+// cancel that ends a parent of a wide child writes an edge object there,
+// lists them, and deletes them when the child is decided (edges/).
 // Nothing else: not queue.json (one bad write stops every client), nor
 // monitor/, shard-leases/ or workers/ (the fleet's coordination).
 var (
-	linkPuts    = []string{queue.ControlKey, queue.TasksPrefix, queue.ReadyPrefix, queue.WaitingPrefix, queue.DeadPrefix}
-	linkDeletes = []string{queue.ReadyPrefix, queue.LeasesPrefix, queue.WaitingPrefix, queue.DeadPrefix}
+	linkPuts    = []string{queue.ControlKey, queue.TasksPrefix, queue.ReadyPrefix, queue.WaitingPrefix, queue.DeadPrefix, queue.EdgesPrefix}
+	linkDeletes = []string{queue.ReadyPrefix, queue.LeasesPrefix, queue.WaitingPrefix, queue.DeadPrefix, queue.EdgesPrefix}
 )
 
 // linkAccess is what a link's credentials may do: read what the page

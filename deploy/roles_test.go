@@ -385,7 +385,7 @@ var wantPolicies = map[string]map[string]bool{
 		"s3:GetObject s3:GetObjectVersion": {queue.ConfigKey, queue.DataPrefix, queue.LeasesPrefix, queue.WorkersPrefix,
 			queue.SchedulesPrefix, queue.IdempotencyPrefix, queue.WorkflowsPrefix, queue.WorkflowNamesPrefix, queue.ThroughputPrefix},
 		"s3:GetObject s3:GetObjectVersion s3:PutObject":                 {queue.ControlKey, queue.TasksPrefix},
-		"s3:GetObject s3:GetObjectVersion s3:PutObject s3:DeleteObject": {queue.ReadyPrefix, queue.WaitingPrefix, queue.DeadPrefix},
+		"s3:GetObject s3:GetObjectVersion s3:PutObject s3:DeleteObject": {queue.ReadyPrefix, queue.WaitingPrefix, queue.DeadPrefix, queue.EdgesPrefix},
 		"s3:DeleteObject": {queue.LeasesPrefix},
 	}),
 	"Admin": grants(map[string][]string{

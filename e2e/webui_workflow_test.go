@@ -7,11 +7,14 @@ package e2e
 // step's status, a replay of its failed step (its cancelled child waits
 // again), "Cancel the rest", a step's task detail (its workflow link,
 // parents, children and input_from), and a parent cancelled in the page
-// telling its children, each read back through the Go API.
+// telling its children, a wide fan-in's last parent cancelled in the page
+// releasing the join, each read back through the Go API.
 
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -271,6 +274,72 @@ func TestWebUICancelTellsChildren(t *testing.T) {
 			waiting, err := e.s.List(bg, store.ListParams{Prefix: queue.WaitingPrefix})
 			require.NoError(t, err)
 			require.Empty(t, waiting.Objects, "no waiting entry is left")
+		})
+	}
+}
+
+// TestWebUIWideFanIn: a workflow whose join step waits for more parents
+// than queue.EdgeFanIn, and runs whatever they end in. Workers' ends of
+// all parents but one reach it as edge objects; the last parent is
+// cancelled in the page, which finds those edges as qo does, records
+// every end in one write and releases the join, its edges removed.
+func TestWebUIWideFanIn(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{"S3", "API"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			ctx := browser(t)
+			console := watchConsole(t, ctx)
+			e := wkSetup(t)
+			bg := context.Background()
+			fanIn := queue.EdgeFanIn + 2
+			var steps, names []string
+			for i := range fanIn {
+				names = append(names, fmt.Sprintf(`"p%d"`, i))
+				steps = append(steps, fmt.Sprintf(`{"name": "p%d", "type": "part"}`, i))
+			}
+			steps = append(steps, `{"name": "join", "type": "join", "on_parent_failure": "run", "after": [`+strings.Join(names, ", ")+`]}`)
+			spec, err := queue.DecodeWorkflow([]byte(`{"name": "fan-in-`+uuid.NewString()[:6]+`", "steps": [`+strings.Join(steps, ",\n")+`]}`), queue.SubmitDefaults{})
+			require.NoError(t, err)
+			wf, _, err := e.q.SubmitWorkflow(bg, spec)
+			require.NoError(t, err)
+			step := map[string]uuid.UUID{}
+			for _, s := range wf.Steps {
+				step[s.Name] = s.TaskID
+			}
+			get := func(id uuid.UUID) *queue.Task {
+				task, err := e.q.Get(bg, id)
+				require.NoError(t, err)
+				return task
+			}
+			for i := 1; i < fanIn; i++ {
+				_, err := e.q.Complete(bg, claimNow(t, e, get(step[fmt.Sprintf("p%d", i)])), nil)
+				require.NoError(t, err)
+			}
+			require.NoError(t, e.q.Settle(bg))
+			edges, err := e.s.List(bg, store.ListParams{Prefix: queue.EdgesPrefix})
+			require.NoError(t, err)
+			require.Len(t, edges.Objects, fanIn-1, "the workers' ends are edge objects")
+			raw, _, err := e.q.GetWithETag(bg, step["join"])
+			require.NoError(t, err)
+			require.Equal(t, fanIn, raw.ParentsLeft(), "the join's object records none of them")
+
+			last := step["p0"].String()
+			require.NoError(t, chromedp.Run(ctx,
+				chromedp.Navigate(pageLink(t, e, mode)+"&view=tasks&task="+last),
+				poll(`!!document.querySelector('#act-cancel')`),
+				noAutoRefresh(),
+				chromedp.Click("#act-cancel", chromedp.ByQuery),
+				poll(`document.querySelector('#status').textContent === 'cancel: task `+last+` is now cancelled'`),
+			))
+			join, _, err := e.q.GetWithETag(bg, step["join"])
+			require.NoError(t, err)
+			require.Equal(t, queue.StatusPending, join.Status, "the last end released the join (console: %v)", console.matching(""))
+			require.Equal(t, queue.EventReleased, join.LastEvent)
+			require.Zero(t, join.ParentsLeft(), "every end is recorded on the join")
+			edges, err = e.s.List(bg, store.ListParams{Prefix: queue.EdgesPrefix})
+			require.NoError(t, err)
+			require.Empty(t, edges.Objects, "the released join's edges are removed")
 		})
 	}
 }

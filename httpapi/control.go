@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/qo-queue/qo/queue"
@@ -55,44 +56,91 @@ func (a *api) resume(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// limitBody is the body of POST /api/limit.
+// limitBody is the body of POST /api/limit: the flags of qo limit.
+// Concurrency is a pointer so that 0 is refused as qo limit --concurrency 0
+// is, rather than read as no cap given.
 type limitBody struct {
 	Type        string `json:"type"`
-	Concurrency int    `json:"concurrency"`
+	Concurrency *int   `json:"concurrency"`
 	Rate        string `json:"rate"`
 	Burst       int    `json:"burst"`
+	PerKey      bool   `json:"per_key"`
 	Clear       bool   `json:"clear"`
 }
 
-// limit sets or clears a type's fleet-wide concurrency cap (qo limit).
+// limitShapes describes the bodies POST /api/limit takes.
+const limitShapes = `{"type": "...", "concurrency": N}, {"type": "...", "rate": "20/s", "burst": N}, either with "per_key": true, or {"type": "...", "clear": true}`
+
+// limitChange is a checked body: what it sets, nothing written yet.
+type limitChange struct {
+	typ    string
+	cap    int // 0: none
+	starts int // 0: no rate
+	per    time.Duration
+	burst  int
+	perKey bool
+	clear  bool
+}
+
+// checkLimit checks a body as qo limit checks its flags, all of it before
+// anything is written: a body that sets a cap and a bad rate sets neither.
+func checkLimit(b limitBody) (limitChange, error) {
+	ch := limitChange{typ: b.Type, burst: b.Burst, perKey: b.PerKey, clear: b.Clear}
+	set, rated := b.Concurrency != nil, b.Rate != ""
+	if err := queue.ValidateType(b.Type); err != nil {
+		return ch, err
+	}
+	switch {
+	case b.PerKey && !set && !rated:
+		return ch, badInput(`"per_key" goes with "concurrency" or "rate": {"type": "...", "concurrency": 1, "per_key": true}`)
+	case b.Burst != 0 && !rated:
+		return ch, badInput(`"burst" goes with "rate": {"type": "...", "rate": "20/s", "burst": 5}`)
+	case b.Clear && (set || rated):
+		return ch, badInput(`give either "concurrency" or "rate", or "clear", not both`)
+	case !set && !rated && !b.Clear:
+		return ch, badInput(`give "concurrency": N to set a cap, "rate": "20/s" to set a rate, or "clear": true to remove them`)
+	case set && (*b.Concurrency < 1 || *b.Concurrency > queue.MaxConcurrencyCap):
+		return ch, badInput(`"concurrency" %d is not between 1 and %d (to remove the cap: {"type": "...", "clear": true})`, *b.Concurrency, queue.MaxConcurrencyCap)
+	case rated && (b.Burst < 0 || b.Burst > queue.MaxRate):
+		return ch, badInput(`"burst" %d is not between 1 and %d (leave it out for a second's worth)`, b.Burst, queue.MaxRate)
+	}
+	if set {
+		ch.cap = *b.Concurrency
+	}
+	if rated {
+		var err error
+		if ch.starts, ch.per, err = queue.ParseRate(b.Rate); err != nil {
+			return ch, badInput(`"rate": %s`, strings.TrimPrefix(err.Error(), queue.ErrInvalidInput.Error()+": "))
+		}
+	}
+	return ch, nil
+}
+
+// limit sets or clears a type's fleet-wide or per-key concurrency cap and
+// rate limit, as qo limit does.
 func (a *api) limit(w http.ResponseWriter, r *http.Request) error {
 	var b limitBody
-	if err := decodeBody(r, &b, `{"type": "...", "concurrency": N}, {"type": "...", "rate": "20/s", "burst": N} or {"type": "...", "clear": true}`); err != nil {
+	if err := decodeBody(r, &b, limitShapes); err != nil {
 		return err
 	}
-	var (
-		c   queue.Control
-		err error
-	)
+	ch, err := checkLimit(b)
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	var c queue.Control
 	switch {
-	case b.Clear && (b.Concurrency != 0 || b.Rate != ""):
-		return badInput(`give either "concurrency" or "rate", or "clear", not both`)
-	case b.Burst != 0 && b.Rate == "":
-		return badInput(`"burst" goes with "rate": {"type": "...", "rate": "20/s", "burst": 5}`)
-	case b.Clear:
-		c, err = a.q.ClearLimit(r.Context(), b.Type)
-	case b.Concurrency == 0 && b.Rate == "":
-		return badInput(`give "concurrency": N to set a cap, "rate": "20/s" to set a rate, or "clear": true to remove them`)
+	case ch.clear:
+		c, err = a.q.ClearLimit(ctx, ch.typ)
+	case ch.cap != 0 && ch.perKey:
+		c, err = a.q.SetKeyLimit(ctx, ch.typ, ch.cap)
+	case ch.cap != 0:
+		c, err = a.q.SetLimit(ctx, ch.typ, ch.cap)
 	}
-	if err == nil && b.Concurrency != 0 {
-		c, err = a.q.SetLimit(r.Context(), b.Type, b.Concurrency)
-	}
-	if err == nil && b.Rate != "" {
-		var starts int
-		var per time.Duration
-		if starts, per, err = queue.ParseRate(b.Rate); err == nil {
-			c, err = a.q.SetRate(r.Context(), b.Type, starts, per, b.Burst)
-		}
+	if err == nil && ch.starts != 0 && ch.perKey {
+		c, err = a.q.SetKeyRate(ctx, ch.typ, ch.starts, ch.per, ch.burst)
+	} else if err == nil && ch.starts != 0 {
+		c, err = a.q.SetRate(ctx, ch.typ, ch.starts, ch.per, ch.burst)
 	}
 	if err != nil {
 		return err

@@ -119,6 +119,18 @@ func (s Snapshot) View() view.Stats {
 			}
 			v.Rates[t] = fmt.Sprintf("%s burst %d", r, r.Burst)
 		}
+		if n, ok := s.Control.KeyConcurrencyCap(t); ok {
+			if v.KeyLimits == nil {
+				v.KeyLimits = map[string]int{}
+			}
+			v.KeyLimits[t] = n
+		}
+		if r, ok := s.Control.KeyRateLimit(t); ok {
+			if v.KeyRates == nil {
+				v.KeyRates = map[string]string{}
+			}
+			v.KeyRates[t] = fmt.Sprintf("%s burst %d", r, r.Burst)
+		}
 	}
 	v.RequestRate = s.Rate
 	v.LastHour, v.LastDay = s.LastHour, s.LastDay

@@ -711,10 +711,13 @@ bucket's history.
 
 Edge objects came with no change to any object: nothing to migrate. A
 waiting task's parents list is read as before, and edges only add ends
-to it. A qo of an earlier version (or the web UI's operator actions)
-ending a parent of a wide child writes the child as before; when that
-write holds the last end it does not see the edges, and the sweeper
-releases the child (within the bound above).
+to it. A qo of an earlier version ending a parent of a wide child writes
+the child as before; when that write holds the last end it does not see
+the edges, and the sweeper releases the child (within the bound above).
+The web UI's operator actions follow the rule above (webui/src/backend.js,
+endOnChild), except that a child taking values (input_from) from a
+parent whose end it finds in an edge is left to the sweeper, which copies
+them.
 
 # Workflows
 

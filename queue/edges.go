@@ -204,6 +204,10 @@ func (q *Queue) dropEdges(ctx context.Context, keys []string) {
 // writers race on it).
 const edgeFanIn = 16
 
+// EdgeFanIn is edgeFanIn for the other writers of a parent's end (the web
+// UI follows the same rule).
+const EdgeFanIn = edgeFanIn
+
 // hasEdges reports whether parents' ends may reach t as edge objects.
 func hasEdges(t *Task) bool { return len(t.Parents) > edgeFanIn }
 

@@ -205,6 +205,14 @@ func (h *harness) features() *harness {
 	t := h.t
 	_, err := h.q.Pause(h.ctx, "report", "month end")
 	require.NoError(t, err)
+	_, err = h.q.SetLimit(h.ctx, "send_email", 5)
+	require.NoError(t, err)
+	_, err = h.q.SetRate(h.ctx, "send_email", 20, time.Second, 0)
+	require.NoError(t, err)
+	_, err = h.q.SetKeyLimit(h.ctx, "report", 3)
+	require.NoError(t, err)
+	_, err = h.q.SetKeyRate(h.ctx, "report", 10, time.Second, 0)
+	require.NoError(t, err)
 	_, err = schedule.Create(h.ctx, h.q, schedule.Spec{Name: "nightly", Cron: "30 2 * * *", Timezone: "Europe/Berlin",
 		Task: schedule.Task{Type: "report", Input: json.RawMessage(`{"kind":"daily"}`)}})
 	require.NoError(t, err)

@@ -177,13 +177,16 @@ func (o *overview) pauseBanner() string {
 		b.WriteString(o.st.Error.Render(cut(l, max(o.w, 20))) + "\n")
 	}
 	if ts := c.LimitedTypes(); len(ts) > 0 {
-		var parts, rates []string
+		var parts, rates, perKey []string
 		for _, t := range ts {
 			if n, ok := c.ConcurrencyCap(t); ok {
 				parts = append(parts, fmt.Sprintf("%s %d", safe(t), n))
 			}
 			if r, ok := c.RateLimit(t); ok {
 				rates = append(rates, fmt.Sprintf("%s %s", safe(t), r))
+			}
+			if k := keyLimitText(c, t); k != "" {
+				perKey = append(perKey, safe(t)+" "+k)
 			}
 		}
 		if len(parts) > 0 {
@@ -192,12 +195,28 @@ func (o *overview) pauseBanner() string {
 		if len(rates) > 0 {
 			b.WriteString(o.st.Dim.Render(cut("fleet-wide rates (starts): "+strings.Join(rates, ", "), max(o.w, 20))) + "\n")
 		}
+		if len(perKey) > 0 {
+			b.WriteString(o.st.Dim.Render(cut("per key: "+strings.Join(perKey, "; "), max(o.w, 20))) + "\n")
+		}
 		lines = append(lines, "")
 	}
 	if len(lines) > 0 {
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+// keyLimitText is typ's per-key cap and rate as the overview shows them
+// ("3 running, 10/s"), "" for none.
+func keyLimitText(c queue.Control, typ string) string {
+	var parts []string
+	if n, ok := c.KeyConcurrencyCap(typ); ok {
+		parts = append(parts, fmt.Sprintf("%d running", n))
+	}
+	if r, ok := c.KeyRateLimit(typ); ok {
+		parts = append(parts, r.String())
+	}
+	return strings.Join(parts, ", ")
 }
 
 func reasonText(r string) string {

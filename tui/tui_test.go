@@ -576,3 +576,19 @@ func TestOverviewShowsRates(t *testing.T) {
 	require.Contains(t, h.view(), "fleet-wide rates (starts): report 20/s")
 	require.NotContains(t, h.view(), "fleet-wide caps")
 }
+
+// The overview shows per-key caps and rates beside the fleet-wide ones.
+func TestOverviewShowsKeyLimits(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil, Options{}).seed()
+	_, err := h.q.SetKeyLimit(h.ctx, "report", 3)
+	require.NoError(t, err)
+	_, err = h.q.SetKeyRate(h.ctx, "report", 10, time.Second, 0)
+	require.NoError(t, err)
+	_, err = h.q.SetKeyRate(h.ctx, "email", 600, time.Minute, 0)
+	require.NoError(t, err)
+	h.newModel(Options{})
+	h.init()
+	require.Contains(t, h.view(), "per key: email 600/m; report 3 running, 10/s")
+	require.NotContains(t, h.view(), "fleet-wide caps", "a per-key cap is no fleet-wide cap")
+}

@@ -2,6 +2,7 @@ package webui
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -36,8 +37,9 @@ type cancelCase struct {
 // TestCancelCases writes testdata/cancel.json: a pending parent P with
 // waiting children of every on_parent_failure (cancel, fail, run, run
 // with another parent not ended, cancel with one), grandchildren under
-// the children that end, and a child an operator cancelled before; then
-// P cancelled by queue.Cancel.
+// the children that end, a child an operator cancelled before, and wide
+// children whose other parents' ends are edge objects; then P cancelled by
+// queue.Cancel.
 func TestCancelCases(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -73,17 +75,40 @@ func TestCancelCases(t *testing.T) {
 	_, err = q.Cancel(queue.WithActor(ctx, "alice@ops-1, qo cancel"), x, "by hand")
 	require.NoError(t, err)
 
+	// Wide children (more than queue.EdgeFanIn parents): P and the K
+	// tasks, which complete before P is cancelled, each leaving an edge
+	// object on each of them.
+	var ks []uuid.UUID
+	for i := range queue.EdgeFanIn {
+		ks = append(ks, submit(fmt.Sprintf("K%d", i+1), ""))
+	}
+	wideParents := append([]uuid.UUID{p}, ks...)
+	submit("W: run, wide, the other parents completed", queue.ParentFailureRun, wideParents...)
+	submit("U: cancel, wide, the other parents completed", queue.ParentFailureCancel, wideParents...)
+	submit("V: run, wide, Q not ended", queue.ParentFailureRun, append(wideParents, other)...)
+	for _, k := range ks {
+		task, err := q.Get(ctx, k)
+		require.NoError(t, err)
+		e, err := queue.ParseReadyKey(queue.ReadyKey(task))
+		require.NoError(t, err)
+		l, err := q.Claim(ctx, e, "w1")
+		require.NoError(t, err)
+		_, err = q.Complete(ctx, l, nil)
+		require.NoError(t, err)
+	}
+	require.NoError(t, q.Settle(ctx))
+
 	snap := func() ([]*queue.Task, []string) {
 		tasks := make([]*queue.Task, len(ids))
 		for i, id := range ids {
-			task, err := q.Get(ctx, id)
+			task, _, err := q.GetWithETag(ctx, id) // the object, without the ends its edges add
 			require.NoError(t, err)
 			task = task.Clone()
 			task.RequestID = "request" // random: fixed here so the file is stable
 			tasks[i] = task
 		}
 		var keys []string
-		for _, prefix := range []string{queue.ReadyPrefix, queue.LeasesPrefix, queue.WaitingPrefix, queue.DeadPrefix} {
+		for _, prefix := range []string{queue.ReadyPrefix, queue.LeasesPrefix, queue.WaitingPrefix, queue.DeadPrefix, queue.EdgesPrefix} {
 			page, err := s.List(ctx, store.ListParams{Prefix: prefix})
 			require.NoError(t, err)
 			require.Empty(t, page.NextToken)
@@ -119,12 +144,29 @@ func TestCancelCases(t *testing.T) {
 	want := map[string]queue.Status{
 		"P": queue.StatusCancelled, "A": queue.StatusCancelled, "B": queue.StatusFailed, "C": queue.StatusPending,
 		"D": queue.StatusWaiting, "E": queue.StatusCancelled, "G": queue.StatusCancelled, "H": queue.StatusPending,
-		"X": queue.StatusCancelled,
+		"X": queue.StatusCancelled, "W": queue.StatusPending, "U": queue.StatusCancelled, "V": queue.StatusWaiting,
 	}
 	for i, task := range c.After {
 		if st, ok := want[strings.SplitN(names[i], ":", 2)[0]]; ok {
 			require.Equal(t, st, task.Status, names[i])
 		}
 	}
+	// The K tasks' ends reached the wide children as edge objects; P's
+	// release of W records them all and removes them; V keeps its edges,
+	// P's too.
+	edges := 0
+	for _, k := range c.IndexBefore {
+		if strings.HasPrefix(k, queue.EdgesPrefix) {
+			edges++
+		}
+	}
+	require.Equal(t, 3*queue.EdgeFanIn, edges, "edges before")
+	edges = 0
+	for _, k := range c.IndexAfter {
+		if strings.HasPrefix(k, queue.EdgesPrefix) {
+			edges++
+		}
+	}
+	require.Equal(t, queue.EdgeFanIn+1, edges, "edges after: V's")
 	requireFile(t, filepath.Join("testdata", "cancel.json"), c)
 }

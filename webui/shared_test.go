@@ -220,6 +220,7 @@ type pageConstants struct {
 	ThroughputPrefix string                 `json:"throughput_prefix"` // queue.ThroughputPrefix: the monitor's rollup of finishes
 	DayHours         int                    `json:"day_hours"`         // inspect.DayHours: the hours last_day covers
 	IndexGraceMS     int64                  `json:"index_grace_ms"`    // queue.IndexGrace
+	EdgeFanIn        int                    `json:"edge_fan_in"`       // queue.EdgeFanIn: past it, parents' ends reach a child as edge objects
 	Keys             map[string]string      `json:"keys"`              // the key layout's keys and prefixes
 	WorkflowEnded    []queue.WorkflowStatus `json:"workflow_ended"`    // the workflow statuses whose Ended is true
 	// NameMax is the longest name of each kind that becomes one key
@@ -255,12 +256,12 @@ func constants() pageConstants {
 		RecentMinutes: queue.DefaultRecentMinutes,
 		DeadAfterMS:   queue.DefaultDeadAfter.Milliseconds(), MaxClockSkewMS: queue.MaxClockSkew.Milliseconds(),
 		ThroughputPrefix: queue.ThroughputPrefix, DayHours: inspect.DayHours,
-		IndexGraceMS: queue.IndexGrace.Milliseconds(),
+		IndexGraceMS: queue.IndexGrace.Milliseconds(), EdgeFanIn: queue.EdgeFanIn,
 		Keys: map[string]string{
 			"config": queue.ConfigKey, "control": queue.ControlKey, "tasks": queue.TasksPrefix, "ready": queue.ReadyPrefix,
 			"leases": queue.LeasesPrefix, "waiting": queue.WaitingPrefix, "dead": queue.DeadPrefix, "workers": queue.WorkersPrefix,
 			"schedules": queue.SchedulesPrefix, "idempotency": queue.IdempotencyPrefix, "workflows": queue.WorkflowsPrefix,
-			"workflow_names": queue.WorkflowNamesPrefix, "data": queue.DataPrefix,
+			"workflow_names": queue.WorkflowNamesPrefix, "data": queue.DataPrefix, "edges": queue.EdgesPrefix,
 		},
 		WorkflowEnded: wfEnded, Operators: ops,
 		NameMax: map[string]int{"task_type": 64, "worker_id": 128, "schedule_name": 64, "workflow_name": 64},

@@ -146,6 +146,11 @@ type Stats struct {
 	Limits map[string]int `json:"limits"`
 	// Rates holds the fleet-wide rate limits by type ("20/s burst 20").
 	Rates map[string]string `json:"rates,omitempty"`
+	// KeyLimits holds the per-key concurrency caps by type (qo limit
+	// --per-key: at most N running for each task key) and KeyRates the
+	// per-key rates ("2/s burst 2"); absent when none.
+	KeyLimits map[string]int    `json:"key_limits,omitempty"`
+	KeyRates  map[string]string `json:"key_rates,omitempty"`
 	// RequestRate is the fleet's S3 request rate (null until some
 	// worker's counters were seen at two heartbeats).
 	RequestRate *Rate `json:"request_rate"`

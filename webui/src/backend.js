@@ -5,7 +5,7 @@ import { S3, S3Error } from './s3.js';
 import {
   CONFIG_KEY, FORMAT_VERSION, TASKS_PREFIX, WORKERS_PREFIX, SCHEDULES_PREFIX, CONTROL_KEY, READY_PREFIX, LEASES_PREFIX, DEAD_PREFIX, WAITING_PREFIX, LAYOUT_VERSION, LIST_WINDOW_MS,
   INDEX_GRACE_MS, THROUGHPUT_PREFIX, DAY_HOURS, throughputKey, applyOperator, applyControl, pageActor, countStats, indexChanges, indexKeys, indexEntry, parseIndexKey, decodeTask, taskKey, shards, shardOf, idFloor,
-  idempotencyKey, rewait, recordEnd, endedAs, TransitionError, part, validPart, parseWorkerKey, parseScheduleKey, payloadKey,
+  idempotencyKey, rewait, recordEnds, endedAs, hasEdges, decides, unrecorded, edgeKey, parseEdgeKey, EDGES_PREFIX, TransitionError, part, validPart, parseWorkerKey, parseScheduleKey, payloadKey,
   progressOf, workerKey,
 } from './queue.js';
 import {
@@ -622,12 +622,14 @@ export class S3Backend {
    * requestID) makes of it (null: nothing to write) with apply, as queue's
    * operate does. edge is for the write a parent's end makes on a child
    * (queue's operateEdge): parents ending at once all rebase onto the
-   * child, so a ConflictError starts it over, for up to EDGE_MS.
+   * child, so a ConflictError starts it over, for up to EDGE_MS. read
+   * ({task, etag}) is the task as the caller just read it: the first
+   * attempt starts from it rather than reading it again.
    */
-  async operate(id, shardChars, make, { edge = false } = {}) {
+  async operate(id, shardChars, make, { edge = false, read = null } = {}) {
     const started = Date.now();
-    for (;;) {
-      const { task, etag } = await this.getTask(id, shardChars);
+    for (let first = read; ; first = null) {
+      const { task, etag } = first || (await this.getTask(id, shardChars));
       try {
         return await this.apply(task, etag, make, shardChars);
       } catch (e) {
@@ -770,28 +772,131 @@ export class S3Backend {
    * child, whose on_parent_failure then cancels, fails or releases it (a
    * child that ends tells its own children in turn); when it was
    * replayed, the children that ended because of it wait for it again
-   * (and theirs in turn). A GET and a conditional PUT per child,
-   * WORKFLOW_CONCURRENCY at a time, index entries first. Best effort, as
-   * in Go: a child not updated is left to the sweeper (SweepWaiting).
+   * (and theirs in turn). A GET and a conditional PUT per child (an end
+   * on a wide child: see endOnChild), WORKFLOW_CONCURRENCY at a time,
+   * index entries first. Best effort, as in Go: a child not updated is
+   * left to the sweeper (SweepWaiting).
    */
   async afterLanded(prev, next, shardChars) {
     if (prev === next || !next.children?.length) return;
     const done = endedAs(next);
-    let make;
-    let edge = false;
+    let tell;
     if (done && done !== 'completed' && !endedAs(prev)) {
-      make = (child, now, requestID) => recordEnd(child, next, now, requestID);
-      edge = true;
+      tell = (child) => this.endOnChild(next, child, shardChars);
     } else if (next.last_event === 'replayed') {
-      make = (child, now, requestID) => rewait(child, next.id, now, requestID);
+      tell = (child) => this.operate(child, shardChars, (t, now, requestID) => rewait(t, next.id, now, requestID));
     } else {
       return;
     }
     await forEachLimit(next.children, WORKFLOW_CONCURRENCY, async (child) => {
       try {
-        await this.operate(child, shardChars, make, { edge });
+        await tell(child);
       } catch (e) {
         console.warn(`task ${next.id}: its child ${child} was not updated (qo's sweeper will): ${e.message}`);
+      }
+    });
+  }
+
+  /**
+   * endOnChild tells waiting child childID that parent ended, as queue's
+   * endOnChild does (queue/doc.go, "Dependencies"). A child with at most
+   * EDGE_FAN_IN parents, or one this end decides (its last parent, or one
+   * that decides by on_parent_failure), gets the end written on it (1 GET
+   * + 1 PUT). On a wider one the end is an edge object (1 PUT of an empty
+   * object), then the child's edges are listed (1 LIST) and the child read
+   * again (1 GET): when the ends found there decide it, one write records
+   * them all. Every writer of an end lists the edges after its write and
+   * every writer of an edge reads the child after writing it, so the last
+   * end is never left unseen, whichever writer (a worker, qo, the page)
+   * makes it.
+   */
+  async endOnChild(parent, childID, shardChars) {
+    const st = endedAs(parent);
+    const read = await this.getTask(childID, shardChars);
+    const base = read.task;
+    const p = (base.parents || []).find((x) => x.id === parent.id);
+    if (base.status !== 'waiting' || !p || p.done) return;
+    const ends = { [parent.id]: st };
+    if (!hasEdges(base) || decides(base, ends)) {
+      await this.recordOnChild(childID, shardChars, ends, read);
+      return;
+    }
+    await this.s3.put(edgeKey(childID, parent.id, st), '');
+    const edges = await this.listEdges(childID);
+    const cur = await this.getTask(childID, shardChars);
+    if (cur.task.status !== 'waiting') return;
+    await this.settleEdges(childID, shardChars, cur.task, cur.etag, edges);
+  }
+
+  /**
+   * recordOnChild records ends on waiting child childID (as read: read)
+   * as queue's recordEnds does; then, on a wide child, lists its edges:
+   * when the write decided it, its edge objects are removed (it records
+   * those ends itself now); while it waits, the ends other parents left
+   * there are recorded when they decide it (settleEdges).
+   */
+  async recordOnChild(childID, shardChars, ends, read) {
+    const { prev, next } = await this.operate(childID, shardChars, (t, now, requestID) => recordEnds(t, ends, now, requestID), { edge: true, read });
+    if (prev === next || !hasEdges(next)) return;
+    const edges = await this.listEdges(childID);
+    if (next.status !== 'waiting') {
+      await this.dropEdges(edges.keys);
+      return;
+    }
+    await this.settleEdges(childID, shardChars, next, '', edges);
+  }
+
+  /**
+   * settleEdges records the ends edges hold on waiting child t (as read
+   * with etag, or '' to read it again before writing) when they decide
+   * it, in one write, then removes the edge objects (queue's
+   * settleEdges).
+   */
+  async settleEdges(childID, shardChars, t, etag, edges) {
+    const more = unrecorded(t, edges.ends);
+    if (!Object.keys(more).length || !decides(t, more)) return;
+    const read = etag ? { task: t, etag } : null;
+    const { next } = await this.operate(childID, shardChars, (c, now, requestID) => recordEnds(c, more, now, requestID), { edge: true, read });
+    if (next.status !== 'waiting') await this.dropEdges(edges.keys);
+  }
+
+  /**
+   * listEdges lists the edge objects of child childID (1 LIST per 1,000):
+   * {ends: {parent id: status}, keys}. A key qo did not write is reported
+   * and skipped. A parent with two edges (replayed after it ended) counts
+   * as completed if one says so, else as the first (queue's listEdges).
+   */
+  async listEdges(childID) {
+    const ends = {};
+    const keys = [];
+    let token = '';
+    do {
+      const page = await this.s3.list(`${EDGES_PREFIX}${childID}/`, { token });
+      for (const { key } of page.keys) {
+        const e = parseEdgeKey(key);
+        if (!e || e.child !== childID) {
+          console.warn(`skipping a malformed edge object: ${key}`);
+          continue;
+        }
+        keys.push(key);
+        if (!Object.hasOwn(ends, e.parent) || (ends[e.parent] !== 'completed' && e.status === 'completed')) ends[e.parent] = e.status;
+      }
+      token = page.next;
+    } while (token);
+    return { ends, keys };
+  }
+
+  /**
+   * dropEdges removes edge objects a write recorded on their child (best
+   * effort, as in Go: one left behind is ignored once the child records
+   * its parent's end).
+   */
+  async dropEdges(keys) {
+    await forEachLimit(keys, WORKFLOW_CONCURRENCY, async (key) => {
+      try {
+        await this.s3.del(key);
+      } catch (e) {
+        console.warn(`edge object ${key} not removed: ${e.message}`);
       }
     });
   }

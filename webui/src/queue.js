@@ -68,6 +68,13 @@ export function shards(shardChars) {
 }
 
 export const DATA_PREFIX = constants.keys.data;
+/**
+ * EDGES_PREFIX holds the edge objects of wide children, and EDGE_FAN_IN is
+ * the fan-in past which parents' ends reach a child as those objects
+ * (queue.EdgeFanIn; queue/doc.go, "Dependencies").
+ */
+export const EDGES_PREFIX = constants.keys.edges;
+export const EDGE_FAN_IN = constants.edge_fan_in;
 
 // The rules every part of a key passes before the page builds the key
 // (queue's ValidateType, ValidateWorkerID, ValidateScheduleName,
@@ -544,13 +551,84 @@ function resolveWaiting(t, at) {
 export function recordEnd(base, parent, now, requestID) {
   const done = endedAs(parent);
   if (!done || done === 'completed') throw new Error(`recordEnd: task ${parent.id} did not end other than completed`);
+  return recordEnds(base, { [parent.id]: done }, now, requestID);
+}
+
+/**
+ * recordEnds is queue's record for several ends at once: ends maps parent
+ * ids to the status each ended in (the page's own end, and those a wide
+ * child's edge objects hold). Each end the child does not record yet is
+ * recorded, then the child is resolved by on_parent_failure. null when it
+ * records nothing. A completed parent the child takes values from
+ * (input_from) is refused with an error: the page does not copy outputs,
+ * so it leaves that child to qo's sweeper, which does.
+ */
+export function recordEnds(base, ends, now, requestID) {
   if (base.status !== 'waiting') return null;
-  const i = (base.parents || []).findIndex((p) => p.id === parent.id);
-  if (i < 0 || base.parents[i].done) return null;
   const next = structuredClone(base);
-  next.parents[i].done = done;
+  let recorded = 0;
+  for (const p of next.parents || []) {
+    if (p.done || !Object.hasOwn(ends, p.id)) continue;
+    if (ends[p.id] === 'completed' && Object.values(base.input_from || {}).some((src) => src?.parent === p.id)) {
+      throw new Error(`task ${base.id} takes values from parent ${p.id} (input_from): left to qo's sweeper, which copies them`);
+    }
+    p.done = ends[p.id];
+    recorded++;
+  }
+  if (!recorded) return null;
   const at = iso(now);
   return stamp(base, next, resolveWaiting(next, at), at, requestID);
+}
+
+/**
+ * hasEdges reports whether parents' ends may reach task t as edge objects
+ * (queue's hasEdges): it has more than EDGE_FAN_IN parents.
+ */
+export function hasEdges(t) {
+  return (t.parents || []).length > EDGE_FAN_IN;
+}
+
+/**
+ * decides reports whether recording ends ({parent id: status}) on waiting
+ * task t would release, cancel or fail it (queue's decides).
+ */
+export function decides(t, ends) {
+  const parents = (t.parents || []).map((p) => (p.done || !Object.hasOwn(ends, p.id) ? p : { ...p, done: ends[p.id] }));
+  return Boolean(blockedBy({ ...t, parents })) || parents.every((p) => p.done);
+}
+
+/**
+ * unrecorded returns the ends ({parent id: status}) among t's parents that
+ * t does not record yet (queue's edgeSet.unrecorded).
+ */
+export function unrecorded(t, ends) {
+  const out = {};
+  for (const p of t.parents || []) {
+    if (!p.done && Object.hasOwn(ends, p.id)) out[p.id] = ends[p.id];
+  }
+  return out;
+}
+
+/**
+ * edgeKey is the key of the edge object that records parent's end (in
+ * status) for waiting task child: edges/{child}/{parent}/{status}, an
+ * empty object (queue.EdgeKey).
+ */
+export function edgeKey(child, parent, status) {
+  return `${EDGES_PREFIX}${child}/${parent}/${status}`;
+}
+
+/**
+ * parseEdgeKey returns the child, parent and status an edge key names
+ * (queue.ParseEdgeKey), or null for a key qo did not write.
+ */
+export function parseEdgeKey(key) {
+  if (!key.startsWith(EDGES_PREFIX)) return null;
+  const parts = key.slice(EDGES_PREFIX.length).split('/');
+  if (parts.length !== 3 || !validPart('task_id', parts[0]) || !validPart('task_id', parts[1])) return null;
+  // The status of an end: one a task ends in as itself (archived is not).
+  if (endedAs({ status: parts[2] }) !== parts[2]) return null;
+  return { child: parts[0], parent: parts[1], status: parts[2] };
 }
 
 /**
@@ -853,4 +931,15 @@ export function limitText(l) {
     parts.push(`${l.rate}/${l.per}${whole(l.burst) ? ` (burst ${l.burst})` : ''}`);
   }
   return parts.join(', ');
+}
+
+/**
+ * limitsText is a type's limits as the overview's limit column shows them:
+ * the fleet-wide one (control.json "limits", see limitText), then the
+ * per-key one ("key_limits", qo limit --per-key: it holds for each task
+ * key) as "per key: at most 3 running, 10/s"; '' for none.
+ */
+export function limitsText(fleet, perKey) {
+  const keyed = limitText(perKey);
+  return [limitText(fleet), keyed && `per key: ${keyed}`].filter(Boolean).join('; ');
 }

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { S3Backend } from '../src/backend.js';
-import { taskKey, recordEnd, LAYOUT_VERSION, READY_PREFIX, LEASES_PREFIX, WAITING_PREFIX, DEAD_PREFIX } from '../src/queue.js';
+import { taskKey, recordEnd, recordEnds, hasEdges, decides, edgeKey, parseEdgeKey, LAYOUT_VERSION, READY_PREFIX, LEASES_PREFIX, WAITING_PREFIX, DEAD_PREFIX, EDGES_PREFIX } from '../src/queue.js';
 
 const c = JSON.parse(readFileSync(new URL('../testdata/cancel.json', import.meta.url)));
 
@@ -31,6 +31,11 @@ class FakeS3 {
   async del(key) {
     this.objects.delete(key);
     this.etags.delete(key);
+  }
+  async list(prefix, { token = '', maxKeys = 1000 } = {}) {
+    const all = [...this.objects.keys()].filter((k) => k.startsWith(prefix) && k > token).sort();
+    const keys = all.slice(0, maxKeys);
+    return { keys: keys.map((key) => ({ key })), next: all.length > maxKeys ? keys[keys.length - 1] : '' };
   }
 }
 
@@ -69,7 +74,7 @@ test('cancelling a parent records its end on its children, which follow on_paren
     if (got.rev === before.rev) assert.equal(got.request_id, before.request_id, `${c.names[i]}: not written`);
     else assert.notEqual(got.request_id, before.request_id, `${c.names[i]}: a fresh request id`);
   });
-  const index = [...s3.objects.keys()].filter((k) => [READY_PREFIX, LEASES_PREFIX, WAITING_PREFIX, DEAD_PREFIX].some((p) => k.startsWith(p))).sort();
+  const index = [...s3.objects.keys()].filter((k) => [READY_PREFIX, LEASES_PREFIX, WAITING_PREFIX, DEAD_PREFIX, EDGES_PREFIX].some((p) => k.startsWith(p))).sort();
   assert.deepEqual(index, c.index_after);
 });
 
@@ -82,4 +87,27 @@ test('recordEnd writes nothing on a child that is not waiting, does not list the
   assert.equal(recordEnd({ ...waiting, parents: [{ id: c.before[1].id }] }, parent, at, 'r'), null);
   assert.equal(recordEnd({ ...waiting, parents: [{ id: parent.id, done: 'cancelled' }] }, parent, at, 'r'), null);
   assert.throws(() => recordEnd(waiting, c.before[0], at, 'r'), /did not end/);
+});
+
+test('edge keys: the page reads the ones qo writes and refuses others', () => {
+  const [child, parent] = [c.before[2].id, c.before[0].id];
+  assert.deepEqual(parseEdgeKey(edgeKey(child, parent, 'completed')), { child, parent, status: 'completed' });
+  for (const bad of [`${EDGES_PREFIX}${child}/${parent}/archived`, `${EDGES_PREFIX}${child}/${parent}/running`, `${EDGES_PREFIX}${child}/x/failed`, `${EDGES_PREFIX}${child}/${parent}`, `waiting/${child}/${parent}/failed`]) {
+    assert.equal(parseEdgeKey(bad), null, bad);
+  }
+});
+
+test('recordEnds records several ends in one write, and leaves a child taking values from a completed parent to qo', () => {
+  const wide = c.before.find((t, i) => c.names[i].startsWith('W:'));
+  const at = new Date(c.now);
+  const ends = Object.fromEntries(wide.parents.map((p) => [p.id, 'completed']));
+  assert.ok(hasEdges(wide));
+  assert.ok(decides(wide, ends));
+  assert.ok(!decides(wide, { [wide.parents[1].id]: 'completed' }), 'one end of many decides nothing');
+  const next = recordEnds(wide, ends, at, 'r');
+  assert.equal(next.status, 'pending');
+  assert.equal(next.rev, wide.rev + 1);
+  assert.equal(recordEnds(next, ends, at, 'r'), null, 'not waiting any more');
+  const taking = { ...wide, input_from: { rows: { parent: wide.parents[1].id, path: 'rows' } } };
+  assert.throws(() => recordEnds(taking, ends, at, 'r'), /input_from/);
 });

@@ -64,6 +64,10 @@ type Config struct {
 	// NoLimits skips the end-to-end run under a fleet-wide cap and rate
 	// (see Limited).
 	NoLimits bool
+	// Keys, when set, adds the run over task keys (see Keyed); KeysOnly
+	// runs only it.
+	Keys     int
+	KeysOnly bool
 	Prices   store.Prices
 	// Log receives progress lines (nil: none).
 	Log io.Writer
@@ -111,9 +115,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	cfg.defaults()
 	r := NewReport(cfg)
 	var steps []step
-	if !cfg.HistoryOnly && !cfg.DepsOnly {
+	if !cfg.HistoryOnly && !cfg.DepsOnly && !cfg.KeysOnly {
 		steps = throughputSteps(cfg, r)
 	}
+	steps = append(steps, keyedSteps(cfg, r)...)
 	steps = append(steps, historySteps(cfg, r)...)
 	steps = append(steps, fanSteps(cfg, r)...)
 	if cfg.SeedFinished > 0 && !cfg.HistoryOnly && !cfg.DepsOnly {

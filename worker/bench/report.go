@@ -13,6 +13,7 @@ import (
 func targets(r *Report) []Target {
 	e := r.EndToEnd
 	ts := append(historyTargets(r.History), fanTargets(r.Fans)...)
+	ts = append(ts, keyedTargets(r.Keyed)...)
 	if e.Tasks == 0 {
 		return ts // only the history or dependency steps ran
 	}
@@ -93,10 +94,13 @@ func (r *Report) writeProcesses(p func(format string, args ...any)) {
 func (r *Report) WriteText(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	p := func(format string, args ...any) { fmt.Fprintf(tw, format+"\n", args...) }
-	if r.EndToEnd.Tasks == 0 { // only the history, dependency or processes steps ran
-		if r.Processes != nil {
+	if r.EndToEnd.Tasks == 0 { // only the history, dependency, keys or processes steps ran
+		if r.Processes != nil || r.Keyed != nil {
 			p("MEASUREMENT\tVALUE")
 			r.writeProcesses(p)
+			if r.Keyed != nil {
+				writeKeyed(p, r.Keyed)
+			}
 			tw.Flush()
 			fmt.Fprintln(w)
 		}
@@ -123,6 +127,9 @@ func (r *Report) WriteText(w io.Writer) {
 	p("ordering: tasks that overtook a task (became ready after it, started before it)\tmax %d, p99 %d, mean %.1f", e.Overtaken.Max, e.Overtaken.P99, e.Overtaken.Mean)
 	if l := r.Limited; l != nil {
 		p("end to end, fleet-wide cap %d and rate %d/s\t%.0f tasks/s (%.1f s), %s", l.Cap, l.RatePerSecond, l.TasksPerSecond, l.Seconds, opsLine(l.RequestsPerTask))
+	}
+	if r.Keyed != nil {
+		writeKeyed(p, r.Keyed)
 	}
 	r.writeProcesses(p)
 	if r.Seeded != nil {

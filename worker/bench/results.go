@@ -17,6 +17,8 @@ type Report struct {
 	// Limited is the end-to-end run again with a fleet-wide cap and rate
 	// set on its type, for its requests per task beside EndToEnd's.
 	Limited *Limited `json:"limited,omitempty"`
+	// Keyed is the run over task keys (qo bench --keys).
+	Keyed *Keyed `json:"keyed,omitempty"`
 	// Processes is the end-to-end run through real worker processes (its
 	// requests from their own counters; duplicates are not measured).
 	Processes  *EndToEnd `json:"processes,omitempty"`

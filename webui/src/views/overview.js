@@ -6,7 +6,7 @@ import { mergeRecent, chartSeries, bars, MINUTE_MS } from '../chart.js';
 import { h, s, $, short, fmt } from '../dom.js';
 import { dollars } from '../fleet.js';
 import { navFragment } from '../link.js';
-import { COUNTED, limitText } from '../queue.js';
+import { COUNTED, limitsText } from '../queue.js';
 import { action, go } from '../shell.js';
 import { state, current, readOnly, READ_ONLY } from '../state.js';
 
@@ -124,12 +124,14 @@ function renderShardMap(st) {
 }
 
 // renderTypes: one row per task type with tasks in the indexes, a pause
-// switch or a fleet-wide limit, with its limit and its own pause toggle.
+// switch or a fleet-wide or per-key limit, with its limits and its own
+// pause toggle.
 function renderTypes(st) {
   const c = state.control || {};
   const pausedTypes = c.paused_types || {};
   const limits = c.limits || {};
-  const types = [...new Set([...Object.keys(st.by_type || {}), ...Object.keys(pausedTypes), ...Object.keys(limits)])].sort();
+  const keyLimits = c.key_limits || {};
+  const types = [...new Set([...Object.keys(st.by_type || {}), ...Object.keys(pausedTypes), ...Object.keys(limits), ...Object.keys(keyLimits)])].sort();
   const rows = types.map((type) => {
     const n = st.by_type?.[type] || {};
     const own = Object.hasOwn(pausedTypes, type);
@@ -142,7 +144,7 @@ function renderTypes(st) {
       // replayed or archived together).
       h('td', { class: 'num failed' }, n.failed ? h('a', { href: navFragment(state.cfg, { view: 'dead', type }), title: `the dead letters of ${type}` }, fmt(n.failed)) : fmt(n.failed)),
       h('td', { class: 'oldest' }, age >= 0 ? short(age * 1000) : '-'),
-      h('td', { class: 'limit' }, limitText(limits[type]) || '-'),
+      h('td', { class: 'limit' }, limitsText(limits[type], keyLimits[type]) || '-'),
       h('td', { class: `pause-state ${own || c.paused ? 'warn' : 'dim'}` }, state_),
       h('td', {}, h('button', {
         class: 'toggle', 'aria-label': `${own ? 'resume' : 'pause'} type ${type}`, disabled: Boolean(c.error) || readOnly(),
