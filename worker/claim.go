@@ -56,6 +56,26 @@ func (w *Worker) claimHeld(ctx context.Context, free int) (started int) {
 	// limit takes no part.
 	next := w.weightedOrder(v.entries, order)
 	full := func(typ string) bool { return w.atLimit(typ, perType) }
+	// passes is the rank a claim of h passes: h's, but no further than
+	// the worker's oldest own entry it could take now and has not (the
+	// view is in rank order). Keys and weighted types take turns, so a
+	// task is started ahead of older ones of the worker's own by design;
+	// the others' entries beside those are not left behind by it, and
+	// counting them passed would set every worker racing for them a page
+	// hold later.
+	lowest := 0
+	passes := func(h *heldEntry) time.Time {
+		for ; lowest < len(v.entries); lowest++ {
+			o := &v.entries[lowest]
+			if !o.done && o.own && v.within(o) && !w.control.ctl.IsPaused(o.Type) && !full(o.Type) && w.keyReadyNow(o.Type, o.TaskKey) {
+				if o.Rank.Before(h.Rank) {
+					return o.Rank
+				}
+				break
+			}
+		}
+		return h.Rank
+	}
 	for started < free && !w.stopping(ctx) {
 		i, ok := next.next(full)
 		if !ok {
@@ -79,7 +99,7 @@ func (w *Worker) claimHeld(ctx context.Context, free int) (started int) {
 		if perType != nil {
 			perType[h.Type]++
 		}
-		w.passed.note(now, h.Rank, w.opts.PageHold)
+		w.passed.note(now, passes(h), w.opts.PageHold)
 		if p := v.pages[h.Shard]; p != nil {
 			p.claimed = true
 		}

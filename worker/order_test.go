@@ -1067,3 +1067,37 @@ func TestWalkRunningOnKeepsShardsProgress(t *testing.T) {
 	require.Len(t, entries, 1, "pages: %+v", pages)
 	require.Equal(t, b.ID, entries[0].ID)
 }
+
+// A task started ahead of older ones of the worker's own, its key's turn
+// (keys take turns), passes no rank beyond the oldest own entry left: the
+// others' entries beside those are not late for it, else every worker
+// would race for them a page hold later (qo bench --keys: 14-23% more
+// requests per task over 20 keys than over none).
+func TestKeyTurnPassesOnlyWhatItLeftBehind(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	bd := setup(t, storetest.Backends()[0], setupOpts{fake: true})
+	o := bd.opts(t)
+	o.Shards = []string{"2"}
+	w := New(bd.q, o)
+	w.Handle("a", blockHandler)
+	prepared(t, w)
+	w.pollSettled(ctx, 1) // reads control.json
+	at := bd.fake.Now()
+	entry := func(ms int, key string, own bool) heldEntry {
+		return heldEntry{ReadyEntry: queue.ReadyEntry{Shard: "2", Type: "a", Priority: queue.PriorityNormal, Rank: at.Add(time.Duration(ms) * time.Millisecond), ID: uuid.Must(uuid.NewV7()), TaskKey: key}, own: own}
+	}
+	w.view = heldView{
+		entries: []heldEntry{entry(1, "deep", true), entry(2, "deep", true), entry(3, "deep", true), entry(5, "", false), entry(10, "small", true)},
+		pages:   map[string]*shardPage{"2": {listed: time.Now(), types: []string{"a"}}},
+	}
+	require.Equal(t, 2, w.claimHeld(ctx, 2))
+	w.claims.Wait()
+	var left []string
+	for _, h := range w.view.entries {
+		left = append(left, fmt.Sprintf("%s@%d", h.TaskKey, h.Rank.Sub(at).Milliseconds()))
+	}
+	require.Equal(t, []string{"deep@2", "deep@3", "@5"}, left, "the deep key's first and the small key's took a turn each")
+	require.NotEmpty(t, w.passed.recent)
+	require.Equal(t, at.Add(2*time.Millisecond), w.passed.recent[len(w.passed.recent)-1].rank, "passed up to the deep key's next, not the small key's rank")
+}
