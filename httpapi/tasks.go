@@ -96,11 +96,11 @@ func (a *api) submit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	doc, err := queue.DecodeSubmit(body, queue.DefaultSubmitDefaults)
+	req, err := queue.DecodeSubmit(body, queue.DefaultSubmitDefaults)
 	if err != nil {
 		return err
 	}
-	t, created, err := a.q.Submit(r.Context(), a.resolveSubmit(doc))
+	t, created, err := a.q.Submit(r.Context(), req)
 	if err != nil {
 		return err
 	}
@@ -114,12 +114,6 @@ func (a *api) submit(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Location", "/api/tasks/"+t.ID.String())
 	writeJSON(w, status, t)
 	return nil
-}
-
-// resolveSubmit turns a decoded submit document into a request at the
-// queue's current time.
-func (a *api) resolveSubmit(doc queue.SubmitDoc) queue.SubmitRequest {
-	return doc.Resolve(a.q.Now())
 }
 
 func (a *api) getTask(w http.ResponseWriter, r *http.Request) error {
