@@ -187,7 +187,10 @@ func specUsageError(err error) error {
 		return err
 	}
 	msg := strings.TrimPrefix(se.In(flagOf), queue.ErrInvalidInput.Error()+": ")
-	if len(se.Fields) > 0 && se.Fields[0] == "input" {
+	switch {
+	case strings.HasPrefix(msg, "missing --type"):
+		msg += "; e.g. --type send_email"
+	case strings.HasPrefix(msg, "--input is not valid JSON"):
 		msg += `; quote it for the shell, e.g. --input '{"to":"ann@example.com"}'`
 	}
 	return usageError("%s", msg)

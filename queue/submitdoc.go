@@ -17,9 +17,12 @@ import (
 // SubmitFields are the keys a submit document may carry (the names of
 // SpecFields, and task_type, an alias of type).
 var SubmitFields = func() []string {
-	names := []string{"task_type"}
+	var names []string
 	for _, f := range SpecFields {
 		names = append(names, f.Name)
+		if f.Name == "type" {
+			names = append(names, "task_type")
+		}
 	}
 	return names
 }()

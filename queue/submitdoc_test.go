@@ -92,7 +92,7 @@ func TestDecodeSubmit(t *testing.T) {
 		{"bad time", `{"type":"e","available_at":"tomorrow"}`, "RFC 3339", nil},
 		{"two values", `{"type":"e"} {}`, "more than one JSON value", nil},
 		{"null object", `null`, "want a JSON object, got null", nil},
-		{"field names are exact", `{"type":"e","Type":"f"}`, `unknown field "Type" (known: task_type, type, input,`, nil},
+		{"field names are exact", `{"type":"e","Type":"f"}`, `unknown field "Type" (known: type, task_type, input,`, nil},
 		{"type and task_type", `{"type":"e","task_type":"f"}`, `give either "type" or "task_type", not both`, nil},
 		{"null is absent", `{"type":"e","max_retries":null,"delay":null,"metadata":null}`, "", func(t *testing.T, d queue.SubmitRequest) {
 			require.Equal(t, queue.DefaultMaxRetries, *d.MaxRetries)
