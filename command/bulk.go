@@ -121,49 +121,15 @@ func runBulkSubmit(c *cli.Context) error {
 	return bulkError(res, sum, display)
 }
 
+// bulkDefaultFields are the task spec fields whose flags give the
+// defaults of the lines of qo submit --file.
+var bulkDefaultFields = []string{"type", "timeout_seconds", "max_retries", "delay", "available_at", "priority", "key", "expires_in", "expires_at"}
+
 // bulkDefaultsFromFlags reads the submit flags that act as defaults for
 // every line.
 func bulkDefaultsFromFlags(c *cli.Context) (queue.SubmitDefaults, error) {
-	def := queue.SubmitDefaults{
-		Type:       c.String("type"),
-		Timeout:    c.Duration("timeout"),
-		MaxRetries: c.Int("retries"),
-		Delay:      c.Duration("delay"),
-		Key:        c.String("key"),
-		TypeHint:   "or pass --type as the default for every line",
-	}
-	if def.Type != "" {
-		if err := queue.ValidateType(def.Type); err != nil {
-			return def, usageError("--type: %s", inputMessage(err))
-		}
-	}
-	if def.Key != "" {
-		if err := queue.ValidateTaskKey(def.Key); err != nil {
-			return def, usageError("--key: %s", inputMessage(err))
-		}
-	}
-	if def.Timeout < time.Second {
-		return def, usageError("--timeout %s is below the 1s minimum", def.Timeout)
-	}
-	if def.MaxRetries < 0 {
-		return def, usageError("--retries %d is negative (0 runs the task once)", def.MaxRetries)
-	}
-	if c.IsSet("delay") && c.IsSet("at") {
-		return def, usageError("give either --delay or --at, not both")
-	}
-	if def.Delay < 0 {
-		return def, usageError("--delay %s is negative", def.Delay)
-	}
-	if c.IsSet("at") {
-		at, err := time.Parse(time.RFC3339, c.String("at"))
-		if err != nil {
-			return def, usageError("--at %q is not an RFC 3339 time (e.g. 2025-06-01T08:00:00Z)", c.String("at"))
-		}
-		def.AvailableAt = at
-	}
-	extra, err := submitExtrasFromFlags(c)
-	def.Priority, def.ExpiresIn, def.ExpiresAt = extra.priority, extra.expiresIn, extra.expiresAt
-	return def, err
+	req, err := readTaskSpec(c, true, bulkDefaultFields...)
+	return queue.SubmitDefaults{SubmitRequest: req, TypeHint: "or pass --type as the default for every line"}, err
 }
 
 // badLinesError prints the invalid lines (one per line on w when there are

@@ -186,7 +186,7 @@ func TestBulkSubmitRefusesBadFiles(t *testing.T) {
 		for _, want := range []string{
 			"bad.jsonl:10: not valid JSON",
 			`bad.jsonl:100: unknown field "timeout"`,
-			"bad.jsonl:200: type:",
+			`bad.jsonl:200: "type": task type`,
 			`bad.jsonl:250: idempotency key "w1" of type "resize" is used on line 2 with a different input`,
 		} {
 			require.Contains(t, res.stderr, want)

@@ -67,7 +67,7 @@ func TestQueueCommandsBadInput(t *testing.T) {
 		{[]string{"status"}, "exactly one task id"},
 		{[]string{"history", "1234g"}, "not a task id"},
 		{[]string{"cancel", "x-y"}, "not a task id"},
-		{[]string{"submit", "--input", "{}"}, "--type is required"},
+		{[]string{"submit", "--input", "{}"}, "missing --type"},
 		{[]string{"submit", "--type", "a b"}, "contains"},
 		{[]string{"submit", "--type", "t", "--input", "{nope"}, "not valid JSON"},
 		{[]string{"submit", "--type", "t", "--input", "{}", "--input-file", "x"}, "not both"},

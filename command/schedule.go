@@ -2,7 +2,6 @@ package command
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -92,29 +91,24 @@ func showSchedule(do func(ctx context.Context, q *queue.Queue, name string) (*sc
 
 // scheduleCreateOptions are the flags of qo schedule create.
 type scheduleCreateOptions struct {
-	Name, Cron, Timezone, Type, Missed, Priority string
-	Input                                        *string // nil: not given
-	Timeout                                      time.Duration
-	Retries                                      int
-	ExpiresIn                                    *time.Duration // nil: not given
-	Disabled                                     bool
+	Name, Cron, Timezone, Missed string
+	Disabled                     bool
+	Task                         queue.SubmitRequest // what each run submits
 }
+
+// scheduleSpecFields are the task spec fields a schedule's task carries.
+var scheduleSpecFields = []string{"type", "input", "priority", "timeout_seconds", "max_retries", "expires_in"}
 
 func readScheduleCreate(c *cli.Context) (scheduleCreateOptions, error) {
 	n, err := readScheduleName(c) // first: it applies flags given after NAME
 	o := scheduleCreateOptions{
-		Name: n.Name, Cron: c.String("cron"), Timezone: c.String("tz"), Type: c.String("type"),
-		Missed: c.String("missed"), Priority: c.String("priority"), Timeout: c.Duration("timeout"),
-		Retries: c.Int("retries"), Disabled: c.Bool("disabled"),
+		Name: n.Name, Cron: c.String("cron"), Timezone: c.String("tz"),
+		Missed: c.String("missed"), Disabled: c.Bool("disabled"),
 	}
-	if c.IsSet("input") {
-		in := c.String("input")
-		o.Input = &in
+	if err != nil {
+		return o, err
 	}
-	if c.IsSet("expires-in") {
-		d := c.Duration("expires-in")
-		o.ExpiresIn = &d
-	}
+	o.Task, err = taskSpecOf(c, scheduleSpecFields...)
 	return o, err
 }
 
@@ -122,82 +116,43 @@ func (o scheduleCreateOptions) Validate() error {
 	if err := (scheduleNameOptions{Name: o.Name}).Validate(); err != nil {
 		return err
 	}
-	_, err := o.spec()
-	return err
+	if o.Cron == "" {
+		return usageError("--cron is required (5 fields: minute hour day-of-month month day-of-week, e.g. --cron \"30 2 * * *\")")
+	}
+	// The rules of qo submit: a schedule refused here is not one refused
+	// at every run.
+	return checkTaskSpec(o.Task)
 }
 
-// spec is the schedule the options describe, or the usage error of the
-// first flag that is wrong.
-func (o scheduleCreateOptions) spec() (schedule.Spec, error) {
-	spec := schedule.Spec{
+// spec is the schedule the options describe.
+func (o scheduleCreateOptions) spec() schedule.Spec {
+	return schedule.Spec{
 		Name: o.Name, Cron: o.Cron, Timezone: o.Timezone,
 		Missed: schedule.MissedPolicy(o.Missed), Disabled: o.Disabled,
+		Task: schedule.TaskOf(o.Task),
 	}
-	if spec.Cron == "" {
-		return spec, usageError("--cron is required (5 fields: minute hour day-of-month month day-of-week, e.g. --cron \"30 2 * * *\")")
-	}
-	spec.Task.Type = o.Type
-	if spec.Task.Type == "" {
-		return spec, usageError("--type is required (the task type each run submits, e.g. --type report)")
-	}
-	if err := queue.ValidateType(spec.Task.Type); err != nil {
-		return spec, usageError("--type: %s", inputMessage(err))
-	}
-	if o.Input != nil {
-		raw := []byte(*o.Input)
-		if !json.Valid(raw) {
-			return spec, usageError("--input is not valid JSON; quote it for the shell, e.g. --input '{\"kind\":\"daily\"}'")
-		}
-		spec.Task.Input = raw
-	}
-	p, err := queue.ParsePriority(o.Priority)
-	if err != nil {
-		return spec, usageError("--priority: %s", inputMessage(err))
-	}
-	spec.Task.Priority = p
-	if o.Timeout < time.Second {
-		return spec, usageError("--timeout %s is below the 1s minimum", o.Timeout)
-	}
-	spec.Task.TimeoutSeconds = int((o.Timeout + time.Second - 1) / time.Second)
-	if o.Retries < 0 {
-		return spec, usageError("--retries %d is negative (0 runs the task once)", o.Retries)
-	}
-	retries := o.Retries
-	spec.Task.MaxRetries = &retries
-	if o.ExpiresIn != nil {
-		if d := *o.ExpiresIn; d < time.Second {
-			return spec, usageError("--expires-in %s must be at least 1s", d)
-		}
-		spec.Task.ExpiresAfterSeconds = int(*o.ExpiresIn / time.Second)
-	}
-	return spec, nil
 }
 
 func scheduleCreateCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "create",
 		Usage:     "create a schedule",
-		UsageText: "qo schedule create NAME --cron EXPR --type TYPE [--input JSON] [--tz ZONE] [--missed catch-up|skip] [--priority P] [--timeout D] [--retries N] [--expires-in D] [--disabled] [--json]",
+		UsageText: "qo schedule create NAME --cron EXPR --type TYPE [--input JSON | --input-file FILE|-] [--tz ZONE] [--missed catch-up|skip] [--priority P] [--timeout D] [--retries N] [--expires-in D] [--disabled] [--json]",
 		Description: `Examples:
   qo schedule create nightly-report --cron "30 2 * * *" --tz Europe/Berlin --type report --input '{"kind":"daily"}'
   qo schedule create poll-feeds --cron "*/5 * * * *" --type poll --missed skip --expires-in 4m`,
-		Flags: []cli.Flag{
+		Flags: append(append([]cli.Flag{
 			&cli.StringFlag{Name: "cron", Usage: "`EXPR`: 5 fields (minute hour day-of-month month day-of-week) or @hourly, @daily, @weekly, @monthly"},
 			&cli.StringFlag{Name: "tz", Value: "UTC", Usage: "IANA time `ZONE` the cron fields are read in (e.g. Europe/Berlin)"},
-			&cli.StringFlag{Name: "type", Aliases: []string{"t"}, Usage: "task `TYPE` each run submits"},
-			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "task input as a `JSON` document"},
 			&cli.StringFlag{Name: "missed", Value: string(schedule.MissedCatchUp), Usage: "`POLICY` for due times missed while no monitor ran: catch-up (run the latest once) or skip"},
-			&cli.StringFlag{Name: "priority", Aliases: []string{"p"}, Value: string(queue.PriorityNormal), Usage: "`LEVEL` of the tasks: high, normal or low"},
-			&cli.DurationFlag{Name: "timeout", Value: queue.DefaultTimeout, Usage: "lease of one attempt of each task"},
-			&cli.IntFlag{Name: "retries", Value: queue.DefaultMaxRetries, Usage: "retries after the first attempt (0: run once)"},
-			&cli.DurationFlag{Name: "expires-in", Usage: "each run expires if no worker starts it within `DURATION` of its due time"},
+		}, taskSpecFlags(scheduleSpecFields...)...), []cli.Flag{
 			&cli.BoolFlag{Name: "disabled", Usage: "create it disabled (enable it later with 'qo schedule enable')"},
 			jsonFlag(),
-		},
+		}...),
 		Action: kit[scheduleCreateOptions, scheduleShown]{
 			options: readScheduleCreate,
 			run: func(ctx context.Context, env *runEnv, o scheduleCreateOptions) (scheduleShown, error) {
-				spec, _ := o.spec() // Validate passed
+				spec := o.spec()
 				q, err := env.openQueue()
 				if err != nil {
 					return scheduleShown{}, err

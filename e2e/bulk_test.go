@@ -58,7 +58,7 @@ func submitMany(t *testing.T, e *wkEnv, typ string, n int) []*queue.Task {
 	t.Helper()
 	items := make([]queue.BulkItem, n)
 	for i := range items {
-		items[i] = queue.BulkItem{Line: i + 1, Doc: queue.SubmitDoc{Request: queue.SubmitRequest{Type: typ, Input: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}}}
+		items[i] = queue.BulkItem{Line: i + 1, Request: queue.SubmitRequest{Type: typ, Input: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}}
 	}
 	res := e.q.SubmitBulk(context.Background(), items, queue.BulkOptions{Concurrency: 32})
 	require.NoError(t, res.Stopped)

@@ -292,7 +292,7 @@ func TestEndpoints(t *testing.T) {
 			}},
 			{"POST", "/api/tasks", "/api/tasks", `{"type":"email","idempotency_key":"u","unique_while_active":true}`, 200, nil},
 			{"POST", "/api/tasks", "/api/tasks", `{"type":"email","unique_for":"1m"}`, 400, func(t *testing.T, v map[string]any) {
-				require.Contains(t, v["error"].(map[string]any)["message"], "need an idempotency_key")
+				require.Contains(t, v["error"].(map[string]any)["message"], `need "idempotency_key"`)
 			}},
 			{"POST", "/api/tasks", "/api/tasks", `{"type":"email",`, 400, func(t *testing.T, v map[string]any) {
 				require.Contains(t, v["error"].(map[string]any)["message"], "not valid JSON")

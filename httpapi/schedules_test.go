@@ -26,6 +26,14 @@ func TestScheduleEndpoints(t *testing.T) {
 				require.Contains(t, v["error"].(map[string]any)["message"], "5 fields")
 			}},
 			{"POST", "/api/schedules", "/api/schedules", `{"name":"bad","cron":"@daily","timezone":"Mars/Base","task":{"task_type":"report"}}`, 400, nil},
+			// A task every run's submit would refuse is refused at create,
+			// as POST /api/tasks refuses it.
+			{"POST", "/api/schedules", "/api/schedules", "{\"name\":\"latin1\",\"cron\":\"@daily\",\"task\":{\"task_type\":\"report\",\"input\":\"caf\xe9\"}}", 400, func(t *testing.T, v map[string]any) {
+				require.Contains(t, v["error"].(map[string]any)["message"], "not valid UTF-8")
+			}},
+			{"POST", "/api/tasks", "/api/tasks", "{\"type\":\"report\",\"input\":\"caf\xe9\"}", 400, func(t *testing.T, v map[string]any) {
+				require.Contains(t, v["error"].(map[string]any)["message"], "not valid UTF-8")
+			}},
 			{"GET", "/api/schedules", "/api/schedules", "", 200, func(t *testing.T, v map[string]any) { require.Len(t, v["schedules"], 1) }},
 			{"GET", "/api/schedules/nightly", "/api/schedules/{name}", "", 200, func(t *testing.T, v map[string]any) { require.Equal(t, "30 2 * * *", v["cron"]) }},
 			{"GET", "/api/schedules/nope", "/api/schedules/{name}", "", 404, nil},

@@ -25,8 +25,8 @@ const (
 
 // BulkItem is one submit document of a bulk submit.
 type BulkItem struct {
-	Line int // its line number (from 1), which results and errors name
-	Doc  SubmitDoc
+	Line    int // its line number (from 1), which results and errors name
+	Request SubmitRequest
 }
 
 // LineError is a problem with one line of a bulk submit.
@@ -61,7 +61,7 @@ func ParseBulk(r io.Reader, def SubmitDefaults) (items []BulkItem, bad []LineErr
 			if derr != nil {
 				bad = append(bad, LineError{Line: n, Error: inputText(derr)})
 			} else {
-				items = append(items, BulkItem{Line: n, Doc: doc})
+				items = append(items, BulkItem{Line: n, Request: doc})
 				if _, kerr := keys.add(items, len(items)-1); kerr != nil {
 					bad = append(bad, LineError{Line: n, Error: kerr.Error()})
 				}
@@ -102,7 +102,7 @@ type bulkKeys map[string]int
 // items[i]'s too. An earlier item with the same key and another input is an
 // error naming its line.
 func (k bulkKeys) add(items []BulkItem, i int) (int, error) {
-	req := items[i].Doc.Request
+	req := items[i].Request
 	if req.IdempotencyKey == "" {
 		return -1, nil
 	}
@@ -112,7 +112,7 @@ func (k bulkKeys) add(items []BulkItem, i int) (int, error) {
 	case !ok:
 		k[id] = i
 		return -1, nil
-	case !sameJSON(items[first].Doc.Request.Input, req.Input):
+	case !sameJSON(items[first].Request.Input, req.Input):
 		return -1, &keyReuseError{fmt.Sprintf("idempotency key %q of type %q is used on line %d with a different input",
 			req.IdempotencyKey, req.Type, items[first].Line)}
 	}
@@ -176,7 +176,7 @@ type BulkSummary struct {
 // item's task, so the first wins however the submits interleave (with
 // another input it fails without being sent; ParseBulk reports that before
 // anything is written). Delays and expiries relative to the submit
-// (SubmitDoc.Resolve) count from each item's own submit. A storage error or
+// count from each item's own submit. A storage error or
 // the end of ctx stops the run: items not sent by then are skipped, and
 // submitting the same items again is safe for those with an idempotency
 // key.
@@ -220,7 +220,7 @@ func (q *Queue) SubmitBulk(ctx context.Context, items []BulkItem, opt BulkOption
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				task, created, err := q.Submit(ctx, items[i].Doc.Resolve(q.Now()))
+				task, created, err := q.Submit(ctx, items[i].Request)
 				r := &res.Lines[i]
 				r.Attempted, r.Created, r.Err = true, created, err
 				if err == nil {

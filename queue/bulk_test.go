@@ -29,12 +29,12 @@ func TestParseBulkLine(t *testing.T) {
 	}{
 		{`{"type":"a"}`, ""},
 		{`{"type":"a","input":null,"delay":null}`, ""},
-		{`{"type":"a","delay":"1h","available_at":"2030-01-01T00:00:00Z"}`, `either "delay" or "available_at"`},
+		{`{"type":"a","delay":"1h","available_at":"2030-01-01T00:00:00Z"}`, `give either "delay" or "available_at", not both`},
 		{`{"type":"a","delay":"soon"}`, `delay "soon" is not a duration`},
 		{`{"type":"a","delay":-5}`, "negative"},
 		{`{"type":"a","delay":true}`, "want a duration string or a number of seconds, got a boolean"},
 		{`{"type":"a","available_at":"tomorrow"}`, "RFC 3339"},
-		{`{"type":"a","timeout_seconds":0}`, "below the 1 second minimum"},
+		{`{"type":"a","timeout_seconds":-1}`, `"timeout_seconds" -1s is below the 1s minimum`},
 		{`{"type":"a","timeout_seconds":1.5}`, "want a whole number, got 1.5"},
 		{`{"type":"a","timeout_seconds":"10"}`, "want a whole number, got a string"},
 		{`{"type":"a","max_retries":-1}`, "negative"},
@@ -44,7 +44,7 @@ func TestParseBulkLine(t *testing.T) {
 		{`{"type":"a","idempotency_key":"` + strings.Repeat("k", queue.MaxIdempotencyKeyLen+1) + `"}`, "bytes long"},
 		{`{"type":"a","task_type":"b"}`, `either "type" or "task_type"`},
 		{`{"input":{}}`, `missing "type" (the task type a worker handles; or pass --type)`},
-		{`{"type":"a b"}`, "type:"},
+		{`{"type":"a b"}`, `"type": task type "a b" contains " "`},
 		{`{"type":1}`, "type: want a string, got a number"},
 		{`{"type":"a"} {"type":"b"}`, "more than one JSON value"},
 		{`[1,2]`, "want a JSON object, got a JSON array"},
@@ -99,7 +99,7 @@ func TestParseBulk(t *testing.T) {
 			lines = append(lines, it.Line)
 		}
 		require.Equal(t, []int{1, 4, 5, 6, 7}, lines)
-		require.Equal(t, "default_type", items[0].Doc.Request.Type)
+		require.Equal(t, "default_type", items[0].Request.Type)
 		require.Equal(t, []queue.LineError{
 			{Line: 7, Error: `idempotency key "k" of type "b" is used on line 4 with a different input`},
 			{Line: 8, Error: "not valid JSON: unexpected end of input"},
@@ -163,7 +163,8 @@ func TestSubmitBulk(t *testing.T) {
 		add("dup", `{"type":"charge","idempotency_key":"pre-same","input":{"n":1}}`)
 		add("fail", `{"type":"charge","idempotency_key":"pre-other","input":{"n":2}}`)
 		def := queue.DefaultSubmitDefaults
-		def.Type, def.MaxRetries = "default_type", 2
+		def.Type, def.MaxRetries = "default_type", new(int)
+		*def.MaxRetries = 2
 		items, bad, err := queue.ParseBulk(strings.NewReader(strings.Join(lines, "\n")), def)
 		require.NoError(t, err)
 		require.Empty(t, bad)
@@ -239,7 +240,7 @@ func TestSubmitBulkKeyReuse(t *testing.T) {
 	t.Parallel()
 	b := setup(t, storetest.Backends()[0])
 	doc := func(line int, typ, key, input string) queue.BulkItem {
-		return queue.BulkItem{Line: line, Doc: queue.SubmitDoc{Request: queue.SubmitRequest{Type: typ, IdempotencyKey: key, Input: json.RawMessage(input)}}}
+		return queue.BulkItem{Line: line, Request: queue.SubmitRequest{Type: typ, IdempotencyKey: key, Input: json.RawMessage(input)}}
 	}
 	before := b.counts()
 	res := b.q.SubmitBulk(b.ctx, []queue.BulkItem{
@@ -275,7 +276,7 @@ func TestSubmitBulkStops(t *testing.T) {
 	t.Parallel()
 	var items []queue.BulkItem
 	for i := 0; i < 200; i++ {
-		items = append(items, queue.BulkItem{Line: i + 1, Doc: queue.SubmitDoc{Request: queue.SubmitRequest{Type: "t", Input: json.RawMessage(fmt.Sprint(i))}}})
+		items = append(items, queue.BulkItem{Line: i + 1, Request: queue.SubmitRequest{Type: "t", Input: json.RawMessage(fmt.Sprint(i))}})
 	}
 	t.Run("storage error", func(t *testing.T) {
 		t.Parallel()

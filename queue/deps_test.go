@@ -298,7 +298,7 @@ func TestAfterRefusesBadParents(t *testing.T) {
 			{"twice", queue.SubmitRequest{Type: "c", After: []uuid.UUID{p.ID, p.ID}}, "listed twice"},
 			{"nil", queue.SubmitRequest{Type: "c", After: []uuid.UUID{uuid.Nil}}, "nil UUID"},
 			{"policy", queue.SubmitRequest{Type: "c", After: []uuid.UUID{p.ID}, OnParentFailure: "ignore"}, "want cancel, fail or run"},
-			{"policy without parents", queue.SubmitRequest{Type: "c", OnParentFailure: queue.ParentFailureRun}, "without parents"},
+			{"policy without parents", queue.SubmitRequest{Type: "c", OnParentFailure: queue.ParentFailureRun}, `"on_parent_failure" needs "after"`},
 			{"too many", queue.SubmitRequest{Type: "c", After: make([]uuid.UUID, queue.MaxParents+1)}, "at most"},
 		}
 		for _, tt := range tests {

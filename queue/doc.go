@@ -137,6 +137,39 @@ running. So:
     strays of both indexes in one pass of them (1 LIST per 1,000 entries,
     1 GET per stray entry). None of these reads a finished task.
 
+# Task spec
+
+What a submit asks for is one struct, SubmitRequest, checked by one
+validator, SubmitRequest.Validate, that every way in calls: Submit itself
+(so a schedule's every run, the console's form and a Go caller), the JSON
+decoder DecodeSubmit (a line of qo submit --file, the body of POST
+/api/tasks, a workflow step), the command line's flags (before anything
+is contacted) and schedule.Create (a schedule's task is checked as each
+run's submit will check it, so none is accepted and then refused at every
+run). Validate holds the rules that need neither the queue nor the clock;
+Submit adds the input size bound (MaxPayloadBytes), the parents existing
+and an expiry after the availability. Its errors are *SpecError: they
+name the fields by their JSON names, and each way in words them with its
+own (the flags: --timeout for timeout_seconds).
+
+A zero value means "not given" (the default): a zero timeout is the
+default 300 s, a zero expiry or uniqueness window none. A reader refuses
+0 given explicitly for timeout_seconds, unique_for and expires_in
+(GivenZero), as 0 is not a value they take. Durations are Go durations in
+the struct; in JSON they are a duration string ("90s", "1h30m") or a
+number of seconds, except timeout_seconds, whole seconds as its name
+says. A schedule object keeps its task's timeout and expiry in whole
+seconds (timeout_seconds, expires_after_seconds; 0 is the default and no
+expiry), rounded up from the durations it is created with. Delay and
+ExpiresIn are relative: Submit resolves them from one reading of the
+clock, the expiry counting from the availability (a schedule's from each
+run's due time).
+
+The fields, their JSON names and help lines are SpecFields; a new field
+is the struct field, its SpecFields entry, its rule in Validate, its case
+in the decoder (SubmitRequest.set) and its entry in the command line's
+flag table (command/taskflags.go).
+
 # Task object (format 1)
 
 Every object qo writes carries "format": 1. Readers refuse other versions:

@@ -79,13 +79,16 @@ func FuzzDecodeSubmit(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if queue.ValidateType(d.Request.Type) != nil {
-			t.Fatalf("accepted an invalid type %q", d.Request.Type)
+		if queue.ValidateType(d.Type) != nil {
+			t.Fatalf("accepted an invalid type %q", d.Type)
 		}
-		if d.Request.Input != nil && !json.Valid(d.Request.Input) {
-			t.Fatalf("accepted invalid input JSON %q", d.Request.Input)
+		if d.Input != nil && !json.Valid(d.Input) {
+			t.Fatalf("accepted invalid input JSON %q", d.Input)
 		}
-		if d.Delay < 0 || (d.Request.MaxRetries != nil && *d.Request.MaxRetries < 0) {
+		if err := d.Validate(); err != nil {
+			t.Fatalf("decoded a request Validate refuses: %v", err)
+		}
+		if d.Delay < 0 || (d.MaxRetries != nil && *d.MaxRetries < 0) {
 			t.Fatalf("accepted a negative value: %+v", d)
 		}
 	})

@@ -545,14 +545,14 @@ func TestSubmitValidation(t *testing.T) {
 		req  queue.SubmitRequest
 		msg  string
 	}{
-		{"empty type", queue.SubmitRequest{}, "task type is empty"},
+		{"empty type", queue.SubmitRequest{}, `missing "type"`},
 		{"bad type", queue.SubmitRequest{Type: "a/b"}, `contains "/"`},
 		{"long type", queue.SubmitRequest{Type: string(make([]byte, 65))}, "at most 64"},
 		{"bad json", queue.SubmitRequest{Type: "t", Input: json.RawMessage(`{nope`)}, "not valid JSON"},
 		{"short timeout", queue.SubmitRequest{Type: "t", Timeout: time.Millisecond}, "1s minimum"},
 		{"negative retries", queue.SubmitRequest{Type: "t", MaxRetries: &neg}, "negative"},
 		{"bad policy", queue.SubmitRequest{Type: "t", RetryPolicy: &queue.RetryPolicy{InitialIntervalMS: 10, MaxIntervalMS: 5, Multiplier: 2}}, "max_interval_ms"},
-		{"long key", queue.SubmitRequest{Type: "t", IdempotencyKey: string(make([]byte, 300))}, "idempotency key"},
+		{"long key", queue.SubmitRequest{Type: "t", IdempotencyKey: string(make([]byte, 300))}, `"idempotency_key" is 300 bytes long`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

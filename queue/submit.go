@@ -2,13 +2,13 @@ package queue
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -188,49 +188,6 @@ func (q *Queue) putMarker(ctx context.Context, t *Task) error {
 	return nil
 }
 
-// SubmitRequest describes a new task. Zero values take the defaults.
-type SubmitRequest struct {
-	Type  string
-	Input json.RawMessage // any JSON document; nil means null
-	// Timeout is the lease of one attempt (whole seconds, rounded up;
-	// default 300 s).
-	Timeout     time.Duration
-	MaxRetries  *int         // default 3; 0 means one attempt only
-	RetryPolicy *RetryPolicy // default DefaultRetryPolicy
-	AvailableAt time.Time    // zero: now; later: a delayed task
-	// IdempotencyKey, when set, makes the submit idempotent per (type,
-	// key): a second submit with the same pair returns the first task.
-	IdempotencyKey string
-	// UniqueWhileActive limits IdempotencyKey to while its task is
-	// active (waiting, pending or running): once it ended, a submit with
-	// the key makes a new task (see doc.go, "Uniqueness windows").
-	UniqueWhileActive bool
-	// UniqueFor limits IdempotencyKey to this long after the submit that
-	// made its task; then a submit with the key makes a new task.
-	// Exclusive with UniqueWhileActive.
-	UniqueFor time.Duration
-	// Priority is the task's level ("" is normal).
-	Priority Priority
-	// Key is the task's fairness key ("" is none): a type's ready tasks
-	// are taken round-robin over keys, and a per-key limit holds for each
-	// (see doc.go, "Task keys"). [A-Za-z0-9_.:-]{1,64}.
-	Key string
-	// ExpiresAt, when set, is the deadline for starting: a task not
-	// claimed by then becomes expired instead of running.
-	ExpiresAt time.Time
-	// After lists the task's parents: it waits (status waiting) until
-	// every one has ended, and runs once all completed (see doc.go,
-	// "Dependencies"). Each must exist in this queue; at most MaxParents.
-	After []uuid.UUID
-	// OnParentFailure is what the task does when a parent ends without
-	// completing ("" is ParentFailureCancel). Only with After.
-	OnParentFailure ParentFailure
-	// Metadata is string headers carried unchanged by the task (see
-	// ValidateMetadata for the bounds); the keys MetaTraceparent and
-	// MetaTracestate hold its trace context.
-	Metadata map[string]string
-}
-
 // Submit creates a pending task: its ready entry, then a create-only PUT
 // of the task object (2 PUTs). With an idempotency key, a create-only PUT
 // of the key's marker comes first (1 PUT more); a duplicate returns the
@@ -263,20 +220,13 @@ func (q *Queue) submit(ctx context.Context, req SubmitRequest) (*Task, bool, err
 		return nil, false, fmt.Errorf("submit: %w", err)
 	}
 	if len(req.After) > 0 {
-		if t.OnParentFailure, err = ParseParentFailure(string(req.OnParentFailure)); err != nil {
-			return nil, false, fmt.Errorf("submit: %w", err)
-		}
-		if err := checkParents(req.After); err != nil {
-			return nil, false, fmt.Errorf("submit: %w", err)
-		}
+		t.OnParentFailure, _ = ParseParentFailure(string(req.OnParentFailure)) // validated by newTask
 		if t.Parents, err = q.readParents(ctx, req.After); err != nil {
 			return nil, false, fmt.Errorf("submit: %w", err)
 		}
 		if !allEnded(t) || blocked(t) {
 			t.Status = StatusWaiting
 		}
-	} else if req.OnParentFailure != "" {
-		return nil, false, fmt.Errorf("submit: %w", invalidInput("on parent failure %q without parents: it only applies with after", req.OnParentFailure))
 	}
 	if t.IdempotencyKey != "" {
 		id, err := q.claimKey(ctx, t)
@@ -394,86 +344,19 @@ func sameInput(t *Task, input json.RawMessage) bool {
 	return sameJSON(t.Input, input)
 }
 
+// newTask makes the task req describes, as of now: req is validated
+// (Validate), then checked against the queue (the input size) and the
+// clock (an expiry after the availability).
 func (q *Queue) newTask(req SubmitRequest) (*Task, error) {
-	if err := ValidateType(req.Type); err != nil {
+	if err := req.Validate(); err != nil {
 		return nil, err
 	}
-	input := req.Input
-	if isJSONNull(input) {
-		input = nil
-	} else {
-		var buf bytes.Buffer
-		if err := json.Compact(&buf, input); err != nil {
-			return nil, invalidInput("input is not valid JSON: %v", err)
-		}
-		if !utf8.Valid(input) {
-			return nil, invalidInput("input is not valid UTF-8 (JSON text must be UTF-8): convert it first, e.g. iconv -f latin1 -t utf-8")
-		}
-		input = buf.Bytes()
-		if int64(len(input)) > q.MaxPayloadBytes() {
-			return nil, q.payloadTooLarge("input", len(input))
-		}
-	}
-	timeout := req.Timeout
-	if timeout == 0 {
-		timeout = DefaultTimeout
-	}
-	if timeout < time.Second {
-		return nil, invalidInput("timeout %s is below the 1s minimum", timeout)
-	}
-	secs := int((timeout + time.Second - 1) / time.Second)
-	retries := DefaultMaxRetries
-	if req.MaxRetries != nil {
-		retries = *req.MaxRetries
-	}
-	if retries < 0 {
-		return nil, invalidInput("max retries %d is negative", retries)
-	}
-	policy := DefaultRetryPolicy
-	if req.RetryPolicy != nil {
-		policy = *req.RetryPolicy
-	}
-	if err := policy.Validate(); err != nil {
-		return nil, err
-	}
-	if len(req.IdempotencyKey) > MaxIdempotencyKeyLen {
-		return nil, invalidInput("idempotency key is %d bytes long (at most %d)", len(req.IdempotencyKey), MaxIdempotencyKeyLen)
-	}
-	if err := ValidateMetadata(req.Metadata); err != nil {
-		return nil, err
-	}
-	if req.Key != "" {
-		if err := ValidateTaskKey(req.Key); err != nil {
-			return nil, err
-		}
-	}
-	var unique *UniqueWindow
-	switch {
-	case req.UniqueFor < 0:
-		return nil, invalidInput("unique for %s is negative", req.UniqueFor)
-	case (req.UniqueWhileActive || req.UniqueFor > 0) && req.IdempotencyKey == "":
-		return nil, invalidInput("a uniqueness window needs an idempotency key: give the key the window applies to")
-	case req.UniqueWhileActive && req.UniqueFor > 0:
-		return nil, invalidInput("unique while active and unique for %s exclude each other: choose one", req.UniqueFor)
-	case req.UniqueWhileActive:
-		unique = &UniqueWindow{WhileActive: true}
-	case req.UniqueFor > 0:
-		unique = &UniqueWindow{}
-	}
-	var meta map[string]string
-	if len(req.Metadata) > 0 {
-		meta = maps.Clone(req.Metadata)
-	}
-	now := q.Now()
-	if unique != nil && req.UniqueFor > 0 {
-		until := now.Add(req.UniqueFor).Truncate(time.Millisecond)
-		unique.Until = &until
-	}
-	id := q.newID(now)
-	prio, err := ParsePriority(string(req.Priority))
+	input, err := q.compactInput(req.Input)
 	if err != nil {
 		return nil, err
 	}
+	now := q.Now()
+	req = req.Resolve(now)
 	avail := now
 	if !req.AvailableAt.IsZero() {
 		avail = req.AvailableAt.UTC().Truncate(time.Millisecond)
@@ -486,6 +369,17 @@ func (q *Queue) newTask(req SubmitRequest) (*Task, error) {
 		}
 		expires = &e
 	}
+	timeout := cmp.Or(req.Timeout, DefaultTimeout)
+	retries := DefaultMaxRetries
+	if req.MaxRetries != nil {
+		retries = *req.MaxRetries
+	}
+	policy := DefaultRetryPolicy
+	if req.RetryPolicy != nil {
+		policy = *req.RetryPolicy
+	}
+	prio, _ := ParsePriority(string(req.Priority)) // validated
+	id := q.newID(now)
 	return &Task{
 		Format:         FormatVersion,
 		ID:             id,
@@ -494,7 +388,7 @@ func (q *Queue) newTask(req SubmitRequest) (*Task, error) {
 		Status:         StatusPending,
 		AvailableAt:    avail,
 		Input:          input,
-		TimeoutSeconds: secs,
+		TimeoutSeconds: int((timeout + time.Second - 1) / time.Second),
 		MaxRetries:     retries,
 		RetryPolicy:    policy,
 		CreatedAt:      now,
@@ -503,12 +397,49 @@ func (q *Queue) newTask(req SubmitRequest) (*Task, error) {
 		RequestID:      newRequestID(),
 		LastEvent:      EventEnqueued,
 		IdempotencyKey: req.IdempotencyKey,
-		Unique:         unique,
+		Unique:         uniqueWindow(req, now),
 		Priority:       prio,
 		TaskKey:        req.Key,
 		ExpiresAt:      expires,
-		Metadata:       meta,
+		Metadata:       cloneMetadata(req.Metadata),
 	}, nil
+}
+
+// cloneMetadata copies m (nil when empty).
+func cloneMetadata(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	return maps.Clone(m)
+}
+
+// compactInput is a task's input as stored: compacted JSON, nil for null,
+// within the queue's payload bound.
+func (q *Queue) compactInput(input json.RawMessage) (json.RawMessage, error) {
+	if isJSONNull(input) {
+		return nil, nil
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, input); err != nil {
+		return nil, invalidInput("input is not valid JSON: %v", err)
+	}
+	if int64(buf.Len()) > q.MaxPayloadBytes() {
+		return nil, q.payloadTooLarge("input", buf.Len())
+	}
+	return buf.Bytes(), nil
+}
+
+// uniqueWindow is the uniqueness window of a validated request made at
+// now (nil: none).
+func uniqueWindow(req SubmitRequest, now time.Time) *UniqueWindow {
+	switch {
+	case req.UniqueWhileActive:
+		return &UniqueWindow{WhileActive: true}
+	case req.UniqueFor > 0:
+		until := now.Add(req.UniqueFor).Truncate(time.Millisecond)
+		return &UniqueWindow{Until: &until}
+	}
+	return nil
 }
 
 func truncate(s string, n int) string {

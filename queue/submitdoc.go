@@ -6,61 +6,39 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/google/uuid"
 )
 
-// SubmitFields are the keys a submit document may carry.
-var SubmitFields = []string{"type", "task_type", "input", "timeout_seconds", "max_retries", "retry_policy",
-	"delay", "available_at", "idempotency_key", "priority", "expires_in", "expires_at", "after", "on_parent_failure", "metadata",
-	"unique_while_active", "unique_for", "key"}
+// SubmitFields are the keys a submit document may carry (the names of
+// SpecFields, and task_type, an alias of type).
+var SubmitFields = func() []string {
+	var names []string
+	for _, f := range SpecFields {
+		names = append(names, f.Name)
+		if f.Name == "type" {
+			names = append(names, "task_type")
+		}
+	}
+	return names
+}()
 
 // SubmitDefaults fill the fields a submit document leaves out.
 type SubmitDefaults struct {
-	Type        string
-	Timeout     time.Duration
-	MaxRetries  int
-	Delay       time.Duration
-	AvailableAt time.Time
-	Priority    Priority
-	ExpiresIn   time.Duration // relative to the moment of submission
-	ExpiresAt   time.Time
-	Key         string // the task key (see doc.go, "Task keys")
-	// TypeHint is added to the "missing type" error (e.g. how to give a
-	// default type).
+	SubmitRequest
+	// TypeHint is added to the "type is required" error (e.g. how to give
+	// a default type).
 	TypeHint string
 }
 
 // DefaultSubmitDefaults are the defaults of qo submit.
-var DefaultSubmitDefaults = SubmitDefaults{Timeout: DefaultTimeout, MaxRetries: DefaultMaxRetries}
+var DefaultSubmitDefaults = SubmitDefaults{SubmitRequest: SubmitRequest{Timeout: DefaultTimeout, MaxRetries: ptrTo(DefaultMaxRetries)}}
 
-// SubmitDoc is a decoded submit document. Delay and ExpiresIn, when set,
-// are relative to the moment of submission: Resolve turns them into times
-// just before submitting.
-type SubmitDoc struct {
-	Request   SubmitRequest
-	Delay     time.Duration
-	ExpiresIn time.Duration
-}
-
-// Resolve returns the request with Delay and ExpiresIn applied at now (the
-// queue clock). ExpiresIn counts from when the task becomes available; a
-// task without a delay then becomes available at now, so that both come
-// from one reading of the clock (Submit reads it again a little later,
-// which could otherwise leave a short expiry before the availability).
-func (d SubmitDoc) Resolve(now time.Time) SubmitRequest {
-	req := d.Request
-	if d.Delay > 0 {
-		req.AvailableAt = now.Add(d.Delay)
-	}
-	if d.ExpiresIn > 0 {
-		if req.AvailableAt.IsZero() {
-			req.AvailableAt = now
-		}
-		req.ExpiresAt = req.AvailableAt.Add(d.ExpiresIn)
-	}
-	return req
-}
+func ptrTo[T any](v T) *T { return &v }
 
 // inputText strips the ErrInvalidInput prefix from err's text.
 func inputText(err error) string {
@@ -69,263 +47,195 @@ func inputText(err error) string {
 
 // DecodeSubmit decodes and validates a submit document: one JSON object
 // with the SubmitFields, as qo submit --file reads per line and the HTTP
-// API takes as a body. Fields left out take def's values. Every problem is
-// an ErrInvalidInput naming the field and what it wants.
-func DecodeSubmit(doc []byte, def SubmitDefaults) (SubmitDoc, error) {
-	t, err := decodeSubmit(doc, def)
-	if err != nil {
-		return SubmitDoc{}, fmt.Errorf("%w: %w", ErrInvalidInput, err)
+// API takes as a body. Fields left out (or null) take def's values; a
+// field of a pair (delay | available_at, expires_in | expires_at) replaces
+// both of def's. Every problem is an ErrInvalidInput naming the field and
+// what it wants: an unknown field, a value of the wrong JSON type, or a
+// rule of Validate (then a *SpecError).
+func DecodeSubmit(doc []byte, def SubmitDefaults) (SubmitRequest, error) {
+	req, err := decodeSubmit(doc, def)
+	var se *SpecError
+	switch {
+	case errors.As(err, &se):
+		return req, err
+	case err != nil:
+		return SubmitRequest{}, fmt.Errorf("%w: %w", ErrInvalidInput, err)
 	}
-	return t, nil
+	return req, nil
 }
 
-func decodeSubmit(line []byte, def SubmitDefaults) (SubmitDoc, error) {
-	var t SubmitDoc
+func decodeSubmit(line []byte, def SubmitDefaults) (SubmitRequest, error) {
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.UseNumber()
 	var fields map[string]json.RawMessage
 	if err := dec.Decode(&fields); err != nil {
-		return t, errors.New(jsonErrorText(err))
+		return SubmitRequest{}, errors.New(jsonErrorText(err))
 	}
 	if fields == nil {
-		return t, errors.New("want a JSON object, got null")
+		return SubmitRequest{}, errors.New("want a JSON object, got null")
 	}
 	if dec.More() {
-		return t, errors.New("more than one JSON value (want one object)")
+		return SubmitRequest{}, errors.New("more than one JSON value (want one object)")
 	}
 	if err := knownFields(fields, SubmitFields); err != nil {
-		return t, err
+		return SubmitRequest{}, err
 	}
-	req := &t.Request
-
-	// type
-	typ, err := stringField(fields, "type")
-	if err != nil {
-		return t, err
-	}
-	alias, err := stringField(fields, "task_type")
-	if err != nil {
-		return t, err
-	}
-	switch {
-	case typ != "" && alias != "":
-		return t, errors.New(`give either "type" or "task_type", not both`)
-	case alias != "":
-		typ = alias
-	case typ == "":
-		typ = def.Type
-	}
-	if typ == "" {
-		hint := ""
-		if def.TypeHint != "" {
-			hint = "; " + def.TypeHint
-		}
-		return t, fmt.Errorf(`missing "type" (the task type a worker handles%s)`, hint)
-	}
-	if err := ValidateType(typ); err != nil {
-		return t, fmt.Errorf("type: %s", inputText(err))
-	}
-	req.Type = typ
-
-	// input: any JSON value, kept as written (compacted by Submit).
-	if raw, ok := fields["input"]; ok && !isNull(raw) {
-		req.Input = raw
-	}
-
-	// timeout_seconds
-	req.Timeout = def.Timeout
-	if raw, ok := fields["timeout_seconds"]; ok && !isNull(raw) {
-		n, err := intField("timeout_seconds", raw)
-		if err != nil {
-			return t, err
-		}
-		if n < 1 {
-			return t, fmt.Errorf("timeout_seconds %d is below the 1 second minimum", n)
-		}
-		req.Timeout = time.Duration(n) * time.Second
-	}
-
-	// max_retries
-	retries := def.MaxRetries
-	if raw, ok := fields["max_retries"]; ok && !isNull(raw) {
-		n, err := intField("max_retries", raw)
-		if err != nil {
-			return t, err
-		}
-		if n < 0 {
-			return t, fmt.Errorf("max_retries %d is negative (0 runs the task once)", n)
-		}
-		retries = int(n)
-	}
-	req.MaxRetries = &retries
-
-	// retry_policy: fields not given keep their defaults.
-	if raw, ok := fields["retry_policy"]; ok && !isNull(raw) {
-		p := DefaultRetryPolicy
-		pd := json.NewDecoder(bytes.NewReader(raw))
-		pd.DisallowUnknownFields()
-		if err := pd.Decode(&p); err != nil {
-			return t, fmt.Errorf("retry_policy: %s (want {\"initial_interval_ms\", \"max_interval_ms\", \"multiplier\", \"jitter_percent\"})", jsonErrorText(err))
-		}
-		if err := p.Validate(); err != nil {
-			return t, errors.New(inputText(err))
-		}
-		req.RetryPolicy = &p
-	}
-
-	// delay | available_at
-	given := false
-	if t.Delay, req.AvailableAt, given, err = whenField(fields, "delay", "available_at"); err != nil {
-		return t, err
-	}
-	if !given {
-		t.Delay, req.AvailableAt = def.Delay, def.AvailableAt
-	}
-
-	// idempotency_key
-	key, err := stringField(fields, "idempotency_key")
-	if err != nil {
-		return t, err
-	}
-	if len(key) > MaxIdempotencyKeyLen {
-		return t, fmt.Errorf("idempotency_key is %d bytes long (at most %d)", len(key), MaxIdempotencyKeyLen)
-	}
-	req.IdempotencyKey = key
-
-	// unique_while_active | unique_for (see Uniqueness windows in doc.go)
-	if raw, ok := fields["unique_while_active"]; ok && !isNull(raw) {
-		if json.Unmarshal(raw, &req.UniqueWhileActive) != nil {
-			return t, fmt.Errorf("unique_while_active: want true or false, got %s", jsonKind(raw))
+	for name, raw := range fields {
+		if isNull(raw) {
+			delete(fields, name) // null is as absent
 		}
 	}
-	if raw, ok := fields["unique_for"]; ok && !isNull(raw) {
-		if req.UniqueFor, err = durationField("unique_for", raw); err != nil {
-			return t, err
-		}
-		if req.UniqueFor <= 0 {
-			return t, errors.New(`unique_for must be positive, e.g. "10m" (leave it out for a key held for good)`)
-		}
+	if fields["type"] != nil && fields["task_type"] != nil {
+		return SubmitRequest{}, errors.New(`give either "type" or "task_type", not both`)
 	}
-	switch {
-	case (req.UniqueWhileActive || req.UniqueFor > 0) && key == "":
-		return t, errors.New("unique_while_active and unique_for need an idempotency_key: the window applies to that key")
-	case req.UniqueWhileActive && req.UniqueFor > 0:
-		return t, errors.New("unique_while_active and unique_for exclude each other: give one")
+	req := def.SubmitRequest
+	if req.MaxRetries != nil {
+		req.MaxRetries = ptrTo(*req.MaxRetries) // not shared with def
 	}
-
-	// priority
-	prio, err := stringField(fields, "priority")
-	if err != nil {
-		return t, err
-	}
-	if prio == "" {
-		prio = string(def.Priority)
-	}
-	if req.Priority, err = ParsePriority(prio); err != nil {
-		return t, fmt.Errorf("priority: %s", inputText(err))
-	}
-
-	// key (see Task keys in doc.go)
-	tkey, err := stringField(fields, "key")
-	if err != nil {
-		return t, err
-	}
-	if tkey == "" {
-		tkey = def.Key
-	}
-	if tkey != "" {
-		if err := ValidateTaskKey(tkey); err != nil {
-			return t, fmt.Errorf("key: %s", inputText(err))
+	for _, pair := range [][2]string{{"delay", "available_at"}, {"expires_in", "expires_at"}} {
+		if fields[pair[0]] != nil || fields[pair[1]] != nil {
+			req.clear(pair[0])
+			req.clear(pair[1])
 		}
 	}
-	req.Key = tkey
-
-	// expires_in | expires_at
-	if t.ExpiresIn, req.ExpiresAt, given, err = whenField(fields, "expires_in", "expires_at"); err != nil {
-		return t, err
-	}
-	switch {
-	case !given:
-		t.ExpiresIn, req.ExpiresAt = def.ExpiresIn, def.ExpiresAt
-	case t.ExpiresIn == 0 && req.ExpiresAt.IsZero():
-		return t, errors.New("expires_in must be positive (leave it out for a task that never expires)")
-	}
-
-	// after, on_parent_failure (see Dependencies in doc.go)
-	if raw, ok := fields["after"]; ok && !isNull(raw) {
-		var ids []string
-		if err := json.Unmarshal(raw, &ids); err != nil {
-			return t, errors.New(`after: want an array of task ids, e.g. ["0b6f4c2e-8d1a-4f7e-9c3b-2a5d6e7f8a9b"]`)
-		}
-		for _, s := range ids {
-			id, err := ParseID(s)
-			if err != nil {
-				return t, fmt.Errorf("after: %s", inputText(err))
-			}
-			req.After = append(req.After, id)
-		}
-		if err := checkParents(req.After); err != nil {
-			return t, fmt.Errorf("after: %s", inputText(err))
+	for _, name := range slices.Sorted(maps.Keys(fields)) {
+		if err := req.set(name, fields[name]); err != nil {
+			return SubmitRequest{}, err
 		}
 	}
-	policy, err := stringField(fields, "on_parent_failure")
-	if err != nil {
-		return t, err
+	if req.Type == "" {
+		return req, missingType(def.TypeHint)
 	}
-	if policy != "" {
-		if len(req.After) == 0 {
-			return t, errors.New(`on_parent_failure needs "after" (it says what the task does when a parent does not complete)`)
-		}
-		if req.OnParentFailure, err = ParseParentFailure(policy); err != nil {
-			return t, errors.New(inputText(err))
-		}
-	}
-
-	// metadata: {key: string value}, within the bounds of ValidateMetadata.
-	if raw, ok := fields["metadata"]; ok && !isNull(raw) {
-		var m map[string]string
-		if jsonKind(raw) != "an object" {
-			return t, fmt.Errorf(`metadata: want an object of strings, e.g. {"tenant": "acme"}, got %s`, jsonKind(raw))
-		}
-		if json.Unmarshal(raw, &m) != nil {
-			return t, errors.New(`metadata: every value must be a string, e.g. {"tenant": "acme", "batch": "7"}`)
-		}
-		if err := ValidateMetadata(m); err != nil {
-			return t, errors.New(inputText(err))
-		}
-		if len(m) > 0 {
-			req.Metadata = m
-		}
-	}
-	return t, nil
+	return req, req.Validate()
 }
 
-// whenField reads a pair of fields giving one moment: rel, a duration from
-// the moment of submission, or abs, an RFC 3339 time (not both). given is
-// false when neither is there (or both are null).
-func whenField(fields map[string]json.RawMessage, rel, abs string) (d time.Duration, at time.Time, given bool, err error) {
-	rawRel, hasRel := fields[rel]
-	hasRel = hasRel && !isNull(rawRel)
-	rawAbs, hasAbs := fields[abs]
-	hasAbs = hasAbs && !isNull(rawAbs)
-	switch {
-	case hasRel && hasAbs:
-		return 0, time.Time{}, true, fmt.Errorf("give either %q or %q, not both", rel, abs)
-	case hasRel:
-		d, err = durationField(rel, rawRel)
-		return d, time.Time{}, true, err
-	case hasAbs:
-		s, err := stringField(fields, abs)
-		if err != nil {
-			return 0, time.Time{}, true, err
-		}
-		at, err = time.Parse(time.RFC3339, s)
-		if err != nil {
-			return 0, time.Time{}, true, fmt.Errorf("%s %q is not an RFC 3339 time (e.g. 2025-06-01T08:00:00Z)", abs, s)
-		}
-		return 0, at, true, nil
+// clear resets a field of a pair to "not given".
+func (r *SubmitRequest) clear(name string) {
+	switch name {
+	case "delay":
+		r.Delay = 0
+	case "available_at":
+		r.AvailableAt = time.Time{}
+	case "expires_in":
+		r.ExpiresIn = 0
+	case "expires_at":
+		r.ExpiresAt = time.Time{}
 	}
-	return 0, time.Time{}, false, nil
+}
+
+// set reads the JSON field name (one of SubmitFields, not null) into r:
+// its JSON type and form, not its rules (Validate checks those).
+func (r *SubmitRequest) set(name string, raw json.RawMessage) error {
+	var err error
+	switch name {
+	case "type", "task_type":
+		r.Type, err = stringValue(name, raw)
+	case "input":
+		r.Input = raw // kept as written, compacted by Submit
+	case "timeout_seconds":
+		var n int64
+		n, err = intField(name, raw)
+		r.Timeout = time.Duration(n) * time.Second
+	case "max_retries":
+		var n int64
+		n, err = intField(name, raw)
+		r.MaxRetries = ptrTo(int(n))
+	case "retry_policy":
+		r.RetryPolicy, err = retryPolicyField(raw)
+	case "delay":
+		r.Delay, err = durationField(name, raw)
+	case "available_at":
+		r.AvailableAt, err = timeField(name, raw)
+	case "idempotency_key":
+		r.IdempotencyKey, err = stringValue(name, raw)
+	case "unique_while_active":
+		if json.Unmarshal(raw, &r.UniqueWhileActive) != nil {
+			err = fmt.Errorf("unique_while_active: want true or false, got %s", jsonKind(raw))
+		}
+	case "unique_for":
+		r.UniqueFor, err = durationField(name, raw)
+	case "priority":
+		var p string
+		p, err = stringValue(name, raw)
+		r.Priority = Priority(strings.ToLower(p))
+	case "key":
+		r.Key, err = stringValue(name, raw)
+	case "expires_in":
+		r.ExpiresIn, err = durationField(name, raw)
+	case "expires_at":
+		r.ExpiresAt, err = timeField(name, raw)
+	case "after":
+		r.After, err = idsField(name, raw)
+	case "on_parent_failure":
+		var p string
+		p, err = stringValue(name, raw)
+		r.OnParentFailure = ParentFailure(p)
+	case "metadata":
+		r.Metadata, err = metadataField(raw)
+	default:
+		err = fmt.Errorf("field %q is not read", name) // a name of SubmitFields set does not know
+	}
+	if err == nil && isZero(raw) {
+		err = GivenZero(name)
+	}
+	return err
+}
+
+// retryPolicyField reads a retry policy: the fields not given keep their
+// defaults.
+func retryPolicyField(raw json.RawMessage) (*RetryPolicy, error) {
+	p := DefaultRetryPolicy
+	pd := json.NewDecoder(bytes.NewReader(raw))
+	pd.DisallowUnknownFields()
+	if err := pd.Decode(&p); err != nil {
+		return nil, fmt.Errorf("retry_policy: %s (want {\"initial_interval_ms\", \"max_interval_ms\", \"multiplier\", \"jitter_percent\"})", jsonErrorText(err))
+	}
+	return &p, nil
+}
+
+// idsField reads an array of task ids.
+func idsField(name string, raw json.RawMessage) ([]uuid.UUID, error) {
+	var ids []string
+	if err := json.Unmarshal(raw, &ids); err != nil {
+		return nil, fmt.Errorf(`%s: want an array of task ids, e.g. ["0b6f4c2e-8d1a-4f7e-9c3b-2a5d6e7f8a9b"]`, name)
+	}
+	var out []uuid.UUID
+	for _, s := range ids {
+		id, err := ParseID(s)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s", name, inputText(err))
+		}
+		out = append(out, id)
+	}
+	return out, nil
+}
+
+// metadataField reads {key: string value}.
+func metadataField(raw json.RawMessage) (map[string]string, error) {
+	var m map[string]string
+	if jsonKind(raw) != "an object" {
+		return nil, fmt.Errorf(`metadata: want an object of strings, e.g. {"tenant": "acme"}, got %s`, jsonKind(raw))
+	}
+	if json.Unmarshal(raw, &m) != nil {
+		return nil, errors.New(`metadata: every value must be a string, e.g. {"tenant": "acme", "batch": "7"}`)
+	}
+	if len(m) == 0 {
+		return nil, nil
+	}
+	return m, nil
+}
+
+// timeField reads an RFC 3339 time.
+func timeField(name string, raw json.RawMessage) (time.Time, error) {
+	s, err := stringValue(name, raw)
+	if err != nil {
+		return time.Time{}, err
+	}
+	at, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%s %q is not an RFC 3339 time (e.g. 2025-06-01T08:00:00Z)", name, s)
+	}
+	return at, nil
 }
 
 // jsonErrorText words a decoding error for a human.
@@ -345,7 +255,22 @@ func jsonErrorText(err error) string {
 	return strings.TrimPrefix(err.Error(), "json: ")
 }
 
+// isZero reports whether raw is a zero duration (the number 0 or "0s").
+func isZero(raw json.RawMessage) bool {
+	d, err := durationField("", raw)
+	return err == nil && d == 0
+}
+
 func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
+
+// stringValue reads a JSON string.
+func stringValue(name string, raw json.RawMessage) (string, error) {
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", fmt.Errorf("%s: want a string, got %s", name, jsonKind(raw))
+	}
+	return s, nil
+}
 
 // stringField returns fields[name] as a string ("" when absent or null).
 func stringField(fields map[string]json.RawMessage, name string) (string, error) {
@@ -394,10 +319,7 @@ func durationField(name string, raw json.RawMessage) (time.Duration, error) {
 	default:
 		return 0, fmt.Errorf("%s: want a duration string or a number of seconds, got %s", name, jsonKind(raw))
 	}
-	if d < 0 {
-		return 0, fmt.Errorf("%s %s is negative", name, d)
-	}
-	return d, nil
+	return d, nil // its range is Validate's
 }
 
 // jsonKind names the JSON type of raw for error messages.

@@ -58,9 +58,9 @@ func TestTaskKeyValidated(t *testing.T) {
 	}
 	doc, err := queue.DecodeSubmit([]byte(`{"type":"sync","key":"customer-7"}`), queue.DefaultSubmitDefaults)
 	require.NoError(t, err)
-	require.Equal(t, "customer-7", doc.Request.Key)
+	require.Equal(t, "customer-7", doc.Key)
 	_, err = queue.DecodeSubmit([]byte(`{"type":"sync","key":"a/b"}`), queue.DefaultSubmitDefaults)
-	require.ErrorContains(t, err, "key: task key")
+	require.ErrorContains(t, err, `"key": task key`)
 }
 
 func TestParseReadyKeyTaskKey(t *testing.T) {

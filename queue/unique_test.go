@@ -94,10 +94,10 @@ func TestUniqueValidation(t *testing.T) {
 		req queue.SubmitRequest
 		msg string
 	}{
-		{queue.SubmitRequest{Type: "t", UniqueWhileActive: true}, "needs an idempotency key"},
-		{queue.SubmitRequest{Type: "t", UniqueFor: time.Minute}, "needs an idempotency key"},
+		{queue.SubmitRequest{Type: "t", UniqueWhileActive: true}, `need "idempotency_key"`},
+		{queue.SubmitRequest{Type: "t", UniqueFor: time.Minute}, `need "idempotency_key"`},
 		{queue.SubmitRequest{Type: "t", IdempotencyKey: "k", UniqueFor: -time.Minute}, "negative"},
-		{queue.SubmitRequest{Type: "t", IdempotencyKey: "k", UniqueFor: time.Minute, UniqueWhileActive: true}, "choose one"},
+		{queue.SubmitRequest{Type: "t", IdempotencyKey: "k", UniqueFor: time.Minute, UniqueWhileActive: true}, "exclude each other: give one"},
 	} {
 		_, _, err := b.q.Submit(b.ctx, tc.req)
 		require.ErrorIs(t, err, queue.ErrInvalidInput)

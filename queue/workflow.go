@@ -123,7 +123,7 @@ func (q *Queue) SubmitWorkflow(ctx context.Context, spec *WorkflowSpec) (*Workfl
 		}
 	}()
 	for i, s := range spec.Steps {
-		reqs[i] = s.Doc.Resolve(now)
+		reqs[i] = s.Request.Resolve(now)
 		if stepCtx[i], hooks[i], err = q.beforeSubmit(ctx, &reqs[i]); err != nil {
 			err = fmt.Errorf("submit workflow: step %q: %w", s.Name, err)
 			return nil, false, err

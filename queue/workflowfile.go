@@ -37,7 +37,7 @@ type WorkflowStepSpec struct {
 	After []string
 	// InputFrom maps input fields to "STEP.output" or "STEP.output.PATH".
 	InputFrom map[string]string
-	Doc       SubmitDoc
+	Request   SubmitRequest
 }
 
 // Workflow file fields.
@@ -246,17 +246,17 @@ func decodeStep(raw json.RawMessage, def SubmitDefaults) (WorkflowStepSpec, erro
 	if err != nil {
 		return st, err
 	}
-	if st.Doc, err = decodeSubmit(body, def); err != nil {
-		return st, err
+	if st.Request, err = decodeSubmit(body, def); err != nil {
+		return st, errors.New(inputText(err))
 	}
 	p, err := ParseParentFailure(policy)
 	if err != nil {
 		return st, errors.New(inputText(err))
 	}
 	if policy != "" {
-		st.Doc.Request.OnParentFailure = p
+		st.Request.OnParentFailure = p
 	}
-	if len(st.InputFrom) > 0 && !isJSONNull(st.Doc.Request.Input) && !bytes.HasPrefix(bytes.TrimSpace(st.Doc.Request.Input), []byte("{")) {
+	if len(st.InputFrom) > 0 && !isJSONNull(st.Request.Input) && !bytes.HasPrefix(bytes.TrimSpace(st.Request.Input), []byte("{")) {
 		return st, errors.New(`"input" must be an object (or absent) when the step has input_from: the values from parents become its fields`)
 	}
 	return st, nil

@@ -94,7 +94,7 @@ const (
 	formSubmitted
 )
 
-func (f *submitForm) Update(msg tea.KeyMsg, now time.Time) (formResult, queue.SubmitRequest, tea.Cmd) {
+func (f *submitForm) Update(msg tea.KeyMsg) (formResult, queue.SubmitRequest, tea.Cmd) {
 	switch msg.Type {
 	case tea.KeyEsc:
 		return formCancelled, queue.SubmitRequest{}, nil
@@ -112,7 +112,7 @@ func (f *submitForm) Update(msg tea.KeyMsg, now time.Time) (formResult, queue.Su
 			f.focus++
 			return formEditing, queue.SubmitRequest{}, f.inputs[f.focus].Focus()
 		}
-		req, err := f.request(now)
+		req, err := f.request()
 		if err != nil {
 			f.err = err.Error()
 			return formEditing, queue.SubmitRequest{}, nil
@@ -124,36 +124,45 @@ func (f *submitForm) Update(msg tea.KeyMsg, now time.Time) (formResult, queue.Su
 	return formEditing, queue.SubmitRequest{}, cmd
 }
 
-// request validates the form into a submit request.
-func (f *submitForm) request(now time.Time) (queue.SubmitRequest, error) {
+// request reads the form into a task spec, checked as every submit is
+// (queue.SubmitRequest.Validate); the submit resolves the delay.
+func (f *submitForm) request() (queue.SubmitRequest, error) {
 	var req queue.SubmitRequest
 	req.Type = strings.TrimSpace(f.inputs[fieldType].Value())
-	if err := queue.ValidateType(req.Type); err != nil {
-		return req, err
+	if in := strings.TrimSpace(f.inputs[fieldInput].Value()); in != "" {
+		req.Input = json.RawMessage(in)
 	}
-	in := strings.TrimSpace(f.inputs[fieldInput].Value())
-	if in == "" {
-		in = "null"
-	}
-	if !json.Valid([]byte(in)) {
-		return req, fmt.Errorf("input is not valid JSON (e.g. {\"to\":\"a@b.c\"}, or null)")
-	}
-	req.Input = json.RawMessage(in)
 	if s := strings.TrimSpace(f.inputs[fieldDelay].Value()); s != "" {
 		d, err := time.ParseDuration(s)
-		if err != nil || d < 0 {
+		if err != nil {
 			return req, fmt.Errorf("delay %q is not a duration (e.g. 30s, 5m, 1h)", s)
 		}
-		req.AvailableAt = now.Add(d)
+		req.Delay = d
 	}
 	if s := strings.TrimSpace(f.inputs[fieldRetries].Value()); s != "" {
 		n, err := strconv.Atoi(s)
-		if err != nil || n < 0 {
+		if err != nil {
 			return req, fmt.Errorf("max retries %q must be a whole number >= 0", s)
 		}
 		req.MaxRetries = &n
 	}
+	if err := req.Validate(); err != nil {
+		var se *queue.SpecError
+		if errors.As(err, &se) {
+			return req, errors.New(strings.TrimPrefix(se.In(formLabel), queue.ErrInvalidInput.Error()+": "))
+		}
+		return req, err
+	}
 	return req, nil
+}
+
+// formLabel names a task spec field as the form does.
+func formLabel(field string) string {
+	switch field {
+	case "max_retries":
+		return "max retries"
+	}
+	return field
 }
 
 func (f *submitForm) View(st Styles, w int) string {
@@ -223,7 +232,7 @@ func (m *Model) dialogKey(msg tea.KeyMsg) (tea.Cmd, bool) {
 	k := m.keys
 	switch {
 	case m.form != nil:
-		res, req, cmd := m.form.Update(msg, m.clock.Now())
+		res, req, cmd := m.form.Update(msg)
 		switch res {
 		case formCancelled:
 			m.form = nil

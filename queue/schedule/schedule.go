@@ -50,6 +50,35 @@ type Task struct {
 	ExpiresAfterSeconds int `json:"expires_after_seconds"`
 }
 
+// request is the task spec of t (its expiry counting from when the task
+// becomes available; a run counts it from its due time instead).
+func (t Task) request() queue.SubmitRequest {
+	return queue.SubmitRequest{
+		Type: t.Type, Input: t.Input, Priority: t.Priority, MaxRetries: t.MaxRetries,
+		Timeout:   time.Duration(t.TimeoutSeconds) * time.Second,
+		ExpiresIn: time.Duration(t.ExpiresAfterSeconds) * time.Second,
+	}
+}
+
+// TaskOf is the task of a schedule from a task spec's type, input,
+// priority, timeout, retries and expiry (ExpiresIn, counted from each
+// run's due time); durations are rounded up to whole seconds. Create
+// checks it.
+func TaskOf(r queue.SubmitRequest) Task {
+	return Task{
+		Type: r.Type, Input: r.Input, Priority: r.Priority, MaxRetries: r.MaxRetries,
+		TimeoutSeconds:      ceilSeconds(r.Timeout),
+		ExpiresAfterSeconds: ceilSeconds(r.ExpiresIn),
+	}
+}
+
+func ceilSeconds(d time.Duration) int {
+	if d <= 0 {
+		return int(d / time.Second)
+	}
+	return int((d + time.Second - 1) / time.Second)
+}
+
 // Spec is what `qo schedule create` asks for.
 type Spec struct {
 	Name     string // [A-Za-z0-9_.:-]{1,64}; the key schedules/{name}.json
@@ -153,9 +182,6 @@ func (spec Spec) validate() (*Schedule, error) {
 	if err := queue.ValidateScheduleName(spec.Name); err != nil {
 		return nil, err
 	}
-	if err := queue.ValidateType(spec.Task.Type); err != nil {
-		return nil, err
-	}
 	missed := spec.Missed
 	switch missed {
 	case "":
@@ -169,9 +195,11 @@ func (spec Spec) validate() (*Schedule, error) {
 		return nil, err
 	}
 	task := spec.Task
-	if task.Priority, err = queue.ParsePriority(string(task.Priority)); err != nil {
+	// The rules of a task spec, as every run's submit checks them.
+	if err := task.request().Validate(); err != nil {
 		return nil, err
 	}
+	task.Priority, _ = queue.ParsePriority(string(task.Priority))
 	if isJSONNull(task.Input) {
 		task.Input = nil
 	} else {
@@ -183,14 +211,6 @@ func (spec Spec) validate() (*Schedule, error) {
 		if len(task.Input) > queue.MaxInlinePayload {
 			return nil, invalidInput("input is %d bytes, over the %d bytes a schedule holds: store the data elsewhere (e.g. the bucket) and put a reference in the input", len(task.Input), queue.MaxInlinePayload)
 		}
-	}
-	switch {
-	case task.TimeoutSeconds < 0:
-		return nil, invalidInput("timeout %ds is negative", task.TimeoutSeconds)
-	case task.MaxRetries != nil && *task.MaxRetries < 0:
-		return nil, invalidInput("max retries %d is negative", *task.MaxRetries)
-	case task.ExpiresAfterSeconds < 0:
-		return nil, invalidInput("expiry %ds is negative", task.ExpiresAfterSeconds)
 	}
 	return &Schedule{
 		Format: queue.FormatVersion, Name: spec.Name, Cron: strings.TrimSpace(spec.Cron), Timezone: loc.String(),

@@ -35,6 +35,12 @@ func TestScheduleValidation(t *testing.T) {
 		{"missed", func(s *schedule.Spec) { s.Missed = "all" }, "catch-up"},
 		{"input", func(s *schedule.Spec) { s.Task.Input = json.RawMessage(`{`) }, "not valid JSON"},
 		{"priority", func(s *schedule.Spec) { s.Task.Priority = "top" }, "priority"},
+		// The rules of a submit (queue.SubmitRequest.Validate): a schedule
+		// that every run's submit would refuse is refused at create.
+		{"input not UTF-8", func(s *schedule.Spec) { s.Task.Input = json.RawMessage("\"caf\xe9\"") }, "not valid UTF-8"},
+		{"timeout", func(s *schedule.Spec) { s.Task.TimeoutSeconds = -1 }, `"timeout_seconds" -1s is below the 1s minimum`},
+		{"retries", func(s *schedule.Spec) { s.Task.MaxRetries = new(int); *s.Task.MaxRetries = -1 }, `"max_retries" -1 is negative`},
+		{"expiry", func(s *schedule.Spec) { s.Task.ExpiresAfterSeconds = -1 }, `"expires_in" -1s must be positive`},
 	} {
 		spec := base
 		tc.edit(&spec)

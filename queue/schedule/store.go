@@ -225,17 +225,14 @@ func Trigger(ctx context.Context, q Queue, name string) (*queue.Task, error) {
 }
 
 func submitRun(ctx context.Context, q Queue, s *Schedule, key string, now, due time.Time) (*queue.Task, bool, error) {
-	req := queue.SubmitRequest{
-		Type: s.Task.Type, Input: s.Task.Input, Priority: s.Task.Priority,
-		Timeout: time.Duration(s.Task.TimeoutSeconds) * time.Second, MaxRetries: s.Task.MaxRetries,
-		IdempotencyKey: key,
-	}
-	if s.Task.ExpiresAfterSeconds > 0 {
+	req := s.Task.request()
+	req.IdempotencyKey = key
+	if req.ExpiresIn > 0 {
 		from := due
 		if from.IsZero() {
 			from = now
 		}
-		req.ExpiresAt = from.Add(time.Duration(s.Task.ExpiresAfterSeconds) * time.Second)
+		req.ExpiresAt, req.ExpiresIn = from.Add(req.ExpiresIn), 0
 	}
 	t, created, err := q.Submit(ctx, req)
 	if errors.Is(err, queue.ErrIdempotencyMismatch) {
