@@ -274,7 +274,12 @@ func (q *Queue) workflowTasks(w *Workflow, spec *WorkflowSpec, reqs []SubmitRequ
 		if len(children[s.Name]) > MaxChildren {
 			return nil, invalidInput("step %q has %d children (at most %d)", s.Name, len(children[s.Name]), MaxChildren)
 		}
-		t, err := q.newTask(reqs[i])
+		// The step's parents are names here, its policy for them is set
+		// below once they are ids: the spec's rule that a policy needs
+		// parents is the workflow file's to check (see decodeStep).
+		r := reqs[i]
+		r.OnParentFailure = ""
+		t, err := q.newTask(r)
 		if err != nil {
 			return nil, fmt.Errorf("step %q: %w", s.Name, err)
 		}

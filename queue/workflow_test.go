@@ -316,3 +316,21 @@ func TestDecodeWorkflowRefusesTooLargeFiles(t *testing.T) {
 	require.ErrorIs(t, err, queue.ErrInvalidInput)
 	require.Contains(t, err.Error(), fmt.Sprintf("%d edges", queue.MaxWorkflowEdges+1))
 }
+
+// A step's on_parent_failure is taken with its parents named by step: the
+// task spec's rule that a policy needs parents does not refuse it before
+// the names become ids.
+func TestWorkflowStepPolicyForItsParents(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
+		b := setup(t, be)
+		w, _, err := b.q.SubmitWorkflow(b.ctx, decodeFlow(t, `{"name": "policy", "steps": [
+			{"name": "a", "type": "x"},
+			{"name": "b", "type": "x", "after": ["a"], "on_parent_failure": "run"}]}`))
+		require.NoError(t, err)
+		l := b.claim(t, b.step(t, w, "a"), "w1")
+		_, err = b.q.Fail(b.ctx, l, "no")
+		require.NoError(t, err)
+		require.Equal(t, queue.StatusPending, b.step(t, w, "b").Status, "b runs though a failed")
+	})
+}
