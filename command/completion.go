@@ -22,6 +22,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/queue/schedule"
 )
 
@@ -277,7 +278,7 @@ func taskTypeNames(c *cli.Context) []string {
 	}
 	defer cancel()
 	seen := map[string]bool{}
-	if ws, err := q.ListWorkers(ctx); err == nil {
+	if ws, err := registry.List(ctx, q); err == nil {
 		for _, w := range ws {
 			for _, t := range w.Types {
 				seen[t] = true

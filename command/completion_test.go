@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/store"
 )
 
@@ -122,7 +123,7 @@ func TestCompleteNames(t *testing.T) {
 	ctx := t.Context()
 	qq, err := queue.Open(ctx, q.s, queue.Options{})
 	require.NoError(t, err)
-	require.NoError(t, qq.PutWorker(ctx, &queue.WorkerInfo{ID: "w1", Types: []string{"send_email", "resize"}, Concurrency: 1}))
+	require.NoError(t, registry.Put(ctx, qq, &queue.WorkerInfo{ID: "w1", Types: []string{"send_email", "resize"}, Concurrency: 1}))
 	_, err = qq.Pause(ctx, "report", "")
 	require.NoError(t, err)
 	q.ok("schedule", "create", "nightly", "--cron", "0 2 * * *", "--type", "report")

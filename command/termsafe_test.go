@@ -9,6 +9,7 @@ import (
 
 	"github.com/qo-queue/qo/internal/termsafe/termsafetest"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/store"
 )
 
@@ -45,7 +46,7 @@ func TestHostileTaskTextIsEscaped(t *testing.T) {
 		require.NoError(t, err)
 		_, err = e.q.Pause(ctx, "", termsafetest.Hostile)
 		require.NoError(t, err)
-		require.NoError(t, e.q.PutWorker(ctx, &queue.WorkerInfo{ID: "w1", LastHeartbeat: e.q.Now(), Host: termsafetest.Hostile, Version: termsafetest.Hostile,
+		require.NoError(t, registry.Put(ctx, e.q, &queue.WorkerInfo{ID: "w1", LastHeartbeat: e.q.Now(), Host: termsafetest.Hostile, Version: termsafetest.Hostile,
 			Types: []string{"mail"}, CurrentTasks: []string{termsafetest.Hostile}}))
 
 		for _, args := range [][]string{

@@ -24,6 +24,7 @@ import (
 
 	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/store/s3store"
 	"github.com/qo-queue/qo/store/storetest"
 )
@@ -143,7 +144,7 @@ func (e *wkEnv) waitTask(t *testing.T, id uuid.UUID, what string, cond func(*que
 
 func (e *wkEnv) registered(t *testing.T, id string) bool {
 	t.Helper()
-	ws, err := e.q.ListWorkers(context.Background())
+	ws, err := registry.List(context.Background(), e.q)
 	require.NoError(t, err)
 	for _, w := range ws {
 		if w.ID == id {

@@ -37,6 +37,7 @@ import (
 	"github.com/qo-queue/qo/monitor"
 	"github.com/qo-queue/qo/monitor/view"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/store"
 )
 
@@ -570,7 +571,7 @@ func backlogOf(v *view.Stats) metrics.Backlog {
 }
 
 func (a *api) health0(ctx context.Context, now time.Time) ([]monitor.WorkerHealth, error) {
-	ws, _, err := a.q.ListWorkersReport(ctx)
+	ws, _, err := registry.ListReport(ctx, a.q)
 	if err != nil {
 		return nil, err
 	}
@@ -702,7 +703,7 @@ func (a *api) getTask(w http.ResponseWriter, r *http.Request) error {
 	}
 	// A running task's progress: one GET of its holder's registry entry.
 	// Without it (the entry unreadable) the task is shown all the same.
-	if withProg, err := a.q.WithProgress(r.Context(), t); err == nil {
+	if withProg, err := registry.WithProgress(r.Context(), a.q, t); err == nil {
 		t = withProg
 	}
 	writeJSON(w, http.StatusOK, a.withPayloads(r, t))

@@ -12,6 +12,7 @@ import (
 	"github.com/qo-queue/qo/monitor"
 	"github.com/qo-queue/qo/monitor/view"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/store"
 )
 
@@ -77,7 +78,7 @@ func (m *Model) Snapshot(ctx context.Context) (Snapshot, error) {
 	if err != nil {
 		return s, err
 	}
-	ws, bad, err := m.q.ListWorkersReport(ctx)
+	ws, bad, err := registry.ListReport(ctx, m.q)
 	if err != nil {
 		return s, err
 	}
@@ -137,7 +138,7 @@ func (m *Model) Stats(ctx context.Context) (view.Stats, error) {
 // Workers reads the registry (1 LIST + 1 GET per worker) and judges each
 // worker by the monitor's rule at the queue's time.
 func (m *Model) Workers(ctx context.Context) ([]monitor.WorkerHealth, time.Time, error) {
-	ws, err := m.q.ListWorkers(ctx)
+	ws, err := registry.List(ctx, m.q)
 	if err != nil {
 		return nil, time.Time{}, err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/qo-queue/qo/monitor"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/store"
 )
 
@@ -34,14 +35,14 @@ func TestThroughputSurvivesRestart(t *testing.T) {
 	minute := now.Truncate(time.Minute)
 	old := &queue.WorkerInfo{ID: "old", LastHeartbeat: now, Types: []string{"t"},
 		Recent: []queue.MinuteCount{{Start: minute.Add(-time.Minute), Completed: 40, Failed: 2}, {Start: minute, Completed: 13}}}
-	require.NoError(t, q.PutWorker(ctx, old))
+	require.NoError(t, registry.Put(ctx, q, old))
 	_, err := mon.CheckWorkers(ctx)
 	require.NoError(t, err)
 
 	// The restart: the old worker is gone, a new one has done a little.
-	require.NoError(t, q.DeleteWorker(ctx, "old"))
+	require.NoError(t, registry.Delete(ctx, q, "old"))
 	clock.Advance(20 * time.Second)
-	require.NoError(t, q.PutWorker(ctx, &queue.WorkerInfo{ID: "new", LastHeartbeat: clock.Now(), Types: []string{"t"},
+	require.NoError(t, registry.Put(ctx, q, &queue.WorkerInfo{ID: "new", LastHeartbeat: clock.Now(), Types: []string{"t"},
 		Recent: []queue.MinuteCount{{Start: minute, Completed: 5}}}))
 	m := New(q, Options{})
 	snap, err := m.Snapshot(ctx)
@@ -59,7 +60,7 @@ func TestThroughputSurvivesRestart(t *testing.T) {
 	// minutes close and the new worker stops as well.
 	_, err = mon.CheckWorkers(ctx)
 	require.NoError(t, err)
-	require.NoError(t, q.DeleteWorker(ctx, "new"))
+	require.NoError(t, registry.Delete(ctx, q, "new"))
 	clock.Advance(30 * time.Minute)
 	_, err = mon.CheckWorkers(ctx)
 	require.NoError(t, err)

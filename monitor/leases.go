@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/registry"
 )
 
 func (m *Monitor) checkLeases(ctx context.Context) {
@@ -241,7 +242,7 @@ func (m *Monitor) someHolderMayBeDead(live []queue.LeaseEntry, now time.Time) bo
 // last heartbeat (zero: no registry entry; ReclaimLease then judges the
 // claim's age).
 func (m *Monitor) deadHolders(ctx context.Context, live []queue.LeaseEntry, now time.Time) (map[string]time.Time, error) {
-	beats, err := m.q.WorkerBeats(ctx)
+	beats, err := registry.Beats(ctx, m.q)
 	if err != nil {
 		return nil, err
 	}
@@ -279,7 +280,7 @@ func (m *Monitor) lastBeat(ctx context.Context, id string, written, now time.Tim
 	m.mu.Unlock()
 	if !cached || !c.written.Equal(written) {
 		c = declaredBound{written: written, beat: written, bound: m.opts.DeadAfter}
-		info, err := m.q.GetWorker(ctx, id)
+		info, err := registry.Get(ctx, m.q, id)
 		var bad *queue.MalformedError
 		switch {
 		case err == nil:

@@ -17,6 +17,7 @@ import (
 
 	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/queue/schedule"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/storetest"
@@ -61,7 +62,7 @@ func claimAs(t *testing.T, q *queue.Queue, e queue.ReadyEntry, worker string) *q
 // beat writes a heartbeat for worker at the queue's time.
 func beat(t *testing.T, q *queue.Queue, worker string, deadAfter time.Duration) {
 	t.Helper()
-	require.NoError(t, q.PutWorker(context.Background(), &queue.WorkerInfo{ID: worker, LastHeartbeat: q.Now(), DeadAfterSeconds: int(deadAfter / time.Second)}))
+	require.NoError(t, registry.Put(context.Background(), q, &queue.WorkerInfo{ID: worker, LastHeartbeat: q.Now(), DeadAfterSeconds: int(deadAfter / time.Second)}))
 }
 
 func TestHealth(t *testing.T) {
@@ -424,7 +425,7 @@ func TestCheckWorkers(t *testing.T) {
 		q, _, clock := setup(t, b, true)
 		now := clock.Now()
 		for id, age := range map[string]time.Duration{"fresh": time.Second, "late": 2 * time.Minute, "gone": time.Hour, "ancient": 48 * time.Hour} {
-			require.NoError(t, q.PutWorker(ctx, &queue.WorkerInfo{ID: id, StartedAt: now.Add(-age), LastHeartbeat: now.Add(-age)}))
+			require.NoError(t, registry.Put(ctx, q, &queue.WorkerInfo{ID: id, StartedAt: now.Add(-age), LastHeartbeat: now.Add(-age)}))
 		}
 		m := New(q, Options{PruneDeadAfter: 24 * time.Hour, Logger: discard})
 		hs, err := m.CheckWorkers(ctx)
@@ -435,7 +436,7 @@ func TestCheckWorkers(t *testing.T) {
 		}
 		require.Equal(t, map[string]State{"fresh": Active, "late": Dead, "gone": Dead, "ancient": Dead}, got)
 		require.Len(t, m.WorkerHealth(), 4)
-		ws, err := q.ListWorkers(ctx)
+		ws, err := registry.List(ctx, q)
 		require.NoError(t, err)
 		require.Len(t, ws, 3, "the registration dead for over PruneDeadAfter is pruned")
 	})

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/queue/schedule"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/storetest"
@@ -107,9 +108,9 @@ func TestOversizedObjectsRefused(t *testing.T) {
 		bigWorker := queue.WorkerKey("big")
 		_, err = b.raw.Put(b.ctx, bigWorker, bytes.Repeat([]byte(" "), 1<<20+1), store.Condition{})
 		require.NoError(t, err)
-		_, err = b.q.GetWorker(b.ctx, "big")
+		_, err = registry.Get(b.ctx, b.q, "big")
 		require.ErrorIs(t, err, store.ErrTooLarge)
-		_, bad, err := b.q.ListWorkersReport(b.ctx)
+		_, bad, err := registry.ListReport(b.ctx, b.q)
 		require.NoError(t, err)
 		require.Len(t, bad, 1)
 		require.Equal(t, bigWorker, bad[0].Key)

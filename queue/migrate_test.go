@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/storetest"
 )
@@ -310,7 +311,7 @@ func TestMigrateRefusesWhileOlderVersionRuns(t *testing.T) {
 			b.clock.Advance(queue.DefaultDeadAfter + queue.MaxClockSkew + time.Minute)
 		}, ""},
 		{"current worker alive", queue.LayoutVersion, func(t *testing.T, b *bundle) {
-			require.NoError(t, b.q.PutWorker(b.ctx, &queue.WorkerInfo{ID: "new-1", Host: "box-8"}))
+			require.NoError(t, registry.Put(b.ctx, b.q, &queue.WorkerInfo{ID: "new-1", Host: "box-8"}))
 		}, ""},
 		{"monitor leading an unconverted bucket", 2, func(t *testing.T, b *bundle) {
 			_, err := b.q.AcquireLease(b.ctx, queue.MonitorLeaderKey, "old-monitor", time.Minute)

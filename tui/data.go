@@ -14,6 +14,7 @@ import (
 	"github.com/qo-queue/qo/inspect"
 	"github.com/qo-queue/qo/monitor"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/queue/schedule"
 	"github.com/qo-queue/qo/store"
 )
@@ -154,7 +155,7 @@ func loadDetail(ctx context.Context, q *queue.Queue, model *inspect.Model, id uu
 		}
 		// A running task's progress: one GET of its worker's entry (the
 		// detail shows without it when that fails).
-		if withProg, err := q.WithProgress(ctx, msg.task); err == nil {
+		if withProg, err := registry.WithProgress(ctx, q, msg.task); err == nil {
 			msg.task = withProg
 		}
 		msg.data, msg.payloadErr = q.WithPayloads(ctx, msg.task)

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/queue/schedule"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/memstore"
@@ -178,7 +179,7 @@ func (h *harness) seed() *harness {
 		{ID: "worker-gone", StartedAt: now.Add(-24 * time.Hour), LastHeartbeat: now.Add(-20 * time.Minute), Concurrency: 1, Host: "node-3", PID: 9},
 	} {
 		w := w
-		require.NoError(t, h.q.PutWorker(h.ctx, &w))
+		require.NoError(t, registry.Put(h.ctx, h.q, &w))
 	}
 	return h
 }
@@ -186,14 +187,14 @@ func (h *harness) seed() *harness {
 // heartbeat moves worker-a's request counters on, as its next heartbeat
 // would.
 func (h *harness) heartbeat(extra int64) {
-	ws, err := h.q.ListWorkers(h.ctx)
+	ws, err := registry.List(h.ctx, h.q)
 	require.NoError(h.t, err)
 	for _, w := range ws {
 		if w.ID == "worker-a" {
 			r := w.Requests.Add(store.Counts{OK: map[store.Op]int64{store.OpPut: extra}})
 			w.Requests = &r
 			w.LastHeartbeat = h.clock.Now()
-			require.NoError(h.t, h.q.PutWorker(h.ctx, w))
+			require.NoError(h.t, registry.Put(h.ctx, h.q, w))
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/queue/schedule"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/memstore"
@@ -240,7 +241,7 @@ func TestRequestRate(t *testing.T) {
 	h.init()
 	_, _, ok := h.m.overview.requestRate()
 	require.False(t, ok, "one sample gives no rate")
-	before, err := h.q.GetWorker(h.ctx, "worker-a")
+	before, err := registry.Get(h.ctx, h.q, "worker-a")
 	require.NoError(t, err)
 	h.clock.Advance(10 * time.Second)
 	h.heartbeat(2000)

@@ -14,6 +14,7 @@ import (
 	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/monitor"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/store/memstore"
 )
 
@@ -191,7 +192,7 @@ func TestCapTargetsFollowTheLiveSet(t *testing.T) {
 	require.NoError(t, err)
 	w := New(q, Options{ID: "b", Clock: clock, NoMonitor: true, Logger: testLogger(t)})
 	beat := func(id string, types ...string) {
-		require.NoError(t, q.PutWorker(ctx, &queue.WorkerInfo{ID: id, Types: types}))
+		require.NoError(t, registry.Put(ctx, q, &queue.WorkerInfo{ID: id, Types: types}))
 	}
 	steps := []struct {
 		name string
@@ -210,7 +211,7 @@ func TestCapTargetsFollowTheLiveSet(t *testing.T) {
 			clock.Advance(time.Second)
 			beat("d", "t", "other")
 		}, 3},
-		{"d deregisters", func() { require.NoError(t, q.DeleteWorker(ctx, "d")) }, 5},
+		{"d deregisters", func() { require.NoError(t, registry.Delete(ctx, q, "d")) }, 5},
 	}
 	for _, st := range steps {
 		st.act()
@@ -251,7 +252,7 @@ func TestCapHandOver(t *testing.T) {
 		return n
 	}
 	held := func(w *Worker) int {
-		info, err := q.GetWorker(ctx, w.ID())
+		info, err := registry.Get(ctx, q, w.ID())
 		require.NoError(t, err)
 		return info.Holds["t"]
 	}

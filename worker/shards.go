@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/registry"
 )
 
 // Shard leasing
@@ -197,7 +198,7 @@ func (s *shardLeaser) renew(ctx context.Context) (changed bool) {
 // the LastModified of each entry is its last heartbeat. ok is false when
 // the registry could not be listed (no rebalancing this round).
 func (s *shardLeaser) target(ctx context.Context) (target int, ok bool) {
-	beats, err := s.w.q.WorkerBeats(ctx)
+	beats, err := registry.Beats(ctx, s.w.q)
 	if err != nil {
 		if ctx.Err() == nil {
 			s.log.Warn("listing the worker registry failed; keeping current shards", "err", err)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/storetest"
 )
@@ -636,7 +637,7 @@ func TestRunStoppedWhileRegistering(t *testing.T) {
 	w := New(q, o)
 	w.Handle("job", func(context.Context, *queue.Task) (json.RawMessage, error) { return nil, nil })
 	require.NoError(t, w.Run(ctx))
-	_, err = bd.q.GetWorker(context.Background(), o.ID)
+	_, err = registry.Get(context.Background(), bd.q, o.ID)
 	require.ErrorIs(t, err, queue.ErrNotFound, "the entry written as the stop came is removed")
 }
 
@@ -687,7 +688,7 @@ func TestStopDuringHeartbeat(t *testing.T) {
 	cancel()
 	require.NoError(t, <-done)
 	s.landed.Wait() // a write abandoned by the worker has reached the store
-	_, err := bd.q.GetWorker(context.Background(), o.ID)
+	_, err := registry.Get(context.Background(), bd.q, o.ID)
 	require.ErrorIs(t, err, queue.ErrNotFound, "the registry entry is gone after Run returned")
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/qo-queue/qo/monitor"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/memstore"
 )
@@ -321,7 +322,7 @@ func SimulatePartitions(ctx context.Context, cfg SimConfig) (SimReport, error) {
 	}
 	target := (len(shards) + len(workers) - 1) / len(workers)
 	for _, w := range workers {
-		if err := q.PutWorker(ctx, &queue.WorkerInfo{ID: w.id, LastHeartbeat: clock.Now(), Shards: w.shards, Concurrency: 64}); err != nil {
+		if err := registry.Put(ctx, q, &queue.WorkerInfo{ID: w.id, LastHeartbeat: clock.Now(), Shards: w.shards, Concurrency: 64}); err != nil {
 			return SimReport{}, err
 		}
 	}
@@ -335,7 +336,7 @@ func SimulatePartitions(ctx context.Context, cfg SimConfig) (SimReport, error) {
 		var leader *simWorker
 		for _, w := range workers {
 			if !now.Before(w.nextBeat) {
-				if err := q.PutWorker(ctx, &queue.WorkerInfo{ID: w.id, LastHeartbeat: now, Shards: w.shards, Concurrency: 64}); err != nil {
+				if err := registry.Put(ctx, q, &queue.WorkerInfo{ID: w.id, LastHeartbeat: now, Shards: w.shards, Concurrency: 64}); err != nil {
 					return err
 				}
 				w.nextBeat = w.nextBeat.Add(simHeartbeat)
@@ -346,7 +347,7 @@ func SimulatePartitions(ctx context.Context, cfg SimConfig) (SimReport, error) {
 						return err
 					}
 				}
-				if _, err := q.WorkerBeats(ctx); err != nil {
+				if _, err := registry.Beats(ctx, q); err != nil {
 					return err
 				}
 				if len(w.leases) < target && !now.Before(w.nextAcquire) {
