@@ -17,6 +17,7 @@ import (
 
 	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/namedlease"
 	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/queue/schedule"
 	"github.com/qo-queue/qo/store"
@@ -364,7 +365,7 @@ func TestLeaderElection(t *testing.T) {
 		require.True(t, m2.Elect(ctx))
 		require.False(t, m1.Elect(ctx))
 		require.False(t, m1.IsLeader())
-		l, err := q.ReadLease(ctx, queue.MonitorLeaderKey)
+		l, err := namedlease.Read(ctx, q, queue.MonitorLeaderKey)
 		require.NoError(t, err)
 		require.Equal(t, "m2", l.Holder)
 

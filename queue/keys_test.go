@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/namedlease"
 	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/queue/schedule"
 	"github.com/qo-queue/qo/store"
@@ -92,9 +93,9 @@ func TestKeysCoverEveryWrite(t *testing.T) {
 	_, err = schedule.Create(ctx, q, schedule.Spec{Name: "nightly", Cron: "0 3 * * *", Task: schedule.Task{Type: "report"}})
 	require.NoError(t, err)
 	require.NoError(t, registry.Put(ctx, q, &queue.WorkerInfo{Format: 1, ID: "w1", StartedAt: q.Now(), LastHeartbeat: q.Now()}))
-	_, err = q.AcquireLease(ctx, queue.MonitorLeaderKey, "m1", time.Minute)
+	_, err = namedlease.Acquire(ctx, q, queue.MonitorLeaderKey, "m1", time.Minute)
 	require.NoError(t, err)
-	_, err = q.AcquireLease(ctx, queue.ShardLeaseKey("0"), "w1", time.Minute)
+	_, err = namedlease.Acquire(ctx, q, queue.ShardLeaseKey("0"), "w1", time.Minute)
 	require.NoError(t, err)
 	require.NoError(t, q.SaveSweepState(ctx, queue.SweepState{Format: 1}))
 

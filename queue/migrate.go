@@ -222,7 +222,7 @@ func (q *Queue) olderRunning(ctx context.Context, unconverted bool) ([]string, e
 	if !unconverted {
 		return out, nil
 	}
-	l, err := q.ReadLease(ctx, MonitorLeaderKey)
+	l, err := q.readLeadership(ctx)
 	var bad *MalformedError
 	switch {
 	case errors.Is(err, ErrNotFound), errors.As(err, &bad):
@@ -268,6 +268,20 @@ func (q *Queue) readWorker(ctx context.Context, id string) (*WorkerInfo, error) 
 		return nil, fmt.Errorf("get worker %s: %w", id, err)
 	}
 	return DecodeWorker(WorkerKey(id), obj.Body)
+}
+
+// readLeadership reads the monitor leadership (ErrNotFound when never
+// written; its operations are package queue/namedlease's).
+func (q *Queue) readLeadership(ctx context.Context) (*NamedLease, error) {
+	obj, err := q.getLimited(ctx, MonitorLeaderKey, maxSmallObject)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("read lease %s: %w (%w)", MonitorLeaderKey, ErrNotFound, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read lease %s: %w", MonitorLeaderKey, err)
+	}
+	l, _, err := DecodeNamedLease(MonitorLeaderKey, obj)
+	return l, err
 }
 
 func orUnknown(s string) string {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/namedlease"
 	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/storetest"
@@ -314,11 +315,11 @@ func TestMigrateRefusesWhileOlderVersionRuns(t *testing.T) {
 			require.NoError(t, registry.Put(b.ctx, b.q, &queue.WorkerInfo{ID: "new-1", Host: "box-8"}))
 		}, ""},
 		{"monitor leading an unconverted bucket", 2, func(t *testing.T, b *bundle) {
-			_, err := b.q.AcquireLease(b.ctx, queue.MonitorLeaderKey, "old-monitor", time.Minute)
+			_, err := namedlease.Acquire(b.ctx, b.q, queue.MonitorLeaderKey, "old-monitor", time.Minute)
 			require.NoError(t, err)
 		}, "monitor old-monitor"},
 		{"monitor leading a converted bucket", queue.LayoutVersion, func(t *testing.T, b *bundle) {
-			_, err := b.q.AcquireLease(b.ctx, queue.MonitorLeaderKey, "new-monitor", time.Minute)
+			_, err := namedlease.Acquire(b.ctx, b.q, queue.MonitorLeaderKey, "new-monitor", time.Minute)
 			require.NoError(t, err)
 		}, ""},
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/namedlease"
 	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/memstore"
@@ -61,7 +62,7 @@ func step(t *testing.T, w *Worker) []string {
 
 func holder(t *testing.T, bd *bundle, shard string) *queue.NamedLease {
 	t.Helper()
-	l, err := bd.q.ReadLease(context.Background(), queue.ShardLeaseKey(shard))
+	l, err := namedlease.Read(context.Background(), bd.q, queue.ShardLeaseKey(shard))
 	require.NoError(t, err)
 	return l
 }

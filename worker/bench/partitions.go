@@ -14,6 +14,7 @@ import (
 
 	"github.com/qo-queue/qo/monitor"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/namedlease"
 	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/memstore"
@@ -314,7 +315,7 @@ func SimulatePartitions(ctx context.Context, cfg SimConfig) (SimReport, error) {
 	}
 	for i, sh := range shards {
 		w := workers[i%len(workers)]
-		l, err := q.AcquireLease(ctx, queue.ShardLeaseKey(sh), w.id, simLeaseTTL)
+		l, err := namedlease.Acquire(ctx, q, queue.ShardLeaseKey(sh), w.id, simLeaseTTL)
 		if err != nil {
 			return SimReport{}, err
 		}
@@ -343,7 +344,7 @@ func SimulatePartitions(ctx context.Context, cfg SimConfig) (SimReport, error) {
 			}
 			if !now.Before(w.nextRound) {
 				for _, l := range w.leases {
-					if err := q.RenewLease(ctx, l, simLeaseTTL); err != nil {
+					if err := namedlease.Renew(ctx, q, l, simLeaseTTL); err != nil {
 						return err
 					}
 				}
@@ -354,7 +355,7 @@ func SimulatePartitions(ctx context.Context, cfg SimConfig) (SimReport, error) {
 					// Nothing is stale in a steady fleet: the listing
 					// finds no shard to try, and the backoff grows to
 					// its longest.
-					if _, err := q.ShardLeaseWrites(ctx); err != nil {
+					if _, err := namedlease.ShardWrites(ctx, q); err != nil {
 						return err
 					}
 					w.nextAcquire = now.Add(simAcquireMax)
