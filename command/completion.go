@@ -22,6 +22,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/control"
 	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/queue/schedule"
 )
@@ -285,7 +286,7 @@ func taskTypeNames(c *cli.Context) []string {
 			}
 		}
 	}
-	if ctl, err := q.Control(ctx); err == nil {
+	if ctl, err := control.Read(ctx, q); err == nil {
 		for _, t := range ctl.PausedTypes() {
 			seen[t] = true
 		}

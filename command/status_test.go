@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/control"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/worker"
 )
@@ -150,7 +151,7 @@ func TestOperatorActionsNameUserAndHost(t *testing.T) {
 
 	// Pause and resume: control.json's version names who wrote it.
 	control := func() queue.Control {
-		ctl, err := qq.Control(ctx)
+		ctl, err := control.Read(ctx, qq)
 		require.NoError(t, err)
 		return ctl
 	}

@@ -5,13 +5,14 @@ import (
 	"time"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/control"
 )
 
 // The pause switches (see queue/doc.go, "Pause"): the same calls as qo
 // pause and qo resume.
 
 func (a *api) getControl(w http.ResponseWriter, r *http.Request) error {
-	c, err := a.q.Control(r.Context())
+	c, err := control.Read(r.Context(), a.q)
 	if err != nil {
 		return err
 	}
@@ -31,7 +32,7 @@ func (a *api) pause(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &b, `{"type": "...", "reason": "..."} (no type: the whole queue)`); err != nil {
 		return err
 	}
-	c, err := a.q.Pause(r.Context(), b.Type, b.Reason)
+	c, err := control.Pause(r.Context(), a.q, b.Type, b.Reason)
 	if err != nil {
 		return err
 	}
@@ -47,7 +48,7 @@ func (a *api) resume(w http.ResponseWriter, r *http.Request) error {
 	if b.Reason != "" {
 		return badInput(`resume takes no "reason"`)
 	}
-	c, err := a.q.Resume(r.Context(), b.Type)
+	c, err := control.Resume(r.Context(), a.q, b.Type)
 	if err != nil {
 		return err
 	}
@@ -80,18 +81,18 @@ func (a *api) limit(w http.ResponseWriter, r *http.Request) error {
 	case b.Burst != 0 && b.Rate == "":
 		return badInput(`"burst" goes with "rate": {"type": "...", "rate": "20/s", "burst": 5}`)
 	case b.Clear:
-		c, err = a.q.ClearLimit(r.Context(), b.Type)
+		c, err = control.ClearLimit(r.Context(), a.q, b.Type)
 	case b.Concurrency == 0 && b.Rate == "":
 		return badInput(`give "concurrency": N to set a cap, "rate": "20/s" to set a rate, or "clear": true to remove them`)
 	}
 	if err == nil && b.Concurrency != 0 {
-		c, err = a.q.SetLimit(r.Context(), b.Type, b.Concurrency)
+		c, err = control.SetLimit(r.Context(), a.q, b.Type, b.Concurrency)
 	}
 	if err == nil && b.Rate != "" {
 		var starts int
 		var per time.Duration
 		if starts, per, err = queue.ParseRate(b.Rate); err == nil {
-			c, err = a.q.SetRate(r.Context(), b.Type, starts, per, b.Burst)
+			c, err = control.SetRate(r.Context(), a.q, b.Type, starts, per, b.Burst)
 		}
 	}
 	if err != nil {

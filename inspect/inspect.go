@@ -12,6 +12,7 @@ import (
 	"github.com/qo-queue/qo/monitor"
 	"github.com/qo-queue/qo/monitor/view"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/control"
 	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/store"
 )
@@ -84,7 +85,7 @@ func (m *Model) Snapshot(ctx context.Context) (Snapshot, error) {
 	}
 	s.Stats, s.MalformedWorkers = st, bad
 	s.Workers = monitor.Health(ws, st.At)
-	s.Control, s.ControlErr = m.q.Control(ctx)
+	s.Control, s.ControlErr = control.Read(ctx, m.q)
 	if errors.Is(s.ControlErr, queue.ErrNotFound) {
 		s.ControlErr = nil
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/control"
 	"github.com/qo-queue/qo/queue/namedlease"
 	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/queue/schedule"
@@ -88,7 +89,7 @@ func TestKeysCoverEveryWrite(t *testing.T) {
 	run(queue.SubmitRequest{Type: "slow"}) // stays running: a lease entry
 	_, _, err = q.Submit(ctx, queue.SubmitRequest{Type: "later", AvailableAt: time.Now().Add(time.Hour)})
 	require.NoError(t, err)
-	_, err = q.Pause(ctx, "bad", "incident")
+	_, err = control.Pause(ctx, q, "bad", "incident")
 	require.NoError(t, err)
 	_, err = schedule.Create(ctx, q, schedule.Spec{Name: "nightly", Cron: "0 3 * * *", Task: schedule.Task{Type: "report"}})
 	require.NoError(t, err)

@@ -247,7 +247,7 @@ func (q *Queue) putTask(ctx context.Context, next *Task, cond store.Condition, p
 		if perr == nil {
 			return next, res.ETag, nil
 		}
-		if isDefinite(perr) {
+		if IsDefinite(perr) {
 			return nil, "", fmt.Errorf("write task %s: %w", next.ID, perr)
 		}
 		// Re-read even when the caller's context is done: the write may
@@ -281,7 +281,10 @@ func (q *Queue) putTask(ctx context.Context, next *Task, cond store.Condition, p
 
 // isDefinite reports errors that certainly did not write anything and that
 // a re-read cannot clarify (credentials, missing bucket, unsupported).
-func isDefinite(err error) bool {
+// IsDefinite reports whether a failed write surely did not land: the
+// server refused it before looking at the object. Any other failure may
+// hide a write that landed, which a writer settles by re-reading.
+func IsDefinite(err error) bool {
 	return errors.Is(err, store.ErrAccessDenied) || errors.Is(err, store.ErrBucketNotFound) || errors.Is(err, store.ErrNotSupported)
 }
 

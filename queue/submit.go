@@ -108,7 +108,7 @@ func (q *Queue) claimKey(ctx context.Context, t *Task) (uuid.UUID, error) {
 		return t.ID, nil
 	}
 	for round := 0; ; round++ {
-		if isDefinite(perr) {
+		if IsDefinite(perr) {
 			return uuid.Nil, fmt.Errorf("write idempotency marker: %w", perr)
 		}
 		// Taken, or an outcome we cannot know: the marker says who owns

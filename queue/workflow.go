@@ -202,7 +202,7 @@ func (q *Queue) claimWorkflow(ctx context.Context, w *Workflow) (*Workflow, bool
 		return nil, false, err
 	}
 	if _, perr := q.s.Put(ctx, key, body, store.CreateOnly); perr != nil {
-		if isDefinite(perr) {
+		if IsDefinite(perr) {
 			return nil, false, fmt.Errorf("write idempotency marker: %w", perr)
 		}
 		rec, err := q.readMarker(ctx, key)
@@ -231,7 +231,7 @@ func (q *Queue) claimWorkflow(ctx context.Context, w *Workflow) (*Workflow, bool
 		return nil, false, err
 	}
 	if _, perr := q.s.Put(ctx, q.WorkflowKey(w.ID), body, store.CreateOnly); perr != nil {
-		if isDefinite(perr) {
+		if IsDefinite(perr) {
 			return nil, false, fmt.Errorf("write workflow record: %w", perr)
 		}
 		prev, err := q.readWorkflow(ctx, w.ID)

@@ -14,6 +14,7 @@ import (
 	"github.com/qo-queue/qo/inspect"
 	"github.com/qo-queue/qo/monitor"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/control"
 	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/queue/schedule"
 	"github.com/qo-queue/qo/store"
@@ -247,10 +248,10 @@ func pauseAction(ctx context.Context, q *queue.Queue, pause bool, typ string) te
 			what = "task type " + typ
 		}
 		if pause {
-			_, err := q.Pause(ctx, typ, queue.ActorReason("", "paused", "qo tui"))
+			_, err := control.Pause(ctx, q, typ, queue.ActorReason("", "paused", "qo tui"))
 			return actionMsg{action: actPause, note: "paused " + what + ": workers start none of it until resumed", err: err}
 		}
-		_, err := q.Resume(ctx, typ)
+		_, err := control.Resume(ctx, q, typ)
 		return actionMsg{action: actResume, note: "resumed " + what, err: err}
 	}
 }

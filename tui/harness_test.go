@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/control"
 	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/queue/schedule"
 	"github.com/qo-queue/qo/store"
@@ -204,7 +205,7 @@ func (h *harness) heartbeat(extra int64) {
 // offloaded to its own object.
 func (h *harness) features() *harness {
 	t := h.t
-	_, err := h.q.Pause(h.ctx, "report", "month end")
+	_, err := control.Pause(h.ctx, h.q, "report", "month end")
 	require.NoError(t, err)
 	_, err = schedule.Create(h.ctx, h.q, schedule.Spec{Name: "nightly", Cron: "30 2 * * *", Timezone: "Europe/Berlin",
 		Task: schedule.Task{Type: "report", Input: json.RawMessage(`{"kind":"daily"}`)}})

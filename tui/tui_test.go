@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/control"
 	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/queue/schedule"
 	"github.com/qo-queue/qo/store"
@@ -440,24 +441,24 @@ func TestFeatureKeys(t *testing.T) {
 			require.Contains(t, h.view(), "PAUSED types: report (month end)")
 		}},
 		{"P then y pauses the whole queue", Options{}, []string{"P", "y"}, func(t *testing.T, h *harness) {
-			c, err := h.q.Control(h.ctx)
+			c, err := control.Read(h.ctx, h.q)
 			require.NoError(t, err)
 			require.True(t, c.Paused)
 			require.Contains(t, h.view(), "PAUSED: the whole queue")
 		}},
 		{"P twice resumes it", Options{}, []string{"P", "y", "P", "y"}, func(t *testing.T, h *harness) {
-			c, err := h.q.Control(h.ctx)
+			c, err := control.Read(h.ctx, h.q)
 			require.NoError(t, err)
 			require.False(t, c.Paused)
 			require.Contains(t, h.m.flash, "resumed the whole queue")
 		}},
 		{"p on a task of a paused type resumes the type", Options{Screen: "tasks", Type: "report"}, []string{"p", "y"}, func(t *testing.T, h *harness) {
-			c, err := h.q.Control(h.ctx)
+			c, err := control.Read(h.ctx, h.q)
 			require.NoError(t, err)
 			require.False(t, c.IsPaused("report"))
 		}},
 		{"p on another type pauses it, n declines", Options{Screen: "tasks", Type: "resize_image"}, []string{"p", "n", "p", "y"}, func(t *testing.T, h *harness) {
-			c, err := h.q.Control(h.ctx)
+			c, err := control.Read(h.ctx, h.q)
 			require.NoError(t, err)
 			require.Equal(t, []string{"report", "resize_image"}, c.PausedTypes())
 		}},
@@ -558,7 +559,7 @@ func TestDetailShowsMetadata(t *testing.T) {
 func TestOverviewShowsCaps(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil, Options{}).seed()
-	_, err := h.q.SetLimit(h.ctx, "report", 3)
+	_, err := control.SetLimit(h.ctx, h.q, "report", 3)
 	require.NoError(t, err)
 	h.newModel(Options{})
 	h.init()
@@ -570,7 +571,7 @@ func TestOverviewShowsCaps(t *testing.T) {
 func TestOverviewShowsRates(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil, Options{}).seed()
-	_, err := h.q.SetRate(h.ctx, "report", 20, time.Second, 0)
+	_, err := control.SetRate(h.ctx, h.q, "report", 20, time.Second, 0)
 	require.NoError(t, err)
 	h.newModel(Options{})
 	h.init()

@@ -14,6 +14,7 @@ import (
 	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/monitor"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/control"
 	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/store/memstore"
 )
@@ -65,7 +66,7 @@ func TestFleetCapHolds(t *testing.T) {
 	q, err := queue.Open(ctx, base, queue.Options{Logger: testLogger(t)})
 	require.NoError(t, err)
 	const capN, tasks = 3, 60
-	_, err = q.SetLimit(ctx, "capped", capN)
+	_, err = control.SetLimit(ctx, q, "capped", capN)
 	require.NoError(t, err)
 	bd := &bundle{s: base, q: q}
 	var ids []*queue.Task
@@ -135,7 +136,7 @@ func TestFleetCapHolds(t *testing.T) {
 func TestFleetCapCostsNoRequestPerTask(t *testing.T) {
 	t.Parallel()
 	limitCostsNoRequestPerTask(t, "capped", func(ctx context.Context, q *queue.Queue) error {
-		_, err := q.SetLimit(ctx, "capped", 4)
+		_, err := control.SetLimit(ctx, q, "capped", 4)
 		return err
 	})
 }
@@ -235,7 +236,7 @@ func TestCapHandOver(t *testing.T) {
 	require.NoError(t, err)
 	q, err := queue.Open(ctx, s, queue.Options{Logger: testLogger(t), Clock: clock})
 	require.NoError(t, err)
-	ctl, err := q.SetLimit(ctx, "t", 4)
+	ctl, err := control.SetLimit(ctx, q, "t", 4)
 	require.NoError(t, err)
 	newW := func(id string) *Worker {
 		w := New(q, Options{ID: id, Clock: clock, NoMonitor: true, Logger: testLogger(t)})

@@ -52,12 +52,6 @@ func read(ctx context.Context, q Queue, key string) (*queue.NamedLease, string, 
 	return l, reqID, nil
 }
 
-// isDefinite reports whether a failed write surely did not land (the
-// server refused it before looking at the object).
-func isDefinite(err error) bool {
-	return errors.Is(err, store.ErrAccessDenied) || errors.Is(err, store.ErrBucketNotFound) || errors.Is(err, store.ErrNotSupported)
-}
-
 // write PUTs a lease record under cond. A failure whose outcome is
 // unknown is settled by re-reading: if the object carries this write's
 // request_id it landed. Returns the ETag, or an error wrapping
@@ -72,7 +66,7 @@ func write(ctx context.Context, q Queue, l *queue.NamedLease, cond store.Conditi
 	if perr == nil {
 		return res.ETag, nil
 	}
-	if isDefinite(perr) {
+	if queue.IsDefinite(perr) {
 		return "", perr
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)

@@ -23,6 +23,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/control"
 	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/worker"
@@ -319,10 +320,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			fn   func(ctx context.Context, b Bucket, q *queue.Queue) error
 		}{"end to end with a cap and a rate", func(ctx context.Context, b Bucket, q *queue.Queue) error {
 			l := &Limited{Cap: max(1, conc/2), RatePerSecond: limitedRate}
-			if _, err := q.SetLimit(ctx, noopRequest().Type, l.Cap); err != nil {
+			if _, err := control.SetLimit(ctx, q, noopRequest().Type, l.Cap); err != nil {
 				return err
 			}
-			if _, err := q.SetRate(ctx, noopRequest().Type, l.RatePerSecond, time.Second, 0); err != nil {
+			if _, err := control.SetRate(ctx, q, noopRequest().Type, l.RatePerSecond, time.Second, 0); err != nil {
 				return err
 			}
 			var err error
