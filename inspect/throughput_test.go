@@ -12,6 +12,7 @@ import (
 	"github.com/qo-queue/qo/monitor"
 	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/queue/registry"
+	"github.com/qo-queue/qo/queue/throughput"
 	"github.com/qo-queue/qo/store"
 )
 
@@ -84,9 +85,9 @@ func TestThroughputReadCost(t *testing.T) {
 		now := clock.Now()
 		for i := 0; i < hours; i++ {
 			at := now.Add(-time.Duration(i) * time.Hour)
-			h := &queue.ThroughputHour{Hour: at.UTC().Truncate(time.Hour),
-				Minutes: []queue.ThroughputMinute{{MinuteCount: queue.MinuteCount{Start: at.Truncate(time.Hour), Completed: 1}}}}
-			require.NoError(t, q.SaveThroughputHour(ctx, h))
+			h := &throughput.Hour{Hour: at.UTC().Truncate(time.Hour),
+				Minutes: []throughput.Minute{{MinuteCount: queue.MinuteCount{Start: at.Truncate(time.Hour), Completed: 1}}}}
+			require.NoError(t, throughput.Save(ctx, q, h))
 		}
 		m := New(q, Options{})
 		before := count(s, store.OpGet)
@@ -101,24 +102,24 @@ func TestThroughputReadCost(t *testing.T) {
 		return first, count(s, store.OpGet) - before
 	}
 	smallFirst, smallAgain := cost(2)
-	bigFirst, bigAgain := cost(int(queue.ThroughputKeep / time.Hour))
+	bigFirst, bigAgain := cost(int(throughput.Keep / time.Hour))
 	require.Equal(t, smallAgain, bigAgain, "an unchanged rollup costs no GET, whatever its history")
 	require.LessOrEqual(t, bigFirst-smallFirst, int64(DayHours-2+1), "the first read GETs at most the day's hours")
 }
 
-// TestThroughputPrune: the leader keeps ThroughputKeep of hours.
+// TestThroughputPrune: the leader keeps throughput.Keep of hours.
 func TestThroughputPrune(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	q, _, clock := open(t)
 	now := clock.Now()
-	for _, age := range []time.Duration{0, 24 * time.Hour, queue.ThroughputKeep + time.Hour, queue.ThroughputKeep + 50*time.Hour} {
-		require.NoError(t, q.SaveThroughputHour(ctx, &queue.ThroughputHour{Hour: now.Add(-age).UTC().Truncate(time.Hour)}))
+	for _, age := range []time.Duration{0, 24 * time.Hour, throughput.Keep + time.Hour, throughput.Keep + 50*time.Hour} {
+		require.NoError(t, throughput.Save(ctx, q, &throughput.Hour{Hour: now.Add(-age).UTC().Truncate(time.Hour)}))
 	}
-	n, err := q.PruneThroughput(ctx, now)
+	n, err := throughput.Prune(ctx, q, now)
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
-	left, err := q.ListThroughput(ctx, time.Time{})
+	left, err := throughput.List(ctx, q, time.Time{})
 	require.NoError(t, err)
 	require.Len(t, left, 2)
 }
@@ -130,9 +131,9 @@ func TestThroughputMalformedHour(t *testing.T) {
 	ctx := context.Background()
 	q, s, clock := open(t)
 	now := clock.Now()
-	require.NoError(t, q.SaveThroughputHour(ctx, &queue.ThroughputHour{Hour: now.UTC().Truncate(time.Hour),
-		Minutes: []queue.ThroughputMinute{{MinuteCount: queue.MinuteCount{Start: now.Truncate(time.Minute), Completed: 4}}}}))
-	bad := queue.ThroughputKey(now.Add(-time.Hour))
+	require.NoError(t, throughput.Save(ctx, q, &throughput.Hour{Hour: now.UTC().Truncate(time.Hour),
+		Minutes: []throughput.Minute{{MinuteCount: queue.MinuteCount{Start: now.Truncate(time.Minute), Completed: 4}}}}))
+	bad := throughput.Key(now.Add(-time.Hour))
 	_, err := s.Put(ctx, bad, []byte(`{"format":1,`), store.Condition{})
 	require.NoError(t, err)
 	snap, err := New(q, Options{}).Snapshot(ctx)

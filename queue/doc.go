@@ -892,17 +892,17 @@ DefaultRecentMinutes minutes only, so a restart of the workers would
 erase the fleet's recent throughput. The leading monitor keeps it: at
 every worker-health check (CheckInterval, 30s) it folds each registered
 worker's per-minute counts into monitor/throughput/{YYYY-MM-DDTHH}.json,
-one object per UTC hour (ThroughputHour). A minute keeps each worker's
-count (the larger of the kept and the newly read, so reading a heartbeat
+one object per UTC hour (throughput.Hour: package queue/throughput owns
+these objects). A minute keeps each worker's count (the larger of the kept and the newly read, so reading a heartbeat
 twice counts it once) while heartbeats may still carry it, for
-ThroughputOpenFor (16 minutes) after its start; then only its totals.
+throughput.OpenFor (16 minutes) after its start; then only its totals.
 An hour object is at most 60 minutes of totals plus 16 open minutes of
 per-worker counts. The leader writes an hour object only when it changed
 (at most 2 PUTs per check, the minutes a heartbeat carries spanning at
 most two hours: at most 5,760 PUTs a day, about $0.86 a month at S3
 Standard prices, less on an idle queue, which writes none), GETs one
 once when it first folds into it as leader, and once an hour deletes the
-objects older than ThroughputKeep (7 days; 1 LIST, DELETEs are free), so
+objects older than throughput.Keep (7 days; 1 LIST, DELETEs are free), so
 at most 169 exist. Each write leaves a noncurrent version, expired after
 a day by the lifecycle rule of monitor/ (see Retention). Finishes a
 worker made after the leader's last read of its entry and before it

@@ -34,9 +34,6 @@ const (
 	// and MaxWorkflowEdges edges take well under 1 MiB; records written
 	// under the earlier bound of 20,000 steps fit too).
 	maxWorkflowRecord = 16 << 20
-	// maxRollupObject bounds an hour of the throughput rollup: its open
-	// minutes keep a count per worker, so it grows with the fleet.
-	maxRollupObject = 8 << 20
 )
 
 // MaxPayloadBytes is the bound of this queue on a task's input and on its
