@@ -20,6 +20,7 @@ import (
 	"github.com/qo-queue/qo/queue/namedlease"
 	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/queue/schedule"
+	"github.com/qo-queue/qo/queue/sweepstate"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/storetest"
 )
@@ -461,7 +462,7 @@ func TestSweepRound(t *testing.T) {
 		opts.ID = "m1"
 		m1 := New(q, opts)
 		require.NoError(t, m1.SweepRound(ctx))
-		st, err := q.LoadSweepState(ctx)
+		st, err := sweepstate.Load(ctx, q)
 		require.NoError(t, err)
 		require.Zero(t, st, "only the leader sweeps")
 
@@ -471,7 +472,7 @@ func TestSweepRound(t *testing.T) {
 		var cursors []string
 		for i := 0; i < 2; i++ {
 			require.NoError(t, m1.SweepRound(ctx))
-			st, err = q.LoadSweepState(ctx)
+			st, err = sweepstate.Load(ctx, q)
 			require.NoError(t, err)
 			require.Equal(t, "m1", st.Holder)
 			cursors = append(cursors, st.Cursor)
@@ -482,14 +483,14 @@ func TestSweepRound(t *testing.T) {
 		m2 := New(q, opts)
 		require.True(t, m2.Elect(ctx))
 		require.NoError(t, m2.SweepRound(ctx))
-		st, err = q.LoadSweepState(ctx)
+		st, err = sweepstate.Load(ctx, q)
 		require.NoError(t, err)
 		require.Equal(t, "m2", st.Holder)
 		require.Greater(t, st.Cursor, cursors[1], "resumed after the last key m1 swept")
 		// The pass ends and the next one starts over.
 		for st.Cursor != "" {
 			require.NoError(t, m2.SweepRound(ctx))
-			st, err = q.LoadSweepState(ctx)
+			st, err = sweepstate.Load(ctx, q)
 			require.NoError(t, err)
 		}
 		require.False(t, st.LastPassAt.IsZero())

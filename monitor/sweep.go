@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/sweepstate"
 )
 
 // sweepLoop runs a sweep round every SweepInterval while this monitor
@@ -43,7 +44,7 @@ func (m *Monitor) SweepRound(ctx context.Context) error {
 	st := m.sweepState
 	m.mu.Unlock()
 	if st == nil {
-		loaded, err := m.q.LoadSweepState(ctx)
+		loaded, err := sweepstate.Load(ctx, m.q)
 		if err != nil {
 			return err
 		}
@@ -71,7 +72,7 @@ func (m *Monitor) SweepRound(ctx context.Context) error {
 		st.LastPassAt = now
 	}
 	st.LastRoundAt, st.Holder = now, m.opts.ID
-	if err := m.q.SaveSweepState(ctx, *st); err != nil {
+	if err := sweepstate.Save(ctx, m.q, *st); err != nil {
 		return err
 	}
 	m.mu.Lock()

@@ -15,6 +15,7 @@ import (
 	"github.com/qo-queue/qo/queue/namedlease"
 	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/queue/schedule"
+	"github.com/qo-queue/qo/queue/sweepstate"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/memstore"
 )
@@ -98,7 +99,7 @@ func TestKeysCoverEveryWrite(t *testing.T) {
 	require.NoError(t, err)
 	_, err = namedlease.Acquire(ctx, q, queue.ShardLeaseKey("0"), "w1", time.Minute)
 	require.NoError(t, err)
-	require.NoError(t, q.SaveSweepState(ctx, queue.SweepState{Format: 1}))
+	require.NoError(t, sweepstate.Save(ctx, q, sweepstate.State{Format: 1}))
 
 	roots := map[string]bool{}
 	token := ""
