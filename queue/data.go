@@ -48,7 +48,7 @@ func (q *Queue) writeData(ctx context.Context, key string, body []byte, cond sto
 func (q *Queue) readData(ctx context.Context, ref *DataRef) (json.RawMessage, error) {
 	// The reference says how large the payload is; none is over the
 	// queue's limit.
-	max := q.MaxPayloadBytes()
+	max := q.cfg.EffectiveMaxPayloadBytes()
 	if ref.Bytes > 0 && ref.Bytes < max {
 		max = ref.Bytes
 	}

@@ -139,7 +139,7 @@ func (b *bundle) fanOut(t *testing.T, parent *queue.Task, n int) []uuid.UUID {
 	for range n - 1 {
 		c := first.Clone()
 		c.ID = uuid.Must(uuid.NewV7())
-		c.Shard = b.q.ShardOf(c.ID)
+		c.Shard = queue.ShardOf(c.ID, b.q.Config().ShardChars)
 		body, err := queue.EncodeTask(c)
 		require.NoError(t, err)
 		for _, k := range queue.IndexKeys(c) {

@@ -107,7 +107,7 @@ func TestIndexOrphansAreHarmless(t *testing.T) {
 
 		// A ready entry for a task that never existed.
 		ghost := queue.NewID()
-		ghostKey := fmt.Sprintf("ready/%s/%013d~orphan~normal~%s", b.q.ShardOf(ghost), b.clock.Now().UnixMilli(), ghost)
+		ghostKey := fmt.Sprintf("ready/%s/%013d~orphan~normal~%s", queue.ShardOf(ghost, b.q.Config().ShardChars), b.clock.Now().UnixMilli(), ghost)
 		_, err = b.raw.Put(b.ctx, ghostKey, nil, store.Condition{})
 		require.NoError(t, err)
 		e, err := queue.ParseReadyKey(ghostKey)

@@ -27,7 +27,7 @@ func TestPayloadLimit(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
 		const limit = 1000
 		b := setup(t, be, withMaxPayload(limit))
-		require.EqualValues(t, limit, b.q.MaxPayloadBytes())
+		require.EqualValues(t, limit, b.q.Config().EffectiveMaxPayloadBytes())
 
 		before := b.counts()
 		_, _, err := b.q.Submit(b.ctx, queue.SubmitRequest{Type: "big", Input: jsonOfSize(limit + 1)})
@@ -57,13 +57,13 @@ func TestPayloadLimit(t *testing.T) {
 func TestPayloadLimitInQueueJSON(t *testing.T) {
 	t.Parallel()
 	b := setup(t, storetest.Backends()[0])
-	require.EqualValues(t, queue.DefaultMaxPayloadBytes, b.q.MaxPayloadBytes())
+	require.EqualValues(t, queue.DefaultMaxPayloadBytes, b.q.Config().EffectiveMaxPayloadBytes())
 	res, err := queue.InitWithOptions(b.ctx, b.raw, queue.InitOptions{ShardChars: 1, MaxPayloadBytes: 4096})
 	require.NoError(t, err)
 	require.EqualValues(t, 4096, res.Config.MaxPayloadBytes)
 	q, err := queue.Open(b.ctx, b.raw, queue.Options{})
 	require.NoError(t, err)
-	require.EqualValues(t, 4096, q.MaxPayloadBytes())
+	require.EqualValues(t, 4096, q.Config().EffectiveMaxPayloadBytes())
 	obj, err := b.raw.Get(b.ctx, queue.ConfigKey)
 	require.NoError(t, err)
 	require.Contains(t, string(obj.Body), `"max_payload_bytes":4096`)

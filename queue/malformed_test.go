@@ -66,7 +66,7 @@ func TestMalformedObjectsReportedAndSkipped(t *testing.T) {
 		require.Equal(t, len(bad), malformed)
 
 		// A malformed ready entry target: claim reports, does not panic.
-		_, err = b.q.Claim(b.ctx, queue.ReadyEntry{ID: idTypes, Shard: b.q.ShardOf(idTypes), Type: "m"}, "w1")
+		_, err = b.q.Claim(b.ctx, queue.ReadyEntry{ID: idTypes, Shard: queue.ShardOf(idTypes, b.q.Config().ShardChars), Type: "m"}, "w1")
 		require.ErrorAs(t, err, &m)
 
 		// A history with one bad version among good ones.

@@ -293,7 +293,7 @@ func (q *Queue) submit(ctx context.Context, req SubmitRequest) (*Task, bool, err
 			}
 			// The key's first submit died between its marker and its
 			// task: finish it under the id the marker gave out.
-			t.ID, t.Shard = id, q.ShardOf(id)
+			t.ID, t.Shard = id, q.shardOf(id)
 		}
 	}
 	if err := ValidateTransition(nil, t); err != nil {
@@ -410,7 +410,7 @@ func (q *Queue) newTask(req SubmitRequest) (*Task, error) {
 			return nil, invalidInput("input is not valid UTF-8 (JSON text must be UTF-8): convert it first, e.g. iconv -f latin1 -t utf-8")
 		}
 		input = buf.Bytes()
-		if int64(len(input)) > q.MaxPayloadBytes() {
+		if int64(len(input)) > q.cfg.EffectiveMaxPayloadBytes() {
 			return nil, q.payloadTooLarge("input", len(input))
 		}
 	}
@@ -490,7 +490,7 @@ func (q *Queue) newTask(req SubmitRequest) (*Task, error) {
 		Format:         FormatVersion,
 		ID:             id,
 		Type:           req.Type,
-		Shard:          q.ShardOf(id),
+		Shard:          q.shardOf(id),
 		Status:         StatusPending,
 		AvailableAt:    avail,
 		Input:          input,

@@ -74,7 +74,7 @@ type workflowName struct {
 
 // WorkflowKey is the key of a workflow record: workflows/{shard}/{id}.json.
 func (q *Queue) WorkflowKey(id uuid.UUID) string {
-	return WorkflowsPrefix + q.ShardOf(id) + "/" + id.String() + ".json"
+	return WorkflowsPrefix + q.shardOf(id) + "/" + id.String() + ".json"
 }
 
 // WorkflowNameKey is the key of a name's pointer to its latest workflow.
@@ -279,7 +279,7 @@ func (q *Queue) workflowTasks(w *Workflow, spec *WorkflowSpec, reqs []SubmitRequ
 			return nil, fmt.Errorf("step %q: %w", s.Name, err)
 		}
 		t.ID = w.Steps[i].TaskID
-		t.Shard = q.ShardOf(t.ID)
+		t.Shard = q.shardOf(t.ID)
 		t.Workflow = &WorkflowRef{ID: w.ID, Step: s.Name}
 		t.Children = children[s.Name]
 		if len(s.After) > 0 {
