@@ -151,5 +151,5 @@ func (m *Model) Workers(ctx context.Context) ([]monitor.WorkerHealth, time.Time,
 // per Model: reading again the history of a task that did not change
 // costs its version listing alone.
 func (m *Model) History(ctx context.Context, id uuid.UUID) ([]queue.Event, error) {
-	return m.q.HistoryCached(ctx, id, &m.versions)
+	return m.q.History(ctx, id, queue.ReadThrough(&m.versions))
 }
