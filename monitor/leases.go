@@ -136,7 +136,7 @@ func (m *Monitor) listLeaseRound(ctx context.Context) (_ []queue.LeaseEntry, mor
 			break // the budget is spent: the next round goes on from pos
 		}
 		ask := min(size, left)
-		entries, next, err := m.q.ListLeases(ctx, ask, pos)
+		entries, next, err := m.q.ListLeases(ctx, queue.AllLeases, ask, pos)
 		if err != nil {
 			return nil, false, err // the next round tries the same part again
 		}

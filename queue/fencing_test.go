@@ -23,7 +23,7 @@ func TestFencing(t *testing.T) {
 		require.NoError(t, err)
 		stale := b.claim(t, task, "slow")
 		b.clock.Advance(6*time.Second + queue.LeaseGrace)
-		exp, _, err := b.q.ListExpired(b.ctx, 0, "")
+		exp, _, err := b.q.ListLeases(b.ctx, queue.ExpiredLeases, 0, "")
 		require.NoError(t, err)
 		require.Len(t, exp, 1)
 		back, err := b.q.ExpireLease(b.ctx, exp[0])

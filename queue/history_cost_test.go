@@ -113,7 +113,7 @@ func readCosts(t *testing.T, b *bundle, tasks []*queue.Task) map[string]string {
 	measure("everything, last hour", list(queue.ListQuery{Since: b.q.Now().Add(-time.Hour)}))
 	measure("completed of one shard", list(queue.ListQuery{Status: queue.StatusCompleted, Shard: "a"}))
 	measure("expiry check", func() {
-		_, _, err := b.q.ListExpired(b.ctx, 0, "")
+		_, _, err := b.q.ListLeases(b.ctx, queue.ExpiredLeases, 0, "")
 		require.NoError(t, err)
 	})
 	measure("sweep page", func() {

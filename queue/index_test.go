@@ -70,7 +70,7 @@ func TestIndexOrphansAreHarmless(t *testing.T) {
 		require.NoError(t, err)
 		b.s.set(func(f *faultStore) { f.failDel = nil })
 		b.clock.Advance(time.Hour)
-		exp, _, err := b.q.ListExpired(b.ctx, 0, "")
+		exp, _, err := b.q.ListLeases(b.ctx, queue.ExpiredLeases, 0, "")
 		require.NoError(t, err)
 		require.Len(t, exp, 1)
 		_, err = b.q.ExpireLease(b.ctx, exp[0])

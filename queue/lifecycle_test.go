@@ -231,10 +231,10 @@ func TestVersionHistory(t *testing.T) {
 		task, _, err := b.q.Submit(b.ctx, queue.SubmitRequest{Type: "h", Input: json.RawMessage(`1`), MaxRetries: &retries, Timeout: 10 * time.Second})
 		require.NoError(t, err)
 
-		l := b.claim(t, task, "w1")                        // claimed
-		require.NoError(t, b.q.Extend(b.ctx, l))           // lease_extended
-		b.clock.Advance(11*time.Second + queue.LeaseGrace) // lease runs out
-		exp, _, err := b.q.ListExpired(b.ctx, 10, "")      //
+		l := b.claim(t, task, "w1")                                       // claimed
+		require.NoError(t, b.q.Extend(b.ctx, l))                          // lease_extended
+		b.clock.Advance(11*time.Second + queue.LeaseGrace)                // lease runs out
+		exp, _, err := b.q.ListLeases(b.ctx, queue.ExpiredLeases, 10, "") //
 		require.NoError(t, err)
 		require.Len(t, exp, 1)
 		got, err := b.q.ExpireLease(b.ctx, exp[0]) // timed_out -> pending
@@ -313,7 +313,7 @@ func TestExpireLease(t *testing.T) {
 		_, err = b.q.Cancel(b.ctx, cancel.ID, "stop")
 		require.NoError(t, err)
 
-		exp, _, err := b.q.ListExpired(b.ctx, 0, "")
+		exp, _, err := b.q.ListLeases(b.ctx, queue.ExpiredLeases, 0, "")
 		require.NoError(t, err)
 		require.Empty(t, exp, "nothing expired yet")
 
@@ -321,7 +321,7 @@ func TestExpireLease(t *testing.T) {
 		require.NoError(t, b.q.Extend(b.ctx, le)) // now runs to +8s (and the grace)
 		b.clock.Advance(3*time.Second + queue.LeaseGrace)
 
-		exp, next, err := b.q.ListExpired(b.ctx, 0, "")
+		exp, next, err := b.q.ListLeases(b.ctx, queue.ExpiredLeases, 0, "")
 		require.NoError(t, err)
 		require.Empty(t, next)
 		require.Len(t, exp, 3)
@@ -371,7 +371,7 @@ func TestExpireLeaseMovesEntryOfExtendedLease(t *testing.T) {
 		b.s.set(func(f *faultStore) { f.failDel = nil })
 		b.clock.Advance(2 * time.Minute)
 
-		exp, _, err := b.q.ListExpired(b.ctx, 0, "")
+		exp, _, err := b.q.ListLeases(b.ctx, queue.ExpiredLeases, 0, "")
 		require.NoError(t, err)
 		require.Len(t, exp, 1)
 		require.Equal(t, oldKey, exp[0].Key)

@@ -93,7 +93,7 @@ func TestMalformedObjectsReportedAndSkipped(t *testing.T) {
 		for _, e := range es {
 			require.NotEqual(t, uuid.Nil, e.ID)
 		}
-		_, _, err = b.q.ListExpired(b.ctx, 0, "")
+		_, _, err = b.q.ListLeases(b.ctx, queue.ExpiredLeases, 0, "")
 		require.NoError(t, err)
 	})
 }

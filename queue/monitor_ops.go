@@ -28,23 +28,27 @@ type LeaseEntry struct {
 	Modified time.Time
 }
 
-// ListExpired returns lease entries whose expiry is <= now, from one LIST
-// page of at most limit keys (<= 0: 1000) walking the shard partitions of
-// leases/ (see walkPartitions): within a partition entries are in expiry
-// order, so the walk skips the rest of a partition at its first live
-// lease. next is the startAfter of the next call, "" at the end.
-func (q *Queue) ListExpired(ctx context.Context, limit int, startAfter string) ([]LeaseEntry, string, error) {
-	return q.listLeases(ctx, limit, startAfter, true)
-}
+// LeaseFilter picks the lease entries ListLeases returns.
+type LeaseFilter int
 
-// ListLeases returns every lease entry, expired or not, from one LIST page
-// of at most limit keys (<= 0: 1000) walking the shard partitions of
-// leases/; next is the startAfter of the next call, "" at the end. The
-// lease index holds one entry per running task, so a full walk costs
-// ceil(running tasks / limit) LISTs (one when nothing runs), whatever the
-// bucket's history. Each entry names its holder (see ReclaimLease).
-func (q *Queue) ListLeases(ctx context.Context, limit int, startAfter string) ([]LeaseEntry, string, error) {
-	return q.listLeases(ctx, limit, startAfter, false)
+const (
+	// AllLeases: every lease entry, expired or not. The lease index holds
+	// one entry per running task, so a full walk costs ceil(running tasks
+	// / limit) LISTs (one when nothing runs), whatever the bucket's
+	// history. Each entry names its holder (see ReclaimLease).
+	AllLeases LeaseFilter = iota
+	// ExpiredLeases: the entries whose expiry is <= now. Within a
+	// partition entries are in expiry order, so the walk skips the rest
+	// of a partition at its first live lease.
+	ExpiredLeases
+)
+
+// ListLeases returns the lease entries which picks, from one LIST page of
+// at most limit keys (<= 0: 1000) walking the shard partitions of leases/
+// (see walkPartitions); next is the startAfter of the next call, "" at
+// the end.
+func (q *Queue) ListLeases(ctx context.Context, which LeaseFilter, limit int, startAfter string) ([]LeaseEntry, string, error) {
+	return q.listLeases(ctx, limit, startAfter, which == ExpiredLeases)
 }
 
 func (q *Queue) listLeases(ctx context.Context, limit int, startAfter string, expiredOnly bool) ([]LeaseEntry, string, error) {

@@ -98,7 +98,7 @@ func TestStaleOutputNeverReplacesWinner(t *testing.T) {
 
 		// w1's lease runs out; the task is taken back and claimed by w2.
 		b.clock.Advance(time.Minute)
-		exp, _, err := q.ListExpired(b.ctx, 0, "")
+		exp, _, err := q.ListLeases(b.ctx, queue.ExpiredLeases, 0, "")
 		require.NoError(t, err)
 		require.Len(t, exp, 1)
 		_, err = q.ExpireLease(b.ctx, exp[0])

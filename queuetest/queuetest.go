@@ -410,7 +410,7 @@ func (q *Queue) ExpireLease(t T, id uuid.UUID) *queue.Task {
 	q.Clock.AdvanceTo(task.LeaseExpiresAt.Add(time.Millisecond))
 	after := ""
 	for {
-		entries, next, err := q.ListExpired(ctx, 1000, after)
+		entries, next, err := q.ListLeases(ctx, queue.ExpiredLeases, 1000, after)
 		if err != nil {
 			t.Fatalf("queuetest: list expired leases: %v", err)
 		}

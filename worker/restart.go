@@ -69,7 +69,7 @@ func (w *Worker) findLeftover(ctx context.Context) (*leftover, error) {
 	lo := &leftover{lastBeat: prev.LastHeartbeat, deadAfter: prev.DeadAfter()}
 	after := ""
 	for {
-		page, next, err := w.q.ListLeases(ctx, 0, after)
+		page, next, err := w.q.ListLeases(ctx, queue.AllLeases, 0, after)
 		if err != nil {
 			return nil, fmt.Errorf("list the leases of an earlier process: %w", err)
 		}

@@ -360,7 +360,7 @@ func TestStaleWorkerCannotComplete(t *testing.T) {
 		// A is frozen; its lease runs out and the monitor requeues the
 		// task; worker B claims it.
 		bd.fake.Advance(11*time.Second + queue.LeaseGrace)
-		le, _, err := bd.q.ListExpired(ctx, 10, "")
+		le, _, err := bd.q.ListLeases(ctx, queue.ExpiredLeases, 10, "")
 		require.NoError(t, err)
 		require.Len(t, le, 1)
 		_, err = bd.q.ExpireLease(ctx, le[0])
@@ -421,7 +421,7 @@ func TestStaleRunningWorker(t *testing.T) {
 		// Time jumps past A's timeout and lease; A cancels its handler,
 		// which ignores that.
 		require.ErrorIs(t, advanceUntilCancelled(t, bd, a, task.ID), ErrTimedOut)
-		le, _, err := bd.q.ListExpired(ctx, 10, "")
+		le, _, err := bd.q.ListLeases(ctx, queue.ExpiredLeases, 10, "")
 		require.NoError(t, err)
 		require.Len(t, le, 1)
 		_, err = bd.q.ExpireLease(ctx, le[0])
