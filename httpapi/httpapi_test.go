@@ -358,7 +358,7 @@ func TestSubmitOptionsAndTaskActions(t *testing.T) {
 		exp, _, err := e.q.Submit(ctx, queue.SubmitRequest{Type: "email", ExpiresAt: e.q.Now().Add(time.Second)})
 		require.NoError(t, err)
 		e.clock.Advance(2 * time.Second)
-		_, _, err = e.q.Sweep(ctx, "", 0, 0)
+		_, _, err = e.q.Recovery().Sweep(ctx, "", 0, 0)
 		require.NoError(t, err)
 		expPath := "/api/tasks/" + exp.ID.String()
 		big := `{"blob":"` + strings.Repeat("x", queue.DefaultOffloadThreshold) + `"}`

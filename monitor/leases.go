@@ -79,7 +79,7 @@ func (m *Monitor) CheckLeases(ctx context.Context) (LeaseCheck, error) {
 		if ctx.Err() != nil {
 			return r, ctx.Err()
 		}
-		t, err := m.q.ExpireLease(ctx, e)
+		t, err := m.q.Recovery().ExpireLease(ctx, e)
 		if m.logTakeBack(e, t, err, "task lease expired", "lease_expired_at", e.ExpiresAt) {
 			r.Expired++
 		}
@@ -102,7 +102,7 @@ func (m *Monitor) CheckLeases(ctx context.Context) (LeaseCheck, error) {
 		if ctx.Err() != nil {
 			return r, ctx.Err()
 		}
-		t, err := m.q.ReclaimLease(ctx, e, beat, m.opts.DeadAfter)
+		t, err := m.q.Recovery().ReclaimLease(ctx, e, beat, m.opts.DeadAfter)
 		if m.logTakeBack(e, t, err, "worker stopped heartbeating: task taken back", "worker_id", e.WorkerID, "last_heartbeat", beat) {
 			r.Reclaimed++
 			if !slices.Contains(r.Dead, e.WorkerID) {
@@ -136,7 +136,7 @@ func (m *Monitor) listLeaseRound(ctx context.Context) (_ []queue.LeaseEntry, mor
 			break // the budget is spent: the next round goes on from pos
 		}
 		ask := min(size, left)
-		entries, next, err := m.q.ListLeases(ctx, queue.AllLeases, ask, pos)
+		entries, next, err := m.q.Recovery().ListLeases(ctx, queue.AllLeases, ask, pos)
 		if err != nil {
 			return nil, false, err // the next round tries the same part again
 		}

@@ -511,7 +511,7 @@ func TestSweepReadsOnlyIdleEntries(t *testing.T) {
 		}
 		counted := s.(store.Counted)
 		before := counted.Requests().Snapshot()
-		res, next, err := q.Sweep(ctx, "", 0, time.Hour)
+		res, next, err := q.Recovery().Sweep(ctx, "", 0, time.Hour)
 		require.NoError(t, err)
 		require.Empty(t, next)
 		require.Equal(t, 3, res.Listed)
@@ -519,7 +519,7 @@ func TestSweepReadsOnlyIdleEntries(t *testing.T) {
 		d := counted.Requests().Snapshot().Sub(before)
 		require.Equal(t, int64(1), d.Total(store.OpList), "%s", d)
 		require.Zero(t, d.Total(store.OpGet), "%s", d)
-		res, _, err = q.Sweep(ctx, "", 0, 0)
+		res, _, err = q.Recovery().Sweep(ctx, "", 0, 0)
 		require.NoError(t, err)
 		require.Equal(t, 3, res.Scanned, "idle for long enough: each task is read once")
 		require.Zero(t, res.Expired+res.StaleRemoved)

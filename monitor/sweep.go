@@ -54,13 +54,13 @@ func (m *Monitor) SweepRound(ctx context.Context) error {
 	if st.Cursor == "" {
 		st.PassStartedAt = now
 	}
-	res, next, err := m.q.Sweep(ctx, st.Cursor, m.opts.SweepPageSize, m.opts.SweepIdle)
+	res, next, err := m.q.Recovery().Sweep(ctx, st.Cursor, m.opts.SweepPageSize, m.opts.SweepIdle)
 	if err != nil {
 		return err
 	}
 	// And one page of waiting tasks: a parent's end that no child heard
 	// of (its writer died in between) is recorded within a round.
-	wres, wnext, err := m.q.SweepWaiting(ctx, st.WaitingCursor, m.opts.SweepPageSize, m.opts.SweepIdle)
+	wres, wnext, err := m.q.Recovery().SweepWaiting(ctx, st.WaitingCursor, m.opts.SweepPageSize, m.opts.SweepIdle)
 	if err != nil {
 		return err
 	}

@@ -199,7 +199,7 @@ func TestSweeperReleasesFromEdgesALostEndLeft(t *testing.T) {
 				}
 			}
 		})
-		res, _, err := b.q.SweepWaiting(b.ctx, "", 0, 0)
+		res, _, err := b.q.Recovery().SweepWaiting(b.ctx, "", 0, 0)
 		require.NoError(t, err)
 		require.Equal(t, 1, res.WaitingDecided)
 		require.Zero(t, parentReads.Load(), "the edges stand for the parents")

@@ -113,11 +113,11 @@ func readCosts(t *testing.T, b *bundle, tasks []*queue.Task) map[string]string {
 	measure("everything, last hour", list(queue.ListQuery{Since: b.q.Now().Add(-time.Hour)}))
 	measure("completed of one shard", list(queue.ListQuery{Status: queue.StatusCompleted, Shard: "a"}))
 	measure("expiry check", func() {
-		_, _, err := b.q.ListLeases(b.ctx, queue.ExpiredLeases, 0, "")
+		_, _, err := b.q.Recovery().ListLeases(b.ctx, queue.ExpiredLeases, 0, "")
 		require.NoError(t, err)
 	})
 	measure("sweep page", func() {
-		_, _, err := b.q.Sweep(b.ctx, "", 0, time.Hour)
+		_, _, err := b.q.Recovery().Sweep(b.ctx, "", 0, time.Hour)
 		require.NoError(t, err)
 	})
 

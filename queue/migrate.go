@@ -143,7 +143,7 @@ func Migrate(ctx context.Context, s store.Store, opts Options, mo MigrateOptions
 		say("checking the tasks of shard %s (builds the dead-letter index)", shard)
 		cursor := ""
 		for {
-			r, next, err := q.Repair(ctx, shard, 1000, cursor)
+			r, next, err := q.Recovery().Repair(ctx, shard, 1000, cursor)
 			if err != nil {
 				return res, fmt.Errorf("migrate: %w", err)
 			}

@@ -98,10 +98,10 @@ func TestStaleOutputNeverReplacesWinner(t *testing.T) {
 
 		// w1's lease runs out; the task is taken back and claimed by w2.
 		b.clock.Advance(time.Minute)
-		exp, _, err := q.ListLeases(b.ctx, queue.ExpiredLeases, 0, "")
+		exp, _, err := q.Recovery().ListLeases(b.ctx, queue.ExpiredLeases, 0, "")
 		require.NoError(t, err)
 		require.Len(t, exp, 1)
-		_, err = q.ExpireLease(b.ctx, exp[0])
+		_, err = q.Recovery().ExpireLease(b.ctx, exp[0])
 		require.NoError(t, err)
 		b.clock.Advance(time.Hour) // past the retry's backoff
 		winner, err := q.Claim(b.ctx, readyEntryOf(b.get(t, task)), "w2")

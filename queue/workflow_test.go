@@ -260,14 +260,14 @@ func TestSweepCancelsStepsOfAnAbandonedSubmit(t *testing.T) {
 		require.NoError(t, err)
 
 		// Within the hour the sweep leaves it for the submit's repeat.
-		_, _, err = b.q.SweepWaiting(b.ctx, "", 100, 0)
+		_, _, err = b.q.Recovery().SweepWaiting(b.ctx, "", 100, 0)
 		require.NoError(t, err)
 		got, err := b.q.Get(b.ctx, id)
 		require.NoError(t, err)
 		require.Equal(t, queue.StatusWaiting, got.Status)
 
 		b.clock.Advance(queue.OrphanAfter + time.Minute)
-		res, _, err := b.q.SweepWaiting(b.ctx, "", 100, 0)
+		res, _, err := b.q.Recovery().SweepWaiting(b.ctx, "", 100, 0)
 		require.NoError(t, err)
 		require.Equal(t, 1, res.WaitingDecided)
 		got, err = b.q.Get(b.ctx, id)

@@ -69,7 +69,7 @@ func (w *Worker) findLeftover(ctx context.Context) (*leftover, error) {
 	lo := &leftover{lastBeat: prev.LastHeartbeat, deadAfter: prev.DeadAfter()}
 	after := ""
 	for {
-		page, next, err := w.q.ListLeases(ctx, queue.AllLeases, 0, after)
+		page, next, err := w.q.Recovery().ListLeases(ctx, queue.AllLeases, 0, after)
 		if err != nil {
 			return nil, fmt.Errorf("list the leases of an earlier process: %w", err)
 		}
@@ -115,7 +115,7 @@ func (w *Worker) recoverLeftover(ctx context.Context, lo *leftover) {
 		if ctx.Err() != nil {
 			return
 		}
-		_, err := w.q.ReclaimLease(ctx, e, lo.lastBeat, lo.deadAfter)
+		_, err := w.q.Recovery().ReclaimLease(ctx, e, lo.lastBeat, lo.deadAfter)
 		switch {
 		case err == nil:
 			taken++

@@ -360,10 +360,10 @@ func TestStaleWorkerCannotComplete(t *testing.T) {
 		// A is frozen; its lease runs out and the monitor requeues the
 		// task; worker B claims it.
 		bd.fake.Advance(11*time.Second + queue.LeaseGrace)
-		le, _, err := bd.q.ListLeases(ctx, queue.ExpiredLeases, 10, "")
+		le, _, err := bd.q.Recovery().ListLeases(ctx, queue.ExpiredLeases, 10, "")
 		require.NoError(t, err)
 		require.Len(t, le, 1)
-		_, err = bd.q.ExpireLease(ctx, le[0])
+		_, err = bd.q.Recovery().ExpireLease(ctx, le[0])
 		require.NoError(t, err)
 		bd.fake.Advance(time.Second)
 		entries, _, err = bd.q.ListReady(ctx, queue.ReadyQuery{})
@@ -421,10 +421,10 @@ func TestStaleRunningWorker(t *testing.T) {
 		// Time jumps past A's timeout and lease; A cancels its handler,
 		// which ignores that.
 		require.ErrorIs(t, advanceUntilCancelled(t, bd, a, task.ID), ErrTimedOut)
-		le, _, err := bd.q.ListLeases(ctx, queue.ExpiredLeases, 10, "")
+		le, _, err := bd.q.Recovery().ListLeases(ctx, queue.ExpiredLeases, 10, "")
 		require.NoError(t, err)
 		require.Len(t, le, 1)
-		_, err = bd.q.ExpireLease(ctx, le[0])
+		_, err = bd.q.Recovery().ExpireLease(ctx, le[0])
 		require.NoError(t, err)
 		bd.fake.Advance(time.Second)
 

@@ -30,7 +30,7 @@ type State struct {
 	// next round starts a new pass).
 	Cursor string `json:"cursor"`
 	// WaitingCursor is the waiting-index key the next round's page of
-	// waiting tasks starts after (see queue.Queue.SweepWaiting).
+	// waiting tasks starts after (see queue.Recovery.SweepWaiting).
 	WaitingCursor string `json:"waiting_cursor,omitempty"`
 	// PassStartedAt is when the current pass began; LastPassAt when the
 	// previous one ended (zero before the first).

@@ -422,7 +422,7 @@ func unrecorded(ctx context.Context, q *queue.Queue, children []uuid.UUID) (int,
 func sweepWaiting(ctx context.Context, q *queue.Queue) error {
 	cursor := ""
 	for {
-		_, next, err := q.SweepWaiting(ctx, cursor, 1000, 0)
+		_, next, err := q.Recovery().SweepWaiting(ctx, cursor, 1000, 0)
 		if err != nil {
 			return err
 		}
