@@ -321,7 +321,7 @@ func workflowNames(c *cli.Context) []string {
 		return nil
 	}
 	defer cancel()
-	names, err := q.WorkflowNames(ctx, completionWorkflows)
+	names, err := q.Workflows().Names(ctx, completionWorkflows)
 	if err != nil {
 		return nil
 	}

@@ -142,7 +142,7 @@ func TestOperatorActionsNameUserAndHost(t *testing.T) {
 	// A workflow's cancel names its command on every step it cancels.
 	spec, err := queue.DecodeWorkflow([]byte(`{"name": "etl", "steps": [{"name": "a", "type": "job"}, {"name": "b", "type": "job", "after": ["a"]}]}`), queue.DefaultSubmitDefaults)
 	require.NoError(t, err)
-	w, _, err := qq.SubmitWorkflow(ctx, spec)
+	w, _, err := qq.Workflows().Submit(ctx, spec)
 	require.NoError(t, err)
 	q.ok("workflow", "cancel", w.ID.String())
 	for _, st := range w.Steps {

@@ -205,7 +205,7 @@ func TestTUIWorkflowInTmux(t *testing.T) {
 		{"name": "enrich", "type": "transform", "input_from": {"rows": "extract.output.rows"}},
 		{"name": "load", "type": "load", "after": ["clean", "enrich"]}]}`), queue.DefaultSubmitDefaults)
 	require.NoError(t, err)
-	w, _, err := e.q.SubmitWorkflow(ctx, spec)
+	w, _, err := e.q.Workflows().Submit(ctx, spec)
 	require.NoError(t, err)
 	step := func(name string) *queue.Task {
 		s, ok := w.Step(name)

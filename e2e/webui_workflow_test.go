@@ -41,7 +41,7 @@ func TestWebUIWorkflow(t *testing.T) {
 				{"name": "publish", "type": "publish", "after": ["clean"]}
 			]}`), queue.SubmitDefaults{})
 			require.NoError(t, err)
-			wf, _, err := e.q.SubmitWorkflow(bg, spec)
+			wf, _, err := e.q.Workflows().Submit(bg, spec)
 			require.NoError(t, err)
 			step := map[string]uuid.UUID{}
 			for _, s := range wf.Steps {

@@ -719,7 +719,7 @@ releases the child (within the bound above).
 # Workflows
 
 A workflow is a set of named steps, each a task with the steps it runs
-after (SubmitWorkflow, qo submit --workflow FILE). Its record,
+after (Workflows.Submit, qo submit --workflow FILE). Its record,
 workflows/{shard}/{id}.json, is written once (create-only) before any of
 its tasks: the steps, their task types and their task ids (UUIDv7 ids
 chosen up front). Then the tasks are created, each only after every task
@@ -728,7 +728,7 @@ created knowing its parents and its children: no child_added writes, and
 no task can end before its children exist to hear of it. A submit that
 stops half-way leaves waiting tasks whose parents are missing and,
 possibly, some roots: nothing whose children are missing can run. The
-idempotency key (the file's, or one SubmitWorkflow picks and the error
+idempotency key (the file's, or one Workflows.Submit picks and the error
 names) binds to the workflow with a create-only marker in idempotency/
 (the hash of NUL "workflow" NUL key, apart from the tasks' markers):
 submitting the same steps with it again returns the workflow and creates
@@ -763,7 +763,7 @@ a reference to the data instead.
 A workflow's status comes from its steps: incomplete (a task is missing:
 the submit stopped half-way, or retention expired it), running, completed,
 failed (every step ended, one failed or expired) or cancelled.
-CancelWorkflow cancels every step that has not ended. Workflow records are
+Workflows.Cancel cancels every step that has not ended. Workflow records are
 small and are not expired by retention.
 
 # Clock and skew bound

@@ -101,7 +101,7 @@ func TestWorkflowStepKey(t *testing.T) {
     {"name": "a", "type": "sync", "key": "customer-1"},
     {"name": "b", "type": "sync", "key": "customer-1", "after": ["a"]}
   ]}`)
-	w, _, err := b.q.SubmitWorkflow(b.ctx, spec)
+	w, _, err := b.q.Workflows().Submit(b.ctx, spec)
 	require.NoError(t, err)
 	a := b.step(t, w, "a")
 	require.Equal(t, "customer-1", a.TaskKey)

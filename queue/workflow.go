@@ -72,8 +72,18 @@ type workflowName struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
-// WorkflowKey is the key of a workflow record: workflows/{shard}/{id}.json.
-func (q *Queue) WorkflowKey(id uuid.UUID) string {
+// Workflows holds the operations on the bucket's workflows (see doc.go,
+// "Workflows"): submitting one (Submit), reading it by id or name (Get,
+// Read, Refresh, Names) and cancelling it (Cancel).
+type Workflows struct{ q *Queue }
+
+// Workflows returns the queue's workflow operations.
+func (q *Queue) Workflows() *Workflows { return &Workflows{q: q} }
+
+// Key is the key of a workflow record: workflows/{shard}/{id}.json.
+func (ws *Workflows) Key(id uuid.UUID) string { return ws.q.workflowKey(id) }
+
+func (q *Queue) workflowKey(id uuid.UUID) string {
 	return WorkflowsPrefix + q.shardOf(id) + "/" + id.String() + ".json"
 }
 
@@ -85,7 +95,7 @@ func WorkflowNameKey(name string) string { return WorkflowNamesPrefix + name + "
 // two apart: a task type is never empty).
 func workflowMarkerKey(key string) string { return IdempotencyKey("", "workflow\x00"+key) }
 
-// SubmitWorkflow submits a workflow (see doc.go, "Workflows"): a marker
+// Submit submits a workflow (see doc.go, "Workflows"): a marker
 // binding its idempotency key (create-only), its record (create-only),
 // then its tasks, every task created only after the tasks that wait for
 // it, so that a submit that stops half-way leaves nothing that runs
@@ -95,7 +105,8 @@ func workflowMarkerKey(key string) string { return IdempotencyKey("", "workflow\
 // (2 PUTs, plus the input's when offloaded), with no extra write per edge;
 // the workflow adds 2 PUTs, 3 with a name. The error of a submit that
 // stopped half-way says how to finish it.
-func (q *Queue) SubmitWorkflow(ctx context.Context, spec *WorkflowSpec) (*Workflow, bool, error) {
+func (ws *Workflows) Submit(ctx context.Context, spec *WorkflowSpec) (*Workflow, bool, error) {
+	q := ws.q
 	if spec == nil || len(spec.Steps) == 0 || spec.digest == "" {
 		return nil, false, fmt.Errorf("submit workflow: %w", invalidInput("a workflow comes from DecodeWorkflow"))
 	}
@@ -230,7 +241,7 @@ func (q *Queue) claimWorkflow(ctx context.Context, w *Workflow) (*Workflow, bool
 	if err != nil {
 		return nil, false, err
 	}
-	if _, perr := q.s.Put(ctx, q.WorkflowKey(w.ID), body, store.CreateOnly); perr != nil {
+	if _, perr := q.s.Put(ctx, q.workflowKey(w.ID), body, store.CreateOnly); perr != nil {
 		if IsDefinite(perr) {
 			return nil, false, fmt.Errorf("write workflow record: %w", perr)
 		}
@@ -308,7 +319,7 @@ func (q *Queue) workflowTasks(w *Workflow, spec *WorkflowSpec, reqs []SubmitRequ
 
 // readWorkflow reads a workflow record by id (1 GET).
 func (q *Queue) readWorkflow(ctx context.Context, id uuid.UUID) (*Workflow, error) {
-	key := q.WorkflowKey(id)
+	key := q.workflowKey(id)
 	obj, err := q.getLimited(ctx, key, maxWorkflowRecord)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("workflow %s: %w (%w)", id, ErrNotFound, err)
@@ -323,9 +334,10 @@ func (q *Queue) readWorkflow(ctx context.Context, id uuid.UUID) (*Workflow, erro
 	return &w, nil
 }
 
-// GetWorkflow reads a workflow by id, or by name (the latest workflow
+// Get reads a workflow by id, or by name (the latest workflow
 // submitted with it): 1 GET, 2 by name.
-func (q *Queue) GetWorkflow(ctx context.Context, ref string) (*Workflow, error) {
+func (ws *Workflows) Get(ctx context.Context, ref string) (*Workflow, error) {
+	q := ws.q
 	if id, err := uuid.Parse(ref); err == nil {
 		return q.readWorkflow(ctx, id)
 	}
@@ -346,7 +358,7 @@ func (q *Queue) GetWorkflow(ctx context.Context, ref string) (*Workflow, error) 
 	return q.readWorkflow(ctx, n.ID)
 }
 
-// WorkflowSummary is one name of WorkflowNames: the latest workflow
+// WorkflowSummary is one name of Workflows.Names: the latest workflow
 // submitted with it.
 type WorkflowSummary struct {
 	Name      string    `json:"name"`
@@ -354,10 +366,11 @@ type WorkflowSummary struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
-// WorkflowNames lists the workflow names and the latest workflow of each,
+// Names lists the workflow names and the latest workflow of each,
 // up to limit (0: 1000): a LIST page and one GET per name, whatever the
 // number of workflows ever submitted.
-func (q *Queue) WorkflowNames(ctx context.Context, limit int) ([]WorkflowSummary, error) {
+func (ws *Workflows) Names(ctx context.Context, limit int) ([]WorkflowSummary, error) {
+	q := ws.q
 	if limit <= 0 || limit > 1000 {
 		limit = 1000
 	}
@@ -422,11 +435,12 @@ type WorkflowView struct {
 	EndedAt *time.Time
 }
 
-// ReadWorkflow reads a workflow (see GetWorkflow) and each step's task
+// Read reads a workflow (see Get) and each step's task
 // (1 GET per step, in parallel): the cost is the workflow's size, never
 // the bucket's history.
-func (q *Queue) ReadWorkflow(ctx context.Context, ref string) (*WorkflowView, error) {
-	w, err := q.GetWorkflow(ctx, ref)
+func (ws *Workflows) Read(ctx context.Context, ref string) (*WorkflowView, error) {
+	q := ws.q
+	w, err := ws.Get(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -516,7 +530,8 @@ func (v *WorkflowView) summarize() {
 
 // Refresh reads again the tasks of the steps that have not ended (1 GET
 // each): what a wait loop pays per round.
-func (q *Queue) Refresh(ctx context.Context, v *WorkflowView) error {
+func (ws *Workflows) Refresh(ctx context.Context, v *WorkflowView) error {
+	q := ws.q
 	var errs []error
 	var mu sync.Mutex
 	forEach(len(v.Tasks), edgeParallelism, func(i int) {
@@ -541,12 +556,13 @@ func (q *Queue) Refresh(ctx context.Context, v *WorkflowView) error {
 	return errors.Join(errs...)
 }
 
-// CancelWorkflow cancels every step of a workflow that has not ended
+// Cancel cancels every step of a workflow that has not ended
 // (running ones are asked to stop, as Cancel does), children before their
 // parents so that each carries the operator's reason, and returns how many
 // it cancelled; steps that ended meanwhile are left as they are.
-func (q *Queue) CancelWorkflow(ctx context.Context, ref, reason string) (int, error) {
-	v, err := q.ReadWorkflow(ctx, ref)
+func (ws *Workflows) Cancel(ctx context.Context, ref, reason string) (int, error) {
+	q := ws.q
+	v, err := ws.Read(ctx, ref)
 	if err != nil {
 		return 0, err
 	}

@@ -139,7 +139,7 @@ func loadDetail(ctx context.Context, q *queue.Queue, model *inspect.Model, id uu
 		msg := detailMsg{seq: seq}
 		msg.task, msg.err = q.Get(ctx, id)
 		if errors.Is(msg.err, queue.ErrNotFound) && orWorkflow {
-			if w, err := q.GetWorkflow(ctx, id.String()); err == nil {
+			if w, err := q.Workflows().Get(ctx, id.String()); err == nil {
 				msg.workflow, msg.err = w, nil
 				return msg
 			}
@@ -151,7 +151,7 @@ func loadDetail(ctx context.Context, q *queue.Queue, model *inspect.Model, id uu
 			if known != nil && known.ID == ref.ID {
 				msg.record = known
 			} else {
-				msg.record, msg.recordErr = q.GetWorkflow(ctx, ref.ID.String())
+				msg.record, msg.recordErr = q.Workflows().Get(ctx, ref.ID.String())
 			}
 		}
 		// A running task's progress: one GET of its worker's entry (the
@@ -176,7 +176,7 @@ func loadWorkflow(ctx context.Context, q *queue.Queue, ref string, seq int) tea.
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, workflowTimeout)
 		defer cancel()
-		v, err := q.ReadWorkflow(ctx, ref)
+		v, err := q.Workflows().Read(ctx, ref)
 		return workflowMsg{seq: seq, view: v, err: err}
 	}
 }
@@ -191,7 +191,7 @@ func refreshWorkflow(ctx context.Context, q *queue.Queue, shown *queue.WorkflowV
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, workflowTimeout)
 		defer cancel()
-		err := q.Refresh(ctx, &v)
+		err := q.Workflows().Refresh(ctx, &v)
 		var m *queue.MalformedError
 		if errors.As(err, &m) && !errors.Is(err, store.ErrUnreachable) && !errors.Is(err, context.DeadlineExceeded) {
 			err = nil // a malformed step is shown as the step's problem, not as an outage
@@ -205,7 +205,7 @@ func cancelWorkflow(ctx context.Context, q *queue.Queue, w *queue.Workflow, labe
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, workflowTimeout)
 		defer cancel()
-		n, err := q.CancelWorkflow(ctx, w.ID.String(), queue.ActorReason("", "cancelled", "qo tui"))
+		n, err := q.Workflows().Cancel(ctx, w.ID.String(), queue.ActorReason("", "cancelled", "qo tui"))
 		note := fmt.Sprintf("cancelled %d step(s) of workflow %s: running ones are asked to stop", n, label)
 		return actionMsg{action: actCancelWorkflow, note: note, err: err}
 	}
