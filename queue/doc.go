@@ -950,7 +950,7 @@ PlanBulkAction reads the tasks, 1 GET per id, or a filter's List pages
 window keys + 1 GET per task read), at most MaxActPlan tasks, and applies
 the action's rule in memory: each task is planned once, and those the rule
 refuses or that the action would not change are skipped, with the reason.
-It writes nothing (a dry run stops there). RunBulkAction writes each
+It writes nothing (a dry run stops there). ActPlan.Run writes each
 planned task with If-Match on the ETag it was read with (no second GET),
 DefaultActConcurrency at a time: 1 PUT + the index entries the change
 needs (cancelling a pending task: 1 PUT + 1 DELETE, 500 of them 1 LIST +
