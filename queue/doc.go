@@ -1121,7 +1121,7 @@ writes an object no task points at, never the winner's (and removes it once
 its Complete is refused); version_id and sha256 still pin what the task
 points at. Tasks written before outputs were keyed by attempt point at
 output.json, which stays readable.
-LoadInput, LoadOutput and WithPayloads return the JSON either way: workers
+LoadPayload and WithPayloads return the JSON either way: workers
 hand it to handlers, and the CLI, console, web UI and HTTP API show it.
 An offloaded submit costs 1 PUT more, and reading the payload 1 GET.
 

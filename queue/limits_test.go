@@ -158,7 +158,7 @@ func TestOffloadedPayloadBounded(t *testing.T) {
 	_, err = b.raw.Put(b.ctx, task.InputRef.Key, bytes.Repeat([]byte(" "), 501), store.Condition{})
 	require.NoError(t, err)
 	task.InputRef.VersionID = ""
-	_, err = q.LoadInput(b.ctx, task)
+	_, err = q.LoadPayload(b.ctx, task, queue.InputPayload)
 	require.ErrorIs(t, err, store.ErrTooLarge)
 	require.Contains(t, err.Error(), "limit of 500 bytes")
 }

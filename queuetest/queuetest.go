@@ -145,7 +145,7 @@ func Submitted[V any](t T, q *Queue, typ string) []V {
 	t.Helper()
 	var out []V
 	for _, task := range q.Tasks(typ) {
-		in, err := q.LoadInput(context.Background(), task)
+		in, err := q.LoadPayload(context.Background(), task, queue.InputPayload)
 		if err != nil {
 			t.Fatalf("queuetest: load the input of task %s: %v", task.ID, err)
 		}
