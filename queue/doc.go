@@ -29,6 +29,18 @@ writer follows; the code implements exactly what is written here.
 	monitor/probe.json                                  the server probe of Init and worker start (see Server probes)
 	monitor/throughput/{YYYY-MM-DDTHH}.json             finishes per minute of one UTC hour (see Throughput rollup)
 
+Package queue reads and writes the task objects, their indexes, data/,
+idempotency/ and the workflows (Queue.Workflows); the other object kinds
+have packages of their own, which import queue and which queue never
+imports (each names its keys in its doc.go and follows the rules here):
+control.json is queue/control's, schedules/ queue/schedule's, workers/
+queue/registry's, shard-leases/ and monitor/leader.json
+queue/namedlease's, monitor/sweep.json queue/sweepstate's and
+monitor/throughput/ queue/throughput's. The key names stay in queue
+(keys.go), and so do three formats: WorkerInfo and NamedLease, which
+queue's stats counter and migrate read, and Control, the type of
+control.json that every layer above shares.
+
 Nothing else in the bucket belongs to the queue (Keys lists the keys and
 prefixes above): qo ui deploy puts the web UI's files under ui/, and
 credentials minted for the web UI may not write there. Those credentials
