@@ -1014,7 +1014,7 @@ each running task that made one: "progress": {task id: {attempt,
 fraction, message, at}}, at most concurrency entries of about 300 bytes.
 So a task's progress costs no write of its own, and what readers see is at
 most one heartbeat interval old. A reader finds it with one GET of the
-entry of the worker the task's worker_id names (TaskProgress: only for a
+entry of the worker the task's worker_id names (registry.TaskProgress: only for a
 running task, and only a report of the task's current attempt; a missing
 or malformed entry or report shows no progress). qo status and GET
 /api/tasks/{id} pay that GET; listings do not read it.

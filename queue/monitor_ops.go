@@ -101,7 +101,7 @@ func (q *Queue) listLeases(ctx context.Context, limit int, startAfter string, ex
 }
 
 // ReclaimLease ends the attempt of a running task whose lease holder
-// stopped heartbeating (the caller judged it dead, see WorkerBeats; a zero
+// stopped heartbeating (the caller judged it dead, see registry.Beats; a zero
 // lastBeat means the holder has no registry entry, and the task is then
 // taken back only once its claim is older than deadAfter + MaxClockSkew), before the
 // lease itself runs out: back to pending after backoff while retries

@@ -41,7 +41,7 @@ type WorkerInfo struct {
 	// default, DefaultDeadAfter).
 	DeadAfterSeconds int `json:"dead_after_seconds,omitempty"`
 	// Layout is the key layout the worker reads and writes (LayoutVersion,
-	// set by PutWorker). An entry without it was written by a qo of layout
+	// set by registry.Put). An entry without it was written by a qo of layout
 	// 2 or older: Migrate refuses to run while such a worker is alive.
 	Layout int `json:"layout,omitempty"`
 	// Progress is the latest progress report of each running task that
