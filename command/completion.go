@@ -22,6 +22,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/control"
+	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/queue/schedule"
 )
 
@@ -277,14 +279,14 @@ func taskTypeNames(c *cli.Context) []string {
 	}
 	defer cancel()
 	seen := map[string]bool{}
-	if ws, err := q.ListWorkers(ctx); err == nil {
+	if ws, err := registry.List(ctx, q); err == nil {
 		for _, w := range ws {
 			for _, t := range w.Types {
 				seen[t] = true
 			}
 		}
 	}
-	if ctl, err := q.Control(ctx); err == nil {
+	if ctl, err := control.Read(ctx, q); err == nil {
 		for _, t := range ctl.PausedTypes() {
 			seen[t] = true
 		}
@@ -319,7 +321,7 @@ func workflowNames(c *cli.Context) []string {
 		return nil
 	}
 	defer cancel()
-	names, err := q.WorkflowNames(ctx, completionWorkflows)
+	names, err := q.Workflows().Names(ctx, completionWorkflows)
 	if err != nil {
 		return nil
 	}

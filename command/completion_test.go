@@ -13,6 +13,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/control"
+	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/store"
 )
 
@@ -122,8 +124,8 @@ func TestCompleteNames(t *testing.T) {
 	ctx := t.Context()
 	qq, err := queue.Open(ctx, q.s, queue.Options{})
 	require.NoError(t, err)
-	require.NoError(t, qq.PutWorker(ctx, &queue.WorkerInfo{ID: "w1", Types: []string{"send_email", "resize"}, Concurrency: 1}))
-	_, err = qq.Pause(ctx, "report", "")
+	require.NoError(t, registry.Put(ctx, qq, &queue.WorkerInfo{ID: "w1", Types: []string{"send_email", "resize"}, Concurrency: 1}))
+	_, err = control.Pause(ctx, qq, "report", "")
 	require.NoError(t, err)
 	q.ok("schedule", "create", "nightly", "--cron", "0 2 * * *", "--type", "report")
 	q.ok("schedule", "create", "hourly", "--cron", "@hourly", "--type", "report")

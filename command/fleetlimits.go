@@ -12,6 +12,7 @@ import (
 
 	"github.com/qo-queue/qo/internal/termsafe"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/control"
 )
 
 func limitCommand() *cli.Command {
@@ -105,17 +106,17 @@ func runLimit(c *cli.Context) error {
 	}
 	var ctl queue.Control
 	if clr {
-		ctl, err = q.ClearLimit(c.Context, typ)
+		ctl, err = control.ClearLimit(c.Context, q, typ)
 	}
 	if err == nil && set && c.Bool("per-key") {
-		ctl, err = q.SetKeyLimit(c.Context, typ, c.Int("concurrency"))
+		ctl, err = control.SetKeyLimit(c.Context, q, typ, c.Int("concurrency"))
 	} else if err == nil && set {
-		ctl, err = q.SetLimit(c.Context, typ, c.Int("concurrency"))
+		ctl, err = control.SetLimit(c.Context, q, typ, c.Int("concurrency"))
 	}
 	if err == nil && rated && c.Bool("per-key") {
-		ctl, err = q.SetKeyRate(c.Context, typ, starts, per, c.Int("burst"))
+		ctl, err = control.SetKeyRate(c.Context, q, typ, starts, per, c.Int("burst"))
 	} else if err == nil && rated {
-		ctl, err = q.SetRate(c.Context, typ, starts, per, c.Int("burst"))
+		ctl, err = control.SetRate(c.Context, q, typ, starts, per, c.Int("burst"))
 	}
 	if err != nil {
 		return err
@@ -160,7 +161,7 @@ func limitsCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			ctl, err := q.Control(c.Context)
+			ctl, err := control.Read(c.Context, q)
 			if err != nil {
 				return err
 			}

@@ -8,7 +8,7 @@ package command
 //
 // Several ids, ids on stdin ("-" reads whitespace-separated ids), or a
 // filter (--status, --type, --shard, --all): a bulk action
-// (queue.PlanBulkAction, then RunBulkAction). Its plan and request cost go
+// (queue.PlanBulkAction, then ActPlan.Run). Its plan and request cost go
 // to stderr before anything is written; --dry-run stops there. The summary
 // is JSON with --json or whenever stdout is not a terminal:
 //
@@ -225,7 +225,7 @@ func runBulkAction(c *cli.Context, q *queue.Queue, req queue.BulkActionRequest) 
 			bar = startProgress(c.App.ErrWriter, plan.Len())
 			opt.Progress = func(done, _ int) { bar.set(done) }
 		}
-		sum = q.RunBulkAction(c.Context, plan, opt)
+		sum = plan.Run(c.Context, opt)
 		bar.stop()
 	}
 	if c.Bool("json") || !envOf(c).IsTerminal(c.App.Writer) {

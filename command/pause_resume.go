@@ -8,6 +8,7 @@ import (
 
 	"github.com/qo-queue/qo/internal/termsafe"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/control"
 )
 
 func pauseCommand() *cli.Command {
@@ -74,15 +75,15 @@ func pauseOrResume(c *cli.Context, pause bool) error {
 	if err != nil {
 		return err
 	}
-	ctl, err := q.Control(c.Context)
+	ctl, err := control.Read(c.Context, q)
 	if err != nil {
 		return err
 	}
 	for _, t := range types {
 		if pause {
-			ctl, err = q.Pause(c.Context, t, queue.ActorReason(c.String("reason"), "paused", "qo pause"))
+			ctl, err = control.Pause(c.Context, q, t, queue.ActorReason(c.String("reason"), "paused", "qo pause"))
 		} else {
-			ctl, err = q.Resume(c.Context, t)
+			ctl, err = control.Resume(c.Context, q, t)
 		}
 		if err != nil {
 			return err

@@ -51,7 +51,7 @@ Examples:
 			for _, shard := range shards {
 				cursor := ""
 				for {
-					res, next, err := q.Repair(c.Context, shard, 0, cursor)
+					res, next, err := q.Recovery().Repair(c.Context, shard, 0, cursor)
 					if err != nil {
 						return err
 					}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/qo-queue/qo/internal/termsafe"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/registry"
 )
 
 func statusCommand() *cli.Command {
@@ -62,7 +63,7 @@ Examples:
 				full = task
 			}
 			// A running task's progress: one GET of its holder's entry.
-			if withProg, err := q.WithProgress(c.Context, full); err == nil {
+			if withProg, err := registry.WithProgress(c.Context, q, full); err == nil {
 				full = withProg
 			}
 			if c.Bool("json") {

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/control"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/worker"
 )
@@ -141,7 +142,7 @@ func TestOperatorActionsNameUserAndHost(t *testing.T) {
 	// A workflow's cancel names its command on every step it cancels.
 	spec, err := queue.DecodeWorkflow([]byte(`{"name": "etl", "steps": [{"name": "a", "type": "job"}, {"name": "b", "type": "job", "after": ["a"]}]}`), queue.DefaultSubmitDefaults)
 	require.NoError(t, err)
-	w, _, err := qq.SubmitWorkflow(ctx, spec)
+	w, _, err := qq.Workflows().Submit(ctx, spec)
 	require.NoError(t, err)
 	q.ok("workflow", "cancel", w.ID.String())
 	for _, st := range w.Steps {
@@ -150,7 +151,7 @@ func TestOperatorActionsNameUserAndHost(t *testing.T) {
 
 	// Pause and resume: control.json's version names who wrote it.
 	control := func() queue.Control {
-		ctl, err := qq.Control(ctx)
+		ctl, err := control.Read(ctx, qq)
 		require.NoError(t, err)
 		return ctl
 	}

@@ -32,7 +32,7 @@ func TestSubmitPriorityAndExpiry(t *testing.T) {
 	short := q.task("submit", "--type", "nobody", "--expires-in", "1ms")
 	qq, err := queue.Open(context.Background(), q.s, queue.Options{Clock: storetest.NewClock(short.ExpiresAt.Add(time.Millisecond))})
 	require.NoError(t, err)
-	res, _, err := qq.Sweep(context.Background(), "", 0, 0)
+	res, _, err := qq.Recovery().Sweep(context.Background(), "", 0, 0)
 	require.NoError(t, err)
 	require.Equal(t, 1, res.Expired)
 	code, out, _ := q.run("wait", short.ID.String())

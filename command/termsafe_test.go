@@ -9,6 +9,8 @@ import (
 
 	"github.com/qo-queue/qo/internal/termsafe/termsafetest"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/control"
+	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/store"
 )
 
@@ -41,11 +43,11 @@ func TestHostileTaskTextIsEscaped(t *testing.T) {
 		cancelled := e.submit("mail", `{}`, 0)
 		_, err = e.q.Cancel(ctx, cancelled.ID, termsafetest.Hostile)
 		require.NoError(t, err)
-		_, err = e.q.Pause(ctx, "mail", termsafetest.Hostile)
+		_, err = control.Pause(ctx, e.q, "mail", termsafetest.Hostile)
 		require.NoError(t, err)
-		_, err = e.q.Pause(ctx, "", termsafetest.Hostile)
+		_, err = control.Pause(ctx, e.q, "", termsafetest.Hostile)
 		require.NoError(t, err)
-		require.NoError(t, e.q.PutWorker(ctx, &queue.WorkerInfo{ID: "w1", LastHeartbeat: e.q.Now(), Host: termsafetest.Hostile, Version: termsafetest.Hostile,
+		require.NoError(t, registry.Put(ctx, e.q, &queue.WorkerInfo{ID: "w1", LastHeartbeat: e.q.Now(), Host: termsafetest.Hostile, Version: termsafetest.Hostile,
 			Types: []string{"mail"}, CurrentTasks: []string{termsafetest.Hostile}}))
 
 		for _, args := range [][]string{

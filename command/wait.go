@@ -109,7 +109,7 @@ func runWait(c *cli.Context) error {
 		return err
 	}
 	if ref := c.String("workflow"); ref != "" {
-		w, err := q.GetWorkflow(c.Context, ref)
+		w, err := q.Workflows().Get(c.Context, ref)
 		if err != nil {
 			return err
 		}

@@ -72,7 +72,7 @@ func runWorkflowSubmit(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	w, created, err := q.SubmitWorkflow(c.Context, spec)
+	w, created, err := q.Workflows().Submit(c.Context, spec)
 	if err != nil {
 		return err
 	}
@@ -80,7 +80,7 @@ func runWorkflowSubmit(c *cli.Context) error {
 		fmt.Fprintf(c.App.ErrWriter, "qo: workflow %s already exists for idempotency key %q; nothing new submitted\n", w.ID, termsafe.Line(w.IdempotencyKey))
 	}
 	if c.Bool("json") {
-		v, err := q.ReadWorkflow(c.Context, w.ID.String())
+		v, err := q.Workflows().Read(c.Context, w.ID.String())
 		if err != nil {
 			return err
 		}
@@ -149,7 +149,7 @@ func showWorkflow(steps bool) cli.ActionFunc {
 			if err != nil {
 				return workflowShown{}, err
 			}
-			v, err := q.ReadWorkflow(ctx, o.Ref)
+			v, err := q.Workflows().Read(ctx, o.Ref)
 			if err != nil {
 				return workflowShown{}, err
 			}
@@ -205,7 +205,7 @@ Workflows without a name are not listed: keep their ids. --json prints
 				if err != nil {
 					return nil, err
 				}
-				names, err := q.WorkflowNames(ctx, 0)
+				names, err := q.Workflows().Names(ctx, 0)
 				if names == nil {
 					names = []queue.WorkflowSummary{} // [] in JSON
 				}
@@ -255,7 +255,7 @@ Completed and failed steps are left as they are.`,
 				if err != nil {
 					return workflowCancelled{}, err
 				}
-				n, err := q.CancelWorkflow(ctx, o.Ref, o.Reason)
+				n, err := q.Workflows().Cancel(ctx, o.Ref, o.Reason)
 				return workflowCancelled{ref: o.Ref, n: n}, err
 			},
 			text: func(w io.Writer, r workflowCancelled) error {

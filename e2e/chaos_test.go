@@ -24,6 +24,7 @@ import (
 	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/monitor"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/namedlease"
 	"github.com/qo-queue/qo/store/storetest"
 	"github.com/qo-queue/qo/worker"
 )
@@ -296,7 +297,7 @@ func TestChaosLeaderAndShardHolderKilled(t *testing.T) {
 	}
 	var leader string
 	testutil.Poll{Limit: 30 * time.Second, Every: 100 * time.Millisecond}.Until(t, func() bool {
-		l, err := c.q.ReadLease(context.Background(), queue.MonitorLeaderKey)
+		l, err := namedlease.Read(context.Background(), c.q, queue.MonitorLeaderKey)
 		if err != nil || l.Holder == "" {
 			return false
 		}
@@ -317,7 +318,7 @@ func TestChaosLeaderAndShardHolderKilled(t *testing.T) {
 	v := checkHistories(t, c.wkEnv, c.ids, c.log)
 	v.requireSound(t)
 	require.Equal(t, 300, v.Completed)
-	l, err := c.q.ReadLease(context.Background(), queue.MonitorLeaderKey)
+	l, err := namedlease.Read(context.Background(), c.q, queue.MonitorLeaderKey)
 	require.NoError(t, err)
 	require.NotContains(t, []string{leader + "-monitor", holder + "-monitor"}, l.Holder, "the survivor leads")
 }

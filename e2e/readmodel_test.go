@@ -13,6 +13,7 @@ import (
 
 	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/throughput"
 )
 
 // workerStates runs qo workers --json and returns each worker's state.
@@ -75,11 +76,11 @@ func TestThroughputAcrossRestart(t *testing.T) {
 	a := e.start(t, "worker-a", workerArgs("worker-a")...)
 	poll := testutil.Poll{Every: 200 * time.Millisecond, Limit: time.Minute}
 	rolledUp := func() int {
-		objs, err := e.q.ListThroughput(context.Background(), time.Now().Add(-2*time.Hour))
+		objs, err := throughput.List(context.Background(), e.q, time.Now().Add(-2*time.Hour))
 		require.NoError(t, err)
 		done := 0
 		for _, o := range objs {
-			h, err := e.q.ReadThroughputHour(context.Background(), o.Key)
+			h, err := throughput.Read(context.Background(), e.q, o.Key)
 			require.NoError(t, err)
 			for _, m := range h.Minutes {
 				done += m.Completed

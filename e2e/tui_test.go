@@ -18,6 +18,7 @@ import (
 
 	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/control"
 	"github.com/qo-queue/qo/queue/schedule"
 )
 
@@ -173,7 +174,7 @@ func TestTUIInTmux(t *testing.T) {
 	s.waitFor("Pause the whole queue?")
 	s.keys("y")
 	s.waitFor("PAUSED: the whole queue")
-	ctl, err := e.q.Control(ctx)
+	ctl, err := control.Read(ctx, e.q)
 	require.NoError(t, err)
 	require.True(t, ctl.Paused)
 	s.keys("4")
@@ -204,7 +205,7 @@ func TestTUIWorkflowInTmux(t *testing.T) {
 		{"name": "enrich", "type": "transform", "input_from": {"rows": "extract.output.rows"}},
 		{"name": "load", "type": "load", "after": ["clean", "enrich"]}]}`), queue.DefaultSubmitDefaults)
 	require.NoError(t, err)
-	w, _, err := e.q.SubmitWorkflow(ctx, spec)
+	w, _, err := e.q.Workflows().Submit(ctx, spec)
 	require.NoError(t, err)
 	step := func(name string) *queue.Task {
 		s, ok := w.Step(name)

@@ -134,12 +134,12 @@ func TestWebUIRefusesKeysFromPlantedIDs(t *testing.T) {
 		{"name": "load", "type": "load", "after": ["extract"]}
 	]}`), queue.SubmitDefaults{})
 	require.NoError(t, err)
-	wf, _, err := e.q.SubmitWorkflow(bg, spec)
+	wf, _, err := e.q.Workflows().Submit(bg, spec)
 	require.NoError(t, err)
 
 	// The record gains two steps whose task ids are paths: the one of
 	// the report, and one that climbs to the bucket's root.
-	recKey := e.q.WorkflowKey(wf.ID)
+	recKey := e.q.Workflows().Key(wf.ID)
 	obj, err := e.s.Get(bg, recKey)
 	require.NoError(t, err)
 	var rec map[string]any

@@ -25,6 +25,7 @@ import (
 
 	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/control"
 	"github.com/qo-queue/qo/queue/schedule"
 )
 
@@ -306,7 +307,7 @@ func TestWebUITaskDetailsPauseAndSchedules(t *testing.T) {
 	offloaded, _, err := e.q.Submit(bg, queue.SubmitRequest{Type: "report", Input: json.RawMessage(big), AvailableAt: later})
 	require.NoError(t, err)
 	require.NotNil(t, offloaded.InputRef)
-	_, err = e.q.Pause(bg, "report", "month end")
+	_, err = control.Pause(bg, e.q, "report", "month end")
 	require.NoError(t, err)
 	_, err = schedule.Create(bg, e.q, schedule.Spec{Name: "nightly", Cron: "30 2 * * *", Timezone: "Europe/Berlin", Task: schedule.Task{Type: "report"}})
 	require.NoError(t, err)
@@ -502,7 +503,7 @@ func TestServeRefusesCrossSitePages(t *testing.T) {
 			return strings.Contains(s.p.out.String(), `"method":"POST","path":"`+path+`","status":403`)
 		}, "POST %s refused with 403; output:\n%s", path, s.p.out)
 	}
-	c, err := e.q.Control(context.Background())
+	c, err := control.Read(context.Background(), e.q)
 	require.NoError(t, err)
 	require.False(t, c.Paused, "the page paused the queue")
 	entries, _, err := e.q.ListReady(context.Background(), queue.ReadyQuery{Types: []string{"echo"}})
@@ -590,7 +591,7 @@ func TestWebUIOverview(t *testing.T) {
 			)
 			_ = chromedp.Run(ctx, chromedp.Evaluate(`document.querySelector("#status").textContent + " / " + document.querySelector("#refreshed").textContent + " / " + document.querySelector("#types").textContent`, &status))
 			require.NoError(t, err, "status line: %s", status)
-			c, err := e.q.Control(bg)
+			c, err := control.Read(bg, e.q)
 			require.NoError(t, err)
 			require.True(t, c.IsPaused("email"))
 			require.False(t, c.IsPaused("resize"))
@@ -608,7 +609,7 @@ func TestWebUIOverview(t *testing.T) {
 			)
 			_ = chromedp.Run(ctx, chromedp.Evaluate(`document.querySelector("#status").textContent + " / " + document.querySelector("#refreshed").textContent + " / " + document.querySelector("#types").textContent`, &status))
 			require.NoError(t, err, "status line: %s", status)
-			c, err = e.q.Control(bg)
+			c, err = control.Read(bg, e.q)
 			require.NoError(t, err)
 			require.False(t, c.IsPaused("email"), "resumed")
 			// By now (a second after the submits, more than the page's

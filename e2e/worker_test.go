@@ -24,6 +24,8 @@ import (
 
 	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/namedlease"
+	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/store/s3store"
 	"github.com/qo-queue/qo/store/storetest"
 )
@@ -143,7 +145,7 @@ func (e *wkEnv) waitTask(t *testing.T, id uuid.UUID, what string, cond func(*que
 
 func (e *wkEnv) registered(t *testing.T, id string) bool {
 	t.Helper()
-	ws, err := e.q.ListWorkers(context.Background())
+	ws, err := registry.List(context.Background(), e.q)
 	require.NoError(t, err)
 	for _, w := range ws {
 		if w.ID == id {
@@ -223,7 +225,7 @@ func TestKilledWorkerTasksRunElsewhere(t *testing.T) {
 		})
 	}
 	leaderIs := func(holder string) bool {
-		l, err := e.q.ReadLease(context.Background(), queue.MonitorLeaderKey)
+		l, err := namedlease.Read(context.Background(), e.q, queue.MonitorLeaderKey)
 		return err == nil && l.Holder == holder && l.ExpiresAt.After(e.q.Now())
 	}
 	poll := testutil.Poll{Every: 50 * time.Millisecond}
@@ -401,7 +403,7 @@ func TestTwoMonitorProcesses(t *testing.T) {
 		"mon-2": e.start(t, "mon-2", args("mon-2")...),
 	}
 	leader := func() string {
-		l, err := e.q.ReadLease(ctx, queue.MonitorLeaderKey)
+		l, err := namedlease.Read(ctx, e.q, queue.MonitorLeaderKey)
 		if err != nil || !l.ExpiresAt.After(e.q.Now()) {
 			return ""
 		}
@@ -424,7 +426,7 @@ func TestTwoMonitorProcesses(t *testing.T) {
 	poll.Until(t, func() bool { return leader() == other }, "the standby %s to take over", other)
 	procs[other].signal(t, syscall.SIGTERM)
 	require.Equal(t, 0, procs[other].wait(t))
-	l, err := e.q.ReadLease(ctx, queue.MonitorLeaderKey)
+	l, err := namedlease.Read(ctx, e.q, queue.MonitorLeaderKey)
 	require.NoError(t, err)
 	require.Empty(t, l.Holder, "a clean shutdown releases the leadership")
 }

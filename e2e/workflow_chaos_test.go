@@ -87,7 +87,7 @@ func TestChaosWorkflowsKill9(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		w, _, err := c.q.SubmitWorkflow(ctx, spec)
+		w, _, err := c.q.Workflows().Submit(ctx, spec)
 		flows[i] = w
 		return err
 	}))
@@ -162,7 +162,7 @@ func waitWorkflows(t *testing.T, e *wkEnv, flows []*queue.Workflow, within time.
 	ctx := context.Background()
 	views := make([]*queue.WorkflowView, len(flows))
 	for i, w := range flows {
-		v, err := e.q.ReadWorkflow(ctx, w.ID.String())
+		v, err := e.q.Workflows().Read(ctx, w.ID.String())
 		require.NoError(t, err)
 		views[i] = v
 	}
@@ -180,7 +180,7 @@ func waitWorkflows(t *testing.T, e *wkEnv, flows []*queue.Workflow, within time.
 		for _, v := range views {
 			if !v.Status.Ended() {
 				open++
-				_ = e.q.Refresh(ctx, v) // a failed read is read again next round
+				_ = e.q.Workflows().Refresh(ctx, v) // a failed read is read again next round
 			}
 		}
 		return open == 0

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/control"
 	"github.com/qo-queue/qo/queue/schedule"
 	"github.com/qo-queue/qo/store/storetest"
 )
@@ -45,7 +46,7 @@ func TestOperatorActionsNameTheServerAndCaller(t *testing.T) {
 		}
 		status, body, _ := e.do(t, "POST", "/api/pause", `{"type":"email"}`)
 		require.Equal(t, http.StatusOK, status, "%v", body)
-		ctl, err := e.q.Control(ctx)
+		ctl, err := control.Read(ctx, e.q)
 		require.NoError(t, err)
 		require.Equal(t, actor, ctl.Actor)
 		status, body, _ = e.do(t, "POST", "/api/schedules", `{"name":"nightly","cron":"@daily","task":{"task_type":"report"}}`)

@@ -35,7 +35,7 @@ type bulkAnswer struct {
 
 // bulk cancels, replays or archives many tasks: by id or by a filter, each
 // with the single-task conditional write (queue.PlanBulkAction and
-// RunBulkAction).
+// ActPlan.Run).
 func (a *api) bulk(w http.ResponseWriter, r *http.Request) error {
 	var body bulkBody
 	const want = `{"op": "cancel"|"replay"|"archive", "ids": [...] or "filter": {"status": [...], "type", "shard", "since"}, "reason", "dry_run"}`
@@ -82,7 +82,7 @@ func (a *api) bulk(w http.ResponseWriter, r *http.Request) error {
 	if body.DryRun {
 		ans.ActSummary = plan.DryRun()
 	} else {
-		ans.ActSummary = a.q.RunBulkAction(r.Context(), plan, queue.ActOptions{})
+		ans.ActSummary = plan.Run(r.Context(), queue.ActOptions{})
 		if ans.Stopped != nil && len(ans.Done) == 0 {
 			return fmt.Errorf("bulk %s: %w", body.Op, ans.Stopped)
 		}

@@ -6,13 +6,14 @@ import (
 	"time"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/control"
 )
 
 // The pause switches (see queue/doc.go, "Pause"): the same calls as qo
 // pause and qo resume.
 
 func (a *api) getControl(w http.ResponseWriter, r *http.Request) error {
-	c, err := a.q.Control(r.Context())
+	c, err := control.Read(r.Context(), a.q)
 	if err != nil {
 		return err
 	}
@@ -32,7 +33,7 @@ func (a *api) pause(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &b, `{"type": "...", "reason": "..."} (no type: the whole queue)`); err != nil {
 		return err
 	}
-	c, err := a.q.Pause(r.Context(), b.Type, b.Reason)
+	c, err := control.Pause(r.Context(), a.q, b.Type, b.Reason)
 	if err != nil {
 		return err
 	}
@@ -48,7 +49,7 @@ func (a *api) resume(w http.ResponseWriter, r *http.Request) error {
 	if b.Reason != "" {
 		return badInput(`resume takes no "reason"`)
 	}
-	c, err := a.q.Resume(r.Context(), b.Type)
+	c, err := control.Resume(r.Context(), a.q, b.Type)
 	if err != nil {
 		return err
 	}
@@ -131,16 +132,16 @@ func (a *api) limit(w http.ResponseWriter, r *http.Request) error {
 	var c queue.Control
 	switch {
 	case ch.clear:
-		c, err = a.q.ClearLimit(ctx, ch.typ)
+		c, err = control.ClearLimit(ctx, a.q, ch.typ)
 	case ch.cap != 0 && ch.perKey:
-		c, err = a.q.SetKeyLimit(ctx, ch.typ, ch.cap)
+		c, err = control.SetKeyLimit(ctx, a.q, ch.typ, ch.cap)
 	case ch.cap != 0:
-		c, err = a.q.SetLimit(ctx, ch.typ, ch.cap)
+		c, err = control.SetLimit(ctx, a.q, ch.typ, ch.cap)
 	}
 	if err == nil && ch.starts != 0 && ch.perKey {
-		c, err = a.q.SetKeyRate(ctx, ch.typ, ch.starts, ch.per, ch.burst)
+		c, err = control.SetKeyRate(ctx, a.q, ch.typ, ch.starts, ch.per, ch.burst)
 	} else if err == nil && ch.starts != 0 {
-		c, err = a.q.SetRate(ctx, ch.typ, ch.starts, ch.per, ch.burst)
+		c, err = control.SetRate(ctx, a.q, ch.typ, ch.starts, ch.per, ch.burst)
 	}
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/qo-queue/qo/queue/control"
 	"github.com/qo-queue/qo/store/storetest"
 )
 
@@ -24,7 +25,7 @@ func TestControlEndpoints(t *testing.T) {
 			{"POST", "/api/resume", "/api/resume", ``, 200, func(t *testing.T, v map[string]any) { require.Equal(t, false, v["paused"]) }},
 			{"POST", "/api/resume", "/api/resume", `{"type":"email","reason":"x"}`, 400, nil},
 		})
-		c, err := e.q.Control(context.Background())
+		c, err := control.Read(context.Background(), e.q)
 		require.NoError(t, err)
 		require.Equal(t, []string{"email"}, c.PausedTypes(), "the API wrote the bucket")
 	})
@@ -60,7 +61,7 @@ func TestLimitEndpoint(t *testing.T) {
 			{"POST", "/api/limit", "/api/limit", `{"type":"api","concurrency":3,"clear":true}`, 400, nil},
 			{"POST", "/api/limit", "/api/limit", `{"type":"a b","concurrency":3}`, 400, nil},
 		})
-		c, err := e.q.Control(context.Background())
+		c, err := control.Read(context.Background(), e.q)
 		require.NoError(t, err)
 		n, ok := c.ConcurrencyCap("api")
 		require.True(t, ok)
@@ -139,7 +140,7 @@ func TestLimitEndpointRefuses(t *testing.T) {
 			e.documented(t, "POST", "/api/limit", status, body)
 			require.Contains(t, body.(map[string]any)["error"].(map[string]any)["message"], tc.want, tc.body)
 		}
-		c, err := e.q.Control(context.Background())
+		c, err := control.Read(context.Background(), e.q)
 		require.NoError(t, err)
 		require.Empty(t, c.LimitedTypes(), "a refused body writes nothing")
 	})

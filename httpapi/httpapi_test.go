@@ -18,6 +18,7 @@ import (
 
 	"github.com/qo-queue/qo/metrics"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/storetest"
 )
@@ -181,7 +182,7 @@ func newEnv(t *testing.T, be storetest.Backend, opts Options) *env {
 	require.NoError(t, err)
 	_, err = q.Fail(ctx, claim(submit("failed2", "resize")), "boom")
 	require.NoError(t, err)
-	require.NoError(t, q.PutWorker(ctx, &queue.WorkerInfo{ID: "w1", StartedAt: q.Now(), LastHeartbeat: q.Now(), Concurrency: 2}))
+	require.NoError(t, registry.Put(ctx, q, &queue.WorkerInfo{ID: "w1", StartedAt: q.Now(), LastHeartbeat: q.Now(), Concurrency: 2}))
 	return e
 }
 
@@ -357,7 +358,7 @@ func TestSubmitOptionsAndTaskActions(t *testing.T) {
 		exp, _, err := e.q.Submit(ctx, queue.SubmitRequest{Type: "email", ExpiresAt: e.q.Now().Add(time.Second)})
 		require.NoError(t, err)
 		e.clock.Advance(2 * time.Second)
-		_, _, err = e.q.Sweep(ctx, "", 0, 0)
+		_, _, err = e.q.Recovery().Sweep(ctx, "", 0, 0)
 		require.NoError(t, err)
 		expPath := "/api/tasks/" + exp.ID.String()
 		big := `{"blob":"` + strings.Repeat("x", queue.DefaultOffloadThreshold) + `"}`

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/storetest"
 )
@@ -28,7 +29,7 @@ func TestTaskProgress(t *testing.T) {
 	require.Equal(t, 200, status)
 	require.NotContains(t, body, "progress", "no report yet")
 
-	require.NoError(t, e.q.PutWorker(ctx, &queue.WorkerInfo{ID: "w-busy", StartedAt: e.q.Now(), LastHeartbeat: e.q.Now(),
+	require.NoError(t, registry.Put(ctx, e.q, &queue.WorkerInfo{ID: "w-busy", StartedAt: e.q.Now(), LastHeartbeat: e.q.Now(),
 		CurrentTasks: []string{id},
 		Progress:     map[string]queue.Progress{id: {Attempt: l.Task.Attempt, Fraction: 0.42, Message: "resized 42 of 100", At: e.q.Now()}}}))
 	before := e.raw.(store.Counted).Requests().Snapshot()
@@ -48,7 +49,7 @@ func TestTaskProgress(t *testing.T) {
 		{Attempt: l.Task.Attempt, Fraction: 7},
 		{Attempt: l.Task.Attempt, Fraction: 0.5, Message: "\x1b]0;pwned\x07"},
 	} {
-		require.NoError(t, e.q.PutWorker(ctx, &queue.WorkerInfo{ID: "w-busy", StartedAt: e.q.Now(), LastHeartbeat: e.q.Now(),
+		require.NoError(t, registry.Put(ctx, e.q, &queue.WorkerInfo{ID: "w-busy", StartedAt: e.q.Now(), LastHeartbeat: e.q.Now(),
 			Progress: map[string]queue.Progress{id: bad}}))
 		status, body, _ = e.do(t, "GET", "/api/tasks/"+id, "")
 		require.Equal(t, 200, status)

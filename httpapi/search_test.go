@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/storetest"
 	"github.com/qo-queue/qo/worker/bench"
@@ -110,7 +111,7 @@ func TestStatsWorkerRequests(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, storetest.Backends()[0], Options{})
 	counts := store.Counts{OK: map[store.Op]int64{store.OpGet: 40, store.OpPut: 7}, Failed: map[store.Op]int64{store.OpPut: 1}}
-	require.NoError(t, e.q.PutWorker(context.Background(), &queue.WorkerInfo{ID: "w2", StartedAt: e.q.Now(), LastHeartbeat: e.q.Now(), Requests: &counts}))
+	require.NoError(t, registry.Put(context.Background(), e.q, &queue.WorkerInfo{ID: "w2", StartedAt: e.q.Now(), LastHeartbeat: e.q.Now(), Requests: &counts}))
 	status, body, _ := e.do(t, "GET", "/api/stats", "")
 	require.Equal(t, 200, status)
 	e.documented(t, "GET", "/api/stats", status, body)
@@ -132,8 +133,8 @@ func TestStatsReadModel(t *testing.T) {
 	e.clock.Advance(30 * time.Second) // w1, registered by newEnv, is dead by now
 	now := e.q.Now()
 	counts := func(n int64) *store.Counts { return &store.Counts{OK: map[store.Op]int64{store.OpGet: n}} }
-	require.NoError(t, e.q.PutWorker(ctx, &queue.WorkerInfo{ID: "w2", LastHeartbeat: now.Add(-10 * time.Second), Types: []string{"other"}, Requests: counts(100)}))
-	require.NoError(t, e.q.PutWorker(ctx, &queue.WorkerInfo{ID: "silent", LastHeartbeat: now.Add(-30 * time.Second), Types: []string{"orphan"}}))
+	require.NoError(t, registry.Put(ctx, e.q, &queue.WorkerInfo{ID: "w2", LastHeartbeat: now.Add(-10 * time.Second), Types: []string{"other"}, Requests: counts(100)}))
+	require.NoError(t, registry.Put(ctx, e.q, &queue.WorkerInfo{ID: "silent", LastHeartbeat: now.Add(-30 * time.Second), Types: []string{"orphan"}}))
 	status, body, _ := e.do(t, "GET", "/api/stats", "")
 	require.Equal(t, 200, status)
 	e.documented(t, "GET", "/api/stats", status, body)
@@ -145,7 +146,7 @@ func TestStatsReadModel(t *testing.T) {
 	require.Len(t, st["last_day"], 24)
 
 	e.clock.Advance(2 * time.Second) // past StatsMaxAge: a new answer
-	require.NoError(t, e.q.PutWorker(ctx, &queue.WorkerInfo{ID: "w2", LastHeartbeat: now, Types: []string{"other"}, Requests: counts(350)}))
+	require.NoError(t, registry.Put(ctx, e.q, &queue.WorkerInfo{ID: "w2", LastHeartbeat: now, Types: []string{"other"}, Requests: counts(350)}))
 	_, body, _ = e.do(t, "GET", "/api/stats", "")
 	rate := body.(map[string]any)["request_rate"].(map[string]any)
 	require.InDelta(t, 25.0, rate["per_second"], 1e-9, "250 GETs between heartbeats 10 s apart")

@@ -11,6 +11,7 @@ import (
 	"github.com/qo-queue/qo/metrics"
 	"github.com/qo-queue/qo/monitor"
 	"github.com/qo-queue/qo/monitor/view"
+	"github.com/qo-queue/qo/queue/registry"
 )
 
 // getStats answers from the stats cache (see cachedStats).
@@ -97,7 +98,7 @@ func backlogOf(v *view.Stats) metrics.Backlog {
 }
 
 func (a *api) health0(ctx context.Context, now time.Time) ([]monitor.WorkerHealth, error) {
-	ws, _, err := a.q.ListWorkersReport(ctx)
+	ws, _, err := registry.ListReport(ctx, a.q)
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/qo-queue/qo/monitor/view"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/registry"
 )
 
 // listQuery reads ?status=&type=&shard=&since=&cursor=&limit=.
@@ -127,7 +128,7 @@ func (a *api) getTask(w http.ResponseWriter, r *http.Request) error {
 	}
 	// A running task's progress: one GET of its holder's registry entry.
 	// Without it (the entry unreadable) the task is shown all the same.
-	if withProg, err := a.q.WithProgress(r.Context(), t); err == nil {
+	if withProg, err := registry.WithProgress(r.Context(), a.q, t); err == nil {
 		t = withProg
 	}
 	writeJSON(w, http.StatusOK, a.withPayloads(r, t))

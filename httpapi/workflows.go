@@ -11,7 +11,7 @@ import (
 // --workflow and qo workflow.
 
 func (a *api) listWorkflows(w http.ResponseWriter, r *http.Request) error {
-	names, err := a.q.WorkflowNames(r.Context(), 0)
+	names, err := a.q.Workflows().Names(r.Context(), 0)
 	if err != nil {
 		return err
 	}
@@ -34,11 +34,11 @@ func (a *api) submitWorkflow(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	wf, created, err := a.q.SubmitWorkflow(r.Context(), spec)
+	wf, created, err := a.q.Workflows().Submit(r.Context(), spec)
 	if err != nil {
 		return err
 	}
-	v, err := a.q.ReadWorkflow(r.Context(), wf.ID.String())
+	v, err := a.q.Workflows().Read(r.Context(), wf.ID.String())
 	if err != nil {
 		return err
 	}
@@ -57,7 +57,7 @@ func (a *api) submitWorkflow(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *api) getWorkflow(w http.ResponseWriter, r *http.Request) error {
-	v, err := a.q.ReadWorkflow(r.Context(), r.PathValue("ref"))
+	v, err := a.q.Workflows().Read(r.Context(), r.PathValue("ref"))
 	if err != nil {
 		return err
 	}
@@ -70,7 +70,7 @@ func (a *api) cancelWorkflow(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	n, err := a.q.CancelWorkflow(r.Context(), r.PathValue("ref"), reason)
+	n, err := a.q.Workflows().Cancel(r.Context(), r.PathValue("ref"), reason)
 	if err != nil {
 		return err
 	}

@@ -19,7 +19,7 @@
 //     timestamps (not between two reads), summed over the workers: see
 //     RateMeter.
 //   - Throughput (Recent, LastHour, LastDay) is the leading monitor's
-//     persisted rollup (queue.ThroughputHour) merged with the live
+//     persisted rollup (throughput.Hour) merged with the live
 //     heartbeats, so it survives restarts of the workers; reading it costs
 //     one LIST plus a GET per hour object that changed since the last read.
 //   - Unserved names the types with pending tasks that no live worker

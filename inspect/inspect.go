@@ -12,6 +12,8 @@ import (
 	"github.com/qo-queue/qo/monitor"
 	"github.com/qo-queue/qo/monitor/view"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/control"
+	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/store"
 )
 
@@ -77,13 +79,13 @@ func (m *Model) Snapshot(ctx context.Context) (Snapshot, error) {
 	if err != nil {
 		return s, err
 	}
-	ws, bad, err := m.q.ListWorkersReport(ctx)
+	ws, bad, err := registry.ListReport(ctx, m.q)
 	if err != nil {
 		return s, err
 	}
 	s.Stats, s.MalformedWorkers = st, bad
 	s.Workers = monitor.Health(ws, st.At)
-	s.Control, s.ControlErr = m.q.Control(ctx)
+	s.Control, s.ControlErr = control.Read(ctx, m.q)
 	if errors.Is(s.ControlErr, queue.ErrNotFound) {
 		s.ControlErr = nil
 	}
@@ -149,7 +151,7 @@ func (m *Model) Stats(ctx context.Context) (view.Stats, error) {
 // Workers reads the registry (1 LIST + 1 GET per worker) and judges each
 // worker by the monitor's rule at the queue's time.
 func (m *Model) Workers(ctx context.Context) ([]monitor.WorkerHealth, time.Time, error) {
-	ws, err := m.q.ListWorkers(ctx)
+	ws, err := registry.List(ctx, m.q)
 	if err != nil {
 		return nil, time.Time{}, err
 	}
@@ -161,5 +163,5 @@ func (m *Model) Workers(ctx context.Context) ([]monitor.WorkerHealth, time.Time,
 // per Model: reading again the history of a task that did not change
 // costs its version listing alone.
 func (m *Model) History(ctx context.Context, id uuid.UUID) ([]queue.Event, error) {
-	return m.q.HistoryCached(ctx, id, &m.versions)
+	return m.q.History(ctx, id, queue.ReadThrough(&m.versions))
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/throughput"
 )
 
 // DayHours is how many hours LastDay covers.
@@ -25,13 +26,13 @@ type throughputReader struct {
 
 type keptHour struct {
 	etag string
-	hour *queue.ThroughputHour
+	hour *throughput.Hour
 }
 
 // read returns the hour objects of the hours from since on, and the keys
 // of those that were malformed (skipped).
-func (r *throughputReader) read(ctx context.Context, q *queue.Queue, since time.Time) ([]*queue.ThroughputHour, []queue.MalformedError, error) {
-	objs, err := q.ListThroughput(ctx, since)
+func (r *throughputReader) read(ctx context.Context, q *queue.Queue, since time.Time) ([]*throughput.Hour, []queue.MalformedError, error) {
+	objs, err := throughput.List(ctx, q, since)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -41,7 +42,7 @@ func (r *throughputReader) read(ctx context.Context, q *queue.Queue, since time.
 		r.hours = map[string]keptHour{}
 	}
 	listed := map[string]bool{}
-	var out []*queue.ThroughputHour
+	var out []*throughput.Hour
 	var bad []queue.MalformedError
 	for _, o := range objs {
 		listed[o.Key] = true
@@ -49,7 +50,7 @@ func (r *throughputReader) read(ctx context.Context, q *queue.Queue, since time.
 			out = append(out, k.hour)
 			continue
 		}
-		h, err := q.ReadThroughputHour(ctx, o.Key)
+		h, err := throughput.Read(ctx, q, o.Key)
 		var m *queue.MalformedError
 		switch {
 		case errors.As(err, &m):
@@ -82,7 +83,7 @@ type Throughput struct {
 // ThroughputOf merges the rollup's hour objects with the live workers'
 // heartbeats (each worker's count of an open minute counted once, the
 // larger of the two) into the windows ending at now.
-func ThroughputOf(hours []*queue.ThroughputHour, workers []*queue.WorkerInfo, now time.Time, recentMinutes int) Throughput {
+func ThroughputOf(hours []*throughput.Hour, workers []*queue.WorkerInfo, now time.Time, recentMinutes int) Throughput {
 	if recentMinutes <= 0 {
 		recentMinutes = queue.DefaultRecentMinutes
 	}
@@ -98,7 +99,7 @@ func ThroughputOf(hours []*queue.ThroughputHour, workers []*queue.WorkerInfo, no
 // heartbeats: for a minute still open, each worker counts once, with the
 // larger of its rolled-up and its live count; a closed minute is the
 // rollup's total.
-func merged(hours []*queue.ThroughputHour, workers []*queue.WorkerInfo) map[time.Time]queue.MinuteCount {
+func merged(hours []*throughput.Hour, workers []*queue.WorkerInfo) map[time.Time]queue.MinuteCount {
 	type wm struct {
 		id string
 		at time.Time

@@ -11,6 +11,8 @@ import (
 
 	"github.com/qo-queue/qo/monitor"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/registry"
+	"github.com/qo-queue/qo/queue/throughput"
 	"github.com/qo-queue/qo/store"
 )
 
@@ -34,14 +36,14 @@ func TestThroughputSurvivesRestart(t *testing.T) {
 	minute := now.Truncate(time.Minute)
 	old := &queue.WorkerInfo{ID: "old", LastHeartbeat: now, Types: []string{"t"},
 		Recent: []queue.MinuteCount{{Start: minute.Add(-time.Minute), Completed: 40, Failed: 2}, {Start: minute, Completed: 13}}}
-	require.NoError(t, q.PutWorker(ctx, old))
+	require.NoError(t, registry.Put(ctx, q, old))
 	_, err := mon.CheckWorkers(ctx)
 	require.NoError(t, err)
 
 	// The restart: the old worker is gone, a new one has done a little.
-	require.NoError(t, q.DeleteWorker(ctx, "old"))
+	require.NoError(t, registry.Delete(ctx, q, "old"))
 	clock.Advance(20 * time.Second)
-	require.NoError(t, q.PutWorker(ctx, &queue.WorkerInfo{ID: "new", LastHeartbeat: clock.Now(), Types: []string{"t"},
+	require.NoError(t, registry.Put(ctx, q, &queue.WorkerInfo{ID: "new", LastHeartbeat: clock.Now(), Types: []string{"t"},
 		Recent: []queue.MinuteCount{{Start: minute, Completed: 5}}}))
 	m := New(q, Options{})
 	snap, err := m.Snapshot(ctx)
@@ -59,7 +61,7 @@ func TestThroughputSurvivesRestart(t *testing.T) {
 	// minutes close and the new worker stops as well.
 	_, err = mon.CheckWorkers(ctx)
 	require.NoError(t, err)
-	require.NoError(t, q.DeleteWorker(ctx, "new"))
+	require.NoError(t, registry.Delete(ctx, q, "new"))
 	clock.Advance(30 * time.Minute)
 	_, err = mon.CheckWorkers(ctx)
 	require.NoError(t, err)
@@ -83,9 +85,9 @@ func TestThroughputReadCost(t *testing.T) {
 		now := clock.Now()
 		for i := 0; i < hours; i++ {
 			at := now.Add(-time.Duration(i) * time.Hour)
-			h := &queue.ThroughputHour{Hour: at.UTC().Truncate(time.Hour),
-				Minutes: []queue.ThroughputMinute{{MinuteCount: queue.MinuteCount{Start: at.Truncate(time.Hour), Completed: 1}}}}
-			require.NoError(t, q.SaveThroughputHour(ctx, h))
+			h := &throughput.Hour{Hour: at.UTC().Truncate(time.Hour),
+				Minutes: []throughput.Minute{{MinuteCount: queue.MinuteCount{Start: at.Truncate(time.Hour), Completed: 1}}}}
+			require.NoError(t, throughput.Save(ctx, q, h))
 		}
 		m := New(q, Options{})
 		before := count(s, store.OpGet)
@@ -100,24 +102,24 @@ func TestThroughputReadCost(t *testing.T) {
 		return first, count(s, store.OpGet) - before
 	}
 	smallFirst, smallAgain := cost(2)
-	bigFirst, bigAgain := cost(int(queue.ThroughputKeep / time.Hour))
+	bigFirst, bigAgain := cost(int(throughput.Keep / time.Hour))
 	require.Equal(t, smallAgain, bigAgain, "an unchanged rollup costs no GET, whatever its history")
 	require.LessOrEqual(t, bigFirst-smallFirst, int64(DayHours-2+1), "the first read GETs at most the day's hours")
 }
 
-// TestThroughputPrune: the leader keeps ThroughputKeep of hours.
+// TestThroughputPrune: the leader keeps throughput.Keep of hours.
 func TestThroughputPrune(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	q, _, clock := open(t)
 	now := clock.Now()
-	for _, age := range []time.Duration{0, 24 * time.Hour, queue.ThroughputKeep + time.Hour, queue.ThroughputKeep + 50*time.Hour} {
-		require.NoError(t, q.SaveThroughputHour(ctx, &queue.ThroughputHour{Hour: now.Add(-age).UTC().Truncate(time.Hour)}))
+	for _, age := range []time.Duration{0, 24 * time.Hour, throughput.Keep + time.Hour, throughput.Keep + 50*time.Hour} {
+		require.NoError(t, throughput.Save(ctx, q, &throughput.Hour{Hour: now.Add(-age).UTC().Truncate(time.Hour)}))
 	}
-	n, err := q.PruneThroughput(ctx, now)
+	n, err := throughput.Prune(ctx, q, now)
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
-	left, err := q.ListThroughput(ctx, time.Time{})
+	left, err := throughput.List(ctx, q, time.Time{})
 	require.NoError(t, err)
 	require.Len(t, left, 2)
 }
@@ -129,9 +131,9 @@ func TestThroughputMalformedHour(t *testing.T) {
 	ctx := context.Background()
 	q, s, clock := open(t)
 	now := clock.Now()
-	require.NoError(t, q.SaveThroughputHour(ctx, &queue.ThroughputHour{Hour: now.UTC().Truncate(time.Hour),
-		Minutes: []queue.ThroughputMinute{{MinuteCount: queue.MinuteCount{Start: now.Truncate(time.Minute), Completed: 4}}}}))
-	bad := queue.ThroughputKey(now.Add(-time.Hour))
+	require.NoError(t, throughput.Save(ctx, q, &throughput.Hour{Hour: now.UTC().Truncate(time.Hour),
+		Minutes: []throughput.Minute{{MinuteCount: queue.MinuteCount{Start: now.Truncate(time.Minute), Completed: 4}}}}))
+	bad := throughput.Key(now.Add(-time.Hour))
 	_, err := s.Put(ctx, bad, []byte(`{"format":1,`), store.Condition{})
 	require.NoError(t, err)
 	snap, err := New(q, Options{}).Snapshot(ctx)

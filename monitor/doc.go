@@ -47,7 +47,7 @@
 //     every SweepInterval: one page of the ready index (see queue.Sweep:
 //     it reads only entries nobody claimed for SweepIdle, so it costs the
 //     same with 0 or with millions of finished tasks), the cursor and the
-//     pass times kept in the bucket (queue.SweepState) so a new leader
+//     pass times kept in the bucket (sweepstate.State) so a new leader
 //     resumes the pass; pending tasks past their expires_at become
 //     expired and stale entries are removed. Index entries are written
 //     before their task, so no single fault leaves one missing; the sweep

@@ -11,6 +11,7 @@ import (
 
 	"github.com/qo-queue/qo/monitor"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/queue/schedule"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/storetest"
@@ -40,7 +41,7 @@ func TestNewLeaderCostIndependentOfHistory(t *testing.T) {
 			}
 			_, err = schedule.Create(ctx, q, schedule.Spec{Name: "hourly", Cron: "@hourly", Task: schedule.Task{Type: "job"}})
 			require.NoError(t, err)
-			require.NoError(t, q.PutWorker(ctx, &queue.WorkerInfo{ID: "w1", LastHeartbeat: clock.Now()}))
+			require.NoError(t, registry.Put(ctx, q, &queue.WorkerInfo{ID: "w1", LastHeartbeat: clock.Now()}))
 
 			counted := s.(store.Counted)
 			before := counted.Requests().Snapshot()

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/namedlease"
 )
 
 func (m *Monitor) leadLoop(ctx context.Context) {
@@ -30,8 +31,8 @@ func (m *Monitor) Elect(ctx context.Context) bool {
 	m.mu.Unlock()
 
 	if held != nil {
-		renewed := *held // RenewLease updates its argument; IsLeader reads m.leader
-		err := m.q.RenewLease(ctx, &renewed, m.opts.LeaderTTL)
+		renewed := *held // namedlease.Renew updates its argument; IsLeader reads m.leader
+		err := namedlease.Renew(ctx, m.q, &renewed, m.opts.LeaderTTL)
 		switch {
 		case err == nil:
 			m.mu.Lock()
@@ -57,7 +58,7 @@ func (m *Monitor) Elect(ctx context.Context) bool {
 		}
 	}
 
-	l, err := m.q.AcquireLease(ctx, queue.MonitorLeaderKey, m.opts.ID, m.opts.LeaderTTL)
+	l, err := namedlease.Acquire(ctx, m.q, queue.MonitorLeaderKey, m.opts.ID, m.opts.LeaderTTL)
 	switch {
 	case err == nil:
 		m.setLeader(l)
@@ -105,7 +106,7 @@ func (m *Monitor) resign(ctx context.Context) {
 	if o := m.opts.Observer; o != nil {
 		o.Leadership(false)
 	}
-	if err := m.q.ReleaseLease(ctx, l); err != nil && !errors.Is(err, queue.ErrLeaseLost) {
+	if err := namedlease.Release(ctx, m.q, l); err != nil && !errors.Is(err, queue.ErrLeaseLost) {
 		m.log.Warn("releasing monitor leadership failed", "err", err)
 		return
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/registry"
 )
 
 func (m *Monitor) checkLeases(ctx context.Context) {
@@ -78,7 +79,7 @@ func (m *Monitor) CheckLeases(ctx context.Context) (LeaseCheck, error) {
 		if ctx.Err() != nil {
 			return r, ctx.Err()
 		}
-		t, err := m.q.ExpireLease(ctx, e)
+		t, err := m.q.Recovery().ExpireLease(ctx, e)
 		if m.logTakeBack(e, t, err, "task lease expired", "lease_expired_at", e.ExpiresAt) {
 			r.Expired++
 		}
@@ -101,7 +102,7 @@ func (m *Monitor) CheckLeases(ctx context.Context) (LeaseCheck, error) {
 		if ctx.Err() != nil {
 			return r, ctx.Err()
 		}
-		t, err := m.q.ReclaimLease(ctx, e, beat, m.opts.DeadAfter)
+		t, err := m.q.Recovery().ReclaimLease(ctx, e, beat, m.opts.DeadAfter)
 		if m.logTakeBack(e, t, err, "worker stopped heartbeating: task taken back", "worker_id", e.WorkerID, "last_heartbeat", beat) {
 			r.Reclaimed++
 			if !slices.Contains(r.Dead, e.WorkerID) {
@@ -135,7 +136,7 @@ func (m *Monitor) listLeaseRound(ctx context.Context) (_ []queue.LeaseEntry, mor
 			break // the budget is spent: the next round goes on from pos
 		}
 		ask := min(size, left)
-		entries, next, err := m.q.ListLeases(ctx, ask, pos)
+		entries, next, err := m.q.Recovery().ListLeases(ctx, queue.AllLeases, ask, pos)
 		if err != nil {
 			return nil, false, err // the next round tries the same part again
 		}
@@ -241,7 +242,7 @@ func (m *Monitor) someHolderMayBeDead(live []queue.LeaseEntry, now time.Time) bo
 // last heartbeat (zero: no registry entry; ReclaimLease then judges the
 // claim's age).
 func (m *Monitor) deadHolders(ctx context.Context, live []queue.LeaseEntry, now time.Time) (map[string]time.Time, error) {
-	beats, err := m.q.WorkerBeats(ctx)
+	beats, err := registry.Beats(ctx, m.q)
 	if err != nil {
 		return nil, err
 	}
@@ -279,7 +280,7 @@ func (m *Monitor) lastBeat(ctx context.Context, id string, written, now time.Tim
 	m.mu.Unlock()
 	if !cached || !c.written.Equal(written) {
 		c = declaredBound{written: written, beat: written, bound: m.opts.DeadAfter}
-		info, err := m.q.GetWorker(ctx, id)
+		info, err := registry.Get(ctx, m.q, id)
 		var bad *queue.MalformedError
 		switch {
 		case err == nil:

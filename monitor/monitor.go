@@ -11,6 +11,7 @@ import (
 
 	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/queue/schedule"
+	"github.com/qo-queue/qo/queue/sweepstate"
 	"github.com/qo-queue/qo/store"
 )
 
@@ -161,7 +162,7 @@ type Monitor struct {
 	states map[string]State // last logged state per worker
 	// sweepState is the sweeper's position, loaded from the bucket when
 	// this monitor becomes leader (nil: not loaded).
-	sweepState *queue.SweepState
+	sweepState *sweepstate.State
 	// kick asks the work loop for an immediate check (on becoming leader).
 	kick chan struct{}
 	// sweepKick asks the sweep loop for a round (on becoming leader).

@@ -17,7 +17,10 @@ import (
 
 	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/namedlease"
+	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/queue/schedule"
+	"github.com/qo-queue/qo/queue/sweepstate"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/storetest"
 )
@@ -61,7 +64,7 @@ func claimAs(t *testing.T, q *queue.Queue, e queue.ReadyEntry, worker string) *q
 // beat writes a heartbeat for worker at the queue's time.
 func beat(t *testing.T, q *queue.Queue, worker string, deadAfter time.Duration) {
 	t.Helper()
-	require.NoError(t, q.PutWorker(context.Background(), &queue.WorkerInfo{ID: worker, LastHeartbeat: q.Now(), DeadAfterSeconds: int(deadAfter / time.Second)}))
+	require.NoError(t, registry.Put(context.Background(), q, &queue.WorkerInfo{ID: worker, LastHeartbeat: q.Now(), DeadAfterSeconds: int(deadAfter / time.Second)}))
 }
 
 func TestHealth(t *testing.T) {
@@ -363,7 +366,7 @@ func TestLeaderElection(t *testing.T) {
 		require.True(t, m2.Elect(ctx))
 		require.False(t, m1.Elect(ctx))
 		require.False(t, m1.IsLeader())
-		l, err := q.ReadLease(ctx, queue.MonitorLeaderKey)
+		l, err := namedlease.Read(ctx, q, queue.MonitorLeaderKey)
 		require.NoError(t, err)
 		require.Equal(t, "m2", l.Holder)
 
@@ -424,7 +427,7 @@ func TestCheckWorkers(t *testing.T) {
 		q, _, clock := setup(t, b, true)
 		now := clock.Now()
 		for id, age := range map[string]time.Duration{"fresh": time.Second, "late": 2 * time.Minute, "gone": time.Hour, "ancient": 48 * time.Hour} {
-			require.NoError(t, q.PutWorker(ctx, &queue.WorkerInfo{ID: id, StartedAt: now.Add(-age), LastHeartbeat: now.Add(-age)}))
+			require.NoError(t, registry.Put(ctx, q, &queue.WorkerInfo{ID: id, StartedAt: now.Add(-age), LastHeartbeat: now.Add(-age)}))
 		}
 		m := New(q, Options{PruneDeadAfter: 24 * time.Hour, Logger: discard})
 		hs, err := m.CheckWorkers(ctx)
@@ -435,7 +438,7 @@ func TestCheckWorkers(t *testing.T) {
 		}
 		require.Equal(t, map[string]State{"fresh": Active, "late": Dead, "gone": Dead, "ancient": Dead}, got)
 		require.Len(t, m.WorkerHealth(), 4)
-		ws, err := q.ListWorkers(ctx)
+		ws, err := registry.List(ctx, q)
 		require.NoError(t, err)
 		require.Len(t, ws, 3, "the registration dead for over PruneDeadAfter is pruned")
 	})
@@ -459,7 +462,7 @@ func TestSweepRound(t *testing.T) {
 		opts.ID = "m1"
 		m1 := New(q, opts)
 		require.NoError(t, m1.SweepRound(ctx))
-		st, err := q.LoadSweepState(ctx)
+		st, err := sweepstate.Load(ctx, q)
 		require.NoError(t, err)
 		require.Zero(t, st, "only the leader sweeps")
 
@@ -469,7 +472,7 @@ func TestSweepRound(t *testing.T) {
 		var cursors []string
 		for i := 0; i < 2; i++ {
 			require.NoError(t, m1.SweepRound(ctx))
-			st, err = q.LoadSweepState(ctx)
+			st, err = sweepstate.Load(ctx, q)
 			require.NoError(t, err)
 			require.Equal(t, "m1", st.Holder)
 			cursors = append(cursors, st.Cursor)
@@ -480,14 +483,14 @@ func TestSweepRound(t *testing.T) {
 		m2 := New(q, opts)
 		require.True(t, m2.Elect(ctx))
 		require.NoError(t, m2.SweepRound(ctx))
-		st, err = q.LoadSweepState(ctx)
+		st, err = sweepstate.Load(ctx, q)
 		require.NoError(t, err)
 		require.Equal(t, "m2", st.Holder)
 		require.Greater(t, st.Cursor, cursors[1], "resumed after the last key m1 swept")
 		// The pass ends and the next one starts over.
 		for st.Cursor != "" {
 			require.NoError(t, m2.SweepRound(ctx))
-			st, err = q.LoadSweepState(ctx)
+			st, err = sweepstate.Load(ctx, q)
 			require.NoError(t, err)
 		}
 		require.False(t, st.LastPassAt.IsZero())
@@ -508,7 +511,7 @@ func TestSweepReadsOnlyIdleEntries(t *testing.T) {
 		}
 		counted := s.(store.Counted)
 		before := counted.Requests().Snapshot()
-		res, next, err := q.Sweep(ctx, "", 0, time.Hour)
+		res, next, err := q.Recovery().Sweep(ctx, "", 0, time.Hour)
 		require.NoError(t, err)
 		require.Empty(t, next)
 		require.Equal(t, 3, res.Listed)
@@ -516,7 +519,7 @@ func TestSweepReadsOnlyIdleEntries(t *testing.T) {
 		d := counted.Requests().Snapshot().Sub(before)
 		require.Equal(t, int64(1), d.Total(store.OpList), "%s", d)
 		require.Zero(t, d.Total(store.OpGet), "%s", d)
-		res, _, err = q.Sweep(ctx, "", 0, 0)
+		res, _, err = q.Recovery().Sweep(ctx, "", 0, 0)
 		require.NoError(t, err)
 		require.Equal(t, 3, res.Scanned, "idle for long enough: each task is read once")
 		require.Zero(t, res.Expired+res.StaleRemoved)

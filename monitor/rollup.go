@@ -6,13 +6,14 @@ import (
 	"time"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/throughput"
 )
 
 // rollup is the leader's copy of the throughput rollup's open hours (see
-// queue.ThroughputHour): loaded from the bucket on first use, folded at
+// throughput.Hour): loaded from the bucket on first use, folded at
 // every worker-health check, written back when they changed.
 type rollup struct {
-	hours    map[string]*queue.ThroughputHour // by key
+	hours    map[string]*throughput.Hour // by key
 	prunedAt time.Time
 }
 
@@ -20,29 +21,29 @@ type rollup struct {
 // throughput rollup and writes the hour objects that changed: at most two
 // PUTs (the minutes a heartbeat carries span at most two hours), plus one
 // GET per hour the first time this monitor folds into it, plus one LIST
-// per hour to delete the objects older than queue.ThroughputKeep.
+// per hour to delete the objects older than throughput.Keep.
 // CheckWorkers calls it with the registry it read; the leader alone runs
 // it.
 func (m *Monitor) RollUp(ctx context.Context, workers []*queue.WorkerInfo, now time.Time) error {
 	m.mu.Lock()
 	r := m.rollup
 	if r == nil {
-		r = &rollup{hours: map[string]*queue.ThroughputHour{}}
+		r = &rollup{hours: map[string]*throughput.Hour{}}
 		m.rollup = r
 	}
 	m.mu.Unlock()
 	changed := map[string]bool{}
 	for _, w := range workers {
 		for _, mc := range w.Recent {
-			key := queue.ThroughputKey(mc.Start)
+			key := throughput.Key(mc.Start)
 			h, ok := r.hours[key]
 			if !ok {
-				loaded, err := m.q.LoadThroughputHour(ctx, mc.Start)
+				loaded, err := throughput.Load(ctx, m.q, mc.Start)
 				var bad *queue.MalformedError
 				if errors.As(err, &bad) {
 					// Start the hour again rather than stop the rollup.
 					m.log.Warn("malformed throughput rollup hour; writing it anew", "key", bad.Key, "err", bad.Err)
-					loaded, err = &queue.ThroughputHour{Format: queue.FormatVersion, Hour: mc.Start.UTC().Truncate(time.Hour)}, nil
+					loaded, err = &throughput.Hour{Format: queue.FormatVersion, Hour: mc.Start.UTC().Truncate(time.Hour)}, nil
 				}
 				if err != nil {
 					return err
@@ -55,14 +56,14 @@ func (m *Monitor) RollUp(ctx context.Context, workers []*queue.WorkerInfo, now t
 			}
 		}
 	}
-	closeBefore := now.Add(-queue.ThroughputOpenFor)
+	closeBefore := now.Add(-throughput.OpenFor)
 	for key, h := range r.hours {
 		if h.Close(closeBefore) {
 			changed[key] = true
 		}
 	}
 	for key := range changed {
-		if err := m.q.SaveThroughputHour(ctx, r.hours[key]); err != nil {
+		if err := throughput.Save(ctx, m.q, r.hours[key]); err != nil {
 			return err
 		}
 	}
@@ -73,7 +74,7 @@ func (m *Monitor) RollUp(ctx context.Context, workers []*queue.WorkerInfo, now t
 		}
 	}
 	if now.Sub(r.prunedAt) >= time.Hour {
-		n, err := m.q.PruneThroughput(ctx, now)
+		n, err := throughput.Prune(ctx, m.q, now)
 		if err != nil {
 			return err
 		}

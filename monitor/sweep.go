@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/sweepstate"
 )
 
 // sweepLoop runs a sweep round every SweepInterval while this monitor
@@ -43,7 +44,7 @@ func (m *Monitor) SweepRound(ctx context.Context) error {
 	st := m.sweepState
 	m.mu.Unlock()
 	if st == nil {
-		loaded, err := m.q.LoadSweepState(ctx)
+		loaded, err := sweepstate.Load(ctx, m.q)
 		if err != nil {
 			return err
 		}
@@ -53,13 +54,13 @@ func (m *Monitor) SweepRound(ctx context.Context) error {
 	if st.Cursor == "" {
 		st.PassStartedAt = now
 	}
-	res, next, err := m.q.Sweep(ctx, st.Cursor, m.opts.SweepPageSize, m.opts.SweepIdle)
+	res, next, err := m.q.Recovery().Sweep(ctx, st.Cursor, m.opts.SweepPageSize, m.opts.SweepIdle)
 	if err != nil {
 		return err
 	}
 	// And one page of waiting tasks: a parent's end that no child heard
 	// of (its writer died in between) is recorded within a round.
-	wres, wnext, err := m.q.SweepWaiting(ctx, st.WaitingCursor, m.opts.SweepPageSize, m.opts.SweepIdle)
+	wres, wnext, err := m.q.Recovery().SweepWaiting(ctx, st.WaitingCursor, m.opts.SweepPageSize, m.opts.SweepIdle)
 	if err != nil {
 		return err
 	}
@@ -71,7 +72,7 @@ func (m *Monitor) SweepRound(ctx context.Context) error {
 		st.LastPassAt = now
 	}
 	st.LastRoundAt, st.Holder = now, m.opts.ID
-	if err := m.q.SaveSweepState(ctx, *st); err != nil {
+	if err := sweepstate.Save(ctx, m.q, *st); err != nil {
 		return err
 	}
 	m.mu.Lock()

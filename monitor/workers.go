@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/qo-queue/qo/queue/registry"
 )
 
 func (m *Monitor) checkWorkers(ctx context.Context) {
@@ -20,7 +22,7 @@ func (m *Monitor) checkWorkers(ctx context.Context) {
 // PruneDeadAfter is set, and folds the workers' finishes into the
 // throughput rollup (RollUp).
 func (m *Monitor) CheckWorkers(ctx context.Context) ([]WorkerHealth, error) {
-	workers, err := m.q.ListWorkers(ctx)
+	workers, err := registry.List(ctx, m.q)
 	if err != nil {
 		return nil, fmt.Errorf("list workers: %w", err)
 	}
@@ -42,7 +44,7 @@ func (m *Monitor) CheckWorkers(ctx context.Context) ([]WorkerHealth, error) {
 			m.log.Info("worker heartbeat is active again", "worker_id", id)
 		}
 		if m.opts.PruneDeadAfter > 0 && h.State == Dead && h.Age > m.opts.PruneDeadAfter {
-			if err := m.q.DeleteWorker(ctx, id); err != nil {
+			if err := registry.Delete(ctx, m.q, id); err != nil {
 				m.log.Warn("pruning dead worker failed", "worker_id", id, "err", err)
 			} else {
 				m.log.Info("pruned dead worker registration", "worker_id", id, "age", h.Age.Round(time.Second).String())

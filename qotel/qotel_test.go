@@ -202,7 +202,7 @@ func TestSubmitHookTracesEverySubmit(t *testing.T) {
 	require.Equal(t, first.Metadata[queue.MetaTraceparent], again.Metadata[queue.MetaTraceparent], "a duplicate keeps the first context")
 	spec, err := queue.DecodeWorkflow([]byte(`{"name": "wf", "steps": [{"name": "one", "type": "b"}, {"name": "two", "type": "c", "after": ["one"]}]}`), queue.DefaultSubmitDefaults)
 	require.NoError(t, err)
-	_, _, err = q.SubmitWorkflow(ctx, spec)
+	_, _, err = q.Workflows().Submit(ctx, spec)
 	require.NoError(t, err)
 
 	spans := rec.Ended()

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/control"
 	"github.com/qo-queue/qo/store/storetest"
 )
 
@@ -50,13 +51,13 @@ func TestOperatorWritesRecordTheirActor(t *testing.T) {
 		require.NoError(t, err)
 		require.Empty(t, got.Actor, "a replay without an actor does not keep the earlier one")
 
-		ctl, err := b.q.Pause(ops, "job", "outage")
+		ctl, err := control.Pause(ops, b.q, "job", "outage")
 		require.NoError(t, err)
 		require.Equal(t, "alice@ops-1, qo tui", ctl.Actor)
-		ctl, err = b.q.Resume(b.ctx, "job")
+		ctl, err = control.Resume(b.ctx, b.q, "job")
 		require.NoError(t, err)
 		require.Empty(t, ctl.Actor)
-		ctl, err = b.q.Control(b.ctx)
+		ctl, err = control.Read(b.ctx, b.q)
 		require.NoError(t, err)
 		require.Empty(t, ctl.Actor, "as stored")
 	})

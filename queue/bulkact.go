@@ -22,7 +22,7 @@ import (
 //
 // It runs in two steps so its cost can be shown before anything is
 // written: PlanBulkAction reads the tasks (GET by id, or the listing of
-// the filter, page by page) and applies the rule in memory; RunBulkAction
+// the filter, page by page) and applies the rule in memory; ActPlan.Run
 // writes each planned task with the ETag it was read with (no second GET).
 
 // Bounds of bulk actions.
@@ -82,6 +82,7 @@ type ActPlan struct {
 	// ByStatus counts the planned tasks by their status when read.
 	ByStatus map[Status]int
 	items    []actItem
+	q        *Queue // the queue the plan read, which Run writes
 }
 
 type actItem struct {
@@ -159,7 +160,7 @@ func (q *Queue) PlanBulkAction(ctx context.Context, req BulkActionRequest) (*Act
 	if (req.Filter == nil) == (len(req.IDs) == 0) {
 		return nil, invalidInput("bulk %s: name the tasks by id or by a filter (status, type), not both and not neither", req.Op)
 	}
-	p := &ActPlan{Op: req.Op, Reason: req.Reason, ByStatus: map[Status]int{}}
+	p := &ActPlan{Op: req.Op, Reason: req.Reason, ByStatus: map[Status]int{}, q: q}
 	seen := map[uuid.UUID]bool{}
 	consider := func(t *Task, etag string) {
 		if seen[t.ID] {
@@ -294,7 +295,7 @@ func unchanged(t *Task, op string) string {
 	return fmt.Sprintf("%s: %s would change nothing", t.Status, op)
 }
 
-// ActOptions tune RunBulkAction.
+// ActOptions tune ActPlan.Run.
 type ActOptions struct {
 	// Concurrency is the number of writes in flight
 	// (DefaultActConcurrency when 0, at most MaxBulkConcurrency).
@@ -326,14 +327,15 @@ func (p *ActPlan) DryRun() *ActSummary {
 		Failed: []ActSkip{}, Partial: p.Partial, Requests: p.Found.Add(p.Cost)}
 }
 
-// RunBulkAction writes every task of p: the single-task action, applied
+// Run writes every task of the plan: the single-task action, applied
 // to the version the plan read and written with If-Match on its ETag; a
 // task changed meanwhile is read again and the rule applied again (so a
 // task that ended meanwhile is skipped, "changed meanwhile", not forced).
 // A storage error (the bucket unreachable, credentials refused) or the end
 // of ctx stops the run: the tasks not written by then are failed with
 // that reason, and running the same action again is safe.
-func (q *Queue) RunBulkAction(ctx context.Context, p *ActPlan, opt ActOptions) *ActSummary {
+func (p *ActPlan) Run(ctx context.Context, opt ActOptions) *ActSummary {
+	q := p.q
 	conc := opt.Concurrency
 	if conc <= 0 {
 		conc = DefaultActConcurrency

@@ -58,10 +58,11 @@ func TestBulkActionFilter(t *testing.T) {
 
 		before = b.counts()
 		var progress []int
-		sum := b.q.RunBulkAction(b.ctx, plan, queue.ActOptions{Concurrency: 4, Progress: func(done, total int) {
+		sum := plan.Run(b.ctx, queue.ActOptions{Concurrency: 4, Progress: func(done, total int) {
 			require.Equal(t, n, total)
 			progress = append(progress, done)
 		}})
+
 		requireCounts(t, "run", before, b.counts(), map[store.Op]int64{store.OpPut: n, store.OpDelete: n})
 		require.NoError(t, sum.Stopped)
 		require.Len(t, sum.Done, n)
@@ -82,7 +83,7 @@ func TestBulkActionFilter(t *testing.T) {
 		plan, err = b.q.PlanBulkAction(b.ctx, req)
 		require.NoError(t, err)
 		require.Zero(t, plan.Len())
-		sum = b.q.RunBulkAction(b.ctx, plan, queue.ActOptions{})
+		sum = plan.Run(b.ctx, queue.ActOptions{})
 		require.Empty(t, sum.Done)
 
 		// Without a status: every status cancel applies to; the running
@@ -90,7 +91,7 @@ func TestBulkActionFilter(t *testing.T) {
 		plan, err = b.q.PlanBulkAction(b.ctx, queue.BulkActionRequest{Op: queue.OpCancel, Filter: &queue.ActFilter{Type: "resize"}})
 		require.NoError(t, err)
 		require.Equal(t, []uuid.UUID{running.ID}, plan.IDs())
-		sum = b.q.RunBulkAction(b.ctx, plan, queue.ActOptions{})
+		sum = plan.Run(b.ctx, queue.ActOptions{})
 		require.Equal(t, []uuid.UUID{running.ID}, sum.Done)
 		require.True(t, b.get(t, running).CancelRequested)
 		plan, err = b.q.PlanBulkAction(b.ctx, queue.BulkActionRequest{Op: queue.OpCancel, Filter: &queue.ActFilter{Type: "resize"}})
@@ -128,7 +129,7 @@ func TestBulkActionIDs(t *testing.T) {
 		lc := b.claim(t, changed, "w1")
 		_, err = b.q.Complete(b.ctx, lc, json.RawMessage(`{}`))
 		require.NoError(t, err)
-		sum := b.q.RunBulkAction(b.ctx, plan, queue.ActOptions{})
+		sum := plan.Run(b.ctx, queue.ActOptions{})
 		require.Equal(t, []uuid.UUID{p1.ID, p2.ID}, sum.Done)
 		require.Empty(t, sum.Failed)
 		require.Equal(t, "changed meanwhile: completed: only waiting, pending or running tasks can be cancelled", reasons(sum.Skipped)[changed.ID])
@@ -139,7 +140,7 @@ func TestBulkActionIDs(t *testing.T) {
 		// not apply to.
 		plan, err = b.q.PlanBulkAction(b.ctx, queue.BulkActionRequest{Op: queue.OpReplay, IDs: []uuid.UUID{p1.ID, done.ID}})
 		require.NoError(t, err)
-		sum = b.q.RunBulkAction(b.ctx, plan, queue.ActOptions{})
+		sum = plan.Run(b.ctx, queue.ActOptions{})
 		require.Equal(t, []uuid.UUID{p1.ID}, sum.Done)
 		require.Equal(t, queue.StatusPending, b.get(t, p1).Status)
 		require.Equal(t, "completed: only failed, cancelled or expired tasks can be replayed", reasons(sum.Skipped)[done.ID])
@@ -164,7 +165,7 @@ func TestBulkActionCost500(t *testing.T) {
 	before := b.counts()
 	plan, err := b.q.PlanBulkAction(b.ctx, queue.BulkActionRequest{Op: queue.OpCancel, Filter: &queue.ActFilter{Statuses: []queue.Status{queue.StatusPending}}})
 	require.NoError(t, err)
-	sum := b.q.RunBulkAction(b.ctx, plan, queue.ActOptions{})
+	sum := plan.Run(b.ctx, queue.ActOptions{})
 	require.Len(t, sum.Done, n)
 	requireCounts(t, "cancel 500", before, b.counts(), map[store.Op]int64{store.OpList: 1, store.OpGet: n, store.OpPut: n, store.OpDelete: n})
 	require.Equal(t, int64(3*n+1), sum.Requests.Total(store.OpList)+sum.Requests.Total(store.OpGet)+sum.Requests.Total(store.OpPut)+sum.Requests.Total(store.OpDelete))
@@ -184,7 +185,7 @@ func TestBulkActionFailures(t *testing.T) {
 	b.s.set(func(f *faultStore) { f.failPut = func(key string) bool { return key == bad.Key() } })
 	plan, err := b.q.PlanBulkAction(b.ctx, queue.BulkActionRequest{Op: queue.OpCancel, Filter: &queue.ActFilter{Type: "x"}})
 	require.NoError(t, err)
-	sum := b.q.RunBulkAction(b.ctx, plan, queue.ActOptions{Concurrency: 2})
+	sum := plan.Run(b.ctx, queue.ActOptions{Concurrency: 2})
 	require.Len(t, sum.Done, 5)
 	require.Len(t, sum.Failed, 1)
 	require.Equal(t, bad.ID, sum.Failed[0].ID)
@@ -197,11 +198,11 @@ func TestBulkActionFailures(t *testing.T) {
 	cancel()
 	plan, err = b.q.PlanBulkAction(b.ctx, queue.BulkActionRequest{Op: queue.OpCancel, IDs: []uuid.UUID{bad.ID}})
 	require.NoError(t, err)
-	sum = b.q.RunBulkAction(ctx, plan, queue.ActOptions{})
+	sum = plan.Run(ctx, queue.ActOptions{})
 	require.ErrorIs(t, sum.Stopped, context.Canceled)
 	require.Len(t, sum.Failed, 1)
 	require.Empty(t, sum.Done)
-	sum = b.q.RunBulkAction(b.ctx, plan, queue.ActOptions{})
+	sum = plan.Run(b.ctx, queue.ActOptions{})
 	require.Equal(t, []uuid.UUID{bad.ID}, sum.Done)
 	require.Equal(t, queue.StatusCancelled, b.get(t, bad).Status)
 }

@@ -1,7 +1,6 @@
 package queue
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/qo-queue/qo/store"
 )
 
 // Control is the queue-wide switchboard at control.json: whether the whole
@@ -214,7 +211,8 @@ func (c Control) PausedTypes() []string {
 	return out
 }
 
-func decodeControl(body []byte) (Control, error) {
+// DecodeControl parses control.json.
+func DecodeControl(body []byte) (Control, error) {
 	var c Control
 	if err := json.Unmarshal(body, &c); err != nil {
 		return Control{}, &MalformedError{Key: ControlKey, Err: err}
@@ -260,234 +258,4 @@ func decodeControl(body []byte) (Control, error) {
 		}
 	}
 	return c, nil
-}
-
-// SetKeyLimit sets the per-key concurrency cap of typ to n: at most n
-// handlers of the type run at once for each task key, across every
-// worker (see doc.go, "Task keys"). Setting the cap it has changes
-// nothing.
-func (q *Queue) SetKeyLimit(ctx context.Context, typ string, n int) (Control, error) {
-	return q.setConcurrency(ctx, "set per-key limit", keyLimits, typ, n)
-}
-
-// SetKeyRate sets the per-key rate limit of typ: at most starts per per
-// (time.Second or time.Minute) for each task key across every worker,
-// burst more in any window (burst 0: DefaultBurst). It keeps the type's
-// per-key cap (see doc.go, "Task keys").
-func (q *Queue) SetKeyRate(ctx context.Context, typ string, starts int, per time.Duration, burst int) (Control, error) {
-	return q.setRate(ctx, "set per-key rate", keyLimits, typ, starts, per, burst)
-}
-
-// SetLimit sets the fleet-wide concurrency cap of typ to n: at most n
-// handlers of the type run at once across every worker (see doc.go,
-// "Fleet-wide concurrency caps"). Setting the cap it has changes nothing.
-func (q *Queue) SetLimit(ctx context.Context, typ string, n int) (Control, error) {
-	return q.setConcurrency(ctx, "set limit", fleetLimits, typ, n)
-}
-
-// SetRate sets the fleet-wide rate limit of typ: at most starts per per
-// (time.Second or time.Minute) across every worker, burst more in any
-// window (burst 0: DefaultBurst). It keeps the type's concurrency cap
-// (see doc.go, "Fleet-wide rate limits").
-func (q *Queue) SetRate(ctx context.Context, typ string, starts int, per time.Duration, burst int) (Control, error) {
-	return q.setRate(ctx, "set rate", fleetLimits, typ, starts, per, burst)
-}
-
-// limitsIn picks the limits a setting writes: the fleet-wide ones or the
-// per-key ones.
-type limitsIn func(c *Control) *map[string]Limit
-
-func fleetLimits(c *Control) *map[string]Limit { return &c.Limits }
-func keyLimits(c *Control) *map[string]Limit   { return &c.KeyLimits }
-
-// setLimit changes the limit of typ in the map in picks (had: it has
-// one), when change says it differs (see updateControl).
-func (q *Queue) setLimit(ctx context.Context, op string, in limitsIn, typ string, change func(l *Limit, had bool) bool) (Control, error) {
-	return q.updateControl(ctx, op, func(c *Control, now time.Time) bool {
-		m := in(c)
-		l, had := (*m)[typ]
-		if !change(&l, had) {
-			return false
-		}
-		if *m == nil {
-			*m = map[string]Limit{}
-		}
-		l.SetAt = now
-		(*m)[typ] = l
-		return true
-	})
-}
-
-func (q *Queue) setConcurrency(ctx context.Context, op string, in limitsIn, typ string, n int) (Control, error) {
-	if err := ValidateType(typ); err != nil {
-		return Control{}, fmt.Errorf("%s: %w", op, err)
-	}
-	if n < 1 || n > MaxConcurrencyCap {
-		return Control{}, invalidInput("%s: concurrency %d is not between 1 and %d (to remove the cap, clear it)", op, n, MaxConcurrencyCap)
-	}
-	return q.setLimit(ctx, op, in, typ, func(l *Limit, had bool) bool {
-		if had && l.Concurrency == n {
-			return false
-		}
-		l.Concurrency = n
-		return true
-	})
-}
-
-func (q *Queue) setRate(ctx context.Context, op string, in limitsIn, typ string, starts int, per time.Duration, burst int) (Control, error) {
-	if err := ValidateType(typ); err != nil {
-		return Control{}, fmt.Errorf("%s: %w", op, err)
-	}
-	if per != time.Second && per != time.Minute {
-		return Control{}, invalidInput("%s: per %s is neither a second nor a minute", op, per)
-	}
-	if starts < 1 || starts*int(time.Second)/int(per) > MaxRate || starts > MaxRate*60 {
-		return Control{}, invalidInput("%s: %d per %s is not between 1 and %d per second (to remove the rate, clear the limit)", op, starts, per, MaxRate)
-	}
-	if burst < 0 || burst > MaxRate {
-		return Control{}, invalidInput("%s: burst %d is not between 1 and %d (0: the default)", op, burst, MaxRate)
-	}
-	unit := "m"
-	if per == time.Second {
-		unit = "s"
-	}
-	return q.setLimit(ctx, op, in, typ, func(l *Limit, had bool) bool {
-		if had && l.Rate == starts && l.Per == unit && l.Burst == burst {
-			return false
-		}
-		l.Rate, l.Per, l.Burst = starts, unit, burst
-		return true
-	})
-}
-
-// ClearLimit removes the fleet-wide limits of typ, per-key ones too. Clearing none changes
-// nothing.
-func (q *Queue) ClearLimit(ctx context.Context, typ string) (Control, error) {
-	if err := ValidateType(typ); err != nil {
-		return Control{}, fmt.Errorf("clear limit: %w", err)
-	}
-	return q.updateControl(ctx, "clear limit", func(c *Control, now time.Time) bool {
-		_, ok := c.Limits[typ]
-		_, keyed := c.KeyLimits[typ]
-		if !ok && !keyed {
-			return false
-		}
-		delete(c.Limits, typ)
-		delete(c.KeyLimits, typ)
-		return true
-	})
-}
-
-// Control reads control.json. A queue that was never paused has none: the
-// zero Control (nothing paused) is returned.
-func (q *Queue) Control(ctx context.Context) (Control, error) {
-	c, _, err := q.readControl(ctx)
-	return c, err
-}
-
-func (q *Queue) readControl(ctx context.Context) (Control, string, error) {
-	obj, err := q.getLimited(ctx, ControlKey, maxSmallObject)
-	if errors.Is(err, store.ErrNotFound) {
-		return Control{Format: FormatVersion}, "", nil
-	}
-	if err != nil {
-		return Control{}, "", fmt.Errorf("read %s: %w", ControlKey, err)
-	}
-	c, err := decodeControl(obj.Body)
-	if err != nil {
-		return Control{}, "", err
-	}
-	return c, obj.ETag, nil
-}
-
-// Pause stops workers from claiming tasks of type typ, or of every type when
-// typ is "". Running tasks finish; submits are still accepted and wait.
-// Pausing what is paused already changes nothing.
-func (q *Queue) Pause(ctx context.Context, typ, reason string) (Control, error) {
-	if typ != "" {
-		if err := ValidateType(typ); err != nil {
-			return Control{}, fmt.Errorf("pause: %w", err)
-		}
-	}
-	return q.updateControl(ctx, "pause", func(c *Control, now time.Time) bool {
-		if typ == "" {
-			if c.Paused {
-				return false
-			}
-			c.Paused, c.PausedAt, c.Reason = true, timePtr(now), reason
-			return true
-		}
-		if _, ok := c.Types[typ]; ok {
-			return false
-		}
-		if c.Types == nil {
-			c.Types = map[string]Pause{}
-		}
-		c.Types[typ] = Pause{At: now, Reason: reason}
-		return true
-	})
-}
-
-// Resume lets workers claim tasks of type typ again, or lifts the
-// whole-queue pause when typ is "" (types paused one by one stay paused).
-func (q *Queue) Resume(ctx context.Context, typ string) (Control, error) {
-	if typ != "" {
-		if err := ValidateType(typ); err != nil {
-			return Control{}, fmt.Errorf("resume: %w", err)
-		}
-	}
-	return q.updateControl(ctx, "resume", func(c *Control, now time.Time) bool {
-		if typ == "" {
-			if !c.Paused {
-				return false
-			}
-			c.Paused, c.PausedAt, c.Reason = false, nil, ""
-			return true
-		}
-		if _, ok := c.Types[typ]; !ok {
-			return false
-		}
-		delete(c.Types, typ)
-		return true
-	})
-}
-
-// updateControl applies change to control.json with compare-and-swap,
-// re-reading and re-applying when another writer got there first.
-func (q *Queue) updateControl(ctx context.Context, op string, change func(c *Control, now time.Time) bool) (Control, error) {
-	var lastErr error
-	for range maxRebases {
-		c, etag, err := q.readControl(ctx)
-		if err != nil {
-			return Control{}, fmt.Errorf("%s: %w", op, err)
-		}
-		now := q.Now()
-		if !change(&c, now) {
-			return c, nil
-		}
-		c.Format, c.Rev, c.UpdatedAt, c.Actor = FormatVersion, c.Rev+1, now, ActorFrom(ctx)
-		body, err := json.Marshal(c)
-		if err != nil {
-			return Control{}, fmt.Errorf("%s: %w", op, err)
-		}
-		cond := store.CreateOnly
-		if etag != "" {
-			cond = store.IfMatch(etag)
-		}
-		_, err = q.s.Put(ctx, ControlKey, body, cond)
-		if err == nil {
-			return c, nil
-		}
-		// A 412 means another writer got there first; any other error may
-		// hide a write that landed. Either way the next round re-reads, and
-		// a change already applied is then a no-op.
-		if ctx.Err() != nil || isDefinite(err) {
-			return Control{}, fmt.Errorf("%s: write %s: %w", op, ControlKey, err)
-		}
-		lastErr = err
-	}
-	if !errors.Is(lastErr, store.ErrPreconditionFailed) {
-		return Control{}, fmt.Errorf("%s: write %s: %w", op, ControlKey, lastErr)
-	}
-	return Control{}, fmt.Errorf("%s: %w (%s kept changing; try again)", op, ErrConflict, ControlKey)
 }

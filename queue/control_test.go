@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/control"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/memstore"
 	"github.com/qo-queue/qo/store/storetest"
@@ -18,7 +19,7 @@ func TestPauseControl(t *testing.T) {
 	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
 		b := setup(t, be)
-		c, err := b.q.Control(b.ctx)
+		c, err := control.Read(b.ctx, b.q)
 		require.NoError(t, err)
 		require.False(t, c.IsPaused("a"), "a queue never paused has no control object")
 
@@ -28,35 +29,35 @@ func TestPauseControl(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_, err := b.q.Pause(b.ctx, typ, "reason "+typ)
+				_, err := control.Pause(b.ctx, b.q, typ, "reason "+typ)
 				require.NoError(t, err)
 			}()
 		}
 		wg.Wait()
-		c, err = b.q.Control(b.ctx)
+		c, err = control.Read(b.ctx, b.q)
 		require.NoError(t, err)
 		require.Equal(t, []string{"a", "b", "c", "d"}, c.PausedTypes())
 		require.Equal(t, "reason b", c.Types["b"].Reason)
 		require.False(t, c.IsPaused("e"))
 
-		c, err = b.q.Pause(b.ctx, "", "maintenance")
+		c, err = control.Pause(b.ctx, b.q, "", "maintenance")
 		require.NoError(t, err)
 		require.True(t, c.IsPaused("e"))
-		c, err = b.q.Resume(b.ctx, "")
+		c, err = control.Resume(b.ctx, b.q, "")
 		require.NoError(t, err)
 		require.False(t, c.IsPaused("e"))
 		require.True(t, c.IsPaused("a"), "resuming the queue leaves types paused by name")
-		c, err = b.q.Resume(b.ctx, "a")
+		c, err = control.Resume(b.ctx, b.q, "a")
 		require.NoError(t, err)
 		require.False(t, c.IsPaused("a"))
 
 		// Repeating a change writes nothing.
 		before := b.counts()
-		_, err = b.q.Resume(b.ctx, "a")
+		_, err = control.Resume(b.ctx, b.q, "a")
 		require.NoError(t, err)
 		require.Zero(t, b.counts().Sub(before).Total(store.OpPut))
 
-		_, err = b.q.Pause(b.ctx, "bad type", "")
+		_, err = control.Pause(b.ctx, b.q, "bad type", "")
 		require.ErrorIs(t, err, queue.ErrInvalidInput)
 	})
 }
@@ -71,28 +72,28 @@ func TestSetLimit(t *testing.T) {
 	require.NoError(t, err)
 	q, err := queue.Open(ctx, s, queue.Options{})
 	require.NoError(t, err)
-	_, err = q.Pause(ctx, "api", "")
+	_, err = control.Pause(ctx, q, "api", "")
 	require.NoError(t, err)
-	c, err := q.SetLimit(ctx, "api", 5)
+	c, err := control.SetLimit(ctx, q, "api", 5)
 	require.NoError(t, err)
 	n, ok := c.ConcurrencyCap("api")
 	require.True(t, ok)
 	require.Equal(t, 5, n)
 	require.True(t, c.IsPaused("api"), "the pause stays")
 	rev := c.Rev
-	c, err = q.SetLimit(ctx, "api", 5)
+	c, err = control.SetLimit(ctx, q, "api", 5)
 	require.NoError(t, err)
 	require.Equal(t, rev, c.Rev, "setting the same cap writes nothing")
-	_, err = q.SetLimit(ctx, "api", 0)
+	_, err = control.SetLimit(ctx, q, "api", 0)
 	require.ErrorIs(t, err, queue.ErrInvalidInput)
-	c, err = q.ClearLimit(ctx, "api")
+	c, err = control.ClearLimit(ctx, q, "api")
 	require.NoError(t, err)
 	_, ok = c.ConcurrencyCap("api")
 	require.False(t, ok)
 
 	_, err = s.Put(ctx, queue.ControlKey, []byte(`{"format":1,"limits":{"api":{"concurrency":0}}}`), store.Condition{})
 	require.NoError(t, err)
-	_, err = q.Control(ctx)
+	_, err = control.Read(ctx, q)
 	var m *queue.MalformedError
 	require.ErrorAs(t, err, &m)
 }
@@ -107,9 +108,9 @@ func TestSetRate(t *testing.T) {
 	require.NoError(t, err)
 	q, err := queue.Open(ctx, s, queue.Options{})
 	require.NoError(t, err)
-	_, err = q.SetLimit(ctx, "api", 5)
+	_, err = control.SetLimit(ctx, q, "api", 5)
 	require.NoError(t, err)
-	c, err := q.SetRate(ctx, "api", 20, time.Second, 0)
+	c, err := control.SetRate(ctx, q, "api", 20, time.Second, 0)
 	require.NoError(t, err)
 	r, ok := c.RateLimit("api")
 	require.True(t, ok)
@@ -118,23 +119,23 @@ func TestSetRate(t *testing.T) {
 	n, ok := c.ConcurrencyCap("api")
 	require.True(t, ok, "the cap stays")
 	require.Equal(t, 5, n)
-	c, err = q.SetLimit(ctx, "api", 3)
+	c, err = control.SetLimit(ctx, q, "api", 3)
 	require.NoError(t, err)
 	_, ok = c.RateLimit("api")
 	require.True(t, ok, "setting the cap keeps the rate")
 	rev := c.Rev
-	c, err = q.SetRate(ctx, "api", 20, time.Second, 0)
+	c, err = control.SetRate(ctx, q, "api", 20, time.Second, 0)
 	require.NoError(t, err)
 	require.Equal(t, rev, c.Rev, "setting the same rate writes nothing")
 
-	c, err = q.SetRate(ctx, "slow", 90, time.Minute, 4)
+	c, err = control.SetRate(ctx, q, "slow", 90, time.Minute, 4)
 	require.NoError(t, err)
 	r, _ = c.RateLimit("slow")
 	require.Equal(t, queue.RateLimit{Starts: 90, Per: time.Minute, Burst: 4}, r)
 	require.Equal(t, "90/m", r.String())
 	_, ok = c.ConcurrencyCap("slow")
 	require.False(t, ok, "a rate alone is no cap")
-	c, err = q.Control(ctx)
+	c, err = control.Read(ctx, q)
 	require.NoError(t, err, "a rate without a cap reads back")
 	_, ok = c.RateLimit("slow")
 	require.True(t, ok)
@@ -144,7 +145,7 @@ func TestSetRate(t *testing.T) {
 		per    time.Duration
 		burst  int
 	}{{0, time.Second, 0}, {5, time.Hour, 0}, {5, time.Second, -1}, {queue.MaxRate + 1, time.Second, 0}} {
-		_, err = q.SetRate(ctx, "api", bad.starts, bad.per, bad.burst)
+		_, err = control.SetRate(ctx, q, "api", bad.starts, bad.per, bad.burst)
 		require.ErrorIs(t, err, queue.ErrInvalidInput, "%+v", bad)
 	}
 	for in, want := range map[string]int{"20/s": 20, "600/m": 600, " 7/min ": 7} {
@@ -164,7 +165,7 @@ func TestSetRate(t *testing.T) {
 	} {
 		_, err = s.Put(ctx, queue.ControlKey, []byte(body), store.Condition{})
 		require.NoError(t, err)
-		_, err = q.Control(ctx)
+		_, err = control.Read(ctx, q)
 		var m *queue.MalformedError
 		require.ErrorAs(t, err, &m, body)
 	}

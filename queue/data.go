@@ -48,7 +48,7 @@ func (q *Queue) writeData(ctx context.Context, key string, body []byte, cond sto
 func (q *Queue) readData(ctx context.Context, ref *DataRef) (json.RawMessage, error) {
 	// The reference says how large the payload is; none is over the
 	// queue's limit.
-	max := q.MaxPayloadBytes()
+	max := q.cfg.EffectiveMaxPayloadBytes()
 	if ref.Bytes > 0 && ref.Bytes < max {
 		max = ref.Bytes
 	}
@@ -74,28 +74,29 @@ func (q *Queue) readData(ctx context.Context, ref *DataRef) (json.RawMessage, er
 	return obj.Body, nil
 }
 
-// LoadInput returns the task's input, reading it from data/ when it was
-// offloaded. Handlers, the CLI and the UIs see the same JSON either way.
-func (q *Queue) LoadInput(ctx context.Context, t *Task) (json.RawMessage, error) {
-	if t.InputRef == nil {
-		return t.Input, nil
-	}
-	b, err := q.readData(ctx, t.InputRef)
-	if err != nil {
-		return nil, fmt.Errorf("load input of task %s: %w", t.ID, err)
-	}
-	return b, nil
-}
+// Payload names one of a task's two payloads.
+type Payload int
 
-// LoadOutput returns the task's output, reading it from data/ when it was
-// offloaded.
-func (q *Queue) LoadOutput(ctx context.Context, t *Task) (json.RawMessage, error) {
-	if t.OutputRef == nil {
-		return t.Output, nil
+// The payloads of a task.
+const (
+	InputPayload  Payload = iota // the input it was submitted with
+	OutputPayload                // the output it completed with
+)
+
+// LoadPayload returns the task's input or output (which), reading it from
+// data/ when it was offloaded. Handlers, the CLI and the UIs see the same
+// JSON either way.
+func (q *Queue) LoadPayload(ctx context.Context, t *Task, which Payload) (json.RawMessage, error) {
+	what, inline, ref := "input", t.Input, t.InputRef
+	if which == OutputPayload {
+		what, inline, ref = "output", t.Output, t.OutputRef
 	}
-	b, err := q.readData(ctx, t.OutputRef)
+	if ref == nil {
+		return inline, nil
+	}
+	b, err := q.readData(ctx, ref)
 	if err != nil {
-		return nil, fmt.Errorf("load output of task %s: %w", t.ID, err)
+		return nil, fmt.Errorf("load %s of task %s: %w", what, t.ID, err)
 	}
 	return b, nil
 }
@@ -109,10 +110,10 @@ func (q *Queue) WithPayloads(ctx context.Context, t *Task) (*Task, error) {
 	}
 	c := t.Clone()
 	var err error
-	if c.Input, err = q.LoadInput(ctx, t); err != nil {
+	if c.Input, err = q.LoadPayload(ctx, t, InputPayload); err != nil {
 		return nil, err
 	}
-	if c.Output, err = q.LoadOutput(ctx, t); err != nil {
+	if c.Output, err = q.LoadPayload(ctx, t, OutputPayload); err != nil {
 		return nil, err
 	}
 	return c, nil

@@ -340,7 +340,7 @@ func TestHalfSubmittedChildIsRepaired(t *testing.T) {
 				require.False(t, created)
 				require.Equal(t, queue.StatusPending, got.Status)
 			case "sweep":
-				res, next, err := b.q.SweepWaiting(b.ctx, "", 0, 0)
+				res, next, err := b.q.Recovery().SweepWaiting(b.ctx, "", 0, 0)
 				require.NoError(t, err)
 				require.Empty(t, next)
 				require.Equal(t, 1, res.WaitingDecided)
@@ -373,7 +373,7 @@ func TestSweepWaitingRecordsAMissedEnd(t *testing.T) {
 			b.s.set(func(f *faultStore) { f.failPut = nil })
 			require.Equal(t, queue.StatusWaiting, b.get(t, c).Status)
 			before := b.counts()
-			res, _, err := b.q.SweepWaiting(b.ctx, "", 0, 0)
+			res, _, err := b.q.Recovery().SweepWaiting(b.ctx, "", 0, 0)
 			require.NoError(t, err)
 			require.Equal(t, 1, res.WaitingDecided)
 			requireCounts(t, fmt.Sprintf("a waiting pass beside %d finished tasks", finished), before, b.counts(), map[store.Op]int64{

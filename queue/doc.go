@@ -29,6 +29,18 @@ writer follows; the code implements exactly what is written here.
 	monitor/probe.json                                  the server probe of Init and worker start (see Server probes)
 	monitor/throughput/{YYYY-MM-DDTHH}.json             finishes per minute of one UTC hour (see Throughput rollup)
 
+Package queue reads and writes the task objects, their indexes, data/,
+idempotency/ and the workflows (Queue.Workflows); the other object kinds
+have packages of their own, which import queue and which queue never
+imports (each names its keys in its doc.go and follows the rules here):
+control.json is queue/control's, schedules/ queue/schedule's, workers/
+queue/registry's, shard-leases/ and monitor/leader.json
+queue/namedlease's, monitor/sweep.json queue/sweepstate's and
+monitor/throughput/ queue/throughput's. The key names stay in queue
+(keys.go), and so do three formats: WorkerInfo and NamedLease, which
+queue's stats counter and migrate read, and Control, the type of
+control.json that every layer above shares.
+
 Nothing else in the bucket belongs to the queue (Keys lists the keys and
 prefixes above): qo ui deploy puts the web UI's files under ui/, and
 credentials minted for the web UI may not write there. Those credentials
@@ -755,7 +767,7 @@ them.
 # Workflows
 
 A workflow is a set of named steps, each a task with the steps it runs
-after (SubmitWorkflow, qo submit --workflow FILE). Its record,
+after (Workflows.Submit, qo submit --workflow FILE). Its record,
 workflows/{shard}/{id}.json, is written once (create-only) before any of
 its tasks: the steps, their task types and their task ids (UUIDv7 ids
 chosen up front). Then the tasks are created, each only after every task
@@ -764,7 +776,7 @@ created knowing its parents and its children: no child_added writes, and
 no task can end before its children exist to hear of it. A submit that
 stops half-way leaves waiting tasks whose parents are missing and,
 possibly, some roots: nothing whose children are missing can run. The
-idempotency key (the file's, or one SubmitWorkflow picks and the error
+idempotency key (the file's, or one Workflows.Submit picks and the error
 names) binds to the workflow with a create-only marker in idempotency/
 (the hash of NUL "workflow" NUL key, apart from the tasks' markers):
 submitting the same steps with it again returns the workflow and creates
@@ -799,7 +811,7 @@ a reference to the data instead.
 A workflow's status comes from its steps: incomplete (a task is missing:
 the submit stopped half-way, or retention expired it), running, completed,
 failed (every step ended, one failed or expired) or cancelled.
-CancelWorkflow cancels every step that has not ended. Workflow records are
+Workflows.Cancel cancels every step that has not ended. Workflow records are
 small and are not expired by retention.
 
 # Clock and skew bound
@@ -928,17 +940,17 @@ DefaultRecentMinutes minutes only, so a restart of the workers would
 erase the fleet's recent throughput. The leading monitor keeps it: at
 every worker-health check (CheckInterval, 30s) it folds each registered
 worker's per-minute counts into monitor/throughput/{YYYY-MM-DDTHH}.json,
-one object per UTC hour (ThroughputHour). A minute keeps each worker's
-count (the larger of the kept and the newly read, so reading a heartbeat
+one object per UTC hour (throughput.Hour: package queue/throughput owns
+these objects). A minute keeps each worker's count (the larger of the kept and the newly read, so reading a heartbeat
 twice counts it once) while heartbeats may still carry it, for
-ThroughputOpenFor (16 minutes) after its start; then only its totals.
+throughput.OpenFor (16 minutes) after its start; then only its totals.
 An hour object is at most 60 minutes of totals plus 16 open minutes of
 per-worker counts. The leader writes an hour object only when it changed
 (at most 2 PUTs per check, the minutes a heartbeat carries spanning at
 most two hours: at most 5,760 PUTs a day, about $0.86 a month at S3
 Standard prices, less on an idle queue, which writes none), GETs one
 once when it first folds into it as leader, and once an hour deletes the
-objects older than ThroughputKeep (7 days; 1 LIST, DELETEs are free), so
+objects older than throughput.Keep (7 days; 1 LIST, DELETEs are free), so
 at most 169 exist. Each write leaves a noncurrent version, expired after
 a day by the lifecycle rule of monitor/ (see Retention). Finishes a
 worker made after the leader's last read of its entry and before it
@@ -986,7 +998,7 @@ PlanBulkAction reads the tasks, 1 GET per id, or a filter's List pages
 window keys + 1 GET per task read), at most MaxActPlan tasks, and applies
 the action's rule in memory: each task is planned once, and those the rule
 refuses or that the action would not change are skipped, with the reason.
-It writes nothing (a dry run stops there). RunBulkAction writes each
+It writes nothing (a dry run stops there). ActPlan.Run writes each
 planned task with If-Match on the ETag it was read with (no second GET),
 DefaultActConcurrency at a time: 1 PUT + the index entries the change
 needs (cancelling a pending task: 1 PUT + 1 DELETE, 500 of them 1 LIST +
@@ -1038,7 +1050,7 @@ each running task that made one: "progress": {task id: {attempt,
 fraction, message, at}}, at most concurrency entries of about 300 bytes.
 So a task's progress costs no write of its own, and what readers see is at
 most one heartbeat interval old. A reader finds it with one GET of the
-entry of the worker the task's worker_id names (TaskProgress: only for a
+entry of the worker the task's worker_id names (registry.TaskProgress: only for a
 running task, and only a report of the task's current attempt; a missing
 or malformed entry or report shows no progress). qo status and GET
 /api/tasks/{id} pay that GET; listings do not read it.
@@ -1157,7 +1169,7 @@ writes an object no task points at, never the winner's (and removes it once
 its Complete is refused); version_id and sha256 still pin what the task
 points at. Tasks written before outputs were keyed by attempt point at
 output.json, which stays readable.
-LoadInput, LoadOutput and WithPayloads return the JSON either way: workers
+LoadPayload and WithPayloads return the JSON either way: workers
 hand it to handlers, and the CLI, console, web UI and HTTP API show it.
 An offloaded submit costs 1 PUT more, and reading the payload 1 GET.
 

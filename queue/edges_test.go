@@ -139,7 +139,7 @@ func (b *bundle) fanOut(t *testing.T, parent *queue.Task, n int) []uuid.UUID {
 	for range n - 1 {
 		c := first.Clone()
 		c.ID = uuid.Must(uuid.NewV7())
-		c.Shard = b.q.ShardOf(c.ID)
+		c.Shard = queue.ShardOf(c.ID, b.q.Config().ShardChars)
 		body, err := queue.EncodeTask(c)
 		require.NoError(t, err)
 		for _, k := range queue.IndexKeys(c) {
@@ -199,7 +199,7 @@ func TestSweeperReleasesFromEdgesALostEndLeft(t *testing.T) {
 				}
 			}
 		})
-		res, _, err := b.q.SweepWaiting(b.ctx, "", 0, 0)
+		res, _, err := b.q.Recovery().SweepWaiting(b.ctx, "", 0, 0)
 		require.NoError(t, err)
 		require.Equal(t, 1, res.WaitingDecided)
 		require.Zero(t, parentReads.Load(), "the edges stand for the parents")

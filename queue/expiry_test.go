@@ -30,7 +30,7 @@ func TestExpiry(t *testing.T) {
 		// The sweeper expires tasks no worker looks at (a paused type).
 		idle := b.submitReq(t, queue.SubmitRequest{Type: "nobody", ExpiresAt: b.q.Now().Add(time.Second)})
 		b.clock.Advance(2 * time.Second)
-		res, _, err := b.q.Sweep(b.ctx, "", 0, 0)
+		res, _, err := b.q.Recovery().Sweep(b.ctx, "", 0, 0)
 		require.NoError(t, err)
 		require.Equal(t, 1, res.Expired)
 		require.Equal(t, queue.StatusExpired, b.get(t, idle).Status)

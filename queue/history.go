@@ -66,8 +66,26 @@ func eventOf(prev, t *Task) Event {
 // (gofakes3) list versions oldest first. A delete marker or an unreadable
 // version, which has no rev, stays right after the version listed before
 // it.
-func (q *Queue) History(ctx context.Context, id uuid.UUID) ([]Event, error) {
-	return q.HistoryCached(ctx, id, nil)
+//
+// ReadThrough(cache) makes it read only the versions cache does not hold,
+// so reading again the history of a task that did not change costs its
+// LIST-VERSIONS alone.
+func (q *Queue) History(ctx context.Context, id uuid.UUID, opts ...HistoryOption) ([]Event, error) {
+	var o historyOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return q.history(ctx, id, o.cache)
+}
+
+// HistoryOption is an option of History.
+type HistoryOption func(*historyOptions)
+
+type historyOptions struct{ cache VersionCache }
+
+// ReadThrough makes History read through cache (nil: no cache).
+func ReadThrough(cache VersionCache) HistoryOption {
+	return func(o *historyOptions) { o.cache = cache }
 }
 
 // VersionCache keeps the bodies of object versions a reader has read: a
@@ -80,10 +98,8 @@ type VersionCache interface {
 	Keep(key, versionID string, body []byte)
 }
 
-// HistoryCached is History reading through cache (nil: no cache): only the
-// versions the cache does not hold are read, so reading again the history
-// of a task that did not change costs its LIST-VERSIONS alone.
-func (q *Queue) HistoryCached(ctx context.Context, id uuid.UUID, cache VersionCache) ([]Event, error) {
+// history is History reading through cache (nil: no cache).
+func (q *Queue) history(ctx context.Context, id uuid.UUID, cache VersionCache) ([]Event, error) {
 	key := q.TaskKey(id)
 	versions, err := q.s.ListVersions(ctx, key)
 	if err != nil {

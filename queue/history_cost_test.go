@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/storetest"
 	"github.com/qo-queue/qo/worker/bench"
@@ -74,7 +75,7 @@ func live(t *testing.T, b *bundle) []*queue.Task {
 	}
 	var recent queue.MinuteCounter
 	recent.Add(b.q.Now(), 2, 2)
-	require.NoError(t, b.q.PutWorker(b.ctx, &queue.WorkerInfo{ID: "w1", LastHeartbeat: b.q.Now(), Recent: recent.Snapshot(b.q.Now())}))
+	require.NoError(t, registry.Put(b.ctx, b.q, &queue.WorkerInfo{ID: "w1", LastHeartbeat: b.q.Now(), Recent: recent.Snapshot(b.q.Now())}))
 	return tasks
 }
 
@@ -112,11 +113,11 @@ func readCosts(t *testing.T, b *bundle, tasks []*queue.Task) map[string]string {
 	measure("everything, last hour", list(queue.ListQuery{Since: b.q.Now().Add(-time.Hour)}))
 	measure("completed of one shard", list(queue.ListQuery{Status: queue.StatusCompleted, Shard: "a"}))
 	measure("expiry check", func() {
-		_, _, err := b.q.ListExpired(b.ctx, 0, "")
+		_, _, err := b.q.Recovery().ListLeases(b.ctx, queue.ExpiredLeases, 0, "")
 		require.NoError(t, err)
 	})
 	measure("sweep page", func() {
-		_, _, err := b.q.Sweep(b.ctx, "", 0, time.Hour)
+		_, _, err := b.q.Recovery().Sweep(b.ctx, "", 0, time.Hour)
 		require.NoError(t, err)
 	})
 

@@ -6,7 +6,7 @@ import (
 )
 
 // SubmitHook runs around each task submit: Submit, every line of
-// SubmitBulk, every step of SubmitWorkflow (and everything built on them:
+// SubmitBulk, every step of Workflows.Submit (and everything built on them:
 // the CLI, the HTTP API, schedules). Either function may be nil.
 type SubmitHook struct {
 	// Before runs before anything is written. It may change req (add

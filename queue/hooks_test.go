@@ -113,7 +113,7 @@ func TestSubmitHooksWorkflow(t *testing.T) {
 	  {"name": "a", "type": "extract"},
 	  {"name": "b", "type": "load", "after": ["a"]}
 	]}`)
-	w, created, err := b.q.SubmitWorkflow(b.ctx, flow)
+	w, created, err := b.q.Workflows().Submit(b.ctx, flow)
 	require.NoError(t, err)
 	require.True(t, created)
 	require.Equal(t, queue.PriorityLow, b.step(t, w, "a").Priority)
@@ -128,10 +128,11 @@ func TestSubmitHooksWorkflow(t *testing.T) {
 	// One refused step refuses the whole workflow before anything is
 	// written.
 	before := b.counts()
-	_, _, err = b.q.SubmitWorkflow(b.ctx, decodeFlow(t, `{"steps": [
+	_, _, err = b.q.Workflows().Submit(b.ctx, decodeFlow(t, `{"steps": [
 	  {"name": "a", "type": "extract"},
 	  {"name": "b", "type": "forbidden", "after": ["a"]}
 	]}`))
+
 	require.ErrorIs(t, err, queue.ErrSubmitRefused)
 	require.ErrorContains(t, err, `step "b"`)
 	requireCounts(t, "a refused workflow", before, b.counts(), map[store.Op]int64{})

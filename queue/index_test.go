@@ -70,10 +70,10 @@ func TestIndexOrphansAreHarmless(t *testing.T) {
 		require.NoError(t, err)
 		b.s.set(func(f *faultStore) { f.failDel = nil })
 		b.clock.Advance(time.Hour)
-		exp, _, err := b.q.ListExpired(b.ctx, 0, "")
+		exp, _, err := b.q.Recovery().ListLeases(b.ctx, queue.ExpiredLeases, 0, "")
 		require.NoError(t, err)
 		require.Len(t, exp, 1)
-		_, err = b.q.ExpireLease(b.ctx, exp[0])
+		_, err = b.q.Recovery().ExpireLease(b.ctx, exp[0])
 		require.ErrorIs(t, err, queue.ErrConflict)
 		require.Empty(t, b.keys(t, queue.LeasesPrefix))
 		require.Equal(t, queue.StatusCompleted, b.get(t, d2).Status)
@@ -107,7 +107,7 @@ func TestIndexOrphansAreHarmless(t *testing.T) {
 
 		// A ready entry for a task that never existed.
 		ghost := queue.NewID()
-		ghostKey := fmt.Sprintf("ready/%s/%013d~orphan~normal~%s", b.q.ShardOf(ghost), b.clock.Now().UnixMilli(), ghost)
+		ghostKey := fmt.Sprintf("ready/%s/%013d~orphan~normal~%s", queue.ShardOf(ghost, b.q.Config().ShardChars), b.clock.Now().UnixMilli(), ghost)
 		_, err = b.raw.Put(b.ctx, ghostKey, nil, store.Condition{})
 		require.NoError(t, err)
 		e, err := queue.ParseReadyKey(ghostKey)
@@ -168,7 +168,7 @@ func TestIndexEntriesWrittenFirstAndRepair(t *testing.T) {
 		for _, shard := range b.q.Shards() {
 			cursor := ""
 			for {
-				res, next, err := b.q.Repair(b.ctx, shard, 2, cursor)
+				res, next, err := b.q.Recovery().Repair(b.ctx, shard, 2, cursor)
 				require.NoError(t, err)
 				total.Scanned += res.Scanned
 				total.ReadyRepaired += res.ReadyRepaired
@@ -192,15 +192,15 @@ func TestIndexEntriesWrittenFirstAndRepair(t *testing.T) {
 		// A second pass repairs nothing and writes nothing.
 		before := b.counts()
 		for _, shard := range b.q.Shards() {
-			res, _, err := b.q.Repair(b.ctx, shard, 100, "")
+			res, _, err := b.q.Recovery().Repair(b.ctx, shard, 100, "")
 			require.NoError(t, err)
 			require.Zero(t, res.ReadyRepaired+res.LeasesRepaired+res.DeadRepaired)
 		}
 		require.Zero(t, b.counts().Sub(before).Total(store.OpPut))
 
-		_, _, err = b.q.Repair(b.ctx, "g", 10, "")
+		_, _, err = b.q.Recovery().Repair(b.ctx, "g", 10, "")
 		require.ErrorIs(t, err, queue.ErrInvalidInput)
-		_, _, err = b.q.Repair(b.ctx, "0", 10, "tasks/1/x")
+		_, _, err = b.q.Recovery().Repair(b.ctx, "0", 10, "tasks/1/x")
 		require.ErrorIs(t, err, queue.ErrInvalidInput)
 	})
 }

@@ -124,7 +124,7 @@ func compactJSON(b json.RawMessage) (json.RawMessage, error) {
 // (input_from) set as fields; a field whose parent did not complete is
 // null.
 func (q *Queue) HandlerInput(ctx context.Context, t *Task) (json.RawMessage, error) {
-	in, err := q.LoadInput(ctx, t)
+	in, err := q.LoadPayload(ctx, t, InputPayload)
 	if err != nil || len(t.InputFrom) == 0 {
 		return in, err
 	}

@@ -27,6 +27,7 @@ const (
 	MonitorPrefix       = "monitor/"
 	MonitorLeaderKey    = "monitor/leader.json"
 	SweepStateKey       = "monitor/sweep.json"
+	ThroughputPrefix    = "monitor/throughput/"
 	ProbeKey            = "monitor/probe.json" // see doc.go, "Server probes"
 	ControlKey          = "control.json"
 	SchedulesPrefix     = "schedules/"

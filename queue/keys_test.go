@@ -11,7 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/control"
+	"github.com/qo-queue/qo/queue/namedlease"
+	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/queue/schedule"
+	"github.com/qo-queue/qo/queue/sweepstate"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/memstore"
 )
@@ -86,16 +90,16 @@ func TestKeysCoverEveryWrite(t *testing.T) {
 	run(queue.SubmitRequest{Type: "slow"}) // stays running: a lease entry
 	_, _, err = q.Submit(ctx, queue.SubmitRequest{Type: "later", AvailableAt: time.Now().Add(time.Hour)})
 	require.NoError(t, err)
-	_, err = q.Pause(ctx, "bad", "incident")
+	_, err = control.Pause(ctx, q, "bad", "incident")
 	require.NoError(t, err)
 	_, err = schedule.Create(ctx, q, schedule.Spec{Name: "nightly", Cron: "0 3 * * *", Task: schedule.Task{Type: "report"}})
 	require.NoError(t, err)
-	require.NoError(t, q.PutWorker(ctx, &queue.WorkerInfo{Format: 1, ID: "w1", StartedAt: q.Now(), LastHeartbeat: q.Now()}))
-	_, err = q.AcquireLease(ctx, queue.MonitorLeaderKey, "m1", time.Minute)
+	require.NoError(t, registry.Put(ctx, q, &queue.WorkerInfo{Format: 1, ID: "w1", StartedAt: q.Now(), LastHeartbeat: q.Now()}))
+	_, err = namedlease.Acquire(ctx, q, queue.MonitorLeaderKey, "m1", time.Minute)
 	require.NoError(t, err)
-	_, err = q.AcquireLease(ctx, queue.ShardLeaseKey("0"), "w1", time.Minute)
+	_, err = namedlease.Acquire(ctx, q, queue.ShardLeaseKey("0"), "w1", time.Minute)
 	require.NoError(t, err)
-	require.NoError(t, q.SaveSweepState(ctx, queue.SweepState{Format: 1}))
+	require.NoError(t, sweepstate.Save(ctx, q, sweepstate.State{Format: 1}))
 
 	roots := map[string]bool{}
 	token := ""

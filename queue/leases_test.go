@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/namedlease"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/storetest"
 )
@@ -19,42 +20,42 @@ func TestNamedLeases(t *testing.T) {
 		key := queue.ShardLeaseKey("3")
 		require.Equal(t, "shard-leases/3.json", key)
 
-		_, err := b.q.ReadLease(b.ctx, key)
+		_, err := namedlease.Read(b.ctx, b.q, key)
 		require.ErrorIs(t, err, queue.ErrNotFound)
 
-		a, err := b.q.AcquireLease(b.ctx, key, "w-a", 30*time.Second)
+		a, err := namedlease.Acquire(b.ctx, b.q, key, "w-a", 30*time.Second)
 		require.NoError(t, err)
 		require.Equal(t, "w-a", a.Holder)
 		require.Equal(t, b.clock.Now().Add(30*time.Second), a.ExpiresAt)
 
-		_, err = b.q.AcquireLease(b.ctx, key, "w-b", 30*time.Second)
+		_, err = namedlease.Acquire(b.ctx, b.q, key, "w-b", 30*time.Second)
 		require.ErrorIs(t, err, queue.ErrConflict)
 		require.Contains(t, err.Error(), "w-a")
 
 		// Renewing pushes the expiry; re-acquiring your own lease works.
 		b.clock.Advance(20 * time.Second)
-		require.NoError(t, b.q.RenewLease(b.ctx, a, 30*time.Second))
+		require.NoError(t, namedlease.Renew(b.ctx, b.q, a, 30*time.Second))
 		require.Equal(t, b.clock.Now().Add(30*time.Second), a.ExpiresAt)
 		b.clock.Advance(20 * time.Second)
-		_, err = b.q.AcquireLease(b.ctx, key, "w-b", 30*time.Second)
+		_, err = namedlease.Acquire(b.ctx, b.q, key, "w-b", 30*time.Second)
 		require.ErrorIs(t, err, queue.ErrConflict)
 
 		// Expired: another holder takes over; the old one's renewal fails.
 		b.clock.Advance(11 * time.Second)
-		bl, err := b.q.AcquireLease(b.ctx, key, "w-b", 30*time.Second)
+		bl, err := namedlease.Acquire(b.ctx, b.q, key, "w-b", 30*time.Second)
 		require.NoError(t, err)
-		require.ErrorIs(t, b.q.RenewLease(b.ctx, a, 30*time.Second), queue.ErrLeaseLost)
-		require.NoError(t, b.q.ReleaseLease(b.ctx, a), "releasing a lost lease is a no-op")
-		got, err := b.q.ReadLease(b.ctx, key)
+		require.ErrorIs(t, namedlease.Renew(b.ctx, b.q, a, 30*time.Second), queue.ErrLeaseLost)
+		require.NoError(t, namedlease.Release(b.ctx, b.q, a), "releasing a lost lease is a no-op")
+		got, err := namedlease.Read(b.ctx, b.q, key)
 		require.NoError(t, err)
 		require.Equal(t, "w-b", got.Holder)
 
 		// Released: free at once.
-		require.NoError(t, b.q.ReleaseLease(b.ctx, bl))
-		got, err = b.q.ReadLease(b.ctx, key)
+		require.NoError(t, namedlease.Release(b.ctx, b.q, bl))
+		got, err = namedlease.Read(b.ctx, b.q, key)
 		require.NoError(t, err)
 		require.Empty(t, got.Holder)
-		c, err := b.q.AcquireLease(b.ctx, key, "w-c", 30*time.Second)
+		c, err := namedlease.Acquire(b.ctx, b.q, key, "w-c", 30*time.Second)
 		require.NoError(t, err)
 		require.Equal(t, "w-c", c.Holder)
 
@@ -62,7 +63,7 @@ func TestNamedLeases(t *testing.T) {
 		results := make(chan error, 10)
 		for i := 0; i < 10; i++ {
 			go func() {
-				_, err := b.q.AcquireLease(b.ctx, queue.MonitorLeaderKey, fmt.Sprintf("m%d", i), time.Minute)
+				_, err := namedlease.Acquire(b.ctx, b.q, queue.MonitorLeaderKey, fmt.Sprintf("m%d", i), time.Minute)
 				results <- err
 			}()
 		}
@@ -79,13 +80,13 @@ func TestNamedLeases(t *testing.T) {
 		// A corrupted lease object can be taken over.
 		_, err = b.raw.Put(b.ctx, queue.ShardLeaseKey("9"), []byte("garbage"), store.Condition{})
 		require.NoError(t, err)
-		_, err = b.q.ReadLease(b.ctx, queue.ShardLeaseKey("9"))
+		_, err = namedlease.Read(b.ctx, b.q, queue.ShardLeaseKey("9"))
 		var m *queue.MalformedError
 		require.ErrorAs(t, err, &m)
-		_, err = b.q.AcquireLease(b.ctx, queue.ShardLeaseKey("9"), "w-a", time.Minute)
+		_, err = namedlease.Acquire(b.ctx, b.q, queue.ShardLeaseKey("9"), "w-a", time.Minute)
 		require.NoError(t, err)
 
-		_, err = b.q.AcquireLease(b.ctx, "tasks/0/x.json", "w-a", time.Minute)
+		_, err = namedlease.Acquire(b.ctx, b.q, "tasks/0/x.json", "w-a", time.Minute)
 		require.ErrorIs(t, err, queue.ErrInvalidInput)
 	})
 }

@@ -231,13 +231,13 @@ func TestVersionHistory(t *testing.T) {
 		task, _, err := b.q.Submit(b.ctx, queue.SubmitRequest{Type: "h", Input: json.RawMessage(`1`), MaxRetries: &retries, Timeout: 10 * time.Second})
 		require.NoError(t, err)
 
-		l := b.claim(t, task, "w1")                        // claimed
-		require.NoError(t, b.q.Extend(b.ctx, l))           // lease_extended
-		b.clock.Advance(11*time.Second + queue.LeaseGrace) // lease runs out
-		exp, _, err := b.q.ListExpired(b.ctx, 10, "")      //
+		l := b.claim(t, task, "w1")                                                  // claimed
+		require.NoError(t, b.q.Extend(b.ctx, l))                                     // lease_extended
+		b.clock.Advance(11*time.Second + queue.LeaseGrace)                           // lease runs out
+		exp, _, err := b.q.Recovery().ListLeases(b.ctx, queue.ExpiredLeases, 10, "") //
 		require.NoError(t, err)
 		require.Len(t, exp, 1)
-		got, err := b.q.ExpireLease(b.ctx, exp[0]) // timed_out -> pending
+		got, err := b.q.Recovery().ExpireLease(b.ctx, exp[0]) // timed_out -> pending
 		require.NoError(t, err)
 		require.Equal(t, queue.StatusPending, got.Status)
 		b.clock.Advance(time.Hour)
@@ -313,7 +313,7 @@ func TestExpireLease(t *testing.T) {
 		_, err = b.q.Cancel(b.ctx, cancel.ID, "stop")
 		require.NoError(t, err)
 
-		exp, _, err := b.q.ListExpired(b.ctx, 0, "")
+		exp, _, err := b.q.Recovery().ListLeases(b.ctx, queue.ExpiredLeases, 0, "")
 		require.NoError(t, err)
 		require.Empty(t, exp, "nothing expired yet")
 
@@ -321,13 +321,13 @@ func TestExpireLease(t *testing.T) {
 		require.NoError(t, b.q.Extend(b.ctx, le)) // now runs to +8s (and the grace)
 		b.clock.Advance(3*time.Second + queue.LeaseGrace)
 
-		exp, next, err := b.q.ListExpired(b.ctx, 0, "")
+		exp, next, err := b.q.Recovery().ListLeases(b.ctx, queue.ExpiredLeases, 0, "")
 		require.NoError(t, err)
 		require.Empty(t, next)
 		require.Len(t, exp, 3)
 		results := map[string]*queue.Task{}
 		for _, e := range exp {
-			got, err := b.q.ExpireLease(b.ctx, e)
+			got, err := b.q.Recovery().ExpireLease(b.ctx, e)
 			require.NoError(t, err)
 			results[got.ID.String()] = got
 		}
@@ -351,7 +351,7 @@ func TestExpireLease(t *testing.T) {
 		// Only the extended lease's entry is left.
 		require.Equal(t, []string{le.LeaseKey}, b.keys(t, queue.LeasesPrefix))
 		// An expired entry for a task that moved on is removed as stale.
-		_, err = b.q.ExpireLease(b.ctx, exp[0])
+		_, err = b.q.Recovery().ExpireLease(b.ctx, exp[0])
 		require.ErrorIs(t, err, queue.ErrConflict)
 	})
 }
@@ -371,11 +371,11 @@ func TestExpireLeaseMovesEntryOfExtendedLease(t *testing.T) {
 		b.s.set(func(f *faultStore) { f.failDel = nil })
 		b.clock.Advance(2 * time.Minute)
 
-		exp, _, err := b.q.ListExpired(b.ctx, 0, "")
+		exp, _, err := b.q.Recovery().ListLeases(b.ctx, queue.ExpiredLeases, 0, "")
 		require.NoError(t, err)
 		require.Len(t, exp, 1)
 		require.Equal(t, oldKey, exp[0].Key)
-		_, err = b.q.ExpireLease(b.ctx, exp[0])
+		_, err = b.q.Recovery().ExpireLease(b.ctx, exp[0])
 		require.ErrorIs(t, err, queue.ErrConflict)
 		require.Equal(t, []string{l.LeaseKey}, b.keys(t, queue.LeasesPrefix), "the leftover is removed, the live entry stays")
 		require.Equal(t, queue.StatusRunning, b.get(t, task).Status)

@@ -34,16 +34,12 @@ const (
 	// and MaxWorkflowEdges edges take well under 1 MiB; records written
 	// under the earlier bound of 20,000 steps fit too).
 	maxWorkflowRecord = 16 << 20
-	// maxRollupObject bounds an hour of the throughput rollup: its open
-	// minutes keep a count per worker, so it grows with the fleet.
-	maxRollupObject = 8 << 20
 )
 
-// MaxPayloadBytes is the bound of this queue on a task's input and on its
-// output, each: queue.json's max_payload_bytes, or DefaultMaxPayloadBytes.
-func (q *Queue) MaxPayloadBytes() int64 { return q.cfg.EffectiveMaxPayloadBytes() }
-
-// EffectiveMaxPayloadBytes is MaxPayloadBytes, or the default when unset.
+// EffectiveMaxPayloadBytes is the bound of the queue on a task's input
+// and on its output, each: MaxPayloadBytes (queue.json's
+// max_payload_bytes), or DefaultMaxPayloadBytes when unset
+// (Queue.Config().EffectiveMaxPayloadBytes()).
 func (c Config) EffectiveMaxPayloadBytes() int64 {
 	if c.MaxPayloadBytes > 0 {
 		return c.MaxPayloadBytes
@@ -54,7 +50,7 @@ func (c Config) EffectiveMaxPayloadBytes() int64 {
 // payloadTooLarge is the error of an input or output over the bound.
 func (q *Queue) payloadTooLarge(what string, n int) error {
 	return invalidInput("the %s is %d bytes, over this queue's limit of %d bytes (%s): make it smaller or store it elsewhere and pass a reference, or raise the limit for the whole bucket with qo init --max-payload-bytes N",
-		what, n, q.MaxPayloadBytes(), humanBytes(q.MaxPayloadBytes()))
+		what, n, q.cfg.EffectiveMaxPayloadBytes(), humanBytes(q.cfg.EffectiveMaxPayloadBytes()))
 }
 
 // humanBytes formats n as the largest binary unit that divides it.

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/queue/schedule"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/storetest"
@@ -26,7 +27,7 @@ func TestPayloadLimit(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
 		const limit = 1000
 		b := setup(t, be, withMaxPayload(limit))
-		require.EqualValues(t, limit, b.q.MaxPayloadBytes())
+		require.EqualValues(t, limit, b.q.Config().EffectiveMaxPayloadBytes())
 
 		before := b.counts()
 		_, _, err := b.q.Submit(b.ctx, queue.SubmitRequest{Type: "big", Input: jsonOfSize(limit + 1)})
@@ -56,13 +57,13 @@ func TestPayloadLimit(t *testing.T) {
 func TestPayloadLimitInQueueJSON(t *testing.T) {
 	t.Parallel()
 	b := setup(t, storetest.Backends()[0])
-	require.EqualValues(t, queue.DefaultMaxPayloadBytes, b.q.MaxPayloadBytes())
+	require.EqualValues(t, queue.DefaultMaxPayloadBytes, b.q.Config().EffectiveMaxPayloadBytes())
 	res, err := queue.InitWithOptions(b.ctx, b.raw, queue.InitOptions{ShardChars: 1, MaxPayloadBytes: 4096})
 	require.NoError(t, err)
 	require.EqualValues(t, 4096, res.Config.MaxPayloadBytes)
 	q, err := queue.Open(b.ctx, b.raw, queue.Options{})
 	require.NoError(t, err)
-	require.EqualValues(t, 4096, q.MaxPayloadBytes())
+	require.EqualValues(t, 4096, q.Config().EffectiveMaxPayloadBytes())
 	obj, err := b.raw.Get(b.ctx, queue.ConfigKey)
 	require.NoError(t, err)
 	require.Contains(t, string(obj.Body), `"max_payload_bytes":4096`)
@@ -107,9 +108,9 @@ func TestOversizedObjectsRefused(t *testing.T) {
 		bigWorker := queue.WorkerKey("big")
 		_, err = b.raw.Put(b.ctx, bigWorker, bytes.Repeat([]byte(" "), 1<<20+1), store.Condition{})
 		require.NoError(t, err)
-		_, err = b.q.GetWorker(b.ctx, "big")
+		_, err = registry.Get(b.ctx, b.q, "big")
 		require.ErrorIs(t, err, store.ErrTooLarge)
-		_, bad, err := b.q.ListWorkersReport(b.ctx)
+		_, bad, err := registry.ListReport(b.ctx, b.q)
 		require.NoError(t, err)
 		require.Len(t, bad, 1)
 		require.Equal(t, bigWorker, bad[0].Key)
@@ -157,7 +158,7 @@ func TestOffloadedPayloadBounded(t *testing.T) {
 	_, err = b.raw.Put(b.ctx, task.InputRef.Key, bytes.Repeat([]byte(" "), 501), store.Condition{})
 	require.NoError(t, err)
 	task.InputRef.VersionID = ""
-	_, err = q.LoadInput(b.ctx, task)
+	_, err = q.LoadPayload(b.ctx, task, queue.InputPayload)
 	require.ErrorIs(t, err, store.ErrTooLarge)
 	require.Contains(t, err.Error(), "limit of 500 bytes")
 }

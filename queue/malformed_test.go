@@ -59,14 +59,14 @@ func TestMalformedObjectsReportedAndSkipped(t *testing.T) {
 
 		var malformed int
 		for _, shard := range b.q.Shards() {
-			res, _, err := b.q.Repair(b.ctx, shard, 100, "")
+			res, _, err := b.q.Recovery().Repair(b.ctx, shard, 100, "")
 			require.NoError(t, err)
 			malformed += len(res.Malformed)
 		}
 		require.Equal(t, len(bad), malformed)
 
 		// A malformed ready entry target: claim reports, does not panic.
-		_, err = b.q.Claim(b.ctx, queue.ReadyEntry{ID: idTypes, Shard: b.q.ShardOf(idTypes), Type: "m"}, "w1")
+		_, err = b.q.Claim(b.ctx, queue.ReadyEntry{ID: idTypes, Shard: queue.ShardOf(idTypes, b.q.Config().ShardChars), Type: "m"}, "w1")
 		require.ErrorAs(t, err, &m)
 
 		// A history with one bad version among good ones.
@@ -93,7 +93,7 @@ func TestMalformedObjectsReportedAndSkipped(t *testing.T) {
 		for _, e := range es {
 			require.NotEqual(t, uuid.Nil, e.ID)
 		}
-		_, _, err = b.q.ListExpired(b.ctx, 0, "")
+		_, _, err = b.q.Recovery().ListLeases(b.ctx, queue.ExpiredLeases, 0, "")
 		require.NoError(t, err)
 	})
 }
@@ -136,7 +136,7 @@ func TestHolderFieldsFromTheBucketAreValidated(t *testing.T) {
 				require.Len(t, page.Malformed, 1)
 
 				for _, shard := range b.q.Shards() {
-					_, _, err := b.q.Repair(b.ctx, shard, 100, "")
+					_, _, err := b.q.Recovery().Repair(b.ctx, shard, 100, "")
 					require.NoError(t, err)
 				}
 				all, err := b.raw.List(b.ctx, store.ListParams{})

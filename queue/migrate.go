@@ -143,7 +143,7 @@ func Migrate(ctx context.Context, s store.Store, opts Options, mo MigrateOptions
 		say("checking the tasks of shard %s (builds the dead-letter index)", shard)
 		cursor := ""
 		for {
-			r, next, err := q.Repair(ctx, shard, 1000, cursor)
+			r, next, err := q.Recovery().Repair(ctx, shard, 1000, cursor)
 			if err != nil {
 				return res, fmt.Errorf("migrate: %w", err)
 			}
@@ -185,7 +185,7 @@ func Migrate(ctx context.Context, s store.Store, opts Options, mo MigrateOptions
 // cannot be told apart. Costs 1 LIST per 1,000 workers, 1 GET per
 // registered worker and, unconverted, 1 GET.
 func (q *Queue) olderRunning(ctx context.Context, unconverted bool) ([]string, error) {
-	beats, err := q.WorkerBeats(ctx)
+	beats, err := q.workerBeats(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +197,7 @@ func (q *Queue) olderRunning(ctx context.Context, unconverted bool) ([]string, e
 	now := q.Now()
 	var out []string
 	for _, id := range ids {
-		w, err := q.GetWorker(ctx, id)
+		w, err := q.readWorker(ctx, id)
 		var bad *MalformedError
 		switch {
 		case errors.Is(err, ErrNotFound):
@@ -222,7 +222,7 @@ func (q *Queue) olderRunning(ctx context.Context, unconverted bool) ([]string, e
 	if !unconverted {
 		return out, nil
 	}
-	l, err := q.ReadLease(ctx, MonitorLeaderKey)
+	l, err := q.readLeadership(ctx)
 	var bad *MalformedError
 	switch {
 	case errors.Is(err, ErrNotFound), errors.As(err, &bad):
@@ -232,6 +232,56 @@ func (q *Queue) olderRunning(ctx context.Context, unconverted bool) ([]string, e
 		out = append(out, fmt.Sprintf("monitor %s (the leader until %s; a worker's embedded monitor stops with it)", l.Holder, l.ExpiresAt.Format(time.RFC3339)))
 	}
 	return out, nil
+}
+
+// workerBeats returns, per registered worker id, when its entry was last
+// written (the registry's own operations are package queue/registry's;
+// migrate reads the entries itself, below it).
+func (q *Queue) workerBeats(ctx context.Context) (map[string]time.Time, error) {
+	out := map[string]time.Time{}
+	token := ""
+	for {
+		page, err := q.s.List(ctx, store.ListParams{Prefix: WorkersPrefix, Token: token})
+		if err != nil {
+			return nil, fmt.Errorf("list workers: %w", err)
+		}
+		for _, o := range page.Objects {
+			if id, err := ParseWorkerKey(o.Key); err == nil {
+				out[id] = o.LastModified
+			}
+		}
+		if page.NextToken == "" {
+			return out, nil
+		}
+		token = page.NextToken
+	}
+}
+
+// readWorker reads the registry entry of worker id (ErrNotFound when
+// there is none).
+func (q *Queue) readWorker(ctx context.Context, id string) (*WorkerInfo, error) {
+	obj, err := q.getLimited(ctx, WorkerKey(id), maxSmallObject)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("get worker %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get worker %s: %w", id, err)
+	}
+	return DecodeWorker(WorkerKey(id), obj.Body)
+}
+
+// readLeadership reads the monitor leadership (ErrNotFound when never
+// written; its operations are package queue/namedlease's).
+func (q *Queue) readLeadership(ctx context.Context) (*NamedLease, error) {
+	obj, err := q.getLimited(ctx, MonitorLeaderKey, maxSmallObject)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("read lease %s: %w (%w)", MonitorLeaderKey, ErrNotFound, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read lease %s: %w", MonitorLeaderKey, err)
+	}
+	l, _, err := DecodeNamedLease(MonitorLeaderKey, obj)
+	return l, err
 }
 
 func orUnknown(s string) string {

@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/namedlease"
+	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/storetest"
 )
@@ -110,7 +112,7 @@ func TestMigrateFromLayout1(t *testing.T) {
 		_, err = q.Complete(b.ctx, l, nil)
 		require.NoError(t, err)
 		b.clock.Advance(2 * time.Minute)
-		exp, _, err := q.ListExpired(b.ctx, 0, "")
+		exp, _, err := q.Recovery().ListLeases(b.ctx, queue.ExpiredLeases, 0, "")
 		require.NoError(t, err)
 		require.Len(t, exp, 1, "the old worker's lease is found by the expiry check")
 		page, err := q.List(b.ctx, queue.ListQuery{Status: queue.StatusFailed})
@@ -200,7 +202,7 @@ func TestMigrateFromLayout2(t *testing.T) {
 		require.NoError(t, err)
 		require.ElementsMatch(t, []uuid.UUID{pending[0].ID, pending[1].ID}, []uuid.UUID{es[0].ID, es[1].ID})
 		b.clock.Advance(time.Hour)
-		exp, _, err := q.ListExpired(b.ctx, 0, "")
+		exp, _, err := q.Recovery().ListLeases(b.ctx, queue.ExpiredLeases, 0, "")
 		require.NoError(t, err)
 		require.Len(t, exp, 1, "the old worker's lease is found by the expiry check")
 		require.Equal(t, running.Task.ID, exp[0].ID)
@@ -274,7 +276,7 @@ func TestMigrateReportsMalformedTask(t *testing.T) {
 		require.NoError(t, err)
 		_, err = q.Complete(b.ctx, l, nil)
 		require.NoError(t, err)
-		r, _, err := q.Repair(b.ctx, queue.ShardOf(bad, 1), 0, "")
+		r, _, err := q.Recovery().Repair(b.ctx, queue.ShardOf(bad, 1), 0, "")
 		require.NoError(t, err)
 		require.Len(t, r.Malformed, 1, "qo repair skips and reports it")
 	})
@@ -310,14 +312,14 @@ func TestMigrateRefusesWhileOlderVersionRuns(t *testing.T) {
 			b.clock.Advance(queue.DefaultDeadAfter + queue.MaxClockSkew + time.Minute)
 		}, ""},
 		{"current worker alive", queue.LayoutVersion, func(t *testing.T, b *bundle) {
-			require.NoError(t, b.q.PutWorker(b.ctx, &queue.WorkerInfo{ID: "new-1", Host: "box-8"}))
+			require.NoError(t, registry.Put(b.ctx, b.q, &queue.WorkerInfo{ID: "new-1", Host: "box-8"}))
 		}, ""},
 		{"monitor leading an unconverted bucket", 2, func(t *testing.T, b *bundle) {
-			_, err := b.q.AcquireLease(b.ctx, queue.MonitorLeaderKey, "old-monitor", time.Minute)
+			_, err := namedlease.Acquire(b.ctx, b.q, queue.MonitorLeaderKey, "old-monitor", time.Minute)
 			require.NoError(t, err)
 		}, "monitor old-monitor"},
 		{"monitor leading a converted bucket", queue.LayoutVersion, func(t *testing.T, b *bundle) {
-			_, err := b.q.AcquireLease(b.ctx, queue.MonitorLeaderKey, "new-monitor", time.Minute)
+			_, err := namedlease.Acquire(b.ctx, b.q, queue.MonitorLeaderKey, "new-monitor", time.Minute)
 			require.NoError(t, err)
 		}, ""},
 	}
@@ -392,7 +394,7 @@ func TestSweepConvertsOlderLayoutReadyEntries(t *testing.T) {
 		b := setup(t, be)
 		s := newStrayScene(t, b)
 
-		res, _, err := b.q.Sweep(b.ctx, "", 0, time.Minute)
+		res, _, err := b.q.Recovery().Sweep(b.ctx, "", 0, time.Minute)
 		require.NoError(t, err)
 		require.Zero(t, res.Converted, "entries younger than the idle bound are left (a write may be in flight)")
 
@@ -400,7 +402,7 @@ func TestSweepConvertsOlderLayoutReadyEntries(t *testing.T) {
 		var total queue.SweepResult
 		cursor := ""
 		for {
-			res, next, err := b.q.Sweep(b.ctx, cursor, 1, time.Minute)
+			res, next, err := b.q.Recovery().Sweep(b.ctx, cursor, 1, time.Minute)
 			require.NoError(t, err)
 			total.Add(res)
 			if next == "" {
@@ -427,22 +429,22 @@ func TestLeaseCheckFindsOlderLayoutLeases(t *testing.T) {
 		s := newStrayScene(t, b)
 		oldLease := s.old[1]
 
-		es, next, err := b.q.ListLeases(b.ctx, 0, "")
+		es, next, err := b.q.Recovery().ListLeases(b.ctx, queue.AllLeases, 0, "")
 		require.NoError(t, err)
 		require.Empty(t, next)
 		require.Len(t, es, 1)
 		require.Equal(t, s.running.ID, es[0].ID)
 		require.Equal(t, oldLease, es[0].Key)
 		require.Equal(t, "old-worker", es[0].WorkerID)
-		exp, _, err := b.q.ListExpired(b.ctx, 0, "")
+		exp, _, err := b.q.Recovery().ListLeases(b.ctx, queue.ExpiredLeases, 0, "")
 		require.NoError(t, err)
 		require.Empty(t, exp, "the lease runs")
 
 		b.clock.Advance(time.Hour)
-		exp, _, err = b.q.ListExpired(b.ctx, 0, "")
+		exp, _, err = b.q.Recovery().ListLeases(b.ctx, queue.ExpiredLeases, 0, "")
 		require.NoError(t, err)
 		require.Len(t, exp, 1)
-		got, err := b.q.ExpireLease(b.ctx, exp[0])
+		got, err := b.q.Recovery().ExpireLease(b.ctx, exp[0])
 		require.NoError(t, err)
 		require.Equal(t, queue.StatusPending, got.Status)
 		require.Contains(t, b.keys(t, queue.ReadyPrefix), queue.ReadyKey(got), "the task has its current ready entry")

@@ -14,6 +14,19 @@ import (
 	"github.com/qo-queue/qo/store"
 )
 
+// Recovery holds the operations that recover from crashes and lost
+// responses, which the leading monitor runs (see doc.go, "Leases and
+// liveness", "Sweeper"): walking the lease index (ListLeases), taking
+// back the tasks of expired leases and dead workers (ExpireLease,
+// ReclaimLease), sweeping the ready and waiting indexes (Sweep,
+// SweepWaiting) and repairing a shard's indexes (Repair). A worker that
+// restarts reads its old leases with it too. Applications need none of
+// it: the monitor a worker embeds runs them.
+type Recovery struct{ q *Queue }
+
+// Recovery returns the queue's recovery operations.
+func (q *Queue) Recovery() *Recovery { return &Recovery{q: q} }
+
 // LeaseEntry is one lease-index entry, decoded from its key alone.
 type LeaseEntry struct {
 	Key       string
@@ -28,23 +41,28 @@ type LeaseEntry struct {
 	Modified time.Time
 }
 
-// ListExpired returns lease entries whose expiry is <= now, from one LIST
-// page of at most limit keys (<= 0: 1000) walking the shard partitions of
-// leases/ (see walkPartitions): within a partition entries are in expiry
-// order, so the walk skips the rest of a partition at its first live
-// lease. next is the startAfter of the next call, "" at the end.
-func (q *Queue) ListExpired(ctx context.Context, limit int, startAfter string) ([]LeaseEntry, string, error) {
-	return q.listLeases(ctx, limit, startAfter, true)
-}
+// LeaseFilter picks the lease entries ListLeases returns.
+type LeaseFilter int
 
-// ListLeases returns every lease entry, expired or not, from one LIST page
-// of at most limit keys (<= 0: 1000) walking the shard partitions of
-// leases/; next is the startAfter of the next call, "" at the end. The
-// lease index holds one entry per running task, so a full walk costs
-// ceil(running tasks / limit) LISTs (one when nothing runs), whatever the
-// bucket's history. Each entry names its holder (see ReclaimLease).
-func (q *Queue) ListLeases(ctx context.Context, limit int, startAfter string) ([]LeaseEntry, string, error) {
-	return q.listLeases(ctx, limit, startAfter, false)
+const (
+	// AllLeases: every lease entry, expired or not. The lease index holds
+	// one entry per running task, so a full walk costs ceil(running tasks
+	// / limit) LISTs (one when nothing runs), whatever the bucket's
+	// history. Each entry names its holder (see ReclaimLease).
+	AllLeases LeaseFilter = iota
+	// ExpiredLeases: the entries whose expiry is <= now. Within a
+	// partition entries are in expiry order, so the walk skips the rest
+	// of a partition at its first live lease.
+	ExpiredLeases
+)
+
+// ListLeases returns the lease entries which picks, from one LIST page of
+// at most limit keys (<= 0: 1000) walking the shard partitions of leases/
+// (see walkPartitions); next is the startAfter of the next call, "" at
+// the end.
+func (r *Recovery) ListLeases(ctx context.Context, which LeaseFilter, limit int, startAfter string) ([]LeaseEntry, string, error) {
+	q := r.q
+	return q.listLeases(ctx, limit, startAfter, which == ExpiredLeases)
 }
 
 func (q *Queue) listLeases(ctx context.Context, limit int, startAfter string, expiredOnly bool) ([]LeaseEntry, string, error) {
@@ -83,7 +101,7 @@ func (q *Queue) listLeases(ctx context.Context, limit int, startAfter string, ex
 }
 
 // ReclaimLease ends the attempt of a running task whose lease holder
-// stopped heartbeating (the caller judged it dead, see WorkerBeats; a zero
+// stopped heartbeating (the caller judged it dead, see registry.Beats; a zero
 // lastBeat means the holder has no registry entry, and the task is then
 // taken back only once its claim is older than deadAfter + MaxClockSkew), before the
 // lease itself runs out: back to pending after backoff while retries
@@ -92,7 +110,8 @@ func (q *Queue) listLeases(ctx context.Context, limit int, startAfter string, ex
 // doing, so it counts as an attempt). The write is fenced on the entry's
 // lease id, so a holder that finished meanwhile wins and the entry is
 // ErrConflict; so is a stale entry (deleted once older than IndexGrace).
-func (q *Queue) ReclaimLease(ctx context.Context, e LeaseEntry, lastBeat time.Time, deadAfter time.Duration) (*Task, error) {
+func (r *Recovery) ReclaimLease(ctx context.Context, e LeaseEntry, lastBeat time.Time, deadAfter time.Duration) (*Task, error) {
+	q := r.q
 	base, etag, err := q.leasedTask(ctx, e, "reclaim lease")
 	if err != nil {
 		return nil, err
@@ -150,7 +169,8 @@ func (q *Queue) takeBack(ctx context.Context, base *Task, etag string, e LeaseEn
 // A stale entry (task gone or not running) is deleted; an entry for a lease
 // that was extended is moved to the current expiry. Both are ErrConflict,
 // as is losing the race against the worker finishing.
-func (q *Queue) ExpireLease(ctx context.Context, e LeaseEntry) (*Task, error) {
+func (r *Recovery) ExpireLease(ctx context.Context, e LeaseEntry) (*Task, error) {
+	q := r.q
 	base, etag, err := q.leasedTask(ctx, e, "expire lease")
 	if err != nil {
 		return nil, err
@@ -233,7 +253,8 @@ const sweepParallelism = 8
 // so no single crash or lost response leaves one out; Repair rebuilds them
 // after damage.
 // cursor is "" for the first page; the returned cursor is "" after the last.
-func (q *Queue) Sweep(ctx context.Context, cursor string, pageSize int, idle time.Duration) (SweepResult, string, error) {
+func (r *Recovery) Sweep(ctx context.Context, cursor string, pageSize int, idle time.Duration) (SweepResult, string, error) {
+	q := r.q
 	now := q.Now()
 	return q.sweepPage(ctx, ReadyPrefix, cursor, pageSize, func(o store.ObjectInfo) func() SweepResult {
 		e, err := ParseReadyKey(o.Key)
@@ -337,7 +358,8 @@ func (q *Queue) sweepEntry(ctx context.Context, e ReadyEntry) SweepResult {
 // bucket's history: it is for `qo repair` after damage (objects deleted by
 // hand, a restored backup) and for Migrate, never for a background loop.
 // cursor is "" for the first page; the returned cursor is "" after the last.
-func (q *Queue) Repair(ctx context.Context, shard string, pageSize int, cursor string) (SweepResult, string, error) {
+func (r *Recovery) Repair(ctx context.Context, shard string, pageSize int, cursor string) (SweepResult, string, error) {
+	q := r.q
 	var res SweepResult
 	if !q.ValidShard(shard) {
 		return res, "", fmt.Errorf("repair: %w", invalidInput("shard %q is not one of this queue's %d shards", shard, len(q.shards)))
@@ -439,7 +461,8 @@ func (q *Queue) repairOne(ctx context.Context, key string) SweepResult {
 // pass costs one LIST per 1,000 waiting tasks plus their reads, whatever
 // the number of finished tasks. cursor is "" for the first page; the
 // returned cursor is "" after the last.
-func (q *Queue) SweepWaiting(ctx context.Context, cursor string, pageSize int, idle time.Duration) (SweepResult, string, error) {
+func (r *Recovery) SweepWaiting(ctx context.Context, cursor string, pageSize int, idle time.Duration) (SweepResult, string, error) {
+	q := r.q
 	now := q.Now()
 	return q.sweepPage(ctx, WaitingPrefix, cursor, pageSize, func(o store.ObjectInfo) func() SweepResult {
 		_, id, err := ParseWaitingKey(o.Key)

@@ -38,7 +38,7 @@ func TestPayloadOffload(t *testing.T) {
 
 		stored := b.get(t, task)
 		require.Nil(t, stored.Input, "the task object does not carry the payload")
-		in, err := q.LoadInput(b.ctx, stored)
+		in, err := q.LoadPayload(b.ctx, stored, queue.InputPayload)
 		require.NoError(t, err)
 		require.JSONEq(t, string(big), string(in))
 
@@ -50,7 +50,7 @@ func TestPayloadOffload(t *testing.T) {
 		other := json.RawMessage(`{"blob":"` + strings.Repeat("y", 200) + `"}`)
 		_, _, err = q.Submit(b.ctx, queue.SubmitRequest{Type: "o", Input: other, IdempotencyKey: "k1"})
 		require.ErrorIs(t, err, queue.ErrIdempotencyMismatch)
-		in, err = q.LoadInput(b.ctx, b.get(t, task))
+		in, err = q.LoadPayload(b.ctx, b.get(t, task), queue.InputPayload)
 		require.NoError(t, err)
 		require.JSONEq(t, string(big), string(in))
 
@@ -70,11 +70,11 @@ func TestPayloadOffload(t *testing.T) {
 		_, err = b.raw.Put(b.ctx, done.OutputRef.Key, []byte(`{"tampered":true}`), store.Condition{})
 		require.NoError(t, err)
 		if done.OutputRef.VersionID == "" {
-			_, err = q.LoadOutput(b.ctx, done)
+			_, err = q.LoadPayload(b.ctx, done, queue.OutputPayload)
 			var m *queue.MalformedError
 			require.ErrorAs(t, err, &m)
 		} else {
-			out, err := q.LoadOutput(b.ctx, done)
+			out, err := q.LoadPayload(b.ctx, done, queue.OutputPayload)
 			require.NoError(t, err, "the reference pins the version written")
 			require.JSONEq(t, string(big), string(out))
 		}
@@ -98,10 +98,10 @@ func TestStaleOutputNeverReplacesWinner(t *testing.T) {
 
 		// w1's lease runs out; the task is taken back and claimed by w2.
 		b.clock.Advance(time.Minute)
-		exp, _, err := q.ListExpired(b.ctx, 0, "")
+		exp, _, err := q.Recovery().ListLeases(b.ctx, queue.ExpiredLeases, 0, "")
 		require.NoError(t, err)
 		require.Len(t, exp, 1)
-		_, err = q.ExpireLease(b.ctx, exp[0])
+		_, err = q.Recovery().ExpireLease(b.ctx, exp[0])
 		require.NoError(t, err)
 		b.clock.Advance(time.Hour) // past the retry's backoff
 		winner, err := q.Claim(b.ctx, readyEntryOf(b.get(t, task)), "w2")
@@ -118,7 +118,7 @@ func TestStaleOutputNeverReplacesWinner(t *testing.T) {
 		obj, err := b.raw.Get(b.ctx, done.OutputRef.Key)
 		require.NoError(t, err)
 		require.JSONEq(t, string(won), string(obj.Body), "the winner's output object is untouched")
-		out, err := q.LoadOutput(b.ctx, b.get(t, task))
+		out, err := q.LoadPayload(b.ctx, b.get(t, task), queue.OutputPayload)
 		require.NoError(t, err)
 		require.JSONEq(t, string(won), string(out))
 		require.Equal(t, []string{done.OutputRef.Key}, b.keys(t, queue.DataPrefix), "the stale attempt's output is removed")

@@ -1,9 +1,6 @@
 package queue
 
 import (
-	"context"
-	"errors"
-	"fmt"
 	"math"
 	"time"
 	"unicode"
@@ -47,47 +44,4 @@ func ValidateProgress(fraction float64, msg string) error {
 		}
 	}
 	return nil
-}
-
-// TaskProgress returns the latest progress of a running task: one GET of
-// the registry entry of the worker its lease names, whatever else the
-// bucket holds. nil when the task is not running, its holder has reported
-// nothing for this attempt or has no (well-formed) entry; a malformed
-// entry or report is logged and skipped.
-func (q *Queue) TaskProgress(ctx context.Context, t *Task) (*Progress, error) {
-	if t == nil || t.Status != StatusRunning || t.WorkerID == "" {
-		return nil, nil
-	}
-	w, err := q.GetWorker(ctx, t.WorkerID)
-	var m *MalformedError
-	switch {
-	case errors.Is(err, ErrNotFound):
-		return nil, nil
-	case errors.As(err, &m):
-		q.log.Warn("skipping malformed worker entry", "key", m.Key, "err", m.Err)
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("progress of task %s: %w", t.ID, err)
-	}
-	p, ok := w.Progress[t.ID.String()]
-	if !ok || p.Attempt != t.Attempt {
-		return nil, nil
-	}
-	if err := ValidateProgress(p.Fraction, p.Message); err != nil {
-		q.log.Warn("skipping malformed progress in worker entry", "key", WorkerKey(w.ID), "task_id", t.ID, "err", err)
-		return nil, nil
-	}
-	return &p, nil
-}
-
-// WithProgress returns t with its Progress set from its holder's registry
-// entry when it is running (see TaskProgress); t itself is not changed.
-func (q *Queue) WithProgress(ctx context.Context, t *Task) (*Task, error) {
-	p, err := q.TaskProgress(ctx, t)
-	if err != nil || p == nil {
-		return t, err
-	}
-	c := *t
-	c.Progress = p
-	return &c, nil
 }

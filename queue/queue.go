@@ -123,11 +123,12 @@ func (q *Queue) Logger() *slog.Logger { return q.log }
 // resolution of index keys).
 func (q *Queue) Now() time.Time { return q.clock.Now().UTC().Truncate(time.Millisecond) }
 
-// ShardOf returns the shard of a task id.
-func (q *Queue) ShardOf(id uuid.UUID) string { return ShardOf(id, q.cfg.ShardChars) }
+// shardOf returns the shard of a task id (ShardOf with the queue's
+// shard_chars).
+func (q *Queue) shardOf(id uuid.UUID) string { return ShardOf(id, q.cfg.ShardChars) }
 
 // TaskKey returns the key of a task object.
-func (q *Queue) TaskKey(id uuid.UUID) string { return taskKeyFor(q.ShardOf(id), id) }
+func (q *Queue) TaskKey(id uuid.UUID) string { return taskKeyFor(q.shardOf(id), id) }
 
 // ValidShard reports whether name is one of this queue's shards.
 func (q *Queue) ValidShard(name string) bool {
@@ -166,12 +167,6 @@ func (q *Queue) Get(ctx context.Context, id uuid.UUID) (*Task, error) {
 		}
 	}
 	return t, nil
-}
-
-// GetWithETag is Get plus the ETag of the version read, for callers that
-// write back conditionally.
-func (q *Queue) GetWithETag(ctx context.Context, id uuid.UUID) (*Task, string, error) {
-	return q.getTask(ctx, id)
 }
 
 func (q *Queue) getTask(ctx context.Context, id uuid.UUID) (*Task, string, error) {
@@ -247,7 +242,7 @@ func (q *Queue) putTask(ctx context.Context, next *Task, cond store.Condition, p
 		if perr == nil {
 			return next, res.ETag, nil
 		}
-		if isDefinite(perr) {
+		if IsDefinite(perr) {
 			return nil, "", fmt.Errorf("write task %s: %w", next.ID, perr)
 		}
 		// Re-read even when the caller's context is done: the write may
@@ -281,7 +276,10 @@ func (q *Queue) putTask(ctx context.Context, next *Task, cond store.Condition, p
 
 // isDefinite reports errors that certainly did not write anything and that
 // a re-read cannot clarify (credentials, missing bucket, unsupported).
-func isDefinite(err error) bool {
+// IsDefinite reports whether a failed write surely did not land: the
+// server refused it before looking at the object. Any other failure may
+// hide a write that landed, which a writer settles by re-reading.
+func IsDefinite(err error) bool {
 	return errors.Is(err, store.ErrAccessDenied) || errors.Is(err, store.ErrBucketNotFound) || errors.Is(err, store.ErrNotSupported)
 }
 

@@ -201,7 +201,7 @@ func TestIdempotencyMarkerLivesWithItsTask(t *testing.T) {
 	require.Equal(t, cancelled.ID, again.ID)
 
 	// A workflow's marker stays with its record, which never expires.
-	w, created, err := q.SubmitWorkflow(ctx, decodeFlow(t, `{"idempotency_key": "nightly", "steps": [{"name": "a", "type": "job"}]}`))
+	w, created, err := q.Workflows().Submit(ctx, decodeFlow(t, `{"idempotency_key": "nightly", "steps": [{"name": "a", "type": "job"}]}`))
 	require.NoError(t, err)
 	require.True(t, created)
 	keys, err := s.List(ctx, store.ListParams{Prefix: queue.IdempotencyPrefix})

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/storetest"
 )
@@ -33,7 +34,7 @@ func TestStatsCounter(t *testing.T) {
 		var recent queue.MinuteCounter
 		recent.Add(b.q.Now(), 3, 1)
 		recent.Add(b.q.Now().Add(-time.Hour), 100, 100) // out of the window
-		require.NoError(t, b.q.PutWorker(b.ctx, &queue.WorkerInfo{ID: "w1", LastHeartbeat: b.q.Now(), Recent: recent.Snapshot(b.q.Now())}))
+		require.NoError(t, registry.Put(b.ctx, b.q, &queue.WorkerInfo{ID: "w1", LastHeartbeat: b.q.Now(), Recent: recent.Snapshot(b.q.Now())}))
 		_, err = b.raw.Put(b.ctx, queue.WorkerKey("broken"), []byte(`{"format":1`), store.Condition{})
 		require.NoError(t, err)
 

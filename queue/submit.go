@@ -108,7 +108,7 @@ func (q *Queue) claimKey(ctx context.Context, t *Task) (uuid.UUID, error) {
 		return t.ID, nil
 	}
 	for round := 0; ; round++ {
-		if isDefinite(perr) {
+		if IsDefinite(perr) {
 			return uuid.Nil, fmt.Errorf("write idempotency marker: %w", perr)
 		}
 		// Taken, or an outcome we cannot know: the marker says who owns
@@ -243,7 +243,7 @@ func (q *Queue) submit(ctx context.Context, req SubmitRequest) (*Task, bool, err
 			}
 			// The key's first submit died between its marker and its
 			// task: finish it under the id the marker gave out.
-			t.ID, t.Shard = id, q.ShardOf(id)
+			t.ID, t.Shard = id, q.shardOf(id)
 		}
 	}
 	if err := ValidateTransition(nil, t); err != nil {
@@ -384,7 +384,7 @@ func (q *Queue) newTask(req SubmitRequest) (*Task, error) {
 		Format:         FormatVersion,
 		ID:             id,
 		Type:           req.Type,
-		Shard:          q.ShardOf(id),
+		Shard:          q.shardOf(id),
 		Status:         StatusPending,
 		AvailableAt:    avail,
 		Input:          input,
@@ -423,7 +423,7 @@ func (q *Queue) compactInput(input json.RawMessage) (json.RawMessage, error) {
 	if err := json.Compact(&buf, input); err != nil {
 		return nil, invalidInput("input is not valid JSON: %v", err)
 	}
-	if int64(buf.Len()) > q.MaxPayloadBytes() {
+	if int64(buf.Len()) > q.cfg.EffectiveMaxPayloadBytes() {
 		return nil, q.payloadTooLarge("input", buf.Len())
 	}
 	return buf.Bytes(), nil

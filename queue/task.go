@@ -208,7 +208,7 @@ type Task struct {
 
 	// Progress is the latest progress its handler reported, filled in by
 	// readers of a running task from its holder's registry entry
-	// (Queue.WithProgress). It is never stored: EncodeTask leaves it out
+	// (registry.WithProgress). It is never stored: EncodeTask leaves it out
 	// and DecodeTask ignores it (see doc.go, "Progress").
 	Progress *Progress `json:"progress,omitempty"`
 	// Metadata is the task's string headers, set at submit and never

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/control"
 	"github.com/qo-queue/qo/store/storetest"
 )
 
@@ -100,7 +101,7 @@ func TestWorkflowStepKey(t *testing.T) {
     {"name": "a", "type": "sync", "key": "customer-1"},
     {"name": "b", "type": "sync", "key": "customer-1", "after": ["a"]}
   ]}`)
-	w, _, err := b.q.SubmitWorkflow(b.ctx, spec)
+	w, _, err := b.q.Workflows().Submit(b.ctx, spec)
 	require.NoError(t, err)
 	a := b.step(t, w, "a")
 	require.Equal(t, "customer-1", a.TaskKey)
@@ -124,9 +125,9 @@ func TestWorkflowStepKey(t *testing.T) {
 func TestKeyLimits(t *testing.T) {
 	t.Parallel()
 	b := setup(t, storetest.Backends()[0])
-	_, err := b.q.SetKeyLimit(b.ctx, "sync", 2)
+	_, err := control.SetKeyLimit(b.ctx, b.q, "sync", 2)
 	require.NoError(t, err)
-	ctl, err := b.q.SetKeyRate(b.ctx, "sync", 5, time.Second, 0)
+	ctl, err := control.SetKeyRate(b.ctx, b.q, "sync", 5, time.Second, 0)
 	require.NoError(t, err)
 	n, ok := ctl.KeyConcurrencyCap("sync")
 	require.True(t, ok)
@@ -138,13 +139,13 @@ func TestKeyLimits(t *testing.T) {
 	require.False(t, capped, "a per-key cap is not a fleet-wide one")
 	require.Equal(t, []string{"sync"}, ctl.LimitedTypes())
 	for _, bad := range []error{
-		func() error { _, err := b.q.SetKeyLimit(b.ctx, "sync", 0); return err }(),
-		func() error { _, err := b.q.SetKeyRate(b.ctx, "sync", 0, time.Second, 0); return err }(),
-		func() error { _, err := b.q.SetKeyRate(b.ctx, "a b", 1, time.Second, 0); return err }(),
+		func() error { _, err := control.SetKeyLimit(b.ctx, b.q, "sync", 0); return err }(),
+		func() error { _, err := control.SetKeyRate(b.ctx, b.q, "sync", 0, time.Second, 0); return err }(),
+		func() error { _, err := control.SetKeyRate(b.ctx, b.q, "a b", 1, time.Second, 0); return err }(),
 	} {
 		require.ErrorIs(t, bad, queue.ErrInvalidInput)
 	}
-	ctl, err = b.q.ClearLimit(b.ctx, "sync")
+	ctl, err = control.ClearLimit(b.ctx, b.q, "sync")
 	require.NoError(t, err)
 	require.Empty(t, ctl.LimitedTypes())
 }

@@ -130,14 +130,14 @@ func TestUnknownOutcomesKeepEntries(t *testing.T) {
 			{"expire a lease", func() (*queue.Task, error) {
 				l := running("x")
 				b.clock.Advance(time.Hour)
-				exp, _, err := b.q.ListExpired(b.ctx, 0, "")
+				exp, _, err := b.q.Recovery().ListLeases(b.ctx, queue.ExpiredLeases, 0, "")
 				require.NoError(t, err)
 				require.NotEmpty(t, exp)
 				defer lose()()
 				var last error
 				for _, e := range exp {
 					if e.ID == l.Task.ID {
-						_, last = b.q.ExpireLease(b.ctx, e)
+						_, last = b.q.Recovery().ExpireLease(b.ctx, e)
 					}
 				}
 				return l.Task, last
@@ -162,7 +162,7 @@ func TestUnknownOutcomesKeepEntries(t *testing.T) {
 		// Every running task, whatever happened to it, is found by the
 		// expiry check once its lease runs out.
 		b.clock.Advance(2 * time.Hour)
-		exp, _, err := b.q.ListExpired(context.Background(), 0, "")
+		exp, _, err := b.q.Recovery().ListLeases(context.Background(), queue.ExpiredLeases, 0, "")
 		require.NoError(t, err)
 		found := map[string]bool{}
 		for _, e := range exp {

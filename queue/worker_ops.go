@@ -396,7 +396,7 @@ func (q *Queue) Complete(ctx context.Context, l *Lease, output json.RawMessage) 
 	if !isJSONNull(output) && !json.Valid(output) {
 		return nil, fmt.Errorf("complete: %w", invalidInput("output is not valid JSON"))
 	}
-	if int64(len(output)) > q.MaxPayloadBytes() {
+	if int64(len(output)) > q.cfg.EffectiveMaxPayloadBytes() {
 		return nil, fmt.Errorf("complete: %w", q.payloadTooLarge("output", len(output)))
 	}
 	var ref *DataRef

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -72,9 +71,19 @@ type workflowName struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
-// WorkflowKey is the key of a workflow record: workflows/{shard}/{id}.json.
-func (q *Queue) WorkflowKey(id uuid.UUID) string {
-	return WorkflowsPrefix + q.ShardOf(id) + "/" + id.String() + ".json"
+// Workflows holds the operations on the bucket's workflows (see doc.go,
+// "Workflows"): submitting one (Submit), reading it by id or name (Get,
+// Read, Refresh, Names) and cancelling it (Cancel).
+type Workflows struct{ q *Queue }
+
+// Workflows returns the queue's workflow operations.
+func (q *Queue) Workflows() *Workflows { return &Workflows{q: q} }
+
+// Key is the key of a workflow record: workflows/{shard}/{id}.json.
+func (ws *Workflows) Key(id uuid.UUID) string { return ws.q.workflowKey(id) }
+
+func (q *Queue) workflowKey(id uuid.UUID) string {
+	return WorkflowsPrefix + q.shardOf(id) + "/" + id.String() + ".json"
 }
 
 // WorkflowNameKey is the key of a name's pointer to its latest workflow.
@@ -85,7 +94,7 @@ func WorkflowNameKey(name string) string { return WorkflowNamesPrefix + name + "
 // two apart: a task type is never empty).
 func workflowMarkerKey(key string) string { return IdempotencyKey("", "workflow\x00"+key) }
 
-// SubmitWorkflow submits a workflow (see doc.go, "Workflows"): a marker
+// Submit submits a workflow (see doc.go, "Workflows"): a marker
 // binding its idempotency key (create-only), its record (create-only),
 // then its tasks, every task created only after the tasks that wait for
 // it, so that a submit that stops half-way leaves nothing that runs
@@ -95,7 +104,8 @@ func workflowMarkerKey(key string) string { return IdempotencyKey("", "workflow\
 // (2 PUTs, plus the input's when offloaded), with no extra write per edge;
 // the workflow adds 2 PUTs, 3 with a name. The error of a submit that
 // stopped half-way says how to finish it.
-func (q *Queue) SubmitWorkflow(ctx context.Context, spec *WorkflowSpec) (*Workflow, bool, error) {
+func (ws *Workflows) Submit(ctx context.Context, spec *WorkflowSpec) (*Workflow, bool, error) {
+	q := ws.q
 	if spec == nil || len(spec.Steps) == 0 || spec.digest == "" {
 		return nil, false, fmt.Errorf("submit workflow: %w", invalidInput("a workflow comes from DecodeWorkflow"))
 	}
@@ -202,7 +212,7 @@ func (q *Queue) claimWorkflow(ctx context.Context, w *Workflow) (*Workflow, bool
 		return nil, false, err
 	}
 	if _, perr := q.s.Put(ctx, key, body, store.CreateOnly); perr != nil {
-		if isDefinite(perr) {
+		if IsDefinite(perr) {
 			return nil, false, fmt.Errorf("write idempotency marker: %w", perr)
 		}
 		rec, err := q.readMarker(ctx, key)
@@ -230,8 +240,8 @@ func (q *Queue) claimWorkflow(ctx context.Context, w *Workflow) (*Workflow, bool
 	if err != nil {
 		return nil, false, err
 	}
-	if _, perr := q.s.Put(ctx, q.WorkflowKey(w.ID), body, store.CreateOnly); perr != nil {
-		if isDefinite(perr) {
+	if _, perr := q.s.Put(ctx, q.workflowKey(w.ID), body, store.CreateOnly); perr != nil {
+		if IsDefinite(perr) {
 			return nil, false, fmt.Errorf("write workflow record: %w", perr)
 		}
 		prev, err := q.readWorkflow(ctx, w.ID)
@@ -284,7 +294,7 @@ func (q *Queue) workflowTasks(w *Workflow, spec *WorkflowSpec, reqs []SubmitRequ
 			return nil, fmt.Errorf("step %q: %w", s.Name, err)
 		}
 		t.ID = w.Steps[i].TaskID
-		t.Shard = q.ShardOf(t.ID)
+		t.Shard = q.shardOf(t.ID)
 		t.Workflow = &WorkflowRef{ID: w.ID, Step: s.Name}
 		t.Children = children[s.Name]
 		if len(s.After) > 0 {
@@ -313,7 +323,7 @@ func (q *Queue) workflowTasks(w *Workflow, spec *WorkflowSpec, reqs []SubmitRequ
 
 // readWorkflow reads a workflow record by id (1 GET).
 func (q *Queue) readWorkflow(ctx context.Context, id uuid.UUID) (*Workflow, error) {
-	key := q.WorkflowKey(id)
+	key := q.workflowKey(id)
 	obj, err := q.getLimited(ctx, key, maxWorkflowRecord)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("workflow %s: %w (%w)", id, ErrNotFound, err)
@@ -328,9 +338,10 @@ func (q *Queue) readWorkflow(ctx context.Context, id uuid.UUID) (*Workflow, erro
 	return &w, nil
 }
 
-// GetWorkflow reads a workflow by id, or by name (the latest workflow
+// Get reads a workflow by id, or by name (the latest workflow
 // submitted with it): 1 GET, 2 by name.
-func (q *Queue) GetWorkflow(ctx context.Context, ref string) (*Workflow, error) {
+func (ws *Workflows) Get(ctx context.Context, ref string) (*Workflow, error) {
+	q := ws.q
 	if id, err := uuid.Parse(ref); err == nil {
 		return q.readWorkflow(ctx, id)
 	}
@@ -351,7 +362,7 @@ func (q *Queue) GetWorkflow(ctx context.Context, ref string) (*Workflow, error) 
 	return q.readWorkflow(ctx, n.ID)
 }
 
-// WorkflowSummary is one name of WorkflowNames: the latest workflow
+// WorkflowSummary is one name of Workflows.Names: the latest workflow
 // submitted with it.
 type WorkflowSummary struct {
 	Name      string    `json:"name"`
@@ -359,10 +370,11 @@ type WorkflowSummary struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
-// WorkflowNames lists the workflow names and the latest workflow of each,
+// Names lists the workflow names and the latest workflow of each,
 // up to limit (0: 1000): a LIST page and one GET per name, whatever the
 // number of workflows ever submitted.
-func (q *Queue) WorkflowNames(ctx context.Context, limit int) ([]WorkflowSummary, error) {
+func (ws *Workflows) Names(ctx context.Context, limit int) ([]WorkflowSummary, error) {
+	q := ws.q
 	if limit <= 0 || limit > 1000 {
 		limit = 1000
 	}
@@ -394,44 +406,12 @@ func (q *Queue) WorkflowNames(ctx context.Context, limit int) ([]WorkflowSummary
 	return res, nil
 }
 
-// WorkflowStatus is where a workflow stands, from its steps' statuses.
-type WorkflowStatus string
-
-// The workflow statuses.
-const (
-	// WorkflowIncomplete: a step's task does not exist (the submit
-	// stopped half-way; submitting it again finishes it).
-	WorkflowIncomplete WorkflowStatus = "incomplete"
-	WorkflowRunning    WorkflowStatus = "running"   // a step waits, is pending or runs
-	WorkflowCompleted  WorkflowStatus = "completed" // every step completed
-	WorkflowFailed     WorkflowStatus = "failed"    // every step ended, one failed or expired
-	WorkflowCancelled  WorkflowStatus = "cancelled" // every step ended, one was cancelled, none failed
-)
-
-// Ended reports whether no step of the workflow will run again without an
-// operator.
-func (s WorkflowStatus) Ended() bool {
-	return s == WorkflowCompleted || s == WorkflowFailed || s == WorkflowCancelled
-}
-
-// WorkflowView is a workflow with its steps' tasks as read now.
-type WorkflowView struct {
-	Workflow *Workflow
-	// Tasks holds each step's task, in the order of Workflow.Steps; nil
-	// when it does not exist or could not be read (Problems says which).
-	Tasks    []*Task
-	Problems map[string]string // by step name
-	Status   WorkflowStatus
-	Counts   map[Status]int
-	// EndedAt is when the last step ended, once the workflow has.
-	EndedAt *time.Time
-}
-
-// ReadWorkflow reads a workflow (see GetWorkflow) and each step's task
+// Read reads a workflow (see Get) and each step's task
 // (1 GET per step, in parallel): the cost is the workflow's size, never
 // the bucket's history.
-func (q *Queue) ReadWorkflow(ctx context.Context, ref string) (*WorkflowView, error) {
-	w, err := q.GetWorkflow(ctx, ref)
+func (ws *Workflows) Read(ctx context.Context, ref string) (*WorkflowView, error) {
+	q := ws.q
+	w, err := ws.Get(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -467,61 +447,10 @@ func (q *Queue) ReadWorkflow(ctx context.Context, ref string) (*WorkflowView, er
 	return v, nil
 }
 
-// SummarizeWorkflow makes a view of w from its steps' tasks as read
-// elsewhere (nil where missing; problems by step name).
-func SummarizeWorkflow(w *Workflow, tasks []*Task, problems map[string]string) *WorkflowView {
-	v := &WorkflowView{Workflow: w, Tasks: tasks, Problems: problems}
-	if v.Problems == nil {
-		v.Problems = map[string]string{}
-	}
-	v.summarize()
-	return v
-}
-
-// summarize sets Status, Counts and EndedAt from Tasks.
-func (v *WorkflowView) summarize() {
-	v.Counts = map[Status]int{}
-	v.EndedAt = nil
-	missing, running, failed, cancelled := 0, 0, 0, 0
-	for _, t := range v.Tasks {
-		if t == nil {
-			missing++
-			continue
-		}
-		v.Counts[t.Status]++
-		st, done := ended(t)
-		switch {
-		case !done:
-			running++
-		case st == StatusFailed || st == StatusExpired:
-			failed++
-		case st == StatusCancelled:
-			cancelled++
-		}
-		if done && t.CompletedAt != nil && (v.EndedAt == nil || t.CompletedAt.After(*v.EndedAt)) {
-			v.EndedAt = cloneTime(t.CompletedAt)
-		}
-	}
-	switch {
-	case missing > 0:
-		v.Status = WorkflowIncomplete
-	case running > 0:
-		v.Status = WorkflowRunning
-	case failed > 0:
-		v.Status = WorkflowFailed
-	case cancelled > 0:
-		v.Status = WorkflowCancelled
-	default:
-		v.Status = WorkflowCompleted
-	}
-	if !v.Status.Ended() {
-		v.EndedAt = nil
-	}
-}
-
 // Refresh reads again the tasks of the steps that have not ended (1 GET
 // each): what a wait loop pays per round.
-func (q *Queue) Refresh(ctx context.Context, v *WorkflowView) error {
+func (ws *Workflows) Refresh(ctx context.Context, v *WorkflowView) error {
+	q := ws.q
 	var errs []error
 	var mu sync.Mutex
 	forEach(len(v.Tasks), edgeParallelism, func(i int) {
@@ -546,12 +475,13 @@ func (q *Queue) Refresh(ctx context.Context, v *WorkflowView) error {
 	return errors.Join(errs...)
 }
 
-// CancelWorkflow cancels every step of a workflow that has not ended
+// Cancel cancels every step of a workflow that has not ended
 // (running ones are asked to stop, as Cancel does), children before their
 // parents so that each carries the operator's reason, and returns how many
 // it cancelled; steps that ended meanwhile are left as they are.
-func (q *Queue) CancelWorkflow(ctx context.Context, ref, reason string) (int, error) {
-	v, err := q.ReadWorkflow(ctx, ref)
+func (ws *Workflows) Cancel(ctx context.Context, ref, reason string) (int, error) {
+	q := ws.q
+	v, err := ws.Read(ctx, ref)
 	if err != nil {
 		return 0, err
 	}
@@ -595,86 +525,4 @@ func (q *Queue) CancelWorkflow(ctx context.Context, ref, reason string) (int, er
 		return n, fmt.Errorf("cancel workflow %s: %w", v.Workflow.ID, err)
 	}
 	return n, nil
-}
-
-// Depths returns each step's depth: 0 for a step without parents, else
-// one more than its deepest parent (the order to draw the graph in).
-func (w *Workflow) Depths() []int {
-	idx := make(map[string]int, len(w.Steps))
-	for i, s := range w.Steps {
-		idx[s.Name] = i
-	}
-	depth := make([]int, len(w.Steps))
-	done := make([]bool, len(w.Steps))
-	var visit func(i, guard int) int
-	visit = func(i, guard int) int {
-		if done[i] || guard > len(w.Steps) { // guard: a hand-edited record with a cycle
-			return depth[i]
-		}
-		for _, a := range w.Steps[i].After {
-			if j, ok := idx[a]; ok {
-				depth[i] = max(depth[i], visit(j, guard+1)+1)
-			}
-		}
-		done[i] = true
-		return depth[i]
-	}
-	for i := range w.Steps {
-		visit(i, 0)
-	}
-	return depth
-}
-
-// WorkflowReport is a workflow as read now, in the shape qo workflow
-// --json and the HTTP API print: steps by depth, roots first.
-type WorkflowReport struct {
-	ID             uuid.UUID      `json:"id"`
-	Name           string         `json:"name,omitempty"`
-	IdempotencyKey string         `json:"idempotency_key"`
-	Status         WorkflowStatus `json:"status"`
-	CreatedAt      time.Time      `json:"created_at"`
-	EndedAt        *time.Time     `json:"ended_at"`
-	Counts         map[Status]int `json:"counts"`
-	Steps          []StepReport   `json:"steps"`
-}
-
-// StepReport is one step of a WorkflowReport.
-type StepReport struct {
-	Name         string     `json:"name"`
-	Type         string     `json:"task_type"`
-	TaskID       uuid.UUID  `json:"task_id"`
-	After        []string   `json:"after"`
-	Depth        int        `json:"depth"`
-	Status       Status     `json:"status"` // "" when the task is missing (see problem)
-	Attempt      int        `json:"attempt"`
-	WaitingFor   string     `json:"waiting_for,omitempty"`
-	LastError    string     `json:"last_error,omitempty"`
-	CancelReason string     `json:"cancel_reason,omitempty"`
-	UpdatedAt    *time.Time `json:"updated_at"`
-	CompletedAt  *time.Time `json:"completed_at"`
-	Problem      string     `json:"problem,omitempty"`
-}
-
-// Report renders the view (see WorkflowReport).
-func (v *WorkflowView) Report() WorkflowReport {
-	w := v.Workflow
-	r := WorkflowReport{ID: w.ID, Name: w.Name, IdempotencyKey: w.IdempotencyKey, Status: v.Status,
-		CreatedAt: w.CreatedAt, EndedAt: v.EndedAt, Counts: v.Counts, Steps: make([]StepReport, len(w.Steps))}
-	depths := w.Depths()
-	for i, s := range w.Steps {
-		sr := StepReport{Name: s.Name, Type: s.Type, TaskID: s.TaskID, After: s.After, Depth: depths[i], Problem: v.Problems[s.Name]}
-		if sr.After == nil {
-			sr.After = []string{}
-		}
-		if t := v.Tasks[i]; t != nil {
-			sr.Status, sr.Attempt, sr.LastError, sr.CancelReason = t.Status, t.Attempt, t.LastError, t.CancelReason
-			sr.UpdatedAt, sr.CompletedAt = timePtr(t.UpdatedAt), cloneTime(t.CompletedAt)
-			if t.Status == StatusWaiting {
-				sr.WaitingFor = t.WaitingFor()
-			}
-		}
-		r.Steps[i] = sr
-	}
-	sort.SliceStable(r.Steps, func(a, b int) bool { return r.Steps[a].Depth < r.Steps[b].Depth })
-	return r
 }

@@ -67,7 +67,7 @@ func TestWorkflowRunsInOrderAndPassesOutputs(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
 		b := setup(t, be)
 		before := b.counts()
-		w, created, err := b.q.SubmitWorkflow(b.ctx, decodeFlow(t, etlFlow))
+		w, created, err := b.q.Workflows().Submit(b.ctx, decodeFlow(t, etlFlow))
 		require.NoError(t, err)
 		require.True(t, created)
 		// 2 PUTs per step (its index entry and the task), the key's marker,
@@ -95,14 +95,14 @@ func TestWorkflowRunsInOrderAndPassesOutputs(t *testing.T) {
 		load := b.run(t, w, "load", `null`)
 		require.JSONEq(t, `{"clean": {"n": 5}, "enrich": 6, "score": 7}`, string(load.Input))
 
-		v, err := b.q.ReadWorkflow(b.ctx, "nightly-etl")
+		v, err := b.q.Workflows().Read(b.ctx, "nightly-etl")
 		require.NoError(t, err)
 		require.Equal(t, w.ID, v.Workflow.ID)
 		require.Equal(t, queue.WorkflowCompleted, v.Status)
 		require.Equal(t, map[queue.Status]int{queue.StatusCompleted: 5}, v.Counts)
 		require.NotNil(t, v.EndedAt)
 
-		names, err := b.q.WorkflowNames(b.ctx, 0)
+		names, err := b.q.Workflows().Names(b.ctx, 0)
 		require.NoError(t, err)
 		require.Equal(t, []queue.WorkflowSummary{{Name: "nightly-etl", ID: w.ID, CreatedAt: w.CreatedAt}}, names)
 	})
@@ -122,7 +122,7 @@ func TestWorkflowHalfSubmittedIsFinishedByItsKey(t *testing.T) {
 				return strings.HasPrefix(key, queue.TasksPrefix) && tasks.Add(1) >= 5
 			}
 		})
-		_, _, err := b.q.SubmitWorkflow(b.ctx, spec)
+		_, _, err := b.q.Workflows().Submit(b.ctx, spec)
 		b.s.set(func(f *faultStore) { f.failPut = nil })
 		require.Error(t, err)
 		require.Contains(t, err.Error(), `4 of 5 steps exist`)
@@ -133,14 +133,14 @@ func TestWorkflowHalfSubmittedIsFinishedByItsKey(t *testing.T) {
 		}
 		require.Len(t, b.keys(t, queue.WaitingPrefix), 4)
 
-		v, err := b.q.ReadWorkflow(b.ctx, "nightly-etl")
+		v, err := b.q.Workflows().Read(b.ctx, "nightly-etl")
 		require.ErrorIs(t, err, queue.ErrNotFound, "the name points at a workflow only once every step exists")
 		require.Nil(t, v)
 
-		w, created, err := b.q.SubmitWorkflow(b.ctx, spec)
+		w, created, err := b.q.Workflows().Submit(b.ctx, spec)
 		require.NoError(t, err)
 		require.False(t, created)
-		v, err = b.q.ReadWorkflow(b.ctx, w.ID.String())
+		v, err = b.q.Workflows().Read(b.ctx, w.ID.String())
 		require.NoError(t, err)
 		require.Equal(t, queue.WorkflowRunning, v.Status)
 		require.Empty(t, v.Problems)
@@ -149,13 +149,13 @@ func TestWorkflowHalfSubmittedIsFinishedByItsKey(t *testing.T) {
 		for _, name := range []string{"clean", "enrich", "score", "load"} {
 			b.run(t, w, name, `{}`)
 		}
-		v, err = b.q.ReadWorkflow(b.ctx, "nightly-etl")
+		v, err = b.q.Workflows().Read(b.ctx, "nightly-etl")
 		require.NoError(t, err)
 		require.Equal(t, queue.WorkflowCompleted, v.Status)
 
 		// The same key with other steps is refused.
 		other := decodeFlow(t, `{"idempotency_key": "2026-11-25", "steps": [{"name": "a", "type": "x"}]}`)
-		_, _, err = b.q.SubmitWorkflow(b.ctx, other)
+		_, _, err = b.q.Workflows().Submit(b.ctx, other)
 		require.ErrorIs(t, err, queue.ErrIdempotencyMismatch)
 	})
 }
@@ -164,7 +164,7 @@ func TestWorkflowFailureCancelAndReplay(t *testing.T) {
 	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
 		b := setup(t, be)
-		w, _, err := b.q.SubmitWorkflow(b.ctx, decodeFlow(t, etlFlow))
+		w, _, err := b.q.Workflows().Submit(b.ctx, decodeFlow(t, etlFlow))
 		require.NoError(t, err)
 		b.run(t, w, "extract", `{"rows": [1]}`)
 		// clean fails for good: load is cancelled, naming it.
@@ -174,7 +174,7 @@ func TestWorkflowFailureCancelAndReplay(t *testing.T) {
 		load := b.step(t, w, "load")
 		require.Equal(t, queue.StatusCancelled, load.Status)
 		require.Contains(t, load.CancelReason, "failed")
-		v, err := b.q.ReadWorkflow(b.ctx, w.ID.String())
+		v, err := b.q.Workflows().Read(b.ctx, w.ID.String())
 		require.NoError(t, err)
 		require.Equal(t, queue.WorkflowRunning, v.Status, "enrich and score still run")
 
@@ -184,10 +184,10 @@ func TestWorkflowFailureCancelAndReplay(t *testing.T) {
 		require.Equal(t, queue.StatusWaiting, b.step(t, w, "load").Status)
 
 		// Cancelling the workflow cancels every step that has not ended.
-		n, err := b.q.CancelWorkflow(b.ctx, "nightly-etl", "not tonight")
+		n, err := b.q.Workflows().Cancel(b.ctx, "nightly-etl", "not tonight")
 		require.NoError(t, err)
 		require.Equal(t, 4, n)
-		v, err = b.q.ReadWorkflow(b.ctx, "nightly-etl")
+		v, err = b.q.Workflows().Read(b.ctx, "nightly-etl")
 		require.NoError(t, err)
 		require.Equal(t, queue.WorkflowCancelled, v.Status)
 		require.Equal(t, map[queue.Status]int{queue.StatusCompleted: 1, queue.StatusCancelled: 4}, v.Counts)
@@ -197,9 +197,10 @@ func TestWorkflowFailureCancelAndReplay(t *testing.T) {
 func TestWorkflowValueTooLargeFailsTheChild(t *testing.T) {
 	t.Parallel()
 	b := setup(t, storetest.Backends()[0])
-	w, _, err := b.q.SubmitWorkflow(b.ctx, decodeFlow(t, `{"steps": [
+	w, _, err := b.q.Workflows().Submit(b.ctx, decodeFlow(t, `{"steps": [
 		{"name": "a", "type": "x"},
 		{"name": "b", "type": "y", "input_from": {"blob": "a.output.blob"}}]}`))
+
 	require.NoError(t, err)
 	b.run(t, w, "a", fmt.Sprintf(`{"blob": %q}`, strings.Repeat("x", queue.MaxFromParent)))
 	got := b.step(t, w, "b")
@@ -251,7 +252,7 @@ func TestSweepCancelsStepsOfAnAbandonedSubmit(t *testing.T) {
 				return strings.HasPrefix(key, queue.TasksPrefix) && tasks.Add(1) >= 2
 			}
 		})
-		_, _, err := b.q.SubmitWorkflow(b.ctx, spec)
+		_, _, err := b.q.Workflows().Submit(b.ctx, spec)
 		b.s.set(func(f *faultStore) { f.failPut = nil })
 		require.Error(t, err)
 		waiting := b.keys(t, queue.WaitingPrefix)
@@ -260,14 +261,14 @@ func TestSweepCancelsStepsOfAnAbandonedSubmit(t *testing.T) {
 		require.NoError(t, err)
 
 		// Within the hour the sweep leaves it for the submit's repeat.
-		_, _, err = b.q.SweepWaiting(b.ctx, "", 100, 0)
+		_, _, err = b.q.Recovery().SweepWaiting(b.ctx, "", 100, 0)
 		require.NoError(t, err)
 		got, err := b.q.Get(b.ctx, id)
 		require.NoError(t, err)
 		require.Equal(t, queue.StatusWaiting, got.Status)
 
 		b.clock.Advance(queue.OrphanAfter + time.Minute)
-		res, _, err := b.q.SweepWaiting(b.ctx, "", 100, 0)
+		res, _, err := b.q.Recovery().SweepWaiting(b.ctx, "", 100, 0)
 		require.NoError(t, err)
 		require.Equal(t, 1, res.WaitingDecided)
 		got, err = b.q.Get(b.ctx, id)
@@ -324,7 +325,7 @@ func TestWorkflowStepPolicyForItsParents(t *testing.T) {
 	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
 		b := setup(t, be)
-		w, _, err := b.q.SubmitWorkflow(b.ctx, decodeFlow(t, `{"name": "policy", "steps": [
+		w, _, err := b.q.Workflows().Submit(b.ctx, decodeFlow(t, `{"name": "policy", "steps": [
 			{"name": "a", "type": "x"},
 			{"name": "b", "type": "x", "after": ["a"], "on_parent_failure": "run"}]}`))
 		require.NoError(t, err)

@@ -23,7 +23,7 @@ type WorkflowSpec struct {
 	Name string
 	// IdempotencyKey makes the submit repeatable: the same key and the
 	// same steps return the workflow the first submit made, and finish it
-	// when that submit stopped half-way. Empty: SubmitWorkflow picks one.
+	// when that submit stopped half-way. Empty: Workflows.Submit picks one.
 	IdempotencyKey string
 	Steps          []WorkflowStepSpec
 	digest         string

@@ -145,7 +145,7 @@ func Submitted[V any](t T, q *Queue, typ string) []V {
 	t.Helper()
 	var out []V
 	for _, task := range q.Tasks(typ) {
-		in, err := q.LoadInput(context.Background(), task)
+		in, err := q.LoadPayload(context.Background(), task, queue.InputPayload)
 		if err != nil {
 			t.Fatalf("queuetest: load the input of task %s: %v", task.ID, err)
 		}
@@ -410,13 +410,13 @@ func (q *Queue) ExpireLease(t T, id uuid.UUID) *queue.Task {
 	q.Clock.AdvanceTo(task.LeaseExpiresAt.Add(time.Millisecond))
 	after := ""
 	for {
-		entries, next, err := q.ListExpired(ctx, 1000, after)
+		entries, next, err := q.Recovery().ListLeases(ctx, queue.ExpiredLeases, 1000, after)
 		if err != nil {
 			t.Fatalf("queuetest: list expired leases: %v", err)
 		}
 		for _, e := range entries {
 			if e.ID == id {
-				done, err := q.Queue.ExpireLease(ctx, e)
+				done, err := q.Queue.Recovery().ExpireLease(ctx, e)
 				if err != nil {
 					t.Fatalf("queuetest: expire the lease of task %s: %v", id, err)
 				}

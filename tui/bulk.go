@@ -4,7 +4,7 @@ package tui
 // the filter, and R, A or C then act on the marked set. The action is
 // planned first (queue.PlanBulkAction: the tasks read, the rule applied,
 // nothing written), the confirm dialog states the count, what is skipped
-// and the request cost, and y runs it (queue.RunBulkAction: each task's
+// and the request cost, and y runs it (queue.ActPlan.Run: each task's
 // own conditional write).
 
 import (
@@ -165,11 +165,11 @@ func (t *tasks) bulkPlanned(r *Model, msg bulkPlanMsg) {
 	if len(p.Skipped) > 0 {
 		text += fmt.Sprintf(" %s skipped%s.", count(len(p.Skipped)), firstSkip(p))
 	}
-	ctx, q := r.ctx, r.q
+	ctx := r.ctx
 	r.ask(&confirm{action: p.Op, text: text, run: func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, bulkTimeout)
 		defer cancel()
-		return bulkDoneMsg{sum: q.RunBulkAction(ctx, p, queue.ActOptions{})}
+		return bulkDoneMsg{sum: p.Run(ctx, queue.ActOptions{})}
 	}})
 }
 

@@ -14,6 +14,8 @@ import (
 	"github.com/qo-queue/qo/inspect"
 	"github.com/qo-queue/qo/monitor"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/control"
+	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/queue/schedule"
 	"github.com/qo-queue/qo/store"
 )
@@ -137,7 +139,7 @@ func loadDetail(ctx context.Context, q *queue.Queue, model *inspect.Model, id uu
 		msg := detailMsg{seq: seq}
 		msg.task, msg.err = q.Get(ctx, id)
 		if errors.Is(msg.err, queue.ErrNotFound) && orWorkflow {
-			if w, err := q.GetWorkflow(ctx, id.String()); err == nil {
+			if w, err := q.Workflows().Get(ctx, id.String()); err == nil {
 				msg.workflow, msg.err = w, nil
 				return msg
 			}
@@ -149,12 +151,12 @@ func loadDetail(ctx context.Context, q *queue.Queue, model *inspect.Model, id uu
 			if known != nil && known.ID == ref.ID {
 				msg.record = known
 			} else {
-				msg.record, msg.recordErr = q.GetWorkflow(ctx, ref.ID.String())
+				msg.record, msg.recordErr = q.Workflows().Get(ctx, ref.ID.String())
 			}
 		}
 		// A running task's progress: one GET of its worker's entry (the
 		// detail shows without it when that fails).
-		if withProg, err := q.WithProgress(ctx, msg.task); err == nil {
+		if withProg, err := registry.WithProgress(ctx, q, msg.task); err == nil {
 			msg.task = withProg
 		}
 		msg.data, msg.payloadErr = q.WithPayloads(ctx, msg.task)
@@ -174,7 +176,7 @@ func loadWorkflow(ctx context.Context, q *queue.Queue, ref string, seq int) tea.
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, workflowTimeout)
 		defer cancel()
-		v, err := q.ReadWorkflow(ctx, ref)
+		v, err := q.Workflows().Read(ctx, ref)
 		return workflowMsg{seq: seq, view: v, err: err}
 	}
 }
@@ -189,7 +191,7 @@ func refreshWorkflow(ctx context.Context, q *queue.Queue, shown *queue.WorkflowV
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, workflowTimeout)
 		defer cancel()
-		err := q.Refresh(ctx, &v)
+		err := q.Workflows().Refresh(ctx, &v)
 		var m *queue.MalformedError
 		if errors.As(err, &m) && !errors.Is(err, store.ErrUnreachable) && !errors.Is(err, context.DeadlineExceeded) {
 			err = nil // a malformed step is shown as the step's problem, not as an outage
@@ -203,7 +205,7 @@ func cancelWorkflow(ctx context.Context, q *queue.Queue, w *queue.Workflow, labe
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, workflowTimeout)
 		defer cancel()
-		n, err := q.CancelWorkflow(ctx, w.ID.String(), queue.ActorReason("", "cancelled", "qo tui"))
+		n, err := q.Workflows().Cancel(ctx, w.ID.String(), queue.ActorReason("", "cancelled", "qo tui"))
 		note := fmt.Sprintf("cancelled %d step(s) of workflow %s: running ones are asked to stop", n, label)
 		return actionMsg{action: actCancelWorkflow, note: note, err: err}
 	}
@@ -246,10 +248,10 @@ func pauseAction(ctx context.Context, q *queue.Queue, pause bool, typ string) te
 			what = "task type " + typ
 		}
 		if pause {
-			_, err := q.Pause(ctx, typ, queue.ActorReason("", "paused", "qo tui"))
+			_, err := control.Pause(ctx, q, typ, queue.ActorReason("", "paused", "qo tui"))
 			return actionMsg{action: actPause, note: "paused " + what + ": workers start none of it until resumed", err: err}
 		}
-		_, err := q.Resume(ctx, typ)
+		_, err := control.Resume(ctx, q, typ)
 		return actionMsg{action: actResume, note: "resumed " + what, err: err}
 	}
 }

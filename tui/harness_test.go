@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/control"
+	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/queue/schedule"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/memstore"
@@ -178,7 +180,7 @@ func (h *harness) seed() *harness {
 		{ID: "worker-gone", StartedAt: now.Add(-24 * time.Hour), LastHeartbeat: now.Add(-20 * time.Minute), Concurrency: 1, Host: "node-3", PID: 9},
 	} {
 		w := w
-		require.NoError(t, h.q.PutWorker(h.ctx, &w))
+		require.NoError(t, registry.Put(h.ctx, h.q, &w))
 	}
 	return h
 }
@@ -186,14 +188,14 @@ func (h *harness) seed() *harness {
 // heartbeat moves worker-a's request counters on, as its next heartbeat
 // would.
 func (h *harness) heartbeat(extra int64) {
-	ws, err := h.q.ListWorkers(h.ctx)
+	ws, err := registry.List(h.ctx, h.q)
 	require.NoError(h.t, err)
 	for _, w := range ws {
 		if w.ID == "worker-a" {
 			r := w.Requests.Add(store.Counts{OK: map[store.Op]int64{store.OpPut: extra}})
 			w.Requests = &r
 			w.LastHeartbeat = h.clock.Now()
-			require.NoError(h.t, h.q.PutWorker(h.ctx, w))
+			require.NoError(h.t, registry.Put(h.ctx, h.q, w))
 		}
 	}
 }
@@ -203,15 +205,15 @@ func (h *harness) heartbeat(extra int64) {
 // offloaded to its own object.
 func (h *harness) features() *harness {
 	t := h.t
-	_, err := h.q.Pause(h.ctx, "report", "month end")
+	_, err := control.Pause(h.ctx, h.q, "report", "month end")
 	require.NoError(t, err)
-	_, err = h.q.SetLimit(h.ctx, "send_email", 5)
+	_, err = control.SetLimit(h.ctx, h.q, "send_email", 5)
 	require.NoError(t, err)
-	_, err = h.q.SetRate(h.ctx, "send_email", 20, time.Second, 0)
+	_, err = control.SetRate(h.ctx, h.q, "send_email", 20, time.Second, 0)
 	require.NoError(t, err)
-	_, err = h.q.SetKeyLimit(h.ctx, "report", 3)
+	_, err = control.SetKeyLimit(h.ctx, h.q, "report", 3)
 	require.NoError(t, err)
-	_, err = h.q.SetKeyRate(h.ctx, "report", 10, time.Second, 0)
+	_, err = control.SetKeyRate(h.ctx, h.q, "report", 10, time.Second, 0)
 	require.NoError(t, err)
 	_, err = schedule.Create(h.ctx, h.q, schedule.Spec{Name: "nightly", Cron: "30 2 * * *", Timezone: "Europe/Berlin",
 		Task: schedule.Task{Type: "report", Input: json.RawMessage(`{"kind":"daily"}`)}})

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/control"
 	"github.com/qo-queue/qo/store"
 )
 
@@ -217,7 +218,7 @@ func TestListPositionAndPausedMark(t *testing.T) {
 		_, _, err := h.q.Submit(h.ctx, queue.SubmitRequest{Type: "bulk", Input: json.RawMessage(fmt.Sprint(i))})
 		require.NoError(t, err)
 	}
-	_, err := h.q.Pause(h.ctx, "bulk", "")
+	_, err := control.Pause(h.ctx, h.q, "bulk", "")
 	require.NoError(t, err)
 	h.newModel(Options{Screen: "tasks", Status: queue.StatusPending})
 	h.init()
@@ -261,7 +262,7 @@ func TestStatusPicker(t *testing.T) {
 func TestResumeList(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil, Options{}).seed().features()
-	_, err := h.q.Pause(h.ctx, "send_email", "smtp down")
+	_, err := control.Pause(h.ctx, h.q, "send_email", "smtp down")
 	require.NoError(t, err)
 	h.newModel(Options{})
 	h.init()
@@ -275,7 +276,7 @@ func TestResumeList(t *testing.T) {
 	require.NotNil(t, h.m.confirm)
 	require.Contains(t, h.view(), "Resume task type send_email?")
 	h.press("y")
-	c, err := h.q.Control(h.ctx)
+	c, err := control.Read(h.ctx, h.q)
 	require.NoError(t, err)
 	require.False(t, c.IsPaused("send_email"))
 	require.True(t, c.IsPaused("report"), "only the one picked")

@@ -10,6 +10,8 @@ import (
 
 	"github.com/qo-queue/qo/internal/termsafe/termsafetest"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/control"
+	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/queue/schedule"
 	"github.com/qo-queue/qo/store"
 )
@@ -51,11 +53,11 @@ func (h *harness) hostileData() (failed *queue.Task) {
 	cancelled := submit("k3", `{}`)
 	_, err = h.q.Cancel(h.ctx, cancelled.ID, termsafetest.Hostile)
 	require.NoError(t, err)
-	_, err = h.q.Pause(h.ctx, "hostile", termsafetest.Hostile)
+	_, err = control.Pause(h.ctx, h.q, "hostile", termsafetest.Hostile)
 	require.NoError(t, err)
-	_, err = h.q.Pause(h.ctx, "", termsafetest.Hostile)
+	_, err = control.Pause(h.ctx, h.q, "", termsafetest.Hostile)
 	require.NoError(t, err)
-	require.NoError(t, h.q.PutWorker(h.ctx, &queue.WorkerInfo{ID: "a-hostile-worker", LastHeartbeat: h.clock.Now(), StartedAt: h.clock.Now(),
+	require.NoError(t, registry.Put(h.ctx, h.q, &queue.WorkerInfo{ID: "a-hostile-worker", LastHeartbeat: h.clock.Now(), StartedAt: h.clock.Now(),
 		Host: termsafetest.Hostile, Version: termsafetest.Hostile, CurrentTasks: []string{termsafetest.Hostile}, Shards: []string{"\x1b[2J"}}))
 	_, err = schedule.Create(h.ctx, h.q, schedule.Spec{Name: "a-hostile", Cron: "30 2 * * *",
 		Task: schedule.Task{Type: "hostile", Input: json.RawMessage(`{"x":"\u009b2J"}`)}})

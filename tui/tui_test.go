@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/control"
+	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/queue/schedule"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/memstore"
@@ -240,7 +242,7 @@ func TestRequestRate(t *testing.T) {
 	h.init()
 	_, _, ok := h.m.overview.requestRate()
 	require.False(t, ok, "one sample gives no rate")
-	before, err := h.q.GetWorker(h.ctx, "worker-a")
+	before, err := registry.Get(h.ctx, h.q, "worker-a")
 	require.NoError(t, err)
 	h.clock.Advance(10 * time.Second)
 	h.heartbeat(2000)
@@ -439,24 +441,24 @@ func TestFeatureKeys(t *testing.T) {
 			require.Contains(t, h.view(), "PAUSED types: report (month end)")
 		}},
 		{"P then y pauses the whole queue", Options{}, []string{"P", "y"}, func(t *testing.T, h *harness) {
-			c, err := h.q.Control(h.ctx)
+			c, err := control.Read(h.ctx, h.q)
 			require.NoError(t, err)
 			require.True(t, c.Paused)
 			require.Contains(t, h.view(), "PAUSED: the whole queue")
 		}},
 		{"P twice resumes it", Options{}, []string{"P", "y", "P", "y"}, func(t *testing.T, h *harness) {
-			c, err := h.q.Control(h.ctx)
+			c, err := control.Read(h.ctx, h.q)
 			require.NoError(t, err)
 			require.False(t, c.Paused)
 			require.Contains(t, h.m.flash, "resumed the whole queue")
 		}},
 		{"p on a task of a paused type resumes the type", Options{Screen: "tasks", Type: "report"}, []string{"p", "y"}, func(t *testing.T, h *harness) {
-			c, err := h.q.Control(h.ctx)
+			c, err := control.Read(h.ctx, h.q)
 			require.NoError(t, err)
 			require.False(t, c.IsPaused("report"))
 		}},
 		{"p on another type pauses it, n declines", Options{Screen: "tasks", Type: "resize_image"}, []string{"p", "n", "p", "y"}, func(t *testing.T, h *harness) {
-			c, err := h.q.Control(h.ctx)
+			c, err := control.Read(h.ctx, h.q)
 			require.NoError(t, err)
 			require.Equal(t, []string{"report", "resize_image"}, c.PausedTypes())
 		}},
@@ -557,7 +559,7 @@ func TestDetailShowsMetadata(t *testing.T) {
 func TestOverviewShowsCaps(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil, Options{}).seed()
-	_, err := h.q.SetLimit(h.ctx, "report", 3)
+	_, err := control.SetLimit(h.ctx, h.q, "report", 3)
 	require.NoError(t, err)
 	h.newModel(Options{})
 	h.init()
@@ -569,7 +571,7 @@ func TestOverviewShowsCaps(t *testing.T) {
 func TestOverviewShowsRates(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil, Options{}).seed()
-	_, err := h.q.SetRate(h.ctx, "report", 20, time.Second, 0)
+	_, err := control.SetRate(h.ctx, h.q, "report", 20, time.Second, 0)
 	require.NoError(t, err)
 	h.newModel(Options{})
 	h.init()
@@ -581,11 +583,11 @@ func TestOverviewShowsRates(t *testing.T) {
 func TestOverviewShowsKeyLimits(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil, Options{}).seed()
-	_, err := h.q.SetKeyLimit(h.ctx, "report", 3)
+	_, err := control.SetKeyLimit(h.ctx, h.q, "report", 3)
 	require.NoError(t, err)
-	_, err = h.q.SetKeyRate(h.ctx, "report", 10, time.Second, 0)
+	_, err = control.SetKeyRate(h.ctx, h.q, "report", 10, time.Second, 0)
 	require.NoError(t, err)
-	_, err = h.q.SetKeyRate(h.ctx, "email", 600, time.Minute, 0)
+	_, err = control.SetKeyRate(h.ctx, h.q, "email", 600, time.Minute, 0)
 	require.NoError(t, err)
 	h.newModel(Options{})
 	h.init()

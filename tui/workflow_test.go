@@ -39,7 +39,7 @@ func (h *harness) workflow(failEnrich bool) *queue.Workflow {
 	t := h.t
 	spec, err := queue.DecodeWorkflow([]byte(etlFlow), queue.DefaultSubmitDefaults)
 	require.NoError(t, err)
-	w, created, err := h.q.SubmitWorkflow(h.ctx, spec)
+	w, created, err := h.q.Workflows().Submit(h.ctx, spec)
 	require.NoError(t, err)
 	require.True(t, created)
 	step := func(name string) *queue.Task {
@@ -291,7 +291,7 @@ func TestWorkflowBrokenData(t *testing.T) {
 		{"name":"b","task_type":"x","task_id":"` + task(2) + `","after":["a"]},
 		{"name":"c","task_type":"x\u001b[2J","task_id":"` + task(3) + `","after":["nope","c"]},
 		{"name":"c","task_type":"x","task_id":"` + task(4) + `"}]}`
-	_, err := h.raw.Put(h.ctx, h.q.WorkflowKey(id), []byte(record), store.Condition{})
+	_, err := h.raw.Put(h.ctx, h.q.Workflows().Key(id), []byte(record), store.Condition{})
 	require.NoError(t, err)
 	h.press("q", "2")
 	h.press(search("wf:" + id.String())...)
@@ -310,7 +310,7 @@ func TestWorkflowBrokenData(t *testing.T) {
 
 	// A record that does not decode, and one that is not there.
 	bad := queue.NewIDAt(epoch.Add(time.Hour))
-	_, err = h.raw.Put(h.ctx, h.q.WorkflowKey(bad), []byte(`{"format":1,"id":`), store.Condition{})
+	_, err = h.raw.Put(h.ctx, h.q.Workflows().Key(bad), []byte(`{"format":1,"id":`), store.Condition{})
 	require.NoError(t, err)
 	h.press("q", "2")
 	h.press(search("wf:" + bad.String())...)
@@ -366,7 +366,7 @@ func TestWorkflowRefreshReadsOnlyStepsNotEnded(t *testing.T) {
 				out[st.Name] = n
 			}
 		}
-		if n := gets[h.q.WorkflowKey(w.ID)]; n > 0 {
+		if n := gets[h.q.Workflows().Key(w.ID)]; n > 0 {
 			out["(record)"] = n
 		}
 		return out

@@ -101,7 +101,10 @@ func TestCancelCases(t *testing.T) {
 	snap := func() ([]*queue.Task, []string) {
 		tasks := make([]*queue.Task, len(ids))
 		for i, id := range ids {
-			task, _, err := q.GetWithETag(ctx, id) // the object, without the ends its edges add
+			key := q.TaskKey(id)
+			obj, err := s.Get(ctx, key) // the object, without the ends its edges add
+			require.NoError(t, err)
+			task, err := queue.DecodeTask(key, obj.Body)
 			require.NoError(t, err)
 			task = task.Clone()
 			task.RequestID = "request" // random: fixed here so the file is stable

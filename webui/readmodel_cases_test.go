@@ -9,6 +9,7 @@ import (
 	"github.com/qo-queue/qo/monitor"
 	"github.com/qo-queue/qo/monitor/view"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/throughput"
 	"github.com/qo-queue/qo/store"
 )
 
@@ -27,11 +28,11 @@ type readModelCases struct {
 }
 
 type throughputCase struct {
-	Name    string                  `json:"name"`
-	Hours   []*queue.ThroughputHour `json:"hours"`
-	Workers []*queue.WorkerInfo     `json:"workers"`
-	Now     time.Time               `json:"now"`
-	Want    inspect.Throughput      `json:"want"`
+	Name    string              `json:"name"`
+	Hours   []*throughput.Hour  `json:"hours"`
+	Workers []*queue.WorkerInfo `json:"workers"`
+	Now     time.Time           `json:"now"`
+	Want    inspect.Throughput  `json:"want"`
 }
 
 type healthCase struct {
@@ -124,18 +125,18 @@ func TestReadModelCases(t *testing.T) {
 	// too), closed minutes of earlier hours, and a day-old hour.
 	at := time.Date(2030, 1, 1, 12, 5, 30, 0, time.UTC)
 	minute := at.Truncate(time.Minute)
-	open := &queue.ThroughputHour{Format: queue.FormatVersion, Hour: at.Truncate(time.Hour)}
+	open := &throughput.Hour{Format: queue.FormatVersion, Hour: at.Truncate(time.Hour)}
 	open.Fold("old", queue.MinuteCount{Start: minute.Add(-2 * time.Minute), Completed: 40, Failed: 2})
 	open.Fold("old", queue.MinuteCount{Start: minute, Completed: 13})
 	open.Fold("new", queue.MinuteCount{Start: minute, Completed: 3})
-	closed := &queue.ThroughputHour{Format: queue.FormatVersion, Hour: at.Truncate(time.Hour).Add(-time.Hour)}
+	closed := &throughput.Hour{Format: queue.FormatVersion, Hour: at.Truncate(time.Hour).Add(-time.Hour)}
 	closed.Fold("gone", queue.MinuteCount{Start: closed.Hour.Add(30 * time.Minute), Completed: 7, Failed: 1})
 	closed.Close(at)
-	old := &queue.ThroughputHour{Format: queue.FormatVersion, Hour: at.Truncate(time.Hour).Add(-23 * time.Hour)}
+	old := &throughput.Hour{Format: queue.FormatVersion, Hour: at.Truncate(time.Hour).Add(-23 * time.Hour)}
 	old.Fold("gone", queue.MinuteCount{Start: old.Hour, Completed: 100})
 	old.Close(at)
 	live := []*queue.WorkerInfo{{ID: "new", LastHeartbeat: at, Recent: []queue.MinuteCount{{Start: minute, Completed: 5}}}}
-	hours := []*queue.ThroughputHour{old, closed, open}
+	hours := []*throughput.Hour{old, closed, open}
 	c.Throughput = append(c.Throughput, throughputCase{Name: "a restart, closed minutes and a day-old hour", Hours: hours, Workers: live, Now: at,
 		Want: inspect.ThroughputOf(hours, live, at, queue.DefaultRecentMinutes)})
 	requireFile(t, filepath.Join("testdata", "readmodel.json"), c)

@@ -42,12 +42,12 @@ func TestWorkflowCases(t *testing.T) {
 		{"name": "score", "type": "transform", "after": ["extract"]},
 		{"name": "load", "type": "load", "after": ["clean", "score"], "on_parent_failure": "run"}]}`), queue.DefaultSubmitDefaults)
 	require.NoError(t, err)
-	w, _, err := q.SubmitWorkflow(ctx, spec)
+	w, _, err := q.Workflows().Submit(ctx, spec)
 	require.NoError(t, err)
 
 	var cases []workflowCase
 	snap := func(name string, drop ...string) {
-		v, err := q.ReadWorkflow(ctx, w.ID.String())
+		v, err := q.Workflows().Read(ctx, w.ID.String())
 		require.NoError(t, err)
 		c := workflowCase{Name: name, Workflow: v.Workflow, Tasks: append([]*queue.Task(nil), v.Tasks...)}
 		for i, s := range v.Workflow.Steps {
@@ -109,7 +109,7 @@ func TestWorkflowCases(t *testing.T) {
 	snap("ended with a failed step")
 	_, err = q.Replay(ctx, step("score").ID)
 	require.NoError(t, err)
-	_, err = q.CancelWorkflow(ctx, w.ID.String(), "stop")
+	_, err = q.Workflows().Cancel(ctx, w.ID.String(), "stop")
 	require.NoError(t, err)
 	snap("the replayed step cancelled")
 	requireFile(t, filepath.Join("testdata", "workflows.json"), cases)

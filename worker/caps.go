@@ -10,6 +10,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/registry"
 )
 
 // Fleet-wide concurrency caps
@@ -262,7 +263,7 @@ func (w *Worker) planHolds(ctx context.Context) bool {
 // capTargets computes the worker's target share of each cap from the
 // live workers of the registry.
 func (w *Worker) capTargets(ctx context.Context, limits map[string]int) (map[string]int, error) {
-	beats, err := w.q.WorkerBeats(ctx)
+	beats, err := registry.Beats(ctx, w.q)
 	if err != nil {
 		return nil, err
 	}
@@ -319,7 +320,7 @@ func (w *Worker) capPeer(ctx context.Context, id string) (capPeer, error) {
 	if p, ok := w.capPeers[id]; ok {
 		return p, nil
 	}
-	info, err := w.q.GetWorker(ctx, id)
+	info, err := registry.Get(ctx, w.q, id)
 	var m *queue.MalformedError
 	switch {
 	case errors.As(err, &m):
@@ -355,7 +356,7 @@ func (w *Worker) confirmHolds(ctx context.Context, sent map[string]int) {
 	if len(sum) == 0 {
 		return
 	}
-	beats, err := w.q.WorkerBeats(ctx)
+	beats, err := registry.Beats(ctx, w.q)
 	if err != nil {
 		w.log.Warn("reading the worker registry to confirm a share of a fleet-wide cap failed; will try again", "err", err)
 		return
@@ -365,7 +366,7 @@ func (w *Worker) confirmHolds(ctx context.Context, sent map[string]int) {
 		if id == w.opts.ID {
 			continue
 		}
-		info, err := w.q.GetWorker(ctx, id)
+		info, err := registry.Get(ctx, w.q, id)
 		if errors.Is(err, queue.ErrNotFound) {
 			continue // deregistered: its handlers have returned
 		}

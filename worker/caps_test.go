@@ -14,6 +14,8 @@ import (
 	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/monitor"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/control"
+	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/store/memstore"
 )
 
@@ -72,7 +74,7 @@ func TestFleetCapHolds(t *testing.T) {
 	q, err := queue.Open(ctx, base, queue.Options{Logger: testLogger(t)})
 	require.NoError(t, err)
 	const capN, tasks = 3, 60
-	_, err = q.SetLimit(ctx, "capped", capN)
+	_, err = control.SetLimit(ctx, q, "capped", capN)
 	require.NoError(t, err)
 	bd := &bundle{s: base, q: q}
 	var ids []*queue.Task
@@ -142,7 +144,7 @@ func TestFleetCapHolds(t *testing.T) {
 func TestFleetCapCostsNoRequestPerTask(t *testing.T) {
 	t.Parallel()
 	limitCostsNoRequestPerTask(t, "capped", func(ctx context.Context, q *queue.Queue) error {
-		_, err := q.SetLimit(ctx, "capped", 4)
+		_, err := control.SetLimit(ctx, q, "capped", 4)
 		return err
 	})
 }
@@ -199,7 +201,7 @@ func TestCapTargetsFollowTheLiveSet(t *testing.T) {
 	require.NoError(t, err)
 	w := New(q, Options{ID: "b", Concurrency: 8, Clock: clock, NoMonitor: true, Logger: testLogger(t)})
 	beat := func(id string, types ...string) {
-		require.NoError(t, q.PutWorker(ctx, &queue.WorkerInfo{ID: id, Types: types}))
+		require.NoError(t, registry.Put(ctx, q, &queue.WorkerInfo{ID: id, Types: types}))
 	}
 	steps := []struct {
 		name string
@@ -218,7 +220,7 @@ func TestCapTargetsFollowTheLiveSet(t *testing.T) {
 			clock.Advance(time.Second)
 			beat("d", "t", "other")
 		}, 3},
-		{"d deregisters", func() { require.NoError(t, q.DeleteWorker(ctx, "d")) }, 5},
+		{"d deregisters", func() { require.NoError(t, registry.Delete(ctx, q, "d")) }, 5},
 	}
 	for _, st := range steps {
 		st.act()
@@ -242,7 +244,7 @@ func TestCapHandOver(t *testing.T) {
 	require.NoError(t, err)
 	q, err := queue.Open(ctx, s, queue.Options{Logger: testLogger(t), Clock: clock})
 	require.NoError(t, err)
-	ctl, err := q.SetLimit(ctx, "t", 4)
+	ctl, err := control.SetLimit(ctx, q, "t", 4)
 	require.NoError(t, err)
 	newW := func(id string) *Worker {
 		w := New(q, Options{ID: id, Concurrency: 8, Clock: clock, NoMonitor: true, Logger: testLogger(t)})
@@ -259,7 +261,7 @@ func TestCapHandOver(t *testing.T) {
 		return n
 	}
 	held := func(w *Worker) int {
-		info, err := q.GetWorker(ctx, w.ID())
+		info, err := registry.Get(ctx, q, w.ID())
 		require.NoError(t, err)
 		return info.Holds["t"]
 	}
@@ -314,8 +316,8 @@ func TestCapTargetsLeaveNothingUnused(t *testing.T) {
 	q, err := queue.Open(ctx, s, queue.Options{Logger: testLogger(t), Clock: clock})
 	require.NoError(t, err)
 	w := New(q, Options{ID: "b", Concurrency: 8, Clock: clock, NoMonitor: true, Logger: testLogger(t)})
-	require.NoError(t, q.PutWorker(ctx, &queue.WorkerInfo{ID: "a", Types: []string{"t"}, Concurrency: 8, Limits: map[string]int{"t": 1}}))
-	require.NoError(t, q.PutWorker(ctx, &queue.WorkerInfo{ID: "c", Types: []string{"t"}, Concurrency: 2}))
+	require.NoError(t, registry.Put(ctx, q, &queue.WorkerInfo{ID: "a", Types: []string{"t"}, Concurrency: 8, Limits: map[string]int{"t": 1}}))
+	require.NoError(t, registry.Put(ctx, q, &queue.WorkerInfo{ID: "c", Types: []string{"t"}, Concurrency: 2}))
 	got, err := w.capTargets(ctx, map[string]int{"t": 6, rateKey("t"): 6})
 	require.NoError(t, err)
 	// a runs at most 1 and c at most 2 of t: b takes the other 3 (an even

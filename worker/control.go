@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/control"
 )
 
 // Pause switches and per-type limits
@@ -81,7 +82,7 @@ func (w *Worker) refreshControl(ctx context.Context, maxAge time.Duration) {
 	if cs.known && time.Since(cs.readAt) < maxAge {
 		return
 	}
-	ctl, err := w.q.Control(ctx)
+	ctl, err := control.Read(ctx, w.q)
 	cs.readAt = time.Now()
 	if err != nil {
 		if !cs.failing {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/control"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/memstore"
 	"github.com/qo-queue/qo/store/storetest"
@@ -34,7 +35,7 @@ func TestPauseStopsClaiming(t *testing.T) {
 			bd.submit(t, "b", `{}`)
 		}
 
-		_, err := bd.q.Pause(ctx, "", "maintenance")
+		_, err := control.Pause(ctx, bd.q, "", "maintenance")
 		require.NoError(t, err)
 		r := w.pollSettled(ctx, 10)
 		require.NoError(t, r.err)
@@ -45,16 +46,16 @@ func TestPauseStopsClaiming(t *testing.T) {
 		require.Zero(t, r.claimed)
 		require.Zero(t, counts(bd.s).Sub(before).Total(store.OpList), "a worker that knows it is paused does not even list")
 
-		_, err = bd.q.Resume(ctx, "")
+		_, err = control.Resume(ctx, bd.q, "")
 		require.NoError(t, err)
-		_, err = bd.q.Pause(ctx, "a", "")
+		_, err = control.Pause(ctx, bd.q, "a", "")
 		require.NoError(t, err)
 		r = w.pollSettled(ctx, 10)
 		require.NoError(t, r.err)
 		require.Equal(t, 2, r.claimed)
 		require.Equal(t, map[string]int{"b": 2}, runningTypes(w), "only the type that is not paused")
 
-		_, err = bd.q.Resume(ctx, "a")
+		_, err = control.Resume(ctx, bd.q, "a")
 		require.NoError(t, err)
 		require.Equal(t, 2, w.pollSettled(ctx, 10).claimed)
 		require.Equal(t, map[string]int{"a": 2, "b": 2}, runningTypes(w))
@@ -109,7 +110,7 @@ func TestForeignEntryIsNotRun(t *testing.T) {
 		w.Handle("echo", blockHandler)
 		w.Handle("other", blockHandler)
 		prepared(t, w)
-		_, err := bd.q.Pause(ctx, "other", "maintenance")
+		_, err := control.Pause(ctx, bd.q, "other", "maintenance")
 		require.NoError(t, err)
 		task := bd.submit(t, "other", `{}`)
 		forged := fmt.Sprintf("ready/%s/%013d~echo~normal~%s", task.Shard, task.AvailableAt.UnixMilli(), task.ID)
@@ -130,7 +131,7 @@ func TestForeignEntryIsNotRun(t *testing.T) {
 		}
 		require.Equal(t, []string{queue.ReadyKey(got)}, keys, "the forged entry is gone")
 
-		_, err = bd.q.Resume(ctx, "other")
+		_, err = control.Resume(ctx, bd.q, "other")
 		require.NoError(t, err)
 		testutil.Eventually(t, func() bool {
 			require.NoError(t, w.pollSettled(ctx, 10).err)
@@ -167,7 +168,7 @@ func TestNoClaimBeforeSwitchesRead(t *testing.T) {
 	q, err := queue.Open(ctx, s, queue.Options{Logger: testLogger(t)})
 	require.NoError(t, err)
 	bd := &bundle{s: s, q: q}
-	_, err = q.Pause(ctx, "job", "test: paused before the worker starts")
+	_, err = control.Pause(ctx, q, "job", "test: paused before the worker starts")
 	require.NoError(t, err)
 	bd.submit(t, "job", `{}`)
 	bd.submit(t, "free", `{}`)

@@ -180,7 +180,7 @@ func (w *Worker) finish(ctx context.Context, rt *runningTask, log *slog.Logger, 
 	if ctx.Err() != nil {
 		cause = context.Cause(ctx)
 	}
-	w.apply(rt, log, decide(out, herr, cause, w.q.MaxPayloadBytes(), w.opts.ID), took)
+	w.apply(rt, log, decide(out, herr, cause, w.q.Config().EffectiveMaxPayloadBytes(), w.opts.ID), took)
 }
 
 // apply makes tr's write, then counts, logs and reports the outcome.

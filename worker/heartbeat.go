@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/store"
 )
 
@@ -94,7 +95,7 @@ func (w *Worker) Heartbeat(ctx context.Context) error {
 	raised := w.planHolds(ctx)
 	sent := w.clock.Now()
 	info := w.info()
-	if err := w.q.PutWorker(ctx, info); err != nil {
+	if err := registry.Put(ctx, w.q, info); err != nil {
 		err = fmt.Errorf("worker %s: heartbeat: %w", w.opts.ID, err)
 		w.noteHeartbeat(err)
 		return err
@@ -222,7 +223,7 @@ func (w *Worker) watchdogLoop(ctx context.Context) {
 func (w *Worker) deregister(bg context.Context) {
 	ctx, cancel := context.WithTimeout(bg, 30*time.Second)
 	defer cancel()
-	if err := w.q.DeleteWorker(ctx, w.opts.ID); err != nil {
+	if err := registry.Delete(ctx, w.q, w.opts.ID); err != nil {
 		w.log.Warn("deregistering failed; the registry entry will show as stale", "err", err)
 	}
 }

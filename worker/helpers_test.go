@@ -17,6 +17,7 @@ import (
 
 	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/memstore"
 	"github.com/qo-queue/qo/store/storetest"
@@ -187,7 +188,7 @@ func (bd *bundle) waitRegistered(t *testing.T, id string) *queue.WorkerInfo {
 	t.Helper()
 	var found *queue.WorkerInfo
 	testutil.Eventually(t, func() bool {
-		ws, err := bd.q.ListWorkers(context.Background())
+		ws, err := registry.List(context.Background(), bd.q)
 		if err != nil {
 			return false
 		}
@@ -204,7 +205,7 @@ func (bd *bundle) waitRegistered(t *testing.T, id string) *queue.WorkerInfo {
 
 func (bd *bundle) registered(t *testing.T, id string) bool {
 	t.Helper()
-	ws, err := bd.q.ListWorkers(context.Background())
+	ws, err := registry.List(context.Background(), bd.q)
 	require.NoError(t, err)
 	for _, w := range ws {
 		if w.ID == id {

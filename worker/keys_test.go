@@ -15,6 +15,7 @@ import (
 
 	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/control"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/memstore"
 )
@@ -36,7 +37,7 @@ func TestPerKeyCapHolds(t *testing.T) {
 	require.NoError(t, err)
 	const capN, tasks = 2, 60
 	keys := []string{"customer-1", "customer-2", "customer-3"}
-	_, err = q.SetKeyLimit(ctx, "sync", capN)
+	_, err = control.SetKeyLimit(ctx, q, "sync", capN)
 	require.NoError(t, err)
 	bd := &bundle{s: base, q: q}
 	var ids []*queue.Task
@@ -231,7 +232,7 @@ func TestTaskKeysCostNoRequestPerTask(t *testing.T) {
 		q, err := queue.Open(ctx, cs, queue.Options{Logger: testLogger(t)})
 		require.NoError(t, err)
 		if keyed {
-			_, err = q.SetKeyLimit(ctx, "sync", 2)
+			_, err = control.SetKeyLimit(ctx, q, "sync", 2)
 			require.NoError(t, err)
 		}
 		bd := &bundle{s: cs, q: q}
@@ -272,7 +273,7 @@ func TestPerKeyCapHoldsForEntryWithoutKey(t *testing.T) {
 	t.Parallel()
 	bd := setup(t, memBackend(), setupOpts{})
 	ctx := context.Background()
-	_, err := bd.q.SetKeyLimit(ctx, "sync", 1)
+	_, err := control.SetKeyLimit(ctx, bd.q, "sync", 1)
 	require.NoError(t, err)
 	b := newBlocker(false)
 	o := bd.opts(t)
@@ -308,7 +309,7 @@ func TestPerKeyRateHolds(t *testing.T) {
 	ctx := context.Background()
 	bd := setup(t, memBackend(), setupOpts{})
 	const perSec, burst, workers, perKey = 10, 1, 2, 25
-	_, err := bd.q.SetKeyRate(ctx, "sync", perSec, time.Second, burst)
+	_, err := control.SetKeyRate(ctx, bd.q, "sync", perSec, time.Second, burst)
 	require.NoError(t, err)
 	keys := []string{"customer-1", "customer-2"}
 	var ids []*queue.Task

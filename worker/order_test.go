@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/memstore"
 	"github.com/qo-queue/qo/store/storetest"
@@ -265,7 +266,7 @@ func TestLateShareTaken(t *testing.T) {
 	o := bd.opts(t)
 	o.PageHold = time.Second
 	w := jobWorker(t, bd.q, o)
-	require.NoError(t, bd.q.PutWorker(ctx, &queue.WorkerInfo{ID: "stalled", LastHeartbeat: bd.fake.Now(), Types: []string{"job"}}))
+	require.NoError(t, registry.Put(ctx, bd.q, &queue.WorkerInfo{ID: "stalled", LastHeartbeat: bd.fake.Now(), Types: []string{"job"}}))
 	tasks := bd.submitSpread(t, "job", 24)
 
 	order := claimOrder(t, w, len(tasks), func() { bd.fake.Advance(o.PageHold / 10) })
@@ -304,7 +305,7 @@ func TestHelpWithFewOthers(t *testing.T) {
 			o := bd.opts(t)
 			o.PageHold = time.Hour
 			w := jobWorker(t, bd.q, o)
-			require.NoError(t, bd.q.PutWorker(ctx, &queue.WorkerInfo{ID: "busy", LastHeartbeat: bd.fake.Now(), Types: []string{"job"}}))
+			require.NoError(t, registry.Put(ctx, bd.q, &queue.WorkerInfo{ID: "busy", LastHeartbeat: bd.fake.Now(), Types: []string{"job"}}))
 			w.refreshPeers(ctx)
 			for n := 0; n < tc.others; {
 				task := bd.submit(t, "job", `{}`)
@@ -588,7 +589,7 @@ func TestLateOnlyWhatWasReadyWhenPassed(t *testing.T) {
 	// Another worker joins; this one has no free slot for two holds while
 	// tasks of both shares come, the other's first.
 	const other = "other"
-	require.NoError(t, bd.q.PutWorker(ctx, &queue.WorkerInfo{ID: other, LastHeartbeat: bd.fake.Now(), Types: []string{"job"}}))
+	require.NoError(t, registry.Put(ctx, bd.q, &queue.WorkerInfo{ID: other, LastHeartbeat: bd.fake.Now(), Types: []string{"job"}}))
 	bd.fake.Advance(2 * o.PageHold)
 	var first *queue.Task
 	for first == nil {
@@ -603,7 +604,7 @@ func TestLateOnlyWhatWasReadyWhenPassed(t *testing.T) {
 	bd.fake.Advance(time.Millisecond)
 	rest := bd.submitSpread(t, "job", 20)
 	bd.fake.Advance(2 * o.PageHold)
-	require.NoError(t, bd.q.PutWorker(ctx, &queue.WorkerInfo{ID: other, LastHeartbeat: bd.fake.Now(), Types: []string{"job"}}))
+	require.NoError(t, registry.Put(ctx, bd.q, &queue.WorkerInfo{ID: other, LastHeartbeat: bd.fake.Now(), Types: []string{"job"}}))
 
 	require.Equal(t, 1, w.pollSettled(ctx, 1).claimed)
 	var got uuid.UUID

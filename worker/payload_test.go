@@ -46,7 +46,7 @@ func TestOffloadedPayloads(t *testing.T) {
 		require.JSONEq(t, string(input), string(seen), "the handler gets the offloaded input")
 		mu.Unlock()
 		require.NotNil(t, got.OutputRef, "a large output is offloaded too")
-		out, err := q.LoadOutput(ctx, got)
+		out, err := q.LoadPayload(ctx, got, queue.OutputPayload)
 		require.NoError(t, err)
 		require.JSONEq(t, `{"echo":`+string(input)+`}`, string(out))
 	})

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/registry"
 )
 
 // Sharing the ready work
@@ -100,7 +101,7 @@ func (p *peerSet) due(now time.Time) bool {
 // an error the last list is kept.
 func (w *Worker) refreshPeers(ctx context.Context) {
 	p := &w.peers
-	beats, err := w.q.WorkerBeats(ctx)
+	beats, err := registry.Beats(ctx, w.q)
 	p.readAt, p.suspect = time.Now(), false
 	if err != nil {
 		w.log.Warn("reading the worker registry failed; keeping the last list of workers", "err", err)
@@ -117,7 +118,7 @@ func (w *Worker) refreshPeers(ctx context.Context) {
 		}
 		pr, ok := p.known[id]
 		if !ok {
-			info, err := w.q.GetWorker(ctx, id)
+			info, err := registry.Get(ctx, w.q, id)
 			switch {
 			case errors.Is(err, queue.ErrNotFound):
 				continue // deregistered since the listing

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/memstore"
 	"github.com/qo-queue/qo/store/storetest"
@@ -85,7 +86,7 @@ func TestReportProgressCostsNoWrite(t *testing.T) {
 	require.NoError(t, w.Heartbeat(ctx))
 	require.Equal(t, 1, s.total()-before, "a heartbeat is one PUT, progress included")
 	running := bd.get(t, task.ID)
-	p, err := q.TaskProgress(ctx, running)
+	p, err := registry.TaskProgress(ctx, q, running)
 	require.NoError(t, err)
 	require.NotNil(t, p)
 	require.Equal(t, 1.0, p.Fraction)
@@ -94,7 +95,7 @@ func TestReportProgressCostsNoWrite(t *testing.T) {
 
 	close(release)
 	done := bd.waitStatus(t, task.ID, queue.StatusCompleted)
-	p, err = q.TaskProgress(ctx, done)
+	p, err = registry.TaskProgress(ctx, q, done)
 	require.NoError(t, err)
 	require.Nil(t, p, "progress belongs to a running attempt")
 	require.NoError(t, r.stop(t))
@@ -108,7 +109,7 @@ func (bd *bundle) waitProgress(t *testing.T, id uuid.UUID, msg string) *queue.Ta
 	for {
 		task, err := bd.q.Get(context.Background(), id)
 		require.NoError(t, err)
-		task, err = bd.q.WithProgress(context.Background(), task)
+		task, err = registry.WithProgress(context.Background(), bd.q, task)
 		require.NoError(t, err)
 		if task.Progress != nil && task.Progress.Message == msg {
 			return task

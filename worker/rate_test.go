@@ -14,6 +14,7 @@ import (
 
 	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/control"
 	"github.com/qo-queue/qo/store/memstore"
 	"github.com/qo-queue/qo/store/storetest"
 )
@@ -35,7 +36,7 @@ func TestFleetRateLimit(t *testing.T) {
 			require.NoError(t, err)
 			q, err := queue.Open(ctx, base, queue.Options{Logger: testLogger(t)})
 			require.NoError(t, err)
-			_, err = q.SetRate(ctx, "rated", perSec, time.Second, burst)
+			_, err = control.SetRate(ctx, q, "rated", perSec, time.Second, burst)
 			require.NoError(t, err)
 			bd := &bundle{s: base, q: q}
 			for i := range tasks {
@@ -92,7 +93,7 @@ func TestFleetRateLimit(t *testing.T) {
 func TestFleetRateCostsNoRequestPerTask(t *testing.T) {
 	t.Parallel()
 	limitCostsNoRequestPerTask(t, "rated", func(ctx context.Context, q *queue.Queue) error {
-		_, err := q.SetRate(ctx, "rated", 200, time.Second, 0)
+		_, err := control.SetRate(ctx, q, "rated", 200, time.Second, 0)
 		return err
 	})
 }

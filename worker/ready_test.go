@@ -12,6 +12,7 @@ import (
 
 	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/control"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/memstore"
 )
@@ -178,7 +179,7 @@ func TestReadyPaused(t *testing.T) {
 			ctx := context.Background()
 			bd, _ := downSetup(t)
 			for _, typ := range tc.pause {
-				_, err := bd.q.Pause(ctx, typ, "maintenance")
+				_, err := control.Pause(ctx, bd.q, typ, "maintenance")
 				require.NoError(t, err)
 			}
 			o := bd.opts(t)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/registry"
 )
 
 // leftover is what an earlier process of this worker id left behind when it
@@ -51,7 +52,7 @@ func (w *Worker) findLeftoverRetrying(ctx context.Context) (*leftover, error) {
 // 1,000 running tasks) for the entries naming the id; the worker has claimed
 // nothing yet, so each belongs to an earlier process.
 func (w *Worker) findLeftover(ctx context.Context) (*leftover, error) {
-	prev, err := w.q.GetWorker(ctx, w.opts.ID)
+	prev, err := registry.Get(ctx, w.q, w.opts.ID)
 	if err != nil {
 		if errors.Is(err, queue.ErrNotFound) {
 			return nil, nil
@@ -68,7 +69,7 @@ func (w *Worker) findLeftover(ctx context.Context) (*leftover, error) {
 	lo := &leftover{lastBeat: prev.LastHeartbeat, deadAfter: prev.DeadAfter()}
 	after := ""
 	for {
-		page, next, err := w.q.ListLeases(ctx, 0, after)
+		page, next, err := w.q.Recovery().ListLeases(ctx, queue.AllLeases, 0, after)
 		if err != nil {
 			return nil, fmt.Errorf("list the leases of an earlier process: %w", err)
 		}
@@ -114,7 +115,7 @@ func (w *Worker) recoverLeftover(ctx context.Context, lo *leftover) {
 		if ctx.Err() != nil {
 			return
 		}
-		_, err := w.q.ReclaimLease(ctx, e, lo.lastBeat, lo.deadAfter)
+		_, err := w.q.Recovery().ReclaimLease(ctx, e, lo.lastBeat, lo.deadAfter)
 		switch {
 		case err == nil:
 			taken++

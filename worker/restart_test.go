@@ -13,6 +13,7 @@ import (
 
 	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/memstore"
 )
@@ -65,7 +66,7 @@ func testRestartUnderSameID(t *testing.T, failures int32) {
 	// registry entry and its lease are left as they were.
 	const id = "w-restarted"
 	killedAt := fake.Now()
-	require.NoError(t, q.PutWorker(ctx, &queue.WorkerInfo{ID: id, StartedAt: killedAt, LastHeartbeat: killedAt}))
+	require.NoError(t, registry.Put(ctx, q, &queue.WorkerInfo{ID: id, StartedAt: killedAt, LastHeartbeat: killedAt}))
 	entries, _, err := q.ListReady(ctx, queue.ReadyQuery{})
 	require.NoError(t, err)
 	require.Len(t, entries, 1)
@@ -86,7 +87,7 @@ func testRestartUnderSameID(t *testing.T, failures int32) {
 	r := start(t, w)
 	testutil.Eventually(t, func() bool { return w.Monitor() != nil && w.Monitor().IsLeader() }, "the embedded monitor to lead")
 	testutil.Eventually(t, func() bool {
-		wi, err := q.GetWorker(ctx, id)
+		wi, err := registry.Get(ctx, q, id)
 		return err == nil && wi.LastHeartbeat.After(killedAt)
 	}, "the new process to register")
 

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/namedlease"
+	"github.com/qo-queue/qo/queue/registry"
 )
 
 // Shard leasing
@@ -38,7 +40,7 @@ import (
 //     missing or was last written more than staleAfter ago (2 x
 //     RenewInterval, at most TTL). A holder rewrites its lease every
 //     RenewInterval, so a lease that old is released, expired or about
-//     to expire; AcquireLease reads it and takes it only when it is free.
+//     to expire; namedlease.Acquire reads it and takes it only when it is free.
 //
 // A round thus reads no registry entry: a worker pays one LIST per round
 // (two while it is below its target), whatever the number of workers, and
@@ -164,7 +166,7 @@ func (s *shardLeaser) renew(ctx context.Context) (changed bool) {
 		if ctx.Err() != nil {
 			return changed
 		}
-		err := s.w.q.RenewLease(ctx, l, s.cfg.TTL)
+		err := namedlease.Renew(ctx, s.w.q, l, s.cfg.TTL)
 		expired := !s.w.clock.Now().Before(l.ExpiresAt)
 		if err == nil {
 			s.mu.Lock()
@@ -197,7 +199,7 @@ func (s *shardLeaser) renew(ctx context.Context) (changed bool) {
 // the LastModified of each entry is its last heartbeat. ok is false when
 // the registry could not be listed (no rebalancing this round).
 func (s *shardLeaser) target(ctx context.Context) (target int, ok bool) {
-	beats, err := s.w.q.WorkerBeats(ctx)
+	beats, err := registry.Beats(ctx, s.w.q)
 	if err != nil {
 		if ctx.Err() == nil {
 			s.log.Warn("listing the worker registry failed; keeping current shards", "err", err)
@@ -245,7 +247,7 @@ func (s *shardLeaser) shed(ctx context.Context, target int) (changed bool) {
 	s.w.shuffle(len(shards), func(i, j int) { shards[i], shards[j] = shards[j], shards[i] })
 	for _, sh := range shards[:excess] {
 		s.drop(sh)
-		if err := s.w.q.ReleaseLease(ctx, held[sh]); err != nil && !errors.Is(err, queue.ErrLeaseLost) {
+		if err := namedlease.Release(ctx, s.w.q, held[sh]); err != nil && !errors.Is(err, queue.ErrLeaseLost) {
 			s.log.Warn("releasing shard lease failed (it expires on its own)", "shard", sh, "err", err)
 		}
 		changed = true
@@ -269,7 +271,7 @@ func (s *shardLeaser) acquire(ctx context.Context, target int, force bool) (chan
 	if wait {
 		return false
 	}
-	written, err := s.w.q.ShardLeaseWrites(ctx)
+	written, err := namedlease.ShardWrites(ctx, s.w.q)
 	if err != nil {
 		if ctx.Err() == nil {
 			s.log.Warn("listing shard leases failed; acquiring later", "err", err)
@@ -290,7 +292,7 @@ func (s *shardLeaser) acquire(ctx context.Context, target int, force bool) (chan
 		if have >= target || ctx.Err() != nil {
 			break
 		}
-		l, err := s.w.q.AcquireLease(ctx, queue.ShardLeaseKey(sh), s.w.opts.ID, s.cfg.TTL)
+		l, err := namedlease.Acquire(ctx, s.w.q, queue.ShardLeaseKey(sh), s.w.opts.ID, s.cfg.TTL)
 		switch {
 		case err == nil:
 			s.mu.Lock()
@@ -327,7 +329,7 @@ func (s *shardLeaser) releaseAll(bg context.Context) {
 	ctx, cancel := context.WithTimeout(bg, 30*time.Second)
 	defer cancel()
 	for sh, l := range s.snapshot() {
-		if err := s.w.q.ReleaseLease(ctx, l); err != nil && !errors.Is(err, queue.ErrLeaseLost) {
+		if err := namedlease.Release(ctx, s.w.q, l); err != nil && !errors.Is(err, queue.ErrLeaseLost) {
 			s.log.Warn("releasing shard lease failed (it expires on its own)", "shard", sh, "err", err)
 		}
 		s.drop(sh)

@@ -13,6 +13,8 @@ import (
 
 	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/namedlease"
+	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/memstore"
 	"github.com/qo-queue/qo/store/storetest"
@@ -60,7 +62,7 @@ func step(t *testing.T, w *Worker) []string {
 
 func holder(t *testing.T, bd *bundle, shard string) *queue.NamedLease {
 	t.Helper()
-	l, err := bd.q.ReadLease(context.Background(), queue.ShardLeaseKey(shard))
+	l, err := namedlease.Read(context.Background(), bd.q, queue.ShardLeaseKey(shard))
 	require.NoError(t, err)
 	return l
 }
@@ -261,7 +263,7 @@ func TestShardLeasingRegistryReads(t *testing.T) {
 			var pc *prefixCounter
 			bd := leasingBundle(t, func(s store.Store) store.Store { pc = newPrefixCounter(s); return pc })
 			for i := range n {
-				require.NoError(t, bd.q.PutWorker(ctx, &queue.WorkerInfo{ID: fmt.Sprintf("peer-%03d", i), LastHeartbeat: bd.fake.Now()}))
+				require.NoError(t, registry.Put(ctx, bd.q, &queue.WorkerInfo{ID: fmt.Sprintf("peer-%03d", i), LastHeartbeat: bd.fake.Now()}))
 			}
 			w := leasingWorker(t, bd, "w")
 			target := (16 + n) / (n + 1) // ceil(16 / (n+1))

@@ -20,6 +20,7 @@ import (
 
 	"github.com/qo-queue/qo/monitor"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/doctor"
 )
@@ -388,7 +389,7 @@ func (w *Worker) register(ctx, bg context.Context) (_ *leftover, started bool, _
 
 	regCtx, cancelReg := context.WithTimeout(ctx, 30*time.Second)
 	sent := w.clock.Now()
-	err = w.q.PutWorker(regCtx, w.info())
+	err = registry.Put(regCtx, w.q, w.info())
 	cancelReg()
 	w.lastBeat.Store(sent.UnixNano())
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/qo-queue/qo/internal/testutil"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/storetest"
 )
@@ -359,10 +360,10 @@ func TestStaleWorkerCannotComplete(t *testing.T) {
 		// A is frozen; its lease runs out and the monitor requeues the
 		// task; worker B claims it.
 		bd.fake.Advance(11*time.Second + queue.LeaseGrace)
-		le, _, err := bd.q.ListExpired(ctx, 10, "")
+		le, _, err := bd.q.Recovery().ListLeases(ctx, queue.ExpiredLeases, 10, "")
 		require.NoError(t, err)
 		require.Len(t, le, 1)
-		_, err = bd.q.ExpireLease(ctx, le[0])
+		_, err = bd.q.Recovery().ExpireLease(ctx, le[0])
 		require.NoError(t, err)
 		bd.fake.Advance(time.Second)
 		entries, _, err = bd.q.ListReady(ctx, queue.ReadyQuery{})
@@ -420,10 +421,10 @@ func TestStaleRunningWorker(t *testing.T) {
 		// Time jumps past A's timeout and lease; A cancels its handler,
 		// which ignores that.
 		require.ErrorIs(t, advanceUntilCancelled(t, bd, a, task.ID), ErrTimedOut)
-		le, _, err := bd.q.ListExpired(ctx, 10, "")
+		le, _, err := bd.q.Recovery().ListLeases(ctx, queue.ExpiredLeases, 10, "")
 		require.NoError(t, err)
 		require.Len(t, le, 1)
-		_, err = bd.q.ExpireLease(ctx, le[0])
+		_, err = bd.q.Recovery().ExpireLease(ctx, le[0])
 		require.NoError(t, err)
 		bd.fake.Advance(time.Second)
 
@@ -636,7 +637,7 @@ func TestRunStoppedWhileRegistering(t *testing.T) {
 	w := New(q, o)
 	w.Handle("job", func(context.Context, *queue.Task) (json.RawMessage, error) { return nil, nil })
 	require.NoError(t, w.Run(ctx))
-	_, err = bd.q.GetWorker(context.Background(), o.ID)
+	_, err = registry.Get(context.Background(), bd.q, o.ID)
 	require.ErrorIs(t, err, queue.ErrNotFound, "the entry written as the stop came is removed")
 }
 
@@ -687,7 +688,7 @@ func TestStopDuringHeartbeat(t *testing.T) {
 	cancel()
 	require.NoError(t, <-done)
 	s.landed.Wait() // a write abandoned by the worker has reached the store
-	_, err := bd.q.GetWorker(context.Background(), o.ID)
+	_, err := registry.Get(context.Background(), bd.q, o.ID)
 	require.ErrorIs(t, err, queue.ErrNotFound, "the registry entry is gone after Run returned")
 }
 

@@ -3,7 +3,10 @@
 //
 //	internal/...                  leaf helpers (termsafe, testutil): nothing of qo
 //	store/...                     the bucket: S3, the memory store, doctor, gateway
-//	queue/...                     the task lifecycle
+//	queue                         the task lifecycle
+//	queue/control, namedlease,    one kind of bucket object each, above queue; none
+//	registry, schedule,           imports another
+//	sweepstate, throughput
 //	monitor/...                   recovery and the shared JSON shapes (view)
 //	connect/                      opening a queue from the CLI's settings, beside monitor
 //	worker/...                    handlers, which embed a monitor

@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/control"
 	"github.com/qo-queue/qo/store"
 )
 
@@ -209,10 +210,10 @@ func limitedStep(cfg Config, r *Report) step {
 	conc := cfg.Workers * cfg.Concurrency
 	return step{"end to end with a cap and a rate", func(ctx context.Context, b Bucket, q *queue.Queue) error {
 		l := &Limited{Cap: max(1, conc/2), RatePerSecond: limitedRate}
-		if _, err := q.SetLimit(ctx, noopRequest().Type, l.Cap); err != nil {
+		if _, err := control.SetLimit(ctx, q, noopRequest().Type, l.Cap); err != nil {
 			return err
 		}
-		if _, err := q.SetRate(ctx, noopRequest().Type, l.RatePerSecond, time.Second, 0); err != nil {
+		if _, err := control.SetRate(ctx, q, noopRequest().Type, l.RatePerSecond, time.Second, 0); err != nil {
 			return err
 		}
 		var err error

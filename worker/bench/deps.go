@@ -19,7 +19,7 @@ import (
 
 // Fan is one dependency shape measured in a fresh bucket: a fan-out (one
 // parent, Edges children) or a fan-in (Edges parents, one child),
-// submitted as a workflow (SubmitWorkflow) or task by task with After.
+// submitted as a workflow (Workflows.Submit) or task by task with After.
 type Fan struct {
 	Shape string `json:"shape"` // fan-out | fan-in
 	Via   string `json:"via"`   // workflow | after
@@ -267,7 +267,7 @@ func submitFanWorkflow(ctx context.Context, m *meter, q *queue.Queue, f *Fan) (p
 	var w *queue.Workflow
 	f.Submit, err = m.measure(f.Edges, func() error {
 		var err error
-		w, _, err = q.SubmitWorkflow(ctx, spec)
+		w, _, err = q.Workflows().Submit(ctx, spec)
 		return err
 	})
 	if err != nil {
@@ -284,7 +284,7 @@ func submitFanWorkflow(ctx context.Context, m *meter, q *queue.Queue, f *Fan) (p
 	if f.Shape == "fan-in" {
 		big = children[0]
 	}
-	// The ids are SubmitWorkflow's: the big object is watched from now on,
+	// The ids are Workflows.Submit's: the big object is watched from now on,
 	// and its one create-only write counted here.
 	m.watch(q.TaskKey(big))
 	if err := countCreate(ctx, q, big, &f.Submit); err != nil {
@@ -421,7 +421,7 @@ func unrecorded(ctx context.Context, q *queue.Queue, children []uuid.UUID) (int,
 func sweepWaiting(ctx context.Context, q *queue.Queue) error {
 	cursor := ""
 	for {
-		_, next, err := q.SweepWaiting(ctx, cursor, 1000, 0)
+		_, next, err := q.Recovery().SweepWaiting(ctx, cursor, 1000, 0)
 		if err != nil {
 			return err
 		}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/qo-queue/qo/monitor"
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/namedlease"
+	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/memstore"
 )
@@ -216,14 +218,14 @@ func newPartitionSim(ctx context.Context, cfg SimConfig) (*partitionSim, error) 
 	}
 	for i, sh := range shards {
 		w := workers[i%len(workers)]
-		l, err := q.AcquireLease(ctx, queue.ShardLeaseKey(sh), w.id, simLeaseTTL)
+		l, err := namedlease.Acquire(ctx, q, queue.ShardLeaseKey(sh), w.id, simLeaseTTL)
 		if err != nil {
 			return nil, err
 		}
 		w.shards, w.leases = append(w.shards, sh), append(w.leases, l)
 	}
 	for _, w := range workers {
-		if err := q.PutWorker(ctx, &queue.WorkerInfo{ID: w.id, LastHeartbeat: clock.Now(), Shards: w.shards, Concurrency: 64}); err != nil {
+		if err := registry.Put(ctx, q, &queue.WorkerInfo{ID: w.id, LastHeartbeat: clock.Now(), Shards: w.shards, Concurrency: 64}); err != nil {
 			return nil, err
 		}
 	}
@@ -316,25 +318,25 @@ func (p *partitionSim) background(ctx context.Context) error {
 func (p *partitionSim) workerPeriodics(ctx context.Context, w *simWorker, now time.Time) error {
 	q := p.q
 	if !now.Before(w.nextBeat) {
-		if err := q.PutWorker(ctx, &queue.WorkerInfo{ID: w.id, LastHeartbeat: now, Shards: w.shards, Concurrency: 64}); err != nil {
+		if err := registry.Put(ctx, q, &queue.WorkerInfo{ID: w.id, LastHeartbeat: now, Shards: w.shards, Concurrency: 64}); err != nil {
 			return err
 		}
 		w.nextBeat = w.nextBeat.Add(simHeartbeat)
 	}
 	if !now.Before(w.nextRound) {
 		for _, l := range w.leases {
-			if err := q.RenewLease(ctx, l, simLeaseTTL); err != nil {
+			if err := namedlease.Renew(ctx, q, l, simLeaseTTL); err != nil {
 				return err
 			}
 		}
-		if _, err := q.WorkerBeats(ctx); err != nil {
+		if _, err := registry.Beats(ctx, q); err != nil {
 			return err
 		}
 		if len(w.leases) < p.target && !now.Before(w.nextAcquire) {
 			// Nothing is stale in a steady fleet: the listing
 			// finds no shard to try, and the backoff grows to
 			// its longest.
-			if _, err := q.ShardLeaseWrites(ctx); err != nil {
+			if _, err := namedlease.ShardWrites(ctx, q); err != nil {
 				return err
 			}
 			w.nextAcquire = now.Add(simAcquireMax)

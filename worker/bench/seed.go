@@ -48,7 +48,7 @@ func SeedFinished(ctx context.Context, s store.Store, q *queue.Queue, seed Seed)
 		done := created.Add(time.Second)
 		id := queue.NewIDAt(created)
 		t := &queue.Task{
-			Format: queue.FormatVersion, ID: id, Type: "noop", Shard: q.ShardOf(id), Status: queue.StatusCompleted,
+			Format: queue.FormatVersion, ID: id, Type: "noop", Shard: queue.ShardOf(id, q.Config().ShardChars), Status: queue.StatusCompleted,
 			AvailableAt: created, Input: json.RawMessage(`{}`), TimeoutSeconds: 60, MaxRetries: 3, RetryPolicy: queue.DefaultRetryPolicy,
 			CreatedAt: created, UpdatedAt: done, CompletedAt: &done, WorkerID: "seed", Attempt: 1, Rev: 3,
 			RequestID: uuid.NewString(), LastEvent: queue.EventSucceeded, Priority: queue.PriorityNormal,

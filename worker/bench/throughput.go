@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/registry"
 	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/worker"
 )
@@ -104,7 +105,7 @@ func startWorkers(ctx context.Context, q *queue.Queue, n int, opts worker.Option
 // reading the registry every 50 ms until deadline.
 func AwaitRegistered(ctx context.Context, q *queue.Queue, ids []string, deadline time.Time) error {
 	for {
-		ws, err := q.ListWorkers(ctx)
+		ws, err := registry.List(ctx, q)
 		seen := 0
 		if err == nil {
 			for _, w := range ws {

@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/qo-queue/qo/queue"
+	"github.com/qo-queue/qo/queue/control"
 	"github.com/qo-queue/qo/store/memstore"
 )
 
@@ -137,10 +138,10 @@ func simulate(sc Scenario, trace io.Writer) (Report, *fleet) {
 	// so every handler run is held to them.
 	for _, l := range sc.Limits {
 		if l.Concurrency > 0 {
-			retry(ctx, func() error { _, err := f.operator.SetLimit(ctx, l.Type, l.Concurrency); return err })
+			retry(ctx, func() error { _, err := control.SetLimit(ctx, f.operator, l.Type, l.Concurrency); return err })
 		}
 		if l.Rate > 0 {
-			retry(ctx, func() error { _, err := f.operator.SetRate(ctx, l.Type, l.Rate, l.Per, l.Burst); return err })
+			retry(ctx, func() error { _, err := control.SetRate(ctx, f.operator, l.Type, l.Rate, l.Per, l.Burst); return err })
 		}
 	}
 	for i, w := range sc.Workers {
@@ -367,9 +368,9 @@ func (f *fleet) upgrade(ctx context.Context) {
 // lost requests as an operator would.
 func (f *fleet) pause(ctx context.Context, e Event) {
 	from := f.now()
-	retry(ctx, func() error { _, err := f.operator.Pause(ctx, e.Type, "sim: operator"); return err })
+	retry(ctx, func() error { _, err := control.Pause(ctx, f.operator, e.Type, "sim: operator"); return err })
 	time.Sleep(e.For)
-	retry(ctx, func() error { _, err := f.operator.Resume(ctx, e.Type); return err })
+	retry(ctx, func() error { _, err := control.Resume(ctx, f.operator, e.Type); return err })
 	f.mu.Lock()
 	f.paused[e.Type] = append(f.paused[e.Type], span{from, f.now()})
 	f.mu.Unlock()

@@ -1,20 +1,22 @@
-package queue
+package throughput
 
 import (
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/qo-queue/qo/queue"
 )
 
-// TestThroughputHourFold: a worker's count of a minute is kept once, at
+// TestHourFold: a worker's count of a minute is kept once, at
 // its largest; a closed minute keeps its total and takes no more.
-func TestThroughputHourFold(t *testing.T) {
+func TestHourFold(t *testing.T) {
 	t.Parallel()
 	hour := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
-	h := &ThroughputHour{Hour: hour}
-	m := func(min, done, failed int) MinuteCount {
-		return MinuteCount{Start: hour.Add(time.Duration(min) * time.Minute), Completed: done, Failed: failed}
+	h := &Hour{Hour: hour}
+	m := func(min, done, failed int) queue.MinuteCount {
+		return queue.MinuteCount{Start: hour.Add(time.Duration(min) * time.Minute), Completed: done, Failed: failed}
 	}
 	require.True(t, h.Fold("a", m(5, 3, 1)))
 	require.False(t, h.Fold("a", m(5, 3, 1)), "the same heartbeat read again")
@@ -37,16 +39,16 @@ func TestThroughputHourFold(t *testing.T) {
 func TestThroughputKey(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2030, 1, 1, 12, 59, 59, 0, time.FixedZone("x", 3600))
-	key := ThroughputKey(at)
+	key := Key(at)
 	require.Equal(t, "monitor/throughput/2030-01-01T11.json", key)
-	hour, err := ParseThroughputKey(key)
+	hour, err := ParseKey(key)
 	require.NoError(t, err)
 	require.Equal(t, time.Date(2030, 1, 1, 11, 0, 0, 0, time.UTC), hour)
-	_, err = ParseThroughputKey("monitor/throughput/nope.json")
+	_, err = ParseKey("monitor/throughput/nope.json")
 	require.Error(t, err)
-	_, err = DecodeThroughputHour(key, []byte(`{"format":1,"hour":"2030-01-01T10:00:00Z"}`))
+	_, err = Decode(key, []byte(`{"format":1,"hour":"2030-01-01T10:00:00Z"}`))
 	require.ErrorContains(t, err, "object says hour")
-	_, err = DecodeThroughputHour(key, []byte(`[`))
-	var bad *MalformedError
+	_, err = Decode(key, []byte(`[`))
+	var bad *queue.MalformedError
 	require.ErrorAs(t, err, &bad)
 }
