@@ -41,8 +41,9 @@ func newHTTPServer(addr string, h http.Handler, log *slog.Logger) *http.Server {
 }
 
 // serveHTTP listens on addr and serves h until SIGINT or SIGTERM, then sets
-// stopping and shuts down gracefully.
-func serveHTTP(c *cli.Context, log *slog.Logger, addr string, h http.Handler, what string, stopping *atomic.Bool) error {
+// stopping and shuts down gracefully. listening (nil: none) gets the
+// address it listens on (the port chosen when addr's is 0) once it does.
+func serveHTTP(c *cli.Context, log *slog.Logger, addr string, h http.Handler, what string, stopping *atomic.Bool, listening func(addr string) error) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return usageError("cannot listen on %s: %v (is another server using it? pick another with --addr)", addr, err)
@@ -52,10 +53,17 @@ func serveHTTP(c *cli.Context, log *slog.Logger, addr string, h http.Handler, wh
 	defer cancel()
 	stop := onSignals(func(int) { cancel() })
 	defer stop()
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
 	log.Info("qo "+strings.ToLower(what)+" listening", "addr", ln.Addr().String())
 	fmt.Fprintf(c.App.ErrWriter, "qo: %s on http://%s\n", what, ln.Addr())
+	if listening != nil {
+		// Before it serves: whoever sees it answer has seen this too.
+		if err := listening(ln.Addr().String()); err != nil {
+			ln.Close()
+			return err
+		}
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
 	select {
 	case err := <-errc:
 		return err

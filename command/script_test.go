@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -119,6 +120,41 @@ var scriptCommands = map[string]func(ts *testscript.TestScript, neg bool, args [
 	"exits":   cmdExits,
 	"capture": cmdCapture,
 	"waitfor": cmdWaitFor,
+	"freeaddr": func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) != 1 {
+			ts.Fatalf("usage: freeaddr NAME")
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		ts.Check(err)
+		ts.Setenv(args[0], l.Addr().String())
+		ts.Check(l.Close())
+	},
+	"waithttp": cmdWaitHTTP,
+}
+
+// waithttp URL polls URL until it answers 200 (a server started in the
+// background is up), giving up after waitForLimit.
+func cmdWaitHTTP(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: waithttp URL")
+	}
+	deadline := time.Now().Add(waitForLimit)
+	pause := 20 * time.Millisecond
+	for {
+		resp, err := http.Get(args[0])
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+			err = fmt.Errorf("status %s", resp.Status)
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("gave up after %v waiting for %s to answer 200 (last: %v)", waitForLimit, args[0], err)
+		}
+		time.Sleep(pause) // between polls of the condition
+		pause = min(2*pause, 500*time.Millisecond)
+	}
 }
 
 // exits CODE PROGRAM ARGS... runs PROGRAM like exec and fails the script

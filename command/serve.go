@@ -301,24 +301,30 @@ func runServe(c *cli.Context) error {
 	if opts.ReadOnly {
 		fmt.Fprintln(c.App.ErrWriter, "qo: read-only: requests that would change the queue are refused (403)")
 	}
+	var showLink func(addr string) error
 	if !c.Bool("no-ui") {
 		// The page talks to this API only: its own origin.
 		if opts.UI, err = webui.Handler(); err != nil {
 			return err
 		}
-		link := "http://" + addr + "/#api=/"
-		switch {
-		case token == "":
-			fmt.Fprintf(c.App.ErrWriter, "qo: web UI through this API: %s\n", link)
-		case envOf(c).IsTerminal(c.App.ErrWriter):
-			code, exp, err := opts.LoginCodes.New(struct{}{})
-			if err != nil {
-				return err
+		// The link names the address listened on (the port chosen for
+		// --addr HOST:0).
+		showLink = func(bound string) error {
+			link := "http://" + bound + "/#api=/"
+			switch {
+			case token == "":
+				fmt.Fprintf(c.App.ErrWriter, "qo: web UI through this API: %s\n", link)
+			case envOf(c).IsTerminal(c.App.ErrWriter):
+				code, exp, err := opts.LoginCodes.New(struct{}{})
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(c.App.ErrWriter, "qo: web UI through this API (a one-time link, until %s): %s&code=%s\n", exp.Local().Format(time.TimeOnly), link, code)
+			default:
+				fmt.Fprintf(c.App.ErrWriter, "qo: web UI through this API: %s (it asks for the token; or POST /api/login-codes with the token for a one-time link)\n", link)
 			}
-			fmt.Fprintf(c.App.ErrWriter, "qo: web UI through this API (a one-time link, until %s): %s&code=%s\n", exp.Local().Format(time.TimeOnly), link, code)
-		default:
-			fmt.Fprintf(c.App.ErrWriter, "qo: web UI through this API: %s (it asks for the token; or POST /api/login-codes with the token for a one-time link)\n", link)
+			return nil
 		}
 	}
-	return serveHTTP(c, log, addr, logRequests(log, httpapi.New(q, opts)), "API", &stopping)
+	return serveHTTP(c, log, addr, logRequests(log, httpapi.New(q, opts)), "API", &stopping, showLink)
 }
