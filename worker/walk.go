@@ -481,20 +481,31 @@ func (w *Worker) hold(ctx context.Context, entries []queue.ReadyEntry, pages map
 	v.entries = append(merged, v.entries[i:]...)
 	v.bound(wanted)
 	// What counts is what may be claimed before the next walk (up to the
-	// horizon, of the types it claims now): own entries ranked after it,
-	// or of a type at its limit, do not make the others' less passed.
+	// horizon): own entries ranked after it do not make the others' before
+	// it less passed. A view with own entries of any type is not one to
+	// help with (help takes the newest first, own entries among them, once
+	// their type may be claimed again); but own entries of a type at its
+	// limit do not make the others' entries of the types it claims now
+	// less passed.
 	mine, within := false, 0
+	mineNow, withinNow := false, 0
 	for i := range v.entries {
-		if h := &v.entries[i]; v.within(h) && slices.Contains(types, h.Type) {
-			within++
-			mine = mine || h.own
+		h := &v.entries[i]
+		if !v.within(h) {
+			continue
+		}
+		within++
+		mine = mine || h.own
+		if slices.Contains(types, h.Type) {
+			withinNow++
+			mineNow = mineNow || h.own
 		}
 	}
 	// Help only with a few entries (no more than the free slots): with
 	// more, their workers are at them, and a helper would mostly meet
 	// them.
 	v.help = !mine && within <= free
-	if !mine && !v.help {
+	if !mineNow && withinNow > free {
 		for i := len(v.entries) - 1; i >= 0; i-- {
 			if h := &v.entries[i]; v.within(h) && slices.Contains(types, h.Type) {
 				w.passed.note(w.clock.Now(), v.entries[i].Rank, w.opts.PageHold)
