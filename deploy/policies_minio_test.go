@@ -208,8 +208,12 @@ func TestPoliciesOnMinIO(t *testing.T) {
 	run("Operator", true, "schedule", "trigger", "roles")
 	run("Operator", true, "schedule", "delete", "roles")
 	// With its type paused the replayed task stays pending for the cancel
-	// (the worker would otherwise run and fail it again first).
+	// (the worker would otherwise run and fail it again first). A worker
+	// claims with switches at most a second old (worker/control.go,
+	// controlFresh): once a second has passed since the pause, any claim
+	// it makes has read it.
 	run("Operator", true, "pause", "fail")
+	time.Sleep(1100 * time.Millisecond) // the pause's stated bound, not a guess
 	run("Operator", true, "replay", failed)
 	run("Operator", true, "cancel", failed)
 	run("Operator", true, "resume", "fail")
