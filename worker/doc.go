@@ -69,7 +69,8 @@
 // slot is free, in that order, and holds the slot while in flight; no
 // claim waits for another. See poll.go for order, fairness and the bound
 // (the dispatch loop and the poll); walk.go holds the held view and the
-// walks that fill it, claim.go the claims, scan.go the fallback scans of
+// walks that fill it (passed.go what makes others' entries late),
+// claim.go the claims, scan.go the fallback scans of
 // IndexMode.
 //
 // # Pause, limits and large inputs
