@@ -118,7 +118,7 @@ func keyedRun(ctx context.Context, b Bucket, q *queue.Queue, cfg Config, deep in
 		mu.Lock()
 		defer mu.Unlock()
 		if _, seen := startedAt[t.ID]; !seen {
-			startedAt[t.ID] = time.Now()
+			startedAt[t.ID] = q.Now() // the clock created_at was read on
 		}
 		return nil, nil
 	}
@@ -152,7 +152,7 @@ func keyedRun(ctx context.Context, b Bucket, q *queue.Queue, cfg Config, deep in
 		}
 	}
 	mu.Unlock()
-	smallFrom := time.Now()
+	smallFrom := q.Now()
 	if err := submit(deep, total); err != nil {
 		return keyedResult{}, err
 	}
