@@ -194,33 +194,18 @@ func printStatsActivity(w io.Writer, st view.Stats) {
 	if r := st.RequestRate; r != nil {
 		fmt.Fprintf(w, "S3 requests: %.1f/s (~$%.4f/hour) from %d workers' heartbeats\n", r.PerSecond, r.DollarsPerHour, r.Workers)
 	}
-	if len(st.Limits) > 0 {
-		var caps []string
-		for _, t := range slices.Sorted(maps.Keys(st.Limits)) {
-			caps = append(caps, fmt.Sprintf("%s %d", termsafe.Line(t), st.Limits[t]))
+	for _, l := range []struct {
+		label  string
+		byType string
+	}{
+		{"fleet-wide caps (running at once)", typeValues(st.Limits)},
+		{"fleet-wide rates (starts)", typeValues(st.Rates)},
+		{"per-key caps (running at once for each key)", typeValues(st.KeyLimits)},
+		{"per-key rates (starts for each key)", typeValues(st.KeyRates)},
+	} {
+		if l.byType != "" {
+			fmt.Fprintf(w, "%s: %s\n", l.label, l.byType)
 		}
-		fmt.Fprintf(w, "fleet-wide caps (running at once): %s\n", strings.Join(caps, ", "))
-	}
-	if len(st.Rates) > 0 {
-		var rates []string
-		for _, t := range slices.Sorted(maps.Keys(st.Rates)) {
-			rates = append(rates, fmt.Sprintf("%s %s", termsafe.Line(t), st.Rates[t]))
-		}
-		fmt.Fprintf(w, "fleet-wide rates (starts): %s\n", strings.Join(rates, ", "))
-	}
-	if len(st.KeyLimits) > 0 {
-		var caps []string
-		for _, t := range slices.Sorted(maps.Keys(st.KeyLimits)) {
-			caps = append(caps, fmt.Sprintf("%s %d", termsafe.Line(t), st.KeyLimits[t]))
-		}
-		fmt.Fprintf(w, "per-key caps (running at once for each key): %s\n", strings.Join(caps, ", "))
-	}
-	if len(st.KeyRates) > 0 {
-		var rates []string
-		for _, t := range slices.Sorted(maps.Keys(st.KeyRates)) {
-			rates = append(rates, fmt.Sprintf("%s %s", termsafe.Line(t), st.KeyRates[t]))
-		}
-		fmt.Fprintf(w, "per-key rates (starts for each key): %s\n", strings.Join(rates, ", "))
 	}
 	for _, u := range st.Unserved {
 		fmt.Fprintf(w, "UNSERVED %s: %d pending, %s\n", termsafe.Line(u.Type), u.Pending, u.Reason)
@@ -259,4 +244,14 @@ func printStatsTable(w io.Writer, st view.Stats, title string, rows map[string]m
 		tabRow(tw, cells...)
 	}
 	return tw.Flush()
+}
+
+// typeValues lists "type value" pairs, by type, comma-separated ("" for
+// none).
+func typeValues[V any](m map[string]V) string {
+	parts := make([]string, 0, len(m))
+	for _, t := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s %v", termsafe.Line(t), m[t]))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -75,6 +75,11 @@ func boundOf(info *queue.WorkerInfo) runBound {
 	return runBound{concurrency: info.Concurrency, limits: maps.Clone(info.Limits)}
 }
 
+// runBound is this worker's own bound, as its registry entry states it.
+func (w *Worker) runBound() runBound {
+	return runBound{concurrency: w.opts.Concurrency, limits: w.opts.Limits}
+}
+
 // most returns the most the worker runs of typ (false: no known bound).
 func (b runBound) most(typ string) (int, bool) {
 	n, limited := b.limits[typ]
@@ -281,7 +286,7 @@ func (w *Worker) capTargets(ctx context.Context, limits map[string]int) (map[str
 			most[t][id] = m
 		}
 	}
-	me := runBound{concurrency: w.opts.Concurrency, limits: w.opts.Limits}
+	me := w.runBound()
 	for t := range limits {
 		bound(t, w.opts.ID, me)
 	}

@@ -213,7 +213,7 @@ func (w *Worker) splitWeights(e queue.ReadyEntry) map[string]int {
 					most[id] = m
 				}
 			}
-			bound(w.opts.ID, runBound{concurrency: w.opts.Concurrency, limits: w.opts.Limits})
+			bound(w.opts.ID, w.runBound())
 			for _, q := range p.live {
 				if q.types == nil || slices.Contains(q.types, e.Type) {
 					ids = append(ids, q.id)
