@@ -103,7 +103,12 @@ type Queue struct {
 func New(t T) *Queue {
 	t.Helper()
 	ctx := context.Background()
-	q := &Queue{Clock: storetest.NewClock(Start), Store: memstore.New()}
+	clock := storetest.NewClock(Start)
+	// The bucket stamps objects on the queue's clock, as a server does on
+	// the time the queue syncs to: on the machine's clock every index
+	// entry would look years old, and readers drop an entry that old
+	// when its task has not been written yet.
+	q := &Queue{Clock: clock, Store: memstore.New(memstore.WithClock(clock))}
 	q.watched = &watchedStore{Store: q.Store}
 	if _, err := queue.Init(ctx, q.Store, 1); err != nil {
 		t.Fatalf("queuetest: init the queue: %v", err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/queuetest"
+	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/worker"
 )
 
@@ -162,4 +163,29 @@ func (r *recorder) Fatalf(format string, args ...any) {
 	r.failed = true
 	r.msg = fmt.Sprintf(format, args...)
 	runtime.Goexit()
+}
+
+// A reader that lists a ready entry written before its task's PUT (the
+// index rule's order) keeps it: the bucket's clock is the queue's, so the
+// entry is fresh, not years old.
+func TestFreshEntryKeptByReaders(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	q := queuetest.New(t)
+	task := submit(t, q, queue.SubmitRequest{Type: "mail"})
+	e, err := queue.ParseReadyKey(queue.ReadyKey(task))
+	require.NoError(t, err)
+	_, err = q.Claim(ctx, e, "w1")
+	require.NoError(t, err)
+	// The entry a retry writes first, while the task still reads running.
+	retry := task.Clone()
+	retry.AvailableAt = q.Now().Add(time.Second)
+	key := queue.ReadyKey(retry)
+	_, err = q.Store.Put(ctx, key, nil, store.Condition{})
+	require.NoError(t, err)
+	page, err := q.List(ctx, queue.ListQuery{Status: queue.StatusPending})
+	require.NoError(t, err)
+	require.Equal(t, []string{key}, page.Stale, "the entry is listed as not matching its task")
+	_, err = q.Store.Get(ctx, key)
+	require.NoError(t, err, "a fresh entry must outlive a reader: its task's PUT may be on its way")
 }
