@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/qo-queue/qo/internal/testutil"
@@ -185,4 +186,26 @@ func TestNoClaimBeforeSwitchesRead(t *testing.T) {
 	s.down.Store(false)
 	require.Equal(t, 1, w.pollSettled(ctx, 4).claimed, "the switches read: the type not paused is claimed")
 	require.Equal(t, map[string]int{"free": 1}, runningTypes(w))
+}
+
+// A task of a type at its limit that ends wakes the dispatch loop: the
+// next task of that type starts then, not a poll wait later (with short
+// tasks, waiting would leave the limit mostly unused).
+func TestLimitFreedWakesDispatch(t *testing.T) {
+	t.Parallel()
+	bd := setup(t, storetest.Backends()[0], setupOpts{})
+	o := bd.opts(t)
+	o.Concurrency = 4
+	o.Limits = map[string]int{"email": 1}
+	o.PollMin, o.PollMax = time.Hour, time.Hour // a poll wait would outlast the test
+	w := New(bd.q, o)
+	w.Handle("email", echoHandler)
+	var ids []uuid.UUID
+	for range 3 {
+		ids = append(ids, bd.submit(t, "email", `{}`).ID)
+	}
+	start(t, w)
+	for _, id := range ids {
+		bd.waitStatus(t, id, queue.StatusCompleted)
+	}
 }

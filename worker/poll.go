@@ -188,6 +188,13 @@ func (w *Worker) dispatch(ctx context.Context) {
 		if tw, ok := w.rateWait(); ok && tw < d {
 			d = tw // a token is due before the next poll (rate.go)
 		}
+		// With limits, a task that ends may free a slot of a type that was
+		// at its limit: look again then, not a poll wait later (with short
+		// tasks the wait would leave the limit mostly unused).
+		var freed <-chan struct{}
+		if w.anyLimits() {
+			freed = w.taskDone
+		}
 		t := time.NewTimer(d)
 		select {
 		case <-ctx.Done():
@@ -196,6 +203,8 @@ func (w *Worker) dispatch(ctx context.Context) {
 		case <-w.abort:
 			t.Stop()
 			return
+		case <-freed:
+			t.Stop()
 		case <-t.C:
 		}
 		wait = min(2*wait, w.opts.PollMax)
@@ -291,7 +300,7 @@ func (w *Worker) indexStep(ctx context.Context, shards, types []string, free int
 	now := w.clock.Now()
 	v.passed = w.passed.before(now, w.opts.PageHold)
 	walked, listed := false, 0
-	spent := v.spent()
+	spent := v.spent(types)
 	if due, onward, urgent := v.due(wanted, types, time.Now(), w.opts.PageHold, spent); spent || urgent {
 		began := time.Now()
 		entries, pages, err := w.walk(ctx, shards, types, due, onward)
@@ -306,7 +315,7 @@ func (w *Worker) indexStep(ctx context.Context, shards, types []string, free int
 	}
 	claimed := w.claimHeld(ctx, free)
 	switch {
-	case v.spent():
+	case v.spent(types):
 		// Used up: while it gave work and slots are free, walk again at
 		// once; so too while shards are due (each is listed once before
 		// it is due again), but a run of keys the worker cannot claim is

@@ -685,3 +685,43 @@ func TestMalformedTaskReadOnceAWhile(t *testing.T) {
 	bd.fake.Advance(malformedRetry)
 	require.Equal(t, int64(1), gets(5), "read once more after malformedRetry")
 }
+
+// The page whose cut is the horizon, due for what it holds back (entries
+// of a type at its cap share, before the types the worker claims now), is
+// listed before pages that are only older than a hold: at 4 LISTs a walk
+// those come due faster than a worker with nothing to claim walks, and
+// behind them the horizon page waited minutes while the worker's free slot
+// stayed idle (the fleet simulation's seed 222: a type capped at one slot
+// of the worker, its backlog ahead of the others' in every shard).
+func TestHorizonPageListedFirst(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	sec := func(n int) time.Time { return at.Add(time.Duration(n) * time.Second) }
+	seen := func(n int) map[string]time.Time {
+		return map[string]time.Time{"a": sec(n), "b": sec(n), "c": sec(n)}
+	}
+	all := []string{"a", "b", "c"}
+	v := heldView{
+		entries: []heldEntry{{ReadyEntry: queue.ReadyEntry{Shard: "4", Type: "c", Rank: sec(-60)}, own: true}},
+		pages: map[string]*shardPage{
+			// Listed to their end, longer than a hold ago.
+			"1": {listed: sec(0), types: all, seen: seen(0)},
+			"2": {listed: sec(1), types: all, seen: seen(1)},
+			"3": {listed: sec(2), types: all, seen: seen(2)},
+			// Cut inside c's backlog, c now at its share.
+			"4": {listed: sec(20), types: all, seen: seen(20), cut: sec(-60), next: "ready/4/next"},
+		},
+	}
+	wanted := []string{"1", "2", "3", "4"}
+	v.bound(wanted)
+	require.Equal(t, sec(-60), v.horizon)
+	due, onward, urgent := v.due(wanted, []string{"a", "b"}, sec(30), 10*time.Second, false)
+	require.True(t, urgent)
+	require.Equal(t, []string{"4", "1", "2", "3"}, due, "the horizon's page first, then by when they came due")
+	require.True(t, onward["4"], "listed on past its cut for the types claimed now")
+
+	// With c claimable again the page holds the worker's own entry: not
+	// due, and the others keep their order.
+	due, _, _ = v.due(wanted, all, sec(25), 10*time.Second, false)
+	require.Equal(t, []string{"1", "2", "3"}, due)
+}

@@ -111,10 +111,14 @@ func (v *heldView) claimable(h *heldEntry) bool {
 }
 
 // spent reports whether nothing in the view is left to claim before the
-// next walk.
-func (v *heldView) spent() bool {
+// next walk, of types (those the worker claims now; nil: any type). Entries
+// of a type at its limit or cap share do not count: a worker with free
+// slots that holds only those looks for its other types' work (paging on
+// past another type's backlog) instead of waiting for a walk made for
+// another reason.
+func (v *heldView) spent(types []string) bool {
 	for i := range v.entries {
-		if v.claimable(&v.entries[i]) {
+		if h := &v.entries[i]; v.claimable(h) && (types == nil || slices.Contains(types, h.Type)) {
 			return false
 		}
 	}
@@ -176,7 +180,9 @@ func (v *heldView) bound(wanted []string) {
 // again: entries it does not claim now, or keys of types the page was not
 // listed for); a page older than hold, due since
 // it turned that old; and a page that stopped in a run of keys the worker
-// cannot claim, due since it was listed. With spent (nothing in the view
+// cannot claim, due since it was listed. The one of the second kind whose
+// cut is the horizon goes before all of them: it holds back every claim
+// ranked after it, in every shard. With spent (nothing in the view
 // left to claim) and none of these due, every shard is: those with a cut
 // first, earliest cut first (the horizon), then the others, oldest
 // listing first; the worker looks for new work, and another worker may
@@ -206,6 +212,7 @@ func (v *heldView) due(wanted, types []string, now time.Time, hold time.Duration
 		at    time.Time
 	}
 	var ds []dueAt
+	blocking := map[string]bool{} // due for what its cut holds back
 	for _, s := range wanted {
 		switch p := v.pages[s]; {
 		case p == nil:
@@ -219,6 +226,7 @@ func (v *heldView) due(wanted, types []string, now time.Time, hold time.Duration
 			ds, urgent = append(ds, dueAt{s, p.staleSince(types)}), true
 		case !p.cut.IsZero() && !left[s] && (p.claimed || held[s]):
 			ds, urgent = append(ds, dueAt{s, p.listed}), true
+			blocking[s] = true
 			if p.next != "" && (held[s] || p.partial) {
 				// What it holds waits for a slot of its type: list on
 				// past the cut for the types the worker claims now.
@@ -258,6 +266,16 @@ func (v *heldView) due(wanted, types []string, now time.Time, hold time.Duration
 		})
 	} else {
 		slices.SortStableFunc(ds, func(a, b dueAt) int { return a.at.Compare(b.at) })
+		// The page that holds the horizon, when it is due for what it
+		// holds back, is listed first: until it is, nothing ranked after
+		// its cut is claimed in any shard, while pages only older than a
+		// hold (every shard of a fleet-wide backlog, at 4 LISTs a walk)
+		// would keep it waiting behind them, the worker's slots idle.
+		if i := slices.IndexFunc(ds, func(d dueAt) bool { return blocking[d.shard] && v.pages[d.shard].cut.Equal(v.horizon) }); i > 0 {
+			d := ds[i]
+			copy(ds[1:i+1], ds[:i])
+			ds[0] = d
+		}
 	}
 	shards = make([]string, len(ds))
 	for i, d := range ds {
