@@ -238,6 +238,20 @@ export class S3Backend {
   }
 
   /**
+   * viewTask returns task id as queue's Get shows it: a waiting child of a
+   * wide fan-in carries the parents' ends its edge objects hold and it does
+   * not record yet (1 LIST more per 1,000 edges, only while two or more
+   * parents are left); any other task as stored.
+   */
+  async viewTask(id, shardChars) {
+    const { task } = await this.getTask(id, shardChars);
+    if (task.status !== 'waiting' || !hasEdges(task) || (task.parents || []).filter((p) => !p.done).length < 2) return { task };
+    const ends = unrecorded(task, (await this.listEdges(id)).ends);
+    if (Object.keys(ends).length === 0) return { task };
+    return { task: { ...task, parents: task.parents.map((p) => (Object.hasOwn(ends, p.id) ? { ...p, done: ends[p.id] } : p)) } };
+  }
+
+  /**
    * taskProgress returns a running task's progress (queue.progressOf) with
    * one GET of the registry entry of the worker its lease names; null when
    * not running, or the entry is gone or malformed.
@@ -1058,6 +1072,11 @@ export class ApiBackend {
 
   async getTask(id) {
     return { task: await this.call('GET', `/api/tasks/${part('task_id', id)}`) };
+  }
+
+  /** viewTask: GET /api/tasks/{id} already carries the ends of a wide fan-in's edges. */
+  async viewTask(id) {
+    return this.getTask(id);
   }
 
   async history(task) {

@@ -111,3 +111,30 @@ test('recordEnds records several ends in one write, and leaves a child taking va
   const taking = { ...wide, input_from: { rows: { parent: wide.parents[1].id, path: 'rows' } } };
   assert.throws(() => recordEnds(taking, ends, at, 'r'), /input_from/);
 });
+
+test('viewTask shows a wide child with the ends its edge objects hold, as Go\'s Get does', async () => {
+  const { be, s3 } = bucket();
+  const wide = c.before.find((t, i) => c.names[i].startsWith('W:'));
+  const parent = wide.parents.find((p) => !p.done);
+  s3.put(edgeKey(wide.id, parent.id, 'completed'), '');
+  const stored = s3.objects.get(taskKey(wide.shard, wide.id));
+  let lists = 0;
+  const list = s3.list.bind(s3);
+  s3.list = (...args) => { lists++; return list(...args); };
+
+  const { task } = await be.viewTask(wide.id, 1);
+  assert.equal(task.status, 'waiting');
+  assert.equal(task.parents.find((p) => p.id === parent.id).done, 'completed');
+  const edged = new Set([...s3.objects.keys()].map(parseEdgeKey).filter((e) => e && e.child === wide.id).map((e) => e.parent));
+  for (const p of task.parents) {
+    const before = wide.parents.find((q) => q.id === p.id);
+    assert.equal(Boolean(p.done), Boolean(before.done) || edged.has(p.id), `parent ${p.id}: done only by the task or an edge object`);
+  }
+  assert.equal(s3.objects.get(taskKey(wide.shard, wide.id)), stored, 'a read writes nothing');
+  assert.equal(lists, 1);
+
+  const narrow = c.before.find((t) => !hasEdges(t));
+  const { task: same } = await be.viewTask(narrow.id, 1);
+  assert.deepEqual(same, JSON.parse(s3.objects.get(taskKey(narrow.shard, narrow.id))));
+  assert.equal(lists, 1, 'no LIST for a task without edges');
+});

@@ -27,7 +27,7 @@ async function workflowName(backend, id) {
 export async function loadDetail(id) {
   const gen = state.gen;
   const backend = state.backend;
-  const { task } = await backend.getTask(id, state.shardChars);
+  const { task } = await backend.viewTask(id, state.shardChars);
   if (task.workflow?.id) await workflowName(backend, task.workflow.id);
   // An offloaded payload that cannot be read is shown as an error in its
   // place; the rest of the detail still renders.
