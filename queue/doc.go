@@ -536,13 +536,15 @@ extends a lease:
   - A worker restarted under the same id (a StatefulSet pod, a systemd
     unit) before that bound heartbeats again under the id, so the monitor
     sees the earlier process's tasks held by a live worker. The new
-    process reads its id's registry entry before it registers (one GET);
-    when one is left (the earlier process did not deregister) it lists
-    the lease index (one LIST per 1,000 running tasks) for the entries
-    naming its id, all the earlier process's since it has claimed nothing
-    yet, and takes them back (ReclaimLease, fenced on each lease id) once
-    the entry's last heartbeat is DeadAfter + MaxClockSkew old by its
-    clock. The look is retried for up to 30s; a look that keeps failing
+    process reads its id's registry entry before it registers (one GET)
+    and lists the lease index (one LIST per 1,000 running tasks) for the
+    entries naming its id, all the earlier process's since it has claimed
+    nothing yet, and takes them back (ReclaimLease, fenced on each lease
+    id) once the entry's last heartbeat is DeadAfter + MaxClockSkew old by
+    its clock; with no entry left (the earlier process deregistered with a
+    task it could not release, its store failing as it shut down, or the
+    entry was pruned) or a malformed one, once that bound has passed since
+    the restart. The look is retried for up to 30s; a look that keeps failing
     stops the start, as a failed registration does. A restart under the
     same id thus brings the tasks back within the bound above (or at the
     restart's listing, if later), as a kill without restart does. Two

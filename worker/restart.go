@@ -47,24 +47,27 @@ func (w *Worker) findLeftoverRetrying(ctx context.Context) (*leftover, error) {
 }
 
 // findLeftover reads the registry entry of the worker's id before the worker
-// registers. No entry (the last process deregistered, or none ran): nothing
-// is left, for one GET. An entry: the lease index is listed (one LIST per
-// 1,000 running tasks) for the entries naming the id; the worker has claimed
-// nothing yet, so each belongs to an earlier process.
+// registers (one GET), then lists the lease index (one LIST per 1,000
+// running tasks) for the entries naming the id; the worker has claimed
+// nothing yet, so each belongs to an earlier process. The listing is made
+// with no entry left too: an earlier process that deregistered with a task
+// it could not release (the store failing as it shut down) left a lease
+// naming the id, which the monitor, seeing the id heartbeat again, would
+// leave until it expires, a whole timeout later.
 func (w *Worker) findLeftover(ctx context.Context) (*leftover, error) {
 	prev, err := registry.Get(ctx, w.q, w.opts.ID)
-	if err != nil {
-		if errors.Is(err, queue.ErrNotFound) {
-			return nil, nil
+	var bad *queue.MalformedError
+	switch {
+	case errors.Is(err, queue.ErrNotFound), errors.As(err, &bad):
+		// Deregistered, pruned, never run, or malformed: when an earlier
+		// process last heartbeated is not known, so its tasks are taken
+		// back after the whole bound from now.
+		if bad != nil {
+			w.log.Warn("previous registry entry is malformed; its tasks are taken back after the liveness bound", "err", err)
 		}
-		var bad *queue.MalformedError
-		if !errors.As(err, &bad) {
-			return nil, fmt.Errorf("read the previous registry entry: %w", err)
-		}
-		// A malformed entry tells nothing of when it was written: wait
-		// the whole bound from now.
-		w.log.Warn("previous registry entry is malformed; its tasks are taken back after the liveness bound", "err", err)
 		prev = &queue.WorkerInfo{LastHeartbeat: w.clock.Now()}
+	case err != nil:
+		return nil, fmt.Errorf("read the previous registry entry: %w", err)
 	}
 	lo := &leftover{lastBeat: prev.LastHeartbeat, deadAfter: prev.DeadAfter()}
 	after := ""

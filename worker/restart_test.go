@@ -37,18 +37,24 @@ func (s *failLeaseLists) List(ctx context.Context, p store.ListParams) (store.Li
 // alive. The new process takes the earlier one's task back once that
 // process's last heartbeat is older than DeadAfter + MaxClockSkew, the
 // bound of a kill without restart, not a whole timeout later; also when
-// its first look at the lease index fails.
+// its first look at the lease index fails, and when the earlier process
+// deregistered with a task it could not release (its store failing as it
+// shut down): then from the restart, when it last heartbeated being
+// unknown.
 func TestRestartUnderSameIDTakesBackEarlierTasks(t *testing.T) {
 	t.Parallel()
-	for _, failures := range []int32{0, 2} {
-		t.Run(fmt.Sprintf("failed lease lists %d", failures), func(t *testing.T) {
+	for _, c := range []struct {
+		failures     int32
+		deregistered bool
+	}{{0, false}, {2, false}, {0, true}} {
+		t.Run(fmt.Sprintf("failed lease lists %d, deregistered %v", c.failures, c.deregistered), func(t *testing.T) {
 			t.Parallel()
-			testRestartUnderSameID(t, failures)
+			testRestartUnderSameID(t, c.failures, c.deregistered)
 		})
 	}
 }
 
-func testRestartUnderSameID(t *testing.T, failures int32) {
+func testRestartUnderSameID(t *testing.T, failures int32, deregistered bool) {
 	ctx := context.Background()
 	fake := newFakeClock()
 	s := memstore.New(memstore.WithClock(fake)) // registry ages by the same clock
@@ -72,9 +78,13 @@ func testRestartUnderSameID(t *testing.T, failures int32) {
 	require.Len(t, entries, 1)
 	old, err := q.Claim(ctx, entries[0], id)
 	require.NoError(t, err)
+	if deregistered {
+		require.NoError(t, registry.Delete(ctx, q, id))
+	}
 
 	// Restarted under the same id well within the liveness bound.
 	fake.Advance(5 * time.Second)
+	restartedAt := fake.Now()
 	o := bd.opts(t)
 	o.ID = id
 	o.NoMonitor = false
@@ -94,7 +104,20 @@ func testRestartUnderSameID(t *testing.T, failures int32) {
 	// Past the bound of the first process's last heartbeat, far before the
 	// task's lease runs out.
 	bound := killedAt.Add(queue.DefaultDeadAfter + queue.MaxClockSkew + time.Second)
-	fake.AdvanceTo(bound)
+	if deregistered {
+		bound = restartedAt.Add(queue.DefaultDeadAfter + queue.MaxClockSkew + time.Second)
+	}
+	// In steps its heartbeats keep up with: a jump past DeadAfter would
+	// make the new process itself look dead to the monitor, which would
+	// then take the task back whatever the restart did.
+	for fake.Now().Before(bound) {
+		fake.AdvanceTo(minTime(bound, fake.Now().Add(5*time.Second)))
+		now := fake.Now()
+		testutil.Eventually(t, func() bool {
+			wi, err := registry.Get(ctx, q, id)
+			return err == nil && !wi.LastHeartbeat.Before(now)
+		}, "a heartbeat at %s", now)
+	}
 	require.True(t, bound.Before(*old.Task.LeaseExpiresAt))
 	testutil.Eventually(t, func() bool {
 		got := bd.get(t, task.ID)
@@ -106,4 +129,11 @@ func testRestartUnderSameID(t *testing.T, failures int32) {
 	require.Equal(t, 1, got.RetryCount)
 	require.JSONEq(t, `{"v":1}`, string(got.Output))
 	require.NoError(t, r.stop(t))
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
