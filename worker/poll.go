@@ -39,7 +39,11 @@ import (
 // listing, as keys of a paused type or of one the worker does not serve
 // never do; the entries it kept wait for a slot of their type, and the
 // page is listed from its start again once it is PageHold old or that
-// type is claimed again. With nothing left to claim and none of
+// type is claimed again. Of these pages, the one whose cut is the
+// horizon is listed first: it holds back every claim ranked after it. With
+// nothing left to claim (of the types it claims now: entries of a type at
+// its limit do not count, so free slots page on past that type's backlog
+// for the others' work) and none of
 // these, every shard is due: pages holding only other workers' entries
 // are listed on after their cut, earliest cut first, the others again. A
 // LIST runs on in key order past shards shallower than its page, so an
@@ -64,7 +68,9 @@ import (
 //
 // After a poll that claimed something the worker polls again at once
 // while it has free slots, then every PollMin for WarmFor (so a task that
-// follows a burst is picked up within PollMin), then waits 2xPollMin,
+// follows a burst is picked up within PollMin); with limits, the end of a
+// task ends the wait too (a slot of a type at its limit may have freed);
+// then it waits 2xPollMin,
 // 4xPollMin, ... up to PollMax (jittered ±20%); a walk that found only
 // other workers' work backs off at once, from 10xPollMin.
 //
