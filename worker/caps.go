@@ -184,6 +184,13 @@ func (w *Worker) typeLimit(typ string) (int, bool) {
 	}
 }
 
+// anyCaps reports whether a type it serves has a fleet-wide limit.
+func (w *Worker) anyCaps() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.caps.limits) > 0
+}
+
 // anyLimits reports whether some type has a limit of either kind.
 func (w *Worker) anyLimits() bool {
 	w.mu.Lock()

@@ -132,7 +132,7 @@ func (w *Worker) heartbeatLoop(ctx context.Context) {
 	failing := false
 	for {
 		wait := w.opts.HeartbeatInterval
-		if failing || w.capsPending() {
+		if failing || w.capsPending() || w.joining() {
 			wait = min(wait, heartbeatRetry)
 		}
 		t := time.NewTimer(wait)
@@ -160,6 +160,17 @@ func (w *Worker) heartbeatLoop(ctx context.Context) {
 			failing = false
 		}
 	}
+}
+
+// joining reports whether the worker is in its first heartbeat interval and
+// serves a type with a fleet-wide limit. Its shares were worked out from the
+// registry as it found it, without the workers that started with it (a
+// fleet started at once): it beats every heartbeatRetry meanwhile, so the
+// first to start shrinks its share as the others appear and theirs are
+// confirmed in seconds, not after two heartbeat intervals (some 9 PUTs and
+// registry reads more, once per start).
+func (w *Worker) joining() bool {
+	return w.anyCaps() && w.clock.Now().Sub(w.startedAt) < w.opts.HeartbeatInterval
 }
 
 // presumedDead reports whether the last heartbeat that landed is older
