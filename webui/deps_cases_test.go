@@ -43,11 +43,11 @@ type cancelCase struct {
 func TestCancelCases(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := memstore.New()
-	_, err := queue.Init(ctx, s, 1)
-	require.NoError(t, err)
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	clock := storetest.NewClock(now)
+	s := memstore.New(memstore.WithClock(clock)) // objects stamped on the queue's clock
+	_, err := queue.Init(ctx, s, 1)
+	require.NoError(t, err)
 	q, err := queue.Open(ctx, s, queue.Options{Clock: clock, NewID: queue.SequentialIDs("webui-cancel")})
 	require.NoError(t, err)
 

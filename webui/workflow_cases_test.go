@@ -30,10 +30,10 @@ type workflowCase struct {
 func TestWorkflowCases(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := memstore.New()
+	clock := storetest.NewClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
+	s := memstore.New(memstore.WithClock(clock)) // objects stamped on the queue's clock
 	_, err := queue.Init(ctx, s, 1)
 	require.NoError(t, err)
-	clock := storetest.NewClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
 	q, err := queue.Open(ctx, s, queue.Options{Clock: clock, NewID: queue.SequentialIDs("webui-workflows")})
 	require.NoError(t, err)
 	spec, err := queue.DecodeWorkflow([]byte(`{"name": "etl", "idempotency_key": "day-1", "steps": [

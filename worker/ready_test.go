@@ -78,10 +78,11 @@ func (d *downStore) ListVersions(ctx context.Context, key string) ([]store.Versi
 func downSetup(t *testing.T) (*bundle, *downStore) {
 	t.Helper()
 	ctx := context.Background()
-	ds := &downStore{Store: memstore.New()}
+	fake := newFakeClock()
+	ds := &downStore{Store: memstore.New(memstore.WithClock(fake))} // the queue's clock, see setup
 	_, err := queue.Init(ctx, ds, 1)
 	require.NoError(t, err)
-	bd := &bundle{s: ds, fake: newFakeClock()}
+	bd := &bundle{s: ds, fake: fake}
 	bd.clock = bd.fake
 	bd.q, err = queue.Open(ctx, ds, queue.Options{Logger: testLogger(t), Clock: bd.fake})
 	require.NoError(t, err)
