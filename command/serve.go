@@ -80,7 +80,8 @@ never printed nor logged.
 
 The web UI link qo prints (to a terminal only) carries no token but a
 one-time login code: the page exchanges it once (POST /api/session) for a
-session cookie (HttpOnly, SameSite=Strict, Secure over TLS) and the address
+session cookie (HttpOnly, SameSite=Strict; Secure over TLS, and behind a
+proxy that ends TLS and sends X-Forwarded-Proto: https) and the address
 keeps neither. A code lasts 10 minutes and works once; a holder of the token
 makes another with POST /api/login-codes. Off a terminal, the printed link
 carries nothing: the page asks for the token. --no-auth turns the

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -176,8 +177,8 @@ func (a *api) sessionFromCookie(r *http.Request) bool {
 }
 
 // openSession exchanges a login code for a session: an HttpOnly,
-// SameSite=Strict cookie (Secure over TLS) the API then takes in place of
-// the bearer token. The route is public (the code is the credential) and,
+// SameSite=Strict cookie (Secure over HTTPS, see overHTTPS) the API then
+// takes in place of the bearer token. The route is public (the code is the credential) and,
 // as every POST, refused from another site.
 func (a *api) openSession(w http.ResponseWriter, r *http.Request) error {
 	if a.opts.LoginCodes == nil {
@@ -196,11 +197,32 @@ func (a *api) openSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: id, Path: "/", HttpOnly: true, Secure: r.TLS != nil,
+	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: id, Path: "/", HttpOnly: true, Secure: overHTTPS(r),
 		SameSite: http.SameSiteStrictMode, Expires: exp})
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// overHTTPS reports whether the browser reached the server over HTTPS:
+// directly, or through a proxy that ended TLS and says so in
+// X-Forwarded-Proto or Forwarded's proto. The headers are trusted without
+// knowing the proxy because they can only make the session cookie Secure,
+// which a browser then sends over HTTPS alone: a forged one locks out only
+// its sender.
+func overHTTPS(r *http.Request) bool {
+	if r.TLS != nil || strings.EqualFold(strings.TrimSpace(r.Header.Get("X-Forwarded-Proto")), "https") {
+		return true
+	}
+	for _, hop := range r.Header.Values("Forwarded") {
+		for _, elem := range strings.FieldsFunc(hop, func(c rune) bool { return c == ',' || c == ';' }) {
+			k, v, _ := strings.Cut(strings.TrimSpace(elem), "=")
+			if strings.EqualFold(k, "proto") && strings.EqualFold(strings.Trim(v, `"`), "https") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // newLoginCode makes a login code for a caller that holds the token (or a

@@ -77,6 +77,36 @@ func TestLoginCodeOpensOneSession(t *testing.T) {
 	require.Equal(t, http.StatusUnauthorized, status)
 }
 
+// TestSessionCookieSecureBehindTLSProxy: behind a proxy that ends TLS and
+// says so (X-Forwarded-Proto, or Forwarded's proto), the session cookie is
+// Secure, as it is over TLS; over plain HTTP it is not.
+func TestSessionCookieSecureBehindTLSProxy(t *testing.T) {
+	t.Parallel()
+	codes := NewLoginCodes[struct{}](5*time.Minute, time.Now)
+	e := newEnv(t, storetest.Backends()[0], Options{Token: "0123456789abcdef0123456789abcdef", LoginCodes: codes})
+	e.token = ""
+	for _, c := range []struct {
+		header []string
+		secure bool
+	}{
+		{nil, false},
+		{[]string{"X-Forwarded-Proto", "https"}, true},
+		{[]string{"X-Forwarded-Proto", "http"}, false},
+		{[]string{"Forwarded", `for=192.0.2.60;proto=https;by=203.0.113.43`}, true},
+		{[]string{"Forwarded", `for=192.0.2.60, for=198.51.100.17;Proto="HTTPS"`}, true},
+		{[]string{"Forwarded", `for=192.0.2.60;proto=http`}, false},
+	} {
+		code, _, err := codes.New(struct{}{})
+		require.NoError(t, err)
+		hdr := append([]string{"Origin", e.srv.URL, "Sec-Fetch-Site", "same-origin"}, c.header...)
+		status, body, resp := e.do(t, "POST", "/api/session", `{"code":"`+code+`"}`, hdr...)
+		require.Equal(t, http.StatusNoContent, status, "%v", body)
+		cookies := (&http.Response{Header: resp}).Cookies()
+		require.Len(t, cookies, 1)
+		require.Equal(t, c.secure, cookies[0].Secure, "%v", c.header)
+	}
+}
+
 // TestLoginCodesRoute: a holder of the token makes a login code (and its
 // link) for a browser; without the token, nothing.
 func TestLoginCodesRoute(t *testing.T) {
