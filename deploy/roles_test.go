@@ -3,11 +3,15 @@ package deploy
 import (
 	"encoding/json"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -459,5 +463,57 @@ func TestDocsPolicies(t *testing.T) {
 		if !have["Operator"]["s3:GetObject "+k] {
 			t.Errorf("the operator cannot read %s", k)
 		}
+	}
+}
+
+// TestEveryKeyHasARole: every object name and prefix queue/keys.go
+// declares is granted to some role of wantPolicies (itself or the prefix
+// holding it), so a new kind of object cannot ship without a decision on
+// who may touch it; without one, a least-privilege deployment meets
+// AccessDenied the first time the code writes it.
+func TestEveryKeyHasARole(t *testing.T) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "../queue/keys.go", nil, 0)
+	if err != nil {
+		t.Fatalf("read queue/keys.go: %v", err)
+	}
+	var granted []string
+	for _, g := range wantPolicies {
+		for ar := range g {
+			_, key, _ := strings.Cut(ar, " ")
+			if key != "" {
+				granted = append(granted, key)
+			}
+		}
+	}
+	checked := 0
+	for _, d := range f.Decls {
+		gd, ok := d.(*ast.GenDecl)
+		if !ok || gd.Tok != token.CONST {
+			continue
+		}
+		for _, spec := range gd.Specs {
+			vs := spec.(*ast.ValueSpec)
+			for i, name := range vs.Names {
+				if !strings.HasSuffix(name.Name, "Prefix") && !strings.HasSuffix(name.Name, "Key") || i >= len(vs.Values) {
+					continue
+				}
+				lit, ok := vs.Values[i].(*ast.BasicLit)
+				if !ok || lit.Kind != token.STRING {
+					continue
+				}
+				key, err := strconv.Unquote(lit.Value)
+				if err != nil || key == "" {
+					continue
+				}
+				checked++
+				if !slices.ContainsFunc(granted, func(g string) bool { return g == key || strings.HasSuffix(g, "/") && strings.HasPrefix(key, g) }) {
+					t.Errorf("queue.%s (%q) is granted to no role: decide who may read and write it in wantPolicies and docs/deploy.md", name.Name, key)
+				}
+			}
+		}
+	}
+	if checked < 15 {
+		t.Fatalf("found %d keys and prefixes in queue/keys.go; the parse missed them", checked)
 	}
 }
