@@ -180,9 +180,12 @@ func TestKeysTakeTurnsAcrossProcesses(t *testing.T) {
 	require.GreaterOrEqual(t, last, 0)
 	// The bound: a page hold (10 s) for a shard cut short by the first
 	// walk to be listed again, plus poll waits and claims on a loaded
-	// machine; and far fewer starts than the backlog.
+	// machine; and most of the backlog still waiting then. A count of
+	// starts alone would measure the machine: a task first seen a page
+	// hold later follows as many starts as the fleet makes in 10 s (682
+	// of 2,000 at 68 a second in one run).
 	took := time.Duration(starts[last].at - starts[0].at)
 	t.Logf("the small key's last task started as start %d of %d, %s after the first start (backlog %d)", last+1, len(starts), took.Round(time.Millisecond), deep)
 	require.Less(t, took, 20*time.Second, "the small key's last start after the first start")
-	require.Less(t, last, deep/4, "starts before the small key's last")
+	require.Less(t, last-(few-1), deep*3/4, "the backlog's starts before the small key's last: a quarter of it still waits")
 }
