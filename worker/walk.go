@@ -111,14 +111,13 @@ func (v *heldView) claimable(h *heldEntry) bool {
 }
 
 // spent reports whether nothing in the view is left to claim before the
-// next walk, of types (those the worker claims now; nil: any type). Entries
-// of a type at its limit or cap share do not count: a worker with free
-// slots that holds only those looks for its other types' work (paging on
-// past another type's backlog) instead of waiting for a walk made for
-// another reason.
+// next walk, of types (those the worker claims now). Entries of a type at
+// its limit or cap share do not count: a worker with free slots that holds
+// only those looks for its other types' work (paging on past another
+// type's backlog) instead of waiting for a walk made for another reason.
 func (v *heldView) spent(types []string) bool {
 	for i := range v.entries {
-		if h := &v.entries[i]; v.claimable(h) && (types == nil || slices.Contains(types, h.Type)) {
+		if h := &v.entries[i]; v.claimable(h) && slices.Contains(types, h.Type) {
 			return false
 		}
 	}
