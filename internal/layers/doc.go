@@ -29,4 +29,8 @@
 // library's go.mod) are checked with the rest. The check parses
 // the import clauses of every file with go/parser, whatever its build
 // constraints, so code built for one OS only is checked on every OS.
+//
+// A second test lists, with the go command, the modules the library
+// layers (0-6, the embedded gateway aside) link: fewer than 50, and none
+// that only the binary needs (the gateway, the console, the CLI).
 package layers
