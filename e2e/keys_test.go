@@ -180,7 +180,14 @@ func TestKeysTakeTurnsAcrossProcesses(t *testing.T) {
 	require.GreaterOrEqual(t, last, 0)
 	// The bound: a page hold (10 s) for a shard cut short by the first
 	// walk to be listed again, plus poll waits and claims on a loaded
-	// machine; and most of the backlog still waiting then. A count of
+	// machine; and most of the backlog still waiting then. A small-key
+	// task can also wait one hold when the worker's first walk lists its
+	// shard: a worker just started knows the server's time to about a
+	// second (s3store/clock.go), so the newest entries, stamped by the
+	// submitting process a moment before, can look not yet available to
+	// it; the shard counts as listed to its end until its page is a hold
+	// old (the bound of a task that became ready after its page was
+	// listed, worker/poll.go). A count of
 	// starts alone would measure the machine: a task first seen a page
 	// hold later follows as many starts as the fleet makes in 10 s (682
 	// of 2,000 at 68 a second in one run).
