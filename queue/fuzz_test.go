@@ -53,12 +53,15 @@ func FuzzDecodeWorker(f *testing.F) {
 
 func FuzzParseKeys(f *testing.F) {
 	f.Add("ready/1904108889123/0/email/0b6f4c2e-8d1a-4f7e-9c3b-2a5d6e7f8a9b")
+	f.Add("ready/email/b/1904108889123~normal~0b6f4c2e-8d1a-4f7e-9c3b-2a5d6e7f8a9b")
+	f.Add("ready/b/1904108889123~email~normal~0b6f4c2e-8d1a-4f7e-9c3b-2a5d6e7f8a9b")
 	f.Add("leases/1904108889123/0/0b6f4c2e-8d1a-4f7e-9c3b-2a5d6e7f8a9b")
 	f.Add("ready/garbage")
 	f.Add("ready//0//")
 	f.Fuzz(func(t *testing.T, key string) {
 		if e, err := queue.ParseReadyKey(key); err == nil {
-			if !strings.HasPrefix(key, queue.ReadyPrefix) || e.ID.String() == "" {
+			if !strings.HasPrefix(key, queue.ReadyPrefix) || e.ID.String() == "" || queue.ReadyKeyPartition(key) != e.Partition() ||
+				!strings.HasPrefix(key, queue.ReadyPartitionPrefix(e.Partition())) {
 				t.Fatalf("accepted %q as %+v", key, e)
 			}
 		}
@@ -137,9 +140,9 @@ func checkTypeKeys(t *testing.T, typ string) {
 	task := fuzzTask(typ, "w")
 	ready := queue.ReadyKey(task)
 	checkKeyShape(t, ready)
-	checkField(t, ready, 1, typ)
+	checkSegment(t, ready, 1, typ)
 	r, err := queue.ParseReadyKey(ready)
-	if err != nil || r.Type != typ || r.ID != task.ID {
+	if err != nil || r.Type != typ || r.ID != task.ID || queue.ReadyKeyPartition(ready) != r.Partition() {
 		t.Fatalf("ready key %q of type %q parses back as %+v, %v", ready, typ, r, err)
 	}
 	lease := queue.LeaseKey(task)

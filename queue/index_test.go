@@ -82,7 +82,7 @@ func TestIndexOrphansAreHarmless(t *testing.T) {
 		// the duplicate is removed, the canonical entry stays.
 		delayed, _, err := b.q.Submit(b.ctx, queue.SubmitRequest{Type: "orphan", AvailableAt: b.clock.Now().Add(time.Hour)})
 		require.NoError(t, err)
-		dup := fmt.Sprintf("ready/%s/%013d~orphan~normal~%s", delayed.Shard, b.clock.Now().Add(-time.Minute).UnixMilli(), delayed.ID)
+		dup := fmt.Sprintf("ready/orphan/%s/%013d~normal~%s", delayed.Shard, b.clock.Now().Add(-time.Minute).UnixMilli(), delayed.ID)
 		_, err = b.raw.Put(b.ctx, dup, nil, store.Condition{})
 		require.NoError(t, err)
 		b.clock.Advance(queue.IndexGrace + staleMargin)
@@ -107,7 +107,7 @@ func TestIndexOrphansAreHarmless(t *testing.T) {
 
 		// A ready entry for a task that never existed.
 		ghost := queue.NewID()
-		ghostKey := fmt.Sprintf("ready/%s/%013d~orphan~normal~%s", queue.ShardOf(ghost, b.q.Config().ShardChars), b.clock.Now().UnixMilli(), ghost)
+		ghostKey := fmt.Sprintf("ready/orphan/%s/%013d~normal~%s", queue.ShardOf(ghost, b.q.Config().ShardChars), b.clock.Now().UnixMilli(), ghost)
 		_, err = b.raw.Put(b.ctx, ghostKey, nil, store.Condition{})
 		require.NoError(t, err)
 		e, err := queue.ParseReadyKey(ghostKey)
@@ -228,7 +228,7 @@ func TestClaimRefusesForeignEntry(t *testing.T) {
 		for _, tt := range tests {
 			task := b.submit(t, "other", `{}`)
 			own := queue.ReadyKey(task)
-			forged := fmt.Sprintf("ready/%s/%013d~%s~%s~%s", task.Shard, b.clock.Now().UnixMilli(), tt.typ, tt.prio, task.ID)
+			forged := fmt.Sprintf("ready/%s/%s/%013d~%s~%s", tt.typ, task.Shard, b.clock.Now().UnixMilli(), tt.prio, task.ID)
 			_, err := b.raw.Put(b.ctx, forged, nil, store.Condition{})
 			require.NoError(t, err)
 			if tt.onlyForged {

@@ -63,7 +63,7 @@ func TestInitAndOpen(t *testing.T) {
 		task, _, err := q.Submit(ctx, queue.SubmitRequest{Type: "t"})
 		require.NoError(t, err)
 		require.Equal(t, task.ID.String()[34:], task.Shard)
-		require.True(t, strings.HasPrefix(queue.ReadyKey(task), "ready/"+task.Shard+"/"))
+		require.True(t, strings.HasPrefix(queue.ReadyKey(task), "ready/t/"+task.Shard+"/"))
 
 	})
 }

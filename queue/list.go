@@ -260,10 +260,38 @@ func (q *Queue) listIndex(ctx context.Context, qry ListQuery, cur listCursor) (T
 	var page TaskPage
 	prefix := indexRoots[cur.Mode]
 	if qry.Shard != "" && cur.Mode != "dead" {
-		prefix += qry.Shard + "/" // ready and lease entries are partitioned by shard
+		prefix += qry.Shard + "/" // lease and waiting entries are partitioned by shard
+	}
+	after := cur.After
+	// hop moves a cursor at the end of a page past the rest of the ready
+	// partition (type and shard) it lies in, when that one is not wanted.
+	hop := func(key string) (string, bool) { return key, false }
+	if cur.Mode == "ready" {
+		var types, shards []string
+		if qry.Type != "" {
+			types = []string{qry.Type}
+		}
+		if qry.Shard != "" {
+			shards = []string{qry.Shard}
+		}
+		p := q.readyPartitions(types, shards)
+		prefix = p.listPrefix()
+		if after == "" {
+			after = p.first()
+		}
+		hop = func(key string) (string, bool) {
+			typ, shard, ok := p.split(key)
+			if !ok || p.wanted(typ, shard) {
+				return key, false
+			}
+			next := p.after(typ, shard)
+			if next == "" {
+				return "", true
+			}
+			return max(next, key), false
+		}
 	}
 	scanned := 0
-	after := cur.After
 	for {
 		need := qry.Limit - len(page.Tasks)
 		budget := qry.MaxScan - scanned
@@ -311,9 +339,16 @@ func (q *Queue) listIndex(ctx context.Context, qry ListQuery, cur listCursor) (T
 			page.keep(f)
 		}
 		after = lastKey
-		done := lp.NextToken == "" && (len(lp.Objects) == 0 || lastKey == lp.Objects[len(lp.Objects)-1].Key)
-		if done {
+		whole := len(lp.Objects) == 0 || lastKey == lp.Objects[len(lp.Objects)-1].Key
+		if lp.NextToken == "" && whole {
 			return page, nil
+		}
+		if whole {
+			next, end := hop(after)
+			if end {
+				return page, nil
+			}
+			after = next
 		}
 	}
 	c := cur

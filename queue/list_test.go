@@ -29,9 +29,10 @@ func TestReadyPaginationWithoutStarvation(t *testing.T) {
 			b.clock.Advance(time.Millisecond) // distinct available_at
 		}
 		// Walk with a small LIST page, over and over from where the last
-		// call stopped: every entry comes, each shard's in time order, and
-		// the walk always makes progress (it is fair: at most one page of a
-		// shard per walk, so it may take several walks).
+		// call stopped: every entry comes, each partition's (type and
+		// shard) in time order, and the walk always makes progress (it is
+		// fair: at most one page of a partition per walk, so it may take
+		// several walks).
 		seen := map[uuid.UUID]int{}
 		last := map[string]time.Time{}
 		qry := queue.ReadyQuery{Limit: 7}
@@ -40,8 +41,8 @@ func TestReadyPaginationWithoutStarvation(t *testing.T) {
 			require.NoError(t, err)
 			for _, e := range es {
 				if seen[e.ID] == 0 {
-					require.False(t, e.AvailableAt.Before(last[e.Shard]), "time order within a shard")
-					last[e.Shard] = e.AvailableAt
+					require.False(t, e.AvailableAt.Before(last[e.Partition()]), "time order within a partition")
+					last[e.Partition()] = e.AvailableAt
 				}
 				seen[e.ID]++
 			}

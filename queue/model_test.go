@@ -169,15 +169,27 @@ func TestKeys(t *testing.T) {
 	task := validTask(queue.StatusPending)
 	task.AvailableAt = time.UnixMilli(1_700_000_000_123).UTC()
 	rk := queue.ReadyKey(task)
-	require.Equal(t, "ready/3/1700000000123~t~normal~"+task.ID.String(), rk, "shard first: one partition per shard, one segment per entry")
+	require.Equal(t, "ready/t/3/1700000000123~normal~"+task.ID.String(), rk, "type, then shard: one partition per type and shard, one segment per entry")
 	e, err := queue.ParseReadyKey(rk)
 	require.NoError(t, err)
 	require.Equal(t, queue.ReadyEntry{Key: rk, ID: task.ID, Shard: "3", Type: "t", Priority: queue.PriorityNormal,
 		Rank: task.AvailableAt, AvailableAt: task.AvailableAt}, e)
-	// Layout-1 keys (time first) and layout-2 keys (a segment per field)
-	// are not current keys: qo migrate moves them.
+	require.Equal(t, "t/3", e.Partition())
+	require.Equal(t, queue.ReadyPartition("t", "3"), e.Partition())
+	require.Equal(t, "ready/t/3/", queue.ReadyPartitionPrefix(e.Partition()))
+	for key, want := range map[string]string{
+		rk: "t/3", "ready/t/3/": "t/3", "ready/t/3": "t/3", "ready/t/~/": "t/~", "ready/t/": "", "ready/t": "", "ready/": "",
+		"ready/3/1700000000123~t~normal~" + task.ID.String(): "3/1700000000123~t~normal~" + task.ID.String(),
+		"leases/3/x": "", "": "",
+	} {
+		require.Equal(t, want, queue.ReadyKeyPartition(key), key)
+	}
+	// Layout-1 keys (time first), layout-2 keys (a segment per field) and
+	// layout-3 keys (the shard first, the type a field) are not current
+	// keys: qo migrate moves them.
 	for _, legacy := range []string{"ready/1700000000123/3/t/" + task.ID.String(), "ready/1700000000123/3/t/normal/" + task.ID.String(),
-		"ready/3/1700000000123/t/normal/" + task.ID.String(), "ready/3/1700000000123~t~normal/" + task.ID.String()} {
+		"ready/3/1700000000123/t/normal/" + task.ID.String(), "ready/3/1700000000123~t~normal/" + task.ID.String(),
+		"ready/3/1700000000123~t~normal~" + task.ID.String(), "ready/3/1700000000123~t~normal~" + task.ID.String() + "~k"} {
 		_, err = queue.ParseReadyKey(legacy)
 		require.Error(t, err, legacy)
 	}
@@ -246,8 +258,10 @@ func TestKeys(t *testing.T) {
 		"ready/3/1700000000123/t!/normal/" + task.ID.String(), "ready/3/1700000000123/t/normal/nope", "leases/3/1700000000123",
 		"ready/3/1700000000123/t/urgent/" + task.ID.String(), "leases/3/1700000000123/t/" + task.ID.String() + "/nope", "leases/3/1700000000123/t/" + task.ID.String() + "/" + task.LeaseID + "/bad worker",
 		"dead/3/x", "dead/0000000000001/4/t/" + task.ID.String(),
-		"ready/3/1700000000123~t~normal", "ready/3/1700000000123~t~normal~" + task.ID.String() + "~x~y", "ready/3/1700000000123~t~normal~" + task.ID.String() + "~x y", "ready/3/1700000000123~t~urgent~" + task.ID.String(),
-		"ready/3~1700000000123~t~normal~" + task.ID.String(), "leases/3/1700000000123~t~" + task.ID.String() + "~" + task.LeaseID + "~bad worker"} {
+		"ready/t/3/1700000000123~normal", "ready/t/3/1700000000123~normal~" + task.ID.String() + "~x~y", "ready/t/3/1700000000123~normal~" + task.ID.String() + "~x y", "ready/t/3/1700000000123~urgent~" + task.ID.String(),
+		"ready/t~3/1700000000123~normal~" + task.ID.String(), "ready/t/4/1700000000123~normal~" + task.ID.String(), "ready/t!/3/1700000000123~normal~" + task.ID.String(),
+		"ready/t/3/x/1700000000123~normal~" + task.ID.String(), "ready//3/1700000000123~normal~" + task.ID.String(), "ready/t/3/170000000012~normal~" + task.ID.String(),
+		"ready/3/1700000000123~t~normal~" + task.ID.String(), "leases/3/1700000000123~t~" + task.ID.String() + "~" + task.LeaseID + "~bad worker"} {
 		_, err1 := queue.ParseReadyKey(bad)
 		_, err2 := queue.ParseLeaseKey(bad)
 		_, err3 := queue.ParseDeadKey(bad)
@@ -395,6 +409,6 @@ func TestValidateNamesRefuseDotSegments(t *testing.T) {
 	}
 	// A ready key with a dot segment is not one qo wrote: refused.
 	id := queue.NewID()
-	_, err := queue.ParseReadyKey("ready/" + queue.ShardOf(id, 1) + "/1700000000123~..~normal~" + id.String())
+	_, err := queue.ParseReadyKey("ready/../" + queue.ShardOf(id, 1) + "/1700000000123~normal~" + id.String())
 	require.Error(t, err)
 }

@@ -71,7 +71,7 @@ func (q *Queue) listLeases(ctx context.Context, limit int, startAfter string, ex
 	}
 	now := q.Now()
 	var out []LeaseEntry
-	next, err := q.walkPartitions(ctx, LeasesPrefix, nil, startAfter, limit, func(o store.ObjectInfo) bool {
+	next, err := q.walkPartitions(ctx, q.shardPartitions(LeasesPrefix, nil), startAfter, limit, func(o store.ObjectInfo) bool {
 		e, err := ParseLeaseKey(o.Key)
 		if err != nil {
 			old, ok := parseLayout2LeaseKey(o.Key)

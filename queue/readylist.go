@@ -24,6 +24,9 @@ type ReadyEntry struct {
 	Modified time.Time
 }
 
+// Partition is the ready partition the entry lies in (see ReadyPartition).
+func (e ReadyEntry) Partition() string { return ReadyPartition(e.Type, e.Shard) }
+
 // ReadyQuery selects ready entries.
 type ReadyQuery struct {
 	Shards     []string // nil: all shards; empty non-nil: none
@@ -33,24 +36,37 @@ type ReadyQuery struct {
 }
 
 // ListReady returns ready entries with AvailableAt <= now matching the
-// filters, from ONE store LIST starting at the cursor (see walkPartitions):
-// the index is partitioned by shard ("ready/{shard}/{rank}~..."), each
-// partition in rank order, so the walk covers the wanted partitions one
-// after the other and, within each, skips everything after the first rank
-// later than now + PriorityStep (nothing after it can be available). next
-// is the StartAfter of the next call, "" when the walk reached the end.
-// Entries of other types, and entries not yet available, are skipped
-// without any GET; keys that do not parse are skipped and logged. An idle
-// queue therefore costs one LIST per call whatever the shard count; a
-// partition holding more than a page of delayed entries costs one more.
-// Successive calls walk the wanted partitions in shard order, each oldest
-// first, and the walk starts over after the last; a caller that starts
-// its walks at a rotating shard (StartAfter = ReadyShardPrefix(shard))
-// spreads its attention evenly over deep shards.
+// filters, from ONE store LIST starting at the cursor (see walkPartitions).
+// The index is partitioned by type and shard
+// ("ready/{type}/{shard}/{rank}~...", see ReadyPartition), each partition
+// in rank order; the query wants the partitions Types x Shards, and the
+// walk covers them one after the other in key order (type, then shard),
+// within each skipping everything after the first rank later than now +
+// PriorityStep (nothing after it can be available).
+//
+// next is the StartAfter of the next call, "" when the walk reached the
+// end: either the last key listed, inside a wanted partition the walk has
+// not finished, or the prefix of the next partition to list
+// (ReadyPartitionPrefix; when Types is nil, of type and typeEnd "~" for
+// the next type after the last one listed): every wanted partition before
+// it in key order was listed to its end or to its horizon. A LIST that
+// runs into partitions not wanted (another type's deep backlog, a shard
+// not asked for) skips their keys and, when the page ends in one, the
+// next LIST begins past it; past ALL of that type when the type is not
+// wanted. So a deep backlog of another type costs at most one LIST per
+// walk, and none when the LIST's prefix excludes it: the Prefix is the one
+// partition wanted, or "ready/{type}/" when every wanted partition is of
+// one type.
+//
+// Entries not yet available are skipped without any GET; keys that do not
+// parse are skipped and logged. An idle queue therefore costs one LIST
+// per call whatever the partition count; a partition holding more than a
+// page of delayed entries costs one more. Successive calls walk the
+// wanted partitions in key order, each oldest first; a caller that starts
+// its walks at a rotating partition (StartAfter =
+// ReadyPartitionPrefix(partition)) spreads its attention evenly over deep
+// ones.
 func (q *Queue) ListReady(ctx context.Context, qry ReadyQuery) ([]ReadyEntry, string, error) {
-	if qry.Shards != nil && len(qry.Shards) == 0 {
-		return nil, "", nil
-	}
 	limit := qry.Limit
 	if limit <= 0 {
 		limit = 1000
@@ -58,7 +74,7 @@ func (q *Queue) ListReady(ctx context.Context, qry ReadyQuery) ([]ReadyEntry, st
 	now := q.Now()
 	horizon := now.Add(PriorityStep)
 	var out []ReadyEntry
-	next, err := q.walkPartitions(ctx, ReadyPrefix, sortedShards(qry.Shards), qry.StartAfter, limit, func(o store.ObjectInfo) bool {
+	next, err := q.walkPartitions(ctx, q.readyPartitions(qry.Types, qry.Shards), qry.StartAfter, limit, func(o store.ObjectInfo) bool {
 		e, err := ParseReadyKey(o.Key)
 		if err != nil {
 			q.log.Debug("skipping unparseable ready entry", "key", o.Key, "err", err)
@@ -67,7 +83,7 @@ func (q *Queue) ListReady(ctx context.Context, qry ReadyQuery) ([]ReadyEntry, st
 		if e.Rank.After(horizon) {
 			return true // nothing later in this partition is ready
 		}
-		if !e.AvailableAt.After(now) && contains(qry.Types, e.Type) {
+		if !e.AvailableAt.After(now) {
 			e.Modified = o.LastModified
 			out = append(out, e)
 		}
@@ -77,16 +93,4 @@ func (q *Queue) ListReady(ctx context.Context, qry ReadyQuery) ([]ReadyEntry, st
 		return nil, "", fmt.Errorf("list ready: %w", err)
 	}
 	return out, next, nil
-}
-
-func contains(set []string, s string) bool {
-	if set == nil {
-		return true
-	}
-	for _, v := range set {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }

@@ -69,7 +69,7 @@ func canonicalIDSuffix(s string) (suffix, hex string, err error) {
 //
 // Its cost never grows with the bucket's history. The end of a v7 id holds
 // its shard (ShardOf), so a suffix is looked up in that shard only: its
-// ready, lease and waiting indexes and its tasks created in the last
+// ready partitions (one per type), lease and waiting indexes and its tasks created in the last
 // DefaultListWindow, plus the newest dead letters (at most resolvePages
 // LISTs each, 5 in all for a small queue). A task that ended before the
 // window and is not among the newest dead letters is found by its whole
@@ -113,6 +113,9 @@ func (q *Queue) findBySuffix(ctx context.Context, shard, suffix string) ([]uuid.
 	type place struct {
 		prefix, after string
 		id            func(key string) (uuid.UUID, bool)
+		// ready: the place is the shard's partitions of the ready index,
+		// one per type, walked as ListReady walks them.
+		ready bool
 	}
 	fromEntry := func(parse func(string) (uuid.UUID, error)) func(string) (uuid.UUID, bool) {
 		return func(key string) (uuid.UUID, bool) {
@@ -122,7 +125,7 @@ func (q *Queue) findBySuffix(ctx context.Context, shard, suffix string) ([]uuid.
 	}
 	tasks := TasksPrefix + shard + "/"
 	places := []place{
-		{prefix: ReadyShardPrefix(shard), id: fromEntry(func(k string) (uuid.UUID, error) { e, err := ParseReadyKey(k); return e.ID, err })},
+		{ready: true, id: fromEntry(func(k string) (uuid.UUID, error) { e, err := ParseReadyKey(k); return e.ID, err })},
 		{prefix: LeaseShardPrefix(shard), id: fromEntry(func(k string) (uuid.UUID, error) { e, err := ParseLeaseKey(k); return e.ID, err })},
 		{prefix: WaitingShardPrefix(shard), id: fromEntry(func(k string) (uuid.UUID, error) { _, id, err := ParseWaitingKey(k); return id, err })},
 		{prefix: DeadPrefix, id: fromEntry(func(k string) (uuid.UUID, error) { e, err := ParseDeadKey(k); return e.ID, err })},
@@ -139,21 +142,40 @@ func (q *Queue) findBySuffix(ctx context.Context, shard, suffix string) ([]uuid.
 	)
 	forEach(len(places), findParallelism, func(i int) {
 		p := places[i]
+		look := func(key string) {
+			if id, ok := p.id(key); ok && strings.HasSuffix(id.String(), suffix) {
+				mu.Lock()
+				found[id] = true
+				mu.Unlock()
+			}
+		}
+		fail := func(err error) {
+			mu.Lock()
+			firstErr = cmp.Or(firstErr, err)
+			mu.Unlock()
+		}
 		after := p.after
 		for range resolvePages {
+			if p.ready {
+				next, err := q.walkPartitions(ctx, q.readyPartitions(nil, []string{shard}), after, MaxListLimit, func(o store.ObjectInfo) bool {
+					look(o.Key)
+					return false
+				})
+				if err != nil {
+					fail(err)
+				}
+				if after = next; after == "" || err != nil {
+					return
+				}
+				continue
+			}
 			lp, err := q.s.List(ctx, store.ListParams{Prefix: p.prefix, StartAfter: after, Limit: MaxListLimit})
 			if err != nil {
-				mu.Lock()
-				firstErr = cmp.Or(firstErr, err)
-				mu.Unlock()
+				fail(err)
 				return
 			}
 			for _, o := range lp.Objects {
-				if id, ok := p.id(o.Key); ok && strings.HasSuffix(id.String(), suffix) {
-					mu.Lock()
-					found[id] = true
-					mu.Unlock()
-				}
+				look(o.Key)
 				after = o.Key
 			}
 			if lp.NextToken == "" || len(lp.Objects) == 0 {

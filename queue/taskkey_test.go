@@ -66,7 +66,7 @@ func TestTaskKeyValidated(t *testing.T) {
 
 func TestParseReadyKeyTaskKey(t *testing.T) {
 	t.Parallel()
-	const base = "ready/3/1767323045000~sync~normal~01a22085-3fd1-7e0a-b742-b16a0516ee53"
+	const base = "ready/sync/3/1767323045000~normal~01a22085-3fd1-7e0a-b742-b16a0516ee53"
 	e, err := queue.ParseReadyKey(base)
 	require.NoError(t, err)
 	require.Empty(t, e.TaskKey)

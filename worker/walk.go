@@ -350,7 +350,7 @@ func (w *Worker) walk(ctx context.Context, shards, types, due []string, onward m
 			if i < 0 {
 				break
 			}
-			start = queue.ReadyShardPrefix(due[i])
+			start = shardStart(types, due[i])
 			switch p := w.view.pages[due[i]]; {
 			case p == nil:
 			case p.resume != "":
@@ -373,7 +373,7 @@ func (w *Worker) walk(ctx context.Context, shards, types, due []string, onward m
 		first, end, in := readyShard(start), "", ""
 		if next != "" {
 			end = readyShard(next)
-			if next != queue.ReadyShardPrefix(end) {
+			if next != queue.ReadyPartitionPrefix(queue.ReadyKeyPartition(next)) {
 				in = end
 			}
 		}
@@ -413,11 +413,22 @@ func (w *Worker) walk(ctx context.Context, shards, types, due []string, onward m
 	return entries, pages, nil
 }
 
-// readyShard is the shard of a ready-index key or partition prefix ("" for
-// "").
+// readyShard is the shard of the ready partition a key or partition
+// prefix lies in ("" for "").
 func readyShard(key string) string {
-	shard, _, _ := strings.Cut(strings.TrimPrefix(key, queue.ReadyPrefix), "/")
+	_, shard, _ := strings.Cut(queue.ReadyKeyPartition(key), "/")
 	return shard
+}
+
+// shardStart is the StartAfter that begins a shard's first ready
+// partition of the types (key layout 4 puts the type before the shard:
+// "ready/{type}/{shard}/"), "" when the types are not known (nil).
+func shardStart(types []string, shard string) string {
+	if len(types) == 0 {
+		return ""
+	}
+	first := slices.MinFunc(types, func(a, b string) int { return strings.Compare(a+"/", b+"/") })
+	return queue.ReadyPartitionPrefix(queue.ReadyPartition(first, shard))
 }
 
 // hold puts what a walk found in the held view: the pages of the shards it

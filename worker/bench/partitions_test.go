@@ -53,7 +53,9 @@ func TestPartitionOf(t *testing.T) {
 	t.Parallel()
 	for key, want := range map[string]string{
 		"tasks/3a/01a2-x.json":               "tasks/3a/",
-		"ready/3a/0000000000001~t~normal~id": "ready/3a/",
+		"ready/t/3a/0000000000001~normal~id": "ready/t/3a/",
+		"ready/t/3a/":                        "ready/t/3a/",
+		"ready/t/":                           "ready/t/",
 		"ready/":                             "ready/",
 		"leases/f/1~t~id~l~w":                "leases/f/",
 		"dead/0000000000001/3a/t/id":         "dead/",

@@ -12,11 +12,15 @@ import (
 
 // partitionOf is the key prefix S3 could split a request's key on: the
 // first path element, plus the second where it spreads the keys (a shard,
-// or the first characters of a hash).
+// or the first characters of a hash); under ready/ the type and the shard
+// (queue.ReadyPartition).
 func partitionOf(key string) string {
 	root, rest, found := strings.Cut(key, "/")
 	if !found {
 		return key // queue.json, control.json
+	}
+	if p := queue.ReadyKeyPartition(key); p != "" && strings.Count(key, "/") >= 3 {
+		return queue.ReadyPartitionPrefix(p)
 	}
 	switch root + "/" {
 	case queue.TasksPrefix, queue.ReadyPrefix, queue.LeasesPrefix, queue.DataPrefix, queue.IdempotencyPrefix:
