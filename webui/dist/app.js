@@ -1396,9 +1396,19 @@ function priorityOf(t) {
 function readyKey(t) {
   const p = priorityOf(t);
   const offset = p === "high" ? -PRIORITY_STEP_MS : p === "low" ? PRIORITY_STEP_MS : 0;
-  const fields = [unixMS(Date.parse(t.available_at) + offset), part("task_type", t.task_type), p, t.id];
+  const fields = [unixMS(Date.parse(t.available_at) + offset), p, t.id];
   if (t.key) fields.push(part("task_type", t.key));
-  return `${READY_PREFIX}${shardPart(t.shard, t.id)}/${fields.join(FIELD_SEP)}`;
+  return `${readyPartitionPrefix(part("task_type", t.task_type), shardPart(t.shard, t.id))}${fields.join(FIELD_SEP)}`;
+}
+function readyPartitionPrefix(type, shard) {
+  return `${READY_PREFIX}${type}/${shard}/`;
+}
+var READY_TYPE_END = "~";
+function readyShardHop(key, shard) {
+  const p = key.split("/");
+  if (`${p[0]}/` !== READY_PREFIX || p.length < 3 || !p[1] || !p[2] || p[2] === shard) return key;
+  const next = readyPartitionPrefix(p[1], `${p[2]}/` < `${shard}/` ? shard : READY_TYPE_END);
+  return next > key ? next : key;
 }
 function leaseKey(t) {
   const fields = [unixMS(Date.parse(t.lease_expires_at)), part("task_type", t.task_type), t.id, part("lease_id", t.lease_id), part("worker_id", t.worker_id)];
@@ -1417,14 +1427,15 @@ function indexKeys(t) {
 function keyFields(key) {
   const p = key.split("/");
   const root = `${p[0]}/`;
-  if (root !== READY_PREFIX && root !== LEASES_PREFIX) return p;
+  if (root === READY_PREFIX) return p.length === 4 ? [p[0], p[1], p[2], ...p[3].split(FIELD_SEP)] : [];
+  if (root !== LEASES_PREFIX) return p;
   return p.length === 3 ? [p[0], p[1], ...p[2].split(FIELD_SEP)] : [];
 }
 function parseIndexKey(key) {
   const parts = keyFields(key);
   const ok = (shard, id) => validPart("shard", shard) && validPart("task_id", id) && shardOf(id, shard.length) === shard ? { shard, id } : null;
   const root = `${parts[0]}/`;
-  if (root === READY_PREFIX && (parts.length === 6 || parts.length === 7 && validPart("task_type", parts[6]))) return ok(parts[1], parts[5]);
+  if (root === READY_PREFIX && validPart("task_type", parts[1]) && (parts.length === 6 || parts.length === 7 && validPart("task_type", parts[6]))) return ok(parts[2], parts[5]);
   if (root === LEASES_PREFIX && parts.length === 7) return ok(parts[1], parts[4]);
   if (root === DEAD_PREFIX && parts.length === 5) return ok(parts[2], parts[4]);
   if (root === WAITING_PREFIX && parts.length === 3) return ok(parts[1], parts[2]);
@@ -1718,9 +1729,9 @@ function indexEntry(key) {
   const ok = (index, shard, type, id, extra) => HEX_SHARD.test(shard) && validType(type) && UUID.test(id) && shardOf(id, shard.length) === shard ? { index, shard, type, id, ...extra } : null;
   const root = `${p[0]}/`;
   const keyed = p.length === 7 && validType(p[6]);
-  if (root === READY_PREFIX && (p.length === 6 || keyed) && MS.test(p[2]) && PRIORITIES.includes(p[4])) {
+  if (root === READY_PREFIX && (p.length === 6 || keyed) && MS.test(p[3]) && PRIORITIES.includes(p[4])) {
     const offset = p[4] === "high" ? -PRIORITY_STEP_MS : p[4] === "low" ? PRIORITY_STEP_MS : 0;
-    return ok("ready", p[1], p[3], p[5], { availableAt: Number(p[2]) - offset, ...keyed ? { key: p[6] } : {} });
+    return ok("ready", p[2], p[1], p[5], { availableAt: Number(p[3]) - offset, ...keyed ? { key: p[6] } : {} });
   }
   if (root === LEASES_PREFIX && p.length === 7 && MS.test(p[2])) return ok("leases", p[1], p[3], p[4]);
   if (root === DEAD_PREFIX && p.length === 5 && MS.test(p[1])) return ok("dead", p[2], p[3], p[4]);
@@ -2409,13 +2420,20 @@ var S3Backend = class {
     return { tasks: tasks2, malformed };
   }
   /**
-   * listIndex lists one page of an index: without a type, a LIST of limit
-   * keys; with one, LISTs of 1,000 keys (at most TYPE_SCAN_PAGES) whose
-   * keys name the type are kept until limit of them are found (the key says
-   * the type, so nothing is read for the others); then a GET per task.
+   * listIndex lists one page of an index: without a filter the prefix
+   * holds, a LIST of limit keys; with one, LISTs of 1,000 keys (at most
+   * TYPE_SCAN_PAGES) whose keys name the type and shard are kept until
+   * limit of them are found (the key says both, so nothing is read for the
+   * others); then a GET per task. The ready index is partitioned by type,
+   * then shard: a type narrows the prefix, and a shard alone is listed
+   * across the types, hopping past each type's other shards
+   * (readyShardHop).
    */
   async listIndex(root, status, shard, cursor, { type = "", limit = PAGE } = {}) {
-    const prefix = root === DEAD_PREFIX || !shard ? root : `${root}${shard}/`;
+    const ready = root === READY_PREFIX;
+    let prefix = root === DEAD_PREFIX || !shard ? root : `${root}${shard}/`;
+    if (ready) prefix = !type ? root : shard ? readyPartitionPrefix(type, shard) : `${root}${type}/`;
+    const scan = type || ready && shard;
     const entries = [];
     let after = cursor;
     let more = false;
@@ -2424,7 +2442,7 @@ var S3Backend = class {
         more = true;
         break;
       }
-      const page = await this.s3.list(prefix, { startAfter: after, maxKeys: type ? 1e3 : limit });
+      const page = await this.s3.list(prefix, { startAfter: after, maxKeys: scan ? 1e3 : limit });
       let i = 0;
       for (; i < page.keys.length && entries.length < limit; i++) {
         const { key } = page.keys[i];
@@ -2434,7 +2452,8 @@ var S3Backend = class {
         entries.push({ key, ref });
       }
       more = i < page.keys.length || Boolean(page.next);
-      if (!more || !type || entries.length >= limit) break;
+      if (ready && shard && i === page.keys.length) after = readyShardHop(after, shard);
+      if (!more || !scan || entries.length >= limit) break;
     }
     const { tasks: tasks2, malformed } = await this.readTasks(entries.map((e) => taskKey(e.ref.shard, e.ref.id)));
     const shown = entries.map((e, i) => tasks2[i]).filter((t, i) => t && t.status === status && indexKeys(t).includes(entries[i].key));
@@ -2576,7 +2595,8 @@ var S3Backend = class {
     const tasks2 = `${TASKS_PREFIX}${shard}/`;
     const fromKey = (key) => indexEntry(key)?.id;
     const places = [
-      { prefix: `${READY_PREFIX}${shard}/`, id: fromKey },
+      { prefix: READY_PREFIX, id: fromKey, hop: (key) => readyShardHop(key, shard) },
+      // every type's partition of the shard
       { prefix: `${LEASES_PREFIX}${shard}/`, id: fromKey },
       { prefix: `${WAITING_PREFIX}${shard}/`, id: fromKey },
       { prefix: DEAD_PREFIX, id: fromKey },
@@ -2593,6 +2613,7 @@ var S3Backend = class {
           after = key;
         }
         if (!page.next || !page.keys.length) return;
+        if (p.hop) after = p.hop(after);
       }
     }));
     return [...found];

@@ -4,7 +4,7 @@
 import { S3, S3Error } from './s3.js';
 import {
   CONFIG_KEY, FORMAT_VERSION, TASKS_PREFIX, WORKERS_PREFIX, SCHEDULES_PREFIX, CONTROL_KEY, READY_PREFIX, LEASES_PREFIX, DEAD_PREFIX, WAITING_PREFIX, LAYOUT_VERSION, LIST_WINDOW_MS,
-  INDEX_GRACE_MS, THROUGHPUT_PREFIX, DAY_HOURS, throughputKey, applyOperator, applyControl, pageActor, countStats, indexChanges, indexKeys, indexEntry, parseIndexKey, decodeTask, taskKey, shards, shardOf, idFloor,
+  INDEX_GRACE_MS, THROUGHPUT_PREFIX, DAY_HOURS, throughputKey, applyOperator, applyControl, pageActor, countStats, indexChanges, indexKeys, indexEntry, parseIndexKey, readyPartitionPrefix, readyShardHop, decodeTask, taskKey, shards, shardOf, idFloor,
   idempotencyKey, rewait, recordEnds, endedAs, hasEdges, decides, unrecorded, edgeKey, parseEdgeKey, EDGES_PREFIX, TransitionError, part, validPart, parseWorkerKey, parseScheduleKey, payloadKey,
   progressOf, workerKey,
 } from './queue.js';
@@ -163,13 +163,20 @@ export class S3Backend {
   }
 
   /**
-   * listIndex lists one page of an index: without a type, a LIST of limit
-   * keys; with one, LISTs of 1,000 keys (at most TYPE_SCAN_PAGES) whose
-   * keys name the type are kept until limit of them are found (the key says
-   * the type, so nothing is read for the others); then a GET per task.
+   * listIndex lists one page of an index: without a filter the prefix
+   * holds, a LIST of limit keys; with one, LISTs of 1,000 keys (at most
+   * TYPE_SCAN_PAGES) whose keys name the type and shard are kept until
+   * limit of them are found (the key says both, so nothing is read for the
+   * others); then a GET per task. The ready index is partitioned by type,
+   * then shard: a type narrows the prefix, and a shard alone is listed
+   * across the types, hopping past each type's other shards
+   * (readyShardHop).
    */
   async listIndex(root, status, shard, cursor, { type = '', limit = PAGE } = {}) {
-    const prefix = root === DEAD_PREFIX || !shard ? root : `${root}${shard}/`;
+    const ready = root === READY_PREFIX;
+    let prefix = root === DEAD_PREFIX || !shard ? root : `${root}${shard}/`;
+    if (ready) prefix = !type ? root : shard ? readyPartitionPrefix(type, shard) : `${root}${type}/`;
+    const scan = type || (ready && shard);
     const entries = [];
     let after = cursor;
     let more = false;
@@ -178,7 +185,7 @@ export class S3Backend {
         more = true;
         break;
       }
-      const page = await this.s3.list(prefix, { startAfter: after, maxKeys: type ? 1000 : limit });
+      const page = await this.s3.list(prefix, { startAfter: after, maxKeys: scan ? 1000 : limit });
       let i = 0;
       for (; i < page.keys.length && entries.length < limit; i++) {
         const { key } = page.keys[i];
@@ -188,7 +195,8 @@ export class S3Backend {
         entries.push({ key, ref });
       }
       more = i < page.keys.length || Boolean(page.next);
-      if (!more || !type || entries.length >= limit) break;
+      if (ready && shard && i === page.keys.length) after = readyShardHop(after, shard);
+      if (!more || !scan || entries.length >= limit) break;
     }
     const { tasks, malformed } = await this.readTasks(entries.map((e) => taskKey(e.ref.shard, e.ref.id)));
     // An entry whose task moved on is stale: skipped (qo cleans it up).
@@ -336,7 +344,7 @@ export class S3Backend {
     const tasks = `${TASKS_PREFIX}${shard}/`;
     const fromKey = (key) => indexEntry(key)?.id;
     const places = [
-      { prefix: `${READY_PREFIX}${shard}/`, id: fromKey },
+      { prefix: READY_PREFIX, id: fromKey, hop: (key) => readyShardHop(key, shard) }, // every type's partition of the shard
       { prefix: `${LEASES_PREFIX}${shard}/`, id: fromKey },
       { prefix: `${WAITING_PREFIX}${shard}/`, id: fromKey },
       { prefix: DEAD_PREFIX, id: fromKey },
@@ -353,6 +361,7 @@ export class S3Backend {
           after = key;
         }
         if (!page.next || !page.keys.length) return;
+        if (p.hop) after = p.hop(after);
       }
     }));
     return [...found];

@@ -214,16 +214,43 @@ export function priorityOf(t) {
 }
 
 /**
- * readyKey is the ready-index key of a pending task: its rank is available_at
- * moved by the priority; a task's key, when it has one, is a fifth field
- * (queue/doc.go, "Task keys"; a key follows the rules of a type name).
+ * readyKey is the ready-index key of a pending task, under its type, then
+ * its shard (queue.ReadyPartition): its rank is available_at moved by the
+ * priority; a task's key, when it has one, is a fourth field (queue/doc.go,
+ * "Task keys"; a key follows the rules of a type name).
  */
 export function readyKey(t) {
   const p = priorityOf(t);
   const offset = p === 'high' ? -PRIORITY_STEP_MS : p === 'low' ? PRIORITY_STEP_MS : 0;
-  const fields = [unixMS(Date.parse(t.available_at) + offset), part('task_type', t.task_type), p, t.id];
+  const fields = [unixMS(Date.parse(t.available_at) + offset), p, t.id];
   if (t.key) fields.push(part('task_type', t.key));
-  return `${READY_PREFIX}${shardPart(t.shard, t.id)}/${fields.join(FIELD_SEP)}`;
+  return `${readyPartitionPrefix(part('task_type', t.task_type), shardPart(t.shard, t.id))}${fields.join(FIELD_SEP)}`;
+}
+
+/** readyPartitionPrefix is the prefix of one type's ready entries in one shard (queue.ReadyPartitionPrefix). */
+export function readyPartitionPrefix(type, shard) {
+  return `${READY_PREFIX}${type}/${shard}/`;
+}
+
+/**
+ * READY_TYPE_END is a shard segment that sorts after every shard:
+ * readyPartitionPrefix(type, READY_TYPE_END) begins past all of a type's
+ * ready entries (queue's typeEnd).
+ */
+export const READY_TYPE_END = '~';
+
+/**
+ * readyShardHop is where a listing of one shard's ready entries of every
+ * type goes on after key (as queue's walk of the ready partitions does):
+ * key itself when it lies in that shard, else that shard's partition of
+ * key's type when it is still ahead, else past the end of key's type. So
+ * a page that ends in another shard's backlog costs no LIST per page of it.
+ */
+export function readyShardHop(key, shard) {
+  const p = key.split('/');
+  if (`${p[0]}/` !== READY_PREFIX || p.length < 3 || !p[1] || !p[2] || p[2] === shard) return key;
+  const next = readyPartitionPrefix(p[1], `${p[2]}/` < `${shard}/` ? shard : READY_TYPE_END);
+  return next > key ? next : key;
 }
 
 /** leaseKey is the lease-index key of a running task (its holder last). */
@@ -249,12 +276,15 @@ export function indexKeys(t) {
 /**
  * keyFields splits an index key into its fields: its segments, with the
  * name of a ready or lease entry split at FIELD_SEP, so that every index
- * reads as one list (empty for a ready or lease key of another shape).
+ * reads as one list (empty for a ready or lease key of another shape): a
+ * ready key gives [root, type, shard, rank, priority, id(, key)], a lease
+ * key [root, shard, expiry, type, id, lease id, worker].
  */
 function keyFields(key) {
   const p = key.split('/');
   const root = `${p[0]}/`;
-  if (root !== READY_PREFIX && root !== LEASES_PREFIX) return p;
+  if (root === READY_PREFIX) return p.length === 4 ? [p[0], p[1], p[2], ...p[3].split(FIELD_SEP)] : [];
+  if (root !== LEASES_PREFIX) return p;
   return p.length === 3 ? [p[0], p[1], ...p[2].split(FIELD_SEP)] : [];
 }
 
@@ -266,7 +296,7 @@ export function parseIndexKey(key) {
   const parts = keyFields(key);
   const ok = (shard, id) => (validPart('shard', shard) && validPart('task_id', id) && shardOf(id, shard.length) === shard ? { shard, id } : null);
   const root = `${parts[0]}/`;
-  if (root === READY_PREFIX && (parts.length === 6 || (parts.length === 7 && validPart('task_type', parts[6])))) return ok(parts[1], parts[5]);
+  if (root === READY_PREFIX && validPart('task_type', parts[1]) && (parts.length === 6 || (parts.length === 7 && validPart('task_type', parts[6])))) return ok(parts[2], parts[5]);
   if (root === LEASES_PREFIX && parts.length === 7) return ok(parts[1], parts[4]);
   if (root === DEAD_PREFIX && parts.length === 5) return ok(parts[2], parts[4]);
   if (root === WAITING_PREFIX && parts.length === 3) return ok(parts[1], parts[2]);
@@ -736,9 +766,9 @@ export function indexEntry(key) {
     ? { index, shard, type, id, ...extra } : null);
   const root = `${p[0]}/`;
   const keyed = p.length === 7 && validType(p[6]); // a task key (queue/doc.go, "Task keys")
-  if (root === READY_PREFIX && (p.length === 6 || keyed) && MS.test(p[2]) && PRIORITIES.includes(p[4])) {
+  if (root === READY_PREFIX && (p.length === 6 || keyed) && MS.test(p[3]) && PRIORITIES.includes(p[4])) {
     const offset = p[4] === 'high' ? -PRIORITY_STEP_MS : p[4] === 'low' ? PRIORITY_STEP_MS : 0;
-    return ok('ready', p[1], p[3], p[5], { availableAt: Number(p[2]) - offset, ...(keyed ? { key: p[6] } : {}) });
+    return ok('ready', p[2], p[1], p[5], { availableAt: Number(p[3]) - offset, ...(keyed ? { key: p[6] } : {}) });
   }
   if (root === LEASES_PREFIX && p.length === 7 && MS.test(p[2])) return ok('leases', p[1], p[3], p[4]);
   if (root === DEAD_PREFIX && p.length === 5 && MS.test(p[1])) return ok('dead', p[2], p[3], p[4]);

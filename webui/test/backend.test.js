@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { S3Backend } from '../src/backend.js';
-import { shardOf, shortID, idFloor, taskKey, readyKey, deadKey, parseIndexKey, LAYOUT_VERSION } from '../src/queue.js';
+import { shardOf, shortID, idFloor, taskKey, readyKey, readyShardHop, deadKey, parseIndexKey, LAYOUT_VERSION } from '../src/queue.js';
 
 // v7 makes a time-ordered id of millisecond ms; n varies its random part.
 function v7(ms, n) {
@@ -69,10 +69,45 @@ test('ids: shards, short ids and the window floor follow the Go rules', () => {
   assert.equal(shortID(id), id.slice(-8));
   assert.equal(shortID('3f2a1b4c-5d6e-4f70-8192-a3b4c5d6e7f8'), '3f2a1b4c');
   assert.ok(idFloor(NOW) <= id && id < idFloor(NOW + 1));
-  assert.deepEqual(parseIndexKey(`ready/c/0000000000001~job~normal~${id}`), { shard: 'c', id });
-  assert.equal(parseIndexKey(`ready/0/0000000000001~job~normal~${id}`), null, 'an entry in a shard that is not its id\'s');
+  assert.deepEqual(parseIndexKey(`ready/job/c/0000000000001~normal~${id}`), { shard: 'c', id });
+  assert.equal(parseIndexKey(`ready/job/0/0000000000001~normal~${id}`), null, 'an entry in a shard that is not its id\'s');
+  assert.equal(parseIndexKey(`ready/j b/c/0000000000001~normal~${id}`), null, 'a bad type');
+  assert.equal(parseIndexKey(`ready/c/0000000000001~job~normal~${id}`), null, 'a key of layout 3');
   assert.equal(parseIndexKey(`ready/0/0000000000001/job/normal/${id}`), null, 'a key of layout 2');
   assert.equal(parseIndexKey('ready/1700000000000/0/job/normal/x'), null);
+});
+
+test('readyShardHop: past another shard\'s entries of a type, to the shard\'s, else past the type', () => {
+  const id = v7(NOW, 0xabc);
+  assert.equal(readyShardHop(`ready/job/c/0000000000001~normal~${id}`, 'c'), `ready/job/c/0000000000001~normal~${id}`, 'in the shard: on after the key');
+  assert.equal(readyShardHop('ready/job/3/x', 'c'), 'ready/job/c/');
+  assert.equal(readyShardHop('ready/job/d/x', 'c'), 'ready/job/~/');
+  assert.equal(readyShardHop('ready/job/~/', 'c'), 'ready/job/~/', 'never backwards');
+  assert.equal(readyShardHop('ready/job', 'c'), 'ready/job');
+});
+
+test('pending tasks of one shard: every type\'s other shards are hopped past, not paged through', async () => {
+  const { be, s3 } = bucket(0);
+  await be.shards();
+  const add = (t) => {
+    s3.objects.set(taskKey(t.shard, t.id), JSON.stringify(t));
+    s3.objects.set(readyKey(t), '');
+  };
+  const mine = [];
+  for (const [k, type] of ['a', 'job', 'z'].entries()) {
+    for (let i = 0; i < 3000; i++) {
+      const t = { ...task(v7(NOW - 60000, 16 * (10000 * (k + 1) + i) + (i % 15)), 'pending', NOW - 60000), task_type: type }; // shards 0..e
+      add(t);
+    }
+    const t = { ...task(v7(NOW - 60000, 16 * (10000 * (k + 1) + 9000) + 15), 'pending', NOW - 60000), task_type: type };
+    add(t);
+    mine.push(t.id);
+  }
+  assert.ok(mine.every((id) => shardOf(id, 1) === 'f'));
+  const before = s3.counts.list;
+  const page = await be.listTasks({ status: 'pending', shard: 'f' });
+  assert.deepEqual(page.tasks.map((t) => t.id).sort(), [...mine].sort());
+  assert.ok(s3.counts.list - before <= 6, `at most two LISTs per type, not one per 1,000 keys of its other shards: ${s3.counts.list - before}`);
 });
 
 test('a queue of the older key layout is refused, naming qo migrate', async () => {

@@ -72,10 +72,14 @@ test('an empty queue', () => {
 test('indexEntry refuses what queue.Parse*Key refuses', () => {
   const good = readyKey(task(ids[0], 'email', 'pending', { available_at: at(0) }));
   assert.equal(indexEntry(good).type, 'email');
-  assert.equal(indexEntry(good.replace('~email~', '~a b~')), null, 'bad type');
-  assert.equal(indexEntry(good.replace(`ready/${ids[0].slice(-1)}/`, 'ready/0/')), null, 'shard does not match the id');
+  assert.equal(indexEntry(good).shard, ids[0].slice(-1));
+  assert.equal(indexEntry(good.replace('ready/email/', 'ready/a b/')), null, 'bad type');
+  assert.equal(indexEntry(good.replace(`/email/${ids[0].slice(-1)}/`, '/email/0/')), null, 'shard does not match the id');
   assert.equal(indexEntry(good.replace('~normal~', '~urgent~')), null, 'bad priority');
   assert.equal(indexEntry(good.replaceAll('~', '/')), null, 'a key of layout 2');
+  const [, , shard, name] = good.split('/');
+  const [rank, ...rest] = name.split('~');
+  assert.equal(indexEntry(`ready/${shard}/${[rank, 'email', ...rest].join('~')}`), null, 'a key of layout 3');
   assert.equal(indexEntry(`${good}~x~y`), null, 'a field too many (one more is a task key)');
   assert.equal(indexEntry('dead/1/2/3'), null);
   assert.ok(validType('send_email.v2:eu-1'));

@@ -1,5 +1,5 @@
 // Task keys (queue/doc.go, "Task keys"): a keyed task's ready entry carries
-// its key as a fifth field, which the page reads and writes as qo does.
+// its key as a fourth field, which the page reads and writes as qo does.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readyKey, indexEntry, parseIndexKey, decodeTask } from '../src/queue.js';
@@ -9,7 +9,7 @@ const task = { id, shard: 'b', task_type: 'sync', priority: 'normal', available_
 
 test('a keyed task\'s ready entry carries its key, and reads back', () => {
   const plain = readyKey(task);
-  assert.equal(plain, `ready/b/1767323045000~sync~normal~${id}`);
+  assert.equal(plain, `ready/sync/b/1767323045000~normal~${id}`);
   const keyed = readyKey({ ...task, key: 'customer-42' });
   assert.equal(keyed, `${plain}~customer-42`);
   assert.equal(indexEntry(keyed).key, 'customer-42');
