@@ -1,6 +1,7 @@
 package queue_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -211,4 +212,56 @@ func TestListPagination(t *testing.T) {
 		_, err = b.q.List(b.ctx, queue.ListQuery{Shard: "00"})
 		require.ErrorIs(t, err, queue.ErrInvalidInput)
 	})
+}
+
+// List of one shard's pending tasks walks every type's partition of that
+// shard: a page that ends in another shard's backlog is followed by a
+// LIST that begins at the wanted shard of that type, or past the type,
+// never one LIST per 1,000 keys of the other shards. Those entries are
+// not read (their key says their shard).
+func TestListPendingOfOneShard(t *testing.T) {
+	t.Parallel()
+	b := setup(t, storetest.Backends()[0])
+	var want []uuid.UUID
+	for i := range 48 {
+		task := b.submit(t, []string{"a", "m", "z"}[i%3], `{}`)
+		if task.Shard == "3" {
+			want = append(want, task.ID)
+		}
+	}
+	require.NotEmpty(t, want)
+	// 8,000 entries of each type in the other shards (no task objects).
+	var keys []string
+	for _, typ := range []string{"a", "m", "z"} {
+		for i := range 8000 {
+			id := queue.NewIDAt(b.clock.Now().Add(-time.Duration(i) * time.Millisecond))
+			if queue.ShardOf(id, 1) == "3" {
+				continue
+			}
+			keys = append(keys, queue.ReadyKey(&queue.Task{ID: id, Type: typ, Shard: queue.ShardOf(id, 1), Priority: queue.PriorityNormal, AvailableAt: b.clock.Now()}))
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		_, err := b.raw.Put(b.ctx, k, nil, store.Condition{})
+		require.NoError(t, err)
+	}
+	before := b.counts()
+	var got []uuid.UUID
+	qry := queue.ListQuery{Status: queue.StatusPending, Shard: "3", Limit: 100, MaxScan: 100000}
+	for {
+		page, err := b.q.List(b.ctx, qry)
+		require.NoError(t, err)
+		for _, task := range page.Tasks {
+			got = append(got, task.ID)
+		}
+		if page.Cursor == "" {
+			break
+		}
+		qry.Cursor = page.Cursor
+	}
+	require.ElementsMatch(t, want, got)
+	d := b.counts().Sub(before)
+	require.Equal(t, int64(len(want)), d.Total(store.OpGet), "only the shard's tasks are read")
+	require.LessOrEqual(t, d.Total(store.OpList), int64(2*3+1), "a LIST or two per type, not one per 1,000 keys of its other shards: %s", d)
 }
