@@ -14,20 +14,25 @@ func migrateCommand() *cli.Command {
 		Name:      "migrate",
 		Usage:     "convert a queue written by an older qo to the current key layout",
 		UsageText: "qo migrate [--force] [--json]",
-		Description: fmt.Sprintf(`Converts the bucket in place to key layout %d: each ready and lease entry
-is rewritten as one name under its shard (one key segment, which MinIO and
+		Description: fmt.Sprintf(`Converts the bucket in place to key layout %d: each ready entry is rewritten
+under its task type, then its shard (ready/{type}/{shard}/..., so a worker
+lists only the types it claims and no type's backlog stands in front of
+another's), each entry's fields one name (one key segment, which MinIO and
 file-backed S3 servers store and list much faster than a directory per field),
-and queue.json is switched last. From layout 1 the entries also move under
-their shard and the dead-letter index is built from the failed tasks. Task
-objects, their history and their payloads are not moved or changed. From
-layout 2 it reads each pending and running task once (1 LIST per 1,000 index
-entries, 1 GET per task), whatever the history; from layout 1 it reads every
-task object once (1 LIST per 1,000 tasks and 1 GET per task). It can be run
-again after an interruption: it picks up where it stopped.
+and queue.json is switched last. The new entry is written before the old one
+is deleted. From layout 2 the lease entries become one name too; from layout 1
+the entries also move under their shard and the dead-letter index is built
+from the failed tasks. Task objects, their history and their payloads are not
+moved or changed. From layout 2 or 3 it reads each pending and running task
+once (1 LIST per 1,000 index entries, 1 GET per task), whatever the history;
+from layout 1 it reads every task object once (1 LIST per 1,000 tasks and 1
+GET per task). It can be run again after an interruption: it picks up where
+it stopped.
 
 A task object that does not decode is reported (on stderr, and under
-"malformed" with --json) and left as it is; everything else is converted and
-the switch is made. qo repair and qo list skip such objects too.
+"malformed" with --json) and left as it is, and so is an index entry no
+layout reads (under "unreadable"); everything else is converted and the
+switch is made. qo repair and qo list skip such objects too.
 
 Stop every worker, monitor and server of the older version first: they would
 keep writing entries of the old layout, which no process of this version
@@ -44,8 +49,8 @@ on its own: its sweeper converts stray ready entries within one sweep pass,
 and its lease check reads stray lease entries as its own.
 
 --json prints {"from", "to", "already_current", "ready_moved", "leases_moved",
-"old_removed", "old_left", "malformed": [{"key", "error"}], "older_running",
-"repair": {...}, "seconds"}.
+"old_removed", "old_left", "malformed": [{"key", "error"}], "unreadable",
+"older_running", "repair": {...}, "seconds"}.
 
 Examples:
   qo migrate --bucket jobs`, queue.LayoutVersion),
@@ -75,7 +80,14 @@ Examples:
 				fmt.Fprintf(c.App.ErrWriter, "qo: skipped malformed object %s: %s\n", termsafe.Line(m.Key), oneLine(m.Err.Error()))
 				malformed = append(malformed, map[string]string{"key": m.Key, "error": m.Err.Error()})
 			}
+			for _, k := range res.Unreadable {
+				fmt.Fprintf(c.App.ErrWriter, "qo: left index entry no key layout reads: %s\n", termsafe.Line(k))
+			}
 			if c.Bool("json") {
+				unreadable := res.Unreadable
+				if unreadable == nil {
+					unreadable = []string{}
+				}
 				older := res.OlderRunning
 				if older == nil {
 					older = []string{}
@@ -83,7 +95,7 @@ Examples:
 				return emitJSON(c.App.Writer, map[string]any{
 					"from": res.From, "to": res.To, "already_current": res.AlreadyCurrent,
 					"ready_moved": res.ReadyMoved, "leases_moved": res.LeasesMoved, "old_removed": res.OldRemoved,
-					"old_left": res.OldLeft, "malformed": malformed, "older_running": older,
+					"old_left": res.OldLeft, "malformed": malformed, "unreadable": unreadable, "older_running": older,
 					"repair": res.Repair, "seconds": res.Duration.Seconds(),
 				})
 			}

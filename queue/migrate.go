@@ -43,6 +43,10 @@ type MigrateResult struct {
 	// index entry or (from layout 1) the pass over every task: reported and
 	// left as they are; the rest is converted.
 	Malformed []MalformedError `json:"-"`
+	// Unreadable lists the keys under ready/ and leases/ that no layout
+	// reads (a field out of its rules, junk written by hand): reported
+	// and left as they are; workers and listings skip them.
+	Unreadable []string `json:"unreadable"`
 	// OlderRunning names the live processes of an older layout that Force
 	// converted past (empty otherwise: without Force they stop Migrate).
 	OlderRunning []string    `json:"older_running"`
@@ -51,11 +55,14 @@ type MigrateResult struct {
 }
 
 // Migrate converts a bucket of an older key layout to LayoutVersion in
-// place (see doc.go, "Key layout"): every ready and lease entry of layout 1
-// or 2 is rewritten under its current key (reading its task, so only
-// entries of tasks still in that state are kept); from layout 1, a Repair
-// pass over every task object then writes whatever entry is missing, which
-// builds the dead-letter index; only then queue.json is rewritten
+// place (see doc.go, "Key layout"): every ready entry of layout 1, 2 or 3
+// and every lease entry of layout 1 or 2 is rewritten under its current
+// key (reading its task, so only entries of tasks still in that state are
+// kept: the current entry is written, then the old one deleted); a key no
+// layout reads is reported (MigrateResult.Unreadable) and left. From
+// layout 1, a Repair pass over every task object then writes whatever
+// entry is missing, which builds the dead-letter index. Only then
+// queue.json is rewritten
 // (If-Match) with the new format. Task objects, their versions and
 // payloads are not touched; a task object that does not decode is
 // reported (MigrateResult.Malformed) and left, and everything else is
@@ -72,8 +79,8 @@ type MigrateResult struct {
 // layout that such a process wrote after the switch: one pass of the
 // ready and lease indexes.
 //
-// From layout 2, and on a current bucket, the cost is 1 LIST per 1,000
-// index entries and 1 GET per pending or running task (on a current
+// From layout 2 or 3, and on a current bucket, the cost is 1 LIST per
+// 1,000 index entries and 1 GET per pending or running task (on a current
 // bucket per stray entry), whatever the history, plus 1 LIST and 1 GET
 // per registered worker; from layout 1 add one pass over the bucket's
 // history (1 LIST per 1,000 tasks, 1 GET per task).
@@ -134,7 +141,8 @@ func Migrate(ctx context.Context, s store.Store, opts Options, mo MigrateOptions
 		return res, err
 	}
 	// Layout 1 had no dead-letter index: a pass over every task builds it.
-	// Layout 2 has it, and its migration costs nothing per finished task.
+	// Layouts 2 and 3 have it, and their migration costs nothing per
+	// finished task.
 	shards := q.shards
 	if res.From >= 2 {
 		shards = nil
@@ -303,7 +311,10 @@ func (q *Queue) migrateIndex(ctx context.Context, prefix string, res *MigrateRes
 		for _, o := range page.Objects {
 			id, ok := oldEntry(prefix, o.Key)
 			if !ok {
-				continue // a current key (an earlier run), or junk left alone
+				if !currentEntry(prefix, o.Key) {
+					res.Unreadable = append(res.Unreadable, o.Key) // left alone
+				}
+				continue // a current key (one an earlier run wrote)
 			}
 			moved, removed, err := q.convertEntry(ctx, prefix, o.Key, id, o.LastModified)
 			var bad *MalformedError
@@ -361,14 +372,32 @@ func (q *Queue) convertEntry(ctx context.Context, prefix, key string, id uuid.UU
 	return moved, true, nil
 }
 
+// currentEntry reports whether key is a ready or lease key of this layout.
+func currentEntry(prefix, key string) bool {
+	if prefix == ReadyPrefix {
+		_, err := ParseReadyKey(key)
+		return err == nil
+	}
+	_, err := ParseLeaseKey(key)
+	return err == nil
+}
+
 // oldEntry recognises a ready or lease key of an older layout and returns
-// its task id. Layout 1: "ready/{ms}/{shard}/{type}[/{priority}]/{id}",
-// "leases/{ms}/{shard}/{id}"; layout 2: "ready/{shard}/{ms}/{type}/
-// {priority}/{id}", "leases/{shard}/{ms}/{type}/{id}/{lease id}/{worker}".
-// Current keys have no "/" after the shard.
+// its task id. Ready keys are told apart by their segments below ready/:
+// layout 4 (current) has three, "{type}/{shard}/{ms}~{priority}~{id}";
+// layout 3 two, "{shard}/{ms}~{type}~{priority}~{id}" (either with
+// "~{key}" last); layout 2 five, "{shard}/{ms}/{type}/{priority}/{id}";
+// layout 1 four or five, "{ms}/{shard}/{type}[/{priority}]/{id}". Lease
+// keys: layouts 3 and 4 (current) "leases/{shard}/{name}"; layout 2
+// "leases/{shard}/{ms}/{type}/{id}/{lease id}/{worker}"; layout 1
+// "leases/{ms}/{shard}/{id}".
 func oldEntry(prefix, key string) (uuid.UUID, bool) {
 	parts := strings.Split(strings.TrimPrefix(key, prefix), "/")
-	if len(parts) < 3 {
+	if prefix == ReadyPrefix && len(parts) == 2 {
+		e, err := parseLayout3ReadyKey(key)
+		return e.ID, err == nil
+	}
+	if len(parts) < 3 || prefix == ReadyPrefix && len(parts) == 3 {
 		return uuid.Nil, false
 	}
 	idPart := parts[len(parts)-1]

@@ -3,6 +3,8 @@ package queue_test
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -292,6 +294,15 @@ func layout2Worker(t *testing.T, b *bundle, id, host string) {
 	require.NoError(t, err)
 }
 
+// layout3Worker writes the registry entry a worker of layout 3 wrote.
+func layout3Worker(t *testing.T, b *bundle, id, host string) {
+	t.Helper()
+	body := fmt.Sprintf(`{"format":1,"layout":3,"worker_id":%q,"host":%q,"pid":42,"version":"v1.4.0","last_heartbeat":%q,"started_at":%q}`,
+		id, host, b.q.Now().Format(time.RFC3339Nano), b.q.Now().Format(time.RFC3339Nano))
+	_, err := b.raw.Put(b.ctx, queue.WorkerKey(id), []byte(body), store.Condition{})
+	require.NoError(t, err)
+}
+
 // Migrate refuses while a process of an older layout is alive: it would
 // keep writing entries no current process reads.
 func TestMigrateRefusesWhileOlderVersionRuns(t *testing.T) {
@@ -304,6 +315,8 @@ func TestMigrateRefusesWhileOlderVersionRuns(t *testing.T) {
 	}{
 		{"layout-2 worker alive", 2, func(t *testing.T, b *bundle) { layout2Worker(t, b, "old-1", "box-7") }, "worker old-1 on host box-7"},
 		{"layout-2 worker alive after the switch", queue.LayoutVersion, func(t *testing.T, b *bundle) { layout2Worker(t, b, "old-1", "box-7") }, "worker old-1 on host box-7"},
+		{"layout-3 worker alive", 3, func(t *testing.T, b *bundle) { layout3Worker(t, b, "old-3", "box-9") }, "worker old-3 on host box-9 (pid 42, qo v1.4.0, layout 3"},
+		{"layout-3 worker alive after the switch", queue.LayoutVersion, func(t *testing.T, b *bundle) { layout3Worker(t, b, "old-3", "box-9") }, "worker old-3 on host box-9"},
 		{"layout-2 worker dead", 2, func(t *testing.T, b *bundle) {
 			layout2Worker(t, b, "old-1", "box-7")
 			// The heartbeat's time is the entry's LastModified by the
@@ -329,7 +342,12 @@ func TestMigrateRefusesWhileOlderVersionRuns(t *testing.T) {
 			storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
 				b := setup(t, be)
 				task := b.submit(t, "job", `{}`)
-				old := toLayout2(t, b, task)
+				var old []string
+				if tc.format == 3 {
+					old = toLayout3(t, b, task)
+				} else {
+					old = toLayout2(t, b, task)
+				}
 				tc.scene(t, b)
 				setFormat(t, b, tc.format)
 
@@ -476,5 +494,179 @@ func TestMigrateAgainConvertsStrayEntries(t *testing.T) {
 		require.Equal(t, 1, res.OldRemoved)
 		require.Zero(t, res.OldLeft)
 		require.Equal(t, []string{queue.ReadyKey(s.pending)}, b.keys(t, queue.ReadyPrefix))
+	})
+}
+
+// layout3Key is the layout-3 key of a current ready key: the shard first,
+// the type a field of the name.
+func layout3Key(t *testing.T, key string) string {
+	t.Helper()
+	e, err := queue.ParseReadyKey(key)
+	require.NoError(t, err)
+	k := fmt.Sprintf("ready/%s/%013d~%s~%s~%s", e.Shard, e.Rank.UnixMilli(), e.Type, e.Priority, e.ID)
+	if e.TaskKey != "" {
+		k += "~" + e.TaskKey
+	}
+	return k
+}
+
+// toLayout3 moves the current ready entries of tasks to the shape layout 3
+// wrote, as a worker of layout 3 does (its lease entries are current).
+func toLayout3(t *testing.T, b *bundle, tasks ...*queue.Task) []string {
+	t.Helper()
+	var old []string
+	for _, task := range tasks {
+		k := queue.ReadyKey(b.get(t, task))
+		o := layout3Key(t, k)
+		_, err := b.raw.Put(b.ctx, o, nil, store.Condition{})
+		require.NoError(t, err)
+		require.NoError(t, b.raw.Delete(b.ctx, k, store.Condition{}))
+		old = append(old, o)
+	}
+	return old
+}
+
+// A layout-3 bucket: every ready entry is rewritten under its type, then
+// its shard (the new entry first, the old one deleted after), without a
+// pass over the history; lease entries are already current. A stale entry
+// goes, an entry of a malformed task and a key no layout reads are
+// reported and left, and a run interrupted after writing a new entry is
+// finished by the next.
+func TestMigrateFromLayout3(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
+		b := setup(t, be)
+		pending := []*queue.Task{
+			b.submit(t, "job", `{"n":1}`),
+			b.submitReq(t, queue.SubmitRequest{Type: "job", Priority: queue.PriorityHigh}),
+			b.submitReq(t, queue.SubmitRequest{Type: "sync", Key: "customer-7"}),
+			b.submitReq(t, queue.SubmitRequest{Type: "later", Delay: time.Hour}),
+		}
+		running := b.submit(t, "job", `{"n":2}`)
+		b.claim(t, running, "old-worker")
+		done := b.submit(t, "job", `{"n":3}`)
+		stale := layout3Key(t, queue.ReadyKey(done))
+		_, err := b.q.Complete(b.ctx, b.claim(t, done, "old-worker"), nil)
+		require.NoError(t, err)
+		want := b.keys(t, queue.ReadyPrefix)
+		leases, dead := b.keys(t, queue.LeasesPrefix), b.keys(t, queue.DeadPrefix)
+		require.Len(t, want, len(pending))
+
+		// The same bucket as layout 3 wrote it, a stale entry of the
+		// finished task, an entry of a task object that does not decode,
+		// and junk.
+		old := toLayout3(t, b, pending...)
+		require.Equal(t, "ready/"+pending[2].Shard+"/", old[2][:len("ready/")+len(pending[2].Shard)+1])
+		require.True(t, strings.HasSuffix(old[2], "~sync~normal~"+pending[2].ID.String()+"~customer-7"), old[2])
+		bad := queue.NewIDAt(b.q.Now())
+		badKey := b.q.TaskKey(bad)
+		badEntry := fmt.Sprintf("ready/%s/%013d~job~normal~%s", queue.ShardOf(bad, 1), b.q.Now().UnixMilli(), bad)
+		junk := "ready/" + pending[0].Shard + "/0000000000001~job~urgent~" + pending[0].ID.String()
+		for k, body := range map[string]string{stale: "", badEntry: "", junk: "", badKey: `{"format":1,"id":`} {
+			_, err = b.raw.Put(b.ctx, k, []byte(body), store.Condition{})
+			require.NoError(t, err)
+		}
+		// An earlier run stopped after writing the new entry of the first
+		// task and before deleting its old one.
+		_, err = b.raw.Put(b.ctx, want[0], nil, store.Condition{})
+		require.NoError(t, err)
+		setFormat(t, b, 3)
+		_, err = queue.Open(b.ctx, b.raw, queue.Options{})
+		require.ErrorIs(t, err, queue.ErrLayoutOutdated)
+		require.Contains(t, err.Error(), "qo migrate")
+		require.Contains(t, err.Error(), "format 3")
+		b.clock.Advance(2 * queue.IndexGrace) // the stale entry is old enough to go
+
+		res, err := queue.Migrate(b.ctx, b.raw, queue.Options{Clock: b.clock}, queue.MigrateOptions{})
+		require.NoError(t, err)
+		require.Equal(t, 3, res.From)
+		require.Equal(t, queue.LayoutVersion, res.To)
+		require.Equal(t, len(pending), res.ReadyMoved)
+		require.Zero(t, res.LeasesMoved)
+		require.Equal(t, len(pending)+1, res.OldRemoved)
+		require.Equal(t, 1, res.OldLeft, "the malformed task's entry is left")
+		require.Len(t, res.Malformed, 1)
+		require.Equal(t, badKey, res.Malformed[0].Key)
+		require.Equal(t, []string{junk}, res.Unreadable)
+		require.Zero(t, res.Repair.Scanned, "no pass over the history")
+		require.ElementsMatch(t, append(slices.Clone(want), badEntry, junk), b.keys(t, queue.ReadyPrefix))
+		require.Equal(t, leases, b.keys(t, queue.LeasesPrefix))
+		require.Equal(t, dead, b.keys(t, queue.DeadPrefix))
+
+		q, err := queue.Open(b.ctx, b.raw, queue.Options{Clock: b.clock})
+		require.NoError(t, err)
+		es, _, err := q.ListReady(b.ctx, queue.ReadyQuery{})
+		require.NoError(t, err)
+		require.ElementsMatch(t, []uuid.UUID{pending[0].ID, pending[1].ID, pending[2].ID}, []uuid.UUID{es[0].ID, es[1].ID, es[2].ID})
+		es, _, err = q.ListReady(b.ctx, queue.ReadyQuery{Types: []string{"sync"}})
+		require.NoError(t, err)
+		require.Len(t, es, 1)
+		require.Equal(t, "customer-7", es[0].TaskKey, "the task key moved with the entry")
+		require.Equal(t, queue.PriorityHigh, readyEntryOf(b.get(t, pending[1])).Priority)
+		l, err := q.Claim(b.ctx, es[0], "new-worker")
+		require.NoError(t, err)
+		_, err = q.Complete(b.ctx, l, nil)
+		require.NoError(t, err)
+
+		// Running it again converts nothing and reports the same.
+		res, err = queue.Migrate(b.ctx, b.raw, queue.Options{Clock: b.clock}, queue.MigrateOptions{})
+		require.NoError(t, err)
+		require.True(t, res.AlreadyCurrent)
+		require.Zero(t, res.ReadyMoved)
+		require.Equal(t, 1, res.OldLeft)
+		require.Equal(t, []string{junk}, res.Unreadable)
+	})
+}
+
+// Stray ready entries of layout 3, written by a worker of layout 3 after
+// the switch, are converted as those of layout 2 are: by the sweeper once
+// SweepIdle old, and by qo migrate run again. Its lease entries are
+// current: the lease check reads them.
+func TestStrayLayout3ReadyEntriesAreConverted(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
+		for _, by := range []string{"sweep", "migrate"} {
+			b := setup(t, be)
+			pending := b.submit(t, "job", `{"n":1}`)
+			keyed := b.submitReq(t, queue.SubmitRequest{Type: "sync", Key: "k"})
+			done := b.submit(t, "job", `{"n":3}`)
+			stale := layout3Key(t, queue.ReadyKey(done))
+			_, err := b.q.Complete(b.ctx, b.claim(t, done, "new-worker"), nil)
+			require.NoError(t, err)
+			_, err = b.raw.Put(b.ctx, stale, nil, store.Condition{})
+			require.NoError(t, err)
+			toLayout3(t, b, pending, keyed)
+			require.Empty(t, b.readyEntries(t, queue.ReadyQuery{}), "no current ready entry: workers do not see the tasks")
+			b.clock.Advance(2 * queue.IndexGrace)
+
+			switch by {
+			case "sweep":
+				var total queue.SweepResult
+				cursor := ""
+				for {
+					res, next, err := b.q.Recovery().Sweep(b.ctx, cursor, 1, time.Minute)
+					require.NoError(t, err)
+					total.Add(res)
+					if next == "" {
+						break
+					}
+					cursor = next
+				}
+				require.Equal(t, 2, total.Converted, by)
+				require.Equal(t, 1, total.StaleRemoved, by)
+			case "migrate":
+				res, err := queue.Migrate(b.ctx, b.raw, queue.Options{Clock: b.clock}, queue.MigrateOptions{})
+				require.NoError(t, err)
+				require.True(t, res.AlreadyCurrent)
+				require.Equal(t, 2, res.ReadyMoved)
+				require.Equal(t, 3, res.OldRemoved)
+				require.Empty(t, res.Unreadable)
+			}
+			require.ElementsMatch(t, []string{queue.ReadyKey(pending), queue.ReadyKey(keyed)}, b.keys(t, queue.ReadyPrefix), by)
+			es := b.readyEntries(t, queue.ReadyQuery{Types: []string{"sync"}})
+			require.Len(t, es, 1, by)
+			require.Equal(t, "k", es[0].TaskKey, by)
+			b.claim(t, pending, "new-worker")
+		}
 	})
 }

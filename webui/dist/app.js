@@ -1175,7 +1175,7 @@ var transitions_default = [
 // src/constants.json
 var constants_default = {
   format_version: 1,
-  layout_version: 3,
+  layout_version: 4,
   field_sep: "~",
   statuses: [
     "waiting",
