@@ -5,11 +5,11 @@ bucket versioning keeps every state it ever had. This file is the single
 source of truth for the layout, the state machine and the rules every
 writer follows; the code implements exactly what is written here.
 
-# Key layout (layout 3)
+# Key layout (layout 4)
 
 	queue.json                                          queue configuration (Init; read by Open)
 	tasks/{shard}/{id}.json                             THE task object: the only truth
-	ready/{shard}/{rank-ms}~{type}~{priority}~{id}[~{key}]
+	ready/{type}/{shard}/{rank-ms}~{priority}~{id}[~{key}]
 	                                                    ready index: one empty object per pending task ({key}: see Task keys)
 	leases/{shard}/{expires-ms}~{type}~{id}~{lease_id}~{worker_id}
 	                                                    lease index: one empty object per running task
@@ -63,23 +63,40 @@ its LAST characters (random), for any other id its first ones (as random),
 so at every instant new tasks spread evenly over the shards, and task keys
 written under layout 1 stay where they are.
 
-Every index puts the shard right after its prefix, so the request load of
-a busy queue spreads over as many key prefixes as there are shards, each of
-which S3 can partition on its own (docs/scaling.md has the arithmetic): no
-prefix is written per task by more than 1/shards of the traffic. Within a
-partition the time comes first: {rank-ms} and {expires-ms} are Unix
-milliseconds, zero-padded to 13 digits, so key order is time order, and a
-LIST of one partition returns the entries to run (or expire) first and
-stops at the first one in the future. {rank-ms} is available_at moved by
-the task's priority (see Priorities). The task type and priority sit in
-the ready key so a worker skips types it cannot run, and computes
-available_at, without a GET; so does the task's key, when it has one, so a
-worker takes turns over keys and holds per-key caps from the listing alone
-(see Task keys). The lease key carries the lease id, so every
-claim and extension writes a key of its own: two claimers of one task never
-share (or delete) each other's entry; and it ends with the holder's worker
-id, so the monitor finds every task a dead worker held from the listing
-alone (see Leases and liveness).
+Every index but dead/ is partitioned by shard: the shard comes right
+after the prefix, or, in the ready index, after the task type, so the
+request load of a busy queue spreads over as many key prefixes as there
+are shards (per type in ready/), each of which S3 can partition on its own
+(docs/scaling.md has the arithmetic): no prefix is written per task by
+more than 1/shards of the traffic. Within a partition the time comes
+first: {rank-ms} and {expires-ms} are Unix milliseconds, zero-padded to 13
+digits, so key order is time order, and a LIST of one partition returns
+the entries to run (or expire) first and stops at the first one in the
+future. {rank-ms} is available_at moved by the task's priority (see
+Priorities).
+
+The ready index is partitioned by type first, then shard: a partition,
+"{type}/{shard}" (ReadyPartition), holds one type's pending tasks in one
+shard, in rank order. A worker lists only the types it claims now: a
+type at its limit or paused is not listed at all, and a deep backlog of
+one type never stands in front of another's, since the LIST of a type
+begins at that type's partitions and a walk that runs into a type it did
+not ask for starts its next LIST past all of it (ListReady; with the type
+after the rank, as in layout 3, a worker serving one type paged through
+every other type's entries ranked before its own, so its wait grew with
+their depth). The cost of an idle queue stays one LIST per poll: a LIST
+over ready/ runs on across partitions in key order, so an idle worker
+still sends one LIST per poll when the index is empty, whatever the
+number of types and shards. The priority sits in the ready key so a
+worker computes available_at without a GET; so does the task's key, when
+it has one, so a worker takes turns over keys and holds per-key caps from
+the listing alone (see Task keys).
+
+The lease key carries the lease id, so every claim and extension writes a
+key of its own: two claimers of one task never share (or delete) each
+other's entry; and it ends with the holder's worker id, so the monitor
+finds every task a dead worker held from the listing alone (see Leases and
+liveness).
 
 dead/ is the one index whose key begins with a time: {inv-ms} is
 9999999999999 minus the failure time (completed_at), so ONE LIST of
@@ -87,15 +104,17 @@ dead/ is the one index whose key begins with a time: {inv-ms} is
 written only when a task fails for good (a small fraction of the traffic;
 docs/scaling.md states the rate at which it would need partitioning).
 
-A ready or lease entry is ONE key segment below its shard: its fields
+A ready or lease entry is ONE key segment below its partition: its fields
 joined by "~" (FieldSep), not a segment each. S3 itself has no directories,
 but MinIO and file-backed gateways (the embedded one of qo dev among them)
 store every "/" of a key as a directory, so an entry of six segments cost
 them four more directories, walked by every LIST; one segment costs none.
 On MinIO a worker's LIST of 1,000 ready entries takes a third of the time
-(BenchmarkIndexKeyShape in worker/bench; docs/performance.md). The ready
-and lease indexes are written and read for every task; dead/ (written once
-per failed task, read a page at a time) keeps its segments.
+(BenchmarkIndexKeyShape in worker/bench, measured with the keys of layout
+3; docs/performance.md). The type segment of a ready key is a directory
+per type and shard, shared by all of their entries, not one per entry.
+The ready and lease indexes are written and read for every task; dead/
+(written once per failed task, read a page at a time) keeps its segments.
 
 {type} matches [A-Za-z0-9_.:-]{1,64}; worker ids [A-Za-z0-9_.:-]{1,128};
 schedule names [A-Za-z0-9_.:-]{1,64}. None of them may hold "~" or "/", so
@@ -108,17 +127,25 @@ id does, is malformed (DecodeTask, DecodeWorker), so no key, log or
 terminal line is built from it; the web UI checks every part it reads
 from the bucket by the same rules (webui/src/queue.js, keyparts cases).
 
-queue.json says which layout the bucket uses: {"format":3,...} is layout 3
+queue.json says which layout the bucket uses: {"format":4,...} is layout 4
 (this one). Older layouts are refused by Open with ErrLayoutOutdated,
-naming `qo migrate`, which converts them in place (Migrate): layout 2
-("format":2) had the same keys with a "/" between the fields of a ready
-or lease entry; layout 1 ("format":1) put the time before the shard and
-had no dead-letter index. Migrate rewrites every ready and lease entry of
-either under its current key, from layout 1 also builds the dead-letter
-index from the failed tasks, and only then writes queue.json with the new
+naming `qo migrate`, which converts them in place (Migrate): layout 3
+("format":3) had the same keys but for the ready entry, which sat under
+its shard alone with the type after the rank,
+"ready/{shard}/{rank-ms}~{type}~{priority}~{id}[~{key}]"; layout 2
+("format":2) had those keys with a "/" between the fields of a ready or
+lease entry; layout 1 ("format":1) put the time before the shard and had
+no dead-letter index. A ready key is told apart by its segments below
+ready/: three in layout 4, two in layout 3, four or five in layouts 1 and
+2. Migrate rewrites every ready entry of layout 1, 2 or 3 and every lease
+entry of layout 1 or 2 under its current key (the new entry is written
+first, the old one deleted after, so a run that stops part-way is
+finished by the next), from layout 1 also builds the dead-letter index
+from the failed tasks, and only then writes queue.json with the new
 format. Task objects, their history and their payloads do not move; a task
 object that does not decode is reported (key and reason) and left as it
-is, and everything else is converted and the switch made.
+is, an index key no layout reads is reported (its key) and left, and
+everything else is converted and the switch made.
 
 qo versions of an older layout refuse a newer format when they start, but
 a process of an older layout started before the switch keeps writing
@@ -145,9 +172,10 @@ running. So:
     lease entry of layout 2 as its own (it holds every field of a current
     one), so a stray running task is taken back when its lease runs out or
     its holder dies, within the bounds of Leases and liveness, and the old
-    entry removed with it. Migrate run on a converted bucket converts the
-    strays of both indexes in one pass of them (1 LIST per 1,000 entries,
-    1 GET per stray entry). None of these reads a finished task.
+    entry removed with it (a lease entry of layout 3 is a current one).
+    Migrate run on a converted bucket converts the strays of both indexes
+    in one pass of them (1 LIST per 1,000 entries, 1 GET per stray entry).
+    None of these reads a finished task.
 
 # Task spec
 
@@ -267,10 +295,10 @@ Readers may add "progress" to a running task they show (qo status --json,
 GET /api/tasks/{id}): it is read from the holder's registry entry and never
 stored in the task object (see Progress).
 
-queue.json is {"format":3,"shard_chars":1|2,"created_at":...}, with
+queue.json is {"format":4,"shard_chars":1|2,"created_at":...}, with
 "tasks_retention_days" (see Retention) and "max_payload_bytes" (see Size
 limits) when set. Worker
-entries are WorkerInfo as JSON ("format":1, "layout":3: the key layout the
+entries are WorkerInfo as JSON ("format":1, "layout":4: the key layout the
 worker speaks, see Key layout; "progress": the running tasks' latest
 progress reports, see Progress). Named leases are
 {"format":1,"name":key,"holder":...,"expires_at":...,"acquired_at":...,
@@ -903,17 +931,24 @@ List never costs in proportion to the bucket's history:
   - ResolveID turns the short id lists show (ShortID: the END of a v7
     id) into the task, for every command, search box and API route. The
     end of a v7 id holds its shard, so only that shard is looked in: its
-    ready, lease and waiting indexes, its tasks created in the last
+    ready partitions (one per type, walked as ListReady walks them),
+    lease and waiting indexes, its tasks created in the last
     DefaultListWindow (one key range), and the newest dead letters, at
     most resolvePages LISTs of 1,000 keys each (5 LISTs in all for a
     small queue, whatever the history). Several matches are an
     ErrAmbiguousID naming them; no match falls back to FindByIDPrefix.
 
 Workers list the ready index with ListReady: one LIST walks the wanted
-shards' partitions in order and skips the rest of a partition at its first
-entry that is not due, so an idle queue costs one LIST per poll whatever
-the shard count (plus one per partition holding more than a page of
-delayed entries).
+partitions (the types it claims now, in the shards it polls) in key order
+and skips the rest of a partition at its first entry that is not due, so
+an idle queue costs one LIST per poll whatever the number of types and
+shards (plus one per partition holding more than a page of delayed
+entries). The LIST's prefix is the one partition wanted, or the one
+type's ("ready/{type}/") when only one type is; a LIST that runs into a
+partition not wanted hops past it (past all of a type not wanted), so
+another type's backlog costs at most one LIST per walk, whatever its
+depth. qo list of one shard's pending tasks walks every type's partition
+of that shard the same way.
 
 # Counting
 
@@ -1359,22 +1394,16 @@ customer it is for. Keys follow the rules of type names ([A-Za-z0-9_.:-],
 1 to 64 characters, not dots only); a bad one is ErrInvalidInput naming the
 rule, and a task object holding one is malformed. The key never changes.
 
-The ready entry of a keyed task carries it as a fifth field,
-"{rank-ms}~{type}~{priority}~{id}~{key}"; an entry without a key keeps the
-four fields of layout 3. This is still layout 3 (queue.json stays
-"format":3, qo migrate has nothing to do): every entry a qo without keys
-wrote reads the same, and a qo without keys beside a current one is safe.
-Its parser refuses five fields, so its workers and listings skip a keyed
-entry (logged at debug) and never claim, delete or convert it: the
-sweeper's test for an older layout's entry needs a "/" in the name, and
-Repair (which would add a four-field entry beside it) only runs when an
-operator asks. So a keyed task is run only by workers that know keys, a
-per-key cap is never broken by one that does not, and no keyed task loses
-its entry. What such a qo does do: qo list and qo status of an older
-version show keyed pending tasks without their key, and an older process
-that rewrites a keyed task (its monitor taking back an expired lease, an
-operator's retry) drops the key, so the task goes on as one without a key.
-Run keyed tasks once every worker knows keys (qo workers shows versions).
+The ready entry of a keyed task carries it as the last field of its
+name, "{rank-ms}~{priority}~{id}~{key}"; an entry without a key has the
+first three. Keys came within layout 3, as a fifth field after the id of
+its ready entry, "{rank-ms}~{type}~{priority}~{id}~{key}", and qo
+migrate (or the sweeper, for a stray one) moves such an entry with its
+key. A qo that does not know keys is of layout 3 or older and refuses
+this bucket; one started before the switch that still runs (see Key
+layout) drops the key of a keyed task it rewrites (its monitor taking
+back an expired lease, an operator's retry), so the task goes on as one
+without a key.
 
 Fairness. Within a type and a priority, a worker takes the ready tasks its
 held view holds (see worker/poll.go, "Polling") round-robin over their
