@@ -56,7 +56,10 @@ type ReadyQuery struct {
 // wanted. So a deep backlog of another type costs at most one LIST per
 // walk, and none when the LIST's prefix excludes it: the Prefix is the one
 // partition wanted, or "ready/{type}/" when every wanted partition is of
-// one type.
+// one type. With Types nil the walk does not know the types: it begins at
+// the first key of ready/, and the first LIST into each type can end among
+// that type's shards not wanted; a caller that knows its types passes
+// them.
 //
 // Entries not yet available are skipped without any GET; keys that do not
 // parse are skipped and logged. An idle queue therefore costs one LIST

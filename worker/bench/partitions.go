@@ -390,7 +390,7 @@ func (p *partitionSim) poll(ctx context.Context) error {
 		if len(w.shards) == 0 || now.Before(w.nextPoll) {
 			continue
 		}
-		entries, next, err := p.q.ListReady(ctx, queue.ReadyQuery{Shards: w.shards, StartAfter: w.cursor, Limit: 100})
+		entries, next, err := p.q.ListReady(ctx, queue.ReadyQuery{Shards: w.shards, Types: []string{"sim"}, StartAfter: w.cursor, Limit: 100})
 		if err != nil {
 			return err
 		}
