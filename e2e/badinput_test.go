@@ -37,7 +37,7 @@ func TestBadInputSweep(t *testing.T) {
 		"tasks/0/00000000-0000-4000-8000-000000000003.json":                      []byte(`{"format":1,"id":"00000000-0000-4000-8000-000000000003","status":"pending","attempt":"two"}`),
 		"tasks/0/00000000-0000-4000-8000-000000000004.json":                      {0xff, 0xfe, 0x00, 0x7b},
 		"tasks/1/not-a-uuid.json":                                                []byte(`{}`),
-		"ready/0/0000000000000~echo~normal~00000000-0000-4000-8000-000000000001": nil, // points at the partial task
+		"ready/echo/0/0000000000000~normal~00000000-0000-4000-8000-000000000001": nil, // points at the partial task
 		"ready/garbage": nil,
 		"leases/0/0000000000001~echo~00000000-0000-4000-8000-000000000003~00000000-0000-4000-8000-0000000000aa~w-gone": nil, // an expired lease of a broken task
 		"workers/broken.json":     []byte(`{"format":1,"worker_id":`),
