@@ -665,10 +665,11 @@ above; liveness from these bounds, with the defaults:
   - order: with a free slot in a worker that serves its type and polls
     its shard, a ready task is not passed for long by newer tasks of its
     priority, whatever the depth of the ready index (a worker keeps a page
-    of every shard it polls and claims oldest first across all of them,
-    listing on past the entries of a type it is at its limit for):
-    a task its worker's held view does not hold yet (ready after its
-    shard's page was listed, ranked before what the page holds) within a
+    of every partition it polls, its types' in its shards, and claims
+    oldest first across all of them; a type at its limit or paused is not
+    listed, and holds nothing back): a task its worker's held view does
+    not hold yet (ready after its partition's page was listed, ranked
+    before what the page holds) within a
     page hold and a poll wait (10s + 6s, plus the walks that list the
     pages due before it, 4 LISTs each); behind another worker's share,
     within 2 x 5/4 page hold and a poll wait (31s) of this worker passing

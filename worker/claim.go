@@ -100,16 +100,16 @@ func (w *Worker) claimHeld(ctx context.Context, free int) (started int) {
 			perType[h.Type]++
 		}
 		w.passed.note(now, passes(h), w.opts.PageHold)
-		if p := v.pages[h.Shard]; p != nil {
+		if p := v.pages[h.Partition()]; p != nil {
 			p.claimed = true
 		}
-		own, key, shard := h.own, h.Key, h.Shard
+		own, key, part := h.own, h.Key, h.Partition()
 		w.log.Debug("claiming", "task_id", h.ID, "rank", h.Rank, "own", own, "late", !own && v.late(h), "help", v.help)
 		w.tried.begin(key)
 		w.startClaim(ctx, h.ReadyEntry, func(o claimOutcome) {
 			w.tried.end(key)
 			if o == claimLost {
-				w.lost.note(own, shard)
+				w.lost.note(own, part)
 			}
 		})
 		started++
@@ -119,31 +119,32 @@ func (w *Worker) claimHeld(ctx context.Context, free int) (started int) {
 }
 
 // lostClaims records that claims from the held view were lost to another
-// claimer since the dispatch loop last looked, and in which shards.
+// claimer since the dispatch loop last looked, and in which partitions
+// of the ready index.
 type lostClaims struct {
 	mu       sync.Mutex
 	any, own bool
-	shards   map[string]bool
+	parts    map[string]bool
 }
 
-func (l *lostClaims) note(own bool, shard string) {
+func (l *lostClaims) note(own bool, part string) {
 	l.mu.Lock()
 	l.any = true
 	l.own = l.own || own
-	if l.shards == nil {
-		l.shards = map[string]bool{}
+	if l.parts == nil {
+		l.parts = map[string]bool{}
 	}
-	l.shards[shard] = true
+	l.parts[part] = true
 	l.mu.Unlock()
 }
 
 // take returns and clears what was recorded.
-func (l *lostClaims) take() (lost, own bool, shards map[string]bool) {
+func (l *lostClaims) take() (lost, own bool, parts map[string]bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	lost, own, shards = l.any, l.own, l.shards
-	l.any, l.own, l.shards = false, false, nil
-	return lost, own, shards
+	lost, own, parts = l.any, l.own, l.parts
+	l.any, l.own, l.parts = false, false, nil
+	return lost, own, parts
 }
 
 // triedKeys are the ready entries this worker claimed from its held view,

@@ -114,7 +114,7 @@ func TestForeignEntryIsNotRun(t *testing.T) {
 		_, err := control.Pause(ctx, bd.q, "other", "maintenance")
 		require.NoError(t, err)
 		task := bd.submit(t, "other", `{}`)
-		forged := fmt.Sprintf("ready/%s/%013d~echo~normal~%s", task.Shard, task.AvailableAt.UnixMilli(), task.ID)
+		forged := fmt.Sprintf("ready/echo/%s/%013d~normal~%s", task.Shard, task.AvailableAt.UnixMilli(), task.ID)
 		_, err = bd.s.Put(ctx, forged, nil, store.Condition{})
 		require.NoError(t, err)
 

@@ -54,12 +54,13 @@
 //
 // # Discovery and cost
 //
-// A worker only ever sees ready-index entries of the types it serves and
-// the shards it polls: the type and shard are part of the ready key, so
-// other entries are skipped without reading their task. When idle it sends
-// one LIST per poll, whatever the shard count, backing off from PollMin to
-// PollMax. Under load it holds what a walk of the index found and claims
-// from it oldest first across every shard, its own share of it (workers
+// A worker only ever lists the ready-index partitions of the types it
+// claims now in the shards it polls: the ready index is keyed by type,
+// then shard, so another type's entries, however many, are never paged
+// through. When idle it sends one LIST per poll, whatever the shard and
+// type count, backing off from PollMin to PollMax. Under load it holds
+// what a walk of the index found and claims from it oldest first across
+// every partition, its own share of it (workers
 // split the ready tasks by task id, see peers.go), for up to PageHold
 // before it walks again. Another worker's task that it passed (started a
 // newer one, or had a free slot for) a page hold ago it claims too: a

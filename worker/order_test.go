@@ -733,15 +733,27 @@ func TestEntryBeforeKeptPageSeenAfterHold(t *testing.T) {
 	}
 }
 
-// A worker at its limit for a type whose page of a shard is cut inside a
-// backlog of that type (deeper than a page in every shard it polls) does
-// not hold back its other types behind that cut: it lists on past the
-// entries it cannot claim now, as it does for keys of types it does not
-// serve, and starts the tasks of its other type ranked after them while
-// the page is still held (the hold is an hour here), in a bounded number
-// of LISTs.
+// A worker at its limit for a type whose pages are cut inside a backlog of
+// that type (deeper than a page in every shard it polls) does not hold
+// back its other types behind those cuts: it no longer lists that type,
+// and starts the tasks of its other type ranked after them while the
+// pages are still held (the hold is an hour here), in as many LISTs as
+// the other type's pages take.
 func TestTypeAtLimitDoesNotHoldOtherTypes(t *testing.T) {
 	t.Parallel()
+	// The LISTs from a at its limit to every b started are bounded by b's
+	// pages alone, at two depths of a (3 and 33 pages of it per shard).
+	for _, depth := range []int{10, 100} {
+		t.Run(fmt.Sprintf("a=%d", depth), func(t *testing.T) {
+			t.Parallel()
+			typeAtLimitLists(t, depth)
+		})
+	}
+}
+
+// typeAtLimitLists runs TestTypeAtLimitDoesNotHoldOtherTypes with depth a
+// tasks in each shard polled.
+func typeAtLimitLists(t *testing.T, depth int) {
 	ctx := context.Background()
 	bd := setup(t, storetest.Backends()[0], setupOpts{fake: true})
 	o := bd.opts(t)
@@ -755,7 +767,7 @@ func TestTypeAtLimitDoesNotHoldOtherTypes(t *testing.T) {
 	w.Handle("b", blockHandler)
 	prepared(t, w)
 
-	// Each shard polled holds ten a (over three pages), then five b
+	// Each shard polled holds depth a (over several pages), then five b
 	// (low priority: ranked a quarter hour after them).
 	var as, bs []*queue.Task
 	for _, tc := range []struct {
@@ -764,7 +776,7 @@ func TestTypeAtLimitDoesNotHoldOtherTypes(t *testing.T) {
 		list *[]*queue.Task
 		mod  func(*queue.SubmitRequest)
 	}{
-		{"a", 10, &as, func(*queue.SubmitRequest) {}},
+		{"a", depth, &as, func(*queue.SubmitRequest) {}},
 		{"b", 5, &bs, func(r *queue.SubmitRequest) { r.Priority = queue.PriorityLow }},
 	} {
 		per := map[string]int{}
@@ -778,7 +790,14 @@ func TestTypeAtLimitDoesNotHoldOtherTypes(t *testing.T) {
 		}
 	}
 
-	require.Equal(t, 1, w.pollSettled(ctx, o.Concurrency).claimed, "one a, then it is at its limit")
+	// Six partitions (two types in three shards), all deeper than a page:
+	// two walks of 4 LISTs list each once, then one a is claimed.
+	claimed := 0
+	for polls := 0; claimed == 0; polls++ {
+		require.Less(t, polls, 2, "claimed once every partition was listed")
+		claimed = w.pollSettled(ctx, o.Concurrency).claimed
+	}
+	require.Equal(t, 1, claimed, "one a, then it is at its limit")
 	require.Equal(t, map[string]int{"a": 1}, runningTypes(w))
 	require.True(t, isRunning(w, as[0].ID), "the oldest a first")
 
@@ -792,20 +811,19 @@ func TestTypeAtLimitDoesNotHoldOtherTypes(t *testing.T) {
 		require.True(t, isRunning(w, task.ID), "task %s", task.ID)
 	}
 	require.Equal(t, 1, runningTypes(w)["a"], "still at its limit for a")
-	// Each key is listed about once: the a backlog is paged past, not
-	// listed again and again.
+	// Only b is listed, each key about once: the a backlog is not listed
+	// again while a is at its limit.
 	d := counts(bd.s).Sub(before)
-	keys := len(as) + len(bs)
-	require.LessOrEqual(t, d.Total(store.OpList), int64(keys/o.ReadyPageSize+len(o.Shards)), "LISTs in %d polls: %s", polls, d)
+	require.LessOrEqual(t, d.Total(store.OpList), int64(len(bs)/o.ReadyPageSize+len(o.Shards)), "LISTs in %d polls: %s", polls, d)
 	t.Logf("%d polls, %s", polls, d)
 }
 
-// A listing made while a type is at its limit (for the worker's other
-// types) replaces the shard's entries of those types only: the entries of
-// the type at its limit stay in the view, so when a slot of it frees the
-// worker claims its oldest entry across every shard, not a newer one in
-// a shard listed in a moment a slot was free (fleet simulation, seed 127:
-// a late entry of another worker's share passed for minutes that way).
+// A walk made while a type is at its limit (for the worker's other types)
+// leaves the entries of the type at its limit in the view, so when a slot
+// of it frees the worker claims its oldest entry across every shard, not
+// a newer one in a partition listed in a moment a slot was free (fleet
+// simulation, seed 127: a late entry of another worker's share passed for
+// minutes that way).
 func TestListingForOtherTypesKeepsEntriesOfTypeAtLimit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -823,13 +841,14 @@ func TestListingForOtherTypesKeepsEntriesOfTypeAtLimit(t *testing.T) {
 		return queue.ReadyEntry{Shard: shard, Type: typ, Rank: at.Add(time.Duration(ms) * time.Millisecond), ID: uuid.Must(uuid.NewV7())}
 	}
 	older, newer := entry("2", "a", 1), entry("5", "a", 2)
-	wanted := []string{"2", "5"}
+	served := []string{"a/2", "a/5", "b/2", "b/5"}
 	both := []string{"a", "b"}
-	w.hold(ctx, []queue.ReadyEntry{older, newer}, map[string]*shardPage{
-		"2": {listed: at, types: both}, "5": {listed: at, types: both},
-	}, wanted, both, 4)
-	// a is at its limit: shard 2 is listed again for b only, and holds no b.
-	w.hold(ctx, nil, map[string]*shardPage{"2": {listed: at, types: []string{"b"}, partial: true}}, wanted, []string{"b"}, 4)
+	w.hold(ctx, []queue.ReadyEntry{older, newer}, map[string]*partPage{
+		"a/2": {listed: at}, "a/5": {listed: at}, "b/2": {listed: at}, "b/5": {listed: at},
+	}, served, served, both, 4)
+	// a is at its limit: b's partition in shard 2 is listed again, and
+	// holds no b.
+	w.hold(ctx, nil, map[string]*partPage{"b/2": {listed: at}}, served, []string{"b/2", "b/5"}, []string{"b"}, 4)
 
 	var held []uuid.UUID
 	for _, h := range w.view.entries {
@@ -837,8 +856,8 @@ func TestListingForOtherTypesKeepsEntriesOfTypeAtLimit(t *testing.T) {
 	}
 	require.Equal(t, []uuid.UUID{older.ID, newer.ID}, held, "the a entries of both shards, oldest first")
 
-	// Listed again for a, shard 2's page says what it holds of a now.
-	w.hold(ctx, nil, map[string]*shardPage{"2": {listed: at, types: both}}, wanted, both, 4)
+	// Listed again, a's partition in shard 2 says what it holds now.
+	w.hold(ctx, nil, map[string]*partPage{"a/2": {listed: at}}, served, served, both, 4)
 	require.Len(t, w.view.entries, 1)
 	require.Equal(t, newer.ID, w.view.entries[0].ID)
 }
@@ -948,7 +967,8 @@ func TestWalkReachesEntriesBehindOthers(t *testing.T) {
 	o := bd.opts(t)
 	o.Shards = []string{"2", "5"}
 	at := bd.fake.Now()
-	wanted := []string{"2", "5"}
+	served := []string{"a/2", "a/5", "b/2", "b/5"}
+	claimB := []string{"b/2", "b/5"}
 	newWorker := func(t *testing.T) *Worker {
 		w := New(bd.q, o)
 		w.Handle("a", blockHandler)
@@ -972,16 +992,16 @@ func TestWalkReachesEntriesBehindOthers(t *testing.T) {
 		t.Parallel()
 		w := newWorker(t)
 		theirs := entry(w, "2", "b", 1, false)
-		w.hold(ctx, []queue.ReadyEntry{theirs}, map[string]*shardPage{
-			"2": {listed: at, types: []string{"b"}, partial: true, cut: theirs.Rank, next: "ready/2/next"},
-			"5": {listed: at, types: []string{"b"}, partial: true},
-		}, wanted, []string{"b"}, 4)
+		w.hold(ctx, []queue.ReadyEntry{theirs}, map[string]*partPage{
+			"b/2": {listed: at, cut: theirs.Rank, next: "ready/b/2/next"},
+			"b/5": {listed: at},
+		}, served, claimB, []string{"b"}, 4)
 		// Not late yet, not claimed from: the worker's own entries of the
-		// shard may lie past the cut.
-		due, onward, urgent := w.view.due(wanted, []string{"b"}, time.Now(), o.PageHold, false)
+		// partition may lie past the cut.
+		due, onward, urgent := w.view.due(claimB, time.Now(), o.PageHold, false)
 		require.True(t, urgent)
-		require.Equal(t, []string{"2"}, due)
-		require.True(t, onward["2"], "listed on past the cut, not from the top again")
+		require.Equal(t, []string{"b/2"}, due)
+		require.True(t, onward["b/2"], "listed on past the cut, not from the top again")
 	})
 
 	t.Run("own entries of a type at its limit do not hide the others' passed", func(t *testing.T) {
@@ -992,38 +1012,40 @@ func TestWalkReachesEntriesBehindOthers(t *testing.T) {
 			es = append(es, entry(w, "2", "a", i, true))     // its own, a at its limit
 			es = append(es, entry(w, "5", "b", 10+i, false)) // its peer's
 		}
-		w.hold(ctx, es, map[string]*shardPage{
-			"2": {listed: at, types: []string{"a", "b"}}, "5": {listed: at, types: []string{"a", "b"}},
-		}, wanted, []string{"b"}, 2)
+		w.hold(ctx, es, map[string]*partPage{
+			"a/2": {listed: at}, "a/5": {listed: at}, "b/2": {listed: at}, "b/5": {listed: at},
+		}, served, claimB, []string{"b"}, 2)
 		require.NotEmpty(t, w.passed.recent, "more of the peer's b entries than free slots, none of its own b: passed")
 	})
 
-	t.Run("a listing stopped in a run of other keys keeps what lies past it", func(t *testing.T) {
+	t.Run("a listing stopped in a run of keys not available yet keeps what lies past it", func(t *testing.T) {
 		t.Parallel()
 		w := newWorker(t)
 		deep := entry(w, "2", "b", 50, true)
-		w.hold(ctx, []queue.ReadyEntry{deep}, map[string]*shardPage{
-			"2": {listed: at, types: []string{"b"}}, "5": {listed: at, types: []string{"b"}},
-		}, wanted, []string{"b"}, 4)
-		// Listed again from the top: a run of a keys, and the listing
-		// stops inside it, before the b entry's rank.
+		w.hold(ctx, []queue.ReadyEntry{deep}, map[string]*partPage{
+			"b/2": {listed: at}, "b/5": {listed: at},
+		}, served, claimB, []string{"b"}, 4)
+		// Listed again from the top: a run of keys not available yet
+		// (high-priority, delayed), and the listing stops inside it,
+		// before the entry's rank.
 		id := uuid.Must(uuid.NewV7())
 		for queue.ShardOf(id, 1) != "2" {
 			id = uuid.Must(uuid.NewV7())
 		}
-		stop := queue.ReadyKey(&queue.Task{ID: id, Type: "a", Shard: "2", Priority: queue.PriorityNormal, AvailableAt: at.Add(20 * time.Millisecond)})
-		w.hold(ctx, nil, map[string]*shardPage{"2": {listed: at, types: []string{"b"}, partial: true, resume: stop}}, wanted, []string{"b"}, 4)
+		stop := queue.ReadyKey(&queue.Task{ID: id, Type: "b", Shard: "2", Priority: queue.PriorityHigh, AvailableAt: at.Add(queue.PriorityStep + 20*time.Millisecond)})
+		w.hold(ctx, nil, map[string]*partPage{"b/2": {listed: at, resume: stop}}, served, claimB, []string{"b"}, 4)
 		require.Len(t, w.view.entries, 1, "the b entry past the stop stays in the view")
 		require.Equal(t, deep.ID, w.view.entries[0].ID)
 	})
 }
 
-// A LIST that runs on into a shard from the one before (the shard before
-// is empty) meets that shard's run of keys the worker cannot claim from
-// its top: the walk goes on from where the shard's page had already
-// paged to, not through the run again (fleet simulation, seed 163: with
-// four LISTs a walk, a shard restarted so never reached its b entries
-// behind 16 pages of a).
+// A LIST that runs on into a partition from the one before (the one
+// before is empty) meets that partition's run of keys the worker cannot
+// claim yet from its top: the walk goes on from where the partition's
+// page had already paged to, not through the run again (fleet
+// simulation, seed 163, when the run was another type's keys: with four
+// LISTs a walk, a shard restarted so never reached its entries behind 16
+// pages of them).
 func TestWalkRunningOnKeepsShardsProgress(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -1036,34 +1058,36 @@ func TestWalkRunningOnKeepsShardsProgress(t *testing.T) {
 	w.Handle("b", blockHandler)
 	prepared(t, w)
 
+	// 50 high-priority tasks available in ten minutes (ranked five
+	// minutes ago), then one of normal priority available now, all in
+	// shard 5.
 	var as []*queue.Task
 	var b *queue.Task
 	for b == nil {
-		typ := "a"
-		if len(as) == 50 {
-			typ = "b"
-		}
-		task := bd.submit(t, typ, `{}`)
-		bd.fake.Advance(time.Millisecond)
-		switch task.Shard {
-		case "5":
-			if typ == "b" {
-				b = task
-			} else {
-				as = append(as, task)
+		delayed := len(as) < 50
+		task := bd.submit(t, "b", `{}`, func(r *queue.SubmitRequest) {
+			if delayed {
+				r.Priority, r.Delay = queue.PriorityHigh, 10*time.Minute
 			}
-		default:
+		})
+		bd.fake.Advance(time.Millisecond)
+		switch {
+		case task.Shard != "5":
 			_, err := bd.q.Cancel(ctx, task.ID, "not in shard 5")
 			require.NoError(t, err)
+		case delayed:
+			as = append(as, task)
+		default:
+			b = task
 		}
 	}
-	// a is at its limit: the view pages shard 5 for b, and got past 40 a.
+	// The view paged shard 5's partition past 40 of the delayed ones.
 	now := time.Now()
-	w.view.pages = map[string]*shardPage{
-		"2": {listed: now, types: []string{"b"}, partial: true},
-		"5": {listed: now, types: []string{"b"}, partial: true, resume: queue.ReadyKey(as[39])},
+	w.view.pages = map[string]*partPage{
+		"b/2": {listed: now},
+		"b/5": {listed: now, resume: queue.ReadyKey(as[39])},
 	}
-	entries, pages, err := w.walk(ctx, o.Shards, []string{"b"}, []string{"2", "5"}, nil)
+	entries, pages, err := w.walk(ctx, o.Shards, []string{"b"}, []string{"b/2", "b/5"}, nil)
 	require.NoError(t, err)
 	require.Len(t, entries, 1, "pages: %+v", pages)
 	require.Equal(t, b.ID, entries[0].ID)
@@ -1090,7 +1114,7 @@ func TestKeyTurnPassesOnlyWhatItLeftBehind(t *testing.T) {
 	}
 	w.view = heldView{
 		entries: []heldEntry{entry(1, "deep", true), entry(2, "deep", true), entry(3, "deep", true), entry(5, "", false), entry(10, "small", true)},
-		pages:   map[string]*shardPage{"2": {listed: time.Now(), types: []string{"a"}}},
+		pages:   map[string]*partPage{"a/2": {listed: time.Now()}},
 	}
 	require.Equal(t, 2, w.claimHeld(ctx, 2))
 	w.claims.Wait()

@@ -9,49 +9,45 @@ import (
 
 // Polling
 //
-// The ready index is keyed "ready/{shard}/{rank ms}~{type}~{priority}~{id}"
+// The ready index is keyed "ready/{type}/{shard}/{rank ms}~{priority}~{id}"
 // (the rank is available_at moved by the priority, see queue/doc.go): one
-// partition per shard, each in rank order. The worker keeps a page of every
-// shard it polls (the held view: the entries its last listing of that
-// shard found, and where that listing stopped) and claims from it as slots
-// free up (each claim in the background, holding its slot until it is won
-// or lost; see startClaim). Claiming is oldest first across every shard:
-// the pages are merged by rank, priority and task id (compareReady),
-// which is the key order within a shard, up to the horizon, the earliest
-// rank at which a page was cut short (its shard may hold more after it);
-// nothing is claimed while a shard was never listed.
+// partition per type and shard, each in rank order. The worker keeps a
+// page of every partition it polls (the held view: the entries its last
+// listing of that partition found, and where that listing stopped) and
+// claims from it as slots free up (each claim in the background, holding
+// its slot until it is won or lost; see startClaim). Claiming is oldest
+// first across every partition: the pages are merged by rank, priority
+// and task id (compareReady), which is the key order within a partition,
+// up to the horizon, the earliest rank at which a page was cut short (its
+// partition may hold more after it); nothing is claimed while a partition
+// was never listed. The partitions polled are those of the types the
+// worker claims now (not at its limit or its share of a fleet-wide cap,
+// not paused) in the shards it polls: a type it cannot claim now is not
+// listed, its pages set no horizon, and the entries of it the view holds
+// stay there, so when a slot of it frees the worker claims its oldest
+// entry across every shard (its pages are listed again once PageHold old).
 //
-// A walk (see walk) lists only the shards that are due (see
+// A walk (see walk) lists only the partitions that are due (see
 // heldView.due), first come first listed, in LISTs of ReadyPageSize
-// (1,000) keys, at most 4 a walk: a shard never listed; one whose page the
-// worker claimed from and that holds nothing more for it while it has a
-// cut (its next entries wait for it); one whose page has a cut and holds
-// entries of a type the worker cannot claim now (at its limit or its
-// share of a fleet-wide cap) and none for the types it claims; one whose
-// page lacks a type the worker claims now; one whose page is older than
-// PageHold (10s); and one that stopped in a run of keys the worker cannot
-// claim (paged on in a walk made for another reason). A page of the
-// second and third kinds is listed on after its cut, for the types the
-// worker claims now, when it holds entries of a type the worker cannot
-// claim now or was listed for fewer types than the worker serves (the
-// keys before the cut would be passed again): so entries of a type at its
-// limit hold the horizon for the worker's other types only until that
-// listing, as keys of a paused type or of one the worker does not serve
-// never do; the entries it kept wait for a slot of their type, and the
-// page is listed from its start again once it is PageHold old or that
-// type is claimed again. Of these pages, the one whose cut is the
-// horizon is listed first: it holds back every claim ranked after it. With
-// nothing left to claim (of the types it claims now: entries of a type at
-// its limit do not count, so free slots page on past that type's backlog
-// for the others' work) and none of
-// these, every shard is due: pages holding only other workers' entries
-// are listed on after their cut, earliest cut first, the others again. A
-// LIST runs on in key order past shards shallower than its page, so an
-// idle worker sends one LIST per poll whatever the shard count, and a
-// worker polls again at once while shards are due. Over a backlog deeper
-// than a page in every shard, the worker lists each shard once to begin
-// with, then one LIST per page it claims, and each shard again once its
-// page is PageHold old.
+// (1,000) keys, at most 4 a walk: a partition never listed; one whose
+// page the worker claimed from, or that holds entries it does not claim
+// (others' not late yet), and that holds nothing more for it while it has
+// a cut (its next entries wait for it: listed on after the cut when it
+// holds such entries, the keys before the cut would be passed again); one
+// whose page is older than PageHold (10s); and one that stopped in a run
+// of keys the worker cannot claim yet (paged on in a walk made for
+// another reason). Of these pages, the one whose cut is the horizon is
+// listed first: it holds back every claim ranked after it. With nothing
+// left to claim and none of these, every partition is due: pages holding
+// only other workers' entries are listed on after their cut, earliest cut
+// first, the others again. A LIST runs on in key order past partitions
+// shallower than its page (and hops past those it was not asked for, a
+// deep backlog of another type at a cost of one LIST at most), so an idle
+// worker sends one LIST per poll whatever the shard count, and a worker
+// polls again at once while partitions are due. Over a backlog deeper
+// than a page in every partition, the worker lists each partition once to
+// begin with, then one LIST per page it claims, and each partition again
+// once its page is PageHold old.
 //
 // Workers reading the same entries split them by task id (see peers.go),
 // so each claims its own share oldest first instead of racing for the same
@@ -64,7 +60,7 @@ import (
 // entries there when they are few (no more than its free slots), newest
 // first; more than that are left to their workers (until late) and the
 // worker backs off. A claim lost to another worker drops the page of its
-// shard, which is listed again before the view is claimed from.
+// partition, which is listed again before the view is claimed from.
 //
 // After a poll that claimed something the worker polls again at once
 // while it has free slots, then every PollMin for WarmFor (so a task that
@@ -74,23 +70,19 @@ import (
 // 4xPollMin, ... up to PollMax (jittered ±20%); a walk that found only
 // other workers' work backs off at once, from 10xPollMin.
 //
-// Order: each worker claims in rank order across all its shards, as of
-// the listing of each shard's page, whatever the depth of the backlog
-// (among the types it claims now: a backlog of a type at its limit holds
-// back its other types only until a walk lists its shard on past it, see
-// above; a listing made for fewer types keeps the view's entries of the
-// others, so a type at its limit is claimed oldest first across every
-// shard as its slots free, not from the shards listed in the moments one
-// was free). A
-// task that became ready after its shard's page was listed, ranked before
-// entries the view holds (a higher-priority one, or one in a shard listed
-// to its end), waits until that page is listed again: at most PageHold
-// after it was listed, plus one poll wait (at most PollMax, jittered) for
-// a worker with a free slot, plus the walks it takes to list the pages
-// due before it, one after another, 4 LISTs each (ceil(S/4) for S shards
-// all due at once). Meanwhile at most the tasks claimed in that time pass
-// it. Across workers a task is overtaken only by tasks other workers
-// started while their share was ahead of its worker's.
+// Order: each worker claims in rank order across all its partitions, as
+// of the listing of each partition's page, whatever the depth of the
+// backlog (among the types it claims now: a backlog of a type at its
+// limit never holds back its other types). A task that became ready after
+// its partition's page was listed, ranked before entries the view holds
+// (a higher-priority one, or one in a partition listed to its end), waits
+// until that page is listed again: at most PageHold after it was listed,
+// plus one poll wait (at most PollMax, jittered) for a worker with a free
+// slot, plus the walks it takes to list the pages due before it, one after
+// another, 4 LISTs each (ceil(P/4) for P partitions all due at once).
+// Meanwhile at most the tasks claimed in that time pass it. Across
+// workers a task is overtaken only by tasks other workers started while
+// their share was ahead of its worker's.
 //
 // The bound behind another worker's share: take a ready task and a worker
 // W that serves its type, polls its shard and has a free slot. Once W has
@@ -104,8 +96,8 @@ import (
 // at most as long before): so at most about 2 x 5/4 PageHold plus a poll
 // wait, whatever the depth of the backlog, however unequal the workers,
 // and whatever holds its own worker up. The held view holds it by then
-// (its shard's page is listed again within PageHold and a poll wait, see
-// above). With the defaults: 31 s, plus the claims' own time and the skew
+// (its partition's page is listed again within PageHold and a poll wait,
+// see above). With the defaults: 31 s, plus the claims' own time and the skew
 // of the clock lateness is timed by; the fleet simulation holds whole
 // fleets to 40 s (worker/sim, OvertakeBound). Only what W passed while it
 // was ready is late: were every entry ranked before the highest rank W
@@ -277,14 +269,15 @@ func (w *Worker) poll(ctx context.Context, free int) pollResult {
 }
 
 // indexStep claims up to free entries from the held view, walking the
-// ready index first when the view is spent or a shard is due (see
+// ready index first when the view is spent or a partition is due (see
 // heldView.due).
 func (w *Worker) indexStep(ctx context.Context, shards, types []string, free int) pollResult {
-	wanted := w.wanted(shards)
+	served, claim := w.partitions(shards, w.types), w.partitions(shards, types)
 	v := &w.view
-	v.keep(wanted)
+	v.keep(served, claim)
+	v.bound(claim)
 	if lost, own, in := w.lost.take(); lost {
-		// Another worker claims from these shards' pages: list them again
+		// Another worker claims from these partitions' pages: list them again
 		// (nothing is claimed until then); if it was the others' work
 		// the worker helped with, back off first. A lost race for its own
 		// or late entries is listed again at once: a pause there would
@@ -293,12 +286,12 @@ func (w *Worker) indexStep(ctx context.Context, shards, types []string, free int
 		if own {
 			w.peers.lostOwn(time.Now())
 		}
-		w.log.Debug("claims lost to another worker; listing their shards again", "shards", len(in), "own", own)
+		w.log.Debug("claims lost to another worker; listing their partitions again", "partitions", len(in), "own", own)
 		for s := range in {
 			delete(v.pages, s)
 		}
-		v.entries = slices.DeleteFunc(v.entries, func(h heldEntry) bool { return in[h.Shard] })
-		v.bound(wanted)
+		v.entries = slices.DeleteFunc(v.entries, func(h heldEntry) bool { return in[h.Partition()] })
+		v.bound(claim)
 		if v.help {
 			return pollResult{others: true}
 		}
@@ -307,7 +300,7 @@ func (w *Worker) indexStep(ctx context.Context, shards, types []string, free int
 	v.passed = w.passed.before(now, w.opts.PageHold)
 	walked, listed := false, 0
 	spent := v.spent(types)
-	if due, onward, urgent := v.due(wanted, types, time.Now(), w.opts.PageHold, spent); spent || urgent {
+	if due, onward, urgent := v.due(claim, time.Now(), w.opts.PageHold, spent); spent || urgent {
 		began := time.Now()
 		entries, pages, err := w.walk(ctx, shards, types, due, onward)
 		if err != nil {
@@ -315,20 +308,20 @@ func (w *Worker) indexStep(ctx context.Context, shards, types []string, free int
 		}
 		walked, listed = true, len(entries)
 		entries = w.malformed.drop(w.tried.drop(entries, began), w.clock.Now())
-		w.hold(ctx, w.dropPaused(ctx, entries), pages, wanted, types, free)
-		w.log.Debug("walked the ready index", "due", len(due), "listed_shards", len(pages), "entries", listed,
+		w.hold(ctx, w.dropPaused(ctx, entries), pages, served, claim, types, free)
+		w.log.Debug("walked the ready index", "due", len(due), "listed_partitions", len(pages), "entries", listed,
 			"held", len(v.entries), "horizon", v.horizon, "blind", v.blind, "help", v.help, "free", free)
 	}
 	claimed := w.claimHeld(ctx, free)
 	switch {
 	case v.spent(types):
 		// Used up: while it gave work and slots are free, walk again at
-		// once; so too while shards are due (each is listed once before
+		// once; so too while partitions are due (each is listed once before
 		// it is due again), but a run of keys the worker cannot claim is
 		// paged on at once only after a walk that found entries (one that
-		// listed only such keys goes on at the next poll, so another
-		// type's backlog is not listed nonstop).
-		due, _, urgent := v.due(wanted, types, time.Now(), w.opts.PageHold, false)
+		// listed only such keys goes on at the next poll, so a run of
+		// entries not available yet is not listed nonstop).
+		due, _, urgent := v.due(claim, time.Now(), w.opts.PageHold, false)
 		r := pollResult{
 			claimed: claimed,
 			more:    (claimed > 0 && claimed < free) || (walked && (urgent || len(due) > 0 && listed > 0)),

@@ -613,21 +613,22 @@ func TestCutWalkKeepsShardOrder(t *testing.T) {
 }
 
 // A shard the worker no longer polls (a shard lease given up) leaves the
-// held view: its page and its entries, so nothing of it is claimed.
+// held view: the pages of its partitions and their entries, so nothing of
+// it is claimed.
 func TestHeldViewKeepsPolledShards(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	e := func(shard string, ms int) heldEntry {
-		return heldEntry{ReadyEntry: queue.ReadyEntry{Shard: shard, Rank: at.Add(time.Duration(ms) * time.Millisecond)}, own: true}
+		return heldEntry{ReadyEntry: queue.ReadyEntry{Shard: shard, Type: "a", Rank: at.Add(time.Duration(ms) * time.Millisecond)}, own: true}
 	}
 	v := heldView{
 		entries: []heldEntry{e("1", 1), e("2", 2), e("1", 3), e("2", 4)},
-		pages:   map[string]*shardPage{"1": {listed: at, cut: at.Add(3 * time.Millisecond)}, "2": {listed: at, cut: at.Add(2 * time.Millisecond)}},
+		pages:   map[string]*partPage{"a/1": {listed: at, cut: at.Add(3 * time.Millisecond)}, "a/2": {listed: at, cut: at.Add(2 * time.Millisecond)}},
 	}
-	v.bound([]string{"1", "2"})
+	v.bound([]string{"a/1", "a/2"})
 	require.Equal(t, at.Add(2*time.Millisecond), v.horizon)
 
-	v.keep([]string{"1"})
+	v.keep([]string{"a/1"}, []string{"a/1"})
 	require.Len(t, v.pages, 1)
 	require.Len(t, v.entries, 2)
 	for _, h := range v.entries {
@@ -637,25 +638,37 @@ func TestHeldViewKeepsPolledShards(t *testing.T) {
 	require.Equal(t, at.Add(3*time.Millisecond), v.horizon)
 }
 
-// A page lacking a type the worker claims again is due since that type
-// was last listed in its shard, not since the page: a shard listed again
-// and again for the worker's other types while one type was at its limit
-// is listed for that type first (the fleet simulation's seed 255: with a
-// cap of 1, a worker saw that type's new entries in a few shards only,
-// and claimed newer ones there for minutes).
-func TestPageDueSinceTypeLastListed(t *testing.T) {
+// The partitions of a type the worker does not claim now (at its limit or
+// its share of a fleet-wide cap, or paused) set no horizon: a deep backlog
+// of that type, cut short by its page, does not hold back the worker's
+// other types (the fleet simulation's seeds 163 and 222 found that wait
+// when the types shared a partition). Its pages and entries stay in the
+// view, and hold the horizon again once the type is claimed again.
+func TestTypeNotClaimedSetsNoHorizon(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	sec := func(n int) time.Time { return at.Add(time.Duration(n) * time.Second) }
-	v := heldView{pages: map[string]*shardPage{
-		// Listed for b just now; a last listed there long ago.
-		"1": {listed: sec(10), types: []string{"b"}, seen: map[string]time.Time{"a": sec(0), "b": sec(10)}},
-		// Listed for b earlier; a listed there more recently.
-		"2": {listed: sec(5), types: []string{"b"}, seen: map[string]time.Time{"a": sec(4), "b": sec(5)}},
-	}}
-	due, _, urgent := v.due([]string{"1", "2"}, []string{"a", "b"}, sec(11), time.Hour, false)
-	require.True(t, urgent)
-	require.Equal(t, []string{"1", "2"}, due, "the shard whose a entries are the oldest news first")
+	v := heldView{
+		entries: []heldEntry{
+			{ReadyEntry: queue.ReadyEntry{Shard: "1", Type: "a", Rank: sec(-60)}, own: true},
+			{ReadyEntry: queue.ReadyEntry{Shard: "1", Type: "b", Rank: sec(-10)}, own: true},
+		},
+		pages: map[string]*partPage{
+			"a/1": {listed: sec(0), cut: sec(-60), next: "ready/a/1/next"},
+			"b/1": {listed: sec(0)},
+		},
+	}
+	served := []string{"a/1", "b/1"}
+	v.keep(served, []string{"b/1"})
+	v.bound([]string{"b/1"})
+	require.True(t, v.horizon.IsZero(), "a at its limit: no horizon")
+	require.True(t, v.claimable(&v.entries[1]), "b's entry, ranked after a's cut, may be claimed")
+	require.Len(t, v.entries, 2, "a's entry stays in the view")
+	require.False(t, v.spent([]string{"b"}))
+
+	v.bound(served)
+	require.Equal(t, sec(-60), v.horizon, "a claimable again: its cut holds the horizon")
+	require.False(t, v.claimable(&v.entries[1]))
 }
 
 // A ready task whose object is malformed is read once, warned about once,
@@ -686,42 +699,38 @@ func TestMalformedTaskReadOnceAWhile(t *testing.T) {
 	require.Equal(t, int64(1), gets(5), "read once more after malformedRetry")
 }
 
-// The page whose cut is the horizon, due for what it holds back (entries
-// of a type at its cap share, before the types the worker claims now), is
+// The page whose cut is the horizon, due for what it holds back (another
+// worker's entries, not late yet, and nothing of this worker's), is
 // listed before pages that are only older than a hold: at 4 LISTs a walk
 // those come due faster than a worker with nothing to claim walks, and
 // behind them the horizon page waited minutes while the worker's free slot
-// stayed idle (the fleet simulation's seed 222: a type capped at one slot
-// of the worker, its backlog ahead of the others' in every shard).
+// stayed idle (the fleet simulation's seed 222).
 func TestHorizonPageListedFirst(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	sec := func(n int) time.Time { return at.Add(time.Duration(n) * time.Second) }
-	seen := func(n int) map[string]time.Time {
-		return map[string]time.Time{"a": sec(n), "b": sec(n), "c": sec(n)}
-	}
-	all := []string{"a", "b", "c"}
 	v := heldView{
-		entries: []heldEntry{{ReadyEntry: queue.ReadyEntry{Shard: "4", Type: "c", Rank: sec(-60)}, own: true}},
-		pages: map[string]*shardPage{
+		entries: []heldEntry{{ReadyEntry: queue.ReadyEntry{Shard: "4", Type: "a", Rank: sec(-60)}}},
+		pages: map[string]*partPage{
 			// Listed to their end, longer than a hold ago.
-			"1": {listed: sec(0), types: all, seen: seen(0)},
-			"2": {listed: sec(1), types: all, seen: seen(1)},
-			"3": {listed: sec(2), types: all, seen: seen(2)},
-			// Cut inside c's backlog, c now at its share.
-			"4": {listed: sec(20), types: all, seen: seen(20), cut: sec(-60), next: "ready/4/next"},
+			"a/1": {listed: sec(0)},
+			"a/2": {listed: sec(1)},
+			"a/3": {listed: sec(2)},
+			// Cut inside another worker's backlog.
+			"a/4": {listed: sec(20), cut: sec(-60), next: "ready/a/4/next"},
 		},
 	}
-	wanted := []string{"1", "2", "3", "4"}
+	wanted := []string{"a/1", "a/2", "a/3", "a/4"}
 	v.bound(wanted)
 	require.Equal(t, sec(-60), v.horizon)
-	due, onward, urgent := v.due(wanted, []string{"a", "b"}, sec(30), 10*time.Second, false)
+	due, onward, urgent := v.due(wanted, sec(30), 10*time.Second, false)
 	require.True(t, urgent)
-	require.Equal(t, []string{"4", "1", "2", "3"}, due, "the horizon's page first, then by when they came due")
-	require.True(t, onward["4"], "listed on past its cut for the types claimed now")
+	require.Equal(t, []string{"a/4", "a/1", "a/2", "a/3"}, due, "the horizon's page first, then by when they came due")
+	require.True(t, onward["a/4"], "listed on past its cut")
 
-	// With c claimable again the page holds the worker's own entry: not
+	// With the entry its own, the page holds work for the worker: not
 	// due, and the others keep their order.
-	due, _, _ = v.due(wanted, all, sec(25), 10*time.Second, false)
-	require.Equal(t, []string{"1", "2", "3"}, due)
+	v.entries[0].own = true
+	due, _, _ = v.due(wanted, sec(25), 10*time.Second, false)
+	require.Equal(t, []string{"a/1", "a/2", "a/3"}, due)
 }

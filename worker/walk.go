@@ -1,5 +1,6 @@
-// The held view of the ready index (a page of every shard the worker
-// polls) and the walks that fill it; the rules are in poll.go's comment.
+// The held view of the ready index (a page of every partition the worker
+// polls: one of its types in one of its shards) and the walks that fill
+// it; the rules are in poll.go's comment.
 
 package worker
 
@@ -8,7 +9,6 @@ import (
 	"context"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/qo-queue/qo/queue"
@@ -21,48 +21,29 @@ type heldEntry struct {
 	done bool // tried (claimed, lost, or failed)
 }
 
-// shardPage is what the held view knows of one shard the worker polls: the
-// entries its last listing found, those not tried yet, are in the view.
-type shardPage struct {
+// partPage is what the held view knows of one partition of the ready
+// index the worker polls (queue.ReadyPartition: one type in one shard):
+// the entries its last listing found, those not tried yet, are in the
+// view.
+type partPage struct {
 	listed time.Time // when the LIST that read it was sent (machine clock)
-	types  []string  // the types it was listed for
-	// cut: the listing stopped inside the shard after entries of the
-	// worker's (a shard deeper than a page), at a key of this rank: the
-	// shard may hold entries ranked after it. Zero: listed to its end (or
-	// see resume).
+	// cut: the listing stopped inside the partition after entries of the
+	// worker's (a partition deeper than a page), at a key of this rank:
+	// the partition may hold entries ranked after it. Zero: listed to its
+	// end (or see resume).
 	cut time.Time
 	// resume: the listing stopped inside a run of keys the worker cannot
-	// claim (other types, or paused); the next listing of the shard goes
-	// on after this key.
+	// claim yet (not available until later); the next listing of the
+	// partition goes on after this key.
 	resume string
 	// next: the key the listing stopped at when it left a cut.
 	next string
-	// partial: listed for fewer types than the worker serves (some at
-	// their limit or paused): it passed keys of theirs.
-	partial bool
 	// claimed: the worker started a claim from it (from the entries the
 	// listing found: an onward page starts unclaimed).
 	claimed bool
 	// onward: it was listed on after the cut of the page before it, whose
 	// entries it adds to (see due).
 	onward bool
-	// seen: when the shard was last listed for each type, through this
-	// page or the ones before it (a listing for fewer types keeps the
-	// others' times): a page lacking a type the worker claims again is
-	// due since that type was last listed there, not since this page.
-	seen map[string]time.Time
-}
-
-// staleSince is the earliest time one of types was last listed in the
-// shard (zero: one never was).
-func (p *shardPage) staleSince(types []string) time.Time {
-	var at time.Time
-	for i, t := range types {
-		if seen := p.seen[t]; i == 0 || seen.Before(at) {
-			at = seen
-		}
-	}
-	return at
 }
 
 // heldView is what the walks of the ready index found, claimed from as
@@ -70,7 +51,7 @@ func (p *shardPage) staleSince(types []string) time.Time {
 // polls, each kept until a walk lists that shard again (see due).
 type heldView struct {
 	entries []heldEntry // in claim order (see compareReady), every shard's
-	pages   map[string]*shardPage
+	pages   map[string]*partPage
 	// horizon: the earliest cut of a page; entries ranked after it wait
 	// until that shard is listed on (zero: no horizon).
 	horizon time.Time
@@ -138,23 +119,27 @@ func (v *heldView) empty() bool {
 	return true
 }
 
-// keep drops the pages, and the entries, of shards no longer in wanted
-// (sorted): a shard lease given up.
-func (v *heldView) keep(wanted []string) {
+// keep drops the pages, and the entries, of partitions no longer in
+// served (sorted: the partitions of every type the worker serves, at its
+// limit or paused or not, in the shards it polls): a shard lease given
+// up. Then it bounds the view by claim (see bound).
+func (v *heldView) keep(served, claim []string) {
 	dropped := false
 	for s := range v.pages {
-		if _, ok := slices.BinarySearch(wanted, s); !ok {
+		if _, ok := slices.BinarySearch(served, s); !ok {
 			delete(v.pages, s)
 			dropped = true
 		}
 	}
 	if dropped {
-		v.entries = slices.DeleteFunc(v.entries, func(h heldEntry) bool { return v.pages[h.Shard] == nil })
-		v.bound(wanted)
+		v.entries = slices.DeleteFunc(v.entries, func(h heldEntry) bool { return v.pages[h.Partition()] == nil })
+		v.bound(claim)
 	}
 }
 
-// bound sets the horizon and blind from the pages of the wanted shards.
+// bound sets the horizon and blind from the pages of the partitions the
+// worker claims from now (claim, sorted): those of a type at its limit
+// or paused do not hold its other types back.
 func (v *heldView) bound(wanted []string) {
 	v.horizon, v.blind = time.Time{}, false
 	for _, s := range wanted {
@@ -167,42 +152,35 @@ func (v *heldView) bound(wanted []string) {
 	}
 }
 
-// due returns the shards of wanted (sorted) a walk lists, in the order it
-// lists them. First those never listed; then, by when they came due, a
-// page listed for fewer types than the worker claims now, and a page with
-// a cut that holds nothing more for it of the types it claims now (none
-// of its own entries, none late) and that it claimed from or that still
-// holds entries it does not claim (others' not late yet, or of a type at
-// its limit: the shard's next entries, its own among them, wait behind
-// them), both due since they were listed (the second listed on after its
-// cut, in onward, when the keys before the cut include some it would pass
-// again: entries it does not claim now, or keys of types the page was not
-// listed for); a page older than hold, due since
-// it turned that old; and a page that stopped in a run of keys the worker
-// cannot claim, due since it was listed. The one of the second kind whose
-// cut is the horizon goes before all of them: it holds back every claim
-// ranked after it, in every shard. With spent (nothing in the view
-// left to claim) and none of these due, every shard is: those with a cut
-// first, earliest cut first (the horizon), then the others, oldest
-// listing first; the worker looks for new work, and another worker may
-// have claimed what held the horizon. Ties go in shard order, so a LIST
-// that runs on from one shard into the next covers the next one due too.
-// urgent reports whether one is due for another reason than a run of keys
-// the worker cannot claim (which waits for a walk made for another
-// reason).
-func (v *heldView) due(wanted, types []string, now time.Time, hold time.Duration, spent bool) (shards []string, onward map[string]bool, urgent bool) {
-	// left: the shard's page holds entries for the worker (its own or
-	// late) of the types it claims now; off: entries of a type it does
-	// not claim now (at its limit or cap share).
-	left, off, held := map[string]bool{}, map[string]bool{}, map[string]bool{}
+// due returns the partitions of wanted (sorted: those the worker claims
+// from now) a walk lists, in the order it lists them. First those never
+// listed; then, by when they came due, a page with a cut that holds
+// nothing more for it (none of its own entries, none late) and that it
+// claimed from or that still holds entries it does not claim (others' not
+// late yet: the partition's next entries, its own among them, wait behind
+// them), due since it was listed (listed on after its cut, in onward,
+// when it still holds such entries); a page older than hold, due since it
+// turned that old; and a page that stopped in a run of keys the worker
+// cannot claim yet, due since it was listed. The one of the second kind
+// whose cut is the horizon goes before all of them: it holds back every
+// claim ranked after it, in every partition. With spent (nothing in the
+// view left to claim) and none of these due, every partition is: those
+// with a cut first, earliest cut first (the horizon), then the others,
+// oldest listing first; the worker looks for new work, and another
+// worker may have claimed what held the horizon. Ties go in key order, so
+// a LIST that runs on from one partition into the next covers the next
+// one due too. urgent reports whether one is due for another reason than
+// a run of keys the worker cannot claim yet (which waits for a walk made
+// for another reason).
+func (v *heldView) due(wanted []string, now time.Time, hold time.Duration, spent bool) (shards []string, onward map[string]bool, urgent bool) {
+	// left: the partition's page holds entries for the worker (its own
+	// or late).
+	left, held := map[string]bool{}, map[string]bool{}
 	for i := range v.entries {
 		if h := &v.entries[i]; !h.done {
-			held[h.Shard] = true
-			switch {
-			case !slices.Contains(types, h.Type):
-				off[h.Shard] = true
-			case h.own || v.late(h):
-				left[h.Shard] = true
+			held[h.Partition()] = true
+			if h.own || v.late(h) {
+				left[h.Partition()] = true
 			}
 		}
 	}
@@ -216,17 +194,10 @@ func (v *heldView) due(wanted, types []string, now time.Time, hold time.Duration
 		switch p := v.pages[s]; {
 		case p == nil:
 			ds, urgent = append(ds, dueAt{s, time.Time{}}), true
-		case !subset(types, p.types):
-			// Due since a type it lacks was last listed there: were it
-			// due since this page, one listed again and again for the
-			// other types while that type was at its limit would never
-			// be the oldest, and that type's new entries there never
-			// seen.
-			ds, urgent = append(ds, dueAt{s, p.staleSince(types)}), true
 		case !p.cut.IsZero() && !left[s] && (p.claimed || held[s]):
 			ds, urgent = append(ds, dueAt{s, p.listed}), true
 			blocking[s] = true
-			if p.next != "" && (held[s] || p.partial) {
+			if p.next != "" && held[s] {
 				// What it holds waits for a slot of its type: list on
 				// past the cut for the types the worker claims now.
 				if onward == nil {
@@ -283,26 +254,20 @@ func (v *heldView) due(wanted, types []string, now time.Time, hold time.Duration
 	return shards, onward, urgent
 }
 
-// subset reports whether every element of a is in b.
-func subset(a, b []string) bool {
-	for _, x := range a {
-		if !slices.Contains(b, x) {
-			return false
-		}
-	}
-	return true
-}
-
-// wanted is the sorted list of the shards the worker polls (shards, or
-// every shard when nil).
-func (w *Worker) wanted(shards []string) []string {
+// partitions is the sorted list of the ready partitions of types in the
+// shards the worker polls (shards, or every shard when nil).
+func (w *Worker) partitions(shards, types []string) []string {
 	if shards == nil {
 		shards = w.q.Shards()
 	}
-	if slices.IsSorted(shards) {
-		return shards
+	out := make([]string, 0, len(shards)*len(types))
+	for _, t := range types {
+		for _, sh := range shards {
+			out = append(out, queue.ReadyPartition(t, sh))
+		}
 	}
-	return slices.Sorted(slices.Values(shards))
+	slices.Sort(out)
+	return out
 }
 
 // compareReady is the order ready entries are claimed in, across shards:
@@ -323,34 +288,36 @@ func compareReady(a, b queue.ReadyEntry) int {
 // maxWalkLists bounds the LISTs of one walk of the ready index.
 const maxWalkLists = 4
 
-// walk lists the shards due (see heldView.due), in that order, up to
+// walk lists the partitions due (see heldView.due), in that order, up to
 // maxWalkLists LISTs of ReadyPageSize keys, and returns what it found and
-// the new page of each shard it listed. A LIST begins at the first key of
-// the next shard due it has not listed (or after the keys a page could not
-// claim, see shardPage.resume) and runs on in key order: every shard it
-// passes is listed to its end, and one it stops inside after entries of the
-// worker's gets a page with a cut, the rank of the last key listed. A LIST
-// that entered that shard after listing others goes on in it, budget
-// permitting, so the page holds up to a LIST of it. One that stops inside
-// a run of keys the worker cannot claim leaves no cut: the next LIST, or
-// the shard's next listing, goes on after them. Were they a horizon, a shard whose first
-// page is all other types would hold back every entry of the worker's
-// ranked after that page for as long as that backlog lasts; passing them,
-// an entry of the worker's behind them is overtaken by at most the
-// entries claimed in the walks it takes to reach it.
-func (w *Worker) walk(ctx context.Context, shards, types, due []string, onward map[string]bool) ([]queue.ReadyEntry, map[string]*shardPage, error) {
-	wanted := w.wanted(shards)
+// the new page of each partition it listed. A LIST begins at the first key
+// of the next partition due it has not listed (or after the keys a page
+// could not claim, see partPage.resume) and runs on in key order over the
+// partitions it was asked for, hopping past the others (queue.ListReady):
+// every partition it passes is listed to its end, and one it stops inside
+// after entries of the worker's gets a page with a cut, the rank of the
+// last key listed. A LIST that entered that partition after listing
+// others goes on in it, budget permitting, so the page holds up to a LIST
+// of it. One that stops inside a run of keys the worker cannot claim yet
+// (not available until later) leaves no cut: the next LIST, or the
+// partition's next listing, goes on after them. Were they a horizon, such
+// a run would hold back every entry of the worker's ranked after it for
+// as long as it lasts; passing them, an entry of the worker's behind them
+// is overtaken by at most the entries claimed in the walks it takes to
+// reach it. Keys of other types are never in the way: each type has
+// partitions of its own, and a type at its limit or paused is not listed.
+func (w *Worker) walk(ctx context.Context, shards, types, due []string, onward map[string]bool) ([]queue.ReadyEntry, map[string]*partPage, error) {
+	wanted := w.partitions(shards, types)
 	var entries []queue.ReadyEntry
-	pages := map[string]*shardPage{}
-	start := "" // the StartAfter of the next LIST ("": the next shard due)
-	partial := len(types) < len(w.types)
+	pages := map[string]*partPage{}
+	start := "" // the StartAfter of the next LIST ("": the next partition due)
 	for range maxWalkLists {
 		if start == "" {
 			i := slices.IndexFunc(due, func(s string) bool { return pages[s] == nil })
 			if i < 0 {
 				break
 			}
-			start = shardStart(types, due[i])
+			start = queue.ReadyPartitionPrefix(due[i])
 			switch p := w.view.pages[due[i]]; {
 			case p == nil:
 			case p.resume != "":
@@ -370,28 +337,28 @@ func (w *Worker) walk(ctx context.Context, shards, types, due []string, onward m
 		// The shards from the one it began in up to the one it ended in
 		// (that one too when it ended at a shard's first key) are listed
 		// to their end.
-		first, end, in := readyShard(start), "", ""
+		first, end, in := queue.ReadyKeyPartition(start), "", ""
 		if next != "" {
-			end = readyShard(next)
-			if next != queue.ReadyPartitionPrefix(queue.ReadyKeyPartition(next)) {
+			end = queue.ReadyKeyPartition(next)
+			if next != queue.ReadyPartitionPrefix(end) {
 				in = end
 			}
 		}
 		for _, s := range wanted {
 			if s >= first && (end == "" || s < end) {
-				pages[s] = &shardPage{listed: began, types: types, partial: partial}
+				pages[s] = &partPage{listed: began}
 			}
 		}
 		start = ""
 		if in == "" {
 			continue
 		}
-		p := &shardPage{listed: began, types: types, partial: partial}
+		p := &partPage{listed: began}
 		pages[in] = p
 		last, perr := queue.ParseReadyKey(next)
-		if perr != nil || !slices.ContainsFunc(es, func(e queue.ReadyEntry) bool { return e.Shard == in }) {
+		if perr != nil || !slices.ContainsFunc(es, func(e queue.ReadyEntry) bool { return e.Partition() == in }) {
 			p.resume = next
-			if old := w.view.pages[in]; in != first && old != nil && old.resume > next && subset(types, old.types) {
+			if old := w.view.pages[in]; in != first && old != nil && old.resume > next {
 				// Run on into this shard from the one before, it met the
 				// keys the shard's page had already paged past: go on
 				// from where that page stopped, not through them again.
@@ -413,59 +380,28 @@ func (w *Worker) walk(ctx context.Context, shards, types, due []string, onward m
 	return entries, pages, nil
 }
 
-// readyShard is the shard of the ready partition a key or partition
-// prefix lies in ("" for "").
-func readyShard(key string) string {
-	_, shard, _ := strings.Cut(queue.ReadyKeyPartition(key), "/")
-	return shard
-}
-
-// shardStart is the StartAfter that begins a shard's first ready
-// partition of the types (key layout 4 puts the type before the shard:
-// "ready/{type}/{shard}/"), "" when the types are not known (nil).
-func shardStart(types []string, shard string) string {
-	if len(types) == 0 {
-		return ""
-	}
-	first := slices.MinFunc(types, func(a, b string) int { return strings.Compare(a+"/", b+"/") })
-	return queue.ReadyPartitionPrefix(queue.ReadyPartition(first, shard))
-}
-
-// hold puts what a walk found in the held view: the pages of the shards it
-// listed replace their earlier ones (and the view's entries of them), the
-// others' stay. The entries are in claim order, each marked as the
+// hold puts what a walk found in the held view: the pages of the
+// partitions it listed replace their earlier ones (and the view's entries
+// of them), the others' stay (those of a type at its limit or paused
+// among them: so a type at its limit is claimed oldest first across every
+// shard as its slots free, not from the partitions listed in the moments
+// one was free). served and claim are as for keep. The entries are in claim order, each marked as the
 // worker's own or another's (see peers.go). A view without an own entry is
 // one to help with; with more entries than free slots, its entries count
 // as passed (see passedRanks): the worker had room for them and left them
 // to their workers.
-func (w *Worker) hold(ctx context.Context, entries []queue.ReadyEntry, pages map[string]*shardPage, wanted, types []string, free int) {
+func (w *Worker) hold(ctx context.Context, entries []queue.ReadyEntry, pages map[string]*partPage, served, claim, types []string, free int) {
 	v := &w.view
 	if v.pages == nil {
-		v.pages = map[string]*shardPage{}
+		v.pages = map[string]*partPage{}
 	}
-	v.keep(wanted)
-	for s, p := range pages {
-		p.seen = map[string]time.Time{}
-		if old := v.pages[s]; old != nil {
-			for t, at := range old.seen {
-				p.seen[t] = at
-			}
-		}
-		for _, t := range p.types {
-			p.seen[t] = p.listed
-		}
-		v.pages[s] = p
-	}
-	// A listing replaces the shard's entries of the types it was made for.
-	// Those of a type it was not made for (at its limit, or paused, when
-	// it was made) stay: the listing says nothing of them, and dropped,
-	// a type at its limit would know only the shards listed in the
-	// moments a slot of it was free, and take newer entries there before
-	// older ones elsewhere (late ones of other workers' shares too).
-	// So too those ranked after the key a listing stopped at inside a run
-	// of keys the worker could not claim (its resume): the listing did not
-	// reach them, and dropped, one the worker knew would wait until a walk
-	// pages on past that run, while newer ones elsewhere start.
+	v.keep(served, claim)
+	maps.Copy(v.pages, pages)
+	// A listing replaces its partition's entries, but for those ranked
+	// after the key it stopped at inside a run of keys the worker could
+	// not claim yet (its resume): the listing did not reach them, and
+	// dropped, one the worker knew would wait until a walk pages on past
+	// that run, while newer ones elsewhere start.
 	stops := map[string]queue.ReadyEntry{}
 	for s, p := range pages {
 		if p.resume != "" {
@@ -475,11 +411,11 @@ func (w *Worker) hold(ctx context.Context, entries []queue.ReadyEntry, pages map
 		}
 	}
 	v.entries = slices.DeleteFunc(v.entries, func(h heldEntry) bool {
-		p, relisted := pages[h.Shard]
-		if stop, ok := stops[h.Shard]; ok && compareReady(h.ReadyEntry, stop) > 0 {
+		p, relisted := pages[h.Partition()]
+		if stop, ok := stops[h.Partition()]; ok && compareReady(h.ReadyEntry, stop) > 0 {
 			relisted = false
 		}
-		return h.done || relisted && !p.onward && slices.Contains(p.types, h.Type) || v.pages[h.Shard] == nil
+		return h.done || relisted && !p.onward || v.pages[h.Partition()] == nil
 	})
 	if w.leaser == nil && len(v.entries)+len(entries) > free && w.peers.due(time.Now()) {
 		w.refreshPeers(ctx)
@@ -507,7 +443,7 @@ func (w *Worker) hold(ctx context.Context, entries []queue.ReadyEntry, pages map
 		merged = append(merged, heldEntry{ReadyEntry: e, own: own(e)})
 	}
 	v.entries = append(merged, v.entries[i:]...)
-	v.bound(wanted)
+	v.bound(claim)
 	w.helpOrPass(types, free)
 }
 
