@@ -113,21 +113,38 @@ func (w *Worker) recoverLeftover(ctx context.Context, lo *leftover) {
 		case <-tick.C:
 		}
 	}
-	taken := 0
-	for _, e := range lo.entries {
-		if ctx.Err() != nil {
-			return
+	// A take-back that fails (a refused or lost request) is tried again at
+	// every tick until it lands or finds the task ended or taken back (by
+	// this loop's own lost attempt, the monitor, or the lease's expiry):
+	// given up, the task would stay running under the id, which the
+	// monitor sees heartbeat, until its lease expired, a whole timeout on.
+	taken, pending, warned := 0, lo.entries, map[string]bool{}
+	for len(pending) > 0 {
+		var failed []queue.LeaseEntry
+		for _, e := range pending {
+			if ctx.Err() != nil {
+				return
+			}
+			_, err := w.q.Recovery().ReclaimLease(ctx, e, lo.lastBeat, lo.deadAfter)
+			switch {
+			case err == nil:
+				taken++
+			case errors.Is(err, queue.ErrConflict) || errors.Is(err, queue.ErrNotFound):
+				// Ended, or taken back meanwhile.
+			default:
+				failed = append(failed, e)
+				if !warned[e.Key] {
+					warned[e.Key] = true
+					w.log.Warn("could not take back a task of an earlier process of this worker id (will try again)", "task", e.ID, "err", err)
+				}
+			}
 		}
-		_, err := w.q.Recovery().ReclaimLease(ctx, e, lo.lastBeat, lo.deadAfter)
-		switch {
-		case err == nil:
-			taken++
-		case errors.Is(err, queue.ErrConflict) || errors.Is(err, queue.ErrNotFound):
-			// Ended, or taken back by the monitor or its lease expiry.
-		default:
-			// The task's lease still expires: ExpireLease takes it
-			// back then.
-			w.log.Warn("could not take back a task of an earlier process of this worker id", "task", e.ID, "err", err)
+		if pending = failed; len(pending) > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
 		}
 	}
 	w.log.Info("took back the tasks of an earlier process of this worker id", "taken", taken, "entries", len(lo.entries))

@@ -18,10 +18,12 @@ import (
 	"github.com/qo-queue/qo/store/memstore"
 )
 
-// failLeaseLists fails the first n LISTs of the lease index.
+// failLeaseLists fails the first n LISTs of the lease index, and, once
+// gets is armed, the first gets GETs of task objects.
 type failLeaseLists struct {
 	store.Store
-	n atomic.Int32
+	n    atomic.Int32
+	gets atomic.Int32
 }
 
 func (s *failLeaseLists) List(ctx context.Context, p store.ListParams) (store.ListPage, error) {
@@ -29,6 +31,13 @@ func (s *failLeaseLists) List(ctx context.Context, p store.ListParams) (store.Li
 		return store.ListPage{}, errors.New("injected list failure")
 	}
 	return s.Store.List(ctx, p)
+}
+
+func (s *failLeaseLists) Get(ctx context.Context, key string) (*store.Object, error) {
+	if strings.HasPrefix(key, queue.TasksPrefix) && s.gets.Add(-1) >= 0 {
+		return nil, errors.New("injected get failure")
+	}
+	return s.Store.Get(ctx, key)
 }
 
 // A worker killed while it runs a task and restarted under the same id
@@ -40,21 +49,24 @@ func (s *failLeaseLists) List(ctx context.Context, p store.ListParams) (store.Li
 // its first look at the lease index fails, and when the earlier process
 // deregistered with a task it could not release (its store failing as it
 // shut down): then from the restart, when it last heartbeated being
-// unknown.
+// unknown; and when its first take-backs fail (the fleet simulation's
+// seed 324: one failed GET, and the task stayed running under the id
+// until its lease expired).
 func TestRestartUnderSameIDTakesBackEarlierTasks(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		failures     int32
 		deregistered bool
-	}{{0, false}, {2, false}, {0, true}} {
-		t.Run(fmt.Sprintf("failed lease lists %d, deregistered %v", c.failures, c.deregistered), func(t *testing.T) {
+		failedGets   int32
+	}{{0, false, 0}, {2, false, 0}, {0, true, 0}, {0, false, 2}} {
+		t.Run(fmt.Sprintf("failed lease lists %d, deregistered %v, failed take-backs %d", c.failures, c.deregistered, c.failedGets), func(t *testing.T) {
 			t.Parallel()
-			testRestartUnderSameID(t, c.failures, c.deregistered)
+			testRestartUnderSameID(t, c.failures, c.deregistered, c.failedGets)
 		})
 	}
 }
 
-func testRestartUnderSameID(t *testing.T, failures int32, deregistered bool) {
+func testRestartUnderSameID(t *testing.T, failures int32, deregistered bool, failedGets int32) {
 	ctx := context.Background()
 	fake := newFakeClock()
 	s := memstore.New(memstore.WithClock(fake)) // registry ages by the same clock
@@ -110,6 +122,7 @@ func testRestartUnderSameID(t *testing.T, failures int32, deregistered bool) {
 	// In steps its heartbeats keep up with: a jump past DeadAfter would
 	// make the new process itself look dead to the monitor, which would
 	// then take the task back whatever the restart did.
+	fs.gets.Store(failedGets) // the take-backs' GETs fail first
 	for fake.Now().Before(bound) {
 		fake.AdvanceTo(minTime(bound, fake.Now().Add(5*time.Second)))
 		now := fake.Now()
