@@ -279,17 +279,7 @@ func (q *Queue) listIndex(ctx context.Context, qry ListQuery, cur listCursor) (T
 		if after == "" {
 			after = p.first()
 		}
-		hop = func(key string) (string, bool) {
-			typ, shard, ok := p.split(key)
-			if !ok || p.wanted(typ, shard) {
-				return key, false
-			}
-			next := p.after(typ, shard)
-			if next == "" {
-				return "", true
-			}
-			return max(next, key), false
-		}
+		hop = p.skip
 	}
 	scanned := 0
 	for {

@@ -417,17 +417,7 @@ func TestSweepConvertsOlderLayoutReadyEntries(t *testing.T) {
 		require.Zero(t, res.Converted, "entries younger than the idle bound are left (a write may be in flight)")
 
 		b.clock.Advance(2 * time.Minute)
-		var total queue.SweepResult
-		cursor := ""
-		for {
-			res, next, err := b.q.Recovery().Sweep(b.ctx, cursor, 1, time.Minute)
-			require.NoError(t, err)
-			total.Add(res)
-			if next == "" {
-				break
-			}
-			cursor = next
-		}
+		total := sweepAll(t, b)
 		require.Equal(t, 1, total.Converted)
 		require.Equal(t, 1, total.StaleRemoved)
 		require.Equal(t, []string{queue.ReadyKey(s.pending)}, b.keys(t, queue.ReadyPrefix))
@@ -641,17 +631,7 @@ func TestStrayLayout3ReadyEntriesAreConverted(t *testing.T) {
 
 			switch by {
 			case "sweep":
-				var total queue.SweepResult
-				cursor := ""
-				for {
-					res, next, err := b.q.Recovery().Sweep(b.ctx, cursor, 1, time.Minute)
-					require.NoError(t, err)
-					total.Add(res)
-					if next == "" {
-						break
-					}
-					cursor = next
-				}
+				total := sweepAll(t, b)
 				require.Equal(t, 2, total.Converted, by)
 				require.Equal(t, 1, total.StaleRemoved, by)
 			case "migrate":
@@ -669,4 +649,21 @@ func TestStrayLayout3ReadyEntriesAreConverted(t *testing.T) {
 			b.claim(t, pending, "new-worker")
 		}
 	})
+}
+
+// sweepAll runs sweep rounds of one page each (idle bound a minute) from
+// the start of the indexes to their end, and adds up what they did.
+func sweepAll(t *testing.T, b *bundle) queue.SweepResult {
+	t.Helper()
+	var total queue.SweepResult
+	cursor := ""
+	for {
+		res, next, err := b.q.Recovery().Sweep(b.ctx, cursor, 1, time.Minute)
+		require.NoError(t, err)
+		total.Add(res)
+		if next == "" {
+			return total
+		}
+		cursor = next
+	}
 }

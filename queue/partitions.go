@@ -152,6 +152,22 @@ func (p partitions) after(typ, shard string) string {
 	return ""
 }
 
+// skip returns where a walk at key goes on: key itself when it lies in a
+// wanted partition (or in none), else the prefix of the next wanted
+// partition after it (never before key); end is true when no wanted
+// partition follows.
+func (p partitions) skip(key string) (next string, end bool) {
+	typ, shard, ok := p.split(key)
+	if !ok || p.wanted(typ, shard) {
+		return key, false
+	}
+	next = p.after(typ, shard)
+	if next == "" {
+		return "", true
+	}
+	return max(next, key), false
+}
+
 // walkPartitions reads ONE LIST page of an index partitioned by shard, or
 // by type and shard (see partitions), for the wanted partitions, starting
 // after start ("" begins at the first wanted partition, and a start inside
@@ -175,14 +191,11 @@ func (q *Queue) walkPartitions(ctx context.Context, p partitions, start string, 
 	if start == "" {
 		start = p.first()
 	}
-	if typ, shard, ok := p.split(start); ok && !p.wanted(typ, shard) {
-		// A start inside a partition not wanted (a cursor of another
-		// walk) begins at the next wanted one instead.
-		next := p.after(typ, shard)
-		if next == "" {
-			return "", nil
-		}
-		start = max(start, next)
+	// A start inside a partition not wanted (a cursor of another walk)
+	// begins at the next wanted one instead.
+	start, end := p.skip(start)
+	if end {
+		return "", nil
 	}
 	page, err := q.s.List(ctx, store.ListParams{Prefix: p.listPrefix(), StartAfter: start, Limit: limit})
 	if err != nil {
