@@ -1087,7 +1087,7 @@ func TestWalkRunningOnKeepsShardsProgress(t *testing.T) {
 		"b/2": {listed: now},
 		"b/5": {listed: now, resume: queue.ReadyKey(as[39])},
 	}
-	entries, pages, err := w.walk(ctx, o.Shards, []string{"b"}, []string{"b/2", "b/5"}, nil)
+	entries, pages, err := w.walk(ctx, o.Shards, []string{"b"}, w.partitions(o.Shards, []string{"b"}), []string{"b/2", "b/5"}, nil)
 	require.NoError(t, err)
 	require.Len(t, entries, 1, "pages: %+v", pages)
 	require.Equal(t, b.ID, entries[0].ID)

@@ -302,7 +302,7 @@ func (w *Worker) indexStep(ctx context.Context, shards, types []string, free int
 	spent := v.spent(types)
 	if due, onward, urgent := v.due(claim, time.Now(), w.opts.PageHold, spent); spent || urgent {
 		began := time.Now()
-		entries, pages, err := w.walk(ctx, shards, types, due, onward)
+		entries, pages, err := w.walk(ctx, shards, types, claim, due, onward)
 		if err != nil {
 			return pollResult{err: err}
 		}

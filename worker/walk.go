@@ -47,15 +47,16 @@ type partPage struct {
 }
 
 // heldView is what the walks of the ready index found, claimed from as
-// slots free up (dispatch loop only): a page of every shard the worker
-// polls, each kept until a walk lists that shard again (see due).
+// slots free up (dispatch loop only): a page of every partition the
+// worker polls, each kept until a walk lists that partition again (see
+// due).
 type heldView struct {
-	entries []heldEntry // in claim order (see compareReady), every shard's
+	entries []heldEntry // in claim order (see compareReady), every partition's
 	pages   map[string]*partPage
 	// horizon: the earliest cut of a page; entries ranked after it wait
-	// until that shard is listed on (zero: no horizon).
+	// until that partition is listed on (zero: no horizon).
 	horizon time.Time
-	// blind: a shard the worker polls was never listed (its first entries
+	// blind: a partition the worker claims from was never listed (its first entries
 	// are unknown), so nothing is claimed before a walk lists it.
 	blind bool
 	// help: the view holds nothing of the worker's own, so it helps with
@@ -105,7 +106,7 @@ func (v *heldView) spent(types []string) bool {
 	return true
 }
 
-// empty reports whether the view knows every shard to its end and holds
+// empty reports whether the view knows every partition to its end and holds
 // nothing.
 func (v *heldView) empty() bool {
 	if v.blind || len(v.entries) > 0 {
@@ -172,7 +173,7 @@ func (v *heldView) bound(wanted []string) {
 // one due too. urgent reports whether one is due for another reason than
 // a run of keys the worker cannot claim yet (which waits for a walk made
 // for another reason).
-func (v *heldView) due(wanted []string, now time.Time, hold time.Duration, spent bool) (shards []string, onward map[string]bool, urgent bool) {
+func (v *heldView) due(wanted []string, now time.Time, hold time.Duration, spent bool) (parts []string, onward map[string]bool, urgent bool) {
 	// left: the partition's page holds entries for the worker (its own
 	// or late).
 	left, held := map[string]bool{}, map[string]bool{}
@@ -185,8 +186,8 @@ func (v *heldView) due(wanted []string, now time.Time, hold time.Duration, spent
 		}
 	}
 	type dueAt struct {
-		shard string
-		at    time.Time
+		part string
+		at   time.Time
 	}
 	var ds []dueAt
 	blocking := map[string]bool{} // due for what its cut holds back
@@ -223,7 +224,7 @@ func (v *heldView) due(wanted []string, now time.Time, hold time.Duration, spent
 		}
 		cut := func(s string) time.Time { return v.pages[s].cut }
 		slices.SortStableFunc(ds, func(a, b dueAt) int {
-			switch ca, cb := cut(a.shard), cut(b.shard); {
+			switch ca, cb := cut(a.part), cut(b.part); {
 			case ca.IsZero() != cb.IsZero():
 				if ca.IsZero() {
 					return 1
@@ -238,20 +239,20 @@ func (v *heldView) due(wanted []string, now time.Time, hold time.Duration, spent
 		slices.SortStableFunc(ds, func(a, b dueAt) int { return a.at.Compare(b.at) })
 		// The page that holds the horizon, when it is due for what it
 		// holds back, is listed first: until it is, nothing ranked after
-		// its cut is claimed in any shard, while pages only older than a
-		// hold (every shard of a fleet-wide backlog, at 4 LISTs a walk)
+		// its cut is claimed in any partition, while pages only older than
+		// a hold (every partition of a deep backlog, at 4 LISTs a walk)
 		// would keep it waiting behind them, the worker's slots idle.
-		if i := slices.IndexFunc(ds, func(d dueAt) bool { return blocking[d.shard] && v.pages[d.shard].cut.Equal(v.horizon) }); i > 0 {
+		if i := slices.IndexFunc(ds, func(d dueAt) bool { return blocking[d.part] && v.pages[d.part].cut.Equal(v.horizon) }); i > 0 {
 			d := ds[i]
 			copy(ds[1:i+1], ds[:i])
 			ds[0] = d
 		}
 	}
-	shards = make([]string, len(ds))
+	parts = make([]string, len(ds))
 	for i, d := range ds {
-		shards[i] = d.shard
+		parts[i] = d.part
 	}
-	return shards, onward, urgent
+	return parts, onward, urgent
 }
 
 // partitions is the sorted list of the ready partitions of types in the
@@ -270,10 +271,10 @@ func (w *Worker) partitions(shards, types []string) []string {
 	return out
 }
 
-// compareReady is the order ready entries are claimed in, across shards:
+// compareReady is the order ready entries are claimed in, across partitions:
 // by rank (the time the key sorts under: available_at moved by the
 // priority), then priority, then task id (time-ordered). It is the key
-// order within a shard, so sorting the pages of several shards by it
+// order within a partition, so sorting the pages of several partitions by it
 // merges them.
 func compareReady(a, b queue.ReadyEntry) int {
 	if c := a.Rank.Compare(b.Rank); c != 0 {
@@ -288,7 +289,8 @@ func compareReady(a, b queue.ReadyEntry) int {
 // maxWalkLists bounds the LISTs of one walk of the ready index.
 const maxWalkLists = 4
 
-// walk lists the partitions due (see heldView.due), in that order, up to
+// walk lists the partitions due (see heldView.due; of wanted, the
+// partitions of types in shards, see partitions), in that order, up to
 // maxWalkLists LISTs of ReadyPageSize keys, and returns what it found and
 // the new page of each partition it listed. A LIST begins at the first key
 // of the next partition due it has not listed (or after the keys a page
@@ -306,8 +308,7 @@ const maxWalkLists = 4
 // is overtaken by at most the entries claimed in the walks it takes to
 // reach it. Keys of other types are never in the way: each type has
 // partitions of its own, and a type at its limit or paused is not listed.
-func (w *Worker) walk(ctx context.Context, shards, types, due []string, onward map[string]bool) ([]queue.ReadyEntry, map[string]*partPage, error) {
-	wanted := w.partitions(shards, types)
+func (w *Worker) walk(ctx context.Context, shards, types, wanted, due []string, onward map[string]bool) ([]queue.ReadyEntry, map[string]*partPage, error) {
 	var entries []queue.ReadyEntry
 	pages := map[string]*partPage{}
 	start := "" // the StartAfter of the next LIST ("": the next partition due)
@@ -334,8 +335,8 @@ func (w *Worker) walk(ctx context.Context, shards, types, due []string, onward m
 			return nil, nil, err
 		}
 		entries = append(entries, es...)
-		// The shards from the one it began in up to the one it ended in
-		// (that one too when it ended at a shard's first key) are listed
+		// The partitions from the one it began in up to the one it ended in
+		// (that one too when it ended at a partition's first key) are listed
 		// to their end.
 		first, end, in := queue.ReadyKeyPartition(start), "", ""
 		if next != "" {
@@ -359,8 +360,8 @@ func (w *Worker) walk(ctx context.Context, shards, types, due []string, onward m
 		if perr != nil || !slices.ContainsFunc(es, func(e queue.ReadyEntry) bool { return e.Partition() == in }) {
 			p.resume = next
 			if old := w.view.pages[in]; in != first && old != nil && old.resume > next {
-				// Run on into this shard from the one before, it met the
-				// keys the shard's page had already paged past: go on
+				// Run on into this partition from the one before, it met the
+				// keys the partition's page had already paged past: go on
 				// from where that page stopped, not through them again.
 				p.resume = old.resume
 			}
