@@ -1281,7 +1281,11 @@ shares that ride on the heartbeats.
     read: the one in the bucket, or one being written.
   - Target: N split evenly over the live workers serving the type (by the
     registry, a worker is live until its heartbeat is DeadAfter +
-    MaxClockSkew old), sorted by id, the remainder to the first ids; a
+    MaxClockSkew old), the remainder to the first: those serving fewest
+    types (by their registry entries), then with most slots, then by id,
+    so that where the cap has fewer units than workers its units go first
+    to the workers likeliest to use them (one dedicated to the type, over
+    one whose slots older tasks of other types may keep full); a
     worker that runs fewer of the type (its concurrency, or its own
     --limit of it, both in its registry entry) gets that many, and what it
     leaves is split over the others the same way, so the fleet runs up to

@@ -1,10 +1,13 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"maps"
+	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -25,8 +28,9 @@ import (
 //   - Every heartbeat of a worker serving a capped type lists the registry
 //     (one LIST; one GET per worker id it has not seen, for the types it
 //     serves) and computes its target: N split evenly over the live
-//     workers serving the type, sorted by id, the remainder to the first,
-//     none above what it runs of the type (see capShare).
+//     workers serving the type, the remainder to the first (those serving
+//     fewest types, then with most slots, then by id: see capOrder), none
+//     above what it runs of the type (see capShare).
 //   - It publishes max(target, running) and claims up to its target: a
 //     smaller target lowers the usable share before the write, even below
 //     what it runs (never more usable, nor running, than any value others
@@ -91,8 +95,42 @@ func (b runBound) most(typ string) (int, bool) {
 	}
 }
 
+// capCandidate is a live worker serving a capped type, as the split of the
+// cap orders it (see capOrder).
+type capCandidate struct {
+	id    string
+	types []string // the types it serves; nil: unknown, taken as every type
+	slots int      // its concurrency; 0: unknown
+}
+
+// capOrder returns the ids of the workers a cap is split over, in the
+// order capShare gives out units: workers serving fewer types first, then
+// those with more slots, then by id. Where a cap has fewer units than
+// workers, or a remainder, the units go first to the workers likeliest to
+// use them: a worker dedicated to the type uses its unit whenever a task
+// of it waits, where one serving several types may have every slot taken
+// by older tasks of the others while its own share of the capped type
+// waits (and a worker with no unit cannot take that share as late).
+// Every worker orders the same registry the same way.
+func capOrder(cs []capCandidate) []string {
+	served := func(c capCandidate) int {
+		if c.types == nil {
+			return math.MaxInt
+		}
+		return len(c.types)
+	}
+	slices.SortFunc(cs, func(a, b capCandidate) int {
+		return cmp.Or(cmp.Compare(served(a), served(b)), cmp.Compare(b.slots, a.slots), strings.Compare(a.id, b.id))
+	})
+	ids := make([]string, len(cs))
+	for i, c := range cs {
+		ids[i] = c.id
+	}
+	return ids
+}
+
 // capShare is a worker's target share of a cap of n over the live workers
-// ids serving the type (sorted, me among them): n split evenly, the
+// ids serving the type (in capOrder, me among them): n split evenly, the
 // remainder to the first ids; a worker that runs at most most[id] of the
 // type (see runBound; absent: no bound) gets no more than that, and what
 // it leaves is split over the others the same way, so the fleet runs up to
@@ -280,7 +318,7 @@ func (w *Worker) capTargets(ctx context.Context, limits map[string]int) (map[str
 		return nil, err
 	}
 	now := w.clock.Now()
-	serving := map[string][]string{}
+	serving := map[string][]capCandidate{}
 	most := map[string]map[string]int{} // by cap, of the workers with a bound
 	bound := func(t, id string, b runBound) {
 		if t != limitType(t) {
@@ -313,15 +351,14 @@ func (w *Worker) capTargets(ctx context.Context, limits map[string]int) (map[str
 		}
 		for t := range limits {
 			if p.serves(limitType(t)) {
-				serving[t] = append(serving[t], id)
+				serving[t] = append(serving[t], capCandidate{id: id, types: p.types, slots: p.bound.concurrency})
 				bound(t, id, p.bound)
 			}
 		}
 	}
 	out := make(map[string]int, len(limits))
 	for t, n := range limits {
-		ids := append(serving[t], w.opts.ID)
-		slices.Sort(ids)
+		ids := capOrder(append(serving[t], capCandidate{id: w.opts.ID, types: w.types, slots: w.opts.Concurrency}))
 		out[t] = capShare(n, ids, w.opts.ID, most[t])
 	}
 	return out, nil

@@ -20,7 +20,7 @@ import (
 )
 
 // The share rule: a cap split evenly over the live workers serving the
-// type, by sorted id, the remainder to the first; as workers join, leave
+// type, in their order (see TestCapOrder), the remainder to the first; as workers join, leave
 // or are found dead, the shares of one live set always sum to the cap.
 func TestCapShare(t *testing.T) {
 	t.Parallel()
@@ -56,6 +56,47 @@ func TestCapShare(t *testing.T) {
 			}
 			if _, ok := c.want[c.ids[0]]; ok && len(c.want) == len(c.ids) && c.name != "all bounded below the cap" {
 				require.Equal(t, c.n, sum, "the shares of one live set sum to the cap")
+			}
+		})
+	}
+}
+
+// The order a cap's units are given out in: workers serving fewer types
+// first, then those with more slots, then by id; a worker whose types are
+// unknown comes last. With fewer units than workers, the units go to the
+// workers likeliest to use them: a fleet where a dedicated worker of one
+// slot and one of eight never ran a task of their type, its two units held
+// by workers whose slots older tasks of other types kept full (simulation
+// seed 667), now gives them the units.
+func TestCapOrder(t *testing.T) {
+	t.Parallel()
+	abc := []string{"a", "b", "c"}
+	cases := []struct {
+		name  string
+		n     int
+		cs    []capCandidate
+		order []string
+		want  map[string]int // shares of b
+	}{
+		{"by id when alike", 5, []capCandidate{{"y", abc, 4}, {"x", abc, 4}}, []string{"x", "y"}, map[string]int{"x": 3, "y": 2}},
+		{"dedicated first", 2, []capCandidate{{"w0", abc, 2}, {"w1", abc, 4}, {"w2", abc, 4}, {"w4", []string{"b"}, 1}},
+			[]string{"w4", "w1", "w2", "w0"}, map[string]int{"w4": 1, "w1": 1, "w2": 0, "w0": 0}},
+		{"more slots first", 1, []capCandidate{{"a", abc, 2}, {"b", abc, 8}}, []string{"b", "a"}, map[string]int{"a": 0, "b": 1}},
+		{"unknown types last", 1, []capCandidate{{"a", nil, 16}, {"b", abc, 1}}, []string{"b", "a"}, map[string]int{"a": 0, "b": 1}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			ids := capOrder(c.cs)
+			require.Equal(t, c.order, ids)
+			most := map[string]int{}
+			for _, cd := range c.cs {
+				if cd.slots > 0 {
+					most[cd.id] = cd.slots
+				}
+			}
+			for id, want := range c.want {
+				require.Equal(t, want, capShare(c.n, ids, id, most), "share of %s", id)
 			}
 		})
 	}
@@ -200,8 +241,10 @@ func TestCapTargetsFollowTheLiveSet(t *testing.T) {
 	q, err := queue.Open(ctx, s, queue.Options{Logger: testLogger(t), Clock: clock})
 	require.NoError(t, err)
 	w := New(q, Options{ID: "b", Concurrency: 8, Clock: clock, NoMonitor: true, Logger: testLogger(t)})
+	w.Handle("t", func(context.Context, *queue.Task) (json.RawMessage, error) { return nil, nil })
+	require.NoError(t, w.Validate())
 	beat := func(id string, types ...string) {
-		require.NoError(t, registry.Put(ctx, q, &queue.WorkerInfo{ID: id, Types: types}))
+		require.NoError(t, registry.Put(ctx, q, &queue.WorkerInfo{ID: id, Types: types, Concurrency: 8}))
 	}
 	steps := []struct {
 		name string

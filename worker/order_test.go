@@ -889,7 +889,7 @@ func TestEntriesFallToShareHolders(t *testing.T) {
 			t.Parallel()
 			workers := make([]*Worker, len(ids))
 			for i, me := range ids {
-				w := &Worker{opts: Options{ID: me}}
+				w := &Worker{opts: Options{ID: me}, types: []string{"x", "y"}}
 				w.caps.limits = tc.limits
 				for _, p := range ids {
 					if p != me {
@@ -929,7 +929,7 @@ func TestSplitFollowsCapShares(t *testing.T) {
 	fleet := []spec{{"a", 16, nil}, {"b", 8, map[string]int{"x": 1}}, {"c", 4, nil}}
 	workers := make([]*Worker, len(fleet))
 	for i, me := range fleet {
-		w := &Worker{opts: Options{ID: me.id, Concurrency: me.conc, Limits: me.limit}}
+		w := &Worker{opts: Options{ID: me.id, Concurrency: me.conc, Limits: me.limit}, types: []string{"x"}}
 		w.caps.limits = map[string]int{"x": 5}
 		for _, p := range fleet {
 			if p.id != me.id {

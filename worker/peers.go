@@ -207,7 +207,8 @@ func (w *Worker) splitWeights(e queue.ReadyEntry) map[string]int {
 			continue
 		}
 		if ids == nil {
-			ids, most = []string{w.opts.ID}, map[string]int{}
+			cs := []capCandidate{{id: w.opts.ID, types: w.types, slots: w.opts.Concurrency}}
+			most = map[string]int{}
 			bound := func(id string, b runBound) {
 				if m, ok := b.most(e.Type); ok {
 					most[id] = m
@@ -216,11 +217,11 @@ func (w *Worker) splitWeights(e queue.ReadyEntry) map[string]int {
 			bound(w.opts.ID, w.runBound())
 			for _, q := range p.live {
 				if q.types == nil || slices.Contains(q.types, e.Type) {
-					ids = append(ids, q.id)
+					cs = append(cs, capCandidate{id: q.id, types: q.types, slots: q.bound.concurrency})
 					bound(q.id, q.bound)
 				}
 			}
-			slices.Sort(ids)
+			ids = capOrder(cs)
 		}
 		if out == nil {
 			out = map[string]int{}

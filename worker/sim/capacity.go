@@ -1,8 +1,10 @@
 package sim
 
 import (
+	"cmp"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -123,9 +125,9 @@ type share struct {
 }
 
 // capShares is l's share of a cap of n on typ over its life: n split
-// evenly over the processes serving the type that lived at the time,
-// sorted by worker id, the remainder to the first (worker/caps.go,
-// capShare). The workers count a dead one until it looks dead, so their
+// evenly over the processes serving the type that lived at the time, the
+// remainder to the first in the workers' order (worker/caps.go, capOrder
+// and capShare). The workers count a dead one until it looks dead, so their
 // shares are at most these.
 func capShares(lives []life, typ string, n int, l life) []share {
 	cuts := []time.Duration{l.from}
@@ -143,14 +145,23 @@ func capShares(lives []life, typ string, n int, l life) []share {
 	var out []share
 	for i := 0; i+1 < len(cuts); i++ {
 		at := cuts[i]
-		var ids []string
+		var on []life
 		for _, o := range lives {
-			if slices.Contains(o.spec.Types, typ) && o.from <= at && at < o.end() {
-				ids = append(ids, o.id)
+			if slices.Contains(o.spec.Types, typ) && o.from <= at && at < o.end() &&
+				!slices.ContainsFunc(on, func(p life) bool { return p.id == o.id }) {
+				on = append(on, o)
 			}
 		}
-		slices.Sort(ids)
-		ids = slices.Compact(ids)
+		// The workers' order (worker/caps.go, capOrder): fewest types
+		// served, then most slots, then id.
+		slices.SortFunc(on, func(a, b life) int {
+			return cmp.Or(cmp.Compare(len(a.spec.Types), len(b.spec.Types)),
+				cmp.Compare(b.spec.Concurrency, a.spec.Concurrency), strings.Compare(a.id, b.id))
+		})
+		ids := make([]string, len(on))
+		for i, o := range on {
+			ids[i] = o.id
+		}
 		k := slices.Index(ids, l.id)
 		sh := n / len(ids)
 		if k < n%len(ids) {

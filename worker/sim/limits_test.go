@@ -288,7 +288,7 @@ func TestOvertakeCountsOnlyUsableSlots(t *testing.T) {
 	}
 	older := func(i int) time.Duration { return time.Duration(i) * ms }
 	newer := func(i int) time.Duration { return 3*s + time.Duration(i)*ms }
-	capped := []WorkerSpec{{Name: "w0", Concurrency: 4, Types: []string{"a", "b"}}, {Name: "w1", Concurrency: 4, Types: []string{"a"}}}
+	capped := []WorkerSpec{{Name: "w0", Concurrency: 4, Types: []string{"a", "b"}}, {Name: "w1", Concurrency: 4, Types: []string{"a", "b"}}}
 	for _, tc := range []struct {
 		name   string
 		limits []FleetLimit
