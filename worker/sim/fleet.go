@@ -209,6 +209,14 @@ func (f *fleet) handler(p *proc) worker.HandlerFunc {
 		if err := json.Unmarshal(t.Input, &spec); err != nil {
 			return nil, worker.Permanent(fmt.Errorf("sim: bad input: %w", err))
 		}
+		select {
+		case <-p.killed:
+			// A claim of a killed process, whose last request returned
+			// only at teardown: a dead process starts nothing.
+			<-f.teardown
+			return nil, errDead
+		default:
+		}
 		r := f.journal.begin(&run{task: t.ID, n: spec.N, typ: t.Type, lease: t.LeaseID, worker: p.id, proc: p.serial, start: f.now()})
 		var wait <-chan time.Time
 		if !spec.Hang {

@@ -329,11 +329,13 @@ func (f *fleet) timeline(ctx context.Context) {
 				continue
 			}
 			f.faults.add(string(e.Kind))
+			var err error
 			if e.Kind == CancelOne {
-				_, _ = f.operator.Cancel(ctx, id, "sim: operator")
+				_, err = f.operator.Cancel(ctx, id, "sim: operator")
 			} else {
-				_, _ = f.operator.Replay(ctx, id)
+				_, err = f.operator.Replay(ctx, id)
 			}
+			f.log.Debug("operator "+string(e.Kind), "task_id", id, "err", err)
 		}
 	}
 }
