@@ -107,7 +107,7 @@ func (w *Worker) claimHeld(ctx context.Context, free int) (started int) {
 		w.log.Debug("claiming", "task_id", h.ID, "rank", h.Rank, "own", own, "late", !own && v.late(h), "help", v.help)
 		w.tried.begin(key)
 		w.startClaim(ctx, h.ReadyEntry, func(o claimOutcome) {
-			w.tried.end(key)
+			w.tried.end(key, o == claimLost, time.Now(), w.opts.PageHold)
 			if o == claimLost {
 				w.lost.note(own, part)
 			}
@@ -155,41 +155,90 @@ func (l *lostClaims) take() (lost, own bool, parts map[string]bool) {
 // retried gets a new entry (a new rank), which is not among them. Only
 // the held view's claims are kept: the scans of tasks/ wait for their
 // claims and never walk, so nothing would ever forget theirs.
+//
+// An entry whose claims keep being lost is a leftover (its task moved on
+// and the delete of the entry failed; claims remove it once it is
+// IndexGrace old) or the first write of a task not yet pending (see
+// queue/doc.go, "The index rule"). Tried again after each walk, it cost a
+// LIST and a GET per request latency, for up to a minute; a claim lost on
+// the same entry again waits lostBackoff before it is tried once more,
+// doubling up to PageHold, so a leftover costs a few dozen requests and a
+// task whose write was slow waits at most about as long again.
 type triedKeys struct {
 	mu sync.Mutex
-	m  map[string]time.Time // ready key -> when its claim ended (zero: in flight)
+	m  map[string]triedKey
 }
+
+// triedKey is a ready entry claimed from.
+type triedKey struct {
+	ended time.Time // when its last claim ended (zero: in flight)
+	lost  int       // claims of it lost in a row
+	until time.Time // not tried again before
+}
+
+const (
+	// lostBackoff is the wait before an entry is tried again after its
+	// second lost claim; it doubles with each further one.
+	lostBackoff = 100 * time.Millisecond
+	// maxTried bounds the entries kept for their lost claims.
+	maxTried = 10_000
+)
 
 func (k *triedKeys) begin(key string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.m == nil {
-		k.m = map[string]time.Time{}
+		k.m = map[string]triedKey{}
 	}
-	k.m[key] = time.Time{}
+	t := k.m[key]
+	t.ended = time.Time{}
+	k.m[key] = t
 }
 
-func (k *triedKeys) end(key string) {
+// end records the end of a claim of key, lost or not, at now; after a
+// lost claim of an entry lost before, the entry waits before it is tried
+// again (at most most).
+func (k *triedKeys) end(key string, lost bool, now time.Time, most time.Duration) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.m[key] = time.Now()
+	t := k.m[key]
+	t.ended = now
+	if !lost {
+		t.lost, t.until = 0, time.Time{}
+		k.m[key] = t
+		return
+	}
+	t.lost++
+	if t.lost > 1 {
+		t.until = now.Add(min(lostBackoff<<min(t.lost-2, 16), most))
+	}
+	k.m[key] = t
 }
 
 // drop forgets the claims that ended before a walk began at began (an
 // entry of theirs it still shows is one their claim did not remove: a
-// failed claim, a failed delete) and removes the entries of the claims
-// it still keeps from what the walk found.
-func (k *triedKeys) drop(entries []queue.ReadyEntry, began time.Time) []queue.ReadyEntry {
+// failed claim, a failed delete), but for those waiting out a backoff
+// at now, and removes the entries of the claims it still keeps from what
+// the walk found. An entry's count of lost claims is kept while the walks
+// still show it.
+func (k *triedKeys) drop(entries []queue.ReadyEntry, began, now time.Time) []queue.ReadyEntry {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	for key, ended := range k.m {
-		if !ended.IsZero() && ended.Before(began) {
+	shown := make(map[string]bool, len(entries))
+	for _, e := range entries {
+		shown[e.Key] = true
+	}
+	hidden := func(t triedKey) bool {
+		return t.ended.IsZero() || !t.ended.Before(began) || now.Before(t.until)
+	}
+	for key, t := range k.m {
+		if !hidden(t) && (t.lost == 0 || !shown[key] || len(k.m) > maxTried) {
 			delete(k.m, key)
 		}
 	}
 	return slices.DeleteFunc(entries, func(e queue.ReadyEntry) bool {
-		_, ok := k.m[e.Key]
-		return ok
+		t, ok := k.m[e.Key]
+		return ok && hidden(t)
 	})
 }
 

@@ -307,7 +307,7 @@ func (w *Worker) indexStep(ctx context.Context, shards, types []string, free int
 			return pollResult{err: err}
 		}
 		walked, listed = true, len(entries)
-		entries = w.malformed.drop(w.tried.drop(entries, began), w.clock.Now())
+		entries = w.malformed.drop(w.tried.drop(entries, began, time.Now()), w.clock.Now())
 		w.hold(ctx, w.dropPaused(ctx, entries), pages, served, claim, types, free)
 		w.log.Debug("walked the ready index", "due", len(due), "listed_partitions", len(pages), "entries", listed,
 			"held", len(v.entries), "horizon", v.horizon, "blind", v.blind, "help", v.help, "free", free)
