@@ -75,42 +75,48 @@ Examples:
 			if err != nil {
 				return err
 			}
-			malformed := []map[string]string{}
-			for _, m := range res.Malformed {
-				fmt.Fprintf(c.App.ErrWriter, "qo: skipped malformed object %s: %s\n", termsafe.Line(m.Key), oneLine(m.Err.Error()))
-				malformed = append(malformed, map[string]string{"key": m.Key, "error": m.Err.Error()})
-			}
-			for _, k := range res.Unreadable {
-				fmt.Fprintf(c.App.ErrWriter, "qo: left index entry no key layout reads: %s\n", termsafe.Line(k))
-			}
-			if c.Bool("json") {
-				unreadable := res.Unreadable
-				if unreadable == nil {
-					unreadable = []string{}
-				}
-				older := res.OlderRunning
-				if older == nil {
-					older = []string{}
-				}
-				return emitJSON(c.App.Writer, map[string]any{
-					"from": res.From, "to": res.To, "already_current": res.AlreadyCurrent,
-					"ready_moved": res.ReadyMoved, "leases_moved": res.LeasesMoved, "old_removed": res.OldRemoved,
-					"old_left": res.OldLeft, "malformed": malformed, "unreadable": unreadable, "older_running": older,
-					"repair": res.Repair, "seconds": res.Duration.Seconds(),
-				})
-			}
-			w := c.App.Writer
-			if res.AlreadyCurrent {
-				fmt.Fprintf(w, "the queue already uses key layout %d\n", res.To)
-				fmt.Fprintf(w, "stray entries of an older layout: %d ready and %d lease entries converted, %d stale removed, %d left\n",
-					res.ReadyMoved, res.LeasesMoved, res.OldRemoved-res.ReadyMoved-res.LeasesMoved, res.OldLeft)
-				return nil
-			}
-			fmt.Fprintf(w, "converted from key layout %d to %d in %s\n", res.From, res.To, res.Duration.Round(1e7))
-			fmt.Fprintf(w, "ready entries moved: %d, lease entries moved: %d, old entries removed: %d, left: %d\n", res.ReadyMoved, res.LeasesMoved, res.OldRemoved, res.OldLeft)
-			fmt.Fprintf(w, "tasks checked: %d, dead letters indexed: %d, missing entries written: %d\n",
-				res.Repair.Scanned, res.Repair.DeadRepaired, res.Repair.ReadyRepaired+res.Repair.LeasesRepaired)
-			return nil
+			return printMigrate(c, res)
 		},
 	}
+}
+
+// printMigrate reports a migration: what was skipped on stderr, then the
+// result as text or --json.
+func printMigrate(c *cli.Context, res queue.MigrateResult) error {
+	malformed := []map[string]string{}
+	for _, m := range res.Malformed {
+		fmt.Fprintf(c.App.ErrWriter, "qo: skipped malformed object %s: %s\n", termsafe.Line(m.Key), oneLine(m.Err.Error()))
+		malformed = append(malformed, map[string]string{"key": m.Key, "error": m.Err.Error()})
+	}
+	for _, k := range res.Unreadable {
+		fmt.Fprintf(c.App.ErrWriter, "qo: left index entry no key layout reads: %s\n", termsafe.Line(k))
+	}
+	if c.Bool("json") {
+		unreadable := res.Unreadable
+		if unreadable == nil {
+			unreadable = []string{}
+		}
+		older := res.OlderRunning
+		if older == nil {
+			older = []string{}
+		}
+		return emitJSON(c.App.Writer, map[string]any{
+			"from": res.From, "to": res.To, "already_current": res.AlreadyCurrent,
+			"ready_moved": res.ReadyMoved, "leases_moved": res.LeasesMoved, "old_removed": res.OldRemoved,
+			"old_left": res.OldLeft, "malformed": malformed, "unreadable": unreadable, "older_running": older,
+			"repair": res.Repair, "seconds": res.Duration.Seconds(),
+		})
+	}
+	w := c.App.Writer
+	if res.AlreadyCurrent {
+		fmt.Fprintf(w, "the queue already uses key layout %d\n", res.To)
+		fmt.Fprintf(w, "stray entries of an older layout: %d ready and %d lease entries converted, %d stale removed, %d left\n",
+			res.ReadyMoved, res.LeasesMoved, res.OldRemoved-res.ReadyMoved-res.LeasesMoved, res.OldLeft)
+		return nil
+	}
+	fmt.Fprintf(w, "converted from key layout %d to %d in %s\n", res.From, res.To, res.Duration.Round(1e7))
+	fmt.Fprintf(w, "ready entries moved: %d, lease entries moved: %d, old entries removed: %d, left: %d\n", res.ReadyMoved, res.LeasesMoved, res.OldRemoved, res.OldLeft)
+	fmt.Fprintf(w, "tasks checked: %d, dead letters indexed: %d, missing entries written: %d\n",
+		res.Repair.Scanned, res.Repair.DeadRepaired, res.Repair.ReadyRepaired+res.Repair.LeasesRepaired)
+	return nil
 }

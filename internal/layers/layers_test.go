@@ -226,6 +226,43 @@ type importRef struct {
 func moduleImports(root string) (map[string][]importRef, error) {
 	out := map[string][]importRef{}
 	fset := token.NewFileSet()
+	err := walkGo(root, func(path, rel, file string) error {
+		if _, ok := out[rel]; !ok {
+			out[rel] = nil
+		}
+		if strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return fmt.Errorf("parse imports: %w", err)
+		}
+		for _, spec := range f.Imports {
+			p, err := strconv.Unquote(spec.Path.Value)
+			if err != nil {
+				return fmt.Errorf("%s: import path %s: %w", file, spec.Path.Value, err)
+			}
+			var to string
+			switch {
+			case p == module:
+				to = ""
+			case strings.HasPrefix(p, module+"/"):
+				to = strings.TrimPrefix(p, module+"/")
+			default:
+				continue
+			}
+			out[rel] = append(out[rel], importRef{to: to, file: file})
+		}
+		return nil
+	})
+	return out, err
+}
+
+// walkGo calls fn for every Go file of qo's modules under root (nested
+// modules included, other projects' modules, testdata, node_modules and
+// hidden directories left out), with its path, its package directory and
+// its own path relative to root (slash-separated; "" for the root).
+func walkGo(root string, fn func(path, rel, file string) error) error {
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -257,39 +294,12 @@ func moduleImports(root string) (map[string][]importRef, error) {
 		if rel == "." {
 			rel = ""
 		}
-		if _, ok := out[rel]; !ok {
-			out[rel] = nil
-		}
-		if strings.HasSuffix(name, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
-		if err != nil {
-			return fmt.Errorf("parse imports: %w", err)
-		}
-		file := strings.TrimPrefix(filepath.ToSlash(strings.TrimPrefix(path, root)), "/")
-		for _, spec := range f.Imports {
-			p, err := strconv.Unquote(spec.Path.Value)
-			if err != nil {
-				return fmt.Errorf("%s: import path %s: %w", file, spec.Path.Value, err)
-			}
-			var to string
-			switch {
-			case p == module:
-				to = ""
-			case strings.HasPrefix(p, module+"/"):
-				to = strings.TrimPrefix(p, module+"/")
-			default:
-				continue
-			}
-			out[rel] = append(out[rel], importRef{to: to, file: file})
-		}
-		return nil
+		return fn(path, rel, strings.TrimPrefix(filepath.ToSlash(strings.TrimPrefix(path, root)), "/"))
 	})
 	if err != nil {
-		return nil, fmt.Errorf("walk %s: %w", root, err)
+		return fmt.Errorf("walk %s: %w", root, err)
 	}
-	return out, nil
+	return nil
 }
 
 // ownModule reports whether dir is a directory of root's module, or the
