@@ -61,3 +61,47 @@ func TestSizes(t *testing.T) {
 		t.Fatalf("only %d Go files found: the walk missed part of the module", files)
 	}
 }
+
+// maxQueueMethods bounds the exported methods of *queue.Queue: the bucket's
+// other object kinds (schedules, the registry, named leases, control.json)
+// live in packages of their own, and a new one belongs there too.
+const maxQueueMethods = 44
+
+func TestQueueSurface(t *testing.T) {
+	dir, err := filepath.Abs(filepath.Join("..", "..", "queue"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	var names []string
+	for _, path := range paths {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Recv == nil || !fd.Name.IsExported() {
+				continue
+			}
+			if star, ok := fd.Recv.List[0].Type.(*ast.StarExpr); ok {
+				if id, ok := star.X.(*ast.Ident); ok && id.Name == "Queue" {
+					names = append(names, fd.Name.Name)
+				}
+			}
+		}
+	}
+	if len(names) < 10 {
+		t.Fatalf("only %d methods of *Queue found: the parse missed queue's files", len(names))
+	}
+	if len(names) > maxQueueMethods {
+		t.Errorf("*queue.Queue has %d exported methods, over %d: %v; put what belongs to another object kind in its package", len(names), maxQueueMethods, names)
+	}
+}
