@@ -1294,7 +1294,11 @@ shares that ride on the heartbeats.
     publishes max(target, running). The workers split the type's ready
     entries in proportion to these targets (weighted rendezvous hashing,
     worker/peers.go), a worker with a target of 0 taking none, so no
-    entry waits on a worker that may not run it.
+    entry waits on a worker that may not run it. A qo from before this
+    order split by id alone: in a fleet of both (a rolling upgrade) the
+    targets may sum to more than N, and then a raise waits for its
+    confirmation (below) until the upgrade ends. The cap holds; a unit may
+    go unused meanwhile.
   - Shrinking: a smaller target lowers the usable share before the write,
     even below what the worker runs (every claim checks the usable share
     under the worker's lock, so no claim started after it counts against
