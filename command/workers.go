@@ -34,7 +34,13 @@ SHARDS "all" means the worker polls every shard (no shard leasing).
 the default bound) where each worker is its registry record (worker_id,
 started_at, last_heartbeat, shards, current_tasks, types, concurrency,
 tasks_completed, tasks_failed, host, pid, version, dead_after_seconds when it
-states its own bound) plus "state" and "heartbeat_age_seconds".`,
+states its own bound, holds) plus "state" and "heartbeat_age_seconds".
+
+A worker serving a type with a fleet-wide limit (qo limit) holds a share of
+it, shown as "holds of the fleet-wide limits": of a cap, how many of the type
+it may run at once; of a rate, how many it may start a minute. Where a cap
+has fewer units than workers, the workers serving fewest types (then those
+with most slots) hold them.`,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print as JSON"},
 			removedHealthThreshold(),
@@ -82,6 +88,9 @@ func printWorkers(w io.Writer, health []monitor.WorkerHealth) error {
 	for _, h := range health {
 		if len(h.Worker.CurrentTasks) > 0 {
 			fmt.Fprintf(w, "%s running: %s\n", termsafe.Line(h.Worker.ID), termsafe.Line(strings.Join(h.Worker.CurrentTasks, " ")))
+		}
+		if h.State != monitor.Dead && len(h.Worker.Holds) > 0 {
+			fmt.Fprintf(w, "%s holds of the fleet-wide limits: %s\n", termsafe.Line(h.Worker.ID), termsafe.Line(view.HoldsText(h.Worker.Holds)))
 		}
 	}
 	_, err := fmt.Fprintf(w, "%d active, %d stale, %d dead\n", counts[monitor.Active], counts[monitor.Stale], counts[monitor.Dead])

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/qo-queue/qo/store"
@@ -48,9 +49,10 @@ type WorkerInfo struct {
 	// made one, by task id (see doc.go, "Progress"): reports land here at
 	// the next heartbeat, never in a write of their own.
 	Progress map[string]Progress `json:"progress,omitempty"`
-	// Holds is the share of each capped type's fleet-wide cap the worker
-	// holds: it runs at most that many of the type (see doc.go,
-	// "Fleet-wide concurrency caps"). A worker holds nothing of a type
+	// Holds is the share of each fleet-wide limit the worker holds, by
+	// limit (see HoldKey): of a type's cap, it runs at most that many of
+	// the type (see doc.go, "Fleet-wide concurrency caps"); of a rate, it
+	// starts at most that many a minute. A worker holds nothing of a limit
 	// not listed.
 	Holds map[string]int `json:"holds,omitempty"`
 	// Limits are the worker's own limits by type (worker.Options.Limits,
@@ -88,4 +90,30 @@ func DecodeWorker(key string, body []byte) (*WorkerInfo, error) {
 		return nil, &MalformedError{Key: key, Err: fmt.Errorf("object says worker %q", w.ID)}
 	}
 	return &w, nil
+}
+
+// HoldKind is the kind of fleet-wide limit a key of WorkerInfo.Holds is a
+// share of.
+type HoldKind string
+
+// The kinds of limit, each named in Holds by its prefix and the type
+// ("{prefix}{type}"; a cap by the type alone).
+const (
+	HoldCap     HoldKind = ""         // a cap: tasks of the type running at once
+	HoldRate    HoldKind = "rate:"    // a rate: starts of the type a minute
+	HoldKeyCap  HoldKind = "key:"     // a per-key cap: running at once, for each key
+	HoldKeyRate HoldKind = "keyrate:" // a per-key rate: starts a minute, for each key
+)
+
+// HoldKey is the key of the share of typ's limit of kind in Holds.
+func HoldKey(kind HoldKind, typ string) string { return string(kind) + typ }
+
+// ParseHoldKey returns the kind and the type of a key of Holds.
+func ParseHoldKey(key string) (HoldKind, string) {
+	for _, k := range []HoldKind{HoldRate, HoldKeyCap, HoldKeyRate} {
+		if typ, ok := strings.CutPrefix(key, string(k)); ok {
+			return k, typ
+		}
+	}
+	return HoldCap, key
 }

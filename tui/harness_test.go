@@ -175,7 +175,7 @@ func (h *harness) seed() *harness {
 	for _, w := range []queue.WorkerInfo{
 		{ID: "worker-a", StartedAt: now.Add(-time.Hour), LastHeartbeat: now.Add(-5 * time.Second), CurrentTasks: []string{running.ID.String()},
 			Types: []string{"send_email", "resize_image"}, Concurrency: 4, TasksCompleted: 41, TasksFailed: 2, Host: "node-1", PID: 4242, Version: "v1.2.3", Requests: &reqs,
-			Recent: recent.Snapshot(now)},
+			Recent: recent.Snapshot(now), Holds: map[string]int{"send_email": 2, "rate:send_email": 30}},
 		{ID: "worker-b", StartedAt: now.Add(-2 * time.Hour), LastHeartbeat: now.Add(-90 * time.Second), Shards: []string{"0", "1"}, Concurrency: 2, TasksCompleted: 7, Host: "node-2", PID: 17},
 		{ID: "worker-gone", StartedAt: now.Add(-24 * time.Hour), LastHeartbeat: now.Add(-20 * time.Minute), Concurrency: 1, Host: "node-3", PID: 9},
 	} {

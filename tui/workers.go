@@ -9,6 +9,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/qo-queue/qo/monitor"
+	"github.com/qo-queue/qo/monitor/view"
 )
 
 // workers lists the worker registry with each worker's health.
@@ -97,6 +98,9 @@ func (w *workers) View(now time.Time) string {
 	h := hs[w.sel]
 	info := fmt.Sprintf("%s on %s pid %d, %s, concurrency %d", safe(h.Worker.ID), safe(orDash(h.Worker.Host)), h.Worker.PID, safe(orDash(h.Worker.Version)), h.Worker.Concurrency)
 	b.WriteString(w.st.Dim.Render(cut(info, w.w)) + "\n")
+	if h.State != monitor.Dead && len(h.Worker.Holds) > 0 {
+		b.WriteString(w.st.Dim.Render(cut("holds of the fleet-wide limits: "+safe(view.HoldsText(h.Worker.Holds)), w.w)) + "\n")
+	}
 	if len(h.Worker.CurrentTasks) > 0 {
 		b.WriteString(cut("running: "+safe(strings.Join(h.Worker.CurrentTasks, " ")), w.w))
 	} else {

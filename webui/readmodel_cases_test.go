@@ -25,6 +25,14 @@ type readModelCases struct {
 	// Throughput: the rollup's hour objects and the live heartbeats
 	// merged into the windows of inspect.ThroughputOf.
 	Throughput []throughputCase `json:"throughput"`
+	// Holds: a worker's shares of the fleet-wide limits as text
+	// (view.HoldsText).
+	Holds []holdsCase `json:"holds"`
+}
+
+type holdsCase struct {
+	Holds map[string]int `json:"holds"`
+	Want  string         `json:"want"`
 }
 
 type throughputCase struct {
@@ -139,5 +147,12 @@ func TestReadModelCases(t *testing.T) {
 	hours := []*throughput.Hour{old, closed, open}
 	c.Throughput = append(c.Throughput, throughputCase{Name: "a restart, closed minutes and a day-old hour", Hours: hours, Workers: live, Now: at,
 		Want: inspect.ThroughputOf(hours, live, at, queue.DefaultRecentMinutes)})
+	for _, holds := range []map[string]int{
+		nil,
+		{"b": 1},
+		{"send": 2, "rate:send": 30, "key:send": 1, "keyrate:send": 6, "archive": 0, "rate:b": 12},
+	} {
+		c.Holds = append(c.Holds, holdsCase{Holds: holds, Want: view.HoldsText(holds)})
+	}
 	requireFile(t, filepath.Join("testdata", "readmodel.json"), c)
 }

@@ -29,7 +29,7 @@ import (
 // fairOrder).
 
 // keyCapPrefix marks a per-key cap's share among the holds.
-const keyCapPrefix = "key:"
+const keyCapPrefix = string(queue.HoldKeyCap)
 
 // keyCapKey is the key of typ's per-key cap in the holds and caps.limits.
 func keyCapKey(typ string) string { return keyCapPrefix + typ }
@@ -250,7 +250,7 @@ func (w *Worker) keyLimits(ctl queue.Control, limits, bursts map[string]int) {
 }
 
 // keyRatePrefix marks a per-key rate's share among the holds.
-const keyRatePrefix = "keyrate:"
+const keyRatePrefix = string(queue.HoldKeyRate)
 
 // keyRateKey is the key of typ's per-key rate in the holds, caps.limits
 // and caps.bursts.

@@ -30,7 +30,7 @@ import (
 // task.
 
 // rateKeyPrefix marks a rate limit's share among the holds.
-const rateKeyPrefix = "rate:"
+const rateKeyPrefix = string(queue.HoldRate)
 
 // rateKey is the key of typ's rate limit in the holds and caps.limits.
 func rateKey(typ string) string { return rateKeyPrefix + typ }

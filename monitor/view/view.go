@@ -5,6 +5,10 @@
 package view
 
 import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -242,4 +246,37 @@ type Rate struct {
 	// were seen once so far.
 	Workers int `json:"workers"`
 	Waiting int `json:"waiting"`
+}
+
+// HoldsText renders a worker's shares of the fleet-wide limits (see
+// queue.WorkerInfo.Holds), by type, each type's cap, then rate, then
+// per-key cap and rate: "call_api 2 of its cap, call_api 10/m of its
+// rate". The web UI renders them the same way (src/fleet.js, holdsText).
+func HoldsText(holds map[string]int) string {
+	keys := make([]string, 0, len(holds))
+	for k := range holds {
+		keys = append(keys, k)
+	}
+	rank := map[queue.HoldKind]int{queue.HoldCap: 0, queue.HoldRate: 1, queue.HoldKeyCap: 2, queue.HoldKeyRate: 3}
+	slices.SortFunc(keys, func(a, b string) int {
+		ka, ta := queue.ParseHoldKey(a)
+		kb, tb := queue.ParseHoldKey(b)
+		return cmp.Or(strings.Compare(ta, tb), cmp.Compare(rank[ka], rank[kb]))
+	})
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		kind, typ := queue.ParseHoldKey(k)
+		n := holds[k]
+		switch kind {
+		case queue.HoldRate:
+			parts = append(parts, fmt.Sprintf("%s %d/m of its rate", typ, n))
+		case queue.HoldKeyCap:
+			parts = append(parts, fmt.Sprintf("%s %d of its per-key cap", typ, n))
+		case queue.HoldKeyRate:
+			parts = append(parts, fmt.Sprintf("%s %d/m of its per-key rate", typ, n))
+		default:
+			parts = append(parts, fmt.Sprintf("%s %d of its cap", typ, n))
+		}
+	}
+	return strings.Join(parts, ", ")
 }

@@ -2188,6 +2188,17 @@ function dollars(v) {
   if (v < 100) return `$${v.toFixed(2)}`;
   return `$${Math.round(v).toLocaleString("en-US")}`;
 }
+var HOLD_KINDS = [["rate:", 1, "/m of its rate"], ["keyrate:", 3, "/m of its per-key rate"], ["key:", 2, " of its per-key cap"]];
+function holdsText(holds) {
+  const parsed = Object.entries(holds || {}).map(([k, n]) => {
+    for (const [prefix, rank, what] of HOLD_KINDS) {
+      if (k.startsWith(prefix)) return { typ: k.slice(prefix.length), rank, text: `${n}${what}` };
+    }
+    return { typ: k, rank: 0, text: `${n} of its cap` };
+  });
+  parsed.sort((a, b) => a.typ < b.typ ? -1 : a.typ > b.typ ? 1 : a.rank - b.rank);
+  return parsed.map((p) => `${p.typ} ${p.text}`).join(", ");
+}
 
 // src/bulk.js
 var BULK_OPS = ["replay", "archive", "cancel"];
@@ -4789,10 +4800,11 @@ function renderWorkers(now) {
       h("td", {}, ago(w.last_heartbeat, now)),
       h("td", {}, ago(w.started_at, now)),
       h("td", {}, (w.shards || []).length ? w.shards.join(",") : "all"),
-      h("td", {}, `${w.host || "-"} pid ${w.pid ?? "-"}`)
+      h("td", {}, `${w.host || "-"} pid ${w.pid ?? "-"}`),
+      h("td", { class: "small" }, st === "dead" ? "" : holdsText(w.holds))
     );
   });
-  $("#workers").replaceChildren(...rows.length ? rows : [h("tr", {}, h("td", { colspan: 9, class: "dim" }, "no workers registered"))]);
+  $("#workers").replaceChildren(...rows.length ? rows : [h("tr", {}, h("td", { colspan: 10, class: "dim" }, "no workers registered"))]);
 }
 async function load3(gen, backend) {
   const w = await backend.workers();

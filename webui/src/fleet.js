@@ -101,3 +101,18 @@ export function dollars(v) {
   if (v < 100) return `$${v.toFixed(2)}`;
   return `$${Math.round(v).toLocaleString('en-US')}`;
 }
+
+// holdsText renders a worker's shares of the fleet-wide limits (its
+// registry entry's "holds"), by type, each type's cap, then rate, then
+// per-key cap and rate, as monitor/view.HoldsText does.
+const HOLD_KINDS = [['rate:', 1, '/m of its rate'], ['keyrate:', 3, '/m of its per-key rate'], ['key:', 2, ' of its per-key cap']];
+export function holdsText(holds) {
+  const parsed = Object.entries(holds || {}).map(([k, n]) => {
+    for (const [prefix, rank, what] of HOLD_KINDS) {
+      if (k.startsWith(prefix)) return { typ: k.slice(prefix.length), rank, text: `${n}${what}` };
+    }
+    return { typ: k, rank: 0, text: `${n} of its cap` };
+  });
+  parsed.sort((a, b) => (a.typ < b.typ ? -1 : a.typ > b.typ ? 1 : a.rank - b.rank));
+  return parsed.map((p) => `${p.typ} ${p.text}`).join(', ');
+}

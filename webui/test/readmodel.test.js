@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { health, unserved, throughputOf, throughputKey } from '../src/queue.js';
-import { RateMeter } from '../src/fleet.js';
+import { RateMeter, holdsText } from '../src/fleet.js';
 
 const cases = JSON.parse(readFileSync(new URL('../testdata/readmodel.json', import.meta.url)));
 
@@ -48,4 +48,9 @@ test('throughput from the rollup and the heartbeats as inspect.ThroughputOf merg
     for (const w of ['recent', 'last_hour', 'last_day']) assert.deepEqual(norm(got[w]), norm(c.want[w]), `${c.name}: ${w}`);
   }
   assert.equal(throughputKey(Date.parse('2030-01-01T12:59:59Z')), 'monitor/throughput/2030-01-01T12.json');
+});
+
+test('a worker\'s holds of the fleet-wide limits as view.HoldsText renders them', () => {
+  assert.ok(cases.holds.length > 0);
+  for (const c of cases.holds) assert.equal(holdsText(c.holds), c.want, JSON.stringify(c.holds));
 });

@@ -3,6 +3,7 @@
 
 import { h, $, ago } from '../dom.js';
 import { health } from '../queue.js';
+import { holdsText } from '../fleet.js';
 import { state, current } from '../state.js';
 
 function renderWorkers(now) {
@@ -12,9 +13,10 @@ function renderWorkers(now) {
       h('td', { class: 'mono' }, w.worker_id), h('td', {}, h('span', { class: `health ${st}` }, st)),
       h('td', { class: 'num' }, (w.current_tasks || []).length), h('td', { class: 'num' }, w.tasks_completed),
       h('td', { class: 'num' }, w.tasks_failed), h('td', {}, ago(w.last_heartbeat, now)), h('td', {}, ago(w.started_at, now)),
-      h('td', {}, (w.shards || []).length ? w.shards.join(',') : 'all'), h('td', {}, `${w.host || '-'} pid ${w.pid ?? '-'}`));
+      h('td', {}, (w.shards || []).length ? w.shards.join(',') : 'all'), h('td', {}, `${w.host || '-'} pid ${w.pid ?? '-'}`),
+      h('td', { class: 'small' }, st === 'dead' ? '' : holdsText(w.holds)));
   });
-  $('#workers').replaceChildren(...(rows.length ? rows : [h('tr', {}, h('td', { colspan: 9, class: 'dim' }, 'no workers registered'))]));
+  $('#workers').replaceChildren(...(rows.length ? rows : [h('tr', {}, h('td', { colspan: 10, class: 'dim' }, 'no workers registered'))]));
 }
 
 async function load(gen, backend) {
