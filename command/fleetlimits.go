@@ -39,8 +39,10 @@ workers, however many join, drain, are paused or killed. Workers hold
 shares of N in their registry entries, written with their heartbeats, so
 a cap costs no request per task. A new or larger share is taken within a
 heartbeat or two; a killed worker's share is free again once it is found
-dead (22s after its last heartbeat with the defaults). 'qo limits' lists
-the caps.
+dead (22s after its last heartbeat with the defaults). Where the cap has
+fewer units than workers, the workers serving fewest types (then those with
+most slots) hold them. 'qo limits' lists the caps; 'qo workers' shows each
+worker's share.
 
 A fleet-wide rate (--rate 20/s or 600/m): at most that many tasks of the
 type start per second (minute) across all workers, plus --burst more in
