@@ -196,7 +196,9 @@ func TestWebUIInChromium(t *testing.T) {
 	submit("report", `{}`, func(r *queue.SubmitRequest) { r.AvailableAt = time.Now().Add(time.Hour) }) // pending, later
 	evil := submit("report", `{"html":"<script>window.pwned=1</script><img src=x onerror=window.pwned=2>"}`,
 		func(r *queue.SubmitRequest) { r.AvailableAt = time.Now().Add(time.Hour) })
-	slow := submit("sleep", `{"ms":60000}`, nil) // the worker will be running it
+	slow := submit("sleep", `{"ms":60000}`, nil)   // the worker will be running it
+	_, err = control.SetLimit(bg, e.q, "sleep", 3) // the worker holds its share of it
+	require.NoError(t, err)
 
 	workerID := "ui-worker-" + uuid.NewString()[:6]
 	e.start(t, "worker", workerArgs(workerID, "--builtins", "--types", "sleep")...)
@@ -290,6 +292,7 @@ func TestWebUIInChromium(t *testing.T) {
 	))
 	require.Contains(t, text, workerID)
 	require.Contains(t, text, "active")
+	require.Contains(t, text, "sleep 3 of its cap", "its share of the fleet-wide cap")
 	screenshot(t, ctx, "workers")
 }
 
