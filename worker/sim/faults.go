@@ -6,9 +6,13 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
+
+	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/store"
 )
 
@@ -67,6 +71,11 @@ type procStore struct {
 	sent        map[string]uint64 // requests sent, by operation and key
 	dead        chan struct{}     // closed when the process crashes
 	partitioned bool
+	// taskGets: when the process last sent a GET of each task object (a
+	// claim's first request, sent right after it took its token of a rate
+	// limit), by key; now gives the time.
+	taskGets map[string]time.Duration
+	now      func() time.Duration
 }
 
 func newProcStore(s store.Store, net *netState, skew time.Duration, seed uint64, teardown <-chan struct{}, fc *faultCounts) *procStore {
@@ -74,6 +83,15 @@ func newProcStore(s store.Store, net *netState, skew time.Duration, seed uint64,
 		Store: s, net: net, skew: skew, teardown: teardown, faults: fc,
 		seed: seed, sent: map[string]uint64{}, dead: make(chan struct{}),
 	}
+}
+
+// lastGet returns when the process last sent a GET of the task object
+// of id (false: never).
+func (p *procStore) lastGet(shard string, id uuid.UUID) (time.Duration, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	at, ok := p.taskGets[queue.TasksPrefix+shard+"/"+id.String()+".json"]
+	return at, ok
 }
 
 // crash stops the process dead.
@@ -151,6 +169,14 @@ func (p *procStore) before(ctx context.Context, write bool, op, key string) (fau
 }
 
 func (p *procStore) Get(ctx context.Context, key string) (*store.Object, error) {
+	if p.now != nil && strings.HasPrefix(key, queue.TasksPrefix) {
+		p.mu.Lock()
+		if p.taskGets == nil {
+			p.taskGets = map[string]time.Duration{}
+		}
+		p.taskGets[key] = p.now()
+		p.mu.Unlock()
+	}
 	if f, err := p.before(ctx, false, "get", key); err != nil {
 		return nil, err
 	} else if f != none {

@@ -29,8 +29,12 @@ type run struct {
 	worker string
 	proc   int // the process's serial (see proc)
 	start  time.Duration
-	end    time.Duration // -1 while it runs
-	how    string        // done, cancelled, killed
+	// claimed: when the claim that started it sent its first request,
+	// right after it took its token of a rate limit (the process's last
+	// GET of the task object before the start); start if unknown.
+	claimed time.Duration
+	end     time.Duration // -1 while it runs
+	how     string        // done, cancelled, killed
 }
 
 // journal is what the handlers saw: every execution with its start and
@@ -156,6 +160,7 @@ func (f *fleet) startWorker(ctx context.Context, i int, id string) {
 	f.restarts++
 	f.mu.Unlock()
 	st := newProcStore(f.mem, &f.net, spec.Skew, seed, f.teardown, &f.faults)
+	st.now = f.now
 	pctx, cancel := context.WithCancel(ctx)
 	p := &proc{serial: serial, spec: spec, id: id, st: st, cancel: cancel, done: make(chan struct{}), killed: make(chan struct{})}
 	f.mu.Lock()
@@ -217,7 +222,12 @@ func (f *fleet) handler(p *proc) worker.HandlerFunc {
 			return nil, errDead
 		default:
 		}
-		r := f.journal.begin(&run{task: t.ID, n: spec.N, typ: t.Type, lease: t.LeaseID, worker: p.id, proc: p.serial, start: f.now()})
+		now := f.now()
+		claimed, ok := p.st.lastGet(t.Shard, t.ID)
+		if !ok {
+			claimed = now
+		}
+		r := f.journal.begin(&run{task: t.ID, n: spec.N, typ: t.Type, lease: t.LeaseID, worker: p.id, proc: p.serial, start: now, claimed: claimed})
 		var wait <-chan time.Time
 		if !spec.Hang {
 			tm := time.NewTimer(time.Duration(float64(spec.MS)*p.spec.Speed) * time.Millisecond)

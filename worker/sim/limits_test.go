@@ -56,8 +56,10 @@ func TestCapsChecked(t *testing.T) {
 	}
 }
 
-// The check counts the handlers' starts of a rate-limited type in every
-// window and reports more than rate*T + burst + one per process.
+// The check counts the handlers of a rate-limited type in every window,
+// each when its claim took its token, and reports more than rate*T +
+// burst + one per process; handlers that start in a bunch after claims
+// at the rate (their requests slowed) are within it.
 func TestRatesChecked(t *testing.T) {
 	t.Parallel()
 	// 2/s, burst 1, one process: at most 20+1+1 = 22 starts in 10 s and
@@ -66,9 +68,17 @@ func TestRatesChecked(t *testing.T) {
 	starts := func(n int, from, every time.Duration) []run {
 		var rs []run
 		for i := range n {
-			rs = append(rs, run{typ: "a", start: from + time.Duration(i)*every, end: from + time.Duration(i)*every + time.Millisecond})
+			at := from + time.Duration(i)*every
+			rs = append(rs, run{typ: "a", claimed: at, start: at, end: at + time.Millisecond})
 		}
 		return rs
+	}
+	// bunched: claims at 2/s for 10 s whose handlers all start at 10 s.
+	bunched := func(claimed []run) []run {
+		for i := range claimed {
+			claimed[i].start, claimed[i].end = 10*time.Second, 10*time.Second+time.Millisecond
+		}
+		return claimed
 	}
 	for _, tc := range []struct {
 		name string
@@ -79,7 +89,9 @@ func TestRatesChecked(t *testing.T) {
 		{"the burst and one per process", starts(22, 0, 400*time.Millisecond), ""},
 		{"over in 10 s", starts(23, 0, 400*time.Millisecond), "a/10s@0s"},
 		{"over in a minute", starts(123, 0, 480*time.Millisecond), "a/1m0s@0s"},
-		{"other types not counted", append(starts(22, 0, 400*time.Millisecond), run{typ: "b", start: time.Second}), ""},
+		{"other types not counted", append(starts(22, 0, 400*time.Millisecond), run{typ: "b", claimed: time.Second, start: time.Second}), ""},
+		{"handlers bunched after claims at the rate", append(starts(300, 10*time.Second, 500*time.Millisecond), bunched(starts(20, 0, 500*time.Millisecond))...), ""},
+		{"claims over the rate", bunched(starts(23, 0, 400*time.Millisecond)), "a/10s@0s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
