@@ -57,9 +57,10 @@
 //     have started it, to start after a newer task of its type and
 //     priority had started, whatever the depth of the ready index;
 //   - over every window of 10 s and of a minute, the handlers of a type
-//     with a fleet-wide rate limit that started (their own start times)
-//     are at most rate x window + burst + one per worker process serving
-//     the type in the window (queue/doc.go, "Fleet-wide rate limits").
+//     with a fleet-wide rate limit that started, each counted when its
+//     claim took its token (the claim's first request), are at most rate x
+//     window + burst + one per worker process serving the type in the
+//     window (queue/doc.go, "Fleet-wide rate limits").
 //
 // A few seeds draw fleet-wide limits (Scenario.Limits: a cap, a rate or
 // both on a type), set before the workers start; the drain bound counts
