@@ -28,11 +28,8 @@ import (
 // ready tasks round-robin over their keys, within each priority (see
 // fairOrder).
 
-// keyCapPrefix marks a per-key cap's share among the holds.
-const keyCapPrefix = string(queue.HoldKeyCap)
-
 // keyCapKey is the key of typ's per-key cap in the holds and caps.limits.
-func keyCapKey(typ string) string { return keyCapPrefix + typ }
+func keyCapKey(typ string) string { return queue.HoldKey(queue.HoldKeyCap, typ) }
 
 // typeKey is how claims in flight are counted by type and task key.
 type typeKey struct{ typ, key string }
@@ -249,12 +246,9 @@ func (w *Worker) keyLimits(ctl queue.Control, limits, bursts map[string]int) {
 	}
 }
 
-// keyRatePrefix marks a per-key rate's share among the holds.
-const keyRatePrefix = string(queue.HoldKeyRate)
-
 // keyRateKey is the key of typ's per-key rate in the holds, caps.limits
 // and caps.bursts.
-func keyRateKey(typ string) string { return keyRatePrefix + typ }
+func keyRateKey(typ string) string { return queue.HoldKey(queue.HoldKeyRate, typ) }
 
 // maxKeyBuckets bounds the token buckets kept for keys: past it, full
 // ones are dropped (a new bucket starts full, so nothing changes).

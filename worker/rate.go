@@ -1,7 +1,6 @@
 package worker
 
 import (
-	"strings"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -29,15 +28,13 @@ import (
 // queue/doc.go, "Fleet-wide rate limits". Nothing is written or read per
 // task.
 
-// rateKeyPrefix marks a rate limit's share among the holds.
-const rateKeyPrefix = string(queue.HoldRate)
-
 // rateKey is the key of typ's rate limit in the holds and caps.limits.
-func rateKey(typ string) string { return rateKeyPrefix + typ }
+func rateKey(typ string) string { return queue.HoldKey(queue.HoldRate, typ) }
 
 // limitType returns the type of a key of caps.limits.
 func limitType(key string) string {
-	return strings.TrimPrefix(strings.TrimPrefix(strings.TrimPrefix(key, rateKeyPrefix), keyCapPrefix), keyRatePrefix)
+	_, typ := queue.ParseHoldKey(key)
+	return typ
 }
 
 // rateLimits adds the rate limits of the types the worker serves to
