@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"path"
 	"strings"
 	"sync"
 	"time"
@@ -73,8 +74,8 @@ type procStore struct {
 	partitioned bool
 	// taskGets: when the process last sent a GET of each task object (a
 	// claim's first request, sent right after it took its token of a rate
-	// limit), by key; now gives the time.
-	taskGets map[string]time.Duration
+	// limit), by task id; now gives the time.
+	taskGets map[uuid.UUID]time.Duration
 	now      func() time.Duration
 }
 
@@ -87,10 +88,10 @@ func newProcStore(s store.Store, net *netState, skew time.Duration, seed uint64,
 
 // lastGet returns when the process last sent a GET of the task object
 // of id (false: never).
-func (p *procStore) lastGet(shard string, id uuid.UUID) (time.Duration, bool) {
+func (p *procStore) lastGet(id uuid.UUID) (time.Duration, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	at, ok := p.taskGets[queue.TasksPrefix+shard+"/"+id.String()+".json"]
+	at, ok := p.taskGets[id]
 	return at, ok
 }
 
@@ -170,12 +171,15 @@ func (p *procStore) before(ctx context.Context, write bool, op, key string) (fau
 
 func (p *procStore) Get(ctx context.Context, key string) (*store.Object, error) {
 	if p.now != nil && strings.HasPrefix(key, queue.TasksPrefix) {
-		p.mu.Lock()
-		if p.taskGets == nil {
-			p.taskGets = map[string]time.Duration{}
+		// tasks/{shard}/{id}.json
+		if id, err := uuid.Parse(strings.TrimSuffix(path.Base(key), ".json")); err == nil {
+			p.mu.Lock()
+			if p.taskGets == nil {
+				p.taskGets = map[uuid.UUID]time.Duration{}
+			}
+			p.taskGets[id] = p.now()
+			p.mu.Unlock()
 		}
-		p.taskGets[key] = p.now()
-		p.mu.Unlock()
 	}
 	if f, err := p.before(ctx, false, "get", key); err != nil {
 		return nil, err

@@ -223,7 +223,7 @@ func (f *fleet) handler(p *proc) worker.HandlerFunc {
 		default:
 		}
 		now := f.now()
-		claimed, ok := p.st.lastGet(t.Shard, t.ID)
+		claimed, ok := p.st.lastGet(t.ID)
 		if !ok {
 			claimed = now
 		}
