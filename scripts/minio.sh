@@ -96,7 +96,7 @@ try_start() {
 	while ((SECONDS < deadline)); do
 		if ! kill -0 "$pid" 2>/dev/null; then
 			wait "$pid" 2>/dev/null || true
-			if grep -qiE "address already in use|bind:" "$state/minio.log"; then
+			if grep -qiE "address already in use|port is already in use|bind:" "$state/minio.log"; then
 				return 2
 			fi
 			say "MinIO exited during startup; its log:"
