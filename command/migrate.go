@@ -17,14 +17,17 @@ func migrateCommand() *cli.Command {
 		Description: fmt.Sprintf(`Converts the bucket in place to key layout %d: each ready entry is rewritten
 under its task type, then its shard (ready/{type}/{shard}/..., so a worker
 lists only the types it claims and no type's backlog stands in front of
-another's), each entry's fields one name (one key segment, which MinIO and
+another's), a task with a key (qo submit --key) in its key's section of that
+(ready/{type}/{shard}/-{key}/..., so one key's backlog stands in front of no
+other key's), each entry's fields one name (one key segment, which MinIO and
 file-backed S3 servers store and list much faster than a directory per field),
 and queue.json is switched last. The new entry is written before the old one
-is deleted. From layout 2 the lease entries become one name too; from layout 1
-the entries also move under their shard and the dead-letter index is built
-from the failed tasks. Task objects, their history and their payloads are not
-moved or changed. From layout 2 or 3 it reads each pending and running task
-once (1 LIST per 1,000 index entries, 1 GET per task), whatever the history;
+is deleted. From layout 4 only the entries of tasks with a key move; from
+layout 2 the lease entries become one name too; from layout 1 the entries
+also move under their shard and the dead-letter index is built from the
+failed tasks. Task objects, their history and their payloads are not moved or
+changed. From layout 2, 3 or 4 it reads each pending and running task that
+moves once (1 LIST per 1,000 index entries, 1 GET per task), whatever the history;
 from layout 1 it reads every task object once (1 LIST per 1,000 tasks and 1
 GET per task). It can be run again after an interruption: it picks up where
 it stopped.

@@ -130,10 +130,12 @@ func TestPerKeyCapAcrossProcesses(t *testing.T) {
 
 // Fairness: one key with 2,000 pending tasks submitted first
 // (QO_E2E_FAIR_DEEP=10000 for 10,000), another with 10 after them; two
-// worker processes of 4 slots. The second key's tasks all start within
-// the bound of queue/doc.go, "Task keys": once their shards' pages are
-// listed (at most a page hold, 10 s, after the first listing) they take
-// turns with the backlog, not after it.
+// worker processes of 4 slots, with pages of 100 keys, so the backlog is
+// deeper than a page in every shard (as 20,000 would be with the default
+// page). The second key's tasks all start within the bound of
+// queue/doc.go, "Task keys": each walk that lists a partition goes on past
+// the backlog's section to theirs, so they take turns with the backlog,
+// not after it, however deep it is.
 func TestKeysTakeTurnsAcrossProcesses(t *testing.T) {
 	t.Parallel()
 	e := wkSetup(t)
@@ -154,7 +156,7 @@ func TestKeysTakeTurnsAcrossProcesses(t *testing.T) {
 	var procs []*wkProc
 	for i := range workers {
 		id := fmt.Sprintf("fair-%d", i)
-		procs = append(procs, e.start(t, id, workerArgs(id, "--concurrency", strconv.Itoa(slots), "--exec", "sync="+script)...))
+		procs = append(procs, e.start(t, id, workerArgs(id, "--concurrency", strconv.Itoa(slots), "--ready-page-size", "100", "--exec", "sync="+script)...))
 	}
 	testutil.Poll{Limit: 120 * time.Second, Every: 100 * time.Millisecond}.Until(t, func() bool {
 		b, _ := os.ReadFile(logPath)
@@ -178,9 +180,11 @@ func TestKeysTakeTurnsAcrossProcesses(t *testing.T) {
 		}
 	}
 	require.GreaterOrEqual(t, last, 0)
-	// The bound: a page hold (10 s) for a shard cut short by the first
-	// walk to be listed again, plus poll waits and claims on a loaded
-	// machine; and most of the backlog still waiting then. A small-key
+	// The bound: the first walk of each worker lists the small key's
+	// section of every partition it reaches; a partition it did not reach
+	// is listed again at most a page hold (10 s) later, plus poll waits
+	// and claims on a loaded machine; and most of the backlog still
+	// waiting then. A small-key
 	// task can also wait one hold when the worker's first walk lists its
 	// shard: a worker just started knows the server's time to about a
 	// second (s3store/clock.go), so the newest entries, stamped by the

@@ -5,11 +5,11 @@ bucket versioning keeps every state it ever had. This file is the single
 source of truth for the layout, the state machine and the rules every
 writer follows; the code implements exactly what is written here.
 
-# Key layout (layout 4)
+# Key layout (layout 5)
 
 	queue.json                                          queue configuration (Init; read by Open)
 	tasks/{shard}/{id}.json                             THE task object: the only truth
-	ready/{type}/{shard}/{rank-ms}~{priority}~{id}[~{key}]
+	ready/{type}/{shard}/[-{key}/]{rank-ms}~{priority}~{id}
 	                                                    ready index: one empty object per pending task ({key}: see Task keys)
 	leases/{shard}/{expires-ms}~{type}~{id}~{lease_id}~{worker_id}
 	                                                    lease index: one empty object per running task
@@ -88,9 +88,13 @@ their depth). The cost of an idle queue stays one LIST per poll: a LIST
 over ready/ runs on across partitions in key order, so an idle worker
 still sends one LIST per poll when the index is empty, whatever the
 number of types and shards. The priority sits in the ready key so a
-worker computes available_at without a GET; so does the task's key, when
-it has one, so a worker takes turns over keys and holds per-key caps from
-the listing alone (see Task keys).
+worker computes available_at without a GET. Within a partition, the
+entries of tasks with a key lie in a section per key, "-{key}/" (the
+mark "-" sorts before every digit, so the sections come first, then the
+entries without a key), each section in rank order: so a worker takes
+turns over keys and holds per-key caps from the listing alone, and a LIST
+that meets one key's deep backlog goes on past that key's section to the
+others' (see Task keys).
 
 The lease key carries the lease id, so every claim and extension writes a
 key of its own: two claimers of one task never share (or delete) each
@@ -127,17 +131,23 @@ id does, is malformed (DecodeTask, DecodeWorker), so no key, log or
 terminal line is built from it; the web UI checks every part it reads
 from the bucket by the same rules (webui/src/queue.js, keyparts cases).
 
-queue.json says which layout the bucket uses: {"format":4,...} is layout 4
+queue.json says which layout the bucket uses: {"format":5,...} is layout 5
 (this one). Older layouts are refused by Open with ErrLayoutOutdated,
-naming `qo migrate`, which converts them in place (Migrate): layout 3
-("format":3) had the same keys but for the ready entry, which sat under
-its shard alone with the type after the rank,
+naming `qo migrate`, which converts them in place (Migrate): layout 4
+("format":4) had the same keys but for the ready entry of a task with a
+key, which carried the key as a last field among the partition's other
+entries, "ready/{type}/{shard}/{rank-ms}~{priority}~{id}~{key}"; layout 3
+("format":3) put every ready entry under its shard alone with the type
+after the rank,
 "ready/{shard}/{rank-ms}~{type}~{priority}~{id}[~{key}]"; layout 2
 ("format":2) had those keys with a "/" between the fields of a ready or
 lease entry; layout 1 ("format":1) put the time before the shard and had
 no dead-letter index. A ready key is told apart by its segments below
-ready/: three in layout 4, two in layout 3, four or five in layouts 1 and
-2. Migrate rewrites every ready entry of layout 1, 2 or 3 and every lease
+ready/ and the fields of its name: three segments in layout 5 (four in a
+key's section, the third beginning with "-"), three with four fields in
+layout 4 (a task with a key; its other entries are current), two in
+layout 3, four or five in layouts 1 and 2. Migrate rewrites every ready
+entry of layout 1, 2, 3 or 4 and every lease
 entry of layout 1 or 2 under its current key (the new entry is written
 first, the old one deleted after, so a run that stops part-way is
 finished by the next), from layout 1 also builds the dead-letter index
@@ -295,10 +305,10 @@ Readers may add "progress" to a running task they show (qo status --json,
 GET /api/tasks/{id}): it is read from the holder's registry entry and never
 stored in the task object (see Progress).
 
-queue.json is {"format":4,"shard_chars":1|2,"created_at":...}, with
+queue.json is {"format":5,"shard_chars":1|2,"created_at":...}, with
 "tasks_retention_days" (see Retention) and "max_payload_bytes" (see Size
 limits) when set. Worker
-entries are WorkerInfo as JSON ("format":1, "layout":4: the key layout the
+entries are WorkerInfo as JSON ("format":1, "layout":5: the key layout the
 worker speaks, see Key layout; "progress": the running tasks' latest
 progress reports, see Progress). Named leases are
 {"format":1,"name":key,"holder":...,"expires_at":...,"acquired_at":...,
@@ -1403,46 +1413,54 @@ customer it is for. Keys follow the rules of type names ([A-Za-z0-9_.:-],
 1 to 64 characters, not dots only); a bad one is ErrInvalidInput naming the
 rule, and a task object holding one is malformed. The key never changes.
 
-The ready entry of a keyed task carries it as the last field of its
-name, "{rank-ms}~{priority}~{id}~{key}"; an entry without a key has the
-first three. Keys came within layout 3, as a fifth field after the id of
-its ready entry, "{rank-ms}~{type}~{priority}~{id}~{key}", and qo
-migrate (or the sweeper, for a stray one) moves such an entry with its
-key. A qo that does not know keys is of layout 3 or older and refuses
-this bucket; one started before the switch that still runs (see Key
-layout) drops the key of a keyed task it rewrites (its monitor taking
-back an expired lease, an operator's retry), so the task goes on as one
-without a key.
+The ready entry of a keyed task lies in its key's section of the
+partition, "ready/{type}/{shard}/-{key}/{rank-ms}~{priority}~{id}"; an
+entry without a key lies in the partition itself. Keys came within layout
+3, as a fifth field after the id of its ready entry,
+"{rank-ms}~{type}~{priority}~{id}~{key}", and layout 4 kept them as a
+last field, "{rank-ms}~{priority}~{id}~{key}"; qo migrate (or the
+sweeper, for a stray one) moves such an entry to its key's section. A qo
+that does not know keys is of layout 3 or older and refuses this bucket;
+one started before the switch that still runs (see Key layout) drops the
+key of a keyed task it rewrites (its monitor taking back an expired
+lease, an operator's retry), so the task goes on as one without a key.
 
 Fairness. Within a type and a priority, a worker takes the ready tasks its
 held view holds (see worker/poll.go, "Polling") round-robin over their
 keys: the first task of every key before the second of any, the key whose
 turn came longest ago first, then oldest first; tasks without a key take
-their turns as one key. A key none of whose held entries is within the
-view's horizon (they all rank after the earliest cut of a page, as a key
-submitted after another key's deep backlog does) takes its turns with its
-first held entry beyond it; that claim may pass an older entry of its own
-key in a shard not yet listed so far. So another key's first task, once
-in the view, is among the worker's next K claims of its priority for the
-K keys of the type in the view, however deep one key's backlog; across W
-workers, each taking turns over its share, among about the next K x W
-starts. It is in the view once a listing of its shard from the shard's
-start reaches it: when the tasks ranked before it in its shard number
-less than a page (ReadyPageSize, 1,000: 16,000 spread over 16 shards,
-256,000 over 256), at the first walk, or, where that walk's LIST ran on
-into its shard from the one before and stopped short of it, when the page
-is listed again from its start, at most PageHold (10 s) later, plus a
-poll wait (see worker/poll.go, "Order"). Beyond that depth in its shard
-it waits behind that shard's older entries as without keys (the ready
-index is in rank order; a key-first partition would be a new layout).
+their turns as one key. Each key's entries are claimed up to the earliest
+cut of that key's sections (a page of a section listed short of its end),
+and the entries without a key up to the earliest cut of theirs; one
+key's cut holds back no other key. A key none of whose held entries is
+within its cut (or the entries without a key, in a type that has keys)
+takes its turns with its first held entry beyond it; that claim may pass
+an older entry of its own key in a shard not yet listed so far. So
+another key's first task, once in the view, is among the worker's next K
+claims of its priority for the K keys of the type in the view, however
+deep one key's backlog; across W workers, each taking turns over its
+share, among about the next K x W starts.
+
+It is in the view after the first walk that lists its partition, however
+deep the other keys' backlogs: a LIST that stops inside a key's section
+goes on past that section in the same walk (queue.ReadyKeySectionEnd),
+so a deep key costs one LIST per listing of its partition, not one per
+page of its backlog. A walk sends at most 4 LISTs and 16 more that go on
+past a section; the sections of a partition sort by key, so a key whose
+partition holds more than 16 keys deeper than a page ahead of it in key
+order waits for the next listing of that partition (when its page is used
+up, or PageHold, 10 s, after it was listed), itself the same bound again.
+Entries of a key ranked after another key's backlog are no longer behind
+that backlog in the index: the bound does not grow with any key's depth.
 Measured: worker/keys_test.go, one key's 300 tasks ahead of another's 5
-on one slot (pages not cut): the 5 start among the first 10 (where a page
-is cut the count depends on the ranks; the time bound above holds);
-e2e/keys_test.go, 2 worker processes of 4 slots on MinIO, 10,000 tasks of
-one key ahead of 10 of another: the 10 all started within 15 s of the
-first start (12.7 s and 14.6 s in two runs, the last as start 158 and
-137; 2,000 ahead: within 1.5 s, by start 30);
-without keys they would start after the 10,000.
+on one slot: the 5 start among the first 10; with pages of 10 keys over
+16 shards, 1,600 tasks of one key (10 pages in every partition) ahead of
+5 of another: the 5 start among the first 10, after 17 LISTs of the ready
+index, as with 100 ahead (8-23 LISTs; paging through the backlog, the old
+walk started the last of the 5 as start 1,515); e2e/keys_test.go, 2
+worker processes of 4 slots on MinIO, 10,000 tasks of one key ahead of 10
+of another: see docs/performance.md ("Keys"); without keys they would
+start after the 10,000.
 
 Per-key caps. control.json's "key_limits" holds a per-key cap by type
 ({"concurrency": N, "set_at": ...}, set by qo limit TYPE --concurrency N

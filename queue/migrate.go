@@ -384,9 +384,11 @@ func currentEntry(prefix, key string) bool {
 
 // oldEntry recognises a ready or lease key of an older layout and returns
 // its task id. Ready keys are told apart by their segments below ready/:
-// layout 4 (current) has three, "{type}/{shard}/{ms}~{priority}~{id}";
-// layout 3 two, "{shard}/{ms}~{type}~{priority}~{id}" (either with
-// "~{key}" last); layout 2 five, "{shard}/{ms}/{type}/{priority}/{id}";
+// layout 5 (current) has three, "{type}/{shard}/{ms}~{priority}~{id}",
+// or four with a key, "{type}/{shard}/-{key}/{ms}~{priority}~{id}";
+// layout 4 three, with "~{key}" last for a task with a key; layout 3 two,
+// "{shard}/{ms}~{type}~{priority}~{id}" (with "~{key}" last for a task
+// with a key); layout 2 five, "{shard}/{ms}/{type}/{priority}/{id}";
 // layout 1 four or five, "{ms}/{shard}/{type}[/{priority}]/{id}". Lease
 // keys: layouts 3 and 4 (current) "leases/{shard}/{name}"; layout 2
 // "leases/{shard}/{ms}/{type}/{id}/{lease id}/{worker}"; layout 1
@@ -396,6 +398,13 @@ func oldEntry(prefix, key string) (uuid.UUID, bool) {
 	if prefix == ReadyPrefix && len(parts) == 2 {
 		e, err := parseLayout3ReadyKey(key)
 		return e.ID, err == nil
+	}
+	if prefix == ReadyPrefix && len(parts) == 3 {
+		e, err := parseLayout4ReadyKey(key)
+		return e.ID, err == nil
+	}
+	if currentEntry(prefix, key) {
+		return uuid.Nil, false
 	}
 	if len(parts) < 3 || prefix == ReadyPrefix && len(parts) == 3 {
 		return uuid.Nil, false

@@ -667,3 +667,95 @@ func sweepAll(t *testing.T, b *bundle) queue.SweepResult {
 		cursor = next
 	}
 }
+
+// layout4Key is the layout-4 key of a current ready key: a task key was
+// the last field of the entry's name, in the partition's one run of
+// entries.
+func layout4Key(t *testing.T, key string) string {
+	t.Helper()
+	e, err := queue.ParseReadyKey(key)
+	require.NoError(t, err)
+	k := fmt.Sprintf("ready/%s/%s/%013d~%s~%s", e.Type, e.Shard, e.Rank.UnixMilli(), e.Priority, e.ID)
+	if e.TaskKey != "" {
+		k += "~" + e.TaskKey
+	}
+	return k
+}
+
+// toLayout4 moves the current ready entries of tasks to the shape layout 4
+// wrote, as a worker of layout 4 does.
+func toLayout4(t *testing.T, b *bundle, tasks ...*queue.Task) []string {
+	t.Helper()
+	var old []string
+	for _, task := range tasks {
+		k := queue.ReadyKey(b.get(t, task))
+		o := layout4Key(t, k)
+		if o == k {
+			continue // an entry without a key did not change
+		}
+		_, err := b.raw.Put(b.ctx, o, nil, store.Condition{})
+		require.NoError(t, err)
+		require.NoError(t, b.raw.Delete(b.ctx, k, store.Condition{}))
+		old = append(old, o)
+	}
+	return old
+}
+
+// A layout-4 bucket: the entries of tasks with a key move to their key's
+// section of the partition; every other entry stays as it is.
+func TestMigrateFromLayout4(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, be storetest.Backend) {
+		b := setup(t, be)
+		plain := b.submit(t, "sync", `{}`)
+		keyed := []*queue.Task{
+			b.submitReq(t, queue.SubmitRequest{Type: "sync", Key: "customer-7"}),
+			b.submitReq(t, queue.SubmitRequest{Type: "sync", Key: "customer-8", Priority: queue.PriorityHigh}),
+		}
+		want := b.keys(t, queue.ReadyPrefix)
+		old := toLayout4(t, b, append([]*queue.Task{plain}, keyed...)...)
+		require.Len(t, old, len(keyed), "only the entries with a key are of another shape")
+		require.True(t, strings.HasSuffix(old[0], "~"+keyed[0].ID.String()+"~customer-7"), old[0])
+		setFormat(t, b, 4)
+		_, err := queue.Open(b.ctx, b.raw, queue.Options{})
+		require.ErrorIs(t, err, queue.ErrLayoutOutdated)
+		require.Contains(t, err.Error(), "format 4")
+
+		res, err := queue.Migrate(b.ctx, b.raw, queue.Options{Clock: b.clock}, queue.MigrateOptions{})
+		require.NoError(t, err)
+		require.Equal(t, 4, res.From)
+		require.Equal(t, queue.LayoutVersion, res.To)
+		require.Equal(t, len(keyed), res.ReadyMoved)
+		require.Equal(t, len(keyed), res.OldRemoved)
+		require.Empty(t, res.Unreadable)
+		require.ElementsMatch(t, want, b.keys(t, queue.ReadyPrefix))
+
+		q, err := queue.Open(b.ctx, b.raw, queue.Options{Clock: b.clock})
+		require.NoError(t, err)
+		es, _, err := q.ListReady(b.ctx, queue.ReadyQuery{Types: []string{"sync"}})
+		require.NoError(t, err)
+		got := map[uuid.UUID]string{}
+		for _, e := range es {
+			got[e.ID] = e.TaskKey
+		}
+		require.Equal(t, map[uuid.UUID]string{plain.ID: "", keyed[0].ID: "customer-7", keyed[1].ID: "customer-8"}, got)
+	})
+}
+
+// A ready entry of layout 4, written by a worker of layout 4 after the
+// switch for a task with a key, is converted by the sweeper once SweepIdle
+// old; until then no worker claims from it.
+func TestStrayLayout4ReadyEntriesAreConverted(t *testing.T) {
+	t.Parallel()
+	b := setup(t, storetest.Backends()[0])
+	keyed := b.submitReq(t, queue.SubmitRequest{Type: "sync", Key: "k"})
+	toLayout4(t, b, keyed)
+	require.Empty(t, b.readyEntries(t, queue.ReadyQuery{}), "no current ready entry: workers do not see the task")
+	b.clock.Advance(2 * queue.IndexGrace)
+	total := sweepAll(t, b)
+	require.Equal(t, 1, total.Converted)
+	require.Equal(t, []string{queue.ReadyKey(keyed)}, b.keys(t, queue.ReadyPrefix))
+	es := b.readyEntries(t, queue.ReadyQuery{})
+	require.Len(t, es, 1)
+	require.Equal(t, "k", es[0].TaskKey)
+}

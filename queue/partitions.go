@@ -97,6 +97,23 @@ func (p partitions) prefix(typ, shard string) string {
 	return p.root + shard + "/"
 }
 
+// section is the prefix of the run of keys in time order that key (one
+// lying in a partition) is part of: in the ready index, a task key's
+// section ("ready/{type}/{shard}/-{key}/", see ReadyKey) or the
+// partition's entries without a key (the partition's prefix); elsewhere
+// the partition.
+func (p partitions) section(key string) string {
+	typ, shard, _ := p.split(key)
+	part := p.prefix(typ, shard)
+	if !p.typed {
+		return part
+	}
+	if end, ok := ReadyKeySectionEnd(key); ok {
+		return strings.TrimSuffix(end, sectionEnd)
+	}
+	return part
+}
+
 // listPrefix is the Prefix of the walk's LISTs: one partition when only one
 // is wanted, one type's when every wanted partition is of one type, the
 // root otherwise.
@@ -173,8 +190,10 @@ func (p partitions) skip(key string) (next string, end bool) {
 // after start ("" begins at the first wanted partition, and a start inside
 // a partition not wanted at the next wanted one). visit sees each
 // key of a wanted partition in key order; when it returns true the rest of
-// that partition is skipped (the index is time-ordered within a partition,
-// so a visitor stops at the first entry that is not due yet). next is the
+// that partition's section is skipped (see partitions.section: the index
+// is time-ordered within a section, so a visitor stops at the first entry
+// that is not due yet), and a page that ends in a skipped key section goes
+// on at the partition's next section. next is the
 // start of the following call, "" when the walk reached the end: the last
 // key listed when the page ended inside a wanted partition it did not
 // stop, else the prefix of the next wanted partition after the last key's
@@ -201,7 +220,7 @@ func (q *Queue) walkPartitions(ctx context.Context, p partitions, start string, 
 	if err != nil {
 		return "", err
 	}
-	done := map[string]bool{} // partition prefix -> skip the rest
+	done := map[string]bool{} // partition or section prefix -> skip the rest
 	var lastType, lastShard string
 	lastIn := false // the last key lies in a partition
 	for _, o := range page.Objects {
@@ -218,14 +237,23 @@ func (q *Queue) walkPartitions(ctx context.Context, p partitions, start string, 
 			done[part] = true
 			continue
 		}
+		sec := p.section(o.Key)
+		if done[sec] {
+			continue
+		}
 		if visit(o) {
-			done[part] = true
+			done[sec] = true
 		}
 	}
 	if page.NextToken == "" || len(page.Objects) == 0 {
 		return "", nil
 	}
 	last := page.Objects[len(page.Objects)-1].Key
+	if lastIn && done[p.section(last)] {
+		if end, ok := ReadyKeySectionEnd(last); ok && p.typed {
+			return end, nil // the partition's next section
+		}
+	}
 	if lastIn && done[p.prefix(lastType, lastShard)] {
 		// A hop that would not move forward (a key below the last
 		// shard's successor, such as a junk segment sorting after every

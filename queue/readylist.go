@@ -39,10 +39,12 @@ type ReadyQuery struct {
 // filters, from ONE store LIST starting at the cursor (see walkPartitions).
 // The index is partitioned by type and shard
 // ("ready/{type}/{shard}/{rank}~...", see ReadyPartition), each partition
-// in rank order; the query wants the partitions Types x Shards, and the
-// walk covers them one after the other in key order (type, then shard),
-// within each skipping everything after the first rank later than now +
-// PriorityStep (nothing after it can be available).
+// in rank order within each of its sections (one per task key, then the
+// entries without a key; see ReadyKey); the query wants the partitions
+// Types x Shards, and the walk covers them one after the other in key
+// order (type, then shard), within each section skipping everything after
+// the first rank later than now + PriorityStep (nothing after it can be
+// available).
 //
 // next is the StartAfter of the next call, "" when the walk reached the
 // end: either the last key listed, inside a wanted partition the walk has
@@ -84,7 +86,7 @@ func (q *Queue) ListReady(ctx context.Context, qry ReadyQuery) ([]ReadyEntry, st
 			return false
 		}
 		if e.Rank.After(horizon) {
-			return true // nothing later in this partition is ready
+			return true // nothing later in this section is ready
 		}
 		if !e.AvailableAt.After(now) {
 			e.Modified = o.LastModified

@@ -314,3 +314,43 @@ func TestListReadyEveryTypeOneShard(t *testing.T) {
 	require.ElementsMatch(t, two, got)
 	require.NotEmpty(t, two)
 }
+
+// A partition's task keys each have a section, in rank order, before its
+// entries without a key. A section of entries not available yet is
+// skipped to its end, not the partition's: the keys after it and the
+// entries without a key are still listed, a page that ends inside it goes
+// on at the next section, and its depth costs one LIST at most.
+func TestListReadyKeySections(t *testing.T) {
+	t.Parallel()
+	for _, depth := range []int{30, 3000} {
+		b := newReadyBucket(t)
+		now := b.clock.Now()
+		var want, all []string
+		put := func(key string, n int, at time.Duration) {
+			for i := range n {
+				var id uuid.UUID
+				for id = queue.NewIDAt(now.Add(-time.Hour + time.Duration(len(all))*time.Millisecond)); queue.ShardOf(id, 1) != "3"; {
+					id = queue.NewIDAt(now.Add(-time.Hour + time.Duration(len(all))*time.Millisecond))
+				}
+				k := queue.ReadyKey(&queue.Task{ID: id, Type: "sync", Shard: "3", Priority: queue.PriorityNormal, AvailableAt: now.Add(at + time.Duration(i)*time.Millisecond), TaskKey: key})
+				all = append(all, k)
+				if at < 0 {
+					want = append(want, k)
+				}
+			}
+		}
+		put("a", depth, time.Hour) // not available for an hour
+		put("b", 3, -time.Minute)
+		put("", 3, -time.Minute)
+		slices.Sort(all)
+		for _, k := range all {
+			_, err := b.raw.Put(b.ctx, k, nil, store.Condition{})
+			require.NoError(t, err)
+		}
+		require.Contains(t, all[0], "/-a/", "the key sections come first")
+		got, sent := b.walk(t, queue.ReadyQuery{Types: []string{"sync"}, Shards: []string{"3"}, Limit: 10})
+		require.ElementsMatch(t, want, got, "depth %d", depth)
+		require.Len(t, sent, 2, "depth %d: one LIST into a's section, one past it: %+v", depth, sent)
+		require.Equal(t, "ready/sync/3/-a/~", sent[1].StartAfter)
+	}
+}

@@ -23,7 +23,7 @@ const FormatVersion = 1
 // LayoutVersion is the key layout this qo reads and writes, recorded as
 // "format" in queue.json (see doc.go, "Key layout"). Buckets of an older
 // layout are refused with ErrLayoutOutdated until `qo migrate` converts them.
-const LayoutVersion = 4
+const LayoutVersion = 5
 
 // Status is the lifecycle state of a task. See doc.go for the diagram.
 type Status string

@@ -21,7 +21,7 @@ func TestTaskKeyInReadyEntry(t *testing.T) {
 		task, _, err := b.q.Submit(b.ctx, queue.SubmitRequest{Type: "sync", Key: "customer-42"})
 		require.NoError(t, err)
 		require.Equal(t, "customer-42", task.TaskKey)
-		require.True(t, strings.HasSuffix(queue.ReadyKey(task), "~customer-42"), queue.ReadyKey(task))
+		require.Contains(t, queue.ReadyKey(task), "/-customer-42/", "the entry lies in its key's section")
 		plain, _, err := b.q.Submit(b.ctx, queue.SubmitRequest{Type: "sync"})
 		require.NoError(t, err)
 
@@ -66,16 +66,45 @@ func TestTaskKeyValidated(t *testing.T) {
 
 func TestParseReadyKeyTaskKey(t *testing.T) {
 	t.Parallel()
-	const base = "ready/sync/3/1767323045000~normal~01a22085-3fd1-7e0a-b742-b16a0516ee53"
+	const name = "1767323045000~normal~01a22085-3fd1-7e0a-b742-b16a0516ee53"
+	const base = "ready/sync/3/" + name
 	e, err := queue.ParseReadyKey(base)
 	require.NoError(t, err)
 	require.Empty(t, e.TaskKey)
-	e, err = queue.ParseReadyKey(base + "~customer-42")
+	e, err = queue.ParseReadyKey("ready/sync/3/-customer-42/" + name)
 	require.NoError(t, err)
 	require.Equal(t, "customer-42", e.TaskKey)
-	for _, bad := range []string{base + "~", base + "~a b", base + "~x~y"} {
+	require.Equal(t, "sync/3", e.Partition())
+	e, err = queue.ParseReadyKey("ready/sync/3/--x/" + name)
+	require.NoError(t, err)
+	require.Equal(t, "-x", e.TaskKey, "a key may itself begin with the mark")
+	for _, bad := range []string{
+		base + "~customer-42", // layout 4's form: a stray, converted by the sweeper
+		base + "~", "ready/sync/3/-/" + name, "ready/sync/3/-a b/" + name, "ready/sync/3/x/" + name,
+		"ready/sync/3/-k/" + name + "~k", "ready/sync/3/-k/x/" + name,
+	} {
 		_, err := queue.ParseReadyKey(bad)
 		require.Error(t, err, bad)
+	}
+}
+
+// The end of a key's section sorts after its every entry and before the
+// partition's next section and its entries without a key.
+func TestReadyKeySectionEnd(t *testing.T) {
+	t.Parallel()
+	const name = "1767323045000~normal~01a22085-3fd1-7e0a-b742-b16a0516ee53"
+	end, ok := queue.ReadyKeySectionEnd("ready/sync/3/-a/" + name)
+	require.True(t, ok)
+	require.Equal(t, "ready/sync/3/-a/~", end)
+	for _, after := range []string{"ready/sync/3/-a/" + name, "ready/sync/3/-a/9999999999999~low~x"} {
+		require.Less(t, after, end)
+	}
+	for _, before := range []string{"ready/sync/3/-a0/" + name, "ready/sync/3/-b/" + name, "ready/sync/3/" + name, "ready/sync/4/" + name} {
+		require.Greater(t, before, end)
+	}
+	for _, none := range []string{"ready/sync/3/" + name, "ready/sync/3/", "leases/3/x/y/z", "ready/sync/3/x/" + name} {
+		_, ok := queue.ReadyKeySectionEnd(none)
+		require.False(t, ok, none)
 	}
 }
 

@@ -130,6 +130,10 @@ func TestOperatorCases(t *testing.T) {
 				until := now.Add(time.Hour)
 				sz.IdempotencyKey, sz.Unique = "k", &queue.UniqueWindow{Until: &until}
 				bases["failed, snoozed to the limit, unique for a while"] = sz
+				// A task key puts the ready entry in its key's section.
+				keyed := fixture(st, now)
+				keyed.TaskKey = "customer-42"
+				bases["failed, with a task key"] = keyed
 				// Priorities move the ready key; an expiry still ahead stays.
 				for _, p := range []queue.Priority{queue.PriorityHigh, queue.PriorityLow} {
 					pt := fixture(st, now)
@@ -208,6 +212,7 @@ type pageConstants struct {
 	FormatVersion    int                    `json:"format_version"`    // queue.FormatVersion
 	LayoutVersion    int                    `json:"layout_version"`    // queue.LayoutVersion
 	FieldSep         string                 `json:"field_sep"`         // queue.FieldSep
+	KeySectionMark   string                 `json:"key_section_mark"`  // queue.KeySectionMark
 	Statuses         []queue.Status         `json:"statuses"`          // queue.Statuses
 	Terminal         []queue.Status         `json:"terminal"`          // the statuses whose Terminal is true
 	Counted          []queue.Status         `json:"counted"`           // queue.CountedStatuses
@@ -250,7 +255,7 @@ func constants() pageConstants {
 		ops[op] = queue.OperatorFrom(op)
 	}
 	return pageConstants{
-		FormatVersion: queue.FormatVersion, LayoutVersion: queue.LayoutVersion, FieldSep: queue.FieldSep,
+		FormatVersion: queue.FormatVersion, LayoutVersion: queue.LayoutVersion, FieldSep: queue.FieldSep, KeySectionMark: queue.KeySectionMark,
 		Statuses: queue.Statuses, Terminal: terminal, Counted: queue.CountedStatuses, Priorities: queue.Priorities,
 		PriorityStepMS: queue.PriorityStep.Milliseconds(), ListWindowMS: queue.DefaultListWindow.Milliseconds(),
 		RecentMinutes: queue.DefaultRecentMinutes,

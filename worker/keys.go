@@ -196,20 +196,29 @@ func fairOrder(entries []heldEntry, order []int, turns *keyTurns) []int {
 // all came after another key's deep backlog takes its turns without
 // waiting for the walks to list that backlog to its end. Its claim may
 // pass an older entry of its own key in a shard not yet listed that far.
+// The tasks of a type without a key count as one more key when the type
+// has keyed tasks in the view.
 func (v *heldView) keyTurns(order []int) []int {
-	if v.blind || v.horizon.IsZero() {
+	if v.blind || v.horizon.IsZero() && len(v.keyHorizon) == 0 {
 		return nil
 	}
-	have := map[typeKey]bool{}
+	have, keyed := map[typeKey]bool{}, map[string]bool{}
 	for _, i := range order {
 		h := &v.entries[i]
 		have[typeKey{h.Type, h.TaskKey}] = true
+	}
+	for i := range v.entries {
+		if h := &v.entries[i]; h.TaskKey != "" {
+			keyed[h.Type] = true
+		}
 	}
 	var out []int
 	for i := range v.entries {
 		h := &v.entries[i]
 		k := typeKey{h.Type, h.TaskKey}
-		if h.TaskKey == "" || h.done || have[k] || v.within(h) || !h.own && !v.late(h) {
+		// Tasks without a key take their turns as one key, where their
+		// type has keys.
+		if h.TaskKey == "" && !keyed[h.Type] || h.done || have[k] || v.within(h) || !h.own && !v.late(h) {
 			continue
 		}
 		have[k] = true

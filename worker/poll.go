@@ -49,6 +49,18 @@ import (
 // begin with, then one LIST per page it claims, and each partition again
 // once its page is PageHold old.
 //
+// Keys: a partition holds a section per task key,
+// "ready/{type}/{shard}/-{key}/...", each in rank order, before its
+// entries without a key (see queue/doc.go, "Task keys"). A LIST cut inside
+// a key's section goes on past that section in the same walk (up to 16
+// such LISTs a walk beyond the 4), and the page records that key's cut
+// (partPage.keyCuts): it holds back that key's entries ranked after it, in
+// every partition, and no other key's, nor the entries without a key. So
+// a key with a deep backlog costs one LIST per listing of its partition,
+// not one per page of its backlog, and the keys after it in the partition
+// are listed however deep it is. A page is due again once nothing of its
+// own is left of a key it cut, and is then listed on from its first cut.
+//
 // Workers reading the same entries split them by task id (see peers.go),
 // so each claims its own share oldest first instead of racing for the same
 // keys. Another worker's entry that this worker passed a page hold ago,
@@ -310,7 +322,7 @@ func (w *Worker) indexStep(ctx context.Context, shards, types []string, free int
 		entries = w.malformed.drop(w.tried.drop(entries, began, time.Now()), w.clock.Now())
 		w.hold(ctx, w.dropPaused(ctx, entries), pages, served, claim, types, free)
 		w.log.Debug("walked the ready index", "due", len(due), "listed_partitions", len(pages), "entries", listed,
-			"held", len(v.entries), "horizon", v.horizon, "blind", v.blind, "help", v.help, "free", free)
+			"held", len(v.entries), "horizon", v.horizon, "key_horizons", len(v.keyHorizon), "blind", v.blind, "help", v.help, "free", free)
 	}
 	claimed := w.claimHeld(ctx, free)
 	switch {

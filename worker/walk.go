@@ -1,6 +1,5 @@
-// The held view of the ready index (a page of every partition the worker
-// polls: one of its types in one of its shards) and the walks that fill
-// it; the rules are in poll.go's comment.
+// The walks of the ready index that fill the held view (view.go), and
+// how what they found is put in it; the rules are in poll.go's comment.
 
 package worker
 
@@ -13,247 +12,6 @@ import (
 
 	"github.com/qo-queue/qo/queue"
 )
-
-// heldEntry is a ready entry of the held view.
-type heldEntry struct {
-	queue.ReadyEntry
-	own  bool // it falls to this worker (see peers.go)
-	done bool // tried (claimed, lost, or failed)
-}
-
-// partPage is what the held view knows of one partition of the ready
-// index the worker polls (queue.ReadyPartition: one type in one shard):
-// the entries its last listing found, those not tried yet, are in the
-// view.
-type partPage struct {
-	listed time.Time // when the LIST that read it was sent (machine clock)
-	// cut: the listing stopped inside the partition after entries of the
-	// worker's (a partition deeper than a page), at a key of this rank:
-	// the partition may hold entries ranked after it. Zero: listed to its
-	// end (or see resume).
-	cut time.Time
-	// resume: the listing stopped inside a run of keys the worker cannot
-	// claim yet (not available until later); the next listing of the
-	// partition goes on after this key.
-	resume string
-	// next: the key the listing stopped at when it left a cut.
-	next string
-	// claimed: the worker started a claim from it (from the entries the
-	// listing found: an onward page starts unclaimed).
-	claimed bool
-	// onward: it was listed on after the cut of the page before it, whose
-	// entries it adds to (see due).
-	onward bool
-}
-
-// heldView is what the walks of the ready index found, claimed from as
-// slots free up (dispatch loop only): a page of every partition the
-// worker polls, each kept until a walk lists that partition again (see
-// due).
-type heldView struct {
-	entries []heldEntry // in claim order (see compareReady), every partition's
-	pages   map[string]*partPage
-	// horizon: the earliest cut of a page; entries ranked after it wait
-	// until that partition is listed on (zero: no horizon).
-	horizon time.Time
-	// blind: a partition the worker claims from was never listed (its first entries
-	// are unknown), so nothing is claimed before a walk lists it.
-	blind bool
-	// help: the view holds nothing of the worker's own, so it helps with
-	// the others' entries (see claimHeld).
-	help bool
-	// peersAt: the list of live workers the entries were split by (its
-	// readAt, see peerSet).
-	peersAt time.Time
-	// limits: the fleet-wide limits the entries were split by (a worker
-	// with no share of one owns none of its type's entries, see
-	// splitWeights).
-	limits map[string]int
-	// passed: what this worker passed a page hold ago or more (see
-	// passedRanks); another worker's entry is late if it was ready when
-	// its rank was passed. Set at each poll.
-	passed []passedBucket
-}
-
-// within reports whether the entry may be claimed before the next walk.
-func (v *heldView) within(h *heldEntry) bool {
-	return !v.blind && (v.horizon.IsZero() || !h.Rank.After(v.horizon))
-}
-
-// late reports whether another worker's entry has waited a page hold
-// behind tasks this worker started (see passedRanks).
-func (v *heldView) late(h *heldEntry) bool {
-	r := lateUpTo(v.passed, h.AvailableAt)
-	return !r.IsZero() && !h.Rank.After(r)
-}
-
-// claimable reports whether the entry is one the view is claimed for.
-func (v *heldView) claimable(h *heldEntry) bool {
-	return !h.done && v.within(h) && (v.help || h.own || v.late(h))
-}
-
-// spent reports whether nothing in the view is left to claim before the
-// next walk, of types (those the worker claims now). Entries of a type at
-// its limit or cap share do not count: a worker with free slots that holds
-// only those looks for its other types' work (paging on past another
-// type's backlog) instead of waiting for a walk made for another reason.
-func (v *heldView) spent(types []string) bool {
-	for i := range v.entries {
-		if h := &v.entries[i]; v.claimable(h) && slices.Contains(types, h.Type) {
-			return false
-		}
-	}
-	return true
-}
-
-// empty reports whether the view knows every partition to its end and holds
-// nothing.
-func (v *heldView) empty() bool {
-	if v.blind || len(v.entries) > 0 {
-		return false
-	}
-	for _, p := range v.pages {
-		if !p.cut.IsZero() || p.resume != "" {
-			return false
-		}
-	}
-	return true
-}
-
-// keep drops the pages, and the entries, of partitions no longer in
-// served (sorted: the partitions of every type the worker serves, at its
-// limit or paused or not, in the shards it polls): a shard lease given
-// up. Then it bounds the view by claim (see bound).
-func (v *heldView) keep(served, claim []string) {
-	dropped := false
-	for s := range v.pages {
-		if _, ok := slices.BinarySearch(served, s); !ok {
-			delete(v.pages, s)
-			dropped = true
-		}
-	}
-	if dropped {
-		v.entries = slices.DeleteFunc(v.entries, func(h heldEntry) bool { return v.pages[h.Partition()] == nil })
-		v.bound(claim)
-	}
-}
-
-// bound sets the horizon and blind from the pages of the partitions the
-// worker claims from now (claim, sorted): those of a type at its limit
-// or paused do not hold its other types back.
-func (v *heldView) bound(wanted []string) {
-	v.horizon, v.blind = time.Time{}, false
-	for _, s := range wanted {
-		switch p := v.pages[s]; {
-		case p == nil:
-			v.blind = true
-		case !p.cut.IsZero() && (v.horizon.IsZero() || p.cut.Before(v.horizon)):
-			v.horizon = p.cut
-		}
-	}
-}
-
-// due returns the partitions of wanted (sorted: those the worker claims
-// from now) a walk lists, in the order it lists them. First those never
-// listed; then, by when they came due, a page with a cut that holds
-// nothing more for it (none of its own entries, none late) and that it
-// claimed from or that still holds entries it does not claim (others' not
-// late yet: the partition's next entries, its own among them, wait behind
-// them), due since it was listed (listed on after its cut, in onward,
-// when it still holds such entries); a page older than hold, due since it
-// turned that old; and a page that stopped in a run of keys the worker
-// cannot claim yet, due since it was listed. The one of the second kind
-// whose cut is the horizon goes before all of them: it holds back every
-// claim ranked after it, in every partition. With spent (nothing in the
-// view left to claim) and none of these due, every partition is: those
-// with a cut first, earliest cut first (the horizon), then the others,
-// oldest listing first; the worker looks for new work, and another
-// worker may have claimed what held the horizon. Ties go in key order, so
-// a LIST that runs on from one partition into the next covers the next
-// one due too. urgent reports whether one is due for another reason than
-// a run of keys the worker cannot claim yet (which waits for a walk made
-// for another reason).
-func (v *heldView) due(wanted []string, now time.Time, hold time.Duration, spent bool) (parts []string, onward map[string]bool, urgent bool) {
-	// left: the partition's page holds entries for the worker (its own
-	// or late).
-	left, held := map[string]bool{}, map[string]bool{}
-	for i := range v.entries {
-		if h := &v.entries[i]; !h.done {
-			held[h.Partition()] = true
-			if h.own || v.late(h) {
-				left[h.Partition()] = true
-			}
-		}
-	}
-	type dueAt struct {
-		part string
-		at   time.Time
-	}
-	var ds []dueAt
-	blocking := map[string]bool{} // due for what its cut holds back
-	for _, s := range wanted {
-		switch p := v.pages[s]; {
-		case p == nil:
-			ds, urgent = append(ds, dueAt{s, time.Time{}}), true
-		case !p.cut.IsZero() && !left[s] && (p.claimed || held[s]):
-			ds, urgent = append(ds, dueAt{s, p.listed}), true
-			blocking[s] = true
-			if p.next != "" && held[s] {
-				// What it holds waits for a slot of its type: list on
-				// past the cut for the types the worker claims now.
-				if onward == nil {
-					onward = map[string]bool{}
-				}
-				onward[s] = true
-			}
-		case now.Sub(p.listed) >= hold:
-			ds, urgent = append(ds, dueAt{s, p.listed.Add(hold)}), true
-		case p.resume != "":
-			ds = append(ds, dueAt{s, p.listed})
-		}
-	}
-	if len(ds) == 0 && spent {
-		for _, s := range wanted {
-			ds = append(ds, dueAt{s, v.pages[s].listed})
-			if p := v.pages[s]; !p.cut.IsZero() && p.next != "" && held[s] && !left[s] {
-				if onward == nil {
-					onward = map[string]bool{}
-				}
-				onward[s] = true
-			}
-		}
-		cut := func(s string) time.Time { return v.pages[s].cut }
-		slices.SortStableFunc(ds, func(a, b dueAt) int {
-			switch ca, cb := cut(a.part), cut(b.part); {
-			case ca.IsZero() != cb.IsZero():
-				if ca.IsZero() {
-					return 1
-				}
-				return -1
-			case !ca.Equal(cb):
-				return ca.Compare(cb)
-			}
-			return a.at.Compare(b.at)
-		})
-	} else {
-		slices.SortStableFunc(ds, func(a, b dueAt) int { return a.at.Compare(b.at) })
-		// The page that holds the horizon, when it is due for what it
-		// holds back, is listed first: until it is, nothing ranked after
-		// its cut is claimed in any partition, while pages only older than
-		// a hold (every partition of a deep backlog, at 4 LISTs a walk)
-		// would keep it waiting behind them, the worker's slots idle.
-		if i := slices.IndexFunc(ds, func(d dueAt) bool { return blocking[d.part] && v.pages[d.part].cut.Equal(v.horizon) }); i > 0 {
-			d := ds[i]
-			copy(ds[1:i+1], ds[:i])
-			ds[0] = d
-		}
-	}
-	parts = make([]string, len(ds))
-	for i, d := range ds {
-		parts[i] = d.part
-	}
-	return parts, onward, urgent
-}
 
 // partitions is the sorted list of the ready partitions of types in the
 // shards the worker polls (shards, or every shard when nil).
@@ -286,8 +44,15 @@ func compareReady(a, b queue.ReadyEntry) int {
 	return bytes.Compare(a.ID[:], b.ID[:])
 }
 
-// maxWalkLists bounds the LISTs of one walk of the ready index.
+// maxWalkLists bounds the LISTs of one walk of the ready index, not
+// counting those that go on past a task key's section (see walk).
 const maxWalkLists = 4
+
+// maxKeyHops bounds the LISTs of one walk that go on past a task key's
+// section cut short: past it, the partition holding the last section cut
+// keeps a cut there for its entries without a key too, and is listed on
+// from the first such section once it is used up.
+const maxKeyHops = 16
 
 // walk lists the partitions due (see heldView.due; of wanted, the
 // partitions of types in shards, see partitions), in that order, up to
@@ -312,19 +77,16 @@ func (w *Worker) walk(ctx context.Context, shards, types, wanted, due []string, 
 	var entries []queue.ReadyEntry
 	pages := map[string]*partPage{}
 	start := "" // the StartAfter of the next LIST ("": the next partition due)
-	for range maxWalkLists {
+	var ks keySections
+	hopping, hops := false, 0 // the next LIST goes on past a key's section
+	for lists := 0; lists < maxWalkLists || hopping && hops < maxKeyHops; lists++ {
+		if hopping {
+			hops++
+		}
+		hopping = false
 		if start == "" {
-			i := slices.IndexFunc(due, func(s string) bool { return pages[s] == nil })
-			if i < 0 {
+			if start = w.nextStart(due, pages, onward); start == "" {
 				break
-			}
-			start = queue.ReadyPartitionPrefix(due[i])
-			switch p := w.view.pages[due[i]]; {
-			case p == nil:
-			case p.resume != "":
-				start = p.resume
-			case onward[due[i]]:
-				start = p.next
 			}
 		}
 		began := time.Now()
@@ -368,17 +130,91 @@ func (w *Worker) walk(ctx context.Context, shards, types, wanted, due []string, 
 			start = p.resume // page on past them
 			continue
 		}
+		if end, ok := queue.ReadyKeySectionEnd(next); ok {
+			// Cut inside a task key's section: the rest of that key's
+			// backlog waits behind the cut (its key horizon), and the LIST
+			// goes on past the section, so the partition's other keys are
+			// listed however deep one key's backlog is (see poll.go,
+			// "Keys").
+			ks.note(in, last, next)
+			start, hopping = end, true
+			continue
+		}
 		p.cut, p.next = last.Rank, next
 		if in != first {
 			start = next // list on in it
 		}
 	}
+	if !hopping {
+		start = ""
+	}
+	ks.apply(pages, start)
 	for s, p := range pages {
 		if old := w.view.pages[s]; onward[s] && old != nil && p.resume == "" {
 			p.onward, p.listed = true, old.listed
 		}
 	}
 	return entries, pages, nil
+}
+
+// nextStart is the StartAfter of a walk's LIST that begins at the next
+// partition due it has not listed ("" when none is left): at its start, or
+// where its page stopped in a run of keys the worker cannot claim yet, or
+// after its cut when it is listed on.
+func (w *Worker) nextStart(due []string, pages map[string]*partPage, onward map[string]bool) string {
+	i := slices.IndexFunc(due, func(s string) bool { return pages[s] == nil })
+	if i < 0 {
+		return ""
+	}
+	switch p := w.view.pages[due[i]]; {
+	case p == nil:
+	case p.resume != "":
+		return p.resume
+	case onward[due[i]]:
+		return p.next
+	}
+	return queue.ReadyPartitionPrefix(due[i])
+}
+
+// keySections is what a walk learned of the task keys' sections it cut
+// short and listed on past.
+type keySections struct {
+	cuts map[string]map[string]time.Time // partition -> task key -> rank of its cut
+	next map[string]string               // partition -> where the first of them stopped
+}
+
+// note records a cut of partition in's section of last.TaskKey at last
+// (next: the key the LIST stopped at).
+func (k *keySections) note(in string, last queue.ReadyEntry, next string) {
+	if k.cuts == nil {
+		k.cuts, k.next = map[string]map[string]time.Time{}, map[string]string{}
+	}
+	if k.cuts[in] == nil {
+		k.cuts[in] = map[string]time.Time{}
+	}
+	k.cuts[in][last.TaskKey] = last.Rank
+	if k.next[in] == "" {
+		k.next[in] = next
+	}
+}
+
+// apply puts the cuts on the pages of their partitions; listed on later, a
+// page goes on from the first of them. hop is where the walk would have
+// gone on past a key's section when it ran out of LISTs ("" when it did
+// not): the rest of that partition is not known, so its entries without a
+// key wait behind the cut, as at a cut of a page.
+func (k *keySections) apply(pages map[string]*partPage, hop string) {
+	for s, cuts := range k.cuts {
+		if p := pages[s]; p != nil {
+			p.keyCuts, p.next = cuts, k.next[s]
+		}
+	}
+	in := queue.ReadyKeyPartition(hop)
+	if p := pages[in]; hop != "" && p != nil {
+		if last, err := queue.ParseReadyKey(k.next[in]); err == nil && (p.cut.IsZero() || last.Rank.Before(p.cut)) {
+			p.cut = last.Rank
+		}
+	}
 }
 
 // hold puts what a walk found in the held view: the pages of the
@@ -434,6 +270,13 @@ func (w *Worker) hold(ctx context.Context, entries []queue.ReadyEntry, pages map
 		}
 	}
 	// The kept entries are in claim order: sort the new ones and merge.
+	// A page listed on from a key's cut lists the sections after it
+	// again: what the view holds already is kept as it is.
+	kept := make(map[string]bool, len(v.entries))
+	for _, h := range v.entries {
+		kept[h.Key] = true
+	}
+	entries = slices.DeleteFunc(entries, func(e queue.ReadyEntry) bool { return kept[e.Key] })
 	slices.SortFunc(entries, compareReady)
 	merged := make([]heldEntry, 0, len(v.entries)+len(entries))
 	i := 0

@@ -1175,8 +1175,9 @@ var transitions_default = [
 // src/constants.json
 var constants_default = {
   format_version: 1,
-  layout_version: 4,
+  layout_version: 5,
   field_sep: "~",
+  key_section_mark: "-",
   statuses: [
     "waiting",
     "pending",
@@ -1269,6 +1270,7 @@ var PRIORITY_STEP_MS = constants_default.priority_step_ms;
 var FORMAT_VERSION = constants_default.format_version;
 var LAYOUT_VERSION = constants_default.layout_version;
 var FIELD_SEP = constants_default.field_sep;
+var KEY_SECTION_MARK = constants_default.key_section_mark;
 var CONFIG_KEY = constants_default.keys.config;
 var TASKS_PREFIX = constants_default.keys.tasks;
 var READY_PREFIX = constants_default.keys.ready;
@@ -1396,9 +1398,9 @@ function priorityOf(t) {
 function readyKey(t) {
   const p = priorityOf(t);
   const offset = p === "high" ? -PRIORITY_STEP_MS : p === "low" ? PRIORITY_STEP_MS : 0;
-  const fields = [unixMS(Date.parse(t.available_at) + offset), p, t.id];
-  if (t.key) fields.push(part("task_type", t.key));
-  return `${readyPartitionPrefix(part("task_type", t.task_type), shardPart(t.shard, t.id))}${fields.join(FIELD_SEP)}`;
+  const name = [unixMS(Date.parse(t.available_at) + offset), p, t.id].join(FIELD_SEP);
+  const section = t.key ? `${KEY_SECTION_MARK}${part("task_type", t.key)}/` : "";
+  return `${readyPartitionPrefix(part("task_type", t.task_type), shardPart(t.shard, t.id))}${section}${name}`;
 }
 function readyPartitionPrefix(type, shard) {
   return `${READY_PREFIX}${type}/${shard}/`;
@@ -1427,7 +1429,12 @@ function indexKeys(t) {
 function keyFields(key) {
   const p = key.split("/");
   const root = `${p[0]}/`;
-  if (root === READY_PREFIX) return p.length === 4 ? [p[0], p[1], p[2], ...p[3].split(FIELD_SEP)] : [];
+  if (root === READY_PREFIX) {
+    const keyed = p.length === 5 && p[3].startsWith(KEY_SECTION_MARK);
+    const f = keyed || p.length === 4 ? p[p.length - 1].split(FIELD_SEP) : [];
+    if (f.length !== 3) return [];
+    return keyed ? [p[0], p[1], p[2], ...f, p[3].slice(KEY_SECTION_MARK.length)] : [p[0], p[1], p[2], ...f];
+  }
   if (root !== LEASES_PREFIX) return p;
   return p.length === 3 ? [p[0], p[1], ...p[2].split(FIELD_SEP)] : [];
 }

@@ -19,6 +19,8 @@ export const FORMAT_VERSION = constants.format_version;
 export const LAYOUT_VERSION = constants.layout_version;
 /** FIELD_SEP joins the fields of a ready or lease entry's name (queue.FieldSep). */
 export const FIELD_SEP = constants.field_sep;
+/** KEY_SECTION_MARK begins a task key's section of a ready partition, "-{key}/" (queue.KeySectionMark). */
+export const KEY_SECTION_MARK = constants.key_section_mark;
 export const CONFIG_KEY = constants.keys.config;
 export const TASKS_PREFIX = constants.keys.tasks;
 export const READY_PREFIX = constants.keys.ready;
@@ -216,15 +218,16 @@ export function priorityOf(t) {
 /**
  * readyKey is the ready-index key of a pending task, under its type, then
  * its shard (queue.ReadyPartition): its rank is available_at moved by the
- * priority; a task's key, when it has one, is a fourth field (queue/doc.go,
- * "Task keys"; a key follows the rules of a type name).
+ * priority; a task with a key has its entry in its key's section of the
+ * partition, "-{key}/" (queue/doc.go, "Task keys"; a key follows the rules
+ * of a type name).
  */
 export function readyKey(t) {
   const p = priorityOf(t);
   const offset = p === 'high' ? -PRIORITY_STEP_MS : p === 'low' ? PRIORITY_STEP_MS : 0;
-  const fields = [unixMS(Date.parse(t.available_at) + offset), p, t.id];
-  if (t.key) fields.push(part('task_type', t.key));
-  return `${readyPartitionPrefix(part('task_type', t.task_type), shardPart(t.shard, t.id))}${fields.join(FIELD_SEP)}`;
+  const name = [unixMS(Date.parse(t.available_at) + offset), p, t.id].join(FIELD_SEP);
+  const section = t.key ? `${KEY_SECTION_MARK}${part('task_type', t.key)}/` : '';
+  return `${readyPartitionPrefix(part('task_type', t.task_type), shardPart(t.shard, t.id))}${section}${name}`;
 }
 
 /** readyPartitionPrefix is the prefix of one type's ready entries in one shard (queue.ReadyPartitionPrefix). */
@@ -277,13 +280,19 @@ export function indexKeys(t) {
  * keyFields splits an index key into its fields: its segments, with the
  * name of a ready or lease entry split at FIELD_SEP, so that every index
  * reads as one list (empty for a ready or lease key of another shape): a
- * ready key gives [root, type, shard, rank, priority, id(, key)], a lease
+ * ready key gives [root, type, shard, rank, priority, id(, key)] (the key
+ * from its section's segment), a lease
  * key [root, shard, expiry, type, id, lease id, worker].
  */
 function keyFields(key) {
   const p = key.split('/');
   const root = `${p[0]}/`;
-  if (root === READY_PREFIX) return p.length === 4 ? [p[0], p[1], p[2], ...p[3].split(FIELD_SEP)] : [];
+  if (root === READY_PREFIX) {
+    const keyed = p.length === 5 && p[3].startsWith(KEY_SECTION_MARK);
+    const f = keyed || p.length === 4 ? p[p.length - 1].split(FIELD_SEP) : [];
+    if (f.length !== 3) return [];
+    return keyed ? [p[0], p[1], p[2], ...f, p[3].slice(KEY_SECTION_MARK.length)] : [p[0], p[1], p[2], ...f];
+  }
   if (root !== LEASES_PREFIX) return p;
   return p.length === 3 ? [p[0], p[1], ...p[2].split(FIELD_SEP)] : [];
 }

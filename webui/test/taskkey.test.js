@@ -1,5 +1,6 @@
-// Task keys (queue/doc.go, "Task keys"): a keyed task's ready entry carries
-// its key as a fourth field, which the page reads and writes as qo does.
+// Task keys (queue/doc.go, "Task keys"): a keyed task's ready entry lies in
+// its key's section of the partition, "-{key}/", which the page reads and
+// writes as qo does.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readyKey, indexEntry, parseIndexKey, decodeTask } from '../src/queue.js';
@@ -11,12 +12,14 @@ test('a keyed task\'s ready entry carries its key, and reads back', () => {
   const plain = readyKey(task);
   assert.equal(plain, `ready/sync/b/1767323045000~normal~${id}`);
   const keyed = readyKey({ ...task, key: 'customer-42' });
-  assert.equal(keyed, `${plain}~customer-42`);
+  assert.equal(keyed, `ready/sync/b/-customer-42/1767323045000~normal~${id}`);
   assert.equal(indexEntry(keyed).key, 'customer-42');
   assert.equal(indexEntry(keyed).id, id);
   assert.equal(indexEntry(plain).key, undefined);
   assert.deepEqual(parseIndexKey(keyed), { shard: 'b', id });
-  for (const bad of [`${plain}~`, `${plain}~a b`, `${plain}~x~y`]) {
+  const name = `1767323045000~normal~${id}`;
+  // Layout 4's form (the key as a fourth field) is a stray qo converts.
+  for (const bad of [`${plain}~customer-42`, `${plain}~`, `ready/sync/b/-/${name}`, `ready/sync/b/-a b/${name}`, `ready/sync/b/x/${name}`, `ready/sync/b/-k/${name}~k`]) {
     assert.equal(indexEntry(bad), null, bad);
     assert.equal(parseIndexKey(bad), null, bad);
   }
