@@ -348,9 +348,10 @@ func (c *checker) final(ctx context.Context) {
 // could have started it (a slot free, see capacity.go, and not handed
 // over to a task ranked before it) and no task of its type and a higher
 // priority is ready and waiting (priority order gives those the slot),
-// to start behind a newer task of its type and priority (newer: it became
-// pending later) that started before it, whatever the depth of the ready
-// index. It returns the longest wait
+// to start behind a newer task of its type, priority and task key (newer:
+// it became pending later) that started before it, whatever the depth of
+// the ready index (keys take turns, so the order holds within a key, and
+// among the tasks without one). It returns the longest wait
 // while the index held no more than one walk reads (maxWalk entries) and
 // the longest while it was deeper, for the report.
 func (c *checker) overtake(maxWalk int) (shallow, deep time.Duration, longest string) {
@@ -359,7 +360,7 @@ func (c *checker) overtake(maxWalk int) (shallow, deep time.Duration, longest st
 	procSlots := c.f.procSlots(runs)
 	type item struct {
 		id             uuid.UUID
-		typ            string
+		typ, prio      string // type, and type/priority
 		pending, start time.Duration
 	}
 	groups := map[string][]item{}
@@ -384,15 +385,19 @@ func (c *checker) overtake(maxWalk int) (shallow, deep time.Duration, longest st
 		if !ok1 || !ok2 || st < from {
 			continue
 		}
+		// Keys take turns: the order is promised within a key (and among
+		// the tasks without one), not across keys.
 		k := s.typ + "/" + string(s.priority)
-		groups[k] = append(groups[k], item{id, s.typ, p, st})
+		g := k + "/" + s.key
+		groups[g] = append(groups[g], item{id, s.typ, k, p, st})
 	}
 	c.f.mu.Unlock()
 	rated := map[string]bool{}
 	for _, l := range c.f.sc.Limits {
 		rated[l.Type] = l.Rate > 0
 	}
-	for k, items := range groups {
+	for _, items := range groups {
+		k := items[0].prio
 		if rated[items[0].typ] {
 			// A rate-limited type is not held to the order promise: the
 			// rate is split in token buckets over the workers, and one

@@ -54,13 +54,18 @@
 //     backoff;
 //   - from Settle after the faults stopped, no task waited more than
 //     OvertakeBound (30 s plus one page hold), while some worker could
-//     have started it, to start after a newer task of its type and
-//     priority had started, whatever the depth of the ready index;
+//     have started it, to start after a newer task of its type, priority
+//     and task key had started, whatever the depth of the ready index;
 //   - over every window of 10 s and of a minute, the handlers of a type
 //     with a fleet-wide rate limit that started, each counted when its
 //     claim took its token (the claim's first request), are at most rate x
 //     window + burst + one per worker process serving the type in the
 //     window (queue/doc.go, "Fleet-wide rate limits").
+//
+// Half the seeds spread their tasks over task keys (Scenario.Keys: 2 or
+// 5, half the keyed tasks on the first key, one task in five without a
+// key), so the walks list the keys' sections of the ready index and claim
+// round-robin over keys under every fault.
 //
 // A few seeds draw fleet-wide limits (Scenario.Limits: a cap, a rate or
 // both on a type), set before the workers start; the drain bound counts

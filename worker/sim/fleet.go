@@ -88,6 +88,7 @@ type submitted struct {
 	n        int
 	typ      string
 	priority queue.Priority
+	key      string        // the task's key ("" when none)
 	at       time.Duration // when the submit returned
 	parents  bool
 }
@@ -255,6 +256,17 @@ func (f *fleet) handler(p *proc) worker.HandlerFunc {
 	}
 }
 
+// taskKey draws a task's key over keys keys (see Scenario.Keys).
+func taskKey(r *rand.Rand, keys int) string {
+	switch {
+	case keys == 0 || r.IntN(5) == 0:
+		return ""
+	case r.IntN(2) == 0:
+		return "k0"
+	}
+	return fmt.Sprintf("k%d", r.IntN(keys))
+}
+
 // submit submits task n of typ as a client would: with an idempotency key,
 // retried until it is known to exist. What the task is (its time,
 // priority, and, when it may have any, one in ten times parents) is drawn
@@ -284,12 +296,13 @@ func (f *fleet) submit(ctx context.Context, typ string, n int, mayHaveParents bo
 	req := queue.SubmitRequest{
 		Type: typ, Input: input, Timeout: timeoutFor(spec), MaxRetries: &retries,
 		Priority: prio, IdempotencyKey: fmt.Sprintf("sim-%d", n), After: after, OnParentFailure: onFail,
+		Key: taskKey(r, f.sc.Keys),
 	}
 	for ctx.Err() == nil {
 		t, _, err := f.submitter.Submit(ctx, req)
 		if err == nil {
 			f.mu.Lock()
-			f.tasks[t.ID] = &submitted{id: t.ID, n: n, typ: typ, priority: t.Priority, at: f.now(), parents: len(after) > 0}
+			f.tasks[t.ID] = &submitted{id: t.ID, n: n, typ: typ, priority: t.Priority, key: t.TaskKey, at: f.now(), parents: len(after) > 0}
 			f.byN[n] = t.ID
 			f.mu.Unlock()
 			return

@@ -34,6 +34,11 @@ type Scenario struct {
 	// start (see queue/doc.go, "Fleet-wide concurrency caps" and
 	// "Fleet-wide rate limits"); the check holds the handlers to them.
 	Limits []FleetLimit
+	// Keys is the number of task keys the tasks are spread over (0: none;
+	// see queue/doc.go, "Task keys"): half the keyed tasks go to the first
+	// key, a deep backlog beside the others, and one task in five has no
+	// key.
+	Keys int
 }
 
 // FleetLimit is a fleet-wide limit of one type: at most Concurrency
@@ -135,6 +140,8 @@ func NewScenario(seed uint64, size Size) Scenario {
 	// Fleet-wide limits, drawn last so that the draws above (and so the
 	// scenarios of the seeds before limits existed) stay as they were.
 	sc.Limits = d.limits(sc.Types)
+	// Task keys, drawn after the limits for the same reason.
+	sc.Keys = d.pick(0, 0, 2, 5)
 	return sc
 }
 

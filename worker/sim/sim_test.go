@@ -130,7 +130,7 @@ func (l *lockedRand) Read(p []byte) (int, error) {
 func describe(r Report) string {
 	var b strings.Builder
 	sc := r.Scenario
-	fmt.Fprintf(&b, "seed %d: %d shard chars, page %d, types %v, faults end %s, load ends %s, rate %.1f/s\n", sc.Seed, sc.ShardChars, sc.PageSize, sc.Types, sc.FaultsEnd, sc.LoadEnd, sc.Rate)
+	fmt.Fprintf(&b, "seed %d: %d shard chars, page %d, types %v, %d task keys, faults end %s, load ends %s, rate %.1f/s\n", sc.Seed, sc.ShardChars, sc.PageSize, sc.Types, sc.Keys, sc.FaultsEnd, sc.LoadEnd, sc.Rate)
 	for _, w := range sc.Workers {
 		fmt.Fprintf(&b, "  worker %s: concurrency %d, speed %.0fx, types %v, limits %v, skew %s\n", w.Name, w.Concurrency, w.Speed, w.Types, w.Limits, w.Skew)
 	}
