@@ -300,6 +300,9 @@ func (v *heldView) usedPages() (held map[string]bool, used func(s string, p *par
 		if len(left[s]) == 0 {
 			return p.hasCut()
 		}
+		if !p.cut.IsZero() && !left[s][""] {
+			return true // the entries without a key, which it cut
+		}
 		for k := range p.keyCuts {
 			if !left[s][k] {
 				return true
