@@ -1,6 +1,8 @@
 package testutil
 
 import (
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -57,14 +59,21 @@ func TestProcessAlive(t *testing.T) {
 
 func TestFreeAddr(t *testing.T) {
 	t.Parallel()
-	addr := FreeAddr(t)
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil || host != "127.0.0.1" || port == "0" {
-		t.Fatalf("FreeAddr = %q (%v), want 127.0.0.1 and a port", addr, err)
+	// Another process may take the port between FreeAddr and the Listen
+	// (the race every caller accepts); one of three tries must get it.
+	var errs []error
+	for range 3 {
+		addr := FreeAddr(t)
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil || host != "127.0.0.1" || port == "0" {
+			t.Fatalf("FreeAddr = %q (%v), want 127.0.0.1 and a port", addr, err)
+		}
+		l, err := net.Listen("tcp", addr)
+		if err == nil {
+			_ = l.Close()
+			return
+		}
+		errs = append(errs, fmt.Errorf("listen on the free address %s: %w", addr, err))
 	}
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Fatalf("listen on the free address %s: %v", addr, err)
-	}
-	_ = l.Close()
+	t.Fatal(errors.Join(errs...))
 }
