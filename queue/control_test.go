@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -96,6 +97,38 @@ func TestSetLimit(t *testing.T) {
 	_, err = control.Read(ctx, q)
 	var m *queue.MalformedError
 	require.ErrorAs(t, err, &m)
+}
+
+// A limit on a type whose name begins with the prefix of another kind of
+// limit (its share would read as that kind's, of another type) is refused
+// by every setter, naming the prefix; clearing one is allowed.
+func TestLimitRefusedOnHoldPrefixedType(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := memstore.New()
+	_, err := queue.Init(ctx, s, 1)
+	require.NoError(t, err)
+	q, err := queue.Open(ctx, s, queue.Options{})
+	require.NoError(t, err)
+	for _, typ := range []string{"rate:x", "key:rotate", "keyrate:x"} {
+		for name, set := range map[string]func() (queue.Control, error){
+			"cap":          func() (queue.Control, error) { return control.SetLimit(ctx, q, typ, 2) },
+			"rate":         func() (queue.Control, error) { return control.SetRate(ctx, q, typ, 5, time.Second, 0) },
+			"per-key cap":  func() (queue.Control, error) { return control.SetKeyLimit(ctx, q, typ, 2) },
+			"per-key rate": func() (queue.Control, error) { return control.SetKeyRate(ctx, q, typ, 5, time.Second, 0) },
+		} {
+			_, err := set()
+			require.ErrorIs(t, err, queue.ErrInvalidInput, "%s on %s", name, typ)
+			require.ErrorContains(t, err, "begins with "+fmt.Sprintf("%q", queue.HoldPrefixed(typ)), "%s on %s", name, typ)
+		}
+		_, err := control.ClearLimit(ctx, q, typ)
+		require.NoError(t, err)
+	}
+	for _, typ := range []string{"x", "email:send", "ratex", "keys:x"} {
+		require.Empty(t, queue.HoldPrefixed(typ), typ)
+		_, err := control.SetLimit(ctx, q, typ, 2)
+		require.NoError(t, err, typ)
+	}
 }
 
 // SetRate keeps a type's fleet-wide rate beside its cap; ParseRate takes

@@ -1284,6 +1284,16 @@ the type run across every worker, through workers joining, draining, being
 paused and being killed. Nothing is written per task: the cap is held by
 shares that ride on the heartbeats.
 
+A share is named in the holds by its type, and a share of another kind of
+limit by a prefix and its type ("rate:TYPE", "key:TYPE", "keyrate:TYPE",
+HoldKey). So no limit may be set on a type whose name begins with one of
+those prefixes (HoldPrefixed; a cap on "rate:x" would be read as the rate
+of "x"): every setter refuses it with ErrInvalidInput naming the prefix.
+A worker that finds one in control.json all the same (written by hand,
+or by a qo from before this rule) holds no share of it and claims none of
+that type's tasks, logging why, so no limit is passed; clearing it (qo
+limit TYPE --clear) is allowed.
+
   - Each worker serving a capped type publishes in its registry entry
     ("holds": type -> count, written with every heartbeat) the share it
     holds, and runs (its claims in flight counted) at most its usable

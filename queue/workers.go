@@ -105,6 +105,20 @@ const (
 	HoldKeyRate HoldKind = "keyrate:" // a per-key rate: starts a minute, for each key
 )
 
+// HoldPrefixed returns the prefix of a kind of limit typ's name begins
+// with ("" when none): a fleet-wide limit on such a type would share its
+// key of Holds with another type's limit of that kind (a cap on "rate:x"
+// and the rate of "x"), so none may be set on it, and a worker does not
+// claim a type that has one (see doc.go, "Fleet-wide concurrency caps").
+func HoldPrefixed(typ string) string {
+	for _, k := range []HoldKind{HoldRate, HoldKeyCap, HoldKeyRate} {
+		if strings.HasPrefix(typ, string(k)) {
+			return string(k)
+		}
+	}
+	return ""
+}
+
 // HoldKey is the key of the share of typ's limit of kind in Holds.
 func HoldKey(kind HoldKind, typ string) string { return string(kind) + typ }
 

@@ -54,6 +54,10 @@ type capState struct {
 	wanted    map[string]int // its target share, as of the last heartbeat
 	published map[string]int // what its last heartbeat sent (or is sending)
 	pending   bool           // a raised hold is not confirmed yet
+	// unheld: types with a fleet-wide limit the worker cannot hold (their
+	// name begins with the prefix of another kind of limit, see
+	// queue.HoldPrefixed): it claims none of them.
+	unheld map[string]bool
 }
 
 // capPeer is what a worker's registry entry says about the types it
@@ -171,6 +175,7 @@ func capShare(n int, ids []string, me string, most map[string]int) int {
 // setCaps takes the caps of control.json (dispatch loop); a change asks
 // for a heartbeat, which works out the new shares.
 func (w *Worker) setCaps(ctl queue.Control) {
+	ctl, unheld := w.unheldLimits(ctl)
 	limits := map[string]int{}
 	for _, t := range w.types {
 		if n, ok := ctl.ConcurrencyCap(t); ok {
@@ -180,9 +185,9 @@ func (w *Worker) setCaps(ctl queue.Control) {
 	bursts := w.rateLimits(ctl, limits)
 	w.keyLimits(ctl, limits, bursts)
 	w.mu.Lock()
-	changed := !maps.Equal(limits, w.caps.limits) || !maps.Equal(bursts, w.caps.bursts)
+	changed := !maps.Equal(limits, w.caps.limits) || !maps.Equal(bursts, w.caps.bursts) || !maps.Equal(unheld, w.caps.unheld)
 	if changed {
-		w.caps.limits, w.caps.bursts = limits, bursts
+		w.caps.limits, w.caps.bursts, w.caps.unheld = limits, bursts, unheld
 		for t := range w.caps.usable {
 			if _, ok := limits[t]; !ok {
 				delete(w.caps.usable, t)
@@ -210,6 +215,9 @@ func (w *Worker) capLimit(typ string) (int, bool) {
 func (w *Worker) typeLimit(typ string) (int, bool) {
 	w.mu.Lock()
 	c, capped := w.capLimit(typ)
+	if w.caps.unheld[typ] {
+		c, capped = 0, true
+	}
 	w.mu.Unlock()
 	n, own := w.opts.Limits[typ]
 	switch {
@@ -220,6 +228,37 @@ func (w *Worker) typeLimit(typ string) (int, bool) {
 	default:
 		return n, own
 	}
+}
+
+// unheldLimits returns control.json's limits without those of the types
+// the worker serves whose name begins with the prefix of another kind of
+// limit (queue.HoldPrefixed): their shares would be mistaken for another
+// type's, so the worker holds no share of them and claims none of their
+// tasks, which keeps every limit. They are reported once, when found.
+func (w *Worker) unheldLimits(ctl queue.Control) (queue.Control, map[string]bool) {
+	var unheld map[string]bool
+	for _, t := range w.types {
+		p := queue.HoldPrefixed(t)
+		_, capped := ctl.Limits[t]
+		_, keyed := ctl.KeyLimits[t]
+		if p == "" || !capped && !keyed {
+			continue
+		}
+		if unheld == nil {
+			unheld = map[string]bool{}
+			ctl.Limits, ctl.KeyLimits = maps.Clone(ctl.Limits), maps.Clone(ctl.KeyLimits)
+		}
+		unheld[t] = true
+		delete(ctl.Limits, t)
+		delete(ctl.KeyLimits, t)
+		w.mu.Lock()
+		was := w.caps.unheld[t]
+		w.mu.Unlock()
+		if !was {
+			w.log.Error("not claiming tasks of this type: control.json holds a fleet-wide limit on it, which its name would mix up with another type's limit; clear it (qo limit TYPE --clear) and give the type a name that does not begin with the prefix", "task_type", t, "prefix", p)
+		}
+	}
+	return ctl, unheld
 }
 
 // anyCaps reports whether a type it serves has a fleet-wide limit.

@@ -16,6 +16,7 @@ import (
 	"github.com/qo-queue/qo/queue"
 	"github.com/qo-queue/qo/queue/control"
 	"github.com/qo-queue/qo/queue/registry"
+	"github.com/qo-queue/qo/store"
 	"github.com/qo-queue/qo/store/memstore"
 )
 
@@ -106,6 +107,35 @@ func TestCapOrder(t *testing.T) {
 // it: three workers of 4 slots start, a fourth joins, one loses the
 // bucket (its heartbeats stop, as a killed worker's) mid-run; at no
 // instant do more than 3 handlers run, and every task finishes.
+// A fleet-wide limit on a type whose name begins with the prefix of
+// another kind of limit (written to control.json by hand, or by a qo that
+// allowed it) cannot be held apart from that kind's limit of another
+// type: the worker claims none of the type's tasks, rather than run them
+// past the limit, and claims its other types as usual.
+func TestUnheldLimitStopsItsType(t *testing.T) {
+	t.Parallel()
+	bd := setup(t, memBackend(), setupOpts{})
+	ctx := context.Background()
+	_, err := bd.s.Put(ctx, queue.ControlKey, []byte(`{"format":1,"limits":{"rate:x":{"concurrency":1}}}`), store.Condition{})
+	require.NoError(t, err)
+	var ran atomic.Int64
+	o := bd.opts(t)
+	w := New(bd.q, o)
+	w.Handle("rate:x", func(context.Context, *queue.Task) (json.RawMessage, error) { ran.Add(1); return []byte(`{}`), nil })
+	w.Handle("plain", func(context.Context, *queue.Task) (json.RawMessage, error) { return []byte(`{}`), nil })
+	held := bd.submit(t, "rate:x", `1`)
+	plain := bd.submit(t, "plain", `2`)
+	start(t, w)
+	bd.waitStatus(t, plain.ID, queue.StatusCompleted)
+	testutil.Eventually(t, func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.caps.unheld["rate:x"]
+	}, "the worker to find the limit it cannot hold")
+	require.Zero(t, ran.Load(), "a task of the type with the limit it cannot hold ran")
+	require.Equal(t, queue.StatusPending, bd.get(t, held.ID).Status)
+}
+
 func TestFleetCapHolds(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/qo-queue/qo/queue"
@@ -70,6 +71,9 @@ func keyLimits(c *queue.Control) *map[string]queue.Limit   { return &c.KeyLimits
 // setLimit changes the limit of typ in the map in picks (had: it has
 // one), when change says it differs (see updateControl).
 func setLimit(ctx context.Context, q Queue, op string, in limitsIn, typ string, change func(l *queue.Limit, had bool) bool) (queue.Control, error) {
+	if p := queue.HoldPrefixed(typ); p != "" {
+		return queue.Control{}, invalidInput("%s: task type %q begins with %q, which names another kind of limit in the workers' shares of the limits: a limit on it would be mistaken for one on type %q. Give the type a name that does not begin with %q", op, typ, p, strings.TrimPrefix(typ, p), p)
+	}
 	return update(ctx, q, op, func(c *queue.Control, now time.Time) bool {
 		m := in(c)
 		l, had := (*m)[typ]
