@@ -951,9 +951,10 @@ List never costs in proportion to the bucket's history:
 
 Workers list the ready index with ListReady: one LIST walks the wanted
 partitions (the types it claims now, in the shards it polls) in key order
-and skips the rest of a partition at its first entry that is not due, so
-an idle queue costs one LIST per poll whatever the number of types and
-shards (plus one per partition holding more than a page of delayed
+and skips the rest of a partition's section (a task key's, or its entries
+without a key; see Task keys) at its first entry that is not due, so an
+idle queue costs one LIST per poll whatever the number of types and
+shards (plus one per section holding more than a page of delayed
 entries). The LIST's prefix is the one partition wanted, or the one
 type's ("ready/{type}/") when only one type is; a LIST that runs into a
 partition not wanted hops past it (past all of a type not wanted), so

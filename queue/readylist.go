@@ -65,8 +65,9 @@ type ReadyQuery struct {
 //
 // Entries not yet available are skipped without any GET; keys that do not
 // parse are skipped and logged. An idle queue therefore costs one LIST
-// per call whatever the partition count; a partition holding more than a
-// page of delayed entries costs one more. Successive calls walk the
+// per call whatever the partition count; a section holding more than a
+// page of delayed entries (the entries without a key of a partition, or
+// one task key's) costs one more. Successive calls walk the
 // wanted partitions in key order, each oldest first; a caller that starts
 // its walks at a rotating partition (StartAfter =
 // ReadyPartitionPrefix(partition)) spreads its attention evenly over deep
