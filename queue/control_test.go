@@ -104,12 +104,8 @@ func TestSetLimit(t *testing.T) {
 // by every setter, naming the prefix; clearing one is allowed.
 func TestLimitRefusedOnHoldPrefixedType(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	s := memstore.New()
-	_, err := queue.Init(ctx, s, 1)
-	require.NoError(t, err)
-	q, err := queue.Open(ctx, s, queue.Options{})
-	require.NoError(t, err)
+	b := setup(t, storetest.Backends()[0])
+	ctx, q := b.ctx, b.q
 	for _, typ := range []string{"rate:x", "key:rotate", "keyrate:x"} {
 		for name, set := range map[string]func() (queue.Control, error){
 			"cap":          func() (queue.Control, error) { return control.SetLimit(ctx, q, typ, 2) },

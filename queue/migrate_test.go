@@ -504,10 +504,21 @@ func layout3Key(t *testing.T, key string) string {
 // wrote, as a worker of layout 3 does (its lease entries are current).
 func toLayout3(t *testing.T, b *bundle, tasks ...*queue.Task) []string {
 	t.Helper()
+	return rewriteReady(t, b, layout3Key, tasks...)
+}
+
+// rewriteReady moves the current ready entries of tasks to the keys
+// older gives them (an entry older leaves as it is stays), and returns
+// those keys.
+func rewriteReady(t *testing.T, b *bundle, older func(*testing.T, string) string, tasks ...*queue.Task) []string {
+	t.Helper()
 	var old []string
 	for _, task := range tasks {
 		k := queue.ReadyKey(b.get(t, task))
-		o := layout3Key(t, k)
+		o := older(t, k)
+		if o == k {
+			continue
+		}
 		_, err := b.raw.Put(b.ctx, o, nil, store.Condition{})
 		require.NoError(t, err)
 		require.NoError(t, b.raw.Delete(b.ctx, k, store.Condition{}))
@@ -683,22 +694,11 @@ func layout4Key(t *testing.T, key string) string {
 }
 
 // toLayout4 moves the current ready entries of tasks to the shape layout 4
-// wrote, as a worker of layout 4 does.
+// wrote, as a worker of layout 4 does (an entry without a key did not
+// change).
 func toLayout4(t *testing.T, b *bundle, tasks ...*queue.Task) []string {
 	t.Helper()
-	var old []string
-	for _, task := range tasks {
-		k := queue.ReadyKey(b.get(t, task))
-		o := layout4Key(t, k)
-		if o == k {
-			continue // an entry without a key did not change
-		}
-		_, err := b.raw.Put(b.ctx, o, nil, store.Condition{})
-		require.NoError(t, err)
-		require.NoError(t, b.raw.Delete(b.ctx, k, store.Condition{}))
-		old = append(old, o)
-	}
-	return old
+	return rewriteReady(t, b, layout4Key, tasks...)
 }
 
 // A layout-4 bucket: the entries of tasks with a key move to their key's

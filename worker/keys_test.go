@@ -89,46 +89,70 @@ func TestPerKeyCapHolds(t *testing.T) {
 // every two of them), not after the backlog.
 func TestKeysTakeTurns(t *testing.T) {
 	t.Parallel()
+	keysTakeTurns(t, 300, 0)
+}
+
+// Keys take turns however deep one key's backlog is: with pages of 10
+// keys over 16 shards, a backlog of 1,600 (10 pages in every partition)
+// holds back another key's 5 tasks no more than one of 100 does (a page
+// at most in any partition): each starts within the first 2x5 starts,
+// and the LISTs sent until the last of them do not grow with the backlog.
+func TestKeysTakeTurnsAtAnyDepth(t *testing.T) {
+	t.Parallel()
+	shallow := keysTakeTurns(t, 100, 10)
+	deep := keysTakeTurns(t, 1600, 10)
+	t.Logf("ready LISTs until the small key's last start: %d behind 100 tasks, %d behind 1,600", shallow, deep)
+	// Listing every partition once, past the big key's section in each:
+	// about one LIST a partition whatever the backlog (paging through it,
+	// 1,600 tasks cost 160 LISTs of 10).
+	for _, n := range []int64{shallow, deep} {
+		require.LessOrEqual(t, n, int64(40), "ready LISTs until the small key's last start")
+	}
+}
+
+// keysTakeTurns submits deep tasks of key "big", then 5 of key "small",
+// runs them on a worker of one slot with pages of page keys (0: the
+// default), checks that the small key's last task is among the first 2x5
+// starts, and returns the LISTs of the ready index sent until it started.
+func keysTakeTurns(t *testing.T, deep, page int) int64 {
+	t.Helper()
+	const few = 5
 	bd := setup(t, memBackend(), setupOpts{})
-	const deep, few = 300, 5
 	for i := range deep {
-		bd.submit(t, "sync", fmt.Sprint(i), withKey("big"))
+		bd.submit(t, "sync", fmt.Sprint(i), withKey("big")) // "-big" sorts before "-small"
 	}
 	for i := range few {
 		bd.submit(t, "sync", fmt.Sprint(i), withKey("small"))
 	}
+	counted := &readyLists{Store: bd.s}
 	var mu sync.Mutex
 	var order []string
+	var last int
+	var lists int64
 	o := bd.opts(t)
-	o.Concurrency = 1
-	w := New(bd.q, o)
+	o.Concurrency, o.ReadyPageSize = 1, page
+	w := New(bd.over(t, counted), o)
 	w.Handle("sync", func(_ context.Context, task *queue.Task) (json.RawMessage, error) {
 		mu.Lock()
+		defer mu.Unlock()
 		order = append(order, task.TaskKey)
-		mu.Unlock()
+		if task.TaskKey == "small" {
+			last, lists = len(order)-1, counted.n.Load()
+		}
 		return []byte(`{}`), nil
 	})
-	start(t, w)
+	r := start(t, w)
 	testutil.Eventually(t, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		n := 0
-		for _, k := range order {
-			if k == "small" {
-				n++
-			}
-		}
-		return n == few
+		return countOf(order, "small") == few
 	}, "the small key's tasks started")
+	r.cancel()
+	require.NoError(t, r.stop(t))
 	mu.Lock()
 	defer mu.Unlock()
-	last := 0
-	for i, k := range order {
-		if k == "small" {
-			last = i
-		}
-	}
-	require.Less(t, last, 2*few, "the small key's last task started as start %d: %v", last+1, order[:min(len(order), 2*few+2)])
+	require.Less(t, last, 2*few, "backlog %d: the small key's last task started as start %d: %v", deep, last+1, order[:min(len(order), 2*few+2)])
+	return lists
 }
 
 // readyLists counts the LISTs of the ready index.
@@ -142,63 +166,6 @@ func (s *readyLists) List(ctx context.Context, p store.ListParams) (store.ListPa
 		s.n.Add(1)
 	}
 	return s.Store.List(ctx, p)
-}
-
-// Keys take turns however deep one key's backlog is: with pages of 10
-// keys over 16 shards, a backlog of 1,600 (10 pages in every partition)
-// holds back another key's 5 tasks no more than one of 100 does (a page
-// at most in any partition): each starts within the first 2x5 starts,
-// and the LISTs sent until the last of them do not grow with the backlog.
-func TestKeysTakeTurnsAtAnyDepth(t *testing.T) {
-	t.Parallel()
-	const few, page = 5, 10
-	run := func(t *testing.T, deep int) (last int, lists int64) {
-		bd := setup(t, memBackend(), setupOpts{})
-		for i := range deep {
-			bd.submit(t, "sync", fmt.Sprint(i), withKey("big")) // "-big" sorts before "-small"
-		}
-		for i := range few {
-			bd.submit(t, "sync", fmt.Sprint(i), withKey("small"))
-		}
-		counted := &readyLists{Store: bd.s}
-		var mu sync.Mutex
-		var order []string
-		var atLast int64
-		o := bd.opts(t)
-		o.Concurrency, o.ReadyPageSize = 1, page
-		w := New(bd.over(t, counted), o)
-		w.Handle("sync", func(_ context.Context, task *queue.Task) (json.RawMessage, error) {
-			mu.Lock()
-			defer mu.Unlock()
-			order = append(order, task.TaskKey)
-			if task.TaskKey == "small" {
-				last, atLast = len(order)-1, counted.n.Load()
-			}
-			return []byte(`{}`), nil
-		})
-		r := start(t, w)
-		testutil.Eventually(t, func() bool {
-			mu.Lock()
-			defer mu.Unlock()
-			return slices.ContainsFunc(order, func(k string) bool { return k == "small" }) &&
-				len(order)-slices.Index(order, "small") > 0 && countOf(order, "small") == few
-		}, "the small key's tasks started")
-		r.cancel()
-		require.NoError(t, r.stop(t))
-		mu.Lock()
-		defer mu.Unlock()
-		require.Less(t, last, 2*few, "backlog %d: the small key's last task started as start %d: %v", deep, last+1, order[:min(len(order), 2*few+2)])
-		return last, atLast
-	}
-	_, shallow := run(t, 100)
-	_, deepLists := run(t, 1600)
-	t.Logf("ready LISTs until the small key's last start: %d behind 100 tasks, %d behind 1,600", shallow, deepLists)
-	// Listing every partition once, past the big key's section in each:
-	// about one LIST a partition whatever the backlog (paging through it,
-	// 1,600 tasks cost 160 LISTs of 10).
-	for _, n := range []int64{shallow, deepLists} {
-		require.LessOrEqual(t, n, int64(40), "ready LISTs until the small key's last start")
-	}
 }
 
 func countOf(xs []string, x string) (n int) {
