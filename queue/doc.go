@@ -1456,11 +1456,13 @@ It is in the view after the first walk that lists its partition, however
 deep the other keys' backlogs: a LIST that stops inside a key's section
 goes on past that section in the same walk (queue.ReadyKeySectionEnd),
 so a deep key costs one LIST per listing of its partition, not one per
-page of its backlog. A walk sends at most 4 LISTs and 16 more that go on
-past a section; the sections of a partition sort by key, so a key whose
-partition holds more than 16 keys deeper than a page ahead of it in key
-order waits for the next listing of that partition (when its page is used
-up, or PageHold, 10 s, after it was listed), itself the same bound again.
+page of its backlog. A walk sends at most 4 LISTs, and up to 16 more
+that go on past a section whose entries filled half a LIST or more (a
+deep key; so a walk holds at most 20 pages); the sections of a partition
+sort by key, so a key whose partition holds more than 16 keys deeper than
+a page ahead of it in key order waits for the next listing of that
+partition (when its page is used up, or PageHold, 10 s, after it was
+listed), itself the same bound again.
 Entries of a key ranked after another key's backlog are no longer behind
 that backlog in the index: the bound does not grow with any key's depth.
 Measured: worker/keys_test.go, one key's 300 tasks ahead of another's 5

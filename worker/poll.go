@@ -52,8 +52,9 @@ import (
 // Keys: a partition holds a section per task key,
 // "ready/{type}/{shard}/-{key}/...", each in rank order, before its
 // entries without a key (see queue/doc.go, "Task keys"). A LIST cut inside
-// a key's section goes on past that section in the same walk (up to 16
-// such LISTs a walk beyond the 4), and the page records that key's cut
+// a key's section goes on past that section in the same walk (where that
+// key's entries filled half the LIST or more, up to 16 such LISTs a walk
+// beyond the 4), and the page records that key's cut
 // (partPage.keyCuts): it holds back that key's entries ranked after it, in
 // every partition, and no other key's, nor the entries without a key. So
 // a key with a deep backlog costs one LIST per listing of its partition,

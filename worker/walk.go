@@ -49,9 +49,11 @@ func compareReady(a, b queue.ReadyEntry) int {
 const maxWalkLists = 4
 
 // maxKeyHops bounds the LISTs of one walk that go on past a task key's
-// section cut short: past it, the partition holding the last section cut
-// keeps a cut there for its entries without a key too, and is listed on
-// from the first such section once it is used up.
+// section cut short after filling half the LIST or more (one key's deep
+// backlog; a LIST cut in a shorter section counts as any other): past it,
+// the partition holding the last section cut keeps a cut there for its
+// entries without a key too, and is listed on from the first such section
+// once it is used up.
 const maxKeyHops = 16
 
 // walk lists the partitions due (see heldView.due; of wanted, the
@@ -78,12 +80,14 @@ func (w *Worker) walk(ctx context.Context, shards, types, wanted, due []string, 
 	pages := map[string]*partPage{}
 	start := "" // the StartAfter of the next LIST ("": the next partition due)
 	var ks keySections
-	hopping, hops := false, 0 // the next LIST goes on past a key's section
+	// hop: the next LIST goes on past a key's section (its start);
+	// hopping: past the budget, one key's backlog having filled the LIST.
+	hop, hopping, hops := "", false, 0
 	for lists := 0; lists < maxWalkLists || hopping && hops < maxKeyHops; lists++ {
 		if hopping {
 			hops++
 		}
-		hopping = false
+		hop, hopping = "", false
 		if start == "" {
 			if start = w.nextStart(due, pages, onward); start == "" {
 				break
@@ -137,7 +141,10 @@ func (w *Worker) walk(ctx context.Context, shards, types, wanted, due []string, 
 			// listed however deep one key's backlog is (see poll.go,
 			// "Keys").
 			ks.note(in, last, next)
-			start, hopping = end, true
+			// A LIST mostly of that key's backlog may go past the budget to
+			// reach the other keys; one cut in a short section is a LIST
+			// like any other.
+			start, hop, hopping = end, end, 2*countKey(es, last) >= w.opts.ReadyPageSize
 			continue
 		}
 		p.cut, p.next = last.Rank, next
@@ -145,16 +152,24 @@ func (w *Worker) walk(ctx context.Context, shards, types, wanted, due []string, 
 			start = next // list on in it
 		}
 	}
-	if !hopping {
-		start = ""
-	}
-	ks.apply(pages, start)
+	ks.apply(pages, hop)
 	for s, p := range pages {
 		if old := w.view.pages[s]; onward[s] && old != nil && p.resume == "" {
 			p.onward, p.listed = true, old.listed
 		}
 	}
 	return entries, pages, nil
+}
+
+// countKey counts the entries of es in e's partition with e's task key.
+func countKey(es []queue.ReadyEntry, e queue.ReadyEntry) int {
+	n := 0
+	for _, x := range es {
+		if x.TaskKey == e.TaskKey && x.Partition() == e.Partition() {
+			n++
+		}
+	}
+	return n
 }
 
 // nextStart is the StartAfter of a walk's LIST that begins at the next
