@@ -56,25 +56,45 @@ func (w *Worker) claimHeld(ctx context.Context, free int) (started int) {
 	// limit takes no part.
 	next := w.weightedOrder(v.entries, order)
 	full := func(typ string) bool { return w.atLimit(typ, perType) }
-	// passes is the rank a claim of h passes: h's, but no further than
-	// the worker's oldest own entry it could take now and has not (the
-	// view is in rank order). Keys and weighted types take turns, so a
-	// task is started ahead of older ones of the worker's own by design;
-	// the others' entries beside those are not left behind by it, and
-	// counting them passed would set every worker racing for them a page
-	// hold later.
-	lowest := 0
-	passes := func(h *heldEntry) time.Time {
-		for ; lowest < len(v.entries); lowest++ {
-			o := &v.entries[lowest]
-			if !o.done && o.own && v.within(o) && !w.control.ctl.IsPaused(o.Type) && !full(o.Type) && w.keyReadyNow(o.Type, o.TaskKey) {
-				if o.Rank.Before(h.Rank) {
-					return o.Rank
-				}
-				break
+	// pass records what a claim of h passes (see passedRanks), for each
+	// group of entries the view holds (passKey: a task key of a type, or a
+	// type's entries without a key): h's rank, but no further than the
+	// worker's oldest own entry of that group it could take now and has
+	// not (the view is in rank order). Keys and weighted types take turns,
+	// so a task is started ahead of older ones of the worker's own by
+	// design; the others' entries beside those are not left behind by it,
+	// and counting them passed would set every worker racing for them a
+	// page hold later. A group it holds none of its own of is passed up to
+	// h's rank, as are groups not in the view (anyGroup).
+	own := map[typeKey][]int{} // group -> the view's own entries, in order
+	groups := map[typeKey]bool{}
+	for i := range v.entries {
+		if o := &v.entries[i]; !o.done {
+			k := passKey(o.ReadyEntry)
+			groups[k] = true
+			if o.own {
+				own[k] = append(own[k], i)
 			}
 		}
-		return h.Rank
+	}
+	oldestOwn := func(k typeKey) (time.Time, bool) {
+		for ; len(own[k]) > 0; own[k] = own[k][1:] {
+			o := &v.entries[own[k][0]]
+			if !o.done && v.within(o) && !w.control.ctl.IsPaused(o.Type) && !full(o.Type) && w.keyReadyNow(o.Type, o.TaskKey) {
+				return o.Rank, true
+			}
+		}
+		return time.Time{}, false
+	}
+	pass := func(h *heldEntry) {
+		w.passed.note(anyGroup, now, h.Rank, w.opts.PageHold)
+		for k := range groups {
+			r := h.Rank
+			if o, ok := oldestOwn(k); ok && o.Before(r) {
+				r = o
+			}
+			w.passed.note(k, now, r, w.opts.PageHold)
+		}
 	}
 	for started < free && !w.stopping(ctx) {
 		i, ok := next.next(full)
@@ -99,7 +119,7 @@ func (w *Worker) claimHeld(ctx context.Context, free int) (started int) {
 		if perType != nil {
 			perType[h.Type]++
 		}
-		w.passed.note(now, passes(h), w.opts.PageHold)
+		pass(h)
 		if p := v.pages[h.Partition()]; p != nil {
 			p.claimed = true
 		}

@@ -405,3 +405,32 @@ func TestPerKeyRateHolds(t *testing.T) {
 		require.LessOrEqual(t, most, perSec+burst+workers, "starts of key %s in a second", k)
 	}
 }
+
+// Passing is per group (a type's task key, or its entries without one): a
+// group with a record of its own is judged by it alone, so a pass that
+// stopped at the worker's own oldest entry of key j makes none of j's
+// later entries late, while key k's, passed further, are; a group with
+// no record is judged by the passes of every group (anyGroup).
+func TestKeyPassMakesOnlyItsKeyLate(t *testing.T) {
+	t.Parallel()
+	const hold = 10 * time.Second
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	entry := func(key string, rank time.Time) heldEntry {
+		return heldEntry{ReadyEntry: queue.ReadyEntry{Type: "a", TaskKey: key, Rank: rank, AvailableAt: rank}}
+	}
+	var p keyedPasses
+	older := now.Add(-time.Minute)
+	p.note(anyGroup, now, now.Add(-time.Second), hold)
+	p.note(typeKey{"a", "k"}, now, now.Add(-time.Second), hold)
+	p.note(typeKey{"a", "j"}, now, older.Add(-time.Second), hold) // its own oldest j entry came first
+	v := heldView{passed: p.before(now.Add(2*hold), hold, nil)}
+	for key, late := range map[string]bool{"k": true, "j": false, "never-seen": true} {
+		h := entry(key, older)
+		require.Equal(t, late, v.late(&h), "key %q", key)
+	}
+	newer := entry("k", now.Add(time.Minute))
+	require.False(t, v.late(&newer), "ranked after what was passed")
+	fresh := entry("k", now.Add(-2*time.Second))
+	fresh.AvailableAt = now.Add(time.Second)
+	require.False(t, v.late(&fresh), "not ready when it was passed")
+}

@@ -1015,7 +1015,8 @@ func TestWalkReachesEntriesBehindOthers(t *testing.T) {
 		w.hold(ctx, es, map[string]*partPage{
 			"a/2": {listed: at}, "a/5": {listed: at}, "b/2": {listed: at}, "b/5": {listed: at},
 		}, served, claimB, []string{"b"}, 2)
-		require.NotEmpty(t, w.passed.recent, "more of the peer's b entries than free slots, none of its own b: passed")
+		require.NotNil(t, w.passed[typeKey{"b", ""}], "more of the peer's b entries than free slots, none of its own b: passed")
+		require.NotEmpty(t, w.passed[typeKey{"b", ""}].recent, "more of the peer's b entries than free slots, none of its own b: passed")
 	})
 
 	t.Run("a listing stopped in a run of keys not available yet keeps what lies past it", func(t *testing.T) {
@@ -1094,10 +1095,10 @@ func TestWalkRunningOnKeepsShardsProgress(t *testing.T) {
 }
 
 // A task started ahead of older ones of the worker's own, its key's turn
-// (keys take turns), passes no rank beyond the oldest own entry left: the
-// others' entries beside those are not late for it, else every worker
-// would race for them a page hold later (qo bench --keys: 14-23% more
-// requests per task over 20 keys than over none).
+// (keys take turns), passes no entry of a key beyond that key's oldest own
+// entry left: the others' entries beside those are not late for it, else
+// every worker would race for them a page hold later (qo bench --keys:
+// 14-23% more requests per task over 20 keys than over none).
 func TestKeyTurnPassesOnlyWhatItLeftBehind(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -1123,6 +1124,13 @@ func TestKeyTurnPassesOnlyWhatItLeftBehind(t *testing.T) {
 		left = append(left, fmt.Sprintf("%s@%d", h.TaskKey, h.Rank.Sub(at).Milliseconds()))
 	}
 	require.Equal(t, []string{"deep@2", "deep@3", "@5"}, left, "the deep key's first and the small key's took a turn each")
-	require.NotEmpty(t, w.passed.recent)
-	require.Equal(t, at.Add(2*time.Millisecond), w.passed.recent[len(w.passed.recent)-1].rank, "passed up to the deep key's next, not the small key's rank")
+	passedTo := func(k typeKey) time.Time {
+		r := w.passed[k]
+		require.NotNil(t, r, "%v passed", k)
+		require.NotEmpty(t, r.recent, "%v passed", k)
+		return r.recent[len(r.recent)-1].rank
+	}
+	require.Equal(t, at.Add(2*time.Millisecond), passedTo(typeKey{"a", "deep"}), "the deep key passed up to its next own entry, not the small key's rank")
+	require.Equal(t, at.Add(10*time.Millisecond), passedTo(typeKey{"a", "small"}))
+	require.Equal(t, at.Add(10*time.Millisecond), passedTo(typeKey{"a", ""}), "none of its own there: up to the rank started")
 }

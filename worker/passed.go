@@ -6,6 +6,8 @@ package worker
 import (
 	"slices"
 	"time"
+
+	"github.com/qo-queue/qo/queue"
 )
 
 // passedRanks records how far this worker has passed other workers' ready
@@ -84,4 +86,60 @@ func lateUpTo(steps []passedBucket, ready time.Time) time.Time {
 		return time.Time{}
 	}
 	return steps[i].rank
+}
+
+// passKey is the group of entries an entry's lateness is judged in: its
+// type and task key ("" for the entries without one), the groups that
+// take turns (see fairOrder). A worker that started one key's newer task
+// has not left another key's older ones behind, beyond its own oldest
+// entry of that key it could take: that key has turns of its own.
+func passKey(e queue.ReadyEntry) typeKey { return typeKey{e.Type, e.TaskKey} }
+
+// anyGroup is the record of passes of every group at once (each pass at
+// the rank started): the lateness of the entries of a group with no record
+// of its own, which the held view did not hold when the passes were made
+// (so the worker held no own entry of it either).
+var anyGroup = typeKey{}
+
+// maxPassedKeys bounds the groups whose passes are kept: past it, those
+// of groups the held view no longer holds are dropped (their entries,
+// when listed again, are judged by anyGroup).
+const maxPassedKeys = 4096
+
+// keyedPasses is a passedRanks per group (passKey), and anyGroup's.
+type keyedPasses map[typeKey]*passedRanks
+
+// note records that rank of group k was passed at now.
+func (p *keyedPasses) note(k typeKey, now, rank time.Time, hold time.Duration) {
+	if *p == nil {
+		*p = keyedPasses{}
+	}
+	r := (*p)[k]
+	if r == nil {
+		r = &passedRanks{}
+		(*p)[k] = r
+	}
+	r.note(now, rank, hold)
+}
+
+// before returns, per group with a record, the passes counted as passed
+// (see passedRanks.before; empty when none is yet), dropping groups past
+// maxPassedKeys the held entries do not name.
+func (p keyedPasses) before(now time.Time, hold time.Duration, held []heldEntry) map[typeKey][]passedBucket {
+	if len(p) > maxPassedKeys {
+		keep := map[typeKey]bool{anyGroup: true}
+		for _, h := range held {
+			keep[passKey(h.ReadyEntry)] = true
+		}
+		for k := range p {
+			if !keep[k] {
+				delete(p, k)
+			}
+		}
+	}
+	out := make(map[typeKey][]passedBucket, len(p))
+	for k, r := range p {
+		out[k] = r.before(now, hold)
+	}
+	return out
 }

@@ -310,7 +310,7 @@ func (w *Worker) indexStep(ctx context.Context, shards, types []string, free int
 		}
 	}
 	now := w.clock.Now()
-	v.passed = w.passed.before(now, w.opts.PageHold)
+	v.passed = w.passed.before(now, w.opts.PageHold, v.entries)
 	walked, listed := false, 0
 	spent := v.spent(types)
 	if due, onward, urgent := v.due(claim, time.Now(), w.opts.PageHold, spent); spent || urgent {

@@ -83,10 +83,11 @@ type heldView struct {
 	// with no share of one owns none of its type's entries, see
 	// splitWeights).
 	limits map[string]int
-	// passed: what this worker passed a page hold ago or more (see
-	// passedRanks); another worker's entry is late if it was ready when
-	// its rank was passed. Set at each poll.
-	passed []passedBucket
+	// passed: what this worker passed a page hold ago or more, per group
+	// (passKey; anyGroup for a group without a record, see passedRanks);
+	// another worker's entry is late if it was ready when its rank was
+	// passed in its group. Set at each poll.
+	passed map[typeKey][]passedBucket
 }
 
 // within reports whether the entry may be claimed before the next walk.
@@ -104,7 +105,11 @@ func (v *heldView) within(h *heldEntry) bool {
 // late reports whether another worker's entry has waited a page hold
 // behind tasks this worker started (see passedRanks).
 func (v *heldView) late(h *heldEntry) bool {
-	r := lateUpTo(v.passed, h.AvailableAt)
+	steps, ok := v.passed[passKey(h.ReadyEntry)]
+	if !ok {
+		steps = v.passed[anyGroup]
+	}
+	r := lateUpTo(steps, h.AvailableAt)
 	return !r.IsZero() && !h.Rank.After(r)
 }
 

@@ -337,10 +337,15 @@ func (w *Worker) helpOrPass(types []string, free int) {
 	// them.
 	v.help = !mine && within <= free
 	if !mineNow && withinNow > free {
+		// The highest of each group's (see passKey), and of all.
+		noted := map[typeKey]bool{}
 		for i := len(v.entries) - 1; i >= 0; i-- {
-			if h := &v.entries[i]; v.within(h) && slices.Contains(types, h.Type) {
-				w.passed.note(w.clock.Now(), v.entries[i].Rank, w.opts.PageHold)
-				break
+			if h := &v.entries[i]; v.within(h) && slices.Contains(types, h.Type) && !noted[passKey(h.ReadyEntry)] {
+				if len(noted) == 0 {
+					w.passed.note(anyGroup, w.clock.Now(), h.Rank, w.opts.PageHold)
+				}
+				noted[passKey(h.ReadyEntry)] = true
+				w.passed.note(passKey(h.ReadyEntry), w.clock.Now(), h.Rank, w.opts.PageHold)
 			}
 		}
 	}

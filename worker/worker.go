@@ -100,7 +100,7 @@ type Worker struct {
 	// Poll state, owned by the dispatch loop.
 	control    controlState
 	view       heldView    // what the last walk found (see claimHeld)
-	passed     passedRanks // how far it passed the ready tasks (see passedRanks)
+	passed     keyedPasses // how far it passed the ready tasks, per key (see passedRanks)
 	peers      peerSet     // the other live workers (see peers.go)
 	lastWork   time.Time   // when a poll last claimed something (machine clock)
 	scan       scanState
