@@ -135,6 +135,10 @@ type Follower struct {
 	ready  map[uuid.UUID]string // task id -> ready key
 	leases map[uuid.UUID]string // task id -> lease key
 	seen   map[uuid.UUID]seenTask
+	// unwritten: entries whose task was not found, by when it first was
+	// not: read again at every poll until IndexGrace old (see
+	// awaitUnwritten).
+	unwritten map[uuid.UUID]time.Time
 }
 
 type followedTask struct {
@@ -381,7 +385,7 @@ func (f *Follower) pollQueue(ctx context.Context) ([]Event, error) {
 	for i, id := range ids {
 		t, err := got[i], errs[i]
 		if errors.Is(err, ErrNotFound) {
-			continue // an index entry of a task that does not exist
+			continue // an index entry of a task not written yet, or that does not exist
 		}
 		if err != nil {
 			firstErr = firstOf(firstErr, err)
@@ -393,6 +397,7 @@ func (f *Follower) pollQueue(ctx context.Context) ([]Event, error) {
 	}
 	f.ready, f.leases = ready, leases
 	f.awaitTasks(ids, got)
+	f.awaitUnwritten(ids, errs)
 	f.forget(cand)
 	return evs, firstErr
 }
@@ -487,6 +492,38 @@ func (f *Follower) awaitTasks(ids []uuid.UUID, got []*Task) {
 			if k, ok := f.ready[id]; ok && ReadyKey(t) != k {
 				delete(f.ready, id)
 			}
+		}
+	}
+}
+
+// awaitUnwritten keeps reading the tasks of entries listed before their
+// task was written (index entries are written first, see doc.go): their
+// entries are not recorded as known, so the next poll reads them again,
+// until the task is found or IndexGrace has passed since it first was not
+// (an entry whose task does not exist, which readers drop as stale), so a
+// submit the listing met halfway is reported, not missed.
+func (f *Follower) awaitUnwritten(ids []uuid.UUID, errs []error) {
+	now := f.q.Now()
+	for i, id := range ids {
+		if !errors.Is(errs[i], ErrNotFound) {
+			delete(f.unwritten, id)
+			continue
+		}
+		first, ok := f.unwritten[id]
+		if !ok {
+			if f.unwritten == nil {
+				f.unwritten = map[uuid.UUID]time.Time{}
+			}
+			f.unwritten[id], first = now, now
+		}
+		if now.Sub(first) < IndexGrace {
+			delete(f.ready, id)
+			delete(f.leases, id)
+		}
+	}
+	for id, first := range f.unwritten {
+		if now.Sub(first) > 2*IndexGrace {
+			delete(f.unwritten, id) // given up on a poll ago or more
 		}
 	}
 }

@@ -107,6 +107,43 @@ func TestFollowQueue(t *testing.T) {
 	})
 }
 
+// A submit the listing meets halfway (its ready entry written, its task
+// not yet: index entries come first) is reported once the task is
+// written, not missed; an entry whose task never appears is read no more
+// once IndexGrace old.
+func TestFollowQueueSeesSubmitMetHalfway(t *testing.T) {
+	t.Parallel()
+	b := setup(t, storetest.Backends()[0])
+	f := b.q.NewFollower(queue.FollowOptions{})
+	require.Empty(t, poll(t, b, f))
+
+	// The entry of a task about to be written.
+	task := b.submit(t, "resize", `{}`)
+	obj, err := b.raw.Get(b.ctx, task.Key())
+	require.NoError(t, err)
+	require.NoError(t, b.raw.Delete(b.ctx, task.Key(), store.Condition{}))
+	require.Empty(t, poll(t, b, f), "the task is not written yet")
+	require.Empty(t, poll(t, b, f), "still not")
+	_, err = b.raw.Put(b.ctx, task.Key(), obj.Body, store.Condition{})
+	require.NoError(t, err)
+	require.Equal(t, []seenEvent{{"enqueued", task.ID, "resize", "", 0, 0}}, seenOf(poll(t, b, f)))
+
+	// An entry whose task never appears: given up once IndexGrace old.
+	stray := queue.NewIDAt(b.q.Now())
+	key := queue.ReadyKey(&queue.Task{ID: stray, Type: "resize", Shard: queue.ShardOf(stray, 1), Priority: queue.PriorityNormal, AvailableAt: b.q.Now()})
+	_, err = b.raw.Put(b.ctx, key, nil, store.Condition{})
+	require.NoError(t, err)
+	gets := func() int64 {
+		before := b.counts()
+		require.Empty(t, poll(t, b, f))
+		return b.counts().Sub(before).Total(store.OpGet)
+	}
+	require.Positive(t, gets(), "read while it may be a submit halfway")
+	b.clock.Advance(queue.IndexGrace)
+	require.Positive(t, gets(), "the last read")
+	require.Zero(t, gets(), "given up")
+}
+
 // TestFollowTasks follows two tasks by id: their history first, then each
 // new version, until both ended.
 func TestFollowTasks(t *testing.T) {

@@ -63,14 +63,15 @@
 // every partition, its own share of it (workers
 // split the ready tasks by task id, see peers.go), for up to PageHold
 // before it walks again. Another worker's task that it passed (started a
-// newer one, or had a free slot for) a page hold ago it claims too: a
+// newer one of its group of turns, a type's task key or its tasks without
+// one, or had a free slot for) a page hold ago it claims too: a
 // worker with a free slot passes another's task for at most 5/4 PageHold
 // longer than one of its own, whatever holds that worker up and however
 // deep the backlog. A claim (four requests in a row) starts as soon as a
 // slot is free, in that order, and holds the slot while in flight; no
 // claim waits for another. See poll.go for order, fairness and the bound
-// (the dispatch loop and the poll); walk.go holds the held view and the
-// walks that fill it (passed.go what makes others' entries late),
+// (the dispatch loop and the poll); view.go holds the held view, walk.go
+// the walks that fill it (passed.go what makes others' entries late),
 // claim.go the claims, scan.go the fallback scans of
 // IndexMode.
 //
