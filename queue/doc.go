@@ -1027,7 +1027,10 @@ Follow (qo tail) reports the events of given tasks, or of the whole queue:
     entry appeared, moved or vanished. Writes between two polls coalesce
     into the task's latest event; writes that change no ready or lease
     entry (a cancel request, archiving, a waiting task's writes) are not
-    seen.
+    seen. An entry listed before its task is written (entries come first)
+    is read again at every poll until the task is found, or IndexGrace
+    after it first was not (a stale entry): a submit met halfway is
+    reported, not missed.
 
 Wait (qo wait) reads, per round, each task that has not ended (1 GET);
 rounds stretch from its interval to its maximum while nothing changes. An

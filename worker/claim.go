@@ -56,46 +56,7 @@ func (w *Worker) claimHeld(ctx context.Context, free int) (started int) {
 	// limit takes no part.
 	next := w.weightedOrder(v.entries, order)
 	full := func(typ string) bool { return w.atLimit(typ, perType) }
-	// pass records what a claim of h passes (see passedRanks), for each
-	// group of entries the view holds (passKey: a task key of a type, or a
-	// type's entries without a key): h's rank, but no further than the
-	// worker's oldest own entry of that group it could take now and has
-	// not (the view is in rank order). Keys and weighted types take turns,
-	// so a task is started ahead of older ones of the worker's own by
-	// design; the others' entries beside those are not left behind by it,
-	// and counting them passed would set every worker racing for them a
-	// page hold later. A group it holds none of its own of is passed up to
-	// h's rank, as are groups not in the view (anyGroup).
-	own := map[typeKey][]int{} // group -> the view's own entries, in order
-	groups := map[typeKey]bool{}
-	for i := range v.entries {
-		if o := &v.entries[i]; !o.done {
-			k := passKey(o.ReadyEntry)
-			groups[k] = true
-			if o.own {
-				own[k] = append(own[k], i)
-			}
-		}
-	}
-	oldestOwn := func(k typeKey) (time.Time, bool) {
-		for ; len(own[k]) > 0; own[k] = own[k][1:] {
-			o := &v.entries[own[k][0]]
-			if !o.done && v.within(o) && !w.control.ctl.IsPaused(o.Type) && !full(o.Type) && w.keyReadyNow(o.Type, o.TaskKey) {
-				return o.Rank, true
-			}
-		}
-		return time.Time{}, false
-	}
-	pass := func(h *heldEntry) {
-		w.passed.note(anyGroup, now, h.Rank, w.opts.PageHold)
-		for k := range groups {
-			r := h.Rank
-			if o, ok := oldestOwn(k); ok && o.Before(r) {
-				r = o
-			}
-			w.passed.note(k, now, r, w.opts.PageHold)
-		}
-	}
+	pass := w.passer(now, full)
 	for started < free && !w.stopping(ctx) {
 		i, ok := next.next(full)
 		if !ok {
@@ -136,6 +97,50 @@ func (w *Worker) claimHeld(ctx context.Context, free int) (started int) {
 	}
 	v.entries = slices.DeleteFunc(v.entries, func(h heldEntry) bool { return h.done })
 	return started
+}
+
+// passer returns what records the passes of a claim (see passedRanks),
+// for each group of entries the view holds (passKey: a task key of a
+// type, or a type's entries without a key): the claim's rank, but no
+// further than the worker's oldest own entry of that group it could take
+// now and has not (the view is in rank order). Keys and weighted types
+// take turns, so a task is started ahead of older ones of the worker's own
+// by design; the others' entries beside those are not left behind by it,
+// and counting them passed would set every worker racing for them a page
+// hold later. A group it holds none of its own of is passed up to the
+// claim's rank, as are groups not in the view (anyGroup).
+func (w *Worker) passer(now time.Time, full func(typ string) bool) func(h *heldEntry) {
+	v := &w.view
+	own := map[typeKey][]int{} // group -> the view's own entries, in order
+	groups := map[typeKey]bool{}
+	for i := range v.entries {
+		if o := &v.entries[i]; !o.done {
+			k := passKey(o.ReadyEntry)
+			groups[k] = true
+			if o.own {
+				own[k] = append(own[k], i)
+			}
+		}
+	}
+	oldestOwn := func(k typeKey) (time.Time, bool) {
+		for ; len(own[k]) > 0; own[k] = own[k][1:] {
+			o := &v.entries[own[k][0]]
+			if !o.done && v.within(o) && !w.control.ctl.IsPaused(o.Type) && !full(o.Type) && w.keyReadyNow(o.Type, o.TaskKey) {
+				return o.Rank, true
+			}
+		}
+		return time.Time{}, false
+	}
+	return func(h *heldEntry) {
+		w.passed.note(anyGroup, now, h.Rank, w.opts.PageHold)
+		for k := range groups {
+			r := h.Rank
+			if o, ok := oldestOwn(k); ok && o.Before(r) {
+				r = o
+			}
+			w.passed.note(k, now, r, w.opts.PageHold)
+		}
+	}
 }
 
 // lostClaims records that claims from the held view were lost to another
